@@ -1,0 +1,1 @@
+"""exitlaw.engine (see DESIGN.md section 2)."""

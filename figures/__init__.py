@@ -1,0 +1,1 @@
+"""exitlaw.figures (see DESIGN.md section 2)."""

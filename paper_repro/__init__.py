@@ -1,0 +1,1 @@
+"""exitlaw.paper_repro (see DESIGN.md section 2)."""

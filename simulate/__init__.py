@@ -1,0 +1,1 @@
+"""exitlaw.simulate (see DESIGN.md section 2)."""

@@ -1,0 +1,53 @@
+"""exitlaw.theory: draft trees, exact exit laws, ceilings and oracle trees.
+
+The numpy-only parts (trees, validation, traces, the exact-rational reference,
+oracle trees) import without JAX, so the torch engine can use them. The JAX
+laws (``exit_law``, ``block_law``, ...) are loaded on first access.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .distributions import (
+    ROW_SUM_ATOL,
+    check_edge_probs,
+    check_rows,
+    check_temperature,
+    check_tree_rows,
+    gather_edge_probs,
+    softmax_with_temperature,
+)
+from .errors import DistributionError, TreeError
+from .exact import ReferenceLaw, reference_block_law, reference_law, reference_law_from_edges, to_fractions
+from .oracle import allocation_gap, coverage_under, oracle_tree, tree_rows
+from .trace import Trace, TraceFormatError, TraceRound, TraceWriter, iter_trace, read_trace, write_trace
+from .tree import DraftTree, PaddedTree, stack_trees
+
+_JAX_EXPORTS = {
+    "ExitLaw": "law",
+    "exit_law": "law",
+    "exit_law_from_edges": "law",
+    "exit_law_from_logits": "law",
+    "probs_from_logits": "law",
+    "block_law": "law",
+    "residual_rows": "law",
+    "exit_depth_law": "law",
+}
+
+
+def __getattr__(name: str):
+    if name in _JAX_EXPORTS:
+        return getattr(import_module(f".{_JAX_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "DraftTree", "PaddedTree", "stack_trees", "TreeError", "DistributionError",
+    "ROW_SUM_ATOL", "check_rows", "check_tree_rows", "check_edge_probs", "check_temperature",
+    "softmax_with_temperature", "gather_edge_probs",
+    "ReferenceLaw", "reference_law", "reference_law_from_edges", "reference_block_law", "to_fractions",
+    "oracle_tree", "tree_rows", "coverage_under", "allocation_gap",
+    "Trace", "TraceRound", "TraceWriter", "TraceFormatError", "read_trace", "iter_trace", "write_trace",
+    *_JAX_EXPORTS,
+]

@@ -1,0 +1,179 @@
+"""Exact exit laws on a fixed draft tree, in JAX (DESIGN.md section 1).
+
+For a tree with edge probabilities ``a(u) = p_par(u)(x_u)``:
+
+* prefix probability ``P(u) = prod_{ancestors} a`` computed in log space as
+  ``log P = A @ log a`` (``A`` the ancestor-or-self matrix), so deep trees do
+  not underflow;
+* child mass ``m = C @ a`` (``C`` the child incidence), exit probability
+  ``rho = 1 - m``;
+* exit law ``w = P * rho`` (sums to one), coverage ``C_p = sum_{v != root} P(v)``,
+  ceiling ``E[L] <= 1 + C_p``.
+
+Functions act on *one* tree; batch with ``jax.vmap`` over a
+:class:`~exitlaw.theory.tree.PaddedTree` built by ``stack_trees``. All are
+pure and ``jit``/``vmap``/``grad``-friendly; values are float64 when
+``jax_enable_x64`` is on. Concrete inputs are validated before any tracing;
+traced inputs (inside ``jit``/``vmap``/``grad``) are shape-checked only.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .distributions import (
+    ROW_SUM_ATOL,
+    check_edge_probs,
+    check_temperature,
+    check_tree_rows,
+)
+from .errors import DistributionError
+from .tree import DraftTree, PaddedTree
+
+_FIELDS = ("parent", "token", "depth", "valid", "ancestor", "child")
+jax.tree_util.register_pytree_node(
+    PaddedTree,
+    lambda t: (tuple(getattr(t, f) for f in _FIELDS), None),
+    lambda _, leaves: PaddedTree(*leaves),
+)
+
+
+class ExitLaw(NamedTuple):
+    """Per-node quantities of the canonical exit law (shape ``[N]`` unless scalar)."""
+
+    edge: jax.Array             # a(u); a(root) = 1; 0 on padding
+    log_prefix: jax.Array       # log P(u)
+    prefix: jax.Array           # P(u)
+    child_mass: jax.Array       # m(v)
+    rho: jax.Array              # 1 - m(v)
+    w: jax.Array                # P(v) rho(v)
+    coverage: jax.Array         # C_p(T) = sum_{v != root} P(v)
+    expected_length: jax.Array  # 1 + C_p(T)
+
+
+def _is_traced(*xs) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in xs)
+
+
+def _padded(tree: DraftTree | PaddedTree) -> PaddedTree:
+    if isinstance(tree, DraftTree):
+        return tree.padded(tree.num_nodes)
+    if isinstance(tree, PaddedTree):
+        return tree
+    raise TypeError(f"expected a DraftTree or PaddedTree, got {type(tree).__name__}")
+
+
+def _law_from_edges(t: PaddedTree, edge: jax.Array) -> ExitLaw:
+    n = edge.shape[-1]
+    is_root = jnp.arange(n) == 0
+    edge = jnp.where(is_root, 1.0, jnp.where(t.valid, edge, 0.0)).astype(edge.dtype)
+    positive = edge > 0
+    log_edge = jnp.where(positive, jnp.log(jnp.where(positive, edge, 1.0)), -jnp.inf)
+    # log P = A @ log a, written with `where` so that 0 * (-inf) never occurs
+    log_prefix = jnp.sum(jnp.where(t.ancestor, log_edge[None, :], 0.0), axis=-1)
+    prefix = jnp.exp(log_prefix)
+    child_mass = jnp.where(t.child, edge[None, :], 0.0).sum(axis=-1)  # m = C @ a
+    rho = 1.0 - child_mass
+    w = prefix * rho
+    coverage = jnp.sum(jnp.where(t.valid & ~is_root, prefix, 0.0))
+    return ExitLaw(edge, log_prefix, prefix, child_mass, rho, w, coverage, 1.0 + coverage)
+
+
+def _edges_from_rows(t: PaddedTree, probs: jax.Array) -> jax.Array:
+    parent = jnp.maximum(t.parent, 0)
+    return probs[parent, t.token]
+
+
+def _child_token_mask(t: PaddedTree, vocab: int) -> jax.Array:
+    """``M[v, y] = 1`` iff ``y`` is the token of a child of ``v``."""
+    n = t.parent.shape[-1]
+    real_child = t.valid & (jnp.arange(n) > 0)
+    rows = jnp.where(real_child, t.parent, n)  # out-of-range rows are dropped
+    return jnp.zeros((n, vocab), dtype=bool).at[rows, t.token].set(True, mode="drop")
+
+
+def _check_rows_shape(t: PaddedTree, probs) -> None:
+    if probs.ndim != 2 or probs.shape[0] != t.parent.shape[-1]:
+        raise DistributionError(
+            f"probs must have shape [N={t.parent.shape[-1]}, V], got {tuple(probs.shape)}"
+        )
+
+
+def exit_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
+    """Exit law from full target rows ``probs[v] = p_v`` (shape ``[N, V]``)."""
+    if isinstance(tree, DraftTree) and not _is_traced(probs):
+        check_tree_rows(tree, probs, atol=atol)
+    t = _padded(tree)
+    probs = jnp.asarray(probs)
+    _check_rows_shape(t, probs)
+    return _law_from_edges(t, _edges_from_rows(t, probs))
+
+
+def exit_law_from_edges(tree: DraftTree | PaddedTree, edge_probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
+    """Exit law from edge probabilities alone (``edge_probs[u] = a(u)``; entry 0 ignored).
+
+    This is what a recorded trace keeps. ``rho = 1 - m`` may be negative by at
+    most ``atol`` when float rounding pushes a child mass just above one.
+    """
+    if isinstance(tree, DraftTree) and not _is_traced(edge_probs):
+        check_edge_probs(tree, edge_probs, atol=atol)
+    t = _padded(tree)
+    edge = jnp.asarray(edge_probs)
+    if edge.shape != t.parent.shape:
+        raise DistributionError(f"edge_probs must have shape {t.parent.shape}, got {edge.shape}")
+    if not jnp.issubdtype(edge.dtype, jnp.floating):
+        edge = edge.astype(jnp.result_type(float))
+    return _law_from_edges(t, edge)
+
+
+def probs_from_logits(logits, temperature: float) -> jax.Array:
+    """``softmax(logits / T)`` over the last axis; ``T = 0`` is the greedy one-hot limit (first argmax)."""
+    logits = jnp.asarray(logits)
+    if _is_traced(temperature):
+        return jax.nn.softmax(logits / temperature, axis=-1)
+    t = check_temperature(temperature, allow_zero=True)
+    if t == 0:
+        return jax.nn.one_hot(jnp.argmax(logits, axis=-1), logits.shape[-1], dtype=logits.dtype)
+    return jax.nn.softmax(logits / t, axis=-1)
+
+
+def exit_law_from_logits(tree: DraftTree | PaddedTree, logits, temperature: float = 1.0) -> ExitLaw:
+    """Exit law of ``p_v = softmax(logits_v / T)``."""
+    if not _is_traced(logits) and not np.all(np.isfinite(np.asarray(logits))):
+        raise DistributionError("logits contain NaN or inf")
+    return exit_law(tree, probs_from_logits(logits, temperature))
+
+
+def block_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> jax.Array:
+    """Joint law of (exit node, bonus token): ``P(v) p_v(y) [y not a child token of v]``, shape ``[N, V]``."""
+    law = exit_law(tree, probs, atol=atol)
+    t = _padded(tree)
+    probs = jnp.asarray(probs)
+    mask = _child_token_mask(t, probs.shape[-1])
+    out = law.prefix[:, None] * jnp.where(mask, 0.0, probs)
+    return jnp.where(t.valid[:, None], out, 0.0)
+
+
+def residual_rows(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> jax.Array:
+    """Residual bonus laws ``p_v^res(y) = p_v(y) [y not a child token] / rho(v)``.
+
+    Rows with ``rho(v) = 0`` (children cover all mass) are returned as zeros:
+    the exit at such a node has probability zero, so its bonus law is undefined.
+    """
+    law = exit_law(tree, probs, atol=atol)
+    t = _padded(tree)
+    probs = jnp.asarray(probs)
+    mask = _child_token_mask(t, probs.shape[-1])
+    kept = jnp.where(mask, 0.0, probs)
+    mass = kept.sum(-1, keepdims=True)
+    return jnp.where(mass > 0, kept / jnp.where(mass > 0, mass, 1.0), 0.0)
+
+
+def exit_depth_law(tree: DraftTree | PaddedTree, law: ExitLaw, max_depth: int) -> jax.Array:
+    """Law of the exit depth (accepted draft tokens): ``Pr[depth(V) = d]`` for ``d = 0..max_depth``."""
+    t = _padded(tree)
+    return jnp.zeros(max_depth + 1, dtype=law.w.dtype).at[t.depth].add(jnp.where(t.valid, law.w, 0.0))
