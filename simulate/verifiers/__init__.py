@@ -1,0 +1,24 @@
+"""Verifiers: one procedure per rule, run by sampling or by exact enumeration.
+
+Public sampling forms ``f(tree, probs, rng) -> (exit_node, bonus_token)``:
+:func:`predraw`, :func:`residual`, :func:`tev`, :func:`greedy`.
+"""
+
+from .exact import implementation_block_law, implementation_law, law_table
+from .procedures import (
+    PROCEDURES,
+    child_lookup,
+    greedy_procedure,
+    predraw_procedure,
+    residual_procedure,
+    tev_procedure,
+    tev_weights,
+)
+from .sampling import greedy, predraw, residual, tev
+
+__all__ = [
+    "predraw", "residual", "tev", "greedy",
+    "predraw_procedure", "residual_procedure", "tev_procedure", "greedy_procedure",
+    "PROCEDURES", "child_lookup", "tev_weights",
+    "implementation_law", "implementation_block_law", "law_table",
+]
