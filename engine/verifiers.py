@@ -1,0 +1,256 @@
+"""Tree verifiers on a torch device (DESIGN.md section 1, "Verifiers on a fixed tree").
+
+Every verifier here is a *conditionally exact, saturating* path verifier: given
+the realised tree and the target rows ``p_v = softmax(logits[v] / T)`` its
+(exit, bonus) law is the block law ``P(v) p_v(y) [y not a child token of v]``.
+
+* ``greedy``   -- follow the argmax (every kind at ``T = 0``).
+* ``predraw``  -- DDTree: one sample ``R_v ~ p_v`` per node, follow the child whose
+  token is ``R_v``; the exit's own draw is the bonus.
+* ``residual`` -- EAGLE-style sequential: at ``v`` accept child ``u_j`` w.p.
+  ``r(x_uj) / sum r``, on rejection zero it and renormalise; bonus ``~ r``.
+* ``tev``      -- Tree Exit Verification, level-parallel: ``log P = A @ log a``,
+  ``m = C @ a``, ``w = P (1 - m)``, one exit draw ``V ~ w``, one bonus draw from
+  ``p_V`` with ``V``'s child tokens masked. Only the ``K`` internal rows get a
+  ``logsumexp`` and only the exit row a (float64) softmax; no ``[N, V]`` copy, no
+  per-node sampling, one device-to-host transfer (exit and bonus).
+
+Streams: acceptance decisions (predraw's ``R_v``, residual's uniforms, TEV's
+exit draw) use ``generators.acceptance``; bonus draws use ``generators.bonus``
+(predraw has no separate bonus draw: its bonus is ``R_exit``).
+
+Categorical draws over a large vocabulary use an *exponential race* in float64:
+``argmax_y (log p(y) - log E_y)``, ``E_y ~ Exp(1)``, which is exact and free of
+the tail bias a float32 Gumbel-max has on a 150k vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from exitlaw.theory import DistributionError, check_temperature
+
+from .device_tree import DeviceTree
+
+KINDS = ("greedy", "predraw", "residual", "tev")
+
+
+class VerifierGenerators:
+    """Two independent seeded ``torch.Generator`` streams: ``acceptance`` and ``bonus``.
+
+    The two seeds are spawned from ``numpy.random.SeedSequence(seed)``, so they
+    never coincide and never overlap the drafter's stream (seed that separately).
+    """
+
+    def __init__(self, seed: int, device: torch.device | str = "cpu"):
+        acc_seed, bonus_seed = (int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
+                                for s in np.random.SeedSequence(int(seed)).spawn(2))
+        self.seed = int(seed)
+        self.device = torch.device(device)
+        self.acceptance = torch.Generator(device=self.device).manual_seed(acc_seed)
+        self.bonus = torch.Generator(device=self.device).manual_seed(bonus_seed)
+
+
+class VerifyResult(NamedTuple):
+    exit_node: int
+    bonus: int
+    path_nodes: list[int]  # root .. exit_node (node ids: the KV positions to commit)
+
+
+# ----------------------------------------------------------------- helpers
+def _race(log_weights: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Index drawn with probability proportional to ``exp(log_weights)`` (float64 exponential race).
+
+    ``-inf`` entries are never drawn. Returns a 0-d long tensor (no host sync).
+    """
+    e = torch.empty_like(log_weights, dtype=torch.float64).exponential_(generator=gen)
+    key = log_weights.to(torch.float64) - e.log_()
+    key = torch.where(torch.isneginf(log_weights), float("-inf"), key)  # -inf - (-inf) = nan guard
+    return key.argmax()
+
+
+def _mask_children_(z: torch.Tensor, dt: DeviceTree, node: torch.Tensor) -> torch.Tensor:
+    """Set ``z[y] = -inf`` for every child token ``y`` of ``node`` (a 0-d device tensor), in place."""
+    idx = dt.child_tokens[node]  # [M]; padding repeats a child token, or is 0 at a leaf
+    keep = z.gather(0, idx)
+    z.scatter_(0, idx, torch.where(dt.has_child[node], torch.full_like(keep, float("-inf")), keep))
+    return z
+
+
+def _follow(dt: DeviceTree, draw: torch.Tensor) -> torch.Tensor:
+    """Deepest node whose every ancestor-or-self ``u != root`` has ``token[u] == draw[par(u)]``.
+
+    ``draw[v]`` is the token "proposed" at node ``v`` (argmax, or predraw's ``R_v``).
+    Siblings are distinct, so the matching nodes form one root path.
+    """
+    match = torch.ones_like(dt.token, dtype=torch.bool)
+    match[1:] = dt.token[1:] == draw[dt.parent[1:]]
+    ok = ~(dt.ancestor & ~match[None, :]).any(dim=1)  # [N]
+    return torch.where(ok, dt.depth, -1).argmax()
+
+
+def _finish(dt: DeviceTree, exit_node: torch.Tensor, bonus: torch.Tensor, ok: torch.Tensor | None = None) -> VerifyResult:
+    """The single device-to-host transfer of a round."""
+    parts = [exit_node.reshape(1), bonus.reshape(1).to(exit_node.dtype)]
+    if ok is not None:
+        parts.append(ok.reshape(1).to(exit_node.dtype))
+    out = torch.cat(parts).tolist()
+    if ok is not None and not out[2]:
+        raise DistributionError("target logits of this round contain NaN/+inf, or an internal row is all -inf")
+    v = int(out[0])
+    return VerifyResult(v, int(out[1]), list(dt.tree.path_nodes(v)))
+
+
+def _check(tree: DeviceTree, logits: torch.Tensor) -> None:
+    if not isinstance(tree, DeviceTree):
+        raise TypeError(f"verify needs a DeviceTree (see to_device_tree), got {type(tree).__name__}")
+    if logits.ndim != 2 or logits.shape[0] != tree.num_nodes:
+        raise DistributionError(f"logits must have shape [N={tree.num_nodes}, V], got {tuple(logits.shape)}")
+    if not torch.is_floating_point(logits):
+        raise DistributionError(f"logits must be floating point, got {logits.dtype}")
+    tree.tree.check_vocab(int(logits.shape[1]))
+
+
+# ----------------------------------------------------------------- verifiers
+def verify_greedy(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
+    """Follow the argmax (first maximum on ties); bonus = argmax of the exit row."""
+    am = logits.argmax(dim=-1)  # [N]
+    v = _follow(dt, am)
+    return _finish(dt, v, am[v])
+
+
+def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """DDTree predraw-and-follow: ``R_v ~ p_v`` for every node (one batched draw), follow matches."""
+    probs = torch.softmax(logits.to(torch.float64) / temperature, dim=-1)  # [N, V]
+    draw = torch.multinomial(probs, 1, generator=gens.acceptance).squeeze(1)  # [N]
+    v = _follow(dt, draw)
+    return _finish(dt, v, draw[v])
+
+
+def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """EAGLE-style sequential residual verification (children in node-id order), one sync per level."""
+    tree = dt.tree
+    v = 0
+    while True:
+        z = logits[v].to(torch.float64) / temperature
+        kids = tree.children[v]
+        if kids.size == 0:
+            break
+        r = torch.softmax(z, dim=-1)  # [V]
+        toks = torch.as_tensor(tree.token[kids], device=logits.device)
+        u = torch.rand(kids.size, generator=gens.acceptance, dtype=torch.float64, device=logits.device)
+        pr, uu = torch.stack([r[toks], u]).tolist()
+        remaining, nxt = 1.0, None
+        for j, child in enumerate(kids):
+            # accept w.p. r(x) / sum r, where sum r = 1 - (mass of rejected siblings)
+            if remaining > 0 and uu[j] * remaining < pr[j]:
+                nxt = int(child)
+                break
+            remaining -= pr[j]
+        if nxt is None:
+            z[toks] = float("-inf")
+            break
+        v = nxt
+    bonus = _race(z, gens.bonus)
+    return VerifyResult(v, int(bonus), list(tree.path_nodes(v)))
+
+
+def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(w, ok)``: the exit law ``w = P (1 - m)`` (float64 ``[N]``) from the ``K`` internal rows only.
+
+    ``a(u) = exp(logits[par u, x_u] / T - lse[par u])``; ``log P = A @ log a`` with
+    zero edges handled by a separate count (``0 * -inf`` would be NaN), ``m = C @ a``.
+    """
+    inv_t = 1.0 / temperature
+    rows = logits.index_select(0, dt.internal)  # [K, V]: the only row copy
+    if rows.dtype != torch.float32:
+        rows = rows.float()
+    if inv_t != 1.0:
+        rows.mul_(inv_t)
+    lse = torch.logsumexp(rows, dim=-1).to(torch.float64)  # [K]
+    edge_logit = logits[dt.parent[1:], dt.token[1:]].to(torch.float64) * inv_t  # [N-1]
+    log_a = torch.zeros(dt.num_nodes, dtype=torch.float64, device=logits.device)
+    log_a[1:] = edge_logit - lse[dt.parent_slot]
+    zero = torch.isneginf(log_a)
+    anc = dt.ancestor.to(torch.float64)
+    log_p = anc @ torch.where(zero, 0.0, log_a)
+    dead = (anc @ zero.to(torch.float64)) > 0
+    prefix = torch.where(dead, 0.0, log_p.exp())
+    a = log_a.exp()
+    a[0] = 0.0  # the root is nobody's child
+    mass = dt.child.to(torch.float64) @ a
+    w = prefix * (1.0 - mass).clamp_(min=0.0)
+    ok = torch.isfinite(lse).all() & ~torch.isnan(log_a).any() & (w.sum() > 0)
+    return w, ok
+
+
+def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """TEV: exit ``V ~ w``, bonus ``~ p_V^res``; one device-to-host transfer."""
+    w, ok = _tev_exit_law(dt, logits, temperature)
+    v = _race(w.log(), gens.acceptance)
+    z = logits.index_select(0, v.reshape(1)).reshape(-1).to(torch.float64) * (1.0 / temperature)
+    _mask_children_(z, dt, v)
+    y = _race(z, gens.bonus)
+    return _finish(dt, v, y, ok)
+
+
+def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature: float,
+           generators: VerifierGenerators | None) -> VerifyResult:
+    """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
+    t = check_temperature(temperature, allow_zero=True)
+    _check(tree, logits)
+    if t == 0 or kind == "greedy":
+        return verify_greedy(tree, logits)
+    if generators is None:
+        raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
+    fn = {"predraw": verify_predraw, "residual": verify_residual, "tev": verify_tev}[kind]
+    return fn(tree, logits, t, generators)
+
+
+# ----------------------------------------------------------------- reference twins (tests only)
+def _tev_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """Per-node loop over full float64 rows (theory.exact in float); same draws as :func:`verify_tev`."""
+    from exitlaw.theory import reference_law
+
+    probs = torch.softmax(logits.to(torch.float64) / temperature, dim=-1)
+    law = reference_law(dt.tree, probs.cpu().numpy().tolist(), one=1.0)
+    w = torch.tensor([max(x, 0.0) for x in law.w], dtype=torch.float64, device=logits.device)
+    v = _race(w.log(), gens.acceptance)
+    res = probs[int(v)].clone()
+    res[dt.tree.token[dt.tree.children[int(v)]].tolist()] = 0.0
+    y = _race(res.log(), gens.bonus)
+    return VerifyResult(int(v), int(y), list(dt.tree.path_nodes(int(v))))
+
+
+def _greedy_reference(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
+    """Host walk: at each node move to the child carrying the argmax, else exit."""
+    tree, v = dt.tree, 0
+    while True:
+        y = int(logits[v].argmax())
+        nxt = tree.child_with_token(v, y)
+        if nxt is None:
+            return VerifyResult(v, y, list(tree.path_nodes(v)))
+        v = nxt
+
+
+def _predraw_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """DDTree's literal loop: one multinomial per node, in node order, then follow on the host."""
+    draws = []
+    for v in range(dt.num_nodes):
+        p = torch.softmax(logits[v].to(torch.float64) / temperature, dim=-1)
+        draws.append(int(torch.multinomial(p, 1, generator=gens.acceptance)))
+    tree, v = dt.tree, 0
+    while True:
+        nxt = tree.child_with_token(v, draws[v])
+        if nxt is None:
+            return VerifyResult(v, draws[v], list(tree.path_nodes(v)))
+        v = nxt
+
+
+__all__ = ["KINDS", "VerifierGenerators", "VerifyResult", "verify",
+           "verify_greedy", "verify_predraw", "verify_residual", "verify_tev"]
