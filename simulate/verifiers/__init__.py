@@ -14,6 +14,17 @@ from .procedures import (
     tev_procedure,
     tev_weights,
 )
+from .sampled_draft import (
+    RULES,
+    chain_speculative,
+    draw_draft,
+    plan_topology,
+    specinfer,
+    specinfer_without_replacement,
+    speculative_round,
+    tsubame_round,
+    verify_sampled,
+)
 from .sampling import greedy, predraw, residual, tev
 
 __all__ = [
@@ -21,4 +32,6 @@ __all__ = [
     "predraw_procedure", "residual_procedure", "tev_procedure", "greedy_procedure",
     "PROCEDURES", "child_lookup", "tev_weights",
     "implementation_law", "implementation_block_law", "law_table",
+    "RULES", "verify_sampled", "draw_draft", "speculative_round", "plan_topology", "tsubame_round",
+    "chain_speculative", "specinfer", "specinfer_without_replacement",
 ]
