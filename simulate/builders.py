@@ -1,0 +1,207 @@
+"""Tree builders: DDTree best-first, chain, static shapes, EAGLE-2 dynamic, oracle, Tsubame two-pass.
+
+Every builder returns a :class:`Built`: a prefix-closed :class:`DraftTree` of
+exactly the requested budget (``B`` non-root nodes, distinct siblings) and the
+draft log-probability ``log q_depth(u)(x_u)`` of each node's own token (0 at
+the root; ``None`` for the oracle, which never looks at the drafter).
+
+* :func:`ddtree` (DESIGN.md, Builders): position-wise rows ``q_d``; the score of
+  a prefix is ``sum_d log q_d(x_d)``; a heap pops the ``B`` best prefixes with
+  lazy sibling enumeration (a pop pushes its next sibling and its best child),
+  so nodes come out in pop order, parents before children. Ties go to the
+  shallower prefix, then the smaller token.
+* :func:`chain` top-1 per depth; :func:`static_tree` a fixed branching profile.
+* :func:`eagle_dynamic` (EAGLE-2): autoregressive drafter; expand the ``top_k``
+  best frontier nodes by ``top_k`` children for ``depth`` steps, then keep the
+  top ``B`` candidates by cumulative draft log-probability.
+* :func:`oracle` the top-``B`` *target* prefixes (``exitlaw.theory.oracle_tree``).
+* :func:`tsubame` two passes: plan the topology with DDTree, then re-populate
+  each sibling group with tokens sampled without replacement from ``q_d``
+  (Gumbel top-k, on the caller's draft stream).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from exitlaw.theory import DraftTree, TreeError, oracle_tree
+
+_NEG_INF = -np.inf
+
+
+@dataclass(frozen=True, eq=False)
+class Built:
+    tree: DraftTree
+    draft_logprob: np.ndarray | None  # [N]; log q of each node's token, 0 at the root
+
+
+def _log(q: np.ndarray) -> np.ndarray:
+    q = np.asarray(q, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.log(q)
+
+
+def _ranked(logq_row: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest entries, best first, ties to the smaller token id."""
+    k = min(k, logq_row.size)
+    part = np.argpartition(-logq_row, k - 1)[:k] if k < logq_row.size else np.arange(logq_row.size)
+    return part[np.lexsort((part, -logq_row[part]))]
+
+
+def _check_budget(budget: int) -> None:
+    if not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise ValueError(f"budget must be a non-negative integer, got {budget!r}")
+
+
+def ddtree_order(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> tuple[DraftTree, np.ndarray, np.ndarray]:
+    """DDTree pops in order: ``(tree, draft_logprob [N], score [N])``, node ``i`` = ``i``-th pop.
+
+    ``score[u] = sum`` of ``log q_d`` along the path (0 at the root). Any prefix
+    ``0..n`` of the nodes is the DDTree at budget ``n`` (used by CaDDTree).
+    """
+    _check_budget(budget)
+    logq = _log(marginals)
+    if logq.ndim != 2:
+        raise ValueError(f"marginals must have shape [H, V], got {logq.shape}")
+    horizon, vocab = logq.shape
+    order = [_ranked(logq[d], budget) for d in range(horizon)] if budget else []
+    parent, token, lp, score = [-1], [root_token], [0.0], [0.0]
+    # heap entries: (-score, depth, token, parent node id, rank among siblings)
+    heap: list[tuple[float, int, int, int, int]] = []
+
+    def push(par: int, depth: int, rank: int) -> None:
+        if depth > horizon or rank >= order[depth - 1].size:
+            return
+        tok = int(order[depth - 1][rank])
+        s = score[par] + logq[depth - 1, tok]
+        if s > _NEG_INF:
+            heapq.heappush(heap, (-s, depth, tok, par, rank))
+
+    if budget:
+        push(0, 1, 0)
+    while heap and len(parent) <= budget:
+        neg, depth, tok, par, rank = heapq.heappop(heap)
+        node = len(parent)
+        parent.append(par), token.append(tok), lp.append(logq[depth - 1, tok]), score.append(-neg)
+        push(par, depth, rank + 1)
+        push(node, depth + 1, 0)
+    if len(parent) <= budget:
+        raise TreeError(f"the drafter's support admits only {len(parent) - 1} prefixes within horizon "
+                        f"{horizon}, fewer than budget {budget}")
+    tree = DraftTree(parent=np.array(parent), token=np.array(token))
+    return tree, np.array(lp), np.array(score)
+
+
+def ddtree(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built:
+    """Top-``budget`` prefixes of the factorised draft score (DDTree best-first)."""
+    tree, lp, _ = ddtree_order(marginals, budget, root_token=root_token)
+    return Built(tree, lp)
+
+
+def chain(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built:
+    """Top-1 token per depth, ``budget`` deep (DFlash's default chain)."""
+    _check_budget(budget)
+    logq = _log(marginals)
+    if budget > logq.shape[0]:
+        raise ValueError(f"a chain of budget {budget} needs horizon >= {budget}, the drafter gives {logq.shape[0]}")
+    toks = [int(_ranked(logq[d], 1)[0]) for d in range(budget)]
+    return Built(DraftTree.chain(toks, root_token=root_token),
+                 np.array([0.0] + [logq[d, t] for d, t in enumerate(toks)]))
+
+
+def static_tree(marginals: np.ndarray, budget: int, branching: Sequence[int], *, root_token: int = -1) -> Built:
+    """Fixed shape: every depth-``d`` node has the top ``branching[d]`` tokens of ``q_{d+1}``.
+
+    The full shape is laid out breadth first and cut after ``budget`` nodes
+    (a breadth-first prefix is prefix-closed).
+    """
+    _check_budget(budget)
+    logq = _log(marginals)
+    if len(branching) > logq.shape[0] or any(int(b) < 1 for b in branching):
+        raise ValueError(f"branching {list(branching)} must have positive entries and at most H={logq.shape[0]} depths")
+    parent, token, lp = [-1], [root_token], [0.0]
+    frontier = [0]
+    for d, k in enumerate(branching):
+        toks = _ranked(logq[d], int(k))
+        nxt = []
+        for par in frontier:
+            for t in toks:
+                if len(parent) > budget:
+                    break
+                nxt.append(len(parent))
+                parent.append(par), token.append(int(t)), lp.append(logq[d, t])
+        frontier = nxt
+    if len(parent) <= budget:
+        raise ValueError(f"static shape {list(branching)} has {len(parent) - 1} nodes, fewer than budget {budget}")
+    return Built(DraftTree(parent=np.array(parent), token=np.array(token)), np.array(lp))
+
+
+def eagle_dynamic(drafter, context: Sequence[int], budget: int, *, depth: int, top_k: int,
+                  root_token: int = -1) -> Built:
+    """EAGLE-2 dynamic expansion with an autoregressive drafter ``q(. | c, path)``.
+
+    Layer ``d``: the ``top_k`` depth-``(d-1)`` candidates of highest cumulative
+    score each get their ``top_k`` best children. Rerank: keep the top ``budget``
+    of all candidates by ``(score desc, depth asc)``; cumulative log-probs never
+    increase along a path, so the kept set is prefix-closed.
+    """
+    _check_budget(budget)
+    if depth < 1 or top_k < 1:
+        raise ValueError(f"depth and top_k must be >= 1, got depth={depth}, top_k={top_k}")
+    ctx = tuple(context)
+    # candidate: (path tuple, score, own log q)
+    cands: dict[tuple[int, ...], tuple[float, float]] = {}
+    frontier: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
+    for _ in range(depth):
+        layer = []
+        for path, s in frontier:
+            logq = _log(drafter.probs(ctx + path))
+            for t in _ranked(logq, top_k):
+                child = path + (int(t),)
+                cands[child] = (s + logq[t], logq[t])
+                layer.append((child, s + logq[t]))
+        layer.sort(key=lambda c: (-c[1], c[0]))
+        frontier = layer[:top_k]
+    if len(cands) < budget:
+        raise ValueError(f"EAGLE expansion (depth={depth}, top_k={top_k}) yields {len(cands)} candidates, "
+                         f"fewer than budget {budget}")
+    kept = sorted(cands, key=lambda p: (-cands[p][0], len(p), p))[:budget]
+    tree = DraftTree.from_paths(kept, root_token=root_token)
+    lp = np.array([0.0] + [cands[tree.path(v)][1] for v in range(1, tree.num_nodes)])
+    return Built(tree, lp)
+
+
+def oracle(target, context: Sequence[int], budget: int, *, root_token: int = -1) -> Built:
+    """The maximum-coverage tree ``C*_p(B)`` (theory.oracle_tree on ``p(. | c, prefix)``)."""
+    return Built(oracle_tree(target.prefix_target(context), budget, root_token=root_token), None)
+
+
+def tsubame(marginals: np.ndarray, budget: int, rng: np.random.Generator, *, root_token: int = -1) -> Built:
+    """Two-pass tree: DDTree topology, then each sibling group re-sampled from ``q_d`` without replacement.
+
+    Pass 2 draws, for every node with ``k`` children at depth ``d``, ``k`` distinct
+    tokens by Gumbel top-k on ``log q_d`` (``rng`` is the draft stream).
+    """
+    plan = ddtree(marginals, budget, root_token=root_token).tree
+    logq = _log(marginals)
+    token = plan.token.copy()
+    for v in range(plan.num_nodes):
+        kids = plan.children[v]
+        if not kids.size:
+            continue
+        row = logq[plan.depth[v]]
+        support = np.flatnonzero(row > _NEG_INF)
+        if support.size < kids.size:
+            raise TreeError(f"q_{plan.depth[v] + 1} has {support.size} tokens of positive mass, "
+                            f"node {v} needs {kids.size} distinct children")
+        g = row[support] + rng.gumbel(size=support.size)
+        picks = support[np.argsort(-g, kind="stable")[:kids.size]]
+        token[kids] = picks
+    tree = DraftTree(parent=plan.parent, token=token)
+    lp = np.zeros(tree.num_nodes)
+    lp[1:] = logq[tree.depth[1:] - 1, tree.token[1:]]
+    return Built(tree, lp)

@@ -1,0 +1,169 @@
+"""Simulation configs (a dataclass, JSON on disk) and named presets.
+
+A config fixes one synthetic target, one position-wise drafter (used by
+``ddtree``, ``chain``, ``static``, ``caddtree``, ``tsubame``) and one
+autoregressive drafter with the same mismatch settings (used by ``eagle``),
+the builders to compare, the verifier (by name, from
+``exitlaw.simulate.verifiers``), the number of rounds and the latency model.
+``chain`` always drafts ``horizon`` tokens (DFlash's default); ``caddtree``
+picks its budget per round in ``[1, caddtree_max_budget]``; every other
+builder uses ``budget``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .builders import chain, ddtree, eagle_dynamic, oracle, static_tree, tsubame
+from .caddtree import LatencyModel, caddtree
+from .decoding import BuildFn
+from .models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
+
+BUILDERS = ("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame")
+VERIFIERS = ("tev", "predraw", "residual", "greedy")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    name: str = "custom"
+    # target
+    vocab: int = 64
+    order: int = 2
+    zipf: float = 1.1
+    temperature: float = 1.0
+    jitter: float = 0.0
+    target_seed: int = 0
+    # drafters
+    drafter_mode: str = "greedy_path"
+    drafter_noise: float = 0.5
+    drafter_temperature: float = 1.0
+    drafter_eps: float = 1e-3
+    drafter_seed: int = 1
+    horizon: int = 8
+    # builders
+    budget: int = 16
+    builders: tuple[str, ...] = ("ddtree", "chain", "oracle")
+    static_branching: tuple[int, ...] = (4, 2, 2, 1, 1, 1, 1, 1)
+    eagle_depth: int = 6
+    eagle_top_k: int = 8
+    caddtree_max_budget: int = 128
+    # decoding
+    verifier: str = "tev"
+    rounds: int = 200
+    seed: int = 0
+    prompt_length: int = 4
+    oracle: bool = True
+    store_rows: bool = False
+    latency: dict[str, Any] = field(default_factory=lambda: asdict(LatencyModel()))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "builders", tuple(self.builders))
+        object.__setattr__(self, "static_branching", tuple(int(b) for b in self.static_branching))
+        bad = [b for b in self.builders if b not in BUILDERS]
+        if bad or not self.builders:
+            raise ValueError(f"unknown builders {bad} (known: {', '.join(BUILDERS)})" if bad else "builders is empty")
+        if self.verifier not in VERIFIERS:
+            raise ValueError(f"unknown verifier {self.verifier!r} (known: {', '.join(VERIFIERS)})")
+        if self.verifier == "greedy" and self.temperature != 0:
+            raise ValueError("the greedy verifier is exact only for a T=0 target; set temperature to 0")
+        for name in ("vocab", "horizon", "rounds", "budget"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        self.latency_model()  # validates
+
+    def latency_model(self) -> LatencyModel:
+        try:
+            return LatencyModel(**self.latency)
+        except TypeError as err:
+            raise ValueError(f"bad latency config {self.latency}: {err}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["builders"], d["static_branching"] = list(self.builders), list(self.static_branching)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SimConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(known)}")
+        return cls(**data)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "SimConfig":
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"config file {str(path)!r} does not exist")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a config must be a JSON object")
+        preset = data.pop("preset", None)
+        base = get_preset(preset).to_dict() if preset else {}
+        return cls.from_dict({**base, **data})
+
+    # ----- objects --------------------------------------------------------
+    def target(self) -> NGramTarget:
+        return NGramTarget(self.vocab, order=self.order, zipf=self.zipf, temperature=self.temperature,
+                           jitter=self.jitter, seed=self.target_seed)
+
+    def drafters(self, target: NGramTarget) -> tuple[PositionWiseDrafter, AutoregressiveDrafter]:
+        kw = dict(noise=self.drafter_noise, temperature=self.drafter_temperature, eps=self.drafter_eps,
+                  seed=self.drafter_seed)
+        return PositionWiseDrafter(target, mode=self.drafter_mode, **kw), AutoregressiveDrafter(target, **kw)
+
+    def make_builder(self, name: str, target: NGramTarget, pos: PositionWiseDrafter,
+                     ar: AutoregressiveDrafter) -> BuildFn:
+        """``(context, draft_rng) -> Built`` for builder ``name``."""
+        B, H = self.budget, self.horizon
+        if name == "ddtree":
+            return lambda c, rng: ddtree(pos.marginals(c, H), B)
+        if name == "chain":
+            return lambda c, rng: chain(pos.marginals(c, H), H)
+        if name == "static":
+            return lambda c, rng: static_tree(pos.marginals(c, H), B, self.static_branching)
+        if name == "eagle":
+            return lambda c, rng: eagle_dynamic(ar, c, B, depth=self.eagle_depth, top_k=self.eagle_top_k)
+        if name == "oracle":
+            return lambda c, rng: oracle(target, c, B)
+        if name == "caddtree":
+            lat = self.latency_model()
+            return lambda c, rng: caddtree(pos.marginals(c, H), lat, max_budget=self.caddtree_max_budget)[0]
+        if name == "tsubame":
+            return lambda c, rng: tsubame(pos.marginals(c, H), B, rng)
+        raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
+
+
+PRESETS: dict[str, SimConfig] = {
+    "small": SimConfig(
+        name="small", vocab=64, order=2, zipf=2.0, horizon=6, budget=16, rounds=150,
+        builders=("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame"),
+        static_branching=(4, 2, 1, 1, 1, 1), eagle_depth=5, eagle_top_k=4, caddtree_max_budget=48),
+    "medium": SimConfig(
+        name="medium", vocab=1000, order=2, zipf=2.0, horizon=8, budget=64, rounds=150,
+        builders=("ddtree", "chain", "oracle", "caddtree"), caddtree_max_budget=128),
+    "greedy": SimConfig(
+        name="greedy", vocab=256, order=3, zipf=1.1, temperature=0.0, horizon=8, budget=32, rounds=150,
+        builders=("ddtree", "chain", "eagle", "oracle"), verifier="greedy", eagle_depth=6, eagle_top_k=6),
+    "mismatch": SimConfig(
+        name="mismatch", vocab=128, order=2, zipf=2.0, drafter_noise=1.5, drafter_temperature=1.5,
+        horizon=8, budget=32, rounds=150, builders=("ddtree", "eagle", "oracle", "tsubame"),
+        eagle_depth=6, eagle_top_k=6),
+}
+
+
+def get_preset(name: str) -> SimConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def with_overrides(config: SimConfig, **changes: Any) -> SimConfig:
+    """Copy of ``config`` with the non-``None`` fields in ``changes`` replaced."""
+    return replace(config, **{k: v for k, v in changes.items() if v is not None})
