@@ -31,17 +31,17 @@ def check_rows(probs, *, atol: float = ROW_SUM_ATOL, name: str = "probs") -> np.
     bad = ~np.isfinite(arr)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise DistributionError(f"{name} row {r} has a non-finite entry {arr[r, c]} at token {c}")
+        raise DistributionError(f"{name} row {r} has a non-finite entry {float(arr[r, c])} at token {c}")
     neg = arr < 0
     if neg.any():
         r, c = np.argwhere(neg)[0]
-        raise DistributionError(f"{name} row {r} has a negative entry {arr[r, c]} at token {c}")
+        raise DistributionError(f"{name} row {r} has a negative entry {float(arr[r, c])} at token {c}")
     sums = arr.sum(axis=1, dtype=np.float64)
     off = np.abs(sums - 1.0) > atol
     if off.any():
         r = int(np.flatnonzero(off)[0])
         raise DistributionError(
-            f"{name} row {r} sums to {sums[r]!r}, not 1 within tolerance {atol:g}"
+            f"{name} row {r} sums to {float(sums[r])!r}, not 1 within tolerance {atol:g}"
         )
     return arr
 
@@ -71,14 +71,14 @@ def check_edge_probs(tree: DraftTree, edge_probs, *, atol: float = ROW_SUM_ATOL)
     bad = np.flatnonzero(~np.isfinite(body) | (body < 0) | (body > 1 + atol))
     if bad.size:
         i = int(bad[0]) + 1
-        raise DistributionError(f"node {i} has edge probability {arr[i]!r}, not in [0, 1]")
+        raise DistributionError(f"node {i} has edge probability {float(arr[i])!r}, not in [0, 1]")
     mass = np.zeros(tree.num_nodes)
     np.add.at(mass, tree.parent[1:], body)
     over = np.flatnonzero(mass > 1 + atol)
     if over.size:
         v = int(over[0])
         raise DistributionError(
-            f"children of node {v} carry target mass {mass[v]!r} > 1 (tolerance {atol:g})"
+            f"children of node {v} carry target mass {float(mass[v])!r} > 1 (tolerance {atol:g})"
         )
     return arr
 

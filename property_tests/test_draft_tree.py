@@ -1,0 +1,43 @@
+"""DraftTree's derived structure agrees with its definition; padding changes nothing."""
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from exitlaw.simulate.strategies import draft_trees
+from exitlaw.theory import DraftTree
+
+
+@given(draft_trees(max_nodes=15))
+def test_ancestor_matrix_is_ancestor_or_self(tree):
+    for v in range(tree.num_nodes):
+        assert set(np.flatnonzero(tree.ancestor_matrix[v])) == set(tree.path_nodes(v))
+        assert tree.depth[v] == len(tree.path(v))
+
+
+@given(draft_trees(max_nodes=15))
+def test_child_matrix_and_leaves_match_parents(tree):
+    for v in range(tree.num_nodes):
+        kids = set(np.flatnonzero(tree.child_matrix[v]))
+        assert kids == {u for u in range(1, tree.num_nodes) if tree.parent[u] == v}
+        assert kids == set(tree.children[v].tolist())
+        assert tree.is_leaf[v] == (not kids)
+
+
+@given(draft_trees(max_nodes=15))
+def test_from_paths_roundtrip(tree):
+    again = DraftTree.from_paths([tree.path(v) for v in range(1, tree.num_nodes)], root_token=int(tree.token[0]))
+    assert {again.path(v) for v in range(again.num_nodes)} == {tree.path(v) for v in range(tree.num_nodes)}
+
+
+@given(draft_trees(max_nodes=15), st.integers(0, 2**32 - 1))
+def test_reorder_siblings_keeps_the_set_of_paths(tree, seed):
+    other = tree.reorder_siblings(np.random.default_rng(seed))
+    assert sorted(other.path(v) for v in range(other.num_nodes)) == sorted(tree.path(v) for v in range(tree.num_nodes))
+
+
+@given(draft_trees(max_nodes=10), st.integers(0, 5))
+def test_padding_marks_extra_nodes_invalid(tree, extra):
+    p = tree.padded(tree.num_nodes + extra)
+    assert p.valid.sum() == tree.num_nodes
+    assert not p.child[:, tree.num_nodes:].any()
+    np.testing.assert_array_equal(p.ancestor[: tree.num_nodes, : tree.num_nodes], tree.ancestor_matrix)

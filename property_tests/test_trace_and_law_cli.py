@@ -1,0 +1,106 @@
+"""Tree traces round-trip; ``exitlaw law`` reads them; malformed traces fail with the line."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from exitlaw.cli import main
+from exitlaw.simulate.strategies import trees_with_rows
+from exitlaw.theory import (
+    TraceFormatError,
+    TraceRound,
+    exit_law,
+    gather_edge_probs,
+    read_trace,
+    write_trace,
+)
+from exitlaw.theory.demo import demo_trace
+from exitlaw.theory.summary import summarize_trace
+
+
+@given(st.lists(trees_with_rows(max_nodes=8), min_size=1, max_size=4), st.data())
+def test_trace_roundtrip_preserves_law(tmp_path_factory, cases, data):
+    path = tmp_path_factory.mktemp("t") / "trace.jsonl"
+    rounds = []
+    for tree, rows, _ in cases:
+        exit_node = data.draw(st.integers(0, tree.num_nodes - 1))
+        rounds.append(TraceRound(tree, gather_edge_probs(tree, rows),
+                                 draft_logprob=-np.arange(tree.num_nodes, dtype=float),
+                                 exit_node=exit_node, bonus=1))
+    write_trace(path, rounds, {"note": "test"})
+    back = read_trace(path)
+    assert back.meta == {"note": "test"}
+    summary = summarize_trace(back)
+    for (tree, rows, _), orig, got, rec in zip(cases, rounds, back.rounds, summary["rounds"]):
+        assert got.tree == tree
+        np.testing.assert_array_equal(got.edge_prob, orig.edge_prob)
+        np.testing.assert_array_equal(got.draft_logprob, orig.draft_logprob)
+        assert got.exit_node == orig.exit_node and got.bonus == 1
+        assert abs(rec["coverage"] - float(exit_law(tree, rows).coverage)) < 1e-12
+        assert rec["block_length"] == int(tree.depth[orig.exit_node]) + 1
+
+
+def test_summary_expected_histogram_sums_to_rounds():
+    s = summarize_trace(demo_trace(rounds=30))
+    assert abs(sum(s["exit_depth_histogram"]["expected"]) - 30) < 1e-9
+    assert sum(s["exit_depth_histogram"]["observed"]) == 30
+
+
+def test_writer_refuses_to_overwrite(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_trace(path, demo_trace(rounds=2).rounds)
+    with pytest.raises(FileExistsError):
+        write_trace(path, [])
+    write_trace(path, demo_trace(rounds=1).rounds, overwrite=True)
+    assert len(read_trace(path).rounds) == 1
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (['{"schema": "other", "version": 1}'], "schema"),
+        (['{"schema": "exitlaw.tree-trace", "version": 99}'], "unsupported trace version"),
+        (['{"schema": "exitlaw.tree-trace", "version": 1}', "{not json"], ":2: not valid JSON"),
+        (['{"schema": "exitlaw.tree-trace", "version": 1}', '{"parent": [-1, 0], "token": [0, 1]}'],
+         ":2: missing required field 'edge_prob'"),
+        (['{"schema": "exitlaw.tree-trace", "version": 1}',
+          '{"parent": [-1, 0, 0], "token": [0, 1, 1], "edge_prob": [1, 0.1, 0.1]}'], "same token"),
+        (['{"schema": "exitlaw.tree-trace", "version": 1}',
+          '{"parent": [-1, 0], "token": [0, 1], "edge_prob": [1, 0.1], "exit_node": 5}'], "exit_node 5"),
+    ],
+)
+def test_malformed_trace_names_the_line(tmp_path, lines, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError, match=message):
+        read_trace(path)
+
+
+def test_missing_trace_file_is_a_clear_error(tmp_path, capsys):
+    assert main(["law", str(tmp_path / "nope.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_law_cli_json_on_a_written_trace(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    write_trace(path, demo_trace(rounds=5).rounds, {"source": "test"})
+    assert main(["law", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["totals"]["rounds"] == 5
+    assert set(out["rounds"][0]) >= {"coverage", "ceiling", "block_length"}
+
+
+def test_law_demo_runs_as_a_console_script():
+    proc = subprocess.run([sys.executable, "-m", "exitlaw", "law", "--demo"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "ceiling 1 + C_p" in proc.stdout and "tau observed" in proc.stdout
+
+
+def test_help_lists_subcommands():
+    proc = subprocess.run([sys.executable, "-m", "exitlaw", "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    assert "law" in proc.stdout and "law-bench" in proc.stdout
