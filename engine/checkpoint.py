@@ -1,0 +1,155 @@
+"""Loading and saving checkpoints in their released on-disk formats.
+
+* DFlash drafter: ``config.json`` (Qwen3 fields + ``block_size`` +
+  ``dflash_config.{mask_token_id, target_layer_ids}``) and ``model.safetensors``
+  (or a sharded ``model.safetensors.index.json``) with the tensor names of
+  :func:`exitlaw.engine.dflash.expected_tensor_names` (no ``model.`` prefix;
+  ``embed_tokens``/``lm_head`` are borrowed from the target and, if present, ignored).
+* Target: any Hugging Face causal LM directory (``save_pretrained`` layout) or Hub id.
+
+Every failure names the path and the offending tensor or field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from .dflash import DFlashConfig, DFlashDrafter, expected_tensor_names
+from .target import TargetModel
+
+WEIGHTS = "model.safetensors"
+WEIGHTS_INDEX = "model.safetensors.index.json"
+SHARED_TENSORS = ("embed_tokens.weight", "lm_head.weight")
+
+
+def resolve_checkpoint(path_or_id: str | Path) -> Path:
+    """A local directory, or a Hub id downloaded through ``huggingface_hub`` (fails clearly offline)."""
+    p = Path(path_or_id)
+    if p.exists():
+        if not p.is_dir():
+            raise ValueError(f"{p} is a file; a checkpoint is a directory with config.json")
+        return p
+    text = str(path_or_id)
+    if text.count("/") == 1 and not text.startswith((".", "/", "~")):
+        from huggingface_hub import snapshot_download
+
+        try:
+            return Path(snapshot_download(text))
+        except Exception as err:  # network/auth errors of many kinds: re-raise with the id named
+            raise FileNotFoundError(f"{text!r} is not a local directory and could not be fetched from the Hub: {err}") from err
+    raise FileNotFoundError(f"checkpoint directory {text!r} does not exist")
+
+
+def _read_config(path: Path, what: str) -> dict:
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise ValueError(f"{path} is not a {what} checkpoint: it has no config.json")
+    try:
+        return json.loads(cfg_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{cfg_path} is not valid JSON ({err.msg})") from None
+
+
+def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    single, index = path / WEIGHTS, path / WEIGHTS_INDEX
+    if single.is_file():
+        return load_file(str(single))
+    if index.is_file():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        out: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            out.update(load_file(str(path / shard)))
+        return out
+    raise ValueError(f"{path} is not a DFlash checkpoint: it has no {WEIGHTS} or {WEIGHTS_INDEX}")
+
+
+def check_drafter_tensors(config: DFlashConfig, tensors: dict[str, torch.Tensor], where: str) -> None:
+    """Raise ``ValueError`` naming every missing, unexpected (misnamed) or mis-shaped tensor."""
+    with torch.device("meta"):
+        ref = DFlashDrafter(config).state_dict()
+    have = {k for k in tensors if k not in SHARED_TENSORS}
+    missing = [k for k in ref if k not in have]
+    unexpected = sorted(have - set(ref))
+    problems = []
+    if missing:
+        problems.append("missing tensor(s): " + ", ".join(missing))
+    if unexpected:
+        problems.append("unexpected tensor(s) (misnamed?): " + ", ".join(unexpected))
+    shapes = [f"{k} has shape {tuple(tensors[k].shape)}, expected {tuple(ref[k].shape)}"
+              for k in ref if k in have and tuple(tensors[k].shape) != tuple(ref[k].shape)]
+    problems.extend(shapes)
+    if problems:
+        raise ValueError(f"DFlash checkpoint {where}: " + "; ".join(problems))
+
+
+def load_drafter(path_or_id: str | Path, *, device: str | torch.device = "cpu",
+                 dtype: torch.dtype | None = None) -> DFlashDrafter:
+    """Load a released-format DFlash drafter (weights unchanged; cast to ``dtype`` if given)."""
+    path = resolve_checkpoint(path_or_id)
+    raw = _read_config(path, "DFlash drafter")
+    if "dflash_config" not in raw and "block_size" not in raw:
+        raise ValueError(f"{path} is not a DFlash checkpoint: config.json has neither block_size nor dflash_config")
+    config = DFlashConfig.from_dict(raw, where=str(path / "config.json"))
+    tensors = _read_tensors(path)
+    check_drafter_tensors(config, tensors, str(path))
+    with torch.device("meta"):
+        drafter = DFlashDrafter(config)
+    state = {k: v for k, v in tensors.items() if k not in SHARED_TENSORS}
+    drafter.load_state_dict(state, strict=True, assign=True)
+    target_dtype = dtype or next(iter(state.values())).dtype
+    return drafter.to(device=device, dtype=target_dtype).eval()
+
+
+def save_drafter(drafter: DFlashDrafter, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``config.json`` + ``model.safetensors`` in the released layout."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    if (path / "config.json").exists() and not overwrite:
+        raise FileExistsError(f"{path} already holds a checkpoint; pass overwrite=True to replace it")
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(drafter.config.to_dict(), indent=2) + "\n", encoding="utf-8")
+    state = {k: v.detach().contiguous().cpu() for k, v in drafter.state_dict().items()}
+    save_file(state, str(path / WEIGHTS), metadata={"format": "pt"})
+    return path
+
+
+def load_target(path_or_id: str | Path, *, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
+                layer_ids: Sequence[int] = (), attn_implementation: str = "sdpa") -> TargetModel:
+    """Load a Hugging Face causal LM as a :class:`TargetModel` exposing ``layer_ids``' hidden states."""
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_checkpoint(path_or_id)
+    raw = _read_config(path, "target model")
+    if "dflash_config" in raw:
+        raise ValueError(f"{path} is a DFlash drafter checkpoint, not a target model")
+    if not any(p.suffix == ".safetensors" or p.name.endswith(".bin") for p in path.iterdir()):
+        raise ValueError(f"{path} is not a target model checkpoint: it has no weight files")
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or "auto",
+                                                 attn_implementation=attn_implementation)
+    return TargetModel(model.to(device), layer_ids)
+
+
+def load_pair(target: str | Path, draft: str | Path, *, device: str | torch.device = "cpu",
+              dtype: torch.dtype | None = None) -> tuple[TargetModel, DFlashDrafter]:
+    """Target and drafter, with the target exposing the drafter's ``target_layer_ids``; checks they fit."""
+    drafter = load_drafter(draft, device=device, dtype=dtype)
+    tgt = load_target(target, device=device, dtype=dtype or drafter.fc.weight.dtype,
+                      layer_ids=drafter.config.target_layer_ids)
+    c, tc = drafter.config, tgt.model.config
+    if c.hidden_size != tc.hidden_size:
+        raise ValueError(f"drafter hidden_size {c.hidden_size} != target hidden_size {tc.hidden_size}")
+    if not 0 <= c.mask_token_id < tgt.vocab_size:
+        raise ValueError(f"drafter mask_token_id {c.mask_token_id} is outside the target vocabulary ({tgt.vocab_size})")
+    drafter.to(tgt.dtype)
+    return tgt, drafter
+
+
+__all__ = ["load_drafter", "save_drafter", "load_target", "load_pair", "check_drafter_tensors",
+           "resolve_checkpoint", "expected_tensor_names"]

@@ -1,0 +1,192 @@
+"""The target model: a Hugging Face causal LM driven with tree attention.
+
+Cache convention (shared by the whole engine): the KV cache holds the committed
+context *excluding* the last committed token. A round's tree has that token at
+its root, at position ``start = cache length``; node ``v`` sits at position
+``start + depth(v)`` and sees the whole context plus its ancestors-or-self
+(DESIGN.md section 1). Row ``v`` of the tree logits is ``p_v`` before softmax.
+After the verifier picks the exit, :meth:`TargetModel.commit` keeps the K/V of
+root + accepted path nodes and drops the rest; the bonus token becomes the next
+root.
+
+Tested with transformers 5.x (``pyproject.toml``: ``>=5.0,<6``): the forward
+takes ``cache=`` (``past_key_values`` is deprecated), a 4D ``attention_mask`` is
+passed through unchanged, ``hidden_states[0]`` is the embedding output and
+``hidden_states[i + 1]`` the output of decoder layer ``i``, and a
+``DynamicCache`` stores ``layers[i].keys/values`` as ``[1, heads, S, head_dim]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import transformers
+from transformers import DynamicCache
+
+SUPPORTED_TRANSFORMERS = ((5, 0), (6, 0))  # [low, high)
+
+
+def check_transformers_version(version: str = transformers.__version__) -> None:
+    """Raise ``RuntimeError`` unless ``version`` lies in the tested range ``[5.0, 6.0)``."""
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        raise RuntimeError(f"cannot parse the transformers version {version!r}") from None
+    lo, hi = SUPPORTED_TRANSFORMERS
+    if not lo <= (major, minor) < hi:
+        raise RuntimeError(
+            f"exitlaw.engine is tested with transformers >= {lo[0]}.{lo[1]}, < {hi[0]}.{hi[1]}; "
+            f"found {version} (the cache and mask APIs differ outside that range)"
+        )
+
+
+def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.dtype) -> torch.Tensor:
+    """Float *additive* mask ``[1, 1, N, context_len + N]``: 0 where visible, ``finfo.min`` elsewhere.
+
+    Context columns are fully visible; among tree nodes, ``v`` sees ``u`` iff
+    ``ancestor[v, u]`` (ancestor-or-self). The mask must be float: a bool mask is
+    silently added as 0/1 by eager attention.
+    """
+    n = ancestor.shape[0]
+    if ancestor.shape != (n, n) or ancestor.dtype != torch.bool:
+        raise ValueError(f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}")
+    mask = torch.zeros(1, 1, n, context_len + n, dtype=dtype, device=ancestor.device)
+    mask[0, 0, :, context_len:].masked_fill_(~ancestor, torch.finfo(dtype).min)
+    return mask
+
+
+@dataclass
+class TargetStep:
+    """One target forward: ``logits [S, V]`` (float32) and the selected layers' hidden states ``[S, L*H]``."""
+
+    logits: torch.Tensor
+    hidden: torch.Tensor | None
+
+
+class TargetModel:
+    """A causal LM plus the hidden-state layers a drafter conditions on.
+
+    ``layer_ids`` index decoder layers (0-based), as in DFlash's
+    ``target_layer_ids``; the context feature is their outputs concatenated.
+    """
+
+    def __init__(self, model: torch.nn.Module, layer_ids: Sequence[int] = ()):
+        check_transformers_version()
+        self.model = model.eval()
+        num_layers = model.config.num_hidden_layers
+        bad = [i for i in layer_ids if not 0 <= i < num_layers]
+        if bad:
+            raise ValueError(f"hidden-state layer ids {bad} are outside the target's {num_layers} decoder layers")
+        self.layer_ids = list(layer_ids)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.dtype
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.config.vocab_size)
+
+    @property
+    def embed_tokens(self) -> torch.nn.Module:
+        return self.model.get_input_embeddings()
+
+    @property
+    def lm_head(self) -> torch.nn.Module:
+        return self.model.get_output_embeddings()
+
+    def new_cache(self) -> DynamicCache:
+        return DynamicCache(config=self.model.config)
+
+    # ----- forwards ---------------------------------------------------------
+    def _run(self, cache, input_ids, position_ids, attention_mask) -> TargetStep:
+        want_hidden = bool(self.layer_ids)
+        out = self.model(
+            input_ids=input_ids[None],
+            position_ids=position_ids[None],
+            attention_mask=attention_mask,
+            cache=cache,
+            use_cache=True,
+            output_hidden_states=want_hidden,
+        )
+        hidden = None
+        if want_hidden:
+            hidden = torch.cat([out.hidden_states[i + 1][0] for i in self.layer_ids], dim=-1)
+        return TargetStep(logits=out.logits[0].float(), hidden=hidden)
+
+    @torch.no_grad()
+    def prefill(self, cache: DynamicCache, input_ids: torch.Tensor) -> TargetStep:
+        """Append ``input_ids [S]`` to ``cache`` with causal attention; rows are next-token logits."""
+        start = cache.get_seq_length()
+        if input_ids.numel() == 0:
+            h = len(self.layer_ids) * self.model.config.hidden_size
+            return TargetStep(torch.empty(0, self.vocab_size, device=self.device),
+                              torch.empty(0, h, device=self.device, dtype=self.dtype) if self.layer_ids else None)
+        pos = torch.arange(start, start + input_ids.numel(), device=self.device)
+        return self._run(cache, input_ids.to(self.device), pos, None)
+
+    @torch.no_grad()
+    def decode(self, cache: DynamicCache, token: int) -> torch.Tensor:
+        """Autoregressive baseline step: feed ``token`` at position ``cache length``; returns logits ``[V]``."""
+        ids = torch.tensor([token], device=self.device)
+        start = cache.get_seq_length()
+        out = self.model(input_ids=ids[None], position_ids=torch.tensor([[start]], device=self.device),
+                         cache=cache, use_cache=True)
+        return out.logits[0, -1].float()
+
+    @torch.no_grad()
+    def verify_tree(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
+                    ancestor: torch.Tensor) -> TargetStep:
+        """One tree-attention forward over the ``N`` tree nodes (root first).
+
+        ``token [N]`` (token[0] = last committed token), ``depth [N]``,
+        ``ancestor [N, N]`` bool ancestor-or-self. Appends ``N`` K/V entries to
+        ``cache``; call :meth:`commit` afterwards. Returns logits ``[N, V]``
+        (row ``v`` is ``p_v`` before softmax) and hidden states ``[N, L*H]``.
+        """
+        return self.tree_forward(cache, token, depth, ancestor)
+
+    def tree_forward(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
+                     ancestor: torch.Tensor) -> TargetStep:
+        """:meth:`verify_tree` without ``no_grad`` (ExitTrain scores trees with a frozen target)."""
+        start = cache.get_seq_length()
+        n = token.shape[0]
+        if depth.shape != (n,) or int(depth[0]) != 0:
+            raise ValueError(f"depth must have shape ({n},) with depth[0] = 0 (the root)")
+        mask = tree_attention_mask(ancestor.to(self.device), start, self.dtype)
+        return self._run(cache, token.to(self.device), (start + depth).to(self.device), mask)
+
+    # ----- cache commit -----------------------------------------------------
+    @staticmethod
+    def commit(cache: DynamicCache, start: int, path_nodes: torch.Tensor | Sequence[int]) -> None:
+        """Compact ``cache`` in place after a tree forward that began at ``start``.
+
+        Keeps the K/V of ``path_nodes`` (root first, node ids into the tree) at
+        positions ``start .. start + len(path) - 1`` and drops every other tree
+        entry, so the cache length becomes ``start + len(path)``.
+        """
+        idx = torch.as_tensor(path_nodes, dtype=torch.long)
+        if idx.ndim != 1 or idx.numel() == 0 or int(idx[0]) != 0:
+            raise ValueError(f"path_nodes must start at the root node 0, got {idx.tolist()}")
+        keep = idx.numel()
+        for i, layer in enumerate(cache.layers):
+            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
+                raise ValueError(f"cache layer {i} ({type(layer).__name__}) cannot be compacted; use a full-attention DynamicCache")
+            total = layer.keys.shape[-2]
+            if start + int(idx.max()) >= total:
+                raise ValueError(f"path node {int(idx.max())} is beyond the {total - start} tree entries of cache layer {i}")
+            src = start + idx.to(layer.keys.device)
+            layer.keys[..., start:start + keep, :] = layer.keys[..., src, :]
+            layer.values[..., start:start + keep, :] = layer.values[..., src, :]
+            drop = total - (start + keep)
+            if drop:
+                layer.crop(-drop)
+
+
+__all__ = ["TargetModel", "TargetStep", "tree_attention_mask", "check_transformers_version", "SUPPORTED_TRANSFORMERS"]
