@@ -80,11 +80,21 @@ def residual_procedure(tree: DraftTree, rows, rand: Randomness,
 
 
 def tev_weights(tree: DraftTree, rows) -> list:
-    """Exit law ``w(v) = P(v) rho(v)`` (reference arithmetic); float rounding below zero is set to 0."""
+    """Exit law ``w(v) = P(v) rho(v)`` with ``rho(v)`` summed as the residual mass ``sum_{y not child} p_v(y)``.
+
+    Equal to ``P(v) (1 - m(v))`` for rows that sum to one; summing the residual
+    directly keeps float rounding from giving a positive exit weight to a node
+    whose children cover its whole row (its residual row would be all zeros).
+    """
     zero = _zero_of(rows)
     one = zero + 1
     law = reference_law(tree, rows, one)
-    return [x if x > zero else zero for x in law.w]
+    w = []
+    for v in range(tree.num_nodes):
+        kids = {int(tree.token[c]) for c in tree.children[v]}
+        rest = sum((p for y, p in enumerate(rows[v]) if y not in kids), zero)
+        w.append(law.prefix[v] * rest)
+    return w
 
 
 def tev_procedure(tree: DraftTree, rows, rand: Randomness) -> tuple[int, int]:
