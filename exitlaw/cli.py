@@ -15,6 +15,7 @@ from . import __version__
 
 COMMAND_MODULES = [
     "exitlaw.theory.commands",
+    "exitlaw.simulate.simulate_command",
 ]
 
 

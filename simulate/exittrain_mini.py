@@ -1,0 +1,251 @@
+"""ExitTrain in miniature: three draft-training objectives on a synthetic target.
+
+Target: an order-2 :class:`~exitlaw.simulate.models.NGramTarget` (a Markov
+chain with Zipf rows), so every tree-parent row is exact. Drafter: a
+position-wise model ``q_d(. | c) = softmax(logits_d(c_last))`` for
+``d = 1..H`` (a full table ``[H, V, V]``, or low rank ``E[c] W_d + b_d``).
+
+Training step (DESIGN.md, ExitTrain), for a batch of contexts ``c`` drawn from
+the target chain's stationary law and continuations ``y ~ p(. | c)``:
+
+1. the current drafter and the inference builder (DDTree, budget ``B_train``)
+   build ``T(c)`` (no gradient through the discrete builder);
+2. the frozen target scores every node under its tree parent: ``a(u)``; the
+   exit law gives ``P`` and ``w = P rho`` (``exit_law_from_edges``, detached);
+3. ``loss = CE(y) + lambda * sum_{v != root} s(v) (-log q_{depth(v)}(x_v | c))``
+   with ``s`` one of: *token-only* ``s = 0``; *exit-guided* ``s = w~``, ``w``
+   normalised over non-root nodes; *prefix-weighted* ``s = P`` rescaled to the
+   same total non-root weight (one), same denominator. (The paper's public
+   configs ship P-weighting; ``w`` is the exit-guided objective.)
+
+Matched compute: the three objectives start from one pretrained drafter
+(token-only pretraining, the stand-in for a released checkpoint) and see the
+same contexts, continuations, steps, batch and optimizer; every objective
+builds and scores its trees (token-only ignores them).
+
+Evaluation is exact (no sampling): ``tau = 1 + sum_c pi(c) C_p(T_B(c))``, the
+saturated block length of a fixed-tree exact verifier, over every context
+``c`` weighted by the stationary law ``pi`` of the T = 1 chain, for budgets
+32/64/128 and targets at T = 0 (greedy rows) and T = 1. The oracle row gives
+``1 + sum_c pi(c) C*_p(B)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
+
+from .builders import ddtree
+from .models import NGramTarget
+
+OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")
+
+
+@dataclass(frozen=True)
+class Regime:
+    name: str
+    vocab: int = 64
+    zipf: float = 1.5
+    jitter: float = 0.0
+    target_seed: int = 0
+    horizon: int = 8
+    rank: int | None = 4          # None: full table [H, V, V]
+    train_budget: int = 64
+    batch: int = 32
+    pretrain_steps: int = 150
+    steps: int = 200
+    pretrain_lr: float = 3e-2
+    lr: float = 1e-2
+    lam: float = 1.0
+    eval_budgets: tuple[int, ...] = (32, 64, 128)
+
+
+REGIMES: dict[str, Regime] = {
+    "lowrank": Regime("lowrank"),
+    "lowrank-peaked": Regime("lowrank-peaked", zipf=2.2),
+    "lowrank-flat": Regime("lowrank-flat", zipf=1.1),
+    "table": Regime("table", rank=None, pretrain_lr=1e-1, lr=3e-2),
+}
+
+
+# ----- drafter --------------------------------------------------------------
+def init_params(regime: Regime, key: jax.Array) -> dict[str, jax.Array]:
+    V, H = regime.vocab, regime.horizon
+    if regime.rank is None:
+        return {"table": 0.01 * jax.random.normal(key, (H, V, V))}
+    k1, k2 = jax.random.split(key)
+    r = regime.rank
+    return {"emb": jax.random.normal(k1, (V, r)) / np.sqrt(r),
+            "w": 0.1 * jax.random.normal(k2, (H, r, V)), "b": jnp.zeros((H, V))}
+
+
+def draft_logprobs(params: dict[str, jax.Array], prev: jax.Array) -> jax.Array:
+    """``log q_d(. | c)`` for contexts with last token ``prev`` ``[S]``: ``[S, H, V]``."""
+    if "table" in params:
+        logits = jnp.transpose(params["table"][:, prev, :], (1, 0, 2))
+    else:
+        logits = jnp.einsum("sr,hrv->shv", params["emb"][prev], params["w"]) + params["b"][None]
+    return jax.nn.log_softmax(logits, axis=-1)
+
+
+def loss_fn(params, prev, cont, node_depth, node_token, node_weight, lam):
+    """``CE(cont) + lam * sum_v s(v) (-log q_{depth(v)}(x_v))`` averaged over the batch."""
+    logq = draft_logprobs(params, prev)                                       # [S, H, V]
+    ce = -jnp.take_along_axis(logq, cont[..., None], axis=-1)[..., 0].mean()  # cont: [S, H]
+    d = jnp.maximum(node_depth - 1, 0)                                        # [S, N]
+    node_lq = logq[jnp.arange(prev.shape[0])[:, None], d, node_token]          # [S, N]
+    tree = -(node_weight * node_lq).sum(-1).mean()
+    return ce + lam * tree
+
+
+# ----- trees and exit laws ----------------------------------------------------
+def _laws(trees, edges_list, n: int):
+    batch = stack_trees(trees, n)
+    edges = np.zeros((len(trees), n))
+    for i, e in enumerate(edges_list):
+        edges[i, : e.size] = e
+    law = jax.vmap(exit_law_from_edges)(batch, jnp.asarray(edges))
+    return batch, np.asarray(law.prefix), np.asarray(law.w), np.asarray(law.coverage)
+
+
+def _edges(tree, context_token: int, matrix: np.ndarray) -> np.ndarray:
+    prev = np.where(tree.parent[1:] == 0, context_token, tree.token[np.maximum(tree.parent[1:], 0)])
+    return np.concatenate([[1.0], matrix[prev, tree.token[1:]]])
+
+
+def tree_weights(trees, contexts, matrix: np.ndarray, objective: str):
+    """Per-node ``(depth, token, s)`` arrays ``[S, N]`` for the objective (``s = 0`` at the root)."""
+    n = max(t.num_nodes for t in trees)
+    batch, prefix, w, _ = _laws(trees, [_edges(t, c, matrix) for t, c in zip(trees, contexts)], n)
+    nonroot = batch.valid & (np.arange(n) > 0)
+    if objective == "token-only":
+        s = np.zeros_like(w)
+    elif objective == "exit-guided":
+        s = np.where(nonroot, w, 0.0)
+    elif objective == "prefix-weighted":
+        s = np.where(nonroot, prefix, 0.0)
+    else:
+        raise ValueError(f"unknown objective {objective!r} (known: {', '.join(OBJECTIVES)})")
+    total = s.sum(-1, keepdims=True)
+    s = np.where(total > 0, s / np.where(total > 0, total, 1.0), 0.0)  # unit total non-root weight
+    return batch.depth, batch.token, s
+
+
+def stationary(matrix: np.ndarray, iters: int = 2000) -> np.ndarray:
+    pi = np.full(matrix.shape[0], 1.0 / matrix.shape[0])
+    for _ in range(iters):
+        pi = pi @ matrix
+    return pi / pi.sum()
+
+
+# ----- training ---------------------------------------------------------------
+def _train(params, regime: Regime, objective: str, steps: int, lr: float, matrix, pi, data_seed: int,
+           progress: bool, desc: str):
+    opt = optax.adam(lr)
+    state = opt.init(params)
+    lam = 0.0 if objective == "token-only" else regime.lam
+
+    @jax.jit
+    def step(params, state, *batch):
+        loss, grads = jax.value_and_grad(loss_fn)(params, *batch, lam)
+        upd, state = opt.update(grads, state, params)
+        return optax.apply_updates(params, upd), state, loss
+
+    rng = np.random.default_rng(data_seed)
+    cum = np.cumsum(matrix, axis=1)
+    it = range(steps)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc=desc, leave=False)
+    losses = []
+    for _ in it:
+        ctx = rng.choice(regime.vocab, size=regime.batch, p=pi)
+        cont = np.empty((regime.batch, regime.horizon), dtype=np.int64)
+        prev = ctx.copy()
+        for d in range(regime.horizon):  # y_d ~ p(. | y_{d-1}) by inverse CDF
+            u = rng.random(regime.batch)
+            prev = np.minimum((cum[prev] < u[:, None]).sum(1), regime.vocab - 1)
+            cont[:, d] = prev
+        q = np.exp(np.asarray(draft_logprobs(params, jnp.asarray(ctx)), dtype=np.float64))
+        trees = [ddtree(q[i], regime.train_budget).tree for i in range(regime.batch)]
+        depth, token, s = tree_weights(trees, ctx, matrix, objective)
+        params, state, loss = step(params, state, jnp.asarray(ctx), jnp.asarray(cont),
+                                   jnp.asarray(depth), jnp.asarray(token), jnp.asarray(s))
+        losses.append(float(loss))
+    return params, losses
+
+
+# ----- evaluation ---------------------------------------------------------------
+def evaluate(params, regime: Regime, matrices: dict[str, np.ndarray], pi: np.ndarray) -> dict[str, float]:
+    """``tau = 1 + sum_c pi(c) C_p(DDTree_B(c))`` for every eval budget and temperature."""
+    ctx = np.arange(regime.vocab)
+    q = np.exp(np.asarray(draft_logprobs(params, jnp.asarray(ctx)), dtype=np.float64))
+    out = {}
+    for B in regime.eval_budgets:
+        trees = [ddtree(q[c], B).tree for c in ctx]
+        for tname, m in matrices.items():
+            _, _, _, cov = _laws(trees, [_edges(t, c, m) for t, c in zip(trees, ctx)], B + 1)
+            out[f"B={B},{tname}"] = float(1.0 + pi @ cov)
+    return out
+
+
+def evaluate_oracle(regime: Regime, targets: dict[str, NGramTarget], pi: np.ndarray) -> dict[str, float]:
+    out = {}
+    for B in regime.eval_budgets:
+        for tname, tgt in targets.items():
+            cov = []
+            m = tgt.transition_matrix()
+            for c in range(regime.vocab):
+                tree = oracle_tree(tgt.prefix_target((c,)), B)
+                _, _, _, cv = _laws([tree], [_edges(tree, c, m)], B + 1)
+                cov.append(cv[0])
+            out[f"B={B},{tname}"] = float(1.0 + pi @ np.array(cov))
+    return out
+
+
+def run_exittrain_mini(regime: Regime, *, steps: int | None = None, seed: int = 0,
+                       progress: bool = False) -> dict[str, Any]:
+    """Pretrain once (token-only), fine-tune under each objective, evaluate: the ExitTrain table."""
+    if steps is not None:
+        regime = replace(regime, steps=steps)
+    target = NGramTarget(regime.vocab, order=2, zipf=regime.zipf, jitter=regime.jitter,
+                         temperature=1.0, seed=regime.target_seed)
+    greedy = target.with_temperature(0.0)
+    m1, m0 = target.transition_matrix(), greedy.transition_matrix()
+    pi = stationary(m1)
+    matrices = {"T=0": m0, "T=1": m1}
+    params0 = init_params(regime, jax.random.PRNGKey(seed))
+    params0, _ = _train(params0, regime, "token-only", regime.pretrain_steps, regime.pretrain_lr, m1, pi,
+                        data_seed=10_000 + seed, progress=progress, desc="pretrain")
+    rows = {"pretrained": evaluate(params0, regime, matrices, pi)}
+    curves = {}
+    for obj in OBJECTIVES:
+        params, losses = _train(params0, regime, obj, regime.steps, regime.lr, m1, pi, data_seed=20_000 + seed,
+                                progress=progress, desc=obj)
+        rows[obj] = evaluate(params, regime, matrices, pi)
+        curves[obj] = [float(np.mean(losses[:10])), float(np.mean(losses[-10:]))]
+    rows["oracle"] = evaluate_oracle(regime, {"T=0": greedy, "T=1": target}, pi)
+    return {"regime": {**asdict(regime), "eval_budgets": list(regime.eval_budgets)}, "seed": seed,
+            "table": rows, "loss_first_last": curves}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    reg = result["regime"]
+    cols = [f"B={b},{t}" for t in ("T=0", "T=1") for b in reg["eval_budgets"]]
+    cap = "table" if reg["rank"] is None else f"rank {reg['rank']}"
+    lines = [f"ExitTrain mini, regime {reg['name']}: V={reg['vocab']} zipf={reg['zipf']} H={reg['horizon']} "
+             f"drafter {cap}, train B={reg['train_budget']}, {reg['steps']} fine-tune steps x batch {reg['batch']} "
+             f"(pretrain {reg['pretrain_steps']}), lambda={reg['lam']}, seed {result['seed']}",
+             "tau = 1 + E_pi[C_p(DDTree_B)] (exact)",
+             f"{'drafter':>16} " + " ".join(f"{c:>12}" for c in cols)]
+    for name, row in result["table"].items():
+        lines.append(f"{name:>16} " + " ".join(f"{row[c]:>12.4f}" for c in cols))
+    return "\n".join(lines)
