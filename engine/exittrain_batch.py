@@ -1,0 +1,198 @@
+"""One ExitTrain batch: anchors -> drafter rows -> inference trees -> frozen-target edge probabilities.
+
+For a training sequence ``x_0 .. x_{S-1}`` (a prompt and its target-generated
+continuation) and anchors ``a_1 .. a_K``:
+
+1. the frozen target runs causally over the whole sequence once (its K/V cache
+   kept): hidden states of the drafter's layers and next-token logits ``[S, V]``;
+2. the drafter sees, for anchor ``a``, the context ``x_<a`` (as key/value only) and
+   the block ``[x_a, MASK x (D)]`` at positions ``a .. a + D``: all ``K`` blocks go in
+   one forward with a block-diagonal mask (block ``k`` sees context columns ``< a_k``
+   and its own block, non-causally), giving rows ``[K, D, V]``;
+3. the *inference* builder (:func:`~exitlaw.engine.builders.build_ddtree`, same
+   budget) builds each anchor's tree from the detached ``log_softmax`` rows;
+4. the target scores every non-root node under its actual tree-parent context over
+   the full context: one forward of all ``K`` trees' nodes against the cached
+   sequence, node ``v`` of tree ``k`` at position ``a_k + depth(v)`` seeing cached
+   positions ``<= a_k`` and its own ancestors-or-self (tree attention);
+   ``a(u) = exp(z_par(u)[x_u] / T - logsumexp(z_par(u) / T))`` with the root's row
+   ``z = `` the causal logits at ``a_k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from exitlaw.theory import DraftTree
+
+from .builders import build_ddtree
+from .dflash import DFlashDrafter
+from .exittrain import TreeBatch
+from .target import TargetModel
+
+
+def sample_anchors(seq_len: int, first_generated: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Up to ``count`` distinct sorted anchors ``a`` with ``max(1, first_generated - 1) <= a <= seq_len - 2``.
+
+    ``x_{a+1}`` is then a target-generated token and ``x_<a`` is non-empty context.
+    """
+    lo, hi = max(1, first_generated - 1), seq_len - 2
+    if hi < lo:
+        return np.zeros(0, dtype=np.int64)
+    choices = np.arange(lo, hi + 1)
+    take = min(count, choices.size)
+    return np.sort(rng.choice(choices, size=take, replace=False)).astype(np.int64)
+
+
+def block_targets(tokens: torch.Tensor, anchors: torch.Tensor, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``targets [K, D]`` = ``x_{a+d}`` for ``d = 1..D`` and the mask of those inside the sequence."""
+    idx = anchors[:, None] + torch.arange(1, depth + 1, device=anchors.device)[None]
+    valid = idx < tokens.shape[0]
+    return tokens[idx.clamp(max=tokens.shape[0] - 1)], valid
+
+
+def drafter_rows(drafter: DFlashDrafter, target: TargetModel, tokens: torch.Tensor, hidden: torch.Tensor,
+                 anchors: torch.Tensor) -> torch.Tensor:
+    """Draft logits ``[K, D, V]`` (``D = block_size - 1``) for all anchors in one drafter forward."""
+    bs = drafter.block_size
+    k, s = anchors.shape[0], tokens.shape[0]
+    dev = hidden.device
+    block = torch.full((k, bs), drafter.config.mask_token_id, dtype=torch.long, device=dev)
+    block[:, 0] = tokens[anchors]
+    emb = target.embed_tokens(block).reshape(1, k * bs, -1)
+    ctx_pos = torch.arange(s, device=dev)[None]
+    blk_pos = (anchors[:, None] + torch.arange(bs, device=dev)[None]).reshape(1, -1)
+    owner = torch.arange(k, device=dev).repeat_interleave(bs)               # block of each query row
+    ctx_vis = torch.arange(s, device=dev)[None, :] < anchors[owner][:, None]  # [K*bs, S]
+    blk_vis = owner[:, None] == owner[None, :]                                # [K*bs, K*bs]
+    mask = torch.cat([ctx_vis, blk_vis], dim=1)[None, None]
+    h = drafter(emb, hidden[None].to(emb.dtype), ctx_pos, blk_pos, cache=None, attn_mask=mask)
+    h = h.reshape(k, bs, -1)[:, 1:]
+    return target.lm_head(h)
+
+
+@torch.no_grad()
+def build_trees(logits: torch.Tensor, roots: torch.Tensor, budget: int) -> list[DraftTree]:
+    """The inference builder on the detached rows (one tree per anchor)."""
+    logprobs = torch.log_softmax(logits.detach().float(), dim=-1)
+    return [build_ddtree(logprobs[i], budget, int(roots[i]))[0] for i in range(logprobs.shape[0])]
+
+
+def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: int, dtype: torch.dtype):
+    """Queries, positions and the float additive mask ``[1, 1, Q, S + Q]`` of the tree-scoring forward.
+
+    Returns ``(token [Q], position [Q], mask)``; tree ``k``'s node ``v >= 1`` is query
+    row ``sum_{j<k} (N_j - 1) + v - 1``.
+    """
+    dev = anchors.device
+    sizes = [t.num_nodes - 1 for t in trees]
+    q = sum(sizes)
+    visible = torch.zeros(q, seq_len + q, dtype=torch.bool, device=dev)
+    tok, pos = [], []
+    off = 0
+    for k, t in enumerate(trees):
+        n = sizes[k]
+        a = int(anchors[k])
+        visible[off:off + n, : a + 1] = True
+        anc = torch.as_tensor(np.array(t.ancestor_matrix[1:, 1:]), device=dev)
+        visible[off:off + n, seq_len + off: seq_len + off + n] = anc
+        tok.append(torch.as_tensor(np.array(t.token[1:]), device=dev))
+        pos.append(a + torch.as_tensor(np.array(t.depth[1:]), device=dev))
+        off += n
+    mask = torch.zeros(1, 1, q, seq_len + q, dtype=dtype, device=dev)
+    mask[0, 0].masked_fill_(~visible, torch.finfo(dtype).min)
+    return torch.cat(tok).long(), torch.cat(pos).long(), mask
+
+
+@torch.no_grad()
+def score_trees(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
+                trees: list[DraftTree], temperature: float = 1.0) -> list[np.ndarray]:
+    """Edge probabilities ``a(u)`` of each tree (float64 arrays, ``a(root) = 1``).
+
+    ``cache`` holds the target's K/V of the whole sequence (length ``S``); it is
+    cropped back to ``S`` afterwards.
+    """
+    if temperature <= 0:
+        raise ValueError(f"tree scoring needs a temperature > 0, got {temperature}")
+    seq_len = seq_logits.shape[0]
+    if cache.get_seq_length() != seq_len:
+        raise ValueError(f"cache holds {cache.get_seq_length()} positions, expected the sequence length {seq_len}")
+    tok, pos, mask = tree_scoring_mask(trees, anchors, seq_len, target.dtype)
+    rows = torch.empty(0, seq_logits.shape[1], device=seq_logits.device)
+    if tok.numel():
+        out = target.model(input_ids=tok[None].to(target.device), position_ids=pos[None].to(target.device),
+                           attention_mask=mask.to(target.device), cache=cache, use_cache=True)
+        rows = out.logits[0].float()
+        cache.crop(-tok.numel())  # drop the tree entries again
+    edges = []
+    off = 0
+    for k, t in enumerate(trees):
+        n = t.num_nodes
+        # table row v is p_v before softmax: row 0 the root (causal logits at a_k), row v >= 1 node v's query row
+        table = torch.cat([seq_logits[int(anchors[k])][None], rows[off: off + n - 1]]) / temperature
+        off += n - 1
+        if n == 1:
+            edges.append(np.ones(1))
+            continue
+        par = torch.as_tensor(np.array(t.parent[1:]), device=table.device)
+        tok_u = torch.as_tensor(np.array(t.token[1:]), device=table.device)
+        log_a = table[par, tok_u] - torch.logsumexp(table, -1)[par]   # one normaliser per row, gathered logits
+        edges.append(np.concatenate([[1.0], torch.exp(log_a.double()).cpu().numpy()]))
+    return edges
+
+
+@dataclass
+class SequenceBatch:
+    """Everything the loss needs for the anchors of a batch of sequences."""
+
+    logits: torch.Tensor         # [K, D, V] drafter rows (differentiable)
+    targets: torch.Tensor        # [K, D]
+    target_valid: torch.Tensor   # [K, D]
+    trees: TreeBatch | None      # None when trees are not scored
+    edge: torch.Tensor | None    # [K, N] float64
+    tokens_seen: int             # sequence tokens processed by the target
+
+
+def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tuple[torch.Tensor, int]],
+               anchors_per_seq: int, budget: int, rng: np.random.Generator, *, score: bool = True,
+               temperature: float = 1.0) -> SequenceBatch | None:
+    """Build one training batch from ``(tokens [S], first_generated)`` pairs (``None`` if no anchor fits)."""
+    d = drafter.block_size - 1
+    all_logits, all_targets, all_valid, all_trees, all_edges = [], [], [], [], []
+    seen = 0
+    for tokens, first in sequences:
+        tokens = tokens.to(target.device)
+        anchors_np = sample_anchors(tokens.shape[0], first, anchors_per_seq, rng)
+        if anchors_np.size == 0:
+            continue
+        anchors = torch.as_tensor(anchors_np, device=target.device)
+        cache = target.new_cache()
+        step = target.prefill(cache, tokens)
+        seen += tokens.shape[0]
+        logits = drafter_rows(drafter, target, tokens, step.hidden, anchors)
+        targets, valid = block_targets(tokens, anchors, d)
+        all_logits.append(logits)
+        all_targets.append(targets)
+        all_valid.append(valid)
+        if score:
+            trees = build_trees(logits, tokens[anchors], budget)
+            all_trees.extend(trees)
+            all_edges.extend(score_trees(target, cache, step.logits, anchors, trees, temperature))
+    if not all_logits:
+        return None
+    tree_batch = edge = None
+    if score:
+        n = max(t.num_nodes for t in all_trees)
+        tree_batch = TreeBatch.from_trees(all_trees, target.device, n)
+        edge_np = np.zeros((len(all_edges), n))
+        for i, e in enumerate(all_edges):
+            edge_np[i, : e.size] = e
+        edge = torch.as_tensor(edge_np, device=target.device)
+    return SequenceBatch(torch.cat(all_logits), torch.cat(all_targets), torch.cat(all_valid), tree_batch, edge, seen)
+
+
+__all__ = ["sample_anchors", "block_targets", "drafter_rows", "build_trees", "tree_scoring_mask",
+           "score_trees", "SequenceBatch", "make_batch"]

@@ -1,0 +1,233 @@
+"""ExitTrain: the device exit law equals exitlaw.theory's, the objective weights are the
+stated ones, the tree term needs no per-node distribution, tree scoring is tree
+attention over the full context, gradients reach only the drafter, and training
+resumes bit for bit."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, note, strategies as st
+
+from exitlaw.engine.exittrain import (
+    OBJECTIVES,
+    TreeBatch,
+    exittrain_loss,
+    objective_weights,
+    tree_law,
+)
+from exitlaw.engine.exittrain_batch import build_trees, drafter_rows, make_batch, sample_anchors, score_trees
+from exitlaw.engine.target import TargetModel
+from exitlaw.engine.tiny import TinySpec, build_tiny_drafter, build_tiny_target
+from exitlaw.simulate.strategies import draft_trees, trees_with_rows
+from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, reference_law
+
+TOL = 1e-12
+SPEC = TinySpec(vocab_size=64, hidden_size=32, intermediate_size=64, target_layers=3, heads=4, kv_heads=2,
+                head_dim=8, block_size=5, target_layer_ids=(0, 1))
+
+
+def _tiny_pair(seed: int = 0):
+    model = build_tiny_target(SPEC, seed)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    drafter = build_tiny_drafter(SPEC, mask_token_id=SPEC.vocab_size - 1, seed=seed).train()
+    return TargetModel(model, SPEC.target_layer_ids), drafter
+
+
+# ----- the device exit law against theory ------------------------------------------------
+@given(st.lists(trees_with_rows(max_nodes=10), min_size=1, max_size=4))
+def test_device_exit_law_equals_theory_and_fraction_reference(cases):
+    trees = [c[0] for c in cases]
+    n = 10  # one padded shape: JAX compiles once
+    edge = torch.zeros(len(trees), n, dtype=torch.float64)
+    for i, (t, rows, _) in enumerate(cases):
+        edge[i, : t.num_nodes] = torch.as_tensor(gather_edge_probs(t, rows))
+    law = tree_law(TreeBatch.from_trees(trees, num_nodes=n), edge)
+    for i, (tree, rows, exact) in enumerate(cases):
+        m = tree.num_nodes
+        jax_law = exit_law_from_edges(tree.padded(n), edge[i].numpy())
+        ref = reference_law(tree, exact)
+        note(f"tree {i}: {tree}")
+        np.testing.assert_allclose(law.w[i].numpy(), np.asarray(jax_law.w), atol=TOL)
+        np.testing.assert_allclose(law.prefix[i].numpy(), np.asarray(jax_law.prefix), atol=TOL)
+        np.testing.assert_allclose(law.rho[i, :m].numpy(), np.asarray(jax_law.rho)[:m], atol=TOL)
+        np.testing.assert_allclose(law.w[i, :m].numpy(), [float(x) for x in ref.w], atol=TOL)
+        assert abs(float(law.coverage[i]) - float(ref.coverage)) < TOL
+        assert float(law.w[i, m:].abs().sum()) == 0.0  # padding carries nothing
+
+
+@given(draft_trees(max_nodes=10, vocab_size=4))
+def test_leaves_including_horizon_leaves_get_w_equal_p(tree):
+    edge = torch.as_tensor(np.r_[1.0, np.full(tree.num_nodes - 1, 0.2)])[None]
+    law = tree_law(TreeBatch.from_trees([tree]), edge)
+    leaves = tree.leaves
+    np.testing.assert_allclose(law.w[0, leaves].numpy(), law.prefix[0, leaves].numpy(), atol=TOL)
+
+
+# ----- objective weights -----------------------------------------------------------------
+def _random_batch(seed: int, k: int = 3, budget: int = 7, vocab: int = 5, depth: int = 3):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(k, depth, vocab, generator=g, dtype=torch.float64).float()
+    trees = build_trees(logits, torch.zeros(k, dtype=torch.long), budget)
+    n = max(t.num_nodes for t in trees)
+    edge = torch.zeros(k, n, dtype=torch.float64)
+    for i, t in enumerate(trees):
+        rows = torch.softmax(torch.randn(t.num_nodes, vocab, generator=g, dtype=torch.float64) * 2, -1).numpy()
+        e = gather_edge_probs(t, rows)
+        edge[i, : e.size] = torch.as_tensor(e)
+    targets = torch.randint(0, vocab, (k, depth), generator=g)
+    return logits.requires_grad_(True), targets, TreeBatch.from_trees(trees, num_nodes=n), edge
+
+
+@given(st.integers(0, 10_000))
+def test_prefix_weights_are_p_rescaled_to_the_exit_total_per_tree_with_the_same_denominator(seed):
+    _, _, trees, edge = _random_batch(seed)
+    law = tree_law(trees, edge)
+    we = objective_weights("exit", law, trees)
+    wp = objective_weights("prefix", law, trees)
+    assert abs(float(we.sum()) - 1.0) < 1e-9 and abs(float(wp.sum()) - 1.0) < 1e-9
+    np.testing.assert_allclose(we.sum(-1).numpy(), wp.sum(-1).numpy(), atol=1e-12)  # per-tree totals match
+    nonroot = trees.nonroot
+    z = float(torch.where(nonroot, law.w, 0.0).sum())
+    np.testing.assert_allclose(we.numpy(), torch.where(nonroot, law.w, 0.0).numpy() / z, atol=1e-12)
+    for i in range(trees.valid.shape[0]):   # within a tree, prefix weights are proportional to P
+        p = torch.where(nonroot[i], law.prefix[i], 0.0)
+        if float(p.sum()) > 0:
+            np.testing.assert_allclose(wp[i].numpy(), (p / p.sum() * we[i].sum()).numpy(), atol=1e-12)
+    assert float(we[:, 0].abs().sum()) == 0.0 and float(wp[:, 0].abs().sum()) == 0.0  # never the root
+
+
+def test_exit_and_prefix_weights_differ_where_exit_mass_is_not_prefix_mass():
+    tree = DraftTree.chain([1, 2])  # root -> 1 -> 2
+    edge = torch.tensor([[1.0, 0.9, 0.5]], dtype=torch.float64)
+    trees = TreeBatch.from_trees([tree])
+    law = tree_law(trees, edge)
+    # w = [0.1, 0.45, 0.45]; P = [1, 0.9, 0.45]
+    np.testing.assert_allclose(objective_weights("exit", law, trees)[0].numpy(), [0, 0.5, 0.5], atol=1e-12)
+    np.testing.assert_allclose(objective_weights("prefix", law, trees)[0].numpy(), [0, 2 / 3, 1 / 3], atol=1e-12)
+
+
+@given(st.integers(0, 10_000))
+def test_tree_term_from_gathered_logits_equals_full_log_softmax_reference(seed):
+    logits, targets, trees, edge = _random_batch(seed)
+    valid = torch.ones_like(targets, dtype=torch.bool)
+    for objective in ("exit", "prefix"):
+        terms = exittrain_loss(logits, targets, valid, trees, edge, objective=objective, lam=0.5)
+        law = tree_law(trees, edge)
+        wt = objective_weights(objective, law, trees)
+        logq = torch.log_softmax(logits.double(), -1)
+        ref_tree = 0.0
+        for k in range(trees.valid.shape[0]):
+            for v in range(trees.valid.shape[1]):
+                if trees.nonroot[k, v]:
+                    ref_tree -= float(wt[k, v]) * float(logq.detach()[k, trees.depth[k, v] - 1, trees.token[k, v]])
+        ref_ce = -float(logq.detach().gather(2, targets[..., None]).mean())
+        assert abs(float(terms.tree) - ref_tree) < 1e-5
+        assert abs(float(terms.ce) - ref_ce) < 1e-5
+        assert abs(float(terms.total) - (ref_ce + 0.5 * ref_tree)) < 1e-5
+
+
+def test_token_objective_uses_lambda_zero_and_still_reports_the_tree_term():
+    logits, targets, trees, edge = _random_batch(3)
+    valid = torch.ones_like(targets, dtype=torch.bool)
+    tok = exittrain_loss(logits, targets, valid, trees, edge, objective="token", lam=2.0)
+    ex = exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=2.0)
+    assert tok.lam == 0.0 and float(tok.total) == float(tok.ce)
+    assert float(tok.tree) == pytest.approx(float(ex.tree))   # same work, logged, not trained on
+    assert ex.lam == 2.0 and float(ex.total) == pytest.approx(float(ex.ce) + 2 * float(ex.tree))
+
+
+def test_loss_rejects_unknown_objective_and_negative_lambda():
+    logits, targets, trees, edge = _random_batch(0)
+    valid = torch.ones_like(targets, dtype=torch.bool)
+    with pytest.raises(ValueError, match="objective"):
+        exittrain_loss(logits, targets, valid, trees, edge, objective="nope", lam=1.0)
+    with pytest.raises(ValueError, match="lambda"):
+        exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=-1.0)
+
+
+def test_weights_are_detached_from_the_edge_probabilities():
+    logits, targets, trees, edge = _random_batch(1)
+    edge = edge.clone().requires_grad_(True)
+    terms = exittrain_loss(logits, targets, torch.ones_like(targets, dtype=torch.bool), trees, edge,
+                           objective="exit", lam=1.0)
+    terms.total.backward()
+    assert edge.grad is None and logits.grad is not None
+
+
+# ----- batch construction on a tiny real model --------------------------------------------
+def test_training_layout_rows_equal_the_inference_drafter_rows():
+    target, drafter = _tiny_pair()
+    drafter.eval()
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, SPEC.vocab_size - 1, (20,), generator=g)
+    cache = target.new_cache()
+    step = target.prefill(cache, tokens)
+    anchors = torch.tensor([3, 9, 15])
+    with torch.no_grad():
+        rows = drafter_rows(drafter, target, tokens, step.hidden, anchors)
+        for k, a in enumerate(anchors.tolist()):
+            ref = drafter.block_logits(target.embed_tokens, target.lm_head, int(tokens[a]), step.hidden[:a], a,
+                                       drafter.new_cache())
+            torch.testing.assert_close(rows[k], ref, atol=1e-5, rtol=1e-5)
+
+
+def test_tree_scoring_edges_equal_causal_per_path_probabilities():
+    target, drafter = _tiny_pair(1)
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, SPEC.vocab_size - 1, (16,), generator=g)
+    cache = target.new_cache()
+    step = target.prefill(cache, tokens)
+    anchors = torch.tensor([4, 11])
+    peaked = torch.randn(2, SPEC.block_size - 1, SPEC.vocab_size, generator=g) * 6  # deep, branching trees
+    trees = build_trees(peaked, tokens[anchors], 9)
+    edges = score_trees(target, cache, step.logits, anchors, trees)
+    assert cache.get_seq_length() == tokens.shape[0]
+    for k, tree in enumerate(trees):
+        a = int(anchors[k])
+        assert tree.max_depth >= 2
+        for u in range(1, tree.num_nodes):
+            ctx = tokens[: a + 1].tolist() + list(tree.path(int(tree.parent[u])))
+            with torch.no_grad():
+                logits = target.model(input_ids=torch.tensor([ctx])).logits[0, -1].float()
+            ref = float(torch.softmax(logits, -1)[int(tree.token[u])])
+            assert abs(edges[k][u] - ref) < 1e-5, (k, u)
+
+
+def test_anchors_sit_on_generated_tokens():
+    rng = np.random.default_rng(0)
+    a = sample_anchors(30, 10, 50, rng)
+    assert a.min() >= 9 and a.max() <= 28 and np.unique(a).size == a.size == 20
+    assert sample_anchors(3, 5, 4, rng).size == 0
+
+
+def test_gradient_reaches_only_the_drafter():
+    target, drafter = _tiny_pair(2)
+    before = {k: v.clone() for k, v in target.model.state_dict().items()}
+    g = torch.Generator().manual_seed(2)
+    seqs = [(torch.randint(0, SPEC.vocab_size - 1, (18,), generator=g), 6)]
+    batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0))
+    terms = exittrain_loss(batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge,
+                           objective="exit", lam=1.0)
+    terms.total.backward()
+    assert all(p.grad is None for p in target.model.parameters())
+    grads = [p.grad for p in drafter.parameters()]
+    assert all(gr is not None for gr in grads) and sum(float(gr.abs().sum()) for gr in grads) > 0
+    for k, v in target.model.state_dict().items():
+        assert torch.equal(v, before[k])
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_every_objective_trains_on_a_tiny_model(objective):
+    target, drafter = _tiny_pair(3)
+    g = torch.Generator().manual_seed(3)
+    seqs = [(torch.randint(0, SPEC.vocab_size - 1, (18,), generator=g), 6)]
+    batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0))
+    terms = exittrain_loss(batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge,
+                           objective=objective, lam=1.0)
+    assert np.isfinite(float(terms.total)) and terms.nodes > 0 and 0 < terms.coverage
+    assert 0 <= terms.mean_w <= 1 + 1e-9
