@@ -3,8 +3,10 @@
 A config fixes one synthetic target, one position-wise drafter (used by
 ``ddtree``, ``chain``, ``static``, ``caddtree``, ``tsubame``) and one
 autoregressive drafter with the same mismatch settings (used by ``eagle``),
-the builders to compare, the verifier (by name, from
-``exitlaw.simulate.verifiers``), the number of rounds and the latency model.
+the builders to compare, the verifier (by name: ``tev``, ``predraw``,
+``residual``, ``greedy`` from ``exitlaw.simulate.verifiers``, or ``tev-fast``,
+the vectorised twin ``fast_samplers.tev_many`` with one sample, for large V),
+the number of rounds and the latency model.
 ``chain`` always drafts ``horizon`` tokens (DFlash's default); ``caddtree``
 picks its budget per round in ``[1, caddtree_max_budget]``; every other
 builder uses ``budget``.
@@ -23,7 +25,7 @@ from .decoding import BuildFn
 from .models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
 
 BUILDERS = ("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame")
-VERIFIERS = ("tev", "predraw", "residual", "greedy")
+VERIFIERS = ("tev", "predraw", "residual", "greedy", "tev-fast")
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,22 @@ PRESETS: dict[str, SimConfig] = {
         horizon=8, budget=32, rounds=150, builders=("ddtree", "eagle", "oracle", "tsubame"),
         eagle_depth=6, eagle_top_k=6),
 }
+
+
+def verifier_fn(name: str):
+    """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``."""
+    if name == "tev-fast":
+        from .fast_samplers import tev_many
+
+        def tev_fast(tree, probs, rng):
+            exit_node, bonus = tev_many(tree, probs, rng, 1)
+            return int(exit_node[0]), int(bonus[0])
+        return tev_fast
+    if name not in VERIFIERS:
+        raise ValueError(f"unknown verifier {name!r} (known: {', '.join(VERIFIERS)})")
+    from . import verifiers
+
+    return getattr(verifiers, name)
 
 
 def get_preset(name: str) -> SimConfig:

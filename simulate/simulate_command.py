@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=int, help="override the number of rounds")
     p.add_argument("--seed", type=int, help="override the decoding seed")
     p.add_argument("--builders", help="comma-separated builders to run (override)")
-    p.add_argument("--verifier", help="override the verifier (tev, predraw, residual, greedy)")
+    p.add_argument("--verifier", help="override the verifier (tev, predraw, residual, greedy, tev-fast)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--list-presets", action="store_true", help="print the presets as JSON and exit")
     p.set_defaults(func=_simulate)
@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--budget", type=int, default=64)
     b.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
     b.add_argument("--rounds", type=int, default=30)
+    b.add_argument("--verifier", default="tev-fast", help="verifier to time (tev-fast, tev, predraw, residual)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_bench)
 
@@ -73,12 +74,12 @@ def _simulate(args: argparse.Namespace) -> int:
     if existing and not args.overwrite:
         raise FileExistsError(f"{', '.join(existing)} already exist; pass --overwrite to replace them")
     _enable_x64()
-    from exitlaw.simulate import verifiers
     from exitlaw.theory import TraceWriter
 
     from .decoding import simulate_decoding
+    from .presets import verifier_fn
 
-    verifier = getattr(verifiers, cfg.verifier)
+    verifier = verifier_fn(cfg.verifier)
     target = cfg.target()
     pos, ar = cfg.drafters(target)
     latency = cfg.latency_model()
@@ -139,6 +140,6 @@ def _bench(args: argparse.Namespace) -> int:
     _enable_x64()
     from .sim_bench import run_sim_bench
 
-    res = run_sim_bench(budget=args.budget, vocabs=args.vocab, rounds=args.rounds)
+    res = run_sim_bench(budget=args.budget, vocabs=args.vocab, rounds=args.rounds, verifier=args.verifier)
     print(json.dumps(res, indent=1) if args.json else res["text"])
     return 0
