@@ -165,8 +165,8 @@ def _mismatch(q: np.ndarray, *, noise: float, temperature: float, eps: float, rn
 
 
 class _Mismatched:
-    def __init__(self, target: NGramTarget, *, noise: float, temperature: float, eps: float, seed: int,
-                 cache_size: int = 8192):
+    def __init__(self, target: NGramTarget, *, noise: float = 0.5, temperature: float = 1.0, eps: float = 1e-3,
+                 seed: int = 1, cache_size: int = 8192):
         if noise < 0:
             raise ValueError(f"drafter noise must be >= 0, got {noise}")
         check_temperature(temperature, allow_zero=False)
