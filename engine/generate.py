@@ -233,8 +233,8 @@ def trace_round(rec: RoundRecord, temperature: float) -> TraceRound:
     """The round in the theory trace format: ``a(u) = p_par(u)(x_u)`` at ``temperature`` (one-hot at T = 0)."""
     tree = rec.tree
     logits = rec.logits.double()
-    parent = torch.as_tensor(tree.parent[1:], device=logits.device)
-    tok = torch.as_tensor(tree.token[1:], device=logits.device)
+    parent = torch.tensor(tree.parent[1:].tolist(), device=logits.device)
+    tok = torch.tensor(tree.token[1:].tolist(), device=logits.device)
     if temperature == 0:
         edge = (logits.argmax(-1)[parent] == tok).double()
     else:
