@@ -86,6 +86,15 @@ def tev_weights(tree: DraftTree, rows) -> list:
     directly keeps float rounding from giving a positive exit weight to a node
     whose children cover its whole row (its residual row would be all zeros).
     """
+    if isinstance(rows, np.ndarray):  # the same quantities, vectorised for sampling runs
+        edge = np.ones(tree.num_nodes)
+        edge[1:] = rows[tree.parent[1:], tree.token[1:]]
+        prefix = np.ones(tree.num_nodes)
+        for u in range(1, tree.num_nodes):
+            prefix[u] = prefix[tree.parent[u]] * edge[u]
+        masked = rows.astype(np.float64, copy=True)
+        masked[tree.parent[1:], tree.token[1:]] = 0.0
+        return prefix * masked.sum(axis=1)
     zero = _zero_of(rows)
     one = zero + 1
     law = reference_law(tree, rows, one)

@@ -1,0 +1,158 @@
+"""Test cases of the conformance kit: trees, per-node target rows and the target beyond the tree.
+
+Every case carries a deterministic context-dependent target ``target(prefix) -> [V]``
+(rows differ per node and per parent; hashed from ``(seed, prefix)``), with
+hand-set rows where a hard case needs them:
+
+``random``       a best-first tree of a different (drafter) model, budget ``B``;
+``rho_zero``     the root's children cover its whole row (``rho(root) = 0``);
+``zero_edge``    a drafted child the target gives probability 0, exact zeros in rows;
+``tiny_tail``    rows with a dominant token and a tail of ``1e-3`` entries;
+``vocab2``       vocabulary 2, a full binary tree of depth 2 under a chain;
+``deep_chain``   a chain of depth 6 along high-probability tokens;
+``wide_star``    one root with ``V - 1`` children;
+``large_vocab``  vocabulary 200, flat tails (Gumbel-style tail bugs show here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from exitlaw.theory import DraftTree, oracle_tree
+
+
+class HashedTarget:
+    """``p(. | prefix)``: hand-set ``overrides[prefix]`` or a Dirichlet row hashed from ``(seed, prefix)``."""
+
+    def __init__(self, vocab: int, seed: int, *, concentration: float = 1.0, zero_prob: float = 0.15,
+                 overrides: dict | None = None):
+        self.vocab, self.seed = vocab, seed
+        self.concentration, self.zero_prob = concentration, zero_prob
+        self.overrides = {tuple(k): np.asarray(v, dtype=np.float64) for k, v in (overrides or {}).items()}
+        self._cache: dict[tuple[int, ...], np.ndarray] = {}
+
+    def __call__(self, prefix) -> np.ndarray:
+        key = tuple(int(t) for t in prefix)
+        row = self._cache.get(key)
+        if row is None:
+            if key in self.overrides:
+                row = self.overrides[key]
+            else:
+                g = np.random.default_rng([self.seed, len(key), *key])
+                row = g.dirichlet(np.full(self.vocab, self.concentration))
+                row[g.random(self.vocab) < self.zero_prob] = 0.0
+                if row.sum() == 0:
+                    row[int(g.integers(self.vocab))] = 1.0
+                row = row / row.sum()
+            self._cache[key] = row
+        return row
+
+
+@dataclass
+class Case:
+    name: str
+    tree: DraftTree
+    target: Callable
+    draft: Callable | None = None
+    probs: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.probs = np.stack([self.target(self.tree.path(v)) for v in range(self.tree.num_nodes)])
+
+    @property
+    def vocab(self) -> int:
+        return int(self.probs.shape[1])
+
+    @property
+    def horizon(self) -> int:
+        """``H + 1``: completed blocks are extended to this many tokens."""
+        return self.tree.max_depth + 1
+
+
+def _row(vocab: int, weights: dict[int, float], rest: float = 0.0) -> np.ndarray:
+    row = np.full(vocab, rest)
+    for y, w in weights.items():
+        row[y] = w
+    return row / row.sum()
+
+
+def conditional_cases(seed: int, *, budget: int = 8, vocab: int = 4) -> list[Case]:
+    """The fixed-tree cases (see module docstring)."""
+    if vocab < 3:
+        raise ValueError(f"--vocab must be >= 3 (vocabulary 2 is a case of its own), got {vocab}")
+    if budget < 2:
+        raise ValueError(f"--budget must be >= 2, got {budget}")
+    s = seed * 1000
+    cases = []
+    drafter = HashedTarget(vocab, s + 1, concentration=0.5)
+    tree = oracle_tree(drafter, budget)
+    cases.append(Case("random", tree, HashedTarget(vocab, s + 2, concentration=0.7)))
+
+    tree = DraftTree.from_paths([(0,), (1,), (0, 2), (1, 0), (1, 1)])
+    cases.append(Case("rho_zero", tree, HashedTarget(vocab, s + 3, overrides={
+        (): _row(vocab, {0: 0.55, 1: 0.45}), (1,): _row(vocab, {0: 0.5, 1: 0.5})})))
+
+    tree = DraftTree.from_paths([(0,), (1,), (2,), (0, 1), (0, 2)])
+    cases.append(Case("zero_edge", tree, HashedTarget(vocab, s + 4, overrides={
+        (): _row(vocab, {0: 0.5, 2: 0.3, vocab - 1: 0.2}), (0,): _row(vocab, {0: 0.4, 1: 0.6})})))
+
+    tail = lambda head: _row(vocab, {head: 1.0 - 1e-3 * (vocab - 1)}, rest=1e-3)  # noqa: E731
+    tree = DraftTree.from_paths([(1,), (0,), (1, 2), (1, 0)])
+    cases.append(Case("tiny_tail", tree, HashedTarget(vocab, s + 5, overrides={
+        (): _row(vocab, {1: 0.6, 0: 0.3}, rest=1e-3), (1,): tail(2)})))
+
+    tree = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (1, 0), (1, 1), (0, 0, 1)])
+    cases.append(Case("vocab2", tree, HashedTarget(2, s + 6, zero_prob=0.0)))
+
+    chain_target = HashedTarget(vocab, s + 7, concentration=0.2, zero_prob=0.0)
+    toks: list[int] = []
+    for _ in range(6):
+        toks.append(int(np.argmax(chain_target(toks))))
+    cases.append(Case("deep_chain", DraftTree.chain(toks), chain_target))
+
+    wide = max(vocab, 8)
+    cases.append(Case("wide_star", DraftTree.from_paths([(y,) for y in range(wide - 1)]),
+                      HashedTarget(wide, s + 8, concentration=2.0, zero_prob=0.0)))
+
+    big = 200
+    head = _row(big, {0: 0.35, 1: 0.25}, rest=0.4 / (big - 2))
+    cases.append(Case("large_vocab", DraftTree.from_paths([(0,), (1,), (2,)]),
+                      HashedTarget(big, s + 9, concentration=5.0, zero_prob=0.0,
+                                   overrides={(): head})))
+    return cases
+
+
+@dataclass
+class MarginalCase:
+    """A topology (parents) whose tokens the kit draws from ``draft`` (siblings without replacement)."""
+
+    name: str
+    topology: list[int]
+    target: Callable
+    draft: Callable
+
+    @property
+    def horizon(self) -> int:
+        depth = [0] * len(self.topology)
+        for u in range(1, len(self.topology)):
+            depth[u] = depth[self.topology[u]] + 1
+        return max(depth) + 1
+
+
+def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4) -> list[MarginalCase]:
+    """Sampled-draft cases: a chain, a binary tree, and a wide root."""
+    s = seed * 1000 + 500
+    chain = list(range(-1, min(budget, 4)))
+    binary = [-1, 0, 0, 1, 1, 2][: max(3, min(budget + 1, 6))]
+    star = [-1] + [0] * (vocab - 1)
+    return [
+        MarginalCase(name, topo, HashedTarget(vocab, s + i, concentration=0.8),
+                     HashedTarget(vocab, s + 50 + i, concentration=0.8, zero_prob=0.0))
+        for i, (name, topo) in enumerate([("chain", chain), ("binary", binary), ("wide_root", star)])
+    ]
+
+
+__all__ = ["HashedTarget", "Case", "MarginalCase", "conditional_cases", "marginal_cases"]
