@@ -16,6 +16,7 @@ from . import __version__
 COMMAND_MODULES = [
     "exitlaw.theory.commands",
     "exitlaw.simulate.simulate_command",
+    "exitlaw.simulate.check_command",
     "exitlaw.engine.bench_commands",
     "exitlaw.engine.train_command",
 ]
