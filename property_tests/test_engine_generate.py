@@ -1,0 +1,164 @@
+"""Generate loop: at T = 0 every verifier and budget reproduces autoregressive greedy decoding;
+stop tokens, seeded streams, traces and the bench command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from exitlaw.cli import main as cli_main
+from exitlaw.engine.bench import load_prompts
+from exitlaw.engine.checkpoint import load_pair
+from exitlaw.engine.generate import DecodeConfig, Generators, generate
+from exitlaw.engine.tiny import write_tiny_models
+from exitlaw.theory import TraceWriter, read_trace
+
+VERIFIERS = ("greedy", "predraw", "residual", "tev")
+PROMPT = [11, 42, 7, 99, 150, 3, 18]
+NEW = 14
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return write_tiny_models(tmp_path_factory.mktemp("tiny"), seed=1)
+
+
+@pytest.fixture(scope="module")
+def pair(tiny):
+    return load_pair(*tiny)
+
+
+@pytest.fixture(scope="module")
+def ar_tokens(pair):
+    return generate(pair[0], None, PROMPT, DecodeConfig(method="ar", max_new_tokens=NEW)).tokens
+
+
+class TeacherDrafter:
+    """Duck-typed drafter whose rows favour the known greedy continuation (noisy, so trees branch).
+
+    With the random tiny drafter almost nothing is accepted; this one makes long
+    accepted paths, so the multi-node KV commit is exercised too.
+    """
+
+    block_size = 6
+
+    def __init__(self, sequence: list[int], vocab: int, seed: int):
+        self.sequence, self.vocab = sequence, vocab
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def new_cache(self):
+        return None
+
+    def draft_logprobs(self, embed_tokens, lm_head, root, pending, start, cache):
+        rows = torch.randn(self.block_size - 1, self.vocab, generator=self.gen)
+        for d in range(1, self.block_size):
+            if start + d < len(self.sequence):
+                rows[d - 1, self.sequence[start + d]] += 2.5
+        return torch.log_softmax(rows, -1)
+
+
+@pytest.mark.parametrize("verifier", VERIFIERS)
+def test_at_T0_every_verifier_and_budget_reproduces_AR_greedy_tokens(pair, ar_tokens, verifier):
+    target, drafter = pair
+    runs = [DecodeConfig(method="chain", verifier=verifier, max_new_tokens=NEW)]
+    runs += [DecodeConfig(method="ddtree", verifier=verifier, budget=b, max_new_tokens=NEW) for b in (1, 6, 40)]
+    for cfg in runs:
+        out = generate(target, drafter, PROMPT, cfg)
+        assert out.tokens == ar_tokens, cfg
+        assert sum(out.block_lengths) >= len(out.tokens)
+
+
+@pytest.mark.parametrize("verifier", VERIFIERS)
+def test_at_T0_long_accepted_paths_still_reproduce_AR_greedy_tokens(pair, ar_tokens, verifier):
+    target, _ = pair
+    teacher = TeacherDrafter(PROMPT + ar_tokens, target.vocab_size, seed=4)
+    for cfg in (DecodeConfig(method="chain", verifier=verifier, max_new_tokens=NEW),
+                DecodeConfig(method="ddtree", verifier=verifier, budget=12, max_new_tokens=NEW)):
+        out = generate(target, teacher, PROMPT, cfg)
+        assert out.tokens == ar_tokens, cfg
+        assert out.tau > 1.5, f"teacher drafts should be accepted (tau={out.tau})"
+
+
+def test_stop_token_ends_generation_exactly_like_AR(pair, ar_tokens):
+    target, drafter = pair
+    stop = ar_tokens[4]
+    ar = generate(target, None, PROMPT, DecodeConfig(method="ar", max_new_tokens=NEW, stop_tokens=(stop,)))
+    assert ar.tokens == ar_tokens[: ar_tokens.index(stop) + 1]
+    teacher = TeacherDrafter(PROMPT + ar_tokens, target.vocab_size, seed=2)
+    out = generate(target, teacher, PROMPT, DecodeConfig(method="ddtree", verifier="tev", budget=8,
+                                                          max_new_tokens=NEW, stop_tokens=(stop,)))
+    assert out.tokens == ar.tokens
+
+
+def test_seeded_sampling_is_reproducible_and_seed_dependent(pair):
+    target, drafter = pair
+    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=8, temperature=1.0, max_new_tokens=10, seed=7)
+    a = generate(target, drafter, PROMPT, cfg).tokens
+    assert generate(target, drafter, PROMPT, cfg).tokens == a
+    others = {tuple(generate(target, drafter, PROMPT, DecodeConfig(**{**cfg.__dict__, "seed": s})).tokens)
+              for s in (8, 9, 10)}
+    assert others != {tuple(a)}
+
+
+def test_draft_acceptance_and_bonus_streams_are_distinct():
+    g = Generators(3)
+    draws = [torch.rand(4, generator=x) for x in (g.draft, g.verifier.acceptance, g.verifier.bonus)]
+    assert not torch.equal(draws[0], draws[1]) and not torch.equal(draws[1], draws[2]) and not torch.equal(draws[0], draws[2])
+
+
+def test_tree_traces_are_readable_by_theory_and_match_the_rounds(pair, ar_tokens, tmp_path):
+    target, _ = pair
+    teacher = TeacherDrafter(PROMPT + ar_tokens, target.vocab_size, seed=5)
+    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=10, temperature=1.0, max_new_tokens=NEW, seed=1)
+    with TraceWriter(tmp_path / "t.jsonl", {"test": True}) as writer:
+        out = generate(target, teacher, PROMPT, cfg, trace=writer)
+    trace = read_trace(tmp_path / "t.jsonl")
+    assert len(trace.rounds) == len(out.block_lengths)
+    assert [r.block_length for r in trace.rounds] == out.block_lengths
+    for r in trace.rounds:
+        assert r.draft_logprob is not None and r.draft_logprob[0] == 0.0
+        assert np.all(r.draft_logprob[1:] <= 0)
+
+
+def test_decode_config_rejects_unknown_names():
+    with pytest.raises(ValueError, match="unknown method"):
+        DecodeConfig(method="beam")
+    with pytest.raises(ValueError, match="unknown verifier"):
+        DecodeConfig(verifier="sequoia")
+
+
+def test_named_dataset_without_datasets_or_network_fails_clearly():
+    try:
+        load_prompts("gsm8k", 1)
+    except ValueError as err:
+        assert "jsonl:FILE" in str(err)
+    with pytest.raises(ValueError, match="unknown dataset"):
+        load_prompts("imagenet")
+
+
+def test_bench_command_smoke_on_a_jsonl(tiny, tmp_path, capsys):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"turns": ["What is 12 + 30?"]}\n{"prompt": "Add two numbers."}\n')
+    out = tmp_path / "results.json"
+    rc = cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
+                   "--budget", "4,12", "--temperature", "0,1", "--verifier", "predraw,tev", "--max-new-tokens", "6",
+                   "--out", str(out), "--trace-dir", str(tmp_path / "traces"), "--no-progress", "--warmup", "0"])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert res["config"]["num_prompts"] == 2 and res["config"]["budgets"] == [4, 12]
+    runs = res["runs"]
+    assert {(r["method"], r["temperature"]) for r in runs} >= {("ar", 0.0), ("ar", 1.0), ("ddtree", 0.0), ("chain", 1.0)}
+    for r in runs:
+        assert r["tau"] >= 1.0 and r["SR"] > 0 and r["tpot_ms"] > 0
+        if r["method"] != "ar":
+            assert {"draft", "build", "verify_forward", "decide", "commit", "verifier_stage"} <= set(r["stage_ms"])
+        if r["temperature"] == 0 and r["method"] != "ar":
+            assert r["matches_ar"] is True
+    printed = capsys.readouterr().out
+    assert "tau" in printed and "SR" in printed
+    assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 3  # T x verifiers x (chain + 2 budgets)
+    assert cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
+                     "--out", str(out)]) == 2  # refuses to overwrite
