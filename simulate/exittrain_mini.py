@@ -33,6 +33,7 @@ saturated block length of a fixed-tree exact verifier, over every context
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import jax
@@ -106,13 +107,20 @@ def loss_fn(params, prev, cont, node_depth, node_token, node_weight, lam):
 
 
 # ----- trees and exit laws ----------------------------------------------------
+@jax.jit
+def _batched_law(batch, edges):
+    law = jax.vmap(exit_law_from_edges)(batch, edges)
+    return law.prefix, law.w, law.coverage
+
+
 def _laws(trees, edges_list, n: int):
+    """``(PaddedTree batch, P, w, C_p)`` for trees padded to ``n`` nodes (one jit per shape)."""
     batch = stack_trees(trees, n)
     edges = np.zeros((len(trees), n))
     for i, e in enumerate(edges_list):
         edges[i, : e.size] = e
-    law = jax.vmap(exit_law_from_edges)(batch, jnp.asarray(edges))
-    return batch, np.asarray(law.prefix), np.asarray(law.w), np.asarray(law.coverage)
+    prefix, w, cov = _batched_law(batch, jnp.asarray(edges))
+    return batch, np.asarray(prefix), np.asarray(w), np.asarray(cov)
 
 
 def _edges(tree, context_token: int, matrix: np.ndarray) -> np.ndarray:
@@ -146,17 +154,25 @@ def stationary(matrix: np.ndarray, iters: int = 2000) -> np.ndarray:
 
 
 # ----- training ---------------------------------------------------------------
-def _train(params, regime: Regime, objective: str, steps: int, lr: float, matrix, pi, data_seed: int,
-           progress: bool, desc: str):
+@lru_cache(maxsize=None)
+def _optimizer(lr: float):
+    """Adam at ``lr`` and its jitted update step (shared by every objective: one compile per lr)."""
     opt = optax.adam(lr)
-    state = opt.init(params)
-    lam = 0.0 if objective == "token-only" else regime.lam
 
     @jax.jit
-    def step(params, state, *batch):
-        loss, grads = jax.value_and_grad(loss_fn)(params, *batch, lam)
+    def step(params, state, prev, cont, depth, token, weight, lam):
+        loss, grads = jax.value_and_grad(loss_fn)(params, prev, cont, depth, token, weight, lam)
         upd, state = opt.update(grads, state, params)
         return optax.apply_updates(params, upd), state, loss
+
+    return opt, step
+
+
+def _train(params, regime: Regime, objective: str, steps: int, lr: float, matrix, pi, data_seed: int,
+           progress: bool, desc: str):
+    opt, step = _optimizer(lr)
+    state = opt.init(params)
+    lam = 0.0 if objective == "token-only" else regime.lam
 
     rng = np.random.default_rng(data_seed)
     cum = np.cumsum(matrix, axis=1)
@@ -178,7 +194,7 @@ def _train(params, regime: Regime, objective: str, steps: int, lr: float, matrix
         trees = [ddtree(q[i], regime.train_budget).tree for i in range(regime.batch)]
         depth, token, s = tree_weights(trees, ctx, matrix, objective)
         params, state, loss = step(params, state, jnp.asarray(ctx), jnp.asarray(cont),
-                                   jnp.asarray(depth), jnp.asarray(token), jnp.asarray(s))
+                                   jnp.asarray(depth), jnp.asarray(token), jnp.asarray(s), lam)
         losses.append(float(loss))
     return params, losses
 
