@@ -4,3 +4,11 @@
 from .builders import build_chain, build_ddtree
 from .device_tree import DeviceTree, to_device_tree
 from .verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, verify
+
+# --- target, DFlash drafter, checkpoints, generate loop, bench (issue 5, model side)
+from .checkpoint import load_drafter, load_pair, load_target, save_drafter
+from .dflash import DFlashConfig, DFlashDrafter, DraftCache
+from .generate import DecodeConfig, GenerationResult, Generators, generate, generate_ar
+from .target import TargetModel, TargetStep, tree_attention_mask
+from .timing import NullTimer, StageTimer
+from .tiny import TinySpec, write_tiny_models

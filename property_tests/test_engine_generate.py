@@ -162,3 +162,13 @@ def test_bench_command_smoke_on_a_jsonl(tiny, tmp_path, capsys):
     assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 3  # T x verifiers x (chain + 2 budgets)
     assert cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
                      "--out", str(out)]) == 2  # refuses to overwrite
+
+
+def test_gpu_check_smoke_runs_on_cpu_with_tiny_sizes():
+    from exitlaw.engine.gpu_check import format_check, run_check
+
+    res = run_check(tiny=True, device="cpu", budgets=(4, 9), context=24, reps=1)
+    assert [r["budget"] for r in res["rows"]] == [4, 9, 4, 9]
+    for r in res["rows"]:
+        assert r["verify_forward_ms"] > 0 and r["predraw_stage_ms"] > 0 and r["tev_stage_ms"] > 0
+    assert "TEV/predraw" in format_check(res)
