@@ -201,3 +201,17 @@ def test_known_small_tree():
     np.testing.assert_allclose(np.asarray(law.w), [0.1, 0.3, 0.3, 0.3], atol=TOL)
     assert abs(float(law.expected_length) - 2.2) < TOL
     assert sum(reference_law(tree, [[Fraction(x).limit_denominator(100) for x in r] for r in rows]).w) == 1
+
+
+@given(trees_with_rows(max_nodes=16, max_depth=10))
+def test_pointer_doubling_equals_ancestor_matrix_form(case):
+    from exitlaw.theory.law import _law_from_edges, _log_prefix_matrix
+
+    tree, rows, _ = case
+    padded = tree.padded(tree.num_nodes + 3)
+    edge = np.zeros(padded.num_nodes)
+    edge[: tree.num_nodes] = gather_edge_probs(tree, rows)
+    fast = _law_from_edges(padded, jnp.asarray(edge))
+    slow = _law_from_edges(padded, jnp.asarray(edge), log_prefix_fn=_log_prefix_matrix)
+    for x, y in zip(fast, slow):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-13, atol=1e-15)

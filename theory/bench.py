@@ -32,21 +32,23 @@ def run_law_bench(trees: int = 4096, budget: int = 64, vocab: int = 32000, row_b
     rng = np.random.default_rng(seed)
     pool = [random_tree(rng, budget, vocab=50, max_children=4) for _ in range(64)]
     tree_list = [pool[i % len(pool)] for i in range(trees)]
-    batch = stack_trees(tree_list)
+    batch = jax.device_put(stack_trees(tree_list))  # inputs live on the device, as in a real sweep
     n = batch.num_nodes
-    edges = rng.uniform(0.0, 1.0 / 4, size=(trees, n))
+    edges = jax.device_put(rng.uniform(0.0, 1.0 / 4, size=(trees, n)))
 
     law_edges = jax.jit(jax.vmap(lambda t, e: exit_law_from_edges(t, e).coverage))
     law_edges(batch, edges).block_until_ready()
     t_vmap = _best_of(lambda: law_edges(batch, edges).block_until_ready())
 
+    edges_np = np.asarray(edges)
+
     def loop():
         for i in range(loop_trees):
-            reference_law_from_edges(tree_list[i], list(edges[i]), 1.0)
+            reference_law_from_edges(tree_list[i], edges_np[i].tolist(), 1.0)
     t_loop = _best_of(loop, repeats=2) * trees / loop_trees
 
     # full rows: chunks of `row_batch` trees with [N, V] rows each (float32 rows, float64 laws)
-    row_trees = stack_trees(tree_list[:row_batch])
+    row_trees = jax.device_put(stack_trees(tree_list[:row_batch]))
     logits = rng.standard_normal((row_batch, n, vocab), dtype=np.float32)
     rows = jax.nn.softmax(jnp.asarray(logits), axis=-1)
     law_rows = jax.jit(jax.vmap(lambda t, p: exit_law(t, p).coverage))
