@@ -19,9 +19,11 @@ sample size per case makes each chi-square reject every alternative at total
 variation ``>= delta`` (on the pooled cells) with probability ``>= power``.
 
 Verdicts (by the fixed-tree ceiling theorem, DESIGN.md section 1):
-``not exact`` if the completed-block law fails, or ``E[L] > 1 + C_p``, or the block
-law fails while ``E[L]`` is not below ``1 + C_p``; ``exact but not saturating`` if the
-completed-block law holds and ``E[L] < 1 + C_p``; else ``exact and saturating``.
+``not exact`` if the completed-block law fails (exactness is defined by it) or
+``E[L] > 1 + C_p`` (impossible for an exact verifier); ``exact but not saturating`` if
+the completed-block law holds but the block, exit or residual law, or ``E[L] = 1 + C_p``,
+fails (an exact verifier attains the ceiling iff its block law is canonical); else
+``exact and saturating``.
 In ``marginal`` mode (sampled-draft verifiers ``fn(tree, probs, draft_probs, rng)``) the
 kit draws each tree from the drafter and checks the completed-block law only.
 """
@@ -321,9 +323,8 @@ def _verdict(case_results: list) -> tuple[str, dict]:
             first_not_exact = first_not_exact or info(checks["completed_block"])
         elif above:
             first_not_exact = first_not_exact or info(mean)
-        elif law_fail and not below:
-            first_not_exact = first_not_exact or info(law_fail[0])
         elif law_fail or below:
+            # exact (completed-block law holds) but not the canonical block law: E[L] < 1 + C_p
             first_unsat = first_unsat or info(law_fail[0] if law_fail else mean)
     if first_not_exact:
         return NOT_EXACT, first_not_exact

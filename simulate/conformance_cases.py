@@ -6,7 +6,7 @@ hand-set rows where a hard case needs them:
 
 ``random``       a best-first tree of a different (drafter) model, budget ``B``;
 ``rho_zero``     the root's children cover its whole row (``rho(root) = 0``);
-``zero_edge``    a drafted child the target gives probability 0, exact zeros in rows;
+``zero_edge``    drafted children the target gives probability 0 (token 0 at the root), exact zeros;
 ``tiny_tail``    rows with a dominant token and a tail of ``1e-3`` entries;
 ``vocab2``       vocabulary 2, a full binary tree of depth 2 under a chain;
 ``deep_chain``   a chain of depth 6 along high-probability tokens;
@@ -95,9 +95,9 @@ def conditional_cases(seed: int, *, budget: int = 8, vocab: int = 4) -> list[Cas
     cases.append(Case("rho_zero", tree, HashedTarget(vocab, s + 3, overrides={
         (): _row(vocab, {0: 0.55, 1: 0.45}), (1,): _row(vocab, {0: 0.5, 1: 0.5})})))
 
-    tree = DraftTree.from_paths([(0,), (1,), (2,), (0, 1), (0, 2)])
+    tree = DraftTree.from_paths([(0,), (1,), (2,), (1, 1), (1, 2)])
     cases.append(Case("zero_edge", tree, HashedTarget(vocab, s + 4, overrides={
-        (): _row(vocab, {0: 0.5, 2: 0.3, vocab - 1: 0.2}), (0,): _row(vocab, {0: 0.4, 1: 0.6})})))
+        (): _row(vocab, {1: 0.5, 2: 0.3, vocab - 1: 0.2}), (1,): _row(vocab, {0: 0.4, 1: 0.6})})))
 
     tail = lambda head: _row(vocab, {head: 1.0 - 1e-3 * (vocab - 1)}, rest=1e-3)  # noqa: E731
     tree = DraftTree.from_paths([(1,), (0,), (1, 2), (1, 0)])
