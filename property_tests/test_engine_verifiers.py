@@ -1,0 +1,210 @@
+"""Device verifiers (exitlaw.engine.verifiers) against the exact block law.
+
+Calibrated Monte Carlo: Pearson chi-square of the observed (exit, bonus) counts
+against ``theory.exact.reference_block_law`` (exact rationals of the float64
+rows), cells with expected count < 5 pooled, false-failure rate ``ALPHA`` per
+test; any draw in a cell of exact probability zero fails outright.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from exitlaw.engine.builders import build_ddtree
+from exitlaw.engine.device_tree import to_device_tree
+from exitlaw.engine.verifiers import (
+    KINDS, VerifierGenerators, _greedy_reference, _predraw_reference, _tev_exit_law, _tev_reference, verify,
+)
+from exitlaw.simulate.strategies import draft_trees
+from exitlaw.theory import DistributionError, DraftTree, reference_block_law, reference_law, to_fractions
+
+ALPHA = 1e-6
+SAMPLERS = ("predraw", "residual", "tev")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny tensors: intra-op threads only add synchronisation stalls on a shared 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _random_logits(rng: np.random.Generator, tree: DraftTree, vocab: int, *, zero_frac: float = 0.2,
+                   scale: float = 1.5) -> torch.Tensor:
+    """Rows that differ per node; about ``zero_frac`` of entries are ``-inf`` (probability 0), never a whole row."""
+    z = rng.normal(0.0, scale, size=(tree.num_nodes, vocab))
+    dead = rng.random(z.shape) < zero_frac
+    dead[np.arange(tree.num_nodes), rng.integers(0, vocab, tree.num_nodes)] = False
+    z[dead] = -np.inf
+    return torch.tensor(z, dtype=torch.float32)
+
+
+def _probs64(logits: torch.Tensor, temperature: float) -> np.ndarray:
+    return torch.softmax(logits.to(torch.float64) / temperature, dim=-1).numpy()
+
+
+def _chi_square_p(counts: Counter, law: list[list], n: int) -> float:
+    """p-value of the counts under ``law`` (cells with expected < 5 pooled); 0.0 if an impossible cell was hit."""
+    expected, observed, pooled_e, pooled_o = [], [], 0.0, 0
+    for v, row in enumerate(law):
+        for y, p in enumerate(row):
+            e, o = float(p) * n, counts.get((v, y), 0)
+            if p == 0:
+                if o:
+                    return 0.0
+                continue
+            if e < 5:
+                pooled_e, pooled_o = pooled_e + e, pooled_o + o
+            else:
+                expected.append(e)
+                observed.append(o)
+    if pooled_e > 0:
+        expected.append(pooled_e)
+        observed.append(pooled_o)
+    if len(expected) < 2:
+        return 1.0
+    expected = np.array(expected) * (n / sum(expected))  # float rounding of the exact law
+    return float(stats.chisquare(observed, expected).pvalue)
+
+
+def _law_case(seed: int):
+    """A deep DDTree-built tree (draft rows resemble the target) and per-node target logits, V = 5."""
+    rng = np.random.default_rng(seed)
+    vocab, depth = 5, 4
+    draft = torch.log_softmax(torch.tensor(rng.normal(0, 1.5, size=(depth, vocab))), -1)
+    tree, _ = build_ddtree(draft, budget=9, root_token=int(rng.integers(vocab)))
+    return tree, _random_logits(rng, tree, vocab)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", SAMPLERS)
+@pytest.mark.parametrize("seed,temperature", [(0, 1.0), (1, 0.7)])
+def test_device_verifier_matches_exact_block_law(kind, seed, temperature):
+    tree, logits = _law_case(seed)
+    dt = to_device_tree(tree)
+    law = reference_block_law(tree, to_fractions(_probs64(logits, temperature)))
+    gens = VerifierGenerators(1000 + seed)
+    n = 20000
+    counts = Counter()
+    for _ in range(n):
+        res = verify(kind, dt, logits, temperature, gens)
+        counts[(res.exit_node, res.bonus)] += 1
+    p = _chi_square_p(counts, law, n)
+    exits = Counter()
+    for (v, _), c in counts.items():
+        exits[(v, 0)] += c
+    p_exit = _chi_square_p(exits, [[sum(row)] for row in law], n)  # fewer cells: more power on the exit law
+    assert p_exit > ALPHA / 2, f"{kind}: exit-law chi-square p = {p_exit:.3g} on {tree}, counts {dict(exits)}"
+    assert p > ALPHA / 2, f"{kind}: chi-square p = {p:.3g} <= {ALPHA} on {tree}, counts {dict(counts)}"
+
+
+@given(tree=draft_trees(max_nodes=10, vocab_size=4), seed=st.integers(0, 2**32 - 1),
+       kind=st.sampled_from(KINDS), temperature=st.sampled_from([0.0, 1.0]))
+def test_greedy_limit_follows_the_argmax(tree, seed, kind, temperature):
+    """At T = 0 every kind (and the greedy kind at any T) walks the argmax; bonus = argmax of the exit row."""
+    logits = _random_logits(np.random.default_rng(seed), tree, 4)
+    dt = to_device_tree(tree)
+    got = verify(kind if temperature == 0 else "greedy", dt, logits, temperature, VerifierGenerators(seed))
+    assert got == _greedy_reference(dt, logits)
+    assert got.path_nodes == list(tree.path_nodes(got.exit_node))
+
+
+@given(tree=draft_trees(max_nodes=12, vocab_size=5), seed=st.integers(0, 2**32 - 1),
+       temperature=st.sampled_from([0.5, 1.0, 2.0]))
+def test_tev_exit_law_equals_the_per_node_reference(tree, seed, temperature):
+    """The level-parallel ``w`` (K internal rows only) equals theory.exact's per-node law on full rows."""
+    logits = _random_logits(np.random.default_rng(seed), tree, 5)
+    w, ok = _tev_exit_law(to_device_tree(tree), logits, temperature)
+    ref = reference_law(tree, _probs64(logits, temperature).tolist(), one=1.0)
+    assert bool(ok)
+    np.testing.assert_allclose(w.numpy(), np.maximum(ref.w, 0.0), rtol=1e-5, atol=1e-6)
+
+
+@given(tree=draft_trees(max_nodes=12, vocab_size=5), seed=st.integers(0, 2**32 - 1))
+def test_tev_draws_equal_the_reference_twin(tree, seed):
+    """Same generators, same (exit, bonus): the fast path and its full-row twin make the same draws."""
+    logits = _random_logits(np.random.default_rng(seed), tree, 5)
+    dt = to_device_tree(tree)
+    fast, ref = VerifierGenerators(seed), VerifierGenerators(seed)
+    for _ in range(5):
+        assert verify("tev", dt, logits, 1.0, fast) == _tev_reference(dt, logits, 1.0, ref)
+
+
+@given(tree=draft_trees(max_nodes=12, max_branching=4, vocab_size=6), seed=st.integers(0, 2**32 - 1))
+def test_tev_exit_law_is_sibling_order_invariant(tree, seed):
+    """Shuffling the children (node ids) leaves the law of (exit path, bonus) unchanged."""
+    rng = np.random.default_rng(seed)
+    logits = _random_logits(rng, tree, 6)
+    shuffled = tree.reorder_siblings(rng)
+    # rows follow their node: node i of `shuffled` has the path of some node j of `tree`
+    index = {tree.path(j): j for j in range(tree.num_nodes)}
+    perm = [index[shuffled.path(i)] for i in range(shuffled.num_nodes)]
+    w1, _ = _tev_exit_law(to_device_tree(tree), logits, 1.0)
+    w2, _ = _tev_exit_law(to_device_tree(shuffled), logits[perm], 1.0)
+    np.testing.assert_allclose(w2.numpy(), w1.numpy()[perm], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("kind", SAMPLERS)
+def test_zero_probability_children_and_child_bonus_never_happen(kind):
+    """A child whose edge probability is 0 is never accepted; the bonus is never a child token of the exit
+    nor a zero-probability token."""
+    rng = np.random.default_rng(7)
+    tree = DraftTree.from_paths([(0,), (1,), (2,), (0, 1), (0, 3), (1, 0), (0, 1, 2)])
+    logits = _random_logits(rng, tree, 4, zero_frac=0.0, scale=0.3)
+    node = {tree.path(v): v for v in range(tree.num_nodes)}
+    logits[0, 1] = float("-inf")          # node (1,) unreachable
+    logits[node[(0,)], 3] = float("-inf")  # node (0, 3) unreachable
+    dt, gens = to_device_tree(tree), VerifierGenerators(3)
+    probs = _probs64(logits, 1.0)
+    for _ in range(300):
+        res = verify(kind, dt, logits, 1.0, gens)
+        assert all(tree.path(v) not in {(1,), (0, 3)} for v in res.path_nodes)
+        assert res.bonus not in set(tree.token[tree.children[res.exit_node]].tolist())
+        assert probs[res.exit_node, res.bonus] > 0
+
+
+@pytest.mark.slow
+def test_predraw_reference_loop_matches_exact_block_law():
+    """DDTree's literal per-node loop (the twin of the batched predraw) has the block law too."""
+    tree, logits = _law_case(2)
+    dt, gens = to_device_tree(tree), VerifierGenerators(5)
+    law = reference_block_law(tree, to_fractions(_probs64(logits, 1.0)))
+    n = 2000
+    counts = Counter()
+    for _ in range(n):
+        res = _predraw_reference(dt, logits, 1.0, gens)
+        counts[(res.exit_node, res.bonus)] += 1
+    assert _chi_square_p(counts, law, n) > ALPHA
+
+
+def test_generator_streams_are_distinct_and_seeded():
+    a, b = VerifierGenerators(0), VerifierGenerators(0)
+    assert a.acceptance.initial_seed() == b.acceptance.initial_seed()
+    assert a.acceptance.initial_seed() != a.bonus.initial_seed()
+    assert VerifierGenerators(1).acceptance.initial_seed() != a.acceptance.initial_seed()
+
+
+def test_bad_inputs_raise_clear_errors():
+    tree = DraftTree.chain([1, 2])
+    dt = to_device_tree(tree)
+    with pytest.raises(ValueError, match="unknown verifier"):
+        verify("nope", dt, torch.zeros(3, 4), 1.0, VerifierGenerators(0))
+    with pytest.raises(DistributionError, match="shape"):
+        verify("tev", dt, torch.zeros(2, 4), 1.0, VerifierGenerators(0))
+    with pytest.raises(DistributionError, match="temperature"):
+        verify("tev", dt, torch.zeros(3, 4), -1.0, VerifierGenerators(0))
+    with pytest.raises(ValueError, match="outside vocabulary"):
+        verify("tev", dt, torch.zeros(3, 2), 1.0, VerifierGenerators(0))
+    bad = torch.zeros(3, 4)
+    bad[0, 0] = float("nan")
+    with pytest.raises(DistributionError, match="NaN"):
+        verify("tev", dt, bad, 1.0, VerifierGenerators(0))
