@@ -78,6 +78,8 @@ class DFlashConfig:
         if rope_type != "default":
             raise ValueError(f"{where}: rope type {rope_type!r} is not supported (only 'default')")
         theta = rope.get("rope_theta", cfg.get("rope_theta", 10000.0))
+        if cfg.get("use_sliding_window"):
+            raise ValueError(f"{where}: use_sliding_window = true is not supported (full attention only)")
         layers = int(cfg["num_hidden_layers"])
         ids = dcfg.get("target_layer_ids")
         if ids is None:

@@ -92,10 +92,15 @@ class DecodeState:
 
 @dataclass
 class RoundRecord:
-    tree: DraftTree
-    draft_logprob: np.ndarray
+    """What a round saw and decided (read by :func:`trace_round`; nothing here forces a host sync)."""
+
+    dtree: DeviceTree
     result: VerifyResult
-    logits: torch.Tensor  # [N, V] target tree logits (kept only for tracing)
+    logits: torch.Tensor  # [N, V] target tree logits
+
+    @property
+    def tree(self) -> DraftTree:
+        return self.dtree.tree
 
     @property
     def block_length(self) -> int:
@@ -182,8 +187,7 @@ def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDr
     step = timer.call("verify_forward", verify_forward_stage, state, target, dtree)
     result = timer.call("decide", decide_stage, cfg, dtree, step.logits, gens)
     block = timer.call("commit", commit_stage, state, target, dtree, step, result)
-    logq = dtree.draft_logprob.double().cpu().numpy() if dtree.draft_logprob is not None else None
-    return block, RoundRecord(dtree.tree, logq, result, step.logits)
+    return block, RoundRecord(dtree, result, step.logits)
 
 
 def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], cfg: DecodeConfig,
@@ -240,7 +244,9 @@ def trace_round(rec: RoundRecord, temperature: float) -> TraceRound:
     else:
         edge = torch.log_softmax(logits / temperature, -1)[parent, tok].exp()
     edge_prob = np.concatenate([[1.0], edge.cpu().numpy()])
-    return TraceRound(tree, edge_prob, rec.draft_logprob, rec.result.exit_node, rec.result.bonus)
+    logq = rec.dtree.draft_logprob
+    logq = None if logq is None else logq.double().cpu().numpy()
+    return TraceRound(tree, edge_prob, logq, rec.result.exit_node, rec.result.bonus)
 
 
 __all__ = ["DecodeConfig", "Generators", "DecodeState", "GenerationResult", "RoundRecord", "METHODS",

@@ -144,11 +144,11 @@ def test_bench_command_smoke_on_a_jsonl(tiny, tmp_path, capsys):
     prompts.write_text('{"turns": ["What is 12 + 30?"]}\n{"prompt": "Add two numbers."}\n')
     out = tmp_path / "results.json"
     rc = cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-                   "--budget", "4,12", "--temperature", "0,1", "--verifier", "predraw,tev", "--max-new-tokens", "6",
+                   "--budget", "6", "--temperature", "0,1", "--verifier", "predraw,tev", "--max-new-tokens", "5",
                    "--out", str(out), "--trace-dir", str(tmp_path / "traces"), "--no-progress", "--warmup", "0"])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert res["config"]["num_prompts"] == 2 and res["config"]["budgets"] == [4, 12]
+    assert res["config"]["num_prompts"] == 2 and res["config"]["budgets"] == [6]
     runs = res["runs"]
     assert {(r["method"], r["temperature"]) for r in runs} >= {("ar", 0.0), ("ar", 1.0), ("ddtree", 0.0), ("chain", 1.0)}
     for r in runs:
@@ -159,7 +159,7 @@ def test_bench_command_smoke_on_a_jsonl(tiny, tmp_path, capsys):
             assert r["matches_ar"] is True
     printed = capsys.readouterr().out
     assert "tau" in printed and "SR" in printed
-    assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 3  # T x verifiers x (chain + 2 budgets)
+    assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 2  # T x verifiers x (chain + 1 budget)
     assert cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
                      "--out", str(out)]) == 2  # refuses to overwrite
 
