@@ -145,7 +145,26 @@ def power_against(n: int, probs, alt, alpha: float, *, min_expected: float = 5.0
     lam = n * float(((qc - pc) ** 2 / pc).sum())
     chi_power = float(stats.ncx2.sf(stats.chi2.isf(alpha, df), df, lam)) if lam > 0 else alpha
     zero_power = 1.0 - (1.0 - zero_mass) ** n
-    return 1.0 - (1.0 - chi_power) * (1.0 - zero_power)
+    return min(1.0, 1.0 - (1.0 - chi_power) * (1.0 - zero_power))
+
+
+def cell_power(n: int, probs, alt, alpha: float) -> float:
+    """Power of :func:`cell_binomial`'s Bonferroni rule (``p < alpha / K``) against a known ``alt``:
+    the best single cell's rejection probability, a lower bound on the rule's power."""
+    p = np.clip(np.asarray(probs, dtype=np.float64).ravel(), 0.0, 1.0)
+    q = np.clip(np.asarray(alt, dtype=np.float64).ravel(), 0.0, 1.0)
+    k = int((p > 0).sum()) or 1
+    level = alpha / k
+    c = np.arange(n + 1)
+    best = 0.0
+    for i in np.flatnonzero(np.abs(q - p) > 0):
+        if p[i] <= 0:
+            best = max(best, 1.0 - (1.0 - q[i]) ** n)
+            continue
+        pv = np.minimum(1.0, 2 * np.minimum(stats.binom.cdf(c, n, p[i]), stats.binom.sf(c - 1, n, p[i])))
+        reject = pv < level
+        best = max(best, float(stats.binom.pmf(c[reject], n, q[i]).sum()))
+    return min(best, 1.0)
 
 
 def sample_size(cells: int, alpha: float, power: float, delta: float, *, max_n: int = 10 ** 9) -> int:
@@ -186,5 +205,5 @@ def describe_seed(seq: np.random.SeedSequence) -> str:
 
 __all__ = [
     "ChiSquareResult", "pooled_chisquare", "CellReport", "cell_binomial", "dkw_epsilon", "dkw_check",
-    "chisquare_power", "power_against", "sample_size", "mean_z", "seed_for", "describe_seed",
+    "chisquare_power", "power_against", "cell_power", "sample_size", "mean_z", "seed_for", "describe_seed",
 ]
