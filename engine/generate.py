@@ -125,7 +125,8 @@ def prefill_stage(target: TargetModel, drafter: DFlashDrafter | None, prompt: Se
     if len(prompt) < 1:
         raise ValueError("the prompt must hold at least one token")
     cache = target.new_cache()
-    step = target.prefill(cache, torch.tensor(list(prompt[:-1]), dtype=torch.long, device=target.device))
+    step = target.prefill(cache, torch.tensor(list(prompt[:-1]), dtype=torch.long, device=target.device),
+                          all_logits=False)
     return DecodeState(target_cache=cache, draft_cache=drafter.new_cache() if drafter is not None else None,
                        start=len(prompt) - 1, root=int(prompt[-1]), pending_hidden=step.hidden)
 

@@ -105,7 +105,7 @@ def run_check(*, tiny: bool, device: str, budgets=(32, 64, 128), context: int = 
     vocab = target.vocab_size
     prompt = torch.randint(vocab, (context,), generator=gen, device=device)
     cache = target.new_cache()
-    pre = target.prefill(cache, prompt[:-1])
+    pre = target.prefill(cache, prompt[:-1], all_logits=False)
     start, root = context - 1, int(prompt[-1])
     hidden = pre.hidden
     result = {"config": {"tiny": tiny, "device": device, "dtype": str(dtype), "context": context, "reps": reps,

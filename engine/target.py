@@ -105,7 +105,7 @@ class TargetModel:
         return DynamicCache(config=self.model.config)
 
     # ----- forwards ---------------------------------------------------------
-    def _run(self, cache, input_ids, position_ids, attention_mask) -> TargetStep:
+    def _run(self, cache, input_ids, position_ids, attention_mask, logits_to_keep: int = 0) -> TargetStep:
         want_hidden = bool(self.layer_ids)
         out = self.model(
             input_ids=input_ids[None],
@@ -114,6 +114,7 @@ class TargetModel:
             cache=cache,
             use_cache=True,
             output_hidden_states=want_hidden,
+            logits_to_keep=logits_to_keep,
         )
         hidden = None
         if want_hidden:
@@ -121,15 +122,19 @@ class TargetModel:
         return TargetStep(logits=out.logits[0].float(), hidden=hidden)
 
     @torch.no_grad()
-    def prefill(self, cache: DynamicCache, input_ids: torch.Tensor) -> TargetStep:
-        """Append ``input_ids [S]`` to ``cache`` with causal attention; rows are next-token logits."""
+    def prefill(self, cache: DynamicCache, input_ids: torch.Tensor, *, all_logits: bool = True) -> TargetStep:
+        """Append ``input_ids [S]`` to ``cache`` with causal attention; rows are next-token logits.
+
+        ``all_logits=False`` keeps only the last row (``[1, V]``), sparing an
+        ``[S, V]`` float32 copy on long prompts; hidden states are always ``[S, L*H]``.
+        """
         start = cache.get_seq_length()
         if input_ids.numel() == 0:
             h = len(self.layer_ids) * self.model.config.hidden_size
             return TargetStep(torch.empty(0, self.vocab_size, device=self.device),
                               torch.empty(0, h, device=self.device, dtype=self.dtype) if self.layer_ids else None)
         pos = torch.arange(start, start + input_ids.numel(), device=self.device)
-        return self._run(cache, input_ids.to(self.device), pos, None)
+        return self._run(cache, input_ids.to(self.device), pos, None, logits_to_keep=0 if all_logits else 1)
 
     @torch.no_grad()
     def decode(self, cache: DynamicCache, token: int) -> torch.Tensor:
