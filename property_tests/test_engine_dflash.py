@@ -152,3 +152,30 @@ def test_cache_length_mismatch_is_an_error(pair):
     h = torch.randn(3, len(SPEC.target_layer_ids) * SPEC.hidden_size)
     with pytest.raises(ValueError, match="draft cache holds 0 positions"):
         drafter.block_logits(target.embed_tokens, target.lm_head, 1, h, 5, drafter.new_cache())
+
+
+def test_a_released_style_qwen3_4b_config_parses_and_names_its_tensors():
+    """Config of the shape z-lab/Qwen3-4B-DFlash-b16 ships (Qwen3 fields + block_size + dflash_config)."""
+    from exitlaw.engine.dflash import DFlashDrafter, expected_tensor_names
+
+    raw = {"architectures": ["DFlashDraftModel"], "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},
+           "model_type": "qwen3", "dtype": "bfloat16", "attention_bias": False, "attention_dropout": 0.0,
+           "hidden_act": "silu", "hidden_size": 2560, "intermediate_size": 9728, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 5, "num_target_layers": 36,
+           "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_scaling": None, "rope_theta": 1000000,
+           "sliding_window": None, "use_sliding_window": False, "layer_types": ["full_attention"] * 5,
+           "vocab_size": 151936, "block_size": 16,
+           "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 9, 17, 25, 33]}}
+    cfg = DFlashConfig.from_dict(raw)
+    assert (cfg.block_size, cfg.mask_token_id, cfg.target_layer_ids, cfg.rope_theta) == (16, 151669, (1, 9, 17, 25, 33), 1e6)
+    names = expected_tensor_names(cfg)
+    assert len(names) == 5 * 11 + 3
+    with torch.device("meta"):
+        shapes = {k: tuple(v.shape) for k, v in DFlashDrafter(cfg).state_dict().items()}
+    assert shapes["fc.weight"] == (2560, 5 * 2560)
+    assert shapes["layers.4.self_attn.k_proj.weight"] == (8 * 128, 2560)
+    assert shapes["layers.0.self_attn.q_norm.weight"] == (128,)
+    back = DFlashConfig.from_dict(cfg.to_dict())
+    assert back == cfg
+    with pytest.raises(ValueError, match="use_sliding_window"):
+        DFlashConfig.from_dict({**raw, "use_sliding_window": True})
