@@ -172,3 +172,14 @@ def test_gpu_check_smoke_runs_on_cpu_with_tiny_sizes():
     for r in res["rows"]:
         assert r["verify_forward_ms"] > 0 and r["predraw_stage_ms"] > 0 and r["tev_stage_ms"] > 0
     assert "TEV/predraw" in format_check(res)
+
+
+@pytest.mark.parametrize("verifier", ("predraw", "residual", "tev"))
+def test_sampling_at_a_tiny_temperature_follows_the_greedy_path(pair, ar_tokens, verifier):
+    """The temperature reaches the verifier: as T -> 0 every sampling verifier reproduces greedy decoding."""
+    target, _ = pair
+    teacher = TeacherDrafter(PROMPT + ar_tokens, target.vocab_size, seed=6)
+    cfg = DecodeConfig(method="ddtree", verifier=verifier, budget=10, temperature=1e-5, max_new_tokens=NEW, seed=3)
+    out = generate(target, teacher, PROMPT, cfg)
+    assert out.tokens == ar_tokens
+    assert out.tau > 1.5
