@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "exitlaw.simulate.check_command",
     "exitlaw.engine.bench_commands",
     "exitlaw.engine.train_command",
+    "exitlaw.paper_repro.commands",
 ]
 
 
