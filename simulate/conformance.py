@@ -168,7 +168,7 @@ def auto_samples(case: Case | MarginalCase, alpha: float, power: float, delta: f
     ``alpha``) all have power ``>= power`` at TV ``delta`` on the cells their pooling forms."""
     block = _law(case)[0] if isinstance(case, Case) else None
     n = sample_size(30, alpha, power, delta)
-    for _ in range(4):
+    for _ in range(50):  # more samples -> more unpooled cells -> more samples; converges (cells are finite)
         cells = [len(_big_sequences(case.target, case.horizon, MIN_EXPECTED / n)) + 1]
         if block is not None:
             cells += [int((n * block >= MIN_EXPECTED).sum()) + 1, int((n * block.sum(1) >= MIN_EXPECTED).sum()) + 1]

@@ -1,0 +1,119 @@
+"""The conformance kit: accepts exact saturating verifiers, gives clear errors for broken callables."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from exitlaw.cli import main
+from exitlaw.simulate.conformance import (
+    EXACT_AND_SATURATING,
+    NOT_EXACT,
+    VerifierCallError,
+    load_verifier,
+    run_kit,
+)
+from exitlaw.simulate.stats import seed_for
+from exitlaw.simulate.verifiers import predraw, residual, specinfer_without_replacement, tev
+
+
+def _seed(request) -> int:
+    return int(seed_for(request.node.nodeid).generate_state(1)[0] % 10_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fn", [predraw, residual, tev], ids=["predraw", "residual", "tev"])
+@pytest.mark.parametrize("k", range(2))
+def test_kit_accepts_exact_saturating_verifiers_across_seeds(fn, k, request):
+    seed = _seed(request)
+    rep = run_kit(fn, name=fn.__name__, seed=seed)
+    assert rep.verdict == EXACT_AND_SATURATING, f"seed {seed}: {rep.failure}"
+    assert rep.exit_code == 0
+    assert rep.min_power >= rep.power_target - 1e-9
+    assert rep.alpha_per_check * len(rep.cases) * 5 == pytest.approx(rep.family_alpha)
+
+
+def test_check_command_exits_zero_for_tev_and_prints_alpha_and_power(capsys):
+    assert main(["check", "exitlaw.simulate.verifiers:tev", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "false-failure rate <= 1e-06" in out and "power >= 0.999" in out
+    assert "verdict: exact and saturating" in out
+
+
+def test_check_command_json_report(capsys):
+    assert main(["check", "exitlaw.simulate.verifiers:predraw", "--json", "--samples", "400"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["verdict"] == EXACT_AND_SATURATING and rep["exit_code"] == 0
+    names = {c["name"] for c in rep["cases"]}
+    assert {"rho_zero", "tiny_tail", "vocab2", "deep_chain", "wide_star", "zero_edge"} <= names
+    assert {k["name"] for k in rep["cases"][0]["checks"]} == {
+        "completed_block", "block", "exit", "residual_bonus", "mean_length"}
+
+
+def test_not_exact_report_names_tree_node_statistic_pvalue_and_seed(capsys):
+    rc = main(["check", "exitlaw.simulate.verifiers:greedy", "--seed", "5"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "verdict: NOT EXACT" in out and "tree {'parent'" in out and "node " in out
+    assert "statistic" in out and "p-value" in out and "--seed 5" in out
+
+
+def _bonus_from_p_not_residual(tree, probs, draft_probs, rng):
+    """Chain/tree rejection with the bonus drawn from ``p`` instead of ``norm((p - q)+)``: not exact."""
+    v = 0
+    while True:
+        kids = tree.children[v]
+        nxt = None
+        for u in kids:
+            x = int(tree.token[u])
+            if rng.random() < min(1.0, probs[v][x] / draft_probs[v][x]):
+                nxt = int(u)
+                break
+        if nxt is None:
+            return v, int(rng.choice(probs.shape[1], p=probs[v] / probs[v].sum()))
+        v = nxt
+
+
+def test_marginal_mode_accepts_without_replacement_rejection_and_rejects_a_wrong_bonus():
+    good = run_kit(specinfer_without_replacement, mode="marginal", seed=1)
+    assert good.verdict == EXACT_AND_SATURATING, good.failure
+    bad = run_kit(_bonus_from_p_not_residual, mode="marginal", seed=1)
+    assert bad.verdict == NOT_EXACT and bad.exit_code == 1
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("no_such_module_xyz:f", "cannot import module"),
+    ("exitlaw.simulate.verifiers:no_such_fn", "has no attribute"),
+    ("exitlaw.simulate.verifiers", "expected MODULE:CALLABLE"),
+    ("exitlaw.simulate.conformance:CHECKS", "not a callable"),
+    ("mutants:wrong_signature", "cannot be called as f(tree, probs, rng)"),
+    ("mutants:returns_none", "expected (exit_node, bonus_token)"),
+    ("mutants:returns_fraction_node", "expected (exit_node, bonus_token)"),
+    ("mutants:returns_out_of_range", "outside vocabulary"),
+])
+def test_check_command_gives_clear_errors(spec, message, capsys):
+    assert main(["check", spec, "--samples", "50"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_verifier_that_raises_is_reported_with_its_error():
+    def boom(tree, probs, rng):
+        raise RuntimeError("kaboom")
+    with pytest.raises(VerifierCallError, match="raised RuntimeError: kaboom"):
+        run_kit(boom, samples=10)
+
+
+def test_load_verifier_returns_the_callable():
+    assert load_verifier("exitlaw.simulate.verifiers:tev") is tev
+    assert load_verifier("exitlaw.simulate.verifiers:tev")(
+        __import__("exitlaw.theory", fromlist=["DraftTree"]).DraftTree.chain([0]),
+        np.array([[0.5, 0.5], [0.5, 0.5]]), np.random.default_rng(0))[0] in (0, 1)
+
+
+def test_verifier_sim_bench_prints_rates(capsys):
+    assert main(["verifier-sim-bench", "--vocab", "50", "--budget", "8", "--samples", "200",
+                 "--calls", "5", "--no-kit"]) == 0
+    out = capsys.readouterr().out
+    assert "samples/s" in out and "tev_many" in out and "predraw" in out
