@@ -124,9 +124,10 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch_dtype = None if dtype == "auto" else getattr(torch, dtype)
+    texts = load_prompts(dataset, num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
-    prompts = [encode_prompt(tokenizer, t) for t in load_prompts(dataset, num_prompts)]
+    prompts = [encode_prompt(tokenizer, t) for t in texts]
     stop = _stop_tokens(tokenizer, tgt)
     configs = _configs(verifiers, budgets, drafter.block_size)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "budgets": list(budgets),
