@@ -7,6 +7,7 @@ Rows differ per node and per parent (strategies and ``ToyModel``).
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 
 import jax
@@ -16,7 +17,9 @@ from hypothesis import assume, example, given, note, settings
 from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree, block_law, oracle_tree, reference_block_law, reference_law
+from exitlaw.simulate.fast_samplers import FAST_SAMPLERS
 from exitlaw.simulate.randomness import GeneratorRandomness, enumerate_law
+from exitlaw.simulate.stats import describe_seed, dkw_check, pooled_chisquare, seed_for
 from exitlaw.simulate.strategies import draft_trees, logits_rows, trees_with_rows
 from exitlaw.simulate.toy_target import ToyModel, block_tokens, complete_block, decode_rounds
 from exitlaw.simulate.verifiers import (
@@ -238,3 +241,23 @@ def test_chain_speculative_rejects_a_branching_tree():
     probs = np.full((3, 2), 0.5)
     with pytest.raises(ValueError, match="chain"):
         chain_speculative(tree, probs, probs, np.random.default_rng(0))
+
+
+# ----- fast vectorised samplers against their exact twins -----------------------------------
+@given(case=trees_with_rows(vocab_sizes=(2, 3, 6)), name=st.sampled_from(["predraw", "residual", "tev", "greedy"]))
+def test_fast_samplers_follow_the_exact_law_of_their_twin(case, name):
+    """Pooled chi-square (alpha 1e-6, zero cells fail at once) and DKW on the exit depth (alpha 1e-6)."""
+    tree, floats, _ = case
+    seq = seed_for(f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{floats.tobytes().hex()}|{name}")
+    note(describe_seed(seq))
+    exact = implementation_block_law("greedy" if name == "greedy" else name, tree, floats)
+    exact = exact / exact.sum()
+    n = 20_000
+    exits, bonus = FAST_SAMPLERS[name](tree, floats, np.random.default_rng(seq), n)
+    counts = np.zeros_like(exact)
+    np.add.at(counts, (exits, bonus), 1)
+    chi = pooled_chisquare(counts, exact)
+    assert not chi.zero_cell_hits and chi.pvalue >= 1e-6, (chi, describe_seed(seq))
+    depth_law = np.bincount(tree.depth, weights=exact.sum(1), minlength=tree.max_depth + 1)
+    sup, eps = dkw_check(tree.depth[exits], np.cumsum(depth_law), alpha=1e-6)
+    assert sup <= eps, (sup, eps, describe_seed(seq))

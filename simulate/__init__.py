@@ -9,3 +9,23 @@ from .caddtree import LatencyModel, caddtree, first_decrease, throughput_curve
 from .decoding import RoundRecord, SimulationResult, simulate_decoding
 from .models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter, exponent_for_entropy, zipf_entropy
 from .presets import PRESETS, SimConfig, get_preset, verifier_fn
+
+# Verifiers written once (sampling + exact enumeration), fast samplers (numpy).
+from .fast_samplers import FAST_SAMPLERS, greedy_many, predraw_many, residual_many, tev_many
+from .randomness import GeneratorRandomness, Randomness, enumerate_law
+from .verifiers import greedy, predraw, residual, tev
+
+# Calibrated statistics and the conformance kit import scipy: loaded on first access.
+_LAZY = {
+    "run_kit": "conformance", "load_verifier": "conformance", "KitReport": "conformance",
+    "pooled_chisquare": "stats", "cell_binomial": "stats", "dkw_check": "stats",
+    "chisquare_power": "stats", "sample_size": "stats", "seed_for": "stats",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
