@@ -133,3 +133,11 @@ def test_bad_model_parameters_raise_clear_errors():
         AutoregressiveDrafter(NGramTarget(5, temperature=0.0), noise=0.1, temperature=1.0, eps=0.0)
     with pytest.raises(ValueError, match="entropy"):
         exponent_for_entropy(10, 5.0)
+
+
+def test_row_cache_stays_within_its_byte_budget_and_eviction_keeps_rows_exact():
+    small = NGramTarget(1000, order=2, seed=9, cache_mib=0.05)  # about six rows
+    fresh = NGramTarget(1000, order=2, seed=9)
+    for a in list(range(40)) + list(range(10)):
+        np.testing.assert_array_equal(small.probs((a,)), fresh.probs((a,)))
+    assert small._cache.bytes <= 0.05 * 2**20

@@ -72,6 +72,7 @@ REGIMES: dict[str, Regime] = {
     "lowrank": Regime("lowrank"),
     "lowrank-peaked": Regime("lowrank-peaked", zipf=2.2),
     "lowrank-flat": Regime("lowrank-flat", zipf=1.1),
+    "lowrank-deep": Regime("lowrank-deep", zipf=2.2, horizon=12),
     "table": Regime("table", rank=None, pretrain_lr=1e-1, lr=3e-2),
 }
 

@@ -18,7 +18,8 @@ standard Gaussian keyed on the context, ``q_base = (1 - eps) q_ideal + eps / V``
 * :class:`AutoregressiveDrafter` (EAGLE-like): ``q(. | c, path)``, the target's row
   at the same path, mismatched as above.
 
-Numpy only; rows are float64 and are cached per context suffix (LRU).
+Numpy only; rows are float64 and are cached per context suffix (LRU bounded
+by ``cache_mib`` MiB per model).
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ def _keyed_rng(*words: int) -> np.random.Generator:
 
 
 class _LRU:
-    def __init__(self, size: int):
-        self.size, self.data = size, OrderedDict()
+    """Least-recently-used cache of numpy arrays bounded by total bytes (always keeps the newest entry)."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.bytes, self.data = max_bytes, 0, OrderedDict()
 
     def get(self, key, make):
         if key in self.data:
@@ -52,8 +55,10 @@ class _LRU:
             return self.data[key]
         val = make()
         self.data[key] = val
-        if len(self.data) > self.size:
-            self.data.popitem(last=False)
+        self.bytes += val.nbytes
+        while self.bytes > self.max_bytes and len(self.data) > 1:
+            _, old = self.data.popitem(last=False)
+            self.bytes -= old.nbytes
         return val
 
 
@@ -83,7 +88,7 @@ class NGramTarget:
     """Hashed n-gram target with a Zipf spectrum: exact ``p(. | c)`` for any context."""
 
     def __init__(self, vocab: int, *, order: int = 2, zipf: float = 1.1, temperature: float = 1.0,
-                 jitter: float = 0.0, seed: int = 0, cache_size: int = 8192):
+                 jitter: float = 0.0, seed: int = 0, cache_mib: float = 128.0):
         if vocab < 2:
             raise ValueError(f"vocab must be >= 2, got {vocab}")
         if order < 1:
@@ -95,7 +100,7 @@ class NGramTarget:
         self.vocab, self.order, self.zipf, self.jitter, self.seed = vocab, order, float(zipf), float(jitter), seed
         self.temperature = check_temperature(temperature, allow_zero=True)
         self._spectrum = -self.zipf * np.log(np.arange(1, vocab + 1, dtype=np.float64))
-        self._cache = _LRU(cache_size)
+        self._cache = _LRU(int(cache_mib * 2**20))
 
     @property
     def context_length(self) -> int:
@@ -166,7 +171,7 @@ def _mismatch(q: np.ndarray, *, noise: float, temperature: float, eps: float, rn
 
 class _Mismatched:
     def __init__(self, target: NGramTarget, *, noise: float = 0.5, temperature: float = 1.0, eps: float = 1e-3,
-                 seed: int = 1, cache_size: int = 8192):
+                 seed: int = 1, cache_mib: float = 128.0):
         if noise < 0:
             raise ValueError(f"drafter noise must be >= 0, got {noise}")
         check_temperature(temperature, allow_zero=False)
@@ -176,7 +181,7 @@ class _Mismatched:
             raise DistributionError("a T=0 target has one-hot rows; give the drafter eps > 0 so log q is finite")
         self.target, self.noise, self.temperature, self.eps, self.seed = target, noise, temperature, eps, seed
         self.vocab = target.vocab
-        self._cache = _LRU(cache_size)
+        self._cache = _LRU(int(cache_mib * 2**20))
 
     @property
     def context_length(self) -> int:
