@@ -212,3 +212,14 @@ def test_builders_reject_impossible_budgets():
         LatencyModel(tile=0, tile_cost=1.0)
     with pytest.raises(ValueError, match="latency"):
         LatencyModel(draft=-1.0)
+
+
+def test_builders_reject_rows_that_are_not_distributions():
+    from exitlaw.theory import DistributionError
+
+    with pytest.raises(DistributionError, match="draft marginals row 1"):
+        ddtree(np.array([[0.5, 0.5], [0.7, 0.7]]), 2)
+    with pytest.raises(DistributionError, match="negative"):
+        chain(np.array([[1.5, -0.5]]), 1)
+    with pytest.raises(ValueError, match=r"\[H, V\]"):
+        ddtree(np.array([0.5, 0.5]), 1)

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, TreeError, oracle_tree
+from exitlaw.theory import DraftTree, TreeError, check_rows, oracle_tree
 
 _NEG_INF = -np.inf
 
@@ -39,10 +39,19 @@ class Built:
     draft_logprob: np.ndarray | None  # [N]; log q of each node's token, 0 at the root
 
 
-def _log(q: np.ndarray) -> np.ndarray:
+def _log(q: np.ndarray, name: str = "draft rows") -> np.ndarray:
+    """``log q`` after checking ``q`` is a ``[.., V]`` table of distributions (``log 0 = -inf``)."""
     q = np.asarray(q, dtype=np.float64)
+    check_rows(q.reshape(-1, q.shape[-1]) if q.ndim else q, name=name)
     with np.errstate(divide="ignore"):
         return np.log(q)
+
+
+def _log_marginals(marginals: np.ndarray) -> np.ndarray:
+    """Position-wise rows ``q_d``, ``d = 1..H``, checked and logged: ``[H, V]``."""
+    if np.ndim(marginals) != 2:
+        raise ValueError(f"marginals must have shape [H, V], got {np.shape(marginals)}")
+    return _log(marginals, "draft marginals")
 
 
 def _ranked(logq_row: np.ndarray, k: int) -> np.ndarray:
@@ -64,9 +73,7 @@ def ddtree_order(marginals: np.ndarray, budget: int, *, root_token: int = -1) ->
     ``0..n`` of the nodes is the DDTree at budget ``n`` (used by CaDDTree).
     """
     _check_budget(budget)
-    logq = _log(marginals)
-    if logq.ndim != 2:
-        raise ValueError(f"marginals must have shape [H, V], got {logq.shape}")
+    logq = _log_marginals(marginals)
     horizon, vocab = logq.shape
     order = [_ranked(logq[d], budget) for d in range(horizon)] if budget else []
     parent, token, lp, score = [-1], [root_token], [0.0], [0.0]
@@ -105,7 +112,7 @@ def ddtree(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built
 def chain(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built:
     """Top-1 token per depth, ``budget`` deep (DFlash's default chain)."""
     _check_budget(budget)
-    logq = _log(marginals)
+    logq = _log_marginals(marginals)
     if budget > logq.shape[0]:
         raise ValueError(f"a chain of budget {budget} needs horizon >= {budget}, the drafter gives {logq.shape[0]}")
     toks = [int(_ranked(logq[d], 1)[0]) for d in range(budget)]
@@ -120,7 +127,7 @@ def static_tree(marginals: np.ndarray, budget: int, branching: Sequence[int], *,
     (a breadth-first prefix is prefix-closed).
     """
     _check_budget(budget)
-    logq = _log(marginals)
+    logq = _log_marginals(marginals)
     if len(branching) > logq.shape[0] or any(int(b) < 1 for b in branching):
         raise ValueError(f"branching {list(branching)} must have positive entries and at most H={logq.shape[0]} depths")
     parent, token, lp = [-1], [root_token], [0.0]
@@ -187,7 +194,7 @@ def tsubame(marginals: np.ndarray, budget: int, rng: np.random.Generator, *, roo
     tokens by Gumbel top-k on ``log q_d`` (``rng`` is the draft stream).
     """
     plan = ddtree(marginals, budget, root_token=root_token).tree
-    logq = _log(marginals)
+    logq = _log_marginals(marginals)
     token = plan.token.copy()
     for v in range(plan.num_nodes):
         kids = plan.children[v]
