@@ -1,6 +1,7 @@
 """Properties of the canonical exit law (DESIGN.md section 1), JAX against the Fraction oracle."""
 
 from fractions import Fraction
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -114,16 +115,19 @@ def test_law_from_edges_equals_law_from_rows(case):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
+_VMAPPED = jax.jit(jax.vmap(exit_law))
+
+
 @given(st.lists(trees_with_rows(max_nodes=10, vocab_sizes=(4,)), min_size=1, max_size=5))
 def test_vmap_over_padded_trees_equals_python_loop(cases):
     trees = [c[0] for c in cases]
-    n = max(t.num_nodes for t in trees) + 2  # extra padding on purpose
+    n = 12  # fixed padded size (>= max_nodes + 2, so padding is always exercised)
     batch = stack_trees(trees, n)
     rows = np.zeros((len(trees), n, 4))
     rows[:, :, 0] = 1.0  # padding rows: any distribution
     for i, (t, r, _) in enumerate(cases):
         rows[i, : t.num_nodes] = r
-    batched = jax.vmap(exit_law)(batch, rows)
+    batched = _VMAPPED(batch, rows)
     for i, t in enumerate(trees):
         single = exit_law(t, cases[i][1])
         k = t.num_nodes
@@ -132,27 +136,39 @@ def test_vmap_over_padded_trees_equals_python_loop(cases):
         assert abs(float(batched.coverage[i]) - float(single.coverage)) < TOL
 
 
+_JIT_LAW = jax.jit(exit_law)
+
+
 @given(trees_with_rows())
 def test_jit_equals_eager(case):
     tree, rows, _ = case
-    padded = tree.padded(tree.num_nodes)
-    eager = exit_law(padded, rows)
-    jitted = jax.jit(exit_law)(padded, rows)
+    padded = tree.padded(16)
+    rows16 = np.vstack([rows, np.full((16 - tree.num_nodes, rows.shape[1]), 1 / rows.shape[1])])
+    eager = exit_law(padded, rows16)
+    jitted = _JIT_LAW(padded, rows16)
     for x, y in zip(eager, jitted):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-14, atol=1e-15)
 
 
+def _coverage_of_logits(logits, padded):
+    return exit_law_from_logits(padded, logits, 1.0).coverage
+
+
+_coverage_and_grad = jax.jit(jax.value_and_grad(_coverage_of_logits))
+_coverage_jit = jax.jit(_coverage_of_logits)
+
+
 @given(draft_trees(max_nodes=10, vocab_size=5), st.data())
 def test_coverage_gradient_matches_finite_differences(tree, data):
-    logits = data.draw(logits_rows(tree.num_nodes, vocab_size=5))
-    padded = tree.padded(tree.num_nodes)
-    f = lambda z: exit_law_from_logits(padded, z, 1.0).coverage  # noqa: E731
-    grad = np.asarray(jax.grad(f)(jnp.asarray(logits)))
+    logits = np.zeros((16, 5))  # fixed padded shape: one compilation for all examples
+    logits[: tree.num_nodes] = data.draw(logits_rows(tree.num_nodes, vocab_size=5))
+    padded = tree.padded(16)
+    _, grad = _coverage_and_grad(jnp.asarray(logits), padded)
     eps = 1e-6
-    rng = np.random.default_rng(0)
-    direction = rng.standard_normal(logits.shape)
-    fd = (float(f(logits + eps * direction)) - float(f(logits - eps * direction))) / (2 * eps)
-    assert abs(fd - float(np.sum(grad * direction))) < 1e-6 * max(1.0, abs(fd))
+    direction = np.random.default_rng(0).standard_normal(logits.shape)
+    fd = (float(_coverage_jit(logits + eps * direction, padded))
+          - float(_coverage_jit(logits - eps * direction, padded))) / (2 * eps)
+    assert abs(fd - float(np.sum(np.asarray(grad) * direction))) < 1e-6 * max(1.0, abs(fd))
 
 
 def _greedy_exit(tree, logits):
@@ -203,15 +219,19 @@ def test_known_small_tree():
     assert sum(reference_law(tree, [[Fraction(x).limit_denominator(100) for x in r] for r in rows]).w) == 1
 
 
+from exitlaw.theory.law import _law_from_edges, _log_prefix_matrix  # noqa: E402
+
+_DOUBLING = jax.jit(_law_from_edges)
+_MATRIX = jax.jit(partial(_law_from_edges, log_prefix_fn=_log_prefix_matrix))
+
+
 @given(trees_with_rows(max_nodes=16, max_depth=10))
 def test_pointer_doubling_equals_ancestor_matrix_form(case):
-    from exitlaw.theory.law import _law_from_edges, _log_prefix_matrix
-
     tree, rows, _ = case
-    padded = tree.padded(tree.num_nodes + 3)
+    padded = tree.padded(20)  # fixed shape (with padding on purpose): one compilation
     edge = np.zeros(padded.num_nodes)
     edge[: tree.num_nodes] = gather_edge_probs(tree, rows)
-    fast = _law_from_edges(padded, jnp.asarray(edge))
-    slow = _law_from_edges(padded, jnp.asarray(edge), log_prefix_fn=_log_prefix_matrix)
+    fast = _DOUBLING(padded, jnp.asarray(edge))
+    slow = _MATRIX(padded, jnp.asarray(edge))
     for x, y in zip(fast, slow):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-13, atol=1e-15)

@@ -133,14 +133,58 @@ def _check_rows_shape(t: PaddedTree, probs) -> None:
         )
 
 
-def exit_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
-    """Exit law from full target rows ``probs[v] = p_v`` (shape ``[N, V]``)."""
+def _bucket(num_nodes: int) -> int:
+    """Node count rounded up to a power of two (>= 8), so trees of similar size share one compilation."""
+    return max(8, 1 << (num_nodes - 1).bit_length())
+
+
+def _on_bucket(tree: DraftTree | PaddedTree, array, core):
+    """Run a jitted ``core(padded_tree, array)``; a DraftTree is padded to its bucket and sliced back."""
+    if isinstance(tree, PaddedTree):
+        return core(tree, jnp.asarray(array))
+    t = _padded(tree)
+    n, b = t.num_nodes, _bucket(t.num_nodes)
+    arr = jnp.asarray(array)
+    arr = jnp.pad(arr, [(0, b - n)] + [(0, 0)] * (arr.ndim - 1))
+    out = core(tree.padded(b), arr)
+    return jax.tree_util.tree_map(lambda x: x[:n] if x.ndim >= 1 else x, out)
+
+
+@jax.jit
+def _rows_core(t: PaddedTree, probs: jax.Array) -> ExitLaw:
+    return _law_from_edges(t, _edges_from_rows(t, probs))
+
+
+@jax.jit
+def _edges_core(t: PaddedTree, edge: jax.Array) -> ExitLaw:
+    return _law_from_edges(t, edge)
+
+
+@jax.jit
+def _block_core(t: PaddedTree, probs: jax.Array) -> jax.Array:
+    law = _law_from_edges(t, _edges_from_rows(t, probs))
+    mask = _child_token_mask(t, probs.shape[-1])
+    out = law.prefix[:, None] * jnp.where(mask, 0.0, probs)
+    return jnp.where(t.valid[:, None], out, 0.0)
+
+
+@jax.jit
+def _residual_core(t: PaddedTree, probs: jax.Array) -> jax.Array:
+    kept = jnp.where(_child_token_mask(t, probs.shape[-1]), 0.0, probs)
+    mass = kept.sum(-1, keepdims=True)
+    return jnp.where(mass > 0, kept / jnp.where(mass > 0, mass, 1.0), 0.0)
+
+
+def _checked_rows(tree: DraftTree | PaddedTree, probs, atol: float):
     if isinstance(tree, DraftTree) and not _is_traced(probs):
         check_tree_rows(tree, probs, atol=atol)
-    t = _padded(tree)
-    probs = jnp.asarray(probs)
-    _check_rows_shape(t, probs)
-    return _law_from_edges(t, _edges_from_rows(t, probs))
+    _check_rows_shape(_padded(tree), jnp.asarray(probs) if not hasattr(probs, "ndim") else probs)
+    return probs
+
+
+def exit_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
+    """Exit law from full target rows ``probs[v] = p_v`` (shape ``[N, V]``)."""
+    return _on_bucket(tree, _checked_rows(tree, probs, atol), _rows_core)
 
 
 def exit_law_from_edges(tree: DraftTree | PaddedTree, edge_probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
@@ -157,7 +201,7 @@ def exit_law_from_edges(tree: DraftTree | PaddedTree, edge_probs, *, atol: float
         raise DistributionError(f"edge_probs must have shape {t.parent.shape}, got {edge.shape}")
     if not jnp.issubdtype(edge.dtype, jnp.floating):
         edge = edge.astype(jnp.result_type(float))
-    return _law_from_edges(t, edge)
+    return _on_bucket(tree, edge, _edges_core)
 
 
 def probs_from_logits(logits, temperature: float) -> jax.Array:
@@ -180,27 +224,17 @@ def exit_law_from_logits(tree: DraftTree | PaddedTree, logits, temperature: floa
 
 def block_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> jax.Array:
     """Joint law of (exit node, bonus token): ``P(v) p_v(y) [y not a child token of v]``, shape ``[N, V]``."""
-    law = exit_law(tree, probs, atol=atol)
-    t = _padded(tree)
-    probs = jnp.asarray(probs)
-    mask = _child_token_mask(t, probs.shape[-1])
-    out = law.prefix[:, None] * jnp.where(mask, 0.0, probs)
-    return jnp.where(t.valid[:, None], out, 0.0)
+    return _on_bucket(tree, _checked_rows(tree, probs, atol), _block_core)
 
 
 def residual_rows(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> jax.Array:
     """Residual bonus laws ``p_v^res(y) = p_v(y) [y not a child token] / rho(v)``.
 
-    Rows with ``rho(v) = 0`` (children cover all mass) are returned as zeros:
-    the exit at such a node has probability zero, so its bonus law is undefined.
+    The normaliser is the row's mass off the child tokens, which equals ``rho(v)``
+    for rows that sum to one. Rows with ``rho(v) = 0`` (children cover all mass)
+    are returned as zeros: that exit has probability zero, its bonus law is undefined.
     """
-    law = exit_law(tree, probs, atol=atol)
-    t = _padded(tree)
-    probs = jnp.asarray(probs)
-    mask = _child_token_mask(t, probs.shape[-1])
-    kept = jnp.where(mask, 0.0, probs)
-    mass = kept.sum(-1, keepdims=True)
-    return jnp.where(mass > 0, kept / jnp.where(mass > 0, mass, 1.0), 0.0)
+    return _on_bucket(tree, _checked_rows(tree, probs, atol), _residual_core)
 
 
 def exit_depth_law(tree: DraftTree | PaddedTree, law: ExitLaw, max_depth: int) -> jax.Array:
