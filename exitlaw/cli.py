@@ -20,6 +20,8 @@ COMMAND_MODULES = [
     "exitlaw.engine.bench_commands",
     "exitlaw.engine.train_command",
     "exitlaw.paper_repro.commands",
+    "exitlaw.figures.commands",
+    "exitlaw.paper_repro.ledger_command",
 ]
 
 

@@ -1,0 +1,102 @@
+"""Figure: the ExitTrain ablation (the paper's Table 2 analogue): token-only, prefix-weighted, exit-guided.
+
+Two sources, each normalised to ``table[drafter]["B=b,T=t"] = tau``:
+
+* simulation: :func:`exitlaw.simulate.exittrain_mini.run_exittrain_mini`
+  (exact ``tau = 1 + E_pi[C_p(DDTree_B)]`` on a synthetic n-gram target);
+* the mini-scale run (``exitlaw repro mini --out DIR``; ``DIR/results.json``,
+  schema ``exitlaw.mini_results/1``): empirical tau of the engine, averaged over
+  the held-out code and prose prompts, TEV verifier (T = 0 is greedy for all).
+
+Bars per budget, one panel per (source, temperature); the dashed line is the
+starting drafter (pretrained / distilled) that all three objectives fine-tune.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from .style import COLORS, new_figure, read_data, require, save
+
+NAME = "exittrain_ablation"
+OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")
+MINI_LABELS = {"base": "pretrained", "token": "token-only", "prefix": "prefix-weighted", "exit": "exit-guided"}
+
+
+def mini_table(results: dict, verifier: str = "tev") -> dict:
+    """``{drafter: {"B=b,T=t": mean tau over domains}}`` (and SR) from a mini-run ``results.json``."""
+    require(results, ("cells",), NAME)
+    acc: dict[tuple, list] = {}
+    for c in results["cells"]:
+        if c.get("verifier") != verifier or c.get("drafter") not in MINI_LABELS:
+            continue
+        key = (MINI_LABELS[c["drafter"]], f"B={int(c['budget'])},T={float(c['temperature']):g}")
+        acc.setdefault(key, []).append((float(c["tau"]), c.get("sr")))
+    if not acc:
+        raise ValueError(f"mini results hold no cells for verifier {verifier!r}")
+    table, sr = {}, {}
+    for (drafter, col), vals in acc.items():
+        table.setdefault(drafter, {})[col] = float(np.mean([v[0] for v in vals]))
+        srs = [v[1] for v in vals if v[1] is not None]
+        if srs:
+            sr.setdefault(drafter, {})[col] = float(np.mean(srs))
+    cfg = results.get("config", {})
+    return {"table": table, "sr": sr, "budgets": sorted({int(c.split(",")[0][2:]) for d in table.values() for c in d}),
+            "label": f"mini-scale engine run (preset {cfg.get('preset', '?')}, {verifier}, mean over domains)"}
+
+
+def compute(*, seed: int = 0, quick: bool = False, regime: str = "lowrank", mini_results: str | Path | None = None,
+            steps: int | None = None) -> dict:
+    from exitlaw.simulate.exittrain_mini import REGIMES, run_exittrain_mini
+
+    if regime not in REGIMES:
+        raise ValueError(f"unknown regime {regime!r}; known: {', '.join(REGIMES)}")
+    reg = REGIMES[regime]
+    if quick:
+        reg = replace(reg, vocab=16, pretrain_steps=20, steps=20, batch=8, eval_budgets=(32, 64, 128))
+    sim = run_exittrain_mini(reg, steps=steps, seed=seed)
+    sources = {"simulation": {"table": {k: v for k, v in sim["table"].items() if k != "oracle"},
+                              "oracle": sim["table"].get("oracle"), "budgets": list(sim["regime"]["eval_budgets"]),
+                              "label": f"simulation (regime {reg.name}, V = {reg.vocab}, {reg.steps} steps, exact tau)",
+                              "regime": sim["regime"]}}
+    if mini_results is not None:
+        sources["mini"] = mini_table(read_data(mini_results)) | {"path": str(mini_results)}
+    return {"figure": NAME, "seed": seed, "sources": sources}
+
+
+def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
+    require(data, ("sources",), NAME)
+    panels = [(s, t) for s in data["sources"] for t in ("T=0", "T=1")]
+    fig, axes = new_figure(2, nrows=(len(panels) + 1) // 2, width=4.3, height=3.3)
+    for ax, (src, temp) in zip(axes, panels):
+        s = data["sources"][src]
+        budgets = s["budgets"]
+        idx = np.arange(len(budgets))
+        base = s["table"].get("pretrained", {})
+        vals_all = []
+        for i, obj in enumerate(OBJECTIVES):
+            row = s["table"].get(obj, {})
+            vals = np.array([row.get(f"B={b},{temp}", np.nan) for b in budgets], dtype=np.float64)
+            vals_all.append(vals)
+            ax.bar(idx + (i - 1) * 0.26, vals, width=0.26, color=COLORS[obj], label=obj)
+        if base:
+            bv = [base.get(f"B={b},{temp}", np.nan) for b in budgets]
+            for i, v in enumerate(bv):
+                ax.hlines(v, i - 0.42, i + 0.42, colors=COLORS["pretrained"], linestyles="--", lw=1.2,
+                          label="starting drafter" if i == 0 else None)
+            vals_all.append(np.array(bv))
+        finite = np.concatenate([v[np.isfinite(v)] for v in vals_all]) if vals_all else np.array([1.0])
+        lo, hi = float(finite.min()), float(finite.max())
+        pad = max(hi - lo, 0.05)
+        ax.set_ylim(max(0.0, lo - 0.6 * pad), hi + 0.9 * pad)
+        ax.set_xticks(idx, [f"B = {b}" for b in budgets])
+        ax.set_xlabel("inference tree budget (trained at one budget)")
+        ax.set_ylabel("tau (tokens per round)")
+        ax.set_title(f"{s['label']}\n{temp}", fontsize=8)
+        ax.legend(loc="upper left", frameon=False, fontsize=7, ncol=2)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    return save(fig, out_dir, NAME, overwrite=overwrite)

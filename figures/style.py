@@ -1,0 +1,119 @@
+"""Shared plotting helpers: the Agg backend, one palette, and saving PNG + PDF.
+
+Every figure module calls :func:`new_figure` and :func:`save` so all figures
+share sizes, fonts and the refusal to overwrite earlier output without a flag.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless; set before pyplot is imported anywhere in this package
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+# one colour per concept, used by every figure
+COLORS = {
+    "predraw": "#1f77b4",
+    "residual": "#2ca02c",
+    "tev": "#d62728",
+    "exact": "#000000",
+    "ddtree": "#1f77b4",
+    "chain": "#ff7f0e",
+    "oracle": "#2ca02c",
+    "pretrained": "#7f7f7f",
+    "token-only": "#1f77b4",
+    "prefix-weighted": "#ff7f0e",
+    "exit-guided": "#d62728",
+}
+
+RC = {
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "pdf.fonttype": 42,
+    "svg.hashsalt": "exitlaw",
+}
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4, **kw):
+    """``(fig, axes)`` with the house style; ``axes`` is always a flat array."""
+    plt.rcParams.update(RC)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             constrained_layout=True, **kw)
+    return fig, axes.ravel()
+
+
+def check_out(out_dir: str | Path, name: str, overwrite: bool) -> tuple[Path, Path]:
+    """Paths of ``name.png`` / ``name.pdf`` in ``out_dir``; refuse to replace them unless ``overwrite``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    png, pdf = out / f"{name}.png", out / f"{name}.pdf"
+    if not overwrite:
+        existing = [str(p) for p in (png, pdf) if p.exists()]
+        if existing:
+            raise FileExistsError(f"{', '.join(existing)} already exist(s); pass overwrite=True (--overwrite) to replace")
+    return png, pdf
+
+
+def save(fig, out_dir: str | Path, name: str, *, overwrite: bool = False) -> list[Path]:
+    """Write ``fig`` as PNG and PDF (deterministic metadata) and close it."""
+    png, pdf = check_out(out_dir, name, overwrite)
+    fig.savefig(png, metadata={"Software": None})
+    fig.savefig(pdf, metadata={"Creator": None, "Producer": None, "CreationDate": None})
+    plt.close(fig)
+    return [png, pdf]
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    return x
+
+
+def write_data(data: dict, out_dir: str | Path, name: str, *, overwrite: bool = False) -> Path:
+    """The data behind figure ``name`` as ``name.json`` (read back by the claims ledger)."""
+    path = Path(out_dir) / f"{name}.json"
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (--overwrite) to replace")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_jsonable(data), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def read_data(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"figure data {str(path)!r} does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: figure data must be a JSON object")
+    return data
+
+
+def require(data: dict, keys, figure: str) -> None:
+    """Clear error when a data dict lacks fields a figure needs."""
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ValueError(f"figure {figure!r}: data lacks field(s) {missing}")
