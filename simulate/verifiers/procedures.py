@@ -82,9 +82,10 @@ def residual_procedure(tree: DraftTree, rows, rand: Randomness,
 def tev_weights(tree: DraftTree, rows) -> list:
     """Exit law ``w(v) = P(v) rho(v)`` with ``rho(v)`` summed as the residual mass ``sum_{y not child} p_v(y)``.
 
-    Equal to ``P(v) (1 - m(v))`` for rows that sum to one; summing the residual
-    directly keeps float rounding from giving a positive exit weight to a node
-    whose children cover its whole row (its residual row would be all zeros).
+    Equal to ``P(v) (1 - m(v))`` for rows that sum to one (numpy rows use
+    ``1 - m``); where that is below ``1e-9`` the residual is summed directly, so float
+    rounding never gives a positive exit weight to a node whose children cover
+    its whole row (its residual row would be all zeros).
     """
     if isinstance(rows, np.ndarray):  # the same quantities, vectorised for sampling runs
         edge = np.ones(tree.num_nodes)
@@ -92,9 +93,12 @@ def tev_weights(tree: DraftTree, rows) -> list:
         prefix = np.ones(tree.num_nodes)
         for u in range(1, tree.num_nodes):
             prefix[u] = prefix[tree.parent[u]] * edge[u]
-        masked = rows.astype(np.float64, copy=True)
-        masked[tree.parent[1:], tree.token[1:]] = 0.0
-        return prefix * masked.sum(axis=1)
+        child_mass = np.zeros(tree.num_nodes)
+        np.add.at(child_mass, tree.parent[1:], edge[1:])
+        rest = 1.0 - child_mass  # rho = 1 - m: no pass over the full rows
+        for v in np.flatnonzero(rest < 1e-9):  # tiny, zero or rounded below zero: sum the residual itself
+            rest[v] = np.delete(rows[v], tree.token[tree.children[v]]).sum()
+        return prefix * rest
     zero = _zero_of(rows)
     one = zero + 1
     law = reference_law(tree, rows, one)
