@@ -5,7 +5,8 @@ resumes bit for bit."""
 
 from __future__ import annotations
 
-from fractions import Fraction
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,15 @@ from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, reference_law
 
 TOL = 1e-12
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small models on a shared 2-core machine run far faster single-threaded (no OpenMP spinning)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 SPEC = TinySpec(vocab_size=64, hidden_size=32, intermediate_size=64, target_layers=3, heads=4, kv_heads=2,
                 head_dim=8, block_size=5, target_layer_ids=(0, 1))
 
@@ -126,9 +136,9 @@ def test_tree_term_from_gathered_logits_equals_full_log_softmax_reference(seed):
                 if trees.nonroot[k, v]:
                     ref_tree -= float(wt[k, v]) * float(logq.detach()[k, trees.depth[k, v] - 1, trees.token[k, v]])
         ref_ce = -float(logq.detach().gather(2, targets[..., None]).mean())
-        assert abs(float(terms.tree) - ref_tree) < 1e-5
-        assert abs(float(terms.ce) - ref_ce) < 1e-5
-        assert abs(float(terms.total) - (ref_ce + 0.5 * ref_tree)) < 1e-5
+        assert abs(terms.tree.item() - ref_tree) < 1e-5
+        assert abs(terms.ce.item() - ref_ce) < 1e-5
+        assert abs(terms.total.item() - (ref_ce + 0.5 * ref_tree)) < 1e-5
 
 
 def test_token_objective_uses_lambda_zero_and_still_reports_the_tree_term():
@@ -136,9 +146,9 @@ def test_token_objective_uses_lambda_zero_and_still_reports_the_tree_term():
     valid = torch.ones_like(targets, dtype=torch.bool)
     tok = exittrain_loss(logits, targets, valid, trees, edge, objective="token", lam=2.0)
     ex = exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=2.0)
-    assert tok.lam == 0.0 and float(tok.total) == float(tok.ce)
-    assert float(tok.tree) == pytest.approx(float(ex.tree))   # same work, logged, not trained on
-    assert ex.lam == 2.0 and float(ex.total) == pytest.approx(float(ex.ce) + 2 * float(ex.tree))
+    assert tok.lam == 0.0 and tok.total.item() == tok.ce.item()
+    assert tok.tree.item() == pytest.approx(ex.tree.item())   # same work, logged, not trained on
+    assert ex.lam == 2.0 and ex.total.item() == pytest.approx(ex.ce.item() + 2 * ex.tree.item())
 
 
 def test_loss_rejects_unknown_objective_and_negative_lambda():
@@ -229,5 +239,88 @@ def test_every_objective_trains_on_a_tiny_model(objective):
     batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0))
     terms = exittrain_loss(batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge,
                            objective=objective, lam=1.0)
-    assert np.isfinite(float(terms.total)) and terms.nodes > 0 and 0 < terms.coverage
+    assert np.isfinite(terms.total.item()) and terms.nodes > 0 and 0 < terms.coverage
     assert 0 <= terms.mean_w <= 1 + 1e-9
+
+
+# ----- the training loop: exact resume, never deleting a run, torchrun ---------------------
+def _train_fixture():
+    from exitlaw.engine.train_data import Sequences, generate_continuations
+
+    target, _ = _tiny_pair(4)
+    g = torch.Generator().manual_seed(4)
+    prompts = [torch.randint(0, SPEC.vocab_size - 2, (6,), generator=g).tolist() for _ in range(6)]
+    conts = generate_continuations(target, prompts, max_new_tokens=12, temperature=1.0, seed=0)
+    return Sequences(prompts, conts)
+
+
+def test_resume_reaches_the_uninterrupted_parameters_bit_for_bit(tmp_path):
+    from exitlaw.engine.train_loop import TrainConfig, train
+
+    data = _train_fixture()
+    cfg = TrainConfig(objective="exit", budget=8, steps=6, batch_size=2, anchors_per_seq=3, lr=1e-3,
+                      checkpoint_every=2, warmup_steps=1)
+    target, straight = _tiny_pair(5)
+    train(target, straight, data, cfg, tmp_path / "straight", progress=False)
+    target, first = _tiny_pair(5)
+    train(target, first, data, cfg, tmp_path / "resumed", progress=False, stop_after=3)  # "killed" after step 3
+    assert not (tmp_path / "resumed" / "final").exists()
+    target, resumed = _tiny_pair(5)   # a fresh process: weights come only from the checkpoint of step 2
+    train(target, resumed, data, cfg, tmp_path / "resumed", progress=False, resume=True)
+    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+    strip = lambda p: [{k: v for k, v in json.loads(x).items() if "per_s" not in k}  # noqa: E731
+                       for x in p.read_text().splitlines()]
+    assert strip(tmp_path / "straight" / "metrics.jsonl") == strip(tmp_path / "resumed" / "metrics.jsonl")
+
+
+def test_training_refuses_a_nonempty_output_directory_and_a_changed_resume(tmp_path):
+    from exitlaw.engine.train_loop import TrainConfig, train
+
+    data = _train_fixture()
+    cfg = TrainConfig(objective="prefix", budget=8, steps=1, batch_size=1, anchors_per_seq=2)
+    target, drafter = _tiny_pair(6)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not empty"):
+        train(target, drafter, data, cfg, tmp_path / "run", progress=False)
+    assert (tmp_path / "run" / "keep.txt").read_text() == "mine"
+    train(target, drafter, data, cfg, tmp_path / "ok", progress=False)
+    with pytest.raises(ValueError, match="differs"):
+        train(target, drafter, data, TrainConfig(objective="exit", budget=8, steps=1, batch_size=1,
+                                                 anchors_per_seq=2), tmp_path / "ok", progress=False, resume=True)
+
+
+@pytest.mark.slow
+def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    torchrun = shutil.which("torchrun") or str(Path(sys.executable).with_name("torchrun"))
+    if not Path(torchrun).is_file():
+        pytest.skip("torchrun is not installed next to this Python (needed for the 2-process FSDP smoke test)")
+    from exitlaw.engine.tiny import write_tiny_models
+
+    tdir, ddir = write_tiny_models(tmp_path / "models")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range", "x = 1"]))
+    base = [torchrun, "--nproc_per_node", "2", "-m", "exitlaw.cli", "train", "--target", str(tdir), "--draft",
+            str(ddir), "--prompts", str(prompts), "--budget", "12", "--batch-size", "1", "--anchors", "3",
+            "--max-new-tokens", "16", "--checkpoint-every", "2", "--steps", "3", "--no-progress",
+            "--cache-dir", str(tmp_path / "cache")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = subprocess.run(base + ["--out", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines] == [1, 2, 3]
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["world_size"] == 2
+    trained = load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
+    start = load_file(str(ddir / "model.safetensors"))
+    assert set(trained) == set(start) and any(not torch.equal(trained[k], start[k]) for k in start)
+    # a second launch into the same directory refuses instead of overwriting the run
+    again = subprocess.run(base + ["--out", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=240)
+    assert again.returncode != 0 and "not empty" in again.stderr
