@@ -12,3 +12,9 @@ from .generate import DecodeConfig, GenerationResult, Generators, generate, gene
 from .target import TargetModel, TargetStep, tree_attention_mask
 from .timing import NullTimer, StageTimer
 from .tiny import TinySpec, write_tiny_models
+
+# --- ExitTrain: exit-guided drafter training (issue 6)
+from .exittrain import OBJECTIVES, LossTerms, TreeBatch, TreeLaw, exittrain_loss, objective_weights, tree_law
+from .exittrain_batch import SequenceBatch, make_batch, score_trees
+from .train_data import Sequences, cached_sequences, generate_continuations, load_prompts
+from .train_loop import TrainConfig, train
