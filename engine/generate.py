@@ -28,7 +28,7 @@ from .builders import build_chain, build_ddtree
 from .device_tree import DeviceTree, to_device_tree
 from .dflash import DFlashDrafter, DraftCache
 from .target import TargetModel, TargetStep
-from .timing import NullTimer
+from .timing import NullTimer, StageTimer
 from .verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, verify
 
 METHODS = ("ar", "chain", "ddtree")
@@ -111,7 +111,7 @@ class RoundRecord:
 class GenerationResult:
     tokens: list[int]
     block_lengths: list[int]        # per round (AR: all ones)
-    decode_seconds: float           # sum of the timed per-round stages
+    decode_seconds: float           # sum of the timed per-round stages (prefill and tracing excluded)
     stages: dict[str, dict[str, float]]
 
     @property
@@ -194,8 +194,6 @@ def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDr
 def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], cfg: DecodeConfig,
              *, timer=None, trace=None) -> GenerationResult:
     """Decode ``prompt`` with ``cfg``; ``trace`` (a TraceWriter) receives one TraceRound per round."""
-    from .timing import StageTimer
-
     timer = timer if timer is not None else StageTimer(target.device)
     if cfg.method == "ar":
         return generate_ar(target, prompt, cfg, timer=timer)
@@ -218,8 +216,6 @@ def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequenc
 
 def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *, timer=None) -> GenerationResult:
     """Autoregressive baseline on the plain causal path (no custom mask); samples use the bonus stream."""
-    from .timing import StageTimer
-
     timer = timer if timer is not None else StageTimer(target.device)
     gens = Generators(cfg.seed, target.device)
     state = timer.call("prefill", prefill_stage, target, None, prompt)
