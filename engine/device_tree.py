@@ -38,6 +38,8 @@ class DeviceTree:
     parent_slot: torch.Tensor | None = None    # [N-1] long, row of par(u) inside `internal`, u = 1..N-1
     child_tokens: torch.Tensor | None = None   # [N, M] long, child tokens of v, padded (see below)
     has_child: torch.Tensor | None = None      # [N] bool
+    edge_ancestor: torch.Tensor | None = None  # [N, N-1] float64, ancestor[:, 1:] (TEV's log P = A @ log a)
+    edge_child: torch.Tensor | None = None     # [N, N-1] float64, child[:, 1:] (TEV's m = C @ a)
 
     @property
     def num_nodes(self) -> int:
@@ -95,6 +97,8 @@ def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_lo
         parent_slot=put(slot[tree.parent[1:]]),
         child_tokens=put(_child_token_table(tree)),
         has_child=put(~tree.is_leaf, torch.bool),
+        edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64),
+        edge_child=put(tree.child_matrix[:, 1:], torch.float64),
     )
 
 

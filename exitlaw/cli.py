@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "exitlaw.simulate.simulate_command",
     "exitlaw.simulate.check_command",
     "exitlaw.engine.bench_commands",
+    "exitlaw.engine.verifier_bench_command",
     "exitlaw.engine.train_command",
     "exitlaw.paper_repro.commands",
     "exitlaw.figures.commands",
