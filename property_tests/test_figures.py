@@ -1,0 +1,146 @@
+"""Every figure module draws a non-empty PNG and PDF from small inputs; the registry and CLI work.
+
+Fast figures are computed end to end at tiny sizes; the two whose inputs need a
+model run or training (``tree_exit``, ``exittrain_ablation``) are drawn from
+small data dicts in their exact schemas, and their pure helpers are tested.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from exitlaw.figures import FIGURES, figure_module, make
+from exitlaw.figures import exittrain_ablation, tree_exit, verifier_latency
+from exitlaw.figures.style import read_data
+
+PNG_MAGIC, PDF_MAGIC = b"\x89PNG", b"%PDF"
+
+
+def _assert_images(paths, name):
+    png = [p for p in paths if p.suffix == ".png"]
+    pdf = [p for p in paths if p.suffix == ".pdf"]
+    assert png and pdf, paths
+    assert png[0].name == f"{name}.png" and png[0].read_bytes()[:4] == PNG_MAGIC and png[0].stat().st_size > 5000
+    assert pdf[0].name == f"{name}.pdf" and pdf[0].read_bytes()[:4] == PDF_MAGIC and pdf[0].stat().st_size > 2000
+
+
+SMALL = {
+    "verifier_equivalence": dict(vocab=32, budget=12, horizon=4, samples=2000),
+    "budget_sweep": dict(budgets=(4, 8), rounds=6, vocab=32),
+    "caddtree_throughput": dict(vocab=32, horizon=4, max_budget=40, contexts=2),
+    "sampled_exactness": dict(vocab=2, horizon=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_fast_figures_compute_and_draw_png_and_pdf(name, tmp_path):
+    mod = figure_module(name)
+    data = mod.compute(seed=1, **SMALL[name])
+    json.dumps(data)  # the data is JSON-ready (the ledger reads it back)
+    _assert_images(mod.draw(data, tmp_path), name)
+
+
+def test_verifier_equivalence_samples_match_the_exact_law():
+    data = figure_module("verifier_equivalence").compute(seed=2, **SMALL["verifier_equivalence"])
+    assert abs(sum(data["exact_depth_law"]) - 1) < 1e-9
+    for name in ("predraw", "residual", "tev"):
+        assert sum(data["counts"][name]) == data["samples"]
+        assert data["chisquare"][name]["pvalue"] > 1e-4
+        assert abs(data["mean_length"][name] - data["expected_length"]) < 0.2
+
+
+def test_sampled_exactness_shows_marginal_but_not_conditional_exactness():
+    data = figure_module("sampled_exactness").compute(seed=3, vocab=3, horizon=2)
+    assert data["marginal_tv"]["speculative"] < 1e-9 and data["marginal_tv"]["tev"] < 1e-9
+    assert max(t["speculative_tv"] for t in data["trees"]) > 0.05
+    assert max(t["tev_tv"] for t in data["trees"]) < 1e-9
+    assert all(abs(t["tev_mean_length"] - t["ceiling"]) < 1e-9 for t in data["trees"])
+    assert any(t["speculative_mean_length"] > t["ceiling"] + 1e-6 for t in data["trees"])
+
+
+def test_caddtree_first_decrease_is_the_maximum_under_convex_cost_only():
+    data = figure_module("caddtree_throughput").compute(seed=0, contexts=3)
+    assert not any(c["misses"] for c in data["models"]["convex"]["curves"])
+    assert all(c["first_decrease"] == c["argmax"] for c in data["models"]["convex"]["curves"])
+    assert any(c["misses"] for c in data["models"]["tiled"]["curves"])
+
+
+def _tree_data():
+    return {"models": "test", "budget": 6, "temperature": 1.0, "round": 0, "rounds": 1,
+            "parent": [-1, 0, 0, 1, 1, 3, 2], "token": [9, 1, 2, 3, 4, 5, 6],
+            "edge_prob": [1.0, 0.5, 0.2, 0.3, 0.4, 0.9, 0.1], "exit_node": 5}
+
+
+def test_tree_exit_draws_a_recorded_round(tmp_path):
+    _assert_images(tree_exit.draw(_tree_data(), tmp_path), "tree_exit")
+
+
+def test_tree_layout_centres_parents_over_children():
+    x, depth = tree_exit.layout(np.array([-1, 0, 0, 1, 1, 3, 2]))
+    assert depth.tolist() == [0, 1, 1, 2, 2, 3, 2]
+    leaves = [4, 5, 6]
+    assert sorted(x[leaves].tolist()) == [0.0, 1.0, 2.0]
+    assert x[1] == 0.5 * (x[3] + x[4]) and x[0] == 0.5 * (x[1] + x[2])
+
+
+def _mini_results():
+    cells = []
+    for d, base in (("base", 2.0), ("token", 2.1), ("prefix", 2.2), ("exit", 2.3)):
+        for dom in ("code", "prose"):
+            for b in (32, 64, 128):
+                for t in (0.0, 1.0):
+                    for v in ("predraw", "tev"):
+                        cells.append({"drafter": d, "domain": dom, "budget": b, "temperature": t, "verifier": v,
+                                      "tau": base + b / 1000 + (0.1 if dom == "code" else 0), "tau_se": 0.05,
+                                      "sr": base / 2})
+    return {"schema": "exitlaw.mini_results/1", "config": {"preset": "test"}, "cells": cells}
+
+
+def test_mini_table_averages_domains_per_budget_and_temperature():
+    tab = exittrain_ablation.mini_table(_mini_results())
+    assert set(tab["table"]) == {"pretrained", "token-only", "prefix-weighted", "exit-guided"}
+    assert tab["table"]["exit-guided"]["B=64,T=1"] == pytest.approx(2.3 + 0.064 + 0.05)
+    assert tab["budgets"] == [32, 64, 128]
+    with pytest.raises(ValueError, match="no cells"):
+        exittrain_ablation.mini_table(_mini_results(), verifier="residual")
+
+
+def test_exittrain_ablation_draws_simulation_and_mini_sources(tmp_path):
+    sim_table = {d: {f"B={b},T={t}": 2.0 + i * 0.1 + b / 1000 for b in (32, 64, 128) for t in (0, 1)}
+                 for i, d in enumerate(("pretrained", "token-only", "prefix-weighted", "exit-guided"))}
+    data = {"sources": {"simulation": {"table": sim_table, "budgets": [32, 64, 128], "label": "sim"},
+                        "mini": exittrain_ablation.mini_table(_mini_results())}}
+    _assert_images(exittrain_ablation.draw(data, tmp_path), "exittrain_ablation")
+
+
+def test_verifier_latency_normalises_gpu_check_rows_and_draws(tmp_path):
+    res = {"config": {"device": "cpu", "vocab": 320, "temperature": 1.0},
+           "rows": [{"shape": s, "budget": b, "internal": 3, "predraw_stage_ms": 2.0 * b, "tev_stage_ms": 1.5 * b}
+                    for s in ("deep", "drafter") for b in (32, 64, 128)]}
+    data = verifier_latency.normalise(res)
+    assert all(r["reduction_pct"] == pytest.approx(25.0) for r in data["rows"])
+    _assert_images(verifier_latency.draw(data, tmp_path), "verifier_latency")
+    with pytest.raises(ValueError, match="tev_stage_ms"):
+        verifier_latency.normalise({"rows": [{"budget": 32, "predraw_stage_ms": 1.0}]})
+
+
+def test_registry_make_writes_images_and_data_and_refuses_to_overwrite(tmp_path):
+    paths = make("sampled_exactness", tmp_path, seed=0)
+    assert {p.suffix for p in paths} == {".png", ".pdf", ".json"}
+    assert read_data(tmp_path / "sampled_exactness.json")["figure"] == "sampled_exactness"
+    with pytest.raises(FileExistsError):
+        make("sampled_exactness", tmp_path)
+    make("sampled_exactness", tmp_path, overwrite=True)
+    with pytest.raises(ValueError, match="unknown figure"):
+        make("nope", tmp_path)
+
+
+def test_figures_cli_lists_and_rejects_unknown_names(capsys):
+    from exitlaw.cli import main
+
+    assert main(["figures", "--list"]) == 0
+    assert capsys.readouterr().out.split() == list(FIGURES)
+    assert main(["figures", "--only", "nope", "--out", "unused"]) == 2

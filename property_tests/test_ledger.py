@@ -1,0 +1,137 @@
+"""The claims ledger: rows computed from given result JSONs, and the status logic."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exitlaw.paper_repro.ledger import (
+    CLAIMS,
+    NEEDS_GPU,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Result,
+    build_ledger,
+    format_markdown,
+    write_ledger,
+)
+
+TABLE_KEYS = [f"B={b},T={t}" for b in (32, 64, 128) for t in (0, 1)]
+
+
+def _table(values: dict) -> dict:
+    return {d: {k: v + int(k.split(",")[0][2:]) / 1000 for k in TABLE_KEYS} for d, v in values.items()}
+
+
+def _inputs(*, z=0.5, p=0.4, reductions=(10.0, 15.0, 20.0), exit_tau=2.4, mini=None) -> dict:
+    return {
+        "budget_sweep": {"rounds": 50, "rows": [
+            {"builder": b, "budget": B, "tau": 3.0, "ceiling": 3.0 - 0.01 * z, "oracle_ceiling": 3.5,
+             "tau_minus_ceiling_z": z} for b in ("ddtree", "oracle") for B in (32, 64)]},
+        "verifier_equivalence": {"budget": 64, "vocab": 256, "samples": 1000, "expected_length": 2.5,
+                                 "mean_length": {"predraw": 2.5, "residual": 2.51, "tev": 2.49},
+                                 "chisquare": {k: {"pvalue": p} for k in ("predraw", "residual", "tev")}},
+        "verifier_latency": {"config": {"device": "cpu", "vocab": 320}, "rows": [
+            {"shape": "deep", "budget": B, "reduction_pct": r} for B, r in zip((32, 64, 128), reductions)]},
+        "exittrain_ablation": {"sources": {"simulation": {
+            "label": "sim", "budgets": [32, 64, 128],
+            "table": _table({"pretrained": 2.0, "token-only": 2.2, "prefix-weighted": 2.3, "exit-guided": exit_tau})}}},
+        "mini": mini,
+    }
+
+
+def _rows(inputs) -> dict:
+    return {r["key"]: r for r in build_ledger(inputs)}
+
+
+def test_ledger_has_one_row_per_claim_with_every_column():
+    rows = build_ledger(_inputs())
+    assert [r["key"] for r in rows] == [c.key for c in CLAIMS]
+    for r in rows:
+        assert set(r) == {"key", "claim", "check", "paper", "exitlaw", "scale", "status"}
+        assert all(str(r[k]).strip() for k in ("claim", "check", "paper", "exitlaw", "status"))
+
+
+def test_status_follows_the_numbers_in_the_result_files():
+    good = _rows(_inputs())
+    assert good["fixed_tree_ceiling"]["status"] == REPRODUCED
+    assert good["same_exit_law"]["status"] == REPRODUCED
+    assert good["tev_stage_savings"]["status"] == REPRODUCED
+    for key in ("exittrain_tau_gain", "exit_vs_token", "exit_vs_prefix", "budget_robustness"):
+        assert good[key]["status"] == REPRODUCED, key
+    bad = _rows(_inputs(z=9.0, p=1e-6, reductions=(10.0, -5.0, 20.0), exit_tau=2.25))
+    assert bad["fixed_tree_ceiling"]["status"] == NOT_REPRODUCED
+    assert bad["same_exit_law"]["status"] == NOT_REPRODUCED
+    assert bad["tev_stage_savings"]["status"] == NOT_REPRODUCED
+    assert bad["exit_vs_prefix"]["status"] == NOT_REPRODUCED     # 2.25 < 2.3
+    assert bad["exit_vs_token"]["status"] == REPRODUCED          # 2.25 > 2.2
+    assert bad["exittrain_tau_gain"]["status"] == REPRODUCED
+
+
+def test_exitlaw_numbers_are_computed_from_the_inputs():
+    rows = _rows(_inputs(exit_tau=2.4))
+    gain = 100 * ((2.4 + 0.064) / (2.0 + 0.064) - 1)
+    assert f"B=64,T=1 {gain:+.1f}%" in rows["exittrain_tau_gain"]["exitlaw"]
+    assert "B=128 +20.0%" in rows["tev_stage_savings"]["exitlaw"]
+    assert "p vs exact" in rows["same_exit_law"]["exitlaw"] and "0.40" in rows["same_exit_law"]["exitlaw"]
+
+
+def test_claims_without_results_need_a_gpu():
+    rows = _rows({"mini": None})
+    assert rows["end_to_end_speedup"]["status"] == NEEDS_GPU
+    assert rows["exittrain_sr_gain"]["status"] == NEEDS_GPU  # no SR in simulation, no mini run
+    assert rows["engine_tau_equal"]["status"] == NEEDS_GPU
+    assert rows["tev_stage_savings"]["status"] == NEEDS_GPU
+
+
+def _mini(tev_shift=0.0, exit_sr=1.3):
+    cells = []
+    for d, tau, sr in (("base", 2.0, 1.0), ("token", 2.1, 1.1), ("prefix", 2.15, 1.1), ("exit", 2.3, exit_sr)):
+        for b in (32, 64, 128):
+            for t in (0.0, 1.0):
+                for v in ("predraw", "tev"):
+                    cells.append({"drafter": d, "domain": "code", "budget": b, "temperature": t, "verifier": v,
+                                  "tau": tau + (tev_shift if v == "tev" and t else 0), "tau_se": 0.02, "sr": sr})
+    return {"config": {"preset": "t"}, "cells": cells}
+
+
+def test_the_mini_run_is_the_primary_source_when_present():
+    rows = _rows(_inputs(exit_tau=1.9, mini=_mini()))  # simulation says no; the mini run says yes
+    assert rows["exittrain_tau_gain"]["status"] == REPRODUCED
+    assert rows["exittrain_tau_gain"]["scale"].startswith("mini-scale")
+    assert "simulation" in rows["exittrain_tau_gain"]["exitlaw"]
+    assert rows["exittrain_sr_gain"]["status"] == REPRODUCED
+    assert _rows(_inputs(mini=_mini(exit_sr=0.9)))["exittrain_sr_gain"]["status"] == NOT_REPRODUCED
+    assert rows["engine_tau_equal"]["status"] == REPRODUCED
+    assert _rows(_inputs(mini=_mini(tev_shift=0.5)))["engine_tau_equal"]["status"] == NOT_REPRODUCED
+
+
+def test_markdown_and_json_are_written_and_not_overwritten(tmp_path):
+    rows = build_ledger(_inputs())
+    md, js = write_ledger(rows, tmp_path, {"figures": "x"})
+    text = md.read_text()
+    assert text.count("\n| ") == len(rows) + 1 and "| claim | check | paper | exitlaw | scale | status |" in text
+    assert json.loads(js.read_text())["rows"] == rows
+    with pytest.raises(FileExistsError):
+        write_ledger(rows, tmp_path)
+    assert "a \\| b" in format_markdown([{**rows[0], "exitlaw": "a | b"}])
+
+
+def test_result_rejects_unknown_status():
+    with pytest.raises(ValueError, match="status"):
+        Result("1", "cpu", "maybe")
+
+
+def test_ledger_cli_reads_figure_data_and_writes_the_table(tmp_path, capsys):
+    from exitlaw.cli import main
+
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    for name, data in _inputs().items():
+        if name != "mini":
+            (figs / f"{name}.json").write_text(json.dumps(data))
+    assert main(["ledger", "--figures", str(figs), "--out", str(tmp_path / "ledger")]) == 0
+    assert "| claim |" in capsys.readouterr().out
+    assert (tmp_path / "ledger" / "ledger.md").is_file()
+    assert main(["ledger", "--figures", str(figs), "--out", str(tmp_path / "ledger")]) == 2  # exists
