@@ -19,8 +19,10 @@ the target chain's stationary law and continuations ``y ~ p(. | c)``:
    configs ship P-weighting; ``w`` is the exit-guided objective.)
 
 Matched compute: the three objectives start from one pretrained drafter
-(token-only pretraining, the stand-in for a released checkpoint) and see the
-same contexts, continuations, steps, batch and optimizer; every objective
+(token-only pretraining, the stand-in for a released checkpoint; optionally on
+the target at another temperature, which makes the start over- or
+under-confident) and see the same contexts, continuations, steps, batch and
+optimizer; every objective
 builds and scores its trees (token-only ignores them).
 
 Evaluation is exact (no sampling): ``tau = 1 + sum_c pi(c) C_p(T_B(c))``, the
@@ -61,8 +63,9 @@ class Regime:
     train_budget: int = 64
     batch: int = 32
     pretrain_steps: int = 150
-    steps: int = 200
+    steps: int = 300
     pretrain_lr: float = 3e-2
+    pretrain_temperature: float = 1.0  # != 1: the "released" drafter was distilled from a sharper/flatter target
     lr: float = 1e-2
     lam: float = 1.0
     eval_budgets: tuple[int, ...] = (32, 64, 128)
@@ -73,6 +76,8 @@ REGIMES: dict[str, Regime] = {
     "lowrank-peaked": Regime("lowrank-peaked", zipf=2.2),
     "lowrank-flat": Regime("lowrank-flat", zipf=1.1),
     "lowrank-deep": Regime("lowrank-deep", zipf=2.2, horizon=12),
+    "overconfident": Regime("overconfident", pretrain_temperature=0.5),
+    "underconfident": Regime("underconfident", pretrain_temperature=2.0),
     "table": Regime("table", rank=None, pretrain_lr=1e-1, lr=3e-2),
 }
 
@@ -240,8 +245,9 @@ def run_exittrain_mini(regime: Regime, *, steps: int | None = None, seed: int = 
     pi = stationary(m1)
     matrices = {"T=0": m0, "T=1": m1}
     params0 = init_params(regime, jax.random.PRNGKey(seed))
-    params0, _ = _train(params0, regime, "token-only", regime.pretrain_steps, regime.pretrain_lr, m1, pi,
-                        data_seed=10_000 + seed, progress=progress, desc="pretrain")
+    m_pre = m1 if regime.pretrain_temperature == 1.0 else target.with_temperature(regime.pretrain_temperature).transition_matrix()
+    params0, _ = _train(params0, regime, "token-only", regime.pretrain_steps, regime.pretrain_lr, m_pre,
+                        stationary(m_pre), data_seed=10_000 + seed, progress=progress, desc="pretrain")
     rows = {"pretrained": evaluate(params0, regime, matrices, pi)}
     curves = {}
     for obj in OBJECTIVES:
@@ -260,7 +266,7 @@ def format_table(result: dict[str, Any]) -> str:
     cap = "table" if reg["rank"] is None else f"rank {reg['rank']}"
     lines = [f"ExitTrain mini, regime {reg['name']}: V={reg['vocab']} zipf={reg['zipf']} H={reg['horizon']} "
              f"drafter {cap}, train B={reg['train_budget']}, {reg['steps']} fine-tune steps x batch {reg['batch']} "
-             f"(pretrain {reg['pretrain_steps']}), lambda={reg['lam']}, seed {result['seed']}",
+             f"(pretrain {reg['pretrain_steps']} at T={reg['pretrain_temperature']}), lambda={reg['lam']}, seed {result['seed']}",
              "tau = 1 + E_pi[C_p(DDTree_B)] (exact)",
              f"{'drafter':>16} " + " ".join(f"{c:>12}" for c in cols)]
     for name, row in result["table"].items():

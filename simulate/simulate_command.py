@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "32/64/128 and T in {0, 1}.")
     e.add_argument("--out", help="write the table and settings as JSON to this file")
     e.add_argument("--overwrite", action="store_true")
-    e.add_argument("--regime", default="lowrank", help="named regime (see exittrain_mini.REGIMES), or 'all'")
+    e.add_argument("--regime", default="lowrank-peaked",
+                   help="named regime (lowrank, lowrank-peaked, lowrank-flat, lowrank-deep, overconfident, "
+                        "underconfident, table), or 'all' (about a minute each)")
     e.add_argument("--steps", type=int, help="override training steps")
     e.add_argument("--seed", type=int, default=0)
     e.set_defaults(func=_exittrain)
