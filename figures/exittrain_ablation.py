@@ -34,17 +34,19 @@ def mini_table(results: dict, verifier: str = "tev") -> dict:
         if c.get("verifier") != verifier or c.get("drafter") not in MINI_LABELS:
             continue
         key = (MINI_LABELS[c["drafter"]], f"B={int(c['budget'])},T={float(c['temperature']):g}")
-        acc.setdefault(key, []).append((float(c["tau"]), c.get("sr")))
+        acc.setdefault(key, []).append((float(c["tau"]), c.get("sr"), c.get("tau_se")))
     if not acc:
         raise ValueError(f"mini results hold no cells for verifier {verifier!r}")
-    table, sr = {}, {}
+    table, sr, se = {}, {}, {}
     for (drafter, col), vals in acc.items():
         table.setdefault(drafter, {})[col] = float(np.mean([v[0] for v in vals]))
+        if all(v[2] is not None for v in vals):  # standard error of the mean over domains
+            se.setdefault(drafter, {})[col] = float(np.sqrt(sum(v[2] ** 2 for v in vals)) / len(vals))
         srs = [v[1] for v in vals if v[1] is not None]
         if srs:
             sr.setdefault(drafter, {})[col] = float(np.mean(srs))
     cfg = results.get("config", {})
-    return {"table": table, "sr": sr, "budgets": sorted({int(c.split(",")[0][2:]) for d in table.values() for c in d}),
+    return {"table": table, "sr": sr, "se": se, "budgets": sorted({int(c.split(",")[0][2:]) for d in table.values() for c in d}),
             "label": f"mini-scale engine run (preset {cfg.get('preset', '?')}, {verifier}, mean over domains)"}
 
 

@@ -23,6 +23,7 @@ from typing import Callable
 REPRODUCED, NOT_REPRODUCED, NEEDS_GPU = "reproduced", "not reproduced", "needs a GPU"
 STATUSES = (REPRODUCED, NOT_REPRODUCED, NEEDS_GPU)
 Z_EQUAL = 4.0          # |z| below this: "equal within sampling error"
+Z_GAIN = 2.0           # a measured gain with standard errors counts only if z >= this
 ALPHA_LAW = 1e-3       # chi-square level for "same law"
 
 
@@ -61,7 +62,7 @@ def ceiling(inputs: dict) -> Result:
     if bs is None:
         return Result("-", "-", NEEDS_GPU)
     zs = [abs(r["tau_minus_ceiling_z"]) for r in bs["rows"]]
-    over = [r for r in bs["rows"] if r["ceiling"] > r["oracle_ceiling"] + 1e-9 and r["builder"] != "chain"]
+    over = [r for r in bs["rows"] if r["ceiling"] > r["oracle_ceiling"] + 1e-6 and r["builder"] != "chain"]
     worst = max(bs["rows"], key=lambda r: abs(r["tau_minus_ceiling_z"]))
     value = (f"max |tau - (1 + C_p)| = {max(abs(r['tau'] - r['ceiling']) for r in bs['rows']):.3f} tokens "
              f"(max |z| = {max(zs):.2f}, at {worst['builder']} B={worst['budget']}); "
@@ -135,23 +136,38 @@ def _sources(inputs: dict) -> list[tuple[str, dict]]:
 
 
 def _gain_rows(inputs: dict, new: str, old: str, budgets=(64,), metric: str = "table") -> tuple[str, str, bool | None]:
+    """Relative gains of ``new`` over ``old``; the primary (first) source decides.
+
+    Where the source has standard errors (``se``, the mini run's tau), a gain
+    counts only with ``z >= Z_GAIN``; exact (simulation) or SE-less numbers count by sign.
+    """
     srcs = _sources(inputs)
     texts, primary_ok, scale = [], None, "-"
-    for i, (label, src) in enumerate(srcs):
+    for label, src in srcs:
         tab = src.get(metric) or {}
+        se = src.get("se", {}) if metric == "table" else {}
         if new not in tab or old not in tab:
             continue
-        gains = {}
+        parts, oks = [], []
         for b in budgets:
             for t in ("T=0", "T=1"):
                 col = f"B={b},{t}"
-                if col in tab[new] and col in tab[old]:
-                    gains[col] = _pct(tab[new][col], tab[old][col])
-        if not gains:
+                if col not in tab[new] or col not in tab[old]:
+                    continue
+                g = _pct(tab[new][col], tab[old][col])
+                s_new, s_old = se.get(new, {}).get(col), se.get(old, {}).get(col)
+                if s_new is not None and s_old is not None and (s_new > 0 or s_old > 0):
+                    z = (tab[new][col] - tab[old][col]) / (s_new ** 2 + s_old ** 2) ** 0.5
+                    parts.append(f"{col} {g:+.1f}% (z {z:+.1f})")
+                    oks.append(z >= Z_GAIN)
+                else:
+                    parts.append(f"{col} {g:+.1f}%")
+                    oks.append(g > 0)
+        if not parts:
             continue
-        texts.append(f"{label.split(' (')[0]}: " + ", ".join(f"{c} {g:+.1f}%" for c, g in gains.items()))
+        texts.append(f"{label.split(' (')[0]}: " + ", ".join(parts))
         if primary_ok is None:
-            primary_ok, scale = all(g > 0 for g in gains.values()), label
+            primary_ok, scale = all(oks), label
     return "; ".join(texts) or "-", scale, primary_ok
 
 

@@ -85,14 +85,14 @@ def test_claims_without_results_need_a_gpu():
     assert rows["tev_stage_savings"]["status"] == NEEDS_GPU
 
 
-def _mini(tev_shift=0.0, exit_sr=1.3):
+def _mini(tev_shift=0.0, exit_sr=1.3, exit_tau=2.3, se=0.02):
     cells = []
-    for d, tau, sr in (("base", 2.0, 1.0), ("token", 2.1, 1.1), ("prefix", 2.15, 1.1), ("exit", 2.3, exit_sr)):
+    for d, tau, sr in (("base", 2.0, 1.0), ("token", 2.1, 1.1), ("prefix", 2.15, 1.1), ("exit", exit_tau, exit_sr)):
         for b in (32, 64, 128):
             for t in (0.0, 1.0):
                 for v in ("predraw", "tev"):
                     cells.append({"drafter": d, "domain": "code", "budget": b, "temperature": t, "verifier": v,
-                                  "tau": tau + (tev_shift if v == "tev" and t else 0), "tau_se": 0.02, "sr": sr})
+                                  "tau": tau + (tev_shift if v == "tev" and t else 0), "tau_se": se, "sr": sr})
     return {"config": {"preset": "t"}, "cells": cells}
 
 
@@ -105,6 +105,13 @@ def test_the_mini_run_is_the_primary_source_when_present():
     assert _rows(_inputs(mini=_mini(exit_sr=0.9)))["exittrain_sr_gain"]["status"] == NOT_REPRODUCED
     assert rows["engine_tau_equal"]["status"] == REPRODUCED
     assert _rows(_inputs(mini=_mini(tev_shift=0.5)))["engine_tau_equal"]["status"] == NOT_REPRODUCED
+
+
+def test_a_measured_gain_within_its_standard_error_is_not_reproduced():
+    rows = _rows(_inputs(mini=_mini(exit_tau=2.03, se=0.05)))  # +1.5%, z ~ 0.4
+    assert rows["exittrain_tau_gain"]["status"] == NOT_REPRODUCED
+    assert "(z +0.4)" in rows["exittrain_tau_gain"]["exitlaw"]
+    assert _rows(_inputs(mini=_mini(exit_tau=2.03, se=0.005)))["exittrain_tau_gain"]["status"] == REPRODUCED
 
 
 def test_markdown_and_json_are_written_and_not_overwritten(tmp_path):

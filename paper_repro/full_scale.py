@@ -1,0 +1,113 @@
+"""Full-scale (GPU, Hugging Face Hub) commands for the paper's Tables 1-5, generated from ``configs/*.json``.
+
+``python -m exitlaw.paper_repro.full_scale [CONFIG ...] [--runs DIR]`` prints the
+shell commands, using only the flags ``exitlaw train``, ``exitlaw bench`` and
+``python -m exitlaw.engine.gpu_check`` define. Repeats are separate bench runs
+with seeds ``0..repeats-1``; trained drafters land in ``RUNS/MODEL/train_OBJ/final``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+SCHEMA = "exitlaw.full_scale/1"
+
+
+def load_config(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"full-scale config {str(path)!r} does not exist")
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    if cfg.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: schema must be {SCHEMA!r}, got {cfg.get('schema')!r}")
+    for key in ("table", "model", "target", "released_draft", "budgets", "temperatures"):
+        if key not in cfg:
+            raise ValueError(f"{path}: missing field {key!r}")
+    return cfg
+
+
+def config_paths() -> list[Path]:
+    return sorted(CONFIG_DIR.glob("*.json"))
+
+
+def _csv(xs) -> str:
+    return ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in xs)
+
+
+def train_commands(cfg: dict, runs: str) -> list[list[str]]:
+    tr = cfg["train"]
+    out = []
+    for obj in tr["objectives"]:
+        argv = ["exitlaw", "train", "--target", cfg["target"], "--draft", cfg["released_draft"],
+                "--prompts", tr["prompts"], "--out", f"{runs}/{cfg['model']}/train_{obj}", "--objective", obj,
+                "--lam", str(0.0 if obj == "token" else tr["lam"]), "--budget", str(tr["budget"]),
+                "--steps", str(tr["steps"]), "--batch-size", str(tr["batch_size"]), "--anchors", str(tr["anchors"]),
+                "--lr", str(tr["lr"]), "--max-new-tokens", str(tr["max_new_tokens"]),
+                "--gen-temperature", str(tr["gen_temperature"]), "--dtype", tr["dtype"], "--chat"]
+        out.append(argv)
+    return out
+
+
+def drafter_path(cfg: dict, drafter: str, runs: str) -> str:
+    return cfg["released_draft"] if drafter == "released" else f"{runs}/{cfg['model']}/train_{drafter}/final"
+
+
+def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
+    ev = cfg["eval"]
+    out = []
+    for drafter in cfg["drafters"]:
+        for ds in ev["datasets"]:
+            for seed in range(ds["repeats"]):
+                tag = f"{runs}/{cfg['model']}/table{cfg['table']}/{drafter}_{ds['name']}_seed{seed}"
+                out.append(["exitlaw", "bench", "--target", cfg["target"], "--draft", drafter_path(cfg, drafter, runs),
+                            "--dataset", ds["name"], "--num-prompts", str(ds["num_prompts"]),
+                            "--budget", _csv(cfg["budgets"]), "--temperature", _csv(cfg["temperatures"]),
+                            "--verifier", ",".join(cfg["verifiers"]), "--max-new-tokens", str(ev["max_new_tokens"]),
+                            "--seed", str(seed), "--device", ev["device"], "--dtype", ev["dtype"],
+                            "--warmup", str(ev["warmup"]), "--out", f"{tag}.json"])
+    return out
+
+
+def latency_commands(cfg: dict, runs: str) -> list[list[str]]:
+    return [["python", "-m", "exitlaw.engine.gpu_check", "--device", "cuda", "--budget", _csv(cfg["budgets"]),
+             "--context", str(cfg["context"]), "--reps", str(cfg["reps"]), "--temperature", f"{t:g}",
+             "--json", f"{runs}/{cfg['model']}/table3/latency_T{t:g}.json"] for t in cfg["temperatures"]]
+
+
+def commands(cfg: dict, runs: str = "runs/full") -> list[list[str]]:
+    """Every command for one config: training (objectives it needs), then evaluation."""
+    if cfg["table"] == "3":
+        return latency_commands(cfg, runs)
+    needs_training = [d for d in cfg["drafters"] if d != "released"]
+    train = [c for c in train_commands(cfg, runs) if c[c.index("--objective") + 1] in needs_training]
+    return train + bench_commands(cfg, runs)
+
+
+def render(cfg: dict, runs: str = "runs/full") -> str:
+    lines = [f"# {cfg['description']}"]
+    for argv in commands(cfg, runs):
+        prefix = ""
+        if argv[:2] == ["exitlaw", "train"]:
+            n = cfg["train"].get("nproc_per_node", 1)
+            prefix = f"torchrun --nproc_per_node {n} -m " if n > 1 else ""
+            argv = (["exitlaw"] if not prefix else ["exitlaw"]) + argv[1:]
+        lines.append(prefix + shlex.join(argv))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m exitlaw.paper_repro.full_scale", description=__doc__.split("\n\n")[0])
+    p.add_argument("configs", nargs="*", help="config files (default: all in paper_repro/configs)")
+    p.add_argument("--runs", default="runs/full", help="where runs and results go")
+    a = p.parse_args(argv)
+    for path in (a.configs or config_paths()):
+        print(render(load_config(path), a.runs) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
