@@ -53,14 +53,18 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError("--trees and --repeats must be >= 1")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("--device cuda requested but torch sees no CUDA device")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be >= 1, got {args.threads}")
-        torch.set_num_threads(args.threads)
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
     kinds = tuple(k.strip() for k in args.verifiers.split(",") if k.strip())
-    res = run_verifier_bench(args.budget, args.vocab, device=args.device, trees=args.trees, repeats=args.repeats,
-                             depth=args.depth, temperature=args.temperature, dtype=args.dtype, kinds=kinds,
-                             seed=args.seed)
+    before = torch.get_num_threads()
+    try:
+        if args.threads is not None:
+            torch.set_num_threads(args.threads)
+        res = run_verifier_bench(args.budget, args.vocab, device=args.device, trees=args.trees,
+                                 repeats=args.repeats, depth=args.depth, temperature=args.temperature,
+                                 dtype=args.dtype, kinds=kinds, seed=args.seed)
+    finally:
+        torch.set_num_threads(before)
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1))
     else:

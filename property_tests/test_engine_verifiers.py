@@ -1,9 +1,11 @@
 """Device verifiers (exitlaw.engine.verifiers) against the exact block law.
 
-Calibrated Monte Carlo: Pearson chi-square of the observed (exit, bonus) counts
-against ``theory.exact.reference_block_law`` (exact rationals of the float64
-rows), cells with expected count < 5 pooled, false-failure rate ``ALPHA`` per
-test; any draw in a cell of exact probability zero fails outright.
+Calibrated Monte Carlo: Pearson chi-square (simulate.stats) of the observed
+(exit, bonus) counts against ``theory.exact.reference_block_law`` (exact
+rationals of the float64 rows), cells with expected count < 5 pooled,
+false-failure rate ``ALPHA`` per test; any draw in a cell of exact probability
+zero fails outright. Finally the device verifiers are wrapped as
+``f(tree, probs, rng)`` and must pass the conformance kit (conditional mode).
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import pytest
 import torch
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 from exitlaw.engine.builders import build_ddtree
 from exitlaw.engine.device_tree import to_device_tree
 from exitlaw.engine.verifiers import (
     KINDS, VerifierGenerators, _greedy_reference, _predraw_reference, _tev_exit_law, _tev_reference, verify,
 )
+from exitlaw.simulate.conformance import EXACT_AND_SATURATING, run_kit
+from exitlaw.simulate.stats import pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees
 from exitlaw.theory import DistributionError, DraftTree, reference_block_law, reference_law, to_fractions
 
@@ -53,27 +56,14 @@ def _probs64(logits: torch.Tensor, temperature: float) -> np.ndarray:
 
 
 def _chi_square_p(counts: Counter, law: list[list], n: int) -> float:
-    """p-value of the counts under ``law`` (cells with expected < 5 pooled); 0.0 if an impossible cell was hit."""
-    expected, observed, pooled_e, pooled_o = [], [], 0.0, 0
-    for v, row in enumerate(law):
-        for y, p in enumerate(row):
-            e, o = float(p) * n, counts.get((v, y), 0)
-            if p == 0:
-                if o:
-                    return 0.0
-                continue
-            if e < 5:
-                pooled_e, pooled_o = pooled_e + e, pooled_o + o
-            else:
-                expected.append(e)
-                observed.append(o)
-    if pooled_e > 0:
-        expected.append(pooled_e)
-        observed.append(pooled_o)
-    if len(expected) < 2:
-        return 1.0
-    expected = np.array(expected) * (n / sum(expected))  # float rounding of the exact law
-    return float(stats.chisquare(observed, expected).pvalue)
+    """p-value of ``counts[(v, y)]`` under ``law[v][y]`` (simulate.stats.pooled_chisquare: cells with
+    expected < 5 pooled by expected counts only; 0.0 if a zero-probability cell was hit)."""
+    probs = np.array([[float(p) for p in row] for row in law])
+    observed = np.zeros_like(probs)
+    for (v, y), c in counts.items():
+        observed[v, y] += c
+    assert observed.sum() == n
+    return pooled_chisquare(observed, probs / probs.sum()).pvalue
 
 
 def _law_case(seed: int):
@@ -208,3 +198,40 @@ def test_bad_inputs_raise_clear_errors():
     bad[0, 0] = float("nan")
     with pytest.raises(DistributionError, match="NaN"):
         verify("tev", dt, bad, 1.0, VerifierGenerators(0))
+
+
+# ----------------------------------------------------------------- conformance kit
+def _kit_verifier(kind: str, temperature: float = 0.8):
+    """``f(tree, probs, rng)`` over the device verifier: logits ``T log p`` (so ``softmax(logits / T) = p``),
+    one DeviceTree and one VerifierGenerators per case (seeded from the kit's ``rng``)."""
+    cache: dict = {}
+
+    def fn(tree, probs, rng):
+        key = (id(tree), id(probs))
+        if key not in cache:
+            with np.errstate(divide="ignore"):
+                logits = torch.tensor(np.log(probs) * temperature, dtype=torch.float32)
+            cache[key] = (to_device_tree(tree), logits, VerifierGenerators(int(rng.integers(2**62))))
+        dt, logits, gens = cache[key]
+        res = verify(kind, dt, logits, temperature, gens)
+        return res.exit_node, res.bonus
+
+    fn.__name__ = f"device_{kind}"
+    return fn
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", SAMPLERS)
+def test_device_verifiers_pass_the_conformance_kit(kind):
+    rep = run_kit(_kit_verifier(kind), name=f"device_{kind}", seed=11)
+    assert rep.verdict == EXACT_AND_SATURATING, rep.failure
+    assert rep.min_power >= rep.power_target - 1e-9
+
+
+def test_conformance_kit_rejects_tev_without_child_masking(monkeypatch):
+    """Negative control: the same wrapper around a TEV whose bonus may repeat a child token fails the kit."""
+    import exitlaw.engine.verifiers as verifiers
+
+    monkeypatch.setattr(verifiers, "_mask_children_", lambda z, dt, node: z)
+    rep = run_kit(_kit_verifier("tev"), name="device_tev_unmasked", seed=11, samples=3000)
+    assert rep.verdict != EXACT_AND_SATURATING
