@@ -91,10 +91,8 @@ def render(cfg: dict, runs: str = "runs/full") -> str:
     lines = [f"# {cfg['description']}"]
     for argv in commands(cfg, runs):
         prefix = ""
-        if argv[:2] == ["exitlaw", "train"]:
-            n = cfg["train"].get("nproc_per_node", 1)
-            prefix = f"torchrun --nproc_per_node {n} -m " if n > 1 else ""
-            argv = (["exitlaw"] if not prefix else ["exitlaw"]) + argv[1:]
+        if argv[:2] == ["exitlaw", "train"] and cfg["train"].get("nproc_per_node", 1) > 1:
+            prefix = f"torchrun --nproc_per_node {cfg['train']['nproc_per_node']} -m "  # runs `python -m exitlaw`
         lines.append(prefix + shlex.join(argv))
     return "\n".join(lines)
 

@@ -142,3 +142,42 @@ def test_ledger_cli_reads_figure_data_and_writes_the_table(tmp_path, capsys):
     assert "| claim |" in capsys.readouterr().out
     assert (tmp_path / "ledger" / "ledger.md").is_file()
     assert main(["ledger", "--figures", str(figs), "--out", str(tmp_path / "ledger")]) == 2  # exists
+
+
+# ----- full-scale configs: every generated command uses flags the CLI really has -------------------
+def test_full_scale_commands_parse_with_the_real_cli():
+    from exitlaw.cli import build_parser
+    from exitlaw.paper_repro.full_scale import commands, config_paths, load_config
+
+    parser = build_parser()
+    paths = config_paths()
+    assert {load_config(p)["table"] for p in paths} == {"1", "2", "3", "4", "5"}
+    models = {load_config(p)["model"] for p in paths if load_config(p)["table"] == "1"}
+    assert models == {"qwen3_4b", "qwen3_8b", "llama3_1_8b", "gemma4_12b_it", "qwen3_coder_30b_a3b"}
+    for path in paths:
+        cfg = load_config(path)
+        cmds = commands(cfg)
+        assert cmds, path
+        for argv in cmds:
+            if argv[0] == "exitlaw":
+                args = parser.parse_args(argv[1:])
+                assert args.command in ("train", "bench")
+                if args.command == "bench":
+                    assert args.budget == cfg["budgets"] and args.max_new_tokens == 2048
+            else:
+                assert argv[:3] == ["python", "-m", "exitlaw.engine.gpu_check"]
+        if cfg["table"] != "3":
+            bench = [a for a in cmds if a[1] == "bench"]
+            seeds = {(a[a.index("--draft") + 1], a[a.index("--dataset") + 1], a[a.index("--seed") + 1]) for a in bench}
+            assert len(seeds) == len(bench) == len(cfg["drafters"]) * (2 + 3 + 3 + 3)  # paper's repeats
+
+
+def test_full_scale_config_errors_are_clear(tmp_path):
+    from exitlaw.paper_repro.full_scale import load_config
+
+    with pytest.raises(FileNotFoundError):
+        load_config(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "other"}))
+    with pytest.raises(ValueError, match="schema"):
+        load_config(bad)
