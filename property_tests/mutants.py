@@ -258,7 +258,9 @@ def cumsum_boundary_zero_prob(tree, probs, rng, bits: int = 8):
         v = kids[v][y]
 
 
-def low_precision_gumbel_tail(tree, probs, rng, bits: int = 7):
+def low_precision_gumbel_tail(tree, probs, rng, bits: int = 6):
+    """Gumbel-max bonus with uniforms quantised to ``bits`` bits and clipped away from 0 and 1: the
+    fp32 truncation at a 150k vocabulary, scaled down to the kit's vocabulary of 50."""
     v, r = _residual_walk(tree, probs, GeneratorRandomness(rng))
     eps = 2.0 ** -bits
     u = np.clip(np.round(rng.random(r.size) / eps) * eps, eps, 1 - eps)  # BUG: tail of the Gumbel truncated

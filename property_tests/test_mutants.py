@@ -34,20 +34,25 @@ def kit_power(mutant, case, n: int, alpha: float) -> dict:
     canonical = _law(case)[0]
     completed = enumerate_law(lambda r: complete_block(
         block_tokens(case.tree, *mutant.procedure(case.tree, rows, r)), case.target, r, case.horizon), one=1.0)
-    big = _big_sequences(case.target, case.horizon, MIN_EXPECTED / n)
-    seqs = sorted(big)
-    p_cells = np.array([big[s] for s in seqs] + [max(1.0 - sum(big.values()), 0.0)])
-    q_cells = np.array([completed.get(s, 0.0) for s in seqs] + [0.0])
-    q_cells[-1] = max(1.0 - q_cells[:-1].sum(), 0.0)
-    # mass the mutant puts on sequences the target forbids lands in the last cell; count it as zero-cell mass
-    forbidden = sum(p for s, p in completed.items() if s not in big and _prob(case.target, s) == 0.0)
-    p_all = np.append(p_cells / p_cells.sum(), 0.0)
-    q_all = np.append(q_cells - np.append(np.zeros(len(seqs)), forbidden), forbidden)
-    q_all = np.clip(q_all, 0, None)
+    level = alpha / 2 / case.horizon  # the kit tests every prefix length k at alpha / horizon, half each
+    best = 0.0
+    for k in range(1, case.horizon + 1):
+        truncated: dict = {}
+        for s, p in completed.items():
+            truncated[s[:k]] = truncated.get(s[:k], 0.0) + p
+        big = _big_sequences(case.target, k, MIN_EXPECTED / n)
+        seqs = sorted(big)
+        p_cells = np.array([big[s] for s in seqs] + [max(1.0 - sum(big.values()), 0.0)])
+        forbidden = sum(p for s, p in truncated.items() if _prob(case.target, s) == 0.0)
+        q_cells = np.array([truncated.get(s, 0.0) for s in seqs] + [0.0])
+        q_cells[-1] = max(1.0 - q_cells[:-1].sum() - forbidden, 0.0)
+        # mass on sequences the target forbids is a zero-probability cell of its own
+        p_all = np.append(p_cells / p_cells.sum(), 0.0)
+        q_all = np.append(q_cells, forbidden)
+        best = max(best, power_against(n, p_all, q_all, level), cell_power(n, p_all, q_all, level))
     # the kit rejects if the chi-square (alpha / 2) or a Bonferroni cell (alpha / 2) rejects:
-    # the larger of the two powers is a lower bound on the power of the check
-    return {"completed_block": max(power_against(n, p_all, q_all, alpha / 2),
-                                   cell_power(n, p_all, q_all, alpha / 2)),
+    # the larger of the powers is a lower bound on the power of the check
+    return {"completed_block": best,
             "block": max(power_against(n, canonical, block / block.sum(), alpha / 2),
                          cell_power(n, canonical, block / block.sum(), alpha / 2))}
 
