@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, note
+from hypothesis import given, note
 from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree, TreeError, coverage_under

@@ -65,17 +65,18 @@ def test_loss_is_cross_entropy_plus_lambda_times_weighted_node_nll(rank):
     cont = jnp.asarray(rng.integers(0, 5, size=(4, 3)))
     depth = jnp.asarray(np.tile([0, 1, 2, 2, 3], (4, 1)))
     token = jnp.asarray(rng.integers(0, 5, size=(4, 5)))
-    weight = jnp.asarray(rng.dirichlet(np.ones(4), size=4)).at[:, :].get()
-    weight = jnp.concatenate([jnp.zeros((4, 1)), weight], axis=1)
-    logq = np.asarray(draft_logprobs(params, prev))
+    weight = jnp.asarray(np.concatenate([np.zeros((4, 1)), rng.dirichlet(np.ones(4), size=4)], axis=1))
+    logq = np.asarray(jax.jit(draft_logprobs)(params, prev))
     np.testing.assert_allclose(np.exp(logq).sum(-1), 1.0, atol=1e-12)
     ce = -np.mean([logq[b, d, int(cont[b, d])] for b in range(4) for d in range(3)])
     tree = -np.mean([sum(float(weight[b, n]) * logq[b, max(int(depth[b, n]) - 1, 0), int(token[b, n])]
                          for n in range(5)) for b in range(4)])
-    assert float(loss_fn(params, prev, cont, depth, token, weight, 0.7)) == pytest.approx(ce + 0.7 * tree, rel=1e-10)
+    assert float(jax.jit(loss_fn)(params, prev, cont, depth, token, weight, 0.7)) == pytest.approx(ce + 0.7 * tree,
+                                                                                                 rel=1e-10)
     # lambda = 0 (token-only): the gradient ignores the tree entirely
-    g0 = jax.grad(loss_fn)(params, prev, cont, depth, token, weight, 0.0)
-    g1 = jax.grad(loss_fn)(params, prev, cont, depth, token, jnp.zeros_like(weight), 0.0)
+    grad = jax.jit(jax.grad(loss_fn))
+    g0 = grad(params, prev, cont, depth, token, weight, 0.0)
+    g1 = grad(params, prev, cont, depth, token, jnp.zeros_like(weight), 0.0)
     for k in g0:
         np.testing.assert_array_equal(np.asarray(g0[k]), np.asarray(g1[k]))
 

@@ -8,7 +8,9 @@ Gaussian noise. ``p(. | c) = softmax(logit / T)``; ``T = 0`` is the greedy one-h
 limit. Every row is exact and reproducible from ``(seed, suffix)``.
 
 Drafters (mismatch ``q ∝ exp((log q_base + noise * g) / temperature)``, ``g``
-standard Gaussian keyed on the context, ``q_base = (1 - eps) q_ideal + eps / V``):
+standard Gaussian keyed on the context, ``q_base = (1 - eps) q_ideal + eps / V``;
+``q_ideal`` is built from the target's sampling law, its T = 1 law when the
+target is greedy, as a real drafter has its own soft probabilities):
 
 * :class:`PositionWiseDrafter` (DFlash-like): one row ``q_d(. | c)`` per depth
   ``d = 1..H`` from the context only, *not* from the drafted path. ``mode="marginal"``
@@ -29,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DistributionError, check_temperature, softmax_with_temperature
+from exitlaw.theory import check_temperature, softmax_with_temperature
 
 PAD = -1  # token used to left-pad contexts shorter than the model's window
 
@@ -177,8 +179,8 @@ class _Mismatched:
         check_temperature(temperature, allow_zero=False)
         if not 0 <= eps < 1:
             raise ValueError(f"eps must lie in [0, 1), got {eps}")
-        if eps == 0 and target.temperature == 0:
-            raise DistributionError("a T=0 target has one-hot rows; give the drafter eps > 0 so log q is finite")
+        # a drafter models the target's sampling law; for a greedy (T=0) target that is its T=1 law
+        self.base = target if target.temperature > 0 else target.with_temperature(1.0)
         self.target, self.noise, self.temperature, self.eps, self.seed = target, noise, temperature, eps, seed
         self.vocab = target.vocab
         self._cache = _LRU(int(cache_mib * 2**20))
@@ -197,20 +199,20 @@ class PositionWiseDrafter(_Mismatched):
             raise ValueError(f"mode must be 'greedy_path' or 'marginal', got {mode!r}")
         super().__init__(target, noise=noise, temperature=temperature, eps=eps, seed=seed)
         self.mode = mode
-        self._matrix = target.transition_matrix() if mode == "marginal" else None
+        self._matrix = self.base.transition_matrix() if mode == "marginal" else None
 
     def ideal(self, context: Sequence[int], horizon: int) -> np.ndarray:
         """Unperturbed rows ``[H, V]`` (exact marginals or greedy-path rows)."""
         rows = np.empty((horizon, self.vocab))
         if self.mode == "marginal":
-            row = self.target.probs(context)
+            row = self.base.probs(context)
             for d in range(horizon):
                 rows[d] = row
                 row = row @ self._matrix
             return rows
         path = list(context)
         for d in range(horizon):
-            rows[d] = self.target.probs(path)
+            rows[d] = self.base.probs(path)
             path.append(int(np.argmax(rows[d])))
         return rows
 
@@ -235,7 +237,7 @@ class AutoregressiveDrafter(_Mismatched):
         key = _suffix(context, self.context_length)
 
         def make():
-            q = _mismatch(self.target.probs(key), noise=self.noise, temperature=self.temperature,
+            q = _mismatch(self.base.probs(key), noise=self.noise, temperature=self.temperature,
                           eps=self.eps, rng_key=(self.seed, 0xEA6, *key))
             q.setflags(write=False)
             return q

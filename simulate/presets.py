@@ -151,7 +151,8 @@ PRESETS: dict[str, SimConfig] = {
         name="medium", vocab=1000, order=2, zipf=2.0, horizon=8, budget=64, rounds=150,
         builders=("ddtree", "chain", "oracle", "caddtree"), caddtree_max_budget=128),
     "greedy": SimConfig(
-        name="greedy", vocab=256, order=3, zipf=1.1, temperature=0.0, horizon=8, budget=32, rounds=150,
+        name="greedy", vocab=256, order=3, zipf=1.5, temperature=0.0, drafter_noise=0.5, horizon=8, budget=32,
+        rounds=150,
         builders=("ddtree", "chain", "eagle", "oracle"), verifier="greedy", eagle_depth=6, eagle_top_k=6),
     "mismatch": SimConfig(
         name="mismatch", vocab=128, order=2, zipf=2.0, drafter_noise=1.5, drafter_temperature=1.5,
