@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--latency-json", default=None,
                    help="verifier-stage latencies from `python -m exitlaw.engine.gpu_check --json FILE` "
                         "(default: measure the tiny CPU pair)")
+    p.add_argument("--ledger", action="store_true",
+                   help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")
     p.set_defaults(func=_figures)
 
@@ -38,4 +40,14 @@ def _figures(args: argparse.Namespace) -> int:
         paths = make(name, args.out, seed=args.seed, quick=args.quick, overwrite=args.overwrite,
                      mini_dir=args.mini, latency_json=args.latency_json)
         print(f"{name:<22} {time.perf_counter() - t0:6.1f} s  " + "  ".join(str(p) for p in paths), flush=True)
+    if args.ledger:
+        from exitlaw.paper_repro.ledger import build_ledger, format_markdown, write_ledger
+        from exitlaw.paper_repro.ledger_command import gather_inputs
+
+        inputs, prov = gather_inputs(args.out, mini_dir=args.mini, latency_json=args.latency_json,
+                                     quick=args.quick, seed=args.seed)
+        rows = build_ledger(inputs)
+        md, js = write_ledger(rows, args.out, prov, overwrite=args.overwrite)
+        print(format_markdown(rows, prov))
+        print(f"ledger: {md} and {js}")
     return 0

@@ -144,3 +144,40 @@ def test_figures_cli_lists_and_rejects_unknown_names(capsys):
     assert main(["figures", "--list"]) == 0
     assert capsys.readouterr().out.split() == list(FIGURES)
     assert main(["figures", "--only", "nope", "--out", "unused"]) == 2
+
+
+def test_figures_cli_writes_the_ledger_next_to_the_figures(tmp_path, capsys):
+    from exitlaw.cli import main
+    from exitlaw.paper_repro.ledger_command import NEEDED
+
+    small = {
+        "budget_sweep": {"rounds": 5, "rows": [{"builder": "ddtree", "budget": 32, "tau": 3.0, "ceiling": 3.0,
+                                                 "oracle_ceiling": 3.2, "tau_minus_ceiling_z": 0.1}]},
+        "verifier_equivalence": {"budget": 8, "vocab": 8, "samples": 10, "expected_length": 2.0,
+                                 "mean_length": {"tev": 2.0}, "chisquare": {"tev": {"pvalue": 0.5}}},
+        "verifier_latency": {"config": {}, "rows": [{"shape": "deep", "budget": 32, "reduction_pct": 5.0}]},
+        "exittrain_ablation": {"sources": {"simulation": {"label": "sim", "budgets": [64], "table": {
+            "pretrained": {"B=64,T=1": 2.0}, "exit-guided": {"B=64,T=1": 2.1}}}}},
+    }
+    assert set(small) == set(NEEDED)
+    for name, data in small.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    assert main(["figures", "--only", "sampled_exactness", "--out", str(tmp_path), "--ledger"]) == 0
+    out = capsys.readouterr().out
+    assert "sampled_exactness" in out and "| claim |" in out
+    assert (tmp_path / "ledger.md").is_file() and (tmp_path / "sampled_exactness.png").is_file()
+
+
+def test_tree_exit_records_a_round_with_the_engine_on_tiny_models(tmp_path):
+    data = tree_exit.compute(seed=0, quick=True, budget=8, max_new_tokens=4)
+    assert "tiny" in data["models"] and len(data["parent"]) == 9  # B = 8 non-root nodes
+    assert 0 <= data["round"] < data["rounds"]
+    _assert_images(tree_exit.draw(data, tmp_path), "tree_exit")
+
+
+def test_exittrain_ablation_computes_from_the_simulation(tmp_path):
+    data = exittrain_ablation.compute(seed=0, quick=True, steps=2)
+    sim = data["sources"]["simulation"]
+    assert set(sim["table"]) == {"pretrained", "token-only", "prefix-weighted", "exit-guided"}
+    assert all(v >= 1.0 for row in sim["table"].values() for v in row.values())
+    _assert_images(exittrain_ablation.draw(data, tmp_path), "exittrain_ablation")
