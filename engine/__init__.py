@@ -4,6 +4,7 @@
 from .builders import build_chain, build_ddtree
 from .device_tree import DeviceTree, to_device_tree
 from .verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, verify
+from .verifier_bench import run_verifier_bench as run_verifier_stage_bench
 
 # --- target, DFlash drafter, checkpoints, generate loop, bench (issue 5, model side)
 from .checkpoint import load_drafter, load_pair, load_target, save_drafter

@@ -17,11 +17,13 @@ import pytest
 import torch
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from exitlaw.engine.builders import build_ddtree
 from exitlaw.engine.device_tree import to_device_tree
 from exitlaw.engine.verifiers import (
-    KINDS, VerifierGenerators, _greedy_reference, _predraw_reference, _tev_exit_law, _tev_reference, verify,
+    KINDS, VerifierGenerators, _draw, _draw_logits, _greedy_reference, _predraw_reference, _tev_exit_law,
+    _tev_reference, verify,
 )
 from exitlaw.simulate.conformance import EXACT_AND_SATURATING, run_kit
 from exitlaw.simulate.stats import pooled_chisquare
@@ -109,11 +111,12 @@ def test_greedy_limit_follows_the_argmax(tree, seed, kind, temperature):
 
 
 @given(tree=draft_trees(max_nodes=12, vocab_size=5), seed=st.integers(0, 2**32 - 1),
-       temperature=st.sampled_from([0.5, 1.0, 2.0]))
-def test_tev_exit_law_equals_the_per_node_reference(tree, seed, temperature):
+       temperature=st.sampled_from([0.5, 1.0, 2.0]), dtype=st.sampled_from([torch.float32, torch.bfloat16]))
+def test_tev_exit_law_equals_the_per_node_reference(tree, seed, temperature, dtype):
     """The level-parallel ``w`` (K internal rows only) equals theory.exact's per-node law on full rows."""
-    logits = _random_logits(np.random.default_rng(seed), tree, 5)
+    logits = _random_logits(np.random.default_rng(seed), tree, 5).to(dtype)
     w, ok = _tev_exit_law(to_device_tree(tree), logits, temperature)
+    logits = logits.float()
     ref = reference_law(tree, _probs64(logits, temperature).tolist(), one=1.0)
     assert bool(ok)
     np.testing.assert_allclose(w.numpy(), np.maximum(ref.w, 0.0), rtol=1e-5, atol=1e-6)
@@ -174,6 +177,27 @@ def test_predraw_reference_loop_matches_exact_block_law():
         res = _predraw_reference(dt, logits, 1.0, gens)
         counts[(res.exit_node, res.bonus)] += 1
     assert _chi_square_p(counts, law, n) > ALPHA
+
+
+def test_float64_draw_never_returns_a_zero_weight():
+    g = torch.Generator().manual_seed(0)
+    for weights, allowed in [([0.5, 0.5, 0.0, 0.0], {0, 1}), ([0.0, 0.0, 1.0], {2}), ([0.0, 1e-300, 0.0], {1})]:
+        w = torch.tensor(weights, dtype=torch.float64)
+        assert {int(_draw(w, g)) for _ in range(300)} <= allowed
+
+
+@pytest.mark.slow
+def test_bonus_draw_has_no_float32_tail_bias_on_a_large_vocabulary():
+    """Head logit 0, 100k tail tokens at -17.5 (each 2.5e-8, together 0.25 %): a float32 Gumbel-max cannot
+    give a tail token more than ~16.6 of noise, so it hits the tail far too rarely (2 hits where 15 were
+    expected, in a 6000-draw trial); the float64 inverse-CDF draw hits it at the right rate (binomial test)."""
+    vocab, n = 100_000, 15_000
+    z = torch.full((vocab,), -17.5, dtype=torch.float64)
+    z[0] = 0.0
+    p_tail = float(1 - torch.softmax(z, 0)[0])
+    g = torch.Generator().manual_seed(1)
+    hits = sum(int(_draw_logits(z.clone(), g)[0]) != 0 for _ in range(n))
+    assert stats.binomtest(hits, n, p_tail).pvalue > ALPHA, (hits, n * p_tail)
 
 
 def test_generator_streams_are_distinct_and_seeded():
