@@ -17,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="smaller samples and runs (smoke test, under a minute)")
     p.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory to draw from")
     p.add_argument("--latency-json", default=None,
-                   help="verifier-stage latencies from `python -m exitlaw.engine.gpu_check --json FILE` "
-                        "(default: measure the tiny CPU pair)")
+                   help="verifier-stage latencies: the JSON of `exitlaw verifier-bench --json` or of "
+                        "`python -m exitlaw.engine.gpu_check --json FILE` (default: run verifier-bench on this CPU)")
     p.add_argument("--ledger", action="store_true",
                    help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures")
     p.add_argument("--list", action="store_true", help="list the figure names and exit")

@@ -5,7 +5,7 @@
 ``NAME.json`` next to the images (the claims ledger reads these files).
 ``inputs`` optional per figure: ``mini_dir`` (a ``exitlaw repro mini`` run
 directory) for ``tree_exit`` and ``exittrain_ablation``; ``latency_json``
-(a JSON written by ``python -m exitlaw.engine.gpu_check --json``) for
+(the JSON of ``exitlaw verifier-bench --json`` or ``python -m exitlaw.engine.gpu_check --json``) for
 ``verifier_latency``.
 """
 

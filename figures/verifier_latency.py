@@ -1,13 +1,18 @@
 """Figure: verifier-stage latency against the budget, predraw vs TEV (the paper's Table 3 analogue).
 
-The verifier stage is decision + bonus + KV commit, the target forward
-excluded, timed on the same realised trees for both verifiers. Data come from
-:func:`exitlaw.engine.gpu_check.run_check` (rows with ``budget``, ``shape``,
-``predraw_stage_ms``, ``tev_stage_ms``): by default its CPU smoke size (tiny
-random Qwen3-shaped pair, ``V = 320``), or any JSON it wrote with ``--json``
-(e.g. the Qwen3-4B-shaped run on a GPU) passed as ``source``.
-Paper (Table 3, Qwen3-4B, T = 0.6 / 1.0): TEV is 12.9/12.0 %, 15.2/14.0 % and
-24.3/17.1 % faster at B = 32, 64, 128.
+The verifier stage (decision + bonus + commit; the target forward excluded) is
+timed on the same realised trees for every verifier. Two sources, normalised to
+rows ``{source, budget, internal, ms: {verifier: median ms}, reduction_pct}``:
+
+* ``exitlaw verifier-bench`` (:func:`exitlaw.engine.verifier_bench.run_verifier_bench`,
+  the default: DDTree trees from draft rows that resemble the target, V = 151936,
+  with the floor = one pass over the K internal rows + one draw);
+* ``python -m exitlaw.engine.gpu_check --json`` (random Qwen3-4B-shaped pair,
+  stage includes the KV-cache commit; rows per tree shape).
+
+Either JSON can be passed as ``source``. ``reduction_pct = 100 (1 - TEV / predraw)``.
+Paper (Table 3, Qwen3-4B on a GPU): 12.9/15.2/24.3 % at T = 0.6 and
+12.0/14.0/17.1 % at T = 1 for B = 32/64/128.
 """
 
 from __future__ import annotations
@@ -20,58 +25,79 @@ from .style import COLORS, new_figure, read_data, require, save
 
 NAME = "verifier_latency"
 PAPER_REDUCTION = {"T=0.6": {32: 12.9, 64: 15.2, 128: 24.3}, "T=1.0": {32: 12.0, 64: 14.0, 128: 17.1}}
+ORDER = ("predraw", "residual", "tev", "floor")
+BAR_COLORS = {**{k: COLORS[k] for k in ("predraw", "residual", "tev")}, "floor": "#7f7f7f"}
+
+
+def _k_text(internal) -> str:
+    if isinstance(internal, (list, tuple)):
+        return f"{min(internal)}-{max(internal)}" if min(internal) != max(internal) else str(internal[0])
+    return "?" if internal is None else str(internal)
 
 
 def normalise(result: dict) -> dict:
-    """Rows ``{shape, budget, predraw_ms, tev_ms, reduction_pct}`` from a gpu_check-style result."""
+    """Rows from a verifier-bench (``median_ms``) or gpu_check (``predraw_stage_ms``) result."""
     require(result, ("rows",), NAME)
     rows = []
     for r in result["rows"]:
-        for key in ("budget", "predraw_stage_ms", "tev_stage_ms"):
-            if key not in r:
-                raise ValueError(f"figure {NAME!r}: a latency row lacks {key!r} (got keys {sorted(r)})")
-        p, t = float(r["predraw_stage_ms"]), float(r["tev_stage_ms"])
-        rows.append({"shape": r.get("shape", "trees"), "budget": int(r["budget"]), "nodes": r.get("nodes"),
-                     "internal": r.get("internal"), "predraw_ms": p, "tev_ms": t,
-                     "reduction_pct": 100.0 * (1.0 - t / p) if p > 0 else float("nan")})
+        if "budget" not in r:
+            raise ValueError(f"figure {NAME!r}: a latency row lacks 'budget' (got keys {sorted(r)})")
+        if "median_ms" in r:
+            ms, shape = {k: float(v) for k, v in r["median_ms"].items()}, "verifier-bench trees (stage excl. KV commit)"
+        elif "predraw_stage_ms" in r and "tev_stage_ms" in r:
+            ms = {"predraw": float(r["predraw_stage_ms"]), "tev": float(r["tev_stage_ms"])}
+            shape = f"gpu_check {r.get('shape', '')} trees (stage incl. KV commit)"
+        else:
+            raise ValueError(f"figure {NAME!r}: a latency row has neither 'median_ms' nor "
+                             f"'predraw_stage_ms'/'tev_stage_ms' (got keys {sorted(r)})")
+        if "predraw" not in ms or "tev" not in ms:
+            raise ValueError(f"figure {NAME!r}: a latency row lacks predraw or tev timings (got {sorted(ms)})")
+        rows.append({"shape": shape, "budget": int(r["budget"]), "internal": _k_text(r.get("internal")), "ms": ms,
+                     "reduction_pct": 100.0 * (1.0 - ms["tev"] / ms["predraw"]) if ms["predraw"] > 0 else float("nan")})
     return {"figure": NAME, "config": result.get("config", {}), "rows": rows}
 
 
-def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = None, reps: int | None = None) -> dict:
+def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = None, vocab: int | None = None,
+            repeats: int | None = None, trees: int | None = None) -> dict:
     if source is not None:
         return normalise(read_data(source)) | {"source": str(source)}
-    from exitlaw.engine.gpu_check import run_check
+    from exitlaw.engine.verifier_bench import run_verifier_bench
 
-    res = run_check(tiny=True, device="cpu", reps=reps or (5 if quick else 15), context=160, seed=seed)
-    return normalise(res) | {"source": "exitlaw.engine.gpu_check.run_check(tiny=True, device='cpu')"}
+    vocab = vocab or (32000 if quick else 151936)
+    res = run_verifier_bench((32, 64, 128), vocab, device="cpu", trees=trees or (1 if quick else 2),
+                             repeats=repeats or (3 if quick else 5), seed=seed)
+    res.pop("text", None)
+    return normalise(res) | {"source": f"exitlaw.engine.verifier_bench.run_verifier_bench(vocab={vocab}, device='cpu')"}
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
     require(data, ("rows",), NAME)
     shapes = sorted({r["shape"] for r in data["rows"]})
-    fig, axes = new_figure(len(shapes), width=4.2, height=3.5)
+    fig, axes = new_figure(len(shapes), width=5.0, height=3.7)
     cfg = data.get("config", {})
     for ax, shape in zip(axes, shapes):
         rows = sorted((r for r in data["rows"] if r["shape"] == shape), key=lambda r: r["budget"])
+        kinds = [k for k in ORDER if all(k in r["ms"] for r in rows)]
         idx = np.arange(len(rows))
-        p = np.array([r["predraw_ms"] for r in rows])
-        t = np.array([r["tev_ms"] for r in rows])
-        ax.bar(idx - 0.2, p, width=0.4, color=COLORS["predraw"], label="predraw (DDTree)")
-        ax.bar(idx + 0.2, t, width=0.4, color=COLORS["tev"], label="TEV")
-        for i, r in enumerate(rows):
-            ax.annotate(f"{-r['reduction_pct']:+.0f}% time", (i + 0.2, t[i]), xytext=(0, 2), textcoords="offset points",
-                        ha="center", fontsize=7)
-        ax.set_xticks(idx, [f"B = {r['budget']}" + (f"\n(K = {r['internal']})" if r.get("internal") is not None else "")
-                            for r in rows])
+        width = 0.8 / len(kinds)
+        for j, k in enumerate(kinds):
+            vals = np.array([r["ms"][k] for r in rows])
+            x = idx + (j - (len(kinds) - 1) / 2) * width
+            ax.bar(x, vals, width=width, color=BAR_COLORS[k], label={"tev": "TEV", "floor": "floor (K rows + 1 draw)"}.get(k, k))
+            if k == "tev":
+                for i, r in enumerate(rows):
+                    ax.annotate(f"{-r['reduction_pct']:+.0f}%", (x[i], vals[i]), xytext=(0, 2),
+                                textcoords="offset points", ha="center", fontsize=7)
+        ax.set_xticks(idx, [f"B = {r['budget']}\n(K = {r['internal']})" for r in rows])
         ax.set_yscale("log")
         ax.set_ylabel("verifier-stage latency (ms, median)")
         ax.set_xlabel("tree budget (K = internal nodes)")
-        ax.set_title(f"{shape} trees: decide + bonus + commit\n{cfg.get('device', '?')}, V = {cfg.get('vocab', '?')}, "
-                     f"T = {cfg.get('temperature', '?')}; label: TEV time change vs predraw", fontsize=8)
+        ax.set_title(f"{shape}\n{cfg.get('device', '?')}, V = {cfg.get('vocab', '?')}, T = {cfg.get('temperature', '?')}; "
+                     "label over TEV: time vs predraw", fontsize=8)
         lo, hi = ax.get_ylim()
-        ax.set_ylim(lo, hi * 3)
-        ax.legend(loc="upper left", frameon=False)
-    paper = ", ".join(f"B={b}: {v:.1f}%" for b, v in PAPER_REDUCTION["T=1.0"].items())
-    fig.suptitle(f"Verifier-stage latency (Table 3 analogue). Paper, Qwen3-4B on GPU, T = 1: TEV saves {paper}",
-                 fontsize=8.5)
+        ax.set_ylim(lo, hi * 4)
+        ax.legend(loc="upper left", frameon=False, ncol=2, fontsize=7)
+    paper = "/".join(f"-{v:.1f}" for v in PAPER_REDUCTION["T=1.0"].values())
+    fig.suptitle(f"Verifier stage, predraw vs TEV on the same trees (Table 3 analogue)\n"
+                 f"paper (Qwen3-4B, GPU, T = 1): TEV {paper}% at B = 32/64/128", fontsize=8.5)
     return save(fig, out_dir, NAME, overwrite=overwrite)

@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="ledger_out", help="directory for ledger.md and ledger.json")
     p.add_argument("--figures", default="figures_out", help="figure data directory (default: figures_out)")
     p.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory")
-    p.add_argument("--latency-json", default=None, help="gpu_check --json output for the latency claim")
+    p.add_argument("--latency-json", default=None, help="verifier-bench / gpu_check JSON for the latency claim")
     p.add_argument("--quick", action="store_true", help="quick sizes for figure data computed here")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overwrite", action="store_true", help="replace an existing ledger")

@@ -116,15 +116,30 @@ def test_exittrain_ablation_draws_simulation_and_mini_sources(tmp_path):
     _assert_images(exittrain_ablation.draw(data, tmp_path), "exittrain_ablation")
 
 
-def test_verifier_latency_normalises_gpu_check_rows_and_draws(tmp_path):
-    res = {"config": {"device": "cpu", "vocab": 320, "temperature": 1.0},
+def test_verifier_latency_normalises_both_bench_formats_and_draws(tmp_path):
+    gpu = {"config": {"device": "cpu", "vocab": 320, "temperature": 1.0},
            "rows": [{"shape": s, "budget": b, "internal": 3, "predraw_stage_ms": 2.0 * b, "tev_stage_ms": 1.5 * b}
                     for s in ("deep", "drafter") for b in (32, 64, 128)]}
-    data = verifier_latency.normalise(res)
+    data = verifier_latency.normalise(gpu)
     assert all(r["reduction_pct"] == pytest.approx(25.0) for r in data["rows"])
+    assert len({r["shape"] for r in data["rows"]}) == 2
     _assert_images(verifier_latency.draw(data, tmp_path), "verifier_latency")
-    with pytest.raises(ValueError, match="tev_stage_ms"):
+    bench = {"config": {"device": "cpu", "vocab": 1000, "temperature": 1.0},
+             "rows": [{"budget": b, "internal": [b // 2, b // 2 + 3], "median_ms":
+                       {"predraw": 4.0, "residual": 3.0, "tev": 1.0, "floor": 0.8}} for b in (32, 64)]}
+    data = verifier_latency.normalise(bench)
+    assert [r["internal"] for r in data["rows"]] == ["16-19", "32-35"]
+    assert all(r["reduction_pct"] == pytest.approx(75.0) for r in data["rows"])
+    _assert_images(verifier_latency.draw(data, tmp_path / "b"), "verifier_latency")
+    with pytest.raises(ValueError, match="neither"):
         verifier_latency.normalise({"rows": [{"budget": 32, "predraw_stage_ms": 1.0}]})
+
+
+def test_verifier_latency_computes_with_the_engine_bench(tmp_path):
+    data = verifier_latency.compute(seed=0, vocab=64, repeats=1, trees=1)
+    assert [r["budget"] for r in data["rows"]] == [32, 64, 128]
+    assert all(set(r["ms"]) >= {"predraw", "tev", "floor"} for r in data["rows"])
+    _assert_images(verifier_latency.draw(data, tmp_path), "verifier_latency")
 
 
 def test_registry_make_writes_images_and_data_and_refuses_to_overwrite(tmp_path):
