@@ -17,7 +17,7 @@ from hypothesis import assume, example, given, note, settings
 from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree, block_law, oracle_tree, reference_block_law, reference_law
-from exitlaw.simulate.fast_samplers import FAST_SAMPLERS
+from exitlaw.simulate.fast_samplers import FAST_SAMPLERS, chain_speculative_many
 from exitlaw.simulate.randomness import GeneratorRandomness, enumerate_law
 from exitlaw.simulate.stats import describe_seed, dkw_check, pooled_chisquare, seed_for
 from exitlaw.simulate.strategies import draft_trees, logits_rows, trees_with_rows
@@ -261,3 +261,27 @@ def test_fast_samplers_follow_the_exact_law_of_their_twin(case, name):
     depth_law = np.bincount(tree.depth, weights=exact.sum(1), minlength=tree.max_depth + 1)
     sup, eps = dkw_check(tree.depth[exits], np.cumsum(depth_law), alpha=1e-6)
     assert sup <= eps, (sup, eps, describe_seed(seq))
+
+
+@given(vocab=st.integers(2, 5), depth=st.integers(1, 4), data=st.data())
+def test_fast_chain_speculative_sampler_follows_its_exact_twin(vocab, depth, data):
+    tokens = data.draw(st.lists(st.integers(0, vocab - 1), min_size=depth, max_size=depth))
+    tree = DraftTree.chain(tokens)
+    p = np.array(data.draw(st.lists(st.lists(st.integers(0, 5), min_size=vocab, max_size=vocab),
+                                    min_size=depth + 1, max_size=depth + 1)), dtype=np.float64)
+    q = np.array(data.draw(st.lists(st.lists(st.integers(1, 5), min_size=vocab, max_size=vocab),
+                                    min_size=depth + 1, max_size=depth + 1)), dtype=np.float64)
+    assume(np.all(p.sum(1) > 0))
+    p, q = p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
+    law = enumerate_law(lambda r: verify_sampled(list(tree.parent), list(tree.token), p, q, r,
+                                                 without_replacement=False))
+    exact = np.zeros((tree.num_nodes, vocab))
+    for (v, y), pr in law.items():
+        exact[v, y] += pr
+    seq = seed_for(f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{p.tobytes().hex()}|{q.tobytes().hex()}")
+    note(describe_seed(seq))
+    exits, bonus = chain_speculative_many(tree, p, q, np.random.default_rng(seq), 20_000)
+    counts = np.zeros_like(exact)
+    np.add.at(counts, (exits, bonus), 1)
+    chi = pooled_chisquare(counts, exact / exact.sum())
+    assert not chi.zero_cell_hits and chi.pvalue >= 1e-6, (chi, describe_seed(seq))

@@ -9,7 +9,8 @@ Each has an exact twin in :mod:`exitlaw.simulate.verifiers` (same law, checked b
   w.p. ``a(u_j) / (rest mass before j)``, one uniform per (sample, depth, child);
 * :func:`tev_many` -- one categorical over nodes (``w``), one over the exit row with
   child tokens masked;
-* :func:`greedy_many` -- the deterministic argmax walk, repeated.
+* :func:`greedy_many` -- the deterministic argmax walk, repeated;
+* :func:`chain_speculative_many` -- chain speculative sampling on a realised chain.
 
 All return ``(exit [S], bonus [S])`` int64 arrays; streams for exit/acceptance and
 bonus draws are spawned separately from ``rng``.
@@ -134,6 +135,32 @@ def greedy_many(tree: DraftTree, probs, rng: np.random.Generator | None, num_sam
     return np.full(num_samples, v, dtype=np.int64), np.full(num_samples, y, dtype=np.int64)
 
 
+def chain_speculative_many(tree: DraftTree, probs, draft_probs, rng: np.random.Generator, num_samples: int):
+    """Chain speculative sampling on a realised chain, ``S`` rounds at once (twin: ``verify_sampled``).
+
+    Depth ``d`` is accepted w.p. ``min(1, p(x) / q(x))``; the first rejection at node ``v`` emits a
+    bonus from ``norm((p_v - q_v)+)``; a fully accepted chain emits a bonus from ``p`` at the leaf.
+    """
+    if tree.num_nodes > 1 and tree.max_depth != tree.budget:
+        raise ValueError("chain_speculative_many needs a chain (one child per node)")
+    p = check_tree_rows(tree, probs)
+    q = check_tree_rows(tree, draft_probs)
+    accept_rng, bonus_rng = rng.spawn(2)
+    n = tree.num_nodes
+    ratio = np.ones(max(n - 1, 1))
+    for u in range(1, n):
+        x, v = int(tree.token[u]), u - 1
+        ratio[u - 1] = 1.0 if q[v, x] <= 0 else min(1.0, p[v, x] / q[v, x])
+    accepted = accept_rng.random((num_samples, n - 1)) < ratio[: n - 1]
+    # exit node = number of leading acceptances
+    exits = np.where(accepted.all(axis=1), n - 1, np.argmin(accepted, axis=1)) if n > 1 else \
+        np.zeros(num_samples, dtype=np.int64)
+    bonus_rows = np.maximum(p / p.sum(1, keepdims=True) - q / q.sum(1, keepdims=True), 0.0)
+    bonus_rows[n - 1] = p[n - 1]  # the leaf: plain target sampling
+    cdf = np.cumsum(bonus_rows, axis=1)
+    return exits.astype(np.int64), _inverse_cdf(cdf, exits.astype(np.int64), bonus_rng.random(num_samples))
+
+
 FAST_SAMPLERS = {"predraw": predraw_many, "residual": residual_many, "tev": tev_many, "greedy": greedy_many}
 
-__all__ = ["predraw_many", "residual_many", "tev_many", "greedy_many", "FAST_SAMPLERS"]
+__all__ = ["predraw_many", "residual_many", "tev_many", "greedy_many", "chain_speculative_many", "FAST_SAMPLERS"]
