@@ -47,7 +47,8 @@ def mini_table(results: dict, verifier: str = "tev") -> dict:
             sr.setdefault(drafter, {})[col] = float(np.mean(srs))
     cfg = results.get("config", {})
     return {"table": table, "sr": sr, "se": se, "budgets": sorted({int(c.split(",")[0][2:]) for d in table.values() for c in d}),
-            "label": f"mini-scale engine run (preset {cfg.get('preset', '?')}, {verifier}, mean over domains)"}
+            "label": f"mini-scale engine run (preset {cfg.get('preset', '?')}, {verifier}, mean over domains)",
+            "train_budget": cfg.get("ft_budget")}
 
 
 def compute(*, seed: int = 0, quick: bool = False, regime: str = "lowrank", mini_results: str | Path | None = None,
@@ -63,7 +64,7 @@ def compute(*, seed: int = 0, quick: bool = False, regime: str = "lowrank", mini
     sources = {"simulation": {"table": {k: v for k, v in sim["table"].items() if k != "oracle"},
                               "oracle": sim["table"].get("oracle"), "budgets": list(sim["regime"]["eval_budgets"]),
                               "label": f"simulation (regime {reg.name}, V = {reg.vocab}, {reg.steps} steps, exact tau)",
-                              "regime": sim["regime"]}}
+                              "regime": sim["regime"], "train_budget": sim["regime"]["train_budget"]}}
     if mini_results is not None:
         sources["mini"] = mini_table(read_data(mini_results)) | {"path": str(mini_results)}
     return {"figure": NAME, "seed": seed, "sources": sources}
@@ -95,7 +96,8 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         pad = max(hi - lo, 0.05)
         ax.set_ylim(max(0.0, lo - 0.6 * pad), hi + 0.9 * pad)
         ax.set_xticks(idx, [f"B = {b}" for b in budgets])
-        ax.set_xlabel("inference tree budget (trained at one budget)")
+        tb = s.get("train_budget")
+        ax.set_xlabel("inference tree budget" + (f" (drafters trained at B = {tb})" if tb else ""))
         ax.set_ylabel("tau (tokens per round)")
         ax.set_title(f"{s['label']}\n{temp}", fontsize=8)
         ax.legend(loc="upper left", frameon=False, fontsize=7, ncol=2)
