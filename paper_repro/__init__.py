@@ -3,3 +3,7 @@
 # --- mini-scale reproduction on the stdlib corpus (issue 6); torch is imported only when run
 from .mini import PRESETS as MINI_PRESETS, MiniConfig, run_mini
 from .mini_corpus import CorpusSplit, load_tokenizer, make_split, train_tokenizer
+
+# --- claims ledger and full-scale commands (issue 7)
+from .full_scale import commands as full_scale_commands, load_config as load_full_scale_config
+from .ledger import CLAIMS, STATUSES, build_ledger, format_markdown as format_ledger, write_ledger
