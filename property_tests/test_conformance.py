@@ -117,3 +117,12 @@ def test_verifier_sim_bench_prints_rates(capsys):
                  "--calls", "5", "--no-kit"]) == 0
     out = capsys.readouterr().out
     assert "samples/s" in out and "tev_many" in out and "predraw" in out
+
+
+@pytest.mark.parametrize("spec,code,verdict", [
+    ("mutants:bonus_full_row_verifier", 1, "NOT EXACT"),
+    ("mutants:first_child_only_verifier", 3, "EXACT BUT NOT SATURATING"),
+])
+def test_check_command_exit_status_names_the_verdict(spec, code, verdict, capsys):
+    assert main(["check", spec, "--seed", "2"]) == code
+    assert f"verdict: {verdict}" in capsys.readouterr().out
