@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-NEEDED = ("verifier_equivalence", "budget_sweep", "verifier_latency", "exittrain_ablation")
+NEEDED = ("verifier_equivalence", "budget_sweep", "verifier_latency", "exittrain_ablation", "sampled_exactness")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -24,11 +24,17 @@ def _table(values: dict) -> dict:
     return {d: {k: v + int(k.split(",")[0][2:]) / 1000 for k in TABLE_KEYS} for d, v in values.items()}
 
 
-def _inputs(*, z=0.5, p=0.4, reductions=(10.0, 15.0, 20.0), exit_tau=2.4, mini=None) -> dict:
+def _inputs(*, z=0.5, p=0.4, reductions=(10.0, 15.0, 20.0), exit_tau=2.4, mini=None, gap=0.5,
+            marginal_tv=0.0) -> dict:
     return {
         "budget_sweep": {"rounds": 50, "rows": [
             {"builder": b, "budget": B, "tau": 3.0, "ceiling": 3.0 - 0.01 * z, "oracle_ceiling": 3.5,
-             "tau_minus_ceiling_z": z} for b in ("ddtree", "oracle") for B in (32, 64)]},
+             "allocation_gap": gap if b == "ddtree" else 0.0, "tau_minus_ceiling_z": z}
+            for b in ("ddtree", "oracle") for B in (32, 64)]},
+        "sampled_exactness": {"vocab": 3, "horizon": 2, "marginal_tv": {"speculative": marginal_tv, "tev": 0.0},
+                              "trees": [{"speculative_mean_length": 2.5, "ceiling": 2.0, "speculative_tv": 0.3,
+                                         "tev_tv": 0.0}, {"speculative_mean_length": 1.5, "ceiling": 1.5,
+                                                          "speculative_tv": 0.1, "tev_tv": 0.0}]},
         "verifier_equivalence": {"budget": 64, "vocab": 256, "samples": 1000, "expected_length": 2.5,
                                  "mean_length": {"predraw": 2.5, "residual": 2.51, "tev": 2.49},
                                  "chisquare": {k: {"pvalue": p} for k in ("predraw", "residual", "tev")}},
@@ -56,6 +62,10 @@ def test_ledger_has_one_row_per_claim_with_every_column():
 def test_status_follows_the_numbers_in_the_result_files():
     good = _rows(_inputs())
     assert good["fixed_tree_ceiling"]["status"] == REPRODUCED
+    assert good["allocation_gap"]["status"] == REPRODUCED
+    assert good["sampled_drafts_differ"]["status"] == REPRODUCED
+    assert _rows(_inputs(gap=0.0))["allocation_gap"]["status"] == NOT_REPRODUCED
+    assert _rows(_inputs(marginal_tv=0.2))["sampled_drafts_differ"]["status"] == NOT_REPRODUCED
     assert good["same_exit_law"]["status"] == REPRODUCED
     assert good["tev_stage_savings"]["status"] == REPRODUCED
     for key in ("exittrain_tau_gain", "exit_vs_token", "exit_vs_prefix", "budget_robustness"):
