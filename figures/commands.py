@@ -10,7 +10,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("figures", help="regenerate the figures (PNG + PDF + data JSON) on a CPU",
                        description="Each figure is computed from embedded defaults (simulation, the engine on tiny "
                                    "models, or a mini-scale run when --mini is given) and drawn with matplotlib.")
-    p.add_argument("--out", default="figures_out", help="output directory (default: figures_out)")
+    p.add_argument("--out", default="runs/figures", help="output directory (default: runs/figures)")
     p.add_argument("--only", default=None, help="comma-separated figure names (default: all)")
     p.add_argument("--overwrite", action="store_true", help="replace existing figure files")
     p.add_argument("--seed", type=int, default=0)

@@ -12,8 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ledger", help="claims ledger: paper's numbers vs exitlaw's, with a status per claim",
                        description="Reads FIGURES/NAME.json written by `exitlaw figures` (computing and drawing any "
                                    "missing one first) and, with --mini, the mini run's results.json.")
-    p.add_argument("--out", default="ledger_out", help="directory for ledger.md and ledger.json")
-    p.add_argument("--figures", default="figures_out", help="figure data directory (default: figures_out)")
+    p.add_argument("--out", default="runs/ledger", help="directory for ledger.md and ledger.json (default: runs/ledger)")
+    p.add_argument("--figures", default="runs/figures", help="figure data directory (default: runs/figures)")
     p.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory")
     p.add_argument("--latency-json", default=None, help="verifier-bench / gpu_check JSON for the latency claim")
     p.add_argument("--quick", action="store_true", help="quick sizes for figure data computed here")
