@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--budget", type=int, default=64)
     b.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
     b.add_argument("--rounds", type=int, default=30)
-    b.add_argument("--verifier", default="tev-fast", help="verifier to time (tev-fast, tev, predraw, residual)")
+    b.add_argument("--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_bench)
 
