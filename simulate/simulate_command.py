@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "exact conditionals; write JSON results and tree traces.")
     p.add_argument("config", nargs="?", help="JSON config file (keys of SimConfig; may name a base 'preset')")
     p.add_argument("--preset", help="named preset (small, medium, greedy, mismatch)")
-    p.add_argument("--out", help="output directory (default: simulate_runs/<config name>)")
+    p.add_argument("--out", help="output directory (default: runs/simulate/<config name>)")
     p.add_argument("--overwrite", action="store_true", help="replace existing results in the output directory")
     p.add_argument("--rounds", type=int, help="override the number of rounds")
     p.add_argument("--seed", type=int, help="override the decoding seed")
@@ -70,7 +70,7 @@ def _simulate(args: argparse.Namespace) -> int:
     cfg = SimConfig.from_file(args.config) if args.config else get_preset(args.preset)
     builders = tuple(b.strip() for b in args.builders.split(",")) if args.builders else None
     cfg = with_overrides(cfg, rounds=args.rounds, seed=args.seed, builders=builders, verifier=args.verifier)
-    out = Path(args.out) if args.out else Path("simulate_runs") / cfg.name
+    out = Path(args.out) if args.out else Path("runs") / "simulate" / cfg.name
     targets = [out / "results.json"] + [out / f"trace_{b}.jsonl" for b in cfg.builders]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not args.overwrite:
