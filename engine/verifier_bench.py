@@ -10,6 +10,13 @@ device copy are excluded) for predraw, residual and TEV, and the **floor**: one
 ``logsumexp`` over the rows of the tree's ``K`` internal nodes plus one float64
 categorical draw from a single row and one host transfer -- the least any exact
 sampling verifier has to touch. Medians over trees and repeats; nothing asserted.
+
+Reading the numbers: TEV and the floor read the ``K`` internal rows; sequential
+residual reads only the rows on the accepted path (``depth(exit) + 1`` of them)
+but syncs with the host once per level, and predraw draws from all ``N`` rows.
+On a CPU, where rows are read one core at a time, residual is therefore the
+cheapest; TEV's fixed shape pays off on a GPU (no data-dependent loop, no sync).
+On a shared CPU prefer ``--threads 1``: intra-op threads stall on busy cores.
 """
 
 from __future__ import annotations
