@@ -111,7 +111,8 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     fig, axes = new_figure(3, width=4.0, height=3.6)
     norm = mcolors.LogNorm(vmin=1e-4, vmax=1.0)
     size = 160 if tree.num_nodes <= 40 else 60
-    for ax, vals, name in ((axes[0], P, "prefix probability P(v)"), (axes[1], w, "exit law w(v) = P(v) rho(v)")):
+    panels = ((axes[0], P, "prefix probability P(v)", "P(v)"), (axes[1], w, "exit law w(v) = P(v) rho(v)", "w(v)"))
+    for ax, vals, name, short in panels:
         for u in range(1, tree.num_nodes):
             ax.plot([x[tree.parent[u]], x[u]], [-depth[tree.parent[u]], -depth[u]], color="0.7", lw=0.8, zorder=1)
         sc = ax.scatter(x, -depth, c=np.clip(vals, 1e-4, 1.0), cmap="viridis", norm=norm, s=size,
@@ -121,7 +122,7 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
             ax.scatter([x[e]], [-depth[e]], s=size * 2.2, facecolors="none", edgecolors="#d62728", linewidths=1.5,
                        zorder=3, label="TEV's sampled exit")
             ax.legend(loc="upper right", frameon=False, fontsize=7)
-        fig.colorbar(sc, ax=ax, shrink=0.8, label=f"{name.split(' ')[-1] if '=' not in name else 'w(v)'} (log scale)")
+        fig.colorbar(sc, ax=ax, shrink=0.8, label=f"{short} (probability, log scale)")
         ax.set_ylim(-tree.max_depth - 0.4, 0.6)
         ax.set_yticks(-np.arange(tree.max_depth + 1), [str(d) for d in range(tree.max_depth + 1)])
         ax.set_ylabel("depth (tokens after the root)")
