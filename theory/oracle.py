@@ -42,9 +42,17 @@ def oracle_tree(target: PrefixTarget, budget: int, *, root_token: int = ROOT_TOK
     order: dict[tuple[int, ...], np.ndarray] = {}
 
     def ranked(prefix: tuple[int, ...]) -> np.ndarray:
+        # a node has at most `budget` children in the tree: rank only the top `budget`
+        # tokens (plus every token tied with the last), by probability then token id
         if prefix not in order:
-            rows[prefix] = _row(target, prefix, atol)
-            order[prefix] = np.lexsort((np.arange(rows[prefix].size), -rows[prefix]))
+            row = rows[prefix] = _row(target, prefix, atol)
+            k = min(budget, row.size)
+            if k < row.size:
+                cut = np.partition(row, row.size - k)[row.size - k]
+                ids = np.flatnonzero(row >= cut)
+            else:
+                ids = np.arange(row.size)
+            order[prefix] = ids[np.lexsort((ids, -row[ids]))][: max(k, 1)]
         return order[prefix]
 
     prefix_prob = {(): 1.0}
