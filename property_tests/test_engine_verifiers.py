@@ -99,6 +99,54 @@ def test_device_verifier_matches_exact_block_law(kind, seed, temperature):
     assert p > ALPHA / 2, f"{kind}: chi-square p = {p:.3g} <= {ALPHA} on {tree}, counts {dict(counts)}"
 
 
+@pytest.fixture(scope="module")
+def tiny_target(tmp_path_factory):
+    from exitlaw.engine.checkpoint import load_target
+    from exitlaw.engine.tiny import write_tiny_models
+
+    target_dir, _ = write_tiny_models(tmp_path_factory.mktemp("tiny_verifiers"), seed=2)
+    return load_target(target_dir)
+
+
+def _tiny_model_case(target, temperature: float, budget: int = 10, depth: int = 4):
+    """A DDTree tree drafted from the tiny target's own rows along its greedy continuation, and the
+    target's tree-attention logits for it (the real engine path: prefill, then verify_tree)."""
+    prompt = torch.tensor([5, 17, 42, 9])
+    cache = target.new_cache()
+    last = target.prefill(cache, prompt).logits[-1]
+    rows = []
+    for _ in range(depth):
+        rows.append(last)
+        last = target.decode(cache, int(last.argmax()))
+    draft = torch.log_softmax(torch.stack(rows) / temperature, dim=-1)
+    tree, logq = build_ddtree(draft, budget, root_token=int(prompt[-1]))
+    dt = to_device_tree(tree, draft_logprob=logq)
+    cache = target.new_cache()
+    target.prefill(cache, prompt[:-1])
+    logits = target.verify_tree(cache, dt.token, dt.depth, dt.ancestor).logits
+    return dt, logits
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", SAMPLERS)
+def test_device_verifier_matches_exact_block_law_on_tiny_model_rows(kind, tiny_target):
+    temperature = 0.3  # random-init rows are flat at T = 1; T = 0.3 gives top-1 mass ~0.6
+    dt, logits = _tiny_model_case(tiny_target, temperature)
+    assert dt.tree.max_depth >= 2 and dt.internal.numel() >= 2
+    law = reference_block_law(dt.tree, to_fractions(_probs64(logits, temperature)))
+    gens = VerifierGenerators(77)
+    n = 10000
+    counts = Counter()
+    for _ in range(n):
+        res = verify(kind, dt, logits, temperature, gens)
+        counts[(res.exit_node, res.bonus)] += 1
+    exits = Counter()
+    for (v, _), c in counts.items():
+        exits[(v, 0)] += c
+    assert _chi_square_p(exits, [[sum(row)] for row in law], n) > ALPHA / 2
+    assert _chi_square_p(counts, law, n) > ALPHA / 2
+
+
 @given(tree=draft_trees(max_nodes=10, vocab_size=4), seed=st.integers(0, 2**32 - 1),
        kind=st.sampled_from(KINDS), temperature=st.sampled_from([0.0, 1.0]))
 def test_greedy_limit_follows_the_argmax(tree, seed, kind, temperature):
