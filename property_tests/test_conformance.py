@@ -10,13 +10,14 @@ import pytest
 from exitlaw.cli import main
 from exitlaw.simulate.conformance import (
     EXACT_AND_SATURATING,
+    MARGINALLY_EXACT,
     NOT_EXACT,
     VerifierCallError,
     load_verifier,
     run_kit,
 )
 from exitlaw.simulate.stats import seed_for
-from exitlaw.simulate.verifiers import predraw, residual, specinfer_without_replacement, tev
+from exitlaw.simulate.verifiers import predraw, residual, specinfer, specinfer_without_replacement, tev
 
 
 def _seed(request) -> int:
@@ -76,11 +77,14 @@ def _bonus_from_p_not_residual(tree, probs, draft_probs, rng):
         v = nxt
 
 
-def test_marginal_mode_accepts_without_replacement_rejection_and_rejects_a_wrong_bonus():
+def test_marginal_mode_accepts_without_replacement_rejection_and_rejects_wrong_rules():
     good = run_kit(specinfer_without_replacement, mode="marginal", seed=1)
-    assert good.verdict == EXACT_AND_SATURATING, good.failure
+    assert good.verdict == MARGINALLY_EXACT and good.exit_code == 0, good.failure
     bad = run_kit(_bonus_from_p_not_residual, mode="marginal", seed=1)
     assert bad.verdict == NOT_EXACT and bad.exit_code == 1
+    # the i.i.d. (SpecInfer) rule applied to siblings drawn without replacement is not exact
+    mismatch = run_kit(specinfer, mode="marginal", seed=1)
+    assert mismatch.verdict == NOT_EXACT, mismatch.failure
 
 
 @pytest.mark.parametrize("spec,message", [

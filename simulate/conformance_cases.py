@@ -146,15 +146,19 @@ class MarginalCase:
 
 
 def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4) -> list[MarginalCase]:
-    """Sampled-draft cases: a chain, a binary tree, and a wide root."""
+    """Sampled-draft cases: a chain, a binary tree, a wide root, and small-vocabulary sibling sets
+    with a peaked drafter (where using the i.i.d. rule on without-replacement drafts shows)."""
     s = seed * 1000 + 500
     chain = list(range(-1, min(budget, 4)))
     binary = [-1, 0, 0, 1, 1, 2][: max(3, min(budget + 1, 6))]
     star = [-1] + [0] * (vocab - 1)
+    specs = [("chain", chain, vocab, 0.8), ("binary", binary, vocab, 0.8), ("wide_root", star, vocab, 0.8),
+             ("siblings_v3", [-1, 0, 0], 3, 0.3), ("siblings_v5", [-1, 0, 0, 0], 5, 0.3),
+             ("siblings_v6", [-1, 0, 0], 6, 0.2)]
     return [
-        MarginalCase(name, topo, HashedTarget(vocab, s + i, concentration=0.8),
-                     HashedTarget(vocab, s + 50 + i, concentration=0.8, zero_prob=0.0))
-        for i, (name, topo) in enumerate([("chain", chain), ("binary", binary), ("wide_root", star)])
+        MarginalCase(name, topo, HashedTarget(v, s + i, concentration=0.8),
+                     HashedTarget(v, s + 50 + i, concentration=conc, zero_prob=0.0))
+        for i, (name, topo, v, conc) in enumerate(specs)
     ]
 
 
