@@ -146,7 +146,7 @@ def latency(inputs: dict) -> Result:
     main = [s for s in shapes if "deep" in s or "verifier-bench" in s] or shapes  # trees like real drafters'
     primary = [r for r in rows if r["shape"] in main]
     ok = all(r["reduction_pct"] > 0 for r in primary)
-    scale = f"{cfg.get('device', '?')}, V={cfg.get('vocab', '?')}, T={cfg.get('temperature', '?')}, reps={cfg.get('reps', '?')}"
+    scale = f"{cfg.get('device', '?')}, V={cfg.get('vocab', '?')}, T={cfg.get('temperature', '?')}, repeats={cfg.get('reps', cfg.get('repeats', '?'))}"
     return Result("TEV saving vs predraw: " + "; ".join(parts), scale, REPRODUCED if ok else NOT_REPRODUCED)
 
 

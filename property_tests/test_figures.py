@@ -53,7 +53,7 @@ def test_verifier_equivalence_samples_match_the_exact_law():
 
 
 def test_sampled_exactness_shows_marginal_but_not_conditional_exactness():
-    data = figure_module("sampled_exactness").compute(seed=3, vocab=3, horizon=2)
+    data = figure_module("sampled_exactness").compute(seed=0, vocab=3, horizon=2)  # the default of `exitlaw figures`
     assert data["marginal_tv"]["speculative"] < 1e-9 and data["marginal_tv"]["tev"] < 1e-9
     assert max(t["speculative_tv"] for t in data["trees"]) > 0.05
     assert max(t["tev_tv"] for t in data["trees"]) < 1e-9
