@@ -141,7 +141,7 @@ def latency(inputs: dict) -> Result:
     parts = []
     for s in shapes:
         rs = sorted((r for r in rows if r["shape"] == s), key=lambda r: r["budget"])
-        parts.append(f"{s} trees: " + ", ".join(f"B={r['budget']} {r['reduction_pct']:+.1f}%" for r in rs))
+        parts.append(f"{s}: " + ", ".join(f"B={r['budget']} {r['reduction_pct']:+.1f}%" for r in rs))
     cfg = lat.get("config", {})
     main = [s for s in shapes if "deep" in s or "verifier-bench" in s] or shapes  # trees like real drafters'
     primary = [r for r in rows if r["shape"] in main]
