@@ -114,9 +114,10 @@ def _internal_logsumexp(logits: torch.Tensor, internal: torch.Tensor, inv_t: flo
 
 def _mask_children_(z: torch.Tensor, dt: DeviceTree, node: torch.Tensor) -> torch.Tensor:
     """Set ``z[y] = -inf`` for every child token ``y`` of ``node`` (a 0-d device tensor), in place."""
-    idx = dt.child_tokens[node]  # [M]; padding repeats a child token, or is 0 at a leaf
+    at = node.reshape(1)  # index_select, not dt.child_tokens[node]: a 0-d index would sync with the host
+    idx = dt.child_tokens.index_select(0, at).reshape(-1)  # [M]; padding repeats a child token, or 0 at a leaf
     keep = z.gather(0, idx)
-    z.scatter_(0, idx, torch.where(dt.has_child[node], torch.full_like(keep, float("-inf")), keep))
+    z.scatter_(0, idx, torch.where(dt.has_child.index_select(0, at), float("-inf"), keep))
     return z
 
 

@@ -248,6 +248,38 @@ def test_bonus_draw_has_no_float32_tail_bias_on_a_large_vocabulary():
     assert stats.binomtest(hits, n, p_tail).pvalue > ALPHA, (hits, n * p_tail)
 
 
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_tev_has_fixed_shapes_and_one_host_transfer(temperature):
+    """Every aten op of a TEV round, logged by a dispatch mode: no data-dependent shape (nonzero, masked
+    select, boolean indexing), no per-node sampling (multinomial), no implicit host read (a 0-d tensor used
+    as an index or in ``if``); the one transfer is the final ``tolist``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            if name == "index":
+                assert all(i is None or i.dtype != torch.bool for i in args[1]), "boolean-mask indexing"
+            self.ops.append(name)
+            return func(*args, **(kwargs or {}))
+
+    rows = torch.log_softmax(torch.randn(6, 64, generator=torch.Generator().manual_seed(0)) * 3, -1)
+    tree, logq = build_ddtree(rows, 24, root_token=1)
+    dt, logits = to_device_tree(tree, draft_logprob=logq), torch.randn(tree.num_nodes, 64)
+    transfers = []
+    tolist = torch.Tensor.tolist
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torch.Tensor, "tolist", lambda self: transfers.append(self.shape) or tolist(self))
+        with Log() as log:
+            verify("tev", dt, logits, temperature, VerifierGenerators(0))
+    assert not {"nonzero", "masked_select", "unique", "multinomial", "_local_scalar_dense"} & set(log.ops)
+    assert len(transfers) == 1
+
+
 def test_generator_streams_are_distinct_and_seeded():
     a, b = VerifierGenerators(0), VerifierGenerators(0)
     assert a.acceptance.initial_seed() == b.acceptance.initial_seed()
