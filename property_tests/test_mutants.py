@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exitlaw.simulate.conformance import MIN_EXPECTED, NOT_EXACT, _big_sequences, _law, auto_samples, run_kit
+from exitlaw.simulate.conformance import NOT_EXACT, run_kit
+from exitlaw.simulate.conformance_checks import MIN_EXPECTED, auto_samples, big_sequences, case_block_law
 from exitlaw.simulate.conformance_cases import conditional_cases
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.stats import cell_power, power_against, seed_for
@@ -31,7 +32,7 @@ def kit_power(mutant, case, n: int, alpha: float) -> dict:
     block = np.zeros_like(case.probs)
     for (v, y), p in law.items():
         block[v, y] += p
-    canonical = _law(case)[0]
+    canonical = case_block_law(case)[0]
     completed = enumerate_law(lambda r: complete_block(
         block_tokens(case.tree, *mutant.procedure(case.tree, rows, r)), case.target, r, case.horizon), one=1.0)
     level = alpha / 2 / case.horizon  # the kit tests every prefix length k at alpha / horizon, half each
@@ -40,7 +41,7 @@ def kit_power(mutant, case, n: int, alpha: float) -> dict:
         truncated: dict = {}
         for s, p in completed.items():
             truncated[s[:k]] = truncated.get(s[:k], 0.0) + p
-        big = _big_sequences(case.target, k, MIN_EXPECTED / n)
+        big = big_sequences(case.target, k, MIN_EXPECTED / n)
         seqs = sorted(big)
         p_cells = np.array([big[s] for s in seqs] + [max(1.0 - sum(big.values()), 0.0)])
         forbidden = sum(p for s, p in truncated.items() if _prob(case.target, s) == 0.0)
