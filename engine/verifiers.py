@@ -160,7 +160,7 @@ def verify_greedy(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
     """Follow the argmax (first maximum on ties); bonus = argmax of the exit row."""
     am = logits.argmax(dim=-1)  # [N]
     v = _follow(dt, am)
-    return _finish(dt, v, am[v])
+    return _finish(dt, v, am.index_select(0, v.reshape(1)))
 
 
 def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
@@ -168,7 +168,7 @@ def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gen
     probs = torch.softmax(logits.float() * (1.0 / temperature), dim=-1)  # [N, V] float32, as DDTree
     draw = torch.multinomial(probs, 1, generator=gens.acceptance).squeeze(1)  # [N]
     v = _follow(dt, draw)
-    return _finish(dt, v, draw[v])
+    return _finish(dt, v, draw.index_select(0, v.reshape(1)))
 
 
 def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
