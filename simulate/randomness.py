@@ -24,7 +24,7 @@ clipped to ``[0, 1]`` (documented here, the only clipping done).
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Callable, Hashable, Protocol, Sequence
+from typing import Callable, Hashable, Protocol
 
 import numpy as np
 
@@ -144,10 +144,9 @@ def enumerate_law(procedure: Callable[[Randomness], Hashable], *, one=1.0,
 
 def as_number_rows(probs, one) -> list[list]:
     """Rows as nested lists of ``type(one)`` (``Fraction`` rows are exact images of the floats)."""
-    arr = np.asarray(probs, dtype=np.float64) if not isinstance(one, Fraction) else probs
     if isinstance(one, Fraction):
         return [[x if isinstance(x, Fraction) else Fraction(float(x)) for x in row] for row in probs]
-    return [[float(x) for x in row] for row in arr]
+    return [[float(x) for x in row] for row in np.asarray(probs, dtype=np.float64)]
 
 
 __all__ = ["Randomness", "GeneratorRandomness", "enumerate_law", "as_number_rows", "STREAMS"]

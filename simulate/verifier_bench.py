@@ -13,7 +13,6 @@ import numpy as np
 
 from exitlaw.theory import oracle_tree
 
-from .conformance_cases import HashedTarget
 from .fast_samplers import FAST_SAMPLERS
 
 
