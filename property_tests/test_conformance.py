@@ -77,6 +77,12 @@ def _bonus_from_p_not_residual(tree, probs, draft_probs, rng):
         v = nxt
 
 
+def test_marginal_mode_on_chains_accepts_chain_speculative_sampling(capsys):
+    assert main(["check", "exitlaw.simulate.verifiers:chain_speculative", "--mode", "marginal",
+                 "--chains-only", "--seed", "4"]) == 0
+    assert "verdict: exact averaged over the drafts" in capsys.readouterr().out
+
+
 def test_marginal_mode_accepts_without_replacement_rejection_and_rejects_wrong_rules():
     good = run_kit(specinfer_without_replacement, mode="marginal", seed=1)
     assert good.verdict == MARGINALLY_EXACT and good.exit_code == 0, good.failure

@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=1e-6, help="false-failure rate of the whole run (default 1e-6)")
     p.add_argument("--delta", type=float, default=0.1, help="total-variation distance for the power claim")
     p.add_argument("--power", type=float, default=0.999, help="power per distribution check at --delta")
+    p.add_argument("--chains-only", action="store_true",
+                   help="marginal mode: draft chains only (for chain speculative sampling)")
     p.add_argument("--keep-going", action="store_true", help="run every case even after a 'not exact' case")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.set_defaults(func=_check)
@@ -43,11 +45,13 @@ def _check(args: argparse.Namespace) -> int:
     from .conformance import load_verifier, run_kit
 
     fn = load_verifier(args.verifier)
+    if args.chains_only and args.mode != "marginal":
+        raise ValueError("--chains-only applies to --mode marginal")
     if args.samples is not None and args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
     report = run_kit(fn, name=args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
                      vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
-                     power=args.power, keep_going=args.keep_going)
+                     power=args.power, keep_going=args.keep_going, chains_only=args.chains_only)
     print(json.dumps(report.to_json(), indent=1, default=float) if args.json else format_report(report))
     return report.exit_code
 

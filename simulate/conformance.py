@@ -156,18 +156,20 @@ def _tree_json(tree: DraftTree) -> dict:
 
 def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", seed: int = 0,
             budget: int = 8, vocab: int = 4, samples: int | None = None, family_alpha: float = 1e-6,
-            delta: float = 0.1, power: float = 0.999, keep_going: bool = False) -> KitReport:
+            delta: float = 0.1, power: float = 0.999, keep_going: bool = False,
+            chains_only: bool = False) -> KitReport:
     """Run the kit on ``fn`` and return the report (see the module docstring).
 
     Unless ``keep_going``, the remaining cases are skipped once a case shows the
-    verifier is not exact (the verdict cannot change).
+    verifier is not exact (the verdict cannot change). ``chains_only`` (marginal mode)
+    drafts chains only, for chain speculative sampling.
     """
     if mode not in ("conditional", "marginal"):
         raise ValueError(f"mode must be 'conditional' or 'marginal', got {mode!r}")
     check_signature(fn, mode)
     root = np.random.SeedSequence(seed)
     cases = conditional_cases(seed, budget=budget, vocab=vocab) if mode == "conditional" else \
-        marginal_cases(seed, budget=budget, vocab=vocab)
+        marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only)
     checks_per_case = len(CHECKS) if mode == "conditional" else 1
     alpha = family_alpha / (checks_per_case * len(cases))
     report_cases, powers, sizes = [], [], []
@@ -192,6 +194,8 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
             break
     verdict, failure = _verdict(report_cases) if mode == "conditional" else _marginal_verdict(report_cases)
     reproduce = f"exitlaw check {name} --mode {mode} --seed {seed} --budget {budget} --vocab {vocab}"
+    if chains_only:
+        reproduce += " --chains-only"
     if samples is not None:
         reproduce += f" --samples {samples}"
     return KitReport(name, mode, verdict, EXIT_CODES[verdict], seed, family_alpha, alpha, delta, power,

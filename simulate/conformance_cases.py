@@ -145,9 +145,10 @@ class MarginalCase:
         return max(depth) + 1
 
 
-def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4) -> list[MarginalCase]:
+def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4, chains_only: bool = False) -> list[MarginalCase]:
     """Sampled-draft cases: a chain, a binary tree, a wide root, and small-vocabulary sibling sets
-    with a peaked drafter (where using the i.i.d. rule on without-replacement drafts shows)."""
+    with a peaked drafter (where using the i.i.d. rule on without-replacement drafts shows).
+    ``chains_only``: two chains (for chain speculative sampling), the second with a peaked drafter."""
     s = seed * 1000 + 500
     chain = list(range(-1, min(budget, 4)))
     binary = [-1, 0, 0, 1, 1, 2][: max(3, min(budget + 1, 6))]
@@ -155,6 +156,8 @@ def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4) -> list[Margin
     specs = [("chain", chain, vocab, 0.8), ("binary", binary, vocab, 0.8), ("wide_root", star, vocab, 0.8),
              ("siblings_v3", [-1, 0, 0], 3, 0.3), ("siblings_v5", [-1, 0, 0, 0], 5, 0.3),
              ("siblings_v6", [-1, 0, 0], 6, 0.2)]
+    if chains_only:
+        specs = [("chain", chain, vocab, 0.8), ("chain_peaked_v3", [-1, 0, 1, 2], 3, 0.3)]
     return [
         MarginalCase(name, topo, HashedTarget(v, s + i, concentration=0.8),
                      HashedTarget(v, s + 50 + i, concentration=conc, zero_prob=0.0))
