@@ -51,16 +51,19 @@ def _pct(new: float, old: float) -> float:
     return 100.0 * (new / old - 1.0)
 
 
-def _need(inputs: dict, name: str) -> dict | None:
-    return inputs.get(name)
+def _need(inputs: dict, name: str) -> dict:
+    """A figure's data; every one of these is computable on a CPU, so a missing one is an error."""
+    data = inputs.get(name)
+    if data is None:
+        raise ValueError(f"ledger input {name!r} is missing: run `exitlaw figures --only {name}` "
+                         "(or `exitlaw ledger`, which computes missing figure data)")
+    return data
 
 
 # ----- evaluators: inputs = {"verifier_equivalence": {...}, "budget_sweep": {...}, "verifier_latency": {...},
 #                             "exittrain_ablation": {...}, "mini": results.json or None}
 def ceiling(inputs: dict) -> Result:
     bs = _need(inputs, "budget_sweep")
-    if bs is None:
-        return Result("-", "-", NEEDS_GPU)
     zs = [abs(r["tau_minus_ceiling_z"]) for r in bs["rows"]]
     over = [r for r in bs["rows"] if r["ceiling"] > r["oracle_ceiling"] + 1e-6 and r["builder"] != "chain"]
     worst = max(bs["rows"], key=lambda r: abs(r["tau_minus_ceiling_z"]))
@@ -74,11 +77,9 @@ def ceiling(inputs: dict) -> Result:
 
 def allocation_gap(inputs: dict) -> Result:
     bs = _need(inputs, "budget_sweep")
-    if bs is None:
-        return Result("-", "-", NEEDS_GPU)
     rows = sorted((r for r in bs["rows"] if r["builder"] == "ddtree"), key=lambda r: r["budget"])
     if not rows:
-        return Result("no DDTree rows", "-", NEEDS_GPU)
+        raise ValueError("budget_sweep data has no DDTree rows")
     value = "DDTree C*_p(B) - C_p(T): " + ", ".join(f"B={r['budget']} {r['allocation_gap']:.2f}" for r in rows)
     value += " tokens/round; oracle 1 + C*_p: " + ", ".join(f"{r['oracle_ceiling']:.2f}" for r in rows)
     return Result(value, f"simulation, {bs['rounds']} rounds per B, position-wise drafter",
@@ -87,8 +88,6 @@ def allocation_gap(inputs: dict) -> Result:
 
 def sampled_draft(inputs: dict) -> Result:
     se = _need(inputs, "sampled_exactness")
-    if se is None:
-        return Result("-", "-", NEEDS_GPU)
     trees = se["trees"]
     above = sum(t["speculative_mean_length"] > t["ceiling"] + 1e-9 for t in trees)
     worst = max(t["speculative_tv"] for t in trees)
@@ -102,8 +101,6 @@ def sampled_draft(inputs: dict) -> Result:
 
 def same_law(inputs: dict) -> Result:
     ve = _need(inputs, "verifier_equivalence")
-    if ve is None:
-        return Result("-", "-", NEEDS_GPU)
     ps = {k: v["pvalue"] for k, v in ve["chisquare"].items()}
     diffs = {k: ve["mean_length"][k] - ve["expected_length"] for k in ve["mean_length"]}
     value = ("chi-square p vs exact exit-depth law: " + ", ".join(f"{k} {p:.2f}" for k, p in ps.items())
@@ -114,7 +111,7 @@ def same_law(inputs: dict) -> Result:
 
 
 def engine_tau_equal(inputs: dict) -> Result:
-    mini = _need(inputs, "mini")
+    mini = inputs.get("mini")
     if mini is None:
         return Result("no mini-scale run found", "-", NEEDS_GPU)
     cells = {(c["drafter"], c["domain"], c["budget"], float(c["temperature"]), c["verifier"]): c for c in mini["cells"]}
@@ -134,8 +131,6 @@ def engine_tau_equal(inputs: dict) -> Result:
 
 def latency(inputs: dict) -> Result:
     lat = _need(inputs, "verifier_latency")
-    if lat is None:
-        return Result("-", "-", NEEDS_GPU)
     rows = lat["rows"]
     shapes = sorted({r["shape"] for r in rows})
     parts = []
@@ -157,10 +152,8 @@ def _sources(inputs: dict) -> list[tuple[str, dict]]:
         from exitlaw.figures.exittrain_ablation import mini_table
 
         out.append(("mini-scale engine run (CPU)", mini_table(inputs["mini"])))
-    ea = _need(inputs, "exittrain_ablation")
-    if ea is not None:
-        sim = ea["sources"]["simulation"]
-        out.append((f"simulation ({sim['label']})", sim))
+    sim = _need(inputs, "exittrain_ablation")["sources"]["simulation"]
+    out.append((f"simulation ({sim['label']})", sim))
     return out
 
 
@@ -197,7 +190,10 @@ def _gain_rows(inputs: dict, new: str, old: str, budgets=(64,), metric: str = "t
         texts.append(f"{label.split(' (')[0]}: " + ", ".join(parts))
         if primary_ok is None:
             primary_ok, scale = all(oks), label
-    return "; ".join(texts) or "-", scale, primary_ok
+    if not texts:
+        return (f"no {'SR' if metric == 'sr' else 'tau'} measured: the simulation has none; run `exitlaw repro mini` "
+                "or `exitlaw bench`"), scale, primary_ok
+    return "; ".join(texts), scale, primary_ok
 
 
 def _gain_claim(new: str, old: str, budgets=(64,), metric: str = "table") -> Callable[[dict], Result]:
