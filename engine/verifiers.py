@@ -202,35 +202,37 @@ def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, ge
     return VerifyResult(v, int(bonus), list(tree.path_nodes(v)))
 
 
-def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(w, ok)``: the exit law ``w = P (1 - m)`` (float64 ``[N]``) from the ``K`` internal rows only.
+def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The exit law ``w = P (1 - m)`` (float64 ``[N]``) from the ``K`` internal rows only.
 
     ``log a(u) = logits[par u, x_u] / T - lse[par u]``; ``log P = A @ log a`` with a
     zero edge's ``-inf`` replaced by :data:`LOG_ZERO` (``0 * -inf`` would be NaN and
     poison every row of ``A``); ``m = C @ a``; ``rho = 1 - m`` clamped at 0 (rounding).
-    ``ok`` is False when the rows held NaN/+inf or an all ``-inf`` internal row (then
-    ``sum w`` is not 1).
+    NaN/+inf logits or an all ``-inf`` internal row make ``sum w`` differ from 1
+    (:func:`verify_tev` checks it on the device).
     """
     inv_t = 1.0 / temperature
     lse = _internal_logsumexp(logits, dt.internal, inv_t).to(torch.float64)  # [K]
-    edge_logit = logits[dt.parent[1:], dt.token[1:]].to(torch.float64)      # [N-1]
-    log_a = torch.sub(edge_logit.mul_(inv_t), lse[dt.parent_slot])           # [N-1], u = 1..N-1
+    log_a = logits[dt.parent[1:], dt.token[1:]].to(torch.float64)           # [N-1] edge logits, u = 1..N-1
+    if inv_t != 1.0:
+        log_a.mul_(inv_t)
+    log_a.sub_(lse.index_select(0, dt.parent_slot))
     prefix = (dt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)).exp_()           # P [N]
-    rho = (1.0 - dt.edge_child @ log_a.exp()).clamp_(min=0.0)               # [N]
-    w = prefix.mul_(rho)
-    ok = (w.sum() - 1.0).abs() < 1e-3
-    return w, ok
+    rho = (1.0 - dt.edge_child @ log_a.exp_()).clamp_(min=0.0)              # [N]
+    return prefix.mul_(rho)
 
 
 def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
     """TEV: exit ``V ~ w``, bonus ``~ p_V^res`` (float64 exit row, child tokens masked); one transfer."""
-    w, ok = _tev_exit_law(dt, logits, temperature)
-    v = _draw(w, gens.acceptance)
+    w = _tev_exit_law(dt, logits, temperature)
+    v, w_total = _draw_with_total(w, gens.acceptance)
     z = logits.index_select(0, v.reshape(1)).reshape(-1).to(torch.float64)  # [V]: the exit row only
     if temperature != 1.0:
         z.mul_(1.0 / temperature)
-    y, total = _draw_logits(_mask_children_(z, dt, v), gens.bonus)
-    return _finish(dt, v, y, ok & torch.isfinite(total).all() & (total > 0).all())
+    y, z_total = _draw_logits(_mask_children_(z, dt, v), gens.bonus)
+    # sum w = 1, and the shifted residual row holds its max exp(0) = 1; NaN fails both comparisons
+    ok = ((w_total - 1.0).abs() < 1e-3) & (z_total >= 1.0)
+    return _finish(dt, v, y, ok)
 
 
 def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature: float,
