@@ -38,8 +38,11 @@ def _as_rows(draft_logprobs) -> torch.Tensor:
         raise DistributionError(f"draft_logprobs must have shape [D, V] with D, V >= 1, got {tuple(rows.shape)}")
     if not torch.is_floating_point(rows):
         raise DistributionError(f"draft_logprobs must be floating point, got {rows.dtype}")
-    if torch.isnan(rows).any() or torch.isposinf(rows).any():
-        raise DistributionError("draft_logprobs contain NaN or +inf")
+    top = float(rows.amax())  # one pass: amax propagates NaN
+    if top != top:
+        raise DistributionError("draft_logprobs contain NaN")
+    if top > LOGPROB_ATOL:
+        raise DistributionError(f"draft_logprobs must be log-probabilities (<= 0); an entry is {top!r}")
     return rows
 
 
@@ -67,9 +70,6 @@ def build_ddtree(draft_logprobs, budget: int, root_token: int) -> tuple[DraftTre
     top_val, top_idx = torch.topk(rows, k, dim=-1)  # [D, k], descending
     vals = top_val.detach().to("cpu", torch.float64).numpy()  # the one device-to-host transfer
     idxs = top_idx.detach().cpu().numpy()
-    if vals[:, 0].max() > LOGPROB_ATOL:
-        raise DistributionError(
-            f"draft_logprobs must be log-probabilities (<= 0); a row holds {vals[:, 0].max()!r}")
 
     parent, token, logq = [-1], [root], [0.0]
     # heap entry: (-score, depth, rank, parent_node, parent_score); depth is 1-based
