@@ -69,10 +69,13 @@ def make_cases(budget: int, vocab: int, *, trees: int, depth: int, device: torch
     return out
 
 
-def floor_stage(case: BenchCase, gens: VerifierGenerators) -> int:
-    """The floor: ``logsumexp`` of the K internal rows + one float64 draw from one row + one transfer."""
-    lse = torch.logsumexp(case.logits.index_select(0, case.tree.internal).float(), dim=-1)
-    y, _ = _draw_logits(case.logits[-1].to(torch.float64, copy=True), gens.bonus)
+def floor_stage(case: BenchCase, gens: VerifierGenerators, temperature: float = 1.0) -> int:
+    """The floor: ``logsumexp`` of the K internal rows (at temperature ``T``) + one float64 draw from one
+    row + one transfer."""
+    rows = case.logits.index_select(0, case.tree.internal).float()
+    lse = torch.logsumexp(rows if temperature == 1.0 else rows * (1.0 / temperature), dim=-1)
+    z = case.logits[-1].to(torch.float64, copy=True)
+    y, _ = _draw_logits(z if temperature == 1.0 else z.mul_(1.0 / temperature), gens.bonus)
     return int(torch.stack([lse[0].to(torch.float64), y.to(torch.float64)])[1])
 
 
@@ -113,7 +116,7 @@ def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: st
         ms: dict[str, list[float]] = {k: [] for k in (*kinds, "floor")}
         lengths: dict[str, list[int]] = {k: [] for k in kinds}
         for case in cases:
-            fns = {"floor": lambda c=case: floor_stage(c, gens)}
+            fns = {"floor": lambda c=case: floor_stage(c, gens, temperature)}
             for k in kinds:
                 fns[k] = lambda c=case, k=k: lengths[k].append(
                     len(verify(k, c.tree, c.logits, temperature, gens).path_nodes))
