@@ -1,21 +1,73 @@
-"""exitlaw.engine (see DESIGN.md section 2)."""
+"""exitlaw.engine: real tree speculative decoding in PyTorch (DESIGN.md section 2).
 
-# --- tree builders, device trees and verifiers (issue 5, verifier side)
-from .builders import build_chain, build_ddtree
-from .device_tree import DeviceTree, to_device_tree
-from .verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, verify
-from .verifier_bench import run_verifier_bench as run_verifier_stage_bench
+Never imports JAX. Public names load their module (and torch) on first access,
+so ``exitlaw --help`` and the JAX-only commands do not pay for importing torch.
+"""
 
-# --- target, DFlash drafter, checkpoints, generate loop, bench (issue 5, model side)
-from .checkpoint import load_drafter, load_pair, load_target, save_drafter
-from .dflash import DFlashConfig, DFlashDrafter, DraftCache
-from .generate import DecodeConfig, GenerationResult, Generators, generate, generate_ar
-from .target import TargetModel, TargetStep, tree_attention_mask
-from .timing import NullTimer, StageTimer
-from .tiny import TinySpec, write_tiny_models
+from __future__ import annotations
 
-# --- ExitTrain: exit-guided drafter training (issue 6)
-from .exittrain import OBJECTIVES, LossTerms, TreeBatch, TreeLaw, exittrain_loss, objective_weights, tree_law
-from .exittrain_batch import SequenceBatch, make_batch, score_trees
-from .train_data import Sequences, cached_sequences, generate_continuations, load_prompts
-from .train_loop import TrainConfig, train
+from importlib import import_module
+
+_EXPORTS = {
+    # tree builders, device trees and verifiers
+    "build_chain": ("builders", "build_chain"),
+    "build_ddtree": ("builders", "build_ddtree"),
+    "DeviceTree": ("device_tree", "DeviceTree"),
+    "to_device_tree": ("device_tree", "to_device_tree"),
+    "VERIFIER_KINDS": ("verifiers", "KINDS"),
+    "VerifierGenerators": ("verifiers", "VerifierGenerators"),
+    "VerifyResult": ("verifiers", "VerifyResult"),
+    "verify": ("verifiers", "verify"),
+    "run_verifier_stage_bench": ("verifier_bench", "run_verifier_bench"),
+    # target, DFlash drafter, checkpoints, generate loop, bench
+    "load_drafter": ("checkpoint", "load_drafter"),
+    "load_pair": ("checkpoint", "load_pair"),
+    "load_target": ("checkpoint", "load_target"),
+    "save_drafter": ("checkpoint", "save_drafter"),
+    "DFlashConfig": ("dflash", "DFlashConfig"),
+    "DFlashDrafter": ("dflash", "DFlashDrafter"),
+    "DraftCache": ("dflash", "DraftCache"),
+    "DecodeConfig": ("generate", "DecodeConfig"),
+    "GenerationResult": ("generate", "GenerationResult"),
+    "Generators": ("generate", "Generators"),
+    "generate": ("generate", "generate"),
+    "generate_ar": ("generate", "generate_ar"),
+    "TargetModel": ("target", "TargetModel"),
+    "TargetStep": ("target", "TargetStep"),
+    "tree_attention_mask": ("target", "tree_attention_mask"),
+    "NullTimer": ("timing", "NullTimer"),
+    "StageTimer": ("timing", "StageTimer"),
+    "TinySpec": ("tiny", "TinySpec"),
+    "write_tiny_models": ("tiny", "write_tiny_models"),
+    # ExitTrain: exit-guided drafter training
+    "OBJECTIVES": ("exittrain", "OBJECTIVES"),
+    "LossTerms": ("exittrain", "LossTerms"),
+    "TreeBatch": ("exittrain", "TreeBatch"),
+    "TreeLaw": ("exittrain", "TreeLaw"),
+    "exittrain_loss": ("exittrain", "exittrain_loss"),
+    "objective_weights": ("exittrain", "objective_weights"),
+    "tree_law": ("exittrain", "tree_law"),
+    "SequenceBatch": ("exittrain_batch", "SequenceBatch"),
+    "make_batch": ("exittrain_batch", "make_batch"),
+    "score_trees": ("exittrain_batch", "score_trees"),
+    "Sequences": ("train_data", "Sequences"),
+    "cached_sequences": ("train_data", "cached_sequences"),
+    "generate_continuations": ("train_data", "generate_continuations"),
+    "load_prompts": ("train_data", "load_prompts"),
+    "TrainConfig": ("train_loop", "TrainConfig"),
+    "train": ("train_loop", "train"),
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        module, attr = _EXPORTS[name]
+        return getattr(import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_EXPORTS))
+
+
+__all__ = list(_EXPORTS)

@@ -33,3 +33,17 @@ def test_theory_jax_parts_load_on_first_access():
     code = "import exitlaw.theory as t; f = t.exit_law; import sys; sys.exit(0 if 'jax' in sys.modules else 1)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_every_engine_export_resolves():
+    import exitlaw.engine as engine
+
+    for name in engine.__all__:
+        assert getattr(engine, name) is not None, name
+
+
+def test_cli_help_imports_neither_torch_nor_jax():
+    code = ("import sys; from exitlaw.cli import build_parser; build_parser(); "
+            "heavy = [m for m in ('torch', 'jax') if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
