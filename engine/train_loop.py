@@ -264,7 +264,8 @@ def train(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: Tra
                 terms = exittrain_loss(batch.logits.float(), batch.targets, batch.target_valid, batch.trees,
                                        batch.edge, objective=cfg.objective, lam=cfg.lam)
                 total, ce, tree_term = terms.total, terms.ce, terms.tree
-                extra = [terms.mean_w, terms.coverage, float(terms.nodes)]
+                depth = float(batch.trees.depth.max(-1).values.double().mean())
+                extra = [terms.mean_w, terms.coverage, float(terms.nodes), depth]
             else:
                 from .exittrain import draft_log_normalisers, gathered_nll
 
@@ -272,7 +273,7 @@ def train(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: Tra
                 steps_idx = torch.arange(logits.shape[1], device=logits.device)[None].expand(logits.shape[0], -1)
                 nll = gathered_nll(logits, draft_log_normalisers(logits), steps_idx, batch.targets)
                 ce = torch.where(batch.target_valid, nll, torch.zeros_like(nll)).sum() / batch.target_valid.sum().clamp(min=1)
-                total, tree_term, extra = ce, torch.zeros(()), [float("nan")] * 3
+                total, tree_term, extra = ce, torch.zeros(()), [float("nan")] * 4
         optimizer.zero_grad(set_to_none=True)
         total.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(drafter.parameters(), cfg.grad_clip)
@@ -286,13 +287,14 @@ def train(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: Tra
                              supervised, batch.tokens_seen], dtype=torch.float64)
         if world > 1:
             _dist().all_reduce(vals)
-            vals[:7] /= world
+            vals[:8] /= world
         if rank == 0 and ((step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps):
             rec = {"step": step + 1, "objective": cfg.objective, "loss": vals[0].item(), "ce": vals[1].item(),
                    "tree": vals[2].item(), "lambda": 0.0 if cfg.objective == "token" else cfg.lam,
                    "mean_w": vals[3].item(), "coverage": vals[4].item(), "tree_nodes": vals[5].item(),
-                   "grad_norm": vals[6].item(), "lr": scheduler.get_last_lr()[0],
-                   "tokens_per_s": vals[7].item() / elapsed, "target_tokens_per_s": vals[8].item() / elapsed}
+                   "tree_depth": vals[6].item(), "grad_norm": vals[7].item(), "lr": scheduler.get_last_lr()[0],
+                   "tokens_per_s": vals[8].item() / elapsed, "target_tokens_per_s": vals[9].item() / elapsed}
+            rec = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
             with metrics_path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(rec) + "\n")
         if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:

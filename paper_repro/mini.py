@@ -29,37 +29,47 @@ DRAFTERS = ("base", "token", "prefix", "exit")
 
 @dataclass(frozen=True)
 class MiniConfig:
-    """Everything that determines the mini reproduction's numbers."""
+    """Everything that determines the mini reproduction's numbers.
+
+    ``context_init_scale``: the drafter's ``hidden_norm`` weight starts small, so the
+    context's values enter the draft layers weakly at first. With the default weight 1,
+    a CPU-sized distillation budget (a few hundred steps) left the drafter at the unigram
+    distribution at every depth (held-out depth-1 CE 5.9 nats vs 4.7 with 0.05, same
+    steps): the ~100-200 context entries swamp the root token before attention has
+    learned where to look. It is an initialisation choice only; the architecture and the
+    full-context attention are DFlash's.
+    """
 
     preset: str = "full"
     seed: int = 0
     vocab_size: int = 1024
     heldout_fraction: float = 0.05
     tokenizer_docs: int = 400             # training documents the BPE is fitted on
-    train_tokens: int = 3_000_000         # cap on the encoded training stream
+    train_tokens: int = 4_000_000         # cap on the encoded training stream
     target: TargetSpec = field(default_factory=lambda: TargetSpec(
         hidden_size=128, intermediate_size=384, num_layers=4, num_heads=4, num_kv_heads=2, head_dim=32,
-        steps=1000, batch_size=8, seq_len=256, lr=3e-3, warmup=30))
-    draft_layers: int = 1
+        steps=700, batch_size=16, seq_len=256, lr=3e-3, warmup=30))
+    draft_layers: int = 2
     draft_intermediate: int = 384
     block_size: int = 8
     target_layer_ids: tuple[int, ...] = (1, 3)
+    context_init_scale: float = 0.05      # initial hidden_norm weight of the drafter's context path (see below)
     prose_share: float = 0.2              # share of training prompts cut from prose topics
-    train_prompts: int = 384
+    train_prompts: int = 512
     prompt_tokens: int = 64
     continuation_tokens: int = 96
     gen_temperature: float = 1.0
-    distill_steps: int = 500
-    distill_batch: int = 8
-    distill_anchors: int = 8
+    distill_steps: int = 700
+    distill_batch: int = 4
+    distill_anchors: int = 48
     distill_lr: float = 2e-3
-    ft_steps: int = 150
+    ft_steps: int = 200
     ft_batch: int = 4
-    ft_anchors: int = 4
+    ft_anchors: int = 8
     ft_budget: int = 64
     ft_lr: float = 5e-4
     ft_lam: float = 1.0
-    eval_prompts: int = 6
+    eval_prompts: int = 5
     eval_prompt_tokens: int = 64
     eval_new_tokens: int = 64
     budgets: tuple[int, ...] = (32, 64, 128)
@@ -74,7 +84,7 @@ QUICK = MiniConfig(
     preset="quick", vocab_size=512, tokenizer_docs=80, train_tokens=300_000,
     target=TargetSpec(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
                       steps=120, batch_size=8, seq_len=128, lr=3e-3, warmup=10),
-    draft_intermediate=128, target_layer_ids=(0, 1), train_prompts=48, prompt_tokens=32, continuation_tokens=48,
+    draft_layers=1, draft_intermediate=128, target_layer_ids=(0, 1), train_prompts=48, prompt_tokens=32, continuation_tokens=48,
     distill_steps=40, distill_batch=4, ft_steps=12, ft_batch=2, ft_anchors=4, eval_prompts=2,
     eval_prompt_tokens=32, eval_new_tokens=24)
 
@@ -177,7 +187,8 @@ def run_mini(out: str | Path, cfg: MiniConfig, *, overwrite: bool = False, progr
                                  prompt_tokens=cfg.prompt_tokens, seed=cfg.seed + 11)
                + mc.sample_prompts(tok, prose_train, count=n_prose, prompt_tokens=cfg.prompt_tokens, seed=cfg.seed + 12))
     data = cached_sequences(target, target_fingerprint(tdir), prompts, out / "data",
-                            max_new_tokens=cfg.continuation_tokens, temperature=cfg.gen_temperature, seed=cfg.seed)
+                            max_new_tokens=cfg.continuation_tokens, temperature=cfg.gen_temperature, seed=cfg.seed,
+                            batch_size=64)
     stage("continuations", t0)
 
     # 4. base drafter (distillation) ------------------------------------------------------------
@@ -193,7 +204,10 @@ def run_mini(out: str | Path, cfg: MiniConfig, *, overwrite: bool = False, progr
                             mask_token_id=tok.mask_token_id, target_layer_ids=tuple(cfg.target_layer_ids),
                             num_target_layers=target.model.config.num_hidden_layers, rope_theta=10000.0)
         torch.manual_seed(cfg.seed + 2)
-        save_drafter(DFlashDrafter(dcfg), init_dir)
+        drafter = DFlashDrafter(dcfg)
+        with torch.no_grad():  # small context path at init: see MiniConfig's docstring
+            drafter.hidden_norm.weight.fill_(cfg.context_init_scale)
+        save_drafter(drafter, init_dir)
     distill = TrainConfig(objective="token", lam=0.0, budget=cfg.ft_budget, steps=cfg.distill_steps,
                           batch_size=cfg.distill_batch, anchors_per_seq=cfg.distill_anchors, lr=cfg.distill_lr,
                           warmup_steps=max(1, cfg.distill_steps // 20), checkpoint_every=max(1, cfg.distill_steps // 4),

@@ -19,8 +19,12 @@ def _last_metrics(run_dir: Path, tail: int = 10) -> dict:
         return {}
     recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     last = recs[-tail:]
-    keys = ("loss", "ce", "tree", "mean_w", "coverage", "tokens_per_s")
-    return {"steps": recs[-1]["step"], **{f"mean_last{tail}_{k}": float(np.nanmean([r[k] for r in last])) for k in keys}}
+    keys = ("loss", "ce", "tree", "mean_w", "coverage", "tree_depth", "tokens_per_s")
+    out = {"steps": recs[-1]["step"]}
+    for k in keys:
+        vals = [r[k] for r in last if r.get(k) is not None]
+        out[f"mean_last{tail}_{k}"] = float(np.mean(vals)) if vals else None
+    return out
 
 
 def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict) -> dict:
@@ -111,7 +115,7 @@ def format_markdown(res: dict) -> str:
         s = res["summary"].get(name, {})
         cov = res["training"].get(name, {}).get("mean_last10_coverage")
         lines.append("| " + " | ".join([label] + [_fmt(s.get(f"mean_tau_{v}"), 3) for v in verifiers]
-                                       + [_fmt(cov, 3) if cov == cov else "- (no trees)"]) + " |")
+                                       + [_fmt(cov, 3) if cov is not None else "- (no trees)"]) + " |")
     lines += ["", f"Ordering by mean tau ({verifiers[-1]}), lowest first: "
               + " < ".join(res["ordering_by_mean_tau_ascending"]) + ".",
               "The paper's Table 2 (Qwen3-4B) reports exit-guided above token-only finetuning, which is above the "

@@ -1,0 +1,69 @@
+"""The mini reproduction: never overwrites a run without --overwrite, resumes, writes its table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exitlaw.paper_repro.mini import config_for, prepare_out
+from exitlaw.paper_repro.mini_target import TargetSpec
+
+
+def test_prepare_out_accepts_the_same_configuration_and_refuses_another(tmp_path):
+    out = tmp_path / "run"
+    cfg = config_for("quick")
+    prepare_out(out, cfg, overwrite=False)
+    (out / "artefact.txt").write_text("kept")
+    prepare_out(out, cfg, overwrite=False)                      # same config: resume, nothing touched
+    assert (out / "artefact.txt").read_text() == "kept"
+    other = config_for("quick", seed=1)
+    with pytest.raises(FileExistsError, match="seed"):
+        prepare_out(out, other, overwrite=False)
+    assert (out / "artefact.txt").read_text() == "kept"
+
+
+def test_overwrite_moves_the_old_run_aside_instead_of_deleting_it(tmp_path):
+    out = tmp_path / "run"
+    prepare_out(out, config_for("quick"), overwrite=False)
+    (out / "artefact.txt").write_text("kept")
+    prepare_out(out, config_for("quick", seed=1), overwrite=True)
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("run.old-")]
+    assert len(aside) == 1 and (aside[0] / "artefact.txt").read_text() == "kept"
+    assert json.loads((out / "mini_config.json").read_text())["seed"] == 1
+
+
+def test_prepare_out_refuses_a_foreign_nonempty_directory(tmp_path):
+    (tmp_path / "x.txt").write_text("not a run")
+    with pytest.raises(FileExistsError, match="not a mini run"):
+        prepare_out(tmp_path, config_for("quick"), overwrite=False)
+
+
+def test_unknown_preset_is_named():
+    with pytest.raises(ValueError, match="preset"):
+        config_for("huge")
+
+
+@pytest.mark.slow
+def test_micro_pipeline_runs_end_to_end_and_a_rerun_resumes_from_cache(tmp_path):
+    import torch
+
+    from exitlaw.paper_repro.mini import run_mini
+
+    torch.set_num_threads(1)
+    cfg = config_for("quick", target=TargetSpec(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2,
+                                                num_kv_heads=1, head_dim=16, steps=20, batch_size=4, seq_len=64),
+                     train_tokens=60_000, tokenizer_docs=20, train_prompts=12, continuation_tokens=24,
+                     distill_steps=6, ft_steps=3, eval_prompts=1, eval_new_tokens=8, budgets=(32, 64))
+    res = run_mini(tmp_path / "run", cfg, progress=False)
+    keys = {(c["drafter"], c["domain"], c["budget"], c["temperature"], c["verifier"]) for c in res["cells"]}
+    assert len(keys) == 4 * 2 * 2 * 2 * 2 and all(c["tau"] >= 1 for c in res["cells"])
+    t0 = [c for c in res["cells"] if c["temperature"] == 0.0 and c["verifier"] == "tev"]
+    assert t0 and all(c["same_as"] == "predraw" for c in t0)
+    md = (tmp_path / "run" / "results.md").read_text()
+    assert "exit-guided" in md and "prefix-weighted" in md and "token-only" in md
+    before = json.loads((tmp_path / "run" / "timings.json").read_text())
+    again = run_mini(tmp_path / "run", cfg, progress=False)  # every stage cached: same cells, no retraining
+    assert [c["tau"] for c in again["cells"]] == [c["tau"] for c in res["cells"]]
+    after = json.loads((tmp_path / "run" / "timings.json").read_text())
+    assert after["target"] - before["target"] < 5.0
