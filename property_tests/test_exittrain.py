@@ -324,3 +324,53 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
     # a second launch into the same directory refuses instead of overwriting the run
     again = subprocess.run(base + ["--out", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=240)
     assert again.returncode != 0 and "not empty" in again.stderr
+
+
+# ----- training data ------------------------------------------------------------------------
+def test_prompts_load_from_jsonl_in_every_supported_shape_and_bad_lines_are_named(tmp_path):
+    from exitlaw.engine.train_data import load_prompts
+
+    good = tmp_path / "p.jsonl"
+    good.write_text('{"prompt": "a"}\n\n{"text": "b"}\n{"turns": ["c", "d"]}\n{"prompt_ids": [1, 2]}\n')
+    assert load_prompts(f"jsonl:{good}") == ["a", "b", "c", [1, 2]]
+    assert load_prompts(str(good), limit=2) == ["a", "b"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a"}\n{"nothing": 1}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:2"):
+        load_prompts(str(bad))
+    with pytest.raises(FileNotFoundError):
+        load_prompts(f"jsonl:{tmp_path / 'missing.jsonl'}")
+    with pytest.raises(ValueError, match="must be"):
+        load_prompts("prompts.txt")
+
+
+def test_batched_left_padded_greedy_continuations_equal_one_by_one_greedy_decoding():
+    from exitlaw.engine.train_data import generate_continuations
+
+    target, _ = _tiny_pair(7)
+    prompts = [[5, 6, 7], [8, 9, 10, 11, 12], [3]]
+    batched = generate_continuations(target, prompts, max_new_tokens=5, temperature=0.0, seed=0, batch_size=3)
+    for p, cont in zip(prompts, batched):
+        ids = list(p)
+        with torch.no_grad():
+            for _ in range(5):
+                ids.append(int(target.model(input_ids=torch.tensor([ids])).logits[0, -1].argmax()))
+        assert ids[len(p):] == cont
+
+
+def test_continuations_are_cached_on_disk_and_reused(tmp_path):
+    from exitlaw.engine.train_data import cached_sequences
+
+    target, _ = _tiny_pair(8)
+    prompts = [[1, 2, 3], [4, 5]]
+    first = cached_sequences(target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3)
+    assert len(list(tmp_path.glob("continuations-*.jsonl"))) == 1
+
+    class NoTarget:  # a second call must not generate again
+        def __getattr__(self, name):
+            raise AssertionError("the target was used although the continuations are cached")
+
+    again = cached_sequences(NoTarget(), "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3)
+    assert again == first
+    other = cached_sequences(target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=4)
+    assert len(list(tmp_path.glob("continuations-*.jsonl"))) == 2 and other.prompts == first.prompts
