@@ -48,7 +48,7 @@ class MiniConfig:
     train_tokens: int = 4_000_000         # cap on the encoded training stream
     target: TargetSpec = field(default_factory=lambda: TargetSpec(
         hidden_size=128, intermediate_size=384, num_layers=4, num_heads=4, num_kv_heads=2, head_dim=32,
-        steps=700, batch_size=16, seq_len=256, lr=3e-3, warmup=30))
+        steps=900, batch_size=16, seq_len=256, lr=3e-3, warmup=30))
     draft_layers: int = 2
     draft_intermediate: int = 384
     block_size: int = 8
