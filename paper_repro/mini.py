@@ -48,7 +48,7 @@ class MiniConfig:
     train_tokens: int = 4_000_000         # cap on the encoded training stream
     target: TargetSpec = field(default_factory=lambda: TargetSpec(
         hidden_size=128, intermediate_size=384, num_layers=4, num_heads=4, num_kv_heads=2, head_dim=32,
-        steps=900, batch_size=16, seq_len=256, lr=3e-3, warmup=30))
+        steps=1200, batch_size=16, seq_len=256, lr=3e-3, warmup=30))
     draft_layers: int = 2
     draft_intermediate: int = 384
     block_size: int = 8
@@ -59,11 +59,11 @@ class MiniConfig:
     prompt_tokens: int = 64
     continuation_tokens: int = 96
     gen_temperature: float = 1.0
-    distill_steps: int = 700
+    distill_steps: int = 1200
     distill_batch: int = 4
     distill_anchors: int = 48
     distill_lr: float = 2e-3
-    ft_steps: int = 200
+    ft_steps: int = 300
     ft_batch: int = 4
     ft_anchors: int = 8
     ft_budget: int = 64
