@@ -321,6 +321,12 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
     trained = load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
     start = load_file(str(ddir / "model.safetensors"))
     assert set(trained) == set(start) and any(not torch.equal(trained[k], start[k]) for k in start)
+    # --resume under FSDP loads the step-3 checkpoint into the sharded drafter and writes the same final weights
+    resumed = subprocess.run(base + ["--out", str(tmp_path / "run"), "--resume"], capture_output=True, text=True,
+                             env=env, timeout=240)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    again_final = load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
+    assert all(torch.equal(again_final[k], trained[k]) for k in trained)
     # a second launch into the same directory refuses instead of overwriting the run
     again = subprocess.run(base + ["--out", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=240)
     assert again.returncode != 0 and "not empty" in again.stderr
