@@ -3,8 +3,12 @@
 Output directory layout (never deleted; a second run into it needs ``resume``):
 
     config.json                    the TrainConfig and the paths it ran with
-    metrics.jsonl                  one line per logged step (losses per term, mean w,
-                                   coverage of the trained trees, tokens/s, lr, grad norm)
+    metrics.jsonl                  one line per logged step: loss, ce, tree (the weighted
+                                   term, logged for every objective), lambda, mean_w (mean
+                                   non-root exit mass 1 - w(root) of the trained trees),
+                                   coverage (mean C_p), tree_nodes, tree_depth (mean max
+                                   depth), grad_norm, lr, tokens_per_s (supervised draft
+                                   positions), target_tokens_per_s
     checkpoints/step_000050/       drafter in the released DFlash format + trainer.pt
                                    (optimizer, scheduler, step)
     final/                         the last drafter, released format
