@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "and CPU speedup at B = 32/64/128, T = 0/1, predraw and TEV, on held-out code "
                                     "and prose. Artefacts are cached in --out; rerunning resumes.")
     m.add_argument("--out", required=True, help="run directory (resumed if it holds the same configuration)")
-    m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about 5 minutes)")
+    m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about a minute on 2 cores)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--overwrite", action="store_true",
                    help="if --out holds a run of another configuration, move it aside and start again")
