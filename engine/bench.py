@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .checkpoint import load_pair
-from .generate import DecodeConfig, GenerationResult, generate
+from .decode import DecodeConfig, GenerationResult, generate
 from .timing import StageTimer
 
 _STEP = "\nPlease reason step by step, and put your final answer within \\boxed{{}}."

@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here")
     b.add_argument("--out", default=None, help="results JSON path")
     b.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    b.add_argument("--threads", type=int, default=None,
+                   help="torch intra-op CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)")
     b.add_argument("--no-progress", action="store_true")
     b.set_defaults(func=_bench)
 
@@ -66,10 +68,18 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise FileExistsError(f"{args.out} exists; pass --overwrite to replace it")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
     result = run_bench(args.target, args.draft, dataset=args.dataset, budgets=args.budget,
                        temperatures=args.temperature, verifiers=args.verifier, max_new_tokens=args.max_new_tokens,
                        num_prompts=args.num_prompts, seed=args.seed, device=args.device, dtype=args.dtype,
                        warmup=args.warmup, trace_dir=args.trace_dir, progress=not args.no_progress)
+    if args.threads is not None:
+        result.setdefault("config", {})["threads"] = args.threads
     print(format_bench(result))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="torch CPU threads (default 1: small ops on a busy machine are far faster single-threaded)")
     m.add_argument("--no-progress", action="store_true")
     m.set_defaults(func=_mini)
+    a = rsub.add_parser("all", help="the kit on predraw/residual/TEV, the mini run, every figure and the ledger",
+                        description="One command on a CPU: conformance checks of exitlaw's own verifiers, "
+                                    "`repro mini`, every figure (drawn from the mini run) and the claims ledger, "
+                                    "each stage cached under --out (a rerun resumes).")
+    a.add_argument("--out", default="runs/repro", help="run directory (default runs/repro)")
+    a.add_argument("--quick", action="store_true", help="small presets everywhere (smoke test, a few minutes)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--overwrite", action="store_true",
+                   help="if --out holds a run of another configuration, start again (old mini runs are moved aside)")
+    a.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    a.add_argument("--no-progress", action="store_true")
+    a.set_defaults(func=_all)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -39,4 +51,19 @@ def _mini(args: argparse.Namespace) -> int:
 
     print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
     print(f"results: {Path(args.out) / 'results.json'} ({len(results['cells'])} cells)")
+    return 0
+
+
+def _all(args: argparse.Namespace) -> int:
+    import torch
+
+    from .reproduce import reproduce
+
+    if args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
+    summary = reproduce(args.out, quick=args.quick, seed=args.seed, overwrite=args.overwrite,
+                        progress=not args.no_progress)
+    print(f"done: ledger {summary['ledger'][0]}, figures in {summary['figures']}, "
+          f"stage times {', '.join(f'{k} {v:.0f}' for k, v in summary['times'].items())}")
     return 0

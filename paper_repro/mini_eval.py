@@ -1,7 +1,7 @@
 """Mini-scale evaluation: tau and CPU speedup of DDTree decoding for one drafter.
 
 One *cell* = (drafter, domain, budget, temperature, verifier): every prompt of the
-domain is decoded with :func:`exitlaw.engine.generate.generate` (DDTree builder,
+domain is decoded with :func:`exitlaw.engine.decode.generate` (DDTree builder,
 the given verifier, ``max_new_tokens`` tokens, prompt ``i`` seeded ``seed + i``),
 and the cell reports tau = mean output-block length per round including the bonus
 (with its standard error over rounds), and the decode seconds per token. The
@@ -22,7 +22,7 @@ import numpy as np
 def eval_cell(target, drafter, prompts: Sequence[Sequence[int]], *, budget: int, temperature: float, verifier: str,
               max_new_tokens: int, seed: int) -> dict:
     """Decode all ``prompts``; tau (mean block length), its standard error, rounds, seconds per token."""
-    from exitlaw.engine.generate import DecodeConfig, generate
+    from exitlaw.engine.decode import DecodeConfig, generate
 
     lengths: list[int] = []
     seconds, tokens = 0.0, 0
@@ -41,7 +41,7 @@ def eval_cell(target, drafter, prompts: Sequence[Sequence[int]], *, budget: int,
 
 def eval_ar(target, prompts: Sequence[Sequence[int]], *, temperature: float, max_new_tokens: int, seed: int) -> dict:
     """Autoregressive baseline on the same prompts: decode seconds per token."""
-    from exitlaw.engine.generate import DecodeConfig, generate_ar
+    from exitlaw.engine.decode import DecodeConfig, generate_ar
 
     seconds, tokens = 0.0, 0
     for i, prompt in enumerate(prompts):

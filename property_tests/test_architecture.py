@@ -35,11 +35,17 @@ def test_theory_jax_parts_load_on_first_access():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_every_engine_export_resolves():
+def test_every_engine_export_is_the_named_object_even_after_submodule_imports():
+    import importlib
+    import pkgutil
+
     import exitlaw.engine as engine
 
-    for name in engine.__all__:
-        assert getattr(engine, name) is not None, name
+    for mod in pkgutil.iter_modules(engine.__path__):
+        importlib.import_module(f"exitlaw.engine.{mod.name}")  # may bind submodules as package attributes
+    for name, (module, attr) in engine._EXPORTS.items():
+        want = getattr(importlib.import_module(f"exitlaw.engine.{module}"), attr)
+        assert getattr(engine, name) is want, f"exitlaw.engine.{name} is shadowed (a submodule of that name?)"
 
 
 def test_cli_help_imports_neither_torch_nor_jax():

@@ -12,7 +12,7 @@ import torch
 from exitlaw.cli import main as cli_main
 from exitlaw.engine.bench import load_prompts
 from exitlaw.engine.checkpoint import load_pair
-from exitlaw.engine.generate import DecodeConfig, Generators, generate
+from exitlaw.engine.decode import DecodeConfig, Generators, generate
 from exitlaw.engine.tiny import write_tiny_models
 from exitlaw.theory import TraceWriter, read_trace
 
