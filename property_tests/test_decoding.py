@@ -145,3 +145,59 @@ def test_simulate_cli_writes_results_and_traces_that_exitlaw_law_reads(tmp_path,
     assert cli_main(argv) == 2  # refuses to overwrite
     assert "--overwrite" in capsys.readouterr().err
     assert cli_main(argv + ["--overwrite"]) == 0
+
+
+def test_sampled_draft_builder_hands_its_draft_rows_to_the_sampled_verifier():
+    """Tsubame + recursive rejection: row v given to the rule is the q that sampled v's children."""
+    from exitlaw.simulate.builders import tsubame
+
+    target = NGramTarget(32, order=2, zipf=1.6, seed=11)
+    drafter = PositionWiseDrafter(target, noise=0.6, seed=12)
+    seen = []
+
+    def spy(tree, probs, draft_rows, rng):
+        seen.append((tree, draft_rows))
+        return verifiers.specinfer_without_replacement(tree, probs, draft_rows, rng)
+
+    build = lambda c, rng: tsubame(drafter.marginals(c, 4), 10, rng)  # noqa: E731
+    res = simulate_decoding(target, build, verifier_fn("tev"), rounds=20, seed=3, oracle=False,
+                            sampled_verifier=spy)
+    assert len(seen) == 20 and len(res.records) == 20
+    for tree, rows in seen:
+        for v in tree.internal:
+            kids = tree.children[v]
+            assert np.all(rows[v][tree.token[kids]] > 0)  # every child token had positive draft mass
+        assert rows.shape[0] == tree.num_nodes
+        np.testing.assert_allclose(rows.sum(1), 1.0)
+
+
+def test_sampled_verifier_needs_a_builder_with_draft_rows():
+    target, build = _setup()
+    with pytest.raises(ValueError, match="draft rows"):
+        simulate_decoding(target, build, verifier_fn("tev"), rounds=1, seed=0, oracle=False,
+                          sampled_verifier=verifiers.specinfer_without_replacement)
+
+
+def test_tsubame_rrs_is_marginally_exact_over_the_first_tokens():
+    """Recursive rejection on Tsubame trees: the first emitted token follows p(. | context)."""
+    from exitlaw.simulate.builders import tsubame
+
+    target = NGramTarget(8, order=1, zipf=1.2, seed=4)
+    drafter = PositionWiseDrafter(target, noise=0.8, seed=5)
+    context = (1,)
+    p = target.probs(context)
+    rng_d, rng_v = np.random.default_rng(0), np.random.default_rng(1)
+    n = 6000
+    counts = np.zeros(8)
+    for _ in range(n):
+        built = tsubame(drafter.marginals(context, 3), 6, rng_d)
+        probs = np.stack([target.probs(context + built.tree.path(v)) for v in range(built.tree.num_nodes)])
+        exit_node, bonus = verifiers.specinfer_without_replacement(built.tree, probs, built.draft_rows, rng_v)
+        block = built.tree.path(exit_node) + (bonus,)
+        counts[block[0]] += 1
+    keep = p * n >= 20
+    observed = np.append(counts[keep], counts[~keep].sum())
+    expected = np.append(p[keep] * n, p[~keep].sum() * n)
+    if expected[-1] == 0:
+        observed, expected = observed[:-1], expected[:-1]
+    assert stats.chisquare(observed, expected).pvalue > 1e-6  # alpha 1e-6, fixed seeds

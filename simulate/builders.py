@@ -37,6 +37,9 @@ _NEG_INF = -np.inf
 class Built:
     tree: DraftTree
     draft_logprob: np.ndarray | None  # [N]; log q of each node's token, 0 at the root
+    # [N, V]; row v = the draft law q that sampled v's children (sampled-draft builders only),
+    # what recursive-rejection verifiers need
+    draft_rows: np.ndarray | None = None
 
 
 def _log(q: np.ndarray, name: str = "draft rows") -> np.ndarray:
@@ -211,4 +214,7 @@ def tsubame(marginals: np.ndarray, budget: int, rng: np.random.Generator, *, roo
     tree = DraftTree(parent=plan.parent, token=token)
     lp = np.zeros(tree.num_nodes)
     lp[1:] = logq[tree.depth[1:] - 1, tree.token[1:]]
-    return Built(tree, lp)
+    # children of a node at depth d were drawn from q_{d+1} = marginals[d]; horizon leaves have
+    # no children, so any valid row will do for them (the last one)
+    rows = np.asarray(marginals, dtype=np.float64)[np.minimum(tree.depth, len(marginals) - 1)]
+    return Built(tree, lp, rows)

@@ -33,26 +33,14 @@ from .caddtree import LatencyModel
 Verifier = Callable[[DraftTree, np.ndarray, np.random.Generator], tuple[int, int]]
 BuildFn = Callable[[tuple[int, ...], np.random.Generator], Built]
 
-_LAW_CACHE: dict[int, Callable] = {}
-
-
-def _coverage_fn(num_nodes: int) -> Callable:
-    """Jitted ``C_p`` from edge probabilities on trees padded to ``num_nodes`` (one compile per size)."""
-    if num_nodes not in _LAW_CACHE:
-        import jax
-
-        from exitlaw.theory import exit_law_from_edges
-
-        _LAW_CACHE[num_nodes] = jax.jit(lambda t, e: exit_law_from_edges(t, e).coverage)
-    return _LAW_CACHE[num_nodes]
+SampledVerifier = Callable[[DraftTree, np.ndarray, np.ndarray, np.random.Generator], tuple[int, int]]
 
 
 def tree_coverage(tree: DraftTree, edge: np.ndarray) -> float:
-    """``C_p(T)`` via the JAX exit law, padding to a power of two to bound recompiles."""
-    n = 1 << max(0, (tree.num_nodes - 1).bit_length())
-    padded_edge = np.zeros(n)
-    padded_edge[: tree.num_nodes] = edge
-    return float(_coverage_fn(n)(tree.padded(n), padded_edge))
+    """``C_p(T)`` via the JAX exit law (which buckets node counts, so few compilations)."""
+    from exitlaw.theory import exit_law_from_edges
+
+    return float(exit_law_from_edges(tree, edge).coverage)
 
 
 @dataclass(frozen=True)
@@ -111,8 +99,16 @@ def aggregate(records: Sequence[RoundRecord], latency: LatencyModel | None = Non
 def simulate_decoding(target, build: BuildFn, verifier: Verifier, *, rounds: int, seed: int = 0,
                       prompt_length: int = 4, oracle: bool = True, latency: LatencyModel | None = None,
                       trace: TraceWriter | None = None, store_rows: bool = False,
-                      progress: bool = False, desc: str = "simulate") -> SimulationResult:
-    """Run ``rounds`` rounds of builder + verifier against ``target``; optionally write a trace."""
+                      progress: bool = False, desc: str = "simulate",
+                      sampled_verifier: SampledVerifier | None = None) -> SimulationResult:
+    """Run ``rounds`` rounds of builder + verifier against ``target``; optionally write a trace.
+
+    With ``sampled_verifier`` (a sampled-draft rule such as recursive rejection), every
+    round is verified by ``sampled_verifier(tree, probs, built.draft_rows, rng)``
+    instead of ``verifier``; the builder must then report the draft rows it sampled
+    from. Such rules are exact only averaged over drafts, so per-round ``L`` is not
+    bounded by that round's ``1 + C_p``.
+    """
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     prompt_rng, draft_rng, verify_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
@@ -136,7 +132,13 @@ def simulate_decoding(target, build: BuildFn, verifier: Verifier, *, rounds: int
             ptarget = target.prefix_target(ctx)
             best = coverage_under(ptarget, oracle_tree(ptarget, tree.budget))
             gap = best - cov
-        exit_node, bonus = verifier(tree, probs, verify_rng)
+        if sampled_verifier is None:
+            exit_node, bonus = verifier(tree, probs, verify_rng)
+        elif built.draft_rows is None:
+            raise ValueError("a sampled-draft verifier needs a builder that reports its draft rows "
+                             "(e.g. 'tsubame'); this builder does not")
+        else:
+            exit_node, bonus = sampled_verifier(tree, probs, built.draft_rows, verify_rng)
         exit_node, bonus = int(exit_node), int(bonus)
         block = tree.path(exit_node) + (bonus,)
         context = (context + block)[-max(window, prompt_length):]

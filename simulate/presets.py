@@ -24,7 +24,10 @@ from .caddtree import LatencyModel, caddtree
 from .decoding import BuildFn
 from .models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
 
-BUILDERS = ("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame")
+BUILDERS = ("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame", "tsubame-rrs")
+# builders whose rounds are verified by a sampled-draft rule instead of the config's verifier:
+# Tsubame's own scheme, its re-sampled tree verified by recursive rejection without replacement
+SAMPLED_DRAFT_RULES = {"tsubame-rrs": "specinfer_without_replacement"}
 VERIFIERS = ("tev", "predraw", "residual", "greedy", "tev-fast")
 
 
@@ -137,7 +140,7 @@ class SimConfig:
         if name == "caddtree":
             lat = self.latency_model()
             return lambda c, rng: caddtree(pos.marginals(c, H), lat, max_budget=self.caddtree_max_budget)[0]
-        if name == "tsubame":
+        if name in ("tsubame", "tsubame-rrs"):
             return lambda c, rng: tsubame(pos.marginals(c, H), B, rng)
         raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
 
@@ -156,7 +159,7 @@ PRESETS: dict[str, SimConfig] = {
         builders=("ddtree", "chain", "eagle", "oracle"), verifier="greedy", eagle_depth=6, eagle_top_k=6),
     "mismatch": SimConfig(
         name="mismatch", vocab=128, order=2, zipf=2.0, drafter_noise=1.5, drafter_temperature=1.5,
-        horizon=8, budget=32, rounds=150, builders=("ddtree", "eagle", "oracle", "tsubame"),
+        horizon=8, budget=32, rounds=150, builders=("ddtree", "eagle", "oracle", "tsubame", "tsubame-rrs"),
         eagle_depth=6, eagle_top_k=6),
 }
 
@@ -175,6 +178,16 @@ def verifier_fn(name: str):
     from . import verifiers
 
     return getattr(verifiers, name)
+
+
+def sampled_verifier_fn(builder: str):
+    """The sampled-draft rule ``f(tree, probs, draft_rows, rng)`` that verifies ``builder``'s rounds, or None."""
+    rule = SAMPLED_DRAFT_RULES.get(builder)
+    if rule is None:
+        return None
+    from . import verifiers
+
+    return getattr(verifiers, rule)
 
 
 def get_preset(name: str) -> SimConfig:
