@@ -58,7 +58,7 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
             y = 1000.0 * np.asarray(cur["tokens_per_ms"])  # tokens per second
             n = np.arange(y.size)
             col = colors[i % len(colors)]
-            ax.plot(n, y, color=col, lw=1.1, label=f"context token {cur['context']}" if i < 4 else None)
+            ax.plot(n, y, color=col, lw=1.1, label=f"context token {cur['context']}")
             fd, am = cur["first_decrease"], cur["argmax"]
             ax.plot([fd], [y[fd]], "v", color=col, ms=6, mfc="none", mew=1.3)
             ax.plot([am], [y[am]], "*", color=col, ms=7)
@@ -79,5 +79,5 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         ax.set_ylabel("expected tokens / s: (1 + Phi(n)) / C(n)")
     axes[0].plot([], [], "kv", mfc="none", label="first decrease (CaDDTree stop)")
     axes[0].plot([], [], "k*", label="global maximum")
-    axes[0].legend(loc="lower right", frameon=False, fontsize=7)
+    axes[0].legend(loc="lower right", frameon=False, fontsize=7, ncol=2)
     return save(fig, out_dir, NAME, overwrite=overwrite)
