@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=int, default=256, help="length of the target continuations")
     p.add_argument("--gen-temperature", type=float, default=1.0, help="temperature of the target continuations")
     p.add_argument("--gen-batch", type=int, default=16)
+    p.add_argument("--continuations-server", default=None, metavar="URL",
+                   help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
+                        "target) at URL instead of decoding locally")
+    p.add_argument("--server-model", default=None, help="model name the server expects (default: --target)")
     p.add_argument("--cache-dir", default=None, help="continuation cache (default: OUT/../.exitlaw-cache)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda:LOCAL_RANK if available)")
     p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
@@ -73,11 +77,24 @@ def _train(args: argparse.Namespace) -> int:
     prompts = encode_prompts(tokenizer, load_prompts(args.prompts, limit=args.prompt_limit), chat=args.chat)
     stops = [t for t in (tokenizer.eos_token_id,) if t is not None]
     cache_dir = Path(args.cache_dir) if args.cache_dir else Path(args.out).resolve().parent / ".exitlaw-cache"
+    generate = source = None
+    if args.continuations_server:
+        from functools import partial
+
+        from .continuation_server import server_continuations
+
+        model = args.server_model or str(args.target)
+        generate = partial(server_continuations, args.continuations_server, tokenizer=tokenizer, model=model,
+                           max_new_tokens=args.max_new_tokens, temperature=args.gen_temperature, seed=args.seed,
+                           stop_tokens=stops)
+        source = f"server:{args.continuations_server}:{model}"
     data = cached_sequences(target, target_fingerprint(tpath), prompts, cache_dir,
                             max_new_tokens=args.max_new_tokens, temperature=args.gen_temperature,
-                            seed=args.seed, batch_size=args.gen_batch, stop_tokens=stops)
+                            seed=args.seed, batch_size=args.gen_batch, stop_tokens=stops,
+                            generate=generate, source=source)
     info = {"target": str(args.target), "draft": str(args.draft), "prompts": args.prompts,
             "max_new_tokens": args.max_new_tokens, "gen_temperature": args.gen_temperature,
+            "continuations_server": args.continuations_server,
             "sequences": len(data), "device": str(device), "dtype": args.dtype}
     final = train(target, drafter, data, cfg, args.out, resume=args.resume, run_info=info,
                   progress=not args.no_progress)

@@ -175,9 +175,16 @@ def target_fingerprint(path: str | Path) -> str:
 
 def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Sequence[int]], cache_dir: str | Path,
                      *, max_new_tokens: int, temperature: float, seed: int, batch_size: int = 16,
-                     stop_tokens: Sequence[int] = (), progress: bool = False) -> Sequences:
-    """:func:`generate_continuations`, read from ``cache_dir`` when the same request was made before."""
-    key_src = json.dumps({"target": fingerprint, "prompts": [list(map(int, p)) for p in prompts],
+                     stop_tokens: Sequence[int] = (), progress: bool = False,
+                     generate=None, source: str | None = None) -> Sequences:
+    """:func:`generate_continuations`, read from ``cache_dir`` when the same request was made before.
+
+    ``generate(prompts) -> continuations`` replaces local decoding (e.g. an external
+    server, :mod:`.continuation_server`); ``source`` names it in the cache key.
+    """
+    if (generate is None) != (source is None):
+        raise ValueError("pass both generate and source (an external generator and its name), or neither")
+    key_src = json.dumps({"target": fingerprint, "source": source, "prompts": [list(map(int, p)) for p in prompts],
                           "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
                           "stop": sorted(int(t) for t in stop_tokens)}, sort_keys=True)
     key = hashlib.sha256(key_src.encode()).hexdigest()[:20]
@@ -191,8 +198,13 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
         if len(recs) != len(prompts):
             raise ValueError(f"{path} holds {len(recs)} continuations, expected {len(prompts)} (truncated file?)")
         return Sequences([r["prompt_ids"] for r in recs], [r["completion_ids"] for r in recs])
-    conts = generate_continuations(target, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   seed=seed, batch_size=batch_size, stop_tokens=stop_tokens)
+    if generate is not None:
+        conts = [list(map(int, c)) for c in generate(prompts)]
+        if len(conts) != len(prompts):
+            raise ValueError(f"the external generator returned {len(conts)} continuations for {len(prompts)} prompts")
+    else:
+        conts = generate_continuations(target, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                       seed=seed, batch_size=batch_size, stop_tokens=stop_tokens)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     with tmp.open("w", encoding="utf-8") as fh:
