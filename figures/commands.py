@@ -41,13 +41,8 @@ def _figures(args: argparse.Namespace) -> int:
                      mini_dir=args.mini, latency_json=args.latency_json)
         print(f"{name:<22} {time.perf_counter() - t0:6.1f} s  " + "  ".join(str(p) for p in paths), flush=True)
     if args.ledger:
-        from exitlaw.paper_repro.ledger import build_ledger, format_markdown, write_ledger
-        from exitlaw.paper_repro.ledger_command import gather_inputs
+        from exitlaw.paper_repro.ledger_command import make_ledger
 
-        inputs, prov = gather_inputs(args.out, mini_dir=args.mini, latency_json=args.latency_json,
-                                     quick=args.quick, seed=args.seed)
-        rows = build_ledger(inputs)
-        md, js = write_ledger(rows, args.out, prov, overwrite=args.overwrite)
-        print(format_markdown(rows, prov))
-        print(f"ledger: {md} and {js}")
+        make_ledger(args.out, args.out, mini_dir=args.mini, latency_json=args.latency_json, quick=args.quick,
+                    seed=args.seed, overwrite=args.overwrite)
     return 0

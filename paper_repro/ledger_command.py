@@ -44,13 +44,21 @@ def gather_inputs(figures_dir: str | Path, *, mini_dir: str | Path | None = None
     return inputs, prov
 
 
-def _ledger(args: argparse.Namespace) -> int:
+def make_ledger(figures_dir, out_dir, *, mini_dir=None, latency_json=None, quick: bool = False, seed: int = 0,
+                overwrite: bool = False, extra_rows=(), extra_provenance: dict | None = None):
+    """Gather the inputs, build the rows (``extra_rows`` first), write ledger.md/json and print the table."""
     from .ledger import build_ledger, format_markdown, write_ledger
 
-    inputs, prov = gather_inputs(args.figures, mini_dir=args.mini, latency_json=args.latency_json,
-                                 quick=args.quick, seed=args.seed)
-    rows = build_ledger(inputs)
-    md, js = write_ledger(rows, args.out, prov, overwrite=args.overwrite)
+    inputs, prov = gather_inputs(figures_dir, mini_dir=mini_dir, latency_json=latency_json, quick=quick, seed=seed)
+    prov.update(extra_provenance or {})
+    rows = list(extra_rows) + build_ledger(inputs)
+    md, js = write_ledger(rows, out_dir, prov, overwrite=overwrite)
     print(format_markdown(rows, prov))
     print(f"ledger: {md} and {js}")
+    return rows, md, js
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    make_ledger(args.figures, args.out, mini_dir=args.mini, latency_json=args.latency_json, quick=args.quick,
+                seed=args.seed, overwrite=args.overwrite)
     return 0

@@ -75,10 +75,12 @@ def kit_ledger_rows(verdicts: dict[str, Any]) -> list[dict]:
 
 
 def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False,
-              progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run every stage into ``out`` and return a summary (also written to ``out/summary.json``)."""
-    from exitlaw.paper_repro.ledger import build_ledger, format_markdown, write_ledger
-    from exitlaw.paper_repro.ledger_command import gather_inputs
+              progress: bool = True, log: Callable[[str], None] = print, mini_config=None) -> dict[str, Any]:
+    """Run every stage into ``out`` and return a summary (also written to ``out/summary.json``).
+
+    ``mini_config`` replaces the mini run's preset (``quick`` or ``full``); tests pass a micro one.
+    """
+    from exitlaw.paper_repro.ledger_command import make_ledger
     from exitlaw.paper_repro.mini import config_for, run_mini
 
     out = Path(out)
@@ -98,7 +100,8 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
 
     t0 = time.perf_counter()
     mini_dir = out / "mini"
-    run_mini(mini_dir, config_for("quick" if quick else "full", seed=seed), overwrite=overwrite, progress=progress)
+    cfg = mini_config if mini_config is not None else config_for("quick" if quick else "full", seed=seed)
+    run_mini(mini_dir, cfg, overwrite=overwrite, progress=progress)
     times["mini_s"] = time.perf_counter() - t0
     log(f"mini-scale run: {mini_dir / 'results.md'}")
 
@@ -107,11 +110,9 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
     run_figures(fig_dir, mini_dir, seed=seed, quick=quick, log=log)
     times["figures_s"] = time.perf_counter() - t0
 
-    inputs, prov = gather_inputs(fig_dir, mini_dir=mini_dir, quick=quick, seed=seed)
-    rows = kit_ledger_rows(verdicts) + build_ledger(inputs)
-    prov["checks"] = str(out / "checks")
-    md, js = write_ledger(rows, out, prov, overwrite=True)  # the ledger is derived data: always refreshed
-    log(format_markdown(rows, prov))
+    # the ledger is derived data: always refreshed
+    _, md, js = make_ledger(fig_dir, out, mini_dir=mini_dir, quick=quick, seed=seed, overwrite=True,
+                            extra_rows=kit_ledger_rows(verdicts), extra_provenance={"checks": str(out / "checks")})
     summary = {"config": marker, "checks": verdicts, "times": times, "ledger": [str(md), str(js)],
                "figures": str(fig_dir), "mini": str(mini_dir)}
     summary_path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
