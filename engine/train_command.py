@@ -70,6 +70,9 @@ def _train(args: argparse.Namespace) -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     target, drafter = load_pair(args.target, args.draft, device=device, dtype=getattr(torch, args.dtype))
+    from .train_loop import init_distributed
+
+    init_distributed(device)  # under torchrun: the ranks share the continuation generation below
     from transformers import AutoTokenizer
 
     tpath = resolve_checkpoint(args.target)

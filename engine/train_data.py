@@ -102,11 +102,14 @@ def encode_prompts(tokenizer, prompts: Sequence[str | list[int]], *, chat: bool 
 @torch.no_grad()
 def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]], *, max_new_tokens: int,
                            temperature: float, seed: int, batch_size: int = 16,
-                           stop_tokens: Sequence[int] = (), pad_id: int = 0) -> list[list[int]]:
+                           stop_tokens: Sequence[int] = (), pad_id: int = 0,
+                           first_batch: int = 0) -> list[list[int]]:
     """Sample a continuation of every prompt from the target (cut after the first stop token).
 
     Prompts are left-padded into batches of ``batch_size``; batch ``b`` draws from
-    ``torch.Generator().manual_seed(seed * 1_000_003 + b)``. ``temperature = 0`` is greedy.
+    ``torch.Generator().manual_seed(seed * 1_000_003 + first_batch + b)`` (``first_batch``
+    lets a caller generate batch ``k`` of a larger list alone, with the same draws).
+    ``temperature = 0`` is greedy.
     """
     if max_new_tokens < 1 or batch_size < 1:
         raise ValueError(f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens}, {batch_size}")
@@ -116,7 +119,7 @@ def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]]
     out: list[list[int]] = []
     for b, lo in enumerate(range(0, len(prompts), batch_size)):
         chunk = [list(map(int, p)) for p in prompts[lo:lo + batch_size]]
-        gen = torch.Generator(device=dev).manual_seed(seed * 1_000_003 + b)
+        gen = torch.Generator(device=dev).manual_seed(seed * 1_000_003 + first_batch + b)
         width = max(len(p) for p in chunk)
         ids = torch.full((len(chunk), width), pad_id, dtype=torch.long, device=dev)
         mask = torch.zeros(len(chunk), width, dtype=torch.long, device=dev)
@@ -146,6 +149,25 @@ def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]]
             cut = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
             out.append(row[:cut])
     return out
+
+
+def _generate_sharded(target: TargetModel, prompts: Sequence[Sequence[int]], *, batch_size: int,
+                      **kw) -> list[list[int]]:
+    """:func:`generate_continuations`, its batches split round-robin over the ranks of a running
+    process group (each batch keeps its own seed, so the result equals a one-process run)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return generate_continuations(target, prompts, batch_size=batch_size, **kw)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    starts = list(range(0, len(prompts), batch_size))
+    mine = {b: generate_continuations(target, prompts[lo:lo + batch_size], batch_size=batch_size,
+                                      first_batch=b, **kw)
+            for b, lo in enumerate(starts) if b % world == rank}
+    gathered: list[dict] = [None] * world  # type: ignore[list-item]
+    dist.all_gather_object(gathered, mine)
+    merged = {b: c for part in gathered for b, c in part.items()}
+    return [cont for b in range(len(starts)) for cont in merged[b]]
 
 
 @dataclass(frozen=True)
@@ -203,8 +225,13 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
         if len(conts) != len(prompts):
             raise ValueError(f"the external generator returned {len(conts)} continuations for {len(prompts)} prompts")
     else:
-        conts = generate_continuations(target, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                       seed=seed, batch_size=batch_size, stop_tokens=stop_tokens)
+        conts = _generate_sharded(target, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                  seed=seed, batch_size=batch_size, stop_tokens=stop_tokens)
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
+        dist.barrier()  # rank 0 writes the cache; every rank returns the same sequences
+        return Sequences([list(map(int, p)) for p in prompts], conts)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     with tmp.open("w", encoding="utf-8") as fh:
@@ -213,6 +240,8 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
         for p, c in zip(prompts, conts):
             fh.write(json.dumps({"prompt_ids": list(map(int, p)), "completion_ids": c}) + "\n")
     os.replace(tmp, path)
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
     return Sequences([list(map(int, p)) for p in prompts], conts)
 
 

@@ -311,13 +311,25 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
     base = [torchrun, "--nproc_per_node", "2", "-m", "exitlaw.cli", "train", "--target", str(tdir), "--draft",
             str(ddir), "--prompts", str(prompts), "--budget", "12", "--batch-size", "1", "--anchors", "3",
             "--max-new-tokens", "16", "--checkpoint-every", "2", "--steps", "3", "--no-progress",
-            "--cache-dir", str(tmp_path / "cache")]
+            "--cache-dir", str(tmp_path / "cache"), "--gen-batch", "1"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     run = subprocess.run(base + ["--out", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [1, 2, 3]
     assert json.loads((tmp_path / "run" / "config.json").read_text())["world_size"] == 2
+    # the two ranks shared the continuation batches; the cache equals a one-process generation
+    from transformers import AutoTokenizer
+
+    from exitlaw.engine.checkpoint import load_target
+    from exitlaw.engine.train_data import encode_prompts, generate_continuations, load_prompts
+
+    tok = AutoTokenizer.from_pretrained(str(tdir))
+    enc = encode_prompts(tok, load_prompts(str(prompts)))
+    alone = generate_continuations(load_target(tdir), enc, max_new_tokens=16, temperature=1.0, seed=0, batch_size=1,
+                                   stop_tokens=[tok.eos_token_id] if tok.eos_token_id is not None else [])
+    cache = next((tmp_path / "cache").glob("continuations-*.jsonl")).read_text().splitlines()[1:]
+    assert [json.loads(x)["completion_ids"] for x in cache] == alone
     trained = load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
     start = load_file(str(ddir / "model.safetensors"))
     assert set(trained) == set(start) and any(not torch.equal(trained[k], start[k]) for k in start)
@@ -380,3 +392,18 @@ def test_continuations_are_cached_on_disk_and_reused(tmp_path):
     assert again == first
     other = cached_sequences(target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=4)
     assert len(list(tmp_path.glob("continuations-*.jsonl"))) == 2 and other.prompts == first.prompts
+
+
+def test_generating_one_batch_alone_with_its_index_gives_the_same_draws():
+    from exitlaw.engine.train_data import generate_continuations
+
+    target, _ = _tiny_pair(4)
+    g = torch.Generator().manual_seed(1)
+    prompts = [torch.randint(0, SPEC.vocab_size - 2, (4 + i,), generator=g).tolist() for i in range(5)]
+    kw = dict(max_new_tokens=6, temperature=1.0, seed=3, batch_size=2)
+    whole = generate_continuations(target, prompts, **kw)
+    pieces = [c for b, lo in enumerate(range(0, 5, 2))
+              for c in generate_continuations(target, prompts[lo:lo + 2], first_batch=b, **kw)]
+    assert pieces == whole
+    shifted = generate_continuations(target, prompts[2:4], **kw)  # without the index: other draws
+    assert shifted != whole[2:4]
