@@ -96,16 +96,24 @@ def tree_law(trees: TreeBatch, edge: torch.Tensor) -> TreeLaw:
     return TreeLaw(prefix, rho, w, coverage)
 
 
+NORMALISATIONS = ("batch", "tree")
+
+
 @torch.no_grad()
-def objective_weights(objective: str, law: TreeLaw, trees: TreeBatch) -> torch.Tensor:
+def objective_weights(objective: str, law: TreeLaw, trees: TreeBatch, normalisation: str = "batch") -> torch.Tensor:
     """Node weights ``wt [K, N]`` of the tree term (module docstring); zero at roots and padding.
 
     For ``exit`` and ``prefix`` they sum to one over the batch (all zero when no
     tree has non-root exit mass); ``token`` returns the ``exit`` weights, which the
     loss multiplies by ``lambda = 0`` (logged, never trained on).
+    ``normalisation``: ``batch`` (default) divides by ``Z = sum_k W_k``, so a tree counts
+    in proportion to its non-root exit mass; ``tree`` normalises every tree to total
+    ``1 / K'`` (``K'`` trees with ``W_k > 0``), i.e. ``w~_k = w_k / W_k`` averaged over trees.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if normalisation not in NORMALISATIONS:
+        raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
     nonroot = trees.nonroot
     zero = torch.zeros_like(law.w)
     w = torch.where(nonroot, law.w, zero)
@@ -113,12 +121,21 @@ def objective_weights(objective: str, law: TreeLaw, trees: TreeBatch) -> torch.T
     total = per_tree.sum()                    # Z, the shared denominator
     if float(total) <= 0.0:
         return zero
+    if normalisation == "batch":
+        share = per_tree / total              # tree k's total weight: W_k / Z
+    else:
+        live = (per_tree > 0).to(per_tree.dtype)
+        share = live / live.sum()             # 1 / K' for every tree with W_k > 0
+
+    def spread(x: torch.Tensor) -> torch.Tensor:
+        """``x`` rescaled so that tree ``k``'s non-root weights sum to ``share_k``."""
+        mass = x.sum(-1)
+        scale = torch.where(mass > 0, share / torch.where(mass > 0, mass, torch.ones_like(mass)), zero[:, 0])
+        return x * scale[:, None]
+
     if objective == "prefix":
-        p = torch.where(nonroot, law.prefix, zero)
-        mass = p.sum(-1)                      # S_k
-        scale = torch.where(mass > 0, per_tree / torch.where(mass > 0, mass, torch.ones_like(mass)), mass)
-        return p * scale[:, None] / total
-    return w / total
+        return spread(torch.where(nonroot, law.prefix, zero))  # P rescaled to the exit weight's total
+    return spread(w)
 
 
 def draft_log_normalisers(logits: torch.Tensor) -> torch.Tensor:
@@ -153,7 +170,8 @@ class LossTerms:
 
 
 def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: torch.Tensor,
-                   trees: TreeBatch, edge: torch.Tensor, *, objective: str, lam: float) -> LossTerms:
+                   trees: TreeBatch, edge: torch.Tensor, *, objective: str, lam: float,
+                   normalisation: str = "batch") -> LossTerms:
     """The ExitTrain loss of one batch (module docstring).
 
     ``logits [K, D, V]`` drafter rows (row ``d - 1`` = depth ``d``), ``targets [K, D]``
@@ -180,7 +198,7 @@ def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: to
     ce = torch.where(target_valid, ce_nll, torch.zeros_like(ce_nll)).sum() / count.clamp(min=1)
 
     law = tree_law(trees, edge)
-    weights = objective_weights(objective, law, trees).to(torch.float32)
+    weights = objective_weights(objective, law, trees, normalisation).to(torch.float32)
     node_nll = gathered_nll(logits, log_z, trees.depth - 1, trees.token)
     tree_term = torch.where(trees.nonroot, weights * node_nll, torch.zeros_like(node_nll)).sum()
     used = 0.0 if objective == "token" else float(lam)
@@ -190,5 +208,5 @@ def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: to
                      nodes=int(trees.nonroot.sum()))
 
 
-__all__ = ["OBJECTIVES", "TreeBatch", "TreeLaw", "LossTerms", "tree_law", "objective_weights",
+__all__ = ["OBJECTIVES", "NORMALISATIONS", "TreeBatch", "TreeLaw", "LossTerms", "tree_law", "objective_weights",
            "draft_log_normalisers", "gathered_nll", "exittrain_loss"]

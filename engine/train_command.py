@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     p.add_argument("--objective", choices=("exit", "prefix", "token"), default="exit")
     p.add_argument("--lam", type=float, default=1.0, help="weight of the tree term (forced to 0 for token)")
+    p.add_argument("--weight-norm", choices=("batch", "tree"), default="batch",
+                   help="normalise the tree term's weights over the batch (a tree counts by its non-root exit "
+                        "mass; default) or per tree (every tree counts equally)")
     p.add_argument("--budget", type=int, default=64, help="DDTree budget of the trained trees")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=4, help="sequences per step and rank")
@@ -60,7 +63,7 @@ def _train(args: argparse.Namespace) -> int:
     from .train_data import cached_sequences, encode_prompts, load_prompts, target_fingerprint
     from .train_loop import TrainConfig, train
 
-    cfg = TrainConfig(objective=args.objective, lam=args.lam, budget=args.budget, steps=args.steps,
+    cfg = TrainConfig(objective=args.objective, lam=args.lam, weight_norm=args.weight_norm, budget=args.budget, steps=args.steps,
                       batch_size=args.batch_size, anchors_per_seq=args.anchors, lr=args.lr,
                       min_lr_ratio=args.min_lr_ratio, warmup_steps=args.warmup, weight_decay=args.weight_decay,
                       grad_clip=args.grad_clip, checkpoint_every=args.checkpoint_every, log_every=args.log_every,

@@ -38,7 +38,7 @@ import torch
 
 from .checkpoint import WEIGHTS
 from .dflash import DFlashDrafter
-from .exittrain import OBJECTIVES, exittrain_loss
+from .exittrain import NORMALISATIONS, OBJECTIVES, exittrain_loss
 from .exittrain_batch import make_batch
 from .target import TargetModel
 from .train_data import Sequences
@@ -53,6 +53,7 @@ class TrainConfig:
 
     objective: str = "exit"
     lam: float = 1.0
+    weight_norm: str = "batch"     # batch | tree: how the tree term's weights are normalised
     budget: int = 64
     steps: int = 100
     batch_size: int = 4            # sequences per step and rank
@@ -72,6 +73,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.weight_norm not in NORMALISATIONS:
+            raise ValueError(f"weight_norm must be one of {NORMALISATIONS}, got {self.weight_norm!r}")
         if not self.score_trees and self.objective != "token":
             raise ValueError(f"objective {self.objective!r} needs scored trees (score_trees=True)")
         for name in ("budget", "steps", "batch_size", "anchors_per_seq", "checkpoint_every", "log_every"):
@@ -266,7 +269,8 @@ def train(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: Tra
                 raise ValueError(f"step {step}: no sequence has room for an anchor (sequences too short?)")
             if cfg.score_trees:
                 terms = exittrain_loss(batch.logits.float(), batch.targets, batch.target_valid, batch.trees,
-                                       batch.edge, objective=cfg.objective, lam=cfg.lam)
+                                       batch.edge, objective=cfg.objective, lam=cfg.lam,
+                                       normalisation=cfg.weight_norm)
                 total, ce, tree_term = terms.total, terms.ce, terms.tree
                 depth = float(batch.trees.depth.max(-1).values.double().mean())
                 extra = [terms.mean_w, terms.coverage, float(terms.nodes), depth]

@@ -111,6 +111,25 @@ def test_prefix_weights_are_p_rescaled_to_the_exit_total_per_tree_with_the_same_
     assert float(we[:, 0].abs().sum()) == 0.0 and float(wp[:, 0].abs().sum()) == 0.0  # never the root
 
 
+@given(st.integers(0, 10_000))
+def test_tree_normalisation_gives_every_tree_equal_total_weight(seed):
+    _, _, trees, edge = _random_batch(seed)
+    law = tree_law(trees, edge)
+    nonroot = trees.nonroot
+    w = torch.where(nonroot, law.w, 0.0)
+    live = w.sum(-1) > 0
+    for objective in ("exit", "prefix"):
+        wt = objective_weights(objective, law, trees, "tree")
+        totals = wt.sum(-1).numpy()
+        np.testing.assert_allclose(totals[live.numpy()], 1.0 / int(live.sum()), atol=1e-12)
+        np.testing.assert_allclose(totals[~live.numpy()], 0.0, atol=0)
+        batch = objective_weights(objective, law, trees, "batch")
+        for i in np.flatnonzero(live.numpy()):  # within a tree the two normalisations are proportional
+            np.testing.assert_allclose(wt[i].numpy(), (batch[i] / batch[i].sum() * totals[i]).numpy(), atol=1e-12)
+    with pytest.raises(ValueError, match="normalisation"):
+        objective_weights("exit", law, trees, "per-node")
+
+
 def test_exit_and_prefix_weights_differ_where_exit_mass_is_not_prefix_mass():
     tree = DraftTree.chain([1, 2])  # root -> 1 -> 2
     edge = torch.tensor([[1.0, 0.9, 0.5]], dtype=torch.float64)
@@ -407,3 +426,21 @@ def test_generating_one_batch_alone_with_its_index_gives_the_same_draws():
     assert pieces == whole
     shifted = generate_continuations(target, prompts[2:4], **kw)  # without the index: other draws
     assert shifted != whole[2:4]
+
+
+def test_weight_normalisation_reaches_the_loss_and_the_config_checks_it():
+    from exitlaw.engine.train_loop import TrainConfig
+
+    logits, targets, trees, edge = _random_batch(7)
+    valid = torch.ones_like(targets, dtype=torch.bool)
+    by_batch = exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=1.0, normalisation="batch")
+    by_tree = exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=1.0, normalisation="tree")
+    law = tree_law(trees, edge)
+    logq = torch.log_softmax(logits.detach().double(), -1)
+    wt = objective_weights("exit", law, trees, "tree")
+    ref = sum(float(wt[k, v]) * -float(logq[k, int(trees.depth[k, v]) - 1, int(trees.token[k, v])])
+              for k in range(wt.shape[0]) for v in range(wt.shape[1]) if bool(trees.nonroot[k, v]))
+    assert abs(float(by_tree.tree) - ref) < 1e-4
+    assert abs(float(by_tree.tree) - float(by_batch.tree)) > 1e-6  # the two normalisations differ here
+    with pytest.raises(ValueError, match="weight_norm"):
+        TrainConfig(weight_norm="per-node")
