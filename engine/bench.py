@@ -45,8 +45,11 @@ DATASETS: dict[str, tuple[tuple, dict, str, str]] = {
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
 
 
-def load_prompts(dataset: str, limit: int | None = None) -> list[str]:
-    """First-turn prompt texts of a named set or ``jsonl:FILE``."""
+def load_conversations(dataset: str, limit: int | None = None) -> list[list[str]]:
+    """User turns of every conversation of a named set or ``jsonl:FILE`` (one turn for single-turn sets).
+
+    JSONL records carry a ``turns`` list (MT-Bench style), a ``prompt`` or a ``text`` string.
+    """
     if dataset.startswith("jsonl:"):
         path = Path(dataset[len("jsonl:"):])
         if not path.is_file():
@@ -59,10 +62,10 @@ def load_prompts(dataset: str, limit: int | None = None) -> list[str]:
                 rec = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{path}:{i}: not valid JSON ({err.msg})") from None
-            text = rec.get("turns", [None])[0] if isinstance(rec.get("turns"), list) else rec.get("prompt", rec.get("text"))
-            if not isinstance(text, str):
-                raise ValueError(f"{path}:{i}: expected a 'turns' list, a 'prompt' or a 'text' string")
-            out.append(text)
+            turns = rec.get("turns") if isinstance(rec.get("turns"), list) else [rec.get("prompt", rec.get("text"))]
+            if not turns or not all(isinstance(t, str) for t in turns):
+                raise ValueError(f"{path}:{i}: expected a 'turns' list of strings, a 'prompt' or a 'text' string")
+            out.append(list(turns))
     elif dataset in DATASETS:
         args, kwargs, fld, fmt = DATASETS[dataset]
         try:
@@ -78,7 +81,8 @@ def load_prompts(dataset: str, limit: int | None = None) -> list[str]:
         out = []
         for row in rows:
             text = row[fld]
-            out.append(fmt.format(text[0] if isinstance(text, list) else text))
+            turns = list(text) if isinstance(text, list) else [text]
+            out.append([fmt.format(turns[0]), *turns[1:]])  # the set's format applies to the first turn
     else:
         raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)} or jsonl:FILE")
     if not out:
@@ -86,15 +90,39 @@ def load_prompts(dataset: str, limit: int | None = None) -> list[str]:
     return out[:limit] if limit else out
 
 
-def encode_prompt(tokenizer, text: str) -> list[int]:
-    """Chat template with thinking disabled when the tokenizer has a template, else plain encoding."""
+def load_prompts(dataset: str, limit: int | None = None) -> list[str]:
+    """First-turn prompt texts of a named set or ``jsonl:FILE``."""
+    return [turns[0] for turns in load_conversations(dataset, limit)]
+
+
+def encode_prompt(tokenizer, text: str | list[dict]) -> list[int]:
+    """Chat template with thinking disabled when the tokenizer has a template, else plain encoding.
+
+    ``text`` is one user message or a whole conversation (``[{"role": ..., "content": ...}]``).
+    """
+    messages = [{"role": "user", "content": text}] if isinstance(text, str) else text
     if getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=True,
-                                            add_generation_prompt=True, enable_thinking=False)
+        ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+                                            enable_thinking=False)
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):
             ids = ids["input_ids"]
         return [int(t) for t in ids]
-    return [int(t) for t in tokenizer(text)["input_ids"]]
+    if len(messages) > 1:
+        raise ValueError("a multi-turn conversation needs a tokenizer with a chat template")
+    return [int(t) for t in tokenizer(messages[0]["content"])["input_ids"]]
+
+
+def run_conversation(tgt, drafter, tokenizer, turns: Sequence[str], cfg: DecodeConfig, *, device: str,
+                     trace=None, stop: Sequence[int] = ()) -> list[GenerationResult]:
+    """Decode every user turn in order; each answer (this method's own) joins the history of the next."""
+    messages, results = [], []
+    for turn in turns:
+        messages.append({"role": "user", "content": turn})
+        res = generate(tgt, drafter, encode_prompt(tokenizer, messages), cfg, timer=StageTimer(device), trace=trace)
+        results.append(res)
+        answer = [t for t in res.tokens if t not in set(stop)]
+        messages.append({"role": "assistant", "content": tokenizer.decode(answer, skip_special_tokens=True)})
+    return results
 
 
 def _configs(verifiers: Sequence[str], budgets: Sequence[int], block: int) -> list[tuple[str, str, int]]:
@@ -117,32 +145,42 @@ def _aggregate(results: list[GenerationResult]) -> dict[str, Any]:
 def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], temperatures: Sequence[float],
               verifiers: Sequence[str], max_new_tokens: int, num_prompts: int | None = None, seed: int = 0,
               device: str | None = None, dtype: str = "auto", warmup: int = 1, trace_dir: str | None = None,
-              progress: bool = True) -> dict[str, Any]:
-    """Run the benchmark and return the JSON-ready result (config included)."""
+              progress: bool = True, max_turns: int | None = None) -> dict[str, Any]:
+    """Run the benchmark and return the JSON-ready result (config included).
+
+    Multi-turn sets (MT-Bench) are decoded turn by turn, each method answering with its own
+    history; ``max_turns`` keeps only the first turns. Stats pool every turn.
+    """
     from tqdm.auto import tqdm
     from transformers import AutoTokenizer
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch_dtype = None if dtype == "auto" else getattr(torch, dtype)
-    texts = load_prompts(dataset, num_prompts)  # fail fast, before loading models
+    conversations = load_conversations(dataset, num_prompts)  # fail fast, before loading models
+    if max_turns is not None:
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        conversations = [c[:max_turns] for c in conversations]
     tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
-    prompts = [encode_prompt(tokenizer, t) for t in texts]
+    prompts = [encode_prompt(tokenizer, c[0]) for c in conversations]  # first turns (warm-up)
     stop = _stop_tokens(tokenizer, tgt)
     configs = _configs(verifiers, budgets, drafter.block_size)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "budgets": list(budgets),
               "temperatures": list(temperatures), "verifiers": list(verifiers), "max_new_tokens": max_new_tokens,
-              "num_prompts": len(prompts), "seed": seed, "device": device, "dtype": str(tgt.dtype),
+              "num_prompts": len(prompts), "turns": sum(len(c) for c in conversations), "max_turns": max_turns,
+              "seed": seed, "device": device, "dtype": str(tgt.dtype),
               "block_size": drafter.block_size, "stop_tokens": list(stop)}
     for _ in range(warmup):  # compile kernels, fill allocator caches
         generate(tgt, drafter, prompts[0], DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4))
     runs = []
-    bar = tqdm(total=len(temperatures) * len(prompts) * (1 + len(configs)), disable=not progress, desc="bench")
+    bar = tqdm(total=len(temperatures) * len(conversations) * (1 + len(configs)), disable=not progress, desc="bench")
     for temp in temperatures:
         base = dict(temperature=float(temp), max_new_tokens=max_new_tokens, stop_tokens=stop, seed=seed)
         ar = []
-        for p in prompts:
-            ar.append(generate(tgt, None, p, DecodeConfig(method="ar", **base), timer=StageTimer(device)))
+        for conv in conversations:
+            ar += run_conversation(tgt, None, tokenizer, conv, DecodeConfig(method="ar", **base), device=device,
+                                   stop=stop)
             bar.update()
         ar_stats = _aggregate(ar)
         runs.append({"method": "ar", "verifier": None, "budget": None, "temperature": float(temp), **ar_stats,
@@ -152,8 +190,8 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
             writer = _trace_writer(trace_dir, cfg, config)
             res = []
             try:
-                for p in prompts:
-                    res.append(generate(tgt, drafter, p, cfg, timer=StageTimer(device), trace=writer))
+                for conv in conversations:
+                    res += run_conversation(tgt, drafter, tokenizer, conv, cfg, device=device, trace=writer, stop=stop)
                     bar.update()
             finally:
                 if writer is not None:
@@ -211,4 +249,5 @@ def format_bench(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["run_bench", "load_prompts", "encode_prompt", "format_bench", "DATASETS"]
+__all__ = ["run_bench", "load_conversations", "load_prompts", "encode_prompt", "run_conversation", "format_bench",
+           "DATASETS"]

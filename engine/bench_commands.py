@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--budget", type=_ints, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128")
     b.add_argument("--temperature", type=_floats, default=[0.0, 1.0], help="e.g. 0,1")
     b.add_argument("--verifier", type=_names, default=["predraw", "tev"], help="e.g. predraw,tev (also greedy, residual)")
-    b.add_argument("--max-new-tokens", type=int, default=256)
+    b.add_argument("--max-new-tokens", type=int, default=256, help="per turn")
+    b.add_argument("--max-turns", type=int, default=None,
+                   help="keep only the first N user turns of multi-turn sets such as mt-bench (default: all)")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
     b.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
@@ -77,7 +79,8 @@ def _bench(args: argparse.Namespace) -> int:
     result = run_bench(args.target, args.draft, dataset=args.dataset, budgets=args.budget,
                        temperatures=args.temperature, verifiers=args.verifier, max_new_tokens=args.max_new_tokens,
                        num_prompts=args.num_prompts, seed=args.seed, device=args.device, dtype=args.dtype,
-                       warmup=args.warmup, trace_dir=args.trace_dir, progress=not args.no_progress)
+                       warmup=args.warmup, trace_dir=args.trace_dir, progress=not args.no_progress,
+                       max_turns=args.max_turns)
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
     print(format_bench(result))

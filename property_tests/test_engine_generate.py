@@ -183,3 +183,32 @@ def test_sampling_at_a_tiny_temperature_follows_the_greedy_path(pair, ar_tokens,
     out = generate(target, teacher, PROMPT, cfg)
     assert out.tokens == ar_tokens
     assert out.tau > 1.5
+
+
+def test_multi_turn_conversations_are_decoded_turn_by_turn_with_their_own_history(tiny, tmp_path):
+    from transformers import AutoTokenizer
+
+    from exitlaw.engine.bench import encode_prompt, load_conversations, run_conversation
+
+    path = tmp_path / "mt.jsonl"
+    path.write_text('{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n')
+    convs = load_conversations(f"jsonl:{path}")
+    assert convs == [["What is 12 + 30?", "And times two?"], ["Add two numbers."]]
+    target, drafter = load_pair(tiny[0], tiny[1])
+    tok = AutoTokenizer.from_pretrained(str(tiny[0]))
+    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=6, temperature=0.0, max_new_tokens=5)
+    res = run_conversation(target, drafter, tok, convs[0], cfg, device="cpu")
+    assert len(res) == 2
+    # the second turn's prompt holds the first answer: replaying it by hand gives the same tokens
+    history = [{"role": "user", "content": convs[0][0]},
+               {"role": "assistant", "content": tok.decode(res[0].tokens, skip_special_tokens=True)},
+               {"role": "user", "content": convs[0][1]}]
+    again = generate(target, drafter, encode_prompt(tok, history), cfg)
+    assert again.tokens == res[1].tokens
+    ar = run_conversation(target, None, tok, convs[0], DecodeConfig(method="ar", temperature=0.0, max_new_tokens=5),
+                          device="cpu")
+    assert [r.tokens for r in ar] == [r.tokens for r in res]  # T = 0: the same conversation as greedy AR
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"turns": ["ok", 3]}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        load_conversations(f"jsonl:{bad}")
