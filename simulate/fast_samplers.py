@@ -10,7 +10,10 @@ Each has an exact twin in :mod:`exitlaw.simulate.verifiers` (same law, checked b
 * :func:`tev_many` -- one categorical over nodes (``w``), one over the exit row with
   child tokens masked;
 * :func:`greedy_many` -- the deterministic argmax walk, repeated;
-* :func:`chain_speculative_many` -- chain speculative sampling on a realised chain.
+* :func:`chain_speculative_many` -- chain speculative sampling on a realised chain;
+* :func:`recursive_rejection_many` -- SpecInfer recursive rejection on a realised tree, with or
+  without replacement (fixed per-node tables: the residual after ``j`` rejections is the same
+  for every round).
 
 All return ``(exit [S], bonus [S])`` int64 arrays; streams for exit/acceptance and
 bonus draws are spawned separately from ``rng``.
@@ -161,6 +164,61 @@ def chain_speculative_many(tree: DraftTree, probs, draft_probs, rng: np.random.G
     return exits.astype(np.int64), _inverse_cdf(cdf, exits.astype(np.int64), bonus_rng.random(num_samples))
 
 
+def _rejection_tables(tree: DraftTree, p: np.ndarray, q: np.ndarray, without_replacement: bool):
+    """Per node: ``cond[v, j]`` = acceptance probability of child ``j`` after ``j`` rejections, and the
+    residual ``rest[v]`` a fully rejected node draws its bonus from.
+
+    After rejecting the first ``j`` children the residual is the same for every round
+    (it depends only on ``p_v``, ``q_v`` and those children), so the sequential rule of
+    ``verify_sampled`` reduces to fixed tables: ``r <- norm((r - q)+)``, and without
+    replacement ``q(x) <- 0``; accept ``x`` w.p. ``min(1, r(x) / q(x))`` (both normalised).
+    """
+    n, vocab = p.shape
+    kmax = max(1, max((len(c) for c in tree.children), default=0))
+    cond = np.zeros((n, kmax))
+    kid = np.full((n, kmax), -1, dtype=np.int64)
+    rest = np.array(p, dtype=np.float64)
+    for v in range(n):
+        r, qq = p[v].astype(np.float64), q[v].astype(np.float64)
+        for j, u in enumerate(tree.children[v]):
+            x = int(tree.token[u])
+            sr, sq = r.sum(), qq.sum()
+            kid[v, j] = u
+            if sr <= 0:  # unreachable: a rejection of probability zero led here
+                cond[v, j] = 1.0
+                continue
+            rx, qx = r[x] / sr, (qq[x] / sq if sq > 0 else 0.0)
+            cond[v, j] = 1.0 if qx <= 0 else min(1.0, rx / qx)
+            r = np.maximum(r / sr - (qq / sq if sq > 0 else 0.0), 0.0)
+            if without_replacement:
+                qq = qq.copy()
+                qq[x] = 0.0
+        rest[v] = r
+    return cond, kid, rest
+
+
+def recursive_rejection_many(tree: DraftTree, probs, draft_probs, rng: np.random.Generator, num_samples: int, *,
+                             without_replacement: bool):
+    """SpecInfer recursive rejection (``without_replacement``: EAGLE-2 / Sequoia) on a realised tree,
+    ``S`` rounds at once (twin: ``verify_sampled``). ``draft_probs[v]`` is the ``q`` that drafted
+    ``v``'s children."""
+    p = check_tree_rows(tree, probs)
+    q = check_tree_rows(tree, draft_probs)
+    accept_rng, bonus_rng = rng.spawn(2)
+    cond, kid, rest = _rejection_tables(tree, p, q, without_replacement)
+    cur = np.zeros(num_samples, dtype=np.int64)
+    done = np.zeros(num_samples, dtype=bool)
+    for _ in range(tree.max_depth):
+        u = accept_rng.random((num_samples, cond.shape[1]))
+        acc = (u < cond[cur]) & (kid[cur] >= 0)
+        any_acc = acc.any(axis=1) & ~done
+        first = acc.argmax(axis=1)
+        cur = np.where(any_acc, kid[cur, first], cur)
+        done |= ~any_acc
+    return cur, _inverse_cdf(np.cumsum(rest, axis=1), cur, bonus_rng.random(num_samples))
+
+
 FAST_SAMPLERS = {"predraw": predraw_many, "residual": residual_many, "tev": tev_many, "greedy": greedy_many}
 
-__all__ = ["predraw_many", "residual_many", "tev_many", "greedy_many", "chain_speculative_many", "FAST_SAMPLERS"]
+__all__ = ["predraw_many", "residual_many", "tev_many", "greedy_many", "chain_speculative_many",
+           "recursive_rejection_many", "FAST_SAMPLERS"]
