@@ -72,8 +72,13 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def median_ms(fn, reps: int, device: str, setup=None) -> float:
-    """Median wall milliseconds of ``fn()`` over ``reps`` runs (``setup()`` untimed before each)."""
+def median_ms(fn, reps: int, device: str, setup=None, warmup: int = 2) -> float:
+    """Median wall milliseconds of ``fn()`` over ``reps`` runs (``setup()`` untimed before each),
+    after ``warmup`` untimed runs (kernel selection, allocator caches, lazy CUDA init)."""
+    for _ in range(warmup):
+        if setup is not None:
+            setup()
+        fn()
     out = []
     for _ in range(reps):
         if setup is not None:
