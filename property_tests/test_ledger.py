@@ -103,9 +103,9 @@ def test_missing_cpu_computable_inputs_are_errors_not_statuses(missing):
         build_ledger(inputs)
 
 
-def _mini(tev_shift=0.0, exit_sr=1.3, exit_tau=2.3, se=0.02):
+def _mini(tev_shift=0.0, exit_sr=1.3, exit_tau=2.3, se=0.02, base_sr=1.0):
     cells = []
-    for d, tau, sr in (("base", 2.0, 1.0), ("token", 2.1, 1.1), ("prefix", 2.15, 1.1), ("exit", exit_tau, exit_sr)):
+    for d, tau, sr in (("base", 2.0, base_sr), ("token", 2.1, 1.1), ("prefix", 2.15, 1.1), ("exit", exit_tau, exit_sr)):
         for b in (32, 64, 128):
             for t in (0.0, 1.0):
                 for v in ("predraw", "tev"):
@@ -123,6 +123,12 @@ def test_the_mini_run_is_the_primary_source_when_present():
     assert _rows(_inputs(mini=_mini(exit_sr=0.9)))["exittrain_sr_gain"]["status"] == NOT_REPRODUCED
     assert rows["engine_tau_equal"]["status"] == REPRODUCED
     assert _rows(_inputs(mini=_mini(tev_shift=0.5)))["engine_tau_equal"]["status"] == NOT_REPRODUCED
+
+
+def test_sr_gains_where_speculation_does_not_pay_need_a_gpu():
+    row = _rows(_inputs(mini=_mini(exit_sr=0.6, base_sr=0.5)))["exittrain_sr_gain"]  # +20 %, but both < 1
+    assert row["status"] == NEEDS_GPU and "every SR < 1" in row["exitlaw"]
+    assert _rows(_inputs(mini=_mini(exit_sr=1.2, base_sr=0.9)))["exittrain_sr_gain"]["status"] == REPRODUCED
 
 
 def test_a_measured_gain_within_its_standard_error_is_not_reproduced():
