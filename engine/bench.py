@@ -20,17 +20,16 @@ conversation's first turn is used. Named sets load through ``datasets``;
 
 from __future__ import annotations
 
-import json
 import platform
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 
 from .checkpoint import load_pair
 from .decode import DecodeConfig, GenerationResult, generate
+from .prompt_records import iter_jsonl_objects, user_turns
 from .timing import StageTimer
 
 _STEP = "\nPlease reason step by step, and put your final answer within \\boxed{{}}."
@@ -48,24 +47,11 @@ STAGES = ("draft", "build", "verify_forward", "decide", "commit")
 def load_conversations(dataset: str, limit: int | None = None) -> list[list[str]]:
     """User turns of every conversation of a named set or ``jsonl:FILE`` (one turn for single-turn sets).
 
-    JSONL records carry a ``turns`` list (MT-Bench style), a ``prompt`` or a ``text`` string.
+    JSONL records are read by :func:`.prompt_records.user_turns` (``turns``, ShareGPT
+    ``conversations``, OpenAI ``messages``, or a ``prompt`` / ``text`` string).
     """
     if dataset.startswith("jsonl:"):
-        path = Path(dataset[len("jsonl:"):])
-        if not path.is_file():
-            raise FileNotFoundError(f"prompt file {str(path)!r} does not exist")
-        out = []
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{i}: not valid JSON ({err.msg})") from None
-            turns = rec.get("turns") if isinstance(rec.get("turns"), list) else [rec.get("prompt", rec.get("text"))]
-            if not turns or not all(isinstance(t, str) for t in turns):
-                raise ValueError(f"{path}:{i}: expected a 'turns' list of strings, a 'prompt' or a 'text' string")
-            out.append(list(turns))
+        out = [user_turns(rec, where) for where, rec in iter_jsonl_objects(dataset[len("jsonl:"):])]
     elif dataset in DATASETS:
         args, kwargs, fld, fmt = DATASETS[dataset]
         try:
