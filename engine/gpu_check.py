@@ -1,6 +1,6 @@
 """GPU check: latencies of the real engine on a random-weight Qwen3-4B-shaped pair (no downloads).
 
-``python -m exitlaw.engine.gpu_check`` builds a Qwen3ForCausalLM with the
+``exitlaw gpu-check`` builds a Qwen3ForCausalLM with the
 Qwen3-4B config (36 layers, hidden 2560, V = 151936) and a DFlash drafter shaped
 like ``z-lab/Qwen3-4B-DFlash-b16`` (5 layers, block 16, target layers
 1/9/17/25/33), random weights in bf16, prefills a context, and prints medians of
@@ -17,7 +17,6 @@ at B = 32, 64, 128 and T = 1, for trees built by DDTree from the drafter's rows
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -170,29 +169,3 @@ def format_check(res: dict) -> str:
                      f"{r['draft_ms']:>9.3f} {r['verify_forward_ms']:>10.3f} {r['predraw_stage_ms']:>9.3f} "
                      f"{r['tev_stage_ms']:>9.3f} {r['tev_over_predraw']:>11.3f}")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m exitlaw.engine.gpu_check", description=__doc__.split("\n\n")[0])
-    p.add_argument("--tiny", action="store_true", help="tiny sizes (CPU smoke test)")
-    p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
-    p.add_argument("--budget", default="32,64,128")
-    p.add_argument("--context", type=int, default=512)
-    p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--json", default=None, help="also write the results here")
-    a = p.parse_args(argv)
-    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cpu" and not a.tiny:
-        print("note: no GPU; the Qwen3-4B-sized check on a CPU is very slow (use --tiny for a smoke test)")
-    res = run_check(tiny=a.tiny, device=device, budgets=tuple(int(x) for x in a.budget.split(",")),
-                    context=a.context, reps=a.reps, temperature=a.temperature)
-    print(format_check(res))
-    if a.json:
-        with open(a.json, "w", encoding="utf-8") as fh:
-            json.dump(res, fh, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -3,10 +3,9 @@
 
 :func:`make` runs one figure end to end and also writes its data as
 ``NAME.json`` next to the images (the claims ledger reads these files).
-``inputs`` optional per figure: ``mini_dir`` (a ``exitlaw repro mini`` run
-directory) for ``tree_exit`` and ``exittrain_ablation``; ``latency_json``
-(the JSON of ``exitlaw verifier-bench --json`` or ``python -m exitlaw.engine.gpu_check --json``) for
-``verifier_latency``.
+``inputs`` are passed to ``compute`` as keyword arguments; figures take data
+(model directories, result files) and know nothing of how a run lays out its
+folders (``exitlaw.paper_repro.figure_inputs`` maps a mini run to inputs).
 """
 
 from __future__ import annotations
@@ -34,27 +33,12 @@ def figure_module(name: str) -> ModuleType:
     return import_module(f"exitlaw.figures.{FIGURES[name]}")
 
 
-def _inputs(name: str, mini_dir: str | Path | None, latency_json: str | Path | None) -> dict:
-    if name == "tree_exit":
-        return {"mini_dir": mini_dir}
-    if name == "exittrain_ablation":
-        if mini_dir is None:
-            return {}
-        res = Path(mini_dir) / "results.json"
-        if not res.is_file():
-            raise FileNotFoundError(f"{res} does not exist: finish `exitlaw repro mini --out {mini_dir}` first")
-        return {"mini_results": res}
-    if name == "verifier_latency":
-        return {"source": latency_json}
-    return {}
-
-
 def make(name: str, out_dir: str | Path, *, seed: int = 0, quick: bool = False, overwrite: bool = False,
-         mini_dir: str | Path | None = None, latency_json: str | Path | None = None) -> list[Path]:
-    """Compute figure ``name`` from its embedded defaults (and optional inputs); write PNG, PDF and JSON."""
+         inputs: dict | None = None) -> list[Path]:
+    """Compute figure ``name`` from its embedded defaults (and optional ``inputs``); write PNG, PDF and JSON."""
     mod = figure_module(name)
     check_out(out_dir, name, overwrite)  # fail before a long computation
-    data = mod.compute(seed=seed, quick=quick, **_inputs(name, mini_dir, latency_json))
+    data = mod.compute(seed=seed, quick=quick, **(inputs or {}))
     data["quick"] = quick
     paths = mod.draw(data, out_dir, overwrite=overwrite)
     return paths + [write_data(data, out_dir, name, overwrite=overwrite)]

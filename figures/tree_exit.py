@@ -7,9 +7,9 @@ probabilities (:func:`exitlaw.theory.exit_law_from_edges`). Left: nodes shaded
 by the prefix probability ``P(v)``; middle: by the exit law ``w(v) = P(v) rho(v)``
 (the mass that reaches ``v`` and leaves the tree there); right: the exit mass
 by depth, split into internal nodes (target token not drafted) and leaves.
-Models: the mini-scale target and distilled drafter when a ``exitlaw repro
-mini`` run directory is given, else the random tiny pair of
-``exitlaw tiny-models`` (the title says which).
+Models: the ``models`` input ``(target_dir, draft_dir, label)`` when given
+(``exitlaw figures --mini DIR`` passes a mini run's target and base drafter),
+else the random tiny pair of ``exitlaw tiny-models`` (the title says which).
 """
 
 from __future__ import annotations
@@ -25,21 +25,20 @@ NAME = "tree_exit"
 PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n    if n < 2:\n        return n\n"
 
 
-def _models(mini_dir: str | Path | None, scratch: Path, seed: int) -> tuple[Path, Path, str]:
-    if mini_dir is not None:
-        mini = Path(mini_dir)
-        target, draft = mini / "target", mini / "drafter_base" / "final"
+def _models(models: tuple[str, str, str] | None, scratch: Path, seed: int) -> tuple[Path, Path, str]:
+    if models is not None:
+        target, draft, label = Path(models[0]), Path(models[1]), str(models[2])
         for p in (target, draft):
             if not (p / "config.json").is_file():
-                raise FileNotFoundError(f"mini run {str(mini)!r} lacks {str(p)!r} (run `exitlaw repro mini --out {mini}`)")
-        return target, draft, "mini-scale target + distilled DFlash drafter (stdlib corpus)"
+                raise FileNotFoundError(f"tree_exit: checkpoint directory {str(p)!r} has no config.json")
+        return target, draft, label
     from exitlaw.engine import write_tiny_models
 
     target, draft = write_tiny_models(scratch / "tiny", seed=seed)
     return target, draft, "random tiny Qwen3 target + DFlash drafter (exitlaw tiny-models)"
 
 
-def compute(*, seed: int = 0, quick: bool = False, mini_dir: str | Path | None = None, budget: int = 32,
+def compute(*, seed: int = 0, quick: bool = False, models: tuple[str, str, str] | None = None, budget: int = 32,
             temperature: float = 1.0, max_new_tokens: int | None = None) -> dict:
     """Decode one prompt with the engine, record the trace, keep the round of largest coverage."""
     import torch
@@ -51,7 +50,7 @@ def compute(*, seed: int = 0, quick: bool = False, mini_dir: str | Path | None =
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
-        tdir, ddir, label = _models(mini_dir, scratch, seed)
+        tdir, ddir, label = _models(models, scratch, seed)
         target, drafter = load_pair(str(tdir), str(ddir), device="cpu")
         prompt = AutoTokenizer.from_pretrained(str(tdir)).encode(PROMPT)
         cfg = DecodeConfig(method="ddtree", verifier="tev", budget=budget, temperature=temperature,

@@ -7,7 +7,7 @@ rows ``{source, budget, internal, ms: {verifier: median ms}, reduction_pct}``:
 * ``exitlaw verifier-bench`` (:func:`exitlaw.engine.verifier_bench.run_verifier_bench`,
   the default: DDTree trees from draft rows that resemble the target, V = 151936,
   with the floor = one pass over the K internal rows + one draw);
-* ``python -m exitlaw.engine.gpu_check --json`` (random Qwen3-4B-shaped pair,
+* ``exitlaw gpu-check --json`` (random Qwen3-4B-shaped pair,
   stage includes the KV-cache commit; rows per tree shape).
 
 Either JSON can be passed as ``source``. ``reduction_pct = 100 (1 - TEV / predraw)``.

@@ -1,14 +1,13 @@
 """Full-scale (GPU, Hugging Face Hub) commands for the paper's Tables 1-5, generated from ``configs/*.json``.
 
-``python -m exitlaw.paper_repro.full_scale [CONFIG ...] [--runs DIR]`` prints the
-shell commands, using only the flags ``exitlaw train``, ``exitlaw bench`` and
-``python -m exitlaw.engine.gpu_check`` define. Repeats are separate bench runs
+``exitlaw repro full [CONFIG ...] [--runs DIR]`` prints the shell commands,
+using only the flags ``exitlaw train``, ``exitlaw bench`` and
+``exitlaw gpu-check`` define. Repeats are separate bench runs
 with seeds ``0..repeats-1``; trained drafters land in ``RUNS/MODEL/train_OBJ/final``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 from pathlib import Path
@@ -73,7 +72,7 @@ def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
 
 
 def latency_commands(cfg: dict, runs: str) -> list[list[str]]:
-    return [["python", "-m", "exitlaw.engine.gpu_check", "--device", "cuda", "--budget", _csv(cfg["budgets"]),
+    return [["exitlaw", "gpu-check", "--device", "cuda", "--budget", _csv(cfg["budgets"]),
              "--context", str(cfg["context"]), "--reps", str(cfg["reps"]), "--temperature", f"{t:g}",
              "--json", f"{runs}/{cfg['model']}/table3/latency_T{t:g}.json"] for t in cfg["temperatures"]]
 
@@ -87,6 +86,11 @@ def commands(cfg: dict, runs: str = "runs/full") -> list[list[str]]:
     return train + bench_commands(cfg, runs)
 
 
+def render_all(paths=None, runs: str = "runs/full") -> str:
+    """The commands of every config in ``paths`` (default: all shipped configs), one block each."""
+    return "\n\n".join(render(load_config(p), runs) for p in (paths or config_paths())) + "\n"
+
+
 def render(cfg: dict, runs: str = "runs/full") -> str:
     lines = [f"# {cfg['description']}"]
     for argv in commands(cfg, runs):
@@ -95,17 +99,3 @@ def render(cfg: dict, runs: str = "runs/full") -> str:
             prefix = f"torchrun --nproc_per_node {cfg['train']['nproc_per_node']} -m "  # runs `python -m exitlaw`
         lines.append(prefix + shlex.join(argv))
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m exitlaw.paper_repro.full_scale", description=__doc__.split("\n\n")[0])
-    p.add_argument("configs", nargs="*", help="config files (default: all in paper_repro/configs)")
-    p.add_argument("--runs", default="runs/full", help="where runs and results go")
-    a = p.parse_args(argv)
-    for path in (a.configs or config_paths()):
-        print(render(load_config(path), a.runs) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

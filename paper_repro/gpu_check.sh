@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# GPU check for the exitlaw engine (issue 5): random-weight Qwen3-4B-shaped target + DFlash-b16-shaped
+# GPU check for the exitlaw engine: random-weight Qwen3-4B-shaped target + DFlash-b16-shaped
 # drafter (no downloads); prints draft, verify-forward and verifier-stage latencies (predraw vs TEV)
 # at B = 32/64/128. Takes a few minutes on one GPU (model init + ~20 reps per cell).
 #   paper_repro/gpu_check.sh                 # on a GPU machine
 #   paper_repro/gpu_check.sh --tiny          # CPU smoke test with the tiny test sizes
-# Extra arguments go to `python -m exitlaw.engine.gpu_check` (see --help).
+# Extra arguments go to `exitlaw gpu-check` (see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
+
 if [[ " $* " == *" --tiny "* ]]; then
-  exec timeout 600 "$PY" -m exitlaw.engine.gpu_check --context 200 --reps 5 "$@"
+  exec timeout 600 exitlaw gpu-check --context 200 --reps 5 "$@"
 fi
-exec timeout 600 "$PY" -m exitlaw.engine.gpu_check "$@"
+exec timeout 600 exitlaw gpu-check "$@"

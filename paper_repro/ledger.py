@@ -250,7 +250,7 @@ CLAIMS: tuple[Claim, ...] = (
           "`exitlaw repro mini` cells at T=1, predraw vs TEV", engine_tau_equal),
     Claim("tev_stage_savings", "TEV cuts verifier-stage latency (decide + bonus + commit) at B = 32/64/128",
           "Table 3 (Qwen3-4B): -12.9/-15.2/-24.3% at T=0.6; -12.0/-14.0/-17.1% at T=1",
-          "`exitlaw verifier-bench --json` or `python -m exitlaw.engine.gpu_check --json`; `exitlaw figures --only verifier_latency`",
+          "`exitlaw verifier-bench --json` or `exitlaw gpu-check --json`; `exitlaw figures --only verifier_latency`",
           latency),
     Claim("exittrain_tau_gain", "ExitTrain raises tau over the starting (DDTree) drafter at B=64",
           "Table 1: +8.8..+13.8% avg tau (Qwen3-4B/8B); Table 4: +13.7%",

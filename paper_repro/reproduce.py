@@ -44,7 +44,9 @@ def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[
 
 def run_figures(out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool,
                 log: Callable[[str], None]) -> list[str]:
-    from exitlaw.figures.registry import FIGURES, make
+    from exitlaw.figures.registry import FIGURES
+
+    from .figure_inputs import make_figure
 
     done = []
     for name in FIGURES:
@@ -52,7 +54,7 @@ def run_figures(out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool,
             log(f"figure {name:<22} cached")
         else:
             t0 = time.perf_counter()
-            make(name, out_dir, seed=seed, quick=quick, mini_dir=mini_dir)
+            make_figure(name, out_dir, seed=seed, quick=quick, mini_dir=mini_dir)
             log(f"figure {name:<22} {time.perf_counter() - t0:6.1f} s")
         done.append(name)
     return done
@@ -80,7 +82,7 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
 
     ``mini_config`` replaces the mini run's preset (``quick`` or ``full``); tests pass a micro one.
     """
-    from exitlaw.paper_repro.ledger_command import make_ledger
+    from .ledger_inputs import make_ledger
     from exitlaw.paper_repro.mini import config_for, run_mini
 
     out = Path(out)

@@ -53,3 +53,114 @@ def test_cli_help_imports_neither_torch_nor_jax():
             "heavy = [m for m in ('torch', 'jax') if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ----- static import rules (DESIGN section 2), read from the source: function-local imports count too ---------
+import ast  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTS = {"cli": ROOT / "exitlaw" / "cli", "theory": ROOT / "theory", "simulate": ROOT / "simulate",
+         "engine": ROOT / "engine", "figures": ROOT / "figures", "paper_repro": ROOT / "paper_repro"}
+# part -> the parts it may import (data flows one way: theory <- simulate <- engine <- figures/paper_repro)
+ALLOWED = {"theory": set(), "simulate": {"theory"}, "engine": {"theory"},
+           "figures": {"theory", "simulate", "engine"}, "paper_repro": {"theory", "simulate", "engine", "figures"},
+           "cli": {"theory", "simulate", "engine", "figures", "paper_repro"}}
+
+
+def _module_name(part: str, path: Path) -> str:
+    rel = path.relative_to(PARTS[part]).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join(["exitlaw", part, *parts])
+
+
+def _imports(part: str, path: Path) -> list[tuple[str, int]]:
+    """Absolute names of every import in the file (anywhere in it), with line numbers."""
+    mod = _module_name(part, path)
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            out.append((name, node.lineno))
+            out += [(f"{name}.{a.name}", node.lineno) for a in node.names]  # `from pkg import submodule`
+    return out
+
+
+def _part_of(name: str) -> str | None:
+    bits = name.split(".")
+    if len(bits) >= 2 and bits[0] == "exitlaw" and bits[1] in PARTS:
+        return bits[1]
+    return None
+
+
+def _all_files():
+    for part, folder in PARTS.items():
+        for path in sorted(folder.rglob("*.py")):
+            yield part, path
+
+
+def test_only_the_cli_package_imports_argparse():
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for part, path in _all_files() if part != "cli"
+                 for name, line in _imports(part, path) if name == "argparse"]
+    assert not offenders, f"argparse outside exitlaw/cli: {offenders}"
+
+
+def test_parts_import_only_the_layers_below_them():
+    offenders = []
+    for part, path in _all_files():
+        for name, line in _imports(part, path):
+            other = _part_of(name)
+            if other is not None and other != part and other not in ALLOWED[part]:
+                offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name} ({part} may not import {other})")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_figures_never_import_paper_repro():
+    offenders = [f"{path.relative_to(ROOT)}:{line} {name}" for part, path in _all_files() if part == "figures"
+                 for name, line in _imports(part, path) if _part_of(name) == "paper_repro"]
+    assert not offenders, offenders
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(v: str) -> list[str] | None:
+        state[v] = 1
+        stack.append(v)
+        for u in sorted(graph.get(v, ())):
+            if state.get(u) == 1:
+                return stack[stack.index(u):] + [u]
+            if state.get(u) is None and (found := visit(u)):
+                return found
+        state[v] = 2
+        stack.pop()
+        return None
+
+    for v in sorted(graph):
+        if state.get(v) is None and (found := visit(v)):
+            return found
+    return None
+
+
+def test_no_import_cycle_between_parts():
+    graph: dict[str, set[str]] = {p: set() for p in PARTS}
+    for part, path in _all_files():
+        for name, _ in _imports(part, path):
+            other = _part_of(name)
+            if other is not None and other != part:
+                graph[part].add(other)
+    assert _find_cycle(graph) is None, f"import cycle between parts: {' -> '.join(_find_cycle(graph))}"
+
+
+def test_the_cycle_finder_finds_a_planted_cycle():
+    assert _find_cycle({"figures": {"paper_repro"}, "paper_repro": {"figures"}}) == ["figures", "paper_repro", "figures"]
+    assert _find_cycle({"a": {"b"}, "b": set()}) is None

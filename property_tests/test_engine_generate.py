@@ -174,6 +174,17 @@ def test_gpu_check_smoke_runs_on_cpu_with_tiny_sizes():
     assert "TEV/predraw" in format_check(res)
 
 
+def test_gpu_check_command_writes_json_and_refuses_to_overwrite(tmp_path, capsys):
+    out = tmp_path / "check.json"
+    argv = ["gpu-check", "--tiny", "--device", "cpu", "--budget", "4", "--context", "24", "--reps", "1",
+            "--json", str(out)]
+    assert cli_main(argv) == 0
+    assert json.loads(out.read_text())["rows"] and "TEV/predraw" in capsys.readouterr().out
+    assert cli_main(argv) == 2  # refuses to overwrite silently
+    assert "exists" in capsys.readouterr().err
+    assert cli_main(argv + ["--overwrite"]) == 0
+
+
 @pytest.mark.parametrize("verifier", ("predraw", "residual", "tev"))
 def test_sampling_at_a_tiny_temperature_follows_the_greedy_path(pair, ar_tokens, verifier):
     """The temperature reaches the verifier: as T -> 0 every sampling verifier reproduces greedy decoding."""

@@ -163,7 +163,7 @@ def test_figures_cli_lists_and_rejects_unknown_names(capsys):
 
 def test_figures_cli_writes_the_ledger_next_to_the_figures(tmp_path, capsys):
     from exitlaw.cli import main
-    from exitlaw.paper_repro.ledger_command import NEEDED
+    from exitlaw.paper_repro.ledger_inputs import NEEDED
 
     small = {
         "budget_sweep": {"rounds": 5, "rows": [{"builder": "ddtree", "budget": 32, "tau": 3.0, "ceiling": 3.0,

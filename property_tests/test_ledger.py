@@ -168,6 +168,17 @@ def test_ledger_cli_reads_figure_data_and_writes_the_table(tmp_path, capsys):
     assert main(["ledger", "--figures", str(figs), "--out", str(tmp_path / "ledger")]) == 2  # exists
 
 
+def test_repro_full_prints_every_shipped_config(capsys):
+    from exitlaw.cli import main
+    from exitlaw.paper_repro.full_scale import config_paths, load_config
+
+    assert main(["repro", "full", "--runs", "/data/runs"]) == 0
+    out = capsys.readouterr().out
+    for path in config_paths():
+        assert f"# {load_config(path)['description']}" in out
+    assert "exitlaw gpu-check --device cuda" in out and "exitlaw train" in out and "/data/runs/" in out
+
+
 # ----- full-scale configs: every generated command uses flags the CLI really has -------------------
 def test_full_scale_commands_parse_with_the_real_cli():
     from exitlaw.cli import build_parser
@@ -185,11 +196,13 @@ def test_full_scale_commands_parse_with_the_real_cli():
         for argv in cmds:
             if argv[0] == "exitlaw":
                 args = parser.parse_args(argv[1:])
-                assert args.command in ("train", "bench")
+                assert args.command in ("train", "bench", "gpu-check")
                 if args.command == "bench":
                     assert args.budget == cfg["budgets"] and args.max_new_tokens == 2048
+                if args.command == "gpu-check":
+                    assert args.budget == cfg["budgets"] and cfg["table"] == "3"
             else:
-                assert argv[:3] == ["python", "-m", "exitlaw.engine.gpu_check"]
+                raise AssertionError(f"{path}: a generated command outside the exitlaw CLI: {argv}")
         if cfg["table"] != "3":
             bench = [a for a in cmds if a[1] == "bench"]
             seeds = {(a[a.index("--draft") + 1], a[a.index("--dataset") + 1], a[a.index("--seed") + 1]) for a in bench}

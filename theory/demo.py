@@ -46,3 +46,19 @@ def demo_trace(seed: int = 0, rounds: int = 200, budget: int = 12, vocab: int = 
         exit_node, bonus = divmod(k, vocab)
         out.append(TraceRound(tree, gather_edge_probs(tree, rows), exit_node=exit_node, bonus=bonus))
     return Trace(meta={"source": "exitlaw law --demo", "seed": seed, "budget": budget, "vocab": vocab}, rounds=out)
+
+
+def format_demo_tree(rnd: TraceRound) -> str:
+    """The per-node exit law of one round (``a``, ``P``, ``rho``, ``w``), then ``sum w``, ``C_p`` and the ceiling."""
+    from .law import exit_law_from_edges
+
+    law = exit_law_from_edges(rnd.tree, rnd.edge_prob)
+    lines = ["demo round 0: per-node exit law",
+             f"{'node':>4} {'parent':>6} {'depth':>5} {'token':>5} {'a(u)':>8} {'P':>8} {'rho':>8} {'w':>8}"]
+    for v in range(rnd.tree.num_nodes):
+        lines.append(f"{v:>4} {int(rnd.tree.parent[v]):>6} {int(rnd.tree.depth[v]):>5} {int(rnd.tree.token[v]):>5} "
+                     f"{float(law.edge[v]):>8.4f} {float(law.prefix[v]):>8.4f} {float(law.rho[v]):>8.4f} "
+                     f"{float(law.w[v]):>8.4f}")
+    lines.append(f"sum w = {float(law.w.sum()):.12f}   C_p = {float(law.coverage):.6f}   "
+                 f"ceiling 1 + C_p = {float(law.expected_length):.6f}\n")
+    return "\n".join(lines)

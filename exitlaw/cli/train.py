@@ -59,9 +59,9 @@ def _train(args: argparse.Namespace) -> int:
 
     import torch
 
-    from .checkpoint import load_pair, resolve_checkpoint
-    from .train_data import cached_sequences, encode_prompts, load_prompts, target_fingerprint
-    from .train_loop import TrainConfig, train
+    from exitlaw.engine.checkpoint import load_pair, resolve_checkpoint
+    from exitlaw.engine.train_data import cached_sequences, encode_prompts, load_prompts, target_fingerprint
+    from exitlaw.engine.train_loop import TrainConfig, train
 
     cfg = TrainConfig(objective=args.objective, lam=args.lam, weight_norm=args.weight_norm, budget=args.budget, steps=args.steps,
                       batch_size=args.batch_size, anchors_per_seq=args.anchors, lr=args.lr,
@@ -73,7 +73,7 @@ def _train(args: argparse.Namespace) -> int:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     target, drafter = load_pair(args.target, args.draft, device=device, dtype=getattr(torch, args.dtype))
-    from .train_loop import init_distributed
+    from exitlaw.engine.train_loop import init_distributed
 
     init_distributed(device)  # under torchrun: the ranks share the continuation generation below
     from transformers import AutoTokenizer
@@ -87,7 +87,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.continuations_server:
         from functools import partial
 
-        from .continuation_server import server_continuations
+        from exitlaw.engine.continuation_server import server_continuations
 
         model = args.server_model or str(args.target)
         generate = partial(server_continuations, args.continuations_server, tokenizer=tokenizer, model=model,

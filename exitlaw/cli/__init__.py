@@ -1,8 +1,9 @@
-"""The ``exitlaw`` command line: each part registers its own subcommands.
+"""The ``exitlaw`` command line: one module per command family, argument helpers in :mod:`.args`.
 
-A command module exposes ``register(subparsers)``; it must import heavy
-libraries (JAX, torch) inside its handlers so ``exitlaw --help`` stays fast and
-the engine's commands never pull in JAX.
+A family module exposes ``register(subparsers)``; its handlers parse, call one
+library function and print. Heavy libraries (JAX, torch) are imported inside
+the handlers, so ``exitlaw --help`` stays fast and the engine's commands never
+pull in JAX. No module outside this package imports argparse.
 """
 
 from __future__ import annotations
@@ -11,18 +12,14 @@ import argparse
 import sys
 from importlib import import_module
 
-from . import __version__
+from exitlaw import __version__
 
-COMMAND_MODULES = [
-    "exitlaw.theory.commands",
-    "exitlaw.simulate.simulate_command",
-    "exitlaw.simulate.check_command",
-    "exitlaw.engine.bench_commands",
-    "exitlaw.engine.verifier_bench_command",
-    "exitlaw.engine.train_command",
-    "exitlaw.paper_repro.commands",
-    "exitlaw.figures.commands",
-    "exitlaw.paper_repro.ledger_command",
+COMMAND_FAMILIES = [
+    "exitlaw.cli.theory",     # law, law-bench
+    "exitlaw.cli.simulate",   # simulate, simulate-exittrain, simulate-bench, check, verifier-sim-bench
+    "exitlaw.cli.engine",     # bench, tiny-models, verifier-bench, gpu-check
+    "exitlaw.cli.train",      # train
+    "exitlaw.cli.repro",      # repro mini|all|full, figures, ledger
 ]
 
 
@@ -33,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"exitlaw {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in COMMAND_FAMILIES:
         import_module(name).register(sub)
     return parser
 

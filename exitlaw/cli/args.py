@@ -1,0 +1,72 @@
+"""Argument helpers shared by every command family (argparse types and small setters).
+
+Heavy libraries are imported inside the setters, so building the parser stays
+free of torch and JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def int_list(text: str) -> list[int]:
+    """``"32,64,128"`` -> ``[32, 64, 128]``; every entry a positive integer, at least one."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return out
+
+
+def float_list(text: str) -> list[float]:
+    """``"0,1"`` -> ``[0.0, 1.0]``; at least one finite number."""
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not out or any(x != x or x in (float("inf"), float("-inf")) for x in out):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers, got {text!r}")
+    return out
+
+
+def name_list(text: str) -> list[str]:
+    """``"predraw, tev"`` -> ``["predraw", "tev"]``; at least one name."""
+    out = [x.strip() for x in text.split(",") if x.strip()]
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return out
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def add_threads(parser: argparse.ArgumentParser, default: int | None = None) -> None:
+    """``--threads N``: torch intra-op CPU threads (validated as >= 1 by argparse)."""
+    help_ = ("torch CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)"
+             if default is None else f"torch CPU threads (default {default}: small ops on a busy machine are "
+                                     "far faster single-threaded)")
+    parser.add_argument("--threads", type=positive_int, default=default, help=help_)
+
+
+def set_torch_threads(threads: int | None) -> None:
+    """Apply ``--threads`` (``None`` leaves torch's choice)."""
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def enable_x64() -> None:
+    """Exact-law commands compute in float64 (DESIGN: x64 where exactness matters)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)

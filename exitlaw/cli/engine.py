@@ -1,0 +1,172 @@
+"""The real engine: ``bench``, ``tiny-models``, ``verifier-bench`` and ``gpu-check``
+(torch is imported inside the handlers; nothing here imports JAX)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .args import add_threads, float_list, int_list, name_list, set_torch_threads
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bench", help="tau, SR and stage latencies of DFlash chain / DDTree vs autoregressive",
+                       description="Decode prompts with the autoregressive baseline, DFlash chain and DDTree "
+                                   "(each budget and verifier) on a target + DFlash drafter; print tau, SR, TPOT "
+                                   "and per-round stage latencies, and write JSON results.")
+    b.add_argument("--target", required=True, help="target checkpoint directory or Hub id")
+    b.add_argument("--draft", required=True, help="DFlash drafter checkpoint directory or Hub id")
+    b.add_argument("--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE")
+    b.add_argument("--num-prompts", type=int, default=None, help="use only the first N prompts")
+    b.add_argument("--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128")
+    b.add_argument("--temperature", type=float_list, default=[0.0, 1.0], help="e.g. 0,1")
+    b.add_argument("--verifier", type=name_list, default=["predraw", "tev"],
+                   help="e.g. predraw,tev (also greedy, residual)")
+    b.add_argument("--max-new-tokens", type=int, default=256, help="per turn")
+    b.add_argument("--max-turns", type=int, default=None,
+                   help="keep only the first N user turns of multi-turn sets such as mt-bench (default: all)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
+    b.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    b.add_argument("--warmup", type=int, default=1, help="untimed warm-up generations")
+    b.add_argument("--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here")
+    b.add_argument("--out", default=None, help="results JSON path")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    add_threads(b)
+    b.add_argument("--no-progress", action="store_true")
+    b.set_defaults(func=_bench)
+
+    t = sub.add_parser("tiny-models", help="write a random tiny Qwen3 target + DFlash drafter (real on-disk formats)",
+                       description="Writes OUT/target (Qwen3ForCausalLM via save_pretrained, with a small tokenizer "
+                                   "and chat template) and OUT/draft (DFlash drafter in the released format).")
+    t.add_argument("--out", required=True)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--overwrite", action="store_true")
+    t.set_defaults(func=_tiny)
+
+    v = sub.add_parser(
+        "verifier-bench", help="verifier-stage latency: predraw vs residual vs TEV vs the floor, same trees",
+        description="Builds DDTree trees from draft rows that resemble the target (deep, many internal nodes) "
+                    "and times one verifier call per round (decision + bonus + commit indices; the target "
+                    "forward is excluded) for predraw, residual and TEV on the same trees, next to the floor: "
+                    "a logsumexp over the K internal rows plus one float64 categorical draw from one row. "
+                    "Medians over trees and repeats; stages alternate call by call.")
+    v.add_argument("--budget", type=int_list, default=[32, 64, 128], help="comma-separated budgets B (default 32,64,128)")
+    v.add_argument("--vocab", type=int, default=151936, help="vocabulary size V (default 151936, Qwen3)")
+    v.add_argument("--device", default="cpu", help="torch device: cpu or cuda (default cpu)")
+    v.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="logit dtype")
+    v.add_argument("--temperature", type=float, default=1.0)
+    v.add_argument("--trees", type=int, default=3, help="realised trees per budget (default 3)")
+    v.add_argument("--repeats", type=int, default=15, help="timed calls per tree and verifier (default 15)")
+    v.add_argument("--depth", type=int, default=15, help="draft horizon H (default 15, DFlash block 16)")
+    v.add_argument("--verifiers", type=name_list, default=["predraw", "residual", "tev"],
+                   help="comma-separated subset of predraw,residual,tev")
+    add_threads(v)
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--json", action="store_true", help="print the results (and config) as JSON")
+    v.set_defaults(func=_verifier_bench)
+
+    g = sub.add_parser("gpu-check", help="latencies of the real engine on a random-weight Qwen3-4B-shaped pair",
+                       description="Draft forward, tree-attention verify forward and the verifier stage (decision "
+                                   "+ bonus + KV commit) of predraw and TEV at each budget, on random weights in "
+                                   "bf16 (no downloads). --tiny swaps in tiny sizes for a CPU smoke test.")
+    g.add_argument("--tiny", action="store_true", help="tiny sizes (CPU smoke test)")
+    g.add_argument("--device", default=None, help="default: cuda if available, else cpu")
+    g.add_argument("--budget", type=int_list, default=[32, 64, 128])
+    g.add_argument("--context", type=int, default=512)
+    g.add_argument("--reps", type=int, default=20)
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--json", default=None, help="also write the results here")
+    g.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    g.set_defaults(func=_gpu_check)
+
+
+def _refuse_existing(path: str | None, overwrite: bool) -> None:
+    if path and Path(path).exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+
+
+def _write_json(path: str, data: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+
+
+def _check_device(device: str | None) -> None:
+    if device and device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {device} requested but this torch build sees no CUDA device")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from exitlaw.engine.bench import format_bench, run_bench
+    from exitlaw.engine.verifiers import KINDS
+
+    bad = [v for v in args.verifier if v not in KINDS]
+    if bad:
+        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
+    _refuse_existing(args.out, args.overwrite)
+    _check_device(args.device)
+    set_torch_threads(args.threads)
+    result = run_bench(args.target, args.draft, dataset=args.dataset, budgets=args.budget,
+                       temperatures=args.temperature, verifiers=args.verifier, max_new_tokens=args.max_new_tokens,
+                       num_prompts=args.num_prompts, seed=args.seed, device=args.device, dtype=args.dtype,
+                       warmup=args.warmup, trace_dir=args.trace_dir, progress=not args.no_progress,
+                       max_turns=args.max_turns)
+    if args.threads is not None:
+        result.setdefault("config", {})["threads"] = args.threads
+    print(format_bench(result))
+    if args.out:
+        _write_json(args.out, result)
+    return 0
+
+
+def _tiny(args: argparse.Namespace) -> int:
+    from exitlaw.engine.tiny import write_tiny_models
+
+    target, draft = write_tiny_models(args.out, seed=args.seed, overwrite=args.overwrite)
+    print(f"target: {target}\ndraft:  {draft}")
+    return 0
+
+
+def _verifier_bench(args: argparse.Namespace) -> int:
+    import torch
+
+    from exitlaw.engine.verifier_bench import run_verifier_bench
+
+    if args.vocab < 2:
+        raise ValueError(f"--vocab must be >= 2, got {args.vocab}")
+    if args.trees < 1 or args.repeats < 1:
+        raise ValueError("--trees and --repeats must be >= 1")
+    _check_device(args.device)
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads(args.threads)
+        res = run_verifier_bench(args.budget, args.vocab, device=args.device, trees=args.trees,
+                                 repeats=args.repeats, depth=args.depth, temperature=args.temperature,
+                                 dtype=args.dtype, kinds=tuple(args.verifiers), seed=args.seed)
+    finally:
+        torch.set_num_threads(before)
+    print(json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1) if args.json else res["text"])
+    return 0
+
+
+def _gpu_check(args: argparse.Namespace) -> int:
+    import torch
+
+    from exitlaw.engine.gpu_check import format_check, run_check
+
+    _refuse_existing(args.json, args.overwrite)
+    _check_device(args.device)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu" and not args.tiny:
+        print("note: no GPU; the Qwen3-4B-sized check on a CPU is very slow (use --tiny for a smoke test)")
+    res = run_check(tiny=args.tiny, device=device, budgets=tuple(args.budget), context=args.context,
+                    reps=args.reps, temperature=args.temperature)
+    print(format_check(res))
+    if args.json:
+        _write_json(args.json, res)
+    return 0

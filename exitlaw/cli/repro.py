@@ -1,0 +1,138 @@
+"""The paper's experiments: ``repro mini|all|full``, ``figures`` and ``ledger``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from .args import add_threads, set_torch_threads
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("repro", help="reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus)")
+    rsub = p.add_subparsers(dest="repro_command", metavar="EXPERIMENT")
+    m = rsub.add_parser("mini", help="train a small target and DFlash drafter on the stdlib, compare objectives",
+                        description="Target LM on the Python standard library, a distilled DFlash drafter, then "
+                                    "token-only / prefix-weighted / exit-guided training with matched compute; tau "
+                                    "and CPU speedup at B = 32/64/128, T = 0/1, predraw and TEV, on held-out code "
+                                    "and prose. Artefacts are cached in --out; rerunning resumes.")
+    m.add_argument("--out", required=True, help="run directory (resumed if it holds the same configuration)")
+    m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about a minute on 2 cores)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--overwrite", action="store_true",
+                   help="if --out holds a run of another configuration, move it aside and start again")
+    add_threads(m, default=1)
+    m.add_argument("--no-progress", action="store_true")
+    m.set_defaults(func=_mini)
+
+    a = rsub.add_parser("all", help="the kit on predraw/residual/TEV, the mini run, every figure and the ledger",
+                        description="One command on a CPU: conformance checks of exitlaw's own verifiers, "
+                                    "`repro mini`, every figure (drawn from the mini run) and the claims ledger, "
+                                    "each stage cached under --out (a rerun resumes).")
+    a.add_argument("--out", default="runs/repro", help="run directory (default runs/repro)")
+    a.add_argument("--quick", action="store_true", help="small presets everywhere (smoke test, a few minutes)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--overwrite", action="store_true",
+                   help="if --out holds a run of another configuration, start again (old mini runs are moved aside)")
+    add_threads(a, default=1)
+    a.add_argument("--no-progress", action="store_true")
+    a.set_defaults(func=_all)
+
+    f = rsub.add_parser("full", help="the GPU commands for the paper's Tables 1-5 (from paper_repro/configs)",
+                        description="Prints the `exitlaw train`, `exitlaw bench` and `exitlaw gpu-check` commands "
+                                    "of each full-scale config (default: every shipped config).")
+    f.add_argument("configs", nargs="*", help="config files (default: all in paper_repro/configs)")
+    f.add_argument("--runs", default="runs/full", help="where runs and results go")
+    f.set_defaults(func=_full)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    g = sub.add_parser("figures", help="regenerate the figures (PNG + PDF + data JSON) on a CPU",
+                       description="Each figure is computed from embedded defaults (simulation, the engine on tiny "
+                                   "models, or a mini-scale run when --mini is given) and drawn with matplotlib.")
+    g.add_argument("--out", default="runs/figures", help="output directory (default: runs/figures)")
+    g.add_argument("--only", default=None, help="comma-separated figure names (default: all)")
+    g.add_argument("--overwrite", action="store_true", help="replace existing figure files")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--quick", action="store_true", help="smaller samples and runs (smoke test, under a minute)")
+    g.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory to draw from")
+    g.add_argument("--latency-json", default=None,
+                   help="verifier-stage latencies: the JSON of `exitlaw verifier-bench --json` or of "
+                        "`exitlaw gpu-check --json FILE` (default: run verifier-bench on this CPU)")
+    g.add_argument("--ledger", action="store_true",
+                   help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures")
+    g.add_argument("--list", action="store_true", help="list the figure names and exit")
+    g.set_defaults(func=_figures)
+
+    le = sub.add_parser("ledger", help="claims ledger: paper's numbers vs exitlaw's, with a status per claim",
+                        description="Reads FIGURES/NAME.json written by `exitlaw figures` (computing and drawing any "
+                                    "missing one first) and, with --mini, the mini run's results.json.")
+    le.add_argument("--out", default="runs/ledger", help="directory for ledger.md and ledger.json (default: runs/ledger)")
+    le.add_argument("--figures", default="runs/figures", help="figure data directory (default: runs/figures)")
+    le.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory")
+    le.add_argument("--latency-json", default=None, help="verifier-bench / gpu-check JSON for the latency claim")
+    le.add_argument("--quick", action="store_true", help="quick sizes for figure data computed here")
+    le.add_argument("--seed", type=int, default=0)
+    le.add_argument("--overwrite", action="store_true", help="replace an existing ledger")
+    le.set_defaults(func=_ledger)
+
+
+def _mini(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.mini import config_for, run_mini
+
+    set_torch_threads(args.threads)
+    cfg = config_for("quick" if args.quick else "full", seed=args.seed)
+    results = run_mini(args.out, cfg, overwrite=args.overwrite, progress=not args.no_progress)
+    print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
+    print(f"results: {Path(args.out) / 'results.json'} ({len(results['cells'])} cells)")
+    return 0
+
+
+def _all(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.reproduce import reproduce
+
+    set_torch_threads(args.threads)
+    summary = reproduce(args.out, quick=args.quick, seed=args.seed, overwrite=args.overwrite,
+                        progress=not args.no_progress)
+    print(f"done: ledger {summary['ledger'][0]}, figures in {summary['figures']}, "
+          f"stage times {', '.join(f'{k} {v:.0f}' for k, v in summary['times'].items())}")
+    return 0
+
+
+def _full(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.full_scale import render_all
+
+    print(render_all(args.configs, args.runs))
+    return 0
+
+
+def _figures(args: argparse.Namespace) -> int:
+    from exitlaw.figures.registry import FIGURES
+    from exitlaw.paper_repro.figure_inputs import make_figure
+
+    if args.list:
+        print("\n".join(FIGURES))
+        return 0
+    names = list(FIGURES) if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {unknown}; figures: {', '.join(FIGURES)}")
+    for name in names:
+        t0 = time.perf_counter()
+        paths = make_figure(name, args.out, seed=args.seed, quick=args.quick, overwrite=args.overwrite,
+                            mini_dir=args.mini, latency_json=args.latency_json)
+        print(f"{name:<22} {time.perf_counter() - t0:6.1f} s  " + "  ".join(str(p) for p in paths), flush=True)
+    if args.ledger:
+        _ledger(argparse.Namespace(figures=args.out, out=args.out, mini=args.mini, latency_json=args.latency_json,
+                                   quick=args.quick, seed=args.seed, overwrite=args.overwrite))
+    return 0
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.ledger_inputs import make_ledger
+
+    _, md, js = make_ledger(args.figures, args.out, mini_dir=args.mini, latency_json=args.latency_json,
+                            quick=args.quick, seed=args.seed, overwrite=args.overwrite)
+    print(Path(md).read_text(encoding="utf-8"))
+    print(f"ledger: {md} and {js}")
+    return 0

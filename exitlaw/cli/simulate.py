@@ -1,0 +1,156 @@
+"""The simulation lab and the conformance kit: ``simulate``, ``simulate-exittrain``,
+``simulate-bench``, ``check`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .args import enable_x64
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="simulated tree speculative decoding on a synthetic target",
+                       description="Run builders + a verifier for many rounds on a synthetic n-gram target with "
+                                   "exact conditionals; write JSON results and tree traces.")
+    p.add_argument("config", nargs="?", help="JSON config file (keys of SimConfig; may name a base 'preset')")
+    p.add_argument("--preset", help="named preset (small, medium, greedy, mismatch)")
+    p.add_argument("--out", help="output directory (default: runs/simulate/<config name>)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing results in the output directory")
+    p.add_argument("--rounds", type=int, help="override the number of rounds")
+    p.add_argument("--seed", type=int, help="override the decoding seed")
+    p.add_argument("--builders", help="comma-separated builders to run (override)")
+    p.add_argument("--verifier", help="override the verifier (tev, predraw, residual, greedy, tev-fast)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--list-presets", action="store_true", help="print the presets as JSON and exit")
+    p.set_defaults(func=_simulate)
+
+    e = sub.add_parser("simulate-exittrain", help="ExitTrain in miniature: token-only vs prefix-weighted vs exit-guided",
+                       description="Train a parametric position-wise drafter (JAX + optax) against a synthetic target "
+                                   "under three objectives with matched compute; evaluate tau = 1 + C_p at budgets "
+                                   "32/64/128 and T in {0, 1}.")
+    e.add_argument("--out", help="write the table and settings as JSON to this file")
+    e.add_argument("--overwrite", action="store_true")
+    e.add_argument("--regime", default="lowrank-peaked",
+                   help="named regime (lowrank, lowrank-peaked, lowrank-flat, lowrank-deep, overconfident, "
+                        "underconfident, table), or 'all' (about a minute each)")
+    e.add_argument("--steps", type=int, help="override training steps")
+    e.add_argument("--seed", type=int, default=0)
+    e.set_defaults(func=_exittrain)
+
+    b = sub.add_parser("simulate-bench", help="benchmark: simulated decoding rounds per second")
+    b.add_argument("--budget", type=int, default=64)
+    b.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
+    b.add_argument("--rounds", type=int, default=30)
+    b.add_argument("--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_sim_bench)
+
+    c = sub.add_parser(
+        "check", help="conformance kit: is a verifier exact and saturating?",
+        description="Loads MODULE:CALLABLE with the signature f(tree, probs, rng) -> (exit_node, bonus_token) "
+                    "(marginal mode: f(tree, probs, draft_probs, rng)), samples it on hard-case trees and "
+                    "runs calibrated checks. Exit status: 0 exact and saturating, 1 not exact, "
+                    "3 exact but not saturating, 2 usage error.")
+    c.add_argument("verifier", metavar="MODULE:CALLABLE")
+    c.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
+                   help="conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the cases and of every draw (default 0)")
+    c.add_argument("--budget", type=int, default=8, help="node budget B of the random tree case (default 8)")
+    c.add_argument("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)")
+    c.add_argument("--samples", type=int, default=None,
+                   help="rounds per case (default: chosen from --alpha, --power and --delta)")
+    c.add_argument("--alpha", type=float, default=1e-6, help="false-failure rate of the whole run (default 1e-6)")
+    c.add_argument("--delta", type=float, default=0.1, help="total-variation distance for the power claim")
+    c.add_argument("--power", type=float, default=0.999, help="power per distribution check at --delta")
+    c.add_argument("--chains-only", action="store_true",
+                   help="marginal mode: draft chains only (for chain speculative sampling)")
+    c.add_argument("--keep-going", action="store_true", help="run every case even after a 'not exact' case")
+    c.add_argument("--json", action="store_true", help="print the full report as JSON")
+    c.set_defaults(func=_check)
+
+    vb = sub.add_parser("verifier-sim-bench",
+                        help="benchmark: samples/s of the simulated verifier samplers and the kit's wall time")
+    vb.add_argument("--budget", type=int, default=64)
+    vb.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
+    vb.add_argument("--samples", type=int, default=100_000, help="rounds per vectorised call")
+    vb.add_argument("--calls", type=int, default=500, help="calls of each per-call public form")
+    vb.add_argument("--no-kit", action="store_true", help="skip timing the conformance kit")
+    vb.add_argument("--json", action="store_true")
+    vb.set_defaults(func=_verifier_sim_bench)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.presets import PRESETS, SimConfig, get_preset, with_overrides
+
+    if args.list_presets:
+        print(json.dumps({k: v.to_dict() for k, v in PRESETS.items()}, indent=1))
+        return 0
+    if (args.config is None) == (args.preset is None):
+        raise ValueError("give either a CONFIG file or --preset NAME")
+    cfg = SimConfig.from_file(args.config) if args.config else get_preset(args.preset)
+    builders = tuple(b.strip() for b in args.builders.split(",")) if args.builders else None
+    cfg = with_overrides(cfg, rounds=args.rounds, seed=args.seed, builders=builders, verifier=args.verifier)
+    out = Path(args.out) if args.out else Path("runs") / "simulate" / cfg.name
+    enable_x64()
+    from exitlaw.simulate.run import run_simulation
+
+    run_simulation(cfg, out, overwrite=args.overwrite, progress=not args.no_progress)
+    return 0
+
+
+def _exittrain(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not args.overwrite:
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    enable_x64()
+    from exitlaw.simulate.exittrain_mini import REGIMES, format_table, run_exittrain_mini
+
+    names = list(REGIMES) if args.regime == "all" else [args.regime]
+    for n in names:
+        if n not in REGIMES:
+            raise ValueError(f"unknown regime {n!r}; regimes: {', '.join(REGIMES)}, all")
+    report = {}
+    for n in names:
+        report[n] = run_exittrain_mini(REGIMES[n], steps=args.steps, seed=args.seed, progress=True)
+        print(format_table(report[n]) + "\n")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        print(f"wrote {out}")
+    return 0
+
+
+def _sim_bench(args: argparse.Namespace) -> int:
+    enable_x64()
+    from exitlaw.simulate.sim_bench import run_sim_bench
+
+    res = run_sim_bench(budget=args.budget, vocabs=args.vocab, rounds=args.rounds, verifier=args.verifier)
+    print(json.dumps(res, indent=1) if args.json else res["text"])
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.conformance import load_verifier, run_kit
+    from exitlaw.simulate.conformance_format import format_report
+
+    fn = load_verifier(args.verifier)
+    if args.chains_only and args.mode != "marginal":
+        raise ValueError("--chains-only applies to --mode marginal")
+    if args.samples is not None and args.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    report = run_kit(fn, name=args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
+                     vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
+                     power=args.power, keep_going=args.keep_going, chains_only=args.chains_only)
+    print(json.dumps(report.to_json(), indent=1, default=float) if args.json else format_report(report))
+    return report.exit_code
+
+
+def _verifier_sim_bench(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.verifier_bench import run_verifier_bench
+
+    res = run_verifier_bench(vocabs=tuple(args.vocab), budget=args.budget, samples=args.samples,
+                             calls=args.calls, kit=not args.no_kit)
+    print(json.dumps(res, indent=1) if args.json else res["text"])
+    return 0

@@ -1,0 +1,40 @@
+"""Plain-text report of the conformance kit: one line per check, the verdict and, on failure, where."""
+
+from __future__ import annotations
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def format_report(rep) -> str:
+    out = [f"exitlaw check {rep.verifier}   mode {rep.mode}   seed {rep.seed}",
+           f"false-failure rate <= {rep.family_alpha:g} for the whole run: alpha = {rep.alpha_per_check:.3g} per check "
+           f"(Bonferroni), half to the pooled chi-square, half to the per-cell binomials",
+           f"power >= {rep.power_target} per distribution check against TV >= {rep.delta} on pooled cells "
+           f"(smallest computed: {rep.min_power:.4f})",
+           f"{'case':<12} {'samples':>7}  {'check':<16} {'statistic':>10} {'dof':>4} {'p-value':>9} {'power':>7}  result"]
+    for case in rep.cases:
+        for i, c in enumerate(case["checks"]):
+            head = f"{case['name']:<12} {case['samples']:>7}" if i == 0 else " " * 20
+            res = "REJECT" if c["rejected"] else "ok"
+            out.append(f"{head}  {c['name']:<16} {_fmt(float(c['statistic'])):>10} {c['dof']:>4} "
+                       f"{_fmt(float(c['pvalue'])):>9} {_fmt(c['power']):>7}  {res}")
+        if "ceiling" in case:
+            out.append(" " * 20 + f"  E[L] observed {case['mean_length']:.4f}   1 + C_p = {case['ceiling']:.4f}")
+    out.append(f"verdict: {rep.verdict.upper() if rep.exit_code else rep.verdict}   (exit status {rep.exit_code})")
+    if rep.failure:
+        f = dict(rep.failure)
+        out.append(f"  case {f.pop('case')}: tree {f.pop('tree')}")
+        out.append(f"  check {f.pop('check')}: statistic {_fmt(float(f.pop('statistic')))}, "
+                   f"p-value {_fmt(float(f.pop('pvalue')))}")
+        cell = f.pop("cell", {})
+        where = {**(cell if isinstance(cell, dict) else {"cell": cell}), **f}
+        if "node" in where:
+            out.append(f"  node {where.pop('node')}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in where.items()))
+        else:
+            out.append("  where: " + ", ".join(f"{k} {_fmt(v)}" for k, v in where.items()))
+        out.append(f"  reproduce: {rep.reproduce}")
+    return "\n".join(out)
