@@ -27,7 +27,8 @@ def _post(url: str, payload: dict, timeout: float) -> dict:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             body = resp.read().decode("utf-8")
     except urllib.error.HTTPError as err:
-        detail = err.read().decode("utf-8", "replace")[:300]
+        with err:  # the error carries the open response: close it, or its socket leaks
+            detail = err.read().decode("utf-8", "replace")[:300]
         raise ServerError(f"{url} answered HTTP {err.code}: {detail}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as err:
         raise ServerError(f"cannot reach the continuation server at {url}: {err}") from None

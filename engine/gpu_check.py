@@ -17,16 +17,15 @@ at B = 32, 64, 128 and T = 1, for trees built by DDTree from the drafter's rows
 
 from __future__ import annotations
 
-import json
 import time
 
-import numpy as np
 import torch
 
 from .builders import build_ddtree
 from .device_tree import to_device_tree
 from .dflash import DFlashConfig, DFlashDrafter
 from .target import TargetModel
+from .timing import median_ms
 from .verifiers import VerifierGenerators, verify
 
 QWEN3_4B = dict(vocab_size=151936, hidden_size=2560, intermediate_size=9728, num_hidden_layers=36,
@@ -64,30 +63,6 @@ def build_pair(tiny: bool, device: str, dtype: torch.dtype, seed: int = 0) -> tu
             if not name.endswith("norm.weight"):
                 p.normal_(0.0, 0.02)
     return TargetModel(model.eval(), dcfg["target_layer_ids"]), drafter.eval()
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def median_ms(fn, reps: int, device: str, setup=None, warmup: int = 2) -> float:
-    """Median wall milliseconds of ``fn()`` over ``reps`` runs (``setup()`` untimed before each),
-    after ``warmup`` untimed runs (kernel selection, allocator caches, lazy CUDA init)."""
-    for _ in range(warmup):
-        if setup is not None:
-            setup()
-        fn()
-    out = []
-    for _ in range(reps):
-        if setup is not None:
-            setup()
-        _sync(device)
-        t0 = time.perf_counter()
-        fn()
-        _sync(device)
-        out.append(1000.0 * (time.perf_counter() - t0))
-    return float(np.median(out))
 
 
 def deep_rows(depth: int, vocab: int, device: str, gen: torch.Generator) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """Stage timing from the outside: wrap a call, never instrument the algorithm.
 
-``timer.call("draft", fn, *args)`` runs ``fn`` and charges its latency to stage
+:func:`median_ms` times a whole call repeatedly (benchmarks); :class:`StageTimer`
+charges the stages of a running decode. ``timer.call("draft", fn, *args)`` runs ``fn`` and charges its latency to stage
 ``"draft"``. On a CPU the clock is ``time.perf_counter``; on a CUDA device each
 call is bracketed by CUDA events (no synchronisation until :meth:`summary`).
 :class:`NullTimer` has the same interface and measures nothing.
@@ -8,6 +9,7 @@ call is bracketed by CUDA events (no synchronisation until :meth:`summary`).
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import defaultdict
 from typing import Any, Callable
@@ -68,4 +70,30 @@ class StageTimer(NullTimer):
                 for s in sorted(self._count)}
 
 
-__all__ = ["StageTimer", "NullTimer"]
+
+
+def _sync(device: str) -> None:
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def median_ms(fn, reps: int, device: str, setup=None, warmup: int = 2) -> float:
+    """Median wall milliseconds of ``fn()`` over ``reps`` runs (``setup()`` untimed before each),
+    after ``warmup`` untimed runs (kernel selection, allocator caches, lazy CUDA init)."""
+    for _ in range(warmup):
+        if setup is not None:
+            setup()
+        fn()
+    out = []
+    for _ in range(reps):
+        if setup is not None:
+            setup()
+        _sync(device)
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        out.append(1000.0 * (time.perf_counter() - t0))
+    return float(statistics.median(out))
+
+
+__all__ = ["StageTimer", "NullTimer", "median_ms"]

@@ -1,9 +1,9 @@
 """exitlaw.paper_repro (see DESIGN.md section 2)."""
 
-# --- mini-scale reproduction on the stdlib corpus (issue 6); torch is imported only when run
+# --- mini-scale reproduction on the stdlib corpus; torch is imported only when run
 from .mini import PRESETS as MINI_PRESETS, MiniConfig, run_mini
 from .mini_corpus import CorpusSplit, load_tokenizer, make_split, train_tokenizer
 
-# --- claims ledger and full-scale commands (issue 7)
+# --- claims ledger and full-scale commands
 from .full_scale import commands as full_scale_commands, load_config as load_full_scale_config
 from .ledger import CLAIMS, STATUSES, build_ledger, format_markdown as format_ledger, write_ledger

@@ -53,7 +53,7 @@ def test_server_continuations_send_token_prompts_and_cut_at_the_stop_token():
         out = server_continuations(url, [[97, 98], [120]], CharTokenizer(), model="m", max_new_tokens=8,
                                    temperature=0.7, seed=5, stop_tokens=[ord("!")])
     finally:
-        server.shutdown()
+        server.shutdown(); server.server_close()
     assert out == [[98, 97, ord("!")], [120, ord("!")]]
     assert [p for p, _ in requests] == ["/v1/completions"] * 2
     assert requests[0][1] == {"model": "m", "prompt": [97, 98], "max_tokens": 8, "temperature": 0.7, "seed": 5, "n": 1}
@@ -69,7 +69,7 @@ def test_server_continuations_are_cached_under_their_source(tmp_path):
         first = cached_sequences(None, "fp", [[97, 98]], tmp_path, **kw)
         again = cached_sequences(None, "fp", [[97, 98]], tmp_path, **kw)
     finally:
-        server.shutdown()
+        server.shutdown(); server.server_close()
     assert len(requests) == 1  # the second call was served from the cache
     assert first.continuations == again.continuations == [[98, 97, ord("!"), ord("t")]]
 
@@ -80,13 +80,13 @@ def test_http_errors_and_bad_replies_are_named():
         with pytest.raises(ServerError, match="HTTP 500"):
             server_continuations(url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0)
     finally:
-        server.shutdown()
+        server.shutdown(); server.server_close()
     server, _, url = _serve(lambda body: (200, {"nothing": []}))
     try:
         with pytest.raises(ServerError, match="choices"):
             server_continuations(url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0)
     finally:
-        server.shutdown()
+        server.shutdown(); server.server_close()
 
 
 def test_unreachable_server_is_a_clear_error():
@@ -116,7 +116,7 @@ def test_exitlaw_train_takes_continuations_from_the_server(tmp_path):
                    "--continuations-server", url, "--server-model", "tiny-target",
                    "--cache-dir", str(tmp_path / "cache")])
     finally:
-        server.shutdown()
+        server.shutdown(); server.server_close()
     assert rc == 0
     assert len(requests) == 2 and all(body["model"] == "tiny-target" for _, body in requests)
     cache = next((tmp_path / "cache").glob("continuations-*.jsonl")).read_text().splitlines()

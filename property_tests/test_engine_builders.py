@@ -12,15 +12,6 @@ from exitlaw.engine.builders import _brute_force_top_prefixes, build_chain, buil
 from exitlaw.theory import DistributionError
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny tensors: intra-op threads only add synchronisation stalls on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _draft_rows(seed: int, depth: int, vocab: int, *, zero_frac: float = 0.0) -> torch.Tensor:
     """Per-depth log-probability rows (continuous, so score ties have probability zero)."""
     rng = np.random.default_rng(seed)

@@ -10,21 +10,14 @@ import torch
 from hypothesis import given, settings, strategies as st
 from safetensors.torch import load_file, save_file
 
-from exitlaw.engine.checkpoint import load_drafter, load_pair, load_target, save_drafter
+from exitlaw.engine.checkpoint import load_drafter, load_target, save_drafter
 from exitlaw.engine.dflash import DFlashConfig, default_target_layer_ids
-from exitlaw.engine.tiny import TinySpec, write_tiny_models
+from exitlaw.engine.tiny import TinySpec
 
 SPEC = TinySpec()
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return write_tiny_models(tmp_path_factory.mktemp("tiny"), seed=5)
-
-
-@pytest.fixture(scope="module")
-def pair(tiny):
-    return load_pair(*tiny)
+TINY_SEED = 5  # the shared ``tiny``/``pair`` fixtures (conftest.py) use this seed
 
 
 def _copy(src, tmp_path, name="draft"):

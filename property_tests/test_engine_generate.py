@@ -13,7 +13,6 @@ from exitlaw.cli import main as cli_main
 from exitlaw.engine.bench import load_prompts
 from exitlaw.engine.checkpoint import load_pair
 from exitlaw.engine.decode import DecodeConfig, Generators, generate
-from exitlaw.engine.tiny import write_tiny_models
 from exitlaw.theory import TraceWriter, read_trace
 
 VERIFIERS = ("greedy", "predraw", "residual", "tev")
@@ -21,14 +20,7 @@ PROMPT = [11, 42, 7, 99, 150, 3, 18]
 NEW = 14
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return write_tiny_models(tmp_path_factory.mktemp("tiny"), seed=1)
-
-
-@pytest.fixture(scope="module")
-def pair(tiny):
-    return load_pair(*tiny)
+TINY_SEED = 1  # the shared ``tiny``/``pair`` fixtures (conftest.py) use this seed
 
 
 @pytest.fixture(scope="module")

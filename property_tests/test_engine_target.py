@@ -9,21 +9,18 @@ from hypothesis import given, settings, strategies as st
 
 from exitlaw.engine.checkpoint import load_target
 from exitlaw.engine.target import TargetModel, check_transformers_version, tree_attention_mask
-from exitlaw.engine.tiny import TinySpec, write_tiny_models
+from exitlaw.engine.tiny import TinySpec
 from exitlaw.theory import DraftTree
 
 SPEC = TinySpec()
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    target, _ = write_tiny_models(tmp_path_factory.mktemp("tiny"), seed=3)
-    return target
+TINY_SEED = 3  # the shared ``tiny`` fixture (conftest.py) uses this seed
 
 
 @pytest.fixture(scope="module", params=["sdpa", "eager"])
-def target(request, tiny_dir) -> TargetModel:
-    return load_target(tiny_dir, layer_ids=SPEC.target_layer_ids, attn_implementation=request.param)
+def target(request, tiny) -> TargetModel:
+    return load_target(tiny[0], layer_ids=SPEC.target_layer_ids, attn_implementation=request.param)
 
 
 def random_tree(rng: np.random.Generator, n: int, vocab: int) -> DraftTree:

@@ -34,15 +34,6 @@ ALPHA = 1e-6
 SAMPLERS = ("predraw", "residual", "tev")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny tensors: intra-op threads only add synchronisation stalls on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _random_logits(rng: np.random.Generator, tree: DraftTree, vocab: int, *, zero_frac: float = 0.2,
                    scale: float = 1.5) -> torch.Tensor:
     """Rows that differ per node; about ``zero_frac`` of entries are ``-inf`` (probability 0), never a whole row."""
@@ -99,13 +90,14 @@ def test_device_verifier_matches_exact_block_law(kind, seed, temperature):
     assert p > ALPHA / 2, f"{kind}: chi-square p = {p:.3g} <= {ALPHA} on {tree}, counts {dict(counts)}"
 
 
-@pytest.fixture(scope="module")
-def tiny_target(tmp_path_factory):
-    from exitlaw.engine.checkpoint import load_target
-    from exitlaw.engine.tiny import write_tiny_models
+TINY_SEED = 2  # the shared ``tiny`` fixture (conftest.py) uses this seed
 
-    target_dir, _ = write_tiny_models(tmp_path_factory.mktemp("tiny_verifiers"), seed=2)
-    return load_target(target_dir)
+
+@pytest.fixture(scope="module")
+def tiny_target(tiny):
+    from exitlaw.engine.checkpoint import load_target
+
+    return load_target(tiny[0])
 
 
 def _tiny_model_case(target, temperature: float, budget: int = 10, depth: int = 4):

@@ -29,13 +29,6 @@ from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, re
 TOL = 1e-12
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Small models on a shared 2-core machine run far faster single-threaded (no OpenMP spinning)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 SPEC = TinySpec(vocab_size=64, hidden_size=32, intermediate_size=64, target_layers=3, heads=4, kv_heads=2,
                 head_dim=8, block_size=5, target_layer_ids=(0, 1))
 
