@@ -21,6 +21,7 @@ from best_first_twin import (
 from exitlaw.theory import (
     DistributionError,
     RankingError,
+    TreeError,
     ddtree_from_rows,
     ddtree_prefixes,
     oracle_tree,
@@ -159,7 +160,9 @@ def test_bad_inputs_raise_named_errors():
         ranked_top_k(np.array([[0.0, np.nan]]), 1)
     with pytest.raises(ValueError, match="k must lie"):
         ranked_top_k(np.zeros((1, 2)), 3)
-    with pytest.raises(DistributionError, match="twice"):
-        ddtree_prefixes(np.zeros((1, 2)), np.array([[1, 1]]), 2)
+    with pytest.raises(TreeError, match="same token"):
+        ddtree_prefixes(np.array([[-1.0, -2.0]]), np.array([[1, 1]]), 2)
+    with pytest.raises(DistributionError, match="integers"):
+        ddtree_prefixes(np.zeros((1, 2)), np.zeros((1, 2)), 2)
     with pytest.raises(DistributionError, match=r"\[D, V\]"):
         ddtree_from_rows(np.zeros(3), 2)

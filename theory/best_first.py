@@ -58,6 +58,8 @@ import numpy as np
 from .errors import DistributionError
 from .tree import ROOT_TOKEN, DraftTree
 
+_NEG_INF = float("-inf")
+
 # prefix -> (tokens [k], values [k]) of its children, ranked best first; empty when it has none
 Children = Callable[[tuple[int, ...]], tuple[Sequence[int], Sequence[float]]]
 
@@ -103,41 +105,44 @@ def top_prefixes(children: Children, budget: int, *, combine: Callable[[float, f
     parent, token, value, score = [-1], [int(root_token)], [0.0], [root_score]
     paths: list[tuple[int, ...]] = [()]  # tokens from the root
     ranks: list[tuple[int, ...]] = [()]  # sibling rank at each depth, the order's last key
-    ranked: list[tuple[Sequence[int], Sequence[float]] | None] = [None]
-    heap: list[tuple] = []  # (order key, score, parent node, rank among siblings)
+    ranked: list[tuple[Sequence[int], Sequence[float], int] | None] = [None]  # (tokens, values, count)
+    heap: list[tuple] = []  # (order key, score, parent node, rank among siblings, ranks from the root)
+    heappush, key = heapq.heappush, _order_key
 
     def push(par: int, rank: int) -> None:
-        toks, vals = ranked[par]
-        if rank >= len(toks):
+        toks, vals, count = ranked[par]
+        if rank >= count:
             return
-        if rank and (vals[rank] > vals[rank - 1] or (vals[rank] == vals[rank - 1] and toks[rank] <= toks[rank - 1])):
+        v = vals[rank]
+        if rank and (v > vals[rank - 1] or (v == vals[rank - 1] and toks[rank] <= toks[rank - 1])):
             raise RankingError(f"children of prefix {paths[par]} are not ranked best first: rank {rank - 1} is "
                                f"(token {toks[rank - 1]}, value {vals[rank - 1]}), rank {rank} is "
-                               f"(token {toks[rank]}, value {vals[rank]})")
-        s = combine(score[par], vals[rank])
-        if s != s:
+                               f"(token {toks[rank]}, value {v})")
+        s = combine(score[par], v)
+        if s > _NEG_INF:
+            r = ranks[par] + (rank,)
+            heappush(heap, (key(s, r), s, par, rank, r))
+        elif s != s:
             raise DistributionError(f"score of child {toks[rank]} of prefix {paths[par]} is NaN")
-        if s == -np.inf:
-            return  # impossible, and so is every later sibling
-        heapq.heappush(heap, (_order_key(s, ranks[par] + (rank,)), s, par, rank))
+        # s == -inf: impossible, and so is every later sibling
 
     def expand(node: int) -> None:
         toks, vals = children(paths[node])
         if len(toks) != len(vals):
             raise RankingError(f"children of prefix {paths[node]}: {len(toks)} tokens but {len(vals)} values")
-        ranked[node] = (toks, vals)
+        ranked[node] = (toks, vals, len(toks))
         push(node, 0)
 
     if budget:
         expand(0)
     while heap and len(parent) <= budget:
-        _, s, par, rank = heapq.heappop(heap)
-        node = len(parent)
-        toks, vals = ranked[par]
-        parent.append(par), token.append(int(toks[rank])), value.append(vals[rank]), score.append(s)
-        paths.append(paths[par] + (int(toks[rank]),)), ranks.append(ranks[par] + (rank,)), ranked.append(None)
+        _, s, par, rank, r = heapq.heappop(heap)
+        toks, vals, _ = ranked[par]
+        tok, node = int(toks[rank]), len(parent)
+        parent.append(par), token.append(tok), value.append(vals[rank]), score.append(s)
+        paths.append(paths[par] + (tok,)), ranks.append(r), ranked.append(None)
         push(par, rank + 1)
-        if len(parent) <= budget:  # the last chosen node needs no children
+        if node < budget:  # the last chosen node needs no children
             expand(node)
     tree = DraftTree(parent=np.array(parent), token=np.array(token))
     return BestFirst(tree, np.array(value, dtype=np.float64), np.array(score, dtype=np.float64))
@@ -196,17 +201,15 @@ def ddtree_prefixes(values: np.ndarray, tokens: np.ndarray, budget: int, *,
     tokens = np.asarray(tokens)
     if values.ndim != 2 or values.shape != tokens.shape:
         raise DistributionError(f"values and tokens must both have shape [D, k], got {values.shape} and {tokens.shape}")
-    if not np.issubdtype(tokens.dtype, np.integer) or (tokens < 0).any():
-        raise DistributionError("tokens must be non-negative integers")
+    if not np.issubdtype(tokens.dtype, np.integer):
+        raise DistributionError(f"tokens must be integers, got dtype {tokens.dtype}")
     if np.isnan(values).any():
         raise DistributionError(f"values contain NaN (row {int(np.flatnonzero(np.isnan(values).any(1))[0])})")
-    if values.shape[1] > 1:
-        dup = (np.diff(np.sort(tokens, axis=1), axis=1) == 0).any(1)
-        if dup.any():
-            raise DistributionError(f"row {int(np.flatnonzero(dup)[0])} lists a token twice")
-    order = np.lexsort((tokens, -values), axis=-1)  # [D, k]: value descending, then lower token
-    vals = np.take_along_axis(values, order, axis=1).tolist()
-    toks = np.take_along_axis(tokens, order, axis=1).tolist()
+    # (a negative or repeated token in a row is a TreeError from DraftTree, naming the node)
+    if not (values[:, 1:] < values[:, :-1]).all():  # not already strictly descending (a device topk usually is)
+        order = np.lexsort((tokens, -values), axis=-1)  # [D, k]: value descending, then lower token
+        values, tokens = np.take_along_axis(values, order, axis=1), np.take_along_axis(tokens, order, axis=1)
+    vals, toks = values.tolist(), tokens.tolist()
     horizon = len(vals)
 
     def children(path: tuple[int, ...]) -> tuple[list[int], list[float]]:
