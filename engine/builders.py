@@ -4,29 +4,25 @@ The drafter (DFlash) gives one log-probability row ``log q_d`` per depth
 ``d = 1..D``, shared by every node of that depth, so the score of a prefix
 ``x_1..x_d`` factorises: ``s(x_1..x_d) = sum_{i<=d} log q_i(x_i)``.
 
-* :func:`build_ddtree` -- DDTree best-first: the ``B`` prefixes of highest score.
-  Only the top ``k = min(B, V)`` tokens of each row can appear (a prefix using a
-  token of rank ``> B`` at some depth is beaten by ``B`` prefixes that differ from
-  it only there), so we take ``topk`` per depth on the device, move the ``[D, k]``
-  table to the host once, and enumerate lazily with a heap: popping prefix
-  ``(..., r_d)`` pushes its next sibling ``(..., r_d + 1)`` and its first child
-  ``(..., r_d, 0)``. Every pushed candidate scores no higher than the popped one,
-  so pops come in non-increasing score order, parents before children, and at most
-  ``2 B`` heap operations are needed.
+* :func:`build_ddtree` -- DDTree: the ``B`` prefixes of highest score under the
+  one best-first rule (:func:`exitlaw.theory.ddtree_prefixes`; ties to the
+  shallower prefix, then the lexicographically smaller token sequence; fewer
+  than ``B`` nodes only when fewer prefixes have finite score). Only the top
+  ``k = min(B, V)`` tokens of each row can appear
+  (:func:`exitlaw.theory.candidate_width`), so the device computes ``topk`` per
+  depth, the ``[D, k]`` table moves to the host once, and the numpy rule does
+  the rest. ``topk`` picks arbitrarily among tokens tied across the ``k``-th
+  place, so it takes one extra column: a row whose ``k``-th and ``(k+1)``-th
+  values are equal (and finite) is re-ranked exactly on the host.
 * :func:`build_chain` -- top-1 per depth (the DFlash default).
-
-Ties break toward the shallower prefix, then toward lower per-depth ranks (the
-order of ``torch.topk``). Tokens with ``log q = -inf`` are never added.
 """
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree
+from exitlaw.theory import DistributionError, DraftTree, candidate_width, ddtree_prefixes, ranked_top_k
 
 
 LOGPROB_ATOL = 1e-5  # log_softmax may round a little above 0
@@ -55,40 +51,28 @@ def _check_root(root_token: int) -> int:
 def build_ddtree(draft_logprobs, budget: int, root_token: int) -> tuple[DraftTree, np.ndarray]:
     """DDTree best-first tree of at most ``budget`` non-root nodes.
 
-    Returns the tree (nodes in pop order: topological, non-increasing cumulative
-    score) and the per-node draft log-probability ``log q_depth(u)(x_u)`` as a
-    float64 array (0 at the root). Fewer than ``budget`` nodes are returned only
-    when fewer prefixes have finite score.
+    Returns the tree (nodes in best-first order: topological, non-increasing
+    cumulative score) and the per-node draft log-probability
+    ``log q_depth(u)(x_u)`` as a float64 array (0 at the root). Fewer than
+    ``budget`` nodes are returned only when fewer prefixes have finite score.
     """
-    rows = _as_rows(draft_logprobs)
+    rows = _as_rows(draft_logprobs)  # [D, V]
     root = _check_root(root_token)
-    if int(budget) < 0:
-        raise ValueError(f"budget must be >= 0, got {budget}")
-    budget = int(budget)
-    depth_max, vocab = rows.shape
-    k = min(max(budget, 1), vocab)
-    top_val, top_idx = torch.topk(rows, k, dim=-1)  # [D, k], descending
+    vocab = rows.shape[1]
+    k = candidate_width(budget, vocab)  # also rejects a bad budget
+    extra = int(k < vocab)  # the (k+1)-th value shows whether the k-th place is tied
+    top_val, top_idx = torch.topk(rows, k + extra, dim=-1)  # [D, k + extra], descending
     vals = top_val.detach().to("cpu", torch.float64).numpy()  # the one device-to-host transfer
     idxs = top_idx.detach().cpu().numpy()
-
-    parent, token, logq = [-1], [root], [0.0]
-    # heap entry: (-score, depth, rank, parent_node, parent_score); depth is 1-based
-    heap: list[tuple[float, int, int, int, float]] = []
-    if budget and np.isfinite(vals[0, 0]):
-        heap.append((-vals[0, 0], 1, 0, 0, 0.0))
-    while heap and len(parent) <= budget:
-        neg, d, r, par, par_score = heapq.heappop(heap)
-        node = len(parent)
-        parent.append(par)
-        token.append(int(idxs[d - 1, r]))
-        logq.append(float(vals[d - 1, r]))
-        score = -neg
-        if r + 1 < k and np.isfinite(vals[d - 1, r + 1]):
-            heapq.heappush(heap, (-(par_score + vals[d - 1, r + 1]), d, r + 1, par, par_score))
-        if d < depth_max and np.isfinite(vals[d, 0]):
-            heapq.heappush(heap, (-(score + vals[d, 0]), d + 1, 0, node, score))
-    tree = DraftTree(parent=np.array(parent), token=np.array(token))
-    return tree, np.array(logq, dtype=np.float64)
+    if extra:
+        for d in np.flatnonzero((vals[:, k] == vals[:, k - 1]) & np.isfinite(vals[:, k])):
+            # tokens tied across the k-th place: rank this row exactly (value, then lower token)
+            exact = rows[d].detach().to("cpu", torch.float64).numpy()[None, :]
+            v, t = ranked_top_k(exact, k)
+            vals[d, :k], idxs[d, :k] = v[0], t[0]
+        vals, idxs = vals[:, :k], idxs[:, :k]
+    bf = ddtree_prefixes(vals, idxs, budget, root_token=root)
+    return bf.tree, bf.value
 
 
 def build_chain(draft_logprobs, root_token: int) -> tuple[DraftTree, np.ndarray]:
@@ -102,19 +86,6 @@ def build_chain(draft_logprobs, root_token: int) -> tuple[DraftTree, np.ndarray]
     n = int(np.argmin(finite)) if not finite.all() else val.size
     tree = DraftTree.chain(idx[:n].tolist(), root_token=root)
     return tree, np.concatenate([[0.0], val[:n]])
-
-
-def _brute_force_top_prefixes(draft_logprobs, budget: int) -> list[tuple[float, tuple[int, ...]]]:
-    """Reference twin for tests: score every prefix of length ``1..D`` (``V^D`` of them), keep the top ``budget``."""
-    rows = np.asarray(draft_logprobs, dtype=np.float64)
-    scored: list[tuple[float, tuple[int, ...]]] = []
-    frontier: list[tuple[float, tuple[int, ...]]] = [(0.0, ())]
-    for d in range(rows.shape[0]):
-        frontier = [(s + rows[d, y], p + (y,)) for s, p in frontier for y in range(rows.shape[1])
-                    if np.isfinite(rows[d, y])]
-        scored.extend(frontier)
-    scored.sort(key=lambda sp: (-sp[0], len(sp[1])))
-    return scored[:budget]
 
 
 __all__ = ["build_ddtree", "build_chain"]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from exitlaw.theory import DraftTree, TreeError, coverage_under
+from exitlaw.theory import DraftTree, coverage_under
 from exitlaw.simulate.builders import chain, ddtree, ddtree_order, eagle_dynamic, oracle, static_tree, tsubame
 from exitlaw.simulate.caddtree import (
     LatencyModel,
@@ -204,14 +204,29 @@ def test_builders_reject_impossible_budgets():
         chain(q, 3)
     with pytest.raises(ValueError, match="fewer than budget"):
         static_tree(q, 5, (2,))
-    with pytest.raises(TreeError, match="fewer than budget"):
-        ddtree(q, 13)
     with pytest.raises(ValueError, match="budget"):
         ddtree(q, -1)
     with pytest.raises(ValueError, match="tile"):
         LatencyModel(tile=0, tile_cost=1.0)
     with pytest.raises(ValueError, match="latency"):
         LatencyModel(draft=-1.0)
+
+
+def test_ddtree_short_of_candidates_returns_every_possible_prefix():
+    """The shortage rule: 3 + 9 prefixes within horizon 2 at budget 13, one impossible token at depth 1."""
+    q = np.full((2, 3), 1 / 3)
+    built = ddtree(q, 13)
+    assert built.tree.budget == 12 and built.tree.max_depth == 2
+    q0 = np.array([[0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    tree = ddtree(q0, 20).tree
+    assert tree.budget == 8
+    assert {tree.path(v) for v in range(1, 9)} == {(a,) for a in (0, 1)} | {(a, b) for a in (0, 1) for b in range(3)}
+    ts = tsubame(q0, 20, np.random.default_rng(0))
+    assert ts.tree.budget == 8
+    built, n = caddtree(q0, LatencyModel(draft=0.0, base=1.0, linear=0.0, quadratic=0.0), max_budget=20)
+    assert n == 8 and built.tree.budget == 8  # free verification: the whole tree
+    built, n = caddtree(q0, LatencyModel(), max_budget=20, min_budget=10)
+    assert n == 8 and built.tree.budget == 8  # min_budget above the candidates: the whole tree
 
 
 def test_builders_reject_rows_that_are_not_distributions():

@@ -1,15 +1,18 @@
 """Tree builders: DDTree best-first, chain, static shapes, EAGLE-2 dynamic, oracle, Tsubame two-pass.
 
-Every builder returns a :class:`Built`: a prefix-closed :class:`DraftTree` of
-exactly the requested budget (``B`` non-root nodes, distinct siblings) and the
-draft log-probability ``log q_depth(u)(x_u)`` of each node's own token (0 at
-the root; ``None`` for the oracle, which never looks at the drafter).
+Every builder returns a :class:`Built`: a prefix-closed :class:`DraftTree`
+(distinct siblings) and the draft log-probability ``log q_depth(u)(x_u)`` of
+each node's own token (0 at the root; ``None`` for the oracle, which never
+looks at the drafter). Trees hold exactly the requested budget ``B``, except
+that DDTree (and Tsubame, which plans with it) follows the best-first rule's
+shortage rule: when fewer than ``B`` prefixes within the horizon have positive
+draft probability, it returns all of them (``exitlaw.theory.best_first``).
 
 * :func:`ddtree` (DESIGN.md, Builders): position-wise rows ``q_d``; the score of
-  a prefix is ``sum_d log q_d(x_d)``; a heap pops the ``B`` best prefixes with
-  lazy sibling enumeration (a pop pushes its next sibling and its best child),
-  so nodes come out in pop order, parents before children. Ties go to the
-  shallower prefix, then the smaller token.
+  a prefix is ``sum_d log q_d(x_d)``; the top ``B`` prefixes under the one
+  best-first rule (``exitlaw.theory.ddtree_from_rows``): ties go to the
+  shallower prefix, then the lexicographically smaller token sequence; nodes
+  come out in that order, parents before children.
 * :func:`chain` top-1 per depth; :func:`static_tree` a fixed branching profile.
 * :func:`eagle_dynamic` (EAGLE-2): autoregressive drafter; expand the ``top_k``
   best frontier nodes by ``top_k`` children for ``depth`` steps, then keep the
@@ -22,13 +25,12 @@ the root; ``None`` for the oracle, which never looks at the drafter).
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, TreeError, check_rows, oracle_tree
+from exitlaw.theory import DraftTree, TreeError, check_budget, check_rows, ddtree_from_rows, oracle_tree, ranked_top_k
 
 _NEG_INF = -np.inf
 
@@ -59,51 +61,20 @@ def _log_marginals(marginals: np.ndarray) -> np.ndarray:
 
 def _ranked(logq_row: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest entries, best first, ties to the smaller token id."""
-    k = min(k, logq_row.size)
-    part = np.argpartition(-logq_row, k - 1)[:k] if k < logq_row.size else np.arange(logq_row.size)
-    return part[np.lexsort((part, -logq_row[part]))]
-
-
-def _check_budget(budget: int) -> None:
-    if not isinstance(budget, (int, np.integer)) or budget < 0:
-        raise ValueError(f"budget must be a non-negative integer, got {budget!r}")
+    row = np.asarray(logq_row, dtype=np.float64)[None, :]
+    return ranked_top_k(row, min(k, row.shape[1]))[1][0]
 
 
 def ddtree_order(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> tuple[DraftTree, np.ndarray, np.ndarray]:
-    """DDTree pops in order: ``(tree, draft_logprob [N], score [N])``, node ``i`` = ``i``-th pop.
+    """DDTree in best-first order: ``(tree, draft_logprob [N], score [N])``, node ``i`` = ``i``-th prefix.
 
     ``score[u] = sum`` of ``log q_d`` along the path (0 at the root). Any prefix
     ``0..n`` of the nodes is the DDTree at budget ``n`` (used by CaDDTree).
+    Fewer than ``budget`` nodes when fewer prefixes have positive draft probability.
     """
-    _check_budget(budget)
-    logq = _log_marginals(marginals)
-    horizon, vocab = logq.shape
-    order = [_ranked(logq[d], budget) for d in range(horizon)] if budget else []
-    parent, token, lp, score = [-1], [root_token], [0.0], [0.0]
-    # heap entries: (-score, depth, token, parent node id, rank among siblings)
-    heap: list[tuple[float, int, int, int, int]] = []
-
-    def push(par: int, depth: int, rank: int) -> None:
-        if depth > horizon or rank >= order[depth - 1].size:
-            return
-        tok = int(order[depth - 1][rank])
-        s = score[par] + logq[depth - 1, tok]
-        if s > _NEG_INF:
-            heapq.heappush(heap, (-s, depth, tok, par, rank))
-
-    if budget:
-        push(0, 1, 0)
-    while heap and len(parent) <= budget:
-        neg, depth, tok, par, rank = heapq.heappop(heap)
-        node = len(parent)
-        parent.append(par), token.append(tok), lp.append(logq[depth - 1, tok]), score.append(-neg)
-        push(par, depth, rank + 1)
-        push(node, depth + 1, 0)
-    if len(parent) <= budget:
-        raise TreeError(f"the drafter's support admits only {len(parent) - 1} prefixes within horizon "
-                        f"{horizon}, fewer than budget {budget}")
-    tree = DraftTree(parent=np.array(parent), token=np.array(token))
-    return tree, np.array(lp), np.array(score)
+    check_budget(budget)
+    bf = ddtree_from_rows(_log_marginals(marginals), budget, root_token=root_token)
+    return bf.tree, bf.value, bf.score
 
 
 def ddtree(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built:
@@ -114,7 +85,7 @@ def ddtree(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built
 
 def chain(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built:
     """Top-1 token per depth, ``budget`` deep (DFlash's default chain)."""
-    _check_budget(budget)
+    check_budget(budget)
     logq = _log_marginals(marginals)
     if budget > logq.shape[0]:
         raise ValueError(f"a chain of budget {budget} needs horizon >= {budget}, the drafter gives {logq.shape[0]}")
@@ -129,7 +100,7 @@ def static_tree(marginals: np.ndarray, budget: int, branching: Sequence[int], *,
     The full shape is laid out breadth first and cut after ``budget`` nodes
     (a breadth-first prefix is prefix-closed).
     """
-    _check_budget(budget)
+    check_budget(budget)
     logq = _log_marginals(marginals)
     if len(branching) > logq.shape[0] or any(int(b) < 1 for b in branching):
         raise ValueError(f"branching {list(branching)} must have positive entries and at most H={logq.shape[0]} depths")
@@ -159,7 +130,7 @@ def eagle_dynamic(drafter, context: Sequence[int], budget: int, *, depth: int, t
     of all candidates by ``(score desc, depth asc)``; cumulative log-probs never
     increase along a path, so the kept set is prefix-closed.
     """
-    _check_budget(budget)
+    check_budget(budget)
     if depth < 1 or top_k < 1:
         raise ValueError(f"depth and top_k must be >= 1, got depth={depth}, top_k={top_k}")
     ctx = tuple(context)

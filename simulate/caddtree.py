@@ -104,11 +104,16 @@ def first_decrease_misses(curve: np.ndarray, rtol: float = 1e-12) -> bool:
 
 def caddtree(marginals: np.ndarray, latency: LatencyModel, *, max_budget: int, min_budget: int = 1,
              root_token: int = -1) -> tuple[Built, int]:
-    """Per-round CaDDTree: ``(DDTree at the chosen budget n*, n*)``, ``min_budget <= n* <= max_budget``."""
+    """Per-round CaDDTree: ``(DDTree at the chosen budget n*, n*)``, ``min_budget <= n* <= max_budget``.
+
+    When the drafter admits fewer than ``min_budget`` prefixes, ``n*`` is all of
+    them (DDTree's shortage rule, ``exitlaw.theory.best_first``).
+    """
     if not 0 <= min_budget <= max_budget:
         raise ValueError(f"need 0 <= min_budget <= max_budget, got {min_budget}, {max_budget}")
     tree, lp, score = ddtree_order(marginals, max_budget, root_token=root_token)
     curve = throughput_curve(score, latency)
-    n = min_budget + first_decrease(curve[min_budget:])
+    low = min(min_budget, tree.budget)
+    n = low + first_decrease(curve[low:])
     keep = n + 1
     return Built(DraftTree(parent=tree.parent[:keep], token=tree.token[:keep]), lp[:keep]), n

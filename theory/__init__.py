@@ -9,6 +9,16 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from .best_first import (
+    BestFirst,
+    RankingError,
+    candidate_width,
+    check_budget,
+    ddtree_from_rows,
+    ddtree_prefixes,
+    ranked_top_k,
+    top_prefixes,
+)
 from .distributions import (
     ROW_SUM_ATOL,
     check_edge_probs,
@@ -48,6 +58,8 @@ __all__ = [
     "softmax_with_temperature", "gather_edge_probs",
     "ReferenceLaw", "reference_law", "reference_law_from_edges", "reference_block_law", "to_fractions",
     "oracle_tree", "tree_rows", "coverage_under", "allocation_gap",
+    "BestFirst", "RankingError", "candidate_width", "check_budget", "ddtree_from_rows", "ddtree_prefixes",
+    "ranked_top_k", "top_prefixes",
     "Trace", "TraceRound", "TraceWriter", "TraceFormatError", "read_trace", "iter_trace", "write_trace",
     *_JAX_EXPORTS,
 ]

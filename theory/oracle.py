@@ -2,20 +2,23 @@
 
 Since ``P`` never increases along a path, the ``B`` target prefixes of largest
 ``P`` form a prefix-closed tree, and it maximises ``C_p = sum P`` at budget
-``B``. Ties break toward shallower nodes, then smaller token ids. The search is
-best-first with lazy sibling enumeration: a popped node pushes its own best
-child and its parent's next-best child, so only ``O(B)`` rows are sorted.
-``C*_p(B) - C_p(T)`` is the allocation gap of a tree ``T`` (DESIGN.md).
-Numpy only.
+``B``. It is the one best-first rule (:mod:`exitlaw.theory.best_first`) with
+score ``P(x) = P(x_<d) * p(x_d | c, x_<d)``: ties go to the shallower prefix,
+then the lexicographically smaller token sequence. Rows are queried lazily,
+one per chosen node, and only their top ``B`` tokens are ranked. Zero-probability
+prefixes are candidates (score 0, not ``-inf``), and there is no horizon, so
+the oracle always fills its budget. ``C*_p(B) - C_p(T)`` is the allocation gap
+of a tree ``T`` (DESIGN.md). Numpy only.
 """
 
 from __future__ import annotations
 
-import heapq
+import operator
 from typing import Callable, Protocol
 
 import numpy as np
 
+from .best_first import candidate_width, ranked_top_k, top_prefixes
 from .distributions import ROW_SUM_ATOL, check_rows
 from .tree import DraftTree, ROOT_TOKEN
 
@@ -35,49 +38,21 @@ def _row(target: Callable, prefix: tuple[int, ...], atol: float) -> np.ndarray:
 
 def oracle_tree(target: PrefixTarget, budget: int, *, root_token: int = ROOT_TOKEN,
                 atol: float = ROW_SUM_ATOL) -> DraftTree:
-    """Top-``budget`` target prefixes by ``P``: the maximum-coverage tree (``C*_p(B)``)."""
+    """Top-``budget`` target prefixes by ``P``: the maximum-coverage tree (``C*_p(B)``).
+
+    Nodes are listed breadth first (by depth, then best first within a depth).
+    """
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
-    rows: dict[tuple[int, ...], np.ndarray] = {}
-    order: dict[tuple[int, ...], np.ndarray] = {}
 
-    def ranked(prefix: tuple[int, ...]) -> np.ndarray:
-        # a node has at most `budget` children in the tree: rank only the top `budget`
-        # tokens (plus every token tied with the last), by probability then token id
-        if prefix not in order:
-            row = rows[prefix] = _row(target, prefix, atol)
-            k = min(budget, row.size)
-            if k < row.size:
-                cut = np.partition(row, row.size - k)[row.size - k]
-                ids = np.flatnonzero(row >= cut)
-            else:
-                ids = np.arange(row.size)
-            order[prefix] = ids[np.lexsort((ids, -row[ids]))][: max(k, 1)]
-        return order[prefix]
+    def children(prefix: tuple[int, ...]) -> tuple[list[int], list[float]]:
+        # a node has at most `budget` children in the tree: rank only the top `budget` tokens
+        row = _row(target, prefix, atol)
+        vals, toks = ranked_top_k(row[None, :], candidate_width(budget, row.size))
+        return toks[0].tolist(), vals[0].tolist()
 
-    prefix_prob = {(): 1.0}
-    heap: list[tuple[float, int, int, tuple[int, ...], int]] = []
-
-    def push(parent: tuple[int, ...], rank: int) -> None:
-        ids = ranked(parent)
-        if rank >= ids.size:
-            return
-        tok = int(ids[rank])
-        p = prefix_prob[parent] * rows[parent][tok]
-        heapq.heappush(heap, (-p, len(parent) + 1, tok, parent, rank))
-
-    push((), 0)
-    chosen: list[tuple[int, ...]] = []
-    while heap and len(chosen) < budget:
-        neg_p, _, tok, parent, rank = heapq.heappop(heap)
-        node = parent + (tok,)
-        prefix_prob[node] = -neg_p
-        chosen.append(node)
-        push(parent, rank + 1)
-        push(node, 0)
-    if len(chosen) < budget:
-        raise ValueError(f"the target's vocabulary admits only {len(chosen)} prefixes, fewer than budget {budget}")
-    return DraftTree.from_paths(chosen, root_token=root_token)
+    chosen = top_prefixes(children, budget, combine=operator.mul, root_score=1.0, root_token=root_token).tree
+    return DraftTree.from_paths([chosen.path(v) for v in range(1, chosen.num_nodes)], root_token=root_token)
 
 
 def tree_rows(target: PrefixTarget, tree: DraftTree, *, atol: float = ROW_SUM_ATOL) -> np.ndarray:
