@@ -47,7 +47,7 @@ import torch
 
 from exitlaw.theory import DistributionError, DraftTree
 
-from .exittrain import TreeBatch, raw_weights, tree_law
+from .exittrain_law import TreeBatch, raw_weights, tree_law
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from exitlaw.theory import DraftTree
 from .builders import build_ddtree
 from .dflash import DFlashDrafter
 from .draft_opd import OPDChains, sample_chains
-from .exittrain import TreeBatch
+from .exittrain_law import TreeBatch
 from .target import TargetModel
 
 
