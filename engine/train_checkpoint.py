@@ -24,7 +24,7 @@ CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer.pt"
 
 
-# ----- distributed helpers ----------------------------------------------------------------
+# ----- the process group ---------------------------------------------------------------------
 def dist_group():
     """``torch.distributed`` when a process group is running, else ``None``."""
     import torch.distributed as dist
@@ -69,6 +69,7 @@ def full_state(drafter, optimizer):
 
 
 def load_full_state(drafter, optimizer, model_state, optim_state) -> None:
+    """Load full (unsharded) model and optimizer state dicts, into the FSDP shards under a process group."""
     if dist_group() is None:
         drafter.load_state_dict(model_state)
         optimizer.load_state_dict(optim_state)
@@ -90,6 +91,7 @@ def latest_checkpoint(out: Path) -> Path | None:
 
 
 def save_checkpoint(out: Path, step: int, drafter, optimizer, scheduler, rank: int) -> None:
+    """Write ``out/checkpoints/step_NNNNNN`` (every rank gathers, rank 0 writes; temporary folder, then rename)."""
     model_state, optim_state = full_state(drafter, optimizer)
     if rank != 0:
         return
@@ -104,6 +106,7 @@ def save_checkpoint(out: Path, step: int, drafter, optimizer, scheduler, rank: i
 
 
 def save_weights(drafter, model_state: dict, path: Path) -> None:
+    """The drafter in the released DFlash format: ``config.json`` + float32 ``model.safetensors``."""
     from safetensors.torch import save_file
 
     path.mkdir(parents=True, exist_ok=True)
@@ -113,6 +116,7 @@ def save_weights(drafter, model_state: dict, path: Path) -> None:
 
 
 def load_checkpoint(path: Path, drafter, optimizer, scheduler) -> int:
+    """Restore drafter, optimizer and scheduler from a checkpoint folder; returns its step."""
     from safetensors.torch import load_file
 
     state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=False)
