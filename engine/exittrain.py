@@ -7,22 +7,18 @@ For a batch of ``K`` anchors, each with the drafter's per-depth logits
 
 * ``CE``: dense token cross-entropy of every depth row against the
   target-generated continuation (mean over valid ``(anchor, depth)`` pairs);
-* exit law (detached, float64): ``P = exp(A @ log a)``, ``rho = 1 - C @ a``,
-  ``w = P rho``; a leaf (horizon leaves included) has ``rho = 1``, so ``w = P``;
-* weights ``wt`` (zero at the root and on padding):
-  - ``exit``:   ``wt_k(v) = w_k(v) / Z`` with ``Z = sum_k sum_{v != root} w_k(v)``
-    (one denominator for the batch, so ``sum wt = 1``);
-  - ``prefix``: ``wt_k(v) = P_k(v) * (W_k / S_k) / Z``: ``P`` rescaled per tree to
-    the tree's total non-root exit weight ``W_k`` (``S_k = sum_{v != root} P_k``),
-    over the *same* denominator ``Z``: the control moves credit from exit
-    boundaries to prefixes and changes nothing else;
-  - ``token``:  ``lambda = 0`` (the tree term is still computed and logged, so the
-    three objectives do the same work: matched compute).
-* ``-log q_d(x_v) = logZ_d - z_d[x_v]``: one log-normaliser per distinct draft row
-  (``K * D`` of them, shared with the CE term) and gathered logits; no node ever
-  materialises a full-vocabulary distribution.
+* ``wt``: the objective's node weights under its normalisation, from the detached
+  exit law (:mod:`.exittrain_law`: ``token``, ``prefix``, ``exit``, ``exit-depth``;
+  ``batch``, ``tree``, ``nodes``; the edge floor); ``token`` trains with ``lambda = 0``;
+* ``draft-opd`` replaces the tree term by its on-policy distillation term (:mod:`.draft_opd`).
 
-Pure torch (never JAX); the tests compare the law with ``exitlaw.theory``.
+``-log q_d(x_v) = logZ_d - z_d[x_v]``: one log-normaliser per distinct draft row
+(``K * D`` of them, shared with the CE term) and gathered logits; no node ever
+materialises a full-vocabulary distribution.
+
+Presets (:data:`~exitlaw.engine.train_config.PRESETS`): ``paper`` is the paper's reading
+(``exit``, ``batch``, lambda 1, no floor, budget 64); ``authors-code`` is the public
+code's (``prefix`` as its configs ship, ``nodes``, lambda 0.1, floor 1e-4, budget 32).
 """
 
 from __future__ import annotations
@@ -32,110 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree, PaddedTree, stack_trees
+from exitlaw.theory import DistributionError
 
-OBJECTIVES = ("exit", "prefix", "token")
-
-
-@dataclass(frozen=True)
-class TreeBatch:
-    """``K`` draft trees padded to ``N`` nodes, as torch tensors (see :class:`~exitlaw.theory.PaddedTree`)."""
-
-    parent: torch.Tensor    # [K, N] long (root -1, padding 0)
-    token: torch.Tensor     # [K, N] long
-    depth: torch.Tensor     # [K, N] long
-    valid: torch.Tensor     # [K, N] bool
-    ancestor: torch.Tensor  # [K, N, N] bool, ancestor-or-self
-    child: torch.Tensor     # [K, N, N] bool, C[v, u] = par(u) == v
-
-    @classmethod
-    def from_trees(cls, trees: list[DraftTree], device: torch.device | str = "cpu",
-                   num_nodes: int | None = None) -> "TreeBatch":
-        padded: PaddedTree = stack_trees(trees, num_nodes)
-        put = lambda x, dt: torch.as_tensor(np.ascontiguousarray(x)).to(device=device, dtype=dt)  # noqa: E731
-        return cls(put(padded.parent, torch.long), put(padded.token, torch.long), put(padded.depth, torch.long),
-                   put(padded.valid, torch.bool), put(padded.ancestor, torch.bool), put(padded.child, torch.bool))
-
-    @property
-    def nonroot(self) -> torch.Tensor:
-        """``[K, N]`` bool: real non-root nodes."""
-        return self.valid & (self.depth > 0)
-
-
-@dataclass(frozen=True)
-class TreeLaw:
-    """Per-node exit-law quantities of a :class:`TreeBatch` (``[K, N]``, float64, detached)."""
-
-    prefix: torch.Tensor    # P(v)
-    rho: torch.Tensor       # 1 - m(v)
-    w: torch.Tensor         # P(v) rho(v)
-    coverage: torch.Tensor  # [K] C_p(T_k) = sum_{v != root} P(v)
-
-
-@torch.no_grad()
-def tree_law(trees: TreeBatch, edge: torch.Tensor) -> TreeLaw:
-    """Exit law from edge probabilities ``edge [K, N]`` (``a(u)``; the root entry is ignored).
-
-    ``log P = A @ log a`` written with ``where`` so that ``0 * log 0`` never occurs;
-    ``m = C @ a``; padding nodes get ``a = 0``, hence ``P = w = 0``.
-    """
-    if edge.shape != trees.valid.shape:
-        raise DistributionError(f"edge must have shape {tuple(trees.valid.shape)}, got {tuple(edge.shape)}")
-    a = edge.detach().to(torch.float64)
-    if not torch.isfinite(a).all() or (a < 0).any():
-        raise DistributionError("edge probabilities must be finite and >= 0")
-    is_root = trees.depth == 0
-    is_root[:, 1:] = False
-    a = torch.where(is_root, torch.ones_like(a), torch.where(trees.valid, a, torch.zeros_like(a)))
-    log_a = torch.where(a > 0, torch.log(torch.where(a > 0, a, torch.ones_like(a))), torch.full_like(a, -torch.inf))
-    log_prefix = torch.where(trees.ancestor, log_a[:, None, :], torch.zeros_like(log_a)[:, None, :]).sum(-1)
-    prefix = torch.exp(log_prefix)
-    rho = 1.0 - torch.where(trees.child, a[:, None, :], torch.zeros_like(a)[:, None, :]).sum(-1)
-    w = prefix * rho
-    coverage = torch.where(trees.nonroot, prefix, torch.zeros_like(prefix)).sum(-1)
-    return TreeLaw(prefix, rho, w, coverage)
-
-
-NORMALISATIONS = ("batch", "tree")
-
-
-@torch.no_grad()
-def objective_weights(objective: str, law: TreeLaw, trees: TreeBatch, normalisation: str = "batch") -> torch.Tensor:
-    """Node weights ``wt [K, N]`` of the tree term (module docstring); zero at roots and padding.
-
-    For ``exit`` and ``prefix`` they sum to one over the batch (all zero when no
-    tree has non-root exit mass); ``token`` returns the ``exit`` weights, which the
-    loss multiplies by ``lambda = 0`` (logged, never trained on).
-    ``normalisation``: ``batch`` (default) divides by ``Z = sum_k W_k``, so a tree counts
-    in proportion to its non-root exit mass; ``tree`` normalises every tree to total
-    ``1 / K'`` (``K'`` trees with ``W_k > 0``), i.e. ``w~_k = w_k / W_k`` averaged over trees.
-    """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if normalisation not in NORMALISATIONS:
-        raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
-    nonroot = trees.nonroot
-    zero = torch.zeros_like(law.w)
-    w = torch.where(nonroot, law.w, zero)
-    per_tree = w.sum(-1)                      # W_k
-    total = per_tree.sum()                    # Z, the shared denominator
-    if float(total) <= 0.0:
-        return zero
-    if normalisation == "batch":
-        share = per_tree / total              # tree k's total weight: W_k / Z
-    else:
-        live = (per_tree > 0).to(per_tree.dtype)
-        share = live / live.sum()             # 1 / K' for every tree with W_k > 0
-
-    def spread(x: torch.Tensor) -> torch.Tensor:
-        """``x`` rescaled so that tree ``k``'s non-root weights sum to ``share_k``."""
-        mass = x.sum(-1)
-        scale = torch.where(mass > 0, share / torch.where(mass > 0, mass, torch.ones_like(mass)), zero[:, 0])
-        return x * scale[:, None]
-
-    if objective == "prefix":
-        return spread(torch.where(nonroot, law.prefix, zero))  # P rescaled to the exit weight's total
-    return spread(w)
+from .draft_opd import OPDChains, draft_opd_term
+from .exittrain_law import TreeBatch, TreeLaw, objective_weights, raw_weights, tree_law
+from .objectives import NORMALISATIONS, OBJECTIVES, ObjectiveError, check_objective
 
 
 def draft_log_normalisers(logits: torch.Tensor) -> torch.Tensor:
@@ -156,57 +53,74 @@ def gathered_nll(logits: torch.Tensor, log_z: torch.Tensor, depth_row: torch.Ten
     return log_z[k_idx, rows] - z
 
 
+def token_ce(logits: torch.Tensor, log_z: torch.Tensor, targets: torch.Tensor, target_valid: torch.Tensor) -> torch.Tensor:
+    """Dense CE: mean of ``-log q_d(x_{a+d})`` over the valid ``(anchor, depth)`` pairs (``[K, D]`` inputs)."""
+    k, d = targets.shape
+    steps = torch.arange(d, device=logits.device)[None].expand(k, d)
+    nll = gathered_nll(logits, log_z, steps, targets.clamp(min=0))
+    return torch.where(target_valid, nll, torch.zeros_like(nll)).sum() / target_valid.sum().clamp(min=1)
+
+
 @dataclass(frozen=True)
 class LossTerms:
-    """The loss and what the metrics log reports about it."""
+    """The loss and what the metrics log reports about it (tree fields ``None`` without scored trees)."""
 
-    total: torch.Tensor       # CE + lambda * tree (differentiable)
-    ce: torch.Tensor          # dense token cross-entropy
-    tree: torch.Tensor        # sum_v wt(v) (-log q_depth(v)(x_v)) (differentiable, logged for every objective)
-    lam: float                # the lambda actually used (0 for `token`)
-    mean_w: float             # mean over trees of the non-root exit mass W_k = 1 - w(root)
-    coverage: float           # mean over trees of C_p(T_k)
-    nodes: int                # real non-root nodes scored
+    total: torch.Tensor          # CE + lambda * tree (differentiable)
+    ce: torch.Tensor             # dense token cross-entropy
+    tree: torch.Tensor           # the weighted term (tree term, or the draft-opd term); 0 without trees
+    lam: float                   # the lambda actually used (0 for `token` and without trees)
+    mean_w: float | None         # mean over trees of the non-root exit mass W_k (1 - w(root) without a floor)
+    coverage: float | None       # mean over trees of C_p(T_k)
+    nodes: int | None            # real non-root nodes scored
+    depth: float | None          # mean over trees of the maximum depth
 
 
 def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: torch.Tensor,
-                   trees: TreeBatch, edge: torch.Tensor, *, objective: str, lam: float,
-                   normalisation: str = "batch") -> LossTerms:
+                   trees: TreeBatch | None, edge: torch.Tensor | None, *, objective: str, lam: float,
+                   normalisation: str = "batch", edge_floor: float | None = None, opd: OPDChains | None = None) -> LossTerms:
     """The ExitTrain loss of one batch (module docstring).
 
     ``logits [K, D, V]`` drafter rows (row ``d - 1`` = depth ``d``), ``targets [K, D]``
     the target-generated continuation tokens, ``target_valid [K, D]`` bool;
     ``trees`` the realised trees (``N`` nodes, depth ``<= D``), ``edge [K, N]`` the
-    frozen target's edge probabilities.
+    frozen target's edge probabilities. ``trees = edge = None``: CE only (token-only
+    distillation without tree scoring; ``objective`` must be ``token``). ``opd``: the
+    drafter's scored chains of the batch, needed by ``draft-opd``.
     """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    check_objective(objective, normalisation, edge_floor)
     if lam < 0 or not np.isfinite(lam):
-        raise ValueError(f"lambda must be finite and >= 0, got {lam}")
+        raise ObjectiveError(f"lambda must be finite and >= 0, got {lam}")
     k, d, _ = logits.shape
     if targets.shape != (k, d) or target_valid.shape != (k, d):
         raise DistributionError(f"targets and target_valid must have shape ({k}, {d}), got "
                                 f"{tuple(targets.shape)} and {tuple(target_valid.shape)}")
+    log_z = draft_log_normalisers(logits)
+    ce = token_ce(logits, log_z, targets, target_valid)
+    if trees is None:
+        if objective != "token":
+            raise ObjectiveError(f"objective {objective!r} needs scored trees")
+        return LossTerms(ce, ce, torch.zeros((), device=logits.device), 0.0, None, None, None, None)
     if trees.valid.shape[0] != k:
         raise DistributionError(f"{trees.valid.shape[0]} trees for {k} anchors")
     if int(trees.depth.max()) > d:
         raise DistributionError(f"a tree is deeper ({int(trees.depth.max())}) than the {d} draft rows")
-    log_z = draft_log_normalisers(logits)
-    steps = torch.arange(d, device=logits.device)[None].expand(k, d)
-    ce_nll = gathered_nll(logits, log_z, steps, targets.clamp(min=0))
-    count = target_valid.sum()
-    ce = torch.where(target_valid, ce_nll, torch.zeros_like(ce_nll)).sum() / count.clamp(min=1)
-
-    law = tree_law(trees, edge)
-    weights = objective_weights(objective, law, trees, normalisation).to(torch.float32)
-    node_nll = gathered_nll(logits, log_z, trees.depth - 1, trees.token)
-    tree_term = torch.where(trees.nonroot, weights * node_nll, torch.zeros_like(node_nll)).sum()
+    law = tree_law(trees, edge, edge_floor)
+    if objective == "draft-opd":
+        if opd is None:
+            raise ObjectiveError("draft-opd needs the drafter's scored chains (opd=...)")
+        term = draft_opd_term(logits, log_z, opd, edge_floor)
+    else:
+        weights = objective_weights(objective, law, trees, normalisation).to(torch.float32)
+        node_nll = gathered_nll(logits, log_z, trees.depth - 1, trees.token)
+        term = torch.where(trees.nonroot, weights * node_nll, torch.zeros_like(node_nll)).sum()
     used = 0.0 if objective == "token" else float(lam)
     nonroot_w = torch.where(trees.nonroot, law.w, torch.zeros_like(law.w)).sum(-1)
-    return LossTerms(total=ce + used * tree_term, ce=ce, tree=tree_term, lam=used,
-                     mean_w=float(nonroot_w.mean()), coverage=float(law.coverage.mean()),
-                     nodes=int(trees.nonroot.sum()))
+    return LossTerms(total=ce + used * term, ce=ce, tree=term, lam=used, mean_w=float(nonroot_w.mean()),
+                     coverage=float(law.coverage.mean()), nodes=int(trees.nonroot.sum()),
+                     depth=float(trees.depth.max(-1).values.double().mean()))
 
 
-__all__ = ["OBJECTIVES", "NORMALISATIONS", "TreeBatch", "TreeLaw", "LossTerms", "tree_law", "objective_weights",
-           "draft_log_normalisers", "gathered_nll", "exittrain_loss"]
+# the exit law, weights and vocabulary are re-exported here: one import for the whole loss
+__all__ = ["OBJECTIVES", "NORMALISATIONS", "ObjectiveError", "check_objective", "TreeBatch", "TreeLaw", "LossTerms",
+           "tree_law", "raw_weights", "objective_weights", "draft_log_normalisers", "gathered_nll", "token_ce",
+           "exittrain_loss"]

@@ -16,7 +16,9 @@ continuation) and anchors ``a_1 .. a_K``:
    sequence, node ``v`` of tree ``k`` at position ``a_k + depth(v)`` seeing cached
    positions ``<= a_k`` and its own ancestors-or-self (tree attention);
    ``a(u) = exp(z_par(u)[x_u] / T - logsumexp(z_par(u) / T))`` with the root's row
-   ``z = `` the causal logits at ``a_k``.
+   ``z = `` the causal logits at ``a_k``;
+5. for ``draft-opd`` the drafter also samples one chain per anchor
+   (:mod:`~exitlaw.engine.draft_opd`), scored in the same forward as the trees.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from exitlaw.theory import DraftTree
 
 from .builders import build_ddtree
 from .dflash import DFlashDrafter
-from .exittrain import TreeBatch
+from .draft_opd import OPDChains, sample_chains
+from .exittrain_law import TreeBatch
 from .target import TargetModel
 
 
@@ -108,12 +111,13 @@ def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: in
 
 
 @torch.no_grad()
-def score_trees(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
-                trees: list[DraftTree], temperature: float = 1.0) -> list[np.ndarray]:
-    """Edge probabilities ``a(u)`` of each tree (float64 arrays, ``a(root) = 1``).
+def tree_logit_tables(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
+                      trees: list[DraftTree], temperature: float = 1.0) -> list[torch.Tensor]:
+    """The target's next-token logits of every node divided by ``T``: ``[N_k, V]`` per tree (float32).
 
-    ``cache`` holds the target's K/V of the whole sequence (length ``S``); it is
-    cropped back to ``S`` afterwards.
+    Row 0 is the root (the causal logits at ``a_k``), row ``v >= 1`` node ``v``'s
+    tree-attention query row. One forward for all trees; ``cache`` holds the target's
+    K/V of the whole sequence (length ``S``) and is cropped back to ``S`` afterwards.
     """
     if temperature <= 0:
         raise ValueError(f"tree scoring needs a temperature > 0, got {temperature}")
@@ -127,21 +131,34 @@ def score_trees(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: t
                            attention_mask=mask.to(target.device), cache=cache, use_cache=True)
         rows = out.logits[0].float()
         cache.crop(-tok.numel())  # drop the tree entries again
-    edges = []
+    tables = []
     off = 0
     for k, t in enumerate(trees):
         n = t.num_nodes
-        # table row v is p_v before softmax: row 0 the root (causal logits at a_k), row v >= 1 node v's query row
-        table = torch.cat([seq_logits[int(anchors[k])][None], rows[off: off + n - 1]]) / temperature
+        tables.append(torch.cat([seq_logits[int(anchors[k])][None].float(), rows[off: off + n - 1]]) / temperature)
         off += n - 1
-        if n == 1:
-            edges.append(np.ones(1))
-            continue
-        par = torch.as_tensor(np.array(t.parent[1:]), device=table.device)
-        tok_u = torch.as_tensor(np.array(t.token[1:]), device=table.device)
-        log_a = table[par, tok_u] - torch.logsumexp(table, -1)[par]   # one normaliser per row, gathered logits
-        edges.append(np.concatenate([[1.0], torch.exp(log_a.double()).cpu().numpy()]))
-    return edges
+    return tables
+
+
+def edge_probabilities(tree: DraftTree, table: torch.Tensor) -> np.ndarray:
+    """``a(u) = p_par(u)(x_u)`` (float64, ``a(root) = 1``) from a tree's logit table ``[N, V]``.
+
+    One normaliser per row and gathered logits: no per-node distribution is formed.
+    """
+    if tree.num_nodes == 1:
+        return np.ones(1)
+    par = torch.as_tensor(np.array(tree.parent[1:]), device=table.device)
+    tok_u = torch.as_tensor(np.array(tree.token[1:]), device=table.device)
+    log_a = table[par, tok_u] - torch.logsumexp(table, -1)[par]
+    return np.concatenate([[1.0], torch.exp(log_a.double()).cpu().numpy()])
+
+
+@torch.no_grad()
+def score_trees(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
+                trees: list[DraftTree], temperature: float = 1.0) -> list[np.ndarray]:
+    """Edge probabilities ``a(u)`` of each tree (float64 arrays, ``a(root) = 1``); see :func:`tree_logit_tables`."""
+    tables = tree_logit_tables(target, cache, seq_logits, anchors, trees, temperature)
+    return [edge_probabilities(t, table) for t, table in zip(trees, tables)]
 
 
 @dataclass
@@ -154,14 +171,30 @@ class SequenceBatch:
     trees: TreeBatch | None      # None when trees are not scored
     edge: torch.Tensor | None    # [K, N] float64
     tokens_seen: int             # sequence tokens processed by the target
+    opd: OPDChains | None = None  # the drafter's scored chains (draft-opd only)
+
+
+def _pad_edges(edges: list[np.ndarray], n: int, device) -> torch.Tensor:
+    out = np.zeros((len(edges), n))
+    for i, e in enumerate(edges):
+        out[i, : e.size] = e
+    return torch.as_tensor(out, device=device)
 
 
 def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tuple[torch.Tensor, int]],
                anchors_per_seq: int, budget: int, rng: np.random.Generator, *, score: bool = True,
-               temperature: float = 1.0) -> SequenceBatch | None:
-    """Build one training batch from ``(tokens [S], first_generated)`` pairs (``None`` if no anchor fits)."""
+               temperature: float = 1.0, chain_rng: np.random.Generator | None = None) -> SequenceBatch | None:
+    """Build one training batch from ``(tokens [S], first_generated)`` pairs (``None`` if no anchor fits).
+
+    ``rng`` draws the anchors. ``chain_rng`` (draft-opd): the drafter also samples one
+    chain per anchor from it (:func:`~exitlaw.engine.draft_opd.sample_chains`), scored in
+    the same target forward as the trees, with full target rows kept for the chains only.
+    """
+    if chain_rng is not None and not score:
+        raise ValueError("sampled chains are scored by the target: chain_rng needs score=True")
     d = drafter.block_size - 1
     all_logits, all_targets, all_valid, all_trees, all_edges = [], [], [], [], []
+    all_chains, chain_edges, chain_rows = [], [], []
     seen = 0
     for tokens, first in sequences:
         tokens = tokens.to(target.device)
@@ -177,22 +210,35 @@ def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tupl
         all_logits.append(logits)
         all_targets.append(targets)
         all_valid.append(valid)
-        if score:
-            trees = build_trees(logits, tokens[anchors], budget)
-            all_trees.extend(trees)
-            all_edges.extend(score_trees(target, cache, step.logits, anchors, trees, temperature))
+        if not score:
+            continue
+        trees = build_trees(logits, tokens[anchors], budget)
+        chains = [] if chain_rng is None else sample_chains(logits, tokens[anchors], chain_rng)
+        both = torch.cat([anchors, anchors]) if chains else anchors
+        tables = tree_logit_tables(target, cache, step.logits, both, trees + chains, temperature)
+        all_trees.extend(trees)
+        all_edges.extend(edge_probabilities(t, tb) for t, tb in zip(trees, tables))
+        for c, tb in zip(chains, tables[len(trees):]):
+            all_chains.append(c)
+            chain_edges.append(edge_probabilities(c, tb))
+            chain_rows.append(torch.log_softmax(tb, dim=-1))
     if not all_logits:
         return None
-    tree_batch = edge = None
+    tree_batch = edge = opd = None
     if score:
         n = max(t.num_nodes for t in all_trees)
         tree_batch = TreeBatch.from_trees(all_trees, target.device, n)
-        edge_np = np.zeros((len(all_edges), n))
-        for i, e in enumerate(all_edges):
-            edge_np[i, : e.size] = e
-        edge = torch.as_tensor(edge_np, device=target.device)
-    return SequenceBatch(torch.cat(all_logits), torch.cat(all_targets), torch.cat(all_valid), tree_batch, edge, seen)
+        edge = _pad_edges(all_edges, n, target.device)
+    if all_chains:
+        n = max(c.num_nodes for c in all_chains)
+        rows = torch.zeros(len(all_chains), n, chain_rows[0].shape[-1], device=target.device)
+        for i, r in enumerate(chain_rows):
+            rows[i, : r.shape[0]] = r
+        opd = OPDChains(TreeBatch.from_trees(all_chains, target.device, n), _pad_edges(chain_edges, n, target.device),
+                        rows)
+    return SequenceBatch(torch.cat(all_logits), torch.cat(all_targets), torch.cat(all_valid), tree_batch, edge, seen,
+                         opd)
 
 
 __all__ = ["sample_anchors", "block_targets", "drafter_rows", "build_trees", "tree_scoring_mask",
-           "score_trees", "SequenceBatch", "make_batch"]
+           "tree_logit_tables", "edge_probabilities", "score_trees", "SequenceBatch", "make_batch"]

@@ -9,7 +9,6 @@ checkpoint. Windows are drawn from ``numpy.random.default_rng([seed, step])``.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,13 +58,10 @@ def train_target(tokens: np.ndarray, vocab_size: int, spec: TargetSpec, seed: in
     model = build_target(spec, vocab_size, seed).train()
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay, betas=(0.9, 0.95))
 
-    def factor(step: int) -> float:
-        if step < spec.warmup:
-            return (step + 1) / spec.warmup
-        t = (step - spec.warmup) / max(1, spec.steps - spec.warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+    from exitlaw.engine.train_config import cosine_factor
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: cosine_factor(
+        step, steps=spec.steps, warmup_steps=spec.warmup, min_lr_ratio=0.1))
     data = torch.from_numpy(tokens.astype(np.int64))
     log = []
     bar = None

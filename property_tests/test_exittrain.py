@@ -111,10 +111,10 @@ def test_tree_normalisation_gives_every_tree_equal_total_weight(seed):
     nonroot = trees.nonroot
     w = torch.where(nonroot, law.w, 0.0)
     live = w.sum(-1) > 0
-    for objective in ("exit", "prefix"):
+    for objective in ("exit", "prefix", "exit-depth"):
         wt = objective_weights(objective, law, trees, "tree")
         totals = wt.sum(-1).numpy()
-        np.testing.assert_allclose(totals[live.numpy()], 1.0 / int(live.sum()), atol=1e-12)
+        np.testing.assert_allclose(totals[live.numpy()], 1.0 / trees.valid.shape[0], atol=1e-12)
         np.testing.assert_allclose(totals[~live.numpy()], 0.0, atol=0)
         batch = objective_weights(objective, law, trees, "batch")
         for i in np.flatnonzero(live.numpy()):  # within a tree the two normalisations are proportional
@@ -244,15 +244,18 @@ def test_gradient_reaches_only_the_drafter():
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
-def test_every_objective_trains_on_a_tiny_model(objective):
+def test_every_objective_gives_a_finite_loss_with_gradient_on_a_tiny_model(objective):
     target, drafter = _tiny_pair(3)
     g = torch.Generator().manual_seed(3)
     seqs = [(torch.randint(0, SPEC.vocab_size - 1, (18,), generator=g), 6)]
-    batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0))
+    chain_rng = np.random.default_rng(1) if objective == "draft-opd" else None
+    batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0), chain_rng=chain_rng)
     terms = exittrain_loss(batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge,
-                           objective=objective, lam=1.0)
+                           objective=objective, lam=1.0, opd=batch.opd)
     assert np.isfinite(terms.total.item()) and terms.nodes > 0 and 0 < terms.coverage
     assert 0 <= terms.mean_w <= 1 + 1e-9
+    terms.total.backward()
+    assert sum(float(p.grad.abs().sum()) for p in drafter.parameters()) > 0
 
 
 # ----- the training loop: exact resume, never deleting a run, torchrun ---------------------
@@ -435,5 +438,5 @@ def test_weight_normalisation_reaches_the_loss_and_the_config_checks_it():
               for k in range(wt.shape[0]) for v in range(wt.shape[1]) if bool(trees.nonroot[k, v]))
     assert abs(float(by_tree.tree.detach()) - ref) < 1e-4
     assert abs(float(by_tree.tree.detach()) - float(by_batch.tree.detach())) > 1e-6  # the normalisations differ
-    with pytest.raises(ValueError, match="weight_norm"):
+    with pytest.raises(ValueError, match="normalisation"):
         TrainConfig(weight_norm="per-node")

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from exitlaw.engine.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
+from exitlaw.engine.train_config import PRESETS
+
+_NO_FLOOR = object()   # --edge-floor none: a preset's floor turned off
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "train", help="ExitTrain: train a DFlash drafter with exit-guided, prefix-weighted or token-only loss",
+        "train", help="ExitTrain: train a DFlash drafter (exit, exit-depth, prefix, token-only or draft-opd objective)",
         description="Continuations of the prompts are sampled from the frozen target (cached on disk); each "
                     "step builds the inference DDTree at every anchor, scores it with the target under tree "
                     "attention and minimises CE + lambda * sum_v w~(v) (-log q_depth(v)(x_v)). Under "
@@ -18,12 +23,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prompts", required=True, help="jsonl:FILE, FILE.jsonl or hf:NAME[:SPLIT]")
     p.add_argument("--out", required=True, help="output directory (must be new or empty unless --resume)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
-    p.add_argument("--objective", choices=("exit", "prefix", "token"), default="exit")
-    p.add_argument("--lam", type=float, default=1.0, help="weight of the tree term (forced to 0 for token)")
-    p.add_argument("--weight-norm", choices=("batch", "tree"), default="batch",
-                   help="normalise the tree term's weights over the batch (a tree counts by its non-root exit "
-                        "mass; default) or per tree (every tree counts equally)")
-    p.add_argument("--budget", type=int, default=64, help="DDTree budget of the trained trees")
+    p.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                   help="a named reading of ExitTrain: 'paper' (exit weight, batch normalisation, lambda 1, no "
+                        "edge floor, budget 64) or 'authors-code' (the authors' public code: prefix weight as "
+                        "their configs ship, nodes normalisation, lambda 0.1, edge floor 1e-4, budget 32); the "
+                        "flags below override it (default: the paper's reading)")
+    p.add_argument("--objective", choices=OBJECTIVES, default=None,
+                   help="token (lambda 0), prefix (P), exit (w = P rho, the paper), exit-depth (w * depth, the "
+                        "authors' code), draft-opd (on-policy position-wise distillation baseline)")
+    p.add_argument("--lam", type=float, default=None, help="weight of the tree term (forced to 0 for token)")
+    p.add_argument("--weight-norm", choices=NORMALISATIONS, default=None,
+                   help="batch: weights sum to one over the batch; tree: every tree counts equally; nodes: "
+                        "summed and divided by the number of tree nodes (the authors' code)")
+    p.add_argument("--edge-floor", type=_edge_floor, default=None, metavar="ALPHA",
+                   help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
+                        "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off")
+    p.add_argument("--budget", type=int, default=None, help="DDTree budget of the trained trees (default 64)")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=4, help="sequences per step and rank")
     p.add_argument("--anchors", type=int, default=8, help="anchors per sequence")
@@ -53,63 +68,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_train)
 
 
+def _edge_floor(text: str):
+    if text.strip().lower() == "none":
+        return _NO_FLOOR
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1) or 'none', got {text!r}") from None
+
+
 def _train(args: argparse.Namespace) -> int:
-    import os
-    from pathlib import Path
+    from exitlaw.engine.train_config import preset_config
+    from exitlaw.engine.training_run import TrainingRunSpec, run_training
 
-    import torch
-
-    from exitlaw.engine.checkpoint import load_pair, resolve_checkpoint
-    from exitlaw.engine.train_data import cached_sequences, encode_prompts, load_prompts, target_fingerprint
-    from exitlaw.engine.train_loop import TrainConfig, train
-
-    cfg = TrainConfig(objective=args.objective, lam=args.lam, weight_norm=args.weight_norm, budget=args.budget, steps=args.steps,
-                      batch_size=args.batch_size, anchors_per_seq=args.anchors, lr=args.lr,
-                      min_lr_ratio=args.min_lr_ratio, warmup_steps=args.warmup, weight_decay=args.weight_decay,
-                      grad_clip=args.grad_clip, checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-                      seed=args.seed, amp=args.amp)
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(args.device or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    target, drafter = load_pair(args.target, args.draft, device=device, dtype=getattr(torch, args.dtype))
-    from exitlaw.engine.train_loop import init_distributed
-
-    init_distributed(device)  # under torchrun: the ranks share the continuation generation below
-    from transformers import AutoTokenizer
-
-    tpath = resolve_checkpoint(args.target)
-    tokenizer = AutoTokenizer.from_pretrained(str(tpath))
-    prompts = encode_prompts(tokenizer, load_prompts(args.prompts, limit=args.prompt_limit), chat=args.chat)
-    stops = [t for t in (tokenizer.eos_token_id,) if t is not None]
-    cache_dir = Path(args.cache_dir) if args.cache_dir else Path(args.out).resolve().parent / ".exitlaw-cache"
-    generate = source = None
-    if args.continuations_server:
-        from functools import partial
-
-        from exitlaw.engine.continuation_server import server_continuations
-
-        model = args.server_model or str(args.target)
-        generate = partial(server_continuations, args.continuations_server, tokenizer=tokenizer, model=model,
-                           max_new_tokens=args.max_new_tokens, temperature=args.gen_temperature, seed=args.seed,
-                           stop_tokens=stops)
-        source = f"server:{args.continuations_server}:{model}"
-    data = cached_sequences(target, target_fingerprint(tpath), prompts, cache_dir,
-                            max_new_tokens=args.max_new_tokens, temperature=args.gen_temperature,
-                            seed=args.seed, batch_size=args.gen_batch, stop_tokens=stops,
-                            generate=generate, source=source)
-    info = {"target": str(args.target), "draft": str(args.draft), "prompts": args.prompts,
-            "max_new_tokens": args.max_new_tokens, "gen_temperature": args.gen_temperature,
-            "continuations_server": args.continuations_server,
-            "sequences": len(data), "device": str(device), "dtype": args.dtype}
-    final = train(target, drafter, data, cfg, args.out, resume=args.resume, run_info=info,
-                  progress=not args.no_progress)
-    if int(os.environ.get("RANK", "0")) == 0:
-        metrics = Path(args.out) / "metrics.jsonl"
-        last = metrics.read_text(encoding="utf-8").splitlines()[-1] if metrics.is_file() else "{}"
-        print(json.dumps({"final_drafter": str(final), "last": json.loads(last)}))
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    chosen = {"objective": args.objective, "lam": args.lam, "weight_norm": args.weight_norm,
+              "edge_floor": args.edge_floor, "budget": args.budget}
+    overrides = {k: (None if v is _NO_FLOOR else v) for k, v in chosen.items() if v is not None}
+    cfg = preset_config(args.preset, steps=args.steps, batch_size=args.batch_size, anchors_per_seq=args.anchors,
+                        lr=args.lr, min_lr_ratio=args.min_lr_ratio, warmup_steps=args.warmup,
+                        weight_decay=args.weight_decay, grad_clip=args.grad_clip,
+                        checkpoint_every=args.checkpoint_every, log_every=args.log_every, seed=args.seed,
+                        amp=args.amp, **overrides)
+    spec = TrainingRunSpec(target=args.target, draft=args.draft, out=args.out, config=cfg, prompts=args.prompts,
+                           resume=args.resume, prompt_limit=args.prompt_limit, chat=args.chat,
+                           max_new_tokens=args.max_new_tokens, gen_temperature=args.gen_temperature,
+                           gen_batch=args.gen_batch, continuations_server=args.continuations_server,
+                           server_model=args.server_model, cache_dir=args.cache_dir, device=args.device,
+                           dtype=args.dtype, progress=not args.no_progress,
+                           run_info={"preset": args.preset})
+    result = run_training(spec)
+    if result["rank"] == 0:
+        print(json.dumps({"final_drafter": result["final_drafter"], "last": result["last"]}))
     return 0

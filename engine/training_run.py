@@ -1,0 +1,124 @@
+"""One ExitTrain run end to end: what ``exitlaw train`` and the mini pipeline both call.
+
+:func:`run_training` takes a :class:`TrainingRunSpec` and does, in order:
+
+1. device choice (``spec.device``, else ``cuda:LOCAL_RANK`` when CUDA is there, else CPU);
+2. loading the target + DFlash drafter pair (released formats);
+3. the process group under ``torchrun`` (the ranks share the continuation generation);
+4. training sequences: prompts read and encoded with the target's tokenizer, target
+   continuations generated locally or by an OpenAI-compatible server and cached on
+   disk (:func:`~exitlaw.engine.train_data.cached_sequences`) -- or the ``data`` the
+   caller already has;
+5. the run info written beside the config, then :func:`~exitlaw.engine.train_loop.train`;
+6. the result (final drafter path, last metrics line, rank) and the process-group teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from .checkpoint import load_pair, resolve_checkpoint
+from .train_checkpoint import dist_group, init_distributed
+from .train_config import TrainConfig
+from .train_data import Sequences, cached_sequences, encode_prompts, load_prompts, target_fingerprint
+from .train_loop import train
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class TrainingRunSpec:
+    """Everything one training run needs besides its :class:`TrainConfig` (``exitlaw train`` flags)."""
+
+    target: str                          # target checkpoint directory or Hub id (with its tokenizer)
+    draft: str                           # DFlash drafter to start from (released format)
+    out: str                             # output directory (new or empty unless resume)
+    config: TrainConfig = field(default_factory=TrainConfig)
+    prompts: str | None = None           # jsonl:FILE, FILE.jsonl or hf:NAME[:SPLIT]; None: data given to run_training
+    resume: bool = False
+    prompt_limit: int | None = None
+    chat: bool = False                   # wrap string prompts in the target's chat template
+    max_new_tokens: int = 256            # length of the target continuations
+    gen_temperature: float = 1.0
+    gen_batch: int = 16
+    continuations_server: str | None = None  # OpenAI-compatible server URL serving the target
+    server_model: str | None = None      # model name the server expects (default: target)
+    cache_dir: str | None = None         # continuation cache (default: OUT/../.exitlaw-cache)
+    device: str | None = None
+    dtype: str = "float32"
+    progress: bool = True
+    run_info: dict = field(default_factory=dict)  # extra entries for config.json
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.max_new_tokens < 1 or self.gen_batch < 1 or self.gen_temperature < 0:
+            raise ValueError("need max_new_tokens >= 1, gen_batch >= 1 and gen_temperature >= 0")
+
+
+def choose_device(requested: str | None) -> torch.device:
+    """``requested``, else ``cuda:LOCAL_RANK`` when CUDA is available, else the CPU (made current on CUDA)."""
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(requested or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device
+
+
+def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
+    """Prompts of ``spec.prompts`` plus cached target continuations (generated locally or by the server)."""
+    from transformers import AutoTokenizer
+
+    if spec.prompts is None:
+        raise ValueError("the run names no prompts (spec.prompts) and was given no training data")
+    tpath = resolve_checkpoint(spec.target)
+    tokenizer = AutoTokenizer.from_pretrained(str(tpath))
+    prompts = encode_prompts(tokenizer, load_prompts(spec.prompts, limit=spec.prompt_limit), chat=spec.chat)
+    stops = [t for t in (tokenizer.eos_token_id,) if t is not None]
+    cache_dir = Path(spec.cache_dir) if spec.cache_dir else Path(spec.out).resolve().parent / ".exitlaw-cache"
+    generate = source = None
+    if spec.continuations_server:
+        from .continuation_server import server_continuations
+
+        model = spec.server_model or str(spec.target)
+        generate = partial(server_continuations, spec.continuations_server, tokenizer=tokenizer, model=model,
+                           max_new_tokens=spec.max_new_tokens, temperature=spec.gen_temperature,
+                           seed=spec.config.seed, stop_tokens=stops)
+        source = f"server:{spec.continuations_server}:{model}"
+    return cached_sequences(target, target_fingerprint(tpath), prompts, cache_dir, max_new_tokens=spec.max_new_tokens,
+                            temperature=spec.gen_temperature, seed=spec.config.seed, batch_size=spec.gen_batch,
+                            stop_tokens=stops, generate=generate, source=source)
+
+
+def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
+    """Run one training (module docstring); returns ``final_drafter``, ``last`` (the last metrics
+    line, ``{}`` if none), ``rank`` and ``world_size``. ``data``: training sequences the caller
+    already holds (then ``spec.prompts`` and the generation options are not used)."""
+    device = choose_device(spec.device)
+    target, drafter = load_pair(spec.target, spec.draft, device=device, dtype=getattr(torch, spec.dtype))
+    rank, world = init_distributed(device)
+    try:
+        if data is None:
+            data = training_sequences(spec, target)
+        info = {"target": str(spec.target), "draft": str(spec.draft), "prompts": spec.prompts,
+                "max_new_tokens": spec.max_new_tokens, "gen_temperature": spec.gen_temperature,
+                "continuations_server": spec.continuations_server, "sequences": len(data), "device": str(device),
+                "dtype": spec.dtype, **spec.run_info}
+        final = train(target, drafter, data, spec.config, spec.out, resume=spec.resume, run_info=info,
+                      progress=spec.progress)
+        metrics = Path(spec.out) / "metrics.jsonl"
+        lines = metrics.read_text(encoding="utf-8").splitlines() if metrics.is_file() else []
+        return {"final_drafter": str(final), "last": json.loads(lines[-1]) if lines else {}, "rank": rank,
+                "world_size": world}
+    finally:
+        if dist_group() is not None:
+            dist_group().destroy_process_group()
+
+
+__all__ = ["DTYPES", "TrainingRunSpec", "choose_device", "training_sequences", "run_training"]
