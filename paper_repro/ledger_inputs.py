@@ -134,11 +134,12 @@ def machine() -> dict:
     return info
 
 
-def stamp(data: dict) -> dict:
-    """``data`` with a ``provenance`` record: exitlaw version, git commit, machine."""
+def stamp(data: dict, commit: str | None = None) -> dict:
+    """``data`` with a ``provenance`` record: exitlaw version, git commit (``commit`` or HEAD now), machine."""
     from exitlaw import __version__
 
-    return {**data, "provenance": {"exitlaw_version": __version__, "git_commit": git_commit(), "machine": machine()}}
+    return {**data, "provenance": {"exitlaw_version": __version__, "git_commit": commit or git_commit(),
+                                   "machine": machine()}}
 
 
 # ----- gathering -------------------------------------------------------------------------------------------
@@ -254,12 +255,13 @@ def make_shipped_inputs(results_dir: str | Path = RESULTS, *, seed: int = 0, ove
     if existing and not overwrite:
         raise FileExistsError(f"{', '.join(existing)} exist; pass overwrite=True (--overwrite) to replace them")
     (out / "checks").mkdir(parents=True, exist_ok=True)
+    commit = git_commit()  # the code as it was when the run started
     for name in FIGURE_INPUTS:
         data = figure_module(name).compute(seed=seed, quick=False)
-        log(f"wrote {write_data(stamp(data | {'quick': False}), out, name, overwrite=True)}")
+        log(f"wrote {write_data(stamp(data | {'quick': False}, commit), out, name, overwrite=True)}")
     for k in KIT_VERIFIERS:
         spec = f"exitlaw.simulate.verifiers:{k}"
         report = run_kit(load_verifier(spec), name=spec, seed=seed).to_json()
-        (out / "checks" / f"{k}.json").write_text(json.dumps(stamp(report), indent=1) + "\n", encoding="utf-8")
+        (out / "checks" / f"{k}.json").write_text(json.dumps(stamp(report, commit), indent=1) + "\n", encoding="utf-8")
         log(f"wrote {out / 'checks' / f'{k}.json'}")
     return targets
