@@ -27,7 +27,8 @@ by the selectors declared in its claim table (:data:`exitlaw.paper_repro.ledger.
 and decides on ``rel_pct``.
 
 Provenance of every input file: its path (relative to the repository root when
-inside it), sha256, the ``config`` it records (and that config's sha256), and
+inside it), sha256, the ``config`` it records (figure data: its top-level scalar
+parameters) and that config's sha256, and
 the exitlaw version and git commit it records (``versions.exitlaw`` /
 ``provenance.exitlaw_version``, ``provenance.git_commit``), else ``"unknown"``.
 The shipped ledger holds no timestamps and no absolute paths, so
@@ -77,8 +78,13 @@ def _recorded(data) -> tuple[str, str, dict | str]:
     versions = data.get("versions") if isinstance(data.get("versions"), dict) else {}
     version = prov.get("exitlaw_version") or versions.get("exitlaw") or "unknown"
     commit = prov.get("git_commit") or data.get("git_commit") or "unknown"
-    config = data.get("config", "unknown")
-    return str(version), str(commit), config
+    if "config" in data:
+        return str(version), str(commit), data["config"]
+    # figure data record their parameters at the top level: the scalars (and lists of scalars) are the config
+    scalar = (str, int, float, bool, type(None))
+    config = {k: v for k, v in data.items() if k not in ("provenance", "figure") and
+              (isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) for x in v)))}
+    return str(version), str(commit), config or "unknown"
 
 
 def file_provenance(path: str | Path) -> dict:

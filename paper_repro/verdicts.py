@@ -223,12 +223,12 @@ def decide(rule: Rule, ci: Interval) -> Verdict:
     s = rule.side
     lo, hi = (ci.lo, ci.hi) if s > 0 else (-ci.hi, -ci.lo)  # in the paper's direction
     e = None if rule.paper_effect is None else s * rule.paper_effect
-    if lo > 0:
-        if rule.kind == "size" and not lo <= e <= hi:
-            return Verdict(INCONCLUSIVE, f"excludes 0 on the paper's side but not compatible with the paper's "
-                                         f"effect {rule.paper_effect:+g} {u} (the effect is larger)", m_d)
+    if lo > 0 and (rule.kind == "direction" or lo <= e <= hi):
         return Verdict(REPRODUCED, "CI excludes 0 on the paper's side"
                        + (" and contains the paper's effect" if rule.kind == "size" else ""), m_d)
+    if rule.kind == "size" and lo > e:
+        return Verdict(INCONCLUSIVE, f"excludes 0 on the paper's side but not compatible with the paper's "
+                                     f"effect {rule.paper_effect:+g} {u} (the effect is larger)", m_d)
     bound = 0.0 if e is None else e
     if hi < bound:
         what = "0" if e is None else f"the paper's effect {rule.paper_effect:+g} {u}"
