@@ -64,7 +64,10 @@ def normalise(result: dict) -> dict:
         if samples is not None:
             row["samples_ms"] = {k: [float(x) for x in v] for k, v in samples.items()}  # paired per-call times
         rows.append(row)
-    return {"figure": NAME, "config": result.get("config", {}), "rows": rows}
+    config = dict(result.get("config", {}))
+    if any("gpu_check" in r["shape"] for r in rows):
+        config.setdefault("commit", True)  # gpu_check's stage is decide + bonus + KV commit
+    return {"figure": NAME, "config": config, "rows": rows}
 
 
 def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = None, vocab: int | None = None,
@@ -103,17 +106,24 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         for j, k in enumerate(kinds):
             vals = np.array([r["ms"][k] for r in rows])
             x = idx + (j - (len(kinds) - 1) / 2) * width
-            ax.bar(x, vals, width=width, color=BAR_COLORS[k], label={"tev": "TEV", "floor": "floor (K rows + 1 draw)"}.get(k, k))
+            ax.bar(x, vals, width=width, color=BAR_COLORS[k],
+                   label={"tev": "TEV", "floor": "floor (K rows + 1 draw + 1-position commit)"}.get(k, k))
+            if all(k in r.get("samples_ms", {}) for r in rows):  # whiskers: interquartile range over calls
+                q1, q3 = (np.array([np.percentile(r["samples_ms"][k], q) for r in rows]) for q in (25, 75))
+                ax.errorbar(x, vals, yerr=np.vstack([np.maximum(vals - q1, 0), np.maximum(q3 - vals, 0)]),
+                            fmt="none", ecolor="black", elinewidth=0.8, capsize=1.5)
             if k == "tev":
                 for i, r in enumerate(rows):
-                    ax.annotate(f"{-r['reduction_pct']:+.0f}%", (x[i], vals[i]), xytext=(0, 2),
+                    top = max(vals[i], float(np.percentile(r["samples_ms"]["tev"], 75)) if "samples_ms" in r else 0.0)
+                    ax.annotate(f"{-r['reduction_pct']:+.0f}%", (x[i], top), xytext=(0, 2),
                                 textcoords="offset points", ha="center", fontsize=7)
         ax.set_xticks(idx, [f"B = {r['budget']}\n(K = {r['internal']})" for r in rows])
         ax.set_yscale("log")
         ax.set_ylabel("verifier-stage latency (ms, median)")
         ax.set_xlabel("tree budget (K = internal nodes)")
+        whiskers = "\nwhiskers: interquartile range over calls" if all("samples_ms" in r for r in rows) else ""
         ax.set_title(f"{shape}\n{cfg.get('device', '?')}, V = {cfg.get('vocab', '?')}, T = {cfg.get('temperature', '?')}; "
-                     "label over TEV: time vs predraw", fontsize=8)
+                     f"label over TEV: time vs predraw{whiskers}", fontsize=8)
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi * 4)
         ax.legend(loc="upper left", frameon=False, ncol=2, fontsize=7)
