@@ -15,7 +15,8 @@ Inputs (``inputs[name]``; how they are gathered and hashed: :mod:`.ledger_inputs
 ``verifier_latency`` (``exitlaw verifier-bench --json``), ``mini`` (a shallow
 ``exitlaw repro mini`` results.json), ``checks`` (conformance-kit reports by
 verifier), and the paired-effect files ``sim_exittrain_sweep`` (a list of
-files) and ``mini_deep`` (one file), read by :func:`paired_interval`.
+files) and ``mini_deep`` (one file), read by
+:func:`exitlaw.paper_repro.paired_effects.paired_interval`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from .paired_effects import PairedEffectError, paired_interval
 from .verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -210,43 +212,6 @@ def kit(inputs: dict) -> Measurement:
 
 
 # ----- paired effects (ExitTrain) --------------------------------------------------------------------------
-def paired_records(files) -> list[dict]:
-    """Every ``paired_effects`` record of the given loaded JSON files (format: :mod:`.ledger_inputs`)."""
-    out = []
-    for data in files if isinstance(files, list) else [files]:
-        recs = data.get("paired_effects")
-        if not isinstance(recs, list):
-            raise MeasureError("a paired-effect input has no 'paired_effects' list")
-        out += recs
-    return out
-
-
-def _matches(setting: dict, selector: dict) -> bool:
-    for k, want in selector.items():
-        have = setting.get(k)
-        if isinstance(want, tuple):
-            if have not in want:
-                return False
-        elif have != want:
-            return False
-    return True
-
-
-def paired_interval(files, comparison: str, selector: dict, cells: int) -> tuple[Interval, list[dict]]:
-    """The pooled relative effect (%) of the ``cells`` records of ``comparison`` whose setting matches ``selector``."""
-    recs = [r for r in paired_records(files)
-            if r.get("comparison") == comparison and r.get("metric", "tau") == "tau"
-            and _matches(r.get("setting", {}), selector)]
-    if len(recs) != cells:
-        raise MeasureError(f"expected {cells} '{comparison}' tau record(s) with setting {selector}, found {len(recs)}")
-    ivs = []
-    for r in recs:
-        rel = r["rel_pct"]
-        level = float(r.get("level", 0.95))
-        ivs.append(Interval(float(rel["mean"]), float(rel["lo"]), float(rel["hi"]), level))
-    return pool(ivs), recs
-
-
 def _paired_claim(source: str, comparison: str, selector: dict, cells: int, label: str) -> Callable[[dict], Measurement]:
     def measure(inputs: dict) -> Measurement:
         ci, recs = paired_interval(_need(inputs, source), comparison, selector, cells)
@@ -271,7 +236,8 @@ def _eq(margin: float, unit: str = "tokens") -> Rule:
 
 
 ENGINE_DEEP = {"domain": "code", "eval_budget": 64, "temperature": 0.0}   # the deep mini preset's primary cell
-SIM_DEEP = {"regime": "deep", "train_budget": 64, "eval_budget": 64, "lambda": 0.1, "weight_norm": "tree"}
+SIM_DEEP = {"regime": "deep", "train_budget": 64, "eval_budget": 64, "lambda": 0.1, "weight_norm": "tree",
+            "edge_floor": None}
 DEEP_MINI = "deep mini-scale engine run (CPU), `exitlaw repro mini --preset deep`"
 SIM_SWEEP = "simulation sweep (exact tau), `exitlaw simulate-exittrain --sweep`"
 GPU_ONLY = ("gpu",)
@@ -359,7 +325,7 @@ def evaluate(claim: Claim, inputs: dict, *, scale: str = "cpu") -> tuple[Verdict
         return missing(", ".join(absent) or "no measurement at this scale"), None
     try:
         m = claim.measure(inputs)
-    except MeasureError as err:
+    except (MeasureError, PairedEffectError) as err:
         return missing(str(err)), None
     if m.test is not None:
         return decide_test(claim.rule, *m.test), m
@@ -429,5 +395,5 @@ def write_ledger(rows: list[dict], out_dir: str | Path, provenance: dict | None 
 STATUSES = VERDICTS  # the verdict vocabulary (kept under its old name for importers)
 
 __all__ = ["CLAIMS", "Claim", "Measurement", "MeasureError", "build_ledger", "evaluate", "format_markdown",
-           "write_ledger", "ledger_json", "paired_records", "paired_interval", "REPRODUCED", "CONTRADICTED",
+           "write_ledger", "ledger_json", "REPRODUCED", "CONTRADICTED",
            "INCONCLUSIVE", "VERDICTS", "STATUSES"]

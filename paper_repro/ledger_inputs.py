@@ -10,21 +10,10 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`
 * ``mini_deep_seed0.json`` and ``sim_exittrain_sweep/*.json``: paired-effect files
   (the deep mini preset and the simulation sweep), read when present.
 
-**Paired-effect files.** Any JSON object with a top-level list ``paired_effects``
-whose records have this shape (extra keys are ignored)::
-
-    {"comparison": "exit-prefix",        # "A-B": A minus B; names: base token prefix exit exit-depth draft-opd
-     "metric": "tau",
-     "setting": {"regime": "deep", "train_budget": 64, "eval_budget": 64, "temperature": 0.0,
-                 "lambda": 0.1, "weight_norm": "tree",                 # simulation sweep keys
-                 "domain": "code", "verifier": "tev"},                  # engine keys (deep mini)
-     "diff":    {"mean": 0.21, "lo": 0.05, "hi": 0.37},                 # A - B in tokens, 95 % CI
-     "rel_pct": {"mean": 4.9,  "lo": 1.2,  "hi": 8.6},                  # 100 (A - B) / mean tau of B, 95 % CI
-     "level": 0.95, "mde_pct": 3.1, "n_seeds": 5, "n_units": 40, "method": "paired t over seeds"}
-
-``temperature`` is a float (0.0, 1.0); budgets are ints. The ledger selects records
-by the selectors declared in its claim table (:data:`exitlaw.paper_repro.ledger.CLAIMS`)
-and decides on ``rel_pct``.
+**Paired-effect files** (``mini_deep_seed0.json``, ``sim_exittrain_sweep/*.json``): the
+record shape, and the two native formats read as such, are in
+:mod:`exitlaw.paper_repro.paired_effects`; files of the sweep directory that hold
+no paired effects (its ``config.json``) are skipped.
 
 Provenance of every input file: its path (relative to the repository root when
 inside it), sha256, the ``config`` it records (figure data: its top-level scalar
@@ -161,12 +150,14 @@ def _read_checks(checks_dir: Path) -> tuple[dict | None, dict | None]:
 
 
 def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, prov: dict) -> None:
+    from .paired_effects import readable
+
     inputs["mini_deep"] = inputs["sim_exittrain_sweep"] = None
     if mini_deep is not None and Path(mini_deep).is_file():
         inputs["mini_deep"] = _load(mini_deep)
         prov["mini_deep"] = file_provenance(mini_deep)
     files = sorted(Path(sweep_dir).glob("*.json")) if sweep_dir is not None and Path(sweep_dir).is_dir() else []
-    files = [f for f in files if "paired_effects" in _load(f)]
+    files = [f for f in files if readable(_load(f))]  # e.g. a sweep's config.json is not an effect file
     if files:
         inputs["sim_exittrain_sweep"] = [_load(f) for f in files]
         prov["sim_exittrain_sweep"] = group_provenance(files, _rel(Path(sweep_dir)) + "/*.json")

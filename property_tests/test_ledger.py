@@ -207,6 +207,44 @@ def test_paired_effect_records_decide_the_exittrain_rows():
     assert "expected 2 'exit-token'" in r["exit_vs_token_sim"]["reason"]
 
 
+def _ci(mean, half):
+    return {"mean": mean, "lo": mean - half, "hi": mean + half}
+
+
+def test_native_sweep_and_deep_mini_files_are_read_as_paired_effects():
+    from exitlaw.paper_repro.paired_effects import PairedEffectError, records
+
+    rows = []
+    for t, e in (("T=0", 6.0), ("T=1", 8.0)):
+        base = dict(regime="deep", train_budget=64, eval_budget=64, T=t, n=5, diff=_ci(0.2, 0.1))
+        rows += [dict(base, a="exit/tree/lambda=0.1", b="prefix/tree/lambda=0.1", rel_pct=_ci(e, 1.0)),
+                 dict(base, a="exit/tree/lambda=0.1", b="token", rel_pct=_ci(-e, 1.0)),
+                 dict(base, a="exit/tree/lambda=1", b="prefix/tree/lambda=1", rel_pct=_ci(-50.0, 1.0)),
+                 dict(base, a="exit/tree/lambda=0.1", b="draft-opd/batch/lambda=0.1", rel_pct=_ci(0.0, 1.0)),
+                 dict(base, a="exit-depth/nodes/lambda=0.1/floor=0.0001", b="prefix/nodes/lambda=0.1/floor=0.0001",
+                      rel_pct=_ci(-50.0, 1.0))]
+    sweep = {"schema": "exitlaw.sim_exittrain_sweep", "rows": rows}
+    recs = records(sweep)
+    assert len(recs) == 8  # the exit-vs-draft-opd rows mix normalisations: skipped
+    floored = [r for r in recs if r["comparison"] == "exit-depth-prefix"]
+    assert floored[0]["setting"]["edge_floor"] == 1e-4 and floored[0]["setting"]["weight_norm"] == "nodes"
+    pair = {"mean": 0.3, "lo": 0.1, "hi": 0.5, "rel_mean": 7.0, "rel_lo": 2.0, "rel_hi": 12.0, "rel_mde": 5.0,
+            "seeds": 3, "prompts": 40}
+    deep = {"paired": {"method": "crossed", "cells": [
+        {"domain": d, "temperature": 0.0, "budget": b, "verifier": "tev",
+         "pairs": {"exit - prefix": pair, "exit - token": pair, "exit - base": {**pair, "rel_mean": 10.0}}}
+        for d in ("code", "prose") for b in (32, 64, 128)]}}
+    r = _rows(_inputs(mini_deep=deep, sim_exittrain_sweep=[sweep, {"paired_effects": []}]))
+    assert r["exit_vs_prefix_sim"]["verdict"] == REPRODUCED and r["exit_vs_prefix_sim"]["ci"]["estimate"] == 7.0
+    assert r["exit_vs_token_sim"]["verdict"] == CONTRADICTED
+    assert r["exit_vs_prefix"]["verdict"] == REPRODUCED and r["exit_vs_prefix"]["ci"]["estimate"] == 7.0
+    assert r["budget_robustness"]["ci"]["estimate"] == pytest.approx(10.0)  # three budgets pooled, code only
+    with pytest.raises(PairedEffectError, match="malformed"):
+        records({"schema": "exitlaw.sim_exittrain_sweep", "rows": [{"a": "exit"}]})
+    bad = _rows(_inputs(mini_deep={"results": []}))["exit_vs_prefix"]
+    assert bad["verdict"] == INCONCLUSIVE and "no 'paired_effects' list" in bad["reason"]
+
+
 def test_engine_tau_equal_pools_the_t1_cells():
     cells = []
     for v, shift in (("predraw", 0.0), ("tev", 0.01)):
