@@ -332,18 +332,24 @@ def evaluate(claim: Claim, inputs: dict, *, scale: str = "cpu") -> tuple[Verdict
     return decide(claim.rule, m.ci), m
 
 
+def _sig(x: float) -> float:
+    """9 significant digits: the ledger stays byte-identical across libm builds that differ in the last ulp."""
+    return float(f"{x:.9g}")
+
+
 def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "cpu") -> list[dict]:
     """One dict per claim; ``provenance`` maps input names to their records (``sha256`` etc.)."""
     provenance = provenance or {}
     rows = []
     for c in CLAIMS:
         v, m = evaluate(c, inputs, scale=scale)
-        ci = None if m is None or m.ci is None else {"estimate": m.ci.estimate, "lo": m.ci.lo, "hi": m.ci.hi,
-                                                     "level": m.ci.level, "computed": m.ci.is_exact}
+        ci = None if m is None or m.ci is None else {"estimate": _sig(m.ci.estimate), "lo": _sig(m.ci.lo),
+                                                     "hi": _sig(m.ci.hi), "level": m.ci.level,
+                                                     "computed": m.ci.is_exact}
         rows.append({"key": c.key, "claim": c.claim, "paper": c.paper, "check": c.check, "rule": c.rule.text(),
                      "estimand": c.estimand, "exitlaw": m.value if m else "not measured",
                      "scale": m.scale if m else "-", "ci": ci, "verdict": v.verdict, "reason": v.reason,
-                     "mde": None if v.mde is None else round(v.mde, 6),
+                     "mde": None if v.mde is None else _sig(v.mde),
                      "inputs": {n: provenance.get(n, {}).get("sha256", "absent") for n in c.inputs}})
     return rows
 
