@@ -397,3 +397,23 @@ def test_full_scale_config_errors_are_clear(tmp_path):
     bad.write_text(json.dumps({"schema": "other"}))
     with pytest.raises(ValueError, match="schema"):
         load_config(bad)
+
+
+def test_shipped_inputs_are_stamped_and_never_silently_replaced(tmp_path):
+    from exitlaw.paper_repro.ledger_inputs import file_provenance, make_shipped_inputs, stamp
+
+    data = stamp({"config": {"a": 1}, "rows": []}, commit="abc")
+    assert data["provenance"]["git_commit"] == "abc" and "torch" in data["provenance"]["machine"]
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(data))
+    rec = file_provenance(path)
+    assert rec["git_commit"] == "abc" and rec["config"] == {"a": 1}
+    assert rec["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    path.write_text(json.dumps({"rows": [1, 2]}))  # records nothing about itself
+    assert file_provenance(path)["git_commit"] == "unknown" and file_provenance(path)["exitlaw_version"] == "unknown"
+    target = tmp_path / "ledger_inputs" / "budget_sweep.json"
+    target.parent.mkdir()
+    target.write_text("{}")
+    with pytest.raises(FileExistsError, match="overwrite"):
+        make_shipped_inputs(tmp_path)
+    assert target.read_text() == "{}"
