@@ -1,37 +1,51 @@
-"""``exitlaw verifier-bench``: verifier-stage latency on the same realised trees.
+"""``exitlaw verifier-bench``: the verifier stage (decision + KV-cache commit) on the same realised trees.
 
 For each budget ``B`` we build a few DDTree trees (:func:`build_ddtree`) from
 draft rows that *resemble the target* -- every depth has a handful of hot tokens
 that the target also favours -- so paths get accepted and the trees are deep
 with many internal nodes, as real drafters produce. On every tree we time, from
-the outside, the verifier stage (decision + bonus + commit indices, i.e. one
-:func:`verify` call up to the returned path; the target forward and the tree's
-device copy are excluded) for predraw, residual and TEV, and the **floor**: one
-``logsumexp`` over the rows of the tree's ``K`` internal nodes plus one float64
-categorical draw from a single row and one host transfer -- the least a
-verifier that needs every edge probability ``a(u)`` (as TEV does) has to touch. Medians (and minima, robust to load spikes on a
-shared machine) over trees and repeats; nothing asserted.
+the outside, **the paper's interval** (DESIGN.md, Metrics: decision + bonus +
+cache commit, the target's tree forward excluded) for predraw, residual and TEV:
+one :func:`verify` call followed by a real :meth:`TargetModel.commit` of the
+returned path on a real ``DynamicCache`` whose layers hold cache-shaped K/V
+tensors (``KVShape``: Qwen3-4B's 36 layers x 8 KV heads x head dim 128 by default,
+``context`` committed positions plus the ``B + 1`` tree entries a tree forward
+appends). The cache is refilled *untimed* before every call: each layer's K/V
+become fresh views of ``context + B + 1`` positions of a preallocated buffer,
+the state a tree forward leaves (the buffer's contents are stand-ins; the
+commit's gathers, copies and crops are the real ones). ``commit=False`` times the
+decision alone.
+
+Next to them the **floor**: one ``logsumexp`` over the rows of the tree's ``K``
+internal nodes, one float64 categorical draw from a single row, one host
+transfer and the commit of the root alone -- the least a stage that needs every
+edge probability ``a(u)`` (as TEV does) has to do.
+
+Every stage alternates call by call on the same tree (so load drifts hit all of
+them alike); each row keeps the per-call times (``samples_ms``, aligned across
+stages: entry ``i`` of every stage is the same tree and repeat), their medians
+and minima, and ``tev_over_predraw`` = median TEV / median predraw. The ledger
+bootstraps its interval from the paired samples. Nothing is asserted here.
 
 Reading the numbers: TEV and the floor read the ``K`` internal rows; sequential
-residual reads only the rows on the accepted path (``depth(exit) + 1`` of them)
-but syncs with the host once per level, and predraw draws from all ``N`` rows.
-On a CPU, where rows are read one core at a time, residual is therefore the
-cheapest; TEV's fixed shape (no data-dependent loop, one host sync) is aimed at
-GPUs, where reading K rows costs little more than reading one.
-On a shared CPU prefer ``--threads 1``: intra-op threads stall on busy cores.
+residual reads only the rows on the accepted path but syncs with the host once
+per level, and predraw draws from all ``N`` rows. TEV's fixed shape (no
+data-dependent loop, one host sync) is aimed at GPUs, where reading K rows costs
+little more than reading one. On a shared CPU prefer ``--threads 1``.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 import torch
 
 from .builders import build_ddtree
 from .device_tree import DeviceTree, to_device_tree
+from .target import TargetModel
 from .verifiers import VerifierGenerators, _draw_logits, verify
 
 BENCH_KINDS = ("predraw", "residual", "tev")
@@ -47,6 +61,49 @@ class BenchCase:
     @property
     def internal(self) -> int:
         return int(self.tree.internal.numel())
+
+
+@dataclass(frozen=True)
+class KVShape:
+    """The K/V cache the stage commits into: ``layers`` x ``[1, kv_heads, context + N, head_dim]`` (default: Qwen3-4B)."""
+
+    layers: int = 36
+    kv_heads: int = 8
+    head_dim: int = 128
+    context: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "kv_heads", "head_dim", "context"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"KV shape {name} must be >= 1, got {getattr(self, name)}")
+
+
+class StandInCache:
+    """A real ``DynamicCache`` whose layers are refilled (untimed) with views of ``context + N`` positions."""
+
+    def __init__(self, shape: KVShape, nodes: int, device: torch.device, dtype: torch.dtype):
+        from transformers import DynamicCache
+
+        self.start, self.nodes = shape.context, nodes
+        n_pos = shape.context + nodes
+        g = torch.Generator().manual_seed(0)
+        # one buffer per layer: [1, kv_heads, context + N, head_dim]
+        self.buffers = [(torch.randn(1, shape.kv_heads, n_pos, shape.head_dim, generator=g).to(device, dtype),
+                         torch.randn(1, shape.kv_heads, n_pos, shape.head_dim, generator=g).to(device, dtype))
+                        for _ in range(shape.layers)]
+        self.cache = DynamicCache()
+        for i, (k, v) in enumerate(self.buffers):
+            self.cache.update(k, v, i)
+
+    def refill(self) -> None:
+        """The state a tree forward leaves: ``context`` committed positions then the N tree entries."""
+        for layer, (k, v) in zip(self.cache.layers, self.buffers):
+            layer.keys, layer.values = k[..., :, :], v[..., :, :]
+
+    def commit(self, path_nodes) -> None:
+        TargetModel.commit(self.cache, self.start, path_nodes)
+        if self.cache.get_seq_length() != self.start + len(path_nodes):  # cheap shape check, no data sync
+            raise AssertionError("commit left the cache at the wrong length")
 
 
 def make_cases(budget: int, vocab: int, *, trees: int, depth: int, device: torch.device, dtype: torch.dtype,
@@ -70,8 +127,8 @@ def make_cases(budget: int, vocab: int, *, trees: int, depth: int, device: torch
 
 
 def floor_stage(case: BenchCase, gens: VerifierGenerators, temperature: float = 1.0) -> int:
-    """The floor: ``logsumexp`` of the K internal rows (at temperature ``T``) + one float64 draw from one
-    row + one transfer."""
+    """The floor's decision: ``logsumexp`` of the K internal rows (at temperature ``T``) + one float64 draw
+    from one row + one transfer."""
     rows = case.logits.index_select(0, case.tree.internal).float()
     lse = torch.logsumexp(rows if temperature == 1.0 else rows * (1.0 / temperature), dim=-1)
     z = case.logits[-1].to(torch.float64, copy=True)
@@ -84,14 +141,21 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _time_interleaved(fns: dict[str, Callable[[], Any]], device: torch.device, repeats: int) -> dict[str, list[float]]:
-    """Milliseconds per call; the stages alternate call by call, so load drifts hit all of them alike."""
+def _time_interleaved(fns: dict[str, Callable[[], Any]], device: torch.device, repeats: int,
+                      setup: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """Milliseconds per call; the stages alternate call by call, so load drifts hit all of them alike.
+    ``setup()`` runs untimed before every call (the cache refill)."""
     for fn in fns.values():  # warm-up
+        if setup is not None:
+            setup()
         fn()
     _sync(device)
     out: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeats):
         for k, fn in fns.items():
+            if setup is not None:
+                setup()
+            _sync(device)
             t0 = time.perf_counter()
             fn()
             _sync(device)
@@ -99,9 +163,30 @@ def _time_interleaved(fns: dict[str, Callable[[], Any]], device: torch.device, r
     return out
 
 
+def _stage(kind: str, case: BenchCase, temperature: float, gens: VerifierGenerators, cache: StandInCache | None,
+           lengths: list[int]) -> Callable[[], None]:
+    def run() -> None:
+        path = verify(kind, case.tree, case.logits, temperature, gens).path_nodes
+        if cache is not None:
+            cache.commit(path)
+        lengths.append(len(path))
+    return run
+
+
+def _floor(case: BenchCase, temperature: float, gens: VerifierGenerators,
+           cache: StandInCache | None) -> Callable[[], None]:
+    def run() -> None:
+        floor_stage(case, gens, temperature)
+        if cache is not None:
+            cache.commit([0])
+    return run
+
+
 def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: str = "cpu", trees: int = 3,
                        repeats: int = 15, depth: int = 15, temperature: float = 1.0, dtype: str = "float32",
-                       kinds=BENCH_KINDS, seed: int = 0) -> dict[str, Any]:
+                       kinds=BENCH_KINDS, seed: int = 0, commit: bool = True,
+                       kv: KVShape | None = None) -> dict[str, Any]:
+    """Time each stage (``kinds`` and the floor) on the same trees; see the module docstring."""
     dev = torch.device(device)
     dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
     if dt is None:
@@ -109,6 +194,9 @@ def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: st
     for k in kinds:
         if k not in BENCH_KINDS:
             raise ValueError(f"unknown verifier {k!r} for the bench; choose from {', '.join(BENCH_KINDS)}")
+    if trees < 1 or repeats < 1:
+        raise ValueError(f"trees and repeats must be >= 1, got trees={trees}, repeats={repeats}")
+    kv = kv or KVShape()
     rows = []
     for b in budgets:
         cases = make_cases(int(b), int(vocab), trees=trees, depth=depth, device=dev, dtype=dt, seed=seed + int(b))
@@ -116,18 +204,18 @@ def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: st
         ms: dict[str, list[float]] = {k: [] for k in (*kinds, "floor")}
         lengths: dict[str, list[int]] = {k: [] for k in kinds}
         for case in cases:
-            fns = {"floor": lambda c=case: floor_stage(c, gens, temperature)}
+            cache = StandInCache(kv, case.tree.num_nodes, dev, dt) if commit else None
+            fns = {"floor": _floor(case, temperature, gens, cache)}
             for k in kinds:
-                fns[k] = lambda c=case, k=k: lengths[k].append(
-                    len(verify(k, c.tree, c.logits, temperature, gens).path_nodes))
-            for k, v in _time_interleaved(fns, dev, repeats).items():
+                fns[k] = _stage(k, case, temperature, gens, cache, lengths[k])
+            for k, v in _time_interleaved(fns, dev, repeats, cache.refill if cache is not None else None).items():
                 ms[k] += v
         med = {k: statistics.median(v) for k, v in ms.items()}
         best = {k: min(v) for k, v in ms.items()}
         row = {"budget": int(b), "nodes": [c.tree.num_nodes for c in cases], "internal": [c.internal for c in cases],
                "max_depth": [c.tree.tree.max_depth for c in cases],
                "mean_block_length": {k: statistics.fmean(v) for k, v in lengths.items()},
-               "median_ms": med, "min_ms": best}
+               "median_ms": med, "min_ms": best, "samples_ms": ms}
         if "tev" in med:
             row["tev_over_floor"] = med["tev"] / med["floor"]
             row["tev_over_floor_min"] = best["tev"] / best["floor"]  # robust to load spikes on a shared machine
@@ -135,17 +223,23 @@ def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: st
                 if k != "tev":
                     row[f"tev_over_{k}"] = med["tev"] / med[k]
         rows.append(row)
+    stage = "decision + bonus + KV-cache commit" if commit else "decision + bonus (no commit)"
     config = {"budgets": list(map(int, budgets)), "vocab": int(vocab), "device": str(dev), "trees": trees,
               "repeats": repeats, "depth": depth, "temperature": temperature, "dtype": dtype, "kinds": list(kinds),
-              "seed": seed, "torch": torch.__version__, "threads": torch.get_num_threads()}
+              "seed": seed, "torch": torch.__version__, "threads": torch.get_num_threads(), "stage": stage,
+              "commit": commit, "kv_shape": asdict(kv) if commit else None,
+              "commit_method": ("TargetModel.commit on a transformers DynamicCache refilled untimed with views of "
+                                "a preallocated K/V buffer per layer" if commit else None)}
     return {"config": config, "rows": rows, "text": format_bench(rows, config)}
 
 
 def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
     kinds = config["kinds"]
-    head = (f"verifier stage (decision + bonus + commit indices; target forward excluded), median ms, "
+    kv = config.get("kv_shape")
+    kv_text = f", KV {kv['layers']}x{kv['kv_heads']}x{kv['head_dim']} ctx {kv['context']}" if kv else ""
+    head = (f"verifier stage ({config.get('stage', 'decision + bonus')}; target forward excluded), median ms, "
             f"V={config['vocab']}, {config['dtype']}, T={config['temperature']}, {config['device']}, "
-            f"{config['threads']} threads, {config['trees']} trees x {config['repeats']} repeats")
+            f"{config['threads']} threads, {config['trees']} trees x {config['repeats']} repeats{kv_text}")
     cols = f"{'B':>4} {'K':>9} {'depth':>6} {'floor':>8} " + " ".join(f"{k:>9}" for k in kinds)
     cols += f" {'TEV/floor':>9}" + "".join(f" {'TEV/' + k:>12}" for k in kinds if k != "tev")
     cols += f" {'TEV/floor(min)':>14}" if "tev" in kinds else ""
@@ -153,13 +247,13 @@ def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
     for r in rows:
         m = r["median_ms"]
         k_rng = f"{min(r['internal'])}-{max(r['internal'])}"
-        line = f"{r['budget']:>4} {k_rng:>9} {max(r['max_depth']):>6} {m['floor']:>8.2f} "
-        line += " ".join(f"{m[k]:>9.2f}" for k in kinds)
+        line = f"{r['budget']:>4} {k_rng:>9} {max(r['max_depth']):>6} {m['floor']:>8.3f} "
+        line += " ".join(f"{m[k]:>9.3f}" for k in kinds)
         if "tev_over_floor" in r:
-            line += f" {r['tev_over_floor']:>9.2f}" + "".join(f" {r['tev_over_' + k]:>12.2f}" for k in kinds if k != "tev")
+            line += f" {r['tev_over_floor']:>9.2f}" + "".join(f" {r['tev_over_' + k]:>12.3f}" for k in kinds if k != "tev")
             line += f" {r['tev_over_floor_min']:>14.2f}"
         lines.append(line)
     return "\n".join(lines)
 
 
-__all__ = ["run_verifier_bench", "make_cases", "floor_stage", "BenchCase"]
+__all__ = ["run_verifier_bench", "make_cases", "floor_stage", "BenchCase", "KVShape", "StandInCache"]

@@ -10,6 +10,11 @@ Two sources, each normalised to ``table[drafter]["B=b,T=t"] = tau``:
 
 Bars per budget, one panel per (source, temperature); the dashed line is the
 starting drafter (pretrained / distilled) that all three objectives fine-tune.
+Every bar carries its 95 % confidence interval when the source has one: an
+explicit ``ci[drafter]["B=b,T=t"] = [lo, hi]``, else ``+- 1.96 se`` from the
+source's standard errors ``se`` (the mini run: the standard error of the mean tau
+over rounds, combined over domains). A source with neither (the simulation: one
+training run, exact tau) says "no interval: single run" in its legend.
 """
 
 from __future__ import annotations
@@ -51,6 +56,19 @@ def mini_table(results: dict, verifier: str = "tev") -> dict:
             "train_budget": cfg.get("ft_budget")}
 
 
+Z95 = 1.959963984540054  # two-sided 95 % normal quantile
+
+
+def intervals(source: dict) -> dict | None:
+    """``{drafter: {"B=b,T=t": (lo, hi)}}`` from ``ci`` or ``se`` (module docstring), or ``None``."""
+    if source.get("ci"):
+        return {d: {c: (float(v[0]), float(v[1])) for c, v in cols.items()} for d, cols in source["ci"].items()}
+    if source.get("se"):
+        return {d: {c: (source["table"][d][c] - Z95 * s, source["table"][d][c] + Z95 * s) for c, s in cols.items()}
+                for d, cols in source["se"].items() if d in source["table"]}
+    return None
+
+
 def compute(*, seed: int = 0, quick: bool = False, regime: str = "lowrank", mini_results: str | Path | None = None,
             steps: int | None = None) -> dict:
     from exitlaw.simulate.exittrain_mini import REGIMES, run_exittrain_mini
@@ -79,12 +97,24 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         budgets = s["budgets"]
         idx = np.arange(len(budgets))
         base = s["table"].get("pretrained", {})
+        cis = intervals(s)
         vals_all = []
         for i, obj in enumerate(OBJECTIVES):
             row = s["table"].get(obj, {})
-            vals = np.array([row.get(f"B={b},{temp}", np.nan) for b in budgets], dtype=np.float64)
+            cols = [f"B={b},{temp}" for b in budgets]
+            vals = np.array([row.get(c, np.nan) for c in cols], dtype=np.float64)
             vals_all.append(vals)
-            ax.bar(idx + (i - 1) * 0.26, vals, width=0.26, color=COLORS[obj], label=obj)
+            x = idx + (i - 1) * 0.26
+            ax.bar(x, vals, width=0.26, color=COLORS[obj], label=obj)
+            if cis is not None:
+                ci = cis.get(obj, {})
+                lo = np.array([ci.get(c, (np.nan, np.nan))[0] for c in cols], dtype=np.float64)
+                hi = np.array([ci.get(c, (np.nan, np.nan))[1] for c in cols], dtype=np.float64)
+                ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(vals)
+                if ok.any():
+                    ax.errorbar(x[ok], vals[ok], yerr=np.vstack([vals[ok] - lo[ok], hi[ok] - vals[ok]]), fmt="none",
+                                ecolor="black", elinewidth=0.9, capsize=2)
+                    vals_all += [lo[ok], hi[ok]]
         if base:
             bv = [base.get(f"B={b},{temp}", np.nan) for b in budgets]
             for i, v in enumerate(bv):
@@ -100,6 +130,7 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         ax.set_xlabel("inference tree budget" + (f" (drafters trained at B = {tb})" if tb else ""))
         ax.set_ylabel("tau (tokens per round)")
         ax.set_title(f"{s['label']}\n{temp}", fontsize=8)
+        ax.plot([], [], " ", label="black bars: 95 % CI" if cis is not None else "no interval: single run")
         ax.legend(loc="upper left", frameon=False, fontsize=7, ncol=2)
     for ax in axes[len(panels):]:
         ax.set_visible(False)

@@ -1,12 +1,15 @@
 """Figure: verifier-stage latency against the budget, predraw vs TEV (the paper's Table 3 analogue).
 
-The verifier stage (decision + bonus + commit; the target forward excluded) is
-timed on the same realised trees for every verifier. Two sources, normalised to
-rows ``{source, budget, internal, ms: {verifier: median ms}, reduction_pct}``:
+The verifier stage -- the paper's interval: decision + bonus + KV-cache commit, the
+target's tree forward excluded -- is timed on the same realised trees for every
+verifier in the same run. Two sources, normalised to rows ``{shape, budget,
+internal, ms: {verifier: median ms}, reduction_pct, samples_ms}`` (``samples_ms``:
+the paired per-call times, when the source has them):
 
 * ``exitlaw verifier-bench`` (:func:`exitlaw.engine.verifier_bench.run_verifier_bench`,
   the default: DDTree trees from draft rows that resemble the target, V = 151936,
-  with the floor = one pass over the K internal rows + one draw);
+  the commit a real ``TargetModel.commit`` on a Qwen3-4B-shaped cache, and the
+  floor = one pass over the K internal rows + one draw + a one-position commit);
 * ``exitlaw gpu-check --json`` (random Qwen3-4B-shaped pair,
   stage includes the KV-cache commit; rows per tree shape).
 
@@ -42,8 +45,12 @@ def normalise(result: dict) -> dict:
     for r in result["rows"]:
         if "budget" not in r:
             raise ValueError(f"figure {NAME!r}: a latency row lacks 'budget' (got keys {sorted(r)})")
+        samples = None
         if "median_ms" in r:
-            ms, shape = {k: float(v) for k, v in r["median_ms"].items()}, "verifier-bench trees (stage excl. KV commit)"
+            commit = bool(result.get("config", {}).get("commit"))
+            ms = {k: float(v) for k, v in r["median_ms"].items()}
+            shape = f"verifier-bench trees (stage {'incl.' if commit else 'excl.'} KV commit)"
+            samples = r.get("samples_ms")
         elif "predraw_stage_ms" in r and "tev_stage_ms" in r:
             ms = {"predraw": float(r["predraw_stage_ms"]), "tev": float(r["tev_stage_ms"])}
             shape = f"gpu_check {r.get('shape', '')} trees (stage incl. KV commit)"
@@ -52,9 +59,15 @@ def normalise(result: dict) -> dict:
                              f"'predraw_stage_ms'/'tev_stage_ms' (got keys {sorted(r)})")
         if "predraw" not in ms or "tev" not in ms:
             raise ValueError(f"figure {NAME!r}: a latency row lacks predraw or tev timings (got {sorted(ms)})")
-        rows.append({"shape": shape, "budget": int(r["budget"]), "internal": _k_text(r.get("internal")), "ms": ms,
-                     "reduction_pct": 100.0 * (1.0 - ms["tev"] / ms["predraw"]) if ms["predraw"] > 0 else float("nan")})
-    return {"figure": NAME, "config": result.get("config", {}), "rows": rows}
+        row = {"shape": shape, "budget": int(r["budget"]), "internal": _k_text(r.get("internal")), "ms": ms,
+               "reduction_pct": 100.0 * (1.0 - ms["tev"] / ms["predraw"]) if ms["predraw"] > 0 else float("nan")}
+        if samples is not None:
+            row["samples_ms"] = {k: [float(x) for x in v] for k, v in samples.items()}  # paired per-call times
+        rows.append(row)
+    config = dict(result.get("config", {}))
+    if any("gpu_check" in r["shape"] for r in rows):
+        config.setdefault("commit", True)  # gpu_check's stage is decide + bonus + KV commit
+    return {"figure": NAME, "config": config, "rows": rows}
 
 
 def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = None, vocab: int | None = None,
@@ -63,15 +76,16 @@ def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = N
         return normalise(read_data(source)) | {"source": str(source)}
     import torch
 
-    from exitlaw.engine.verifier_bench import run_verifier_bench
+    from exitlaw.engine.verifier_bench import KVShape, run_verifier_bench
 
     vocab = vocab or (32000 if quick else 151936)
     # one intra-op thread: on a small shared CPU, multi-threaded small ops measure contention, not the verifier
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
+        kv = KVShape(layers=4, kv_heads=2, head_dim=64, context=64) if quick else KVShape()
         res = run_verifier_bench((32, 64, 128), vocab, device="cpu", trees=trees or (1 if quick else 2),
-                                 repeats=repeats or (3 if quick else 5), seed=seed)
+                                 repeats=repeats or (3 if quick else 5), seed=seed, kv=kv)
     finally:
         torch.set_num_threads(threads)
     res.setdefault("config", {})["threads"] = 1
@@ -92,17 +106,24 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         for j, k in enumerate(kinds):
             vals = np.array([r["ms"][k] for r in rows])
             x = idx + (j - (len(kinds) - 1) / 2) * width
-            ax.bar(x, vals, width=width, color=BAR_COLORS[k], label={"tev": "TEV", "floor": "floor (K rows + 1 draw)"}.get(k, k))
+            ax.bar(x, vals, width=width, color=BAR_COLORS[k],
+                   label={"tev": "TEV", "floor": "floor (K rows + 1 draw + 1-position commit)"}.get(k, k))
+            if all(k in r.get("samples_ms", {}) for r in rows):  # whiskers: interquartile range over calls
+                q1, q3 = (np.array([np.percentile(r["samples_ms"][k], q) for r in rows]) for q in (25, 75))
+                ax.errorbar(x, vals, yerr=np.vstack([np.maximum(vals - q1, 0), np.maximum(q3 - vals, 0)]),
+                            fmt="none", ecolor="black", elinewidth=0.8, capsize=1.5)
             if k == "tev":
                 for i, r in enumerate(rows):
-                    ax.annotate(f"{-r['reduction_pct']:+.0f}%", (x[i], vals[i]), xytext=(0, 2),
+                    top = max(vals[i], float(np.percentile(r["samples_ms"]["tev"], 75)) if "samples_ms" in r else 0.0)
+                    ax.annotate(f"{-r['reduction_pct']:+.0f}%", (x[i], top), xytext=(0, 2),
                                 textcoords="offset points", ha="center", fontsize=7)
         ax.set_xticks(idx, [f"B = {r['budget']}\n(K = {r['internal']})" for r in rows])
         ax.set_yscale("log")
         ax.set_ylabel("verifier-stage latency (ms, median)")
         ax.set_xlabel("tree budget (K = internal nodes)")
+        whiskers = "\nwhiskers: interquartile range over calls" if all("samples_ms" in r for r in rows) else ""
         ax.set_title(f"{shape}\n{cfg.get('device', '?')}, V = {cfg.get('vocab', '?')}, T = {cfg.get('temperature', '?')}; "
-                     "label over TEV: time vs predraw", fontsize=8)
+                     f"label over TEV: time vs predraw{whiskers}", fontsize=8)
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi * 4)
         ax.legend(loc="upper left", frameon=False, ncol=2, fontsize=7)

@@ -6,4 +6,7 @@ from .mini_corpus import CorpusSplit, load_tokenizer, make_split, train_tokenize
 
 # --- claims ledger and full-scale commands
 from .full_scale import commands as full_scale_commands, load_config as load_full_scale_config
-from .ledger import CLAIMS, STATUSES, build_ledger, format_markdown as format_ledger, write_ledger
+from .ledger import CLAIMS, STATUSES, VERDICTS, build_ledger, format_markdown as format_ledger, write_ledger
+from .ledger_inputs import ledger_from_shipped, make_shipped_inputs
+from .paired_effects import paired_interval, records as paired_effect_records
+from .verdicts import Interval, Rule, Verdict, decide, decide_test

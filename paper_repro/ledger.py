@@ -1,41 +1,64 @@
-"""The claims ledger: one row per claim of the paper, computed from result files.
+"""The claims ledger: one row per claim of the paper, each decided by a rule declared before the data.
 
-Each :class:`Claim` names the check that tests it, quotes the paper's number
-(Hu et al., arXiv:2610.11750, section given), and has an ``evaluate`` function
-that reads exitlaw's results (figure data JSONs written by ``exitlaw figures``
-and, when present, the mini-scale run's ``results.json``) and returns
-exitlaw's number, the scale it ran at, and a status:
+:data:`CLAIMS` is the claim table. Every :class:`Claim` declares, before any
+input is read, its :class:`~exitlaw.paper_repro.verdicts.Rule` (kind, the
+paper's side and effect, the equivalence margin, the scales at which its
+decisive setting exists), its primary estimand in words and the names of the
+inputs it reads. Its ``measure`` function turns those inputs into ONE interval
+(or one calibrated test outcome); :mod:`exitlaw.paper_repro.verdicts` turns the
+interval into ``reproduced`` / ``contradicted`` / ``inconclusive`` (rules
+R0-R5 stated there). The paper's numbers (Hu et al., arXiv:2610.11750) are
+quoted as data; nothing here holds exitlaw's numbers.
 
-* ``reproduced`` -- the claim's direction (or equality) holds at the scale ran;
-* ``not reproduced`` -- it does not;
-* ``needs a GPU`` -- no result at a scale where the claim can be tested.
-
-Nothing here hard-codes exitlaw's numbers; the paper's are quoted as data.
+Inputs (``inputs[name]``; how they are gathered and hashed: :mod:`.ledger_inputs`):
+``verifier_equivalence``, ``budget_sweep``, ``sampled_exactness`` (figure data),
+``verifier_latency`` (``exitlaw verifier-bench --json``), ``mini`` (a shallow
+``exitlaw repro mini`` results.json), ``checks`` (conformance-kit reports by
+verifier), and the paired-effect files ``sim_exittrain_sweep`` (a list of
+files) and ``mini_deep`` (one file), read by
+:func:`exitlaw.paper_repro.paired_effects.paired_interval`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-REPRODUCED, NOT_REPRODUCED, NEEDS_GPU = "reproduced", "not reproduced", "needs a GPU"
-STATUSES = (REPRODUCED, NOT_REPRODUCED, NEEDS_GPU)
-Z_EQUAL = 4.0          # |z| below this: "equal within sampling error"
-Z_GAIN = 2.0           # a measured gain with standard errors counts only if z >= this
-ALPHA_LAW = 1e-3       # chi-square level for "same law"
+from .paired_effects import PairedEffectError, paired_interval
+from .verdicts import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    REPRODUCED,
+    VERDICTS,
+    Interval,
+    Rule,
+    Verdict,
+    bootstrap_interval,
+    decide,
+    decide_test,
+    missing,
+    not_decidable,
+    pool,
+)
+
+SCHEMA = "exitlaw.ledger/2"
+PAPER_MARGIN = 0.03   # tokens: Table 4's "TEV and predraw tau differ by <= 0.03"
+ROUNDING = 1e-9       # band of a float64 computation (exact enumeration, closed forms)
+
+
+class MeasureError(ValueError):
+    """An input is present but cannot give the claim's estimand (named in the message)."""
 
 
 @dataclass(frozen=True)
-class Result:
-    value: str
-    scale: str
-    status: str
-
-    def __post_init__(self):
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+class Measurement:
+    value: str                          # exitlaw's numbers in words
+    scale: str                          # where they were measured
+    ci: Interval | None = None          # the primary effect's interval (rules R2-R4) ...
+    test: tuple[bool, float] | None = None  # ... or a calibrated test's (rejected, power) (rule R5)
 
 
 @dataclass(frozen=True)
@@ -44,271 +67,339 @@ class Claim:
     claim: str
     paper: str
     check: str
-    evaluate: Callable[[dict], Result]
+    rule: Rule
+    estimand: str
+    inputs: tuple[str, ...]
+    measure: Callable[[dict], Measurement] | None
 
 
-def _pct(new: float, old: float) -> float:
-    return 100.0 * (new / old - 1.0)
-
-
-def _need(inputs: dict, name: str) -> dict:
-    """A figure's data; every one of these is computable on a CPU, so a missing one is an error."""
+# ----- measures --------------------------------------------------------------------------------------------
+def _need(inputs: dict, name: str) -> Any:
     data = inputs.get(name)
     if data is None:
-        raise ValueError(f"ledger input {name!r} is missing: run `exitlaw figures --only {name}` "
-                         "(or `exitlaw ledger`, which computes missing figure data)")
+        raise KeyError(name)
     return data
 
 
-# ----- evaluators: inputs = {"verifier_equivalence": {...}, "budget_sweep": {...}, "verifier_latency": {...},
-#                             "exittrain_ablation": {...}, "mini": results.json or None}
-def ceiling(inputs: dict) -> Result:
-    bs = _need(inputs, "budget_sweep")
-    zs = [abs(r["tau_minus_ceiling_z"]) for r in bs["rows"]]
-    over = [r for r in bs["rows"] if r["ceiling"] > r["oracle_ceiling"] + 1e-6 and r["builder"] != "chain"]
-    worst = max(bs["rows"], key=lambda r: abs(r["tau_minus_ceiling_z"]))
-    value = (f"max |tau - (1 + C_p)| = {max(abs(r['tau'] - r['ceiling']) for r in bs['rows']):.3f} tokens "
-             f"(max |z| = {max(zs):.2f}, at {worst['builder']} B={worst['budget']}); "
-             f"no builder above the oracle ceiling: {not over}")
-    ok = max(zs) < Z_EQUAL and not over
-    return Result(value, f"simulation, {bs['rounds']} rounds x {len(bs['rows'])} (builder, B), TEV",
-                  REPRODUCED if ok else NOT_REPRODUCED)
+def _length_stats(counts, n_expected: int | None = None) -> tuple[float, float, int]:
+    """Mean, standard error and count of ``L = depth + 1`` from an exit-depth histogram."""
+    n = sum(counts)
+    if n < 2:
+        raise MeasureError(f"an exit-depth histogram needs >= 2 draws, got {n}")
+    mean = sum((d + 1) * c for d, c in enumerate(counts)) / n
+    var = sum(c * (d + 1 - mean) ** 2 for d, c in enumerate(counts)) / (n - 1)
+    return mean, math.sqrt(var / n), n
 
 
-def allocation_gap(inputs: dict) -> Result:
+def fixed_tree_ceiling(inputs: dict) -> Measurement:
+    ve = _need(inputs, "verifier_equivalence")
+    parts, ci = [], None
+    for k in ("tev", "predraw", "residual"):
+        if k not in ve["counts"]:
+            continue
+        mean, se, n = _length_stats(ve["counts"][k])
+        c = Interval.normal(mean - ve["expected_length"], se)
+        ci = ci or c  # TEV first: the primary
+        parts.append(f"{k} {c.text(4)}")
+    if ci is None or "tev" not in ve["counts"]:
+        raise MeasureError("verifier_equivalence has no TEV exit-depth counts")
+    return Measurement("E[L] - (1 + C_p(T)): " + "; ".join(parts), f"simulation, one tree B={ve['budget']}, "
+                       f"V={ve['vocab']}, {ve['samples']:,} draws per verifier", ci=ci)
+
+
+def same_exit_law(inputs: dict) -> Measurement:
+    ve = _need(inputs, "verifier_equivalence")
+    for k in ("tev", "predraw"):
+        if k not in ve["counts"]:
+            raise MeasureError(f"verifier_equivalence has no {k} exit-depth counts")
+    mt, st, _ = _length_stats(ve["counts"]["tev"])
+    mp, sp, _ = _length_stats(ve["counts"]["predraw"])
+    ci = Interval.normal(mt - mp, math.hypot(st, sp))
+    ps = ", ".join(f"{k} {v['pvalue']:.2f}" for k, v in ve.get("chisquare", {}).items())
+    return Measurement(f"tau(TEV) - tau(predraw) {ci.text(4)} tokens (independent draws); chi-square p of each "
+                       f"exit-depth histogram vs the exact law: {ps}",
+                       f"simulation, one tree B={ve['budget']}, V={ve['vocab']}, {ve['samples']:,} draws each", ci=ci)
+
+
+def allocation_gap(inputs: dict) -> Measurement:
     bs = _need(inputs, "budget_sweep")
     rows = sorted((r for r in bs["rows"] if r["builder"] == "ddtree"), key=lambda r: r["budget"])
-    if not rows:
-        raise ValueError("budget_sweep data has no DDTree rows")
-    value = "DDTree C*_p(B) - C_p(T): " + ", ".join(f"B={r['budget']} {r['allocation_gap']:.2f}" for r in rows)
-    value += " tokens/round; oracle 1 + C*_p: " + ", ".join(f"{r['oracle_ceiling']:.2f}" for r in rows)
-    return Result(value, f"simulation, {bs['rounds']} rounds per B, position-wise drafter",
-                  REPRODUCED if all(r["allocation_gap"] > 0 for r in rows) else NOT_REPRODUCED)
+    prim = [r for r in rows if r["budget"] == 64]
+    if not prim or "allocation_gap_stderr" not in prim[0]:
+        raise MeasureError("budget_sweep has no DDTree row at B=64 with allocation_gap_stderr")
+    r = prim[0]
+    ci = Interval.normal(r["allocation_gap"], r["allocation_gap_stderr"])
+    over = [f"{x['builder']} B={x['budget']}" for x in bs["rows"]  # chain drafts H tokens, not B; oracle is the bound
+            if x["builder"] not in ("chain", "oracle") and x["ceiling"] > x["oracle_ceiling"] + 1e-6]
+    text = ("DDTree C*_p(B) - C_p(T) per round: " + ", ".join(
+        f"B={x['budget']} {x['allocation_gap']:.3f} +- {x.get('allocation_gap_stderr', float('nan')):.3f}"
+        for x in rows) + f" tokens; builders above the oracle ceiling: {', '.join(over) or 'none'}")
+    return Measurement(text, f"simulation, {bs['rounds']} rounds per B, position-wise drafter, TEV", ci=ci)
 
 
-def sampled_draft(inputs: dict) -> Result:
+def sampled_conditional_excess(inputs: dict) -> Measurement:
     se = _need(inputs, "sampled_exactness")
-    trees = se["trees"]
-    above = sum(t["speculative_mean_length"] > t["ceiling"] + 1e-9 for t in trees)
-    worst = max(t["speculative_tv"] for t in trees)
-    value = (f"chain speculative sampling: E[L|T] > 1 + C_p(T) on {above}/{len(trees)} realised drafts, conditional "
-             f"TV to target up to {worst:.3f}, draft-averaged TV {se['marginal_tv']['speculative']:.1e}; "
-             f"TEV: max conditional TV {max(t['tev_tv'] for t in trees):.1e}")
-    ok = above > 0 and worst > 1e-6 and se["marginal_tv"]["speculative"] < 1e-9 and \
-        max(t["tev_tv"] for t in trees) < 1e-9
-    return Result(value, f"exact enumeration, V={se['vocab']}, H={se['horizon']}", REPRODUCED if ok else NOT_REPRODUCED)
+    ex = [t["speculative_mean_length"] - t["ceiling"] for t in se["trees"]]
+    if not ex:
+        raise MeasureError("sampled_exactness has no trees")
+    above = sum(x > ROUNDING for x in ex)
+    return Measurement(f"chain speculative sampling: max over realised drafts of E[L|T] - (1 + C_p(T)) = "
+                       f"{max(ex):+.4f}; above the ceiling on {above}/{len(ex)} drafts",
+                       f"exact enumeration, V={se['vocab']}, H={se['horizon']}",
+                       ci=Interval.computed(max(ex), ROUNDING))
 
 
-def same_law(inputs: dict) -> Result:
-    ve = _need(inputs, "verifier_equivalence")
-    ps = {k: v["pvalue"] for k, v in ve["chisquare"].items()}
-    diffs = {k: ve["mean_length"][k] - ve["expected_length"] for k in ve["mean_length"]}
-    value = ("chi-square p vs exact exit-depth law: " + ", ".join(f"{k} {p:.2f}" for k, p in ps.items())
-             + f"; mean L - (1 + C_p): " + ", ".join(f"{k} {d:+.3f}" for k, d in diffs.items()))
-    ok = min(ps.values()) > ALPHA_LAW
-    return Result(value, f"simulation, one tree B={ve['budget']}, V={ve['vocab']}, {ve['samples']:,} draws each",
-                  REPRODUCED if ok else NOT_REPRODUCED)
+def sampled_marginal_exact(inputs: dict) -> Measurement:
+    se = _need(inputs, "sampled_exactness")
+    tv = se["marginal_tv"]["speculative"]
+    tev = max(t["tev_tv"] for t in se["trees"])
+    return Measurement(f"draft-averaged TV(speculative sampling, target) = {tv:.1e}; TEV conditional TV <= {tev:.1e}",
+                       f"exact enumeration, V={se['vocab']}, H={se['horizon']}", ci=Interval.computed(tv, ROUNDING))
 
 
-def engine_tau_equal(inputs: dict) -> Result:
-    mini = inputs.get("mini")
-    if mini is None:
-        return Result("no mini-scale run found", "-", NEEDS_GPU)
+def engine_tau_equal(inputs: dict) -> Measurement:
+    mini = _need(inputs, "mini")
     cells = {(c["drafter"], c["domain"], c["budget"], float(c["temperature"]), c["verifier"]): c for c in mini["cells"]}
-    diffs, zs = [], []
-    for (d, dom, b, t, v), c in cells.items():
-        if v != "tev" or t == 0.0 or (d, dom, b, t, "predraw") not in cells:
+    diffs = []
+    for (d, dom, b, t, v), c in sorted(cells.items()):
+        o = cells.get((d, dom, b, t, "predraw"))
+        if v != "tev" or t != 1.0 or o is None:
             continue
-        o = cells[(d, dom, b, t, "predraw")]
-        diffs.append(c["tau"] - o["tau"])
-        se = (c["tau_se"] ** 2 + o["tau_se"] ** 2) ** 0.5
-        zs.append(abs(diffs[-1]) / se if se > 0 else 0.0)
+        diffs.append(Interval.normal(c["tau"] - o["tau"], math.hypot(c["tau_se"], o["tau_se"])))
     if not diffs:
-        return Result("mini run has no T>0 predraw/TEV pairs", "mini-scale", NEEDS_GPU)
-    value = f"max |tau_TEV - tau_predraw| = {max(abs(x) for x in diffs):.3f} tokens over {len(diffs)} cells (max |z| {max(zs):.2f})"
-    return Result(value, "mini-scale engine run (CPU)", REPRODUCED if max(zs) < Z_EQUAL else NOT_REPRODUCED)
+        raise MeasureError("the mini run has no T=1 predraw/TEV cell pairs")
+    ci = pool(diffs)
+    worst = max(diffs, key=lambda c: abs(c.estimate))
+    return Measurement(f"mean over {len(diffs)} T=1 cells of tau(TEV) - tau(predraw): {ci.text(4)} tokens; "
+                       f"largest single-cell |difference| {abs(worst.estimate):.3f}",
+                       f"mini-scale engine run (CPU, preset {mini.get('config', {}).get('preset', '?')})", ci=ci)
 
 
-def latency(inputs: dict) -> Result:
+def _log_ratios(row: dict) -> list[float]:
+    s = row.get("samples_ms") or {}
+    if "tev" not in s or "predraw" not in s or len(s["tev"]) != len(s["predraw"]):
+        raise MeasureError("the latency row has no paired per-call samples (samples_ms) for predraw and TEV; "
+                           "rerun `exitlaw verifier-bench --json`")
+    return [math.log(t / p) for t, p in zip(s["tev"], s["predraw"])]
+
+
+def latency(inputs: dict) -> Measurement:
     lat = _need(inputs, "verifier_latency")
-    rows = lat["rows"]
-    shapes = sorted({r["shape"] for r in rows})
-    parts = []
-    for s in shapes:
-        rs = sorted((r for r in rows if r["shape"] == s), key=lambda r: r["budget"])
-        parts.append(f"{s}: " + ", ".join(f"B={r['budget']} {r['reduction_pct']:+.1f}%" for r in rs))
     cfg = lat.get("config", {})
-    main = [s for s in shapes if "deep" in s or "verifier-bench" in s] or shapes  # trees like real drafters'
-    primary = [r for r in rows if r["shape"] in main]
-    ok = all(r["reduction_pct"] > 0 for r in primary)
-    scale = f"{cfg.get('device', '?')}, V={cfg.get('vocab', '?')}, T={cfg.get('temperature', '?')}, repeats={cfg.get('reps', cfg.get('repeats', '?'))}"
-    return Result("TEV saving vs predraw: " + "; ".join(parts), scale, REPRODUCED if ok else NOT_REPRODUCED)
+    if not cfg.get("commit"):
+        raise MeasureError("the latency input does not time the KV-cache commit (the paper's interval)")
+    rows = sorted(lat["rows"], key=lambda r: r["budget"])
+    logs = [x for r in rows for x in _log_ratios(r)]
+    ci = bootstrap_interval(logs, statistic=lambda x: 100.0 * (1.0 - math.exp(float(x.mean()))), seed=0)
+    per_b = ", ".join(f"B={r['budget']} {r['ms']['predraw']:.2f} vs {r['ms']['tev']:.2f} ms "
+                      f"(TEV/predraw {r['ms']['tev'] / r['ms']['predraw']:.3f})" for r in rows)
+    return Measurement(f"TEV saving vs predraw, decision + KV commit: {ci.text(1, ' %')}; medians predraw vs TEV: "
+                       f"{per_b}", f"{cfg.get('device', '?')}, V={cfg.get('vocab', '?')}, T={cfg.get('temperature')}, "
+                       f"{cfg.get('trees')} trees x {cfg.get('repeats')} repeats per B, {len(logs)} paired calls",
+                       ci=ci)
 
 
-def _sources(inputs: dict) -> list[tuple[str, dict]]:
-    """``[(label, {"table": ..., "sr": ...})]``: the mini run first (primary), then simulation."""
-    out = []
-    if inputs.get("mini") is not None:
-        from exitlaw.figures.exittrain_ablation import mini_table
-
-        out.append(("mini-scale engine run (CPU)", mini_table(inputs["mini"])))
-    sim = _need(inputs, "exittrain_ablation")["sources"]["simulation"]
-    out.append((f"simulation ({sim['label']})", sim))
-    return out
-
-
-def _gain_rows(inputs: dict, new: str, old: str, budgets=(64,), metric: str = "table") -> tuple[str, str, bool | None]:
-    """Relative gains of ``new`` over ``old``; the primary (first) source decides.
-
-    Where the source has standard errors (``se``, the mini run's tau), a gain
-    counts only with ``z >= Z_GAIN``; exact (simulation) or SE-less numbers count by sign.
-    """
-    srcs = _sources(inputs)
-    texts, primary_ok, scale = [], None, "-"
-    for label, src in srcs:
-        tab = src.get(metric) or {}
-        se = src.get("se", {}) if metric == "table" else {}
-        if new not in tab or old not in tab:
-            continue
-        parts, oks = [], []
-        for b in budgets:
-            for t in ("T=0", "T=1"):
-                col = f"B={b},{t}"
-                if col not in tab[new] or col not in tab[old]:
-                    continue
-                g = _pct(tab[new][col], tab[old][col])
-                s_new, s_old = se.get(new, {}).get(col), se.get(old, {}).get(col)
-                if s_new is not None and s_old is not None and (s_new > 0 or s_old > 0):
-                    z = (tab[new][col] - tab[old][col]) / (s_new ** 2 + s_old ** 2) ** 0.5
-                    parts.append(f"{col} {g:+.1f}% (z {z:+.1f})")
-                    oks.append(z >= Z_GAIN)
-                else:
-                    parts.append(f"{col} {g:+.1f}%")
-                    oks.append(g > 0)
-        if not parts:
-            continue
-        texts.append(f"{label.split(' (')[0]}: " + ", ".join(parts))
-        if primary_ok is None:
-            primary_ok, scale = all(oks), label
-    if not texts:
-        return (f"no {'SR' if metric == 'sr' else 'tau'} measured: the simulation has none; run `exitlaw repro mini` "
-                "or `exitlaw bench`"), scale, primary_ok
-    return "; ".join(texts), scale, primary_ok
+def kit(inputs: dict) -> Measurement:
+    checks = _need(inputs, "checks")
+    names = sorted(checks)
+    if not names:
+        raise MeasureError("no conformance-kit reports")
+    rejected = any(checks[k]["verdict"] != "exact and saturating" for k in names)
+    power = min(checks[k]["min_power"] for k in names)
+    text = "; ".join(f"{k}: {checks[k]['verdict']} ({checks[k]['total_samples']} samples, min power "
+                     f"{checks[k]['min_power']:.3f}, family alpha {checks[k]['family_alpha']:g})" for k in names)
+    return Measurement(text, "conformance kit hard cases", test=(rejected, power))
 
 
-def _gain_claim(new: str, old: str, budgets=(64,), metric: str = "table") -> Callable[[dict], Result]:
-    def evaluate(inputs: dict) -> Result:
-        value, scale, ok = _gain_rows(inputs, new, old, budgets, metric)
-        if ok is None:
-            return Result(value, scale, NEEDS_GPU)
-        return Result(value, scale, REPRODUCED if ok else NOT_REPRODUCED)
-    return evaluate
+# ----- paired effects (ExitTrain) --------------------------------------------------------------------------
+def _paired_claim(source: str, comparison: str, selector: dict, cells: int, label: str) -> Callable[[dict], Measurement]:
+    def measure(inputs: dict) -> Measurement:
+        ci, recs = paired_interval(_need(inputs, source), comparison, selector, cells)
+        seeds = sorted({r.get("n_seeds") for r in recs}, key=str)
+        units = sorted({r.get("n_units") for r in recs}, key=str)
+        cells_text = "; ".join(
+            f"{', '.join(f'{k}={v}' for k, v in sorted(r.get('setting', {}).items()) if k not in selector)}"
+            f" {Interval(r['rel_pct']['mean'], r['rel_pct']['lo'], r['rel_pct']['hi']).text(2, ' %')}"
+            for r in recs)
+        return Measurement(f"{comparison} tau: {ci.text(2, ' %')}" + (f" (pooled over {cells_text})" if cells > 1 else "")
+                           + f"; seeds {seeds}, units {units}", label, ci=ci)
+    return measure
 
 
-def _sr_claim(new: str, old: str, budgets=(64,)) -> Callable[[dict], Result]:
-    """SR gains by sign, except where speculation does not pay at all (every SR < 1, as on a CPU
-    at mini scale): there a few-percent timing difference is noise, so the claim needs a GPU."""
-    gain = _gain_claim(new, old, budgets, metric="sr")
-
-    def evaluate(inputs: dict) -> Result:
-        res = gain(inputs)
-        for label, src in _sources(inputs):
-            tab = src.get("sr") or {}
-            vals = [v for d in (new, old) for v in (tab.get(d) or {}).values() if v == v]
-            if vals:
-                if max(vals) < 1.0:
-                    return Result(f"{res.value} (every SR < 1 at this scale: speculation does not pay, "
-                                  "timing differences are noise)", label, NEEDS_GPU)
-                break
-        return res
-    return evaluate
+# ----- the claim table (declared before any data is read) ---------------------------------------------------
+def _dir(unit: str, paper: float | None = None, side: int = 1, at=("cpu", "gpu")) -> Rule:
+    return Rule("direction", unit, side=side, paper_effect=paper, decidable_at=at)
 
 
-def end_to_end(inputs: dict) -> Result:
-    return Result("not measured: SR at paper scale needs the Hub checkpoints and a GPU (paper_repro/FULL_SCALE.md)",
-                  "-", NEEDS_GPU)
+def _eq(margin: float, unit: str = "tokens") -> Rule:
+    return Rule("equivalence", unit, margin=margin)
 
+
+ENGINE_DEEP = {"domain": "code", "eval_budget": 64, "temperature": 0.0}   # the deep mini preset's primary cell
+SIM_DEEP = {"regime": "deep", "train_budget": 64, "eval_budget": 64, "lambda": 0.1, "weight_norm": "tree",
+            "edge_floor": None}
+DEEP_MINI = "deep mini-scale engine run (CPU), `exitlaw repro mini --preset deep`"
+SIM_SWEEP = "simulation sweep (exact tau), `exitlaw simulate-exittrain --sweep`"
+GPU_ONLY = ("gpu",)
 
 CLAIMS: tuple[Claim, ...] = (
-    Claim("fixed_tree_ceiling", "E[L] of an exact verifier on a fixed tree equals 1 + C_p(T) at saturation "
-          "(and no builder beats the oracle tree's C*_p(B))",
+    Claim("kit_exact_saturating", "predraw, residual and TEV are exact and reach 1 + C_p (conformance kit)",
+          "Thm 1, Cor. 1", "exitlaw check exitlaw.simulate.verifiers:{predraw,residual,tev}",
+          Rule("test", "kit family alpha 1e-6 per verifier"),
+          "the kit's calibrated tests on every verifier (no rejection, min power)", ("checks",), kit),
+    Claim("fixed_tree_ceiling", "on a fixed tree an exact saturating verifier's E[L] equals 1 + C_p(T)",
           "Theorem 1 (sec. 3.2): E[L] <= 1 + C_p(T), equality iff the canonical law",
-          "property_tests/test_verifier_laws.py, test_decoding.py; `exitlaw figures --only budget_sweep`", ceiling),
+          "property_tests/test_verifier_laws.py; `exitlaw figures --only verifier_equivalence`",
+          _eq(PAPER_MARGIN), "TEV's mean block length minus 1 + C_p(T), one tree (margin: Table 4's 0.03 tokens)",
+          ("verifier_equivalence",), fixed_tree_ceiling),
+    Claim("same_exit_law", "predraw and TEV share one exit/bonus law, hence one tau",
+          "Corollary 1 (sec. 3.2, 4); Table 4: tau(TEV) - tau(predraw) <= 0.03 tokens",
+          "property_tests/test_verifier_laws.py; `exitlaw figures --only verifier_equivalence`",
+          _eq(PAPER_MARGIN), "tau(TEV) - tau(predraw) on one simulated tree", ("verifier_equivalence",), same_exit_law),
+    Claim("engine_tau_equal", "with a fixed drafter, engine tau of TEV equals predraw's",
+          "Table 4 (Qwen3-4B, T=1): 7.08 vs 7.09 and 8.05 vs 8.06; differ <= 0.03 tokens",
+          "`exitlaw repro mini` cells at T=1, predraw vs TEV", _eq(PAPER_MARGIN),
+          "tau(TEV) - tau(predraw), equal-weight mean over the mini run's T=1 cells", ("mini",), engine_tau_equal),
     Claim("allocation_gap", "a draft-score (DDTree) tree leaves target mass a same-budget oracle tree covers",
           "sec. 1, 3.3 (qualitative: draft-target mismatch under a finite budget)",
-          "property_tests/test_builders.py (oracle bounds every builder); `exitlaw figures --only budget_sweep`",
-          allocation_gap),
-    Claim("sampled_drafts_differ", "verifiers of sampled drafts are exact only on average over drafts; conditionally "
-          "on the realised tree they can exceed 1 + C_p(T)",
+          "property_tests/test_builders.py; `exitlaw figures --only budget_sweep`", _dir("tokens"),
+          "mean per-round C*_p(64) - C_p(DDTree_64)", ("budget_sweep",), allocation_gap),
+    Claim("sampled_drafts_exceed", "conditionally on a realised sampled draft, classic verifiers can exceed 1 + C_p(T)",
           "App. A.5 (fixed-tree ceiling vs HSD's sampled chain)",
-          "property_tests/test_verifier_laws.py; `exitlaw figures --only sampled_exactness`", sampled_draft),
-    Claim("same_exit_law", "predraw, sequential residual and TEV share one exit/bonus law",
-          "Corollary 1 (sec. 3.2, 4); Table 4: tau(TEV) - tau(predraw) <= 0.03 tokens",
-          "property_tests/test_verifier_laws.py; `exitlaw figures --only verifier_equivalence`", same_law),
-    Claim("engine_tau_equal", "with a fixed drafter, engine tau of TEV equals predraw's (same expected length)",
-          "Table 4 (Qwen3-4B, T=1): 7.08 vs 7.09 and 8.05 vs 8.06; differ <= 0.03 tokens",
-          "`exitlaw repro mini` cells at T=1, predraw vs TEV", engine_tau_equal),
-    Claim("tev_stage_savings", "TEV cuts verifier-stage latency (decide + bonus + commit) at B = 32/64/128",
-          "Table 3 (Qwen3-4B): -12.9/-15.2/-24.3% at T=0.6; -12.0/-14.0/-17.1% at T=1",
-          "`exitlaw verifier-bench --json` or `exitlaw gpu-check --json`; `exitlaw figures --only verifier_latency`",
-          latency),
+          "property_tests/test_verifier_laws.py; `exitlaw figures --only sampled_exactness`", _dir("tokens"),
+          "max over enumerated drafts of E[L|T] - (1 + C_p(T)), chain speculative sampling",
+          ("sampled_exactness",), sampled_conditional_excess),
+    Claim("sampled_drafts_marginal", "averaged over the draft randomness, classic sampled-draft verifiers are exact",
+          "App. A.5; Leviathan et al. / SpecInfer (exact on average)",
+          "property_tests/test_verifier_laws.py; `exitlaw figures --only sampled_exactness`",
+          _eq(1e-6, "total variation"), "TV between the draft-averaged block law and the target law",
+          ("sampled_exactness",), sampled_marginal_exact),
+    Claim("tev_stage_savings", "TEV cuts verifier-stage latency (decision + bonus + KV commit) vs predraw",
+          "Table 3 (Qwen3-4B, GPU): -12.9/-15.2/-24.3% at T=0.6; -12.0/-14.0/-17.1% at T=1 (B = 32/64/128)",
+          "`exitlaw verifier-bench --json` (CPU) or `exitlaw gpu-check --json`", _dir("%", 12.0),
+          "100 (1 - geometric mean of TEV/predraw stage time), paired calls pooled over B = 32/64/128, "
+          "bootstrap 95 % CI", ("verifier_latency",), latency),
     Claim("exittrain_tau_gain", "ExitTrain raises tau over the starting (DDTree) drafter at B=64",
-          "Table 1: +8.8..+13.8% avg tau (Qwen3-4B/8B); Table 4: +13.7%",
-          "`exitlaw repro mini`; simulate/exittrain_mini.py", _gain_claim("exit-guided", "pretrained")),
+          "Table 1: +8.8..+13.8% avg tau (Qwen3-4B/8B); Table 4: +13.7%", DEEP_MINI, _dir("%", 8.8),
+          "exit - base relative tau, deep mini primary cell (code, T=0, B=64)", ("mini_deep",),
+          _paired_claim("mini_deep", "exit-base", ENGINE_DEEP, 1, DEEP_MINI)),
+    Claim("budget_robustness", "the drafter trained at one budget keeps its tau gain at B = 32, 64, 128",
+          "Table 5: +11.6..+13.8% tau vs DDTree at B=32/64/128", DEEP_MINI, _dir("%", 11.6),
+          "exit - base relative tau, deep mini (code, T=0), equal-weight mean over B = 32/64/128", ("mini_deep",),
+          _paired_claim("mini_deep", "exit-base", {**ENGINE_DEEP, "eval_budget": (32, 64, 128)}, 3, DEEP_MINI)),
+    Claim("exit_vs_token", "exit-guided beats matched token-only fine-tuning (tau, B=64), engine",
+          "Table 2: +5.9% / +7.9% tau at T=0/1", DEEP_MINI, _dir("%", 5.9),
+          "exit - token relative tau, deep mini primary cell (code, T=0, B=64)", ("mini_deep",),
+          _paired_claim("mini_deep", "exit-token", ENGINE_DEEP, 1, DEEP_MINI)),
+    Claim("exit_vs_prefix", "exit-guided beats prefix-weighted (P-weighted) training (tau, B=64), engine",
+          "Table 2: +7.8% / +4.4% tau at T=0/1", DEEP_MINI, _dir("%", 4.4),
+          "exit - prefix relative tau, deep mini primary cell (code, T=0, B=64)", ("mini_deep",),
+          _paired_claim("mini_deep", "exit-prefix", ENGINE_DEEP, 1, DEEP_MINI)),
+    Claim("exit_vs_token_sim", "exit-guided beats token-only training (tau, B=64), simulation",
+          "Table 2: +5.9% / +7.9% tau at T=0/1", SIM_SWEEP, _dir("%", 5.9),
+          "exit - token relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
+          "equal-weight mean over T=0 and T=1", ("sim_exittrain_sweep",),
+          _paired_claim("sim_exittrain_sweep", "exit-token", SIM_DEEP, 2, SIM_SWEEP)),
+    Claim("exit_vs_prefix_sim", "exit-guided beats prefix-weighted training (tau, B=64), simulation",
+          "Table 2: +7.8% / +4.4% tau at T=0/1", SIM_SWEEP, _dir("%", 4.4),
+          "exit - prefix relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
+          "equal-weight mean over T=0 and T=1", ("sim_exittrain_sweep",),
+          _paired_claim("sim_exittrain_sweep", "exit-prefix", SIM_DEEP, 2, SIM_SWEEP)),
     Claim("exittrain_sr_gain", "ExitTrain raises end-to-end speedup SR over the starting drafter at B=64",
           "Table 1: +11.5..+13.8% avg SR (Qwen3-4B/8B); Table 4: +12.1/+12.5%",
-          "`exitlaw repro mini` (CPU SR); `exitlaw bench` at full scale",
-          _sr_claim("exit-guided", "pretrained")),
-    Claim("exit_vs_token", "exit-guided beats matched token-only fine-tuning (tau, B=64)",
-          "Table 2: +5.9% / +7.9% tau at T=0/1 (SR +6.4/+6.3%)",
-          "`exitlaw repro mini`; `exitlaw simulate-exittrain`", _gain_claim("exit-guided", "token-only")),
-    Claim("exit_vs_prefix", "exit-guided beats prefix-weighted (P-weighted) training (tau, B=64)",
-          "Table 2: +7.8% / +4.4% tau at T=0/1 (SR +7.4/+4.5%)",
-          "`exitlaw repro mini`; `exitlaw simulate-exittrain`", _gain_claim("exit-guided", "prefix-weighted")),
-    Claim("budget_robustness", "the drafter trained at one budget keeps its tau gain at B = 32, 64, 128",
-          "Table 5: +11.6..+13.8% tau, +11.4..+12.9% SR vs DDTree at B=32/64/128",
-          "`exitlaw repro mini`; simulate/exittrain_mini.py eval budgets",
-          _gain_claim("exit-guided", "pretrained", budgets=(32, 64, 128))),
+          "`exitlaw bench` at full scale (paper_repro/FULL_SCALE.md)", _dir("%", 11.5, at=GPU_ONLY),
+          "relative SR, exit-guided vs starting drafter, paper-scale models", (), None),
     Claim("end_to_end_speedup", "ExitTrain + TEV speeds up decoding by ~14% over DDTree (paper-scale models)",
           "Abstract, Table 1: +14% decode throughput", "paper_repro/FULL_SCALE.md (exitlaw bench on a GPU)",
-          end_to_end),
+          _dir("%", 14.0, at=GPU_ONLY), "relative decode throughput, ExitTrain + TEV vs DDTree", (), None),
 )
 
 
-def build_ledger(inputs: dict) -> list[dict]:
-    """One dict per claim: key, claim, check, paper, exitlaw, scale, status."""
+def evaluate(claim: Claim, inputs: dict, *, scale: str = "cpu") -> tuple[Verdict, Measurement | None]:
+    """Rules R0 (scale), R1 (inputs), then R2-R5 on the claim's measurement."""
+    v = not_decidable(claim.rule, scale)
+    if v is not None:
+        return v, None
+    absent = [n for n in claim.inputs if inputs.get(n) is None]
+    if absent or claim.measure is None:
+        return missing(", ".join(absent) or "no measurement at this scale"), None
+    try:
+        m = claim.measure(inputs)
+    except (MeasureError, PairedEffectError) as err:
+        return missing(str(err)), None
+    if m.test is not None:
+        return decide_test(claim.rule, *m.test), m
+    return decide(claim.rule, m.ci), m
+
+
+def _sig(x: float) -> float:
+    """9 significant digits: the ledger stays byte-identical across libm builds that differ in the last ulp."""
+    return float(f"{x:.9g}")
+
+
+def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "cpu") -> list[dict]:
+    """One dict per claim; ``provenance`` maps input names to their records (``sha256`` etc.)."""
+    provenance = provenance or {}
     rows = []
     for c in CLAIMS:
-        r = c.evaluate(inputs)
-        rows.append({"key": c.key, "claim": c.claim, "check": c.check, "paper": c.paper,
-                     "exitlaw": r.value, "scale": r.scale, "status": r.status})
+        v, m = evaluate(c, inputs, scale=scale)
+        ci = None if m is None or m.ci is None else {"estimate": _sig(m.ci.estimate), "lo": _sig(m.ci.lo),
+                                                     "hi": _sig(m.ci.hi), "level": m.ci.level,
+                                                     "computed": m.ci.is_exact}
+        rows.append({"key": c.key, "claim": c.claim, "paper": c.paper, "check": c.check, "rule": c.rule.text(),
+                     "estimand": c.estimand, "exitlaw": m.value if m else "not measured",
+                     "scale": m.scale if m else "-", "ci": ci, "verdict": v.verdict, "reason": v.reason,
+                     "mde": None if v.mde is None else _sig(v.mde),
+                     "inputs": {n: provenance.get(n, {}).get("sha256", "absent") for n in c.inputs}})
     return rows
 
 
-def format_markdown(rows: list[dict], provenance: dict | None = None) -> str:
-    def cell(s: str) -> str:
+def format_markdown(rows: list[dict], provenance: dict | None = None, header: dict | None = None) -> str:
+    def cell(s) -> str:
         return str(s).replace("|", "\\|").replace("\n", " ")
 
     lines = ["# exitlaw claims ledger", "",
-             "Generated by `exitlaw ledger` from result files; statuses: reproduced (the claim's direction or "
-             "equality holds at the scale ran), not reproduced, needs a GPU (no result at a testable scale).", "",
-             "| claim | check | paper | exitlaw | scale | status |", "|---|---|---|---|---|---|"]
+             "Generated by `exitlaw ledger`. Each verdict follows a rule declared in the claim table before the data "
+             "(exitlaw/paper_repro/ledger.py; the rules R0-R5 are stated in paper_repro/verdicts.py): reproduced "
+             "(the CI excludes 0 on the paper's side; for equalities, a TOST at the paper's margin passes), "
+             "contradicted (the CI excludes the paper's effect on the other side, or the margin), inconclusive "
+             "(otherwise, with the reason and the minimal detectable effect).", ""]
+    if header:
+        lines += [", ".join(f"{k}: {v}" for k, v in header.items()), ""]
+    lines += ["| claim | paper | rule | exitlaw | scale | verdict | reason | inputs |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append("| " + " | ".join(cell(r[k]) for k in ("claim", "check", "paper", "exitlaw", "scale", "status"))
-                     + " |")
+        ins = ", ".join(f"{n} {h[:12]}" for n, h in r["inputs"].items()) or "-"
+        lines.append("| " + " | ".join(cell(x) for x in (r["claim"], r["paper"], r["rule"] + "; estimand: " + r["estimand"],
+                                                          r["exitlaw"], r["scale"], f"**{r['verdict']}**",
+                                                          r["reason"], ins)) + " |")
     if provenance:
-        lines += ["", "Inputs: " + ", ".join(f"{k}: {v}" for k, v in provenance.items())]
+        lines += ["", "## Inputs", "", "| input | file | sha256 | exitlaw | git commit | config |", "|---|---|---|---|---|---|"]
+        for name, p in provenance.items():
+            lines.append("| " + " | ".join(cell(x) for x in (name, p.get("path"), p.get("sha256"),
+                                                              p.get("exitlaw_version"), p.get("git_commit"),
+                                                              p.get("config_sha256"))) + " |")
     return "\n".join(lines) + "\n"
 
 
+def ledger_json(rows: list[dict], provenance: dict | None = None, header: dict | None = None) -> str:
+    return json.dumps({"schema": SCHEMA, "header": header or {}, "inputs": provenance or {}, "rows": rows},
+                      indent=1, sort_keys=False) + "\n"
+
+
 def write_ledger(rows: list[dict], out_dir: str | Path, provenance: dict | None = None, *,
-                 overwrite: bool = False) -> tuple[Path, Path]:
+                 header: dict | None = None, overwrite: bool = False, stem: str = "ledger") -> tuple[Path, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    md, js = out / "ledger.md", out / "ledger.json"
+    md, js = out / f"{stem}.md", out / f"{stem}.json"
     if not overwrite and (md.exists() or js.exists()):
         raise FileExistsError(f"{md} or {js} already exists; pass --overwrite to replace")
-    md.write_text(format_markdown(rows, provenance), encoding="utf-8")
-    js.write_text(json.dumps({"schema": "exitlaw.ledger/1", "provenance": provenance or {}, "rows": rows},
-                             indent=1) + "\n", encoding="utf-8")
+    md.write_text(format_markdown(rows, provenance, header), encoding="utf-8")
+    js.write_text(ledger_json(rows, provenance, header), encoding="utf-8")
     return md, js
+
+
+STATUSES = VERDICTS  # the verdict vocabulary (kept under its old name for importers)
+
+__all__ = ["CLAIMS", "Claim", "Measurement", "MeasureError", "build_ledger", "evaluate", "format_markdown",
+           "write_ledger", "ledger_json", "REPRODUCED", "CONTRADICTED",
+           "INCONCLUSIVE", "VERDICTS", "STATUSES"]

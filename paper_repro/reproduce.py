@@ -8,7 +8,7 @@ overwritten without ``overwrite=True``):
 2. ``mini/``: ``exitlaw repro mini`` (target, distilled DFlash drafter, three
    training objectives, tau and CPU speedup at B = 32/64/128, T = 0/1);
 3. ``figures/``: every figure of :mod:`exitlaw.figures`, drawing from ``mini/``;
-4. ``ledger.md`` / ``ledger.json``: one row per claim of the paper, plus the kit's verdicts.
+4. ``ledger.md`` / ``ledger.json``: one row per claim of the paper (the kit's reports are one claim's input).
 """
 
 from __future__ import annotations
@@ -60,22 +60,6 @@ def run_figures(out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool,
     return done
 
 
-def kit_ledger_rows(verdicts: dict[str, Any]) -> list[dict]:
-    """Ledger rows for the conformance kit's verdicts on exitlaw's own verifiers."""
-    ok = all(v["verdict"] == "exact and saturating" for v in verdicts.values())
-    detail = "; ".join(f"{k}: {v['verdict']} ({v['samples']} samples, min power {v['min_power']:.3f})"
-                       for k, v in verdicts.items())
-    return [{
-        "key": "kit_exact_saturating",
-        "claim": "predraw, residual and TEV are exact and reach 1 + C_p (conformance kit)",
-        "paper": "Thm 1, Cor. 1",
-        "exitlaw": detail,
-        "scale": "kit hard cases, alpha 1e-6 per verifier",
-        "check": "exitlaw check exitlaw.simulate.verifiers:{predraw,residual,tev}",
-        "status": "reproduced" if ok else "not reproduced",
-    }]
-
-
 def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False,
               progress: bool = True, log: Callable[[str], None] = print, mini_config=None) -> dict[str, Any]:
     """Run every stage into ``out`` and return a summary (also written to ``out/summary.json``).
@@ -113,8 +97,8 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
     times["figures_s"] = time.perf_counter() - t0
 
     # the ledger is derived data: always refreshed
-    _, md, js = make_ledger(fig_dir, out, mini_dir=mini_dir, quick=quick, seed=seed, overwrite=True,
-                            extra_rows=kit_ledger_rows(verdicts), extra_provenance={"checks": str(out / "checks")})
+    _, md, js = make_ledger(fig_dir, out, mini_dir=mini_dir, checks_dir=out / "checks", quick=quick, seed=seed,
+                            overwrite=True)
     summary = {"config": marker, "checks": verdicts, "times": times, "ledger": [str(md), str(js)],
                "figures": str(fig_dir), "mini": str(mini_dir)}
     summary_path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

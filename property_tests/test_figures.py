@@ -108,12 +108,31 @@ def test_mini_table_averages_domains_per_budget_and_temperature():
         exittrain_ablation.mini_table(_mini_results(), verifier="residual")
 
 
-def test_exittrain_ablation_draws_simulation_and_mini_sources(tmp_path):
+def test_exittrain_ablation_draws_simulation_and_mini_sources(tmp_path, monkeypatch):
     sim_table = {d: {f"B={b},T={t}": 2.0 + i * 0.1 + b / 1000 for b in (32, 64, 128) for t in (0, 1)}
                  for i, d in enumerate(("pretrained", "token-only", "prefix-weighted", "exit-guided"))}
-    data = {"sources": {"simulation": {"table": sim_table, "budgets": [32, 64, 128], "label": "sim"},
-                        "mini": exittrain_ablation.mini_table(_mini_results())}}
+    mini = exittrain_ablation.mini_table(_mini_results())
+    data = {"sources": {"simulation": {"table": sim_table, "budgets": [32, 64, 128], "label": "sim"}, "mini": mini}}
+    # 95 % CIs from the mini run's standard errors; none for a single simulation run
+    cis = exittrain_ablation.intervals(mini)
+    lo, hi = cis["exit-guided"]["B=64,T=1"]
+    value, se = mini["table"]["exit-guided"]["B=64,T=1"], mini["se"]["exit-guided"]["B=64,T=1"]
+    assert (lo, hi) == pytest.approx((value - 1.959964 * se, value + 1.959964 * se))
+    assert exittrain_ablation.intervals(data["sources"]["simulation"]) is None
+    explicit = {**data["sources"]["simulation"], "ci": {"exit-guided": {"B=64,T=0": [2.0, 2.5]}}}
+    assert exittrain_ablation.intervals(explicit) == {"exit-guided": {"B=64,T=0": (2.0, 2.5)}}
+    figs = []
+    real_save = exittrain_ablation.save
+    monkeypatch.setattr(exittrain_ablation, "save", lambda fig, *a, **k: (figs.append(fig), real_save(fig, *a, **k))[1])
     _assert_images(exittrain_ablation.draw(data, tmp_path), "exittrain_ablation")
+    axes = [ax for ax in figs[0].axes if ax.get_visible()]
+    legends = {ax.get_title().split("\n")[0]: [t.get_text() for t in ax.get_legend().get_texts()] for ax in axes}
+    assert all("no interval: single run" in v for k, v in legends.items() if k == "sim")
+    assert all("black bars: 95 % CI" in v for k, v in legends.items() if k.startswith("mini"))
+    n_err = {ax.get_title().split("\n")[0]: sum(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)
+             for ax in axes}
+    assert all(n == 0 for k, n in n_err.items() if k == "sim")
+    assert all(n == 3 for k, n in n_err.items() if k.startswith("mini"))  # one per objective
 
 
 def test_verifier_latency_normalises_both_bench_formats_and_draws(tmp_path):
@@ -136,9 +155,12 @@ def test_verifier_latency_normalises_both_bench_formats_and_draws(tmp_path):
 
 
 def test_verifier_latency_computes_with_the_engine_bench(tmp_path):
-    data = verifier_latency.compute(seed=0, vocab=64, repeats=1, trees=1)
+    data = verifier_latency.compute(seed=0, quick=True, vocab=64, repeats=2, trees=1)
     assert [r["budget"] for r in data["rows"]] == [32, 64, 128]
     assert all(set(r["ms"]) >= {"predraw", "tev", "floor"} for r in data["rows"])
+    assert data["config"]["commit"] and "KV-cache commit" in data["config"]["stage"]  # the paper's interval
+    assert all(len(r["samples_ms"]["tev"]) == len(r["samples_ms"]["predraw"]) == 2 for r in data["rows"])
+    assert all("incl. KV commit" in r["shape"] for r in data["rows"])
     _assert_images(verifier_latency.draw(data, tmp_path), "verifier_latency")
 
 
@@ -166,14 +188,15 @@ def test_figures_cli_writes_the_ledger_next_to_the_figures(tmp_path, capsys):
     from exitlaw.paper_repro.ledger_inputs import NEEDED
 
     small = {
-        "budget_sweep": {"rounds": 5, "rows": [{"builder": "ddtree", "budget": 32, "tau": 3.0, "ceiling": 3.0,
+        "budget_sweep": {"rounds": 5, "rows": [{"builder": "ddtree", "budget": 64, "tau": 3.0, "ceiling": 3.0,
                                                  "oracle_ceiling": 3.2, "allocation_gap": 0.2,
-                                                 "tau_minus_ceiling_z": 0.1}]},
+                                                 "allocation_gap_stderr": 0.01, "tau_minus_ceiling_z": 0.1}]},
         "verifier_equivalence": {"budget": 8, "vocab": 8, "samples": 10, "expected_length": 2.0,
-                                 "mean_length": {"tev": 2.0}, "chisquare": {"tev": {"pvalue": 0.5}}},
-        "verifier_latency": {"config": {}, "rows": [{"shape": "deep", "budget": 32, "reduction_pct": 5.0}]},
-        "exittrain_ablation": {"sources": {"simulation": {"label": "sim", "budgets": [64], "table": {
-            "pretrained": {"B=64,T=1": 2.0}, "exit-guided": {"B=64,T=1": 2.1}}}}},
+                                 "counts": {"tev": [5, 0, 5], "predraw": [5, 0, 5]},
+                                 "chisquare": {"tev": {"pvalue": 0.5}}},
+        "verifier_latency": {"config": {"commit": True}, "rows": [
+            {"shape": "deep", "budget": 32, "ms": {"predraw": 2.0, "tev": 1.0}, "reduction_pct": 50.0,
+             "samples_ms": {"predraw": [2.0, 2.1, 1.9], "tev": [1.0, 1.1, 0.9]}}]},
     }
     assert set(small) == set(NEEDED) - {"sampled_exactness"}  # drawn by this very command
     for name, data in small.items():

@@ -10,6 +10,15 @@ the number of rounds and the latency model.
 ``chain`` always drafts ``horizon`` tokens (DFlash's default); ``caddtree``
 picks its budget per round in ``[1, caddtree_max_budget]``; every other
 builder uses ``budget``.
+
+Row labels (:func:`row_label`): ``tsubame`` is Tsubame's two-pass tree
+*verified by the config's verifier* (TEV by default), labelled e.g.
+``tsubame+tev``; ``tsubame-rrs`` is Tsubame's tree under its own sampled-draft
+rule. Latency per builder (:meth:`SimConfig.builder_latency`): a DFlash-style
+drafter (position-wise rows) costs one drafter call per round; EAGLE-2's
+dynamic expansion calls its autoregressive drafter once per tree depth level,
+``eagle_depth`` sequential calls, so its round costs
+``eagle_depth * C_draft + C_verify(n)``.
 """
 
 from __future__ import annotations
@@ -84,6 +93,17 @@ class SimConfig:
             return LatencyModel(**self.latency)
         except TypeError as err:
             raise ValueError(f"bad latency config {self.latency}: {err}") from None
+
+    def drafter_calls(self, name: str) -> int:
+        """Sequential drafter calls per round of builder ``name`` (EAGLE-2: one per depth level)."""
+        if name not in BUILDERS:
+            raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
+        return self.eagle_depth if name == "eagle" else 1
+
+    def builder_latency(self, name: str) -> LatencyModel:
+        """The latency model that charges builder ``name``'s rounds: ``C_draft`` times its drafter calls."""
+        lat = self.latency_model()
+        return replace(lat, draft=lat.draft * self.drafter_calls(name))
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -162,6 +182,13 @@ PRESETS: dict[str, SimConfig] = {
         horizon=8, budget=32, rounds=150, builders=("ddtree", "eagle", "oracle", "tsubame", "tsubame-rrs"),
         eagle_depth=6, eagle_top_k=6),
 }
+
+
+def row_label(name: str, cfg: SimConfig) -> str:
+    """The table label of builder ``name``: ``tsubame`` says that its tree is verified by the config's verifier."""
+    if name == "tsubame":
+        return f"tsubame+{cfg.verifier}"
+    return name
 
 
 def verifier_fn(name: str):

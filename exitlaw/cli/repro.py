@@ -64,12 +64,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--list", action="store_true", help="list the figure names and exit")
     g.set_defaults(func=_figures)
 
-    le = sub.add_parser("ledger", help="claims ledger: paper's numbers vs exitlaw's, with a status per claim",
+    le = sub.add_parser("ledger", help="claims ledger: paper's numbers vs exitlaw's, a verdict per claim by a "
+                                       "rule fixed in advance",
                         description="Reads FIGURES/NAME.json written by `exitlaw figures` (computing and drawing any "
-                                    "missing one first) and, with --mini, the mini run's results.json.")
-    le.add_argument("--out", default="runs/ledger", help="directory for ledger.md and ledger.json (default: runs/ledger)")
+                                    "missing one first), with --mini the mini run's results.json, with --checks the "
+                                    "conformance-kit reports, and the paired-effect files of the deep mini preset "
+                                    "and the simulation sweep (default: the shipped ones). --from-shipped rebuilds "
+                                    "the shipped ledger (paper_repro/results/ledger.md/json) from shipped inputs only.")
+    le.add_argument("--out", default=None, help="directory for ledger.md and ledger.json (default: runs/ledger; "
+                                                "with --from-shipped: paper_repro/results)")
+    le.add_argument("--from-shipped", action="store_true",
+                    help="build from the shipped inputs in paper_repro/results only (byte for byte reproducible)")
+    le.add_argument("--make-shipped-inputs", action="store_true",
+                    help="recompute the shipped CPU inputs (figure data, verifier bench, kit reports) first; "
+                         "needs --overwrite when they exist (minutes)")
     le.add_argument("--figures", default="runs/figures", help="figure data directory (default: runs/figures)")
     le.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory")
+    le.add_argument("--checks", default=None, help="a directory of conformance-kit reports (predraw/residual/tev.json)")
+    le.add_argument("--mini-deep", default=None, help="a deep mini paired-effect JSON (default: the shipped one)")
+    le.add_argument("--sweep", default=None, help="a directory of simulation-sweep paired-effect JSONs "
+                                                  "(default: the shipped one)")
     le.add_argument("--latency-json", default=None, help="verifier-bench / gpu-check JSON for the latency claim")
     le.add_argument("--quick", action="store_true", help="quick sizes for figure data computed here")
     le.add_argument("--seed", type=int, default=0)
@@ -124,15 +138,24 @@ def _figures(args: argparse.Namespace) -> int:
         print(f"{name:<22} {time.perf_counter() - t0:6.1f} s  " + "  ".join(str(p) for p in paths), flush=True)
     if args.ledger:
         _ledger(argparse.Namespace(figures=args.out, out=args.out, mini=args.mini, latency_json=args.latency_json,
-                                   quick=args.quick, seed=args.seed, overwrite=args.overwrite))
+                                   quick=args.quick, seed=args.seed, overwrite=args.overwrite, from_shipped=False,
+                                   make_shipped_inputs=False, checks=None, mini_deep=None, sweep=None))
     return 0
 
 
 def _ledger(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.ledger_inputs import make_ledger
+    from exitlaw.paper_repro.ledger_inputs import RESULTS, ledger_from_shipped, make_ledger, make_shipped_inputs
 
-    _, md, js = make_ledger(args.figures, args.out, mini_dir=args.mini, latency_json=args.latency_json,
-                            quick=args.quick, seed=args.seed, overwrite=args.overwrite)
+    if args.make_shipped_inputs:
+        if not args.from_shipped:
+            raise ValueError("--make-shipped-inputs goes with --from-shipped")
+        make_shipped_inputs(RESULTS, seed=args.seed, overwrite=args.overwrite)
+    if args.from_shipped:
+        _, md, js = ledger_from_shipped(args.out or RESULTS, overwrite=args.overwrite)
+    else:
+        _, md, js = make_ledger(args.figures, args.out or "runs/ledger", mini_dir=args.mini,
+                                latency_json=args.latency_json, checks_dir=args.checks, mini_deep=args.mini_deep,
+                                sweep_dir=args.sweep, quick=args.quick, seed=args.seed, overwrite=args.overwrite)
     print(Path(md).read_text(encoding="utf-8"))
     print(f"ledger: {md} and {js}")
     return 0
