@@ -77,23 +77,37 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def median_ms(fn, reps: int, device: str, setup=None, warmup: int = 2) -> float:
+def interleaved_ms(fns: dict[str, Callable[[], Any]], device: torch.device | str, repeats: int, *,
+                   setup: Callable[[], None] | None = None, warmup: int = 1) -> dict[str, list[float]]:
+    """Wall milliseconds per call of each ``fns[k]()``, ``repeats`` calls each, after ``warmup`` untimed rounds.
+
+    The functions alternate call by call, so load drifts on a shared machine hit all of
+    them alike (compare them within one run); ``setup()`` runs untimed before every call
+    (a cache refill, say); CUDA work is synchronised around each timed call.
+    """
+    for _ in range(warmup):
+        for fn in fns.values():
+            if setup is not None:
+                setup()
+            fn()
+    _sync(device)
+    out: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            if setup is not None:
+                setup()
+            _sync(device)
+            t0 = time.perf_counter()
+            fn()
+            _sync(device)
+            out[k].append(1000.0 * (time.perf_counter() - t0))
+    return out
+
+
+def median_ms(fn: Callable[[], Any], reps: int, device: torch.device | str, setup=None, warmup: int = 2) -> float:
     """Median wall milliseconds of ``fn()`` over ``reps`` runs (``setup()`` untimed before each),
     after ``warmup`` untimed runs (kernel selection, allocator caches, lazy CUDA init)."""
-    for _ in range(warmup):
-        if setup is not None:
-            setup()
-        fn()
-    out = []
-    for _ in range(reps):
-        if setup is not None:
-            setup()
-        _sync(device)
-        t0 = time.perf_counter()
-        fn()
-        _sync(device)
-        out.append(1000.0 * (time.perf_counter() - t0))
-    return float(statistics.median(out))
+    return float(statistics.median(interleaved_ms({"fn": fn}, device, reps, setup=setup, warmup=warmup)["fn"]))
 
 
-__all__ = ["StageTimer", "NullTimer", "median_ms"]
+__all__ = ["StageTimer", "NullTimer", "interleaved_ms", "median_ms"]

@@ -37,7 +37,6 @@ little more than reading one. On a shared CPU prefer ``--threads 1``.
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -46,6 +45,7 @@ import torch
 from .builders import build_ddtree
 from .device_tree import DeviceTree, to_device_tree
 from .target import TargetModel
+from .timing import interleaved_ms
 from .verifiers import VerifierGenerators, _draw_logits, verify
 
 BENCH_KINDS = ("predraw", "residual", "tev")
@@ -136,33 +136,6 @@ def floor_stage(case: BenchCase, gens: VerifierGenerators, temperature: float = 
     return int(torch.stack([lse[0].to(torch.float64), y.to(torch.float64)])[1])
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _time_interleaved(fns: dict[str, Callable[[], Any]], device: torch.device, repeats: int,
-                      setup: Callable[[], None] | None = None) -> dict[str, list[float]]:
-    """Milliseconds per call; the stages alternate call by call, so load drifts hit all of them alike.
-    ``setup()`` runs untimed before every call (the cache refill)."""
-    for fn in fns.values():  # warm-up
-        if setup is not None:
-            setup()
-        fn()
-    _sync(device)
-    out: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            if setup is not None:
-                setup()
-            _sync(device)
-            t0 = time.perf_counter()
-            fn()
-            _sync(device)
-            out[k].append((time.perf_counter() - t0) * 1e3)
-    return out
-
-
 def _stage(kind: str, case: BenchCase, temperature: float, gens: VerifierGenerators, cache: StandInCache | None,
            lengths: list[int]) -> Callable[[], None]:
     def run() -> None:
@@ -208,7 +181,7 @@ def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: st
             fns = {"floor": _floor(case, temperature, gens, cache)}
             for k in kinds:
                 fns[k] = _stage(k, case, temperature, gens, cache, lengths[k])
-            for k, v in _time_interleaved(fns, dev, repeats, cache.refill if cache is not None else None).items():
+            for k, v in interleaved_ms(fns, dev, repeats, setup=cache.refill if cache is not None else None).items():
                 ms[k] += v
         med = {k: statistics.median(v) for k, v in ms.items()}
         best = {k: min(v) for k, v in ms.items()}

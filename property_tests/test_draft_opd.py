@@ -19,14 +19,6 @@ from exitlaw.engine.tiny import TinySpec, build_tiny_drafter, build_tiny_target
 from exitlaw.theory import DraftTree
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _hand_chains() -> OPDChains:
     # anchor 1: p_root = [.8, .2], chain x1 = 0 (a1 = .8), p_1 = [.5, .5], x2 = 1 (a2 = .5)
     # anchor 2: p_root = [.1, .9], x1 = 0 (a1 = .1), p_1 = [.25, .75], x2 = 1 (a2 = .75)

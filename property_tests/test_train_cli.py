@@ -12,14 +12,6 @@ from exitlaw.cli import main
 from exitlaw.engine.objectives import OBJECTIVES
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def tiny_files(tmp_path_factory):
     from exitlaw.engine.tiny import write_tiny_models

@@ -21,14 +21,6 @@ SPEC = TinySpec(vocab_size=64, hidden_size=32, intermediate_size=64, target_laye
                 head_dim=8, block_size=5, target_layer_ids=(0, 1))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _pair(seed: int):
     target = TargetModel(build_tiny_target(SPEC, seed), SPEC.target_layer_ids)
     return target, build_tiny_drafter(SPEC, mask_token_id=SPEC.vocab_size - 1, seed=seed)
