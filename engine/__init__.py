@@ -39,6 +39,17 @@ _EXPORTS = {
     "StageTimer": ("timing", "StageTimer"),
     "TinySpec": ("tiny", "TinySpec"),
     "write_tiny_models": ("tiny", "write_tiny_models"),
+    "build_tokenizer": ("tiny_tokenizer", "build_tokenizer"),
+    "LMSizes": ("model_config", "LMSizes"),
+    "qwen3_config": ("model_config", "qwen3_config"),
+    "causal_lm_config": ("model_config", "causal_lm_config"),
+    # prompts: one reader, one encoder (bench and train); bench outputs compared
+    "Prompt": ("prompt_records", "Prompt"),
+    "PromptRecordError": ("prompt_records", "PromptRecordError"),
+    "load_prompt_set": ("prompt_records", "load_prompt_set"),
+    "PromptEncodingError": ("prompt_encoding", "PromptEncodingError"),
+    "encode_prompt": ("prompt_encoding", "encode_prompt"),
+    "encode_prompts": ("prompt_encoding", "encode_prompts"),
     # ExitTrain: exit-guided drafter training
     "OBJECTIVES": ("objectives", "OBJECTIVES"),
     "NORMALISATIONS": ("objectives", "NORMALISATIONS"),

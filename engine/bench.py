@@ -12,16 +12,21 @@ each verifier. Reported per configuration (DESIGN.md section 1, "Metrics"):
   stage: decision + bonus + cache commit, excluding the target forward);
 * ``matches_ar`` (T = 0 only) -- whether every prompt's tokens equal the baseline's.
 
-Prompts: the paper's formats (the same wording DFlash's public benchmark uses)
-through the tokenizer's chat template with thinking disabled; only a
-conversation's first turn is used. Named sets load through ``datasets``;
-``jsonl:FILE`` reads lines ``{"turns": [...]}``, ``{"prompt": ...}`` or ``{"text": ...}``.
+Prompts: read by :func:`.prompt_records.load_prompt_set` (the paper's sets in the
+wording DFlash's public benchmark uses, ``NAME=FILE.jsonl`` local copies, ``jsonl:FILE``,
+``hf:NAME``) and encoded by :func:`.prompt_encoding.encode_prompt` through the
+tokenizer's chat template (thinking disabled) when it has one. Conversations are
+decoded turn by turn.
+
+Results (``schema`` ``exitlaw.bench``, version 2) also store ``prompts`` (what was asked)
+and, per run, ``outputs``: per prompt and turn the generated token ids and their
+decoded text (:func:`outputs_of`); :mod:`.bench_compare` compares two results files.
 """
 
 from __future__ import annotations
 
 import platform
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,86 +34,48 @@ import torch
 
 from .checkpoint import load_pair
 from .decode import DecodeConfig, GenerationResult, generate
-from .prompt_records import iter_jsonl_objects, user_turns
+from .prompt_encoding import encode_prompt, has_chat_template
+from .prompt_records import DATASETS, Prompt, load_prompt_set
 from .timing import StageTimer
 
-_STEP = "\nPlease reason step by step, and put your final answer within \\boxed{{}}."
-DATASETS: dict[str, tuple[tuple, dict, str, str]] = {
-    # name: (load_dataset args, kwargs, field, format)
-    "gsm8k": (("openai/gsm8k", "main"), {"split": "test"}, "question", "{}" + _STEP),
-    "math500": (("HuggingFaceH4/MATH-500",), {"split": "test"}, "problem", "{}" + _STEP),
-    "humaneval": (("openai/openai_humaneval",), {"split": "test"}, "prompt",
-                  "Write a solution to the following problem and make sure that it passes the tests:\n```python\n{}\n```"),
-    "mt-bench": (("HuggingFaceH4/mt_bench_prompts",), {"split": "train"}, "prompt", "{}"),
-}
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
 
 
-def load_conversations(dataset: str, limit: int | None = None) -> list[list[str]]:
-    """User turns of every conversation of a named set or ``jsonl:FILE`` (one turn for single-turn sets).
+def run_conversation(tgt, drafter, tokenizer, prompt: Prompt | Sequence[str], cfg: DecodeConfig, *, device: str,
+                     chat: bool | None = None, trace=None, stop: Sequence[int] = ()) -> list[GenerationResult]:
+    """Decode every user turn in order; each answer (this method's own) joins the history of the next.
 
-    JSONL records are read by :func:`.prompt_records.user_turns` (``turns``, ShareGPT
-    ``conversations``, OpenAI ``messages``, or a ``prompt`` / ``text`` string).
+    ``prompt``: a :class:`.Prompt` or its user turns. A token-id prompt is one turn. ``chat``:
+    encode through the chat template (default: when the tokenizer has one).
     """
-    if dataset.startswith("jsonl:"):
-        out = [user_turns(rec, where) for where, rec in iter_jsonl_objects(dataset[len("jsonl:"):])]
-    elif dataset in DATASETS:
-        args, kwargs, fld, fmt = DATASETS[dataset]
-        try:
-            from datasets import load_dataset
-        except ImportError:
-            raise ValueError(f"dataset {dataset!r} needs the `datasets` package (pip install datasets); "
-                             "or pass --dataset jsonl:FILE") from None
-        try:
-            rows = load_dataset(*args, **kwargs)
-        except Exception as err:  # offline / hub errors come in many types; name the set and the way out
-            raise ValueError(f"could not load dataset {dataset!r} ({type(err).__name__}: {err}); "
-                             "offline? pass --dataset jsonl:FILE") from err
-        out = []
-        for row in rows:
-            text = row[fld]
-            turns = list(text) if isinstance(text, list) else [text]
-            out.append([fmt.format(turns[0]), *turns[1:]])  # the set's format applies to the first turn
-    else:
-        raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)} or jsonl:FILE")
-    if not out:
-        raise ValueError(f"dataset {dataset!r} holds no prompts")
-    return out[:limit] if limit else out
-
-
-def load_prompts(dataset: str, limit: int | None = None) -> list[str]:
-    """First-turn prompt texts of a named set or ``jsonl:FILE``."""
-    return [turns[0] for turns in load_conversations(dataset, limit)]
-
-
-def encode_prompt(tokenizer, text: str | list[dict]) -> list[int]:
-    """Chat template with thinking disabled when the tokenizer has a template, else plain encoding.
-
-    ``text`` is one user message or a whole conversation (``[{"role": ..., "content": ...}]``).
-    """
-    messages = [{"role": "user", "content": text}] if isinstance(text, str) else text
-    if getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
-                                            enable_thinking=False)
-        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
-            ids = ids["input_ids"]
-        return [int(t) for t in ids]
-    if len(messages) > 1:
-        raise ValueError("a multi-turn conversation needs a tokenizer with a chat template")
-    return [int(t) for t in tokenizer(messages[0]["content"])["input_ids"]]
-
-
-def run_conversation(tgt, drafter, tokenizer, turns: Sequence[str], cfg: DecodeConfig, *, device: str,
-                     trace=None, stop: Sequence[int] = ()) -> list[GenerationResult]:
-    """Decode every user turn in order; each answer (this method's own) joins the history of the next."""
+    if chat is None:
+        chat = has_chat_template(tokenizer)
+    if isinstance(prompt, Prompt) and prompt.ids is not None:
+        return [generate(tgt, drafter, list(prompt.ids), cfg, timer=StageTimer(device), trace=trace)]
+    turns = prompt.turns if isinstance(prompt, Prompt) else list(prompt)
     messages, results = [], []
     for turn in turns:
         messages.append({"role": "user", "content": turn})
-        res = generate(tgt, drafter, encode_prompt(tokenizer, messages), cfg, timer=StageTimer(device), trace=trace)
+        ids = encode_prompt(tokenizer, messages, chat=chat)
+        res = generate(tgt, drafter, ids, cfg, timer=StageTimer(device), trace=trace)
         results.append(res)
         answer = [t for t in res.tokens if t not in set(stop)]
         messages.append({"role": "assistant", "content": tokenizer.decode(answer, skip_special_tokens=True)})
     return results
+
+
+def outputs_of(per_prompt: Sequence[Sequence[GenerationResult]], tokenizer) -> list[dict[str, Any]]:
+    """One record per prompt and turn: generated ``tokens``, their decoded ``text`` (special tokens kept),
+    and the per-turn counts that per-prompt statistics need (``rounds``, ``block_tokens`` = sum of
+    block lengths, ``decode_s``)."""
+    out = []
+    for i, results in enumerate(per_prompt):
+        for t, r in enumerate(results):
+            out.append({"prompt": i, "turn": t, "tokens": list(map(int, r.tokens)),
+                        "text": tokenizer.decode(r.tokens, skip_special_tokens=False),
+                        "rounds": len(r.block_lengths), "block_tokens": int(sum(r.block_lengths)),
+                        "decode_s": float(r.decode_seconds)})
+    return out
 
 
 def _configs(verifiers: Sequence[str], budgets: Sequence[int], block: int) -> list[tuple[str, str, int]]:
@@ -128,66 +95,76 @@ def _aggregate(results: list[GenerationResult]) -> dict[str, Any]:
             "tokens": tokens, "decode_s": decode, "tpot_ms": 1000.0 * decode / max(tokens, 1), "stage_ms": stage_ms}
 
 
+def _decode_set(tgt, drafter, tokenizer, prompts: Sequence[Prompt], cfg: DecodeConfig, *, device: str, chat: bool,
+                stop: Sequence[int], trace_dir: str | None, config: dict, bar) -> list[list[GenerationResult]]:
+    """Every prompt decoded with one method; one list of per-turn results per prompt."""
+    writer = _trace_writer(trace_dir, cfg, config) if cfg.method != "ar" else None
+    per_prompt = []
+    try:
+        for prompt in prompts:
+            per_prompt.append(run_conversation(tgt, drafter if cfg.method != "ar" else None, tokenizer, prompt, cfg,
+                                               device=device, chat=chat, trace=writer, stop=stop))
+            bar.update()
+    finally:
+        if writer is not None:
+            writer.close()
+    return per_prompt
+
+
 def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], temperatures: Sequence[float],
               verifiers: Sequence[str], max_new_tokens: int, num_prompts: int | None = None, seed: int = 0,
               device: str | None = None, dtype: str = "auto", warmup: int = 1, trace_dir: str | None = None,
               progress: bool = True, max_turns: int | None = None) -> dict[str, Any]:
-    """Run the benchmark and return the JSON-ready result (config included).
+    """Run the benchmark and return the JSON-ready result (config, prompts, runs with their outputs).
 
     Multi-turn sets (MT-Bench) are decoded turn by turn, each method answering with its own
-    history; ``max_turns`` keeps only the first turns. Stats pool every turn.
+    history; ``max_turns`` keeps only the first turns. Stats pool every turn. Every run keeps
+    its ``outputs`` (:func:`outputs_of`); ``prompts`` lists what was asked, in order.
     """
     from tqdm.auto import tqdm
     from transformers import AutoTokenizer
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch_dtype = None if dtype == "auto" else getattr(torch, dtype)
-    conversations = load_conversations(dataset, num_prompts)  # fail fast, before loading models
+    if max_turns is not None and max_turns < 1:
+        raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+    prompts = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     if max_turns is not None:
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
-        conversations = [c[:max_turns] for c in conversations]
+        prompts = [p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts]
     tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
-    prompts = [encode_prompt(tokenizer, c[0]) for c in conversations]  # first turns (warm-up)
+    chat = has_chat_template(tokenizer)
+    first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt
     stop = _stop_tokens(tokenizer, tgt)
     configs = _configs(verifiers, budgets, drafter.block_size)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "budgets": list(budgets),
               "temperatures": list(temperatures), "verifiers": list(verifiers), "max_new_tokens": max_new_tokens,
-              "num_prompts": len(prompts), "turns": sum(len(c) for c in conversations), "max_turns": max_turns,
-              "seed": seed, "device": device, "dtype": str(tgt.dtype),
+              "num_prompts": len(prompts), "turns": sum(max(1, len(p.turns)) for p in prompts),
+              "max_turns": max_turns, "seed": seed, "device": device, "dtype": str(tgt.dtype), "chat_template": chat,
               "block_size": drafter.block_size, "stop_tokens": list(stop)}
     for _ in range(warmup):  # compile kernels, fill allocator caches
-        generate(tgt, drafter, prompts[0], DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4))
+        generate(tgt, drafter, first, DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4))
     runs = []
-    bar = tqdm(total=len(temperatures) * len(conversations) * (1 + len(configs)), disable=not progress, desc="bench")
+    bar = tqdm(total=len(temperatures) * len(prompts) * (1 + len(configs)), disable=not progress, desc="bench")
+    kw = dict(device=device, chat=chat, stop=stop, trace_dir=trace_dir, config=config, bar=bar)
     for temp in temperatures:
         base = dict(temperature=float(temp), max_new_tokens=max_new_tokens, stop_tokens=stop, seed=seed)
-        ar = []
-        for conv in conversations:
-            ar += run_conversation(tgt, None, tokenizer, conv, DecodeConfig(method="ar", **base), device=device,
-                                   stop=stop)
-            bar.update()
-        ar_stats = _aggregate(ar)
+        ar = _decode_set(tgt, drafter, tokenizer, prompts, DecodeConfig(method="ar", **base), **kw)
+        ar_flat = [r for conv in ar for r in conv]
+        ar_stats = _aggregate(ar_flat)
         runs.append({"method": "ar", "verifier": None, "budget": None, "temperature": float(temp), **ar_stats,
-                     "SR": 1.0})
+                     "SR": 1.0, "outputs": outputs_of(ar, tokenizer)})
         for method, verifier, budget in configs:
             cfg = DecodeConfig(method=method, verifier=verifier, budget=budget, **base)
-            writer = _trace_writer(trace_dir, cfg, config)
-            res = []
-            try:
-                for conv in conversations:
-                    res += run_conversation(tgt, drafter, tokenizer, conv, cfg, device=device, trace=writer, stop=stop)
-                    bar.update()
-            finally:
-                if writer is not None:
-                    writer.close()
-            stats = _aggregate(res)
+            res = _decode_set(tgt, drafter, tokenizer, prompts, cfg, **kw)
+            flat = [r for conv in res for r in conv]
+            stats = _aggregate(flat)
             stats["stage_ms"]["verifier_stage"] = stats["stage_ms"].get("decide", 0.0) + stats["stage_ms"].get("commit", 0.0)
             run = {"method": method, "verifier": verifier, "budget": budget, "temperature": float(temp), **stats,
                    "SR": ar_stats["tpot_ms"] / stats["tpot_ms"] if stats["tpot_ms"] > 0 else float("nan")}
             if temp == 0:
-                run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(res, ar))
+                run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(flat, ar_flat))
+            run["outputs"] = outputs_of(res, tokenizer)
             runs.append(run)
     bar.close()
     env = {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine()}
@@ -196,7 +173,8 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
     env["transformers"] = transformers.__version__
     if device.startswith("cuda"):
         env["gpu"] = torch.cuda.get_device_name(0)
-    return {"schema": "exitlaw.bench", "version": 1, "config": config, "environment": env, "runs": runs}
+    return {"schema": "exitlaw.bench", "version": 2, "config": config, "environment": env,
+            "prompts": [p.to_json() for p in prompts], "runs": runs}
 
 
 def _stop_tokens(tokenizer, tgt) -> tuple[int, ...]:
@@ -235,5 +213,4 @@ def format_bench(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["run_bench", "load_conversations", "load_prompts", "encode_prompt", "run_conversation", "format_bench",
-           "DATASETS"]
+__all__ = ["run_bench", "run_conversation", "outputs_of", "format_bench", "DATASETS", "STAGES"]

@@ -24,27 +24,24 @@ import torch
 from .builders import build_ddtree
 from .device_tree import to_device_tree
 from .dflash import DFlashConfig, DFlashDrafter
+from .model_config import QWEN3_4B, qwen3_config
 from .target import TargetModel
 from .timing import median_ms
+from .tiny import TinySpec
 from .verifiers import VerifierGenerators, verify
 
-QWEN3_4B = dict(vocab_size=151936, hidden_size=2560, intermediate_size=9728, num_hidden_layers=36,
-                num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
-                rms_norm_eps=1e-6, tie_word_embeddings=True,
-                rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0})
 DFLASH_4B = dict(num_hidden_layers=5, block_size=16, target_layer_ids=(1, 9, 17, 25, 33), mask_token_id=151669)
-TINY = dict(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
-            num_key_value_heads=2, head_dim=16, max_position_embeddings=4096, rms_norm_eps=1e-6,
-            tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-DFLASH_TINY = dict(num_hidden_layers=1, block_size=8, target_layer_ids=(0, 1), mask_token_id=5)
+_TINY = TinySpec()
+DFLASH_TINY = dict(num_hidden_layers=_TINY.draft_layers, block_size=_TINY.block_size,
+                   target_layer_ids=_TINY.target_layer_ids, mask_token_id=5)
 
 
 def build_pair(tiny: bool, device: str, dtype: torch.dtype, seed: int = 0) -> tuple[TargetModel, DFlashDrafter]:
     """Random-weight target (Qwen3-4B config, or tiny) and a matching DFlash drafter."""
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
-    tcfg, dcfg = (TINY, DFLASH_TINY) if tiny else (QWEN3_4B, DFLASH_4B)
-    cfg = Qwen3Config(**tcfg, initializer_range=0.02)
+    sizes, dcfg = (_TINY.lm_sizes().but(init_std=0.02), DFLASH_TINY) if tiny else (QWEN3_4B, DFLASH_4B)
+    cfg = qwen3_config(sizes)
     torch.manual_seed(seed)
     old = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -55,7 +52,7 @@ def build_pair(tiny: bool, device: str, dtype: torch.dtype, seed: int = 0) -> tu
                 hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
                 num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
                 head_dim=cfg.head_dim, vocab_size=cfg.vocab_size, num_target_layers=cfg.num_hidden_layers,
-                rope_theta=tcfg["rope_parameters"]["rope_theta"], **dcfg))
+                rope_theta=sizes.rope_theta, **dcfg))
     finally:
         torch.set_default_dtype(old)
     with torch.no_grad():

@@ -1,9 +1,11 @@
 """Tiny random-initialised checkpoints in the real on-disk formats.
 
 ``write_tiny_models(out)`` writes ``out/target`` (a Qwen3ForCausalLM saved with
-``save_pretrained`` plus a small byte-level BPE tokenizer with a Qwen-style chat
-template) and ``out/draft`` (a DFlash drafter in the released layout), so tests
-and smoke runs load through exactly the code path of real checkpoints.
+``save_pretrained`` plus a small byte-level BPE tokenizer with a Qwen3-style chat
+template, :mod:`.tiny_tokenizer`) and ``out/draft`` (a DFlash drafter in the released
+layout), so tests and smoke runs load through exactly the code path of real
+checkpoints. ``family=`` swaps in a Llama-3, Qwen3-MoE or Gemma-4 target of the same
+sizes, with that family's tokenizer conventions.
 """
 
 from __future__ import annotations
@@ -15,22 +17,12 @@ import torch
 
 from .checkpoint import save_drafter
 from .dflash import DFlashConfig, DFlashDrafter
+from .model_config import LMSizes, causal_lm_config, qwen3_config
+from .tiny_tokenizer import QWEN3_TEMPLATE as CHAT_TEMPLATE
+from .tiny_tokenizer import STYLES, build_tokenizer, stop_token_ids
 
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|mask|>"]
-
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n"
-    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}"
-    "{% endif %}"
-)
-
-_CORPUS = (
-    "Tree speculative decoding drafts a tree of tokens and verifies it with one target forward. "
-    "The exit law w(v) = P(v) rho(v) sums to one; coverage is the expected number of accepted tokens. "
-    "def add(a, b):\n    return a + b\n\nfor i in range(10):\n    print(i * i)\n"
-    "Question: what is 12 + 30? Answer: 42. Please reason step by step."
-) * 4
+SPECIAL_TOKENS = list(STYLES["qwen3"].special_tokens)
+FAMILY_STYLE = {"qwen3": "qwen3", "qwen3_moe": "qwen3", "llama": "llama3", "gemma4": "gemma"}  # chat style per family
 
 
 @dataclass(frozen=True)
@@ -49,36 +41,21 @@ class TinySpec:
     target_layer_ids: tuple[int, ...] = (0, 1)
     init_std: float = 0.2  # peakier rows than the HF default 0.02, so greedy ties are unlikely
 
-
-def build_tokenizer(vocab_size: int):
-    """A byte-level BPE tokenizer (trained on a fixed string) wrapped as a ``PreTrainedTokenizerFast``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator([_CORPUS], trainer=trainer)
-    if tok.get_vocab_size() > vocab_size:
-        raise ValueError(f"tokenizer has {tok.get_vocab_size()} tokens, more than vocab_size {vocab_size}")
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   additional_special_tokens=SPECIAL_TOKENS)
-    fast.chat_template = CHAT_TEMPLATE
-    return fast
+    def lm_sizes(self) -> LMSizes:
+        """The target's sizes (the one place the tiny sizes are written)."""
+        return LMSizes(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                       intermediate_size=self.intermediate_size, num_layers=self.target_layers, num_heads=self.heads,
+                       num_kv_heads=self.kv_heads, head_dim=self.head_dim, init_std=self.init_std)
 
 
-def build_tiny_target(spec: TinySpec, seed: int):
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+def build_tiny_target(spec: TinySpec, seed: int, family: str = "qwen3"):
+    """A random-weight causal LM of ``family`` (:data:`.model_config.FAMILIES`) with the tiny sizes."""
+    from transformers import AutoModelForCausalLM, Qwen3ForCausalLM
 
-    cfg = Qwen3Config(vocab_size=spec.vocab_size, hidden_size=spec.hidden_size,
-                      intermediate_size=spec.intermediate_size, num_hidden_layers=spec.target_layers,
-                      num_attention_heads=spec.heads, num_key_value_heads=spec.kv_heads, head_dim=spec.head_dim,
-                      max_position_embeddings=4096, initializer_range=spec.init_std, tie_word_embeddings=False,
-                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     torch.manual_seed(seed)
-    return Qwen3ForCausalLM(cfg).eval()
+    if family == "qwen3":
+        return Qwen3ForCausalLM(qwen3_config(spec.lm_sizes())).eval()
+    return AutoModelForCausalLM.from_config(causal_lm_config(family, spec.lm_sizes())).eval()
 
 
 def build_tiny_drafter(spec: TinySpec, mask_token_id: int, seed: int) -> DFlashDrafter:
@@ -99,18 +76,22 @@ def build_tiny_drafter(spec: TinySpec, mask_token_id: int, seed: int) -> DFlashD
     return drafter.eval()
 
 
-def write_tiny_models(out: str | Path, *, seed: int = 0, spec: TinySpec = TinySpec(),
-                      overwrite: bool = False) -> tuple[Path, Path]:
-    """Write ``out/target`` and ``out/draft``; returns both paths."""
+def write_tiny_models(out: str | Path, *, seed: int = 0, spec: TinySpec = TinySpec(), overwrite: bool = False,
+                      family: str = "qwen3") -> tuple[Path, Path]:
+    """Write ``out/target`` (a ``family`` model with its family's tokenizer style) and ``out/draft``."""
+    if family not in FAMILY_STYLE:
+        raise ValueError(f"unknown model family {family!r}; choose {', '.join(FAMILY_STYLE)}")
+    style = FAMILY_STYLE[family]
     out = Path(out)
     tdir, ddir = out / "target", out / "draft"
     for d in (tdir, ddir):
         if (d / "config.json").exists() and not overwrite:
             raise FileExistsError(f"{d} already holds a checkpoint; pass --overwrite to replace it")
-    tokenizer = build_tokenizer(spec.vocab_size)
-    mask_id = tokenizer.convert_tokens_to_ids("<|mask|>")
-    model = build_tiny_target(spec, seed)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    tokenizer = build_tokenizer(spec.vocab_size, style)
+    mask_id = tokenizer.convert_tokens_to_ids(STYLES[style].mask)
+    model = build_tiny_target(spec, seed, family)
+    stops = stop_token_ids(tokenizer, style)
+    model.generation_config.eos_token_id = stops[0] if len(stops) == 1 else stops
     model.save_pretrained(str(tdir))
     tokenizer.save_pretrained(str(tdir))
     save_drafter(build_tiny_drafter(spec, mask_id, seed), ddir, overwrite=overwrite)
@@ -118,4 +99,4 @@ def write_tiny_models(out: str | Path, *, seed: int = 0, spec: TinySpec = TinySp
 
 
 __all__ = ["TinySpec", "write_tiny_models", "build_tokenizer", "build_tiny_target", "build_tiny_drafter",
-           "CHAT_TEMPLATE", "SPECIAL_TOKENS"]
+           "CHAT_TEMPLATE", "SPECIAL_TOKENS", "FAMILY_STYLE"]

@@ -38,13 +38,14 @@ class TargetSpec:
 def build_target(spec: TargetSpec, vocab_size: int, seed: int):
     """A randomly initialised ``Qwen3ForCausalLM`` (untied embeddings: DFlash borrows both)."""
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
-    cfg = Qwen3Config(vocab_size=vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-                      num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
-                      num_key_value_heads=spec.num_kv_heads, head_dim=spec.head_dim,
-                      max_position_embeddings=2048, tie_word_embeddings=False,
-                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    from exitlaw.engine.model_config import LMSizes, qwen3_config
+
+    cfg = qwen3_config(LMSizes(vocab_size=vocab_size, hidden_size=spec.hidden_size,
+                               intermediate_size=spec.intermediate_size, num_layers=spec.num_layers,
+                               num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.head_dim,
+                               max_positions=2048))
     torch.manual_seed(seed)
     return Qwen3ForCausalLM(cfg)
 

@@ -1,16 +1,12 @@
 """Generate loop: at T = 0 every verifier and budget reproduces autoregressive greedy decoding;
-stop tokens, seeded streams, traces and the bench command."""
+stop tokens, seeded streams and traces (the bench harness: test_engine_bench.py)."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
 import torch
 
-from exitlaw.cli import main as cli_main
-from exitlaw.engine.bench import load_prompts
 from exitlaw.engine.checkpoint import load_pair
 from exitlaw.engine.decode import DecodeConfig, Generators, generate
 from exitlaw.theory import TraceWriter, read_trace
@@ -122,61 +118,6 @@ def test_decode_config_rejects_unknown_names():
         DecodeConfig(verifier="sequoia")
 
 
-def test_named_dataset_without_datasets_or_network_fails_clearly():
-    try:
-        load_prompts("gsm8k", 1)
-    except ValueError as err:
-        assert "jsonl:FILE" in str(err)
-    with pytest.raises(ValueError, match="unknown dataset"):
-        load_prompts("imagenet")
-
-
-def test_bench_command_smoke_on_a_jsonl(tiny, tmp_path, capsys):
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text('{"turns": ["What is 12 + 30?"]}\n{"prompt": "Add two numbers."}\n')
-    out = tmp_path / "results.json"
-    rc = cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-                   "--budget", "6", "--temperature", "0,1", "--verifier", "predraw,tev", "--max-new-tokens", "5",
-                   "--out", str(out), "--trace-dir", str(tmp_path / "traces"), "--no-progress", "--warmup", "0"])
-    assert rc == 0
-    res = json.loads(out.read_text())
-    assert res["config"]["num_prompts"] == 2 and res["config"]["budgets"] == [6]
-    runs = res["runs"]
-    assert {(r["method"], r["temperature"]) for r in runs} >= {("ar", 0.0), ("ar", 1.0), ("ddtree", 0.0), ("chain", 1.0)}
-    for r in runs:
-        assert r["tau"] >= 1.0 and r["SR"] > 0 and r["tpot_ms"] > 0
-        if r["method"] != "ar":
-            assert {"draft", "build", "verify_forward", "decide", "commit", "verifier_stage"} <= set(r["stage_ms"])
-        if r["temperature"] == 0 and r["method"] != "ar":
-            assert r["matches_ar"] is True
-    printed = capsys.readouterr().out
-    assert "tau" in printed and "SR" in printed
-    assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 2  # T x verifiers x (chain + 1 budget)
-    assert cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-                     "--out", str(out)]) == 2  # refuses to overwrite
-
-
-def test_gpu_check_smoke_runs_on_cpu_with_tiny_sizes():
-    from exitlaw.engine.gpu_check import format_check, run_check
-
-    res = run_check(tiny=True, device="cpu", budgets=(4, 9), context=24, reps=1)
-    assert [r["budget"] for r in res["rows"]] == [4, 9, 4, 9]
-    for r in res["rows"]:
-        assert r["verify_forward_ms"] > 0 and r["predraw_stage_ms"] > 0 and r["tev_stage_ms"] > 0
-    assert "TEV/predraw" in format_check(res)
-
-
-def test_gpu_check_command_writes_json_and_refuses_to_overwrite(tmp_path, capsys):
-    out = tmp_path / "check.json"
-    argv = ["gpu-check", "--tiny", "--device", "cpu", "--budget", "4", "--context", "24", "--reps", "1",
-            "--json", str(out)]
-    assert cli_main(argv) == 0
-    assert json.loads(out.read_text())["rows"] and "TEV/predraw" in capsys.readouterr().out
-    assert cli_main(argv) == 2  # refuses to overwrite silently
-    assert "exists" in capsys.readouterr().err
-    assert cli_main(argv + ["--overwrite"]) == 0
-
-
 @pytest.mark.parametrize("verifier", ("predraw", "residual", "tev"))
 def test_sampling_at_a_tiny_temperature_follows_the_greedy_path(pair, ar_tokens, verifier):
     """The temperature reaches the verifier: as T -> 0 every sampling verifier reproduces greedy decoding."""
@@ -186,32 +127,3 @@ def test_sampling_at_a_tiny_temperature_follows_the_greedy_path(pair, ar_tokens,
     out = generate(target, teacher, PROMPT, cfg)
     assert out.tokens == ar_tokens
     assert out.tau > 1.5
-
-
-def test_multi_turn_conversations_are_decoded_turn_by_turn_with_their_own_history(tiny, tmp_path):
-    from transformers import AutoTokenizer
-
-    from exitlaw.engine.bench import encode_prompt, load_conversations, run_conversation
-
-    path = tmp_path / "mt.jsonl"
-    path.write_text('{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n')
-    convs = load_conversations(f"jsonl:{path}")
-    assert convs == [["What is 12 + 30?", "And times two?"], ["Add two numbers."]]
-    target, drafter = load_pair(tiny[0], tiny[1])
-    tok = AutoTokenizer.from_pretrained(str(tiny[0]))
-    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=6, temperature=0.0, max_new_tokens=5)
-    res = run_conversation(target, drafter, tok, convs[0], cfg, device="cpu")
-    assert len(res) == 2
-    # the second turn's prompt holds the first answer: replaying it by hand gives the same tokens
-    history = [{"role": "user", "content": convs[0][0]},
-               {"role": "assistant", "content": tok.decode(res[0].tokens, skip_special_tokens=True)},
-               {"role": "user", "content": convs[0][1]}]
-    again = generate(target, drafter, encode_prompt(tok, history), cfg)
-    assert again.tokens == res[1].tokens
-    ar = run_conversation(target, None, tok, convs[0], DecodeConfig(method="ar", temperature=0.0, max_new_tokens=5),
-                          device="cpu")
-    assert [r.tokens for r in ar] == [r.tokens for r in res]  # T = 0: the same conversation as greedy AR
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"turns": ["ok", 3]}\n')
-    with pytest.raises(ValueError, match="bad.jsonl:1"):
-        load_conversations(f"jsonl:{bad}")

@@ -1,0 +1,86 @@
+"""Hugging Face configs of target architectures, built in one place.
+
+:class:`LMSizes` holds the sizes that every decoder-only family shares; :func:`qwen3_config`
+is the one ``Qwen3Config`` builder (the tiny test pair, ``gpu_check``'s Qwen3-4B shape, the
+mini target); :func:`causal_lm_config` gives the same sizes to the other families the
+paper's configs name (Llama-3, Qwen3-MoE, Gemma-4), for random-weight stand-ins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class LMSizes:
+    """Sizes of a decoder-only causal LM (names follow the Qwen3 config)."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    max_positions: int = 4096
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = False
+    init_std: float = 0.02
+    rms_norm_eps: float = 1e-6
+
+    def but(self, **changes) -> "LMSizes":
+        return replace(self, **changes)
+
+
+QWEN3_4B = LMSizes(vocab_size=151936, hidden_size=2560, intermediate_size=9728, num_layers=36, num_heads=32,
+                   num_kv_heads=8, head_dim=128, max_positions=40960, rope_theta=1_000_000.0,
+                   tie_word_embeddings=True)
+
+FAMILIES = ("qwen3", "llama", "qwen3_moe", "gemma4")
+
+
+def _common(s: LMSizes) -> dict:
+    return dict(vocab_size=s.vocab_size, hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
+                num_hidden_layers=s.num_layers, num_attention_heads=s.num_heads, num_key_value_heads=s.num_kv_heads,
+                head_dim=s.head_dim, max_position_embeddings=s.max_positions, initializer_range=s.init_std,
+                rms_norm_eps=s.rms_norm_eps, tie_word_embeddings=s.tie_word_embeddings)
+
+
+def qwen3_config(sizes: LMSizes):
+    """The ``Qwen3Config`` of ``sizes`` (default RoPE with ``sizes.rope_theta``)."""
+    from transformers import Qwen3Config
+
+    return Qwen3Config(**_common(sizes), rope_parameters={"rope_type": "default", "rope_theta": sizes.rope_theta})
+
+
+def causal_lm_config(family: str, sizes: LMSizes):
+    """A config of ``family`` (:data:`FAMILIES`) with ``sizes``.
+
+    ``qwen3_moe``: every layer sparse, 4 experts of ``intermediate_size // 2``, 2 per token.
+    ``gemma4``: the text model, sliding-window and full-attention layers alternating as in
+    the released configs (every second layer full here), no per-layer input embeddings.
+    """
+    rope = {"rope_type": "default", "rope_theta": sizes.rope_theta}
+    if family == "qwen3":
+        return qwen3_config(sizes)
+    if family == "llama":
+        from transformers import LlamaConfig
+
+        return LlamaConfig(**_common(sizes), rope_parameters=rope)
+    if family == "qwen3_moe":
+        from transformers import Qwen3MoeConfig
+
+        return Qwen3MoeConfig(**_common(sizes), rope_parameters=rope, num_experts=4, num_experts_per_tok=2,
+                              moe_intermediate_size=max(1, sizes.intermediate_size // 2), decoder_sparse_step=1)
+    if family == "gemma4":
+        from transformers import Gemma4TextConfig
+
+        layer_types = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(sizes.num_layers)]
+        return Gemma4TextConfig(**_common(sizes), layer_types=layer_types, sliding_window=64,
+                                hidden_size_per_layer_input=0, vocab_size_per_layer_input=sizes.vocab_size,
+                                rope_parameters={"sliding_attention": dict(rope),
+                                                 "full_attention": dict(rope)})
+    raise ValueError(f"unknown model family {family!r}; choose {', '.join(FAMILIES)}")
+
+
+__all__ = ["LMSizes", "QWEN3_4B", "FAMILIES", "qwen3_config", "causal_lm_config"]
