@@ -50,6 +50,9 @@ _EXPORTS = {
     "PromptEncodingError": ("prompt_encoding", "PromptEncodingError"),
     "encode_prompt": ("prompt_encoding", "encode_prompt"),
     "encode_prompts": ("prompt_encoding", "encode_prompts"),
+    "compare_results": ("bench_compare", "compare_results"),
+    "compare_bench_files": ("bench_compare", "compare_files"),
+    "format_comparison": ("bench_compare", "format_comparison"),
     # ExitTrain: exit-guided drafter training
     "OBJECTIVES": ("objectives", "OBJECTIVES"),
     "NORMALISATIONS": ("objectives", "NORMALISATIONS"),

@@ -61,6 +61,13 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
             assert [o["tokens"] for o in outs] == [o["tokens"] for o in ar_out[0.0]]
     printed = capsys.readouterr().out
     assert "tau" in printed and "SR" in printed
+    from exitlaw.engine.bench_compare import compare_results
+
+    self_cmp = compare_results(res, res)  # a real results file against itself: paired, no change, T = 0 equal
+    assert self_cmp["pairing"] == "paired" and len(self_cmp["rows"]) == 2 * 2 * 2
+    for row in self_cmp["rows"]:
+        assert row["tau"]["delta"] == 0 and row["SR"]["delta"] == 0 and row["tau"]["ci95"] == [0.0, 0.0]
+        assert row.get("t0_mismatches", 0) == 0
     assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 2  # T x verifiers x (chain + 1 budget)
     assert cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
                      "--out", str(out)]) == 2  # refuses to overwrite
