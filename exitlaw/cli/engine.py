@@ -15,9 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Decode prompts with the autoregressive baseline, DFlash chain and DDTree "
                                    "(each budget and verifier) on a target + DFlash drafter; print tau, SR, TPOT "
                                    "and per-round stage latencies, and write JSON results.")
-    b.add_argument("--target", required=True, help="target checkpoint directory or Hub id")
-    b.add_argument("--draft", required=True, help="DFlash drafter checkpoint directory or Hub id")
-    b.add_argument("--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE")
+    b.add_argument("--target", help="target checkpoint directory or Hub id (required unless --compare)")
+    b.add_argument("--draft", help="DFlash drafter checkpoint directory or Hub id (required unless --compare)")
+    b.add_argument("--dataset", default="gsm8k",
+                   help="gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the set's rows) "
+                        "| jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]")
     b.add_argument("--num-prompts", type=int, default=None, help="use only the first N prompts")
     b.add_argument("--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128")
     b.add_argument("--temperature", type=float_list, default=[0.0, 1.0], help="e.g. 0,1")
@@ -35,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     add_threads(b)
     b.add_argument("--no-progress", action="store_true")
+    b.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), default=None,
+                   help="decode nothing: compare two results files (tau/SR deltas B - A with 95%% intervals, "
+                        "paired by prompt when they share prompts; whether T = 0 outputs match); --out keeps it")
     b.set_defaults(func=_bench)
 
     t = sub.add_parser("tiny-models", help="write a random tiny Qwen3 target + DFlash drafter (real on-disk formats)",
@@ -102,9 +107,13 @@ def _check_device(device: str | None) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.compare:
+        return _bench_compare(args)
     from exitlaw.engine.bench import format_bench, run_bench
     from exitlaw.engine.verifiers import KINDS
 
+    if not args.target or not args.draft:
+        raise ValueError("--target and --draft are required (unless --compare A.json B.json)")
     bad = [v for v in args.verifier if v not in KINDS]
     if bad:
         raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
@@ -121,6 +130,17 @@ def _bench(args: argparse.Namespace) -> int:
     print(format_bench(result))
     if args.out:
         _write_json(args.out, result)
+    return 0
+
+
+def _bench_compare(args: argparse.Namespace) -> int:
+    from exitlaw.engine.bench_compare import compare_files, format_comparison
+
+    _refuse_existing(args.out, args.overwrite)
+    cmp = compare_files(*args.compare)
+    print(format_comparison(cmp))
+    if args.out:
+        _write_json(args.out, cmp)
     return 0
 
 

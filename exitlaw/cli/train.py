@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "`torchrun --nproc_per_node N` the drafter is sharded with FSDP (gloo on CPU).")
     p.add_argument("--target", required=True, help="target checkpoint directory or Hub id (with its tokenizer)")
     p.add_argument("--draft", required=True, help="DFlash drafter checkpoint to start from (released format)")
-    p.add_argument("--prompts", required=True, help="jsonl:FILE, FILE.jsonl or hf:NAME[:SPLIT]")
+    p.add_argument("--prompts", required=True,
+                   help="jsonl:FILE, FILE.jsonl, hf:NAME[:SPLIT] or a named set (gsm8k, NAME=FILE.jsonl, ...); "
+                        "records: prompt_ids, turns, conversations, messages, prompt/text/question/problem")
     p.add_argument("--out", required=True, help="output directory (must be new or empty unless --resume)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
