@@ -36,7 +36,7 @@ QWEN3_4B = LMSizes(vocab_size=151936, hidden_size=2560, intermediate_size=9728, 
                    num_kv_heads=8, head_dim=128, max_positions=40960, rope_theta=1_000_000.0,
                    tie_word_embeddings=True)
 
-FAMILIES = ("qwen3", "llama", "qwen3_moe", "gemma4")
+FAMILIES = ("qwen3", "llama", "qwen3_moe", "gemma4", "gemma4_full")
 
 
 def _common(s: LMSizes) -> dict:
@@ -57,8 +57,10 @@ def causal_lm_config(family: str, sizes: LMSizes):
     """A config of ``family`` (:data:`FAMILIES`) with ``sizes``.
 
     ``qwen3_moe``: every layer sparse, 4 experts of ``intermediate_size // 2``, 2 per token.
-    ``gemma4``: the text model, sliding-window and full-attention layers alternating as in
-    the released configs (every second layer full here), no per-layer input embeddings.
+    ``gemma4``: the text model, sliding-window (window 64) and full-attention layers
+    alternating as in the released configs (every second layer and the last one full
+    here), no per-layer input embeddings. ``gemma4_full``: the same with every layer full
+    attention (no sliding window).
     """
     rope = {"rope_type": "default", "rope_theta": sizes.rope_theta}
     if family == "qwen3":
@@ -72,10 +74,12 @@ def causal_lm_config(family: str, sizes: LMSizes):
 
         return Qwen3MoeConfig(**_common(sizes), rope_parameters=rope, num_experts=4, num_experts_per_tok=2,
                               moe_intermediate_size=max(1, sizes.intermediate_size // 2), decoder_sparse_step=1)
-    if family == "gemma4":
+    if family in ("gemma4", "gemma4_full"):
         from transformers import Gemma4TextConfig
 
-        layer_types = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(sizes.num_layers)]
+        n = sizes.num_layers
+        layer_types = ["full_attention" if i % 2 or i == n - 1 or family == "gemma4_full" else "sliding_attention"
+                       for i in range(n)]
         return Gemma4TextConfig(**_common(sizes), layer_types=layer_types, sliding_window=64,
                                 hidden_size_per_layer_input=0, vocab_size_per_layer_input=sizes.vocab_size,
                                 rope_parameters={"sliding_attention": dict(rope),

@@ -22,7 +22,8 @@ from .tiny_tokenizer import QWEN3_TEMPLATE as CHAT_TEMPLATE
 from .tiny_tokenizer import STYLES, build_tokenizer, stop_token_ids
 
 SPECIAL_TOKENS = list(STYLES["qwen3"].special_tokens)
-FAMILY_STYLE = {"qwen3": "qwen3", "qwen3_moe": "qwen3", "llama": "llama3", "gemma4": "gemma"}  # chat style per family
+FAMILY_STYLE = {"qwen3": "qwen3", "qwen3_moe": "qwen3", "llama": "llama3",  # chat style per model family
+                "gemma4": "gemma", "gemma4_full": "gemma"}
 
 
 @dataclass(frozen=True)

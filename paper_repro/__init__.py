@@ -10,3 +10,6 @@ from .ledger import CLAIMS, STATUSES, VERDICTS, build_ledger, format_markdown as
 from .ledger_inputs import ledger_from_shipped, make_shipped_inputs
 from .paired_effects import paired_interval, records as paired_effect_records
 from .verdicts import Interval, Rule, Verdict, decide, decide_test
+
+# --- the full-scale commands executed on a CPU with tiny stand-ins
+from .full_scale_dry_run import DryRunError, dry_run as full_scale_dry_run, format_dry_run

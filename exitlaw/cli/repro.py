@@ -41,9 +41,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     f = rsub.add_parser("full", help="the GPU commands for the paper's Tables 1-5 (from paper_repro/configs)",
                         description="Prints the `exitlaw train`, `exitlaw bench` and `exitlaw gpu-check` commands "
-                                    "of each full-scale config (default: every shipped config).")
+                                    "of each full-scale config (default: every shipped config). --dry-run executes "
+                                    "them on a CPU instead: random-weight stand-ins of each target's architecture "
+                                    "family at tiny sizes, real tokenizers with chat templates, local datasets in "
+                                    "the Hub rows' shapes, shrunk lengths and steps; budgets, temperatures, "
+                                    "verifiers and objectives as configured.")
     f.add_argument("configs", nargs="*", help="config files (default: all in paper_repro/configs)")
     f.add_argument("--runs", default="runs/full", help="where runs and results go")
+    f.add_argument("--dry-run", action="store_true", help="execute every command on tiny CPU stand-ins (see above)")
+    f.add_argument("--workdir", default=None,
+                   help="--dry-run: a new or empty directory for models, data and runs (default: a new temp dir)")
+    f.add_argument("--all-repeats", action="store_true",
+                   help="--dry-run: also run bench repeats that differ from seed 0 only in the seed")
+    add_threads(f, default=1)
     f.set_defaults(func=_full)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -114,10 +124,29 @@ def _all(args: argparse.Namespace) -> int:
 
 
 def _full(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return _full_dry_run(args)
     from exitlaw.paper_repro.full_scale import render_all
 
     print(render_all(args.configs, args.runs))
     return 0
+
+
+def _full_dry_run(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from exitlaw.cli import main
+    from exitlaw.paper_repro.full_scale_dry_run import Shrink, dry_run, format_dry_run
+
+    set_torch_threads(args.threads)
+    workdir = args.workdir or tempfile.mkdtemp(prefix="exitlaw-dry-run-")
+    def show(rec: dict) -> None:
+        print(f"{rec['config']}: {rec['command'].split(' --')[0]}: {rec['status']}", flush=True)
+
+    report = dry_run(workdir, args.configs or None, run_command=main, shrink=Shrink(all_repeats=args.all_repeats),
+                     progress=show)
+    print(format_dry_run(report))
+    return 1 if report.limitations else 0
 
 
 def _figures(args: argparse.Namespace) -> int:

@@ -1,0 +1,325 @@
+"""The full-scale reproduction, dry-run on a CPU: every command of every config, executed end to end.
+
+``dry_run(workdir, run_command=exitlaw.cli.main)`` takes the commands
+:func:`.full_scale.commands` generates for each config (``exitlaw train``, ``exitlaw
+bench``, ``exitlaw gpu-check``) and runs each one through exitlaw's own command line, in
+this process. What differs from a GPU run is
+only what a CPU and no network force, each substitution made on the command line:
+
+* ``--target HUB_ID``: a random-weight model of the same architecture family
+  (:data:`TARGET_FAMILIES`; Qwen3, Llama, Qwen3-MoE, Gemma-4) at the tiny sizes of
+  :class:`exitlaw.engine.tiny.TinySpec`, saved with ``save_pretrained`` together with a real
+  tokenizer carrying that family's chat template; ``--draft RELEASED`` a tiny DFlash
+  drafter for it (trained drafters are the ones the dry run's training commands write);
+* datasets: local files in the Hub rows' shapes (:mod:`.dry_run_data`);
+* ``--device cuda`` -> ``cpu``, ``--dtype bfloat16`` -> ``float32``, ``torchrun`` -> one process;
+* sizes (:class:`Shrink`): prompts per set, new tokens, training steps, batch, anchors,
+  training prompts; ``gpu-check --tiny`` with a short context and one repetition.
+
+Budgets, temperatures, verifiers, objectives, lambda, learning rate, seeds and repeats
+are the configs' own. After each command the dry run checks its output: a trained
+drafter exists and the prompts it was trained on are the chat-template rendering of
+the records' first user turns (decoded back to text and compared with the template
+rendered as text); every bench run stored its outputs, used the chat template and, at
+T = 0, reproduced autoregressive decoding; gpu-check wrote its rows. Any failure raises
+:class:`DryRunError` naming the config and the command. Identical commands in two
+configs run once; two configs writing one training run with different settings fail.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .dry_run_data import write_local_datasets
+from .full_scale import commands, config_paths, load_config
+
+TARGET_FAMILIES = {  # Hub id of each config's target -> the transformers family of its stand-in
+    "Qwen/Qwen3-4B": "qwen3",
+    "Qwen/Qwen3-8B": "qwen3",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama",
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": "qwen3_moe",
+    "google/gemma-4-12b-it": "gemma4",
+}
+
+
+class DryRunError(ValueError):
+    """A full-scale command that failed, or whose output is wrong, in the dry run."""
+
+
+@dataclass(frozen=True)
+class Shrink:
+    """The sizes the dry run replaces (everything else is the config's)."""
+
+    num_prompts: int = 1          # per benchmark set (MT-Bench: one two-turn conversation)
+    max_new_tokens: int = 3       # per bench turn
+    train_steps: int = 2
+    train_batch: int = 2
+    train_anchors: int = 2
+    train_prompts: int = 4        # --prompt-limit (the local mixture holds four records, one per shape)
+    train_new_tokens: int = 8     # target continuation length
+    context: int = 160            # gpu-check: must exceed the largest tree (B + 1 = 129)
+    all_repeats: bool = False     # bench repeats with seeds 1.. differ from seed 0 only in the seed
+
+
+@dataclass
+class DryRunReport:
+    """Per command: config, family, command, status, seconds (and the executed command line);
+    ``limitations``: configs that ran only on a fallback stand-in, and why."""
+
+    workdir: str
+    records: list[dict] = field(default_factory=list)
+    limitations: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _flag_values(argv: list[str]) -> dict[str, str]:
+    return {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")
+            and not argv[i + 1].startswith("--")}
+
+
+def _set(argv: list[str], flag: str, value: str) -> list[str]:
+    out = list(argv)
+    if flag in out:
+        out[out.index(flag) + 1] = value
+    else:
+        out += [flag, value]
+    return out
+
+
+class _StandIns:
+    """Tiny models per family, local datasets, and the argv rewrite."""
+
+    def __init__(self, workdir: Path, shrink: Shrink):
+        self.workdir, self.shrink = workdir, shrink
+        self.sources = write_local_datasets(workdir / "data")
+        self.models: dict[str, tuple[Path, Path]] = {}
+
+    def pair(self, family: str) -> tuple[Path, Path]:
+        from exitlaw.engine.tiny import write_tiny_models
+
+        if family not in self.models:
+            with redirect_stderr(io.StringIO()):  # save_pretrained's progress bar
+                self.models[family] = write_tiny_models(self.workdir / "models" / family, family=family, seed=0)
+        return self.models[family]
+
+    def source(self, name: str) -> str:
+        if name not in self.sources:
+            raise DryRunError(f"no local stand-in for dataset {name!r}; add it to dry_run_data")
+        return self.sources[name]
+
+    def rewrite(self, argv: list[str], cfg: dict, family: str) -> list[str]:
+        s, v = self.shrink, _flag_values(argv)
+        cmd = argv[1]
+        if cmd == "gpu-check":
+            out = _set(_set(_set(argv, "--device", "cpu"), "--context", str(s.context)), "--reps", "1")
+            return out + ["--tiny"]
+        target, released = self.pair(family)
+        out = _set(argv, "--target", str(target))
+        if v["--draft"] == cfg["released_draft"]:
+            out = _set(out, "--draft", str(released))
+        out = _set(out, "--dtype", "float32")
+        if cmd == "bench":
+            out = _set(out, "--dataset", self.source(v["--dataset"]))
+            out = _set(out, "--device", "cpu")
+            out = _set(out, "--num-prompts", str(min(int(v["--num-prompts"]), s.num_prompts)))
+            out = _set(out, "--max-new-tokens", str(s.max_new_tokens))
+            return out + ["--no-progress"]
+        if cmd == "train":
+            out = _set(out, "--prompts", self.source(v["--prompts"]))
+            for flag, value in (("--steps", s.train_steps), ("--batch-size", s.train_batch),
+                                ("--anchors", s.train_anchors), ("--max-new-tokens", s.train_new_tokens),
+                                ("--prompt-limit", s.train_prompts), ("--device", "cpu")):
+                out = _set(out, flag, str(value))
+            return out + ["--no-progress"]
+        raise DryRunError(f"the dry run does not know the command {cmd!r}")
+
+
+def _execute(run_command: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str]:
+    """``exitlaw ARGV`` in this process; (exit status, captured stdout + stderr)."""
+    buf = io.StringIO()
+    with redirect_stdout(buf), redirect_stderr(buf):
+        rc = run_command(argv[1:])
+    return rc, buf.getvalue()
+
+
+def _rendered_prompt_ids(tokenizer, turn: str) -> list[int]:
+    """The chat template rendered as TEXT, then tokenised: an encoding path independent of the encoder's."""
+    kw = {"enable_thinking": False} if "enable_thinking" in (tokenizer.chat_template or "") else {}
+    text = tokenizer.apply_chat_template([{"role": "user", "content": turn}], tokenize=False,
+                                         add_generation_prompt=True, **kw)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def _check_train(argv: list[str]) -> str:
+    from transformers import AutoTokenizer
+
+    from exitlaw.engine.train_data import load_prompts
+
+    v = _flag_values(argv)
+    out = Path(v["--out"])
+    if not (out / "final" / "model.safetensors").is_file():
+        raise DryRunError(f"no trained drafter in {out / 'final'}")
+    tok = AutoTokenizer.from_pretrained(v["--target"])
+    want = [_rendered_prompt_ids(tok, p) for p in load_prompts(v["--prompts"], limit=int(v["--prompt-limit"]))]
+    for cache in sorted((out.parent / ".exitlaw-cache").glob("continuations-*.jsonl")):
+        got = [json.loads(x)["prompt_ids"] for x in cache.read_text(encoding="utf-8").splitlines()[1:]]
+        if got == want:
+            return f"trained {v['--steps']} steps; {len(want)} training prompts are the chat-template rendering"
+    raise DryRunError("the training prompts in the continuation cache are not the chat-template rendering of the "
+                      f"records' first user turns (first expected: {tok.decode(want[0])!r})")
+
+
+def _check_bench(argv: list[str]) -> str:
+    res = json.loads(Path(_flag_values(argv)["--out"]).read_text(encoding="utf-8"))
+    if not res["config"].get("chat_template"):
+        raise DryRunError("bench did not encode the prompts with the chat template")
+    turns = sum(len(p.get("turns", [0])) for p in res["prompts"])
+    for run in res["runs"]:
+        if len(run["outputs"]) != turns or any(not o["tokens"] for o in run["outputs"]):
+            raise DryRunError(f"run {run['method']}/{run['verifier']} stored {len(run['outputs'])} outputs "
+                              f"for {turns} turns")
+        if run.get("matches_ar") is False:
+            raise DryRunError(f"at T = 0 {run['method']}/{run['verifier']}/B={run['budget']} differs from "
+                              "autoregressive decoding")
+    return f"{len(res['runs'])} runs, {turns} turns each, T = 0 equal to AR"
+
+
+def _check_gpu_check(argv: list[str]) -> str:
+    rows = json.loads(Path(_flag_values(argv)["--json"]).read_text(encoding="utf-8"))["rows"]
+    if not rows:
+        raise DryRunError("gpu-check wrote no rows")
+    return f"{len(rows)} latency rows"
+
+
+_CHECKS = {"train": _check_train, "bench": _check_bench, "gpu-check": _check_gpu_check}
+
+
+@dataclass(frozen=True)
+class Limitation:
+    """A family exitlaw's engine cannot run yet: the errors that show it, and the stand-in used instead."""
+
+    match: tuple[str, ...]
+    fallback: str
+    note: str
+
+
+KNOWN_LIMITATIONS = {
+    "gemma4": Limitation(
+        match=("sliding window", "cannot be compacted"), fallback="gemma4_full",
+        note="exitlaw's engine cannot run sliding-window attention layers (Gemma-4 alternates them with full "
+             "attention): TargetModel.commit cannot compact a sliding-window KV cache and ExitTrain's tree "
+             "scoring crops one; the tree-attention mask also does not apply the window. This config is rerun "
+             "on the nearest stand-in, a Gemma-4 text model with every layer full attention."),
+}
+
+
+class _Limited(Exception):
+    def __init__(self, family: str, message: str):
+        super().__init__(message)
+        self.family = family
+
+
+def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: _StandIns, shrink: Shrink, seen: dict,
+                train_outs: dict, report: DryRunReport, progress, run_command) -> None:
+    limit = KNOWN_LIMITATIONS.get(family)
+    for argv in commands(cfg, str(runs)):
+        rec = {"config": name, "family": family, "command": shlex.join(argv)}
+        seed = _flag_values(argv).get("--seed", "0")
+        if tuple(argv) in seen:
+            rec.update(status="same command as in " + seen[tuple(argv)], seconds=0.0)
+        elif argv[1] == "bench" and seed != "0" and not shrink.all_repeats:
+            rec.update(status=f"repeat with seed {seed} of the seed-0 command (not run; all_repeats runs it)",
+                       seconds=0.0)
+        else:
+            if argv[1] == "train":
+                out = _flag_values(argv)["--out"]
+                if out in train_outs:
+                    raise DryRunError(f"{name} and {train_outs[out]} both write the training run {out} "
+                                      "with different settings")
+                train_outs[out] = name
+            seen[tuple(argv)] = name
+            run = stand.rewrite(argv, cfg, family)
+            t1 = time.perf_counter()
+            try:
+                rc, log = _execute(run_command, run)
+            except Exception as err:  # any crash of a real command is a finding: name the command
+                if limit and any(m in str(err) for m in limit.match):
+                    raise _Limited(family, f"{type(err).__name__}: {err}") from err
+                raise DryRunError(f"{name}: `{shlex.join(run)}` crashed: {type(err).__name__}: {err}") from err
+            if rc != 0:
+                if limit and any(m in log for m in limit.match):
+                    raise _Limited(family, log.strip().splitlines()[-1])
+                raise DryRunError(f"{name}: `{shlex.join(run)}` exited {rc}:\n{log[-2000:]}")
+            try:
+                rec["status"] = "ok: " + _CHECKS[argv[1]](run)
+            except DryRunError as err:
+                raise DryRunError(f"{name}: `{shlex.join(run)}`: {err}") from None
+            rec.update(executed=shlex.join(run), seconds=time.perf_counter() - t1)
+        report.records.append(rec)
+        if progress is not None:
+            progress(rec)
+    if limit is not None:
+        raise DryRunError(f"{name}: the known limitation of {family} ({limit.match}) did not occur; "
+                          "remove it from KNOWN_LIMITATIONS")
+
+
+def dry_run(workdir: str | Path, paths=None, *, run_command: Callable[[list[str]], int], shrink: Shrink = Shrink(),
+            progress=None) -> DryRunReport:
+    """Execute every command of every config in ``paths`` (default: all shipped) under ``workdir``.
+
+    ``run_command(argv)`` is exitlaw's command line (``exitlaw.cli.main``, passed in because
+    the command line sits above this library), called with each command's arguments after
+    ``exitlaw``. ``progress(record)`` is called after each command. Raises :class:`DryRunError` on the
+    first command that fails or whose output is wrong. A config whose family is a known
+    limitation (:data:`KNOWN_LIMITATIONS`) must fail the known way; it is then rerun on the
+    fallback stand-in and listed in ``report.limitations``.
+    """
+    workdir = Path(workdir).resolve()
+    if workdir.exists() and any(workdir.iterdir()):
+        raise FileExistsError(f"dry-run directory {workdir} is not empty")
+    workdir.mkdir(parents=True, exist_ok=True)
+    stand = _StandIns(workdir, shrink)
+    report, t0 = DryRunReport(str(workdir)), time.perf_counter()
+    seen: dict[tuple, str] = {}
+    train_outs: dict[str, str] = {}
+    for path in (paths or config_paths()):
+        cfg, name = load_config(path), Path(path).name
+        if cfg["target"] not in TARGET_FAMILIES:
+            raise DryRunError(f"{name}: no stand-in family for target {cfg['target']!r}; add it to TARGET_FAMILIES")
+        family = TARGET_FAMILIES[cfg["target"]]
+        try:
+            _run_config(cfg, name, family, workdir / "runs", stand, shrink, seen, train_outs, report, progress,
+                        run_command)
+        except _Limited as lim:
+            known = KNOWN_LIMITATIONS[lim.family]
+            report.limitations.append({"config": name, "family": lim.family, "error": str(lim),
+                                       "note": known.note, "fallback": known.fallback})
+            _run_config(cfg, name, known.fallback, workdir / f"runs-{known.fallback}", stand, shrink, seen,
+                        train_outs, report, progress, run_command)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def format_dry_run(report: DryRunReport) -> str:
+    ran = [r for r in report.records if "executed" in r]
+    lines = [f"full-scale dry run in {report.workdir}: {len(ran)} commands executed, "
+             f"{len(report.records) - len(ran)} not run (the same command in another config, or a repeat "
+             f"differing only in its seed), {report.seconds:.1f} s"]
+    for r in report.records:
+        lines.append(f"{r['config']:<32} {r['family']:<11} {r['seconds']:>6.2f} s  "
+                     f"{r['command'].split(' --')[0]:<16} {r['status']}")
+    for lim in report.limitations:
+        lines += [f"KNOWN LIMITATION: {lim['config']} cannot run on its own family ({lim['family']}): {lim['error']}",
+                  f"  {lim['note']}"]
+    return "\n".join(lines)
+
+
+__all__ = ["TARGET_FAMILIES", "KNOWN_LIMITATIONS", "Limitation", "DryRunError", "Shrink", "DryRunReport", "dry_run",
+           "format_dry_run"]

@@ -1,0 +1,131 @@
+"""The full-scale reproduction dry-run on a CPU: every shipped config's train, bench and gpu-check
+commands executed through exitlaw's own command line on tiny stand-ins of each target's family."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from exitlaw.cli import main as cli_main
+from exitlaw.engine.prompt_records import Prompt
+from exitlaw.paper_repro.full_scale import config_paths, load_config
+from exitlaw.paper_repro.full_scale_dry_run import (KNOWN_LIMITATIONS, TARGET_FAMILIES, DryRunError, dry_run,
+                                                    format_dry_run)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _config(name: str):
+    return next(p for p in config_paths() if p.name == name)
+
+
+def test_every_shipped_config_runs_end_to_end(tmp_path):
+    report = dry_run(tmp_path / "dry", run_command=cli_main)
+    names = {p.name for p in config_paths()}
+    assert {r["config"] for r in report.records} == names
+    ran = [r for r in report.records if "executed" in r]
+    assert all(r["status"].startswith("ok: ") for r in ran)
+    for path in config_paths():
+        cfg, kinds = load_config(path), {r["command"].split()[1] for r in ran if r["config"] == path.name}
+        kinds |= {r["command"].split()[1] for r in report.records
+                  if r["config"] == path.name and r["status"].startswith("same command")}
+        assert kinds == ({"gpu-check"} if cfg["table"] == "3" else {"train", "bench"}), path.name
+    # each target ran on a stand-in of its own family (or, for a known limitation, its named fallback)
+    used = {(r["config"], r["family"]) for r in ran}
+    for path in config_paths():
+        family = TARGET_FAMILIES[load_config(path)["target"]]
+        want = KNOWN_LIMITATIONS[family].fallback if family in KNOWN_LIMITATIONS else family
+        assert {f for c, f in used if c == path.name} == {want}, path.name
+    assert {r["family"] for r in ran} == {"qwen3", "llama", "qwen3_moe", "gemma4_full"}
+    # the one known limitation: Gemma-4's sliding-window layers (the dry run proves it fails, then falls back)
+    assert [(lim["config"], lim["family"]) for lim in report.limitations] == [("table1_gemma4_12b_it.json", "gemma4")]
+    assert "sliding window" in report.limitations[0]["error"]
+    # every benchmark set and the training mixture was read from its local stand-in, multi-turn included
+    benches = [r["executed"] for r in ran if r["command"].split()[1] == "bench"]
+    for name in ("gsm8k=", "humaneval=", "math500=", "mt-bench="):
+        assert any(name in b for b in benches)
+    mt = next(b for b in benches if "mt-bench=" in b and "llama" in b)
+    res = json.loads(Path(mt.split("--out ")[1].split()[0]).read_text())
+    assert {o["turn"] for r in res["runs"] for o in r["outputs"]} == {0, 1}
+    assert "KNOWN LIMITATION: table1_gemma4_12b_it.json" in format_dry_run(report)
+
+
+def _old_train_encoder(tokenizer, prompts, *, chat=False, **_):
+    """The encoder as it was: ``list()`` of what ``apply_chat_template(tokenize=True)`` returns."""
+    out = []
+    for p in prompts:
+        if isinstance(p, list):
+            out.append([int(t) for t in p])
+        elif chat:
+            out.append(list(tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=True,
+                                                          add_generation_prompt=True, enable_thinking=False)))
+        else:
+            out.append(tokenizer.encode(p, add_special_tokens=False))
+    return out
+
+
+def _chat_ignored(tokenizer, prompts, *, chat=False, **_):
+    """A quieter regression: the chat flag silently dropped (plain text encoding)."""
+    return [list(p) if isinstance(p, list) else tokenizer.encode(p, add_special_tokens=False) for p in prompts]
+
+
+def _old_bench_encoder(tokenizer, prompt, *, chat=False, **_):
+    """The same ``list()`` on bench's side (a text, a :class:`Prompt` or a conversation)."""
+    prompt = prompt.turns[0] if isinstance(prompt, Prompt) else prompt
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    return list(tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True))
+
+
+@pytest.mark.parametrize("where, bad, message", [
+    ("exitlaw.engine.train_data.encode_prompts", _old_train_encoder, "exitlaw train"),
+    ("exitlaw.engine.train_data.encode_prompts", _chat_ignored, "not the chat-template rendering"),
+    ("exitlaw.engine.bench.encode_prompt", _old_bench_encoder, "exitlaw bench"),
+])
+def test_the_dry_run_fails_when_the_chat_template_bug_returns(tmp_path, monkeypatch, where, bad, message):
+    module, _, name = where.rpartition(".")
+    monkeypatch.setattr(f"{module}.{name}", bad)
+    with pytest.raises(DryRunError, match=message):
+        dry_run(tmp_path / "dry", [_config("table1_llama3_1_8b.json")], run_command=cli_main)
+
+
+def test_two_configs_writing_one_training_run_differently_are_refused(tmp_path):
+    cfg = load_config(_config("table4_qwen3_4b.json"))
+    other = json.loads(json.dumps(cfg))
+    other["train"]["lam"] = 0.5
+    paths = []
+    for i, c in enumerate((cfg, other)):
+        c["eval"]["datasets"] = c["eval"]["datasets"][:1]
+        paths.append(tmp_path / f"c{i}.json")
+        paths[-1].write_text(json.dumps(c))
+    with pytest.raises(DryRunError, match="both write the training run"):
+        dry_run(tmp_path / "dry", paths, run_command=cli_main)
+
+
+def test_unknown_targets_and_busy_directories_are_named(tmp_path):
+    cfg = load_config(_config("table4_qwen3_4b.json"))
+    cfg["target"] = "acme/Unknown-7B"
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(DryRunError, match="no stand-in family for target 'acme/Unknown-7B'"):
+        dry_run(tmp_path / "dry", [path], run_command=cli_main)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("")
+    with pytest.raises(FileExistsError, match="not empty"):
+        dry_run(busy, [path], run_command=cli_main)
+
+
+def test_repro_full_dry_run_command(tmp_path, capsys):
+    rc = cli_main(["repro", "full", str(_config("table3_qwen3_4b.json")), "--dry-run", "--workdir",
+                   str(tmp_path / "dry")])
+    printed = capsys.readouterr().out
+    assert rc == 0 and "2 commands executed" in printed and "latency rows" in printed
