@@ -11,12 +11,8 @@ from exitlaw.engine.checkpoint import load_pair
 from exitlaw.engine.decode import DecodeConfig, generate
 from exitlaw.engine.prompt_encoding import encode_prompt
 from exitlaw.engine.prompt_records import PromptRecordError, load_prompt_set
-from exitlaw.engine.tiny import write_tiny_models
 
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return write_tiny_models(tmp_path_factory.mktemp("tiny"), seed=1)
+TINY_SEED = 1  # the shared ``tiny`` fixture (conftest.py) uses this seed
 
 
 def test_named_set_without_datasets_or_network_fails_clearly():

@@ -3,25 +3,18 @@ commands executed through exitlaw's own command line on tiny stand-ins of each t
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from exitlaw.cli import main as cli_main
 from exitlaw.engine.prompt_records import Prompt
 from exitlaw.paper_repro.full_scale import config_paths, load_config
 from exitlaw.paper_repro.full_scale_dry_run import (KNOWN_LIMITATIONS, TARGET_FAMILIES, DryRunError, dry_run,
                                                     format_dry_run)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _config(name: str):
@@ -86,13 +79,20 @@ def _old_bench_encoder(tokenizer, prompt, *, chat=False, **_):
 
 
 @pytest.mark.parametrize("where, bad, message", [
-    ("exitlaw.engine.train_data.encode_prompts", _old_train_encoder, "exitlaw train"),
-    ("exitlaw.engine.train_data.encode_prompts", _chat_ignored, "not the chat-template rendering"),
-    ("exitlaw.engine.bench.encode_prompt", _old_bench_encoder, "exitlaw bench"),
+    ("exitlaw.engine.prompt_encoding.encode_prompts", _old_train_encoder, "exitlaw train"),
+    ("exitlaw.engine.prompt_encoding.encode_prompts", _chat_ignored, "not the chat-template rendering"),
+    ("exitlaw.engine.prompt_encoding.encode_prompt", _old_bench_encoder, "exitlaw bench"),
 ])
 def test_the_dry_run_fails_when_the_chat_template_bug_returns(tmp_path, monkeypatch, where, bad, message):
     module, _, name = where.rpartition(".")
-    monkeypatch.setattr(f"{module}.{name}", bad)
+    original = getattr(importlib.import_module(module), name)
+    import exitlaw.engine.training_run  # noqa: F401  (a module that binds the encoder at import)
+
+    patched = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("exitlaw.")
+               and m.__name__ not in (module, "exitlaw.engine") and getattr(m, name, None) is original]
+    for m in patched:  # every module that imported the encoder, wherever the train or bench path calls it from
+        monkeypatch.setattr(m, name, bad)
+    assert patched
     with pytest.raises(DryRunError, match=message):
         dry_run(tmp_path / "dry", [_config("table1_llama3_1_8b.json")], run_command=cli_main)
 
