@@ -36,14 +36,14 @@ class CompareError(ValueError):
 
 
 def t_quantile(p: float, df: float) -> float:
-    """Quantile of Student's t with ``df`` (> 0, real) degrees of freedom, for ``0.5 <= p < 1``.
+    """Quantile of Student's t with ``df >= 1`` (real) degrees of freedom, for ``0.5 <= p < 1``.
 
     ``F(t) = 1/2 + int_0^t f`` with the density ``f(x) = Gamma((df+1)/2) / (sqrt(df pi) Gamma(df/2))
     (1 + x^2/df)^(-(df+1)/2)``, integrated by composite Simpson (4096 panels, smooth integrand),
     inverted by bisection.
     """
-    if not (0.5 <= p < 1.0) or not df > 0:
-        raise ValueError(f"t_quantile needs 0.5 <= p < 1 and df > 0, got p={p}, df={df}")
+    if not (0.5 <= p < 1.0) or not df >= 1:  # below one degree of freedom the tail outruns the quadrature
+        raise ValueError(f"t_quantile needs 0.5 <= p < 1 and df >= 1, got p={p}, df={df}")
     logc = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
 
     def cdf(t: float) -> float:

@@ -43,6 +43,8 @@ def test_t_quantile_matches_tables_and_scipy():
         assert t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-9)
     with pytest.raises(ValueError):
         t_quantile(0.4, 3)
+    with pytest.raises(ValueError):
+        t_quantile(0.975, 0.5)
 
 
 def test_paired_deltas_and_intervals_by_hand():

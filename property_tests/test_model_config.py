@@ -54,3 +54,16 @@ def test_every_family_gets_the_sizes(family):
 def test_unknown_family_is_named():
     with pytest.raises(ValueError, match="unknown model family 'mamba'"):
         causal_lm_config("mamba", TinySpec().lm_sizes())
+
+
+def test_tiny_models_command_writes_the_family_with_its_chat_template(tmp_path):
+    import json
+
+    from transformers import AutoTokenizer
+
+    from exitlaw.cli import main as cli_main
+
+    assert cli_main(["tiny-models", "--out", str(tmp_path), "--family", "llama"]) == 0
+    assert json.loads((tmp_path / "target" / "config.json").read_text())["model_type"] == "llama"
+    tok = AutoTokenizer.from_pretrained(str(tmp_path / "target"))
+    assert "<|start_header_id|>" in tok.chat_template and tok.eos_token == "<|eot_id|>"

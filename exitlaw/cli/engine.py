@@ -46,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Writes OUT/target (Qwen3ForCausalLM via save_pretrained, with a small tokenizer "
                                    "and chat template) and OUT/draft (DFlash drafter in the released format).")
     t.add_argument("--out", required=True)
+    from exitlaw.engine.model_config import FAMILIES  # no torch: configs are built inside functions
+
+    t.add_argument("--family", default="qwen3", choices=FAMILIES,
+                   help="target architecture, with that family's tokenizer conventions and chat template")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--overwrite", action="store_true")
     t.set_defaults(func=_tiny)
@@ -147,7 +151,7 @@ def _bench_compare(args: argparse.Namespace) -> int:
 def _tiny(args: argparse.Namespace) -> int:
     from exitlaw.engine.tiny import write_tiny_models
 
-    target, draft = write_tiny_models(args.out, seed=args.seed, overwrite=args.overwrite)
+    target, draft = write_tiny_models(args.out, seed=args.seed, overwrite=args.overwrite, family=args.family)
     print(f"target: {target}\ndraft:  {draft}")
     return 0
 
