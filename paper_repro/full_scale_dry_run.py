@@ -11,7 +11,7 @@ only what a CPU and no network force, each substitution made on the command line
   :class:`exitlaw.engine.tiny.TinySpec`, saved with ``save_pretrained`` together with a real
   tokenizer carrying that family's chat template; ``--draft RELEASED`` a tiny DFlash
   drafter for it (trained drafters are the ones the dry run's training commands write);
-* datasets: local files in the Hub rows' shapes (:mod:`.dry_run_data`);
+* datasets: local files in the Hub rows' shapes (:mod:`.dry_run_stand_ins`);
 * ``--device cuda`` -> ``cpu``, ``--dtype bfloat16`` -> ``float32``, ``torchrun`` -> one process;
 * sizes (:class:`Shrink`): prompts per set, new tokens, training steps, batch, anchors,
   training prompts; ``gpu-check --tiny`` with a short context and one repetition.
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .dry_run_data import write_local_datasets
+from .dry_run_stand_ins import DryRunError, Shrink, StandIns, flag_values
 from .full_scale import commands, config_paths, load_config
 
 TARGET_FAMILIES = {  # Hub id of each config's target -> the transformers family of its stand-in
@@ -49,25 +49,6 @@ TARGET_FAMILIES = {  # Hub id of each config's target -> the transformers family
 }
 
 
-class DryRunError(ValueError):
-    """A full-scale command that failed, or whose output is wrong, in the dry run."""
-
-
-@dataclass(frozen=True)
-class Shrink:
-    """The sizes the dry run replaces (everything else is the config's)."""
-
-    num_prompts: int = 1          # per benchmark set (MT-Bench: one two-turn conversation)
-    max_new_tokens: int = 3       # per bench turn
-    train_steps: int = 2
-    train_batch: int = 2
-    train_anchors: int = 2
-    train_prompts: int = 4        # --prompt-limit (the local mixture holds four records, one per shape)
-    train_new_tokens: int = 8     # target continuation length
-    context: int = 160            # gpu-check: must exceed the largest tree (B + 1 = 129)
-    all_repeats: bool = False     # bench repeats with seeds 1.. differ from seed 0 only in the seed
-
-
 @dataclass
 class DryRunReport:
     """Per command: config, family, command, status, seconds (and the executed command line);
@@ -77,68 +58,6 @@ class DryRunReport:
     records: list[dict] = field(default_factory=list)
     limitations: list[dict] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def _flag_values(argv: list[str]) -> dict[str, str]:
-    return {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")
-            and not argv[i + 1].startswith("--")}
-
-
-def _set(argv: list[str], flag: str, value: str) -> list[str]:
-    out = list(argv)
-    if flag in out:
-        out[out.index(flag) + 1] = value
-    else:
-        out += [flag, value]
-    return out
-
-
-class _StandIns:
-    """Tiny models per family, local datasets, and the argv rewrite."""
-
-    def __init__(self, workdir: Path, shrink: Shrink):
-        self.workdir, self.shrink = workdir, shrink
-        self.sources = write_local_datasets(workdir / "data")
-        self.models: dict[str, tuple[Path, Path]] = {}
-
-    def pair(self, family: str) -> tuple[Path, Path]:
-        from exitlaw.engine.tiny import write_tiny_models
-
-        if family not in self.models:
-            with redirect_stderr(io.StringIO()):  # save_pretrained's progress bar
-                self.models[family] = write_tiny_models(self.workdir / "models" / family, family=family, seed=0)
-        return self.models[family]
-
-    def source(self, name: str) -> str:
-        if name not in self.sources:
-            raise DryRunError(f"no local stand-in for dataset {name!r}; add it to dry_run_data")
-        return self.sources[name]
-
-    def rewrite(self, argv: list[str], cfg: dict, family: str) -> list[str]:
-        s, v = self.shrink, _flag_values(argv)
-        cmd = argv[1]
-        if cmd == "gpu-check":
-            out = _set(_set(_set(argv, "--device", "cpu"), "--context", str(s.context)), "--reps", "1")
-            return out + ["--tiny"]
-        target, released = self.pair(family)
-        out = _set(argv, "--target", str(target))
-        if v["--draft"] == cfg["released_draft"]:
-            out = _set(out, "--draft", str(released))
-        out = _set(out, "--dtype", "float32")
-        if cmd == "bench":
-            out = _set(out, "--dataset", self.source(v["--dataset"]))
-            out = _set(out, "--device", "cpu")
-            out = _set(out, "--num-prompts", str(min(int(v["--num-prompts"]), s.num_prompts)))
-            out = _set(out, "--max-new-tokens", str(s.max_new_tokens))
-            return out + ["--no-progress"]
-        if cmd == "train":
-            out = _set(out, "--prompts", self.source(v["--prompts"]))
-            for flag, value in (("--steps", s.train_steps), ("--batch-size", s.train_batch),
-                                ("--anchors", s.train_anchors), ("--max-new-tokens", s.train_new_tokens),
-                                ("--prompt-limit", s.train_prompts), ("--device", "cpu")):
-                out = _set(out, flag, str(value))
-            return out + ["--no-progress"]
-        raise DryRunError(f"the dry run does not know the command {cmd!r}")
 
 
 def _execute(run_command: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str]:
@@ -162,7 +81,7 @@ def _check_train(argv: list[str]) -> str:
 
     from exitlaw.engine.train_data import load_prompts
 
-    v = _flag_values(argv)
+    v = flag_values(argv)
     out = Path(v["--out"])
     if not (out / "final" / "model.safetensors").is_file():
         raise DryRunError(f"no trained drafter in {out / 'final'}")
@@ -177,7 +96,7 @@ def _check_train(argv: list[str]) -> str:
 
 
 def _check_bench(argv: list[str]) -> str:
-    res = json.loads(Path(_flag_values(argv)["--out"]).read_text(encoding="utf-8"))
+    res = json.loads(Path(flag_values(argv)["--out"]).read_text(encoding="utf-8"))
     if not res["config"].get("chat_template"):
         raise DryRunError("bench did not encode the prompts with the chat template")
     turns = sum(len(p.get("turns", [0])) for p in res["prompts"])
@@ -192,7 +111,7 @@ def _check_bench(argv: list[str]) -> str:
 
 
 def _check_gpu_check(argv: list[str]) -> str:
-    rows = json.loads(Path(_flag_values(argv)["--json"]).read_text(encoding="utf-8"))["rows"]
+    rows = json.loads(Path(flag_values(argv)["--json"]).read_text(encoding="utf-8"))["rows"]
     if not rows:
         raise DryRunError("gpu-check wrote no rows")
     return f"{len(rows)} latency rows"
@@ -226,12 +145,12 @@ class _Limited(Exception):
         self.family = family
 
 
-def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: _StandIns, shrink: Shrink, seen: dict,
+def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: StandIns, shrink: Shrink, seen: dict,
                 train_outs: dict, report: DryRunReport, progress, run_command) -> None:
     limit = KNOWN_LIMITATIONS.get(family)
     for argv in commands(cfg, str(runs)):
         rec = {"config": name, "family": family, "command": shlex.join(argv)}
-        seed = _flag_values(argv).get("--seed", "0")
+        seed = flag_values(argv).get("--seed", "0")
         if tuple(argv) in seen:
             rec.update(status="same command as in " + seen[tuple(argv)], seconds=0.0)
         elif argv[1] == "bench" and seed != "0" and not shrink.all_repeats:
@@ -239,7 +158,7 @@ def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: _StandIns,
                        seconds=0.0)
         else:
             if argv[1] == "train":
-                out = _flag_values(argv)["--out"]
+                out = flag_values(argv)["--out"]
                 if out in train_outs:
                     raise DryRunError(f"{name} and {train_outs[out]} both write the training run {out} "
                                       "with different settings")
@@ -285,7 +204,7 @@ def dry_run(workdir: str | Path, paths=None, *, run_command: Callable[[list[str]
     if workdir.exists() and any(workdir.iterdir()):
         raise FileExistsError(f"dry-run directory {workdir} is not empty")
     workdir.mkdir(parents=True, exist_ok=True)
-    stand = _StandIns(workdir, shrink)
+    stand = StandIns(workdir, shrink)
     report, t0 = DryRunReport(str(workdir)), time.perf_counter()
     seen: dict[tuple, str] = {}
     train_outs: dict[str, str] = {}

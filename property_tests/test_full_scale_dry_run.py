@@ -110,6 +110,31 @@ def test_two_configs_writing_one_training_run_differently_are_refused(tmp_path):
         dry_run(tmp_path / "dry", paths, run_command=cli_main)
 
 
+def test_a_command_is_moved_onto_the_stand_ins_and_keeps_the_configs_settings(tmp_path):
+    from exitlaw.paper_repro.dry_run_stand_ins import Shrink, StandIns, flag_values
+    from exitlaw.paper_repro.full_scale import bench_commands, train_commands
+
+    cfg = load_config(_config("table5_qwen3_4b.json"))
+    stand = StandIns(tmp_path, Shrink())
+    bench = bench_commands(cfg, "RUNS")[0]
+    new = flag_values(stand.rewrite(bench, cfg, "qwen3"))
+    old = flag_values(bench)
+    for flag in ("--budget", "--temperature", "--verifier", "--seed", "--warmup", "--out"):
+        assert new[flag] == old[flag]
+    assert new["--target"] == str(tmp_path / "models" / "qwen3" / "target") and new["--device"] == "cpu"
+    assert new["--draft"] == str(tmp_path / "models" / "qwen3" / "draft") and new["--dtype"] == "float32"
+    assert new["--dataset"] == f"{old['--dataset']}={tmp_path / 'data' / old['--dataset']}.jsonl"
+    assert (new["--num-prompts"], new["--max-new-tokens"]) == ("1", "3")
+    train = train_commands(cfg, "RUNS")[0]
+    new, old = flag_values(stand.rewrite(train, cfg, "qwen3")), flag_values(train)
+    for flag in ("--objective", "--lam", "--budget", "--lr", "--gen-temperature", "--out"):
+        assert new[flag] == old[flag]
+    assert new["--prompts"] == f"jsonl:{tmp_path / 'data' / 'open-perfectblend.jsonl'}"
+    assert (new["--steps"], new["--batch-size"], new["--anchors"], new["--prompt-limit"]) == ("2", "2", "2", "4")
+    trained = bench_commands(cfg, "RUNS")[-1]
+    assert flag_values(stand.rewrite(trained, cfg, "qwen3"))["--draft"] == "RUNS/qwen3_4b/train_exit/final"
+
+
 def test_unknown_targets_and_busy_directories_are_named(tmp_path):
     cfg = load_config(_config("table4_qwen3_4b.json"))
     cfg["target"] = "acme/Unknown-7B"
