@@ -26,6 +26,8 @@ from .sampled_draft import (
     verify_sampled,
 )
 from .sampling import greedy, predraw, residual, tev
+from .hsd import hsd, hsd_procedure, hsd_spine
+from .univer import univer, univer_fixed_tree, univer_procedure
 
 __all__ = [
     "predraw", "residual", "tev", "greedy",
@@ -34,4 +36,5 @@ __all__ = [
     "implementation_law", "implementation_block_law", "law_table",
     "RULES", "verify_sampled", "draw_draft", "speculative_round", "plan_topology", "tsubame_round",
     "chain_speculative", "specinfer", "specinfer_without_replacement",
+    "hsd", "hsd_procedure", "hsd_spine", "univer", "univer_procedure", "univer_fixed_tree",
 ]
