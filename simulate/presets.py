@@ -1,8 +1,10 @@
 """Simulation configs (a dataclass, JSON on disk) and named presets.
 
 A config fixes one synthetic target, one position-wise drafter (used by
-``ddtree``, ``chain``, ``static``, ``caddtree``, ``tsubame``) and one
-autoregressive drafter with the same mismatch settings (used by ``eagle``),
+``ddtree``, ``chain``, ``static``, ``caddtree``, ``tsubame``, and as DARTree's
+proposal) and one autoregressive drafter with the same mismatch settings (used
+by ``eagle``, ``opt-tree`` and DARTree's correction: ``simulate.opt_tree``,
+``simulate.dartree``),
 the builders to compare, the verifier (by name: ``tev``, ``predraw``,
 ``residual``, ``greedy`` from ``exitlaw.simulate.verifiers``, or ``tev-fast``,
 the vectorised twin ``fast_samplers.tev_many`` with one sample, for large V),
@@ -14,7 +16,8 @@ builder uses ``budget``.
 Row labels (:func:`row_label`): ``tsubame`` is Tsubame's two-pass tree
 *verified by the config's verifier* (TEV by default), labelled e.g.
 ``tsubame+tev``; ``tsubame-rrs`` is Tsubame's tree under its own sampled-draft
-rule. Latency per builder (:meth:`SimConfig.builder_latency`): a DFlash-style
+rule, and ``tsubame-univer`` the same re-sampled tree under UniVer
+(``verifiers.univer``). Latency per builder (:meth:`SimConfig.builder_latency`): a DFlash-style
 drafter (position-wise rows) costs one drafter call per round; EAGLE-2's
 dynamic expansion calls its autoregressive drafter once per tree depth level,
 ``eagle_depth`` sequential calls, so its round costs
@@ -30,13 +33,17 @@ from typing import Any
 
 from .builders import chain, ddtree, eagle_dynamic, oracle, static_tree, tsubame
 from .caddtree import LatencyModel, caddtree
+from .dartree import dartree
 from .decoding import BuildFn
 from .models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
+from .opt_tree import opt_tree
 
-BUILDERS = ("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame", "tsubame-rrs")
+BUILDERS = ("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame", "tsubame-rrs",
+            "opt-tree", "dartree", "tsubame-univer")
 # builders whose rounds are verified by a sampled-draft rule instead of the config's verifier:
-# Tsubame's own scheme, its re-sampled tree verified by recursive rejection without replacement
-SAMPLED_DRAFT_RULES = {"tsubame-rrs": "specinfer_without_replacement"}
+# Tsubame's own scheme, its re-sampled tree verified by recursive rejection without replacement,
+# and the same re-sampled tree verified by UniVer
+SAMPLED_DRAFT_RULES = {"tsubame-rrs": "specinfer_without_replacement", "tsubame-univer": "univer"}
 VERIFIERS = ("tev", "predraw", "residual", "greedy", "tev-fast")
 
 
@@ -64,6 +71,7 @@ class SimConfig:
     eagle_depth: int = 6
     eagle_top_k: int = 8
     caddtree_max_budget: int = 128
+    dartree_widen: int = 2
     # decoding
     verifier: str = "tev"
     rounds: int = 200
@@ -83,7 +91,7 @@ class SimConfig:
             raise ValueError(f"unknown verifier {self.verifier!r} (known: {', '.join(VERIFIERS)})")
         if self.verifier == "greedy" and self.temperature != 0:
             raise ValueError("the greedy verifier is exact only for a T=0 target; set temperature to 0")
-        for name in ("vocab", "horizon", "rounds", "budget"):
+        for name in ("vocab", "horizon", "rounds", "budget", "dartree_widen"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.latency_model()  # validates
@@ -95,10 +103,11 @@ class SimConfig:
             raise ValueError(f"bad latency config {self.latency}: {err}") from None
 
     def drafter_calls(self, name: str) -> int:
-        """Sequential drafter calls per round of builder ``name`` (EAGLE-2: one per depth level)."""
+        """Sequential drafter calls per round of builder ``name`` (EAGLE-2: one per depth level;
+        OPT-Tree: one per layer, ``horizon``; DARTree: a diffusion pass and one correction pass)."""
         if name not in BUILDERS:
             raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
-        return self.eagle_depth if name == "eagle" else 1
+        return {"eagle": self.eagle_depth, "opt-tree": self.horizon, "dartree": 2}.get(name, 1)
 
     def builder_latency(self, name: str) -> LatencyModel:
         """The latency model that charges builder ``name``'s rounds: ``C_draft`` times its drafter calls."""
@@ -160,8 +169,12 @@ class SimConfig:
         if name == "caddtree":
             lat = self.latency_model()
             return lambda c, rng: caddtree(pos.marginals(c, H), lat, max_budget=self.caddtree_max_budget)[0]
-        if name in ("tsubame", "tsubame-rrs"):
+        if name in ("tsubame", "tsubame-rrs", "tsubame-univer"):
             return lambda c, rng: tsubame(pos.marginals(c, H), B, rng)
+        if name == "opt-tree":
+            return lambda c, rng: opt_tree(ar, c, B, depth=H)
+        if name == "dartree":
+            return lambda c, rng: dartree(pos.marginals(c, H), ar, c, B, widen=self.dartree_widen)
         raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
 
 
@@ -181,6 +194,12 @@ PRESETS: dict[str, SimConfig] = {
         name="mismatch", vocab=128, order=2, zipf=2.0, drafter_noise=1.5, drafter_temperature=1.5,
         horizon=8, budget=32, rounds=150, builders=("ddtree", "eagle", "oracle", "tsubame", "tsubame-rrs"),
         eagle_depth=6, eagle_top_k=6),
+    # the rest of the field beside DDTree / EAGLE-2 / CaDDTree: OPT-Tree and DARTree builders,
+    # Tsubame's re-sampled tree under recursive rejection and under UniVer
+    "field": SimConfig(
+        name="field", vocab=64, order=2, zipf=2.0, drafter_noise=1.0, horizon=6, budget=16, rounds=150,
+        builders=("ddtree", "eagle", "caddtree", "opt-tree", "dartree", "oracle", "tsubame-rrs", "tsubame-univer"),
+        eagle_depth=5, eagle_top_k=4, caddtree_max_budget=48),
 }
 
 
