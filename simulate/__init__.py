@@ -6,6 +6,8 @@ and the conformance kit. Submodules are imported explicitly by their users.
 # Synthetic models, builders, simulated decoding (numpy; JAX loads on first law evaluation).
 from .builders import Built, chain, ddtree, ddtree_order, eagle_dynamic, oracle, static_tree, tsubame
 from .caddtree import LatencyModel, caddtree, first_decrease, throughput_curve
+from .dartree import dartree
+from .opt_tree import draft_expected_acceptance, opt_tree
 from .decoding import RoundRecord, SimulationResult, simulate_decoding
 from .models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter, exponent_for_entropy, zipf_entropy
 from .presets import PRESETS, SimConfig, get_preset, verifier_fn
@@ -13,13 +15,14 @@ from .presets import PRESETS, SimConfig, get_preset, verifier_fn
 # Verifiers written once (sampling + exact enumeration), fast samplers (numpy).
 from .fast_samplers import FAST_SAMPLERS, greedy_many, predraw_many, residual_many, tev_many
 from .randomness import GeneratorRandomness, Randomness, enumerate_law
-from .verifiers import greedy, predraw, residual, tev
+from .verifiers import greedy, hsd, predraw, residual, tev, univer
 
 # Calibrated statistics and the conformance kit import scipy: loaded on first access.
 _LAZY = {
     "run_kit": "conformance", "load_verifier": "conformance", "KitReport": "conformance",
     "pooled_chisquare": "stats", "cell_binomial": "stats", "dkw_check": "stats",
     "chisquare_power": "stats", "sample_size": "stats", "seed_for": "stats",
+    "FieldLabConfig": "field_lab", "run_field_lab": "field_lab",
 }
 
 
