@@ -166,3 +166,18 @@ def test_field_lab_writes_ledger_records():
     for r in recs:
         assert r["diff"]["lo"] <= r["diff"]["mean"] <= r["diff"]["hi"] and r["n_seeds"] == 2
     assert all(v["mean_ceiling"] >= 1.0 for v in summary["rules"].values())
+
+
+def test_field_lab_writes_json_and_markdown_and_never_overwrites(tmp_path):
+    from exitlaw.simulate.field_lab import run_field_lab
+
+    cfg = FieldLabConfig(vocab=12, budget=3, horizon=2, seeds=2, contexts=3)
+    out = tmp_path / "lab.json"
+    result = run_field_lab([cfg], out, progress=False)
+    assert out.exists() and out.with_suffix(".md").exists()
+    assert records(result) == result["runs"][0]["paired_effects"]
+    assert "univer-rrs_wo" in out.with_suffix(".md").read_text()
+    with pytest.raises(FileExistsError, match="already exists"):
+        run_field_lab([cfg], out, progress=False)
+    with pytest.raises(ValueError, match="seeds"):
+        FieldLabConfig(seeds=1)

@@ -43,6 +43,11 @@ from .verifiers import hsd_procedure, univer_procedure, verify_sampled
 RULES = ("univer", "rrs_wo", "rrs_iid", "hsd", "chain_sd")
 PAIRS = (("univer", "rrs_wo"), ("univer", "rrs_iid"), ("hsd", "chain_sd"))
 SCHEMA = "exitlaw.field-lab"
+NOTES = ("univer is UniVer as read in exitlaw.simulate.verifiers.univer (HSD along each node's first-drawn spine, "
+         "then the stopped level's residual transported onto the later sibling drafts); the source's own algorithm "
+         "was not available, so the measured gain is that of this reading. tau is the exact E[L | T] per drafted "
+         "tree (enumerated), averaged over contexts; rules exact only over the drafts may exceed the realised "
+         "trees' ceiling 1 + C_p(T).")
 
 
 @dataclass(frozen=True)
@@ -216,7 +221,7 @@ def run_field_lab(configs: list[FieldLabConfig], out: str | Path, *, overwrite: 
     from exitlaw import __version__
 
     result = {"schema": SCHEMA, "version": 1, "exitlaw_version": __version__,
-              "produced_by": "exitlaw.simulate.field_lab.run_field_lab", "runs": runs,
+              "produced_by": "exitlaw.simulate.field_lab.run_field_lab", "notes": NOTES, "runs": runs,
               "paired_effects": [r for run in runs for r in run["paired_effects"]]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1), encoding="utf-8")
@@ -228,7 +233,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     lines = ["# Field lab: UniVer and HSD against recursive rejection sampling", "",
              "Same drafted trees and contexts per rule (Tsubame two-pass trees; chains for HSD). "
              "tau = mean block length; 1 + C_p = mean fixed-tree ceiling of the realised trees. "
-             "Intervals: 95 % t over seeds.", ""]
+             "Intervals: 95 % t over seeds.", "", result.get("notes", ""), ""]
     for run in result["runs"]:
         c = run["config"]
         lines += [f"## V={c['vocab']} B={c['budget']} H={c['horizon']} T={c['temperature']} "
