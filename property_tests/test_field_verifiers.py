@@ -8,6 +8,7 @@ Rows are exact rationals (``ToyModel``), so equality is exact.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from importlib import import_module
 
@@ -181,3 +182,13 @@ def test_field_lab_writes_json_and_markdown_and_never_overwrites(tmp_path):
         run_field_lab([cfg], out, progress=False)
     with pytest.raises(ValueError, match="seeds"):
         FieldLabConfig(seeds=1)
+
+
+def test_field_lab_command_writes_the_record_file(tmp_path, capsys):
+    from exitlaw.cli import main
+
+    out = tmp_path / "lab.json"
+    assert main(["field-lab", "--out", str(out), "--seeds", "2", "--contexts", "2", "--budget", "3",
+                 "--horizon", "2", "--vocab", "12", "--noise", "1.0"]) == 0
+    assert "univer-rrs_wo" in capsys.readouterr().out
+    assert len(records(json.loads(out.read_text()))) == 3

@@ -1,5 +1,5 @@
 """The simulation lab and the conformance kit: ``simulate``, ``simulate-exittrain``,
-``simulate-bench``, ``check`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
+``simulate-bench``, ``field-lab``, ``check`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run builders + a verifier for many rounds on a synthetic n-gram target with "
                                    "exact conditionals; write JSON results and tree traces.")
     p.add_argument("config", nargs="?", help="JSON config file (keys of SimConfig; may name a base 'preset')")
-    p.add_argument("--preset", help="named preset (small, medium, greedy, mismatch)")
+    p.add_argument("--preset", help="named preset (small, medium, greedy, mismatch, field)")
     p.add_argument("--out", help="output directory (default: runs/simulate/<config name>)")
     p.add_argument("--overwrite", action="store_true", help="replace existing results in the output directory")
     p.add_argument("--rounds", type=int, help="override the number of rounds")
@@ -46,6 +46,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_sim_bench)
+
+    f = sub.add_parser("field-lab", help="UniVer and HSD against recursive rejection on the same drafted trees",
+                       description="Exact E[L | T] of UniVer, RRS without / with replacement (Tsubame trees) and HSD, "
+                                   "chain speculative sampling (chains) on the same contexts and drafts; paired "
+                                   "effects with 95 %% t-intervals over seeds, in the ledger's record shape.")
+    f.add_argument("--out", default="runs/field_lab.json", help="JSON output (a .md table is written beside it)")
+    f.add_argument("--overwrite", action="store_true")
+    f.add_argument("--noise", type=float, nargs="+", default=[1.0, 0.5], help="drafter noise, one run per value")
+    f.add_argument("--seeds", type=int, default=20)
+    f.add_argument("--contexts", type=int, default=400, help="contexts (drafted trees) per seed")
+    f.add_argument("--budget", type=int, default=16)
+    f.add_argument("--horizon", type=int, default=6)
+    f.add_argument("--vocab", type=int, default=64)
+    f.set_defaults(func=_field_lab)
 
     c = sub.add_parser(
         "check", help="conformance kit: is a verifier exact and saturating?",
@@ -128,6 +142,15 @@ def _sim_bench(args: argparse.Namespace) -> int:
 
     res = run_sim_bench(budget=args.budget, vocabs=args.vocab, rounds=args.rounds, verifier=args.verifier)
     print(json.dumps(res, indent=1) if args.json else res["text"])
+    return 0
+
+
+def _field_lab(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.field_lab import FieldLabConfig, render_markdown, run_field_lab
+
+    configs = [FieldLabConfig(vocab=args.vocab, budget=args.budget, horizon=args.horizon, drafter_noise=n,
+                              seeds=args.seeds, contexts=args.contexts) for n in args.noise]
+    print(render_markdown(run_field_lab(configs, args.out, overwrite=args.overwrite)))
     return 0
 
 
