@@ -192,3 +192,12 @@ def test_field_lab_command_writes_the_record_file(tmp_path, capsys):
                  "--horizon", "2", "--vocab", "12", "--noise", "1.0"]) == 0
     assert "univer-rrs_wo" in capsys.readouterr().out
     assert len(records(json.loads(out.read_text()))) == 3
+
+
+def test_univer_rejects_a_repeated_sibling():
+    """Siblings drawn without replacement never repeat: a repeated token cannot have been drawn."""
+    half = [Fraction(1, 2)] * 2
+    rows = [[Fraction(1, 4), Fraction(3, 4)]] + [half] * 3
+    with pytest.raises(DistributionError, match="repeated sibling"):
+        # root children 0, 0 (node 2 repeats node 1): reached when the spine walks back to the root
+        enumerate_law(lambda r: univer_procedure([-1, 0, 0, 1], [-1, 0, 0, 1], rows, [half] * 4, r), one=ONE)

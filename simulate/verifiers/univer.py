@@ -64,7 +64,7 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, check_tree_rows
+from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
 
 from ..randomness import GeneratorRandomness, Randomness
 from .hsd import hsd_spine
@@ -96,7 +96,10 @@ def sibling_plan(r, q, siblings: Sequence[int], tokens: Sequence[int], rand: Ran
         x = int(tokens[u])
         sr, sq = row_sum(r, zero), row_sum(q, zero)
         rx, qx = r[x] / sr, q[x] / sq
-        if rand.bernoulli((zero + 1) if qx <= zero else rx / qx, stream="accept"):
+        if not qx > zero:
+            raise DistributionError(f"sibling node {u}: token {x} has draft probability 0 once the earlier "
+                                    "siblings are removed (a repeated sibling, or a token the drafter cannot draw)")
+        if rand.bernoulli(rx / qx, stream="accept"):
             return u, r
         r = [ri / sr - qi / sq for ri, qi in zip(r, q)]
         r = [d if d > zero else zero for d in r]
