@@ -24,7 +24,8 @@ implements that idea as follows (assumptions):
 
 Tokens are never replaced (a candidate absent from the proposal is never added),
 so the drafter calls per round are two: one diffusion pass and one correction
-pass. With ``widen = 1`` DARTree is DDTree's tree (reordered).
+pass. With ``widen = 1`` DARTree is DDTree's tree (reordered). The recorded
+``draft_logprob`` of a node is the corrected (autoregressive) ``log q``.
 """
 
 from __future__ import annotations
