@@ -114,7 +114,7 @@ def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]]
             ids[b, : lengths[b]] = torch.tensor(list(p[:-1]), dtype=torch.long)
         causal = torch.ones(width, width, dtype=torch.bool, device=dev).tril()[None].expand(bsz, width, width)
         pos = torch.arange(width, device=dev)[None].expand(bsz, width)
-        mask = batch_attention_mask(causal, torch.zeros(bsz, dtype=torch.long, device=dev), 0, target.dtype)
+        mask = batch_attention_mask(causal, [0] * bsz, 0, target.dtype, check_diagonal=False)  # tril: diagonal set
         step = target.forward_rows(cache, ids, pos, mask)
         if step.hidden is not None:
             pending = [step.hidden[b, : lengths[b]] for b in range(bsz)]
@@ -152,9 +152,9 @@ def build_batch_stage(rows: torch.Tensor, cfg: DecodeConfig, state: BatchState, 
 
 def verify_forward_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree) -> TargetStep:
     """One padded tree-attention forward; row ``b``'s node ``v`` at position ``length_b + depth(v)``."""
-    lengths = torch.tensor(state.lengths, device=bt.device)
     past = state.target_cache.get_seq_length()
-    mask = batch_attention_mask(bt.ancestor, lengths, past, target.dtype)
+    mask = batch_attention_mask(bt.ancestor, state.lengths, past, target.dtype, check_diagonal=False)  # padding: eye
+    lengths = torch.tensor(state.lengths, device=bt.device)
     return target.forward_rows(state.target_cache, bt.token, lengths[:, None] + bt.depth, mask)
 
 
@@ -257,7 +257,8 @@ def ar_step_batch(state: BatchState, target: TargetModel, cfg: DecodeConfig, gen
     past = state.target_cache.get_seq_length()
     lengths = torch.tensor(state.lengths, device=dev)
     bsz = len(state.lengths)
-    mask = batch_attention_mask(torch.ones(bsz, 1, 1, dtype=torch.bool, device=dev), lengths, past, target.dtype)
+    mask = batch_attention_mask(torch.ones(bsz, 1, 1, dtype=torch.bool, device=dev), state.lengths, past,
+                                target.dtype, check_diagonal=False)  # one query that sees itself
     step = timer.call("target_forward", target.forward_rows, state.target_cache,
                       torch.tensor(state.roots, device=dev)[:, None], lengths[:, None], mask)
     toks = timer.call("sample", _sample_rows, step.logits[:, -1], cfg.temperature, gens.verifier.bonus)

@@ -57,8 +57,8 @@ def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.d
     return mask
 
 
-def batch_attention_mask(visible: torch.Tensor, context_len: torch.Tensor, past: int,
-                         dtype: torch.dtype) -> torch.Tensor:
+def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past: int, dtype: torch.dtype,
+                         *, check_diagonal: bool = True) -> torch.Tensor:
     """Float additive mask ``[B, 1, Q, past + Q]`` for ``B`` rows with per-row committed lengths.
 
     Row layout ("per-row offsets", see :func:`compact_rows_`): row ``b`` holds its
@@ -66,17 +66,22 @@ def batch_attention_mask(visible: torch.Tensor, context_len: torch.Tensor, past:
     ``context_len[b] .. past - 1`` are stale and invisible; the ``Q`` new queries
     sit at columns ``past .. past + Q - 1`` and see each other by ``visible [B, Q, Q]``
     (bool; the ancestor-or-self matrix of a padded tree, or causal for a prefill).
-    A query row must see at least itself, so no softmax row is empty.
+    ``context_len`` is a host sequence (no device sync). A query row must see at
+    least itself, so no softmax row is empty; ``check_diagonal=False`` skips that
+    check (one host sync) for callers whose ``visible`` guarantees it by construction
+    (:class:`~exitlaw.engine.batch_tree.BatchTree` pads with the identity).
     """
     b, q, q2 = visible.shape
     if q != q2 or visible.dtype != torch.bool:
         raise ValueError(f"visible must be a bool [B, Q, Q] tensor, got {tuple(visible.shape)} {visible.dtype}")
-    if context_len.shape != (b,) or (context_len.numel() and (int(context_len.max()) > past or int(context_len.min()) < 0)):
-        raise ValueError(f"context_len must be a [B={b}] tensor of lengths in [0, past={past}], got {context_len.tolist()}")
-    if not bool(visible.diagonal(dim1=1, dim2=2).all()):
+    lengths = [int(x) for x in context_len]
+    if len(lengths) != b or any(not 0 <= x <= past for x in lengths):
+        raise ValueError(f"context_len must give B={b} lengths in [0, past={past}], got {lengths}")
+    if check_diagonal and not bool(visible.diagonal(dim1=1, dim2=2).all()):
         raise ValueError("every query must see itself (a row of visible has a False diagonal)")
     cols = torch.arange(past, device=visible.device)
-    ctx_ok = (cols[None, :] < context_len.to(visible.device)[:, None])[:, None, :].expand(b, q, past)  # [B, Q, past]
+    limit = torch.tensor(lengths, device=visible.device)
+    ctx_ok = (cols[None, :] < limit[:, None])[:, None, :].expand(b, q, past)  # [B, Q, past]
     ok = torch.cat([ctx_ok, visible], dim=-1)  # [B, Q, past + Q]
     mask = torch.zeros(b, 1, q, past + q, dtype=dtype, device=visible.device)
     return mask.masked_fill_(~ok[:, None], torch.finfo(dtype).min)

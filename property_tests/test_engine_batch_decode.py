@@ -190,13 +190,15 @@ def test_batched_tree_building_equals_the_single_row_builders():
 
 def test_mask_and_commit_helpers_follow_the_per_row_layout_and_reject_bad_input():
     vis = torch.eye(3, dtype=torch.bool)[None].expand(2, 3, 3)
-    mask = batch_attention_mask(vis, torch.tensor([1, 4]), 4, torch.float32)
+    mask = batch_attention_mask(vis, [1, 4], 4, torch.float32)
     assert mask.shape == (2, 1, 3, 7)
     assert (mask[0, 0, :, :1] == 0).all() and (mask[0, 0, :, 1:4] < -1e30).all() and (mask[1, 0, :, :4] == 0).all()
     with pytest.raises(ValueError, match="see itself"):
-        batch_attention_mask(torch.zeros(2, 3, 3, dtype=torch.bool), torch.tensor([1, 4]), 4, torch.float32)
+        batch_attention_mask(torch.zeros(2, 3, 3, dtype=torch.bool), [1, 4], 4, torch.float32)
     with pytest.raises(ValueError, match="context_len"):
-        batch_attention_mask(vis, torch.tensor([1, 5]), 4, torch.float32)
+        batch_attention_mask(vis, [1, 5], 4, torch.float32)
+    with pytest.raises(ValueError, match="context_len"):
+        batch_attention_mask(vis, [1], 4, torch.float32)
     # two rows, base 3, row lengths 1 and 3, keep new columns [0, 2] and [1]
     t = torch.arange(2 * 6, dtype=torch.float32).reshape(2, 1, 6, 1)
     compact_rows_(t, 3, torch.tensor([1, 3]), torch.tensor([[0, 2], [1, 1]]))
