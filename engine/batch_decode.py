@@ -103,6 +103,10 @@ def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]]
     short = [b for b, p in enumerate(prompts) if len(p) < 1]
     if short:
         raise ValueError(f"prompts {short} are empty; every prompt must hold at least one token")
+    vocab = target.vocab_size
+    bad = [b for b, p in enumerate(prompts) if any(not 0 <= int(t) < vocab for t in p)]
+    if bad:
+        raise ValueError(f"prompts {bad} hold token ids outside the target's vocabulary [0, {vocab})")
     bsz, lengths = len(prompts), [len(p) - 1 for p in prompts]
     width = max(lengths)
     cache = target.new_cache()

@@ -59,9 +59,9 @@ def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> t
     """
     bsz, n, vocab = logits.shape
     inv_t = 1.0 / temperature
-    rows = logits.gather(1, bt.internal[:, :, None].expand(-1, -1, vocab)).float()  # [B, K, V]
+    rows = logits.gather(1, bt.internal[:, :, None].expand(-1, -1, vocab)).float()  # [B, K, V]: the only row copy
     top = rows.amax(dim=-1, keepdim=True)
-    lse = ((rows - top) * inv_t).exp_().sum(-1).log_().add_(top.squeeze(-1), alpha=inv_t).double()  # [B, K]
+    lse = rows.sub_(top).mul_(inv_t).exp_().sum(-1).log_().add_(top.squeeze(-1), alpha=inv_t).double()  # [B, K]
     flat = logits.reshape(bsz, n * vocab)
     edge = flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).double() * inv_t  # [B, N-1]
     log_a = edge - lse.gather(1, bt.parent_slot)

@@ -210,6 +210,8 @@ def test_bad_batch_inputs_raise_named_errors(pair):
     cfg = DecodeConfig(method="ddtree", max_new_tokens=2)
     with pytest.raises(ValueError, match="empty"):
         generate_batch(target, drafter, [[1, 2], []], cfg)
+    with pytest.raises(ValueError, match="outside the target's vocabulary"):
+        generate_batch(target, drafter, [[1, 2], [target.vocab_size]], cfg)
     with pytest.raises(ValueError, match="one limit"):
         generate_batch(target, drafter, [[1, 2], [3]], cfg, max_new_tokens=[2])
     with pytest.raises(ValueError, match="needs a drafter"):
