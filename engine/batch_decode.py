@@ -37,10 +37,13 @@ from typing import Sequence
 
 import torch
 
+from exitlaw.theory import TraceRound
+
 from .batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
 from .batch_tree import BatchTree, to_batch_tree
 from .batch_verifiers import verify_batch
-from .decode import DecodeConfig, Generators, _append_block
+from .decode import DecodeConfig, Generators, RoundRecord, _append_block, trace_round
+from .device_tree import to_device_tree
 from .dflash import DFlashDrafter
 from .target import TargetModel, TargetStep, batch_attention_mask
 from .timing import NullTimer, StageTimer
@@ -150,8 +153,8 @@ def draft_batch_stage(state: BatchState, target: TargetModel, drafter) -> torch.
 
 
 def build_batch_stage(rows: torch.Tensor, cfg: DecodeConfig, state: BatchState, device) -> BatchTree:
-    trees = build_trees_batch(rows, cfg.method, cfg.budget, state.roots, state.active)
-    return to_batch_tree(trees, device)
+    trees, logq = build_trees_batch(rows, cfg.method, cfg.budget, state.roots, state.active)
+    return to_batch_tree(trees, device, logq)
 
 
 def verify_forward_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree) -> TargetStep:
@@ -193,15 +196,33 @@ def commit_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree, st
     return blocks
 
 
+def trace_batch_round(bt: BatchTree, logits: torch.Tensor, results: list[VerifyResult], rows: Sequence[int],
+                      temperature: float) -> list[TraceRound]:
+    """The listed rows' rounds in the theory trace format (:func:`~exitlaw.engine.decode.trace_round`)."""
+    out = []
+    for b in rows:
+        n = bt.num_nodes[b]
+        logq = None if bt.draft_logprob is None else bt.draft_logprob[b]
+        rec = RoundRecord(to_device_tree(bt.trees[b], logits.device, logq), results[b], logits[b, :n])
+        out.append(trace_round(rec, temperature))
+    return out
+
+
 def batch_round(state: BatchState, target: TargetModel, drafter, cfg: DecodeConfig, gens: Generators,
-                timer=NullTimer()) -> list[list[int] | None]:
-    """One batched round; appends each active row's block to its tokens and marks rows that finish."""
+                timer=NullTimer(), trace=None) -> list[list[int] | None]:
+    """One batched round; appends each active row's block to its tokens and marks rows that finish.
+
+    ``trace`` (a TraceWriter) receives one TraceRound per active row, in row order (untimed)."""
     rows = timer.call("draft", draft_batch_stage, state, target, drafter)
     bt = timer.call("build", build_batch_stage, rows, cfg, state, target.device)
     past = state.target_cache.get_seq_length()
+    active = [b for b, a in enumerate(state.active) if a]
     step = timer.call("verify_forward", verify_forward_batch_stage, state, target, bt)
     results = timer.call("decide", decide_batch_stage, cfg, bt, step.logits, gens)
     blocks = timer.call("commit", commit_batch_stage, state, target, bt, step, past, results)
+    if trace is not None:
+        for rec in trace_batch_round(bt, step.logits, results, active, cfg.temperature):
+            trace.write(rec)
     for b, block in enumerate(blocks):
         if block is not None:
             state.append(b, block, cfg)
@@ -225,10 +246,11 @@ def _limits(prompts, max_new_tokens) -> list[int] | None:
 
 
 def generate_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]], cfg: DecodeConfig,
-                   *, max_new_tokens: Sequence[int] | None = None, timer=None) -> BatchGenerationResult:
+                   *, max_new_tokens: Sequence[int] | None = None, timer=None, trace=None) -> BatchGenerationResult:
     """Decode every prompt with ``cfg`` (chain or ddtree) in one batch until every row has finished.
 
-    ``max_new_tokens`` (optional) gives each row its own limit in place of ``cfg.max_new_tokens``.
+    ``max_new_tokens`` (optional) gives each row its own limit in place of ``cfg.max_new_tokens``;
+    ``trace`` (a TraceWriter) receives one TraceRound per active row and round.
     """
     timer = timer if timer is not None else StageTimer(target.device)
     if cfg.method == "ar":
@@ -241,7 +263,7 @@ def generate_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]
     state.limits = limits
     rounds = 0
     while not all(state.done):
-        batch_round(state, target, drafter, cfg, gens, timer)
+        batch_round(state, target, drafter, cfg, gens, timer, trace)
         rounds += 1
     return _result(state, rounds, timer)
 
@@ -300,5 +322,5 @@ def row_cache(state: BatchState, b: int) -> list[tuple[torch.Tensor, torch.Tenso
 
 
 __all__ = ["BatchState", "BatchGenerationResult", "prefill_batch", "draft_batch_stage", "build_batch_stage",
-           "verify_forward_batch_stage", "decide_batch_stage", "commit_batch_stage", "batch_round",
+           "verify_forward_batch_stage", "decide_batch_stage", "commit_batch_stage", "batch_round", "trace_batch_round",
            "generate_batch", "generate_ar_batch", "ar_step_batch", "row_cache"]

@@ -93,10 +93,12 @@ def _check_top(top: float) -> None:
 
 
 def build_trees_batch(rows: torch.Tensor, method: str, budget: int, roots: Sequence[int],
-                      active: Sequence[bool]) -> list[DraftTree]:
+                      active: Sequence[bool]) -> tuple[list[DraftTree], list[np.ndarray]]:
     """One tree per row: ``method`` chain (top-1 per depth) or ddtree (``budget`` best-first prefixes).
 
     Inactive (finished) rows get the root-only tree. ``rows [B, D, V]`` are log-probabilities.
+    Returns the trees and, per row, each node's draft log-probability ``log q_depth(u)(x_u)``
+    (float64, 0 at the root), as :func:`~exitlaw.engine.builders.build_ddtree` does.
     """
     if rows.ndim != 3 or 0 in rows.shape:
         raise DistributionError(f"draft rows must have shape [B, D, V] with B, D, V >= 1, got {tuple(rows.shape)}")
@@ -116,16 +118,18 @@ def build_trees_batch(rows: torch.Tensor, method: str, budget: int, roots: Seque
     _check_top(float(host[-1]))  # amax propagates NaN
     half = vals.numel()
     vals, idxs = host[:half].reshape(shape), host[half:-1].reshape(shape).astype(np.int64)
-    trees = []
+    trees, logq = [], []
     for b in range(bsz):
         if not active[b]:
             trees.append(DraftTree.chain([], root_token=int(roots[b])))
+            logq.append(np.zeros(1))
             continue
         v, t = vals[b].copy(), idxs[b].copy()
         if method == "chain":
             finite = np.isfinite(v[:, 0])
             n = int(np.argmin(finite)) if not finite.all() else v.shape[0]
             trees.append(DraftTree.chain(t[:n, 0].tolist(), root_token=int(roots[b])))
+            logq.append(np.concatenate([[0.0], v[:n, 0]]))
             continue
         if v.shape[1] > k:
             for d in np.flatnonzero((v[:, k] == v[:, k - 1]) & np.isfinite(v[:, k])):
@@ -134,8 +138,10 @@ def build_trees_batch(rows: torch.Tensor, method: str, budget: int, roots: Seque
                 ev, et = ranked_top_k(exact, k)
                 v[d, :k], t[d, :k] = ev[0], et[0]
             v, t = v[:, :k], t[:, :k]
-        trees.append(ddtree_prefixes(v, t, budget, root_token=int(roots[b])).tree)
-    return trees
+        bf = ddtree_prefixes(v, t, budget, root_token=int(roots[b]))
+        trees.append(bf.tree)
+        logq.append(np.asarray(bf.value, dtype=np.float64))
+    return trees, logq
 
 
 __all__ = ["BatchDraftCache", "dflash_draft_batch", "build_trees_batch"]

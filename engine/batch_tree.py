@@ -42,6 +42,7 @@ class BatchTree:
     has_child: torch.Tensor      # [B, N] bool
     edge_ancestor: torch.Tensor  # [B, N, N-1] float64, ancestor[:, :, 1:] on real edges only
     edge_child: torch.Tensor     # [B, N, N-1] float64, C[v, u] = [par(u) = v] on real edges only
+    draft_logprob: tuple[np.ndarray, ...] | None = None  # per row [N_b] host float64, log q of each node (traces)
 
     @property
     def batch_size(self) -> int:
@@ -60,11 +61,20 @@ class BatchTree:
         return list(self.trees[b].path_nodes(node))
 
 
-def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu") -> BatchTree:
-    """Pad ``trees`` (at least one) to the largest node count and copy them to ``device``."""
+def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu",
+                  draft_logprob: Sequence[np.ndarray] | None = None) -> BatchTree:
+    """Pad ``trees`` (at least one) to the largest node count and copy them to ``device``.
+
+    ``draft_logprob`` (optional, kept on the host): one ``[N_b]`` array per row, for traces.
+    """
     trees = tuple(trees)
     if not trees:
         raise ValueError("to_batch_tree needs at least one tree")
+    if draft_logprob is not None:
+        draft_logprob = tuple(np.asarray(x, dtype=np.float64) for x in draft_logprob)
+        bad = [b for b, (t, x) in enumerate(zip(trees, draft_logprob)) if x.shape != (t.num_nodes,)]
+        if len(draft_logprob) != len(trees) or bad:
+            raise ValueError(f"draft_logprob needs one [N_b] array per tree; rows {bad} (or the count) do not fit")
     bad = [i for i, t in enumerate(trees) if not isinstance(t, DraftTree)]
     if bad:
         raise TypeError(f"to_batch_tree needs DraftTrees; rows {bad} are not")
@@ -111,6 +121,7 @@ def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu"
         child_tokens=put(child_tokens), has_child=put(has_child, torch.bool),
         edge_ancestor=put(ancestor[:, :, 1:] & real_edge, torch.float64),
         edge_child=put(child[:, :, 1:] & real_edge, torch.float64),
+        draft_logprob=draft_logprob,
     )
 
 

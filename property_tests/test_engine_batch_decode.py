@@ -176,16 +176,32 @@ def test_batched_tree_building_equals_the_single_row_builders():
     rows[1, 2] = torch.log_softmax(rows[1, 2], -1)
     roots = [3, 9, 0, 29]
     active = [True, True, False, True]
-    trees = build_trees_batch(rows, "ddtree", 11, roots, active)
-    chains = build_trees_batch(rows, "chain", 11, roots, active)
+    trees, logq = build_trees_batch(rows, "ddtree", 11, roots, active)
+    chains, chain_logq = build_trees_batch(rows, "chain", 11, roots, active)
     for b in range(4):
         if not active[b]:
             assert trees[b].num_nodes == 1 and chains[b].num_nodes == 1
             continue
-        ref, _ = build_ddtree(rows[b], 11, roots[b])
+        ref, ref_logq = build_ddtree(rows[b], 11, roots[b])
         assert trees[b].token.tolist() == ref.token.tolist() and trees[b].parent.tolist() == ref.parent.tolist()
-        ref, _ = build_chain(rows[b], roots[b])
-        assert chains[b].token.tolist() == ref.token.tolist()
+        assert logq[b].tolist() == ref_logq.tolist()
+        ref, ref_logq = build_chain(rows[b], roots[b])
+        assert chains[b].token.tolist() == ref.token.tolist() and chain_logq[b].tolist() == ref_logq.tolist()
+
+
+def test_batched_traces_are_readable_by_theory_one_round_per_active_row(pair, ar_refs, tmp_path):
+    from exitlaw.theory import TraceWriter, read_trace
+
+    target, _ = pair
+    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=10, temperature=1.0, max_new_tokens=8, seed=2)
+    with TraceWriter(tmp_path / "b.jsonl", {"test": True}) as writer:
+        out = generate_batch(target, _teacher(pair, ar_refs, 3, seed=4), PROMPTS[:3], cfg,
+                             max_new_tokens=[8, 3, 5], trace=writer)
+    rounds = read_trace(tmp_path / "b.jsonl").rounds
+    assert len(rounds) == sum(len(r) for r in out.block_lengths)
+    assert sorted(r.block_length for r in rounds) == sorted(x for r in out.block_lengths for x in r)
+    for r in rounds:
+        assert r.draft_logprob is not None and r.draft_logprob[0] == 0.0 and (r.draft_logprob[1:] <= 0).all()
 
 
 def test_mask_and_commit_helpers_follow_the_per_row_layout_and_reject_bad_input():
