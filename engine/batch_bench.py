@@ -144,21 +144,28 @@ def run_batch_bench(target: str, draft: str, *, dataset: str, batch_sizes: Seque
                     verifiers: Sequence[str], temperature: float, max_new_tokens: int,
                     num_prompts: int | None = None, seed: int = 0, device: str | None = None, dtype: str = "auto",
                     warmup: int = 1, verifier_repeats: int = 10) -> dict[str, Any]:
-    """Load the pair, encode first-turn prompts, run both benchmarks; JSON-ready result with its config."""
+    """Load the pair, encode first-turn prompts, run both benchmarks; JSON-ready result with its config.
+
+    Prompts are read and encoded as ``exitlaw bench`` does (``prompt_records``, ``prompt_encoding``:
+    chat template when the tokenizer has one); multi-turn records contribute their first turn.
+    """
     from transformers import AutoTokenizer
 
-    from .bench import _stop_tokens, encode_prompt, load_prompts
+    from .bench import _stop_tokens
     from .checkpoint import load_pair
+    from .prompt_encoding import encode_prompt, has_chat_template
+    from .prompt_records import load_prompt_set
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    texts = load_prompts(dataset, num_prompts)  # fail fast, before loading models
+    records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(target, draft, device=device, dtype=None if dtype == "auto" else getattr(torch, dtype))
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
-    prompts = [encode_prompt(tokenizer, t) for t in texts]
+    chat = has_chat_template(tokenizer)
+    prompts = [encode_prompt(tokenizer, r, chat=chat) for r in records]  # first user turn (or the ids)
     stop = _stop_tokens(tokenizer, tgt)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": list(batch_sizes),
               "budget": budget, "verifiers": list(verifiers), "temperature": float(temperature),
-              "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "seed": seed, "device": device,
+              "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat, "seed": seed, "device": device,
               "dtype": str(tgt.dtype), "stop_tokens": list(stop)}
     decode = run_batch_decode_bench(tgt, drafter, prompts, batch_sizes=batch_sizes, budget=budget,
                                     verifiers=verifiers, temperature=temperature, max_new_tokens=max_new_tokens,
