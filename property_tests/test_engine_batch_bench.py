@@ -43,6 +43,7 @@ def test_verifier_bench_times_batched_and_looped_calls():
     rows = run_batch_verifier_bench((1, 3), budget=6, vocab=50, kinds=("greedy", "tev"), repeats=2)
     assert [(r["batch_size"], r["kind"]) for r in rows] == [(1, "greedy"), (1, "tev"), (3, "greedy"), (3, "tev")]
     assert all(r["batched_ms"] > 0 and r["looped_ms"] > 0 for r in rows)
+    assert all(r["batched_min_ms"] <= r["batched_ms"] and r["looped_min_ms"] <= r["looped_ms"] for r in rows)
 
 
 def test_batch_bench_command_prints_the_table_writes_json_and_refuses_to_overwrite(tiny, tmp_path, capsys):
