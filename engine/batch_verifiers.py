@@ -59,9 +59,14 @@ def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> t
     """
     bsz, n, vocab = logits.shape
     inv_t = 1.0 / temperature
-    rows = logits.gather(1, bt.internal[:, :, None].expand(-1, -1, vocab)).float()  # [B, K, V]: the only row copy
+    base = torch.arange(bsz, device=logits.device)[:, None] * n                    # [B, 1] first row of each tree
+    flat_rows = logits.reshape(bsz * n, vocab)
+    rows = flat_rows.index_select(0, (base + bt.internal).reshape(-1)).reshape(bsz, -1, vocab).float()  # [B, K, V]
     top = rows.amax(dim=-1, keepdim=True)
-    lse = rows.sub_(top).mul_(inv_t).exp_().sum(-1).log_().add_(top.squeeze(-1), alpha=inv_t).double()  # [B, K]
+    rows.sub_(top)
+    if inv_t != 1.0:
+        rows.mul_(inv_t)
+    lse = rows.exp_().sum(-1).log_().add_(top.squeeze(-1), alpha=inv_t).double()  # [B, K]
     flat = logits.reshape(bsz, n * vocab)
     edge = flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).double() * inv_t  # [B, N-1]
     log_a = edge - lse.gather(1, bt.parent_slot)
@@ -115,7 +120,8 @@ def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,
     bsz, n, vocab = logits.shape
     w = batch_exit_law(bt, logits, temperature)
     v, w_total = _draw_rows(w, gens.acceptance)                                       # [B]
-    z = logits.gather(1, v[:, None, None].expand(bsz, 1, vocab)).squeeze(1).double()  # [B, V]: exit rows only
+    exit_rows = torch.arange(bsz, device=logits.device) * n + v
+    z = logits.reshape(bsz * n, vocab).index_select(0, exit_rows).double()              # [B, V]: exit rows only
     if temperature != 1.0:
         z.mul_(1.0 / temperature)
     m = bt.child_tokens.shape[-1]
