@@ -57,6 +57,58 @@ def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.d
     return mask
 
 
+def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past: int, dtype: torch.dtype,
+                         *, check_diagonal: bool = True) -> torch.Tensor:
+    """Float additive mask ``[B, 1, Q, past + Q]`` for ``B`` rows with per-row committed lengths.
+
+    Row layout ("per-row offsets", see :func:`compact_rows_`): row ``b`` holds its
+    committed K/V at cache columns ``0 .. context_len[b] - 1``; columns
+    ``context_len[b] .. past - 1`` are stale and invisible; the ``Q`` new queries
+    sit at columns ``past .. past + Q - 1`` and see each other by ``visible [B, Q, Q]``
+    (bool; the ancestor-or-self matrix of a padded tree, or causal for a prefill).
+    ``context_len`` is a host sequence (no device sync). A query row must see at
+    least itself, so no softmax row is empty; ``check_diagonal=False`` skips that
+    check (one host sync) for callers whose ``visible`` guarantees it by construction
+    (:class:`~exitlaw.engine.batch_tree.BatchTree` pads with the identity).
+    """
+    b, q, q2 = visible.shape
+    if q != q2 or visible.dtype != torch.bool:
+        raise ValueError(f"visible must be a bool [B, Q, Q] tensor, got {tuple(visible.shape)} {visible.dtype}")
+    lengths = [int(x) for x in context_len]
+    if len(lengths) != b or any(not 0 <= x <= past for x in lengths):
+        raise ValueError(f"context_len must give B={b} lengths in [0, past={past}], got {lengths}")
+    if check_diagonal and not bool(visible.diagonal(dim1=1, dim2=2).all()):
+        raise ValueError("every query must see itself (a row of visible has a False diagonal)")
+    cols = torch.arange(past, device=visible.device)
+    limit = torch.tensor(lengths, device=visible.device)
+    ctx_ok = (cols[None, :] < limit[:, None])[:, None, :].expand(b, q, past)  # [B, Q, past]
+    ok = torch.cat([ctx_ok, visible], dim=-1)  # [B, Q, past + Q]
+    mask = torch.zeros(b, 1, q, past + q, dtype=dtype, device=visible.device)
+    return mask.masked_fill_(~ok[:, None], torch.finfo(dtype).min)
+
+
+def compact_rows_(tensor: torch.Tensor, base: int, dest: torch.Tensor, src: torch.Tensor) -> None:
+    """Per-row KV commit in place: ``tensor[b, :, dest[b] + j] = tensor[b, :, base + src[b, j]]``.
+
+    ``tensor [B, heads, T, D]`` (a cache layer's keys or values), ``dest [B]`` the
+    row's committed length, ``src [B, L]`` offsets (tree node ids) of the entries to
+    keep, past ``base`` (the cache length before the forward). All ``L`` columns are
+    written for every row (a row keeping fewer pads ``src``; its extra writes land
+    past its new length, in the stale region); the gather happens before the scatter,
+    so overlapping ranges are safe. ``dest[b] + L <= T`` must hold.
+    """
+    bsz, _, total, _ = tensor.shape
+    if src.ndim != 2 or src.shape[0] != bsz or dest.shape != (bsz,):
+        raise ValueError(f"src must be [B={bsz}, L] and dest [B={bsz}], got {tuple(src.shape)}, {tuple(dest.shape)}")
+    if src.shape[1] == 0:
+        return
+    dev = tensor.device
+    rows = torch.arange(bsz, device=dev)[:, None]                               # [B, 1]
+    to = dest.to(dev)[:, None] + torch.arange(src.shape[1], device=dev)[None]   # [B, L]
+    view = tensor.transpose(1, 2)                                               # [B, T, heads, D], a view
+    view[rows, to] = view[rows, base + src.to(dev)]
+
+
 @dataclass
 class TargetStep:
     """One target forward: ``logits [S, V]`` (float32) and the selected layers' hidden states ``[S, L*H]``."""
@@ -120,6 +172,21 @@ class TargetModel:
         if want_hidden:
             hidden = torch.cat([out.hidden_states[i + 1][0] for i in self.layer_ids], dim=-1)
         return TargetStep(logits=out.logits[0].float(), hidden=hidden)
+
+    @torch.no_grad()
+    def forward_rows(self, cache: DynamicCache, input_ids: torch.Tensor, position_ids: torch.Tensor,
+                     attention_mask: torch.Tensor) -> TargetStep:
+        """Batched forward: ``input_ids, position_ids [B, Q]``, a float mask ``[B, 1, Q, past + Q]``
+        (:func:`batch_attention_mask`). Appends ``Q`` columns to every cache row; returns logits
+        ``[B, Q, V]`` (float32) and hidden states ``[B, Q, L*H]``."""
+        want_hidden = bool(self.layer_ids)
+        out = self.model(input_ids=input_ids.to(self.device), position_ids=position_ids.to(self.device),
+                         attention_mask=attention_mask.to(self.device), cache=cache, use_cache=True,
+                         output_hidden_states=want_hidden)
+        hidden = None
+        if want_hidden:
+            hidden = torch.cat([out.hidden_states[i + 1] for i in self.layer_ids], dim=-1)
+        return TargetStep(logits=out.logits.float(), hidden=hidden)
 
     @torch.no_grad()
     def prefill(self, cache: DynamicCache, input_ids: torch.Tensor, *, all_logits: bool = True) -> TargetStep:
@@ -193,5 +260,30 @@ class TargetModel:
             if drop:
                 layer.crop(-drop)
 
+    @staticmethod
+    def commit_rows(cache: DynamicCache, base: int, lengths: torch.Tensor, src: torch.Tensor,
+                    keep: torch.Tensor) -> torch.Tensor:
+        """Batched :meth:`commit` under per-row offsets (:func:`compact_rows_`).
 
-__all__ = ["TargetModel", "TargetStep", "tree_attention_mask", "check_transformers_version", "SUPPORTED_TRANSFORMERS"]
+        After a forward that appended ``Q`` columns past ``base``, row ``b`` keeps
+        ``keep[b]`` of them, ``src[b, :keep[b]]`` (node ids), at columns
+        ``lengths[b] ..``; the cache is then cropped to the longest row. Returns the
+        new lengths ``[B]`` (a row with ``keep[b] = 0`` is untouched below its length).
+        """
+        new = lengths + keep
+        longest = int(new.max()) if new.numel() else 0
+        for i, layer in enumerate(cache.layers):
+            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
+                raise ValueError(f"cache layer {i} ({type(layer).__name__}) cannot be compacted; use a full-attention DynamicCache")
+            total = layer.keys.shape[-2]
+            if src.numel() and base + int(src.max()) >= total:
+                raise ValueError(f"kept column {int(src.max())} is beyond the {total - base} new entries of cache layer {i}")
+            compact_rows_(layer.keys, base, lengths, src)
+            compact_rows_(layer.values, base, lengths, src)
+            drop = total - longest
+            if drop:
+                layer.crop(-drop)
+        return new
+
+
+__all__ = ["TargetModel", "TargetStep", "tree_attention_mask", "batch_attention_mask", "compact_rows_", "check_transformers_version", "SUPPORTED_TRANSFORMERS"]

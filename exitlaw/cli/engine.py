@@ -90,6 +90,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     g.set_defaults(func=_gpu_check)
 
+    bb = sub.add_parser(
+        "batch-bench", help="batched tree decoding vs batched autoregressive decoding: tokens/s per batch size",
+        description="Decodes the prompts B at a time (cyclically, every batch full) with batched autoregressive "
+                    "decoding and with batched DDTree decoding (one padded tree-attention forward per round), "
+                    "alternating batch by batch; prints tokens/s side by side, tau and the verifier stage "
+                    "(decision + bonus + KV commit) per batched round, then the decision latency of one "
+                    "batched verifier call against B single-tree calls on synthetic deep trees.")
+    bb.add_argument("--target", required=True, help="target checkpoint directory or Hub id")
+    bb.add_argument("--draft", required=True, help="DFlash drafter checkpoint directory or Hub id")
+    bb.add_argument("--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE")
+    bb.add_argument("--num-prompts", type=int, default=None, help="use only the first N prompts")
+    bb.add_argument("--batch-size", type=int_list, default=[1, 4, 8], help="comma-separated batch sizes (default 1,4,8)")
+    bb.add_argument("--budget", type=int, default=32, help="DDTree budget per sequence (default 32)")
+    bb.add_argument("--verifier", type=name_list, default=["tev"], help="e.g. tev,predraw (also greedy, residual)")
+    bb.add_argument("--temperature", type=float, default=0.0)
+    bb.add_argument("--max-new-tokens", type=int, default=64)
+    bb.add_argument("--seed", type=int, default=0)
+    bb.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
+    bb.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    bb.add_argument("--warmup", type=int, default=1, help="untimed warm-up generations per batch size")
+    bb.add_argument("--verifier-repeats", type=int, default=10, help="timed calls per batched-verifier row")
+    bb.add_argument("--out", default=None, help="results JSON path")
+    bb.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    add_threads(bb)
+    bb.set_defaults(func=_batch_bench)
+
 
 def _refuse_existing(path: str | None, overwrite: bool) -> None:
     if path and Path(path).exists() and not overwrite:
@@ -175,6 +201,29 @@ def _verifier_bench(args: argparse.Namespace) -> int:
     finally:
         torch.set_num_threads(before)
     print(json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1) if args.json else res["text"])
+    return 0
+
+
+def _batch_bench(args: argparse.Namespace) -> int:
+    from exitlaw.engine.batch_bench import format_batch_bench, run_batch_bench
+    from exitlaw.engine.verifiers import KINDS
+
+    bad = [v for v in args.verifier if v not in KINDS]
+    if bad:
+        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
+    if min(args.batch_size) < 1 or args.budget < 1 or args.max_new_tokens < 1 or args.verifier_repeats < 1:
+        raise ValueError("--batch-size, --budget, --max-new-tokens and --verifier-repeats must be >= 1")
+    _refuse_existing(args.out, args.overwrite)
+    _check_device(args.device)
+    set_torch_threads(args.threads)
+    result = run_batch_bench(args.target, args.draft, dataset=args.dataset, batch_sizes=args.batch_size,
+                             budget=args.budget, verifiers=args.verifier, temperature=args.temperature,
+                             max_new_tokens=args.max_new_tokens, num_prompts=args.num_prompts, seed=args.seed,
+                             device=args.device, dtype=args.dtype, warmup=args.warmup,
+                             verifier_repeats=args.verifier_repeats)
+    print(format_batch_bench(result))
+    if args.out:
+        _write_json(args.out, result)
     return 0
 
 
