@@ -241,6 +241,7 @@ SIM_DEEP = {"regime": "deep", "train_budget": 64, "eval_budget": 64, "lambda": 0
 DEEP_MINI = "deep mini-scale engine run (CPU), `exitlaw repro mini --preset deep`"
 SIM_SWEEP = "simulation sweep (exact tau), `exitlaw simulate-exittrain --sweep`"
 GPU_ONLY = ("gpu",)
+FIELD_LAB = "field lab (exact E[L | T] per drafted tree), `exitlaw field-lab`"
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("kit_exact_saturating", "predraw, residual and TEV are exact and reach 1 + C_p (conformance kit)",
@@ -305,6 +306,13 @@ CLAIMS: tuple[Claim, ...] = (
           "exit - prefix relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
           "equal-weight mean over T=0 and T=1", ("sim_exittrain_sweep",),
           _paired_claim("sim_exittrain_sweep", "exit-prefix", SIM_DEEP, 2, SIM_SWEEP)),
+    Claim("univer_vs_rrs_wo", "UniVer's acceptance length exceeds recursive rejection without replacement "
+          "(exitlaw's reading of UniVer: its algorithm is not public; see simulate/verifiers/univer.py)",
+          "UniVer abstract: +4.2..+8.5% acceptance length over RRS without replacement", FIELD_LAB,
+          Rule("size", "%", side=1, paper_effect=4.2),
+          "UniVer - RRS-w/o relative tau on the same drafted Tsubame-shaped trees, equal-weight mean over the "
+          "lab's two drafter-noise cells", ("field_lab",),
+          _paired_claim("field_lab", "univer-rrs_wo", {"lab": "field", "topology": "tsubame"}, 2, FIELD_LAB)),
     Claim("exittrain_sr_gain", "ExitTrain raises end-to-end speedup SR over the starting drafter at B=64",
           "Table 1: +11.5..+13.8% avg SR (Qwen3-4B/8B); Table 4: +12.1/+12.5%",
           "`exitlaw bench` at full scale (paper_repro/FULL_SCALE.md)", _dir("%", 11.5, at=GPU_ONLY),

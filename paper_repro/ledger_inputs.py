@@ -42,6 +42,7 @@ SHIPPED = {
     "mini": "mini_full_seed0.json",
     "mini_deep": "mini_deep_seed0.json",
     "sim_exittrain_sweep": "sim_exittrain_sweep",
+    "field_lab": "field_lab.json",
 }
 KIT_VERIFIERS = ("predraw", "residual", "tev")
 
@@ -152,7 +153,11 @@ def _read_checks(checks_dir: Path) -> tuple[dict | None, dict | None]:
 def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, prov: dict) -> None:
     from .paired_effects import readable
 
-    inputs["mini_deep"] = inputs["sim_exittrain_sweep"] = None
+    inputs["mini_deep"] = inputs["sim_exittrain_sweep"] = inputs["field_lab"] = None
+    field = RESULTS / SHIPPED["field_lab"]
+    if field.is_file():
+        inputs["field_lab"] = _load(field)
+        prov["field_lab"] = file_provenance(field)
     if mini_deep is not None and Path(mini_deep).is_file():
         inputs["mini_deep"] = _load(mini_deep)
         prov["mini_deep"] = file_provenance(mini_deep)

@@ -317,6 +317,7 @@ SHIPPED_VERDICTS = {
     "exit_vs_prefix": INCONCLUSIVE,
     "exit_vs_token_sim": INCONCLUSIVE,
     "exit_vs_prefix_sim": INCONCLUSIVE,
+    "univer_vs_rrs_wo": CONTRADICTED,  # exitlaw's reading of UniVer: +1.5 % where the abstract claims >= 4.2 %
     "exittrain_sr_gain": INCONCLUSIVE,
     "end_to_end_speedup": INCONCLUSIVE,
 }
