@@ -18,7 +18,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from .best_first import candidate_width, ranked_top_k, top_prefixes
+from .best_first import candidate_width, check_budget, ranked_top_k, top_prefixes
 from .distributions import ROW_SUM_ATOL, check_rows
 from .tree import DraftTree, ROOT_TOKEN
 
@@ -42,8 +42,7 @@ def oracle_tree(target: PrefixTarget, budget: int, *, root_token: int = ROOT_TOK
 
     Nodes are listed breadth first (by depth, then best first within a depth).
     """
-    if budget < 0:
-        raise ValueError(f"budget must be >= 0, got {budget}")
+    budget = check_budget(budget)
 
     def children(prefix: tuple[int, ...]) -> tuple[list[int], list[float]]:
         # a node has at most `budget` children in the tree: rank only the top `budget` tokens
