@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import enable_x64
+from .args import enable_x64, positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,10 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("law-bench", help="benchmark: exit laws per second, jit+vmap vs a per-node loop; "
                                          "with --trace, rounds/s and peak memory of `exitlaw law` on a file")
     b.add_argument("--trace", default=None, help="time the streaming summary of this trace file instead")
-    b.add_argument("--trees", type=int, default=4096)
-    b.add_argument("--budget", type=int, default=64)
-    b.add_argument("--vocab", type=int, default=32000)
-    b.add_argument("--row-batch", type=int, default=64, help="trees per chunk for the full-row case")
+    b.add_argument("--trees", type=positive_int, default=4096)
+    b.add_argument("--budget", type=positive_int, default=64)
+    b.add_argument("--vocab", type=positive_int, default=32000)
+    b.add_argument("--row-batch", type=positive_int, default=64, help="trees per chunk for the full-row case")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_bench)
 
