@@ -105,10 +105,11 @@ class SimConfig:
             if kind == "bool" and not isinstance(value, bool):
                 raise ValueError(f"config field {f.name!r} must be true or false, got {value!r}")
             if kind.startswith("tuple[str"):
-                if isinstance(value, str) or not all(isinstance(x, str) for x in value):
+                if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
                     raise ValueError(f"config field {f.name!r} must be a list of names, got {value!r}")
             if kind.startswith("tuple[int"):
-                if isinstance(value, str) or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+                if not isinstance(value, (list, tuple)) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                                   for x in value):
                     raise ValueError(f"config field {f.name!r} must be a list of integers, got {value!r}")
             if kind.startswith("dict") and not isinstance(value, dict):
                 raise ValueError(f"config field {f.name!r} must be a JSON object, got {value!r}")
@@ -152,9 +153,13 @@ class SimConfig:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: a config must be a JSON object")
         preset = data.pop("preset", None)
+        if preset is not None and not isinstance(preset, str):
+            raise ValueError(f"{path}: preset must be a name, got {preset!r}")
         base = get_preset(preset).to_dict() if preset else {}
         return cls.from_dict({**base, **data})
 
