@@ -104,3 +104,35 @@ def test_help_lists_subcommands():
     proc = subprocess.run([sys.executable, "-m", "exitlaw", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
     assert "law" in proc.stdout and "law-bench" in proc.stdout
+
+
+@given(st.lists(st.tuples(st.integers(1, 40), st.booleans(), st.integers(0, 2**16)), min_size=1, max_size=12),
+       st.sampled_from([8, 40, 1 << 16]))
+def test_streamed_summary_equals_the_exact_law_round_by_round(tmp_path_factory, shapes, chunk_nodes):
+    from exitlaw.theory import DraftTree, exit_depth_law, exit_law_from_edges
+    from exitlaw.theory.summary import summarize_trace_file
+
+    rounds = []
+    for nodes, deep, seed in shapes:   # mixed sizes, deep chains, several chunks per bucket
+        rng = np.random.default_rng(seed)
+        if deep:
+            tree = DraftTree.chain(list(range(1, nodes)))
+        else:
+            tree = DraftTree(parent=[-1] + [int(rng.integers(0, u)) for u in range(1, nodes)], token=list(range(nodes)))
+        raw = rng.uniform(0.05, 1.0, nodes)
+        mass = np.zeros(nodes)
+        np.add.at(mass, tree.parent[1:], raw[1:])
+        edge = raw / np.maximum(1.0, mass[np.maximum(tree.parent, 0)])
+        edge[0] = 1.0
+        rounds.append(TraceRound(tree, edge, exit_node=int(rng.integers(0, nodes))))
+    path = write_trace(tmp_path_factory.mktemp("s") / "t.jsonl", rounds)
+    got = summarize_trace_file(path, chunk_nodes=chunk_nodes)
+    depth = max(r.tree.max_depth for r in rounds)
+    expected_hist = np.zeros(depth + 1)
+    for r, rec in zip(rounds, got["rounds"]):
+        law = exit_law_from_edges(r.tree, r.edge_prob)
+        assert rec["coverage"] == pytest.approx(float(law.coverage), rel=1e-10, abs=1e-12)
+        assert rec["block_length"] == r.block_length and rec["budget"] == r.tree.budget
+        expected_hist += np.asarray(exit_depth_law(r.tree, law, depth))
+    np.testing.assert_allclose(got["exit_depth_histogram"]["expected"], expected_hist, rtol=1e-10, atol=1e-12)
+    assert got["totals"]["rounds"] == len(rounds)

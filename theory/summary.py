@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .trace import Trace
-from .trace_stream import ChunkLaw, laws_of_rounds, stream_trace_laws
+from .trace_stream import DEFAULT_CHUNK_NODES, ChunkLaw, laws_of_rounds, stream_trace_laws
 
 
 class _Columns:
@@ -101,12 +101,13 @@ def summarize_trace(trace: Trace, *, keep_rounds: int | None = None) -> dict[str
     return _summary(trace.meta, laws_of_rounds(trace.rounds), keep_rounds)
 
 
-def summarize_trace_file(path: str | Path, *, keep_rounds: int | None = None,
-                         allow_incomplete: bool = False) -> dict[str, Any]:
+def summarize_trace_file(path: str | Path, *, keep_rounds: int | None = None, allow_incomplete: bool = False,
+                         chunk_nodes: int = DEFAULT_CHUNK_NODES) -> dict[str, Any]:
     """Summary of a trace file, streamed: memory depends on its largest round, not on its length."""
     meta: dict[str, Any] = {}
     # ``meta`` is filled from the header as the stream starts, before the summary is built
-    return _summary(meta, stream_trace_laws(path, meta.update, allow_incomplete=allow_incomplete), keep_rounds)
+    chunks = stream_trace_laws(path, meta.update, allow_incomplete=allow_incomplete, chunk_nodes=chunk_nodes)
+    return _summary(meta, chunks, keep_rounds)
 
 
 def format_summary(summary: dict[str, Any], max_rows: int = 20) -> str:
