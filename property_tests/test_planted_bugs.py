@@ -167,3 +167,11 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
     causal = target.prefill(cache, full, all_logits=False).hidden   # [S, L*H]
     np.testing.assert_allclose(state.pending_hidden.float().numpy(), causal[start:start + len(path)].float().numpy(),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_the_self_mutation_table_matches_the_code():
+    """Every planted bug of ``self_mutation.py`` still applies to exactly one place, with its tests present."""
+    import self_mutation
+
+    assert self_mutation.check_table() == []
+    assert len(self_mutation.MUTANTS) >= 10
