@@ -136,3 +136,33 @@ def test_streamed_summary_equals_the_exact_law_round_by_round(tmp_path_factory, 
         expected_hist += np.asarray(exit_depth_law(r.tree, law, depth))
     np.testing.assert_allclose(got["exit_depth_histogram"]["expected"], expected_hist, rtol=1e-10, atol=1e-12)
     assert got["totals"]["rounds"] == len(rounds)
+
+
+def test_parallel_reading_equals_one_reader_and_names_the_line_of_an_error(tmp_path):
+    from exitlaw.theory.summary import summarize_trace_file
+    from exitlaw.theory.trace import split_spans
+    from exitlaw.theory.trace_bench import make_bench_trace
+
+    path = make_bench_trace(tmp_path / "t.jsonl", rounds=400, max_budget=20, big_round=300)
+    spans = split_spans(path, 3)
+    assert len(spans) == 3 and spans[0].first and spans[-1].last and spans[-1].end == path.stat().st_size
+    lines = path.read_bytes().split(b"\n")
+    for sp in spans:   # every span starts at a line boundary with the right line number
+        assert path.read_bytes()[sp.start:].startswith(lines[sp.first_lineno - 1])
+    one = summarize_trace_file(path)
+    three = summarize_trace_file(path, workers=3, parallel_min_bytes=0)
+    assert three["rounds"] == one["rounds"] and three["totals"] == one["totals"] and three["meta"] == one["meta"]
+    h1, h3 = one["exit_depth_histogram"], three["exit_depth_histogram"]   # sums in another order
+    assert h3["observed"] == h1["observed"]
+    np.testing.assert_allclose(h3["expected"], h1["expected"], rtol=1e-12)
+    text = path.read_text().splitlines()
+    bad = json.loads(text[350])
+    bad["edge_prob"][1] = 7.0
+    text[350] = json.dumps(bad)
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(TraceFormatError, match=f"{path}:351: node 1 has edge probability 7.0"):
+        summarize_trace_file(path, workers=3, parallel_min_bytes=0)
+    text[350], text[-1] = text[-1], text[350]   # the end marker in the middle
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(TraceFormatError, match=":351: end marker .* does not close this trace of 349 rounds"):
+        summarize_trace_file(path, workers=3, parallel_min_bytes=0)

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .trace import Trace
-from .trace_stream import DEFAULT_CHUNK_NODES, ChunkLaw, laws_of_rounds, stream_trace_laws
+from .trace_stream import DEFAULT_CHUNK_NODES, PARALLEL_MIN_BYTES, ChunkLaw, laws_of_rounds, stream_trace_laws
 
 
 class _Columns:
@@ -102,11 +102,14 @@ def summarize_trace(trace: Trace, *, keep_rounds: int | None = None) -> dict[str
 
 
 def summarize_trace_file(path: str | Path, *, keep_rounds: int | None = None, allow_incomplete: bool = False,
-                         chunk_nodes: int = DEFAULT_CHUNK_NODES) -> dict[str, Any]:
-    """Summary of a trace file, streamed: memory depends on its largest round, not on its length."""
+                         chunk_nodes: int = DEFAULT_CHUNK_NODES, workers: int = 1,
+                         parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> dict[str, Any]:
+    """Summary of a trace file, streamed: memory depends on its largest round, not on its length.
+    ``workers > 1`` reads a large file in that many processes (same result)."""
     meta: dict[str, Any] = {}
     # ``meta`` is filled from the header as the stream starts, before the summary is built
-    chunks = stream_trace_laws(path, meta.update, allow_incomplete=allow_incomplete, chunk_nodes=chunk_nodes)
+    chunks = stream_trace_laws(path, meta.update, allow_incomplete=allow_incomplete, chunk_nodes=chunk_nodes,
+                               workers=workers, parallel_min_bytes=parallel_min_bytes)
     return _summary(meta, chunks, keep_rounds)
 
 

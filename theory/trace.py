@@ -32,6 +32,8 @@ file and line. Numpy only.
 from __future__ import annotations
 
 import json
+import json.decoder
+import json.scanner
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +105,9 @@ _KNOWN = {"round", "parent", "token", "edge_prob", "draft_logprob", "exit_node",
 
 _INT64_MAX = np.iinfo(np.int64).max
 END_KEY = "end"
+# one JSON value per line, parsed by the json module's own scanner (``json.loads`` minus its wrappers)
+_scan = json.scanner.make_scanner(json.JSONDecoder())
+_skip_ws = json.decoder.WHITESPACE.match
 
 
 def _is_int(x) -> bool:
@@ -172,37 +177,71 @@ def json_safe(value: Any, where: str = "meta") -> Any:
     raise TraceFormatError(f"{where}: {type(value).__name__} value {value!r} cannot be written as JSON")
 
 
-def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line: bool = False) -> Iterator[tuple]:
+@dataclass(frozen=True)
+class Span:
+    """A byte range of a trace file that starts at a line boundary: ``[start, end)``, its first line
+    number, and whether it holds the header (``first``) and the end of the file (``last``)."""
+
+    start: int
+    end: int
+    first_lineno: int
+    first: bool
+    last: bool
+
+
+def _span_lines(fh, span: Span | None):
+    if span is None:
+        yield from fh
+        return
+    fh.seek(span.start)
+    while fh.tell() < span.end:
+        raw = fh.readline()
+        if not raw:
+            return
+        yield raw
+
+
+def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line: bool = False,
+                 span: Span | None = None) -> Iterator[tuple]:
     """Yield ``(where, record)`` (``(where, record, raw_line)`` with ``with_line``): the header's
-    ``meta`` first (``where`` = ``"meta"``), then each round record as parsed JSON. Checks the framing: header on line 1, no blank lines, UTF-8, the
-    end marker last with the right round count (unless ``allow_incomplete``)."""
+    ``meta`` first (``where`` = ``"meta"``), then each round record as parsed JSON. Checks the
+    framing: header on line 1, no blank lines, UTF-8, round indices in order, the end marker last
+    with the right round count (unless ``allow_incomplete``). ``span``: read only that part of the
+    file (a parallel reader's share; rounds before it are counted from its first line number)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"tree trace {str(path)!r} does not exist or is not a file")
-    rounds = 0
+    first = span is None or span.first
+    last = span is None or span.last
+    lineno0 = 1 if span is None else span.first_lineno
+    rounds = 0 if first else lineno0 - 2   # every line between the header and this span is a round
     ended = None
-    lineno = 0
+    lineno = lineno0 - 1
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise TraceFormatError(f"{where}: not UTF-8 text (byte {err.start}: {raw[err.start:err.start + 1]!r})") from None
+        for lineno, raw in enumerate(_span_lines(fh, span), start=lineno0):
             if ended is not None:
-                raise TraceFormatError(f"{where}: content after the end marker on line {ended}")
-            if not line.strip():
+                raise TraceFormatError(f"{path}:{lineno}: content after the end marker on line {ended}")
+            if raw.isspace() or not raw:
                 what = "expected the header" if lineno == 1 else "a trace has no blank lines"
-                raise TraceFormatError(f"{where}: blank line ({what})")
+                raise TraceFormatError(f"{path}:{lineno}: blank line ({what})")
             try:
-                rec = json.loads(line)
+                line = raw.decode("utf-8")   # decoded first: json.loads(bytes) would guess UTF-16
+                rec, end = _scan(line, _skip_ws(line, 0).end())
+                if _skip_ws(line, end).end() != len(line):
+                    raise json.JSONDecodeError("Extra data", line, end)
+            except UnicodeDecodeError as err:
+                raise TraceFormatError(f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
+                                       f"{raw[err.start:err.start + 1]!r})") from None
+            except StopIteration as err:   # the C scanner's "no value here"
+                raise TraceFormatError(f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})") from None
             except json.JSONDecodeError as err:
-                raise TraceFormatError(f"{where}: not valid JSON ({err.msg})") from None
+                raise TraceFormatError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
             except RecursionError:
-                raise TraceFormatError(f"{where}: JSON nested too deeply") from None
-            if not isinstance(rec, dict):
-                raise TraceFormatError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+                raise TraceFormatError(f"{path}:{lineno}: JSON nested too deeply") from None
+            if type(rec) is not dict:
+                raise TraceFormatError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
             if lineno == 1:
+                where = f"{path}:1"
                 if rec.get("schema") != SCHEMA:
                     raise TraceFormatError(f"{where}: header must have schema {SCHEMA!r}, got {rec.get('schema')!r}")
                 if rec.get("version") != VERSION or isinstance(rec.get("version"), bool):
@@ -214,19 +253,51 @@ def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line:
                 continue
             if END_KEY in rec:
                 if rec.get(END_KEY) != SCHEMA or rec.get("rounds") != rounds or isinstance(rec.get("rounds"), bool):
-                    raise TraceFormatError(f"{where}: end marker {rec!r} does not close this trace of {rounds} rounds")
+                    raise TraceFormatError(f"{path}:{lineno}: end marker {rec!r} does not close this trace of "
+                                           f"{rounds} rounds")
                 ended = lineno
                 continue
             index = rec.get("round", rounds)
-            if not _is_int(index) or index != rounds:
-                raise TraceFormatError(f"{where}: round index {index!r}, expected {rounds} (rounds out of order?)")
+            if index != rounds or type(index) is not int:
+                raise TraceFormatError(f"{path}:{lineno}: round index {index!r}, expected {rounds} "
+                                       "(rounds out of order?)")
             rounds += 1
+            where = f"{path}:{lineno}"
             yield (where, rec, raw) if with_line else (where, rec)
-    if lineno == 0:
+    if first and lineno == 0:
         raise TraceFormatError(f"{path}: empty file, expected a header line")
-    if ended is None and not allow_incomplete:
+    if ended is not None and not last:
+        raise TraceFormatError(f"{path}:{ended + 1}: content after the end marker on line {ended}")
+    if last and ended is None and not allow_incomplete:
         raise IncompleteTraceError(f"{path}: incomplete trace: no end marker after line {lineno} "
                                    f"({rounds} rounds read; the writer was interrupted)")
+
+
+def split_spans(path: str | Path, parts: int) -> list[Span]:
+    """Cut a trace file into ``parts`` spans at line boundaries (fewer when lines are long)."""
+    path = Path(path)
+    size = path.stat().st_size
+    cuts = [0]
+    with path.open("rb") as fh:
+        for k in range(1, parts):
+            fh.seek(max(size * k // parts, cuts[-1]))
+            if fh.tell() > 0:
+                fh.seek(fh.tell() - 1)
+                fh.readline()          # to the start of the next line
+            if fh.tell() > cuts[-1] and fh.tell() < size:
+                cuts.append(fh.tell())
+        cuts.append(size)
+        spans, lineno = [], 1
+        for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+            spans.append(Span(a, b, lineno, i == 0, i == len(cuts) - 2))
+            fh.seek(a)
+            left, count = b - a, 0
+            while left > 0:
+                block = fh.read(min(left, 1 << 24))
+                count += block.count(b"\n")
+                left -= len(block)
+            lineno += count
+    return spans
 
 
 def iter_trace(path: str | Path, *, allow_incomplete: bool = False) -> Iterator[TraceRound | dict[str, Any]]:

@@ -50,27 +50,37 @@ def make_bench_trace(path: str | Path, *, rounds: int, max_budget: int = 64, big
     return Path(path)
 
 
-def run_trace_bench(path: str | Path) -> dict[str, Any]:
-    """Summarise ``path`` once (streamed) and report rounds, seconds, rounds/s, MB/s and peak RSS."""
+def _children_peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def run_trace_bench(path: str | Path, *, workers: int = 1) -> dict[str, Any]:
+    """Summarise ``path`` once (streamed, in ``workers`` processes) and report rounds, seconds,
+    rounds/s, MB/s and peak RSS (this process, and the largest worker's)."""
     path = Path(path)
     size = path.stat().st_size if path.is_file() else 0
     before = peak_rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
-    summary = summarize_trace_file(path, keep_rounds=20)
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    summary = summarize_trace_file(path, keep_rounds=20, workers=workers)
+    seconds = time.perf_counter() - t0
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() - c0 + kids.ru_utime + kids.ru_stime
     rounds = summary["totals"]["rounds"]
     peak = peak_rss_mb()
     out = {"trace": str(path), "bytes": size, "rounds": rounds, "seconds": seconds,
            "rounds_per_s": rounds / seconds, "mb_per_s": size / 2**20 / seconds, "cpu_seconds": cpu,
            "rounds_per_cpu_s": rounds / cpu if cpu > 0 else float("inf"),
            "load_average_1min": os.getloadavg()[0],
-           "peak_rss_mb": peak, "rss_before_mb": before, "cpus": os.cpu_count(),
+           "peak_rss_mb": peak, "rss_before_mb": before, "cpus": os.cpu_count(), "workers": workers,
+           "worker_peak_rss_mb": _children_peak_rss_mb(),
            "mean_coverage": summary["totals"]["mean_coverage"]}
     out["text"] = (f"{path}: {size / 2**20:.1f} MiB, {rounds} rounds in {seconds:.2f} s: "
                    f"{out['rounds_per_s']:,.0f} rounds/s, {out['mb_per_s']:.1f} MiB/s "
                    f"({out['rounds_per_cpu_s']:,.0f} rounds per CPU-second; load {out['load_average_1min']:.1f} "
                    f"on {out['cpus']} CPUs); "
-                   f"peak RSS {peak:.0f} MiB (before {before:.0f} MiB)")
+                   f"peak RSS {peak:.0f} MiB (before {before:.0f} MiB)"
+                   + (f", largest worker {out['worker_peak_rss_mb']:.0f} MiB ({workers} workers)" if workers > 1 else ""))
     return out
 
 

@@ -36,9 +36,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .distributions import ROW_SUM_ATOL
-from .trace import TraceFormatError, TraceRound, iter_records, parse_round
+from .trace import Span, TraceFormatError, TraceRound, iter_records, parse_round, split_spans
 
 DEFAULT_CHUNK_NODES = 1 << 16   # padded nodes per chunk: ~10 arrays of this many words
+PARALLEL_MIN_BYTES = 16 << 20   # smaller files are read by one process (starting workers costs ~0.3 s)
 _FAST_KEYS = frozenset({"round", "parent", "token", "edge_prob", "exit_node", "bonus", "draft_logprob"})
 
 
@@ -214,27 +215,74 @@ def laws_of_rounds(rounds: list[TraceRound], *, chunk_nodes: int = DEFAULT_CHUNK
 
 
 def stream_trace_laws(path: str | Path, on_meta: Callable[[dict], None], *, allow_incomplete: bool = False,
-                      chunk_nodes: int = DEFAULT_CHUNK_NODES, atol: float = ROW_SUM_ATOL) -> Iterator[ChunkLaw]:
+                      chunk_nodes: int = DEFAULT_CHUNK_NODES, atol: float = ROW_SUM_ATOL, workers: int = 1,
+                      parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> Iterator[ChunkLaw]:
     """Read ``path`` line by line and yield a :class:`ChunkLaw` whenever a bucket fills (then the rest).
 
     ``on_meta`` receives the header's meta first. Every round is validated; errors name the line.
+    ``workers > 1`` (files of at least ``parallel_min_bytes``): the file is cut into that many
+    spans at line boundaries, each read by its own process (spawned, so no thread state is forked);
+    each worker's memory is bounded as above, and the result is the same.
     """
+    path = Path(path)
+    if workers > 1 and path.is_file() and path.stat().st_size >= parallel_min_bytes:
+        yield from _parallel(path, on_meta, allow_incomplete, chunk_nodes, atol, workers)
+        return
+    yield from _paused_gc(_stream(path, on_meta, allow_incomplete, chunk_nodes, atol, None))
+
+
+def _paused_gc(it: Iterator[ChunkLaw]) -> Iterator[ChunkLaw]:
     # the held records are many small lists: the cyclic GC would rescan them on every allocation burst
     # (no cycles are created here); it is paused while streaming and restored after
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        yield from _stream(path, on_meta, allow_incomplete, chunk_nodes, atol)
+        yield from it
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _stream(path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float) -> Iterator[ChunkLaw]:
+def _merge(chunks: list[ChunkLaw]) -> ChunkLaw | None:
+    if not chunks:
+        return None
+    depth = max(c.depth_law.size for c in chunks)
+    law = np.zeros(depth)
+    for c in chunks:
+        law[: c.depth_law.size] += c.depth_law
+    cat = lambda f: np.concatenate([getattr(c, f) for c in chunks])  # noqa: E731
+    return ChunkLaw(cat("index"), cat("budget"), cat("max_depth"), cat("coverage"), cat("block_length"), law)
+
+
+def _span_worker(path: str, span: Span, allow_incomplete: bool, chunk_nodes: int, atol: float):
+    """One worker's share: ``(meta or None, its rounds' laws merged into one ChunkLaw or None)``."""
+    meta: dict = {}
+    chunks = list(_paused_gc(_stream(Path(path), meta.update, allow_incomplete, chunk_nodes, atol, span)))
+    return (meta if span.first else None), _merge(chunks)
+
+
+def _parallel(path: Path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float, workers: int):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    spans = split_spans(path, workers)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(spans), mp_context=ctx) as pool:
+        futures = [pool.submit(_span_worker, str(path), sp, allow_incomplete, chunk_nodes, atol) for sp in spans]
+        for fut in futures:   # in file order: the first failing span's error is raised
+            meta, chunk = fut.result()
+            if meta is not None:
+                on_meta(meta)
+            if chunk is not None:
+                yield chunk
+
+
+def _stream(path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float,
+            span: Span | None) -> Iterator[ChunkLaw]:
     buckets: dict[int, _Bucket] = {}
     parsed: dict[int, list[tuple[int, TraceRound]]] = {}   # unusual records, read exactly (rows dropped)
-    index = 0
-    for where, rec, raw in iter_records(path, allow_incomplete=allow_incomplete, with_line=True):
+    index = 0 if span is None or span.first else span.first_lineno - 2
+    for where, rec, raw in iter_records(path, allow_incomplete=allow_incomplete, with_line=True, span=span):
         if where == "meta":
             on_meta(rec)
             continue
