@@ -130,7 +130,12 @@ def check_resume(out: str | Path, settings: dict, config: TrainConfig | None = N
 def choose_device(requested: str | None) -> torch.device:
     """``requested``, else ``cuda:LOCAL_RANK`` when CUDA is available, else the CPU (made current on CUDA)."""
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(requested or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
+    try:
+        device = torch.device(requested or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
+    except RuntimeError as err:
+        raise ValueError(f"device {requested!r} is not a torch device ({err})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {requested!r}: this torch build or machine has no CUDA device")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return device
@@ -165,10 +170,13 @@ def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
     """Run one training (module docstring); returns ``final_drafter``, ``last`` (the last metrics
     line, ``{}`` if none), ``rank`` and ``world_size``. ``data``: training sequences the caller
     already holds (then ``spec.prompts`` and the generation options are not used)."""
+    out = Path(spec.out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory")
+    device = choose_device(spec.device)
     settings = run_settings(spec)
     if spec.resume:  # before any model is loaded or data generated
         check_resume(spec.out, settings, spec.config)
-    device = choose_device(spec.device)
     target, drafter = load_pair(spec.target, spec.draft, device=device, dtype=getattr(torch, spec.dtype))
     rank, world = init_distributed(device)
     try:

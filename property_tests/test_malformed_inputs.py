@@ -494,3 +494,21 @@ def test_ledger_figures_folder_that_does_not_exist_creates_nothing(tmp_path, cap
     assert _files(tmp_path) == set()
     code, err = _cli(["ledger", "--figures", "/nonexistent-exitlaw-figures"], capsys)
     assert code == 2 and not os.path.exists("/nonexistent-exitlaw-figures")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--device", "cuda"], "no CUDA device"),
+    (["--device", "tpu9"], "is not a torch device"),
+    (["--out", "FILE"], "is a file, not a directory"),
+])
+def test_train_device_and_out_are_checked_before_any_work(tmp_path, monkeypatch, capsys, extra, message):
+    import torch
+
+    if "cuda" in extra and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("x")
+    argv = ["train", "--target", "T", "--draft", "D", "--prompts", "p.jsonl", "--out", "o", *extra]
+    code, err = _cli(argv, capsys)
+    assert code == 2 and message in err, err
+    assert _files(tmp_path) == {"FILE"} and (tmp_path / "FILE").read_text() == "x"
