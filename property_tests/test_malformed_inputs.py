@@ -512,3 +512,22 @@ def test_train_device_and_out_are_checked_before_any_work(tmp_path, monkeypatch,
     code, err = _cli(argv, capsys)
     assert code == 2 and message in err, err
     assert _files(tmp_path) == {"FILE"} and (tmp_path / "FILE").read_text() == "x"
+
+
+def test_a_writer_closed_in_a_finally_block_of_an_interrupted_loop_leaves_nothing(tmp_path):
+    path = tmp_path / "t.jsonl"
+    rnd = TraceRound(CHAIN, np.array([1.0, 0.5]))
+    writer = TraceWriter(path, {})
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            writer.write(rnd)
+            raise KeyboardInterrupt
+        finally:
+            writer.close()
+    assert _files(tmp_path) == set()
+    writer = TraceWriter(path, {})   # a normal close still completes the trace
+    try:
+        writer.write(rnd)
+    finally:
+        writer.close()
+    assert len(read_trace(path).rounds) == 1

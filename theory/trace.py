@@ -35,6 +35,7 @@ import json
 import json.decoder
 import json.scanner
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -350,7 +351,15 @@ class TraceWriter:
         self._count += 1
 
     def close(self) -> None:
-        """Write the end marker, flush to disk and rename to the final name (atomic)."""
+        """Write the end marker, flush to disk and rename to the final name (atomic).
+
+        Called while an exception propagates (from a ``finally`` block of an interrupted loop,
+        Ctrl-C included), it discards the unfinished trace instead, as leaving a ``with`` block
+        by an exception does: an interrupted run never looks complete.
+        """
+        if sys.exc_info()[0] is not None:
+            self.abort()
+            return
         if self._closed:
             return
         self._closed = True
