@@ -54,17 +54,30 @@ def _read_config(path: Path, what: str) -> dict:
         raise ValueError(f"{cfg_path} is not valid JSON ({err.msg})") from None
 
 
-def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
+def _load_safetensors(file: Path) -> dict[str, torch.Tensor]:
+    """One safetensors file; a truncated or corrupt file is a ``ValueError`` naming it."""
     from safetensors.torch import load_file
 
+    if not file.is_file():
+        raise ValueError(f"weight file {file} does not exist")
+    try:
+        return load_file(str(file))
+    except Exception as err:  # safetensors raises its own error type (and OSError): name the file
+        raise ValueError(f"{file} is not a readable safetensors file (truncated or corrupt?): {err}") from err
+
+
+def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
     single, index = path / WEIGHTS, path / WEIGHTS_INDEX
     if single.is_file():
-        return load_file(str(single))
+        return _load_safetensors(single)
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{index} is not a valid safetensors index ({err})") from None
         out: dict[str, torch.Tensor] = {}
         for shard in shards:
-            out.update(load_file(str(path / shard)))
+            out.update(_load_safetensors(path / shard))
         return out
     raise ValueError(f"{path} is not a DFlash checkpoint: it has no {WEIGHTS} or {WEIGHTS_INDEX}")
 
@@ -131,9 +144,72 @@ def load_target(path_or_id: str | Path, *, device: str | torch.device = "cpu", d
         raise ValueError(f"{path} is a DFlash drafter checkpoint, not a target model")
     if not any(p.suffix == ".safetensors" or p.name.endswith(".bin") for p in path.iterdir()):
         raise ValueError(f"{path} is not a target model checkpoint: it has no weight files")
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or "auto",
-                                                 attn_implementation=attn_implementation)
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or "auto",
+                                                           attn_implementation=attn_implementation,
+                                                           output_loading_info=True,
+                                                           # mis-shaped tensors are listed in the report
+                                                           # (not raised anonymously); the report is an error below
+                                                           ignore_mismatched_sizes=True)
+    except Exception as err:  # transformers/safetensors raise many types for a bad file: name the folder
+        raise ValueError(f"target checkpoint {path} could not be loaded: {type(err).__name__}: {err}") from err
+    check_loading_info(info, f"target checkpoint {path}")
     return TargetModel(model.to(device), layer_ids)
+
+
+def checkpoint_fingerprint(path_or_id: str | Path) -> str:
+    """Identity of a checkpoint directory: ``config.json`` and, per weight file, its name, size and a
+    hash of its first and last MiB (the safetensors header names and shapes every tensor). A changed,
+    replaced or truncated checkpoint gets a new fingerprint without reading gigabytes."""
+    import hashlib
+
+    path = resolve_checkpoint(path_or_id)
+    h = hashlib.sha256()
+    for f in sorted(path.iterdir()):
+        if f.name == "config.json" or f.suffix in (".safetensors", ".bin", ".pt") or f.name == WEIGHTS_INDEX:
+            size = f.stat().st_size
+            h.update(f"{f.name}\0{size}\0".encode())
+            with f.open("rb") as fh:
+                h.update(fh.read(1 << 20))
+                if size > 2 << 20:
+                    fh.seek(size - (1 << 20))
+                    h.update(fh.read())
+    return h.hexdigest()[:20]
+
+
+def check_loading_info(info: dict, where: str) -> None:
+    """transformers' loading report as an error: any missing (would be randomly initialised),
+    unexpected or mis-shaped tensor, or load error message, names the tensors."""
+    problems = []
+    for key, what in (("missing_keys", "missing tensor(s) (would be random)"),
+                      ("unexpected_keys", "unexpected tensor(s) (misnamed?)"),
+                      ("mismatched_keys", "mis-shaped tensor(s)")):
+        names = sorted(str(k) for k in (info.get(key) or ()))
+        if names:
+            problems.append(f"{what}: {', '.join(names)}")
+    if info.get("error_msgs"):
+        problems.append("errors: " + "; ".join(map(str, info["error_msgs"])))
+    if problems:
+        raise ValueError(f"{where}: " + "; ".join(problems))
+
+
+def check_pair(draft: DFlashConfig, target_config, where: str = "drafter/target pair") -> None:
+    """The drafter must fit the target: same vocabulary and hidden size, ``target_layer_ids`` inside the
+    target's layers and ``mask_token_id`` inside the vocabulary. Names every difference."""
+    t_layers = int(target_config.num_hidden_layers)
+    t_vocab = int(target_config.vocab_size)
+    problems = []
+    if draft.vocab_size != t_vocab:
+        problems.append(f"drafter vocab_size {draft.vocab_size} != target vocab_size {t_vocab}")
+    if draft.hidden_size != int(target_config.hidden_size):
+        problems.append(f"drafter hidden_size {draft.hidden_size} != target hidden_size {target_config.hidden_size}")
+    bad = [i for i in draft.target_layer_ids if not 0 <= i < t_layers]
+    if bad:
+        problems.append(f"drafter target_layer_ids {bad} outside the target's {t_layers} layers")
+    if not 0 <= draft.mask_token_id < t_vocab:
+        problems.append(f"drafter mask_token_id {draft.mask_token_id} is outside the target vocabulary ({t_vocab})")
+    if problems:
+        raise ValueError(f"{where}: " + "; ".join(problems))
 
 
 def load_pair(target: str | Path, draft: str | Path, *, device: str | torch.device = "cpu",
@@ -142,14 +218,12 @@ def load_pair(target: str | Path, draft: str | Path, *, device: str | torch.devi
     drafter = load_drafter(draft, device=device, dtype=dtype)
     tgt = load_target(target, device=device, dtype=dtype or drafter.fc.weight.dtype,
                       layer_ids=drafter.config.target_layer_ids)
-    c, tc = drafter.config, tgt.model.config
-    if c.hidden_size != tc.hidden_size:
-        raise ValueError(f"drafter hidden_size {c.hidden_size} != target hidden_size {tc.hidden_size}")
-    if not 0 <= c.mask_token_id < tgt.vocab_size:
-        raise ValueError(f"drafter mask_token_id {c.mask_token_id} is outside the target vocabulary ({tgt.vocab_size})")
+    check_pair(drafter.config, tgt.model.config, f"drafter {draft} with target {target}")
     drafter.to(tgt.dtype)
     return tgt, drafter
 
 
-__all__ = ["load_drafter", "save_drafter", "load_target", "load_pair", "check_drafter_tensors",
+__all__ = ["load_drafter", "save_drafter", "load_target", "load_pair", "check_drafter_tensors", "check_pair",
+           "checkpoint_fingerprint",
+           "check_loading_info",
            "resolve_checkpoint", "expected_tensor_names"]

@@ -15,15 +15,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
 import torch
 
-from .checkpoint import load_pair, resolve_checkpoint
+from .checkpoint import checkpoint_fingerprint, load_pair, resolve_checkpoint
 from .train_checkpoint import dist_group, init_distributed
 from .train_config import TrainConfig
 from .train_data import Sequences, cached_sequences, encode_prompts, load_prompts, target_fingerprint
@@ -58,14 +60,82 @@ class TrainingRunSpec:
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-        if self.max_new_tokens < 1 or self.gen_batch < 1 or self.gen_temperature < 0:
-            raise ValueError("need max_new_tokens >= 1, gen_batch >= 1 and gen_temperature >= 0")
+        for name in ("max_new_tokens", "gen_batch"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        t = self.gen_temperature
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise ValueError(f"gen_temperature must be a finite number >= 0, got {t!r}")
+        if self.prompt_limit is not None and (isinstance(self.prompt_limit, bool)
+                                              or not isinstance(self.prompt_limit, int) or self.prompt_limit < 1):
+            raise ValueError(f"prompt_limit must be an integer >= 1 (or None: all prompts), got {self.prompt_limit!r}")
+
+
+# settings that change what is trained; a resumed run must match the saved run in every one
+RESUME_SETTINGS = ("target_fingerprint", "draft_fingerprint", "prompts", "prompt_limit", "chat", "max_new_tokens",
+                   "gen_temperature", "continuations_server", "server_model", "dtype")
+
+
+def run_settings(spec: TrainingRunSpec) -> dict:
+    """What a run trains on, besides its :class:`TrainConfig`: checkpoint identities, data and generation."""
+    return {"target_fingerprint": checkpoint_fingerprint(spec.target),
+            "draft_fingerprint": checkpoint_fingerprint(spec.draft), "prompts": spec.prompts,
+            "prompt_limit": spec.prompt_limit, "chat": spec.chat, "max_new_tokens": spec.max_new_tokens,
+            "gen_temperature": float(spec.gen_temperature), "continuations_server": spec.continuations_server,
+            "server_model": spec.server_model, "dtype": spec.dtype}
+
+
+def data_fingerprint(data: Sequences) -> str:
+    """Hash of the training sequences (every prompt and continuation token, in order)."""
+    h = hashlib.sha256()
+    for p, c in zip(data.prompts, data.continuations):
+        h.update(json.dumps([list(map(int, p)), list(map(int, c))]).encode())
+    return h.hexdigest()[:20]
+
+
+def saved_run(out: str | Path) -> dict:
+    """``out/config.json`` of a training run (named errors when absent or unreadable)."""
+    path = Path(out) / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"--resume: {out} holds no training run (no config.json)")
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"--resume: {path} is not valid JSON ({err}); the run cannot be checked") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("train"), dict):
+        raise ValueError(f"--resume: {path} holds no 'train' configuration")
+    return saved
+
+
+def check_resume(out: str | Path, settings: dict, config: TrainConfig | None = None) -> None:
+    """Refuse to resume when a setting differs from the saved run, naming each: ``key: saved X, now Y``.
+
+    A setting the saved run does not record cannot be verified, and is refused too.
+    """
+    saved = saved_run(out)
+    diffs = []
+    for key, now in settings.items():
+        if key not in saved:
+            diffs.append(f"{key}: not recorded in the saved run (now {now!r})")
+        elif saved[key] != now:
+            diffs.append(f"{key}: saved {saved[key]!r}, now {now!r}")
+    if config is not None:
+        old = asdict(TrainConfig.from_saved(saved["train"]))
+        diffs += [f"train.{k}: saved {old[k]!r}, now {v!r}" for k, v in asdict(config).items() if old.get(k) != v]
+    if diffs:
+        raise ValueError(f"--resume: {out} was trained with different settings; " + "; ".join(diffs))
 
 
 def choose_device(requested: str | None) -> torch.device:
     """``requested``, else ``cuda:LOCAL_RANK`` when CUDA is available, else the CPU (made current on CUDA)."""
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(requested or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
+    try:
+        device = torch.device(requested or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
+    except RuntimeError as err:
+        raise ValueError(f"device {requested!r} is not a torch device ({err})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {requested!r}: this torch build or machine has no CUDA device")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return device
@@ -100,16 +170,23 @@ def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
     """Run one training (module docstring); returns ``final_drafter``, ``last`` (the last metrics
     line, ``{}`` if none), ``rank`` and ``world_size``. ``data``: training sequences the caller
     already holds (then ``spec.prompts`` and the generation options are not used)."""
+    out = Path(spec.out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory")
     device = choose_device(spec.device)
+    settings = run_settings(spec)
+    if spec.resume:  # before any model is loaded or data generated
+        check_resume(spec.out, settings, spec.config)
     target, drafter = load_pair(spec.target, spec.draft, device=device, dtype=getattr(torch, spec.dtype))
     rank, world = init_distributed(device)
     try:
         if data is None:
             data = training_sequences(spec, target)
-        info = {"target": str(spec.target), "draft": str(spec.draft), "prompts": spec.prompts,
-                "max_new_tokens": spec.max_new_tokens, "gen_temperature": spec.gen_temperature,
-                "continuations_server": spec.continuations_server, "sequences": len(data), "device": str(device),
-                "dtype": spec.dtype, **spec.run_info}
+        data_settings = {"data_fingerprint": data_fingerprint(data), "sequences": len(data)}
+        if spec.resume:
+            check_resume(spec.out, data_settings)
+        info = {"target": str(spec.target), "draft": str(spec.draft), **settings, **data_settings,
+                "device": str(device), **spec.run_info}
         final = train(target, drafter, data, spec.config, spec.out, resume=spec.resume, run_info=info,
                       progress=spec.progress)
         metrics = Path(spec.out) / "metrics.jsonl"
@@ -121,4 +198,5 @@ def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
             dist_group().destroy_process_group()
 
 
-__all__ = ["DTYPES", "TrainingRunSpec", "choose_device", "training_sequences", "run_training"]
+__all__ = ["DTYPES", "RESUME_SETTINGS", "TrainingRunSpec", "check_resume", "choose_device", "data_fingerprint",
+           "run_settings", "run_training", "saved_run", "training_sequences"]

@@ -107,3 +107,427 @@ def test_inputs_are_not_modified_or_renormalised():
     copy = rows.copy()
     exit_law(DraftTree.chain([1]), rows)
     np.testing.assert_array_equal(rows, copy)
+
+
+# ---------------------------------------------------------------------------------------------
+# One rule for every input: a table of bad inputs across the API, trace files and every command.
+# Each case asserts its category: a named error (a ValueError subclass or FileNotFoundError with
+# the culprit in the message), a non-zero exit for commands, and nothing written.
+# ---------------------------------------------------------------------------------------------
+import json  # noqa: E402
+import os  # noqa: E402
+
+from exitlaw.cli import main  # noqa: E402
+from exitlaw.theory import (  # noqa: E402
+    IncompleteTraceError,
+    PaddedTree,
+    TraceFormatError,
+    TraceRound,
+    TraceWriter,
+    oracle_tree,
+    probs_from_logits,
+    read_trace,
+    write_trace,
+)
+from exitlaw.simulate.presets import SimConfig, WorkBoundError  # noqa: E402
+
+CHAIN = DraftTree.chain([1])
+ROWS = np.array([[0.5, 0.5], [0.25, 0.75]])
+
+
+def _files(root) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+API_CASES = [
+    # trees: dtypes and ranges (no coercion, no int64 wrap-around)
+    ("tree bool token", lambda: DraftTree(parent=[-1, 0], token=[0, True]), TreeError, r"token\[1\] is True"),
+    ("tree string token", lambda: DraftTree(parent=[-1, 0], token=[0, "3"]), TreeError, r"token\[1\] is '3'"),
+    ("tree huge token", lambda: DraftTree(parent=[-1, 0], token=[0, 2**64 + 1]), TreeError, "outside the int64 range"),
+    ("tree token 2**63", lambda: DraftTree(parent=[-1, 0], token=[0, 2**63]), TreeError, "outside the int64 range"),
+    ("tree uint64 token", lambda: DraftTree(parent=[-1, 0], token=np.array([0, 2**63], dtype=np.uint64)), TreeError,
+     "outside the int64 range"),
+    ("tree float token 1e30", lambda: DraftTree(parent=[-1, 0], token=[0, 1e30]), TreeError, "must hold integers"),
+    ("tree nan parent", lambda: DraftTree(parent=[-1, np.nan], token=[0, 1]), TreeError, "must hold integers"),
+    ("tree complex parent", lambda: DraftTree(parent=np.array([-1, 0], dtype=complex), token=[0, 1]), TreeError,
+     "dtype complex"),
+    ("tree bool array", lambda: DraftTree(parent=[-1, 0], token=np.array([False, True])), TreeError, "dtype bool"),
+    ("tree object array", lambda: DraftTree(parent=[-1, 0], token=np.array([0, None], dtype=object)), TreeError,
+     "dtype object"),
+    ("tree bytes token", lambda: DraftTree(parent=[-1, 0], token=[0, b"1"]), TreeError, "not bytes"),
+    ("tree ragged", lambda: DraftTree(parent=[-1, [0]], token=[0, 1]), TreeError, "integers|1-D"),
+    # rows: dtypes, tolerance
+    ("rows complex", lambda: exit_law(CHAIN, ROWS.astype(complex)), DistributionError, "complex"),
+    ("rows bool", lambda: exit_law(CHAIN, np.array([[True, False], [False, True]])), DistributionError, "bool"),
+    ("rows strings", lambda: exit_law(CHAIN, np.array([["0.5", "0.5"], ["0.5", "0.5"]])), DistributionError, "string"),
+    ("rows object", lambda: exit_law(CHAIN, np.array([[0.5, None], [0.5, 0.5]], dtype=object)), DistributionError,
+     "object"),
+    ("rows atol nan", lambda: exit_law(CHAIN, np.array([[0.5, 0.9], [0.5, 0.5]]), atol=float("nan")),
+     DistributionError, "atol"),
+    ("rows atol negative", lambda: exit_law(CHAIN, ROWS, atol=-1.0), DistributionError, "atol"),
+    ("rows atol string", lambda: exit_law(CHAIN, ROWS, atol="1e-5"), DistributionError, "atol"),
+    ("rows atol inf", lambda: exit_law(CHAIN, np.array([[0.5, 9.0], [0.5, 0.5]]), atol=float("inf")),
+     DistributionError, "atol"),
+    ("block law complex", lambda: __import__("exitlaw.theory", fromlist=["block_law"]).block_law(
+        CHAIN, ROWS.astype(complex)), DistributionError, "complex"),
+    ("residual rows bool", lambda: __import__("exitlaw.theory", fromlist=["residual_rows"]).residual_rows(
+        CHAIN, ROWS > 0.3), DistributionError, "bool"),
+    ("padded rows bad sum", lambda: exit_law(CHAIN.padded(4), np.full((4, 2), 0.7)), DistributionError, "sums to"),
+    ("padded rows nan", lambda: exit_law(CHAIN.padded(3), np.array([[0.5, 0.5], [np.nan, 1], [0, 0]])),
+     DistributionError, "non-finite"),
+    # edges
+    ("edges strings", lambda: exit_law_from_edges(CHAIN, ["1", "0.5"]), DistributionError, "string"),
+    ("edges bool", lambda: exit_law_from_edges(CHAIN, [True, True]), DistributionError, "bool"),
+    ("edges complex", lambda: exit_law_from_edges(CHAIN, np.array([1, 0.5], dtype=complex)), DistributionError,
+     "complex"),
+    ("edges atol nan", lambda: exit_law_from_edges(CHAIN, [1.0, 1.5], atol=float("nan")), DistributionError, "atol"),
+    ("padded edge 5.0", lambda: exit_law_from_edges(CHAIN.padded(4), np.array([1, 5.0, 0, 0])), DistributionError,
+     "node 1 has edge probability 5.0"),
+    ("padded edge negative", lambda: exit_law_from_edges(CHAIN.padded(2), np.array([1, -0.5])), DistributionError,
+     "node 1 has edge probability"),
+    ("padded edge nan", lambda: exit_law_from_edges(CHAIN.padded(3), np.array([1, np.nan, 0])), DistributionError,
+     "node 1"),
+    ("padded child mass", lambda: exit_law_from_edges(DraftTree(parent=[-1, 0, 0], token=[0, 1, 2]).padded(5),
+                                                      np.array([1, 0.7, 0.7, 0, 0])), DistributionError,
+     "children of node 0 carry target mass 1.4"),
+    ("padded edges shape", lambda: exit_law_from_edges(CHAIN.padded(4), np.ones(3)), DistributionError, "shape"),
+    # logits and temperatures
+    ("nan logits at T=0", lambda: exit_law_from_logits(CHAIN, np.array([[0, np.nan], [0, 0.0]]), 0.0),
+     DistributionError, "NaN or inf"),
+    ("inf logits at T=0", lambda: exit_law_from_logits(CHAIN, np.array([[0, np.inf], [0, 0.0]]), 0.0),
+     DistributionError, "NaN or inf"),
+    ("probs_from_logits nan T=0", lambda: probs_from_logits(np.array([0.0, np.nan]), 0.0), DistributionError,
+     "NaN or inf"),
+    ("complex logits", lambda: probs_from_logits(np.array([0.0, 1j]), 1.0), DistributionError, "complex"),
+    ("temperature True", lambda: check_temperature(True, allow_zero=True), DistributionError, "temperature"),
+    ("temperature string", lambda: check_temperature("1.0", allow_zero=True), DistributionError, "temperature"),
+    ("temperature None", lambda: check_temperature(None, allow_zero=True), DistributionError, "temperature"),
+    ("temperature -inf", lambda: exit_law_from_logits(CHAIN, np.zeros((2, 2)), float("-inf")), DistributionError,
+     "temperature"),
+    # oracle
+    ("oracle budget -1", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), -1), ValueError, "budget"),
+    ("oracle budget float", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), 2.5), ValueError, "budget"),
+    ("oracle budget bool", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), True), ValueError, "budget"),
+    ("oracle budget string", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), "3"), ValueError, "budget"),
+    ("oracle nan row", lambda: oracle_tree(lambda p: np.array([np.nan, 1.0]), 2), DistributionError, "non-finite"),
+    ("oracle bool row", lambda: oracle_tree(lambda p: np.array([True, False]), 2), DistributionError, "bool"),
+    # simulation configs: types and bounds
+    ("simconfig budget string", lambda: SimConfig(budget="16"), ValueError, "'budget' must be an integer"),
+    ("simconfig rounds float", lambda: SimConfig(rounds=2.5), ValueError, "'rounds' must be an integer"),
+    ("simconfig oracle int", lambda: SimConfig(oracle=1), ValueError, "'oracle' must be true or false"),
+    ("simconfig temperature nan", lambda: SimConfig(temperature=float("nan")), ValueError, "'temperature'"),
+    ("simconfig zipf string", lambda: SimConfig(zipf="1.1"), ValueError, "'zipf'"),
+    ("simconfig builders string", lambda: SimConfig(builders="ddtree"), ValueError, "'builders'"),
+    ("simconfig branching strings", lambda: SimConfig(static_branching=("4", "2")), ValueError, "'static_branching'"),
+    ("simconfig latency list", lambda: SimConfig(latency=[1, 2]), ValueError, "'latency'"),
+    ("simconfig horizon 100000", lambda: SimConfig(horizon=100000), WorkBoundError, "horizon 100000 exceeds"),
+    ("simconfig rounds 10^7", lambda: SimConfig(rounds=10**7), WorkBoundError, "rounds 10000000 exceeds"),
+    ("simconfig vocab x budget", lambda: SimConfig(vocab=10**6, budget=1000), WorkBoundError, "GiB of rows"),
+    ("simconfig whole-run work", lambda: SimConfig(vocab=200_000, budget=64, rounds=1_000_000), WorkBoundError,
+     "hours"),
+    ("simconfig budget 0", lambda: SimConfig(budget=0), ValueError, "budget must be >= 1"),
+]
+
+
+@pytest.mark.parametrize("case", API_CASES, ids=[c[0] for c in API_CASES])
+def test_bad_api_input_is_a_named_error(case):
+    _, call, error, message = case
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_oracle_budget_zero_is_the_root_alone():
+    tree = oracle_tree(lambda p: np.array([0.5, 0.5]), 0)
+    assert tree.num_nodes == 1 and tree.budget == 0
+
+
+# ----- trace writing: nothing written on bad input, the old trace intact --------------------
+WRITE_CASES = [
+    ("meta list", [1, 2], TraceFormatError, "meta must be a dict"),
+    ("meta set", {"s": {1, 2}}, TraceFormatError, r"meta\.s: set value"),
+    ("meta nan", {"x": float("nan")}, TraceFormatError, "NaN or inf"),
+    ("meta object", {"o": object()}, TraceFormatError, r"meta\.o: object value"),
+    ("meta int key", {1: "a"}, TraceFormatError, "key 1 is not a string"),
+]
+
+
+@pytest.mark.parametrize("case", WRITE_CASES, ids=[c[0] for c in WRITE_CASES])
+def test_bad_meta_writes_nothing_and_keeps_the_old_trace(tmp_path, case):
+    _, meta, error, message = case
+    path = tmp_path / "t.jsonl"
+    rnd = TraceRound(CHAIN, np.array([1.0, 0.5]), exit_node=1, bonus=0)
+    write_trace(path, [rnd, rnd], {"old": True})
+    before = path.read_bytes()
+    with pytest.raises(error, match=message):
+        write_trace(path, [rnd], meta, overwrite=True)
+    assert path.read_bytes() == before and _files(tmp_path) == {"t.jsonl"}
+
+
+def test_numpy_scalars_in_meta_are_written_as_numbers(tmp_path):
+    path = write_trace(tmp_path / "t.jsonl", [TraceRound(CHAIN, np.array([1.0, 0.5]))],
+                       {"budget": np.int64(16), "t": np.float32(0.5), "ids": np.arange(2)})
+    assert read_trace(path).meta == {"budget": 16, "t": 0.5, "ids": [0, 1]}
+
+
+def test_an_interrupted_writer_leaves_no_trace_under_its_name(tmp_path):
+    path = tmp_path / "t.jsonl"
+    rnd = TraceRound(CHAIN, np.array([1.0, 0.5]))
+    with pytest.raises(RuntimeError):
+        with TraceWriter(path, {}) as w:
+            w.write(rnd)
+            raise RuntimeError("killed")
+    assert _files(tmp_path) == set()
+
+
+# ----- trace files: read_trace and `exitlaw law` both refuse, naming the file and line -------
+HEAD = '{"schema": "exitlaw.tree-trace", "version": 1, "meta": {}}'
+R0 = '{"round": 0, "parent": [-1, 0], "token": [0, 1], "edge_prob": [1.0, 0.5]}'
+
+
+def _round(**fields) -> str:
+    rec = {"round": 0, "parent": [-1, 0], "token": [0, 1], "edge_prob": [1.0, 0.5]}
+    rec.update(fields)
+    return json.dumps(rec)
+
+
+def _end(n: int = 1) -> str:
+    return json.dumps({"end": "exitlaw.tree-trace", "rounds": n})
+
+
+TRACE_CASES = [
+    ("leading blank line", ["", HEAD, R0, _end()], ":1: blank line"),
+    ("blank line inside", [HEAD, "", R0, _end()], ":2: blank line"),
+    ("wrong schema", ['{"schema": "x", "version": 1}', R0, _end()], ":1: header must have schema"),
+    ("version 99", ['{"schema": "exitlaw.tree-trace", "version": 99}', R0, _end()], "unsupported trace version 99"),
+    ("version true", ['{"schema": "exitlaw.tree-trace", "version": true}', R0, _end()], "unsupported trace version"),
+    ("meta list", ['{"schema": "exitlaw.tree-trace", "version": 1, "meta": [1]}', R0, _end()],
+     ":1: header meta must be a JSON object"),
+    ("meta string", ['{"schema": "exitlaw.tree-trace", "version": 1, "meta": "x"}', R0, _end()], "meta must be"),
+    ("header array", ["[1, 2]", R0, _end()], ":1: expected a JSON object"),
+    ("round not json", [HEAD, "{nope", _end(0)], ":2: not valid JSON"),
+    ("round array", [HEAD, "[1]", _end(0)], ":2: expected a JSON object"),
+    ("missing parent", [HEAD, '{"token": [0, 1], "edge_prob": [1, 0.5]}', _end()], "missing required field 'parent'"),
+    ("missing token", [HEAD, '{"parent": [-1, 0], "edge_prob": [1, 0.5]}', _end()], "missing required field 'token'"),
+    ("missing edge_prob", [HEAD, '{"parent": [-1, 0], "token": [0, 1]}', _end()], "'edge_prob'"),
+    ("exit_node true", [HEAD, _round(exit_node=True), _end()], ":2: exit_node True"),
+    ("exit_node out of tree", [HEAD, _round(exit_node=5), _end()], ":2: exit_node 5"),
+    ("exit_node string", [HEAD, _round(exit_node="1"), _end()], "exit_node '1'"),
+    ("exit_node float", [HEAD, _round(exit_node=1.0), _end()], "exit_node 1.0"),
+    ("bonus negative", [HEAD, _round(bonus=-1), _end()], "bonus -1"),
+    ("bonus true", [HEAD, _round(bonus=True), _end()], "bonus True"),
+    ("bonus huge", [HEAD, _round(bonus=2**70), _end()], "bonus"),
+    ("token string", [HEAD, _round(token=[0, "1"]), _end()], r":2: token\[1\] is '1'"),
+    ("token true", [HEAD, _round(token=[0, True]), _end()], r"token\[1\] is True"),
+    ("token huge", [HEAD, _round(token=[0, 2**64 + 1]), _end()], "outside the int64 range"),
+    ("token float", [HEAD, _round(token=[0, 1.5]), _end()], "must hold integers"),
+    ("parent string", [HEAD, _round(parent=[-1, "0"]), _end()], r"parent\[1\] is '0'"),
+    ("parent forward", [HEAD, _round(parent=[-1, 2, 0], token=[0, 1, 2], edge_prob=[1, .5, .5]), _end()],
+     "parents must come before children"),
+    ("duplicate siblings", [HEAD, _round(parent=[-1, 0, 0], token=[0, 1, 1], edge_prob=[1, .1, .1]), _end()],
+     "same token 1"),
+    ("edge string", [HEAD, _round(edge_prob=[1, "0.5"]), _end()], "edge_probs must hold real numbers"),
+    ("edge above one", [HEAD, _round(edge_prob=[1, 1.5]), _end()], "node 1 has edge probability 1.5"),
+    ("edge nan", [HEAD, '{"parent": [-1, 0], "token": [0, 1], "edge_prob": [1, NaN]}', _end()],
+     "node 1 has edge probability nan"),
+    ("edge length", [HEAD, _round(edge_prob=[1.0]), _end()], "edge_probs must have shape"),
+    ("child mass", [HEAD, _round(parent=[-1, 0, 0], token=[0, 1, 2], edge_prob=[1, .7, .7]), _end()],
+     "children of node 0 carry target mass 1.4"),
+    ("draft_logprob strings", [HEAD, _round(draft_logprob=["a", "b"]), _end()], "draft_logprob must hold numbers"),
+    ("draft_logprob length", [HEAD, _round(draft_logprob=[0.0]), _end()], "draft_logprob has shape"),
+    ("target_rows ragged", [HEAD, _round(target_rows=[[0.5, 0.5], [1.0]]), _end()], "target_rows"),
+    ("round out of order", [HEAD, _round(round=3), _end()], ":2: round index 3, expected 0"),
+    ("round index true", [HEAD, _round(round=True), _end()], "round index True"),
+    ("end count wrong", [HEAD, R0, _end(5)], ":3: end marker"),
+    ("after end marker", [HEAD, R0, _end(), R0], ":4: content after the end marker"),
+    ("no end marker", [HEAD, R0], "incomplete trace: no end marker"),
+    ("header only, no end", [HEAD], "incomplete trace"),
+]
+
+
+def _write_lines(path, lines) -> None:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", TRACE_CASES, ids=[c[0] for c in TRACE_CASES])
+def test_bad_trace_file_names_the_line_in_read_trace(tmp_path, case):
+    _, lines, message = case
+    path = tmp_path / "bad.jsonl"
+    _write_lines(path, lines)
+    with pytest.raises(TraceFormatError, match=message) as info:
+        read_trace(path)
+    assert str(path) in str(info.value)
+    assert _files(tmp_path) == {"bad.jsonl"}
+
+
+@pytest.mark.parametrize("case", TRACE_CASES, ids=[c[0] for c in TRACE_CASES])
+def test_bad_trace_file_fails_exitlaw_law_naming_the_line(tmp_path, capsys, case):
+    _, lines, message = case
+    path = tmp_path / "bad.jsonl"
+    _write_lines(path, lines)
+    assert main(["law", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and __import__("re").search(message, err), err
+    assert _files(tmp_path) == {"bad.jsonl"}
+
+
+@pytest.mark.parametrize("raw, message", [
+    (HEAD.encode() + b"\n" + b'{"parent": [-1, 0], "token": [0, 1], "edge_prob": [1, 0.5], "x": "\xff"}\n', ":2: not UTF-8"),
+    (b"\xfe\xff" + HEAD.encode() + b"\n", ":1: not UTF-8"),
+    (b"", "empty file"),
+])
+def test_non_utf8_and_empty_traces_name_the_file_and_line(tmp_path, capsys, raw, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(raw)
+    with pytest.raises(TraceFormatError, match=message):
+        read_trace(path)
+    assert main(["law", str(path)]) == 2 and message in capsys.readouterr().err
+
+
+def test_incomplete_trace_is_read_only_when_asked(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    _write_lines(path, [HEAD, R0])
+    with pytest.raises(IncompleteTraceError):
+        read_trace(path)
+    assert len(read_trace(path, allow_incomplete=True).rounds) == 1
+    assert main(["law", str(path), "--allow-incomplete", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["totals"]["rounds"] == 1
+
+
+# ----- commands: argument values refused before any work, nothing written -------------------
+def _cli(argv, capsys) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:   # argparse refuses a value with exit status 2
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+_M = ["--target", "T", "--draft", "D"]
+CLI_CASES = [
+    ("bench num-prompts 0", ["bench", *_M, "--num-prompts", "0"], "expected an integer >= 1"),
+    ("bench num-prompts -1", ["bench", *_M, "--num-prompts", "-1"], "expected an integer >= 1"),
+    ("bench budget empty", ["bench", *_M, "--budget", ""], "positive integers"),
+    ("bench budget zero", ["bench", *_M, "--budget", "0,32"], "positive integers"),
+    ("bench budget word", ["bench", *_M, "--budget", "big"], "comma-separated integers"),
+    ("bench temperature nan", ["bench", *_M, "--temperature", "nan"], "finite numbers"),
+    ("bench temperature empty", ["bench", *_M, "--temperature", ","], "finite numbers"),
+    ("bench verifier empty", ["bench", *_M, "--verifier", " , "], "comma-separated names"),
+    ("bench max-new-tokens 0", ["bench", *_M, "--max-new-tokens", "0"], "expected an integer >= 1"),
+    ("bench warmup -1", ["bench", *_M, "--warmup", "-1"], "expected an integer >= 0"),
+    ("bench threads 0", ["bench", *_M, "--threads", "0"], "expected an integer >= 1"),
+    ("train gen-temperature nan", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "nan"],
+     "expected a finite number"),
+    ("train gen-temperature -1", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "-1"],
+     "expected a finite number >= 0"),
+    ("train gen-temperature inf", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "inf"],
+     "expected a finite number"),
+    ("train max-new-tokens 0", ["train", *_M, "--prompts", "p", "--out", "o", "--max-new-tokens", "0"], ">= 1"),
+    ("train steps 0", ["train", *_M, "--prompts", "p", "--out", "o", "--steps", "0"], ">= 1"),
+    ("train lr nan", ["train", *_M, "--prompts", "p", "--out", "o", "--lr", "nan"], "finite"),
+    ("train lam inf", ["train", *_M, "--prompts", "p", "--out", "o", "--lam", "inf"], "finite"),
+    ("train prompt-limit 0", ["train", *_M, "--prompts", "p", "--out", "o", "--prompt-limit", "0"], ">= 1"),
+    ("train gen-batch -2", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-batch", "-2"], ">= 1"),
+    ("simulate rounds 0", ["simulate", "--preset", "small", "--rounds", "0"], "expected an integer >= 1"),
+    ("simulate rounds -5", ["simulate", "--preset", "small", "--rounds", "-5"], "expected an integer >= 1"),
+    ("simulate builders empty", ["simulate", "--preset", "small", "--builders", ","], "unknown builders ['', '']"),
+    ("simulate unknown preset", ["simulate", "--preset", "nope"], "unknown preset"),
+    ("simulate no config", ["simulate"], "give either a CONFIG file or --preset"),
+    ("law no trace", ["law"], "give either a TRACE path or --demo"),
+    ("law missing file", ["law", "missing.jsonl"], "does not exist"),
+    ("law-bench trees 0", ["law-bench", "--trees", "0"], "expected an integer >= 1"),
+    ("law-bench missing trace", ["law-bench", "--trace", "missing.jsonl"], "does not exist"),
+]
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c[0] for c in CLI_CASES])
+def test_bad_command_value_exits_nonzero_and_writes_nothing(tmp_path, monkeypatch, capsys, case):
+    _, argv, message = case
+    monkeypatch.chdir(tmp_path)
+    code, err = _cli(argv, capsys)
+    assert code not in (0, None) and message in err, err
+    assert _files(tmp_path) == set()
+
+
+SIM_CONFIG_CASES = [
+    ("budget string", '{"preset": "small", "budget": "16"}', "'budget' must be an integer"),
+    ("horizon 100000", '{"preset": "small", "horizon": 100000}', "horizon 100000 exceeds"),
+    ("rounds huge", '{"preset": "small", "rounds": 100000000}', "rounds 100000000 exceeds"),
+    ("vocab x budget", '{"preset": "small", "vocab": 5000000, "budget": 100}', "GiB of rows"),
+    ("unknown key", '{"preset": "small", "budgett": 3}', "unknown config keys"),
+    ("list config", '[1, 2]', "a config must be a JSON object"),
+    ("not json", '{"budget": ', "not valid JSON"),
+    ("preset number", '{"preset": 3}', "preset must be a name"),
+    ("builders number", '{"builders": 3}', "'builders'"),
+    ("oracle string", '{"oracle": "yes"}', "'oracle' must be true or false"),
+    ("temperature string", '{"temperature": "1"}', "'temperature' must be a finite number"),
+]
+
+
+@pytest.mark.parametrize("case", SIM_CONFIG_CASES, ids=[c[0] for c in SIM_CONFIG_CASES])
+def test_bad_simulate_config_file_is_refused_before_any_output(tmp_path, capsys, case):
+    _, text, message = case
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(text, encoding="utf-8")
+    code, err = _cli(["simulate", str(cfg), "--out", str(tmp_path / "out"), "--no-progress"], capsys)
+    assert code == 2 and message in err, err
+    assert _files(tmp_path) == {"cfg.json"}
+
+
+def test_simulate_config_not_utf8_is_named(tmp_path, capsys):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_bytes(b'{"budget": "\xff"}')
+    code, err = _cli(["simulate", str(cfg), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "not UTF-8" in err and str(cfg) in err
+
+
+def test_simulate_out_naming_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    code, err = _cli(["simulate", "--preset", "small", "--rounds", "1", "--out", str(tmp_path / "f"),
+                      "--no-progress"], capsys)
+    assert code == 2 and "is a file" in err and (tmp_path / "f").read_text() == "x"
+
+
+def test_ledger_figures_folder_that_does_not_exist_creates_nothing(tmp_path, capsys):
+    missing = tmp_path / "nonexistent" / "figs"
+    code, err = _cli(["ledger", "--figures", str(missing), "--out", str(tmp_path / "ledger")], capsys)
+    assert code == 2 and "is not a directory" in err
+    assert _files(tmp_path) == set()
+    code, err = _cli(["ledger", "--figures", "/nonexistent-exitlaw-figures"], capsys)
+    assert code == 2 and not os.path.exists("/nonexistent-exitlaw-figures")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--device", "cuda"], "no CUDA device"),
+    (["--device", "tpu9"], "is not a torch device"),
+    (["--out", "FILE"], "is a file, not a directory"),
+])
+def test_train_device_and_out_are_checked_before_any_work(tmp_path, monkeypatch, capsys, extra, message):
+    import torch
+
+    if "cuda" in extra and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("x")
+    argv = ["train", "--target", "T", "--draft", "D", "--prompts", "p.jsonl", "--out", "o", *extra]
+    code, err = _cli(argv, capsys)
+    assert code == 2 and message in err, err
+    assert _files(tmp_path) == {"FILE"} and (tmp_path / "FILE").read_text() == "x"
+
+
+def test_a_writer_closed_in_a_finally_block_of_an_interrupted_loop_leaves_nothing(tmp_path):
+    path = tmp_path / "t.jsonl"
+    rnd = TraceRound(CHAIN, np.array([1.0, 0.5]))
+    writer = TraceWriter(path, {})
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            writer.write(rnd)
+            raise KeyboardInterrupt
+        finally:
+            writer.close()
+    assert _files(tmp_path) == set()
+    writer = TraceWriter(path, {})   # a normal close still completes the trace
+    try:
+        writer.write(rnd)
+    finally:
+        writer.close()
+    assert len(read_trace(path).rounds) == 1

@@ -104,3 +104,65 @@ def test_help_lists_subcommands():
     proc = subprocess.run([sys.executable, "-m", "exitlaw", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
     assert "law" in proc.stdout and "law-bench" in proc.stdout
+
+
+@given(st.lists(st.tuples(st.integers(1, 40), st.booleans(), st.integers(0, 2**16)), min_size=1, max_size=12),
+       st.sampled_from([8, 40, 1 << 16]))
+def test_streamed_summary_equals_the_exact_law_round_by_round(tmp_path_factory, shapes, chunk_nodes):
+    from exitlaw.theory import DraftTree, exit_depth_law, exit_law_from_edges
+    from exitlaw.theory.summary import summarize_trace_file
+
+    rounds = []
+    for nodes, deep, seed in shapes:   # mixed sizes, deep chains, several chunks per bucket
+        rng = np.random.default_rng(seed)
+        if deep:
+            tree = DraftTree.chain(list(range(1, nodes)))
+        else:
+            tree = DraftTree(parent=[-1] + [int(rng.integers(0, u)) for u in range(1, nodes)], token=list(range(nodes)))
+        raw = rng.uniform(0.05, 1.0, nodes)
+        mass = np.zeros(nodes)
+        np.add.at(mass, tree.parent[1:], raw[1:])
+        edge = raw / np.maximum(1.0, mass[np.maximum(tree.parent, 0)])
+        edge[0] = 1.0
+        rounds.append(TraceRound(tree, edge, exit_node=int(rng.integers(0, nodes))))
+    path = write_trace(tmp_path_factory.mktemp("s") / "t.jsonl", rounds)
+    got = summarize_trace_file(path, chunk_nodes=chunk_nodes)
+    depth = max(r.tree.max_depth for r in rounds)
+    expected_hist = np.zeros(depth + 1)
+    for r, rec in zip(rounds, got["rounds"]):
+        law = exit_law_from_edges(r.tree, r.edge_prob)
+        assert rec["coverage"] == pytest.approx(float(law.coverage), rel=1e-10, abs=1e-12)
+        assert rec["block_length"] == r.block_length and rec["budget"] == r.tree.budget
+        expected_hist += np.asarray(exit_depth_law(r.tree, law, depth))
+    np.testing.assert_allclose(got["exit_depth_histogram"]["expected"], expected_hist, rtol=1e-10, atol=1e-12)
+    assert got["totals"]["rounds"] == len(rounds)
+
+
+def test_parallel_reading_equals_one_reader_and_names_the_line_of_an_error(tmp_path):
+    from exitlaw.theory.summary import summarize_trace_file
+    from exitlaw.theory.trace import split_spans
+    from exitlaw.theory.trace_bench import make_bench_trace
+
+    path = make_bench_trace(tmp_path / "t.jsonl", rounds=400, max_budget=20, big_round=300)
+    spans = split_spans(path, 3)
+    assert len(spans) == 3 and spans[0].first and spans[-1].last and spans[-1].end == path.stat().st_size
+    lines = path.read_bytes().split(b"\n")
+    for sp in spans:   # every span starts at a line boundary with the right line number
+        assert path.read_bytes()[sp.start:].startswith(lines[sp.first_lineno - 1])
+    one = summarize_trace_file(path)
+    three = summarize_trace_file(path, workers=3, parallel_min_bytes=0)
+    assert three["rounds"] == one["rounds"] and three["totals"] == one["totals"] and three["meta"] == one["meta"]
+    h1, h3 = one["exit_depth_histogram"], three["exit_depth_histogram"]   # sums in another order
+    assert h3["observed"] == h1["observed"]
+    np.testing.assert_allclose(h3["expected"], h1["expected"], rtol=1e-12)
+    text = path.read_text().splitlines()
+    bad = json.loads(text[350])
+    bad["edge_prob"][1] = 7.0
+    text[350] = json.dumps(bad)
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(TraceFormatError, match=f"{path}:351: node 1 has edge probability 7.0"):
+        summarize_trace_file(path, workers=3, parallel_min_bytes=0)
+    text[350], text[-1] = text[-1], text[350]   # the end marker in the middle
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(TraceFormatError, match=":351: end marker .* does not close this trace of 349 rounds"):
+        summarize_trace_file(path, workers=3, parallel_min_bytes=0)

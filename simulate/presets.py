@@ -82,6 +82,7 @@ class SimConfig:
     latency: dict[str, Any] = field(default_factory=lambda: asdict(LatencyModel()))
 
     def __post_init__(self) -> None:
+        self._check_types()
         object.__setattr__(self, "builders", tuple(self.builders))
         object.__setattr__(self, "static_branching", tuple(int(b) for b in self.static_branching))
         bad = [b for b in self.builders if b not in BUILDERS]
@@ -95,6 +96,31 @@ class SimConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.latency_model()  # validates
+        check_work_bounds(self)
+
+    def _check_types(self) -> None:
+        """Every field has its declared type (a JSON ``"budget": "16"`` is refused by name, not coerced)."""
+        for f in fields(self):
+            value, kind = getattr(self, f.name), f.type
+            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"config field {f.name!r} must be an integer, got {value!r}")
+            if kind == "float":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+                        or value in (float("inf"), float("-inf")):
+                    raise ValueError(f"config field {f.name!r} must be a finite number, got {value!r}")
+            if kind == "str" and not isinstance(value, str):
+                raise ValueError(f"config field {f.name!r} must be a string, got {value!r}")
+            if kind == "bool" and not isinstance(value, bool):
+                raise ValueError(f"config field {f.name!r} must be true or false, got {value!r}")
+            if kind.startswith("tuple[str"):
+                if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+                    raise ValueError(f"config field {f.name!r} must be a list of names, got {value!r}")
+            if kind.startswith("tuple[int"):
+                if not isinstance(value, (list, tuple)) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                                   for x in value):
+                    raise ValueError(f"config field {f.name!r} must be a list of integers, got {value!r}")
+            if kind.startswith("dict") and not isinstance(value, dict):
+                raise ValueError(f"config field {f.name!r} must be a JSON object, got {value!r}")
 
     def latency_model(self) -> LatencyModel:
         try:
@@ -136,9 +162,13 @@ class SimConfig:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: a config must be a JSON object")
         preset = data.pop("preset", None)
+        if preset is not None and not isinstance(preset, str):
+            raise ValueError(f"{path}: preset must be a name, got {preset!r}")
         base = get_preset(preset).to_dict() if preset else {}
         return cls.from_dict({**base, **data})
 
@@ -176,6 +206,46 @@ class SimConfig:
         if name == "dartree":
             return lambda c, rng: dartree(pos.marginals(c, H), ar, c, B, widen=self.dartree_widen)
         raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
+
+
+# Work bounds. A round of the exact simulation builds and verifies trees over rows of
+# ``vocab`` floats: the drafter's ``horizon`` rows, the verifier's ``nodes`` target rows, the
+# oracle's ``budget`` rows. These caps refuse configs that cannot finish on one machine.
+MAX_HORIZON = 512
+MAX_ROUNDS = 1_000_000
+MAX_ROW_FLOATS = 1 << 28          # one round's rows: 2 GiB of float64
+MAX_TOTAL_ROW_FLOATS = 1 << 40    # rows over the whole run: hours of work at ~1e8 floats/s
+
+
+class WorkBoundError(ValueError):
+    """A config whose size cannot finish; the message gives the estimate and the field to lower."""
+
+
+def estimated_work(cfg: "SimConfig") -> dict[str, float]:
+    """Per-round and whole-run float counts of the rows a config touches, and the memory of one round."""
+    nodes = max(cfg.budget, cfg.caddtree_max_budget if "caddtree" in cfg.builders else 0, cfg.horizon) + 1
+    per_round = (cfg.horizon + nodes + (nodes if cfg.oracle or "oracle" in cfg.builders else 0)) * cfg.vocab
+    total = per_round * cfg.rounds * len(cfg.builders)
+    return {"floats_per_round": float(per_round), "bytes_per_round": 8.0 * per_round,
+            "floats_total": float(total), "seconds_at_1e8_floats_per_s": total / 1e8}
+
+
+def check_work_bounds(cfg: "SimConfig") -> None:
+    """Refuse sizes that cannot finish (:class:`WorkBoundError` with the estimate)."""
+    if cfg.horizon > MAX_HORIZON:
+        raise WorkBoundError(f"horizon {cfg.horizon} exceeds {MAX_HORIZON}: every round drafts and verifies "
+                             f"a tree this deep; lower horizon")
+    if cfg.rounds > MAX_ROUNDS:
+        raise WorkBoundError(f"rounds {cfg.rounds} exceeds {MAX_ROUNDS}; split the run over seeds")
+    work = estimated_work(cfg)
+    if work["floats_per_round"] > MAX_ROW_FLOATS:
+        raise WorkBoundError(f"one round touches about {work['bytes_per_round'] / 2**30:.1f} GiB of rows "
+                             f"(vocab {cfg.vocab} x nodes, budget {cfg.budget}, horizon {cfg.horizon}); "
+                             f"the limit is {8 * MAX_ROW_FLOATS / 2**30:.0f} GiB: lower vocab or budget")
+    if work["floats_total"] > MAX_TOTAL_ROW_FLOATS:
+        raise WorkBoundError(f"the run touches about {work['floats_total']:.3g} row floats, about "
+                             f"{work['seconds_at_1e8_floats_per_s'] / 3600:.0f} hours at 1e8 floats/s; "
+                             f"lower rounds, vocab or budget")
 
 
 PRESETS: dict[str, SimConfig] = {

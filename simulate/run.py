@@ -5,6 +5,14 @@ and one tree trace per builder (``OUT/trace_<builder>.jsonl``, readable by
 ``exitlaw law``), and reports one table row per builder through ``log``.
 Existing outputs are never replaced without ``overwrite``.
 
+Nothing half-written: a run writes into ``OUT/.simulate-partial/`` and moves its
+files into ``OUT`` only once every builder has finished, ``results.json`` last
+(its presence marks a complete folder). With ``overwrite`` the old run's files
+stay untouched until then; the old ``results.json`` is removed first, then the
+new traces move in, the old run's traces that the new run does not write are
+removed, and the new ``results.json`` moves in. An interrupted run leaves the
+old folder as it was (plus the staging folder, cleared by the next run).
+
 Rows: ``tsubame`` is labelled ``tsubame+<verifier>`` (Tsubame's tree under the
 config's verifier); when ``caddtree`` runs, a row ``ddtree-matched`` follows it:
 DDTree at the fixed budget ``round(mean CaDDTree budget)`` of the same run, so the
@@ -15,9 +23,12 @@ call per depth level (:meth:`SimConfig.builder_latency`).
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
+
+from exitlaw.theory.atomic_io import atomic_write_text
 
 from .presets import SimConfig
 
@@ -26,6 +37,28 @@ LATENCY_MODEL = ("round = calls * C_draft + C_verify(n); C_verify(n) = base + li
                  "tile_cost*ceil((n+1)/tile); autoregressive token = C_verify(0); calls = 1 drafter call per round "
                  "(DFlash-style position-wise drafter), eagle_depth sequential calls for EAGLE-2")
 MATCHED = "ddtree-matched"
+STAGE = ".simulate-partial"
+
+
+def commit_outputs(stage: Path, out: Path, traces: list[str]) -> None:
+    """Move a finished run from ``stage`` into ``out`` (module docstring): old results.json out first,
+    new traces in, the old run's other traces out, the new results.json in last; then drop ``stage``."""
+    old_results = out / "results.json"
+    stale: list[Path] = []
+    if old_results.exists():
+        try:
+            old = json.loads(old_results.read_text(encoding="utf-8"))
+            stale = [out / Path(b["trace"]).name for b in old.get("builders", {}).values() if "trace" in b]
+        except (ValueError, AttributeError, TypeError, KeyError):
+            stale = []   # an unreadable old results.json names no traces: only it is replaced
+        old_results.unlink()
+    for name in traces:
+        (stage / name).replace(out / name)
+    for path in stale:
+        if path.name not in traces and path.name.startswith("trace_") and path.exists():
+            path.unlink()
+    (stage / "results.json").replace(out / "results.json")
+    shutil.rmtree(stage)
 
 
 def row_names(cfg: SimConfig) -> list[str]:
@@ -48,11 +81,18 @@ def table_header(cfg: SimConfig) -> str:
             f"{'z':>6} {'speedup':>7} {'sec':>5}")
 
 
+def _num(x, width: int, digits: int) -> str:
+    """A table cell: ``-`` for a value a short run cannot give (a standard error of one round)."""
+    return f"{'-':>{width}}" if x is None else f"{x:>{width}.{digits}f}"
+
+
 def table_row(name: str, aggregates: dict, seconds: float, oracle: bool) -> str:
     a = aggregates
-    oc = f"{1 + a['mean_oracle_coverage']:>7.3f} {a['mean_allocation_gap']:>6.3f}" if oracle else f"{'-':>7} {'-':>6}"
-    return (f"{name:>14} {a['mean_budget']:>6.1f} {a['tau']:>7.3f} {a['tau_stderr']:>6.3f} {a['mean_ceiling']:>7.3f} "
-            f"{oc} {a['tau_minus_ceiling_z']:>6.2f} {a['speedup']:>7.3f} {seconds:>5.1f}")
+    oc = (f"{_num(1 + a['mean_oracle_coverage'], 7, 3)} {_num(a['mean_allocation_gap'], 6, 3)}" if oracle
+          else f"{'-':>7} {'-':>6}")
+    return (f"{name:>14} {_num(a['mean_budget'], 6, 1)} {_num(a['tau'], 7, 3)} {_num(a['tau_stderr'], 6, 3)} "
+            f"{_num(a['mean_ceiling'], 7, 3)} {oc} {_num(a['tau_minus_ceiling_z'], 6, 2)} {_num(a['speedup'], 7, 3)} "
+            f"{seconds:>5.1f}")
 
 
 def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True,
@@ -66,6 +106,8 @@ def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, 
     from .presets import row_label, sampled_verifier_fn, verifier_fn
 
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory")
     existing = [str(t) for t in output_paths(cfg, out) if t.exists()]
     if existing and not overwrite:
         raise FileExistsError(f"{', '.join(existing)} already exist; pass --overwrite to replace them")
@@ -73,6 +115,11 @@ def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, 
     target = cfg.target()
     pos, ar = cfg.drafters(target)
     out.mkdir(parents=True, exist_ok=True)
+    stage = out / STAGE
+    if stage.exists():
+        log(f"removing {stage}, left by an interrupted run")
+        shutil.rmtree(stage)
+    stage.mkdir()
     results = {"schema": RESULTS_SCHEMA, "version": 1, "config": cfg.to_dict(), "latency_model": LATENCY_MODEL,
                "builders": {}}
     log(table_header(cfg))
@@ -83,7 +130,7 @@ def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, 
             matched = max(1, round(results["builders"]["caddtree"]["aggregates"]["mean_budget"]))
             run_cfg, builder, extra = replace(cfg, budget=matched), "ddtree", {"matched_budget": matched}
         meta = {"source": "exitlaw simulate", "builder": name, "config": run_cfg.to_dict()}
-        with TraceWriter(out / f"trace_{name}.jsonl", meta, overwrite=overwrite) as tw:
+        with TraceWriter(stage / f"trace_{name}.jsonl", meta) as tw:
             res = simulate_decoding(target, run_cfg.make_builder(builder, target, pos, ar), verifier,
                                     rounds=cfg.rounds, seed=cfg.seed, prompt_length=cfg.prompt_length,
                                     oracle=cfg.oracle, latency=cfg.builder_latency(builder), trace=tw,
@@ -94,7 +141,8 @@ def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, 
         results["builders"][name] = {**res.to_json(), "seconds": secs, "trace": str(out / f"trace_{name}.jsonl"),
                                      "label": label, "drafter_calls_per_round": cfg.drafter_calls(builder), **extra}
         log(table_row(label, res.aggregates, secs, cfg.oracle))
-    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    atomic_write_text(stage / "results.json", json.dumps(results, indent=1))
+    commit_outputs(stage, out, [f"trace_{n}.jsonl" for n in row_names(cfg)])
     log("\nz = mean(L - (1 + C_p)) / s.e.: |z| < 3.3 is expected from an exact saturating verifier (alpha = 0.001)")
     if "tsubame" in cfg.builders:
         log(f"{row_label('tsubame', cfg)}: Tsubame's two-pass tree (DDTree topology, re-sampled tokens) verified by "

@@ -31,7 +31,8 @@ from .distributions import (
 from .errors import DistributionError, TreeError
 from .exact import ReferenceLaw, reference_block_law, reference_law, reference_law_from_edges, to_fractions
 from .oracle import allocation_gap, coverage_under, oracle_tree, tree_rows
-from .trace import Trace, TraceFormatError, TraceRound, TraceWriter, iter_trace, read_trace, write_trace
+from .trace import (IncompleteTraceError, Trace, TraceFormatError, TraceRound, TraceWriter, iter_trace, json_safe,
+                    read_trace, write_trace)
 from .tree import DraftTree, PaddedTree, stack_trees
 
 _JAX_EXPORTS = {
@@ -60,6 +61,7 @@ __all__ = [
     "oracle_tree", "tree_rows", "coverage_under", "allocation_gap",
     "BestFirst", "RankingError", "candidate_width", "check_budget", "ddtree_from_rows", "ddtree_prefixes",
     "ranked_top_k", "top_prefixes",
-    "Trace", "TraceRound", "TraceWriter", "TraceFormatError", "read_trace", "iter_trace", "write_trace",
+    "Trace", "TraceRound", "TraceWriter", "TraceFormatError", "IncompleteTraceError", "read_trace", "iter_trace",
+    "write_trace", "json_safe",
     *_JAX_EXPORTS,
 ]

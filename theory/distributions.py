@@ -17,17 +17,41 @@ from .tree import DraftTree
 ROW_SUM_ATOL = 1e-5
 
 
+def check_atol(atol) -> float:
+    """A tolerance must be a finite real number ``>= 0`` (``nan`` would disable every check)."""
+    if isinstance(atol, (bool, np.bool_)) or not isinstance(atol, (int, float, np.integer, np.floating)):
+        raise DistributionError(f"atol must be a finite number >= 0, got {atol!r}")
+    if not np.isfinite(atol) or atol < 0:
+        raise DistributionError(f"atol must be a finite number >= 0, got {atol!r}")
+    return float(atol)
+
+
+def as_real_array(values, name: str) -> np.ndarray:
+    """``values`` as a float array; bool, complex, string and object inputs are refused by name.
+
+    Integer arrays are promoted to float64 (an exact conversion for probabilities 0 and 1).
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as err:
+        raise DistributionError(f"{name} must be a numeric array ({err})") from None
+    kind = arr.dtype.kind
+    if kind == "f":
+        return arr
+    if kind in "iu":
+        return arr.astype(np.float64)
+    what = {"b": "bool", "c": "complex", "U": "string", "S": "bytes", "O": "object"}.get(kind, str(arr.dtype))
+    raise DistributionError(f"{name} must hold real numbers, got {what} values (dtype {arr.dtype})")
+
+
 def check_rows(probs, *, atol: float = ROW_SUM_ATOL, name: str = "probs") -> np.ndarray:
     """Return ``probs`` as an array after checking it is a ``[N, V]`` table of distributions."""
-    arr = np.asarray(probs)
+    atol = check_atol(atol)
+    arr = as_real_array(probs, name)
     if arr.ndim != 2:
         raise DistributionError(f"{name} must have shape [N, V], got shape {arr.shape}")
     if arr.shape[1] == 0:
         raise DistributionError(f"{name} has an empty vocabulary (shape {arr.shape})")
-    if not np.issubdtype(arr.dtype, np.floating):
-        if arr.dtype == object:
-            raise DistributionError(f"{name} must be a float array, got dtype object")
-        arr = arr.astype(np.float64)
     bad = ~np.isfinite(arr)
     if bad.any():
         r, c = np.argwhere(bad)[0]
@@ -48,7 +72,7 @@ def check_rows(probs, *, atol: float = ROW_SUM_ATOL, name: str = "probs") -> np.
 
 def check_tree_rows(tree: DraftTree, probs, *, atol: float = ROW_SUM_ATOL) -> np.ndarray:
     """Check that ``probs`` has one distribution per node of ``tree`` and covers its tokens."""
-    arr = np.asarray(probs)
+    arr = as_real_array(probs, "probs")
     if arr.ndim != 2:
         raise DistributionError(f"probs must have shape [N, V], got shape {arr.shape}")
     if arr.shape[0] != tree.num_nodes:
@@ -62,7 +86,8 @@ def check_tree_rows(tree: DraftTree, probs, *, atol: float = ROW_SUM_ATOL) -> np
 
 def check_edge_probs(tree: DraftTree, edge_probs, *, atol: float = ROW_SUM_ATOL) -> np.ndarray:
     """Check edge probabilities ``a(u)`` (entry 0, the root, is ignored) and child masses ``<= 1 + atol``."""
-    arr = np.asarray(edge_probs, dtype=np.float64)
+    atol = check_atol(atol)
+    arr = as_real_array(edge_probs, "edge_probs").astype(np.float64)
     if arr.shape != (tree.num_nodes,):
         raise DistributionError(
             f"edge_probs must have shape [{tree.num_nodes}] (one per node), got {arr.shape}"
@@ -83,8 +108,41 @@ def check_edge_probs(tree: DraftTree, edge_probs, *, atol: float = ROW_SUM_ATOL)
     return arr
 
 
+def check_padded_edges(parent, valid, edge_probs, *, atol: float = ROW_SUM_ATOL) -> np.ndarray:
+    """:func:`check_edge_probs` for concrete padded arrays (``[..., N]``; padding entries ignored).
+
+    Every valid non-root node needs ``a(u)`` in ``[0, 1]`` and every node a child mass ``<= 1 + atol``.
+    """
+    atol = check_atol(atol)
+    arr = as_real_array(edge_probs, "edge_probs").astype(np.float64)
+    parent, valid = np.asarray(parent), np.asarray(valid, dtype=bool)
+    if arr.shape != parent.shape:
+        raise DistributionError(f"edge_probs must have shape {parent.shape}, got {arr.shape}")
+    n = parent.shape[-1]
+    flat_e, flat_p, flat_v = arr.reshape(-1, n), parent.reshape(-1, n), valid.reshape(-1, n)
+    for b in range(flat_e.shape[0]):
+        where = f"tree {b}: " if flat_e.shape[0] > 1 else ""
+        real = flat_v[b].copy()
+        real[0] = False
+        e = flat_e[b]
+        bad = np.flatnonzero(real & (~np.isfinite(e) | (e < 0) | (e > 1 + atol)))
+        if bad.size:
+            i = int(bad[0])
+            raise DistributionError(f"{where}node {i} has edge probability {float(e[i])!r}, not in [0, 1]")
+        mass = np.zeros(n)
+        np.add.at(mass, np.clip(flat_p[b][real], 0, n - 1), e[real])
+        over = np.flatnonzero(mass > 1 + atol)
+        if over.size:
+            v = int(over[0])
+            raise DistributionError(f"{where}children of node {v} carry target mass {float(mass[v])!r} > 1 "
+                                    f"(tolerance {atol:g})")
+    return arr
+
+
 def check_temperature(temperature: float, *, allow_zero: bool) -> float:
     """``temperature`` must be finite and positive (or zero when ``allow_zero``: the greedy limit)."""
+    if isinstance(temperature, (bool, np.bool_, str, bytes)):
+        raise DistributionError(f"temperature must be a number, got {temperature!r}")
     try:
         t = float(temperature)
     except (TypeError, ValueError):
@@ -125,6 +183,9 @@ __all__ = [
     "check_rows",
     "check_tree_rows",
     "check_edge_probs",
+    "check_padded_edges",
+    "check_atol",
+    "as_real_array",
     "check_temperature",
     "softmax_with_temperature",
     "gather_edge_probs",

@@ -27,7 +27,11 @@ import numpy as np
 
 from .distributions import (
     ROW_SUM_ATOL,
+    as_real_array,
+    check_atol,
     check_edge_probs,
+    check_padded_edges,
+    check_rows,
     check_temperature,
     check_tree_rows,
 )
@@ -176,10 +180,29 @@ def _residual_core(t: PaddedTree, probs: jax.Array) -> jax.Array:
 
 
 def _checked_rows(tree: DraftTree | PaddedTree, probs, atol: float):
-    if isinstance(tree, DraftTree) and not _is_traced(probs):
-        check_tree_rows(tree, probs, atol=atol)
+    """Concrete rows are validated (a PaddedTree's padding rows excepted) and returned as a float array."""
+    check_atol(atol)
+    if not _is_traced(probs, *(getattr(tree, f) for f in _FIELDS if isinstance(tree, PaddedTree))):
+        if isinstance(tree, DraftTree):
+            probs = check_tree_rows(tree, probs, atol=atol)
+        else:
+            arr = as_real_array(probs, "probs")
+            _check_rows_shape(_padded(tree), arr)
+            valid = np.asarray(tree.valid, dtype=bool)
+            if valid.ndim == 1:
+                check_rows(arr[valid], atol=atol)
+                _check_padded_tokens(tree, arr.shape[-1])
+            probs = arr
     _check_rows_shape(_padded(tree), jnp.asarray(probs) if not hasattr(probs, "ndim") else probs)
     return probs
+
+
+def _check_padded_tokens(t: PaddedTree, vocab: int) -> None:
+    token, valid = np.asarray(t.token), np.asarray(t.valid, dtype=bool)
+    bad = np.flatnonzero(valid & (np.arange(token.size) > 0) & ((token < 0) | (token >= vocab)))
+    if bad.size:
+        i = int(bad[0])
+        raise DistributionError(f"node {i} has token {int(token[i])}, outside vocabulary of size {vocab}")
 
 
 def exit_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
@@ -193,8 +216,12 @@ def exit_law_from_edges(tree: DraftTree | PaddedTree, edge_probs, *, atol: float
     This is what a recorded trace keeps. ``rho = 1 - m`` may be negative by at
     most ``atol`` when float rounding pushes a child mass just above one.
     """
-    if isinstance(tree, DraftTree) and not _is_traced(edge_probs):
-        check_edge_probs(tree, edge_probs, atol=atol)
+    check_atol(atol)
+    if not _is_traced(edge_probs):
+        if isinstance(tree, DraftTree):
+            edge_probs = check_edge_probs(tree, edge_probs, atol=atol)
+        elif isinstance(tree, PaddedTree) and not _is_traced(tree.parent, tree.valid):
+            edge_probs = check_padded_edges(tree.parent, tree.valid, edge_probs, atol=atol)
     t = _padded(tree)
     edge = jnp.asarray(edge_probs)
     if edge.shape != t.parent.shape:
@@ -206,6 +233,10 @@ def exit_law_from_edges(tree: DraftTree | PaddedTree, edge_probs, *, atol: float
 
 def probs_from_logits(logits, temperature: float) -> jax.Array:
     """``softmax(logits / T)`` over the last axis; ``T = 0`` is the greedy one-hot limit (first argmax)."""
+    if not _is_traced(logits):
+        z = as_real_array(logits, "logits")
+        if not np.all(np.isfinite(z)):
+            raise DistributionError("logits contain NaN or inf")
     logits = jnp.asarray(logits)
     if _is_traced(temperature):
         return jax.nn.softmax(logits / temperature, axis=-1)
@@ -217,7 +248,7 @@ def probs_from_logits(logits, temperature: float) -> jax.Array:
 
 def exit_law_from_logits(tree: DraftTree | PaddedTree, logits, temperature: float = 1.0) -> ExitLaw:
     """Exit law of ``p_v = softmax(logits_v / T)``."""
-    if not _is_traced(logits) and not np.all(np.isfinite(np.asarray(logits))):
+    if not _is_traced(logits) and not np.all(np.isfinite(as_real_array(logits, "logits"))):
         raise DistributionError("logits contain NaN or inf")
     return exit_law(tree, probs_from_logits(logits, temperature))
 

@@ -18,8 +18,8 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from .best_first import candidate_width, ranked_top_k, top_prefixes
-from .distributions import ROW_SUM_ATOL, check_rows
+from .best_first import candidate_width, check_budget, ranked_top_k, top_prefixes
+from .distributions import ROW_SUM_ATOL, as_real_array, check_rows
 from .tree import DraftTree, ROOT_TOKEN
 
 
@@ -30,7 +30,7 @@ class PrefixTarget(Protocol):
 
 
 def _row(target: Callable, prefix: tuple[int, ...], atol: float) -> np.ndarray:
-    row = np.asarray(target(prefix), dtype=np.float64)
+    row = as_real_array(target(prefix), f"target row for prefix {prefix}").astype(np.float64)
     if row.ndim != 1:
         raise ValueError(f"target returned shape {row.shape} for prefix {prefix}, expected [V]")
     return check_rows(row[None, :], atol=atol, name=f"target row for prefix {prefix}")[0]
@@ -42,8 +42,7 @@ def oracle_tree(target: PrefixTarget, budget: int, *, root_token: int = ROOT_TOK
 
     Nodes are listed breadth first (by depth, then best first within a depth).
     """
-    if budget < 0:
-        raise ValueError(f"budget must be >= 0, got {budget}")
+    budget = check_budget(budget)
 
     def children(prefix: tuple[int, ...]) -> tuple[list[int], list[float]]:
         # a node has at most `budget` children in the tree: rank only the top `budget` tokens

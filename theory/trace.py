@@ -16,19 +16,33 @@ further line is one verification round::
      "target_rows": [[...], ...]}      # optional: full rows p_v (small V only)
 
 Only ``parent``, ``token`` and ``edge_prob`` are required; they determine the
-exit law exactly (DESIGN.md section 1). Numpy only.
+exit law exactly (DESIGN.md section 1). The last line is the end marker::
+
+    {"end": "exitlaw.tree-trace", "rounds": 2}
+
+A file without it was not finished (the writer was interrupted): readers refuse
+it unless asked to read an incomplete trace. The writer builds the file under a
+temporary name (``.NAME.partial``) and renames it only once the end marker is
+written, so a trace under its own name is always complete, and ``overwrite``
+replaces the old file only then. Blank lines, a header that is not line 1,
+bools where numbers are expected and non-UTF-8 bytes are refused with the
+file and line. Numpy only.
 """
 
 from __future__ import annotations
 
 import json
+import json.decoder
+import json.scanner
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
-from .distributions import check_edge_probs
+from .distributions import ROW_SUM_ATOL, check_edge_probs
 from .tree import DraftTree
 
 SCHEMA = "exitlaw.tree-trace"
@@ -37,6 +51,10 @@ VERSION = 1
 
 class TraceFormatError(ValueError):
     """A trace file does not follow the schema above; the message names the line."""
+
+
+class IncompleteTraceError(TraceFormatError):
+    """A trace without its end marker: its writer did not finish."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,96 +104,287 @@ class Trace:
 _KNOWN = {"round", "parent", "token", "edge_prob", "draft_logprob", "exit_node", "bonus", "target_rows"}
 
 
-def parse_round(rec: dict[str, Any], where: str) -> TraceRound:
+_INT64_MAX = np.iinfo(np.int64).max
+END_KEY = "end"
+# one JSON value per line, parsed by the json module's own scanner (``json.loads`` minus its wrappers)
+_scan = json.scanner.make_scanner(json.JSONDecoder())
+_skip_ws = json.decoder.WHITESPACE.match
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _real_vector(values, name: str, where: str, ndim: int = 1) -> np.ndarray:
+    try:
+        arr = np.asarray(values)
+    except ValueError as err:
+        raise TraceFormatError(f"{where}: {name} is not a rectangular array of numbers ({err})") from None
+    if arr.size and arr.dtype.kind not in "iuf":
+        raise TraceFormatError(f"{where}: {name} must hold numbers, got dtype {arr.dtype}")
+    if arr.ndim != ndim and arr.size:
+        raise TraceFormatError(f"{where}: {name} must be {ndim}-D, got shape {arr.shape}")
+    return arr.astype(np.float64)
+
+
+def parse_round(rec: dict[str, Any], where: str, *, atol: float = ROW_SUM_ATOL) -> TraceRound:
     """Validate one round record; every error names ``where`` (file and line)."""
     for key in ("parent", "token", "edge_prob"):
         if key not in rec:
             raise TraceFormatError(f"{where}: missing required field {key!r}")
     try:
         tree = DraftTree(parent=rec["parent"], token=rec["token"])
-        edge = check_edge_probs(tree, rec["edge_prob"])
+        edge = check_edge_probs(tree, rec["edge_prob"], atol=atol)
     except ValueError as err:
         raise TraceFormatError(f"{where}: {err}") from err
     draft = rec.get("draft_logprob")
     if draft is not None:
-        draft = np.asarray(draft, dtype=np.float64)
+        draft = _real_vector(draft, "draft_logprob", where)
         if draft.shape != (tree.num_nodes,):
             raise TraceFormatError(f"{where}: draft_logprob has shape {draft.shape}, expected ({tree.num_nodes},)")
     exit_node = rec.get("exit_node")
-    if exit_node is not None and not (isinstance(exit_node, int) and 0 <= exit_node < tree.num_nodes):
+    if exit_node is not None and not (_is_int(exit_node) and 0 <= exit_node < tree.num_nodes):
         raise TraceFormatError(f"{where}: exit_node {exit_node!r} is not a node of the tree")
     bonus = rec.get("bonus")
-    if bonus is not None and not (isinstance(bonus, int) and bonus >= 0):
+    if bonus is not None and not (_is_int(bonus) and 0 <= bonus <= _INT64_MAX):
         raise TraceFormatError(f"{where}: bonus {bonus!r} is not a non-negative token id")
     rows = rec.get("target_rows")
     if rows is not None:
-        rows = np.asarray(rows, dtype=np.float64)
+        rows = _real_vector(rows, "target_rows", where, ndim=2)
         if rows.ndim != 2 or rows.shape[0] != tree.num_nodes:
             raise TraceFormatError(f"{where}: target_rows has shape {rows.shape}, expected ({tree.num_nodes}, V)")
     extra = {k: v for k, v in rec.items() if k not in _KNOWN}
     return TraceRound(tree, edge, draft, exit_node, bonus, rows, extra)
 
 
-def iter_trace(path: str | Path) -> Iterator[TraceRound | dict[str, Any]]:
-    """Yield the header's ``meta`` first, then each :class:`TraceRound`, validating as it reads."""
+def json_safe(value: Any, where: str = "meta") -> Any:
+    """``value`` with numpy scalars and arrays turned into JSON numbers and lists; anything else that
+    JSON cannot hold (sets, objects, NaN keys) is a :class:`TraceFormatError` naming its key."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TraceFormatError(f"{where}: key {k!r} is not a string")
+            out[k] = json_safe(v, f"{where}.{k}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist(), where)
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    raise TraceFormatError(f"{where}: {type(value).__name__} value {value!r} cannot be written as JSON")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A byte range of a trace file that starts at a line boundary: ``[start, end)``, its first line
+    number, and whether it holds the header (``first``) and the end of the file (``last``)."""
+
+    start: int
+    end: int
+    first_lineno: int
+    first: bool
+    last: bool
+
+
+def _span_lines(fh, span: Span | None):
+    if span is None:
+        yield from fh
+        return
+    fh.seek(span.start)
+    while fh.tell() < span.end:
+        raw = fh.readline()
+        if not raw:
+            return
+        yield raw
+
+
+def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line: bool = False,
+                 span: Span | None = None) -> Iterator[tuple]:
+    """Yield ``(where, record)`` (``(where, record, raw_line)`` with ``with_line``): the header's
+    ``meta`` first (``where`` = ``"meta"``), then each round record as parsed JSON. Checks the
+    framing: header on line 1, no blank lines, UTF-8, round indices in order, the end marker last
+    with the right round count (unless ``allow_incomplete``). ``span``: read only that part of the
+    file (a parallel reader's share; rounds before it are counted from its first line number)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"tree trace {str(path)!r} does not exist or is not a file")
-    with path.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            where = f"{path}:{lineno}"
-            if not line.strip():
-                continue
+    first = span is None or span.first
+    last = span is None or span.last
+    lineno0 = 1 if span is None else span.first_lineno
+    rounds = 0 if first else lineno0 - 2   # every line between the header and this span is a round
+    ended = None
+    lineno = lineno0 - 1
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(_span_lines(fh, span), start=lineno0):
+            if ended is not None:
+                raise TraceFormatError(f"{path}:{lineno}: content after the end marker on line {ended}")
+            if raw.isspace() or not raw:
+                what = "expected the header" if lineno == 1 else "a trace has no blank lines"
+                raise TraceFormatError(f"{path}:{lineno}: blank line ({what})")
             try:
-                rec = json.loads(line)
+                line = raw.decode("utf-8")   # decoded first: json.loads(bytes) would guess UTF-16
+                rec, end = _scan(line, _skip_ws(line, 0).end())
+                if _skip_ws(line, end).end() != len(line):
+                    raise json.JSONDecodeError("Extra data", line, end)
+            except UnicodeDecodeError as err:
+                raise TraceFormatError(f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
+                                       f"{raw[err.start:err.start + 1]!r})") from None
+            except StopIteration as err:   # the C scanner's "no value here"
+                raise TraceFormatError(f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})") from None
             except json.JSONDecodeError as err:
-                raise TraceFormatError(f"{where}: not valid JSON ({err.msg})") from None
-            if not isinstance(rec, dict):
-                raise TraceFormatError(f"{where}: expected a JSON object")
+                raise TraceFormatError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
+            except RecursionError:
+                raise TraceFormatError(f"{path}:{lineno}: JSON nested too deeply") from None
+            if type(rec) is not dict:
+                raise TraceFormatError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
             if lineno == 1:
+                where = f"{path}:1"
                 if rec.get("schema") != SCHEMA:
                     raise TraceFormatError(f"{where}: header must have schema {SCHEMA!r}, got {rec.get('schema')!r}")
-                if rec.get("version") != VERSION:
+                if rec.get("version") != VERSION or isinstance(rec.get("version"), bool):
                     raise TraceFormatError(f"{where}: unsupported trace version {rec.get('version')!r} (this exitlaw reads {VERSION})")
-                yield dict(rec.get("meta", {}))
+                meta = rec.get("meta", {})
+                if not isinstance(meta, dict):
+                    raise TraceFormatError(f"{where}: header meta must be a JSON object, got {type(meta).__name__}")
+                yield ("meta", dict(meta), raw) if with_line else ("meta", dict(meta))
                 continue
-            yield parse_round(rec, where)
+            if END_KEY in rec:
+                if rec.get(END_KEY) != SCHEMA or rec.get("rounds") != rounds or isinstance(rec.get("rounds"), bool):
+                    raise TraceFormatError(f"{path}:{lineno}: end marker {rec!r} does not close this trace of "
+                                           f"{rounds} rounds")
+                ended = lineno
+                continue
+            index = rec.get("round", rounds)
+            if index != rounds or type(index) is not int:
+                raise TraceFormatError(f"{path}:{lineno}: round index {index!r}, expected {rounds} "
+                                       "(rounds out of order?)")
+            rounds += 1
+            where = f"{path}:{lineno}"
+            yield (where, rec, raw) if with_line else (where, rec)
+    if first and lineno == 0:
+        raise TraceFormatError(f"{path}: empty file, expected a header line")
+    if ended is not None and not last:
+        raise TraceFormatError(f"{path}:{ended + 1}: content after the end marker on line {ended}")
+    if last and ended is None and not allow_incomplete:
+        raise IncompleteTraceError(f"{path}: incomplete trace: no end marker after line {lineno} "
+                                   f"({rounds} rounds read; the writer was interrupted)")
 
 
-def read_trace(path: str | Path) -> Trace:
-    items = iter(iter_trace(path))
-    try:
-        meta = next(items)
-    except StopIteration:
-        raise TraceFormatError(f"{path}: empty file, expected a header line") from None
+def split_spans(path: str | Path, parts: int) -> list[Span]:
+    """Cut a trace file into ``parts`` spans at line boundaries (fewer when lines are long)."""
+    path = Path(path)
+    size = path.stat().st_size
+    cuts = [0]
+    with path.open("rb") as fh:
+        for k in range(1, parts):
+            fh.seek(max(size * k // parts, cuts[-1]))
+            if fh.tell() > 0:
+                fh.seek(fh.tell() - 1)
+                fh.readline()          # to the start of the next line
+            if fh.tell() > cuts[-1] and fh.tell() < size:
+                cuts.append(fh.tell())
+        cuts.append(size)
+        spans, lineno = [], 1
+        for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+            spans.append(Span(a, b, lineno, i == 0, i == len(cuts) - 2))
+            fh.seek(a)
+            left, count = b - a, 0
+            while left > 0:
+                block = fh.read(min(left, 1 << 24))
+                count += block.count(b"\n")
+                left -= len(block)
+            lineno += count
+    return spans
+
+
+def iter_trace(path: str | Path, *, allow_incomplete: bool = False) -> Iterator[TraceRound | dict[str, Any]]:
+    """Yield the header's ``meta`` first, then each :class:`TraceRound`, validating as it reads."""
+    for where, rec in iter_records(path, allow_incomplete=allow_incomplete):
+        yield rec if where == "meta" else parse_round(rec, where)
+
+
+def read_trace(path: str | Path, *, allow_incomplete: bool = False) -> Trace:
+    items = iter(iter_trace(path, allow_incomplete=allow_incomplete))
+    meta = next(items)
     rounds = list(items)
     return Trace(meta=meta, rounds=rounds)  # type: ignore[arg-type]
 
 
+def partial_path(path: Path) -> Path:
+    """Where a trace is built before it is complete: ``.NAME.partial`` beside it."""
+    return path.with_name(f".{path.name}.partial")
+
+
 class TraceWriter:
-    """Append rounds to a new trace file. Refuses to overwrite unless ``overwrite=True``."""
+    """Write a trace: rounds go to ``.NAME.partial``; :meth:`close` adds the end marker and renames it
+    to ``NAME``. Refuses an existing ``NAME`` unless ``overwrite=True`` (then the old file stays intact
+    until the new one is complete). A writer left by an exception removes its partial file."""
 
     def __init__(self, path: str | Path, meta: dict[str, Any] | None = None, *, overwrite: bool = False):
         self.path = Path(path)
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"{self.path} exists; pass overwrite=True to replace it")
+        if self.path.is_dir():
+            raise FileExistsError(f"{self.path} is a directory, not a trace file")
+        if meta is not None and not isinstance(meta, dict):
+            raise TraceFormatError(f"meta must be a dict, got {type(meta).__name__}")
+        try:  # the header is built before anything is opened: a bad meta writes nothing
+            header = json.dumps({"schema": SCHEMA, "version": VERSION, "meta": json_safe(meta or {})},
+                                allow_nan=False)
+        except TraceFormatError:
+            raise
+        except ValueError:
+            raise TraceFormatError(f"meta holds NaN or inf, which JSON cannot hold: {meta!r}") from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("w", encoding="utf-8")
-        self._fh.write(json.dumps({"schema": SCHEMA, "version": VERSION, "meta": meta or {}}) + "\n")
+        self._tmp = partial_path(self.path)
+        self._fh = self._tmp.open("w", encoding="utf-8")
+        self._fh.write(header + "\n")
         self._count = 0
+        self._closed = False
 
     def write(self, rnd: TraceRound) -> None:
-        self._fh.write(json.dumps(rnd.to_json(self._count)) + "\n")
+        self._fh.write(json.dumps(json_safe(rnd.to_json(self._count), f"round {self._count}")) + "\n")
         self._count += 1
 
     def close(self) -> None:
+        """Write the end marker, flush to disk and rename to the final name (atomic).
+
+        Called while an exception propagates (from a ``finally`` block of an interrupted loop,
+        Ctrl-C included), it discards the unfinished trace instead, as leaving a ``with`` block
+        by an exception does: an interrupted run never looks complete.
+        """
+        if sys.exc_info()[0] is not None:
+            self.abort()
+            return
+        if self._closed:
+            return
+        self._closed = True
+        self._fh.write(json.dumps({END_KEY: SCHEMA, "rounds": self._count}) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
         self._fh.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Discard the unfinished trace (the final name is left as it was)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._fh.close()
+        self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> "TraceWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def write_trace(path: str | Path, rounds, meta: dict[str, Any] | None = None, *, overwrite: bool = False) -> Path:

@@ -19,13 +19,37 @@ NO_PARENT = -1
 ROOT_TOKEN = -1  # default token of the root; the root's token plays no role in the law
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
 def _as_int_vector(name: str, values) -> np.ndarray:
-    arr = np.asarray(values)
+    """``values`` as a 1-D int64 array; bools, strings, complex numbers, non-integral floats
+    and integers outside int64 are refused (no silent coercion, no wrap-around)."""
+    if isinstance(values, (list, tuple)):
+        for i, x in enumerate(values):
+            if isinstance(x, (bool, np.bool_)) or isinstance(x, (str, bytes)):
+                raise TreeError(f"{name}[{i}] is {x!r}: {name} must hold integers, not {type(x).__name__}")
+            if isinstance(x, (int, np.integer)) and not -_INT64_MAX <= int(x) <= _INT64_MAX:
+                raise TreeError(f"{name}[{i}] is {x}, outside the int64 range")
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as err:
+        raise TreeError(f"{name} must be a 1-D sequence of integers ({err})") from None
     if arr.ndim != 1:
         raise TreeError(f"{name} must be a 1-D sequence, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise TreeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    kind = arr.dtype.kind
+    if kind == "b" or kind not in "iuf":
+        raise TreeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if kind == "u" and arr.max() > _INT64_MAX:
+        i = int(np.argmax(arr))
+        raise TreeError(f"{name}[{i}] is {arr[i]}, outside the int64 range")
+    if kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) > 2.0 ** 62)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise TreeError(f"{name} must hold integers, got {arr[i]!r} at index {i} (dtype {arr.dtype})")
     return arr.astype(np.int64)
 
 

@@ -49,6 +49,35 @@ def positive_int(text: str) -> int:
     return value
 
 
+def nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """A finite number (``nan`` and ``inf`` are refused: they silently poison every result)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def nonneg_float(text: str) -> float:
+    """A finite number ``>= 0`` (a temperature, a rate)."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
 def add_threads(parser: argparse.ArgumentParser, default: int | None = None) -> None:
     """``--threads N``: torch intra-op CPU threads (validated as >= 1 by argparse)."""
     help_ = ("torch CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)"

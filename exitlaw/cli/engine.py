@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .args import add_threads, float_list, int_list, name_list, set_torch_threads
+from .args import add_threads, float_list, int_list, name_list, nonneg_int, positive_int, set_torch_threads
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,18 +20,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--dataset", default="gsm8k",
                    help="gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the set's rows) "
                         "| jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]")
-    b.add_argument("--num-prompts", type=int, default=None, help="use only the first N prompts")
+    b.add_argument("--num-prompts", type=positive_int, default=None, help="use only the first N prompts")
     b.add_argument("--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128")
     b.add_argument("--temperature", type=float_list, default=[0.0, 1.0], help="e.g. 0,1")
     b.add_argument("--verifier", type=name_list, default=["predraw", "tev"],
                    help="e.g. predraw,tev (also greedy, residual)")
-    b.add_argument("--max-new-tokens", type=int, default=256, help="per turn")
+    b.add_argument("--max-new-tokens", type=positive_int, default=256, help="per turn")
     b.add_argument("--max-turns", type=int, default=None,
                    help="keep only the first N user turns of multi-turn sets such as mt-bench (default: all)")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
     b.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    b.add_argument("--warmup", type=int, default=1, help="untimed warm-up generations")
+    b.add_argument("--warmup", type=nonneg_int, default=1, help="untimed warm-up generations")
     b.add_argument("--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here")
     b.add_argument("--out", default=None, help="results JSON path")
     b.add_argument("--overwrite", action="store_true", help="replace an existing --out file")

@@ -88,7 +88,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     le.add_argument("--make-shipped-inputs", action="store_true",
                     help="recompute the shipped CPU inputs (figure data, verifier bench, kit reports) first; "
                          "needs --overwrite when they exist (minutes)")
-    le.add_argument("--figures", default="runs/figures", help="figure data directory (default: runs/figures)")
+    le.add_argument("--figures", default=None, help="figure data directory (default: runs/figures, created when "
+                                                    "missing; a folder given here must exist)")
     le.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory")
     le.add_argument("--checks", default=None, help="a directory of conformance-kit reports (predraw/residual/tev.json)")
     le.add_argument("--mini-deep", default=None, help="a deep mini paired-effect JSON (default: the shipped one)")
@@ -179,10 +180,13 @@ def _ledger(args: argparse.Namespace) -> int:
         if not args.from_shipped:
             raise ValueError("--make-shipped-inputs goes with --from-shipped")
         make_shipped_inputs(RESULTS, seed=args.seed, overwrite=args.overwrite)
+    if args.figures is not None and not Path(args.figures).is_dir():
+        raise FileNotFoundError(f"--figures {args.figures} is not a directory (only the default runs/figures "
+                                "is created when missing)")
     if args.from_shipped:
         _, md, js = ledger_from_shipped(args.out or RESULTS, overwrite=args.overwrite)
     else:
-        _, md, js = make_ledger(args.figures, args.out or "runs/ledger", mini_dir=args.mini,
+        _, md, js = make_ledger(args.figures or "runs/figures", args.out or "runs/ledger", mini_dir=args.mini,
                                 latency_json=args.latency_json, checks_dir=args.checks, mini_deep=args.mini_deep,
                                 sweep_dir=args.sweep, quick=args.quick, seed=args.seed, overwrite=args.overwrite)
     print(Path(md).read_text(encoding="utf-8"))

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .args import enable_x64
+from .args import enable_x64, positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", help="named preset (small, medium, greedy, mismatch, field)")
     p.add_argument("--out", help="output directory (default: runs/simulate/<config name>)")
     p.add_argument("--overwrite", action="store_true", help="replace existing results in the output directory")
-    p.add_argument("--rounds", type=int, help="override the number of rounds")
+    p.add_argument("--rounds", type=positive_int, help="override the number of rounds")
     p.add_argument("--seed", type=int, help="override the decoding seed")
     p.add_argument("--builders", help="comma-separated builders to run (override)")
     p.add_argument("--verifier", help="override the verifier (tev, predraw, residual, greedy, tev-fast)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import enable_x64
+from .args import enable_x64, positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,13 +15,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("trace", nargs="?", help="path of a tree trace (.jsonl)")
     p.add_argument("--demo", action="store_true", help="use an embedded synthetic trace instead of a file")
     p.add_argument("--json", action="store_true", help="print the full summary as JSON")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="processes reading a large trace (files of 16 MiB or more; default 1)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="read a trace that lacks its end marker (an interrupted writer); said in the output")
     p.set_defaults(func=_law)
 
-    b = sub.add_parser("law-bench", help="benchmark: exit laws per second, jit+vmap vs a per-node loop")
-    b.add_argument("--trees", type=int, default=4096)
-    b.add_argument("--budget", type=int, default=64)
-    b.add_argument("--vocab", type=int, default=32000)
-    b.add_argument("--row-batch", type=int, default=64, help="trees per chunk for the full-row case")
+    b = sub.add_parser("law-bench", help="benchmark: exit laws per second, jit+vmap vs a per-node loop; "
+                                         "with --trace, rounds/s and peak memory of `exitlaw law` on a file")
+    b.add_argument("--trace", default=None, help="time the streaming summary of this trace file instead")
+    b.add_argument("--workers", type=positive_int, default=1, help="with --trace: reading processes (default 1)")
+    b.add_argument("--trees", type=positive_int, default=4096)
+    b.add_argument("--budget", type=positive_int, default=64)
+    b.add_argument("--vocab", type=positive_int, default=32000)
+    b.add_argument("--row-batch", type=positive_int, default=64, help="trees per chunk for the full-row case")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_bench)
 
@@ -29,13 +36,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _law(args: argparse.Namespace) -> int:
     if args.demo == (args.trace is not None):
         raise ValueError("give either a TRACE path or --demo")
-    enable_x64()
-    from exitlaw.theory.demo import demo_trace, format_demo_tree
-    from exitlaw.theory.summary import format_summary, summarize_trace
-    from exitlaw.theory.trace import read_trace
+    from exitlaw.theory.summary import format_summary, summarize_trace, summarize_trace_file
 
-    trace = demo_trace() if args.demo else read_trace(args.trace)
-    summary = summarize_trace(trace)
+    keep = None if args.json else 20
+    if args.demo:
+        enable_x64()
+        from exitlaw.theory.demo import demo_trace, format_demo_tree
+
+        trace = demo_trace()
+        summary = summarize_trace(trace, keep_rounds=keep)
+    else:  # streamed, numpy only: memory bounded by the largest round
+        summary = summarize_trace_file(args.trace, keep_rounds=keep, allow_incomplete=args.allow_incomplete,
+                                       workers=args.workers)
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
@@ -46,6 +58,12 @@ def _law(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.trace is not None:
+        from exitlaw.theory.trace_bench import run_trace_bench
+
+        result = run_trace_bench(args.trace, workers=args.workers)
+        print(json.dumps(result, indent=1) if args.json else result["text"])
+        return 0
     enable_x64()
     from exitlaw.theory.bench import run_law_bench
 

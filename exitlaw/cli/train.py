@@ -8,6 +8,8 @@ import json
 from exitlaw.engine.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 from exitlaw.engine.train_config import PRESETS
 
+from .args import finite_float, nonneg_float, nonneg_int, positive_int
+
 _NO_FLOOR = object()   # --edge-floor none: a preset's floor turned off
 
 
@@ -33,32 +35,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--objective", choices=OBJECTIVES, default=None,
                    help="token (lambda 0), prefix (P), exit (w = P rho, the paper), exit-depth (w * depth, the "
                         "authors' code), draft-opd (on-policy position-wise distillation baseline)")
-    p.add_argument("--lam", type=float, default=None, help="weight of the tree term (forced to 0 for token)")
+    p.add_argument("--lam", type=finite_float, default=None, help="weight of the tree term (forced to 0 for token)")
     p.add_argument("--weight-norm", choices=NORMALISATIONS, default=None,
                    help="batch: weights sum to one over the batch; tree: every tree counts equally; nodes: "
                         "summed and divided by the number of tree nodes (the authors' code)")
     p.add_argument("--edge-floor", type=_edge_floor, default=None, metavar="ALPHA",
                    help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
                         "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off")
-    p.add_argument("--budget", type=int, default=None, help="DDTree budget of the trained trees (default 64)")
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=4, help="sequences per step and rank")
-    p.add_argument("--anchors", type=int, default=8, help="anchors per sequence")
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--min-lr-ratio", type=float, default=0.1)
-    p.add_argument("--warmup", type=int, default=0)
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--grad-clip", type=float, default=1.0)
-    p.add_argument("--checkpoint-every", type=int, default=50)
-    p.add_argument("--log-every", type=int, default=1)
+    p.add_argument("--budget", type=positive_int, default=None, help="DDTree budget of the trained trees (default 64)")
+    p.add_argument("--steps", type=positive_int, default=100)
+    p.add_argument("--batch-size", type=positive_int, default=4, help="sequences per step and rank")
+    p.add_argument("--anchors", type=positive_int, default=8, help="anchors per sequence")
+    p.add_argument("--lr", type=nonneg_float, default=1e-4)
+    p.add_argument("--min-lr-ratio", type=nonneg_float, default=0.1)
+    p.add_argument("--warmup", type=nonneg_int, default=0)
+    p.add_argument("--weight-decay", type=nonneg_float, default=0.01)
+    p.add_argument("--grad-clip", type=nonneg_float, default=1.0)
+    p.add_argument("--checkpoint-every", type=positive_int, default=50)
+    p.add_argument("--log-every", type=positive_int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--amp", choices=("auto", "bf16", "off"), default="auto",
                    help="bf16 autocast (auto: on CUDA devices that support it)")
-    p.add_argument("--prompt-limit", type=int, default=None)
+    p.add_argument("--prompt-limit", type=positive_int, default=None)
     p.add_argument("--chat", action="store_true", help="wrap string prompts in the target's chat template")
-    p.add_argument("--max-new-tokens", type=int, default=256, help="length of the target continuations")
-    p.add_argument("--gen-temperature", type=float, default=1.0, help="temperature of the target continuations")
-    p.add_argument("--gen-batch", type=int, default=16)
+    p.add_argument("--max-new-tokens", type=positive_int, default=256, help="length of the target continuations")
+    p.add_argument("--gen-temperature", type=nonneg_float, default=1.0, help="temperature of the target continuations")
+    p.add_argument("--gen-batch", type=positive_int, default=16)
     p.add_argument("--continuations-server", default=None, metavar="URL",
                    help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
                         "target) at URL instead of decoding locally")

@@ -1,0 +1,147 @@
+"""Fault injection: ``exitlaw simulate`` interrupted by SIGINT or SIGKILL at a random point, then
+rerun. The folder is never mixed: it holds the old complete run or nothing under the output names
+(results.json marks a complete folder), and the rerun's outputs equal an uninterrupted run's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+ARGS = ["simulate", "--preset", "small", "--builders", "ddtree,chain", "--rounds", "120", "--no-progress"]
+
+
+def _run(out, *extra, timeout=600):
+    return subprocess.run([sys.executable, "-m", "exitlaw", *ARGS, "--out", str(out), *extra],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _interrupted(out, sig, delay, *extra):
+    proc = subprocess.Popen([sys.executable, "-m", "exitlaw", *ARGS, "--out", str(out), *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    proc.wait(timeout=120)
+    return proc.returncode
+
+
+def _outputs(out) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.glob("*")) if p.is_file()}
+
+
+def _comparable(files: dict[str, bytes]) -> dict:
+    """Outputs with the wall-clock fields (seconds per builder) removed and trace paths cut to their names."""
+    res = {}
+    for name, data in files.items():
+        if name == "results.json":
+            d = json.loads(data)
+            for b in d["builders"].values():
+                b.pop("seconds")
+                b["trace"] = os.path.basename(b["trace"])
+            res[name] = d
+        else:
+            res[name] = data
+    return res
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref") / "run"
+    proc = _run(out)
+    assert proc.returncode == 0, proc.stderr
+    return _comparable(_outputs(out))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_simulate_interrupted_then_rerun_equals_an_uninterrupted_run(tmp_path, reference, sig):
+    out = tmp_path / "run"
+    delay = float(np.random.default_rng(int(sig)).uniform(1.0, 6.0))
+    code = _interrupted(out, sig, delay)
+    files = _outputs(out) if out.exists() else {}
+    if code != 0:   # interrupted: nothing under the output names (the staging folder is hidden)
+        assert files == {}, sorted(files)
+    proc = _run(out)
+    if code == 0:   # it finished before the signal: the rerun must refuse, the folder stays complete
+        assert proc.returncode == 2 and "already exist" in proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr
+    assert _comparable(_outputs(out)) == reference
+    assert not (out / ".simulate-partial").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_simulate_overwrite_interrupted_keeps_the_old_run_intact(tmp_path, reference, sig):
+    out = tmp_path / "run"
+    assert _run(out).returncode == 0
+    old = _outputs(out)
+    delay = float(np.random.default_rng(10 + int(sig)).uniform(1.0, 6.0))
+    code = _interrupted(out, sig, delay, "--overwrite", "--seed", "7")
+    if code != 0:
+        assert _outputs(out) == old        # byte for byte: the old complete run, nothing mixed in
+    assert _run(out, "--overwrite", "--seed", "7").returncode == 0
+    new = _comparable(_outputs(out))
+    assert set(new) == set(reference) and new != reference   # a complete folder of the new seed
+    assert json.loads(_outputs(out)["results.json"])["config"]["seed"] == 7
+    assert os.listdir(out) and not (out / ".simulate-partial").exists()
+
+
+# ----- train: SIGKILL / SIGINT mid-run, then --resume -------------------------------------------
+def _train_argv(tdir, ddir, prompts, out, cache, *extra):
+    return [sys.executable, "-m", "exitlaw", "train", "--target", str(tdir), "--draft", str(ddir), "--prompts",
+            str(prompts), "--out", str(out), "--steps", "8", "--batch-size", "1", "--anchors", "2", "--budget", "6",
+            "--max-new-tokens", "10", "--gen-batch", "2", "--checkpoint-every", "1", "--cache-dir", str(cache),
+            "--no-progress", *extra]
+
+
+_ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def train_reference(tiny, tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    prompts = root / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"]))
+    proc = subprocess.run(_train_argv(*tiny, prompts, root / "ref", root / "cache"), capture_output=True, text=True,
+                          timeout=900, env=_ONE_THREAD)
+    assert proc.returncode == 0, proc.stderr
+    return root, prompts, _weights(root / "ref" / "final")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_train_interrupted_then_resumed_equals_an_uninterrupted_run(tiny, train_reference, sig):
+    import torch
+
+    root, prompts, reference = train_reference
+    out = root / f"run_{int(sig)}"
+    argv = _train_argv(*tiny, prompts, out, root / "cache")
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_ONE_THREAD)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:   # kill after the second checkpoint lands
+        if (out / "checkpoints" / "step_000002").is_dir():
+            proc.send_signal(sig)
+            break
+        time.sleep(0.05)
+    proc.wait(timeout=120)
+    interrupted = proc.returncode != 0
+    if interrupted:
+        assert not (out / "final").exists()     # an interrupted run has no final drafter
+    resumed = subprocess.run(argv + ["--resume"], capture_output=True, text=True, timeout=900, env=_ONE_THREAD)
+    assert resumed.returncode == 0, resumed.stderr
+    got = _weights(out / "final")
+    assert set(got) == set(reference) and all(torch.equal(got[k], reference[k]) for k in got)
+    assert (out / "final" / ".complete").is_file()
+    # a save cut by SIGKILL can leave only a hidden ".step_N.partial-PID" folder, never a step_N that looks whole
+    assert all(p.name.startswith(".") or (p / ".complete").is_file() for p in (out / "checkpoints").iterdir())
