@@ -92,8 +92,9 @@ def level_law(ctx, tok, par, sel, matrix, alpha):
     p_f, p_r = [floored[0]], [edge[0]]
     for d in range(1, horizon):
         p_f.append(p_f[-1][par[d]] * floored[d]), p_r.append(p_r[-1][par[d]] * edge[d])
-    onehot = jax.nn.one_hot(par[1:], budget, dtype=edge.dtype)             # [H-1, B, B]
-    mass = jnp.concatenate([jnp.einsum("db,dbj->dj", edge[1:], onehot), jnp.zeros((1, budget), edge.dtype)])
+    rows = (par[1:] + budget * jnp.arange(horizon - 1)[:, None]).reshape(-1)   # child -> parent slot
+    mass = jax.ops.segment_sum(edge[1:].reshape(-1), rows, num_segments=(horizon - 1) * budget)
+    mass = jnp.concatenate([mass.reshape(horizon - 1, budget), jnp.zeros((1, budget), edge.dtype)])
     rho = 1.0 - mass
     rho = jnp.where(alpha > 0, jnp.clip(rho, 0.0, 1.0), rho)
     return jnp.where(sel, jnp.stack(p_f), 0.0), jnp.where(sel, rho, 0.0), jnp.where(sel, jnp.stack(p_r), 0.0)

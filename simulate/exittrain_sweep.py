@@ -61,9 +61,9 @@ PRIMARY = {"regime": "deep", "train_budget": 64, "eval_budget": 64}
 # Deep: peaked target (Zipf 3), horizon 12, rank-4 drafter pretrained 600 steps: starting tau ~6.1 (T=0), ~4.2 (T=1) at B = 64.
 # Shallow: the old mini regime ("lowrank": tau ~2, most nodes are leaves, w ~ P).
 SWEEP_REGIMES: dict[str, Regime] = {
-    "deep": Regime("deep", vocab=64, zipf=3.0, horizon=12, rank=4, batch=32, pretrain_steps=600, steps=300,
+    "deep": Regime("deep", vocab=64, zipf=3.0, horizon=12, rank=4, batch=32, pretrain_steps=600, steps=150,
                    pretrain_lr=3e-2, lr=1e-2),
-    "shallow": Regime("shallow", vocab=64, zipf=1.5, horizon=8, rank=4, batch=32, pretrain_steps=150, steps=300,
+    "shallow": Regime("shallow", vocab=64, zipf=1.5, horizon=8, rank=4, batch=32, pretrain_steps=150, steps=150,
                       pretrain_lr=3e-2, lr=1e-2),
 }
 
@@ -139,6 +139,8 @@ def paired_interval(a, b, *, level: float = 0.95) -> dict[str, Any]:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
         raise ValueError(f"paired samples must be equal-length 1-D arrays of >= 2 seeds, got {a.shape} and {b.shape}")
+    if not np.all(b > 0):
+        raise ValueError(f"relative differences need a positive reference tau, got {b.tolist()}")
     q = float(stats.t.ppf(0.5 + level / 2, a.size - 1))
     out: dict[str, Any] = {"n": int(a.size)}
     for key, d in (("diff", a - b), ("rel_pct", 100.0 * (a - b) / b)):
@@ -200,7 +202,7 @@ def _regime_run(reg: Regime, cfg: SweepConfig, objectives: list[Objective], log:
 
 def run_sweep(cfg: SweepConfig, *, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Run every regime of ``cfg``; return the JSON-ready result (schema :data:`SCHEMA` v :data:`VERSION`)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     objectives = sweep_objectives(cfg)
     names = [o.name for o in objectives]
     pairs = comparisons(cfg)
@@ -222,16 +224,17 @@ def run_sweep(cfg: SweepConfig, *, log: Callable[[str], None] = lambda s: None) 
     result = {"schema": SCHEMA, "version": VERSION, "config": config_dict(cfg), "objectives": names,
               "comparisons": [list(p) for p in pairs], "decision_rule": decision_rule_text(),
               "regimes": regimes, "rows": rows, "provenance": provenance(),
-              "seconds_total": time.perf_counter() - t0}
+              "seconds_total": time.perf_counter() - t0, "cpu_seconds_total": time.process_time() - c0}
     result["primary"] = primary_verdicts(result)
     result["summary"] = summarise(result)
     return result
 
 
 def config_dict(cfg: SweepConfig) -> dict[str, Any]:
+    """The full config as JSON; a regime's own ``train_budget``, ``lam`` and ``eval_budgets`` are not used by the sweep."""
     d = asdict(cfg)
-    d["regimes"] = [{**asdict(r), "eval_budgets": list(cfg.eval_budgets), "train_budget": None, "lam": None}
-                    for r in cfg.regimes]
+    d["regimes"] = [{**asdict(r), "eval_budgets": list(r.eval_budgets)} for r in cfg.regimes]
+    d["unused_regime_fields"] = ["train_budget", "lam", "eval_budgets"]
     return d
 
 
@@ -241,7 +244,21 @@ def provenance() -> dict[str, Any]:
     return {"exitlaw": version("exitlaw"), "jax": jax.__version__, "optax": version("optax"),
             "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine(),
             "processor": platform.processor(), "platform": platform.platform(),
-            "jax_backend": jax.default_backend(), "x64": bool(jax.config.jax_enable_x64)}
+            "jax_backend": jax.default_backend(), "x64": bool(jax.config.jax_enable_x64), **_cpu()}
+
+
+def _cpu() -> dict[str, Any]:
+    """CPU model and a hash of its flags (results are bit-for-bit only on one kind of machine)."""
+    import hashlib
+
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    flags = info.get("flags", "")
+    return {"cpu_model": info.get("model name"), "cpu_flags_sha256": hashlib.sha256(flags.encode()).hexdigest()[:16]}
 
 
 def decision_rule_text() -> str:
@@ -251,9 +268,9 @@ def decision_rule_text() -> str:
 
 def config_from_dict(d: dict[str, Any]) -> SweepConfig:
     """Rebuild a :class:`SweepConfig` from its JSON (``result["config"]``): a shipped sweep can be rerun."""
-    regs = tuple(Regime(**{k: (tuple(v) if k == "eval_budgets" else v) for k, v in r.items()
-                           if k not in ("train_budget", "lam")}) for r in d["regimes"])
-    rest = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k != "regimes"}
+    regs = tuple(Regime(**{k: (tuple(v) if k == "eval_budgets" else v) for k, v in r.items()}) for r in d["regimes"])
+    rest = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()
+            if k not in ("regimes", "unused_regime_fields")}
     return replace(SweepConfig(regs), **rest)
 
 
