@@ -32,7 +32,7 @@ GROUPS = (
     ("draft-opd - token", "draft-opd/batch/lambda={lam}", "token"),
     ("exit - draft-opd", "exit/tree/lambda={lam}", "draft-opd/batch/lambda={lam}"),
 )
-BUDGET_COLORS = {32: "#1f77b4", 64: "#d62728", 128: "#2ca02c"}
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")  # eval budgets in increasing order
 
 
 def _index(rows: list[dict]) -> dict[tuple, dict]:
@@ -47,6 +47,7 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     ncols = len(cfg["train_budgets"]) * len(cfg["lambdas"])
     fig, axes = new_figure(ncols, nrows=len(cfg["regimes"]), width=4.6, height=3.6)
     budgets = cfg["eval_budgets"]
+    color = {b: PALETTE[i % len(PALETTE)] for i, b in enumerate(sorted(budgets))}
     offsets = np.linspace(-0.33, 0.33, 2 * len(budgets))
     for ax, (reg, tb, lam) in zip(axes, panels):
         ax.axhspan(*PAPER_BAND, color="#dddddd", zorder=0, label="paper's claimed effect")
@@ -62,8 +63,8 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
                     continue
                 r = row["rel_pct"]
                 ax.errorbar(g + offsets[k], r["mean"], yerr=[[r["mean"] - r["lo"]], [r["hi"] - r["mean"]]], fmt="o",
-                            ms=3.5, lw=1.0, capsize=1.5, color=BUDGET_COLORS.get(eb, "k"),
-                            mfc=BUDGET_COLORS.get(eb, "k") if t == "T=0" else "white",
+                            ms=3.5, lw=1.0, capsize=1.5, color=color[eb],
+                            mfc=color[eb] if t == "T=0" else "white",
                             label=f"eval B = {eb}, {t}" if g == 0 else None)
             labels.append(label)
             g += 1
