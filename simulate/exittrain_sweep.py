@@ -41,6 +41,7 @@ import json
 import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -152,6 +153,27 @@ def paired_interval(a, b, *, level: float = 0.95) -> dict[str, Any]:
 
 
 # ----- the sweep ------------------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def _pretrainer(lr: float):
+    return jax.jit(jax.vmap(make_pretrainer(optax.adam(lr), draft_logprobs)))            # over seeds
+
+
+@lru_cache(maxsize=None)
+def _trainer(lr: float, budget: int):
+    over_obj = jax.vmap(make_trainer(optax.adam(lr), budget, draft_logprobs), in_axes=(None, 0, None, None, None, None))
+    return jax.jit(jax.vmap(over_obj, in_axes=(0, None, 0, 0, 0, None)))                 # seeds x objectives
+
+
+@lru_cache(maxsize=None)
+def _evaluator(budgets: tuple[int, ...], batch_dims: int):
+    def one(p, mats, pi):
+        return tau_table(p, mats, pi, budgets, draft_logprobs)
+
+    for _ in range(batch_dims):
+        one = jax.vmap(one, in_axes=(0, None, None))
+    return jax.jit(one)
+
+
 def _stack(trees):
     return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *trees)
 
@@ -168,11 +190,10 @@ def _regime_run(reg: Regime, cfg: SweepConfig, objectives: list[Objective], log:
     init = _stack([init_params(reg, jax.random.PRNGKey(s)) for s in seeds])
     pre = [rollouts(np.random.default_rng([s, 1]), m_pre, stationary(m_pre), reg.pretrain_steps, reg.batch, reg.horizon)
            for s in seeds]
-    pretrain = jax.jit(jax.vmap(make_pretrainer(optax.adam(reg.pretrain_lr), draft_logprobs)))
-    params0 = pretrain(init, jnp.asarray(np.stack([p[0] for p in pre])), jnp.asarray(np.stack([p[1] for p in pre])))
+    params0 = _pretrainer(reg.pretrain_lr)(init, jnp.asarray(np.stack([p[0] for p in pre])),
+                                           jnp.asarray(np.stack([p[1] for p in pre])))
     mats, pij = (jnp.asarray(m0), jnp.asarray(m1)), jnp.asarray(pi)
-    evaluate = jax.jit(lambda p: tau_table(p, mats, pij, cfg.eval_budgets, draft_logprobs))
-    start = np.asarray(jax.vmap(evaluate)(params0))                                       # [seeds, nB, 2]
+    start = np.asarray(_evaluator(tuple(cfg.eval_budgets), 1)(params0, mats, pij))        # [seeds, nB, 2]
     log(f"{reg.name}: starting drafters ready ({time.perf_counter() - t0:.0f} s); "
         f"tau at B={cfg.eval_budgets}: T=0 {np.round(start[..., 0].mean(0), 3).tolist()}, "
         f"T=1 {np.round(start[..., 1].mean(0), 3).tolist()}")
@@ -184,11 +205,8 @@ def _regime_run(reg: Regime, cfg: SweepConfig, objectives: list[Objective], log:
     out = {"start": start, "tau": {}, "loss_first_last": {}, "seconds": {}}
     for tb in cfg.train_budgets:
         t1 = time.perf_counter()
-        train = make_trainer(optax.adam(reg.lr), int(tb), draft_logprobs)
-        over_obj = jax.vmap(train, in_axes=(None, 0, None, None, None, None))
-        over_seed = jax.jit(jax.vmap(over_obj, in_axes=(0, None, 0, 0, 0, None)))
-        params, losses = over_seed(params0, codes, ctx, cont, keys, mats[1])             # [seeds, O, ...]
-        tau = np.asarray(jax.jit(jax.vmap(jax.vmap(evaluate)))(params))                   # [seeds, O, nB, 2]
+        params, losses = _trainer(reg.lr, int(tb))(params0, codes, ctx, cont, keys, mats[1])  # [seeds, O, ...]
+        tau = np.asarray(_evaluator(tuple(cfg.eval_budgets), 2)(params, mats, pij))        # [seeds, O, nB, 2]
         losses = np.asarray(losses)
         k = max(1, min(10, reg.steps // 4))
         out["tau"][int(tb)] = tau
@@ -400,3 +418,24 @@ def format_markdown(result: dict[str, Any]) -> str:
                 lines.append(f"| {a} | {b} | " + " | ".join(f"{_ci(c['diff'])} {mark[c['verdict']]}" for c in cells) + " |")
     lines += ["", "## Decision rule", "", result["decision_rule"], ""]
     return "\n".join(lines)
+
+
+def sweep_to_dir(sweep: str | Path, out_dir: str | Path, *, overwrite: bool = False,
+                 log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Run a preset (``deep``, ``shallow``, ``all``, ``quick``) or a shipped ``config.json``; write it to ``out_dir``.
+
+    Fails before any computation when the outputs exist and ``overwrite`` is false.
+    """
+    out = Path(out_dir)
+    if not overwrite and any((out / f).exists() for f in ("sweep.json", "sweep.md", "config.json")):
+        raise FileExistsError(f"{out} already holds a sweep; pass overwrite=True (--overwrite) to replace it")
+    path = Path(sweep)
+    if path.suffix == ".json":
+        if not path.is_file():
+            raise FileNotFoundError(f"sweep config {str(path)!r} does not exist")
+        cfg = config_from_dict(json.loads(path.read_text(encoding="utf-8"))["config"])
+    else:
+        cfg = preset(str(sweep))
+    result = run_sweep(cfg, log=log)
+    result["paths"] = [str(p) for p in write_sweep(result, out, overwrite=overwrite)]
+    return result
