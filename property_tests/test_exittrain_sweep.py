@@ -130,3 +130,20 @@ def test_tiny_sweep_writes_valid_json_and_shares_random_numbers_across_objective
     # the figure draws from the JSON alone
     pics = draw(back, tmp_path / "fig")
     assert [p.name for p in pics] == ["exittrain_sweep.png", "exittrain_sweep.pdf"] and all(p.stat().st_size > 0 for p in pics)
+
+
+def test_draft_opd_visits_the_accepted_positions_and_the_first_rejected_one():
+    from exitlaw.simulate.exittrain_fast import _visited
+
+    # greedy target chain 0 -> 1 -> 2 -> 0; deterministic drafters (one-hot rows, log 0 = -inf elsewhere)
+    m = jnp.asarray(np.eye(3)[[1, 2, 0]])
+    def onehot(tokens):
+        return jnp.log(jnp.asarray(np.eye(3)[tokens]))
+    logq = jnp.stack([onehot([1, 2, 1]),   # context 0: drafts 1, 2, 1; target says 1, 2, 0 -> 2 accepted
+                      onehot([2, 0, 1]),   # context 1: all 3 accepted -> no replay
+                      onehot([1, 0, 0])])  # context 2: first draft already rejected (target says 0)
+    prev, visited, err, ok = (np.asarray(x) for x in _visited(jax.random.PRNGKey(0), logq, jnp.array([0, 1, 2]), m))
+    np.testing.assert_array_equal(prev, [[0, 1, 2], [1, 2, 0], [2, 1, 0]])
+    np.testing.assert_array_equal(visited, [[1, 1, 1], [1, 1, 1], [1, 0, 0]])
+    np.testing.assert_array_equal(err[[0, 2]], [0, 0])  # the target's token at the rejected position
+    np.testing.assert_array_equal(ok, [True, False, True])
