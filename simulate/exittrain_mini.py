@@ -49,7 +49,7 @@ import optax
 from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
 
 from .builders import ddtree
-from .exittrain_objectives import Objective, ObjectiveError, node_coefficients, prefix_and_exit
+from .exittrain_objectives import Objective, ObjectiveError, normalise, prefix_and_exit, raw_weight
 from .models import NGramTarget
 
 OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")  # the table's row labels
@@ -164,11 +164,17 @@ def tree_weights(trees, contexts, matrix: np.ndarray, objective: str | Objective
         edges[i, : t.num_nodes] = _edges(t, c, matrix)
     nonroot = batch.valid & (np.arange(n) > 0)
     log_f = np.where(nonroot, np.log(np.maximum(np.where(nonroot, edges, 1.0), obj.edge_floor)), 0.0)
-    prefix, rho = jax.vmap(prefix_and_exit, in_axes=(0, 0, 0, 0, None))(
-        jnp.asarray(log_f), jnp.asarray(np.where(nonroot, edges, 0.0)), jnp.asarray(batch.ancestor),
-        jnp.asarray(batch.child), obj.edge_floor)
-    c = node_coefficients(obj, prefix, rho, batch.depth.astype(np.float64), nonroot)
+    c = _coefficients(jnp.asarray(obj.code()), jnp.asarray(log_f), jnp.asarray(np.where(nonroot, edges, 0.0)),
+                      jnp.asarray(batch.ancestor), jnp.asarray(batch.child), jnp.asarray(batch.depth, float),
+                      jnp.asarray(nonroot))
     return batch.depth, batch.token, np.asarray(c)
+
+
+@jax.jit
+def _coefficients(code, log_f, edges, ancestor, child, depth, mask):
+    """``c(v)`` ``[S, N]`` of the objective ``code`` (one compile per padded shape)."""
+    prefix, rho = jax.vmap(prefix_and_exit, in_axes=(0, 0, 0, 0, None))(log_f, edges, ancestor, child, code[8])
+    return normalise(code, raw_weight(code, prefix, rho, depth), mask)
 
 
 def stationary(matrix: np.ndarray, iters: int = 2000) -> np.ndarray:
