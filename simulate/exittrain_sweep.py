@@ -259,10 +259,27 @@ def config_dict(cfg: SweepConfig) -> dict[str, Any]:
 def provenance() -> dict[str, Any]:
     from importlib.metadata import version
 
-    return {"exitlaw": version("exitlaw"), "jax": jax.__version__, "optax": version("optax"),
+    return {"exitlaw_version": version("exitlaw"), "git_commit": _git_commit(), "jax": jax.__version__,
+            "optax": version("optax"),
             "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine(),
             "processor": platform.processor(), "platform": platform.platform(),
             "jax_backend": jax.default_backend(), "x64": bool(jax.config.jax_enable_x64), **_cpu()}
+
+
+def _git_commit() -> str:
+    """HEAD of the checkout this module runs from (``-dirty`` with uncommitted changes), or ``"unknown"``."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 def _cpu() -> dict[str, Any]:
