@@ -20,6 +20,7 @@ from exitlaw.simulate.exittrain_mini import (
     stationary,
     tree_weights,
 )
+from exitlaw.simulate.exittrain_objectives import Objective, ObjectiveError
 from exitlaw.simulate.models import NGramTarget
 from exitlaw.theory import coverage_under, reference_law_from_edges
 
@@ -43,6 +44,7 @@ def test_objective_weights_are_w_and_p_normalised_over_non_root_nodes(seed):
     assert np.all(ws["token-only"][2] == 0)
     for obj, law_field in (("exit-guided", "w"), ("prefix-weighted", "prefix")):
         depth, token, s = ws[obj]
+        s = s * len(trees)  # norm "tree": each tree's share of the batch is 1 / S
         np.testing.assert_allclose(s.sum(-1), 1.0, atol=1e-12)  # same total non-root weight
         assert np.all(s[:, 0] == 0)
         for i, tree in enumerate(trees):
@@ -69,8 +71,8 @@ def test_loss_is_cross_entropy_plus_lambda_times_weighted_node_nll(rank):
     logq = np.asarray(jax.jit(draft_logprobs)(params, prev))
     np.testing.assert_allclose(np.exp(logq).sum(-1), 1.0, atol=1e-12)
     ce = -np.mean([logq[b, d, int(cont[b, d])] for b in range(4) for d in range(3)])
-    tree = -np.mean([sum(float(weight[b, n]) * logq[b, max(int(depth[b, n]) - 1, 0), int(token[b, n])]
-                         for n in range(5)) for b in range(4)])
+    tree = -np.sum([sum(float(weight[b, n]) * logq[b, max(int(depth[b, n]) - 1, 0), int(token[b, n])]
+                        for n in range(5)) for b in range(4)])  # coefficients are normalised over the batch
     assert float(jax.jit(loss_fn)(params, prev, cont, depth, token, weight, 0.7)) == pytest.approx(ce + 0.7 * tree,
                                                                                                  rel=1e-10)
     # lambda = 0 (token-only): the gradient ignores the tree entirely
@@ -105,3 +107,23 @@ def test_tiny_exittrain_run_gives_a_full_table_bounded_by_the_oracle():
             if name != "oracle":
                 assert tau <= 1 + TINY.horizon
     assert "exit-guided" in format_table(res)
+
+
+def test_legacy_labels_are_the_tree_normalised_objectives_and_other_weights_work_in_the_mini_trainer():
+    target = NGramTarget(6, order=2, zipf=1.2, seed=3)
+    m = target.transition_matrix()
+    trees, ctx = _trees(5)
+    for label, weight in (("exit-guided", "exit"), ("prefix-weighted", "prefix"), ("token-only", "token")):
+        np.testing.assert_array_equal(tree_weights(trees, ctx, m, label)[2], tree_weights(trees, ctx, m, Objective(weight))[2])
+    # exit-depth / nodes: c(v) = w(v) depth(v) / (number of non-root nodes), w from the float reference law
+    _, _, c = tree_weights(trees, ctx, m, Objective("exit-depth", "nodes"))
+    count = sum(t.num_nodes - 1 for t in trees)
+    for i, tree in enumerate(trees):
+        edge = [1.0] + [target.probs(((ctx[i],) + tree.path(int(tree.parent[u])))[-1:])[tree.token[u]]
+                        for u in range(1, tree.num_nodes)]
+        w = np.asarray(reference_law_from_edges(tree, edge, 1.0).w)
+        np.testing.assert_allclose(c[i, 1: tree.num_nodes], w[1:] * tree.depth[1:] / count, atol=1e-12)
+    with pytest.raises(ObjectiveError):
+        tree_weights(trees, ctx, m, "exit")  # a weight name is not a legacy label: ambiguous norm
+    with pytest.raises(ObjectiveError):
+        tree_weights(trees, ctx, m, Objective("draft-opd", "batch"))

@@ -12,11 +12,14 @@ the target chain's stationary law and continuations ``y ~ p(. | c)``:
    build ``T(c)`` (no gradient through the discrete builder);
 2. the frozen target scores every node under its tree parent: ``a(u)``; the
    exit law gives ``P`` and ``w = P rho`` (``exit_law_from_edges``, detached);
-3. ``loss = CE(y) + lambda * sum_{v != root} s(v) (-log q_{depth(v)}(x_v | c))``
-   with ``s`` one of: *token-only* ``s = 0``; *exit-guided* ``s = w~``, ``w``
-   normalised over non-root nodes; *prefix-weighted* ``s = P`` rescaled to the
-   same total non-root weight (one), same denominator. (The paper's public
-   configs ship P-weighting; ``w`` is the exit-guided objective.)
+3. ``loss = CE(y) + lambda * sum_{v != root} c(v) (-log q_{depth(v)}(x_v | c))``
+   with ``c`` the normalised weight of an :class:`~exitlaw.simulate.exittrain_objectives.Objective`
+   (weights token / prefix / exit / exit-depth, normalisations batch / tree / nodes,
+   optional edge floor). The table's three rows are the legacy labels
+   *token-only* (``token``), *prefix-weighted* (``prefix``, norm ``tree``) and
+   *exit-guided* (``exit``, norm ``tree``) at the regime's lambda. Draft-OPD and the
+   powered seed sweep live in :mod:`~exitlaw.simulate.exittrain_fast` and
+   :mod:`~exitlaw.simulate.exittrain_sweep`.
 
 Matched compute: the three objectives start from one pretrained drafter
 (token-only pretraining, the stand-in for a released checkpoint; optionally on
@@ -46,9 +49,20 @@ import optax
 from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
 
 from .builders import ddtree
+from .exittrain_objectives import Objective, ObjectiveError, normalise, prefix_and_exit, raw_weight
 from .models import NGramTarget
 
-OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")
+OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")  # the table's row labels
+LEGACY = {"token-only": "token", "prefix-weighted": "prefix", "exit-guided": "exit"}
+
+
+def as_objective(objective: str | Objective, lam: float = 1.0) -> Objective:
+    """A legacy row label (``token-only``, ``prefix-weighted``, ``exit-guided``: norm ``tree``), or an Objective."""
+    if isinstance(objective, Objective):
+        return objective
+    if objective not in LEGACY:
+        raise ObjectiveError(f"unknown objective {objective!r} (labels: {', '.join(OBJECTIVES)}; or pass an Objective)")
+    return Objective(LEGACY[objective], "tree", lam)
 
 
 @dataclass(frozen=True)
@@ -103,12 +117,12 @@ def draft_logprobs(params: dict[str, jax.Array], prev: jax.Array) -> jax.Array:
 
 
 def loss_fn(params, prev, cont, node_depth, node_token, node_weight, lam):
-    """``CE(cont) + lam * sum_v s(v) (-log q_{depth(v)}(x_v))`` averaged over the batch."""
+    """``CE(cont) + lam * sum_{trees, v} c(v) (-log q_{depth(v)}(x_v))`` (``c`` already normalised over the batch)."""
     logq = draft_logprobs(params, prev)                                       # [S, H, V]
     ce = -jnp.take_along_axis(logq, cont[..., None], axis=-1)[..., 0].mean()  # cont: [S, H]
     d = jnp.maximum(node_depth - 1, 0)                                        # [S, N]
     node_lq = logq[jnp.arange(prev.shape[0])[:, None], d, node_token]          # [S, N]
-    tree = -(node_weight * node_lq).sum(-1).mean()
+    tree = -(node_weight * node_lq).sum()
     return ce + lam * tree
 
 
@@ -134,22 +148,33 @@ def _edges(tree, context_token: int, matrix: np.ndarray) -> np.ndarray:
     return np.concatenate([[1.0], matrix[prev, tree.token[1:]]])
 
 
-def tree_weights(trees, contexts, matrix: np.ndarray, objective: str):
-    """Per-node ``(depth, token, s)`` arrays ``[S, N]`` for the objective (``s = 0`` at the root)."""
+def tree_weights(trees, contexts, matrix: np.ndarray, objective: str | Objective):
+    """Per-node ``(depth, token, c)`` arrays ``[S, N]``: ``c`` the objective's normalised weights (0 at the root).
+
+    ``P`` and ``rho`` come from :func:`~exitlaw.simulate.exittrain_objectives.prefix_and_exit`
+    (edges floored at the objective's alpha for ``P`` only).
+    """
+    obj = as_objective(objective)
+    if obj.weight == "draft-opd":
+        raise ObjectiveError("draft-opd has no tree weights; it is trained by exitlaw.simulate.exittrain_fast")
     n = max(t.num_nodes for t in trees)
-    batch, prefix, w, _ = _laws(trees, [_edges(t, c, matrix) for t, c in zip(trees, contexts)], n)
+    batch = stack_trees(trees, n)
+    edges = np.zeros((len(trees), n))
+    for i, (t, c) in enumerate(zip(trees, contexts)):
+        edges[i, : t.num_nodes] = _edges(t, c, matrix)
     nonroot = batch.valid & (np.arange(n) > 0)
-    if objective == "token-only":
-        s = np.zeros_like(w)
-    elif objective == "exit-guided":
-        s = np.where(nonroot, w, 0.0)
-    elif objective == "prefix-weighted":
-        s = np.where(nonroot, prefix, 0.0)
-    else:
-        raise ValueError(f"unknown objective {objective!r} (known: {', '.join(OBJECTIVES)})")
-    total = s.sum(-1, keepdims=True)
-    s = np.where(total > 0, s / np.where(total > 0, total, 1.0), 0.0)  # unit total non-root weight
-    return batch.depth, batch.token, s
+    log_f = np.where(nonroot, np.log(np.maximum(np.where(nonroot, edges, 1.0), obj.edge_floor)), 0.0)
+    c = _coefficients(jnp.asarray(obj.code()), jnp.asarray(log_f), jnp.asarray(np.where(nonroot, edges, 0.0)),
+                      jnp.asarray(batch.ancestor), jnp.asarray(batch.child), jnp.asarray(batch.depth, float),
+                      jnp.asarray(nonroot))
+    return batch.depth, batch.token, np.asarray(c)
+
+
+@jax.jit
+def _coefficients(code, log_f, edges, ancestor, child, depth, mask):
+    """``c(v)`` ``[S, N]`` of the objective ``code`` (one compile per padded shape)."""
+    prefix, rho = jax.vmap(prefix_and_exit, in_axes=(0, 0, 0, 0, None))(log_f, edges, ancestor, child, code[8])
+    return normalise(code, raw_weight(code, prefix, rho, depth), mask)
 
 
 def stationary(matrix: np.ndarray, iters: int = 2000) -> np.ndarray:
@@ -174,11 +199,12 @@ def _optimizer(lr: float):
     return opt, step
 
 
-def _train(params, regime: Regime, objective: str, steps: int, lr: float, matrix, pi, data_seed: int,
+def _train(params, regime: Regime, objective: str | Objective, steps: int, lr: float, matrix, pi, data_seed: int,
            progress: bool, desc: str):
     opt, step = _optimizer(lr)
     state = opt.init(params)
-    lam = 0.0 if objective == "token-only" else regime.lam
+    obj = as_objective(objective, regime.lam)
+    lam = float(obj.code()[6])
 
     rng = np.random.default_rng(data_seed)
     cum = np.cumsum(matrix, axis=1)
@@ -198,7 +224,7 @@ def _train(params, regime: Regime, objective: str, steps: int, lr: float, matrix
             cont[:, d] = prev
         q = np.exp(np.asarray(draft_logprobs(params, jnp.asarray(ctx)), dtype=np.float64))
         trees = [ddtree(q[i], regime.train_budget).tree for i in range(regime.batch)]
-        depth, token, s = tree_weights(trees, ctx, matrix, objective)
+        depth, token, s = tree_weights(trees, ctx, matrix, obj)
         params, state, loss = step(params, state, jnp.asarray(ctx), jnp.asarray(cont),
                                    jnp.asarray(depth), jnp.asarray(token), jnp.asarray(s), lam)
         losses.append(float(loss))

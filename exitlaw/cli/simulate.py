@@ -37,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "underconfident, table), or 'all' (about a minute each)")
     e.add_argument("--steps", type=int, help="override training steps")
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--sweep", metavar="PRESET|CONFIG.json",
+                   help="instead: the paired seed sweep of every objective (token, prefix, exit, exit-depth, "
+                        "draft-opd x normalisations x lambda 0.1/1), preset deep, shallow, all (~20 min) or quick, "
+                        "or a sweep's config.json to rerun it; needs --out DIR (sweep.json, sweep.md, config.json, "
+                        "exittrain_sweep.png/.pdf); float32")
     e.set_defaults(func=_exittrain)
 
     b = sub.add_parser("simulate-bench", help="benchmark: simulated decoding rounds per second")
@@ -114,7 +119,22 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exittrain_sweep(args: argparse.Namespace) -> int:
+    if not args.out:
+        raise ValueError("--sweep needs --out DIR")
+    from exitlaw.figures.exittrain_sweep import draw
+    from exitlaw.simulate.exittrain_sweep import sweep_to_dir
+
+    res = sweep_to_dir(args.sweep, args.out, overwrite=args.overwrite, log=print)
+    paths = res["paths"] + [str(p) for p in draw(res, args.out, overwrite=args.overwrite)]
+    print(json.dumps({"primary": res["primary"].get("by_lambda"), "paths": paths,
+                      "seconds": round(res["seconds_total"], 1)}, indent=1))
+    return 0
+
+
 def _exittrain(args: argparse.Namespace) -> int:
+    if args.sweep is not None:
+        return _exittrain_sweep(args)
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not args.overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
