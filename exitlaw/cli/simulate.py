@@ -1,5 +1,5 @@
 """The simulation lab and the conformance kit: ``simulate``, ``simulate-exittrain``,
-``simulate-bench``, ``field-lab``, ``check`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
+``simulate-bench``, ``field-lab``, ``check``, ``prove`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .args import enable_x64
+from .args import enable_x64, positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,6 +83,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--keep-going", action="store_true", help="run every case even after a 'not exact' case")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
+
+    pv = sub.add_parser(
+        "prove", help="bounded-exhaustive symbolic proof that a verifier procedure is exact and saturating",
+        description="Loads MODULE:CALLABLE written over exitlaw's randomness interface, f(tree, rows, rand) -> "
+                    "(exit_node, bonus_token), runs it with symbolic target rows on every tree shape with <= N "
+                    "nodes and every child-token assignment up to relabelling, and proves the block law, "
+                    "E[L] = 1 + C_p and the completed-block law as identities of rational functions, or prints a "
+                    "counterexample with rational rows. Exit status: 0 proved, 1 counterexample, 3 unproved "
+                    "(the verifier compares probabilities, so it was only searched at rational points), "
+                    "2 usage error.")
+    pv.add_argument("verifier", metavar="MODULE:CALLABLE")
+    pv.add_argument("--max-nodes", type=positive_int, default=None,
+                    help="largest tree size N (default 6; 8 with --thorough)")
+    pv.add_argument("--vocab", type=positive_int, default=3,
+                    help="largest vocabulary V (default 3; shapes with larger sibling sets get k and k + 1)")
+    pv.add_argument("--thorough", action="store_true", help="the long run: --max-nodes 8 unless given")
+    pv.add_argument("--every-child-order", action="store_true",
+                    help="call f(tree, rows, rand, child_order=...) once per permutation of every node's children")
+    pv.add_argument("--seed", type=int, default=0, help="seed of the rational points tried for counterexamples")
+    pv.add_argument("--out", help="write the certificate (JSON) to this file")
+    pv.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    pv.add_argument("--json", action="store_true", help="print the certificate as JSON")
+    pv.set_defaults(func=_prove)
 
     vb = sub.add_parser("verifier-sim-bench",
                         help="benchmark: samples/s of the simulated verifier samplers and the kit's wall time")
@@ -168,6 +191,24 @@ def _check(args: argparse.Namespace) -> int:
                      power=args.power, keep_going=args.keep_going, chains_only=args.chains_only)
     print(json.dumps(report.to_json(), indent=1, default=float) if args.json else format_report(report))
     return report.exit_code
+
+
+def _prove(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.prove import format_proof, load_procedure, prove
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not args.overwrite:
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    proc = load_procedure(args.verifier, child_order=args.every_child_order)
+    max_nodes = args.max_nodes or (8 if args.thorough else 6)
+    rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab,
+                every_child_order=args.every_child_order, seed=args.seed)
+    text = json.dumps(rep.to_json(), indent=1)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
+    print(text if args.json else format_proof(rep))
+    return rep.exit_code
 
 
 def _verifier_sim_bench(args: argparse.Namespace) -> int:
