@@ -24,6 +24,13 @@ Verdicts (by the fixed-tree ceiling theorem, DESIGN.md section 1):
 the completed-block law holds but the block, exit or residual law, or ``E[L] = 1 + C_p``,
 fails (an exact verifier attains the ceiling iff its block law is canonical); else
 ``exact and saturating``.
+Exit statuses follow one precedence whatever the order of the cases (:data:`PRECEDENCE`): ``not exact``
+(1) > ``verifier failed`` (4: a call raised or ran past the per-call timeout; that case is reported with
+its tree, seed, reproduce command and traceback, and the other cases still run) > ``exact but not
+saturating`` (3) > ``insufficient samples`` (5: the computed power is below the target, so no "exact"
+verdict is given) > ``exact and saturating`` (0). ``bad input`` (2) is only for the verifier's module or
+signature (:func:`check_verifier`: import errors, syntax errors, ``sys.exit`` at import, wrong signature or
+return type); a report is produced for it too.
 In ``marginal`` mode (sampled-draft verifiers ``fn(tree, probs, draft_probs, rng)``) the
 kit draws each tree from the drafter (siblings without replacement) and checks the
 completed-block law only; the verdicts are ``exact averaged over the drafts`` (exit 0)
@@ -33,6 +40,10 @@ or ``not exact`` (saturation is a fixed-tree notion).
 from __future__ import annotations
 
 import inspect
+import signal
+import threading
+import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import Callable
@@ -46,12 +57,28 @@ from .conformance_checks import auto_samples, check_case, completed_check, exten
 
 EXACT_AND_SATURATING, NOT_EXACT, NOT_SATURATING = "exact and saturating", "not exact", "exact but not saturating"
 MARGINALLY_EXACT = "exact averaged over the drafts"  # marginal mode: saturation is a fixed-tree notion
-EXIT_CODES = {EXACT_AND_SATURATING: 0, MARGINALLY_EXACT: 0, NOT_EXACT: 1, NOT_SATURATING: 3}
+VERIFIER_FAILED = "verifier failed"            # a call raised or ran past --timeout in some case
+INSUFFICIENT = "insufficient samples"          # no rejection, but computed power below the target
+BAD_INPUT = "bad input"                        # the verifier's module or signature: nothing was run
+EXIT_CODES = {EXACT_AND_SATURATING: 0, MARGINALLY_EXACT: 0, NOT_EXACT: 1, BAD_INPUT: 2, NOT_SATURATING: 3,
+              VERIFIER_FAILED: 4, INSUFFICIENT: 5}
+# One precedence, whatever the order of the cases: evidence of inexactness first (1), then a case that
+# could not be judged (4), then evidence of lost length (3), then too little power to say "exact" (5);
+# "exact ..." verdicts (0 and 3) need the computed power to reach the target, else 5.
+PRECEDENCE = (NOT_EXACT, VERIFIER_FAILED, NOT_SATURATING, INSUFFICIENT)
 CHECKS = ("completed_block", "block", "exit", "residual_bonus", "mean_length")
 
 
 class VerifierCallError(ValueError):
     """The verifier could not be loaded, called, or returned something that is not (node, token)."""
+
+
+class VerifierCrash(RuntimeError):
+    """The verifier raised (or ran past the per-call timeout) inside one case: reported, other cases go on."""
+
+
+class CallTimeout(Exception):
+    """Raised inside a verifier call that ran past ``timeout`` seconds."""
 
 
 def load_verifier(spec: str) -> Callable:
@@ -63,6 +90,14 @@ def load_verifier(spec: str) -> Callable:
         mod = import_module(mod_name)
     except ImportError as err:
         raise VerifierCallError(f"cannot import module {mod_name!r}: {err}") from err
+    except SyntaxError as err:
+        raise VerifierCallError(f"cannot import module {mod_name!r}: syntax error: {err}") from err
+    except SystemExit as err:  # user code calling sys.exit at import must not decide the kit's exit status
+        raise VerifierCallError(f"cannot import module {mod_name!r}: it called sys.exit({err.code!r}) at "
+                                "import") from err
+    except Exception as err:
+        raise VerifierCallError(f"cannot import module {mod_name!r}: {type(err).__name__} at import: "
+                                f"{err}") from err
     obj = mod
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -121,32 +156,43 @@ class KitReport:
     cases: list = field(default_factory=list)
     failure: dict = field(default_factory=dict)
     reproduce: str = ""
+    errors: list = field(default_factory=list)   # one record per case whose calls raised or timed out
+    timeout: float | None = None
+    error: str = ""                               # bad input: why nothing was run
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
-def _verdict(case_results: list) -> tuple[str, dict]:
-    first_not_exact, first_unsat = None, None
+def _verdict(case_results: list, power_ok: bool = True) -> tuple[str, dict]:
+    """The kit's verdict under :data:`PRECEDENCE` (independent of the order of the cases)."""
+    first_not_exact, first_unsat, first_error = None, None, None
     for case in case_results:
-        checks = {c["name"]: c for c in case["checks"]}
-        mean = checks["mean_length"]
+        if case.get("error"):
+            first_error = first_error or case["error"]
+            continue
+        checks = [c for c in case["checks"]]
+        mean = next(c for c in checks if c["name"] == "mean_length")
         above = mean["rejected"] and mean["statistic"] > 0
         below = mean["rejected"] and mean["statistic"] < 0
-        law_fail = [c for c in case["checks"] if c["rejected"] and c["name"] != "mean_length"]
+        completed = [c for c in checks if c["name"].startswith("completed_block") and c["rejected"]]
+        law_fail = [c for c in checks if c["rejected"] and c["name"] != "mean_length"]
         info = lambda c: {"case": case["name"], "tree": case["tree"], "check": c["name"],  # noqa: E731
                           "statistic": c["statistic"], "pvalue": c["pvalue"], **c["worst"]}
-        if checks["completed_block"]["rejected"]:
-            first_not_exact = first_not_exact or info(checks["completed_block"])
+        if completed:
+            first_not_exact = first_not_exact or info(completed[0])
         elif above:
             first_not_exact = first_not_exact or info(mean)
         elif law_fail or below:
             # exact (completed-block law holds) but not the canonical block law: E[L] < 1 + C_p
             first_unsat = first_unsat or info(law_fail[0] if law_fail else mean)
-    if first_not_exact:
-        return NOT_EXACT, first_not_exact
-    if first_unsat:
-        return NOT_SATURATING, first_unsat
+    # "exact but not saturating" claims exactness: without the stated power it is "insufficient samples"
+    # (the rejected law is still reported as the failure)
+    for verdict, found in ((NOT_EXACT, first_not_exact), (VERIFIER_FAILED, first_error),
+                           (NOT_SATURATING if power_ok else INSUFFICIENT, first_unsat),
+                           (INSUFFICIENT, not power_ok)):
+        if found:
+            return verdict, found if isinstance(found, dict) else {}
     return EXACT_AND_SATURATING, {}
 
 
@@ -157,76 +203,137 @@ def _tree_json(tree: DraftTree) -> dict:
 def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", seed: int = 0,
             budget: int = 8, vocab: int = 4, samples: int | None = None, family_alpha: float = 1e-6,
             delta: float = 0.1, power: float = 0.999, keep_going: bool = False,
-            chains_only: bool = False) -> KitReport:
+            chains_only: bool = False, timeout: float | None = 10.0, only_case: str | None = None) -> KitReport:
     """Run the kit on ``fn`` and return the report (see the module docstring).
 
     Unless ``keep_going``, the remaining cases are skipped once a case shows the
-    verifier is not exact (the verdict cannot change). ``chains_only`` (marginal mode)
-    drafts chains only, for chain speculative sampling.
+    verifier is not exact (the verdict cannot change: it comes first in :data:`PRECEDENCE`).
+    A case whose call raises or runs past ``timeout`` seconds (``None``: no limit; the limit
+    uses ``SIGALRM``, so it interrupts Python code, not a blocking C call) is reported with its
+    tree, seed, reproduce command and traceback, and the other cases still run.
+    ``chains_only`` (marginal mode) drafts chains only; ``only_case`` runs one case by name.
     """
     if mode not in ("conditional", "marginal"):
         raise ValueError(f"mode must be 'conditional' or 'marginal', got {mode!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     check_signature(fn, mode)
     root = np.random.SeedSequence(seed)
     cases = conditional_cases(seed, budget=budget, vocab=vocab) if mode == "conditional" else \
         marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only)
+    if only_case is not None and only_case not in [c.name for c in cases]:
+        raise ValueError(f"no case named {only_case!r}; cases: {', '.join(c.name for c in cases)}")
     checks_per_case = len(CHECKS) if mode == "conditional" else 1
     alpha = family_alpha / (checks_per_case * len(cases))
-    report_cases, powers, sizes = [], [], []
+    reproduce = f"exitlaw check {name} --mode {mode} --seed {seed} --budget {budget} --vocab {vocab}"
+    if chains_only:
+        reproduce += " --chains-only"
+    if samples is not None:
+        reproduce += f" --samples {samples}"
+    report_cases, powers, sizes, errors = [], [], [], []
     for case, ss in zip(cases, root.spawn(len(cases))):
+        if only_case is not None and case.name != only_case:
+            continue
         n = samples
         if n is None:
             n = auto_samples(case, alpha / 2, power, delta)
         sizes.append(n)
         verifier_seq, kit_seq = ss.spawn(2)
         rng, kit_rng = np.random.default_rng(verifier_seq), np.random.default_rng(kit_seq)
-        if mode == "conditional":
-            results, lengths = _run_conditional(fn, case, n, rng, kit_rng, alpha, delta)
-            tree_json = _tree_json(case.tree)
-        else:
-            results, lengths = _run_marginal(fn, case, n, rng, kit_rng, alpha, delta)
-            tree_json = {"topology": case.topology}
+        tree_json = _tree_json(case.tree) if mode == "conditional" else {"topology": case.topology}
+        try:
+            with _call_limit(timeout):
+                if mode == "conditional":
+                    results, lengths = _run_conditional(fn, case, n, rng, kit_rng, alpha, delta, timeout)
+                else:
+                    results, lengths = _run_marginal(fn, case, n, rng, kit_rng, alpha, delta, timeout)
+        except VerifierCrash as crash:
+            record = {"case": case.name, "tree": tree_json, "seed": int(seed), "check": "call",
+                      "error": str(crash), "reproduce": f"{reproduce} --case {case.name}",
+                      "traceback": crash.__cause__ and "".join(
+                          traceback.format_exception(crash.__cause__))[-4000:] or ""}
+            errors.append(record)
+            report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": n,
+                                 "verifier_seed": int(seed), "checks": [], "error": record})
+            continue
         powers += [r.power for r in results if r.power is not None]
         report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": n,
                              "verifier_seed": int(seed), "checks": [asdict(r) for r in results], **lengths})
         judge = _verdict if mode == "conditional" else _marginal_verdict
         if not keep_going and judge(report_cases[-1:])[0] == NOT_EXACT:
             break
-    verdict, failure = _verdict(report_cases) if mode == "conditional" else _marginal_verdict(report_cases)
-    reproduce = f"exitlaw check {name} --mode {mode} --seed {seed} --budget {budget} --vocab {vocab}"
-    if chains_only:
-        reproduce += " --chains-only"
-    if samples is not None:
-        reproduce += f" --samples {samples}"
+    min_power = float(min(powers)) if powers else 0.0
+    power_ok = min_power >= power - 1e-9
+    verdict, failure = _verdict(report_cases, power_ok) if mode == "conditional" else \
+        _marginal_verdict(report_cases, power_ok)
     return KitReport(name, mode, verdict, EXIT_CODES[verdict], seed, family_alpha, alpha, delta, power,
-                     int(sum(sizes)), float(min(powers)) if powers else 0.0, report_cases, failure, reproduce)
+                     int(sum(sizes)), min_power, report_cases, failure, reproduce, errors, timeout)
+
+
+def check_verifier(spec: str, **kwargs) -> KitReport:
+    """Load ``MODULE:CALLABLE`` and :func:`run_kit` it; a module or signature that cannot be used gives a
+    report with verdict ``bad input`` (exit status 2) and the reason, so a report is always produced."""
+    try:
+        fn = load_verifier(spec)
+        return run_kit(fn, name=spec, **kwargs)
+    except VerifierCallError as err:
+        return KitReport(spec, kwargs.get("mode", "conditional"), BAD_INPUT, EXIT_CODES[BAD_INPUT],
+                         kwargs.get("seed", 0), kwargs.get("family_alpha", 1e-6), 0.0, kwargs.get("delta", 0.1),
+                         kwargs.get("power", 0.999), 0, 0.0, error=str(err), timeout=kwargs.get("timeout"))
 
 
 def _vocab_of(case) -> int:
     return case.vocab if isinstance(case, Case) else int(np.asarray(case.target(())).size)
 
 
-def _call(fn, args, tree, vocab):
+@contextmanager
+def _call_limit(timeout):
+    """Install the SIGALRM handler that turns an expired per-call timer into :class:`CallTimeout`."""
+    if timeout is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise CallTimeout()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
     try:
-        out = fn(*args)
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _call(fn, args, tree, vocab, timeout=None, index=0):
+    armed = timeout is not None and signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None)
+    try:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            out = fn(*args)
+        finally:
+            if armed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
     except VerifierCallError:
         raise
-    except Exception as err:  # the user's code failed: say so, with the original error chained
-        raise VerifierCallError(f"the verifier raised {type(err).__name__}: {err}") from err
+    except CallTimeout as err:
+        raise VerifierCrash(f"call {index} did not return within the timeout of {timeout} s") from err
+    except (Exception, SystemExit) as err:  # the user's code failed: reported with its case and traceback
+        raise VerifierCrash(f"call {index} raised {type(err).__name__}: {err}") from err
     return _as_pair(out, tree, vocab)
 
 
-def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta):
+def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout=None):
     exits = np.empty(n, dtype=np.int64)
     bonus = np.empty(n, dtype=np.int64)
     probs = case.probs
     probs.setflags(write=False)
     for i in range(n):
-        exits[i], bonus[i] = _call(fn, (case.tree, probs, rng), case.tree, case.vocab)
+        exits[i], bonus[i] = _call(fn, (case.tree, probs, rng), case.tree, case.vocab, timeout, i)
     return check_case(case, exits, bonus, alpha, delta, kit_rng)
 
 
-def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta):
+def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, timeout=None):
     from .verifiers.sampled_draft import draw_draft
     from .randomness import GeneratorRandomness
 
@@ -234,7 +341,7 @@ def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta):
     built: dict = {}
     blocks: dict = {}
     total_len = 0
-    for _ in range(n):
+    for i in range(n):
         toks = tuple(draw_draft(case.topology, case.draft, draft_rand, without_replacement=True))
         if toks not in built:
             tree = DraftTree(parent=np.array(case.topology), token=np.array(toks))
@@ -244,7 +351,7 @@ def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta):
             q.setflags(write=False)
             built[toks] = (tree, p, q)
         tree, p, q = built[toks]
-        v, y = _call(fn, (tree, p, q, rng), tree, p.shape[1])
+        v, y = _call(fn, (tree, p, q, rng), tree, p.shape[1], timeout, i)
         key = tree.path(v) + (y,)
         blocks[key] = blocks.get(key, 0) + 1
         total_len += len(key)
@@ -253,14 +360,21 @@ def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta):
     return [res], {"mean_length": total_len / n}
 
 
-def _marginal_verdict(case_results):
+def _marginal_verdict(case_results, power_ok: bool = True):
+    first_error = None
     for case in case_results:
+        if case.get("error"):
+            first_error = first_error or case["error"]
+            continue
         c = case["checks"][0]
         if c["rejected"]:
             return NOT_EXACT, {"case": case["name"], "tree": case["tree"], "check": c["name"],
                                "statistic": c["statistic"], "pvalue": c["pvalue"], **c["worst"]}
-    return MARGINALLY_EXACT, {}
+    if first_error:
+        return VERIFIER_FAILED, first_error
+    return (MARGINALLY_EXACT, {}) if power_ok else (INSUFFICIENT, {})
 
 
-__all__ = ["run_kit", "load_verifier", "check_signature", "KitReport", "VerifierCallError", "CHECKS",
+__all__ = ["run_kit", "check_verifier", "load_verifier", "VerifierCrash", "CallTimeout", "PRECEDENCE",
+           "VERIFIER_FAILED", "INSUFFICIENT", "BAD_INPUT", "check_signature", "KitReport", "VerifierCallError", "CHECKS",
            "EXIT_CODES", "EXACT_AND_SATURATING", "MARGINALLY_EXACT", "NOT_EXACT", "NOT_SATURATING", "check_case"]

@@ -17,6 +17,8 @@ def format_report(rep) -> str:
            f"(smallest computed: {rep.min_power:.4f})",
            f"{'case':<12} {'samples':>7}  {'check':<16} {'statistic':>10} {'dof':>4} {'p-value':>9} {'power':>7}  result"]
     for case in rep.cases:
+        if case.get("error"):
+            out.append(f"{case['name']:<12} {case['samples']:>7}  VERIFIER FAILED: {case['error']['error']}")
         for i, c in enumerate(case["checks"]):
             head = f"{case['name']:<12} {case['samples']:>7}" if i == 0 else " " * 20
             res = "REJECT" if c["rejected"] else "ok"
@@ -25,7 +27,11 @@ def format_report(rep) -> str:
         if "ceiling" in case:
             out.append(" " * 20 + f"  E[L] observed {case['mean_length']:.4f}   1 + C_p = {case['ceiling']:.4f}")
     out.append(f"verdict: {rep.verdict.upper() if rep.exit_code else rep.verdict}   (exit status {rep.exit_code})")
-    if rep.failure:
+    for err in rep.errors:
+        out.append(f"  case {err['case']} failed: {err['error']}   (tree {err['tree']}, seed {err['seed']})")
+        out.append(f"  reproduce: {err['reproduce']}")
+        out.extend("    " + line for line in err["traceback"].rstrip().splitlines()[-6:])
+    if rep.failure and rep.failure.get("check") != "call":
         f = dict(rep.failure)
         out.append(f"  case {f.pop('case')}: tree {f.pop('tree')}")
         out.append(f"  check {f.pop('check')}: statistic {_fmt(float(f.pop('statistic')))}, "

@@ -65,8 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check", help="conformance kit: is a verifier exact and saturating?",
         description="Loads MODULE:CALLABLE with the signature f(tree, probs, rng) -> (exit_node, bonus_token) "
                     "(marginal mode: f(tree, probs, draft_probs, rng)), samples it on hard-case trees and "
-                    "runs calibrated checks. Exit status: 0 exact and saturating, 1 not exact, "
-                    "3 exact but not saturating, 2 usage error.")
+                    "runs calibrated checks. Exit status, first that applies whatever the case order: "
+                    "2 bad input (the module cannot be imported -- ImportError, SyntaxError, sys.exit or any "
+                    "error at import -- or the callable has the wrong signature or returns no (node, token)); "
+                    "1 not exact (some case showed it); 4 verifier failed (a call raised or ran past --timeout; "
+                    "the case, tree, seed, reproduce command and traceback are reported and the other cases "
+                    "still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
+                    "computed power is below --power, so no exactness verdict); 0 exact and saturating. "
+                    "With --json the report is printed in every case.")
     c.add_argument("verifier", metavar="MODULE:CALLABLE")
     c.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
                    help="conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)")
@@ -81,6 +87,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--chains-only", action="store_true",
                    help="marginal mode: draft chains only (for chain speculative sampling)")
     c.add_argument("--keep-going", action="store_true", help="run every case even after a 'not exact' case")
+    c.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds one verifier call may take before its case is reported as failed (default 10)")
+    c.add_argument("--case", help="run only the case of this name (as printed in a reproduce command)")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
 
@@ -178,18 +187,25 @@ def _field_lab(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.conformance import load_verifier, run_kit
+    import sys
+
+    from exitlaw.simulate.conformance import BAD_INPUT, check_verifier
     from exitlaw.simulate.conformance_format import format_report
 
-    fn = load_verifier(args.verifier)
     if args.chains_only and args.mode != "marginal":
         raise ValueError("--chains-only applies to --mode marginal")
     if args.samples is not None and args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
-    report = run_kit(fn, name=args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
-                     vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
-                     power=args.power, keep_going=args.keep_going, chains_only=args.chains_only)
-    print(json.dumps(report.to_json(), indent=1, default=float) if args.json else format_report(report))
+    report = check_verifier(args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
+                            vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
+                            power=args.power, keep_going=args.keep_going, chains_only=args.chains_only,
+                            timeout=args.timeout, only_case=args.case)
+    if report.verdict == BAD_INPUT:
+        print(f"exitlaw check: error: {report.error}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1, default=float))
+    elif report.verdict != BAD_INPUT:
+        print(format_report(report))
     return report.exit_code
 
 
