@@ -286,6 +286,44 @@ def low_precision_gumbel_tail(tree, probs, rng, bits: int = 6):
     return v, int(np.argmax(score))
 
 
+# ----- boundary-coin bugs (found by `exitlaw check --boundary`, not by sampling) -------------------
+def leq_coin_accepts_zero_child(tree, probs, rng):
+    """Sequential residual with a float32 coin and ``coin <= p``: a coin of exactly 0 (chance 2^-23 per
+    test in float32) accepts a child whose target probability is 0."""
+    v = 0
+    while True:
+        r = np.array(probs[v], dtype=np.float64)
+        nxt = None
+        for c in tree.children[v]:
+            x = int(tree.token[c])
+            if rng.random(dtype=np.float32) <= r[x] / r.sum():  # BUG: <= accepts p = 0 when the coin is 0
+                nxt = int(c)
+                break
+            r[x] = 0.0
+        if nxt is None:
+            return v, _inverse_cdf(r, rng.random())
+        v = nxt
+
+
+def cumsum_falloff_token_zero(tree, probs, rng):
+    """Predraw whose inverse-CDF loop runs in float32: a double coin near 1 rounds up to 1.0 in float32,
+    ``coin * total`` reaches the last cumulative sum, the loop falls off its end and returns token 0."""
+    kids = child_lookup(tree)
+    v = 0
+    while True:
+        row = np.asarray(probs[v], dtype=np.float32)
+        cdf = np.cumsum(row)
+        u = np.float32(rng.random()) * cdf[-1]  # BUG: float32(coin) can be 1.0
+        y = 0  # BUG: the default when no cumulative sum exceeds u
+        for i, c in enumerate(cdf):
+            if u < c:
+                y = i
+                break
+        if y not in kids[v]:
+            return v, y
+        v = kids[v][y]
+
+
 def _sampling(proc):
     def f(tree, probs, rng):
         return proc(tree, probs, GeneratorRandomness(rng))
@@ -322,6 +360,9 @@ _RAW = [
     ("low_precision_gumbel_tail", "low-precision Gumbel noise truncates the tail on a large vocabulary",
      NOT_EXACT, low_precision_gumbel_tail),
 ]
+# boundary-coin bugs: no sample size finds them; `exitlaw check --boundary` must
+BOUNDARY_MUTANTS = {"leq_coin_accepts_zero_child": leq_coin_accepts_zero_child,
+                    "cumsum_falloff_token_zero": cumsum_falloff_token_zero}
 
 MUTANTS = [Mutant(n, b, e, _sampling(p), p) for n, b, e, p in _ZOO] + [Mutant(n, b, e, f) for n, b, e, f in _RAW]
 BY_NAME = {m.name: m for m in MUTANTS}

@@ -90,6 +90,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--timeout", type=float, default=10.0,
                    help="seconds one verifier call may take before its case is reported as failed (default 10)")
     c.add_argument("--case", help="run only the case of this name (as printed in a reproduce command)")
+    c.add_argument("--boundary", action="store_true",
+                   help="boundary-coin mode: drive the verifier's Generator with 0, the largest double and "
+                        "float32 below 1 and exact cumulative boundaries, and flag any zero-probability "
+                        "(exit, bonus) cell (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
+                        "only Generator.random/uniform/spawn are driven")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
 
@@ -196,6 +201,8 @@ def _check(args: argparse.Namespace) -> int:
         raise ValueError("--chains-only applies to --mode marginal")
     if args.samples is not None and args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    if args.boundary:
+        return _check_boundary(args)
     report = check_verifier(args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
                             vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
                             power=args.power, keep_going=args.keep_going, chains_only=args.chains_only,
@@ -207,6 +214,18 @@ def _check(args: argparse.Namespace) -> int:
     elif report.verdict != BAD_INPUT:
         print(format_report(report))
     return report.exit_code
+
+
+def _check_boundary(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.conformance import load_verifier
+    from exitlaw.simulate.conformance_boundary import format_boundary, run_boundary
+
+    if args.mode != "conditional":
+        raise ValueError("--boundary applies to --mode conditional (fixed-tree verifiers)")
+    rep = run_boundary(load_verifier(args.verifier), name=args.verifier, seed=args.seed, budget=args.budget,
+                       vocab=args.vocab)
+    print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
+    return rep.exit_code
 
 
 def _prove(args: argparse.Namespace) -> int:
