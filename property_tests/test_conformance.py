@@ -54,7 +54,7 @@ def test_check_command_json_report(capsys):
     assert rep["verdict"] == INSUFFICIENT and rep["exit_code"] == 5 and rep["min_power"] < rep["power_target"]
     names = {c["name"] for c in rep["cases"]}
     assert {"rho_zero", "tiny_tail", "vocab2", "deep_chain", "wide_star", "zero_edge"} <= names
-    assert {k["name"] for k in rep["cases"][0]["checks"]} == {
+    assert {k["name"].split(" k=")[0] for k in rep["cases"][0]["checks"]} == {
         "completed_block", "block", "exit", "residual_bonus", "mean_length"}
 
 
@@ -206,3 +206,39 @@ def test_verifier_sim_bench_prints_rates(capsys):
 def test_check_command_exit_status_names_the_verdict(spec, code, verdict, capsys):
     assert main(["check", spec, "--seed", "2"]) == code
     assert f"verdict: {verdict}" in capsys.readouterr().out
+
+
+def test_every_row_is_one_test_judged_against_its_own_threshold(capsys):
+    rep = run_kit(greedy, samples=300, seed=5, keep_going=True)
+    horizon = {c.name: c.horizon for c in conditional_cases(5)}
+    for case in rep.cases:
+        names = [c["name"] for c in case["checks"]]
+        assert [n for n in dict.fromkeys(names) if n.startswith("completed_block")] == \
+            [f"completed_block k={k}" for k in range(1, horizon[case["name"]] + 1)]
+        for c in case["checks"]:
+            assert c["rejected"] == (c["pvalue"] < c["threshold"]), c
+            if c["test"] == "chi-square" and c["name"] in ("block", "exit"):
+                assert c["threshold"] == pytest.approx(rep.alpha_per_check / 2)
+            if c["name"].startswith("completed"):  # each prefix length at alpha / horizon
+                assert c["alpha"] == pytest.approx(rep.alpha_per_check / horizon[case["name"]])
+            if c["test"] == "max cell":  # Bonferroni over the cells of its own test
+                assert c["threshold"] == pytest.approx(c["alpha"] / 2 / c["dof"])
+
+
+def test_zero_cell_failures_read_one_way():
+    rep = run_kit(mutants_by_name("bonus_full_row").sample, samples=400, seed=1, keep_going=True)
+    zero_rows = [c for case in rep.cases for c in case["checks"] if c["test"] == "zero cell"]
+    assert zero_rows
+    for c in zero_rows:
+        assert c["pvalue"] == 0.0 and c["rejected"] and c["statistic"] >= 1 and c["dof"] == 0
+        assert c["worst"]["reason"] == "count in a zero cell" and c["worst"]["count"] == c["statistic"]
+    # no other row carries an infinite statistic
+    assert all(np.isfinite(c["statistic"]) for case in rep.cases for c in case["checks"])
+    from exitlaw.simulate.conformance_format import format_report
+    text = format_report(rep)
+    assert "count in a zero cell: " in text and " inf " not in text
+
+
+def mutants_by_name(name):
+    from mutants import BY_NAME
+    return BY_NAME[name]

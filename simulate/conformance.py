@@ -11,8 +11,11 @@ cases of :mod:`.conformance_cases` and runs, per case, five calibrated checks:
   the nodes summed, conditionally independent given the exit counts);
 * ``mean_length`` -- ``E[L]`` against ``1 + C_p`` (z with the exact variance).
 
-Each distribution check is the pooled Pearson chi-square at ``alpha / 2`` plus the
-Bonferroni per-cell binomial at ``alpha / 2``; ``alpha`` per check is the family
+Each distribution check is two tests, each its own row of the report with its statistic, dof,
+p-value and threshold: the pooled Pearson chi-square at ``alpha / 2`` and the worst cell's exact
+binomial at ``alpha / 2 / K`` (Bonferroni over its ``K`` cells); a count in a zero-probability cell
+is a ``zero cell`` row (rejected at any sample size). ``completed_block`` is tested at every prefix
+length ``k = 1..horizon`` at ``alpha / horizon`` each. ``alpha`` per check is the family
 rate (default ``1e-6``) divided by the number of checks, so the kit wrongly fails an
 exact, saturating verifier with probability at most the family rate. Power: the
 sample size per case makes each chi-square reject every alternative at total
@@ -171,12 +174,15 @@ def _verdict(case_results: list, power_ok: bool = True) -> tuple[str, dict]:
         if case.get("error"):
             first_error = first_error or case["error"]
             continue
-        checks = [c for c in case["checks"]]
+        checks = case["checks"]
         mean = next(c for c in checks if c["name"] == "mean_length")
         above = mean["rejected"] and mean["statistic"] > 0
         below = mean["rejected"] and mean["statistic"] < 0
-        completed = [c for c in checks if c["name"].startswith("completed_block") and c["rejected"]]
-        law_fail = [c for c in checks if c["rejected"] and c["name"] != "mean_length"]
+        # among rejected rows, report the one that locates the failure: a zero cell, then the worst cell
+        where_first = {"zero cell": 0, "max cell": 1}
+        rejected = sorted((c for c in checks if c["rejected"]), key=lambda c: where_first.get(c.get("test"), 2))
+        completed = [c for c in rejected if c["name"].startswith("completed_block")]
+        law_fail = [c for c in rejected if c["name"] != "mean_length"]
         info = lambda c: {"case": case["name"], "tree": case["tree"], "check": c["name"],  # noqa: E731
                           "statistic": c["statistic"], "pvalue": c["pvalue"], **c["worst"]}
         if completed:
@@ -357,7 +363,7 @@ def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, ti
         total_len += len(key)
     observed = extend_counts(blocks, case.target, case.horizon, kit_rng)
     res = completed_check(observed, case.target, case.horizon, n, alpha, delta, None)
-    return [res], {"mean_length": total_len / n}
+    return res, {"mean_length": total_len / n}
 
 
 def _marginal_verdict(case_results, power_ok: bool = True):
@@ -366,8 +372,8 @@ def _marginal_verdict(case_results, power_ok: bool = True):
         if case.get("error"):
             first_error = first_error or case["error"]
             continue
-        c = case["checks"][0]
-        if c["rejected"]:
+        c = next((c for c in case["checks"] if c["rejected"]), None)
+        if c is not None:
             return NOT_EXACT, {"case": case["name"], "tree": case["tree"], "check": c["name"],
                                "statistic": c["statistic"], "pvalue": c["pvalue"], **c["worst"]}
     if first_error:
