@@ -15,7 +15,6 @@ from exitlaw.simulate.conformance import (
     EXACT_AND_SATURATING,
     MARGINALLY_EXACT,
     NOT_EXACT,
-    VerifierCallError,
     load_verifier,
     run_kit,
 )

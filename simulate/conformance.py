@@ -42,19 +42,23 @@ or ``not exact`` (saturation is a fixed-tree notion).
 
 from __future__ import annotations
 
-import inspect
-import signal
-import threading
 import traceback
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from importlib import import_module
 from typing import Callable
 
 import numpy as np
 
 from exitlaw.theory import DraftTree
 
+from .conformance_calls import (
+    CallTimeout,
+    VerifierCallError,
+    VerifierCrash,
+    _call,
+    _call_limit,
+    check_signature,
+    load_verifier,
+)
 from .conformance_cases import Case, MarginalCase, conditional_cases, marginal_cases
 from .conformance_checks import auto_samples, check_case, completed_check, extend_counts
 
@@ -70,76 +74,6 @@ EXIT_CODES = {EXACT_AND_SATURATING: 0, MARGINALLY_EXACT: 0, NOT_EXACT: 1, BAD_IN
 # "exact ..." verdicts (0 and 3) need the computed power to reach the target, else 5.
 PRECEDENCE = (NOT_EXACT, VERIFIER_FAILED, NOT_SATURATING, INSUFFICIENT)
 CHECKS = ("completed_block", "block", "exit", "residual_bonus", "mean_length")
-
-
-class VerifierCallError(ValueError):
-    """The verifier could not be loaded, called, or returned something that is not (node, token)."""
-
-
-class VerifierCrash(RuntimeError):
-    """The verifier raised (or ran past the per-call timeout) inside one case: reported, other cases go on."""
-
-
-class CallTimeout(Exception):
-    """Raised inside a verifier call that ran past ``timeout`` seconds."""
-
-
-def load_verifier(spec: str) -> Callable:
-    """``MODULE:CALLABLE`` -> the callable, with a clear error when it cannot be imported."""
-    if ":" not in spec:
-        raise VerifierCallError(f"expected MODULE:CALLABLE, got {spec!r}")
-    mod_name, _, attr = spec.partition(":")
-    try:
-        mod = import_module(mod_name)
-    except ImportError as err:
-        raise VerifierCallError(f"cannot import module {mod_name!r}: {err}") from err
-    except SyntaxError as err:
-        raise VerifierCallError(f"cannot import module {mod_name!r}: syntax error: {err}") from err
-    except SystemExit as err:  # user code calling sys.exit at import must not decide the kit's exit status
-        raise VerifierCallError(f"cannot import module {mod_name!r}: it called sys.exit({err.code!r}) at "
-                                "import") from err
-    except Exception as err:
-        raise VerifierCallError(f"cannot import module {mod_name!r}: {type(err).__name__} at import: "
-                                f"{err}") from err
-    obj = mod
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise VerifierCallError(f"module {mod_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise VerifierCallError(f"{spec} is a {type(obj).__name__}, not a callable")
-    return obj
-
-
-def check_signature(fn: Callable, mode: str) -> None:
-    names = ("tree", "probs", "rng") if mode == "conditional" else ("tree", "probs", "draft_probs", "rng")
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError) as err:
-        raise VerifierCallError(f"cannot read the signature of {fn!r}: {err}") from err
-    try:
-        sig.bind(*names)
-    except TypeError as err:
-        raise VerifierCallError(
-            f"{getattr(fn, '__name__', fn)}{sig} cannot be called as f({', '.join(names)}) "
-            f"({mode} mode): {err}") from err
-
-
-def _as_pair(out, tree: DraftTree, vocab: int) -> tuple[int, int]:
-    ok = isinstance(out, (tuple, list, np.ndarray)) and len(out) == 2
-    if ok:
-        try:
-            v, y = (int(x) for x in out)
-            ok = all(float(x) == int(x) for x in out)
-        except (TypeError, ValueError):
-            ok = False
-    if not ok:
-        raise VerifierCallError(f"the verifier returned {out!r}; expected (exit_node, bonus_token), two integers")
-    if not 0 <= v < tree.num_nodes:
-        raise VerifierCallError(f"the verifier returned exit node {v}, outside 0..{tree.num_nodes - 1}")
-    if not 0 <= y < vocab:
-        raise VerifierCallError(f"the verifier returned bonus token {y}, outside vocabulary 0..{vocab - 1}")
-    return v, y
 
 
 # ----- the kit ------------------------------------------------------------------------------
@@ -290,43 +224,6 @@ def check_verifier(spec: str, **kwargs) -> KitReport:
 
 def _vocab_of(case) -> int:
     return case.vocab if isinstance(case, Case) else int(np.asarray(case.target(())).size)
-
-
-@contextmanager
-def _call_limit(timeout):
-    """Install the SIGALRM handler that turns an expired per-call timer into :class:`CallTimeout`."""
-    if timeout is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_alarm(signum, frame):
-        raise CallTimeout()
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def _call(fn, args, tree, vocab, timeout=None, index=0):
-    armed = timeout is not None and signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None)
-    try:
-        if armed:
-            signal.setitimer(signal.ITIMER_REAL, timeout)
-        try:
-            out = fn(*args)
-        finally:
-            if armed:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-    except VerifierCallError:
-        raise
-    except CallTimeout as err:
-        raise VerifierCrash(f"call {index} did not return within the timeout of {timeout} s") from err
-    except (Exception, SystemExit) as err:  # the user's code failed: reported with its case and traceback
-        raise VerifierCrash(f"call {index} raised {type(err).__name__}: {err}") from err
-    return _as_pair(out, tree, vocab)
 
 
 def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout=None):

@@ -33,7 +33,8 @@ from typing import Callable
 
 import numpy as np
 
-from .conformance import VerifierCallError, _as_pair, _tree_json, check_signature
+from .conformance import _tree_json
+from .conformance_calls import VerifierCallError, _as_pair, check_signature
 from .conformance_cases import conditional_cases
 from .conformance_checks import case_block_law
 
