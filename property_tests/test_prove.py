@@ -166,3 +166,18 @@ def test_prove_command_prints_the_counterexample_of_a_mutant(capsys):
 def test_prove_command_rejects_what_it_cannot_prove(spec, message, capsys):
     assert main(["prove", spec, "--max-nodes", "2"]) == 2
     assert message in capsys.readouterr().err
+
+
+def _specinfer_uniform_draft(tree, rows, rand):
+    """Recursive rejection (without replacement) against a uniform drafter, on the realised tree."""
+    from exitlaw.simulate.verifiers.sampled_draft import verify_sampled
+    vocab = len(rows[0])
+    q = [[Fraction(1, vocab)] * vocab for _ in rows]
+    return verify_sampled(list(tree.parent), list(tree.token), rows, q, rand, without_replacement=True)
+
+
+def test_sampled_draft_rule_gets_an_exact_witness_that_it_is_not_conditionally_exact():
+    rep = prove(_specinfer_uniform_draft, max_nodes=3, vocab=2, search_points=20)
+    assert rep.status == COUNTEREXAMPLE, rep.note
+    assert "not symbolic" in rep.note  # it branches on the sign of p - q, so rational points were searched
+    assert "block" in rep.counterexample["failed"]
