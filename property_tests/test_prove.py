@@ -99,7 +99,8 @@ def test_exact_verifiers_are_proved_on_every_tree_up_to_six_nodes(name, proc, or
     assert sum(rep.trees.values()) == sum(1 for _ in all_trees(6, 2))
     if orders:
         assert rep.variants > sum(rep.trees.values())  # more than one child order was run
-    print(f"{name}: proved on {sum(rep.trees.values())} trees ({rep.variants} runs) in {rep.seconds:.1f} s")
+    print(f"{name}: proved on {sum(rep.trees.values())} trees ({rep.variants} runs) in {rep.seconds:.1f} s "
+          f"({rep.cpu_seconds:.1f} s CPU)")
 
 
 def test_greedy_is_not_symbolic_and_a_rational_counterexample_is_found():
@@ -149,6 +150,7 @@ def test_prove_command_writes_a_certificate(tmp_path, capsys):
     assert "PROVED" in capsys.readouterr().out
     cert = json.loads(out.read_text())
     assert cert["status"] == PROVED and len(cert["source_sha256"]) == 64 and cert["seconds"] > 0
+    assert 0 < cert["cpu_seconds"]
     assert cert["shapes"] == {"1": 1, "2": 1, "3": 2, "4": 4} and sum(cert["trees"].values()) > 4
     assert main(["prove", "exitlaw.simulate.verifiers:tev_procedure", "--max-nodes", "2", "--out", str(out)]) == 2
 
