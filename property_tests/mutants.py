@@ -8,7 +8,9 @@ exactly computable law, so the suite can compute the kit's power against them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -28,17 +30,29 @@ class Mutant:
     procedure: Callable | None = None  # f(tree, rows, rand), when the law can be enumerated
 
 
+# The enumerable mutants are written over plain lists and the number type of the rows (float, numpy
+# float, Fraction or the prover's symbolic rationals), like the correct procedures, so ``exitlaw prove``
+# can run them on symbols (or, where a mutant compares probabilities, on exact rational points).
+def _zero(rows):
+    return rows[0][0] - rows[0][0]
+
+
+def _sum(r):
+    return sum(r[1:], r[0])
+
+
 def _masked(tree, rows, v):
-    r = np.array(rows[v], dtype=np.float64)
+    r = list(rows[v])
     for u in tree.children[v]:
-        r[int(tree.token[u])] = 0.0
+        r[int(tree.token[u])] = _zero(rows)
     return r
 
 
 def _prefix(tree, rows):
-    pre = np.ones(tree.num_nodes)
+    one = _zero(rows) + 1
+    pre = [one] * tree.num_nodes
     for u in range(1, tree.num_nodes):
-        pre[u] = pre[tree.parent[u]] * rows[int(tree.parent[u])][int(tree.token[u])]
+        pre[u] = pre[int(tree.parent[u])] * rows[int(tree.parent[u])][int(tree.token[u])]
     return pre
 
 
@@ -46,17 +60,17 @@ def _prefix(tree, rows):
 def residual_no_renormalise(tree, rows, rand):
     v = 0
     while True:
-        r = np.array(rows[v], dtype=np.float64)
+        r = list(rows[v])
         nxt = None
         for u in tree.children[v]:
             x = int(tree.token[u])
             if rand.bernoulli(r[x], stream="accept"):  # BUG: r(x) not divided by the remaining mass
                 nxt = int(u)
                 break
-            r[x] = 0.0
+            r[x] = _zero(rows)
         if nxt is None:
             # (children covering the row can all be rejected here; the buggy code then emits from the row)
-            return v, rand.categorical(r if r.sum() > 0 else rows[v], stream="bonus")
+            return v, rand.categorical(r if _sum(r) > 0 else rows[v], stream="bonus")
         v = nxt
 
 
@@ -64,14 +78,14 @@ def _residual_walk(tree, rows, rand):
     """Correct sequential residual acceptance; returns the exit node and its residual row."""
     v = 0
     while True:
-        r = np.array(rows[v], dtype=np.float64)
+        r = list(rows[v])
         nxt = None
         for u in tree.children[v]:
             x = int(tree.token[u])
-            if rand.bernoulli(r[x] / r.sum(), stream="accept"):
+            if rand.bernoulli(r[x] / _sum(r), stream="accept"):
                 nxt = int(u)
                 break
-            r[x] = 0.0
+            r[x] = _zero(rows)
         if nxt is None:
             return v, r
         v = nxt
@@ -82,8 +96,8 @@ def residual_wrong_row(tree, rows, rand):
     w = min(v + 1, tree.num_nodes - 1)  # BUG: residual built from the next node's row
     r = _masked(tree, rows, w)
     for u in tree.children[v]:
-        r[int(tree.token[u])] = 0.0
-    if r.sum() <= 0:
+        r[int(tree.token[u])] = _zero(rows)
+    if _sum(r) <= 0:
         r = _masked(tree, rows, v)
     return v, rand.categorical(r, stream="bonus")
 
@@ -96,10 +110,10 @@ def bonus_full_row(tree, rows, rand):
 def bonus_parent_row(tree, rows, rand):
     v, _ = _residual_walk(tree, rows, rand)
     src = int(tree.parent[v]) if v else 0  # BUG: the parent's row
-    r = np.array(rows[src], dtype=np.float64)
+    r = list(rows[src])
     for u in tree.children[v]:
-        r[int(tree.token[u])] = 0.0
-    if r.sum() <= 0:
+        r[int(tree.token[u])] = _zero(rows)
+    if _sum(r) <= 0:
         r = _masked(tree, rows, v)
     return v, rand.categorical(r, stream="bonus")
 
@@ -107,14 +121,15 @@ def bonus_parent_row(tree, rows, rand):
 def duplicated_token_at_boundary(tree, rows, rand):
     v = 0
     while True:
-        r = np.array(rows[v], dtype=np.float64)
+        r = list(rows[v])
         nxt = None
         for u in tree.children[v]:
             x = int(tree.token[u])
-            if rand.bernoulli(r[x] / r.sum(), stream="accept"):
+            if rand.bernoulli(r[x] / _sum(r), stream="accept"):
                 nxt = int(u)
                 break
-            r[(x + 1) % r.size] = 0.0 if r.sum() - r[(x + 1) % r.size] > 0 else r[(x + 1) % r.size]
+            y = (x + 1) % len(r)
+            r[y] = _zero(rows) if _sum(r) - r[y] > 0 else r[y]
             # BUG: off-by-one mask, the rejected token x stays in the residual
         if nxt is None:
             return v, rand.categorical(r, stream="bonus")
@@ -126,65 +141,66 @@ def stale_residual_last_depth(tree, rows, rand):
     deepest = tree.max_depth
     while True:
         last_level = tree.depth[v] == deepest - 1
-        r = np.array(rows[v], dtype=np.float64) if not (last_level and r_prev is not None and r_prev.sum() > 0) \
-            else r_prev.copy()  # BUG: residual not reset before the last level
+        r = list(rows[v]) if not (last_level and r_prev is not None and _sum(r_prev) > 0) \
+            else list(r_prev)  # BUG: residual not reset before the last level
         nxt = None
         for u in tree.children[v]:
             x = int(tree.token[u])
-            if r.sum() > 0 and rand.bernoulli(r[x] / r.sum(), stream="accept"):
+            if _sum(r) > 0 and rand.bernoulli(r[x] / _sum(r), stream="accept"):
                 nxt = int(u)
                 break
-            r[x] = 0.0
+            r[x] = _zero(rows)
         if nxt is None:
-            if r.sum() <= 0:
+            if _sum(r) <= 0:
                 r = _masked(tree, rows, v)
             return v, rand.categorical(r, stream="bonus")
         r_prev, v = r, nxt
 
 
-def threshold_acceptance(tree, rows, rand, threshold: float = 0.3):
+def threshold_acceptance(tree, rows, rand, threshold=Fraction(3, 10)):
     kids = child_lookup(tree)
     v = 0
     while True:
-        row = np.asarray(rows[v], dtype=np.float64)
+        row = rows[v]
         ok = [(row[x], u) for x, u in kids[v].items() if row[x] >= threshold]  # BUG: lossy by design
         if not ok:
-            return v, rand.categorical(_masked(tree, rows, v), stream="bonus") if _masked(tree, rows, v).sum() > 0 \
-                else rand.categorical(row, stream="bonus")
+            masked = _masked(tree, rows, v)
+            return v, rand.categorical(masked if _sum(masked) > 0 else row, stream="bonus")
         v = max(ok)[1]
 
 
 # ----- TEV family ----------------------------------------------------------------------------
 def exit_proportional_to_prefix(tree, rows, rand):
     pre = _prefix(tree, rows)
-    w = np.array([pre[v] if _masked(tree, rows, v).sum() > 0 else 0.0 for v in range(tree.num_nodes)])
+    w = [pre[v] if _sum(_masked(tree, rows, v)) > 0 else _zero(rows) for v in range(tree.num_nodes)]
     v = rand.categorical(w, stream="exit")  # BUG: exit ~ P instead of w = P rho
     return v, rand.categorical(_masked(tree, rows, v), stream="bonus")
 
 
-def rho_from_floored_probs(tree, rows, rand, step: float = 1 / 8):
+def rho_from_floored_probs(tree, rows, rand, step=Fraction(1, 8)):
     pre = _prefix(tree, rows)
-    w = np.zeros(tree.num_nodes)
+    w = []
     for v in range(tree.num_nodes):
-        mass = sum(np.floor(rows[v][int(tree.token[u])] / step) * step for u in tree.children[v])
-        w[v] = pre[v] * (1.0 - mass) if _masked(tree, rows, v).sum() > 0 else 0.0  # BUG: floored a(u)
+        mass = sum((math.floor(rows[v][int(tree.token[u])] / step) * step for u in tree.children[v]), Fraction(0))
+        w.append(pre[v] * (1 - mass) if _sum(_masked(tree, rows, v)) > 0 else _zero(rows))  # BUG: floored a(u)
     v = rand.categorical(w, stream="exit")
     return v, rand.categorical(_masked(tree, rows, v), stream="bonus")
 
 
 def wrong_parent_edge(tree, rows, rand):
-    pre = np.ones(tree.num_nodes)
+    one = _zero(rows) + 1
+    pre = [one] * tree.num_nodes
     for u in range(1, tree.num_nodes):
-        pre[u] = pre[tree.parent[u]] * rows[u][int(tree.token[u])]  # BUG: a(u) read from u's own row
-    w = np.array([pre[v] * _masked(tree, rows, v).sum() for v in range(tree.num_nodes)])
+        pre[u] = pre[int(tree.parent[u])] * rows[u][int(tree.token[u])]  # BUG: a(u) read from u's own row
+    w = [pre[v] * _sum(_masked(tree, rows, v)) for v in range(tree.num_nodes)]
     v = rand.categorical(w, stream="exit")
     return v, rand.categorical(_masked(tree, rows, v), stream="bonus")
 
 
 # ----- predraw family ----------------------------------------------------------------------------
-def temperature_twice(tree, rows, rand, temperature: float = 0.6):
-    sharp = [np.asarray(r, dtype=np.float64) ** (1.0 / temperature) for r in rows]  # BUG: T applied again
-    return predraw_procedure(tree, [s / s.sum() for s in sharp], rand)
+def temperature_twice(tree, rows, rand):
+    sharp = [[x * x for x in r] for r in rows]  # BUG: temperature 1/2 applied again (p^2, renormalised)
+    return predraw_procedure(tree, [[x / _sum(s) for x in s] for s in sharp], rand)
 
 
 def wrong_depth(tree, rows, rand):
@@ -262,11 +278,50 @@ def low_precision_gumbel_tail(tree, probs, rng, bits: int = 6):
     """Gumbel-max bonus with uniforms quantised to ``bits`` bits and clipped away from 0 and 1: the
     fp32 truncation at a 150k vocabulary, scaled down to the kit's vocabulary of 50."""
     v, r = _residual_walk(tree, probs, GeneratorRandomness(rng))
+    r = np.asarray(r, dtype=np.float64)
     eps = 2.0 ** -bits
     u = np.clip(np.round(rng.random(r.size) / eps) * eps, eps, 1 - eps)  # BUG: tail of the Gumbel truncated
     with np.errstate(divide="ignore"):
         score = np.log(r) - np.log(-np.log(u))
     return v, int(np.argmax(score))
+
+
+# ----- boundary-coin bugs (found by `exitlaw check --boundary`, not by sampling) -------------------
+def leq_coin_accepts_zero_child(tree, probs, rng):
+    """Sequential residual with a float32 coin and ``coin <= p``: a coin of exactly 0 (chance 2^-23 per
+    test in float32) accepts a child whose target probability is 0."""
+    v = 0
+    while True:
+        r = np.array(probs[v], dtype=np.float64)
+        nxt = None
+        for c in tree.children[v]:
+            x = int(tree.token[c])
+            if rng.random(dtype=np.float32) <= r[x] / r.sum():  # BUG: <= accepts p = 0 when the coin is 0
+                nxt = int(c)
+                break
+            r[x] = 0.0
+        if nxt is None:
+            return v, _inverse_cdf(r, rng.random())
+        v = nxt
+
+
+def cumsum_falloff_token_zero(tree, probs, rng):
+    """Predraw whose inverse-CDF loop runs in float32: a double coin near 1 rounds up to 1.0 in float32,
+    ``coin * total`` reaches the last cumulative sum, the loop falls off its end and returns token 0."""
+    kids = child_lookup(tree)
+    v = 0
+    while True:
+        row = np.asarray(probs[v], dtype=np.float32)
+        cdf = np.cumsum(row)
+        u = np.float32(rng.random()) * cdf[-1]  # BUG: float32(coin) can be 1.0
+        y = 0  # BUG: the default when no cumulative sum exceeds u
+        for i, c in enumerate(cdf):
+            if u < c:
+                y = i
+                break
+        if y not in kids[v]:
+            return v, y
+        v = kids[v][y]
 
 
 def _sampling(proc):
@@ -290,7 +345,7 @@ _ZOO = [
     ("rho_from_floored_probs", "rho computed from floored probabilities", NOT_EXACT, rho_from_floored_probs),
     ("wrong_parent_edge", "edge probability read from the node's own row, not its parent's", NOT_EXACT,
      wrong_parent_edge),
-    ("temperature_twice", "temperature applied twice", NOT_EXACT, temperature_twice),
+    ("temperature_twice", "temperature (1/2) applied twice", NOT_EXACT, temperature_twice),
     ("wrong_depth", "nodes verified with the row one level up", NOT_EXACT, wrong_depth),
     ("never_accept_deepest", "never accepts the deepest level (exact, loses length)", NOT_SATURATING,
      never_accept_deepest),
@@ -305,6 +360,9 @@ _RAW = [
     ("low_precision_gumbel_tail", "low-precision Gumbel noise truncates the tail on a large vocabulary",
      NOT_EXACT, low_precision_gumbel_tail),
 ]
+# boundary-coin bugs: no sample size finds them; `exitlaw check --boundary` must
+BOUNDARY_MUTANTS = {"leq_coin_accepts_zero_child": leq_coin_accepts_zero_child,
+                    "cumsum_falloff_token_zero": cumsum_falloff_token_zero}
 
 MUTANTS = [Mutant(n, b, e, _sampling(p), p) for n, b, e, p in _ZOO] + [Mutant(n, b, e, f) for n, b, e, f in _RAW]
 BY_NAME = {m.name: m for m in MUTANTS}

@@ -9,15 +9,18 @@ import pytest
 
 from exitlaw.cli import main
 from exitlaw.simulate.conformance import (
+    BAD_INPUT,
+    INSUFFICIENT,
+    VERIFIER_FAILED,
     EXACT_AND_SATURATING,
     MARGINALLY_EXACT,
     NOT_EXACT,
-    VerifierCallError,
     load_verifier,
     run_kit,
 )
 from exitlaw.simulate.stats import seed_for
-from exitlaw.simulate.verifiers import predraw, residual, specinfer, specinfer_without_replacement, tev
+from exitlaw.simulate.conformance_cases import conditional_cases
+from exitlaw.simulate.verifiers import greedy, predraw, residual, specinfer, specinfer_without_replacement, tev
 
 
 def _seed(request) -> int:
@@ -44,12 +47,13 @@ def test_check_command_exits_zero_for_tev_and_prints_alpha_and_power(capsys):
 
 
 def test_check_command_json_report(capsys):
-    assert main(["check", "exitlaw.simulate.verifiers:predraw", "--json", "--samples", "400"]) == 0
+    # 400 rounds per case are too few for the stated power: no exactness verdict, exit status 5
+    assert main(["check", "exitlaw.simulate.verifiers:predraw", "--json", "--samples", "400"]) == 5
     rep = json.loads(capsys.readouterr().out)
-    assert rep["verdict"] == EXACT_AND_SATURATING and rep["exit_code"] == 0
+    assert rep["verdict"] == INSUFFICIENT and rep["exit_code"] == 5 and rep["min_power"] < rep["power_target"]
     names = {c["name"] for c in rep["cases"]}
     assert {"rho_zero", "tiny_tail", "vocab2", "deep_chain", "wide_star", "zero_edge"} <= names
-    assert {k["name"] for k in rep["cases"][0]["checks"]} == {
+    assert {k["name"].split(" k=")[0] for k in rep["cases"][0]["checks"]} == {
         "completed_block", "block", "exit", "residual_bonus", "mean_length"}
 
 
@@ -108,11 +112,76 @@ def test_check_command_gives_clear_errors(spec, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_a_verifier_that_raises_is_reported_with_its_error():
+def test_a_verifier_that_raises_is_reported_with_its_error_and_every_case_still_runs():
     def boom(tree, probs, rng):
         raise RuntimeError("kaboom")
-    with pytest.raises(VerifierCallError, match="raised RuntimeError: kaboom"):
-        run_kit(boom, samples=10)
+    rep = run_kit(boom, name="m:boom", samples=10, seed=7)
+    assert rep.verdict == VERIFIER_FAILED and rep.exit_code == 4
+    assert len(rep.errors) == len(rep.cases) == len(conditional_cases(7))
+    err = rep.errors[0]
+    assert "raised RuntimeError: kaboom" in err["error"] and err["seed"] == 7 and "parent" in err["tree"]
+    assert err["reproduce"].startswith("exitlaw check m:boom") and f"--case {err['case']}" in err["reproduce"]
+    assert "RuntimeError: kaboom" in err["traceback"] and "boom" in err["traceback"]
+
+
+def _crash_on_random_case_else_greedy(tree, probs, rng):
+    if tree.num_nodes == 9:  # the random case (budget 8); it comes first
+        raise KeyError("crash in the first case")
+    return greedy(tree, probs, rng)
+
+
+def _greedy_else_crash_on_last_cases(tree, probs, rng):
+    if probs.shape[1] >= 8:  # wide_star and large_vocab, the last cases
+        raise KeyError("crash in a late case")
+    return greedy(tree, probs, rng)
+
+
+@pytest.mark.parametrize("fn", [_crash_on_random_case_else_greedy, _greedy_else_crash_on_last_cases])
+def test_a_crash_never_hides_a_not_exact_result_whatever_the_case_order(fn):
+    rep = run_kit(fn, samples=300, seed=2, keep_going=True)
+    assert rep.verdict == NOT_EXACT and rep.exit_code == 1, rep.failure
+    assert rep.errors and all("KeyError" in e["error"] for e in rep.errors)
+    assert len(rep.cases) == len(conditional_cases(2))  # every case ran and is reported
+
+
+def test_a_verifier_that_never_returns_is_stopped_by_the_timeout():
+    def hang(tree, probs, rng):
+        if tree.num_nodes == 9:
+            while True:
+                pass
+        return predraw(tree, probs, rng)
+    rep = run_kit(hang, samples=20, timeout=0.2, only_case="random")
+    assert rep.verdict == VERIFIER_FAILED and rep.exit_code == 4
+    assert "did not return within the timeout of 0.2 s" in rep.errors[0]["error"]
+
+
+@pytest.mark.parametrize("source,message", [
+    ("def f(tree, probs, rng):\n    return (0, 0\n", "syntax error"),
+    ("import sys\nsys.exit(0)\n", "sys.exit(0)"),
+    ("raise RuntimeError('broken at import')\n", "RuntimeError at import"),
+])
+def test_module_errors_at_import_are_bad_input_with_a_json_report(source, message, tmp_path, monkeypatch, capsys):
+    name = f"user_verifier_{abs(hash(source)) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["check", f"{name}:f", "--json", "--samples", "10"]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    rep = json.loads(captured.out)
+    assert rep["verdict"] == BAD_INPUT and rep["exit_code"] == 2 and message in rep["error"]
+
+
+def test_too_few_samples_on_a_wrong_verifier_never_say_exact(capsys):
+    rc = main(["check", "mutants:bonus_full_row_verifier", "--samples", "3"])
+    out = capsys.readouterr().out
+    assert rc in (1, 5) and "exact and saturating" not in out and "not saturating" not in out.lower()
+    if rc == 5:
+        assert "verdict: INSUFFICIENT SAMPLES" in out
+
+
+def test_json_report_is_printed_when_a_case_fails(capsys):
+    assert main(["check", "mutants:returns_none", "--json", "--samples", "10"]) == 2
+    assert json.loads(capsys.readouterr().out)["verdict"] == BAD_INPUT
 
 
 def test_load_verifier_returns_the_callable():
@@ -136,3 +205,39 @@ def test_verifier_sim_bench_prints_rates(capsys):
 def test_check_command_exit_status_names_the_verdict(spec, code, verdict, capsys):
     assert main(["check", spec, "--seed", "2"]) == code
     assert f"verdict: {verdict}" in capsys.readouterr().out
+
+
+def test_every_row_is_one_test_judged_against_its_own_threshold(capsys):
+    rep = run_kit(greedy, samples=300, seed=5, keep_going=True)
+    horizon = {c.name: c.horizon for c in conditional_cases(5)}
+    for case in rep.cases:
+        names = [c["name"] for c in case["checks"]]
+        assert [n for n in dict.fromkeys(names) if n.startswith("completed_block")] == \
+            [f"completed_block k={k}" for k in range(1, horizon[case["name"]] + 1)]
+        for c in case["checks"]:
+            assert c["rejected"] == (c["pvalue"] < c["threshold"]), c
+            if c["test"] == "chi-square" and c["name"] in ("block", "exit"):
+                assert c["threshold"] == pytest.approx(rep.alpha_per_check / 2)
+            if c["name"].startswith("completed"):  # each prefix length at alpha / horizon
+                assert c["alpha"] == pytest.approx(rep.alpha_per_check / horizon[case["name"]])
+            if c["test"] == "max cell":  # Bonferroni over the cells of its own test
+                assert c["threshold"] == pytest.approx(c["alpha"] / 2 / c["dof"])
+
+
+def test_zero_cell_failures_read_one_way():
+    rep = run_kit(mutants_by_name("bonus_full_row").sample, samples=400, seed=1, keep_going=True)
+    zero_rows = [c for case in rep.cases for c in case["checks"] if c["test"] == "zero cell"]
+    assert zero_rows
+    for c in zero_rows:
+        assert c["pvalue"] == 0.0 and c["rejected"] and c["statistic"] >= 1 and c["dof"] == 0
+        assert c["worst"]["reason"] == "count in a zero cell" and c["worst"]["count"] == c["statistic"]
+    # no other row carries an infinite statistic
+    assert all(np.isfinite(c["statistic"]) for case in rep.cases for c in case["checks"])
+    from exitlaw.simulate.conformance_format import format_report
+    text = format_report(rep)
+    assert "count in a zero cell: " in text and " inf " not in text
+
+
+def mutants_by_name(name):
+    from mutants import BY_NAME
+    return BY_NAME[name]

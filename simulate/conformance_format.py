@@ -9,23 +9,39 @@ def _fmt(x) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
+def _stat_cells(c: dict) -> str:
+    """statistic, dof, p-value and threshold columns; a zero-cell failure reads the same in every row."""
+    if c.get("test") == "zero cell":
+        return f"{'count in a zero cell: ' + str(int(c['statistic'])):>34}  {_fmt(c['threshold']):>9}"
+    return (f"{_fmt(float(c['statistic'])):>10} {c['dof']:>5} {_fmt(float(c['pvalue'])):>9}     "
+            f"   {_fmt(c.get('threshold')):>9}")
+
+
 def format_report(rep) -> str:
     out = [f"exitlaw check {rep.verifier}   mode {rep.mode}   seed {rep.seed}",
            f"false-failure rate <= {rep.family_alpha:g} for the whole run: alpha = {rep.alpha_per_check:.3g} per check "
-           f"(Bonferroni), half to the pooled chi-square, half to the per-cell binomials",
-           f"power >= {rep.power_target} per distribution check against TV >= {rep.delta} on pooled cells "
-           f"(smallest computed: {rep.min_power:.4f})",
-           f"{'case':<12} {'samples':>7}  {'check':<16} {'statistic':>10} {'dof':>4} {'p-value':>9} {'power':>7}  result"]
+           f"(Bonferroni over checks and cases); a distribution check is two tests, the pooled chi-square at "
+           f"alpha / 2 and its worst cell at alpha / 2 / cells; completed_block is tested at every prefix "
+           f"length k at alpha / horizon each; every row is judged 'p-value < threshold'",
+           f"power >= {rep.power_target} per chi-square against TV >= {rep.delta} on pooled cells "
+           f"(smallest computed: {rep.min_power:.4f}; below the target the verdict is 'insufficient samples')",
+           f"{'case':<12} {'samples':>7}  {'check':<20} {'test':<14} {'statistic':>10} {'dof':>5} {'p-value':>9}"
+           f"  {'threshold':>12} {'power':>7}  result"]
     for case in rep.cases:
+        if case.get("error"):
+            out.append(f"{case['name']:<12} {case['samples']:>7}  VERIFIER FAILED: {case['error']['error']}")
         for i, c in enumerate(case["checks"]):
             head = f"{case['name']:<12} {case['samples']:>7}" if i == 0 else " " * 20
             res = "REJECT" if c["rejected"] else "ok"
-            out.append(f"{head}  {c['name']:<16} {_fmt(float(c['statistic'])):>10} {c['dof']:>4} "
-                       f"{_fmt(float(c['pvalue'])):>9} {_fmt(c['power']):>7}  {res}")
+            out.append(f"{head}  {c['name']:<20} {c.get('test', ''):<14} {_stat_cells(c)} {_fmt(c['power']):>7}  {res}")
         if "ceiling" in case:
             out.append(" " * 20 + f"  E[L] observed {case['mean_length']:.4f}   1 + C_p = {case['ceiling']:.4f}")
     out.append(f"verdict: {rep.verdict.upper() if rep.exit_code else rep.verdict}   (exit status {rep.exit_code})")
-    if rep.failure:
+    for err in rep.errors:
+        out.append(f"  case {err['case']} failed: {err['error']}   (tree {err['tree']}, seed {err['seed']})")
+        out.append(f"  reproduce: {err['reproduce']}")
+        out.extend("    " + line for line in err["traceback"].rstrip().splitlines()[-6:])
+    if rep.failure and rep.failure.get("check") != "call":
         f = dict(rep.failure)
         out.append(f"  case {f.pop('case')}: tree {f.pop('tree')}")
         out.append(f"  check {f.pop('check')}: statistic {_fmt(float(f.pop('statistic')))}, "

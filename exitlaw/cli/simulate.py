@@ -1,5 +1,5 @@
 """The simulation lab and the conformance kit: ``simulate``, ``simulate-exittrain``,
-``simulate-bench``, ``field-lab``, ``check`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
+``simulate-bench``, ``field-lab``, ``check``, ``prove`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
 
 from __future__ import annotations
 
@@ -70,8 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check", help="conformance kit: is a verifier exact and saturating?",
         description="Loads MODULE:CALLABLE with the signature f(tree, probs, rng) -> (exit_node, bonus_token) "
                     "(marginal mode: f(tree, probs, draft_probs, rng)), samples it on hard-case trees and "
-                    "runs calibrated checks. Exit status: 0 exact and saturating, 1 not exact, "
-                    "3 exact but not saturating, 2 usage error.")
+                    "runs calibrated checks. Exit status, first that applies whatever the case order: "
+                    "2 bad input (the module cannot be imported -- ImportError, SyntaxError, sys.exit or any "
+                    "error at import -- or the callable has the wrong signature or returns no (node, token)); "
+                    "1 not exact (some case showed it); 4 verifier failed (a call raised or ran past --timeout; "
+                    "the case, tree, seed, reproduce command and traceback are reported and the other cases "
+                    "still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
+                    "computed power is below --power, so no exactness verdict); 0 exact and saturating. "
+                    "With --json the report is printed in every case.")
     c.add_argument("verifier", metavar="MODULE:CALLABLE")
     c.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
                    help="conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)")
@@ -86,8 +92,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--chains-only", action="store_true",
                    help="marginal mode: draft chains only (for chain speculative sampling)")
     c.add_argument("--keep-going", action="store_true", help="run every case even after a 'not exact' case")
+    c.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds one verifier call may take before its case is reported as failed (default 10)")
+    c.add_argument("--case", help="run only the case of this name (as printed in a reproduce command)")
+    c.add_argument("--boundary", action="store_true",
+                   help="boundary-coin mode: drive the verifier's Generator with 0, the largest double and "
+                        "float32 below 1 and exact cumulative boundaries, and flag any zero-probability "
+                        "(exit, bonus) cell (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
+                        "only Generator.random/uniform/spawn are driven")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
+
+    pv = sub.add_parser(
+        "prove", help="bounded-exhaustive symbolic proof that a verifier procedure is exact and saturating",
+        description="Loads MODULE:CALLABLE written over exitlaw's randomness interface, f(tree, rows, rand) -> "
+                    "(exit_node, bonus_token), runs it with symbolic target rows on every tree shape with <= N "
+                    "nodes and every child-token assignment up to relabelling, and proves the block law, "
+                    "E[L] = 1 + C_p and the completed-block law as identities of rational functions, or prints a "
+                    "counterexample with rational rows. Exit status: 0 proved, 1 counterexample, 3 unproved "
+                    "(the verifier compares probabilities, so it was only searched at rational points), "
+                    "2 usage error.")
+    pv.add_argument("verifier", metavar="MODULE:CALLABLE")
+    pv.add_argument("--max-nodes", type=positive_int, default=None,
+                    help="largest tree size N (default 6; 8 with --thorough)")
+    pv.add_argument("--vocab", type=positive_int, default=3,
+                    help="largest vocabulary V (default 3; shapes with larger sibling sets get k and k + 1)")
+    pv.add_argument("--thorough", action="store_true", help="the long run: --max-nodes 8 unless given")
+    pv.add_argument("--every-child-order", action="store_true",
+                    help="call f(tree, rows, rand, child_order=...) once per permutation of every node's children")
+    pv.add_argument("--seed", type=int, default=0, help="seed of the rational points tried for counterexamples")
+    pv.add_argument("--out", help="write the certificate (JSON) to this file")
+    pv.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    pv.add_argument("--json", action="store_true", help="print the certificate as JSON")
+    pv.set_defaults(func=_prove)
 
     vb = sub.add_parser("verifier-sim-bench",
                         help="benchmark: samples/s of the simulated verifier samplers and the kit's wall time")
@@ -175,19 +212,58 @@ def _field_lab(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.conformance import load_verifier, run_kit
+    import sys
+
+    from exitlaw.simulate.conformance import BAD_INPUT, check_verifier
     from exitlaw.simulate.conformance_format import format_report
 
-    fn = load_verifier(args.verifier)
     if args.chains_only and args.mode != "marginal":
         raise ValueError("--chains-only applies to --mode marginal")
     if args.samples is not None and args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
-    report = run_kit(fn, name=args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
-                     vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
-                     power=args.power, keep_going=args.keep_going, chains_only=args.chains_only)
-    print(json.dumps(report.to_json(), indent=1, default=float) if args.json else format_report(report))
+    if args.boundary:
+        return _check_boundary(args)
+    report = check_verifier(args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
+                            vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
+                            power=args.power, keep_going=args.keep_going, chains_only=args.chains_only,
+                            timeout=args.timeout, only_case=args.case)
+    if report.verdict == BAD_INPUT:
+        print(f"exitlaw check: error: {report.error}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1, default=float))
+    elif report.verdict != BAD_INPUT:
+        print(format_report(report))
     return report.exit_code
+
+
+def _check_boundary(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.conformance import load_verifier
+    from exitlaw.simulate.conformance_boundary import format_boundary, run_boundary
+
+    if args.mode != "conditional":
+        raise ValueError("--boundary applies to --mode conditional (fixed-tree verifiers)")
+    rep = run_boundary(load_verifier(args.verifier), name=args.verifier, seed=args.seed, budget=args.budget,
+                       vocab=args.vocab)
+    print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
+    return rep.exit_code
+
+
+def _prove(args: argparse.Namespace) -> int:
+    from exitlaw.simulate.prove import format_proof, load_procedure, prove
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not args.overwrite:
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    proc = load_procedure(args.verifier, child_order=args.every_child_order)
+    max_nodes = args.max_nodes or (8 if args.thorough else 6)
+    rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab,
+                every_child_order=args.every_child_order, seed=args.seed)
+    text = json.dumps(rep.to_json(), indent=1)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
+    print(text if args.json else format_proof(rep))
+    return rep.exit_code
 
 
 def _verifier_sim_bench(args: argparse.Namespace) -> int:
