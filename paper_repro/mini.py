@@ -129,11 +129,16 @@ QUICK = MiniConfig(
     distill_steps=40, distill_batch=4, ft_steps=12, ft_batch=2, ft_anchors=4, eval_prompts=2,
     eval_prompt_tokens=32, eval_new_tokens=24)
 
+# Deep trees on a CPU: vocabulary 512 (shorter, more predictable tokens), block 16 (horizon 15), greedy (T = 0)
+# continuations for distillation and ExitTrain (the drafter learns the target's mode, which is what T = 0
+# decoding accepts), the small context-path initialisation; three training seeds per objective, 40 held-out
+# prompts per domain, evaluated at the verdict's cell only (T = 0 is greedy, so one verifier covers both).
+# Sizes were cut to fit a shared 2-core machine (objectives 150 steps at lr 1e-3 instead of 300 at 5e-4).
 DEEP = MiniConfig(
     preset="deep", vocab_size=512,
     target=TargetSpec(hidden_size=128, intermediate_size=384, num_layers=4, num_heads=4, num_kv_heads=2, head_dim=32,
                       steps=900, batch_size=16, seq_len=256, lr=3e-3, warmup=30),
-    block_size=16, continuation_tokens=128, gen_temperature=0.0, distill_steps=1200,
+    block_size=16, continuation_tokens=128, gen_temperature=0.0, distill_steps=1000, ft_steps=150, ft_lr=1e-3,
     ft_seeds=(0, 1, 2), eval_prompts=40, budgets=(64,), temperatures=(0.0,), verifiers=("predraw",))
 
 PRESETS = {"full": MiniConfig(), "quick": QUICK, "deep": DEEP}
