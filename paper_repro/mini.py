@@ -133,13 +133,15 @@ QUICK = MiniConfig(
 # continuations for distillation and ExitTrain (the drafter learns the target's mode, which is what T = 0
 # decoding accepts), the small context-path initialisation; three training seeds per objective, 40 held-out
 # prompts per domain, evaluated at the verdict's cell only (T = 0 is greedy, so one verifier covers both).
-# Sizes were cut to fit a shared 2-core machine (objectives 150 steps at lr 1e-3 instead of 300 at 5e-4).
+# Sized for a shared 2-core machine (one torch thread): a smaller, shorter-trained target than `full`,
+# objectives 100 steps at lr 1e-3.
 DEEP = MiniConfig(
-    preset="deep", vocab_size=512,
-    target=TargetSpec(hidden_size=128, intermediate_size=384, num_layers=4, num_heads=4, num_kv_heads=2, head_dim=32,
-                      steps=900, batch_size=16, seq_len=256, lr=3e-3, warmup=30),
-    block_size=16, continuation_tokens=128, gen_temperature=0.0, distill_steps=1000, ft_steps=150, ft_lr=1e-3,
-    ft_seeds=(0, 1, 2), eval_prompts=40, budgets=(64,), temperatures=(0.0,), verifiers=("predraw",))
+    preset="deep", vocab_size=512, train_tokens=1_500_000,
+    target=TargetSpec(hidden_size=96, intermediate_size=256, num_layers=3, num_heads=3, num_kv_heads=1, head_dim=32,
+                      steps=600, batch_size=16, seq_len=128, lr=3e-3, warmup=20),
+    draft_intermediate=256, target_layer_ids=(0, 2), block_size=16, train_prompts=256, continuation_tokens=128,
+    gen_temperature=0.0, distill_steps=600, distill_anchors=32, ft_steps=100, ft_lr=1e-3,
+    ft_seeds=(0, 1, 2), eval_prompts=40, eval_new_tokens=48, budgets=(64,), temperatures=(0.0,), verifiers=("predraw",))
 
 PRESETS = {"full": MiniConfig(), "quick": QUICK, "deep": DEEP}
 
