@@ -120,3 +120,23 @@ def test_deep_preset_path_at_tiny_size_writes_paired_comparisons_and_verdicts(tm
     finals = stage_objectives(tmp_path / "run", cfg, tmp_path / "run" / "target", tmp_path / "run" / "drafter_base" / "final",
                               None, progress=False)        # all cached: no data needed, nothing retrained
     assert set(finals) == set(names)
+
+
+def test_cli_preset_flag_selects_the_preset_and_refuses_a_contradiction(tmp_path, monkeypatch, capsys):
+    import exitlaw.paper_repro.mini as mini
+    from exitlaw.cli import main
+
+    seen = {}
+
+    def fake_run(out, cfg, **kw):  # records the configuration the handler chose, writes the table it prints
+        seen["preset"] = cfg.preset
+        (tmp_path / "results.md").write_text("table")
+        return {"cells": []}
+
+    monkeypatch.setattr(mini, "run_mini", fake_run)
+    assert main(["repro", "mini", "--out", str(tmp_path), "--preset", "deep", "--no-progress"]) == 0
+    assert seen["preset"] == "deep"
+    assert main(["repro", "mini", "--out", str(tmp_path), "--quick", "--no-progress"]) == 0
+    assert seen["preset"] == "quick"
+    assert main(["repro", "mini", "--out", str(tmp_path), "--quick", "--preset", "deep"]) != 0
+    assert "contradicts" in capsys.readouterr().err
