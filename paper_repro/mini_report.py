@@ -77,10 +77,15 @@ def paired_analysis(cfg, rows: list, drafters: dict) -> dict:
         res = analyse_cell(_arms(rows, drafters, cell), cfg.margin_pct, cell == prim)
         out.append({"domain": cell[0], "temperature": cell[1], "budget": cell[2], "verifier": cell[3], **res})
     primary = next(c for c in out if (c["domain"], c["temperature"], c["budget"], c["verifier"]) == prim)
-    base_tau = primary["tau"].get("base", {}).get("mean")
+    # the precondition reads the pooled tau (all rounds of all prompts), the usual definition; the
+    # per-prompt mean (the unit of the comparisons) weights prompts equally and is reported beside it
+    base_row = next((r for r in rows if drafters.get(r["drafter"], ("",))[0] == "base"
+                     and (r["domain"], float(r["temperature"]), r["budget"], r["verifier"]) == prim), None)
+    base_tau = None if base_row is None else float(base_row["tau"])
     return {"method": METHOD, "margin_pct": cfg.margin_pct,
             "primary": {"domain": prim[0], "temperature": prim[1], "budget": prim[2], "verifier": prim[3]},
             "base_tau_primary": base_tau, "deep_enough": base_tau is not None and base_tau >= 4.0,
+            "base_per_prompt_mean_tau_primary": primary["tau"].get("base", {}).get("mean"),
             "verdicts": {k: {"verdict": v["verdict"], "claim": v["claim"]} for k, v in primary["pairs"].items()
                          if "verdict" in v},
             "cells": out}
@@ -113,7 +118,8 @@ def format_paired_markdown(res: dict) -> str:
               f"## Verdicts (rule fixed in advance; primary cell: {prim['domain']}, T = {prim['temperature']:g}, "
               f"B = {prim['budget']}; margin {pa['margin_pct']:g} %)", ""]
     base = pa["base_tau_primary"]
-    lines.append(f"Base drafter tau at the primary cell: {base:.3f} "
+    lines.append(f"Base drafter tau at the primary cell (pooled over all rounds): {base:.3f}; per-prompt mean "
+                 f"{pa['base_per_prompt_mean_tau_primary']:.3f} "
                  + ("(>= 4: deep trees, the setting can decide)." if pa["deep_enough"] else
                     "(< 4: NOT the deep-tree setting; the verdicts below do not decide the deep-tree question)."))
     lines += ["", "| claim | difference (tau) [95 % CI] | relative [95 % CI] | MDE | rule | claim verdict |",
@@ -128,6 +134,7 @@ def format_paired_markdown(res: dict) -> str:
     for c in pa["cells"]:
         tag = " (primary)" if c is primary else " (secondary, no verdict)"
         lines += [f"## {c['domain']}, T = {c['temperature']:g}, B = {c['budget']}, {c['verifier']}{tag}", "",
+                  "tau here is the mean of per-prompt tau (every prompt weighs the same).", "",
                   "| drafter | tau [95 % CI] | per-seed mean tau |", "|---|---|---|"]
         for objective in ("base", "token", "prefix", "exit"):
             if objective in c["tau"]:

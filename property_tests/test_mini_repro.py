@@ -103,6 +103,8 @@ def test_deep_preset_path_at_tiny_size_writes_paired_comparisons_and_verdicts(tm
     pa = res["paired"]
     assert pa["primary"] == {"domain": "code", "temperature": 0.0, "budget": 16, "verifier": "predraw"}
     assert set(pa["verdicts"]) == {"exit - prefix", "exit - token"}
+    base_cell = next(c for c in res["cells"] if c["drafter"] == "base" and c["domain"] == "code")
+    assert pa["base_tau_primary"] == base_cell["tau"] and pa["deep_enough"] == (base_cell["tau"] >= 4)
     prim = next(c for c in pa["cells"] if c["domain"] == "code")
     pair = prim["pairs"]["exit - prefix"]
     assert pair["seeds"] == 2 and pair["prompts"] == 3 and pair["lo"] <= pair["mean"] <= pair["hi"]
