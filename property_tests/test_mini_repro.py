@@ -119,8 +119,9 @@ def test_deep_preset_path_at_tiny_size_writes_paired_comparisons_and_verdicts(tm
     assert runs == sorted(f"ft_{n}" for n in names if n != "base")
     seeds = {json.loads((tmp_path / "run" / r / "config.json").read_text())["train"]["seed"] for r in runs}
     assert seeds == {cfg.seed + 100, cfg.seed + 101}
-    finals = stage_objectives(tmp_path / "run", cfg, tmp_path / "run" / "target", tmp_path / "run" / "drafter_base" / "final",
-                              None, progress=False)        # all cached: no data needed, nothing retrained
+    run = tmp_path / "run"
+    finals = stage_objectives(run, cfg, run / "target", run / "drafter_base" / "final", None,
+                              progress=False)              # all cached: no data needed, nothing retrained
     assert set(finals) == set(names)
 
 
