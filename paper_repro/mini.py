@@ -58,6 +58,8 @@ from .mini_target import TargetSpec
 
 OBJECTIVES = ("token", "prefix", "exit")
 DRAFTERS = ("base", *OBJECTIVES)
+# the trainer's objective names (exitlaw.engine.objectives.OBJECTIVES, not imported: no torch at import time)
+ENGINE_OBJECTIVES = ("token", "prefix", "exit", "exit-depth", "draft-opd")
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class MiniConfig:
     ft_lr: float = 5e-4
     ft_lam: float = 1.0
     ft_seeds: tuple[int, ...] = (0,)      # objective runs use seed + 100 + each of these (one run per objective and seed)
+    objectives: tuple[str, ...] = OBJECTIVES  # trained from the base drafter (engine names: also exit-depth, draft-opd)
     eval_prompts: int = 5
     eval_prompt_tokens: int = 64
     eval_new_tokens: int = 64
@@ -112,6 +115,9 @@ class MiniConfig:
     margin_pct: float = 4.0               # the verdict rule's margin: the smallest effect the paper reports (%)
 
     def __post_init__(self):
+        if not self.objectives or len(set(self.objectives)) != len(self.objectives) \
+                or not set(self.objectives) <= set(ENGINE_OBJECTIVES):
+            raise ValueError(f"objectives must be distinct names among {ENGINE_OBJECTIVES}, got {self.objectives}")
         if not self.ft_seeds or len(set(self.ft_seeds)) != len(self.ft_seeds):
             raise ValueError(f"ft_seeds must be distinct and non-empty, got {self.ft_seeds}")
         if self.eval_prompts < 1 or not self.budgets or not self.temperatures or not self.verifiers:
@@ -208,7 +214,7 @@ def drafter_names(cfg: MiniConfig) -> dict[str, tuple[str, int | None]]:
     """Every evaluated drafter: ``name -> (objective, training seed)`` (``base`` has no seed)."""
     names: dict[str, tuple[str, int | None]] = {"base": ("base", None)}
     for s in cfg.ft_seeds:
-        for o in OBJECTIVES:
+        for o in cfg.objectives:
             names[drafter_name(o, s, cfg)] = (o, s)
     return names
 

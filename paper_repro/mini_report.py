@@ -19,7 +19,9 @@ import numpy as np
 from .mini_stats import claim_verdict, crossed_mean_ci, pair_verdict, paired_difference
 
 PAIRS = (("exit", "prefix"), ("exit", "token"), ("prefix", "token"),
-         ("exit", "base"), ("prefix", "base"), ("token", "base"))
+         ("exit-depth", "prefix"), ("exit-depth", "token"), ("exit-depth", "exit"),
+         ("draft-opd", "token"), ("exit", "draft-opd"),
+         ("exit", "base"), ("prefix", "base"), ("token", "base"), ("exit-depth", "base"), ("draft-opd", "base"))
 PRIMARY_PAIRS = (("exit", "prefix"), ("exit", "token"))
 METHOD = ("per-prompt tau differences d[seed, prompt] on the same prompts, decode seeds and base drafter; "
           "mean over seeds x prompts; 95 % interval from the two-way crossed random-effects model (seeds and "
@@ -136,7 +138,7 @@ def format_paired_markdown(res: dict) -> str:
         lines += [f"## {c['domain']}, T = {c['temperature']:g}, B = {c['budget']}, {c['verifier']}{tag}", "",
                   "tau here is the mean of per-prompt tau (every prompt weighs the same).", "",
                   "| drafter | tau [95 % CI] | per-seed mean tau |", "|---|---|---|"]
-        for objective in ("base", "token", "prefix", "exit"):
+        for objective in ("base", "token", "prefix", "exit", "exit-depth", "draft-opd"):
             if objective in c["tau"]:
                 x = c["tau"][objective]
                 lines.append(f"| {objective} | {x['mean']:.3f} [{x['lo']:.3f}, {x['hi']:.3f}] | "

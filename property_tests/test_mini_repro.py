@@ -84,6 +84,15 @@ def test_deep_preset_is_the_deep_tree_setting_with_seeds_and_powered_evaluation(
     assert len(cfg.ft_seeds) >= 3 and cfg.eval_prompts >= 40 and 64 in cfg.budgets and 0.0 in cfg.temperatures
     with pytest.raises(ValueError, match="ft_seeds"):
         config_for("deep", ft_seeds=(1, 1))
+    with pytest.raises(ValueError, match="objectives"):
+        config_for("deep", objectives=("exit", "exit-weighted"))
+
+
+def test_mini_objective_names_are_the_trainers():
+    from exitlaw.engine.objectives import OBJECTIVES as TRAINER
+    from exitlaw.paper_repro.mini import ENGINE_OBJECTIVES
+
+    assert ENGINE_OBJECTIVES == TRAINER
 
 
 @pytest.mark.slow
