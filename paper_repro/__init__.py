@@ -2,6 +2,9 @@
 
 # --- mini-scale reproduction on the stdlib corpus; torch is imported only when run
 from .mini import PRESETS as MINI_PRESETS, MiniConfig, run_mini
+from .mini import (stage_base_drafter, stage_corpus, stage_data, stage_eval, stage_objectives, stage_report,
+                   stage_target)
+from .mini_stats import claim_verdict, crossed_mean_ci, pair_verdict, paired_difference
 from .mini_corpus import CorpusSplit, load_tokenizer, make_split, train_tokenizer
 
 # --- claims ledger and full-scale commands

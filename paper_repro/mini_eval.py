@@ -4,7 +4,9 @@ One *cell* = (drafter, domain, budget, temperature, verifier): every prompt of t
 domain is decoded with :func:`exitlaw.engine.decode.generate` (DDTree builder,
 the given verifier, ``max_new_tokens`` tokens, prompt ``i`` seeded ``seed + i``),
 and the cell reports tau = mean output-block length per round including the bonus
-(with its standard error over rounds), and the decode seconds per token. The
+(with its standard error over rounds), each prompt's own tau (``per_prompt_tau``: its
+rounds' mean block length, the unit of the paired comparisons in :mod:`.mini_stats`),
+and the decode seconds per token. The
 autoregressive baseline is timed on the same prompts in the same process; SR =
 AR seconds per token / speculative seconds per token. At ``T = 0`` every verifier
 is greedy (:func:`exitlaw.engine.verifiers.verify`), so the T = 0 cell is run once
@@ -25,18 +27,20 @@ def eval_cell(target, drafter, prompts: Sequence[Sequence[int]], *, budget: int,
     from exitlaw.engine.decode import DecodeConfig, generate
 
     lengths: list[int] = []
+    per_prompt: list[float] = []
     seconds, tokens = 0.0, 0
     for i, prompt in enumerate(prompts):
         cfg = DecodeConfig(method="ddtree", verifier=verifier, budget=budget, temperature=temperature,
                            max_new_tokens=max_new_tokens, seed=seed + i)
         res = generate(target, drafter, list(prompt), cfg)
         lengths.extend(res.block_lengths)
+        per_prompt.append(float(np.mean(res.block_lengths)))
         seconds += res.decode_seconds
         tokens += len(res.tokens)
     arr = np.asarray(lengths, dtype=np.float64)
     se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else float("nan")
     return {"tau": float(arr.mean()), "tau_se": se, "rounds": int(arr.size), "tokens": tokens,
-            "seconds": seconds, "s_per_token": seconds / max(tokens, 1)}
+            "seconds": seconds, "s_per_token": seconds / max(tokens, 1), "per_prompt_tau": per_prompt}
 
 
 def eval_ar(target, prompts: Sequence[Sequence[int]], *, temperature: float, max_new_tokens: int, seed: int) -> dict:

@@ -27,8 +27,33 @@ def _last_metrics(run_dir: Path, tail: int = 10) -> dict:
     return out
 
 
-def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict) -> dict:
-    """Collect every cell (with SR against the same-run AR baseline) and the run's provenance."""
+def machine_info() -> dict:
+    """Where the numbers were made: CPU model and flags, torch build and threads (bit-for-bit holds per machine)."""
+    import os
+
+    import torch
+
+    cpu: dict[str, str] = {}
+    info = Path("/proc/cpuinfo")
+    if info.is_file():
+        for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, val = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "flags") and key not in cpu:
+                cpu[key] = val.strip()
+    return {"platform": platform.platform(), "cpu_model": cpu.get("model name", platform.processor()),
+            "cpu_flags": cpu.get("flags", ""), "logical_cpus": os.cpu_count(),
+            "torch": torch.__version__, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_threads": torch.get_num_threads(), "torch_parallel_info": torch.__config__.parallel_info()}
+
+
+def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict, drafters: dict | None = None) -> dict:
+    """Collect every cell (with SR against the same-run AR baseline) and the run's provenance.
+
+    ``drafters``: ``name -> (objective, training seed)`` of every evaluated drafter
+    (default: the four single-seed drafters); with two or more training seeds the
+    result also holds ``paired`` (:func:`.mini_report.paired_analysis`).
+    """
     import torch
     import transformers
 
@@ -41,8 +66,9 @@ def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict) -> dict:
         rows.append({"key": key, **c, "sr": sr})
     target_info = json.loads((out / "target" / "mini_target.json").read_text(encoding="utf-8"))
     target_info.pop("log", None)
-    training = {name: _last_metrics(out / d) for name, d in
-                (("base", "drafter_base"), ("token", "ft_token"), ("prefix", "ft_prefix"), ("exit", "ft_exit"))}
+    if drafters is None:
+        drafters = {"base": ("base", None), **{o: (o, 0) for o in ("token", "prefix", "exit")}}
+    training = {name: _last_metrics(out / ("drafter_base" if name == "base" else f"ft_{name}")) for name in drafters}
     summary = {}
     for name in DRAFTER_LABELS:
         for verifier in cfg.verifiers:
@@ -55,7 +81,8 @@ def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict) -> dict:
         "schema": SCHEMA,
         "config": cfg.to_json(),
         "seeds": {"pipeline": cfg.seed, "target_init_and_windows": cfg.seed, "drafter_init": cfg.seed + 2,
-                  "train_prompts": [cfg.seed + 11, cfg.seed + 12], "distill": cfg.seed, "objectives": cfg.seed + 100,
+                  "train_prompts": [cfg.seed + 11, cfg.seed + 12], "distill": cfg.seed,
+                  "objectives": [cfg.seed + 100 + s for s in cfg.ft_seeds],
                   "eval_prompts": [cfg.seed + 21, cfg.seed + 22], "decode": f"{cfg.seed + 1000} + prompt index"},
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "transformers": transformers.__version__, "exitlaw": __version__},
@@ -69,7 +96,17 @@ def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict) -> dict:
         "summary": summary,
         "ordering_by_mean_tau_ascending": order,
         "timings_s": timings,
-    }
+        "machine": machine_info(),
+        "drafters": {name: {"objective": o, "ft_seed": sd} for name, (o, sd) in drafters.items()},
+    } | _paired_part(cfg, rows, drafters)
+
+
+def _paired_part(cfg, rows: list, drafters: dict) -> dict:
+    if len(cfg.ft_seeds) < 2:
+        return {}
+    from .mini_report import paired_analysis
+
+    return {"paired": paired_analysis(cfg, rows, drafters)}
 
 
 def _fmt(x, digits=2):
@@ -77,7 +114,14 @@ def _fmt(x, digits=2):
 
 
 def format_markdown(res: dict) -> str:
-    """Tables of tau (predraw / TEV) and SR per domain and temperature, then the summary."""
+    """Tables of tau (predraw / TEV) and SR per domain and temperature, then the summary.
+
+    A multi-seed run (``paired`` in ``res``) gets :func:`.mini_report.format_paired_markdown` instead.
+    """
+    if "paired" in res:
+        from .mini_report import format_paired_markdown
+
+        return format_paired_markdown(res)
     cfg = res["config"]
     cells = {(c["drafter"], c["domain"], c["budget"], float(c["temperature"]), c["verifier"]): c for c in res["cells"]}
     lines = [f"# Mini-scale ExitTrain reproduction (preset `{cfg['preset']}`, seed {cfg['seed']})", ""]

@@ -311,10 +311,10 @@ SHIPPED_VERDICTS = {
     "sampled_drafts_exceed": REPRODUCED,
     "sampled_drafts_marginal": REPRODUCED,
     "tev_stage_savings": REPRODUCED,
-    "exittrain_tau_gain": INCONCLUSIVE,
+    "exittrain_tau_gain": CONTRADICTED,  # deep mini: exit - base -10.6 % [-15.1, -6.0]
     "budget_robustness": INCONCLUSIVE,
-    "exit_vs_token": INCONCLUSIVE,
-    "exit_vs_prefix": INCONCLUSIVE,
+    "exit_vs_token": CONTRADICTED,       # deep mini: exit - token -6.2 % [-9.1, -3.2]
+    "exit_vs_prefix": CONTRADICTED,      # deep mini: exit - prefix -3.9 % [-8.0, +0.2], below the paper's +4.4 %
     "exit_vs_token_sim": INCONCLUSIVE,
     "exit_vs_prefix_sim": INCONCLUSIVE,
     "univer_vs_rrs_wo": CONTRADICTED,  # exitlaw's reading of UniVer: +1.5 % where the abstract claims >= 4.2 %

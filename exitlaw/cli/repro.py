@@ -18,7 +18,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "and CPU speedup at B = 32/64/128, T = 0/1, predraw and TEV, on held-out code "
                                     "and prose. Artefacts are cached in --out; rerunning resumes.")
     m.add_argument("--out", required=True, help="run directory (resumed if it holds the same configuration)")
-    m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about a minute on 2 cores)")
+    m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about a minute on 2 cores); "
+                   "same as --preset quick")
+    m.add_argument("--preset", choices=("quick", "full", "deep"), default=None,
+                   help="full (default: README's main run, shallow trees), quick (smoke test), or deep (deep trees, "
+                        "3 training seeds per objective, 40 prompts per domain, paired comparisons with confidence "
+                        "intervals and the pre-registered verdicts)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--overwrite", action="store_true",
                    help="if --out holds a run of another configuration, move it aside and start again")
@@ -106,7 +111,9 @@ def _mini(args: argparse.Namespace) -> int:
     from exitlaw.paper_repro.mini import config_for, run_mini
 
     set_torch_threads(args.threads)
-    cfg = config_for("quick" if args.quick else "full", seed=args.seed)
+    if args.quick and args.preset not in (None, "quick"):
+        raise ValueError(f"--quick contradicts --preset {args.preset}")
+    cfg = config_for(args.preset or ("quick" if args.quick else "full"), seed=args.seed)
     results = run_mini(args.out, cfg, overwrite=args.overwrite, progress=not args.no_progress)
     print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
     print(f"results: {Path(args.out) / 'results.json'} ({len(results['cells'])} cells)")
