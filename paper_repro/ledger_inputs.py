@@ -29,8 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import subprocess
 from pathlib import Path
+
+from exitlaw.theory.provenance import git_commit as _git_commit
 
 FIGURE_INPUTS = ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency")
 NEEDED = FIGURE_INPUTS  # figure data a ledger over a run directory computes when missing
@@ -99,15 +100,7 @@ def group_provenance(paths: list[Path], label: str) -> dict:
 
 def git_commit(root: Path = REPO) -> str:
     """HEAD of the repository at ``root`` (``-dirty`` when the work tree has changes), or ``"unknown"``."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-        return head.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    return _git_commit(root)
 
 
 def machine() -> dict:

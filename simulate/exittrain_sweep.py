@@ -50,6 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from exitlaw.theory.provenance import cpu_info, git_commit
+
 from .exittrain_fast import make_pretrainer, make_trainer, rollouts, tau_table
 from .exittrain_mini import Regime, draft_logprobs, init_params, stationary
 from .exittrain_objectives import AUTHORS_ALPHA, NORMALISATIONS, Objective
@@ -259,41 +261,11 @@ def config_dict(cfg: SweepConfig) -> dict[str, Any]:
 def provenance() -> dict[str, Any]:
     from importlib.metadata import version
 
-    return {"exitlaw_version": version("exitlaw"), "git_commit": _git_commit(), "jax": jax.__version__,
+    return {"exitlaw_version": version("exitlaw"), "git_commit": git_commit(Path(__file__).resolve().parent), "jax": jax.__version__,
             "optax": version("optax"),
             "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine(),
             "processor": platform.processor(), "platform": platform.platform(),
-            "jax_backend": jax.default_backend(), "x64": bool(jax.config.jax_enable_x64), **_cpu()}
-
-
-def _git_commit() -> str:
-    """HEAD of the checkout this module runs from (``-dirty`` with uncommitted changes), or ``"unknown"``."""
-    import subprocess
-
-    root = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-        return head.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _cpu() -> dict[str, Any]:
-    """CPU model and a hash of its flags (results are bit-for-bit only on one kind of machine)."""
-    import hashlib
-
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        return {}
-    info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    info = {k.strip(): v.strip() for k, v in info.items()}
-    flags = info.get("flags", "")
-    return {"cpu_model": info.get("model name"), "cpu_flags_sha256": hashlib.sha256(flags.encode()).hexdigest()[:16]}
+            "jax_backend": jax.default_backend(), "x64": bool(jax.config.jax_enable_x64), **cpu_info()}
 
 
 def decision_rule_text() -> str:
