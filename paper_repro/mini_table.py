@@ -33,14 +33,9 @@ def machine_info() -> dict:
 
     import torch
 
-    cpu: dict[str, str] = {}
-    info = Path("/proc/cpuinfo")
-    if info.is_file():
-        for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, val = line.partition(":")
-            key = key.strip()
-            if key in ("model name", "flags") and key not in cpu:
-                cpu[key] = val.strip()
+    from exitlaw.theory.provenance import cpu_fields
+
+    cpu = cpu_fields()
     return {"platform": platform.platform(), "cpu_model": cpu.get("model name", platform.processor()),
             "cpu_flags": cpu.get("flags", ""), "logical_cpus": os.cpu_count(),
             "torch": torch.__version__, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),

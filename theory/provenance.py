@@ -24,13 +24,25 @@ def git_commit(root: str | Path) -> str:
         return "unknown"
 
 
-def cpu_info() -> dict[str, str]:
-    """``{"cpu_model", "cpu_flags_sha256"}`` from ``/proc/cpuinfo`` (empty where it cannot be read)."""
+def cpu_fields() -> dict[str, str]:
+    """``{"model name", "flags"}`` as ``/proc/cpuinfo`` states them for the first CPU (empty where unreadable)."""
     try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return {}
-    info = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}
-    flags = info.get("flags", "")
-    return {"cpu_model": info.get("model name", "unknown"),
-            "cpu_flags_sha256": hashlib.sha256(flags.encode()).hexdigest()[:16]}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, val = line.partition(":")
+        key = key.strip()
+        if sep and key in ("model name", "flags") and key not in out:
+            out[key] = val.strip()
+    return out
+
+
+def cpu_info() -> dict[str, str]:
+    """``{"cpu_model", "cpu_flags_sha256"}`` from ``/proc/cpuinfo`` (empty where it cannot be read)."""
+    fields = cpu_fields()
+    if not fields:
+        return {}
+    return {"cpu_model": fields.get("model name", "unknown"),
+            "cpu_flags_sha256": hashlib.sha256(fields.get("flags", "").encode()).hexdigest()[:16]}
