@@ -20,10 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--out", required=True, help="run directory (resumed if it holds the same configuration)")
     m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about a minute on 2 cores); "
                    "same as --preset quick")
-    m.add_argument("--preset", choices=("quick", "full", "deep"), default=None,
+    m.add_argument("--preset", choices=("quick", "full", "deep", "deep-budgets"), default=None,
                    help="full (default: README's main run, shallow trees), quick (smoke test), or deep (deep trees, "
                         "3 training seeds per objective, 40 prompts per domain, paired comparisons with confidence "
-                        "intervals and the pre-registered verdicts)")
+                        "intervals and the pre-registered verdicts), or deep-budgets (deep, evaluated at B = 32/64/128)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--overwrite", action="store_true",
                    help="if --out holds a run of another configuration, move it aside and start again")
