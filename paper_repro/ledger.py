@@ -15,7 +15,8 @@ Inputs (``inputs[name]``; how they are gathered and hashed: :mod:`.ledger_inputs
 ``verifier_latency`` (``exitlaw verifier-bench --json``), ``mini`` (a shallow
 ``exitlaw repro mini`` results.json), ``checks`` (conformance-kit reports by
 verifier), and the paired-effect files ``sim_exittrain_sweep`` (a list of
-files) and ``mini_deep`` (one file), read by
+files), ``mini_deep`` (one file) and ``mini_deep_budgets`` (the deep run re-run with
+evaluation at B = 32/64/128: the budget-robustness claim's only input), read by
 :func:`exitlaw.paper_repro.paired_effects.paired_interval`.
 """
 
@@ -239,6 +240,7 @@ ENGINE_DEEP = {"domain": "code", "eval_budget": 64, "temperature": 0.0}   # the 
 SIM_DEEP = {"regime": "deep", "train_budget": 64, "eval_budget": 64, "lambda": 0.1, "weight_norm": "tree",
             "edge_floor": None}
 DEEP_MINI = "deep mini-scale engine run (CPU), `exitlaw repro mini --preset deep`"
+DEEP_BUDGETS_MINI = "the deep run re-run with evaluation at B = 32/64/128 (CPU), `exitlaw repro mini --preset deep-budgets`"
 SIM_SWEEP = "simulation sweep (exact tau), `exitlaw simulate-exittrain --sweep`"
 GPU_ONLY = ("gpu",)
 FIELD_LAB = "field lab (exact E[L | T] per drafted tree), `exitlaw field-lab`"
@@ -286,8 +288,10 @@ CLAIMS: tuple[Claim, ...] = (
           _paired_claim("mini_deep", "exit-base", ENGINE_DEEP, 1, DEEP_MINI)),
     Claim("budget_robustness", "the drafter trained at one budget keeps its tau gain at B = 32, 64, 128",
           "Table 5: +11.6..+13.8% tau vs DDTree at B=32/64/128", DEEP_MINI, _dir("%", 11.6),
-          "exit - base relative tau, deep mini (code, T=0), equal-weight mean over B = 32/64/128", ("mini_deep",),
-          _paired_claim("mini_deep", "exit-base", {**ENGINE_DEEP, "eval_budget": (32, 64, 128)}, 3, DEEP_MINI)),
+          "exit - base relative tau, deep mini (code, T=0), equal-weight mean over B = 32/64/128",
+          ("mini_deep_budgets",),
+          _paired_claim("mini_deep_budgets", "exit-base", {**ENGINE_DEEP, "eval_budget": (32, 64, 128)}, 3,
+                        DEEP_BUDGETS_MINI)),
     Claim("exit_vs_token", "exit-guided beats matched token-only fine-tuning (tau, B=64), engine",
           "Table 2: +5.9% / +7.9% tau at T=0/1", DEEP_MINI, _dir("%", 5.9),
           "exit - token relative tau, deep mini primary cell (code, T=0, B=64)", ("mini_deep",),

@@ -7,8 +7,9 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`
   git commit and machine (:func:`make_shipped_inputs` regenerates them);
 * ``ledger_inputs/checks/{predraw,residual,tev}.json``: conformance-kit reports;
 * ``mini_full_seed0.json``: the shallow ``exitlaw repro mini`` run;
-* ``mini_deep_seed0.json`` and ``sim_exittrain_sweep/*.json``: paired-effect files
-  (the deep mini preset and the simulation sweep), read when present.
+* ``mini_deep_seed0.json``, ``mini_deep_budgets_seed0.json`` and ``sim_exittrain_sweep/*.json``:
+  paired-effect files (the deep mini preset, its re-run evaluated at B = 32/64/128, and the
+  simulation sweep), read when present.
 
 **Paired-effect files** (``mini_deep_seed0.json``, ``sim_exittrain_sweep/*.json``): the
 record shape, and the two native formats read as such, are in
@@ -42,6 +43,7 @@ SHIPPED = {
     "checks": "ledger_inputs/checks",
     "mini": "mini_full_seed0.json",
     "mini_deep": "mini_deep_seed0.json",
+    "mini_deep_budgets": "mini_deep_budgets_seed0.json",
     "sim_exittrain_sweep": "sim_exittrain_sweep",
     "field_lab": "field_lab.json",
 }
@@ -154,6 +156,11 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     if mini_deep is not None and Path(mini_deep).is_file():
         inputs["mini_deep"] = _load(mini_deep)
         prov["mini_deep"] = file_provenance(mini_deep)
+    budgets = RESULTS / SHIPPED["mini_deep_budgets"]
+    inputs["mini_deep_budgets"] = None
+    if budgets.is_file():
+        inputs["mini_deep_budgets"] = _load(budgets)
+        prov["mini_deep_budgets"] = file_provenance(budgets)
     files = sorted(Path(sweep_dir).glob("*.json")) if sweep_dir is not None and Path(sweep_dir).is_dir() else []
     files = [f for f in files if readable(_load(f))]  # e.g. a sweep's config.json is not an effect file
     if files:

@@ -197,7 +197,7 @@ def test_paired_effect_records_decide_the_exittrain_rows():
     sim = [{"paired_effects": [_effect("exit-prefix", e, e - 1, e + 1, regime="deep", train_budget=64, eval_budget=64,
                                        temperature=t, **{"lambda": 0.1, "weight_norm": "tree"})
                                for t, e in ((0.0, 2.0), (1.0, 4.0))]}]
-    r = _rows(_inputs(mini_deep=deep, sim_exittrain_sweep=sim))
+    r = _rows(_inputs(mini_deep=deep, mini_deep_budgets=deep, sim_exittrain_sweep=sim))
     assert r["exit_vs_prefix"]["verdict"] == REPRODUCED                 # prose record not selected
     assert r["exit_vs_token"]["verdict"] == CONTRADICTED                # hi 3 < the paper's 5.9
     assert r["exittrain_tau_gain"]["verdict"] == INCONCLUSIVE
@@ -205,6 +205,22 @@ def test_paired_effect_records_decide_the_exittrain_rows():
     assert r["exit_vs_prefix_sim"]["ci"]["estimate"] == pytest.approx(3.0)  # pooled over T=0 and T=1
     assert "expected 3" in r["budget_robustness"]["reason"]             # only B=64 present
     assert "expected 2 'exit-token'" in r["exit_vs_token_sim"]["reason"]
+
+
+def test_budget_robustness_reads_the_three_budget_rerun_only():
+    """The claim pools exit - base over B = 32/64/128 of the deep-budgets re-run; the B = 64-only deep run
+    (``mini_deep``) never decides it."""
+    effects = [_effect("exit-base", e, e - 2.0, e + 2.0, domain="code", eval_budget=b, temperature=0.0)
+               for b, e in ((32, 14.0), (64, 12.0), (128, 13.0))]
+    r = _rows(_inputs(mini_deep={"paired_effects": effects}))
+    assert r["budget_robustness"]["verdict"] == INCONCLUSIVE and "mini_deep_budgets" in r["budget_robustness"]["reason"]
+    r = _rows(_inputs(mini_deep_budgets={"paired_effects": effects}))
+    assert r["budget_robustness"]["verdict"] == REPRODUCED
+    assert r["budget_robustness"]["ci"]["estimate"] == pytest.approx(13.0)  # equal-weight mean of the three
+    low = [dict(e, **{}) for e in effects[:2]] + [_effect("exit-base", -8.0, -10.0, -6.0, domain="code",
+                                                          eval_budget=128, temperature=0.0)]
+    r = _rows(_inputs(mini_deep_budgets={"paired_effects": low}))
+    assert r["budget_robustness"]["ci"]["estimate"] == pytest.approx(6.0)
 
 
 def _ci(mean, half):
@@ -234,7 +250,7 @@ def test_native_sweep_and_deep_mini_files_are_read_as_paired_effects():
         {"domain": d, "temperature": 0.0, "budget": b, "verifier": "tev",
          "pairs": {"exit - prefix": pair, "exit - token": pair, "exit - base": {**pair, "rel_mean": 10.0}}}
         for d in ("code", "prose") for b in (32, 64, 128)]}}
-    r = _rows(_inputs(mini_deep=deep, sim_exittrain_sweep=[sweep, {"paired_effects": []}]))
+    r = _rows(_inputs(mini_deep=deep, mini_deep_budgets=deep, sim_exittrain_sweep=[sweep, {"paired_effects": []}]))
     assert r["exit_vs_prefix_sim"]["verdict"] == REPRODUCED and r["exit_vs_prefix_sim"]["ci"]["estimate"] == 7.0
     assert r["exit_vs_token_sim"]["verdict"] == CONTRADICTED
     assert r["exit_vs_prefix"]["verdict"] == REPRODUCED and r["exit_vs_prefix"]["ci"]["estimate"] == 7.0
