@@ -14,7 +14,7 @@ def _draw(row, u: float) -> int:
 
 
 # ----- EAGLE: sequential residual over the candidate paths -----------------------------------------
-def _eagle_walk(candidates, probs, rng):
+def _eagle_walk(candidates, probs, rng, leq=False):
     """Accept children level by level (tried in path order, duplicates once); returns the state at the exit."""
     live = np.ones(candidates.shape[0], dtype=bool)
     best, accepted = 0, 0
@@ -26,7 +26,8 @@ def _eagle_walk(candidates, probs, rng):
             if x in tried:
                 continue
             tried.add(x)
-            if rng.random() * r.sum() < r[x]:   # accept w.p. r(x) / (mass left)
+            u = rng.random() * r.sum()
+            if u < r[x] or (leq and u == r[x]):  # accept w.p. r(x) / (mass left)
                 nxt = int(j)
                 break
             r[x] = 0.0                          # rejected: drop it from the row
@@ -48,6 +49,12 @@ def eagle_bonus_full_row(candidates, retrieve_indices, probs, rng):
     """Mutant: the bonus from the exit node's full row, rejected children included: not exact."""
     best, accepted, _ = _eagle_walk(candidates, probs, rng)
     return best, accepted, _draw(probs[best, accepted], rng.random())
+
+
+def eagle_leq_coin(candidates, retrieve_indices, probs, rng):
+    """Boundary mutant: ``coin <= r(x)`` (EAGLE's ``r <= acp``): a coin of 0 accepts a zero-probability child."""
+    best, accepted, r = _eagle_walk(candidates, probs, rng, leq=True)
+    return best, accepted, _draw(r, rng.random())
 
 
 def eagle_accept_length_with_root(candidates, retrieve_indices, probs, rng):

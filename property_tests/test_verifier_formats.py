@@ -112,11 +112,13 @@ def test_kit_passes_the_exact_verifier_and_fails_the_mutant_in_each_format(fmt, 
     assert bad.failure["check"].startswith("completed_block")
 
 
-def test_boundary_coins_through_the_sglang_adapter_flag_leq_acceptance():
-    ok = run_boundary(adapt_verifier(fv.sglang_target_only, "sglang"), seed=0)
+@pytest.mark.parametrize("fmt,exact,leq", [("eagle", fv.eagle_residual, fv.eagle_leq_coin),
+                                           ("sglang", fv.sglang_target_only, fv.sglang_leq_coin)])
+def test_boundary_coins_through_the_adapter_flag_leq_acceptance(fmt, exact, leq):
+    ok = run_boundary(adapt_verifier(exact, fmt), seed=0)
     assert ok.exit_code == 0 and not ok.flagged and not ok.errors
-    leq = run_boundary(adapt_verifier(fv.sglang_leq_coin, "sglang"), seed=0)
-    assert leq.exit_code == 1 and "zero-probability child was accepted" in leq.flagged[0]["why"]
+    bad = run_boundary(adapt_verifier(leq, fmt), seed=0)
+    assert bad.exit_code == 1 and "zero-probability child was accepted" in bad.flagged[0]["why"]
 
 
 @pytest.mark.parametrize("spec,fmt,message", [
@@ -182,3 +184,5 @@ def test_check_command_with_format_eagle_end_to_end(tmp_path, monkeypatch, capsy
     assert "verdict: NOT EXACT" in out and "--format eagle" in out
     assert main(["check", "my_eagle_verifiers:verify", "--format", "sglang"]) == 2
     assert "cannot be called as a sglang-format verifier" in capsys.readouterr().err
+    assert main(["check", "format_verifiers:eagle_leq_coin", "--format", "eagle", "--boundary"]) == 1
+    assert main(["check", "my_eagle_verifiers:verify", "--format", "eagle", "--boundary"]) == 0
