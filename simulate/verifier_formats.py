@@ -25,14 +25,18 @@ Assumed: the verifier draws the bonus itself (EAGLE's caller draws it from ``sam
 Batch ``bs = 1``; ``N`` draft positions, position 0 the root (the verified token). ``candidates`` [1, N]
 int64 tokens, ``retrive_index`` [1, N] the positions in the flat ``predicts`` (``arange(N)`` for one
 request), ``retrive_next_token`` / ``retrive_next_sibling`` [1, N] first child / next sibling (-1: none;
-siblings in increasing position), ``uniform_samples`` [1, N] one coin per position (used at that
-position's children), ``uniform_samples_for_final_sampling`` [1] the bonus coin, ``target_probs``
-[1, N, V], ``draft_probs`` [1, N, V] zeros (target-only scratch, writable). Outputs are written in place,
-as upstream: ``predicts`` [N] (the next token after each accepted position, the bonus at the last),
+siblings in increasing position, as ``build_tree_efficient`` links them: it walks the positions from
+the last and prepends each to its parent's list), ``uniform_samples`` [1, N] one coin per position
+(used at that position's children), ``uniform_samples_for_final_sampling`` [1] the bonus coin,
+``target_probs`` [1, N, V], ``draft_probs`` [1, N, V] zeros (target-only scratch, writable). Outputs are written in
+place, as upstream: ``predicts`` [N] (the next token after each accepted position, the bonus at the last),
 ``accept_index`` [1, num_spec_step] (accepted positions from the root, -1 after; ``num_spec_step`` =
 depth + 1), ``accept_token_num`` [1] (accepted draft tokens, root excluded); the verifier returns None.
-Assumed: coins are float64 from the kit's generator (upstream float32), thresholds are left at their
-exact value 1.0 (not passed), and every output starts at -1 so an unwritten entry is caught.
+Upstream accepts the first sibling whose running sum of target probabilities reaches the node's coin
+(``coin <= sum``, as EAGLE's ``r <= acp``: a coin of exactly 0 accepts a zero-probability child, which
+``check --boundary`` flags). Assumed: coins are float64 from the kit's generator (upstream float32),
+thresholds are left at their exact value 1.0 (not passed), and every output starts at -1 so an
+unwritten entry is caught.
 
 ``ddtree``: liranringel/ddtree at c96427a18567, ``ddtree.py`` (``build_ddtree_tree``,
 ``compile_ddtree_tree``, ``follow_verified_tree``). ``root_token_id``; ``node_token_ids`` [B] and
