@@ -20,6 +20,7 @@ from .verifiers import greedy, hsd, predraw, residual, tev, univer
 # Calibrated statistics and the conformance kit import scipy: loaded on first access.
 _LAZY = {
     "run_kit": "conformance", "load_verifier": "conformance", "KitReport": "conformance",
+    "adapt_verifier": "verifier_formats", "VerifierFormatError": "verifier_formats",
     "pooled_chisquare": "stats", "cell_binomial": "stats", "dkw_check": "stats",
     "chisquare_power": "stats", "sample_size": "stats", "seed_for": "stats",
     "FieldLabConfig": "field_lab", "run_field_lab": "field_lab",

@@ -61,6 +61,7 @@ from .conformance_calls import (
 )
 from .conformance_cases import Case, MarginalCase, conditional_cases, marginal_cases
 from .conformance_checks import auto_samples, check_case, completed_check, extend_counts
+from .verifier_formats import adapt_verifier
 
 EXACT_AND_SATURATING, NOT_EXACT, NOT_SATURATING = "exact and saturating", "not exact", "exact but not saturating"
 MARGINALLY_EXACT = "exact averaged over the drafts"  # marginal mode: saturation is a fixed-tree notion
@@ -96,6 +97,7 @@ class KitReport:
     errors: list = field(default_factory=list)   # one record per case whose calls raised or timed out
     timeout: float | None = None
     error: str = ""                               # bad input: why nothing was run
+    verifier_format: str = "exitlaw"              # the layout fn was written in (simulate/verifier_formats.py)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -143,7 +145,8 @@ def _tree_json(tree: DraftTree) -> dict:
 def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", seed: int = 0,
             budget: int = 8, vocab: int = 4, samples: int | None = None, family_alpha: float = 1e-6,
             delta: float = 0.1, power: float = 0.999, keep_going: bool = False,
-            chains_only: bool = False, timeout: float | None = 10.0, only_case: str | None = None) -> KitReport:
+            chains_only: bool = False, timeout: float | None = 10.0, only_case: str | None = None,
+            verifier_format: str = "exitlaw") -> KitReport:
     """Run the kit on ``fn`` and return the report (see the module docstring).
 
     Unless ``keep_going``, the remaining cases are skipped once a case shows the
@@ -152,11 +155,16 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
     uses ``SIGALRM``, so it interrupts Python code, not a blocking C call) is reported with its
     tree, seed, reproduce command and traceback, and the other cases still run.
     ``chains_only`` (marginal mode) drafts chains only; ``only_case`` runs one case by name.
+    ``verifier_format`` (conditional mode): the layout ``fn`` is written in, EAGLE's, SGLang's or DDTree's
+    (:func:`.verifier_formats.adapt_verifier` converts trees, rows and results).
     """
     if mode not in ("conditional", "marginal"):
         raise ValueError(f"mode must be 'conditional' or 'marginal', got {mode!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    if verifier_format != "exitlaw" and mode != "conditional":
+        raise ValueError(f"--format {verifier_format} applies to --mode conditional (fixed-tree verifiers)")
+    fn = adapt_verifier(fn, verifier_format)
     check_signature(fn, mode)
     root = np.random.SeedSequence(seed)
     cases = conditional_cases(seed, budget=budget, vocab=vocab) if mode == "conditional" else \
@@ -168,6 +176,8 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
     reproduce = f"exitlaw check {name} --mode {mode} --seed {seed} --budget {budget} --vocab {vocab}"
     if chains_only:
         reproduce += " --chains-only"
+    if verifier_format != "exitlaw":
+        reproduce += f" --format {verifier_format}"
     if samples is not None:
         reproduce += f" --samples {samples}"
     report_cases, powers, sizes, errors = [], [], [], []
@@ -207,7 +217,8 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
     verdict, failure = _verdict(report_cases, power_ok) if mode == "conditional" else \
         _marginal_verdict(report_cases, power_ok)
     return KitReport(name, mode, verdict, EXIT_CODES[verdict], seed, family_alpha, alpha, delta, power,
-                     int(sum(sizes)), min_power, report_cases, failure, reproduce, errors, timeout)
+                     int(sum(sizes)), min_power, report_cases, failure, reproduce, errors, timeout,
+                     verifier_format=verifier_format)
 
 
 def check_verifier(spec: str, **kwargs) -> KitReport:
@@ -219,7 +230,8 @@ def check_verifier(spec: str, **kwargs) -> KitReport:
     except VerifierCallError as err:
         return KitReport(spec, kwargs.get("mode", "conditional"), BAD_INPUT, EXIT_CODES[BAD_INPUT],
                          kwargs.get("seed", 0), kwargs.get("family_alpha", 1e-6), 0.0, kwargs.get("delta", 0.1),
-                         kwargs.get("power", 0.999), 0, 0.0, error=str(err), timeout=kwargs.get("timeout"))
+                         kwargs.get("power", 0.999), 0, 0.0, error=str(err), timeout=kwargs.get("timeout"),
+                         verifier_format=kwargs.get("verifier_format", "exitlaw"))
 
 
 def _vocab_of(case) -> int:

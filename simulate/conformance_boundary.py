@@ -147,6 +147,7 @@ def run_boundary(fn: Callable, *, name: str = "verifier", seed: int = 0, budget:
                 rep.runs += 1
                 where = {"case": case.name, "tree": _tree_json(case.tree), "coin": value.hex(),
                          "coin_decimal": repr(value), "schedule": "constant" if at is None else f"at draw {at}"}
+                out = None  # a format adapter may reject the result inside the call
                 try:
                     out = fn(case.tree, probs, BoundaryGenerator(sched, seed))
                     v, y = _as_pair(out, case.tree, case.vocab)

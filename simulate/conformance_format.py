@@ -18,7 +18,8 @@ def _stat_cells(c: dict) -> str:
 
 
 def format_report(rep) -> str:
-    out = [f"exitlaw check {rep.verifier}   mode {rep.mode}   seed {rep.seed}",
+    fmt = "" if rep.verifier_format == "exitlaw" else f"   format {rep.verifier_format}"
+    out = [f"exitlaw check {rep.verifier}{fmt}   mode {rep.mode}   seed {rep.seed}",
            f"false-failure rate <= {rep.family_alpha:g} for the whole run: alpha = {rep.alpha_per_check:.3g} per check "
            f"(Bonferroni over checks and cases); a distribution check is two tests, the pooled chi-square at "
            f"alpha / 2 and its worst cell at alpha / 2 / cells; completed_block is tested at every prefix "

@@ -81,6 +81,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("verifier", metavar="MODULE:CALLABLE")
     c.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
                    help="conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)")
+    c.add_argument("--format", dest="verifier_format", choices=("exitlaw", "eagle", "sglang", "ddtree"),
+                   default="exitlaw",
+                   help="the layout the verifier is written in (conditional mode): exitlaw f(tree, probs, rng); "
+                        "eagle f(candidates, retrieve_indices, probs, rng) -> (best_candidate, accept_length, "
+                        "bonus_token); sglang tree_speculative_sampling_target_only's arguments (bs 1, outputs "
+                        "written in place, coins drawn by the kit); ddtree f(root_token_id, node_token_ids, "
+                        "node_depths, parents, child_maps, visibility, target_probs, rng) -> (accepted_indices, "
+                        "next_token). See exitlaw/simulate/verifier_formats.py")
     c.add_argument("--seed", type=int, default=0, help="seed of the cases and of every draw (default 0)")
     c.add_argument("--budget", type=int, default=8, help="node budget B of the random tree case (default 8)")
     c.add_argument("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)")
@@ -226,7 +234,7 @@ def _check(args: argparse.Namespace) -> int:
     report = check_verifier(args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
                             vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
                             power=args.power, keep_going=args.keep_going, chains_only=args.chains_only,
-                            timeout=args.timeout, only_case=args.case)
+                            timeout=args.timeout, only_case=args.case, verifier_format=args.verifier_format)
     if report.verdict == BAD_INPUT:
         print(f"exitlaw check: error: {report.error}", file=sys.stderr)
     if args.json:
@@ -239,11 +247,12 @@ def _check(args: argparse.Namespace) -> int:
 def _check_boundary(args: argparse.Namespace) -> int:
     from exitlaw.simulate.conformance import load_verifier
     from exitlaw.simulate.conformance_boundary import format_boundary, run_boundary
+    from exitlaw.simulate.verifier_formats import adapt_verifier
 
     if args.mode != "conditional":
         raise ValueError("--boundary applies to --mode conditional (fixed-tree verifiers)")
-    rep = run_boundary(load_verifier(args.verifier), name=args.verifier, seed=args.seed, budget=args.budget,
-                       vocab=args.vocab)
+    fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format)
+    rep = run_boundary(fn, name=args.verifier, seed=args.seed, budget=args.budget, vocab=args.vocab)
     print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
     return rep.exit_code
 
