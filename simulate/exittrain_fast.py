@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .exittrain_objectives import normalise, raw_weight
+from .exittrain_objectives import coefficients
 
 NEG = -jnp.inf
 
@@ -112,7 +112,7 @@ def tree_term(code, logq, ctx, matrix, budget: int):
     tok, par, sel = jax.vmap(ddtree_levels, in_axes=(0, None))(fixed, budget)             # [S, H, B]
     p_f, rho, _ = jax.vmap(level_law, in_axes=(0, 0, 0, 0, None, None))(ctx, tok, par, sel, matrix, code[8])
     depth = jnp.arange(1, logq.shape[1] + 1, dtype=logq.dtype)[None, :, None]
-    coef = jax.lax.stop_gradient(normalise(code, raw_weight(code, p_f, rho, depth), sel))
+    coef = jax.lax.stop_gradient(coefficients(code, p_f, rho, depth, sel))
     nll = -jnp.take_along_axis(logq, tok, axis=-1)                                        # [S, H, B]
     return (coef * nll).sum()
 

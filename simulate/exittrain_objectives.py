@@ -22,7 +22,12 @@ Weights ``s(v)`` (``P`` = prefix probability, ``rho = 1 - child mass``, ``w = P 
 
 Normalisations ``Z`` (``S`` trees in the batch):
 
-* ``batch``: ``Z = sum of s over every non-root node of the batch`` (one weighted mean over the batch);
+* ``batch``: ``Z = sum of s over every non-root node of the batch`` (one weighted mean over the batch).
+  For ``prefix`` it is the paper's matched control instead (the engine's definition,
+  :mod:`exitlaw.engine.exittrain_law`): ``c(v) = P(v) * (W_t / sum_{u in t} P(u)) / sum_t W_t`` with
+  ``W_t = sum_{v in t} w(v)`` the tree's non-root exit mass: ``P`` rescaled per tree to that tree's exit
+  total, over the exit weight's denominator (credit moves from exit boundaries to prefixes, the per-tree
+  totals and ``Z`` are those of ``exit``). A tree with zero exit mass contributes nothing;
 * ``tree``: each tree's non-root weights sum to one, then the mean over trees (``Z_t = S * sum_{v in t} s(v)``);
   a tree whose weights are all zero contributes nothing;
 * ``nodes``: the authors' code, ``Z = number of non-root tree nodes in the batch`` (weights are not rescaled).
@@ -135,10 +140,12 @@ def raw_weight(code, prefix, rho, depth):
     return code[0] * prefix + code[1] * w + code[2] * w * depth
 
 
-def normalise(code, s, mask):
-    """Per-node coefficients ``c = s / Z`` for the normalisation in ``code`` (``s``, ``mask``: ``[S, ...]``).
+def normalise(code, s, mask, w):
+    """Per-node coefficients ``c = s / Z`` for the normalisation in ``code`` (``s``, ``mask``, ``w``: ``[S, ...]``).
 
     ``mask`` marks the real non-root nodes; ``sum(c * nll)`` is then the tree term.
+    ``w = P rho`` (the exit weight) is used only by ``prefix`` under ``batch``: the
+    paper's matched control (module docstring), ``P`` rescaled per tree to ``W_t`` over ``sum_t W_t``.
     """
     s = jnp.where(mask, s, 0.0)
     axes = tuple(range(1, s.ndim))
@@ -146,7 +153,12 @@ def normalise(code, s, mask):
     per_tree = s.sum(axis=axes, keepdims=True)
     count = mask.sum()
     n_trees = s.shape[0]
-    c_batch = s / jnp.where(total > 0, total, 1.0)
+    exit_per_tree = jnp.where(mask, w, 0.0).sum(axis=axes, keepdims=True)     # W_t
+    z_exit = exit_per_tree.sum()                                              # the exit weight's denominator
+    scale = jnp.where(per_tree > 0, exit_per_tree / jnp.where(per_tree > 0, per_tree, 1.0), 0.0)
+    c_matched = jnp.where(z_exit > 0, s * scale / jnp.where(z_exit > 0, z_exit, 1.0), 0.0)
+    c_plain = s / jnp.where(total > 0, total, 1.0)
+    c_batch = jnp.where(code[0] > 0, c_matched, c_plain)   # prefix: the matched control
     c_tree = jnp.where(per_tree > 0, s / jnp.where(per_tree > 0, per_tree, 1.0), 0.0) / n_trees
     c_nodes = s / jnp.maximum(count, 1)
     return code[3] * c_batch + code[4] * c_tree + code[5] * c_nodes
@@ -156,5 +168,10 @@ def node_coefficients(objective: Objective, prefix, rho, depth, mask):
     """``c(v)`` of ``objective`` for trees given as ``[S, ...]`` arrays of ``P``, ``rho``, depth and mask."""
     if objective.weight == "draft-opd":
         raise ObjectiveError("draft-opd has no tree-node weights (its term is on-policy distillation)")
-    code = jnp.asarray(objective.code())
-    return normalise(code, raw_weight(code, jnp.asarray(prefix), jnp.asarray(rho), jnp.asarray(depth)), jnp.asarray(mask))
+    return coefficients(jnp.asarray(objective.code()), jnp.asarray(prefix), jnp.asarray(rho), jnp.asarray(depth),
+                        jnp.asarray(mask))
+
+
+def coefficients(code, prefix, rho, depth, mask):
+    """``c(v) = normalise(raw_weight(P, rho, depth))`` for the objective ``code`` (``[S, ...]`` arrays)."""
+    return normalise(code, raw_weight(code, prefix, rho, depth), mask, prefix * rho)
