@@ -155,8 +155,8 @@ def tree_weights(trees, contexts, matrix: np.ndarray, objective: str | Objective
     (edges floored at the objective's alpha for ``P`` only).
     """
     obj = as_objective(objective)
-    if obj.weight == "draft-opd":
-        raise ObjectiveError("draft-opd has no tree weights; it is trained by exitlaw.simulate.exittrain_fast")
+    if obj.weight in ("draft-opd", "vat"):
+        raise ObjectiveError(f"{obj.weight} has no tree weights; it is trained by exitlaw.simulate.exittrain_fast")
     n = max(t.num_nodes for t in trees)
     batch = stack_trees(trees, n)
     edges = np.zeros((len(trees), n))

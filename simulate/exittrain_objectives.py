@@ -18,6 +18,8 @@ Weights ``s(v)`` (``P`` = prefix probability, ``rho = 1 - child mass``, ``w = P 
 ``exit-depth`` ``s = w * depth`` (the "exit" weight of the authors' public code)
 ``draft-opd``  no tree weights: an on-policy distillation term replaces the tree
                term (see :mod:`exitlaw.simulate.exittrain_fast` for what it assumes)
+``vat``        no tree weights: verification-aware training (CE reweighted at the
+               simulated first rejection, :mod:`exitlaw.simulate.exittrain_vat`) replaces the tree term
 =============  ============================================================
 
 Normalisations ``Z`` (``S`` trees in the batch):
@@ -54,13 +56,15 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-WEIGHTS = ("token", "prefix", "exit", "exit-depth", "draft-opd")
+WEIGHTS = ("token", "prefix", "exit", "exit-depth", "draft-opd", "vat")
 NORMALISATIONS = ("batch", "tree", "nodes")
 AUTHORS_ALPHA = 1e-4
 AUTHORS_LAMBDA = 0.1
-# numeric encoding (for vmap over objectives): [c_P, c_w, c_wdepth, n_batch, n_tree, n_nodes, lambda, opd, alpha]
-CODE_FIELDS = ("c_prefix", "c_exit", "c_exit_depth", "n_batch", "n_tree", "n_nodes", "lam", "opd", "alpha")
-_WEIGHT_CODE = {"token": (0, 0, 0), "prefix": (1, 0, 0), "exit": (0, 1, 0), "exit-depth": (0, 0, 1), "draft-opd": (0, 0, 0)}
+# numeric encoding (for vmap over objectives): [c_P, c_w, c_wdepth, n_batch, n_tree, n_nodes, lambda, opd, alpha, vat]
+CODE_FIELDS = ("c_prefix", "c_exit", "c_exit_depth", "n_batch", "n_tree", "n_nodes", "lam", "opd", "alpha", "vat")
+_WEIGHT_CODE = {"token": (0, 0, 0), "prefix": (1, 0, 0), "exit": (0, 1, 0), "exit-depth": (0, 0, 1), "draft-opd": (0, 0, 0),
+                "vat": (0, 0, 0)}
+NO_TREE_WEIGHTS = ("token", "draft-opd", "vat")  # weights whose term uses no prefix probabilities
 
 
 class ObjectiveError(ValueError):
@@ -85,10 +89,10 @@ class Objective:
             raise ObjectiveError(f"lambda must be finite and >= 0, got {self.lam!r}")
         if not (np.isfinite(self.edge_floor) and 0 <= self.edge_floor < 1):
             raise ObjectiveError(f"edge floor alpha must be in [0, 1), got {self.edge_floor!r}")
-        if self.weight in ("token", "draft-opd") and self.edge_floor:
+        if self.weight in NO_TREE_WEIGHTS and self.edge_floor:
             raise ObjectiveError(f"weight {self.weight!r} uses no prefix probabilities: an edge floor means nothing there")
-        if self.weight == "draft-opd" and self.norm != "batch":
-            raise ObjectiveError("draft-opd averages over its visited states (norm 'batch'); "
+        if self.weight in ("draft-opd", "vat") and self.norm != "batch":
+            raise ObjectiveError(f"{self.weight} is a weighted mean over the batch's positions (norm 'batch'); "
                                  f"norm {self.norm!r} is not defined for it")
 
     @property
@@ -100,11 +104,12 @@ class Objective:
         return out + (f"/floor={self.edge_floor:g}" if self.edge_floor else "")
 
     def code(self) -> np.ndarray:
-        """``[9]`` float code (fields :data:`CODE_FIELDS`): the objective as numbers, for ``vmap``."""
+        """``[10]`` float code (fields :data:`CODE_FIELDS`): the objective as numbers, for ``vmap``."""
         cw = _WEIGHT_CODE[self.weight]
         norm = tuple(float(self.norm == n) for n in NORMALISATIONS)
         lam = 0.0 if self.weight == "token" else float(self.lam)
-        return np.array([*cw, *norm, lam, float(self.weight == "draft-opd"), float(self.edge_floor)])
+        return np.array([*cw, *norm, lam, float(self.weight == "draft-opd"), float(self.edge_floor),
+                         float(self.weight == "vat")])
 
 
 def parse_objective(name: str) -> Objective:
@@ -166,8 +171,8 @@ def normalise(code, s, mask, w):
 
 def node_coefficients(objective: Objective, prefix, rho, depth, mask):
     """``c(v)`` of ``objective`` for trees given as ``[S, ...]`` arrays of ``P``, ``rho``, depth and mask."""
-    if objective.weight == "draft-opd":
-        raise ObjectiveError("draft-opd has no tree-node weights (its term is on-policy distillation)")
+    if objective.weight in ("draft-opd", "vat"):
+        raise ObjectiveError(f"{objective.weight} has no tree-node weights (its term replaces the tree term)")
     return coefficients(jnp.asarray(objective.code()), jnp.asarray(prefix), jnp.asarray(rho), jnp.asarray(depth),
                         jnp.asarray(mask))
 
