@@ -20,6 +20,10 @@ and alternating methods (so load drifts hit all alike). Every batch holds exactl
 the padded ``[B, N, V]`` logits against ``B`` single-tree :func:`verify` calls, median
 and minimum over repeats, per kind (on a shared CPU the minimum is the cleaner number:
 a descheduled call costs tens of ms). Nothing is asserted here; timing is from the outside.
+
+:func:`run_batched_bench` is ``exitlaw bench --batch-size B``: the decode bench at one
+batch size for every budget and temperature of a ``bench`` run (``exitlaw batch-bench``
+is :func:`run_batch_bench`: several batch sizes, one budget, plus the verifier stage).
 """
 
 from __future__ import annotations
@@ -120,16 +124,25 @@ def _times_ms(fn, repeats: int, device: torch.device) -> tuple[float, float]:
     return float(statistics.median(out)), float(min(out))
 
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
 def run_batch_verifier_bench(batch_sizes: Sequence[int] = (1, 4, 8), budget: int = 32, vocab: int = 151936, *,
                              kinds: Sequence[str] = ("greedy", "predraw", "tev"), temperature: float = 1.0,
-                             device: str = "cpu", depth: int = 7, repeats: int = 10, seed: int = 0) -> list[dict[str, Any]]:
+                             device: str = "cpu", depth: int = 7, repeats: int = 10, seed: int = 0,
+                             dtype: str = "float32") -> list[dict[str, Any]]:
     """Decision latency per batch: one batched call vs ``B`` single-tree calls, median and min ms per kind."""
     dev = torch.device(device)
+    dt = DTYPES.get(dtype)
+    if dt is None:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if min(batch_sizes, default=0) < 1 or budget < 1 or repeats < 1:
+        raise ValueError(f"batch sizes, budget and repeats must be >= 1, got {list(batch_sizes)}, {budget}, {repeats}")
     rows = []
     for size in batch_sizes:
-        cases = make_cases(budget, vocab, trees=size, depth=depth, device=dev, dtype=torch.float32, seed=seed + size)
+        cases = make_cases(budget, vocab, trees=size, depth=depth, device=dev, dtype=dt, seed=seed + size)
         bt = to_batch_tree([c.tree.tree for c in cases], dev)
-        logits = torch.full((size, bt.width, vocab), -30.0, device=dev)
+        logits = torch.full((size, bt.width, vocab), -30.0, device=dev, dtype=dt)
         for b, c in enumerate(cases):
             logits[b, : c.tree.num_nodes] = c.logits
         for kind in kinds:
@@ -155,20 +168,7 @@ def run_batch_bench(target: str, draft: str, *, dataset: str, batch_sizes: Seque
     Prompts are read and encoded as ``exitlaw bench`` does (``prompt_records``, ``prompt_encoding``:
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
-    from transformers import AutoTokenizer
-
-    from .bench import _stop_tokens
-    from .checkpoint import load_pair
-    from .prompt_encoding import encode_prompt, has_chat_template
-    from .prompt_records import load_prompt_set
-
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
-    tgt, drafter = load_pair(target, draft, device=device, dtype=None if dtype == "auto" else getattr(torch, dtype))
-    tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
-    chat = has_chat_template(tokenizer)
-    prompts = [encode_prompt(tokenizer, r, chat=chat) for r in records]  # first user turn (or the ids)
-    stop = _stop_tokens(tokenizer, tgt)
+    tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": list(batch_sizes),
               "budget": budget, "verifiers": list(verifiers), "temperature": float(temperature),
               "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat, "seed": seed, "device": device,
@@ -183,25 +183,77 @@ def run_batch_bench(target: str, draft: str, *, dataset: str, batch_sizes: Seque
     return {"schema": "exitlaw.batch_bench", "version": 1, "config": config, "decode": decode, "verifier_stage": stage}
 
 
-def format_batch_bench(result: dict[str, Any]) -> str:
-    """Side-by-side table: batched tree vs batched AR tokens/s, tau, verifier stage per batch."""
-    lines = [f"{'B':>3} {'verifier':>9} {'tau':>5} {'AR tok/s':>10} {'tree tok/s':>11} {'speedup':>8} "
-             f"{'fwd ms':>8} {'verifier ms/batch':>18} {'T=0 = AR':>9}"]
-    for r in result["decode"]:
-        s = r["stage_ms_per_round"]
-        match = {True: "yes", False: "NO"}.get(r.get("matches_ar"), "-")
-        lines.append(f"{r['batch_size']:>3} {r['verifier']:>9} {r['tau']:>5.2f} {r['ar_tokens_per_s']:>10.1f} "
-                     f"{r['tokens_per_s']:>11.1f} {r['speedup']:>8.2f} {s.get('verify_forward', 0.0):>8.2f} "
-                     f"{s['verifier_stage']:>18.3f} {match:>9}")
-    if result.get("verifier_stage"):
-        lines.append("")
-        lines.append(f"{'B':>3} {'kind':>8} {'batched ms':>11} {'B x single ms':>14} {'ratio':>6} "
-                     f"{'min batched':>12} {'min B x single':>15} {'min ratio':>10}")
-        for r in result["verifier_stage"]:
-            lines.append(f"{r['batch_size']:>3} {r['kind']:>8} {r['batched_ms']:>11.3f} {r['looped_ms']:>14.3f} "
-                         f"{r['looped_over_batched']:>6.2f} {r['batched_min_ms']:>12.3f} {r['looped_min_ms']:>15.3f} "
-                         f"{r['looped_over_batched_min']:>10.2f}")
+def _load_inputs(target: str, draft: str, dataset: str, num_prompts: int | None, device: str | None, dtype: str):
+    """``(target model, drafter, first-turn prompt ids, stop tokens, chat, device)`` as ``exitlaw bench`` reads them."""
+    from transformers import AutoTokenizer
+
+    from .bench import _stop_tokens
+    from .checkpoint import load_pair
+    from .prompt_encoding import encode_prompt, has_chat_template
+    from .prompt_records import load_prompt_set
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
+    tgt, drafter = load_pair(target, draft, device=device, dtype=None if dtype == "auto" else getattr(torch, dtype))
+    tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
+    chat = has_chat_template(tokenizer)
+    prompts = [encode_prompt(tokenizer, r, chat=chat) for r in records]  # first user turn (or the ids)
+    return tgt, drafter, prompts, _stop_tokens(tokenizer, tgt), chat, device
+
+
+def run_batched_bench(target: str, draft: str, *, dataset: str, batch_size: int, budgets: Sequence[int],
+                      temperatures: Sequence[float], verifiers: Sequence[str], max_new_tokens: int,
+                      num_prompts: int | None = None, seed: int = 0, device: str | None = None, dtype: str = "auto",
+                      warmup: int = 1, method: str = "ddtree") -> dict[str, Any]:
+    """``exitlaw bench --batch-size B``: batched tree decoding vs batched AR, one row per (budget, T, verifier).
+
+    Every ``(budget, T)`` runs :func:`run_batch_decode_bench` at batch size ``B`` (AR and tree
+    decoding alternating batch by batch in the same run); ``verifier_stage`` stays empty.
+    """
+    if int(batch_size) < 1:
+        raise ValueError(f"batch size must be a positive integer, got {batch_size!r}")
+    if not budgets or min(budgets) < 1:
+        raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
+    tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
+    config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": [int(batch_size)],
+              "budgets": list(budgets), "temperatures": [float(t) for t in temperatures], "verifiers": list(verifiers),
+              "method": method, "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat,
+              "seed": seed, "device": device, "dtype": str(tgt.dtype), "stop_tokens": list(stop)}
+    decode = []
+    for budget in budgets:
+        for temperature in temperatures:
+            decode += run_batch_decode_bench(tgt, drafter, prompts, batch_sizes=(int(batch_size),), budget=int(budget),
+                                             verifiers=verifiers, temperature=temperature,
+                                             max_new_tokens=max_new_tokens, method=method, stop_tokens=stop,
+                                             seed=seed, warmup=warmup)
+    return {"schema": "exitlaw.batch_bench", "version": 1, "config": config, "decode": decode, "verifier_stage": []}
+
+
+def format_batch_verifier_stage(rows: list[dict[str, Any]]) -> str:
+    """Table of :func:`run_batch_verifier_bench` rows: one batched call vs ``B`` single-tree calls (ms per batch)."""
+    lines = [f"{'B':>3} {'budget':>6} {'kind':>8} {'batched ms':>11} {'B x single ms':>14} {'ratio':>6} "
+             f"{'min batched':>12} {'min B x single':>15} {'min ratio':>10}"]
+    for r in rows:
+        lines.append(f"{r['batch_size']:>3} {r['budget']:>6} {r['kind']:>8} {r['batched_ms']:>11.3f} "
+                     f"{r['looped_ms']:>14.3f} {r['looped_over_batched']:>6.2f} {r['batched_min_ms']:>12.3f} "
+                     f"{r['looped_min_ms']:>15.3f} {r['looped_over_batched_min']:>10.2f}")
     return "\n".join(lines)
 
 
-__all__ = ["run_batch_decode_bench", "run_batch_verifier_bench", "run_batch_bench", "format_batch_bench"]
+def format_batch_bench(result: dict[str, Any]) -> str:
+    """Side-by-side table: batched tree vs batched AR tokens/s, tau, verifier stage per batch."""
+    lines = [f"{'B':>3} {'budget':>6} {'T':>4} {'verifier':>9} {'tau':>5} {'AR tok/s':>10} {'tree tok/s':>11} "
+             f"{'speedup':>8} {'fwd ms':>8} {'verifier ms/batch':>18} {'T=0 = AR':>9}"]
+    for r in result["decode"]:
+        s = r["stage_ms_per_round"]
+        match = {True: "yes", False: "NO"}.get(r.get("matches_ar"), "-")
+        lines.append(f"{r['batch_size']:>3} {r['budget']:>6} {r['temperature']:>4g} {r['verifier']:>9} "
+                     f"{r['tau']:>5.2f} {r['ar_tokens_per_s']:>10.1f} {r['tokens_per_s']:>11.1f} {r['speedup']:>8.2f} "
+                     f"{s.get('verify_forward', 0.0):>8.2f} {s['verifier_stage']:>18.3f} {match:>9}")
+    if result.get("verifier_stage"):
+        lines += ["", format_batch_verifier_stage(result["verifier_stage"])]
+    return "\n".join(lines)
+
+
+__all__ = ["run_batch_decode_bench", "run_batch_verifier_bench", "run_batch_bench", "run_batched_bench",
+           "format_batch_bench", "format_batch_verifier_stage"]

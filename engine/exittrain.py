@@ -10,7 +10,8 @@ For a batch of ``K`` anchors, each with the drafter's per-depth logits
 * ``wt``: the objective's node weights under its normalisation, from the detached
   exit law (:mod:`.exittrain_law`: ``token``, ``prefix``, ``exit``, ``exit-depth``;
   ``batch``, ``tree``, ``nodes``; the edge floor); ``token`` trains with ``lambda = 0``;
-* ``draft-opd`` replaces the tree term by its on-policy distillation term (:mod:`.draft_opd`).
+* ``draft-opd`` replaces the tree term by its on-policy distillation term (:mod:`.draft_opd`);
+* ``vat`` replaces it by the verification-aware reweighted CE (:mod:`.vat`).
 
 ``-log q_d(x_v) = logZ_d - z_d[x_v]``: one log-normaliser per distinct draft row
 (``K * D`` of them, shared with the CE term) and gathered logits; no node ever
@@ -33,6 +34,7 @@ from exitlaw.theory import DistributionError
 from .draft_opd import OPDChains, draft_opd_term
 from .exittrain_law import TreeBatch, TreeLaw, objective_weights, raw_weights, tree_law
 from .objectives import NORMALISATIONS, OBJECTIVES, ObjectiveError, check_objective
+from .vat import vat_term
 
 
 def draft_log_normalisers(logits: torch.Tensor) -> torch.Tensor:
@@ -96,6 +98,9 @@ def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: to
                                 f"{tuple(targets.shape)} and {tuple(target_valid.shape)}")
     log_z = draft_log_normalisers(logits)
     ce = token_ce(logits, log_z, targets, target_valid)
+    if objective == "vat" and trees is None:  # needs no trees; with trees they are still scored and logged
+        term = vat_term(logits, log_z, targets, target_valid)
+        return LossTerms(ce + float(lam) * term, ce, term, float(lam), None, None, None, None)
     if trees is None:
         if objective != "token":
             raise ObjectiveError(f"objective {objective!r} needs scored trees")
@@ -109,6 +114,8 @@ def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: to
         if opd is None:
             raise ObjectiveError("draft-opd needs the drafter's scored chains (opd=...)")
         term = draft_opd_term(logits, log_z, opd, edge_floor)
+    elif objective == "vat":
+        term = vat_term(logits, log_z, targets, target_valid)
     else:
         weights = objective_weights(objective, law, trees, normalisation).to(torch.float32)
         node_nll = gathered_nll(logits, log_z, trees.depth - 1, trees.token)

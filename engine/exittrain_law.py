@@ -43,7 +43,7 @@ import torch
 
 from exitlaw.theory import DistributionError, DraftTree, PaddedTree, stack_trees
 
-from .objectives import check_edge_floor, check_objective
+from .objectives import ObjectiveError, check_edge_floor, check_objective
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,8 @@ def raw_weights(objective: str, law: TreeLaw, trees: TreeBatch) -> torch.Tensor:
     probability ``P(par(v))`` of node ``v``'s position (used on the drafter's chain, :mod:`.draft_opd`).
     """
     check_objective(objective)
+    if objective == "vat":
+        raise ObjectiveError("vat has no tree-node weights (its term reweights the drafter's positions, :mod:`.vat`)")
     zero = torch.zeros_like(law.w)
     if objective == "prefix":
         s = law.prefix

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-OBJECTIVES = ("token", "prefix", "exit", "exit-depth", "draft-opd")
+OBJECTIVES = ("token", "prefix", "exit", "exit-depth", "draft-opd", "vat")
 NORMALISATIONS = ("batch", "tree", "nodes")
 AUTHORS_EDGE_FLOOR = 1e-4   # alpha of the authors' public code (P from max(a, alpha))
 AUTHORS_LAMBDA = 0.1        # their loss: 1.0 * CE + 0.1 * (tree term over tree nodes)
@@ -36,6 +36,11 @@ def check_objective(objective: str, normalisation: str = "batch", edge_floor: fl
     if objective == "draft-opd" and normalisation != "batch":
         raise ObjectiveError("draft-opd averages over the states verification visits (normalisation 'batch'); "
                              f"{normalisation!r} is not defined for it")
+    if objective == "vat" and normalisation != "batch":
+        raise ObjectiveError("vat is a weighted mean over the batch's positions (normalisation 'batch'); "
+                             f"{normalisation!r} is not defined for it")
+    if objective == "vat" and edge_floor is not None:
+        raise ObjectiveError("vat uses no tree probabilities: an edge floor means nothing there")
 
 
 __all__ = ["OBJECTIVES", "NORMALISATIONS", "AUTHORS_EDGE_FLOOR", "AUTHORS_LAMBDA", "ObjectiveError",

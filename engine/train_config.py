@@ -33,7 +33,7 @@ PRESETS: dict[str, dict] = {
 class TrainConfig:
     """One training run (``exitlaw train`` flags map one to one)."""
 
-    objective: str = "exit"        # token | prefix | exit | exit-depth | draft-opd
+    objective: str = "exit"        # token | prefix | exit | exit-depth | draft-opd | vat
     lam: float = 1.0
     weight_norm: str = "batch"     # batch | tree | nodes: how the tree term's weights are normalised
     edge_floor: float | None = None  # alpha of the authors' code (P from max(a, alpha)); None: raw edges

@@ -31,6 +31,8 @@ GROUPS = (
      "prefix/nodes/lambda={lam}/floor=0.0001"),
     ("draft-opd - token", "draft-opd/batch/lambda={lam}", "token"),
     ("exit - draft-opd", "exit/tree/lambda={lam}", "draft-opd/batch/lambda={lam}"),
+    ("vat - token", "vat/batch/lambda={lam}", "token"),
+    ("exit - vat", "exit/tree/lambda={lam}", "vat/batch/lambda={lam}"),
 )
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")  # eval budgets in increasing order
 

@@ -54,9 +54,11 @@ def _batch(alpha=0.0):
 HAND = {
     # s = P; tree: each tree's non-root P sums to 1 (A: 1.050015, B: 1.2), then / 2 trees
     ("prefix", "tree"): [[0, 0.5 / 2.10003, 0.25 / 2.10003, 0.3 / 2.10003, 1.5e-5 / 2.10003], [0, 1 / 3, 1 / 6, 0, 0]],
-    # batch: / (1.050015 + 1.2)
-    ("prefix", "batch"): [[0, 0.5 / 2.250015, 0.25 / 2.250015, 0.3 / 2.250015, 1.5e-5 / 2.250015],
-                          [0, 0.8 / 2.250015, 0.4 / 2.250015, 0, 0]],
+    # batch, the paper's matched control: P * (W_t / sum_t P) / (W_A + W_B) with W_A = .75, W_B = .8, so
+    # A: P * (.75 / 1.050015) / 1.55; B: P * (.8 / 1.2) / 1.55 = [.8, .4] * (2/3) / 1.55
+    ("prefix", "batch"): [[0, 0.5 * 0.75 / 1.050015 / 1.55, 0.25 * 0.75 / 1.050015 / 1.55,
+                           0.3 * 0.75 / 1.050015 / 1.55, 1.5e-5 * 0.75 / 1.050015 / 1.55],
+                          [0, 0.8 * 2 / 3 / 1.55, 0.4 * 2 / 3 / 1.55, 0, 0]],
     # nodes: / 6 non-root nodes, no rescaling
     ("prefix", "nodes"): [[0, 0.5 / 6, 0.25 / 6, 0.05, 2.5e-6], [0, 0.8 / 6, 0.4 / 6, 0, 0]],
     # s = w; A's non-root w sums to .75, B's to .8
@@ -94,6 +96,21 @@ def test_token_weights_are_zero_and_a_tree_with_zero_weights_contributes_nothing
     got = np.asarray(node_coefficients(Objective("exit", "tree"), p, rho0, depth, mask))
     assert np.all(got[1] == 0)
     assert got[0].sum() == pytest.approx(0.5, rel=1e-12)
+
+
+def test_matched_prefix_control_gives_each_tree_its_exit_total_and_a_dead_tree_nothing():
+    p, rho, depth, mask = _batch()
+    got = np.asarray(node_coefficients(Objective("prefix", "batch"), p, rho, depth, mask))
+    # per-tree totals are those of exit/batch: W_A / 1.55 and W_B / 1.55
+    np.testing.assert_allclose(got.sum(1), [0.75 / 1.55, 0.8 / 1.55], rtol=1e-12)
+    rho0 = rho.copy()
+    rho0[1] = 0.0  # tree B keeps its prefix mass but has zero exit mass: it gets nothing, A gets everything
+    got = np.asarray(node_coefficients(Objective("prefix", "batch"), p, rho0, depth, mask))
+    assert np.all(got[1] == 0)
+    np.testing.assert_allclose(got[0, 1:], np.array([0.5, 0.25, 0.3, 1.5e-5]) / 1.050015, rtol=1e-12)
+    rho0[0] = 0.0  # every tree dead: all zero, never NaN
+    got = np.asarray(node_coefficients(Objective("prefix", "batch"), p, rho0, depth, mask))
+    assert np.all(got == 0)
 
 
 def test_objective_names_round_trip_and_bad_objectives_are_named_errors():

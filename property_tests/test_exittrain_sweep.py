@@ -112,6 +112,13 @@ def test_tiny_sweep_writes_valid_json_and_shares_random_numbers_across_objective
         assert r["diff"]["per_seed"] == [0.0, 0.0] and r["verdict"] == "=", (r["a"], r["b"])
     moved = [r for r in res["rows"] if r["a"] == "exit/tree/lambda=1" and r["b"] == "token"]
     assert any(d != 0 for r in moved for d in r["diff"]["per_seed"])  # lambda = 1 does change the drafter
+    # vat is one of the sweep's objectives, compared with token and exit (a no-op at lambda 0; its gradient is
+    # pinned in test_vat.py: with Adam and 3 steps its tau may equal token's, CE and VAT being close)
+    assert {"vat/batch/lambda=0", "vat/batch/lambda=1"} <= set(res["objectives"])
+    assert any(r["a"] == "vat/batch/lambda=0" and r["b"] == "token" for r in zero)
+    pairs = {(r["a"], r["b"]) for r in res["rows"]}
+    assert {("vat/batch/lambda=1", "token"), ("exit/tree/lambda=1", "vat/batch/lambda=1")} <= pairs
+    assert np.asarray(res["regimes"]["tiny"]["tau"]["4"]["vat/batch/lambda=1"]).shape == (2, 1, 2)
     paths = write_sweep(res, tmp_path)
     back = read_sweep(paths[0])
     assert back["rows"] == json.loads(json.dumps(res["rows"]))

@@ -77,3 +77,18 @@ def test_exitlaw_train_runs_every_objective_on_the_tiny_models(tiny_files, objec
     # an undefined combination is a named error, not a guess
     assert main(_argv(tdir, ddir, prompts, root / "bad", "--objective", "draft-opd", "--weight-norm", "nodes")) == 2
     assert "draft-opd" in capsys.readouterr().err and not (root / "bad").exists()
+
+
+def test_exitlaw_train_vat_logs_its_reweighted_term_and_rejects_undefined_combinations(tiny_files, capsys):
+    root, tdir, ddir, prompts = tiny_files
+    out = root / "run_vat_lam"
+    assert main(_argv(tdir, ddir, prompts, out, "--objective", "vat", "--lam", "0.5", "--budget", "6",
+                      "--cache-dir", str(root / "cache"))) == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["last"]
+    # loss = CE + lambda * vat term; the term is a weighted mean of draft NLLs (> 0), the trees still scored
+    assert last["objective"] == "vat" and last["lambda"] == 0.5 and last["tree"] > 0
+    assert last["loss"] == pytest.approx(last["ce"] + 0.5 * last["tree"], rel=1e-5)
+    assert last["coverage"] == last["coverage"]   # not NaN: trees were scored and logged
+    for extra, word in ((["--weight-norm", "tree"], "vat"), (["--edge-floor", "1e-4"], "floor")):
+        assert main(_argv(tdir, ddir, prompts, root / "bad_vat", "--objective", "vat", *extra)) == 2
+        assert word in capsys.readouterr().err and not (root / "bad_vat").exists()

@@ -45,7 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .exittrain_objectives import normalise, raw_weight
+from .exittrain_objectives import coefficients
+from .exittrain_vat import vat_term
 
 NEG = -jnp.inf
 
@@ -112,7 +113,7 @@ def tree_term(code, logq, ctx, matrix, budget: int):
     tok, par, sel = jax.vmap(ddtree_levels, in_axes=(0, None))(fixed, budget)             # [S, H, B]
     p_f, rho, _ = jax.vmap(level_law, in_axes=(0, 0, 0, 0, None, None))(ctx, tok, par, sel, matrix, code[8])
     depth = jnp.arange(1, logq.shape[1] + 1, dtype=logq.dtype)[None, :, None]
-    coef = jax.lax.stop_gradient(normalise(code, raw_weight(code, p_f, rho, depth), sel))
+    coef = jax.lax.stop_gradient(coefficients(code, p_f, rho, depth, sel))
     nll = -jnp.take_along_axis(logq, tok, axis=-1)                                        # [S, H, B]
     return (coef * nll).sum()
 
@@ -145,12 +146,16 @@ def opd_term(key, params, draft_logprobs, logq, ctx, matrix):
 
 # ----- training and exact evaluation (one instance; vmap outside) -------------------------------------
 def loss_one(params, code, ctx, cont, key, matrix, budget: int, draft_logprobs):
-    """``CE(cont) + lambda * ((1 - opd) * tree_term + opd * opd_term)`` for one batch (``ctx [S]``, ``cont [S, H]``)."""
+    """``CE(cont) + lambda * ((1 - opd - vat) * tree_term + opd * opd_term + vat * vat_term)`` for one batch.
+
+    ``ctx [S]``, ``cont [S, H]``; every term is computed for every objective (matched compute, one ``vmap``).
+    """
     logq = draft_logprobs(params, ctx)                                                    # [S, H, V]
     ce = -jnp.take_along_axis(logq, cont[..., None], axis=-1).mean()
     tt = tree_term(code, logq, ctx, matrix, budget)
     ot = opd_term(key, params, draft_logprobs, logq, ctx, matrix)
-    return ce + code[6] * ((1.0 - code[7]) * tt + code[7] * ot)
+    vt = vat_term(logq, cont)
+    return ce + code[6] * ((1.0 - code[7] - code[9]) * tt + code[7] * ot + code[9] * vt)
 
 
 def make_trainer(optimizer, budget: int, draft_logprobs):

@@ -49,7 +49,7 @@ import optax
 from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
 
 from .builders import ddtree
-from .exittrain_objectives import Objective, ObjectiveError, normalise, prefix_and_exit, raw_weight
+from .exittrain_objectives import Objective, ObjectiveError, coefficients, prefix_and_exit
 from .models import NGramTarget
 
 OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")  # the table's row labels
@@ -155,8 +155,8 @@ def tree_weights(trees, contexts, matrix: np.ndarray, objective: str | Objective
     (edges floored at the objective's alpha for ``P`` only).
     """
     obj = as_objective(objective)
-    if obj.weight == "draft-opd":
-        raise ObjectiveError("draft-opd has no tree weights; it is trained by exitlaw.simulate.exittrain_fast")
+    if obj.weight in ("draft-opd", "vat"):
+        raise ObjectiveError(f"{obj.weight} has no tree weights; it is trained by exitlaw.simulate.exittrain_fast")
     n = max(t.num_nodes for t in trees)
     batch = stack_trees(trees, n)
     edges = np.zeros((len(trees), n))
@@ -174,7 +174,7 @@ def tree_weights(trees, contexts, matrix: np.ndarray, objective: str | Objective
 def _coefficients(code, log_f, edges, ancestor, child, depth, mask):
     """``c(v)`` ``[S, N]`` of the objective ``code`` (one compile per padded shape)."""
     prefix, rho = jax.vmap(prefix_and_exit, in_axes=(0, 0, 0, 0, None))(log_f, edges, ancestor, child, code[8])
-    return normalise(code, raw_weight(code, prefix, rho, depth), mask)
+    return coefficients(code, prefix, rho, depth, mask)
 
 
 def stationary(matrix: np.ndarray, iters: int = 2000) -> np.ndarray:

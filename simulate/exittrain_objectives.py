@@ -18,11 +18,18 @@ Weights ``s(v)`` (``P`` = prefix probability, ``rho = 1 - child mass``, ``w = P 
 ``exit-depth`` ``s = w * depth`` (the "exit" weight of the authors' public code)
 ``draft-opd``  no tree weights: an on-policy distillation term replaces the tree
                term (see :mod:`exitlaw.simulate.exittrain_fast` for what it assumes)
+``vat``        no tree weights: verification-aware training (CE reweighted at the
+               simulated first rejection, :mod:`exitlaw.simulate.exittrain_vat`) replaces the tree term
 =============  ============================================================
 
 Normalisations ``Z`` (``S`` trees in the batch):
 
-* ``batch``: ``Z = sum of s over every non-root node of the batch`` (one weighted mean over the batch);
+* ``batch``: ``Z = sum of s over every non-root node of the batch`` (one weighted mean over the batch).
+  For ``prefix`` it is the paper's matched control instead (the engine's definition,
+  :mod:`exitlaw.engine.exittrain_law`): ``c(v) = P(v) * (W_t / sum_{u in t} P(u)) / sum_t W_t`` with
+  ``W_t = sum_{v in t} w(v)`` the tree's non-root exit mass: ``P`` rescaled per tree to that tree's exit
+  total, over the exit weight's denominator (credit moves from exit boundaries to prefixes, the per-tree
+  totals and ``Z`` are those of ``exit``). A tree with zero exit mass contributes nothing;
 * ``tree``: each tree's non-root weights sum to one, then the mean over trees (``Z_t = S * sum_{v in t} s(v)``);
   a tree whose weights are all zero contributes nothing;
 * ``nodes``: the authors' code, ``Z = number of non-root tree nodes in the batch`` (weights are not rescaled).
@@ -49,13 +56,15 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-WEIGHTS = ("token", "prefix", "exit", "exit-depth", "draft-opd")
+WEIGHTS = ("token", "prefix", "exit", "exit-depth", "draft-opd", "vat")
 NORMALISATIONS = ("batch", "tree", "nodes")
 AUTHORS_ALPHA = 1e-4
 AUTHORS_LAMBDA = 0.1
-# numeric encoding (for vmap over objectives): [c_P, c_w, c_wdepth, n_batch, n_tree, n_nodes, lambda, opd, alpha]
-CODE_FIELDS = ("c_prefix", "c_exit", "c_exit_depth", "n_batch", "n_tree", "n_nodes", "lam", "opd", "alpha")
-_WEIGHT_CODE = {"token": (0, 0, 0), "prefix": (1, 0, 0), "exit": (0, 1, 0), "exit-depth": (0, 0, 1), "draft-opd": (0, 0, 0)}
+# numeric encoding (for vmap over objectives): [c_P, c_w, c_wdepth, n_batch, n_tree, n_nodes, lambda, opd, alpha, vat]
+CODE_FIELDS = ("c_prefix", "c_exit", "c_exit_depth", "n_batch", "n_tree", "n_nodes", "lam", "opd", "alpha", "vat")
+_WEIGHT_CODE = {"token": (0, 0, 0), "prefix": (1, 0, 0), "exit": (0, 1, 0), "exit-depth": (0, 0, 1), "draft-opd": (0, 0, 0),
+                "vat": (0, 0, 0)}
+NO_TREE_WEIGHTS = ("token", "draft-opd", "vat")  # weights whose term uses no prefix probabilities
 
 
 class ObjectiveError(ValueError):
@@ -80,10 +89,10 @@ class Objective:
             raise ObjectiveError(f"lambda must be finite and >= 0, got {self.lam!r}")
         if not (np.isfinite(self.edge_floor) and 0 <= self.edge_floor < 1):
             raise ObjectiveError(f"edge floor alpha must be in [0, 1), got {self.edge_floor!r}")
-        if self.weight in ("token", "draft-opd") and self.edge_floor:
+        if self.weight in NO_TREE_WEIGHTS and self.edge_floor:
             raise ObjectiveError(f"weight {self.weight!r} uses no prefix probabilities: an edge floor means nothing there")
-        if self.weight == "draft-opd" and self.norm != "batch":
-            raise ObjectiveError("draft-opd averages over its visited states (norm 'batch'); "
+        if self.weight in ("draft-opd", "vat") and self.norm != "batch":
+            raise ObjectiveError(f"{self.weight} is a weighted mean over the batch's positions (norm 'batch'); "
                                  f"norm {self.norm!r} is not defined for it")
 
     @property
@@ -95,11 +104,12 @@ class Objective:
         return out + (f"/floor={self.edge_floor:g}" if self.edge_floor else "")
 
     def code(self) -> np.ndarray:
-        """``[9]`` float code (fields :data:`CODE_FIELDS`): the objective as numbers, for ``vmap``."""
+        """``[10]`` float code (fields :data:`CODE_FIELDS`): the objective as numbers, for ``vmap``."""
         cw = _WEIGHT_CODE[self.weight]
         norm = tuple(float(self.norm == n) for n in NORMALISATIONS)
         lam = 0.0 if self.weight == "token" else float(self.lam)
-        return np.array([*cw, *norm, lam, float(self.weight == "draft-opd"), float(self.edge_floor)])
+        return np.array([*cw, *norm, lam, float(self.weight == "draft-opd"), float(self.edge_floor),
+                         float(self.weight == "vat")])
 
 
 def parse_objective(name: str) -> Objective:
@@ -135,10 +145,12 @@ def raw_weight(code, prefix, rho, depth):
     return code[0] * prefix + code[1] * w + code[2] * w * depth
 
 
-def normalise(code, s, mask):
-    """Per-node coefficients ``c = s / Z`` for the normalisation in ``code`` (``s``, ``mask``: ``[S, ...]``).
+def normalise(code, s, mask, w):
+    """Per-node coefficients ``c = s / Z`` for the normalisation in ``code`` (``s``, ``mask``, ``w``: ``[S, ...]``).
 
     ``mask`` marks the real non-root nodes; ``sum(c * nll)`` is then the tree term.
+    ``w = P rho`` (the exit weight) is used only by ``prefix`` under ``batch``: the
+    paper's matched control (module docstring), ``P`` rescaled per tree to ``W_t`` over ``sum_t W_t``.
     """
     s = jnp.where(mask, s, 0.0)
     axes = tuple(range(1, s.ndim))
@@ -146,7 +158,12 @@ def normalise(code, s, mask):
     per_tree = s.sum(axis=axes, keepdims=True)
     count = mask.sum()
     n_trees = s.shape[0]
-    c_batch = s / jnp.where(total > 0, total, 1.0)
+    exit_per_tree = jnp.where(mask, w, 0.0).sum(axis=axes, keepdims=True)     # W_t
+    z_exit = exit_per_tree.sum()                                              # the exit weight's denominator
+    scale = jnp.where(per_tree > 0, exit_per_tree / jnp.where(per_tree > 0, per_tree, 1.0), 0.0)
+    c_matched = jnp.where(z_exit > 0, s * scale / jnp.where(z_exit > 0, z_exit, 1.0), 0.0)
+    c_plain = s / jnp.where(total > 0, total, 1.0)
+    c_batch = jnp.where(code[0] > 0, c_matched, c_plain)   # prefix: the matched control
     c_tree = jnp.where(per_tree > 0, s / jnp.where(per_tree > 0, per_tree, 1.0), 0.0) / n_trees
     c_nodes = s / jnp.maximum(count, 1)
     return code[3] * c_batch + code[4] * c_tree + code[5] * c_nodes
@@ -154,7 +171,12 @@ def normalise(code, s, mask):
 
 def node_coefficients(objective: Objective, prefix, rho, depth, mask):
     """``c(v)`` of ``objective`` for trees given as ``[S, ...]`` arrays of ``P``, ``rho``, depth and mask."""
-    if objective.weight == "draft-opd":
-        raise ObjectiveError("draft-opd has no tree-node weights (its term is on-policy distillation)")
-    code = jnp.asarray(objective.code())
-    return normalise(code, raw_weight(code, jnp.asarray(prefix), jnp.asarray(rho), jnp.asarray(depth)), jnp.asarray(mask))
+    if objective.weight in ("draft-opd", "vat"):
+        raise ObjectiveError(f"{objective.weight} has no tree-node weights (its term replaces the tree term)")
+    return coefficients(jnp.asarray(objective.code()), jnp.asarray(prefix), jnp.asarray(rho), jnp.asarray(depth),
+                        jnp.asarray(mask))
+
+
+def coefficients(code, prefix, rho, depth, mask):
+    """``c(v) = normalise(raw_weight(P, rho, depth))`` for the objective ``code`` (``[S, ...]`` arrays)."""
+    return normalise(code, raw_weight(code, prefix, rho, depth), mask, prefix * rho)

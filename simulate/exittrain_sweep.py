@@ -1,4 +1,4 @@
-"""A powered, paired simulation sweep of ExitTrain objectives (token / prefix / exit / exit-depth / draft-opd).
+"""A powered, paired simulation sweep of ExitTrain objectives (token / prefix / exit / exit-depth / draft-opd / vat).
 
 Design. For every regime (synthetic order-2 target + position-wise drafter,
 :class:`~exitlaw.simulate.exittrain_mini.Regime`) and seed ``s``: one starting
@@ -109,11 +109,12 @@ def preset(name: str) -> SweepConfig:
 
 
 def sweep_objectives(cfg: SweepConfig) -> list[Objective]:
-    """Token, then per lambda: {prefix, exit, exit-depth} x norms, draft-opd, and the authors' floored configs."""
+    """Token, then per lambda: {prefix, exit, exit-depth} x norms, draft-opd, vat, and the authors' floored configs."""
     out = [Objective("token")]
     for lam in cfg.lambdas:
         out += [Objective(w, n, lam) for w in ("prefix", "exit", "exit-depth") for n in cfg.norms]
         out.append(Objective("draft-opd", "batch", lam))
+        out.append(Objective("vat", "batch", lam))
         if cfg.authors_floor:
             out += [Objective(w, "nodes", lam, AUTHORS_ALPHA) for w in ("prefix", "exit-depth")]
     return out
@@ -128,6 +129,8 @@ def comparisons(cfg: SweepConfig) -> list[tuple[str, str]]:
             pairs += [(e, p), (e, "token"), (p, "token"), (d, p), (d, e)]
         opd = Objective("draft-opd", "batch", lam).name
         pairs += [(opd, "token"), (Objective("exit", "tree", lam).name, opd)]
+        vat = Objective("vat", "batch", lam).name
+        pairs += [(vat, "token"), (Objective("exit", "tree", lam).name, vat)]
         if cfg.authors_floor:
             pairs.append((Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name,
                           Objective("prefix", "nodes", lam, AUTHORS_ALPHA).name))

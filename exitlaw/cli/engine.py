@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
     b.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     b.add_argument("--warmup", type=nonneg_int, default=1, help="untimed warm-up generations")
+    b.add_argument("--batch-size", type=positive_int, default=1, metavar="B",
+                   help="B > 1: decode the prompts B at a time (first user turns, taken cyclically so every batch "
+                        "is full) with batched DDTree decoding and batched autoregressive decoding in the same run, "
+                        "alternating batch by batch, and print tokens/s side by side per budget, temperature and "
+                        "verifier (no traces; --trace-dir, --max-turns and --compare do not apply). "
+                        "B = 1 (default): the per-prompt bench")
     b.add_argument("--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here")
     b.add_argument("--out", default=None, help="results JSON path")
     b.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -66,11 +72,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--device", default="cpu", help="torch device: cpu or cuda (default cpu)")
     v.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="logit dtype")
     v.add_argument("--temperature", type=float, default=1.0)
-    v.add_argument("--trees", type=int, default=3, help="realised trees per budget (default 3)")
+    v.add_argument("--trees", type=int, default=None, help="realised trees per budget (default 3; not with --batch)")
     v.add_argument("--repeats", type=int, default=15, help="timed calls per tree and verifier (default 15)")
     v.add_argument("--depth", type=int, default=15, help="draft horizon H (default 15, DFlash block 16)")
     v.add_argument("--verifiers", type=name_list, default=["predraw", "residual", "tev"],
                    help="comma-separated subset of predraw,residual,tev")
+    v.add_argument("--batch", type=positive_int, default=1, metavar="B",
+                   help="B > 1: time the verifier stage per batch of B trees: one batched call on the padded "
+                        "[B, N, V] logits against B single-tree calls, per budget and verifier (median and min ms). "
+                        "B = 1 (default): the per-tree stage bench against the floor")
     add_threads(v)
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--json", action="store_true", help="print the results (and config) as JSON")
@@ -137,6 +147,12 @@ def _check_device(device: str | None) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.batch_size > 1:
+        clash = [flag for flag, on in (("--compare", args.compare), ("--trace-dir", args.trace_dir),
+                                       ("--max-turns", args.max_turns is not None)) if on]
+        if clash:
+            raise ValueError(f"--batch-size {args.batch_size} (batched decoding) does not take {', '.join(clash)}")
+        return _bench_batched(args)
     if args.compare:
         return _bench_compare(args)
     from exitlaw.engine.bench import format_bench, run_bench
@@ -158,6 +174,32 @@ def _bench(args: argparse.Namespace) -> int:
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
     print(format_bench(result))
+    if args.out:
+        _write_json(args.out, result)
+    return 0
+
+
+def _bench_batched(args: argparse.Namespace) -> int:
+    from exitlaw.engine.batch_bench import format_batch_bench, run_batched_bench
+    from exitlaw.engine.verifiers import KINDS
+
+    if not args.target or not args.draft:
+        raise ValueError("--target and --draft are required")
+    bad = [v for v in args.verifier if v not in KINDS]
+    if bad:
+        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
+    if min(args.budget) < 1:
+        raise ValueError(f"--budget values must be >= 1, got {args.budget}")
+    _refuse_existing(args.out, args.overwrite)
+    _check_device(args.device)
+    set_torch_threads(args.threads)
+    result = run_batched_bench(args.target, args.draft, dataset=args.dataset, batch_size=args.batch_size,
+                               budgets=args.budget, temperatures=args.temperature, verifiers=args.verifier,
+                               max_new_tokens=args.max_new_tokens, num_prompts=args.num_prompts, seed=args.seed,
+                               device=args.device, dtype=args.dtype, warmup=args.warmup)
+    if args.threads is not None:
+        result["config"]["threads"] = args.threads
+    print(format_batch_bench(result))
     if args.out:
         _write_json(args.out, result)
     return 0
@@ -189,18 +231,52 @@ def _verifier_bench(args: argparse.Namespace) -> int:
 
     if args.vocab < 2:
         raise ValueError(f"--vocab must be >= 2, got {args.vocab}")
-    if args.trees < 1 or args.repeats < 1:
+    if args.batch > 1:
+        if args.trees is not None:
+            raise ValueError(f"--trees does not apply with --batch {args.batch} (every batch holds B trees)")
+        return _verifier_bench_batched(args)
+    trees = 3 if args.trees is None else args.trees
+    if trees < 1 or args.repeats < 1:
         raise ValueError("--trees and --repeats must be >= 1")
     _check_device(args.device)
     before = torch.get_num_threads()
     try:
         set_torch_threads(args.threads)
-        res = run_verifier_bench(args.budget, args.vocab, device=args.device, trees=args.trees,
+        res = run_verifier_bench(args.budget, args.vocab, device=args.device, trees=trees,
                                  repeats=args.repeats, depth=args.depth, temperature=args.temperature,
                                  dtype=args.dtype, kinds=tuple(args.verifiers), seed=args.seed)
     finally:
         torch.set_num_threads(before)
     print(json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1) if args.json else res["text"])
+    return 0
+
+
+def _verifier_bench_batched(args: argparse.Namespace) -> int:
+    import torch
+
+    from exitlaw.engine.batch_bench import format_batch_verifier_stage, run_batch_verifier_bench
+    from exitlaw.engine.verifiers import KINDS
+
+    bad = [v for v in args.verifiers if v not in KINDS]
+    if bad:
+        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
+    if args.repeats < 1 or min(args.budget) < 1:
+        raise ValueError("--repeats and --budget values must be >= 1")
+    _check_device(args.device)
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads(args.threads)
+        rows = []
+        for budget in args.budget:
+            rows += run_batch_verifier_bench((args.batch,), int(budget), args.vocab, kinds=tuple(args.verifiers),
+                                             temperature=args.temperature, device=args.device, depth=args.depth,
+                                             repeats=args.repeats, seed=args.seed, dtype=args.dtype)
+    finally:
+        torch.set_num_threads(before)
+    config = {"batch": args.batch, "budgets": list(args.budget), "vocab": args.vocab, "device": args.device,
+              "dtype": args.dtype, "temperature": args.temperature, "depth": args.depth, "repeats": args.repeats,
+              "verifiers": list(args.verifiers), "seed": args.seed}
+    print(json.dumps({"config": config, "rows": rows}, indent=1) if args.json else format_batch_verifier_stage(rows))
     return 0
 
 

@@ -15,7 +15,7 @@ _NO_FLOOR = object()   # --edge-floor none: a preset's floor turned off
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "train", help="ExitTrain: train a DFlash drafter (exit, exit-depth, prefix, token-only or draft-opd objective)",
+        "train", help="ExitTrain: train a DFlash drafter (exit, exit-depth, prefix, token-only, draft-opd or vat objective)",
         description="Continuations of the prompts are sampled from the frozen target (cached on disk); each "
                     "step builds the inference DDTree at every anchor, scores it with the target under tree "
                     "attention and minimises CE + lambda * sum_v w~(v) (-log q_depth(v)(x_v)). Under "
@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "flags below override it (default: the paper's reading)")
     p.add_argument("--objective", choices=OBJECTIVES, default=None,
                    help="token (lambda 0), prefix (P), exit (w = P rho, the paper), exit-depth (w * depth, the "
-                        "authors' code), draft-opd (on-policy position-wise distillation baseline)")
+                        "authors' code), draft-opd (on-policy position-wise distillation baseline), vat (verification-aware "
+                        "training: CE reweighted at simulated first-rejection positions; batch normalisation)")
     p.add_argument("--lam", type=finite_float, default=None, help="weight of the tree term (forced to 0 for token)")
     p.add_argument("--weight-norm", choices=NORMALISATIONS, default=None,
                    help="batch: weights sum to one over the batch; tree: every tree counts equally; nodes: "
