@@ -220,8 +220,8 @@ class TargetModel:
     def forward_rows(self, cache: DynamicCache, input_ids: torch.Tensor, position_ids: torch.Tensor,
                      attention_mask: torch.Tensor) -> TargetStep:
         """Batched forward: ``input_ids, position_ids [B, Q]``, a float mask ``[B, 1, Q, past + Q]``
-        (:func:`batch_attention_mask`; ``{layer type: mask}`` for a sliding-window target). Appends ``Q`` columns to every cache row; returns logits
-        ``[B, Q, V]`` (float32) and hidden states ``[B, Q, L*H]``."""
+        (:func:`batch_attention_mask`; ``{layer type: mask}`` for a sliding-window target). Appends ``Q``
+        columns to every cache row; returns logits ``[B, Q, V]`` (float32) and hidden states ``[B, Q, L*H]``."""
         want_hidden = bool(self.layer_ids)
         out = self.model(input_ids=input_ids.to(self.device), position_ids=position_ids.to(self.device),
                          attention_mask=mask_to(attention_mask, self.device), cache=cache, use_cache=True,
