@@ -30,11 +30,11 @@ import torch
 
 from exitlaw.theory import DraftTree
 
+from .attention_window import layer_masks, mask_to
 from .builders import build_ddtree
 from .dflash import DFlashDrafter
 from .draft_opd import OPDChains, sample_chains
 from .exittrain_law import TreeBatch
-from .attention_window import layer_masks, mask_to
 from .target import TargetModel
 
 

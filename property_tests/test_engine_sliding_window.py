@@ -115,6 +115,16 @@ def test_the_window_rule_is_transformers_and_the_masks_apply_it_per_layer_type()
         layer_masks(vis, torch.float32, windows)
 
 
+def test_unsupported_layer_types_and_windows_are_named():
+    from types import SimpleNamespace as NS
+
+    with pytest.raises(ValueError, match="chunked_attention"):
+        layer_windows(NS(layer_types=["full_attention", "chunked_attention"], sliding_window=None))
+    with pytest.raises(ValueError, match="sliding_window >= 1"):
+        layer_windows(NS(layer_types=["sliding_attention", "full_attention"], sliding_window=None))
+    assert layer_windows(NS(sliding_window=None)) == {"full_attention": None}  # no layer_types: one full type
+
+
 def test_the_window_changes_the_logits_so_these_checks_can_fail():
     model = gemma()
     tokens = np.random.default_rng(0).integers(SPEC.vocab_size, size=4 * WINDOW).tolist()
