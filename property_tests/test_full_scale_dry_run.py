@@ -70,6 +70,30 @@ def test_the_gemma4_config_runs_on_its_sliding_window_stand_in(tmp_path):
     assert max(lengths) > cfg.sliding_window, (lengths, cfg.sliding_window)
 
 
+def test_the_known_limitation_machinery_falls_back_and_notices_a_fixed_limitation(tmp_path, monkeypatch):
+    """With no entry left in KNOWN_LIMITATIONS, a planted one: a command failing the known way is rerun on
+    the fallback and reported; a limitation that no longer occurs is an error."""
+    fsdr = importlib.import_module("exitlaw.paper_repro.full_scale_dry_run")
+
+    monkeypatch.setattr(fsdr, "KNOWN_LIMITATIONS", {"qwen3": fsdr.Limitation(match=("planted",), fallback="llama",
+                                                                             note="a planted limitation")})
+    calls = []
+
+    def fails_once(argv):
+        calls.append(argv)
+        if len(calls) == 1:
+            raise RuntimeError("planted failure")
+        return cli_main(argv)
+
+    report = dry_run(tmp_path / "a", [_config("table3_qwen3_4b.json")], run_command=fails_once)
+    assert [(lim["config"], lim["family"], lim["fallback"]) for lim in report.limitations] == [
+        ("table3_qwen3_4b.json", "qwen3", "llama")]
+    assert "KNOWN LIMITATION: table3_qwen3_4b.json" in format_dry_run(report)
+    assert {r["family"] for r in report.records if "executed" in r} == {"llama"}
+    with pytest.raises(DryRunError, match="did not occur; remove it from KNOWN_LIMITATIONS"):
+        dry_run(tmp_path / "b", [_config("table3_qwen3_4b.json")], run_command=cli_main)
+
+
 def _old_train_encoder(tokenizer, prompts, *, chat=False, **_):
     """The encoder as it was: ``list()`` of what ``apply_chat_template(tokenize=True)`` returns."""
     out = []
