@@ -51,6 +51,7 @@ _EXPORTS = {
     "TargetModel": ("target", "TargetModel"),
     "TargetStep": ("target", "TargetStep"),
     "tree_attention_mask": ("target", "tree_attention_mask"),
+    "layer_windows": ("attention_window", "layer_windows"),
     "NullTimer": ("timing", "NullTimer"),
     "StageTimer": ("timing", "StageTimer"),
     "TinySpec": ("tiny", "TinySpec"),

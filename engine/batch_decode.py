@@ -18,6 +18,8 @@ columns ``length_b ..`` of that row are stale and hidden by the float additive m
 ``length_b + depth(v)``. The commit moves row ``b``'s accepted path to columns
 ``length_b .. length_b + L_b - 1`` and crops the cache to the longest row, so no row
 is ever shifted or re-padded. Prompts are prefilled right-padded into the same layout.
+A sliding-window target gets one mask per layer type, the window applied by position
+(:mod:`exitlaw.engine.attention_window`; column ``j`` of a row is position ``j``).
 
 **Finished rows** stay in the batch (fixed batch shape): from the round after a
 row reaches ``max_new_tokens`` or a stop token, it is given the root-only tree, its
@@ -121,7 +123,8 @@ def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]]
             ids[b, : lengths[b]] = torch.tensor(list(p[:-1]), dtype=torch.long)
         causal = torch.ones(width, width, dtype=torch.bool, device=dev).tril()[None].expand(bsz, width, width)
         pos = torch.arange(width, device=dev)[None].expand(bsz, width)
-        mask = batch_attention_mask(causal, [0] * bsz, 0, target.dtype, check_diagonal=False)  # tril: diagonal set
+        mask = batch_attention_mask(causal, [0] * bsz, 0, target.dtype, check_diagonal=False,  # tril: diagonal set
+                                    query_pos=pos, windows=target.windows)
         step = target.forward_rows(cache, ids, pos, mask)
         if step.hidden is not None:
             pending = [step.hidden[b, : lengths[b]] for b in range(bsz)]
@@ -160,9 +163,11 @@ def build_batch_stage(rows: torch.Tensor, cfg: DecodeConfig, state: BatchState, 
 def verify_forward_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree) -> TargetStep:
     """One padded tree-attention forward; row ``b``'s node ``v`` at position ``length_b + depth(v)``."""
     past = state.target_cache.get_seq_length()
-    mask = batch_attention_mask(bt.ancestor, state.lengths, past, target.dtype, check_diagonal=False)  # padding: eye
     lengths = torch.tensor(state.lengths, device=bt.device)
-    return target.forward_rows(state.target_cache, bt.token, lengths[:, None] + bt.depth, mask)
+    pos = lengths[:, None] + bt.depth
+    mask = batch_attention_mask(bt.ancestor, state.lengths, past, target.dtype, check_diagonal=False,  # padding: eye
+                                query_pos=pos, windows=target.windows)
+    return target.forward_rows(state.target_cache, bt.token, pos, mask)
 
 
 def decide_batch_stage(cfg: DecodeConfig, bt: BatchTree, logits: torch.Tensor, gens: Generators) -> list[VerifyResult]:
@@ -284,7 +289,8 @@ def ar_step_batch(state: BatchState, target: TargetModel, cfg: DecodeConfig, gen
     lengths = torch.tensor(state.lengths, device=dev)
     bsz = len(state.lengths)
     mask = batch_attention_mask(torch.ones(bsz, 1, 1, dtype=torch.bool, device=dev), state.lengths, past,
-                                target.dtype, check_diagonal=False)  # one query that sees itself
+                                target.dtype, check_diagonal=False,  # one query that sees itself
+                                query_pos=lengths[:, None], windows=target.windows)
     step = timer.call("target_forward", target.forward_rows, state.target_cache,
                       torch.tensor(state.roots, device=dev)[:, None], lengths[:, None], mask)
     toks = timer.call("sample", _sample_rows, step.logits[:, -1], cfg.temperature, gens.verifier.bonus)

@@ -30,6 +30,7 @@ import torch
 
 from exitlaw.theory import DraftTree
 
+from .attention_window import layer_masks, mask_to
 from .builders import build_ddtree
 from .dflash import DFlashDrafter
 from .draft_opd import OPDChains, sample_chains
@@ -84,11 +85,14 @@ def build_trees(logits: torch.Tensor, roots: torch.Tensor, budget: int) -> list[
     return [build_ddtree(logprobs[i], budget, int(roots[i]))[0] for i in range(logprobs.shape[0])]
 
 
-def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: int, dtype: torch.dtype):
+def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: int, dtype: torch.dtype,
+                      windows=None):
     """Queries, positions and the float additive mask ``[1, 1, Q, S + Q]`` of the tree-scoring forward.
 
     Returns ``(token [Q], position [Q], mask)``; tree ``k``'s node ``v >= 1`` is query
-    row ``sum_{j<k} (N_j - 1) + v - 1``.
+    row ``sum_{j<k} (N_j - 1) + v - 1``. With a sliding layer in ``windows`` the mask is
+    ``{layer type: mask}`` (:func:`~exitlaw.engine.attention_window.layer_masks`;
+    sequence column ``j`` at position ``j``).
     """
     dev = anchors.device
     sizes = [t.num_nodes - 1 for t in trees]
@@ -105,9 +109,10 @@ def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: in
         tok.append(torch.as_tensor(np.array(t.token[1:]), device=dev))
         pos.append(a + torch.as_tensor(np.array(t.depth[1:]), device=dev))
         off += n
-    mask = torch.zeros(1, 1, q, seq_len + q, dtype=dtype, device=dev)
-    mask[0, 0].masked_fill_(~visible, torch.finfo(dtype).min)
-    return torch.cat(tok).long(), torch.cat(pos).long(), mask
+    tok = torch.cat(tok).long() if tok else torch.empty(0, dtype=torch.long, device=dev)
+    pos = torch.cat(pos).long() if pos else torch.empty(0, dtype=torch.long, device=dev)
+    key_pos = torch.cat([torch.arange(seq_len, device=dev), pos])
+    return tok, pos, layer_masks(visible[None], dtype, windows, query_pos=pos[None], key_pos=key_pos[None])
 
 
 @torch.no_grad()
@@ -124,11 +129,11 @@ def tree_logit_tables(target: TargetModel, cache, seq_logits: torch.Tensor, anch
     seq_len = seq_logits.shape[0]
     if cache.get_seq_length() != seq_len:
         raise ValueError(f"cache holds {cache.get_seq_length()} positions, expected the sequence length {seq_len}")
-    tok, pos, mask = tree_scoring_mask(trees, anchors, seq_len, target.dtype)
+    tok, pos, mask = tree_scoring_mask(trees, anchors, seq_len, target.dtype, target.windows)
     rows = torch.empty(0, seq_logits.shape[1], device=seq_logits.device)
     if tok.numel():
         out = target.model(input_ids=tok[None].to(target.device), position_ids=pos[None].to(target.device),
-                           attention_mask=mask.to(target.device), cache=cache, use_cache=True)
+                           attention_mask=mask_to(mask, target.device), cache=cache, use_cache=True)
         rows = out.logits[0].float()
         cache.crop(-tok.numel())  # drop the tree entries again
     tables = []

@@ -53,11 +53,11 @@ def qwen3_config(sizes: LMSizes):
     return Qwen3Config(**_common(sizes), rope_parameters={"rope_type": "default", "rope_theta": sizes.rope_theta})
 
 
-def causal_lm_config(family: str, sizes: LMSizes):
+def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
     """A config of ``family`` (:data:`FAMILIES`) with ``sizes``.
 
     ``qwen3_moe``: every layer sparse, 4 experts of ``intermediate_size // 2``, 2 per token.
-    ``gemma4``: the text model, sliding-window (window 64) and full-attention layers
+    ``gemma4``: the text model, sliding-window (window ``sliding_window``) and full-attention layers
     alternating as in the released configs (every second layer and the last one full
     here), no per-layer input embeddings. ``gemma4_full``: the same with every layer full
     attention (no sliding window).
@@ -80,7 +80,7 @@ def causal_lm_config(family: str, sizes: LMSizes):
         n = sizes.num_layers
         layer_types = ["full_attention" if i % 2 or i == n - 1 or family == "gemma4_full" else "sliding_attention"
                        for i in range(n)]
-        return Gemma4TextConfig(**_common(sizes), layer_types=layer_types, sliding_window=64,
+        return Gemma4TextConfig(**_common(sizes), layer_types=layer_types, sliding_window=sliding_window,
                                 hidden_size_per_layer_input=0, vocab_size_per_layer_input=sizes.vocab_size,
                                 rope_parameters={"sliding_attention": dict(rope),
                                                  "full_attention": dict(rope)})

@@ -14,6 +14,10 @@ takes ``cache=`` (``past_key_values`` is deprecated), a 4D ``attention_mask`` is
 passed through unchanged, ``hidden_states[0]`` is the embedding output and
 ``hidden_states[i + 1]`` the output of decoder layer ``i``, and a
 ``DynamicCache`` stores ``layers[i].keys/values`` as ``[1, heads, S, head_dim]``.
+
+Sliding-window targets (Gemma-4): every cache layer keeps every position and the
+window is applied in the masks, one per layer type (:mod:`.attention_window`); a
+sliding layer's K/V then cost the whole context, not the last ``W - 1`` positions.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from typing import Sequence
 import torch
 import transformers
 from transformers import DynamicCache
+from transformers.cache_utils import DummyLayer
+
+from .attention_window import full_cache, is_windowed, layer_masks, layer_windows, mask_to
 
 SUPPORTED_TRANSFORMERS = ((5, 0), (6, 0))  # [low, high)
 
@@ -42,23 +49,32 @@ def check_transformers_version(version: str = transformers.__version__) -> None:
         )
 
 
-def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.dtype) -> torch.Tensor:
+def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.dtype, *,
+                        depth: torch.Tensor | None = None, windows=None):
     """Float *additive* mask ``[1, 1, N, context_len + N]``: 0 where visible, ``finfo.min`` elsewhere.
 
     Context columns are fully visible; among tree nodes, ``v`` sees ``u`` iff
-    ``ancestor[v, u]`` (ancestor-or-self). The mask must be float: a bool mask is
-    silently added as 0/1 by eager attention.
+    ``ancestor[v, u]`` (ancestor-or-self). With a sliding layer in ``windows``
+    (:func:`~exitlaw.engine.attention_window.layer_windows`) the result is
+    ``{layer type: mask}``, node ``v`` at position ``context_len + depth[v]`` and
+    context column ``j`` at position ``j`` (:func:`~exitlaw.engine.attention_window.layer_masks`).
     """
     n = ancestor.shape[0]
     if ancestor.shape != (n, n) or ancestor.dtype != torch.bool:
         raise ValueError(f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}")
-    mask = torch.zeros(1, 1, n, context_len + n, dtype=dtype, device=ancestor.device)
-    mask[0, 0, :, context_len:].masked_fill_(~ancestor, torch.finfo(dtype).min)
-    return mask
+    dev = ancestor.device
+    visible = torch.cat([torch.ones(n, context_len, dtype=torch.bool, device=dev), ancestor], dim=1)[None]
+    if not is_windowed(windows):
+        return layer_masks(visible, dtype)
+    if depth is None or depth.shape != (n,):
+        raise ValueError(f"a sliding-window tree mask needs depth [N={n}]")
+    node_pos = context_len + depth.to(dev)
+    key_pos = torch.cat([torch.arange(context_len, device=dev), node_pos])
+    return layer_masks(visible, dtype, windows, query_pos=node_pos[None], key_pos=key_pos[None])
 
 
 def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past: int, dtype: torch.dtype,
-                         *, check_diagonal: bool = True) -> torch.Tensor:
+                         *, check_diagonal: bool = True, query_pos: torch.Tensor | None = None, windows=None):
     """Float additive mask ``[B, 1, Q, past + Q]`` for ``B`` rows with per-row committed lengths.
 
     Row layout ("per-row offsets", see :func:`compact_rows_`): row ``b`` holds its
@@ -70,6 +86,9 @@ def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past
     least itself, so no softmax row is empty; ``check_diagonal=False`` skips that
     check (one host sync) for callers whose ``visible`` guarantees it by construction
     (:class:`~exitlaw.engine.batch_tree.BatchTree` pads with the identity).
+    With a sliding layer in ``windows`` the result is ``{layer type: mask}`` and
+    ``query_pos [B, Q]`` (the queries' positions) is required; committed column ``j``
+    is at position ``j`` (:func:`~exitlaw.engine.attention_window.layer_masks`).
     """
     b, q, q2 = visible.shape
     if q != q2 or visible.dtype != torch.bool:
@@ -79,12 +98,18 @@ def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past
         raise ValueError(f"context_len must give B={b} lengths in [0, past={past}], got {lengths}")
     if check_diagonal and not bool(visible.diagonal(dim1=1, dim2=2).all()):
         raise ValueError("every query must see itself (a row of visible has a False diagonal)")
-    cols = torch.arange(past, device=visible.device)
-    limit = torch.tensor(lengths, device=visible.device)
+    dev = visible.device
+    cols = torch.arange(past, device=dev)
+    limit = torch.tensor(lengths, device=dev)
     ctx_ok = (cols[None, :] < limit[:, None])[:, None, :].expand(b, q, past)  # [B, Q, past]
     ok = torch.cat([ctx_ok, visible], dim=-1)  # [B, Q, past + Q]
-    mask = torch.zeros(b, 1, q, past + q, dtype=dtype, device=visible.device)
-    return mask.masked_fill_(~ok[:, None], torch.finfo(dtype).min)
+    if not is_windowed(windows):
+        return layer_masks(ok, dtype)
+    if query_pos is None:
+        raise ValueError("a sliding-window batch mask needs query_pos [B, Q]")
+    query_pos = query_pos.to(dev)
+    key_pos = torch.cat([cols[None].expand(b, past), query_pos], dim=-1)  # [B, past + Q]
+    return layer_masks(ok, dtype, windows, query_pos=query_pos, key_pos=key_pos)
 
 
 def compact_rows_(tensor: torch.Tensor, base: int, dest: torch.Tensor, src: torch.Tensor) -> None:
@@ -107,6 +132,21 @@ def compact_rows_(tensor: torch.Tensor, base: int, dest: torch.Tensor, src: torc
     to = dest.to(dev)[:, None] + torch.arange(src.shape[1], device=dev)[None]   # [B, L]
     view = tensor.transpose(1, 2)                                               # [B, T, heads, D], a view
     view[rows, to] = view[rows, base + src.to(dev)]
+
+
+def _kv_layers(cache: DynamicCache):
+    """``(index, layer)`` of the cache layers that hold K/V; a layer that cannot be compacted raises.
+
+    ``DummyLayer`` (a KV-sharing consumer, holding nothing) is skipped; a rolling
+    sliding-window layer keeps only its last ``W - 1`` positions, so it cannot be.
+    """
+    for i, layer in enumerate(cache.layers):
+        if isinstance(layer, DummyLayer):
+            continue
+        if getattr(layer, "is_sliding", False) or getattr(layer, "keys", None) is None:
+            raise ValueError(f"cache layer {i} ({type(layer).__name__}) cannot be compacted; build the cache with "
+                             "TargetModel.new_cache (every layer keeps every position)")
+        yield i, layer
 
 
 @dataclass
@@ -132,6 +172,7 @@ class TargetModel:
         if bad:
             raise ValueError(f"hidden-state layer ids {bad} are outside the target's {num_layers} decoder layers")
         self.layer_ids = list(layer_ids)
+        self.windows = layer_windows(model.config)  # {layer type: sliding window or None}
 
     @property
     def device(self) -> torch.device:
@@ -154,7 +195,9 @@ class TargetModel:
         return self.model.get_output_embeddings()
 
     def new_cache(self) -> DynamicCache:
-        return DynamicCache(config=self.model.config)
+        """An empty cache whose layers keep every position (sliding layers included, see
+        :func:`~exitlaw.engine.attention_window.full_cache`), so :meth:`commit` can compact it."""
+        return full_cache()
 
     # ----- forwards ---------------------------------------------------------
     def _run(self, cache, input_ids, position_ids, attention_mask, logits_to_keep: int = 0) -> TargetStep:
@@ -177,11 +220,11 @@ class TargetModel:
     def forward_rows(self, cache: DynamicCache, input_ids: torch.Tensor, position_ids: torch.Tensor,
                      attention_mask: torch.Tensor) -> TargetStep:
         """Batched forward: ``input_ids, position_ids [B, Q]``, a float mask ``[B, 1, Q, past + Q]``
-        (:func:`batch_attention_mask`). Appends ``Q`` columns to every cache row; returns logits
-        ``[B, Q, V]`` (float32) and hidden states ``[B, Q, L*H]``."""
+        (:func:`batch_attention_mask`; ``{layer type: mask}`` for a sliding-window target). Appends ``Q``
+        columns to every cache row; returns logits ``[B, Q, V]`` (float32) and hidden states ``[B, Q, L*H]``."""
         want_hidden = bool(self.layer_ids)
         out = self.model(input_ids=input_ids.to(self.device), position_ids=position_ids.to(self.device),
-                         attention_mask=attention_mask.to(self.device), cache=cache, use_cache=True,
+                         attention_mask=mask_to(attention_mask, self.device), cache=cache, use_cache=True,
                          output_hidden_states=want_hidden)
         hidden = None
         if want_hidden:
@@ -191,6 +234,9 @@ class TargetModel:
     @torch.no_grad()
     def prefill(self, cache: DynamicCache, input_ids: torch.Tensor, *, all_logits: bool = True) -> TargetStep:
         """Append ``input_ids [S]`` to ``cache`` with causal attention; rows are next-token logits.
+
+        The model builds its own causal (and, for sliding layers, windowed) masks: the
+        cache's layers are all full and contiguous, so cache column = position.
 
         ``all_logits=False`` keeps only the last row (``[1, V]``), sparing an
         ``[S, V]`` float32 copy on long prompts; hidden states are always ``[S, L*H]``.
@@ -231,7 +277,8 @@ class TargetModel:
         n = token.shape[0]
         if depth.shape != (n,) or int(depth[0]) != 0:
             raise ValueError(f"depth must have shape ({n},) with depth[0] = 0 (the root)")
-        mask = tree_attention_mask(ancestor.to(self.device), start, self.dtype)
+        mask = tree_attention_mask(ancestor.to(self.device), start, self.dtype, depth=depth.to(self.device),
+                                   windows=self.windows)
         return self._run(cache, token.to(self.device), (start + depth).to(self.device), mask)
 
     # ----- cache commit -----------------------------------------------------
@@ -247,9 +294,7 @@ class TargetModel:
         if idx.ndim != 1 or idx.numel() == 0 or int(idx[0]) != 0:
             raise ValueError(f"path_nodes must start at the root node 0, got {idx.tolist()}")
         keep = idx.numel()
-        for i, layer in enumerate(cache.layers):
-            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
-                raise ValueError(f"cache layer {i} ({type(layer).__name__}) cannot be compacted; use a full-attention DynamicCache")
+        for i, layer in _kv_layers(cache):
             total = layer.keys.shape[-2]
             if start + int(idx.max()) >= total:
                 raise ValueError(f"path node {int(idx.max())} is beyond the {total - start} tree entries of cache layer {i}")
@@ -272,9 +317,7 @@ class TargetModel:
         """
         new = lengths + keep
         longest = int(new.max()) if new.numel() else 0
-        for i, layer in enumerate(cache.layers):
-            if getattr(layer, "is_sliding", False) or not hasattr(layer, "keys"):
-                raise ValueError(f"cache layer {i} ({type(layer).__name__}) cannot be compacted; use a full-attention DynamicCache")
+        for i, layer in _kv_layers(cache):
             total = layer.keys.shape[-2]
             if src.numel() and base + int(src.max()) >= total:
                 raise ValueError(f"kept column {int(src.max())} is beyond the {total - base} new entries of cache layer {i}")

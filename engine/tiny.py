@@ -41,6 +41,7 @@ class TinySpec:
     block_size: int = 8
     target_layer_ids: tuple[int, ...] = (0, 1)
     init_std: float = 0.2  # peakier rows than the HF default 0.02, so greedy ties are unlikely
+    sliding_window: int = 16  # Gemma-4 sliding layers: shorter than the dry run's prompts, so the window slides
 
     def lm_sizes(self) -> LMSizes:
         """The target's sizes (the one place the tiny sizes are written)."""
@@ -56,7 +57,8 @@ def build_tiny_target(spec: TinySpec, seed: int, family: str = "qwen3"):
     torch.manual_seed(seed)
     if family == "qwen3":
         return Qwen3ForCausalLM(qwen3_config(spec.lm_sizes())).eval()
-    return AutoModelForCausalLM.from_config(causal_lm_config(family, spec.lm_sizes())).eval()
+    cfg = causal_lm_config(family, spec.lm_sizes(), sliding_window=spec.sliding_window)
+    return AutoModelForCausalLM.from_config(cfg).eval()
 
 
 def build_tiny_drafter(spec: TinySpec, mask_token_id: int, seed: int) -> DFlashDrafter:

@@ -7,8 +7,8 @@ this process. What differs from a GPU run is
 only what a CPU and no network force, each substitution made on the command line:
 
 * ``--target HUB_ID``: a random-weight model of the same architecture family
-  (:data:`TARGET_FAMILIES`; Qwen3, Llama, Qwen3-MoE, Gemma-4) at the tiny sizes of
-  :class:`exitlaw.engine.tiny.TinySpec`, saved with ``save_pretrained`` together with a real
+  (:data:`TARGET_FAMILIES`; Qwen3, Llama, Qwen3-MoE, Gemma-4 with its sliding-window layers) at
+  the tiny sizes of :class:`exitlaw.engine.tiny.TinySpec`, saved with ``save_pretrained`` together with a real
   tokenizer carrying that family's chat template; ``--draft RELEASED`` a tiny DFlash
   drafter for it (trained drafters are the ones the dry run's training commands write);
 * datasets: local files in the Hub rows' shapes (:mod:`.dry_run_stand_ins`);
@@ -129,14 +129,7 @@ class Limitation:
     note: str
 
 
-KNOWN_LIMITATIONS = {
-    "gemma4": Limitation(
-        match=("sliding window", "cannot be compacted"), fallback="gemma4_full",
-        note="exitlaw's engine cannot run sliding-window attention layers (Gemma-4 alternates them with full "
-             "attention): TargetModel.commit cannot compact a sliding-window KV cache and ExitTrain's tree "
-             "scoring crops one; the tree-attention mask also does not apply the window. This config is rerun "
-             "on the nearest stand-in, a Gemma-4 text model with every layer full attention."),
-}
+KNOWN_LIMITATIONS: dict[str, Limitation] = {}  # none at present (Gemma-4's sliding-window layers now run)
 
 
 class _Limited(Exception):
