@@ -35,7 +35,7 @@ import torch
 from .checkpoint import load_pair
 from .decode import DecodeConfig, GenerationResult, generate
 from .prompt_encoding import encode_prompt, has_chat_template
-from .prompt_records import DATASETS, Prompt, load_prompt_set
+from .prompt_records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
 from .timing import StageTimer
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
@@ -132,6 +132,7 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
     if max_turns is not None:
         prompts = [p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts]
     tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
+    check_prompt_ids(prompts, tgt.vocab_size, f"the target {target}")  # before any decoding
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
     chat = has_chat_template(tokenizer)
     first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt
