@@ -26,6 +26,7 @@ decoded text (:func:`outputs_of`); :mod:`.bench_compare` compares two results fi
 from __future__ import annotations
 
 import platform
+from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -100,14 +101,12 @@ def _decode_set(tgt, drafter, tokenizer, prompts: Sequence[Prompt], cfg: DecodeC
     """Every prompt decoded with one method; one list of per-turn results per prompt."""
     writer = _trace_writer(trace_dir, cfg, config) if cfg.method != "ar" else None
     per_prompt = []
-    try:
+    # an exception (Ctrl-C included) discards the unfinished trace: nothing incomplete appears under its name
+    with writer if writer is not None else nullcontext():
         for prompt in prompts:
             per_prompt.append(run_conversation(tgt, drafter if cfg.method != "ar" else None, tokenizer, prompt, cfg,
                                                device=device, chat=chat, trace=writer, stop=stop))
             bar.update()
-    finally:
-        if writer is not None:
-            writer.close()
     return per_prompt
 
 

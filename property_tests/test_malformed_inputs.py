@@ -635,3 +635,68 @@ def test_a_damaged_mini_token_array_is_an_error_naming_the_file(tmp_path, damage
         atomic_save_npy(path, np.zeros((3, 4), dtype=np.int32))
     with pytest.raises(ValueError, match=f"{path}.*(truncated or corrupt|not a 1-D token stream)"):
         load_token_array(path)
+
+
+# ----- trace writers cut off: nothing incomplete under the trace's name; a killed writer's file is
+# ----- reported by `exitlaw law` as lacking its end marker ----------------------------------------
+def test_bench_interrupted_mid_decode_leaves_no_trace_under_its_name(tiny, tmp_path, monkeypatch):
+    import exitlaw.engine.bench as bench
+
+    real, calls = bench.run_conversation, []
+
+    def cut_after_one_prompt(*a, **k):   # the first speculative prompt writes its rounds, then Ctrl-C
+        res = real(*a, **k)
+        if k.get("trace") is not None:
+            calls.append(1)
+            raise KeyboardInterrupt
+        return res
+
+    monkeypatch.setattr(bench, "run_conversation", cut_after_one_prompt)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt_ids": [1, 2, 3]}) + "\n" for _ in range(2)))
+    traces = tmp_path / "traces"
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_bench(str(tiny[0]), str(tiny[1]), dataset=f"jsonl:{prompts}", budgets=[8], temperatures=[0.0],
+                        verifiers=["tev"], max_new_tokens=6, device="cpu", warmup=0, trace_dir=str(traces),
+                        progress=False)
+    assert calls and _files(traces) == set()      # no complete-looking trace, no partial left behind
+
+
+def test_a_trace_cut_mid_line_is_reported_as_lacking_its_end_marker(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    _write_lines(path, [HEAD, R0, _round(round=1), _end(2)])
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b'{"round": 1') + 20])   # killed while the second round was written
+    with pytest.raises(IncompleteTraceError, match=r"t.jsonl:3: incomplete trace: the last line is cut off"):
+        read_trace(path)
+    assert main(["law", str(path)]) == 2 and "no end marker" in capsys.readouterr().err
+    assert len(read_trace(path, allow_incomplete=True).rounds) == 1
+    assert main(["law", str(path), "--allow-incomplete", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["totals"]["rounds"] == 1
+    path.write_bytes(data[: data.rindex(b'{"round": 1') + 20] + b"\n" + _end(1).encode() + b"\n")
+    with pytest.raises(TraceFormatError, match=":3: not valid JSON"):   # a whole line that is bad stays an error
+        read_trace(path, allow_incomplete=True)
+
+
+def test_a_killed_writer_leaves_a_partial_file_that_exitlaw_law_calls_incomplete(tmp_path, capsys):
+    import signal
+    import subprocess
+    import sys
+
+    script = ("import os, signal, numpy as np, sys\n"
+              "from exitlaw.theory import TraceWriter, TraceRound, DraftTree\n"
+              "w = TraceWriter(sys.argv[1], {})\n"
+              "tree = DraftTree(parent=[-1, 0, 1], token=[0, 1, 2])\n"
+              "for i in range(500):\n"
+              "    w.write(TraceRound(tree, np.array([1.0, 0.5, 0.25])))\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    path = tmp_path / "t.jsonl"
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, timeout=120)
+    assert proc.returncode == -int(signal.SIGKILL)
+    partial = tmp_path / ".t.jsonl.partial"
+    assert not path.exists() and partial.is_file()
+    assert main(["law", str(partial)]) == 2
+    err = capsys.readouterr().err
+    assert "incomplete trace" in err and "no end marker" in err, err
+    assert main(["law", str(partial), "--allow-incomplete", "--json"]) == 0
+    assert 0 < json.loads(capsys.readouterr().out)["totals"]["rounds"] < 500
