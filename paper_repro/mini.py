@@ -160,11 +160,19 @@ def _write_json(path: Path, obj) -> None:
     atomic_write_json(path, obj, indent=1)
 
 
+def _read_json(path: Path, what: str):
+    """A JSON file this pipeline wrote; an unreadable one is an error naming it (never silently recomputed)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} ({what}) is truncated or corrupt ({err}); move it aside to recompute it") from None
+
+
 def prepare_out(out: Path, cfg: MiniConfig, overwrite: bool) -> None:
     """Create ``out`` or check that it holds a run of the same configuration."""
     marker = out / "mini_config.json"
     if marker.is_file():
-        old = json.loads(marker.read_text(encoding="utf-8"))
+        old = _read_json(marker, "the run's configuration")
         if old == cfg.to_json():
             return
         if not overwrite:
@@ -195,7 +203,7 @@ class StageTimes:
 
     def __init__(self, out: Path):
         self.path = out / "timings.json"
-        self.times: dict[str, float] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.times: dict[str, float] = _read_json(self.path, "stage timings") if self.path.is_file() else {}
 
     @contextmanager
     def __call__(self, name: str):
@@ -373,7 +381,7 @@ def stage_eval(out: Path, cfg: MiniConfig, target, finals: dict[str, Path], doma
     eval_grid(target, drafters, domains, budgets=cfg.budgets, temperatures=cfg.temperatures, verifiers=cfg.verifiers,
               max_new_tokens=cfg.eval_new_tokens, seed=cfg.seed + 1000, done=done, on_cell=on_cell, progress=progress)
     ar_path = out / "eval" / "ar.json"
-    ar = json.loads(ar_path.read_text()) if ar_path.is_file() else {}
+    ar = _read_json(ar_path, "autoregressive baselines") if ar_path.is_file() else {}
     for domain, prompts_d in domains.items():
         for t in cfg.temperatures:
             key = f"{domain}|T{t:g}"

@@ -188,3 +188,12 @@ def test_a_drafter_save_cut_off_leaves_no_config_so_the_stage_is_redone(tmp_path
     monkeypatch.undo()
     save_drafter(drafter, tmp_path / "init")
     assert sorted(p.name for p in (tmp_path / "init").iterdir()) == ["config.json", "model.safetensors"]
+
+
+def test_a_truncated_run_configuration_is_an_error_naming_the_file(tmp_path):
+    out = tmp_path / "run"
+    prepare_out(out, config_for("quick"), overwrite=False)
+    marker = out / "mini_config.json"
+    marker.write_text(marker.read_text()[:40])
+    with pytest.raises(ValueError, match=r"mini_config.json \(the run's configuration\) is truncated or corrupt"):
+        prepare_out(out, config_for("quick"), overwrite=False)
