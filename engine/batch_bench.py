@@ -190,11 +190,12 @@ def _load_inputs(target: str, draft: str, dataset: str, num_prompts: int | None,
     from .bench import _stop_tokens
     from .checkpoint import load_pair
     from .prompt_encoding import encode_prompt, has_chat_template
-    from .prompt_records import load_prompt_set
+    from .prompt_records import check_prompt_ids, load_prompt_set
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(target, draft, device=device, dtype=None if dtype == "auto" else getattr(torch, dtype))
+    check_prompt_ids(records, tgt.vocab_size, f"the target {target}")  # before any decoding
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
     chat = has_chat_template(tokenizer)
     prompts = [encode_prompt(tokenizer, r, chat=chat) for r in records]  # first user turn (or the ids)

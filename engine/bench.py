@@ -26,6 +26,7 @@ decoded text (:func:`outputs_of`); :mod:`.bench_compare` compares two results fi
 from __future__ import annotations
 
 import platform
+from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -35,7 +36,7 @@ import torch
 from .checkpoint import load_pair
 from .decode import DecodeConfig, GenerationResult, generate
 from .prompt_encoding import encode_prompt, has_chat_template
-from .prompt_records import DATASETS, Prompt, load_prompt_set
+from .prompt_records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
 from .timing import StageTimer
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
@@ -100,14 +101,12 @@ def _decode_set(tgt, drafter, tokenizer, prompts: Sequence[Prompt], cfg: DecodeC
     """Every prompt decoded with one method; one list of per-turn results per prompt."""
     writer = _trace_writer(trace_dir, cfg, config) if cfg.method != "ar" else None
     per_prompt = []
-    try:
+    # an exception (Ctrl-C included) discards the unfinished trace: nothing incomplete appears under its name
+    with writer if writer is not None else nullcontext():
         for prompt in prompts:
             per_prompt.append(run_conversation(tgt, drafter if cfg.method != "ar" else None, tokenizer, prompt, cfg,
                                                device=device, chat=chat, trace=writer, stop=stop))
             bar.update()
-    finally:
-        if writer is not None:
-            writer.close()
     return per_prompt
 
 
@@ -132,6 +131,7 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
     if max_turns is not None:
         prompts = [p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts]
     tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
+    check_prompt_ids(prompts, tgt.vocab_size, f"the target {target}")  # before any decoding
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
     chat = has_chat_template(tokenizer)
     first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt

@@ -18,6 +18,8 @@ from typing import Sequence
 
 import torch
 
+from exitlaw.theory.atomic_io import atomic_path, atomic_write_text
+
 from .dflash import DFlashConfig, DFlashDrafter, expected_tensor_names
 from .target import TargetModel
 
@@ -120,16 +122,18 @@ def load_drafter(path_or_id: str | Path, *, device: str | torch.device = "cpu",
 
 
 def save_drafter(drafter: DFlashDrafter, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write ``config.json`` + ``model.safetensors`` in the released layout."""
+    """Write ``model.safetensors`` + ``config.json`` (last) in the released layout, each atomically."""
     from safetensors.torch import save_file
 
     path = Path(path)
     if (path / "config.json").exists() and not overwrite:
         raise FileExistsError(f"{path} already holds a checkpoint; pass overwrite=True to replace it")
     path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps(drafter.config.to_dict(), indent=2) + "\n", encoding="utf-8")
     state = {k: v.detach().contiguous().cpu() for k, v in drafter.state_dict().items()}
-    save_file(state, str(path / WEIGHTS), metadata={"format": "pt"})
+    with atomic_path(path / WEIGHTS) as tmp:
+        save_file(state, str(tmp), metadata={"format": "pt"})
+    # config.json last: a folder with it holds whole weights (an interrupted save leaves no config.json)
+    atomic_write_text(path / "config.json", json.dumps(drafter.config.to_dict(), indent=2) + "\n")
     return path
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 TEXT_FIELDS = ("prompt", "text", "question", "problem", "instruction")
 _USER = {"human", "user"}
@@ -202,5 +202,14 @@ def load_prompt_set(source: str, *, limit: int | None = None) -> list[Prompt]:
     return out
 
 
-__all__ = ["DATASETS", "TEXT_FIELDS", "Prompt", "PromptRecordError", "iter_jsonl_objects", "user_turns",
+def check_prompt_ids(prompts: Sequence[Prompt], vocab_size: int, model: str) -> None:
+    """Refuse pre-tokenised prompts holding an id outside ``[0, vocab_size)`` (naming the record and the id)."""
+    for p in prompts:
+        bad = [t for t in p.ids or () if not 0 <= t < vocab_size]
+        if bad:
+            raise PromptRecordError(f"{p.where}: prompt_ids holds token id {bad[0]}, outside the vocabulary of "
+                                    f"{model} (size {vocab_size}: ids 0..{vocab_size - 1})")
+
+
+__all__ = ["DATASETS", "check_prompt_ids", "TEXT_FIELDS", "Prompt", "PromptRecordError", "iter_jsonl_objects", "user_turns",
            "read_record", "named_set_prompt", "load_prompt_set"]

@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from exitlaw.theory.atomic_io import atomic_write_text
+
 from .dflash import DFlashDrafter
 from .exittrain import exittrain_loss
 from .exittrain_batch import make_batch
@@ -131,8 +133,8 @@ def setup_training(target: TargetModel, drafter: DFlashDrafter, data: Sequences,
     if rank == 0:
         out.mkdir(parents=True, exist_ok=True)
         if not resume:
-            config_path.write_text(json.dumps({"train": asdict(cfg), "world_size": world, **(run_info or {})},
-                                              indent=1) + "\n", encoding="utf-8")
+            atomic_write_text(config_path, json.dumps({"train": asdict(cfg), "world_size": world,
+                                                       **(run_info or {})}, indent=1) + "\n")
         truncate_metrics(state.metrics_path, start)
     return state
 

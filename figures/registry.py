@@ -3,6 +3,8 @@
 
 :func:`make` runs one figure end to end and also writes its data as
 ``NAME.json`` next to the images (the claims ledger reads these files).
+Nothing half-written: a figure is drawn into ``OUT/.figures-partial/NAME/`` and moved
+into ``OUT`` by :func:`~.style.commit_figure` (``NAME.json`` last, marking it complete).
 ``inputs`` are passed to ``compute`` as keyword arguments; figures take data
 (model directories, result files) and know nothing of how a run lays out its
 folders (``exitlaw.paper_repro.figure_inputs`` maps a mini run to inputs).
@@ -10,11 +12,14 @@ folders (``exitlaw.paper_repro.figure_inputs`` maps a mini run to inputs).
 
 from __future__ import annotations
 
+import shutil
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
-from .style import check_out, write_data
+from .style import check_out, commit_figure, write_data
+
+STAGE = ".figures-partial"
 
 FIGURES: dict[str, str] = {
     "tree_exit": "tree_exit",
@@ -40,5 +45,15 @@ def make(name: str, out_dir: str | Path, *, seed: int = 0, quick: bool = False, 
     check_out(out_dir, name, overwrite)  # fail before a long computation
     data = mod.compute(seed=seed, quick=quick, **(inputs or {}))
     data["quick"] = quick
-    paths = mod.draw(data, out_dir, overwrite=overwrite)
-    return paths + [write_data(data, out_dir, name, overwrite=overwrite)]
+    stage = Path(out_dir) / STAGE / name
+    shutil.rmtree(stage, ignore_errors=True)   # what an interrupted earlier attempt left
+    mod.draw(data, stage, overwrite=True)
+    write_data(data, stage, name, overwrite=True)
+    check_out(out_dir, name, overwrite)  # still free (another process may have written it meanwhile)
+    paths = commit_figure(stage, out_dir, name)
+    stage.rmdir()
+    try:
+        stage.parent.rmdir()
+    except OSError:   # another figure is being staged beside it
+        pass
+    return paths

@@ -7,6 +7,7 @@ share sizes, fonts and the refusal to overwrite earlier output without a flag.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ matplotlib.use("Agg")  # headless; set before pyplot is imported anywhere in thi
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from exitlaw.theory.atomic_io import atomic_write_text  # noqa: E402
 
 # one colour per concept, used by every figure
 COLORS = {
@@ -54,16 +57,38 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: fl
     return fig, axes.ravel()
 
 
+def figure_paths(out_dir: str | Path, name: str) -> tuple[Path, Path, Path]:
+    """``NAME.png``, ``NAME.pdf`` and ``NAME.json`` (the data, written last: it marks a complete figure)."""
+    out = Path(out_dir)
+    return out / f"{name}.png", out / f"{name}.pdf", out / f"{name}.json"
+
+
 def check_out(out_dir: str | Path, name: str, overwrite: bool) -> tuple[Path, Path]:
-    """Paths of ``name.png`` / ``name.pdf`` in ``out_dir``; refuse to replace them unless ``overwrite``."""
+    """Paths of ``name.png`` / ``name.pdf`` in ``out_dir``; refuse to replace a complete figure unless ``overwrite``.
+
+    A figure is complete when its data ``name.json`` is there (:func:`commit_figure` moves it in last);
+    images without it are what an interrupted write left, and are replaced.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    png, pdf = out / f"{name}.png", out / f"{name}.pdf"
-    if not overwrite:
-        existing = [str(p) for p in (png, pdf) if p.exists()]
-        if existing:
-            raise FileExistsError(f"{', '.join(existing)} already exist(s); pass overwrite=True (--overwrite) to replace")
+    png, pdf, data = figure_paths(out, name)
+    if not overwrite and data.exists():
+        existing = [str(p) for p in (png, pdf, data) if p.exists()]
+        raise FileExistsError(f"{', '.join(existing)} already exist(s); pass overwrite=True (--overwrite) to replace")
     return png, pdf
+
+
+def commit_figure(stage: str | Path, out_dir: str | Path, name: str) -> list[Path]:
+    """Move a figure drawn into ``stage`` (PNG, PDF, JSON) into ``out_dir``: an old ``name.json`` out first,
+    then the images, the new ``name.json`` last, so ``out_dir`` never shows new data beside old images."""
+    staged, final = figure_paths(stage, name), figure_paths(out_dir, name)
+    missing = [str(p) for p in staged if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"figure {name!r} was not fully drawn: {missing} missing")
+    final[2].unlink(missing_ok=True)
+    for src, dst in zip(staged, final):
+        os.replace(src, dst)
+    return list(final)
 
 
 def save(fig, out_dir: str | Path, name: str, *, overwrite: bool = False) -> list[Path]:
@@ -94,8 +119,7 @@ def write_data(data: dict, out_dir: str | Path, name: str, *, overwrite: bool = 
     path = Path(out_dir) / f"{name}.json"
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True (--overwrite) to replace")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(data), indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(_jsonable(data), indent=1) + "\n")
     return path
 
 

@@ -55,11 +55,8 @@ def compute(*, seed: int = 0, quick: bool = False, models: tuple[str, str, str] 
         prompt = AutoTokenizer.from_pretrained(str(tdir)).encode(PROMPT)
         cfg = DecodeConfig(method="ddtree", verifier="tev", budget=budget, temperature=temperature,
                            max_new_tokens=max_new_tokens or (12 if quick else 48), seed=seed)
-        writer = TraceWriter(scratch / "trace.jsonl", {"models": label, "budget": budget})
-        try:
+        with TraceWriter(scratch / "trace.jsonl", {"models": label, "budget": budget}) as writer:
             generate(target, drafter, prompt, cfg, trace=writer)
-        finally:
-            writer.close()
         trace = read_trace(scratch / "trace.jsonl")
     best, best_cov = None, -1.0
     for i, rd in enumerate(trace.rounds):

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from exitlaw.theory.atomic_io import atomic_write_text
+
 from .paired_effects import PairedEffectError, paired_interval
 from .verdicts import (
     CONTRADICTED,
@@ -405,8 +407,8 @@ def write_ledger(rows: list[dict], out_dir: str | Path, provenance: dict | None 
     md, js = out / f"{stem}.md", out / f"{stem}.json"
     if not overwrite and (md.exists() or js.exists()):
         raise FileExistsError(f"{md} or {js} already exists; pass --overwrite to replace")
-    md.write_text(format_markdown(rows, provenance, header), encoding="utf-8")
-    js.write_text(ledger_json(rows, provenance, header), encoding="utf-8")
+    atomic_write_text(md, format_markdown(rows, provenance, header))
+    atomic_write_text(js, ledger_json(rows, provenance, header))
     return md, js
 
 

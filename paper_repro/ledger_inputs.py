@@ -32,6 +32,7 @@ import json
 import platform
 from pathlib import Path
 
+from exitlaw.theory.atomic_io import atomic_write_text
 from exitlaw.theory.provenance import git_commit as _git_commit
 
 FIGURE_INPUTS = ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency")
@@ -264,6 +265,6 @@ def make_shipped_inputs(results_dir: str | Path = RESULTS, *, seed: int = 0, ove
     for k in KIT_VERIFIERS:
         spec = f"exitlaw.simulate.verifiers:{k}"
         report = run_kit(load_verifier(spec), name=spec, seed=seed).to_json()
-        (out / "checks" / f"{k}.json").write_text(json.dumps(stamp(report, commit), indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(out / "checks" / f"{k}.json", json.dumps(stamp(report, commit), indent=1) + "\n")
         log(f"wrote {out / 'checks' / f'{k}.json'}")
     return targets

@@ -54,6 +54,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from exitlaw.theory.atomic_io import atomic_save_npy, atomic_write_json, atomic_write_text
+
 from .mini_target import TargetSpec
 
 OBJECTIVES = ("token", "prefix", "exit")
@@ -160,16 +162,22 @@ PRESETS = {"full": MiniConfig(), "quick": QUICK, "deep": DEEP, "deep-budgets": D
 
 
 def _write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_json(path, obj, indent=1)
+
+
+def _read_json(path: Path, what: str):
+    """A JSON file this pipeline wrote; an unreadable one is an error naming it (never silently recomputed)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} ({what}) is truncated or corrupt ({err}); move it aside to recompute it") from None
 
 
 def prepare_out(out: Path, cfg: MiniConfig, overwrite: bool) -> None:
     """Create ``out`` or check that it holds a run of the same configuration."""
     marker = out / "mini_config.json"
     if marker.is_file():
-        old = json.loads(marker.read_text(encoding="utf-8"))
+        old = _read_json(marker, "the run's configuration")
         if old == cfg.to_json():
             return
         if not overwrite:
@@ -200,7 +208,7 @@ class StageTimes:
 
     def __init__(self, out: Path):
         self.path = out / "timings.json"
-        self.times: dict[str, float] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.times: dict[str, float] = _read_json(self.path, "stage timings") if self.path.is_file() else {}
 
     @contextmanager
     def __call__(self, name: str):
@@ -243,13 +251,13 @@ def stage_corpus(out: Path, cfg: MiniConfig) -> Corpus:
         tok = mc.train_tokenizer(docs, cfg.vocab_size, corpus / "tokenizer")
     tokens_path = corpus / "train_tokens.npy"
     if tokens_path.is_file():
-        train_tokens = np.load(tokens_path)
+        train_tokens = mc.load_token_array(tokens_path)
     else:
         rng = np.random.default_rng([cfg.seed, 1])
         docs = code_train + prose_train
         order = rng.permutation(len(docs))
         train_tokens = mc.encode_documents(tok, [docs[i] for i in order], max_tokens=cfg.train_tokens)
-        np.save(tokens_path, train_tokens)
+        atomic_save_npy(tokens_path, train_tokens)
     return Corpus(split, tok, train_tokens)
 
 
@@ -369,11 +377,7 @@ def stage_eval(out: Path, cfg: MiniConfig, target, finals: dict[str, Path], doma
     drafters = {name: load_drafter(path, dtype=target.dtype) for name, path in finals.items()}
     cells_path = out / "eval" / "cells.jsonl"
     cells_path.parent.mkdir(exist_ok=True)
-    done = {}
-    if cells_path.is_file():
-        for line in cells_path.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            done[rec["key"]] = rec["result"]
+    done = read_cells(cells_path)
 
     def on_cell(key, res):
         with cells_path.open("a", encoding="utf-8") as fh:
@@ -382,7 +386,7 @@ def stage_eval(out: Path, cfg: MiniConfig, target, finals: dict[str, Path], doma
     eval_grid(target, drafters, domains, budgets=cfg.budgets, temperatures=cfg.temperatures, verifiers=cfg.verifiers,
               max_new_tokens=cfg.eval_new_tokens, seed=cfg.seed + 1000, done=done, on_cell=on_cell, progress=progress)
     ar_path = out / "eval" / "ar.json"
-    ar = json.loads(ar_path.read_text()) if ar_path.is_file() else {}
+    ar = _read_json(ar_path, "autoregressive baselines") if ar_path.is_file() else {}
     for domain, prompts_d in domains.items():
         for t in cfg.temperatures:
             key = f"{domain}|T{t:g}"
@@ -393,13 +397,39 @@ def stage_eval(out: Path, cfg: MiniConfig, target, finals: dict[str, Path], doma
     return done, ar
 
 
+def read_cells(path: Path) -> dict:
+    """The finished evaluation cells appended to ``path`` (``key -> result``).
+
+    Each cell is one line written whole by one append; a last line without its newline is an append
+    cut off by an interrupted run: it is dropped (the file is rewritten without it) and the cell is
+    evaluated again. Any other unreadable line is an error naming the file and line.
+    """
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if lines[-1]:
+        print(f"{path}: dropping a cut-off last line (an interrupted append); that cell is evaluated again")
+        lines[-1] = ""
+        atomic_write_text(path, "\n".join(lines))
+    done = {}
+    for i, line in enumerate(lines[:-1], 1):
+        try:
+            rec = json.loads(line)
+            done[rec["key"]] = rec["result"]
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ValueError(f"{path} line {i} is not an evaluation cell ({err}); the file is corrupt: "
+                             "move it aside to evaluate every cell again") from None
+    return done
+
+
 def stage_report(out: Path, cfg: MiniConfig, cells: dict, ar: dict, timings: dict) -> dict:
     """``results.json`` and ``results.md`` (with the paired comparisons when there are >= 2 training seeds)."""
     from .mini_table import build_results, format_markdown
 
     results = build_results(cfg, out, cells, ar, timings, drafters=drafter_names(cfg))
-    _write_json(out / "results.json", results)
-    (out / "results.md").write_text(format_markdown(results), encoding="utf-8")
+    atomic_write_text(out / "results.md", format_markdown(results))
+    _write_json(out / "results.json", results)   # last: a run with results.json has its table beside it
     return results
 
 

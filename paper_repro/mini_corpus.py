@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.theory.atomic_io import atomic_dir
+
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
 MASK_TOKEN = "<|mask|>"   # the DFlash drafter's mask token
@@ -139,8 +141,8 @@ def train_tokenizer(texts, vocab_size: int, out_dir: str | Path):
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN,
                                    mask_token=MASK_TOKEN, clean_up_tokenization_spaces=False)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fast.save_pretrained(str(out_dir))
+    with atomic_dir(out_dir) as tmp:   # tokenizer.json appears only with every other file beside it
+        fast.save_pretrained(str(tmp))
     return load_tokenizer(out_dir)
 
 
@@ -164,6 +166,18 @@ def encode_documents(tokenizer, texts, *, max_tokens: int | None = None) -> np.n
         if max_tokens is not None and len(out) >= max_tokens:
             break
     return np.asarray(out[:max_tokens] if max_tokens is not None else out, dtype=np.int32)
+
+
+def load_token_array(path: str | Path) -> np.ndarray:
+    """A saved token stream (``.npy``, 1-D integers); a truncated or corrupt file is an error naming it."""
+    path = Path(path)
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as err:
+        raise ValueError(f"{path} is truncated or corrupt ({err}); delete it to encode the corpus again") from None
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"{path} holds a {arr.dtype} array of shape {arr.shape}, not a 1-D token stream")
+    return arr
 
 
 def sample_prompts(tokenizer, texts, *, count: int, prompt_tokens: int, seed: int) -> list[list[int]]:

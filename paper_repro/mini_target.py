@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.theory.atomic_io import atomic_dir
+
 
 @dataclass(frozen=True)
 class TargetSpec:
@@ -108,11 +110,11 @@ def heldout_loss(model, tokens: np.ndarray, seq_len: int, windows: int, seed: in
 def save_target(model, tokenizer, out: str | Path, info: dict) -> Path:
     """``save_pretrained`` the model and tokenizer, plus ``mini_target.json`` (spec, seed, losses)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(str(out))
-    tokenizer.save_pretrained(str(out))
-    (out / "mini_target.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    with atomic_dir(out) as tmp:   # built aside, renamed into place whole (an interrupted save leaves no target)
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / "mini_target.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     return out
 
 

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from exitlaw.theory.atomic_io import atomic_write_text
+
 VERIFIERS = ("predraw", "residual", "tev")
 
 
@@ -32,7 +34,7 @@ def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[
         if not path.is_file():
             spec = f"exitlaw.simulate.verifiers:{name}"
             report = run_kit(load_verifier(spec), name=spec, seed=seed).to_json()
-            path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            atomic_write_text(path, json.dumps(report, indent=1) + "\n")
         report = json.loads(path.read_text(encoding="utf-8"))
         verdicts[name] = {"verdict": report["verdict"], "exit_code": report["exit_code"],
                           "samples": report["total_samples"], "min_power": report["min_power"],
@@ -101,5 +103,5 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
                             overwrite=True)
     summary = {"config": marker, "checks": verdicts, "times": times, "ledger": [str(md), str(js)],
                "figures": str(fig_dir), "mini": str(mini_dir)}
-    summary_path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(summary_path, json.dumps(summary, indent=1) + "\n")
     return summary

@@ -145,3 +145,82 @@ def test_train_interrupted_then_resumed_equals_an_uninterrupted_run(tiny, train_
     assert (out / "final" / ".complete").is_file()
     # a save cut by SIGKILL can leave only a hidden ".step_N.partial-PID" folder, never a step_N that looks whole
     assert all(p.name.startswith(".") or (p / ".complete").is_file() for p in (out / "checkpoints").iterdir())
+
+
+# ----- figures: SIGINT / SIGKILL mid-run, then rerun ---------------------------------------------
+FIGS = ["verifier_equivalence", "sampled_exactness", "caddtree_throughput"]   # deterministic to the byte
+
+
+def _figures_argv(out, *extra):
+    return [sys.executable, "-m", "exitlaw", "figures", "--quick", "--only", ",".join(FIGS), "--out", str(out),
+            *extra]
+
+
+def _figure_triples(out) -> dict[str, tuple[bytes | None, ...]]:
+    """Per figure: (png, pdf, json) bytes, None where a file is absent."""
+    return {n: tuple((out / f"{n}.{ext}").read_bytes() if (out / f"{n}.{ext}").is_file() else None
+                     for ext in ("png", "pdf", "json")) for n in FIGS}
+
+
+@pytest.fixture(scope="module")
+def figure_references(tmp_path_factory):
+    refs = {}
+    for seed in (0, 1):
+        out = tmp_path_factory.mktemp(f"figs{seed}")
+        proc = subprocess.run(_figures_argv(out, "--seed", str(seed)), capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        refs[seed] = _figure_triples(out)
+        assert all(None not in t for t in refs[seed].values())
+    assert refs[0] != refs[1]
+    return refs
+
+
+def _kill_at(argv, sig, delay):
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    proc.wait(timeout=120)
+    return proc.returncode
+
+
+def _assert_no_mixed_figure(out, *allowed):
+    """Every figure whose data JSON is there (complete) is one reference's triple byte for byte; images
+    without their JSON are an interrupted write (visibly incomplete)."""
+    for name, triple in _figure_triples(out).items():
+        if triple[2] is not None:
+            assert any(triple == ref[name] for ref in allowed), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,case", [(signal.SIGINT, 0), (signal.SIGKILL, 0), (signal.SIGKILL, 1)])
+def test_figures_interrupted_then_rerun_equals_an_uninterrupted_run(tmp_path, figure_references, sig, case):
+    ref = figure_references[0]
+    out = tmp_path / "figs"
+    delay = float(np.random.default_rng([int(sig), case]).uniform(1.0, 9.0))
+    code = _kill_at(_figures_argv(out), sig, delay)
+    if out.exists():
+        _assert_no_mixed_figure(out, ref)
+    proc = subprocess.run(_figures_argv(out), capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:   # a figure finished before the signal: refused up front, naming it
+        assert proc.returncode == 2 and "already exist" in proc.stderr and "--overwrite" in proc.stderr
+        _assert_no_mixed_figure(out, ref)
+        proc = subprocess.run(_figures_argv(out, "--overwrite"), capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    assert _figure_triples(out) == ref
+    assert not (out / ".figures-partial").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_figures_overwrite_interrupted_never_pairs_new_data_with_old_images(tmp_path, figure_references, sig):
+    out = tmp_path / "figs"
+    assert subprocess.run(_figures_argv(out), capture_output=True, timeout=600).returncode == 0
+    delay = float(np.random.default_rng(20 + int(sig)).uniform(1.0, 9.0))
+    _kill_at(_figures_argv(out, "--overwrite", "--seed", "1"), sig, delay)
+    _assert_no_mixed_figure(out, figure_references[0], figure_references[1])
+    proc = subprocess.run(_figures_argv(out, "--overwrite", "--seed", "1"), capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert _figure_triples(out) == figure_references[1]
+    assert not (out / ".figures-partial").exists()

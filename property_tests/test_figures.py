@@ -220,3 +220,25 @@ def test_exittrain_ablation_computes_from_the_simulation(tmp_path):
     assert set(sim["table"]) == {"pretrained", "token-only", "prefix-weighted", "exit-guided"}
     assert all(v >= 1.0 for row in sim["table"].values() for v in row.values())
     _assert_images(exittrain_ablation.draw(data, tmp_path), "exittrain_ablation")
+
+
+def test_a_figure_cut_off_after_its_images_leaves_nothing_under_its_names(tmp_path, monkeypatch):
+    import exitlaw.figures.registry as registry
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(registry, "write_data", interrupted)   # images drawn, then the run is cut
+    with pytest.raises(KeyboardInterrupt):
+        make("sampled_exactness", tmp_path, seed=0)
+    assert sorted(p.name for p in tmp_path.glob("sampled_exactness.*")) == []
+    monkeypatch.undo()
+    paths = make("sampled_exactness", tmp_path, seed=0)        # no refusal: nothing complete was there
+    assert [p.name for p in paths] == [f"sampled_exactness.{e}" for e in ("png", "pdf", "json")]
+    assert not (tmp_path / ".figures-partial").exists()
+
+
+def test_images_without_their_data_are_an_interrupted_write_and_are_replaced(tmp_path):
+    (tmp_path / "sampled_exactness.png").write_bytes(b"half")
+    paths = make("sampled_exactness", tmp_path, seed=0)
+    assert paths[0].read_bytes() != b"half" and read_data(paths[2])["figure"] == "sampled_exactness"

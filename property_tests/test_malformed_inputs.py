@@ -116,6 +116,7 @@ def test_inputs_are_not_modified_or_renormalised():
 # ---------------------------------------------------------------------------------------------
 import json  # noqa: E402
 import os  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from exitlaw.cli import main  # noqa: E402
 from exitlaw.theory import (  # noqa: E402
@@ -531,3 +532,171 @@ def test_a_writer_closed_in_a_finally_block_of_an_interrupted_loop_leaves_nothin
     finally:
         writer.close()
     assert len(read_trace(path).rounds) == 1
+
+
+# ----- bench: prompt ids outside the target's vocabulary, CUDA without CUDA: named, before any work ----
+def _vocab(target_dir) -> int:
+    return int(json.loads((Path(target_dir) / "config.json").read_text())["vocab_size"])
+
+
+BENCH_INPUT_CASES = [
+    ("prompt id = vocab size", lambda v: [1, v], [], "prompt_ids holds token id {v}, outside the vocabulary"),
+    ("prompt id far above", lambda v: [10 ** 9], [], "token id 1000000000, outside the vocabulary"),
+    ("prompt id negative", lambda v: [2, -1], [], "ints >= 0"),
+    ("device cuda without cuda", lambda v: [1, 2], ["--device", "cuda"], "no CUDA device"),
+]
+
+
+@pytest.mark.parametrize("command", ["bench", "batch-bench"])
+@pytest.mark.parametrize("case", BENCH_INPUT_CASES, ids=[c[0] for c in BENCH_INPUT_CASES])
+def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(tiny, tmp_path, monkeypatch, capsys,
+                                                                             case, command):
+    import torch
+
+    import exitlaw.engine.batch_bench as batch_bench
+    import exitlaw.engine.bench as bench
+
+    _, ids, extra, message = case
+    if "--device" in extra and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    v = _vocab(tiny[0])
+
+    def no_decoding(*a, **k):
+        raise AssertionError("decoding started before the input was checked")
+
+    monkeypatch.setattr(bench, "generate", no_decoding)
+    monkeypatch.setattr(batch_bench, "run_batch_decode_bench", no_decoding)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"prompt_ids": ids(v)}) + "\n")
+    out = tmp_path / "res.json"
+    code, err = _cli([command, "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
+                      "--out", str(out), *(["--no-progress"] if command == "bench" else ["--warmup", "0"]), *extra],
+                     capsys)
+    assert code == 2 and message.format(v=v) in err, err
+    if "--device" not in extra:
+        assert f"{prompts}:1" in err        # the record is named
+    assert not out.exists()
+
+
+# ----- results files: written atomically; a truncated or corrupt one is an error naming it --------
+def test_bench_results_written_atomically_keep_the_old_file_when_cut(tmp_path, monkeypatch):
+    import exitlaw.theory.atomic_io as atomic_io
+    from exitlaw.cli.engine import _write_json
+
+    path = tmp_path / "res.json"
+    _write_json(str(path), {"old": True})
+    before = path.read_bytes()
+
+    def cut(*a):   # the new content is on disk under the temporary name when the run is cut
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic_io, "_fsync_file", cut)
+    with pytest.raises(KeyboardInterrupt):
+        _write_json(str(path), {"new": True})
+    assert path.read_bytes() == before and _files(tmp_path) == {"res.json"}
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_truncated_bench_results_are_named_by_bench_compare(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"schema": "exitlaw.bench", "version": 2, "config": {}, "runs": []}, indent=1))
+    b.write_bytes(a.read_bytes())
+    _truncate(a)
+    code, err = _cli(["bench", "--compare", str(a), str(b)], capsys)
+    assert code == 2 and str(a) in err and "not valid JSON" in err, err
+
+
+@pytest.mark.parametrize("flag", ["--latency-json"])
+def test_truncated_latency_json_is_named_by_figures(tmp_path, capsys, flag):
+    src = tmp_path / "gpu_check.json"
+    src.write_text(json.dumps({"rows": [{"budget": 32, "predraw_stage_ms": 1.0, "tev_stage_ms": 0.5}]}, indent=1))
+    _truncate(src)
+    code, err = _cli(["figures", "--only", "verifier_latency", flag, str(src), "--out", str(tmp_path / "f")], capsys)
+    assert code == 2 and str(src) in err and "not valid JSON" in err, err
+    assert not (tmp_path / "f" / "verifier_latency.json").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "2-D"])
+def test_a_damaged_mini_token_array_is_an_error_naming_the_file(tmp_path, damage):
+    from exitlaw.paper_repro.mini_corpus import load_token_array
+    from exitlaw.theory.atomic_io import atomic_save_npy
+
+    path = atomic_save_npy(tmp_path / "train_tokens.npy", np.arange(1000, dtype=np.int32))
+    assert np.array_equal(load_token_array(path), np.arange(1000))
+    if damage == "truncated":
+        _truncate(path)
+    elif damage == "garbage":
+        path.write_bytes(b"not an npy file at all")
+    else:
+        atomic_save_npy(path, np.zeros((3, 4), dtype=np.int32))
+    with pytest.raises(ValueError, match=f"{path}.*(truncated or corrupt|not a 1-D token stream)"):
+        load_token_array(path)
+
+
+# ----- trace writers cut off: nothing incomplete under the trace's name; a killed writer's file is
+# ----- reported by `exitlaw law` as lacking its end marker ----------------------------------------
+def test_bench_interrupted_mid_decode_leaves_no_trace_under_its_name(tiny, tmp_path, monkeypatch):
+    import exitlaw.engine.bench as bench
+
+    real, calls = bench.run_conversation, []
+
+    def cut_after_one_prompt(*a, **k):   # the first speculative prompt writes its rounds, then Ctrl-C
+        res = real(*a, **k)
+        if k.get("trace") is not None:
+            calls.append(1)
+            raise KeyboardInterrupt
+        return res
+
+    monkeypatch.setattr(bench, "run_conversation", cut_after_one_prompt)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt_ids": [1, 2, 3]}) + "\n" for _ in range(2)))
+    traces = tmp_path / "traces"
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_bench(str(tiny[0]), str(tiny[1]), dataset=f"jsonl:{prompts}", budgets=[8], temperatures=[0.0],
+                        verifiers=["tev"], max_new_tokens=6, device="cpu", warmup=0, trace_dir=str(traces),
+                        progress=False)
+    assert calls and _files(traces) == set()      # no complete-looking trace, no partial left behind
+
+
+def test_a_trace_cut_mid_line_is_reported_as_lacking_its_end_marker(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    _write_lines(path, [HEAD, R0, _round(round=1), _end(2)])
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b'{"round": 1') + 20])   # killed while the second round was written
+    with pytest.raises(IncompleteTraceError, match=r"t.jsonl:3: incomplete trace: the last line is cut off"):
+        read_trace(path)
+    assert main(["law", str(path)]) == 2 and "no end marker" in capsys.readouterr().err
+    assert len(read_trace(path, allow_incomplete=True).rounds) == 1
+    assert main(["law", str(path), "--allow-incomplete", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["totals"]["rounds"] == 1
+    path.write_bytes(data[: data.rindex(b'{"round": 1') + 20] + b"\n" + _end(1).encode() + b"\n")
+    with pytest.raises(TraceFormatError, match=":3: not valid JSON"):   # a whole line that is bad stays an error
+        read_trace(path, allow_incomplete=True)
+
+
+def test_a_killed_writer_leaves_a_partial_file_that_exitlaw_law_calls_incomplete(tmp_path, capsys):
+    import signal
+    import subprocess
+    import sys
+
+    script = ("import os, signal, numpy as np, sys\n"
+              "from exitlaw.theory import TraceWriter, TraceRound, DraftTree\n"
+              "w = TraceWriter(sys.argv[1], {})\n"
+              "tree = DraftTree(parent=[-1, 0, 1], token=[0, 1, 2])\n"
+              "for i in range(500):\n"
+              "    w.write(TraceRound(tree, np.array([1.0, 0.5, 0.25])))\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    path = tmp_path / "t.jsonl"
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, timeout=120)
+    assert proc.returncode == -int(signal.SIGKILL)
+    partial = tmp_path / ".t.jsonl.partial"
+    assert not path.exists() and partial.is_file()
+    assert main(["law", str(partial)]) == 2
+    err = capsys.readouterr().err
+    assert "incomplete trace" in err and "no end marker" in err, err
+    assert main(["law", str(partial), "--allow-incomplete", "--json"]) == 0
+    assert 0 < json.loads(capsys.readouterr().out)["totals"]["rounds"] < 500

@@ -152,3 +152,48 @@ def test_cli_preset_flag_selects_the_preset_and_refuses_a_contradiction(tmp_path
     assert seen["preset"] == "quick"
     assert main(["repro", "mini", "--out", str(tmp_path), "--quick", "--preset", "deep"]) != 0
     assert "contradicts" in capsys.readouterr().err
+
+
+def test_eval_cells_drop_an_append_cut_off_by_a_kill_and_name_a_corrupt_line(tmp_path, capsys):
+    from exitlaw.paper_repro.mini import read_cells
+
+    path = tmp_path / "cells.jsonl"
+    whole = json.dumps({"key": "a", "result": {"tau": 2.0}}) + "\n"
+    path.write_text(whole + '{"key": "b", "res')               # the second append was cut off
+    assert read_cells(path) == {"a": {"tau": 2.0}}
+    assert "cut-off" in capsys.readouterr().out and path.read_text() == whole
+    path.write_text(whole + "garbage\n" + whole)
+    with pytest.raises(ValueError, match=r"cells.jsonl line 2 .*corrupt"):
+        read_cells(path)
+    assert read_cells(tmp_path / "none.jsonl") == {}
+
+
+def test_a_drafter_save_cut_off_leaves_no_config_so_the_stage_is_redone(tmp_path, monkeypatch):
+    import safetensors.torch
+
+    from exitlaw.engine.checkpoint import save_drafter
+    from exitlaw.engine.dflash import DFlashConfig, DFlashDrafter
+
+    drafter = DFlashDrafter(DFlashConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1, head_dim=8, vocab_size=40,
+                                         block_size=4, mask_token_id=3, target_layer_ids=(0,), num_target_layers=1))
+
+    def cut(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(safetensors.torch, "save_file", cut)
+    with pytest.raises(KeyboardInterrupt):
+        save_drafter(drafter, tmp_path / "init")
+    assert not (tmp_path / "init" / "config.json").exists() and not (tmp_path / "init" / "model.safetensors").exists()
+    monkeypatch.undo()
+    save_drafter(drafter, tmp_path / "init")
+    assert sorted(p.name for p in (tmp_path / "init").iterdir()) == ["config.json", "model.safetensors"]
+
+
+def test_a_truncated_run_configuration_is_an_error_naming_the_file(tmp_path):
+    out = tmp_path / "run"
+    prepare_out(out, config_for("quick"), overwrite=False)
+    marker = out / "mini_config.json"
+    marker.write_text(marker.read_text()[:40])
+    with pytest.raises(ValueError, match=r"mini_config.json \(the run's configuration\) is truncated or corrupt"):
+        prepare_out(out, config_for("quick"), overwrite=False)

@@ -166,3 +166,19 @@ def test_parallel_reading_equals_one_reader_and_names_the_line_of_an_error(tmp_p
     path.write_text("\n".join(text) + "\n")
     with pytest.raises(TraceFormatError, match=":351: end marker .* does not close this trace of 349 rounds"):
         summarize_trace_file(path, workers=3, parallel_min_bytes=0)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_law_bench_trace_reports_rounds_per_second_and_cpu_seconds(tmp_path, capsys, workers):
+    from exitlaw.cli import main
+    from exitlaw.theory.trace_bench import make_bench_trace
+
+    path = make_bench_trace(tmp_path / "b.jsonl", rounds=60, max_budget=8, vocab=100)
+    assert main(["law-bench", "--trace", str(path), "--workers", str(workers), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["rounds"] == 60 and res["workers"] == workers
+    assert res["seconds"] > 0 and res["rounds_per_s"] == pytest.approx(60 / res["seconds"])
+    assert res["cpu_seconds"] > 0 and res["rounds_per_cpu_s"] == pytest.approx(60 / res["cpu_seconds"])
+    assert main(["law-bench", "--trace", str(path), "--workers", str(workers)]) == 0
+    text = capsys.readouterr().out
+    assert "60 rounds in" in text and "rounds/s" in text and "CPU-seconds" in text and "rounds per CPU-second" in text

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from exitlaw.theory.atomic_io import atomic_write_text
 from exitlaw.theory.provenance import cpu_info, git_commit
 
 from .exittrain_fast import make_pretrainer, make_trainer, rollouts, tau_table
@@ -342,10 +343,10 @@ def write_sweep(result: dict[str, Any], out_dir: str | Path, *, overwrite: bool 
     if not overwrite and any(p.exists() for p in paths):
         raise FileExistsError(f"{', '.join(str(p) for p in paths if p.exists())} exist(s); pass overwrite=True (--overwrite)")
     out.mkdir(parents=True, exist_ok=True)
-    paths[0].write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    paths[1].write_text(format_markdown(result), encoding="utf-8")
-    paths[2].write_text(json.dumps({"schema": SCHEMA + ".config", "version": VERSION, "config": result["config"]},
-                                   indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(paths[0], json.dumps(result, indent=1) + "\n")
+    atomic_write_text(paths[1], format_markdown(result))
+    atomic_write_text(paths[2], json.dumps({"schema": SCHEMA + ".config", "version": VERSION,
+                                            "config": result["config"]}, indent=1) + "\n")
     return paths
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from exitlaw.theory import DraftTree, gather_edge_probs
+from exitlaw.theory.atomic_io import atomic_write_text
 
 from .builders import tsubame
 from .models import NGramTarget, PositionWiseDrafter
@@ -224,8 +225,8 @@ def run_field_lab(configs: list[FieldLabConfig], out: str | Path, *, overwrite: 
               "produced_by": "exitlaw.simulate.field_lab.run_field_lab", "notes": NOTES, "runs": runs,
               "paired_effects": [r for run in runs for r in run["paired_effects"]]}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    md.write_text(render_markdown(result), encoding="utf-8")
+    atomic_write_text(md, render_markdown(result))
+    atomic_write_text(out, json.dumps(result, indent=1))
     return result
 
 

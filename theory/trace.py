@@ -230,12 +230,18 @@ def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line:
                 rec, end = _scan(line, _skip_ws(line, 0).end())
                 if _skip_ws(line, end).end() != len(line):
                     raise json.JSONDecodeError("Extra data", line, end)
-            except UnicodeDecodeError as err:
-                raise TraceFormatError(f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
-                                       f"{raw[err.start:err.start + 1]!r})") from None
-            except StopIteration as err:   # the C scanner's "no value here"
-                raise TraceFormatError(f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})") from None
-            except json.JSONDecodeError as err:
+            except (UnicodeDecodeError, StopIteration, json.JSONDecodeError) as err:
+                if last and lineno > 1 and not raw.endswith(b"\n"):   # a writer killed mid-line
+                    if allow_incomplete:
+                        break
+                    raise IncompleteTraceError(f"{path}:{lineno}: incomplete trace: the last line is cut off "
+                                               f"(no newline, no end marker; {rounds} whole rounds before it; "
+                                               "the writer was interrupted)") from None
+                if isinstance(err, UnicodeDecodeError):
+                    raise TraceFormatError(f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
+                                           f"{raw[err.start:err.start + 1]!r})") from None
+                if isinstance(err, StopIteration):   # the C scanner's "no value here"
+                    raise TraceFormatError(f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})") from None
                 raise TraceFormatError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
             except RecursionError:
                 raise TraceFormatError(f"{path}:{lineno}: JSON nested too deeply") from None

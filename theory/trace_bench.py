@@ -56,16 +56,18 @@ def _children_peak_rss_mb() -> float:
 
 
 def run_trace_bench(path: str | Path, *, workers: int = 1) -> dict[str, Any]:
-    """Summarise ``path`` once (streamed, in ``workers`` processes) and report rounds, seconds,
-    rounds/s, MB/s and peak RSS (this process, and the largest worker's)."""
+    """Summarise ``path`` once (streamed, in ``workers`` processes) and report rounds, wall seconds,
+    rounds/s, CPU-seconds (this process plus its workers) and rounds per CPU-second (the figure that
+    a loaded machine distorts least), MB/s and peak RSS (this process, and the largest worker's)."""
     path = Path(path)
     size = path.stat().st_size if path.is_file() else 0
     before = peak_rss_mb()
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, c0 = time.perf_counter(), time.process_time()
     summary = summarize_trace_file(path, keep_rounds=20, workers=workers)
     seconds = time.perf_counter() - t0
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = time.process_time() - c0 + kids.ru_utime + kids.ru_stime
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)   # the workers' CPU time (this run's only)
+    cpu = (time.process_time() - c0 + kids.ru_utime - kids0.ru_utime + kids.ru_stime - kids0.ru_stime)
     rounds = summary["totals"]["rounds"]
     peak = peak_rss_mb()
     out = {"trace": str(path), "bytes": size, "rounds": rounds, "seconds": seconds,
@@ -77,7 +79,8 @@ def run_trace_bench(path: str | Path, *, workers: int = 1) -> dict[str, Any]:
            "mean_coverage": summary["totals"]["mean_coverage"]}
     out["text"] = (f"{path}: {size / 2**20:.1f} MiB, {rounds} rounds in {seconds:.2f} s: "
                    f"{out['rounds_per_s']:,.0f} rounds/s, {out['mb_per_s']:.1f} MiB/s "
-                   f"({out['rounds_per_cpu_s']:,.0f} rounds per CPU-second; load {out['load_average_1min']:.1f} "
+                   f"({cpu:.2f} CPU-seconds, {out['rounds_per_cpu_s']:,.0f} rounds per CPU-second; "
+                   f"load {out['load_average_1min']:.1f} "
                    f"on {out['cpus']} CPUs); "
                    f"peak RSS {peak:.0f} MiB (before {before:.0f} MiB)"
                    + (f", largest worker {out['worker_peak_rss_mb']:.0f} MiB ({workers} workers)" if workers > 1 else ""))

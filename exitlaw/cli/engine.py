@@ -133,8 +133,10 @@ def _refuse_existing(path: str | None, overwrite: bool) -> None:
 
 
 def _write_json(path: str, data: dict) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    """Results through a temporary name and a rename: a cut run leaves the old file or none, never half."""
+    from exitlaw.theory.atomic_io import atomic_write_json
+
+    atomic_write_json(path, data, indent=1)
     print(f"wrote {path}")
 
 

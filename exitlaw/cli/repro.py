@@ -159,6 +159,7 @@ def _full_dry_run(args: argparse.Namespace) -> int:
 
 def _figures(args: argparse.Namespace) -> int:
     from exitlaw.figures.registry import FIGURES
+    from exitlaw.figures.style import check_out
     from exitlaw.paper_repro.figure_inputs import make_figure
 
     if args.list:
@@ -168,6 +169,8 @@ def _figures(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}; figures: {', '.join(FIGURES)}")
+    for name in names:   # refuse before computing anything
+        check_out(args.out, name, args.overwrite)
     for name in names:
         t0 = time.perf_counter()
         paths = make_figure(name, args.out, seed=args.seed, quick=args.quick, overwrite=args.overwrite,

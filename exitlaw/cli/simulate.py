@@ -7,6 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+from exitlaw.theory.atomic_io import atomic_write_text
+
 from .args import enable_x64, positive_int
 
 
@@ -195,8 +197,7 @@ def _exittrain(args: argparse.Namespace) -> int:
         report[n] = run_exittrain_mini(REGIMES[n], steps=args.steps, seed=args.seed, progress=True)
         print(format_table(report[n]) + "\n")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        atomic_write_text(out, json.dumps(report, indent=1))
         print(f"wrote {out}")
     return 0
 
@@ -269,8 +270,7 @@ def _prove(args: argparse.Namespace) -> int:
                 every_child_order=args.every_child_order, seed=args.seed)
     text = json.dumps(rep.to_json(), indent=1)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
+        atomic_write_text(out, text + "\n")
     print(text if args.json else format_proof(rep))
     return rep.exit_code
 
