@@ -221,7 +221,7 @@ def _paired_claim(source: str, comparison: str, selector: dict, cells: int, labe
         seeds = sorted({r.get("n_seeds") for r in recs}, key=str)
         units = sorted({r.get("n_units") for r in recs}, key=str)
         cells_text = "; ".join(
-            f"{', '.join(f'{k}={v}' for k, v in sorted(r.get('setting', {}).items()) if k not in selector)}"
+            f"{', '.join(f'{k}={v}' for k, v in sorted(r.get('setting', {}).items()) if k not in selector or isinstance(selector[k], tuple))}"
             f" {Interval(r['rel_pct']['mean'], r['rel_pct']['lo'], r['rel_pct']['hi']).text(2, ' %')}"
             for r in recs)
         return Measurement(f"{comparison} tau: {ci.text(2, ' %')}" + (f" (pooled over {cells_text})" if cells > 1 else "")

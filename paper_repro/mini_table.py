@@ -53,6 +53,7 @@ def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict, drafters
     import transformers
 
     from exitlaw import __version__
+    from exitlaw.theory.provenance import git_commit
 
     rows = []
     for key, c in sorted(cells.items()):
@@ -81,6 +82,7 @@ def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict, drafters
                   "eval_prompts": [cfg.seed + 21, cfg.seed + 22], "decode": f"{cfg.seed + 1000} + prompt index"},
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "transformers": transformers.__version__, "exitlaw": __version__},
+        "git_commit": git_commit(Path(__file__).resolve().parent),
         "corpus": {"python": split["python"], "train_code_files": len(split["train_code"]),
                    "heldout_code_files": len(split["heldout_code"]), "train_prose_topics": len(split["train_prose"]),
                    "heldout_prose_topics": len(split["heldout_prose"])},

@@ -328,7 +328,7 @@ SHIPPED_VERDICTS = {
     "sampled_drafts_marginal": REPRODUCED,
     "tev_stage_savings": REPRODUCED,
     "exittrain_tau_gain": CONTRADICTED,  # deep mini: exit - base -10.6 % [-15.1, -6.0]
-    "budget_robustness": INCONCLUSIVE,
+    "budget_robustness": CONTRADICTED,   # deep-budgets re-run: exit - base -8.3 % [-10.6, -6.1] over B = 32/64/128
     "exit_vs_token": CONTRADICTED,       # deep mini: exit - token -6.2 % [-9.1, -3.2]
     "exit_vs_prefix": CONTRADICTED,      # deep mini: exit - prefix -3.9 % [-8.0, +0.2], below the paper's +4.4 %
     "exit_vs_token_sim": REPRODUCED,      # sweep: exit - token +4.3 % [+3.9, +4.8] (deep, lambda 0.1, tree norm)
