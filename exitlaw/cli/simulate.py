@@ -109,7 +109,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(exit_node, bonus_token), runs it with symbolic target rows on every tree shape with <= N "
                     "nodes and every child-token assignment up to relabelling, and proves the block law, "
                     "E[L] = 1 + C_p and the completed-block law as identities of rational functions, or prints a "
-                    "counterexample with rational rows. Exit status: 0 proved, 1 counterexample, 3 unproved "
+                    "counterexample with rational rows. A raw verifier f(tree, probs, rng) over a numpy Generator "
+                    "gets its exact law at dyadic rational rows instead (interval uniforms). "
+                    "Exit status: 0 proved, 1 counterexample, 3 unproved or exact only at the points searched "
                     "(the verifier compares probabilities, so it was only searched at rational points), "
                     "2 usage error.")
     pv.add_argument("verifier", metavar="MODULE:CALLABLE")
@@ -121,6 +123,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     pv.add_argument("--every-child-order", action="store_true",
                     help="call f(tree, rows, rand, child_order=...) once per permutation of every node's children")
     pv.add_argument("--seed", type=int, default=0, help="seed of the rational points tried for counterexamples")
+    pv.add_argument("--raw", action="store_true",
+                    help="the verifier is f(tree, probs, rng) over a numpy Generator (automatic when its third "
+                         "parameter is named rng): its exact law is searched at dyadic rational rows with interval "
+                         "uniforms; no counterexample gives status exact_at_points (exit 3: evidence, not a proof)")
+    pv.add_argument("--points", type=positive_int, default=4,
+                    help="rational points per tree for raw verifiers (default 4)")
     pv.add_argument("--out", help="write the certificate (JSON) to this file")
     pv.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     pv.add_argument("--json", action="store_true", help="print the certificate as JSON")
@@ -250,14 +258,22 @@ def _check_boundary(args: argparse.Namespace) -> int:
 
 def _prove(args: argparse.Namespace) -> int:
     from exitlaw.simulate.prove import format_proof, load_procedure, prove
+    from exitlaw.simulate.prove_raw import prove_raw, takes_generator
 
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not args.overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
     proc = load_procedure(args.verifier, child_order=args.every_child_order)
-    max_nodes = args.max_nodes or (8 if args.thorough else 6)
-    rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab,
-                every_child_order=args.every_child_order, seed=args.seed)
+    if args.raw or takes_generator(proc):
+        if args.every_child_order:
+            raise ValueError("--every-child-order applies to procedures over the randomness interface, not to "
+                             "raw numpy Generator verifiers")
+        rep = prove_raw(proc, name=args.verifier, max_nodes=args.max_nodes or 3, vocab=args.vocab,
+                        seed=args.seed, search_points=args.points)
+    else:
+        max_nodes = args.max_nodes or (8 if args.thorough else 6)
+        rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab,
+                    every_child_order=args.every_child_order, seed=args.seed)
     text = json.dumps(rep.to_json(), indent=1)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
