@@ -165,3 +165,23 @@ def test_prove_command_detects_a_raw_verifier_and_prints_its_counterexample(caps
     assert "COUNTEREXAMPLE (not exact" in out and "largest deviation" in out and "<-" in out
     assert main(["prove", "test_prove_raw:numpy_predraw", "--max-nodes", "2", "--vocab", "2"]) == 3
     assert "EXACT AT THE POINTS SEARCHED (evidence, not a proof)" in capsys.readouterr().out
+
+
+LAZY_PROVER = """
+import sys
+import exitlaw.simulate as s
+heavy = [m for m in ("sympy", "scipy", "exitlaw.simulate.prove") if m in sys.modules]
+import exitlaw.simulate.prove as p, exitlaw.simulate.prove_raw as r
+import exitlaw.simulate.conformance as c, exitlaw.simulate.conformance_boundary as b
+same = [s.prove_verifier is p.prove, s.prove_raw_verifier is r.prove_raw, s.check_verifier is c.check_verifier,
+        s.run_boundary is b.run_boundary, s.format_proof is p.format_proof]
+print(heavy, same)
+sys.exit(1 if heavy or not all(same) else 0)
+"""
+
+
+def test_prover_and_checkers_are_lazy_exports_of_exitlaw_simulate():
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", LAZY_PROVER], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
