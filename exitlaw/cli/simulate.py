@@ -117,8 +117,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     pv.add_argument("verifier", metavar="MODULE:CALLABLE")
     pv.add_argument("--max-nodes", type=positive_int, default=None,
                     help="largest tree size N (default 6; 8 with --thorough)")
-    pv.add_argument("--vocab", type=positive_int, default=3,
-                    help="largest vocabulary V (default 3; shapes with larger sibling sets get k and k + 1)")
+    pv.add_argument("--vocab", type=positive_int, default=None,
+                    help="largest vocabulary V (default 3, 2 in marginal mode; shapes with larger sibling sets get "
+                         "k and k + 1)")
     pv.add_argument("--thorough", action="store_true", help="the long run: --max-nodes 8 unless given")
     pv.add_argument("--every-child-order", action="store_true",
                     help="call f(tree, rows, rand, child_order=...) once per permutation of every node's children")
@@ -127,6 +128,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="the verifier is f(tree, probs, rng) over a numpy Generator (automatic when its third "
                          "parameter is named rng): its exact law is searched at dyadic rational rows with interval "
                          "uniforms; no counterexample gives status exact_at_points (exit 3: evidence, not a proof)")
+    pv.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
+                    help="marginal: a sampled-draft rule f(topology, target, draft, rand) -> block (e.g. "
+                         "exitlaw.simulate.prove_sampled:without_replacement_rule), proved exact averaged over the "
+                         "drafts with symbolic target and draft rows, plus a fixed-tree witness for the built-in "
+                         "rules (default --max-nodes 3, --vocab 2)")
     pv.add_argument("--points", type=positive_int, default=4,
                     help="rational points per tree for raw verifiers (default 4)")
     pv.add_argument("--out", help="write the certificate (JSON) to this file")
@@ -259,25 +265,39 @@ def _check_boundary(args: argparse.Namespace) -> int:
 def _prove(args: argparse.Namespace) -> int:
     from exitlaw.simulate.prove import format_proof, load_procedure, prove
     from exitlaw.simulate.prove_raw import prove_raw, takes_generator
+    from exitlaw.theory.atomic_io import atomic_write_text
 
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not args.overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    if args.mode == "marginal":
+        from exitlaw.simulate.conformance import load_verifier
+        from exitlaw.simulate.prove_sampled import format_marginal, prove_marginal
+
+        rule = load_verifier(args.verifier)
+        mrep = prove_marginal(rule, name=args.verifier, max_nodes=args.max_nodes or 3,
+                              vocab=args.vocab or 2, seed=args.seed)
+        text = json.dumps(mrep.to_json(), indent=1)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(out, text + "\n")
+        print(text if args.json else format_marginal(mrep))
+        return mrep.exit_code
     proc = load_procedure(args.verifier, child_order=args.every_child_order)
     if args.raw or takes_generator(proc):
         if args.every_child_order:
             raise ValueError("--every-child-order applies to procedures over the randomness interface, not to "
                              "raw numpy Generator verifiers")
-        rep = prove_raw(proc, name=args.verifier, max_nodes=args.max_nodes or 3, vocab=args.vocab,
+        rep = prove_raw(proc, name=args.verifier, max_nodes=args.max_nodes or 3, vocab=args.vocab or 3,
                         seed=args.seed, search_points=args.points)
     else:
         max_nodes = args.max_nodes or (8 if args.thorough else 6)
-        rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab,
+        rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab or 3,
                     every_child_order=args.every_child_order, seed=args.seed)
     text = json.dumps(rep.to_json(), indent=1)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
+        atomic_write_text(out, text + "\n")
     print(text if args.json else format_proof(rep))
     return rep.exit_code
 
