@@ -133,6 +133,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "exitlaw.simulate.prove_sampled:without_replacement_rule), proved exact averaged over the "
                          "drafts with symbolic target and draft rows, plus a fixed-tree witness for the built-in "
                          "rules (default --max-nodes 3, --vocab 2)")
+    pv.add_argument("--rounds", type=int, choices=(1, 2), default=1,
+                    help="2: two-round losslessness of f(tree, rows, rand) (a second tree verified in the context of "
+                         "the first block), with symbolic target rows (default --max-nodes 3, --vocab 2)")
     pv.add_argument("--points", type=positive_int, default=4,
                     help="rational points per tree for raw verifiers (default 4)")
     pv.add_argument("--out", help="write the certificate (JSON) to this file")
@@ -270,6 +273,9 @@ def _prove(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not args.overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    if args.rounds == 2 and (args.mode == "marginal" or args.raw or args.every_child_order):
+        raise ValueError("--rounds 2 applies to fixed-tree procedures f(tree, rows, rand): not with --mode marginal, "
+                         "--raw or --every-child-order")
     if args.mode == "marginal":
         from exitlaw.simulate.conformance import load_verifier
         from exitlaw.simulate.prove_sampled import format_marginal, prove_marginal
@@ -284,6 +290,17 @@ def _prove(args: argparse.Namespace) -> int:
         print(text if args.json else format_marginal(mrep))
         return mrep.exit_code
     proc = load_procedure(args.verifier, child_order=args.every_child_order)
+    if args.rounds == 2:
+        from exitlaw.simulate.prove_rounds import format_rounds, prove_two_rounds
+
+        rrep = prove_two_rounds(proc, name=args.verifier, max_nodes=args.max_nodes or 3, vocab=args.vocab or 2,
+                                seed=args.seed)
+        text = json.dumps(rrep.to_json(), indent=1)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(out, text + "\n")
+        print(text if args.json else format_rounds(rrep))
+        return rrep.exit_code
     if args.raw or takes_generator(proc):
         if args.every_child_order:
             raise ValueError("--every-child-order applies to procedures over the randomness interface, not to "
