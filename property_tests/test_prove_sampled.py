@@ -79,10 +79,18 @@ def test_tsubame_is_searched_at_rational_points_not_proved():
     assert rep.status == UNPROVED and "not symbolic" in rep.note
 
 
-def test_regions_the_prover_cannot_settle_make_it_unproved_not_proved():
-    rep = prove_marginal(chain_rule, max_nodes=2, vocab=3, witness=False)
-    assert rep.status in (PROVED, UNPROVED)
-    assert (rep.status == UNPROVED) == (rep.unresolved > 0)
+@pytest.mark.parametrize("name", ["chain", "specinfer", "without_replacement"])
+def test_three_tokens_need_the_emptiness_certificates_and_are_proved(name):
+    # with V = 3, assuming p > q on every token is a region the rules meet: certified empty, not a failure
+    rep = prove_marginal(RULES[name], name=name, max_nodes=2, vocab=3, witness=False)
+    assert rep.status == PROVED and rep.unresolved == 0, rep.note
+
+
+def test_a_region_without_a_rational_point_makes_it_unproved_not_proved(monkeypatch):
+    import exitlaw.simulate.prove_sampled as ps
+    monkeypatch.setattr(ps, "point_in_region", lambda *a, **k: None)  # as if every failing region were empty
+    rep = prove_marginal(rrs_bonus_from_target, max_nodes=2, vocab=2, witness=False)
+    assert rep.status == UNPROVED and rep.unresolved > 0 and "not a proof" in rep.note
 
 
 def test_conditional_witness_exceeds_the_ceiling_or_breaks_the_block_law():

@@ -147,10 +147,20 @@ class _EmptyRegion(Exception):
     """The assumptions so far are contradictory (certified): the region is empty."""
 
 
+def _numerator(d: Sym) -> Sym:
+    """``d``'s numerator times the sign of its denominator when that sign is certified (same sign as ``d``):
+    differences of rows normalised differently then add up to polynomial identities."""
+    den = d.f.denom
+    sg = 1 if all(c > 0 for c in den.coeffs()) else -1 if all(c < 0 for c in den.coeffs()) else 0
+    return Sym.of(d.K(d.f.numer) * sg, d.K) if sg else d
+
+
 def _contradicts(new: Sym, trace, max_terms: int = 3) -> bool:
     """Certified: ``new > 0`` together with the assumptions of ``trace`` is impossible, because ``new`` plus
-    at most ``max_terms`` of the assumed-positive ``s_i d_i`` has a certified sign ``<= 0``."""
-    terms = [d * s for _, s, d in trace]
+    at most ``max_terms`` of the assumed-positive ``s_i d_i`` (each as its numerator, :func:`_numerator`)
+    has a certified sign ``<= 0``."""
+    terms = [_numerator(d) * s for _, s, d in trace]
+    new = _numerator(new)
     for r in range(0, min(max_terms, len(terms)) + 1):
         for combo in itertools.combinations(terms, r):
             total = new
