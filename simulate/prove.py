@@ -27,6 +27,10 @@ points exactly and says so ("unproved" when nothing is found).
 
 Scope of a proof: exact arithmetic of the randomness interface (floating-point coins are
 the boundary mode's job), interior rows (every entry ``> 0``), the listed trees.
+
+Related modes: raw numpy-Generator verifiers (:mod:`.prove_raw`, exact laws at rational points),
+sampled-draft rules exact averaged over the drafts (:mod:`.prove_sampled`) and two-round
+losslessness (:mod:`.prove_rounds`).
 """
 
 from __future__ import annotations

@@ -116,7 +116,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "2 usage error.")
     pv.add_argument("verifier", metavar="MODULE:CALLABLE")
     pv.add_argument("--max-nodes", type=positive_int, default=None,
-                    help="largest tree size N (default 6; 8 with --thorough)")
+                    help="largest tree size N (default 6, 8 with --thorough; 3 for raw verifiers, --mode "
+                         "marginal and --rounds 2)")
     pv.add_argument("--vocab", type=positive_int, default=None,
                     help="largest vocabulary V (default 3, 2 in marginal mode; shapes with larger sibling sets get "
                          "k and k + 1)")
