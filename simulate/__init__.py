@@ -17,10 +17,15 @@ from .fast_samplers import FAST_SAMPLERS, greedy_many, predraw_many, residual_ma
 from .randomness import GeneratorRandomness, Randomness, enumerate_law
 from .verifiers import greedy, hsd, predraw, residual, tev, univer
 
-# Calibrated statistics and the conformance kit import scipy: loaded on first access.
+# Calibrated statistics, the conformance kit (scipy) and the prover (sympy): loaded on first access.
 _LAZY = {
     "run_kit": "conformance", "load_verifier": "conformance", "KitReport": "conformance",
     "adapt_verifier": "verifier_formats", "VerifierFormatError": "verifier_formats",
+    "check_verifier": "conformance", "run_boundary": "conformance_boundary",
+    # the bounded-exhaustive prover imports sympy: loaded on first access too. Exported under names that
+    # differ from its submodules (``exitlaw.simulate.prove`` is the module once anything imports it).
+    "prove_verifier": ("prove", "prove"), "prove_raw_verifier": ("prove_raw", "prove_raw"),
+    "format_proof": "prove", "ProofReport": "prove",
     "pooled_chisquare": "stats", "cell_binomial": "stats", "dkw_check": "stats",
     "chisquare_power": "stats", "sample_size": "stats", "seed_for": "stats",
     "FieldLabConfig": "field_lab", "run_field_lab": "field_lab",
@@ -31,5 +36,6 @@ def __getattr__(name: str):
     if name in _LAZY:
         from importlib import import_module
 
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        module, attr = _LAZY[name] if isinstance(_LAZY[name], tuple) else (_LAZY[name], name)
+        return getattr(import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

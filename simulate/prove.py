@@ -27,6 +27,10 @@ points exactly and says so ("unproved" when nothing is found).
 
 Scope of a proof: exact arithmetic of the randomness interface (floating-point coins are
 the boundary mode's job), interior rows (every entry ``> 0``), the listed trees.
+
+Related modes: raw numpy-Generator verifiers (:mod:`.prove_raw`, exact laws at rational points),
+sampled-draft rules exact averaged over the drafts (:mod:`.prove_sampled`) and two-round
+losslessness (:mod:`.prove_rounds`).
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ from .symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
 from .tree_enum import all_trees, tree_shapes
 
 PROVED, COUNTEREXAMPLE, UNPROVED = "proved", "counterexample", "unproved"
-EXIT_CODES = {PROVED: 0, COUNTEREXAMPLE: 1, UNPROVED: 3}
+EXACT_AT_POINTS = "exact_at_points"  # raw-uniform verifiers (:mod:`.prove_raw`): evidence, not a proof
+EXIT_CODES = {PROVED: 0, COUNTEREXAMPLE: 1, UNPROVED: 3, EXACT_AT_POINTS: 3}
 
 
 class ProofError(ValueError):
@@ -297,7 +302,12 @@ def format_proof(rep: ProofReport) -> str:
         out.append("PROVED: block law = P(v) p_v(y)[y not a child token], E[L] = 1 + C_p and the completed-block "
                    "law hold as identities of rational functions on every tree listed")
     elif rep.status == UNPROVED:
-        out.append("UNPROVED: no counterexample found, but the verifier could not be run on symbols")
+        out.append("UNPROVED: no counterexample found, but the verifier could not be run on symbols"
+                   if rep.symbolic is False and not rep.note.startswith("the interval stand-in") else
+                   "UNPROVED: the verifier could not be followed (see above); no verdict")
+    elif rep.status == EXACT_AT_POINTS:
+        out.append("EXACT AT THE POINTS SEARCHED (evidence, not a proof): the implementation's exact law equals the "
+                   "block law, E[L] = 1 + C_p, at every rational point tried on every tree listed")
     else:
         c = rep.counterexample
         out.append(f"COUNTEREXAMPLE ({c['verdict']}; fails: {', '.join(c['failed'])}; found by {c['found_by']})")
@@ -310,9 +320,11 @@ def format_proof(rep: ProofReport) -> str:
             mark = "" if c["implementation_law"][k] == c["block_law"][k] else "   <-"
             out.append(f"  {k:<14} {c['implementation_law'][k]:>16} {c['block_law'][k]:>16}{mark}")
         out.append(f"  E[L] = {c['mean_length']}   1 + C_p = {c['ceiling']}")
+        if "max_deviation" in c:
+            out.append(f"  largest deviation {c['max_deviation']} (= {float(Fraction(c['max_deviation'])):.3g})")
     out.append(f"status: {rep.status}   (exit status {rep.exit_code})")
     return "\n".join(out)
 
 
-__all__ = ["prove", "load_procedure", "identities", "child_orders", "format_proof", "source_sha256", "ProofReport",
+__all__ = ["EXACT_AT_POINTS", "prove", "load_procedure", "identities", "child_orders", "format_proof", "source_sha256", "ProofReport",
            "ProofError", "PROVED", "COUNTEREXAMPLE", "UNPROVED", "EXIT_CODES"]

@@ -43,6 +43,10 @@ _MEMO_LIMIT = 500_000
 _NEXT_ID = 0
 
 
+# An optional sign oracle (:func:`assuming`): decides comparisons the coefficients cannot, by case split.
+_ORACLE = None
+
+
 class SymbolicError(TypeError):
     """A symbolic probability was used in a way whose outcome depends on the point of the simplex."""
 
@@ -174,7 +178,10 @@ class Sym:
         return self._sign
 
     def _cmp_sign(self, other, op: str) -> int:
-        s = self.sign() if isinstance(other, int) and other == 0 else (self - other).sign()
+        diff = self if isinstance(other, int) and other == 0 else self - other
+        s = diff.sign()
+        if s is None and _ORACLE is not None:
+            s = _ORACLE(diff)
         if s is None:
             raise SymbolicError(f"the sign of ({self}) {op} ({other}) depends on the rows: the verifier "
                                 "branches on a comparison of probabilities")
@@ -250,11 +257,37 @@ class Sym:
     # ----- evaluation ------------------------------------------------------------------------------
     def at(self, point: dict) -> Fraction:
         """Exact value at ``point`` (``{symbol index: Fraction}`` over the field's generators, in order)."""
-        vals = [QQ(point[i].numerator, point[i].denominator) for i in range(len(self.K.gens))]
-        num = self.f.numer.evaluate(list(zip(self.f.field.ring.gens, vals))) if self.f.numer else 0
-        den = self.f.denom.evaluate(list(zip(self.f.field.ring.gens, vals)))
-        q = QQ(num) / QQ(den)
-        return Fraction(int(q.numerator), int(q.denominator))
+        vals = [point[i] for i in range(len(self.K.gens))]
+
+        def ev(poly) -> Fraction:
+            total = Fraction(0)
+            for monom, c in poly.terms():
+                term = Fraction(int(c.numerator), int(c.denominator))
+                for v, e in zip(vals, monom):
+                    if e:
+                        term *= v ** e
+                total += term
+            return total
+
+        return ev(self.f.numer) / ev(self.f.denom)
+
+
+class assuming:
+    """Context manager: comparisons whose sign the coefficients cannot certify are answered by
+    ``oracle(diff) -> +1 / -1`` (a case split over sign regions, :mod:`.prove_sampled`)."""
+
+    def __init__(self, oracle):
+        self.oracle = oracle
+
+    def __enter__(self):
+        global _ORACLE
+        self.saved, _ORACLE = _ORACLE, self.oracle
+        return self
+
+    def __exit__(self, *exc):
+        global _ORACLE
+        _ORACLE = self.saved
+        return False
 
 
 def symbolic_one(num_nodes: int, vocab: int) -> Sym:
@@ -289,4 +322,4 @@ def rows_at(num_nodes: int, vocab: int, point: dict) -> list[list[Fraction]]:
     return rows
 
 
-__all__ = ["Sym", "SymbolicError", "symbolic_rows", "symbolic_one", "rows_at"]
+__all__ = ["Sym", "SymbolicError", "assuming", "symbolic_rows", "symbolic_one", "rows_at"]

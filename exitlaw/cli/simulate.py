@@ -119,18 +119,36 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(exit_node, bonus_token), runs it with symbolic target rows on every tree shape with <= N "
                     "nodes and every child-token assignment up to relabelling, and proves the block law, "
                     "E[L] = 1 + C_p and the completed-block law as identities of rational functions, or prints a "
-                    "counterexample with rational rows. Exit status: 0 proved, 1 counterexample, 3 unproved "
+                    "counterexample with rational rows. A raw verifier f(tree, probs, rng) over a numpy Generator "
+                    "gets its exact law at dyadic rational rows instead (interval uniforms). "
+                    "Exit status: 0 proved, 1 counterexample, 3 unproved or exact only at the points searched "
                     "(the verifier compares probabilities, so it was only searched at rational points), "
                     "2 usage error.")
     pv.add_argument("verifier", metavar="MODULE:CALLABLE")
     pv.add_argument("--max-nodes", type=positive_int, default=None,
-                    help="largest tree size N (default 6; 8 with --thorough)")
-    pv.add_argument("--vocab", type=positive_int, default=3,
-                    help="largest vocabulary V (default 3; shapes with larger sibling sets get k and k + 1)")
+                    help="largest tree size N (default 6, 8 with --thorough; 3 for raw verifiers, --mode "
+                         "marginal and --rounds 2)")
+    pv.add_argument("--vocab", type=positive_int, default=None,
+                    help="largest vocabulary V (default 3, 2 in marginal mode; shapes with larger sibling sets get "
+                         "k and k + 1)")
     pv.add_argument("--thorough", action="store_true", help="the long run: --max-nodes 8 unless given")
     pv.add_argument("--every-child-order", action="store_true",
                     help="call f(tree, rows, rand, child_order=...) once per permutation of every node's children")
     pv.add_argument("--seed", type=int, default=0, help="seed of the rational points tried for counterexamples")
+    pv.add_argument("--raw", action="store_true",
+                    help="the verifier is f(tree, probs, rng) over a numpy Generator (automatic when its third "
+                         "parameter is named rng): its exact law is searched at dyadic rational rows with interval "
+                         "uniforms; no counterexample gives status exact_at_points (exit 3: evidence, not a proof)")
+    pv.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
+                    help="marginal: a sampled-draft rule f(topology, target, draft, rand) -> block (e.g. "
+                         "exitlaw.simulate.prove_sampled:without_replacement_rule), proved exact averaged over the "
+                         "drafts with symbolic target and draft rows, plus a fixed-tree witness for the built-in "
+                         "rules (default --max-nodes 3, --vocab 2)")
+    pv.add_argument("--rounds", type=int, choices=(1, 2), default=1,
+                    help="2: two-round losslessness of f(tree, rows, rand) (a second tree verified in the context of "
+                         "the first block), with symbolic target rows (default --max-nodes 3, --vocab 2)")
+    pv.add_argument("--points", type=positive_int, default=4,
+                    help="rational points per tree for raw verifiers (default 4)")
     pv.add_argument("--out", help="write the certificate (JSON) to this file")
     pv.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     pv.add_argument("--json", action="store_true", help="print the certificate as JSON")
@@ -260,14 +278,48 @@ def _check_boundary(args: argparse.Namespace) -> int:
 
 def _prove(args: argparse.Namespace) -> int:
     from exitlaw.simulate.prove import format_proof, load_procedure, prove
+    from exitlaw.simulate.prove_raw import prove_raw, takes_generator
+    from exitlaw.theory.atomic_io import atomic_write_text
 
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not args.overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    if args.rounds == 2 and (args.mode == "marginal" or args.raw or args.every_child_order):
+        raise ValueError("--rounds 2 applies to fixed-tree procedures f(tree, rows, rand): not with --mode marginal, "
+                         "--raw or --every-child-order")
+    if args.mode == "marginal":
+        from exitlaw.simulate.conformance import load_verifier
+        from exitlaw.simulate.prove_sampled import format_marginal, prove_marginal
+
+        rule = load_verifier(args.verifier)
+        mrep = prove_marginal(rule, name=args.verifier, max_nodes=args.max_nodes or 3,
+                              vocab=args.vocab or 2, seed=args.seed)
+        text = json.dumps(mrep.to_json(), indent=1)
+        if out is not None:
+            atomic_write_text(out, text + "\n")
+        print(text if args.json else format_marginal(mrep))
+        return mrep.exit_code
     proc = load_procedure(args.verifier, child_order=args.every_child_order)
-    max_nodes = args.max_nodes or (8 if args.thorough else 6)
-    rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab,
-                every_child_order=args.every_child_order, seed=args.seed)
+    if args.rounds == 2:
+        from exitlaw.simulate.prove_rounds import format_rounds, prove_two_rounds
+
+        rrep = prove_two_rounds(proc, name=args.verifier, max_nodes=args.max_nodes or 3, vocab=args.vocab or 2,
+                                seed=args.seed)
+        text = json.dumps(rrep.to_json(), indent=1)
+        if out is not None:
+            atomic_write_text(out, text + "\n")
+        print(text if args.json else format_rounds(rrep))
+        return rrep.exit_code
+    if args.raw or takes_generator(proc):
+        if args.every_child_order:
+            raise ValueError("--every-child-order applies to procedures over the randomness interface, not to "
+                             "raw numpy Generator verifiers")
+        rep = prove_raw(proc, name=args.verifier, max_nodes=args.max_nodes or 3, vocab=args.vocab or 3,
+                        seed=args.seed, search_points=args.points)
+    else:
+        max_nodes = args.max_nodes or (8 if args.thorough else 6)
+        rep = prove(proc, name=args.verifier, max_nodes=max_nodes, vocab=args.vocab or 3,
+                    every_child_order=args.every_child_order, seed=args.seed)
     text = json.dumps(rep.to_json(), indent=1)
     if out is not None:
         atomic_write_text(out, text + "\n")
