@@ -183,3 +183,22 @@ def test_sampled_draft_rule_gets_an_exact_witness_that_it_is_not_conditionally_e
     assert rep.status == COUNTEREXAMPLE, rep.note
     assert "not symbolic" in rep.note  # it branches on the sign of p - q, so rational points were searched
     assert "block" in rep.counterexample["failed"]
+
+
+def test_installed_script_imports_a_verifier_module_from_the_current_directory(tmp_path):
+    """``exitlaw prove mymodule:fn`` (the console script, whose sys.path lacks the current directory)
+    finds ``./mymodule.py``, as ``python -m`` would; the raw mutants are reachable from the repo root."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "exitlaw"
+    (tmp_path / "myver.py").write_text("from exitlaw.simulate.verifiers import tev_procedure as proc\n")
+    done = subprocess.run([str(script), "prove", "myver:proc", "--max-nodes", "2", "--vocab", "2"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "status: proved" in done.stdout
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([str(script), "prove", "property_tests.mutants:shared_uniform_across_levels_verifier",
+                           "--max-nodes", "3", "--vocab", "2"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "status: counterexample" in done.stdout, done.stdout + done.stderr

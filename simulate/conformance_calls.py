@@ -10,7 +10,9 @@ code, not a blocking C call; main thread only) and turns what the user's code ra
 from __future__ import annotations
 
 import inspect
+import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from importlib import import_module
@@ -34,10 +36,17 @@ class CallTimeout(Exception):
 
 
 def load_verifier(spec: str) -> Callable:
-    """``MODULE:CALLABLE`` -> the callable, with a clear error when it cannot be imported."""
+    """``MODULE:CALLABLE`` -> the callable, with a clear error when it cannot be imported.
+
+    Modules are looked up on ``sys.path`` with the current directory in front (as ``python -m``
+    does), so ``exitlaw check mymodule:fn`` finds ``./mymodule.py`` from the installed script too.
+    """
     if ":" not in spec:
         raise VerifierCallError(f"expected MODULE:CALLABLE, got {spec!r}")
     mod_name, _, attr = spec.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         mod = import_module(mod_name)
     except ImportError as err:
