@@ -6,13 +6,16 @@ reader therefore sees the old file or the complete new one, never a truncated on
 and a killed writer leaves only a ``.partial`` file beside it. A folder (a
 checkpoint) is built as ``.NAME.partial-PID/``, gets a completion marker file
 (:data:`COMPLETE`) as its last entry, and is renamed into place; an existing folder
-of that name is moved aside (``NAME.replaced-TIME``), never deleted.
+of that name is moved aside (``NAME.replaced-TIME``), never deleted. Before writing
+``NAME``, leftovers of earlier writers of ``NAME`` that were killed (a ``.partial``
+whose process no longer exists) are removed; a live writer's are left alone.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +27,34 @@ COMPLETE = ".complete"
 def partial_name(path: Path) -> Path:
     """The temporary name used while ``path`` is written."""
     return path.with_name(f".{path.name}.partial-{os.getpid()}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_partials(path: str | Path) -> list[Path]:
+    """Remove ``.NAME.partial-PID`` leftovers of ``path`` whose writer process is gone; return them."""
+    path = Path(path)
+    removed = []
+    if not path.parent.is_dir():
+        return removed
+    for leftover in path.parent.glob(f".{path.name}.partial-*"):
+        pid = leftover.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid() or _pid_alive(int(pid)):
+            continue
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+        removed.append(leftover)
+    return removed
 
 
 def _fsync_file(path: Path) -> None:
@@ -42,6 +73,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a directory; cannot write a file there")
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(path)
     tmp = partial_name(path)
     try:
         yield tmp
@@ -89,6 +121,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     as ``.NAME.partial-PID`` (visibly incomplete) and the exception propagates."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(path)
     tmp = partial_name(path)
     tmp.mkdir()
     yield tmp
@@ -107,4 +140,4 @@ def is_complete_dir(path: str | Path) -> bool:
 
 
 __all__ = ["COMPLETE", "atomic_dir", "atomic_path", "atomic_save_npy", "atomic_write_bytes", "atomic_write_json",
-           "atomic_write_text", "is_complete_dir", "partial_name"]
+           "atomic_write_text", "is_complete_dir", "partial_name", "remove_stale_partials"]
