@@ -61,7 +61,7 @@ from .mini_target import TargetSpec
 OBJECTIVES = ("token", "prefix", "exit")
 DRAFTERS = ("base", *OBJECTIVES)
 # the trainer's objective names (exitlaw.engine.objectives.OBJECTIVES, not imported: no torch at import time)
-ENGINE_OBJECTIVES = ("token", "prefix", "exit", "exit-depth", "draft-opd")
+ENGINE_OBJECTIVES = ("token", "prefix", "exit", "exit-depth", "draft-opd", "vat")
 
 
 @dataclass(frozen=True)
