@@ -41,6 +41,12 @@ def as_real_array(values, name: str) -> np.ndarray:
     if kind in "iu":
         return arr.astype(np.float64)
     what = {"b": "bool", "c": "complex", "U": "string", "S": "bytes", "O": "object"}.get(kind, str(arr.dtype))
+    if kind == "O":   # name the first entry numpy could not hold (an int beyond 64 bits, a string, None, ...)
+        for i, x in enumerate(arr.ravel()):
+            if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, bool) or (
+                    isinstance(x, int) and not -2**63 <= x < 2**64):
+                raise DistributionError(f"{name} must hold real numbers, got entry {i} = {x!r} "
+                                        f"({'an integer beyond 64 bits' if isinstance(x, int) and not isinstance(x, bool) else type(x).__name__})")
     raise DistributionError(f"{name} must hold real numbers, got {what} values (dtype {arr.dtype})")
 
 

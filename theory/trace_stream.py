@@ -22,6 +22,10 @@ with the rules of :class:`~exitlaw.theory.tree.DraftTree` and
 :func:`~exitlaw.theory.distributions.check_edge_probs`; a chunk that fails (or
 holds anything unusual: bools, optional arrays, extra fields) is re-read round by
 round with :func:`~exitlaw.theory.trace.parse_round`, whose error names the line.
+Lines are parsed by orjson when it is installed (the ``theory`` extra; ~4x faster
+than the json module); any record that leaves the fast path is parsed again by
+the json module, so values orjson cannot hold exactly (integers beyond 64 bits)
+are judged, and named in errors, as they are written.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .distributions import ROW_SUM_ATOL
-from .trace import Span, TraceFormatError, TraceRound, iter_records, parse_round, split_spans
+from .trace import Span, TraceFormatError, TraceRound, exact_record, iter_records, parse_round, split_spans
 
 DEFAULT_CHUNK_NODES = 1 << 16   # padded nodes per chunk: ~10 arrays of this many words
 PARALLEL_MIN_BYTES = 16 << 20   # smaller files are read by one process (starting workers costs ~0.3 s)
@@ -96,7 +100,7 @@ class _Bucket:
 
     def __init__(self, size: int, capacity: int):
         self.size, self.capacity = size, capacity
-        self.records: list[tuple[int, str, dict[str, Any]]] = []
+        self.records: list[tuple[int, str, dict[str, Any], bytes]] = []   # (index, where, record, line)
 
     def full(self) -> bool:
         return len(self.records) >= self.capacity
@@ -127,7 +131,7 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
             fd = np.array(list(chain.from_iterable(d for _, d in drafts)))
         except (ValueError, TypeError):
             return _reduce_slow(bucket, atol)
-        if fd.size and fd.dtype.kind not in "if":
+        if fd.size and (fd.dtype.kind not in "if" or not (fd <= atol).all()):   # NaN, > 0: named by the slow path
             return _reduce_slow(bucket, atol)
     if fp is None or fp.dtype.kind != "i" or ft.dtype.kind != "i" or fe.dtype.kind not in "if":
         return _reduce_slow(bucket, atol)
@@ -175,14 +179,14 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
 
 
 def _raise_first(bucket: _Bucket, i: int, atol: float) -> None:
-    index, where, rec = bucket.records[i]
-    parse_round(rec, where, atol=atol)  # raises the exact, named error
+    index, where, _, raw = bucket.records[i]
+    parse_round(exact_record(raw), where, atol=atol)  # raises the exact, named error
     raise TraceFormatError(f"{where}: round {index} failed validation")  # twin disagreement: still refuse
 
 
 def _reduce_slow(bucket: _Bucket, atol: float) -> ChunkLaw:
     """Round-by-round twin used when a chunk holds anything the fast path does not read."""
-    rounds = [parse_round(rec, where, atol=atol) for _, where, rec in bucket.records]
+    rounds = [parse_round(exact_record(raw), where, atol=atol) for _, where, _, raw in bucket.records]
     return _law_of_rounds([r[0] for r in bucket.records], rounds, bucket.size)
 
 
@@ -266,11 +270,20 @@ def _parallel(path: Path, on_meta, allow_incomplete: bool, chunk_nodes: int, ato
     from concurrent.futures import ProcessPoolExecutor
 
     spans = split_spans(path, workers)
+    if len(spans) == 1:
+        yield from _paused_gc(_stream(path, on_meta, allow_incomplete, chunk_nodes, atol, None))
+        return
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=len(spans), mp_context=ctx) as pool:
-        futures = [pool.submit(_span_worker, str(path), sp, allow_incomplete, chunk_nodes, atol) for sp in spans]
-        for fut in futures:   # in file order: the first failing span's error is raised
-            meta, chunk = fut.result()
+    # the first span is read here while the others' processes start and run: one process fewer to start
+    with ProcessPoolExecutor(max_workers=len(spans) - 1, mp_context=ctx) as pool:
+        futures = [pool.submit(_span_worker, str(path), sp, allow_incomplete, chunk_nodes, atol) for sp in spans[1:]]
+        try:
+            results = [_span_worker(str(path), spans[0], allow_incomplete, chunk_nodes, atol)]
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+        for meta, chunk in results + [fut.result() for fut in futures]:   # in file order: first error wins
             if meta is not None:
                 on_meta(meta)
             if chunk is not None:
@@ -282,16 +295,21 @@ def _stream(path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float
     buckets: dict[int, _Bucket] = {}
     parsed: dict[int, list[tuple[int, TraceRound]]] = {}   # unusual records, read exactly (rows dropped)
     index = 0 if span is None or span.first else span.first_lineno - 2
-    for where, rec, raw in iter_records(path, allow_incomplete=allow_incomplete, with_line=True, span=span):
+    sizes = [bucket_size(n) for n in range(1025)]
+    for where, rec, raw in iter_records(path, allow_incomplete=allow_incomplete, with_line=True, span=span,
+                                        fast=True):
         if where == "meta":
             on_meta(rec)
             continue
-        parent = rec.get("parent")
-        # JSON true/false anywhere (numpy would read a bool in a list of ints as 0/1): the exact reader
-        if not (b"true" not in raw and b"false" not in raw and rec.keys() <= _FAST_KEYS and type(parent) is list and type(rec.get("token")) is list
-                and type(rec.get("edge_prob")) is list and len(parent) == len(rec["token"]) == len(rec["edge_prob"])
-                and len(parent) > 0 and type(rec.get("exit_node", 0)) is int and type(rec.get("bonus", 0)) is int):
-            r = parse_round(rec, where, atol=atol)  # unusual record: the exact reader (raises when malformed)
+        get = rec.get
+        parent, token, edge = get("parent"), get("token"), get("edge_prob")
+        # the fast path reads plain records only; JSON true/false anywhere (numpy would read a bool in a
+        # list of ints as 0/1), optional arrays other than draft_logprob, or odd shapes: the exact reader
+        if not (type(parent) is list and type(token) is list and type(edge) is list
+                and 0 < len(parent) == len(token) == len(edge) and rec.keys() <= _FAST_KEYS
+                and type(get("exit_node", 0)) is int and type(get("bonus", 0)) is int
+                and b"true" not in raw and b"false" not in raw):
+            r = parse_round(exact_record(raw), where, atol=atol)  # unusual: the exact reader (raises when malformed)
             size = bucket_size(r.tree.num_nodes)
             held = parsed.setdefault(size, [])
             held.append((index, TraceRound(r.tree, r.edge_prob, exit_node=r.exit_node)))
@@ -300,11 +318,12 @@ def _stream(path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float
                 yield _law_of_rounds([i for i, _ in held], [x for _, x in held], size)
                 held.clear()
             continue
-        size = bucket_size(len(parent))
+        n = len(parent)
+        size = sizes[n] if n < len(sizes) else bucket_size(n)
         bucket = buckets.get(size)
         if bucket is None:
             bucket = buckets[size] = _Bucket(size, max(1, chunk_nodes // size))
-        bucket.records.append((index, where, rec))
+        bucket.records.append((index, where, rec, raw))
         index += 1
         if bucket.full():
             yield _reduce(bucket, atol)
