@@ -228,7 +228,8 @@ def first_child_only(tree, rows, rand):
 
 
 # ----- raw-uniform bugs (not enumerable) ------------------------------------------------------
-def _inverse_cdf(row, u):
+def inverse_cdf(row, u):
+    """Inverse CDF of the unnormalised ``row`` at ``u`` in [0, 1), never past the last positive weight."""
     cdf = np.cumsum(row)
     i = int(np.searchsorted(cdf, u * cdf[-1], side="right"))
     return min(i, int(np.flatnonzero(np.asarray(row) > 0)[-1]))
@@ -247,7 +248,7 @@ def coin_reused_for_bonus(tree, probs, rng):
                 break
             r[x] = 0.0
         if nxt is None:
-            return v, _inverse_cdf(r, u)  # BUG: the rejecting coin (u >= threshold) drives the bonus
+            return v, inverse_cdf(r, u)  # BUG: the rejecting coin (u >= threshold) drives the bonus
         v = nxt
 
 
@@ -256,7 +257,7 @@ def shared_uniform_across_levels(tree, probs, rng):
     kids = child_lookup(tree)
     v = 0
     while True:
-        y = _inverse_cdf(probs[v], u)
+        y = inverse_cdf(probs[v], u)
         if y not in kids[v]:
             return v, y
         v = kids[v][y]
@@ -301,7 +302,7 @@ def leq_coin_accepts_zero_child(tree, probs, rng):
                 break
             r[x] = 0.0
         if nxt is None:
-            return v, _inverse_cdf(r, rng.random())
+            return v, inverse_cdf(r, rng.random())
         v = nxt
 
 

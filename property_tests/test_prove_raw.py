@@ -18,19 +18,13 @@ from exitlaw.simulate.verifiers import residual_procedure
 from exitlaw.theory import DraftTree
 from exitlaw.theory.exact import reference_block_law
 
-from mutants import BOUNDARY_MUTANTS, BY_NAME, MUTANTS
+from mutants import BOUNDARY_MUTANTS, BY_NAME, MUTANTS, inverse_cdf
 
 RAW = ["coin_reused_for_bonus", "shared_uniform_across_levels", "cumsum_boundary_zero_prob",
        "low_precision_gumbel_tail"]
 
 
 # ----- correct raw verifiers (numpy, rng.random() directly) ----------------------------------------
-def _draw(row, u):
-    cdf = np.cumsum(row)
-    i = int(np.searchsorted(cdf, u * cdf[-1], side="right"))
-    return min(i, int(np.flatnonzero(np.asarray(row) > 0)[-1]))
-
-
 def numpy_residual(tree, probs, rng):
     """Sequential residual acceptance, fresh coin per test and for the bonus."""
     v = 0
@@ -44,7 +38,7 @@ def numpy_residual(tree, probs, rng):
                 break
             r[x] = 0.0
         if nxt is None:
-            return v, _draw(r, rng.random())
+            return v, inverse_cdf(r, rng.random())
         v = nxt
 
 
@@ -53,7 +47,7 @@ def numpy_predraw(tree, probs, rng):
     kids = [{int(tree.token[c]): int(c) for c in tree.children[v]} for v in range(tree.num_nodes)]
     v = 0
     while True:
-        y = _draw(probs[v], rng.random())
+        y = inverse_cdf(probs[v], rng.random())
         if y not in kids[v]:
             return v, y
         v = kids[v][y]

@@ -289,15 +289,20 @@ def _one_variant(proc, tree, V, kwargs, order_json, rep: ProofReport, rng, searc
     return None
 
 
+def report_head(title: str, rep, counts: str) -> list[str]:
+    """The first lines of every prover report: what was run, the source hash, what was covered and its time."""
+    out = [title, f"source sha256 {rep.source_sha256}",
+           f"{counts}, {rep.seconds:.2f} s ({rep.cpu_seconds:.2f} s CPU)"]
+    if rep.note:
+        out.append(rep.note)
+    return out
+
+
 def format_proof(rep: ProofReport) -> str:
     """Plain-text summary: status, what was covered, time, and the counterexample if any."""
     total = sum(rep.trees.values())
-    out = [f"exitlaw prove {rep.verifier}   max nodes {rep.max_nodes}   vocabularies 1..{rep.vocab}",
-           f"source sha256 {rep.source_sha256}",
-           f"shapes per size {rep.shapes}; {total} trees, {rep.variants} runs, {rep.branches} law cells, "
-           f"{rep.seconds:.2f} s ({rep.cpu_seconds:.2f} s CPU)"]
-    if rep.note:
-        out.append(rep.note)
+    out = report_head(f"exitlaw prove {rep.verifier}   max nodes {rep.max_nodes}   vocabularies 1..{rep.vocab}", rep,
+                      f"shapes per size {rep.shapes}; {total} trees, {rep.variants} runs, {rep.branches} law cells")
     if rep.status == PROVED:
         out.append("PROVED: block law = P(v) p_v(y)[y not a child token], E[L] = 1 + C_p and the completed-block "
                    "law hold as identities of rational functions on every tree listed")

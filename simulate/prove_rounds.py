@@ -24,7 +24,7 @@ import numpy as np
 
 from exitlaw.theory import DraftTree
 
-from .prove import COUNTEREXAMPLE, EXIT_CODES, PROVED, UNPROVED, ProofError, source_sha256
+from .prove import COUNTEREXAMPLE, EXIT_CODES, PROVED, UNPROVED, ProofError, report_head, source_sha256
 from .prove_sampled import marginal_gaps, prefixes
 from .randomness import enumerate_law
 from .symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
@@ -148,11 +148,8 @@ def prove_two_rounds(proc: Callable, *, name: str = "verifier", max_nodes: int =
 
 
 def format_rounds(rep: RoundsReport) -> str:
-    out = [f"exitlaw prove --rounds 2 {rep.verifier}   max nodes {rep.max_nodes}   vocabulary {rep.vocab}",
-           f"source sha256 {rep.source_sha256}",
-           f"{rep.pairs} tree pairs, {rep.seconds:.2f} s ({rep.cpu_seconds:.2f} s CPU)"]
-    if rep.note:
-        out.append(rep.note)
+    out = report_head(f"exitlaw prove --rounds 2 {rep.verifier}   max nodes {rep.max_nodes}   vocabulary {rep.vocab}",
+                      rep, f"{rep.pairs} tree pairs")
     if rep.status == PROVED:
         out.append("PROVED (lossless over two rounds): the two blocks, completed by the target, have the target's "
                    "law on every horizon-length sequence, as identities of rational functions on every tree pair")

@@ -42,7 +42,7 @@ import numpy as np
 
 from exitlaw.theory import DistributionError, DraftTree
 
-from .prove import COUNTEREXAMPLE, EXIT_CODES, PROVED, UNPROVED, ProofError, identities, source_sha256
+from .prove import COUNTEREXAMPLE, EXIT_CODES, PROVED, UNPROVED, ProofError, identities, report_head, source_sha256
 from .randomness import enumerate_law
 from .symbolic import Sym, SymbolicError, assuming, rows_at, symbolic_one, symbolic_rows
 from .tree_enum import token_assignments, tree_shapes
@@ -445,12 +445,8 @@ def conditional_witness(*, max_nodes: int = 3, vocab: int = 2, seed: int = 0, ch
 
 
 def format_marginal(rep: MarginalReport) -> str:
-    out = [f"exitlaw prove --mode marginal {rep.rule}   max nodes {rep.max_nodes}   vocabularies 2..{rep.vocab}",
-           f"source sha256 {rep.source_sha256}",
-           f"{rep.topologies} (topology, vocabulary) pairs, {rep.regions} sign regions, {rep.seconds:.2f} s "
-           f"({rep.cpu_seconds:.2f} s CPU)"]
-    if rep.note:
-        out.append(rep.note)
+    out = report_head(f"exitlaw prove --mode marginal {rep.rule}   max nodes {rep.max_nodes}   vocabularies 2..{rep.vocab}",
+                      rep, f"{rep.topologies} (topology, vocabulary) pairs, {rep.regions} sign regions")
     if rep.status == PROVED:
         out.append("PROVED (marginally exact): the block completed by the target has the target's law on every "
                    "horizon-length sequence, averaged over the drafts, as identities of rational functions in "

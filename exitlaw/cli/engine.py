@@ -158,16 +158,8 @@ def _bench(args: argparse.Namespace) -> int:
     if args.compare:
         return _bench_compare(args)
     from exitlaw.engine.bench import format_bench, run_bench
-    from exitlaw.engine.verifiers import KINDS
 
-    if not args.target or not args.draft:
-        raise ValueError("--target and --draft are required (unless --compare A.json B.json)")
-    bad = [v for v in args.verifier if v not in KINDS]
-    if bad:
-        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
-    _refuse_existing(args.out, args.overwrite)
-    _check_device(args.device)
-    set_torch_threads(args.threads)
+    _bench_preflight(args, " (unless --compare A.json B.json)")
     result = run_bench(args.target, args.draft, dataset=args.dataset, budgets=args.budget,
                        temperatures=args.temperature, verifiers=args.verifier, max_new_tokens=args.max_new_tokens,
                        num_prompts=args.num_prompts, seed=args.seed, device=args.device, dtype=args.dtype,
@@ -181,20 +173,26 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_batched(args: argparse.Namespace) -> int:
-    from exitlaw.engine.batch_bench import format_batch_bench, run_batched_bench
+def _bench_preflight(args: argparse.Namespace, hint: str = "") -> None:
+    """Checks shared by the bench commands, before any model is loaded or file written."""
     from exitlaw.engine.verifiers import KINDS
 
     if not args.target or not args.draft:
-        raise ValueError("--target and --draft are required")
+        raise ValueError(f"--target and --draft are required{hint}")
     bad = [v for v in args.verifier if v not in KINDS]
     if bad:
         raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
-    if min(args.budget) < 1:
-        raise ValueError(f"--budget values must be >= 1, got {args.budget}")
     _refuse_existing(args.out, args.overwrite)
     _check_device(args.device)
     set_torch_threads(args.threads)
+
+
+def _bench_batched(args: argparse.Namespace) -> int:
+    from exitlaw.engine.batch_bench import format_batch_bench, run_batched_bench
+
+    if min(args.budget) < 1:
+        raise ValueError(f"--budget values must be >= 1, got {args.budget}")
+    _bench_preflight(args)
     result = run_batched_bench(args.target, args.draft, dataset=args.dataset, batch_size=args.batch_size,
                                budgets=args.budget, temperatures=args.temperature, verifiers=args.verifier,
                                max_new_tokens=args.max_new_tokens, num_prompts=args.num_prompts, seed=args.seed,
