@@ -10,7 +10,8 @@ token of v]`` (greedy: its argmax walk).
 * ``greedy``  -- argmax per node, follow matches (one ``[B, N]`` argmax).
 * ``predraw`` -- ``R_v ~ p_v`` for all ``B N`` rows in one ``multinomial``, follow matches.
 * ``tev``     -- per row ``log P = A @ log a``, ``m = C @ a``, ``w = P (1 - m)`` as batched
-  matmuls over the ``K`` internal rows; **one** exit draw ``V_b ~ w_b`` and **one**
+  matmuls over the ``K`` internal rows (their log-normalisers in one call on an
+  accelerator, tree by tree on the CPU, where the one ``[B K, V]`` copy is memory-bound); **one** exit draw ``V_b ~ w_b`` and **one**
   bonus draw from ``p_{V_b}`` with ``V_b``'s child tokens masked, per row, each a
   float64 inverse-CDF draw (one uniform per row, ``B`` uniforms per call).
 * ``residual`` -- sequential by nature (data-dependent loop): rows are verified one
@@ -32,7 +33,7 @@ from exitlaw.theory import DistributionError, check_temperature
 
 from .batch_tree import BatchTree
 from .device_tree import to_device_tree
-from .verifiers import KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, verify_residual
+from .verifiers import KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, _internal_logsumexp, verify_residual
 
 
 def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -50,6 +51,24 @@ def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tenso
     return torch.minimum(i, last).clamp_(max=c.shape[1] - 1).squeeze(1), total.squeeze(1)
 
 
+def _batched_internal_logsumexp(flat_rows: torch.Tensor, rows: torch.Tensor, inv_t: float,
+                                per_tree: bool | None = None) -> torch.Tensor:
+    """``lse[b, k]`` of flattened logits row ``rows[b, k]`` at temperature ``1 / inv_t`` (float32 ``[B, K]``).
+
+    On an accelerator one call over all ``B K`` rows. On the CPU one tree at a time: the
+    ``[B K, V]`` row copy is memory-bound (at ``V = 32000``, ``B = 8``, ``K = 96`` it is 98 MB,
+    swept four times), while one tree's ``[K, V]`` copy stays in cache; the loop is over ``B``
+    (a fixed shape), and every row goes through the single-tree verifier's own
+    :func:`~exitlaw.engine.verifiers._internal_logsumexp`. ``per_tree`` forces either way
+    (default: per tree on the CPU only).
+    """
+    if per_tree is None:
+        per_tree = flat_rows.device.type == "cpu"
+    if per_tree:
+        return torch.stack([_internal_logsumexp(flat_rows, r, inv_t) for r in rows])
+    return _internal_logsumexp(flat_rows, rows.reshape(-1), inv_t).reshape(rows.shape)
+
+
 def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """TEV's exit law ``w = P (1 - m)`` per row (float64 ``[B, N]``, 0 on padding slots).
 
@@ -60,13 +79,7 @@ def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> t
     bsz, n, vocab = logits.shape
     inv_t = 1.0 / temperature
     base = torch.arange(bsz, device=logits.device)[:, None] * n                    # [B, 1] first row of each tree
-    flat_rows = logits.reshape(bsz * n, vocab)
-    rows = flat_rows.index_select(0, (base + bt.internal).reshape(-1)).reshape(bsz, -1, vocab).float()  # [B, K, V]
-    top = rows.amax(dim=-1, keepdim=True)
-    rows.sub_(top)
-    if inv_t != 1.0:
-        rows.mul_(inv_t)
-    lse = rows.exp_().sum(-1).log_().add_(top.squeeze(-1), alpha=inv_t).double()  # [B, K]
+    lse = _batched_internal_logsumexp(logits.reshape(bsz * n, vocab), base + bt.internal, inv_t).double()  # [B, K]
     flat = logits.reshape(bsz, n * vocab)
     edge = flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).double() * inv_t  # [B, N-1]
     log_a = edge - lse.gather(1, bt.parent_slot)

@@ -19,7 +19,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from exitlaw.engine.batch_tree import to_batch_tree
-from exitlaw.engine.batch_verifiers import batch_exit_law, verify_batch
+from exitlaw.engine.batch_verifiers import _batched_internal_logsumexp, batch_exit_law, verify_batch
 from exitlaw.engine.builders import build_ddtree
 from exitlaw.engine.device_tree import to_device_tree
 from exitlaw.engine.verifiers import VerifierGenerators, _tev_exit_law, verify_greedy
@@ -68,6 +68,22 @@ def test_batched_exit_law_equals_the_single_tree_exit_law_row_by_row(seed, tempe
         torch.testing.assert_close(w[b, :n], single, rtol=1e-6, atol=1e-9)  # both float32 lse
         assert float(w[b, n:].abs().sum()) == 0.0  # padding slots never win
         assert abs(float(w[b].sum()) - 1.0) < 1e-5  # float32 logsumexp of the internal rows
+
+
+@pytest.mark.parametrize("per_tree", [True, False])
+@pytest.mark.parametrize("temperature", [1.0, 0.6])
+def test_internal_log_normalisers_are_exact_both_ways(per_tree, temperature):
+    """The tree-by-tree path (the CPU's) and the one-call path (an accelerator's) both give
+    ``log sum_y exp(z_y / T)`` of exactly the internal rows each tree names, padding included."""
+    trees = _trees(5)
+    bt = to_batch_tree(trees)
+    logits = _logits(5, len(trees), bt.width)
+    flat = logits.reshape(-1, VOCAB)
+    rows = torch.arange(len(trees))[:, None] * bt.width + bt.internal
+    lse = _batched_internal_logsumexp(flat, rows, 1.0 / temperature, per_tree=per_tree)
+    want = torch.logsumexp(flat.double()[rows] / temperature, dim=-1)
+    assert lse.shape == rows.shape
+    torch.testing.assert_close(lse.double(), want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("seed", [0, 3])
