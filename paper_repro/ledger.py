@@ -319,6 +319,15 @@ CLAIMS: tuple[Claim, ...] = (
           "UniVer - RRS-w/o relative tau on the same drafted Tsubame-shaped trees, equal-weight mean over the "
           "lab's two drafter-noise cells", ("field_lab",),
           _paired_claim("field_lab", "univer-rrs_wo", {"lab": "field", "topology": "tsubame"}, 2, FIELD_LAB)),
+    Claim("hsd_vs_chain_sd", "HSD accepts more tokens than token-wise verification of the same drafted chain "
+          "(exitlaw's reading of HSD, simulate/verifiers/hsd.py; row added after the field lab ran: the rule is "
+          "the claim's own wording, a direction with no size for acceptance)",
+          "HSD abstract: 'significantly boosts the expected number of accepted tokens', 'consistent improvements in "
+          "acceptance rates' (its +12 % is EAGLE-3 end to end on GPUs, not this estimand)", FIELD_LAB,
+          _dir("%"),
+          "HSD - chain speculative sampling relative tau on the same drafted chains, equal-weight mean over the "
+          "lab's two drafter-noise cells", ("field_lab",),
+          _paired_claim("field_lab", "hsd-chain_sd", {"lab": "field", "topology": "chain"}, 2, FIELD_LAB)),
     Claim("exittrain_sr_gain", "ExitTrain raises end-to-end speedup SR over the starting drafter at B=64",
           "Table 1: +11.5..+13.8% avg SR (Qwen3-4B/8B); Table 4: +12.1/+12.5%",
           "`exitlaw bench` at full scale (paper_repro/FULL_SCALE.md)", _dir("%", 11.5, at=GPU_ONLY),
