@@ -42,6 +42,7 @@ from .decode import DecodeConfig
 from .target import TargetModel
 from .verifier_bench import make_cases
 from .verifiers import VerifierGenerators, verify
+from .work_bounds import check_decode_fits
 
 
 def _batches(prompts: Sequence[Sequence[int]], size: int) -> list[list[list[int]]]:
@@ -169,6 +170,7 @@ def run_batch_bench(target: str, draft: str, *, dataset: str, batch_sizes: Seque
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
     tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
+    _check_fits(tgt, prompts, budget=budget, rows=max(batch_sizes), max_new_tokens=max_new_tokens, device=device)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": list(batch_sizes),
               "budget": budget, "verifiers": list(verifiers), "temperature": float(temperature),
               "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat, "seed": seed, "device": device,
@@ -202,6 +204,13 @@ def _load_inputs(target: str, draft: str, dataset: str, num_prompts: int | None,
     return tgt, drafter, prompts, _stop_tokens(tokenizer, tgt), chat, device
 
 
+def _check_fits(tgt: TargetModel, prompts: Sequence[Sequence[int]], *, budget: int, rows: int, max_new_tokens: int,
+                device: str) -> None:
+    """Refuse, before decoding, a batched round that cannot fit (:func:`.work_bounds.check_decode_fits`)."""
+    check_decode_fits(tgt.model.config, budget=budget, context=max(map(len, prompts)) + max_new_tokens, rows=rows,
+                      element_bytes=tgt.dtype.itemsize, device=device)
+
+
 def run_batched_bench(target: str, draft: str, *, dataset: str, batch_size: int, budgets: Sequence[int],
                       temperatures: Sequence[float], verifiers: Sequence[str], max_new_tokens: int,
                       num_prompts: int | None = None, seed: int = 0, device: str | None = None, dtype: str = "auto",
@@ -216,6 +225,7 @@ def run_batched_bench(target: str, draft: str, *, dataset: str, batch_size: int,
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
     tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
+    _check_fits(tgt, prompts, budget=max(budgets), rows=int(batch_size), max_new_tokens=max_new_tokens, device=device)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": [int(batch_size)],
               "budgets": list(budgets), "temperatures": [float(t) for t in temperatures], "verifiers": list(verifiers),
               "method": method, "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat,

@@ -38,6 +38,7 @@ from .decode import DecodeConfig, GenerationResult, generate
 from .prompt_encoding import encode_prompt, has_chat_template
 from .prompt_records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
 from .timing import StageTimer
+from .work_bounds import check_decode_fits
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
 
@@ -135,6 +136,9 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
     tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
     chat = has_chat_template(tokenizer)
     first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt
+    longest = max(len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * max_new_tokens for p in prompts)
+    check_decode_fits(tgt.model.config, budget=max(budgets), context=longest, element_bytes=tgt.dtype.itemsize,
+                      device=device)  # before any decoding: a round that cannot fit is refused with its estimate
     stop = _stop_tokens(tokenizer, tgt)
     configs = _configs(verifiers, budgets, drafter.block_size)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "budgets": list(budgets),

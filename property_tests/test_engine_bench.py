@@ -133,3 +133,43 @@ def test_token_id_prompts_are_decoded_as_given(tiny, tmp_path):
     ids = [11, 42, 7, 99]
     res = run_conversation(target, drafter, tok, Prompt(ids=tuple(ids)), cfg, device="cpu")
     assert len(res) == 1 and res[0].tokens == generate(target, drafter, ids, cfg).tokens
+
+
+def test_round_memory_is_the_four_buffers_of_one_verify_round():
+    """Hand-computed: 2 layers, 4 heads (2 KV heads) of dim 8, V = 100, budget 3 (N = 4), context 6 (C = 10)."""
+    from types import SimpleNamespace
+
+    from exitlaw.engine.work_bounds import check_decode_fits, round_memory
+
+    cfg = SimpleNamespace(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                          hidden_size=32, vocab_size=100)
+    est = round_memory(cfg, budget=3, context=6, rows=2, element_bytes=2)
+    assert (est.kv_cache, est.attention_scores, est.tree_mask, est.logits) == (
+        2 * 2 * 2 * 8 * 10 * 2 * 2, 2 * 4 * 4 * 10 * 2, 2 * 4 * 10 * 2, 2 * 4 * 100 * 4)
+    assert check_decode_fits(cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total) == est
+    with pytest.raises(ValueError, match=r"budget 3 with a context of up to 6 tokens for 2 sequences needs at least"):
+        check_decode_fits(cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total - 1)
+    # a heterogeneous config (Gemma-4: per-layer head_dim) sums each layer's own KV width
+    mixed = SimpleNamespace(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+                            vocab_size=100, per_layer_config=[SimpleNamespace(head_dim=8), SimpleNamespace(head_dim=16)])
+    assert round_memory(mixed, budget=3, context=6).kv_cache == (2 * 2 * 8 + 2 * 2 * 16) * 10 * 4
+
+
+@pytest.mark.parametrize("flags", [["--budget", "100000000"], ["--max-new-tokens", "100000000"],
+                                   ["--batch-size", "10000000"]])
+def test_bench_refuses_a_round_that_cannot_fit_before_decoding(tiny, tmp_path, capsys, flags):
+    """A budget, length or batch whose one round exceeds free memory is refused with the estimate, nothing written
+    (without the bound, a budget of 10**8 builds trees until the machine stalls)."""
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "Add two numbers."}\n')
+    out = tmp_path / "results.json"
+    base = {"--budget": "4", "--max-new-tokens": "4", "--batch-size": "1"}
+    base[flags[0]] = flags[1]
+    argv = ["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
+            "--device", "cpu", "--out", str(out), "--no-progress", "--warmup", "0"]
+    for k, v in base.items():
+        argv += [k, v]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "needs at least" in err and "GiB free" in err and "KV cache" in err
+    assert not out.exists()
