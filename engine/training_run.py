@@ -30,6 +30,7 @@ from .train_checkpoint import dist_group, init_distributed
 from .train_config import TrainConfig
 from .train_data import Sequences, cached_sequences, encode_prompts, load_prompts, target_fingerprint
 from .train_loop import train
+from .work_bounds import check_decode_fits
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -166,6 +167,15 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
                             stop_tokens=stops, generate=generate, source=source)
 
 
+def _check_tree_forward_fits(spec: TrainingRunSpec, target, device, context: int) -> None:
+    """Every anchor's tree of a sequence is scored in one target forward: refuse one that cannot fit."""
+    cfg = spec.config
+    check_decode_fits(target.model.config, budget=cfg.anchors_per_seq * (cfg.budget + 1) - 1, context=context,
+                      element_bytes=target.dtype.itemsize, device=device,
+                      what=f"one training forward ({cfg.anchors_per_seq} anchors x {cfg.budget + 1} tree nodes)",
+                      advice="lower --budget or --anchors, or use shorter sequences")
+
+
 def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
     """Run one training (module docstring); returns ``final_drafter``, ``last`` (the last metrics
     line, ``{}`` if none), ``rank`` and ``world_size``. ``data``: training sequences the caller
@@ -180,11 +190,15 @@ def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
     target, drafter = load_pair(spec.target, spec.draft, device=device, dtype=getattr(torch, spec.dtype))
     rank, world = init_distributed(device)
     try:
+        _check_tree_forward_fits(spec, target, device, 0)  # the trees alone, before any continuation is generated
         if data is None:
             data = training_sequences(spec, target)
         data_settings = {"data_fingerprint": data_fingerprint(data), "sequences": len(data)}
         if spec.resume:
             check_resume(spec.out, data_settings)
+        if data:
+            _check_tree_forward_fits(spec, target, device,
+                                     max(len(p) + len(c) for p, c in zip(data.prompts, data.continuations)))
         info = {"target": str(spec.target), "draft": str(spec.draft), **settings, **data_settings,
                 "device": str(device), **spec.run_info}
         final = train(target, drafter, data, spec.config, spec.out, resume=spec.resume, run_info=info,

@@ -100,16 +100,19 @@ def available_bytes(device: torch.device | str) -> int | None:
 
 
 def check_decode_fits(config, *, budget: int, context: int, rows: int = 1, element_bytes: int = 4,
-                      device: torch.device | str = "cpu", available: int | None = None) -> RoundMemory:
-    """Raise ``ValueError`` naming the estimate when one round cannot fit in the device's free memory."""
+                      device: torch.device | str = "cpu", available: int | None = None, what: str | None = None,
+                      advice: str = "lower --budget, --max-new-tokens or the batch size") -> RoundMemory:
+    """Raise ``ValueError`` naming the estimate when one round cannot fit in the device's free memory.
+
+    ``what`` names the forward in the message (default: one verify round at ``budget``).
+    """
     est = round_memory(config, budget=budget, context=context, rows=rows, element_bytes=element_bytes)
     free = available_bytes(device) if available is None else available
     if free is not None and est.total > free:
         raise ValueError(
-            f"one verify round at budget {budget} with a context of up to {context} tokens"
+            f"{what or f'one verify round at budget {budget}'} with a context of up to {context} tokens"
             + (f" for {rows} sequences" if rows > 1 else "")
-            + f" needs at least {est.text()}, but {torch.device(device).type} has {free / GIB:.3g} GiB free; "
-            "lower --budget, --max-new-tokens or the batch size")
+            + f" needs at least {est.text()}, but {torch.device(device).type} has {free / GIB:.3g} GiB free; {advice}")
     return est
 
 

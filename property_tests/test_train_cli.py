@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from exitlaw.cli import main
 from exitlaw.engine.objectives import OBJECTIVES
@@ -92,3 +91,19 @@ def test_exitlaw_train_vat_logs_its_reweighted_term_and_rejects_undefined_combin
     for extra, word in ((["--weight-norm", "tree"], "vat"), (["--edge-floor", "1e-4"], "floor")):
         assert main(_argv(tdir, ddir, prompts, root / "bad_vat", "--objective", "vat", *extra)) == 2
         assert word in capsys.readouterr().err and not (root / "bad_vat").exists()
+
+
+def test_exitlaw_train_refuses_trees_that_cannot_fit_before_training(tiny_files, capsys):
+    """Every anchor's tree of a sequence is scored in one target forward: a budget whose forward
+    cannot fit in free memory is refused with the estimate before any continuation is generated
+    or checkpoint written."""
+    root, tdir, ddir, prompts = tiny_files
+    out = root / "run_huge_budget"
+    cache = root / ".exitlaw-cache"
+    before = sorted(p.name for p in cache.rglob("*")) if cache.exists() else []
+    assert main(_argv(tdir, ddir, prompts, out, "--budget", "100000000", "--device", "cpu")) == 2
+    err = capsys.readouterr().err
+    assert "one training forward (2 anchors x 100000001 tree nodes)" in err
+    assert "needs at least" in err and "GiB free" in err
+    assert not (out / "final").exists() and not (out / "checkpoints").exists()
+    assert (sorted(p.name for p in cache.rglob("*")) if cache.exists() else []) == before
