@@ -11,9 +11,10 @@ token of v]`` (greedy: its argmax walk).
 * ``predraw`` -- ``R_v ~ p_v`` for all ``B N`` rows in one ``multinomial``, follow matches.
 * ``tev``     -- per row ``log P = A @ log a``, ``m = C @ a``, ``w = P (1 - m)`` as batched
   matmuls over the ``K`` internal rows (their log-normalisers in one call on an
-  accelerator, tree by tree on the CPU, where the one ``[B K, V]`` copy is memory-bound); **one** exit draw ``V_b ~ w_b`` and **one**
-  bonus draw from ``p_{V_b}`` with ``V_b``'s child tokens masked, per row, each a
-  float64 inverse-CDF draw (one uniform per row, ``B`` uniforms per call).
+  accelerator, tree by tree on the CPU, where one ``[B K, V]`` copy is memory-bound);
+  **one** exit draw ``V_b ~ w_b`` and **one** bonus draw from ``p_{V_b}`` with ``V_b``'s
+  child tokens masked, per row, each a float64 inverse-CDF draw (one uniform per row,
+  ``B`` uniforms per call).
 * ``residual`` -- sequential by nature (data-dependent loop): rows are verified one
   by one with :func:`~exitlaw.engine.verifiers.verify_residual` (one sync per level
   per row); offered for completeness, not batched.

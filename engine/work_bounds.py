@@ -51,7 +51,7 @@ def _layer_dims(config) -> list[tuple[int, int, int]]:
         def get(name, default=None):
             try:
                 value = getattr(layer, name, None)
-            except Exception:  # a heterogeneous config refuses ambiguous global attributes
+            except RuntimeError:  # a heterogeneous config refuses ambiguous global attributes (per layer)
                 value = None
             return value if value is not None else default
         heads = int(get("num_attention_heads", fallback[0] if fallback else None))
