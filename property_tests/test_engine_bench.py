@@ -173,3 +173,16 @@ def test_bench_refuses_a_round_that_cannot_fit_before_decoding(tiny, tmp_path, c
     err = capsys.readouterr().err
     assert "needs at least" in err and "GiB free" in err and "KV cache" in err
     assert not out.exists()
+
+
+def test_free_memory_on_cuda_is_what_the_driver_reports(monkeypatch):
+    """The GPU path of the bound, run here with the driver call stood in: free bytes, not total."""
+    import torch
+
+    from exitlaw.engine.work_bounds import available_bytes
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: calls.append(device) or (3 << 30, 80 << 30))
+    assert available_bytes("cuda:0") == 3 << 30 and calls == [torch.device("cuda:0")]
+    assert available_bytes("cpu") > 0  # MemAvailable from /proc/meminfo
+    assert available_bytes("meta") is None  # unknown devices are not bounded
