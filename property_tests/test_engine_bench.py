@@ -186,3 +186,17 @@ def test_free_memory_on_cuda_is_what_the_driver_reports(monkeypatch):
     assert available_bytes("cuda:0") == 3 << 30 and calls == [torch.device("cuda:0")]
     assert available_bytes("cpu") > 0  # MemAvailable from /proc/meminfo
     assert available_bytes("meta") is None  # unknown devices are not bounded
+
+
+def test_batch_bench_refuses_a_batched_round_that_cannot_fit(tiny, tmp_path, capsys):
+    """``exitlaw batch-bench`` goes through its own loader: the same refusal, counted over the largest batch."""
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "Add two numbers."}\n')
+    out = tmp_path / "batch.json"
+    argv = ["batch-bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
+            "--batch-size", "1,1000000000", "--budget", "4", "--max-new-tokens", "4", "--device", "cpu",
+            "--out", str(out), "--warmup", "0"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "for 1000000000 sequences needs at least" in err and "GiB free" in err
+    assert not out.exists()
