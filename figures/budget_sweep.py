@@ -26,7 +26,7 @@ BUILDERS = ("ddtree", "chain", "oracle")
 def compute(*, seed: int = 0, quick: bool = False, budgets=(32, 64, 128), rounds: int | None = None,
             vocab: int = 256, preset: str = "medium") -> dict:
     from exitlaw.simulate import get_preset, simulate_decoding, verifier_fn
-    from exitlaw.simulate.presets import with_overrides
+    from exitlaw.simulate.lab.presets import with_overrides
 
     rounds = rounds or (30 if quick else 200)
     rows = []

@@ -28,7 +28,7 @@ def compute(*, seed: int = 0, quick: bool = False, vocab: int = 256, horizon: in
             contexts: int | None = None) -> dict:
     from exitlaw.simulate import LatencyModel, NGramTarget, PositionWiseDrafter, ddtree_order, first_decrease
     from exitlaw.simulate import throughput_curve
-    from exitlaw.simulate.caddtree import first_decrease_misses
+    from exitlaw.simulate.lab.caddtree import first_decrease_misses
 
     contexts = contexts or (3 if quick else 6)
     target = NGramTarget(vocab, order=2, zipf=2.0, seed=seed)

@@ -2,7 +2,7 @@
 
 Two sources, each normalised to ``table[drafter]["B=b,T=t"] = tau``:
 
-* simulation: :func:`exitlaw.simulate.exittrain_mini.run_exittrain_mini`
+* simulation: :func:`exitlaw.simulate.exittrain.mini.run_exittrain_mini`
   (exact ``tau = 1 + E_pi[C_p(DDTree_B)]`` on a synthetic n-gram target);
 * the mini-scale run (``exitlaw repro mini --out DIR``; ``DIR/results.json``,
   schema ``exitlaw.mini_results/1``): empirical tau of the engine, averaged over
@@ -71,7 +71,7 @@ def intervals(source: dict) -> dict | None:
 
 def compute(*, seed: int = 0, quick: bool = False, regime: str = "lowrank", mini_results: str | Path | None = None,
             steps: int | None = None) -> dict:
-    from exitlaw.simulate.exittrain_mini import REGIMES, run_exittrain_mini
+    from exitlaw.simulate.exittrain.mini import REGIMES, run_exittrain_mini
 
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; known: {', '.join(REGIMES)}")

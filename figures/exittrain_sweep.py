@@ -1,6 +1,6 @@
 """Figure: paired differences between ExitTrain objectives with 95 % confidence intervals.
 
-Data in: the JSON of :func:`exitlaw.simulate.exittrain_sweep.run_sweep` (schema
+Data in: the JSON of :func:`exitlaw.simulate.exittrain.sweep.run_sweep` (schema
 ``exitlaw.sim_exittrain_sweep`` v1; ``rows`` of paired comparisons, each with
 ``rel_pct`` = mean and t-interval of ``100 (tau_A - tau_B) / tau_B`` over seeds).
 One panel per (regime, training budget, lambda); in each, one group per

@@ -1,6 +1,6 @@
 """Figure: sampled-draft verifiers are exact marginally, not conditionally (DESIGN.md, sampled drafts).
 
-A chain of ``H`` tokens is drafted from ``q`` (a :class:`~exitlaw.simulate.toy_target.ToyModel`)
+A chain of ``H`` tokens is drafted from ``q`` (a :class:`~exitlaw.simulate.lab.toy_target.ToyModel`)
 and verified by chain speculative sampling (:func:`exitlaw.simulate.verifiers.verify_sampled`,
 accept ``min(1, p/q)``, bonus ``norm((p - q)+)``); every realised draft is enumerated.
 For each realised tree ``T``, exact laws by enumeration
@@ -39,7 +39,7 @@ def compute(*, seed: int = 0, quick: bool = False, vocab: int = 3, horizon: int 
     """Exact laws on every realised draft of toy models ``ToyModel(vocab, seed + 3)`` (target) and
     ``ToyModel(vocab, seed + 10)`` (drafter); seed 0 gives a target with no deterministic root row."""
     from exitlaw.simulate.randomness import enumerate_law
-    from exitlaw.simulate.toy_target import ToyModel, block_tokens, complete_block
+    from exitlaw.simulate.lab.toy_target import ToyModel, block_tokens, complete_block
     from exitlaw.simulate.verifiers import tev_procedure, verify_sampled
     from exitlaw.theory import DraftTree, reference_law
 

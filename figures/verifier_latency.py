@@ -6,11 +6,11 @@ verifier in the same run. Two sources, normalised to rows ``{shape, budget,
 internal, ms: {verifier: median ms}, reduction_pct, samples_ms}`` (``samples_ms``:
 the paired per-call times, when the source has them):
 
-* ``exitlaw verifier-bench`` (:func:`exitlaw.engine.verifier_bench.run_verifier_bench`,
+* ``exitlaw bench-verifiers`` (:func:`exitlaw.engine.bench.verifiers.run_verifier_bench`,
   the default: DDTree trees from draft rows that resemble the target, V = 151936,
   the commit a real ``TargetModel.commit`` on a Qwen3-4B-shaped cache, and the
   floor = one pass over the K internal rows + one draw + a one-position commit);
-* ``exitlaw gpu-check --json`` (random Qwen3-4B-shaped pair,
+* ``exitlaw gpu-check --out`` (random Qwen3-4B-shaped pair,
   stage includes the KV-cache commit; rows per tree shape).
 
 Either JSON can be passed as ``source``. ``reduction_pct = 100 (1 - TEV / predraw)``.
@@ -39,7 +39,7 @@ def _k_text(internal) -> str:
 
 
 def normalise(result: dict) -> dict:
-    """Rows from a verifier-bench (``median_ms``) or gpu_check (``predraw_stage_ms``) result."""
+    """Rows from a bench-verifiers (``median_ms``) or gpu_check (``predraw_stage_ms``) result."""
     require(result, ("rows",), NAME)
     rows = []
     for r in result["rows"]:
@@ -49,7 +49,7 @@ def normalise(result: dict) -> dict:
         if "median_ms" in r:
             commit = bool(result.get("config", {}).get("commit"))
             ms = {k: float(v) for k, v in r["median_ms"].items()}
-            shape = f"verifier-bench trees (stage {'incl.' if commit else 'excl.'} KV commit)"
+            shape = f"bench-verifiers trees (stage {'incl.' if commit else 'excl.'} KV commit)"
             samples = r.get("samples_ms")
         elif "predraw_stage_ms" in r and "tev_stage_ms" in r:
             ms = {"predraw": float(r["predraw_stage_ms"]), "tev": float(r["tev_stage_ms"])}
@@ -76,7 +76,7 @@ def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = N
         return normalise(read_data(source)) | {"source": str(source)}
     import torch
 
-    from exitlaw.engine.verifier_bench import KVShape, run_verifier_bench
+    from exitlaw.engine.bench.verifiers import KVShape, run_verifier_bench
 
     vocab = vocab or (32000 if quick else 151936)
     # one intra-op thread: on a small shared CPU, multi-threaded small ops measure contention, not the verifier
@@ -90,7 +90,7 @@ def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = N
         torch.set_num_threads(threads)
     res.setdefault("config", {})["threads"] = 1
     res.pop("text", None)
-    return normalise(res) | {"source": f"exitlaw.engine.verifier_bench.run_verifier_bench(vocab={vocab}, device='cpu')"}
+    return normalise(res) | {"source": f"exitlaw.engine.bench.verifiers.run_verifier_bench(vocab={vocab}, device='cpu')"}
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:

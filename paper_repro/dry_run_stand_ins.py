@@ -3,7 +3,7 @@ of a full-scale command line onto them (:mod:`.full_scale_dry_run` executes the 
 
 ``write_local_datasets(dir)`` writes one JSONL file per source, rows shaped as the
 Hub rows are (field names as released), so the dry run reads them through the same
-reader and wording as the real sets (:mod:`exitlaw.engine.prompt_records`):
+reader and wording as the real sets (:mod:`exitlaw.engine.prompts.records`):
 
 * ``gsm8k``: ``{"question", "answer"}``; ``math500``: ``{"problem", "solution", "answer",
   "subject", "level", "unique_id"}``; ``humaneval``: ``{"task_id", "prompt",
@@ -15,7 +15,7 @@ reader and wording as the real sets (:mod:`exitlaw.engine.prompt_records`):
 
 The source each config names maps to ``NAME=FILE`` (named sets) or ``jsonl:FILE``.
 :class:`StandIns` writes a tiny random-weight target of a family with its tokenizer
-(:func:`exitlaw.engine.tiny.write_tiny_models`) and rewrites a command (:class:`Shrink`).
+(:func:`exitlaw.engine.models.tiny.write_tiny_models`) and rewrites a command (:class:`Shrink`).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class StandIns:
         self.models: dict[str, tuple[Path, Path]] = {}
 
     def pair(self, family: str) -> tuple[Path, Path]:
-        from exitlaw.engine.tiny import write_tiny_models
+        from exitlaw.engine.models.tiny import write_tiny_models
 
         if family not in self.models:
             with redirect_stderr(io.StringIO()):  # save_pretrained's progress bar

@@ -74,7 +74,7 @@ def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
 def latency_commands(cfg: dict, runs: str) -> list[list[str]]:
     return [["exitlaw", "gpu-check", "--device", "cuda", "--budget", _csv(cfg["budgets"]),
              "--context", str(cfg["context"]), "--reps", str(cfg["reps"]), "--temperature", f"{t:g}",
-             "--json", f"{runs}/{cfg['model']}/table3/latency_T{t:g}.json"] for t in cfg["temperatures"]]
+             "--out", f"{runs}/{cfg['model']}/table3/latency_T{t:g}.json"] for t in cfg["temperatures"]]
 
 
 def commands(cfg: dict, runs: str = "runs/full") -> list[list[str]]:

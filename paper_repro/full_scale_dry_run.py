@@ -8,7 +8,7 @@ only what a CPU and no network force, each substitution made on the command line
 
 * ``--target HUB_ID``: a random-weight model of the same architecture family
   (:data:`TARGET_FAMILIES`; Qwen3, Llama, Qwen3-MoE, Gemma-4 with its sliding-window layers) at
-  the tiny sizes of :class:`exitlaw.engine.tiny.TinySpec`, saved with ``save_pretrained`` together with a real
+  the tiny sizes of :class:`exitlaw.engine.models.tiny.TinySpec`, saved with ``save_pretrained`` together with a real
   tokenizer carrying that family's chat template; ``--draft RELEASED`` a tiny DFlash
   drafter for it (trained drafters are the ones the dry run's training commands write);
 * datasets: local files in the Hub rows' shapes (:mod:`.dry_run_stand_ins`);
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .dry_run_stand_ins import DryRunError, Shrink, StandIns, flag_values
-from .full_scale import commands, config_paths, load_config
+from exitlaw.paper_repro.dry_run_stand_ins import DryRunError, Shrink, StandIns, flag_values
+from exitlaw.paper_repro.full_scale import commands, config_paths, load_config
 
 TARGET_FAMILIES = {  # Hub id of each config's target -> the transformers family of its stand-in
     "Qwen/Qwen3-4B": "qwen3",
@@ -79,7 +79,7 @@ def _rendered_prompt_ids(tokenizer, turn: str) -> list[int]:
 def _check_train(argv: list[str]) -> str:
     from transformers import AutoTokenizer
 
-    from exitlaw.engine.train_data import load_prompts
+    from exitlaw.engine.training.data import load_prompts
 
     v = flag_values(argv)
     out = Path(v["--out"])
@@ -111,7 +111,7 @@ def _check_bench(argv: list[str]) -> str:
 
 
 def _check_gpu_check(argv: list[str]) -> str:
-    rows = json.loads(Path(flag_values(argv)["--json"]).read_text(encoding="utf-8"))["rows"]
+    rows = json.loads(Path(flag_values(argv)["--out"]).read_text(encoding="utf-8"))["rows"]
     if not rows:
         raise DryRunError("gpu-check wrote no rows")
     return f"{len(rows)} latency rows"

@@ -12,7 +12,7 @@ quoted as data; nothing here holds exitlaw's numbers.
 
 Inputs (``inputs[name]``; how they are gathered and hashed: :mod:`.ledger_inputs`):
 ``verifier_equivalence``, ``budget_sweep``, ``sampled_exactness`` (figure data),
-``verifier_latency`` (``exitlaw verifier-bench --json``), ``mini`` (a shallow
+``verifier_latency`` (``exitlaw bench-verifiers --json``), ``mini`` (a shallow
 ``exitlaw repro mini`` results.json), ``checks`` (conformance-kit reports by
 verifier), and the paired-effect files ``sim_exittrain_sweep`` (a list of
 files), ``mini_deep`` (one file) and ``mini_deep_budgets`` (the deep run re-run with
@@ -30,8 +30,8 @@ from typing import Any, Callable
 
 from exitlaw.theory.atomic_io import atomic_write_text
 
-from .paired_effects import PairedEffectError, paired_interval
-from .verdicts import (
+from exitlaw.paper_repro.paired_effects import PairedEffectError, paired_interval
+from exitlaw.paper_repro.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
     REPRODUCED,
@@ -182,7 +182,7 @@ def _log_ratios(row: dict) -> list[float]:
     s = row.get("samples_ms") or {}
     if "tev" not in s or "predraw" not in s or len(s["tev"]) != len(s["predraw"]):
         raise MeasureError("the latency row has no paired per-call samples (samples_ms) for predraw and TEV; "
-                           "rerun `exitlaw verifier-bench --json`")
+                           "rerun `exitlaw bench-verifiers --json`")
     return [math.log(t / p) for t, p in zip(s["tev"], s["predraw"])]
 
 
@@ -254,12 +254,12 @@ CLAIMS: tuple[Claim, ...] = (
           "the kit's calibrated tests on every verifier (no rejection, min power)", ("checks",), kit),
     Claim("fixed_tree_ceiling", "on a fixed tree an exact saturating verifier's E[L] equals 1 + C_p(T)",
           "Theorem 1 (sec. 3.2): E[L] <= 1 + C_p(T), equality iff the canonical law",
-          "property_tests/test_verifier_laws.py; `exitlaw figures --only verifier_equivalence`",
+          "property_tests/theory/test_verifier_laws.py; `exitlaw figures --only verifier_equivalence`",
           _eq(PAPER_MARGIN), "TEV's mean block length minus 1 + C_p(T), one tree (margin: Table 4's 0.03 tokens)",
           ("verifier_equivalence",), fixed_tree_ceiling),
     Claim("same_exit_law", "predraw and TEV share one exit/bonus law, hence one tau",
           "Corollary 1 (sec. 3.2, 4); Table 4: tau(TEV) - tau(predraw) <= 0.03 tokens",
-          "property_tests/test_verifier_laws.py; `exitlaw figures --only verifier_equivalence`",
+          "property_tests/theory/test_verifier_laws.py; `exitlaw figures --only verifier_equivalence`",
           _eq(PAPER_MARGIN), "tau(TEV) - tau(predraw) on one simulated tree", ("verifier_equivalence",), same_exit_law),
     Claim("engine_tau_equal", "with a fixed drafter, engine tau of TEV equals predraw's",
           "Table 4 (Qwen3-4B, T=1): 7.08 vs 7.09 and 8.05 vs 8.06; differ <= 0.03 tokens",
@@ -267,21 +267,21 @@ CLAIMS: tuple[Claim, ...] = (
           "tau(TEV) - tau(predraw), equal-weight mean over the mini run's T=1 cells", ("mini",), engine_tau_equal),
     Claim("allocation_gap", "a draft-score (DDTree) tree leaves target mass a same-budget oracle tree covers",
           "sec. 1, 3.3 (qualitative: draft-target mismatch under a finite budget)",
-          "property_tests/test_builders.py; `exitlaw figures --only budget_sweep`", _dir("tokens"),
+          "property_tests/simulate/lab/test_builders.py; `exitlaw figures --only budget_sweep`", _dir("tokens"),
           "mean per-round C*_p(64) - C_p(DDTree_64)", ("budget_sweep",), allocation_gap),
     Claim("sampled_drafts_exceed", "conditionally on a realised sampled draft, classic verifiers can exceed 1 + C_p(T)",
           "App. A.5 (fixed-tree ceiling vs HSD's sampled chain)",
-          "property_tests/test_verifier_laws.py; `exitlaw figures --only sampled_exactness`", _dir("tokens"),
+          "property_tests/theory/test_verifier_laws.py; `exitlaw figures --only sampled_exactness`", _dir("tokens"),
           "max over enumerated drafts of E[L|T] - (1 + C_p(T)), chain speculative sampling",
           ("sampled_exactness",), sampled_conditional_excess),
     Claim("sampled_drafts_marginal", "averaged over the draft randomness, classic sampled-draft verifiers are exact",
           "App. A.5; Leviathan et al. / SpecInfer (exact on average)",
-          "property_tests/test_verifier_laws.py; `exitlaw figures --only sampled_exactness`",
+          "property_tests/theory/test_verifier_laws.py; `exitlaw figures --only sampled_exactness`",
           _eq(1e-6, "total variation"), "TV between the draft-averaged block law and the target law",
           ("sampled_exactness",), sampled_marginal_exact),
     Claim("tev_stage_savings", "TEV cuts verifier-stage latency (decision + bonus + KV commit) vs predraw",
           "Table 3 (Qwen3-4B, GPU): -12.9/-15.2/-24.3% at T=0.6; -12.0/-14.0/-17.1% at T=1 (B = 32/64/128)",
-          "`exitlaw verifier-bench --json` (CPU) or `exitlaw gpu-check --json`", _dir("%", 12.0),
+          "`exitlaw bench-verifiers --json` (CPU) or `exitlaw gpu-check --out`", _dir("%", 12.0),
           "100 (1 - geometric mean of TEV/predraw stage time), paired calls pooled over B = 32/64/128, "
           "bootstrap 95 % CI", ("verifier_latency",), latency),
     Claim("exittrain_tau_gain", "ExitTrain raises tau over the starting (DDTree) drafter at B=64",

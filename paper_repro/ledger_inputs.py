@@ -147,7 +147,7 @@ def _read_checks(checks_dir: Path) -> tuple[dict | None, dict | None]:
 
 
 def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, prov: dict) -> None:
-    from .paired_effects import readable
+    from exitlaw.paper_repro.paired_effects import readable
 
     inputs["mini_deep"] = inputs["sim_exittrain_sweep"] = inputs["field_lab"] = None
     field = RESULTS / SHIPPED["field_lab"]
@@ -190,7 +190,7 @@ def gather_inputs(figures_dir: str | Path, *, mini_dir: str | Path | None = None
                   sweep_dir: str | Path | None = None, quick: bool = False, seed: int = 0) -> tuple[dict, dict]:
     """``(inputs, provenance)`` of a run: figure data in ``figures_dir`` (computed when missing), the mini
     run's results, kit reports; the paired-effect files default to the shipped ones."""
-    from .figure_inputs import make_figure
+    from exitlaw.paper_repro.figure_inputs import make_figure
 
     figures_dir = Path(figures_dir)
     inputs, prov = {}, {}
@@ -225,7 +225,7 @@ def _header(source: str) -> dict:
 def make_ledger(figures_dir, out_dir, *, mini_dir=None, latency_json=None, checks_dir=None, mini_deep=None,
                 sweep_dir=None, quick: bool = False, seed: int = 0, overwrite: bool = False):
     """Gather a run's inputs, build the rows, write ledger.md/json into ``out_dir``; return ``(rows, md, js)``."""
-    from .ledger import build_ledger, write_ledger
+    from exitlaw.paper_repro.ledger import build_ledger, write_ledger
 
     inputs, prov = gather_inputs(figures_dir, mini_dir=mini_dir, latency_json=latency_json, checks_dir=checks_dir,
                                  mini_deep=mini_deep, sweep_dir=sweep_dir, quick=quick, seed=seed)
@@ -237,7 +237,7 @@ def make_ledger(figures_dir, out_dir, *, mini_dir=None, latency_json=None, check
 def ledger_from_shipped(out_dir: str | Path = RESULTS, *, results_dir: str | Path = RESULTS,
                         overwrite: bool = False) -> tuple[list[dict], Path, Path]:
     """Rebuild ``ledger.md`` / ``ledger.json`` from the shipped inputs only; return ``(rows, md, js)``."""
-    from .ledger import build_ledger, write_ledger
+    from exitlaw.paper_repro.ledger import build_ledger, write_ledger
 
     inputs, prov = gather_shipped(results_dir)
     rows = build_ledger(inputs, prov)
@@ -250,7 +250,7 @@ def make_shipped_inputs(results_dir: str | Path = RESULTS, *, seed: int = 0, ove
     """Recompute the shipped CPU inputs (figure data, latency bench, kit reports), stamped with provenance."""
     from exitlaw.figures.registry import figure_module
     from exitlaw.figures.style import write_data
-    from exitlaw.simulate.conformance import load_verifier, run_kit
+    from exitlaw.simulate.kit.conformance import load_verifier, run_kit
 
     out = Path(results_dir) / "ledger_inputs"
     targets = [out / f"{n}.json" for n in FIGURE_INPUTS] + [out / "checks" / f"{k}.json" for k in KIT_VERIFIERS]

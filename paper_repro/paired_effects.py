@@ -31,7 +31,7 @@ of allowed values; an absent key reads as ``None``) and pools them
 
 from __future__ import annotations
 
-from .verdicts import Interval, VerdictError, pool
+from exitlaw.paper_repro.verdicts import Interval, VerdictError, pool
 
 SWEEP_SCHEMA = "exitlaw.sim_exittrain_sweep"
 

@@ -25,7 +25,7 @@ VERIFIERS = ("predraw", "residual", "tev")
 
 def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
     """The conformance kit on the three saturating verifiers; one JSON report each."""
-    from exitlaw.simulate.conformance import load_verifier, run_kit
+    from exitlaw.simulate.kit.conformance import load_verifier, run_kit
 
     out_dir.mkdir(parents=True, exist_ok=True)
     verdicts = {}
@@ -48,7 +48,7 @@ def run_figures(out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool,
                 log: Callable[[str], None]) -> list[str]:
     from exitlaw.figures.registry import FIGURES
 
-    from .figure_inputs import make_figure
+    from exitlaw.paper_repro.figure_inputs import make_figure
 
     done = []
     for name in FIGURES:
@@ -68,8 +68,8 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
 
     ``mini_config`` replaces the mini run's preset (``quick`` or ``full``); tests pass a micro one.
     """
-    from .ledger_inputs import make_ledger
-    from exitlaw.paper_repro.mini import config_for, run_mini
+    from exitlaw.paper_repro.ledger_inputs import make_ledger
+    from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,7 @@ _TINY_CACHE: dict[int, tuple] = {}
 @pytest.fixture(scope="module")
 def tiny(request, tmp_path_factory):
     """``(target_dir, draft_dir)`` of the random tiny pair with the module's ``TINY_SEED`` (default 0)."""
-    from exitlaw.engine.tiny import write_tiny_models
+    from exitlaw.engine.models.tiny import write_tiny_models
 
     seed = getattr(request.module, "TINY_SEED", 0)
     if seed not in _TINY_CACHE:
@@ -59,6 +59,6 @@ def tiny(request, tmp_path_factory):
 @pytest.fixture(scope="module")
 def pair(tiny):
     """The tiny ``(TargetModel, DFlashDrafter)`` loaded through the real checkpoint path (fresh per module)."""
-    from exitlaw.engine.checkpoint import load_pair
+    from exitlaw.engine.models.checkpoint import load_pair
 
     return load_pair(*tiny)

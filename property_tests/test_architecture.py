@@ -41,8 +41,8 @@ def test_every_engine_export_is_the_named_object_even_after_submodule_imports():
 
     import exitlaw.engine as engine
 
-    for mod in pkgutil.iter_modules(engine.__path__):
-        importlib.import_module(f"exitlaw.engine.{mod.name}")  # may bind submodules as package attributes
+    for mod in pkgutil.walk_packages(engine.__path__, "exitlaw.engine."):
+        importlib.import_module(mod.name)  # may bind submodules as package attributes
     for name, (module, attr) in engine._EXPORTS.items():
         want = getattr(importlib.import_module(f"exitlaw.engine.{module}"), attr)
         assert getattr(engine, name) is want, f"exitlaw.engine.{name} is shadowed (a submodule of that name?)"
@@ -57,7 +57,10 @@ def test_cli_help_imports_neither_torch_nor_jax():
 
 # ----- static import rules (DESIGN section 2), read from the source: function-local imports count too ---------
 import ast  # noqa: E402
+import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {"cli": ROOT / "exitlaw" / "cli", "theory": ROOT / "theory", "simulate": ROOT / "simulate",
@@ -164,3 +167,107 @@ def test_no_import_cycle_between_parts():
 def test_the_cycle_finder_finds_a_planted_cycle():
     assert _find_cycle({"figures": {"paper_repro"}, "paper_repro": {"figures"}}) == ["figures", "paper_repro", "figures"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# ----- sub-package rules (DESIGN section 2): inside a part, which room may use which ---------------------
+# part -> sub-package -> the sub-packages of the same part it may import. "." is the part's own top-level
+# modules (simulate: the randomness interface, statistics, Hypothesis strategies, shared by every room).
+# A part's __init__.py is its public face and may re-export from every room; sub-packages' __init__ files
+# only list names (loaded lazily).
+SUBPACKAGE_RULES = {
+    "simulate": {
+        ".": {"."},
+        "verifiers": {"."},
+        "lab": {".", "verifiers"},                    # the lab never uses the kit or the prover
+        "kit": {".", "verifiers"},                    # the kit never uses the lab's presets or models
+        "prove": {".", "verifiers", "kit"},           # the prover loads procedures as the kit does
+        "exittrain": {".", "lab"},
+        "bench": {".", "verifiers", "lab", "kit"},
+    },
+    "engine": {
+        ".": set(),
+        "models": set(),                              # models know nothing of decoding or training
+        "prompts": set(),
+        "decode": {"models"},                         # decoding never imports training or benchmarks
+        "training": {"models", "decode", "prompts"},
+        "bench": {"models", "decode", "prompts"},
+    },
+    "paper_repro": {
+        ".": {".", "mini"},
+        "mini": set(),                                # the mini pipeline knows nothing of the ledger
+    },
+}
+
+
+def _room(part_dir: Path, rel_parts: tuple[str, ...]) -> str:
+    """The sub-package a module (path parts relative to its part) lives in, or "." for the part's top level."""
+    return rel_parts[0] if len(rel_parts) > 1 and (part_dir / rel_parts[0]).is_dir() else "."
+
+
+def subpackage_offenders(root: Path) -> list[str]:
+    """Every import (anywhere in a file, relative ones resolved) that breaks :data:`SUBPACKAGE_RULES`."""
+    offenders = []
+    for part, rules in SUBPACKAGE_RULES.items():
+        part_dir = root / part
+        for path in sorted(part_dir.rglob("*.py")):
+            rel = path.relative_to(part_dir)
+            if rel == Path("__init__.py"):
+                continue
+            room = _room(part_dir, rel.parts)
+            mod_parts = [p for p in rel.with_suffix("").parts if p != "__init__"]
+            package = ["exitlaw", part, *(mod_parts if path.name == "__init__.py" else mod_parts[:-1])]
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = package[: len(package) - (node.level - 1)] if node.level else []
+                    name = ".".join(base + ([node.module] if node.module else []))
+                    names = [name] + [f"{name}.{a.name}" for a in node.names]
+                for name in names:
+                    bits = name.split(".")
+                    if bits[:2] != ["exitlaw", part] or len(bits) < 3:
+                        continue
+                    other = _room(part_dir, tuple(bits[2:]) + ("x",))
+                    if other != room and other not in rules.get(room, set()):
+                        offenders.append(f"{part}/{rel}:{node.lineno} imports {name} "
+                                         f"({part}/{room} may not import {part}/{other})")
+    return offenders
+
+
+def test_every_sub_package_has_a_rule_and_rules_name_only_real_sub_packages():
+    for part, rules in SUBPACKAGE_RULES.items():
+        real = {p.name for p in (ROOT / part).iterdir() if (p / "__init__.py").is_file()} | {"."}
+        assert set(rules) == real, f"{part}: rules for {sorted(set(rules))}, sub-packages {sorted(real)}"
+
+
+def test_sub_packages_import_only_the_rooms_their_rules_allow():
+    offenders = subpackage_offenders(ROOT)
+    assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize("file, planted", [
+    ("simulate/lab/builders.py", "from exitlaw.simulate.kit import conformance"),
+    ("simulate/kit/cases.py", "from ..lab.presets import SimConfig"),
+    ("engine/decode/loop.py", "import exitlaw.engine.training.loop"),
+    ("engine/models/target.py", "from exitlaw.engine.decode.verifiers import verify"),
+    ("paper_repro/mini/evaluate.py", "from exitlaw.paper_repro.ledger import CLAIMS"),
+])
+def test_a_planted_import_that_breaks_a_sub_package_rule_is_found(tmp_path, file, planted):
+    for part in SUBPACKAGE_RULES:
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    assert subpackage_offenders(tmp_path) == []
+    target = tmp_path / file
+    target.write_text(target.read_text(encoding="utf-8") + f"\n\ndef _planted():\n    {planted}\n", encoding="utf-8")
+    found = subpackage_offenders(tmp_path)
+    assert len(found) >= 1 and all(f.startswith(file) for f in found), found
+
+
+def test_no_part_folder_holds_more_than_fifteen_modules_directly():
+    crowded = {}
+    for folder in [ROOT / p for p in ("theory", "simulate", "engine", "figures", "paper_repro")]:
+        for d in [folder, *[p for p in folder.rglob("*") if (p / "__init__.py").is_file()]]:
+            n = len([f for f in d.glob("*.py") if f.name != "__init__.py"])
+            if n > 15:
+                crowded[str(d.relative_to(ROOT))] = n
+    assert not crowded, f"folders holding more than 15 modules: {crowded}"

@@ -130,7 +130,7 @@ from exitlaw.theory import (  # noqa: E402
     read_trace,
     write_trace,
 )
-from exitlaw.simulate.presets import SimConfig, WorkBoundError  # noqa: E402
+from exitlaw.simulate.lab.presets import SimConfig, WorkBoundError  # noqa: E402
 
 CHAIN = DraftTree.chain([1])
 ROWS = np.array([[0.5, 0.5], [0.25, 0.75]])
@@ -283,78 +283,7 @@ def test_an_interrupted_writer_leaves_no_trace_under_its_name(tmp_path):
 
 
 # ----- trace files: read_trace and `exitlaw law` both refuse, naming the file and line -------
-HEAD = '{"schema": "exitlaw.tree-trace", "version": 1, "meta": {}}'
-R0 = '{"round": 0, "parent": [-1, 0], "token": [0, 1], "edge_prob": [1.0, 0.5]}'
-
-
-def _round(**fields) -> str:
-    rec = {"round": 0, "parent": [-1, 0], "token": [0, 1], "edge_prob": [1.0, 0.5]}
-    rec.update(fields)
-    return json.dumps(rec)
-
-
-def _end(n: int = 1) -> str:
-    return json.dumps({"end": "exitlaw.tree-trace", "rounds": n})
-
-
-TRACE_CASES = [
-    ("leading blank line", ["", HEAD, R0, _end()], ":1: blank line"),
-    ("blank line inside", [HEAD, "", R0, _end()], ":2: blank line"),
-    ("wrong schema", ['{"schema": "x", "version": 1}', R0, _end()], ":1: header must have schema"),
-    ("version 99", ['{"schema": "exitlaw.tree-trace", "version": 99}', R0, _end()], "unsupported trace version 99"),
-    ("version true", ['{"schema": "exitlaw.tree-trace", "version": true}', R0, _end()], "unsupported trace version"),
-    ("meta list", ['{"schema": "exitlaw.tree-trace", "version": 1, "meta": [1]}', R0, _end()],
-     ":1: header meta must be a JSON object"),
-    ("meta string", ['{"schema": "exitlaw.tree-trace", "version": 1, "meta": "x"}', R0, _end()], "meta must be"),
-    ("header array", ["[1, 2]", R0, _end()], ":1: expected a JSON object"),
-    ("round not json", [HEAD, "{nope", _end(0)], ":2: not valid JSON"),
-    ("round array", [HEAD, "[1]", _end(0)], ":2: expected a JSON object"),
-    ("missing parent", [HEAD, '{"token": [0, 1], "edge_prob": [1, 0.5]}', _end()], "missing required field 'parent'"),
-    ("missing token", [HEAD, '{"parent": [-1, 0], "edge_prob": [1, 0.5]}', _end()], "missing required field 'token'"),
-    ("missing edge_prob", [HEAD, '{"parent": [-1, 0], "token": [0, 1]}', _end()], "'edge_prob'"),
-    ("exit_node true", [HEAD, _round(exit_node=True), _end()], ":2: exit_node True"),
-    ("exit_node out of tree", [HEAD, _round(exit_node=5), _end()], ":2: exit_node 5"),
-    ("exit_node string", [HEAD, _round(exit_node="1"), _end()], "exit_node '1'"),
-    ("exit_node float", [HEAD, _round(exit_node=1.0), _end()], "exit_node 1.0"),
-    ("bonus negative", [HEAD, _round(bonus=-1), _end()], "bonus -1"),
-    ("bonus true", [HEAD, _round(bonus=True), _end()], "bonus True"),
-    ("bonus huge", [HEAD, _round(bonus=2**70), _end()], "bonus"),
-    ("token string", [HEAD, _round(token=[0, "1"]), _end()], r":2: token\[1\] is '1'"),
-    ("token true", [HEAD, _round(token=[0, True]), _end()], r"token\[1\] is True"),
-    ("token huge", [HEAD, _round(token=[0, 2**64 + 1]), _end()], "outside the int64 range"),
-    ("token float", [HEAD, _round(token=[0, 1.5]), _end()], "must hold integers"),
-    ("parent string", [HEAD, _round(parent=[-1, "0"]), _end()], r"parent\[1\] is '0'"),
-    ("parent forward", [HEAD, _round(parent=[-1, 2, 0], token=[0, 1, 2], edge_prob=[1, .5, .5]), _end()],
-     "parents must come before children"),
-    ("duplicate siblings", [HEAD, _round(parent=[-1, 0, 0], token=[0, 1, 1], edge_prob=[1, .1, .1]), _end()],
-     "same token 1"),
-    ("edge string", [HEAD, _round(edge_prob=[1, "0.5"]), _end()], "edge_probs must hold real numbers"),
-    ("edge above one", [HEAD, _round(edge_prob=[1, 1.5]), _end()], "node 1 has edge probability 1.5"),
-    ("edge nan", [HEAD, '{"parent": [-1, 0], "token": [0, 1], "edge_prob": [1, NaN]}', _end()],
-     "node 1 has edge probability nan"),
-    ("edge length", [HEAD, _round(edge_prob=[1.0]), _end()], "edge_probs must have shape"),
-    ("child mass", [HEAD, _round(parent=[-1, 0, 0], token=[0, 1, 2], edge_prob=[1, .7, .7]), _end()],
-     "children of node 0 carry target mass 1.4"),
-    ("draft_logprob strings", [HEAD, _round(draft_logprob=["a", "b"]), _end()], "draft_logprob must hold real numbers"),
-    ("draft_logprob positive", [HEAD, _round(draft_logprob=[0.0, 0.5]), _end()],
-     r"draft_logprob\[1\] = 0.5 is not a log-probability"),
-    ("draft_logprob nan", [HEAD, '{"parent": [-1, 0], "token": [0, 1], "edge_prob": [1, 0.5], "draft_logprob": [0, NaN]}',
-                           _end()], r"draft_logprob\[1\] = nan is not a log-probability"),
-    ("draft_logprob huge int", [HEAD, _round(draft_logprob=[0.0, 2**64 + 1]), _end()],
-     "draft_logprob must hold real numbers, got entry 1 = 18446744073709551617"),
-    ("draft_logprob length", [HEAD, _round(draft_logprob=[0.0]), _end()], "draft_logprob has shape"),
-    ("target_rows ragged", [HEAD, _round(target_rows=[[0.5, 0.5], [1.0]]), _end()], "target_rows"),
-    ("round out of order", [HEAD, _round(round=3), _end()], ":2: round index 3, expected 0"),
-    ("round index true", [HEAD, _round(round=True), _end()], "round index True"),
-    ("end count wrong", [HEAD, R0, _end(5)], ":3: end marker"),
-    ("after end marker", [HEAD, R0, _end(), R0], ":4: content after the end marker"),
-    ("no end marker", [HEAD, R0], "incomplete trace: no end marker"),
-    ("header only, no end", [HEAD], "incomplete trace"),
-]
-
-
-def _write_lines(path, lines) -> None:
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+from helpers.trace_cases import HEAD, R0, TRACE_CASES, _end, _round, _write_lines  # noqa: E402
 
 
 @pytest.mark.parametrize("case", TRACE_CASES, ids=[c[0] for c in TRACE_CASES])
@@ -443,8 +372,8 @@ CLI_CASES = [
     ("simulate no config", ["simulate"], "give either a CONFIG file or --preset"),
     ("law no trace", ["law"], "give either a TRACE path or --demo"),
     ("law missing file", ["law", "missing.jsonl"], "does not exist"),
-    ("law-bench trees 0", ["law-bench", "--trees", "0"], "expected an integer >= 1"),
-    ("law-bench missing trace", ["law-bench", "--trace", "missing.jsonl"], "does not exist"),
+    ("bench-law trees 0", ["bench-law", "--trees", "0"], "expected an integer >= 1"),
+    ("bench-law missing trace", ["bench-law", "--trace", "missing.jsonl"], "does not exist"),
 ]
 
 
@@ -555,14 +484,14 @@ BENCH_INPUT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", ["bench", "batch-bench"])
+@pytest.mark.parametrize("command", ["bench", "bench-batch"])
 @pytest.mark.parametrize("case", BENCH_INPUT_CASES, ids=[c[0] for c in BENCH_INPUT_CASES])
 def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(tiny, tmp_path, monkeypatch, capsys,
                                                                              case, command):
     import torch
 
-    import exitlaw.engine.batch_bench as batch_bench
-    import exitlaw.engine.bench as bench
+    import exitlaw.engine.bench.batch as batch_bench
+    import exitlaw.engine.bench.decoding as bench
 
     _, ids, extra, message = case
     if "--device" in extra and torch.cuda.is_available():
@@ -630,7 +559,7 @@ def test_truncated_latency_json_is_named_by_figures(tmp_path, capsys, flag):
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "2-D"])
 def test_a_damaged_mini_token_array_is_an_error_naming_the_file(tmp_path, damage):
-    from exitlaw.paper_repro.mini_corpus import load_token_array
+    from exitlaw.paper_repro.mini.corpus import load_token_array
     from exitlaw.theory.atomic_io import atomic_save_npy
 
     path = atomic_save_npy(tmp_path / "train_tokens.npy", np.arange(1000, dtype=np.int32))
@@ -648,7 +577,7 @@ def test_a_damaged_mini_token_array_is_an_error_naming_the_file(tmp_path, damage
 # ----- trace writers cut off: nothing incomplete under the trace's name; a killed writer's file is
 # ----- reported by `exitlaw law` as lacking its end marker ----------------------------------------
 def test_bench_interrupted_mid_decode_leaves_no_trace_under_its_name(tiny, tmp_path, monkeypatch):
-    import exitlaw.engine.bench as bench
+    import exitlaw.engine.bench.decoding as bench
 
     real, calls = bench.run_conversation, []
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from exitlaw.theory import DraftTree, exit_law_from_edges, oracle_tree, reference_law_from_edges
-from exitlaw.theory.trace_stream import edge_law_batch
+from exitlaw.theory.trace.stream import edge_law_batch
 
 
 def _random_edges(tree: DraftTree, rng) -> np.ndarray:
@@ -84,8 +84,8 @@ def test_oracle_exact_path_set_breaks_ties_toward_the_shallower_prefix():
 
 
 def test_ddtree_exact_path_set_breaks_ties_toward_the_shallower_prefix():
-    from exitlaw.engine.builders import build_ddtree
-    from exitlaw.simulate.builders import ddtree
+    from exitlaw.engine.decode.builders import build_ddtree
+    from exitlaw.simulate.lab.builders import ddtree
 
     # q_1 = [0.5, 0.5, 0], q_2 = [1, 0, 0]: score((0, 0)) = log 0.5 = score((1,))
     marginals = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
@@ -126,8 +126,7 @@ def test_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(weights):
 def test_engine_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(monkeypatch):
     import torch
 
-    from exitlaw.engine import verifiers as ev
-
+    from exitlaw.engine.decode import verifiers as ev
     for weights in ([0.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.0, 0.0, 1.0], [0.25, 0.25, 0.0, 0.5]):
         w = torch.tensor(weights, dtype=torch.float64)
         c = torch.cumsum(w, 0)
@@ -142,10 +141,10 @@ def test_engine_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(mo
 def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
     import torch
 
-    from exitlaw.engine.builders import build_ddtree
-    from exitlaw.engine.decode import commit_stage, draft_stage, prefill_stage, verify_forward_stage
-    from exitlaw.engine.device_tree import to_device_tree
-    from exitlaw.engine.verifiers import VerifyResult
+    from exitlaw.engine.decode.builders import build_ddtree
+    from exitlaw.engine.decode.loop import commit_stage, draft_stage, prefill_stage, verify_forward_stage
+    from exitlaw.engine.decode.device_tree import to_device_tree
+    from exitlaw.engine.decode.verifiers import VerifyResult
 
     target, drafter = pair
     prompt = [3, 17, 5, 9, 11]
@@ -171,7 +170,7 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
 
 def test_the_self_mutation_table_matches_the_code():
     """Every planted bug of ``self_mutation.py`` still applies to exactly one place, with its tests present."""
-    import self_mutation
+    from helpers import self_mutation
 
     assert self_mutation.check_table() == []
     assert len(self_mutation.MUTANTS) >= 10

@@ -31,7 +31,7 @@ from .distributions import (
 from .errors import DistributionError, TreeError
 from .exact import ReferenceLaw, reference_block_law, reference_law, reference_law_from_edges, to_fractions
 from .oracle import allocation_gap, coverage_under, oracle_tree, tree_rows
-from .trace import (IncompleteTraceError, Trace, TraceFormatError, TraceRound, TraceWriter, iter_trace, json_safe,
+from .trace.format import (IncompleteTraceError, Trace, TraceFormatError, TraceRound, TraceWriter, iter_trace, json_safe,
                     read_trace, write_trace)
 from .tree import DraftTree, PaddedTree, stack_trees
 
@@ -65,3 +65,8 @@ __all__ = [
     "write_trace", "json_safe",
     *_JAX_EXPORTS,
 ]
+
+# Modules that moved into the trace sub-package keep their former dotted paths.
+from .module_faces import alias_moved_modules  # noqa: E402
+
+alias_moved_modules(__name__, {"trace_stream": "trace.stream", "trace_bench": "trace.bench", "summary": "trace.summary"})

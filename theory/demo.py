@@ -10,7 +10,7 @@ import numpy as np
 
 from .distributions import gather_edge_probs
 from .exact import reference_block_law
-from .trace import Trace, TraceRound
+from .trace.format import Trace, TraceRound
 from .tree import DraftTree
 
 

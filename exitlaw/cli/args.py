@@ -9,6 +9,21 @@ from __future__ import annotations
 import argparse
 
 
+class FormerOption(argparse.Action):
+    """A former spelling of an option: stores into the current option's ``dest`` and prints a one-line
+    notice on stderr (``exitlaw repro full --workdir DIR`` is now ``--out DIR``)."""
+
+    def __init__(self, option_strings, dest, current: str, **kwargs):
+        self.current = current
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import sys
+
+        print(f"exitlaw: note: `{option_string}` is now `{self.current}`", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def int_list(text: str) -> list[int]:
     """``"32,64,128"`` -> ``[32, 64, 128]``; every entry a positive integer, at least one."""
     try:

@@ -1,10 +1,11 @@
-"""The real engine: ``bench``, ``tiny-models``, ``verifier-bench`` and ``gpu-check``
+"""The real engine: ``bench``, ``tiny-models``, ``bench-verifiers`` and ``gpu-check``
 (torch is imported inside the handlers; nothing here imports JAX)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from .args import add_threads, float_list, int_list, name_list, nonneg_int, positive_int, set_torch_threads
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Writes OUT/target (Qwen3ForCausalLM via save_pretrained, with a small tokenizer "
                                    "and chat template) and OUT/draft (DFlash drafter in the released format).")
     t.add_argument("--out", required=True)
-    from exitlaw.engine.model_config import FAMILIES  # no torch: configs are built inside functions
+    from exitlaw.engine.models.config import FAMILIES  # no torch: configs are built inside functions
 
     t.add_argument("--family", default="qwen3", choices=FAMILIES,
                    help="target architecture, with that family's tokenizer conventions and chat template")
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=_tiny)
 
     v = sub.add_parser(
-        "verifier-bench", help="verifier-stage latency: predraw vs residual vs TEV vs the floor, same trees",
+        "bench-verifiers", help="verifier-stage latency: predraw vs residual vs TEV vs the floor, same trees",
         description="Builds DDTree trees from draft rows that resemble the target (deep, many internal nodes) "
                     "and times one verifier call per round (decision + bonus + commit indices; the target "
                     "forward is excluded) for predraw, residual and TEV on the same trees, next to the floor: "
@@ -96,12 +97,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--context", type=int, default=512)
     g.add_argument("--reps", type=int, default=20)
     g.add_argument("--temperature", type=float, default=1.0)
-    g.add_argument("--json", default=None, help="also write the results here")
-    g.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    g.add_argument("--out", default=None, help="write the results (JSON) here")
+    g.add_argument("--json", nargs="?", const=True, default=False,
+                   help="print the results as JSON (the former `--json FILE` still writes FILE, as --out does)")
+    g.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     g.set_defaults(func=_gpu_check)
 
     bb = sub.add_parser(
-        "batch-bench", help="batched tree decoding vs batched autoregressive decoding: tokens/s per batch size",
+        "bench-batch", help="batched tree decoding vs batched autoregressive decoding: tokens/s per batch size",
         description="Decodes the prompts B at a time (cyclically, every batch full) with batched autoregressive "
                     "decoding and with batched DDTree decoding (one padded tree-attention forward per round), "
                     "alternating batch by batch; prints tokens/s side by side, tau and the verifier stage "
@@ -157,7 +160,7 @@ def _bench(args: argparse.Namespace) -> int:
         return _bench_batched(args)
     if args.compare:
         return _bench_compare(args)
-    from exitlaw.engine.bench import format_bench, run_bench
+    from exitlaw.engine.bench.decoding import format_bench, run_bench
 
     _bench_preflight(args, " (unless --compare A.json B.json)")
     result = run_bench(args.target, args.draft, dataset=args.dataset, budgets=args.budget,
@@ -175,7 +178,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _bench_preflight(args: argparse.Namespace, hint: str = "") -> None:
     """Checks shared by the bench commands, before any model is loaded or file written."""
-    from exitlaw.engine.verifiers import KINDS
+    from exitlaw.engine.decode.verifiers import KINDS
 
     if not args.target or not args.draft:
         raise ValueError(f"--target and --draft are required{hint}")
@@ -188,7 +191,7 @@ def _bench_preflight(args: argparse.Namespace, hint: str = "") -> None:
 
 
 def _bench_batched(args: argparse.Namespace) -> int:
-    from exitlaw.engine.batch_bench import format_batch_bench, run_batched_bench
+    from exitlaw.engine.bench.batch import format_batch_bench, run_batched_bench
 
     if min(args.budget) < 1:
         raise ValueError(f"--budget values must be >= 1, got {args.budget}")
@@ -206,7 +209,7 @@ def _bench_batched(args: argparse.Namespace) -> int:
 
 
 def _bench_compare(args: argparse.Namespace) -> int:
-    from exitlaw.engine.bench_compare import compare_files, format_comparison
+    from exitlaw.engine.bench.compare import compare_files, format_comparison
 
     _refuse_existing(args.out, args.overwrite)
     cmp = compare_files(*args.compare)
@@ -217,8 +220,10 @@ def _bench_compare(args: argparse.Namespace) -> int:
 
 
 def _tiny(args: argparse.Namespace) -> int:
-    from exitlaw.engine.tiny import write_tiny_models
+    from exitlaw.engine.models.tiny import write_tiny_models
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out} is an existing file; tiny-models writes a directory (target/ and draft/)")
     target, draft = write_tiny_models(args.out, seed=args.seed, overwrite=args.overwrite, family=args.family)
     print(f"target: {target}\ndraft:  {draft}")
     return 0
@@ -227,7 +232,7 @@ def _tiny(args: argparse.Namespace) -> int:
 def _verifier_bench(args: argparse.Namespace) -> int:
     import torch
 
-    from exitlaw.engine.verifier_bench import run_verifier_bench
+    from exitlaw.engine.bench.verifiers import run_verifier_bench
 
     if args.vocab < 2:
         raise ValueError(f"--vocab must be >= 2, got {args.vocab}")
@@ -254,8 +259,8 @@ def _verifier_bench(args: argparse.Namespace) -> int:
 def _verifier_bench_batched(args: argparse.Namespace) -> int:
     import torch
 
-    from exitlaw.engine.batch_bench import format_batch_verifier_stage, run_batch_verifier_bench
-    from exitlaw.engine.verifiers import KINDS
+    from exitlaw.engine.bench.batch import format_batch_verifier_stage, run_batch_verifier_bench
+    from exitlaw.engine.decode.verifiers import KINDS
 
     bad = [v for v in args.verifiers if v not in KINDS]
     if bad:
@@ -281,8 +286,8 @@ def _verifier_bench_batched(args: argparse.Namespace) -> int:
 
 
 def _batch_bench(args: argparse.Namespace) -> int:
-    from exitlaw.engine.batch_bench import format_batch_bench, run_batch_bench
-    from exitlaw.engine.verifiers import KINDS
+    from exitlaw.engine.bench.batch import format_batch_bench, run_batch_bench
+    from exitlaw.engine.decode.verifiers import KINDS
 
     bad = [v for v in args.verifier if v not in KINDS]
     if bad:
@@ -306,16 +311,20 @@ def _batch_bench(args: argparse.Namespace) -> int:
 def _gpu_check(args: argparse.Namespace) -> int:
     import torch
 
-    from exitlaw.engine.gpu_check import format_check, run_check
+    from exitlaw.engine.bench.gpu_check import format_check, run_check
 
-    _refuse_existing(args.json, args.overwrite)
+    if isinstance(args.json, str):
+        print("exitlaw: note: `gpu-check --json FILE` is now `gpu-check --out FILE`", file=sys.stderr)
+        args.out, args.json = args.json, False
+    _refuse_existing(args.out, args.overwrite)
     _check_device(args.device)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cpu" and not args.tiny:
-        print("note: no GPU; the Qwen3-4B-sized check on a CPU is very slow (use --tiny for a smoke test)")
+        print("note: no GPU; the Qwen3-4B-sized check on a CPU is very slow (use --tiny for a smoke test)",
+              file=sys.stderr)
     res = run_check(tiny=args.tiny, device=device, budgets=tuple(args.budget), context=args.context,
                     reps=args.reps, temperature=args.temperature)
-    print(format_check(res))
-    if args.json:
-        _write_json(args.json, res)
+    print(json.dumps(res, indent=2) if args.json else format_check(res))
+    if args.out:
+        _write_json(args.out, res)
     return 0

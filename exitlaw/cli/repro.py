@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from .args import add_threads, set_torch_threads
+from .args import FormerOption, add_threads, positive_int, set_torch_threads
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,10 +20,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--out", required=True, help="run directory (resumed if it holds the same configuration)")
     m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about a minute on 2 cores); "
                    "same as --preset quick")
-    m.add_argument("--preset", choices=("quick", "full", "deep", "deep-budgets"), default=None,
-                   help="full (default: README's main run, shallow trees), quick (smoke test), or deep (deep trees, "
-                        "3 training seeds per objective, 40 prompts per domain, paired comparisons with confidence "
-                        "intervals and the pre-registered verdicts), or deep-budgets (deep, evaluated at B = 32/64/128)")
+    m.add_argument("--preset", choices=("quick", "full", "deep", "deep-budgets", "paper-regime", "paper-regime-quick"),
+                   default=None,
+                   help="full (default: README's main run, shallow trees; a smoke run of the pipeline, not "
+                        "evidence), quick (smoke test), deep (deep trees, 3 training seeds, the first pre-registered "
+                        "ExitTrain run, outside the paper's regime), deep-budgets (deep at B = 32/64/128), or "
+                        "paper-regime (ExitTrain decided in the paper's regime: fresh fine-tuning data, a calibrated "
+                        "rate, the scoring temperature evaluated, the authors' strength and literal recipe; design "
+                        "in paper_repro/PAPER_REGIME.md; hours) and its CI-sized twin paper-regime-quick")
+    m.add_argument("--workers", type=positive_int, default=1,
+                   help="paper-regime: processes for the training runs and evaluation cells (one torch thread "
+                        "each; results do not depend on it)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--overwrite", action="store_true",
                    help="if --out holds a run of another configuration, move it aside and start again")
@@ -54,8 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("configs", nargs="*", help="config files (default: all in paper_repro/configs)")
     f.add_argument("--runs", default="runs/full", help="where runs and results go")
     f.add_argument("--dry-run", action="store_true", help="execute every command on tiny CPU stand-ins (see above)")
-    f.add_argument("--workdir", default=None,
+    f.add_argument("--out", default=None, dest="workdir",
                    help="--dry-run: a new or empty directory for models, data and runs (default: a new temp dir)")
+    f.add_argument("--workdir", action=FormerOption, current="--out", dest="workdir")
     f.add_argument("--all-repeats", action="store_true",
                    help="--dry-run: also run bench repeats that differ from seed 0 only in the seed")
     add_threads(f, default=1)
@@ -72,8 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--quick", action="store_true", help="smaller samples and runs (smoke test, under a minute)")
     g.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory to draw from")
     g.add_argument("--latency-json", default=None,
-                   help="verifier-stage latencies: the JSON of `exitlaw verifier-bench --json` or of "
-                        "`exitlaw gpu-check --json FILE` (default: run verifier-bench on this CPU)")
+                   help="verifier-stage latencies: the JSON of `exitlaw bench-verifiers --json` or of "
+                        "`exitlaw gpu-check --out FILE` (default: run bench-verifiers on this CPU)")
     g.add_argument("--ledger", action="store_true",
                    help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures")
     g.add_argument("--list", action="store_true", help="list the figure names and exit")
@@ -100,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     le.add_argument("--mini-deep", default=None, help="a deep mini paired-effect JSON (default: the shipped one)")
     le.add_argument("--sweep", default=None, help="a directory of simulation-sweep paired-effect JSONs "
                                                   "(default: the shipped one)")
-    le.add_argument("--latency-json", default=None, help="verifier-bench / gpu-check JSON for the latency claim")
+    le.add_argument("--latency-json", default=None, help="bench-verifiers / gpu-check JSON for the latency claim")
     le.add_argument("--quick", action="store_true", help="quick sizes for figure data computed here")
     le.add_argument("--seed", type=int, default=0)
     le.add_argument("--overwrite", action="store_true", help="replace an existing ledger")
@@ -108,11 +116,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _mini(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini import config_for, run_mini
+    from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
 
     set_torch_threads(args.threads)
     if args.quick and args.preset not in (None, "quick"):
         raise ValueError(f"--quick contradicts --preset {args.preset}")
+    if args.preset in ("paper-regime", "paper-regime-quick"):
+        from dataclasses import replace
+
+        from exitlaw.paper_repro.mini.paper_regime import PRESETS as REGIME
+        from exitlaw.paper_repro.mini.paper_regime_run import run_paper_regime
+        if args.overwrite:
+            raise ValueError("--overwrite: a paper-regime run is never replaced; choose another --out")
+        cfg = REGIME[args.preset]
+        cfg = replace(cfg, base=replace(cfg.base, seed=args.seed)) if args.seed else cfg
+        run_paper_regime(args.out, cfg, progress=not args.no_progress, workers=args.workers)
+        print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
+        return 0
     cfg = config_for(args.preset or ("quick" if args.quick else "full"), seed=args.seed)
     results = run_mini(args.out, cfg, overwrite=args.overwrite, progress=not args.no_progress)
     print((Path(args.out) / "results.md").read_text(encoding="utf-8"))

@@ -1,5 +1,5 @@
 """The simulation lab and the conformance kit: ``simulate``, ``simulate-exittrain``,
-``simulate-bench``, ``field-lab``, ``check``, ``prove`` and ``verifier-sim-bench`` (JAX is imported inside the handlers)."""
+``bench-simulate``, ``field-lab``, ``check``, ``prove`` and ``bench-sim-verifiers`` (JAX is imported inside the handlers)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "exittrain_sweep.png/.pdf); float32")
     e.set_defaults(func=_exittrain)
 
-    b = sub.add_parser("simulate-bench", help="benchmark: simulated decoding rounds per second")
+    b = sub.add_parser("bench-simulate", help="benchmark: simulated decoding rounds per second")
     b.add_argument("--budget", type=int, default=64)
     b.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
     b.add_argument("--rounds", type=int, default=30)
@@ -141,7 +141,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "uniforms; no counterexample gives status exact_at_points (exit 3: evidence, not a proof)")
     pv.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
                     help="marginal: a sampled-draft rule f(topology, target, draft, rand) -> block (e.g. "
-                         "exitlaw.simulate.prove_sampled:without_replacement_rule), proved exact averaged over the "
+                         "exitlaw.simulate.prove.sampled:without_replacement_rule), proved exact averaged over the "
                          "drafts with symbolic target and draft rows, plus a fixed-tree witness for the built-in "
                          "rules (default --max-nodes 3, --vocab 2)")
     pv.add_argument("--rounds", type=int, choices=(1, 2), default=1,
@@ -154,7 +154,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     pv.add_argument("--json", action="store_true", help="print the certificate as JSON")
     pv.set_defaults(func=_prove)
 
-    vb = sub.add_parser("verifier-sim-bench",
+    vb = sub.add_parser("bench-sim-verifiers",
                         help="benchmark: samples/s of the simulated verifier samplers and the kit's wall time")
     vb.add_argument("--budget", type=int, default=64)
     vb.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
@@ -166,7 +166,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.presets import PRESETS, SimConfig, get_preset, with_overrides
+    from exitlaw.simulate.lab.presets import PRESETS, SimConfig, get_preset, with_overrides
 
     if args.list_presets:
         print(json.dumps({k: v.to_dict() for k, v in PRESETS.items()}, indent=1))
@@ -178,7 +178,7 @@ def _simulate(args: argparse.Namespace) -> int:
     cfg = with_overrides(cfg, rounds=args.rounds, seed=args.seed, builders=builders, verifier=args.verifier)
     out = Path(args.out) if args.out else Path("runs") / "simulate" / cfg.name
     enable_x64()
-    from exitlaw.simulate.run import run_simulation
+    from exitlaw.simulate.lab.run import run_simulation
 
     run_simulation(cfg, out, overwrite=args.overwrite, progress=not args.no_progress)
     return 0
@@ -188,7 +188,7 @@ def _exittrain_sweep(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--sweep needs --out DIR")
     from exitlaw.figures.exittrain_sweep import draw
-    from exitlaw.simulate.exittrain_sweep import sweep_to_dir
+    from exitlaw.simulate.exittrain.sweep import sweep_to_dir
 
     res = sweep_to_dir(args.sweep, args.out, overwrite=args.overwrite, log=print)
     paths = res["paths"] + [str(p) for p in draw(res, args.out, overwrite=args.overwrite)]
@@ -204,7 +204,7 @@ def _exittrain(args: argparse.Namespace) -> int:
     if out is not None and out.exists() and not args.overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
     enable_x64()
-    from exitlaw.simulate.exittrain_mini import REGIMES, format_table, run_exittrain_mini
+    from exitlaw.simulate.exittrain.mini import REGIMES, format_table, run_exittrain_mini
 
     names = list(REGIMES) if args.regime == "all" else [args.regime]
     for n in names:
@@ -222,7 +222,7 @@ def _exittrain(args: argparse.Namespace) -> int:
 
 def _sim_bench(args: argparse.Namespace) -> int:
     enable_x64()
-    from exitlaw.simulate.sim_bench import run_sim_bench
+    from exitlaw.simulate.bench.rounds import run_sim_bench
 
     res = run_sim_bench(budget=args.budget, vocabs=args.vocab, rounds=args.rounds, verifier=args.verifier)
     print(json.dumps(res, indent=1) if args.json else res["text"])
@@ -230,7 +230,7 @@ def _sim_bench(args: argparse.Namespace) -> int:
 
 
 def _field_lab(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.field_lab import FieldLabConfig, render_markdown, run_field_lab
+    from exitlaw.simulate.lab.field_lab import FieldLabConfig, render_markdown, run_field_lab
 
     configs = [FieldLabConfig(vocab=args.vocab, budget=args.budget, horizon=args.horizon, drafter_noise=n,
                               seeds=args.seeds, contexts=args.contexts) for n in args.noise]
@@ -241,8 +241,8 @@ def _field_lab(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import sys
 
-    from exitlaw.simulate.conformance import BAD_INPUT, check_verifier
-    from exitlaw.simulate.conformance_format import format_report
+    from exitlaw.simulate.kit.conformance import BAD_INPUT, check_verifier
+    from exitlaw.simulate.kit.report import format_report
 
     if args.chains_only and args.mode != "marginal":
         raise ValueError("--chains-only applies to --mode marginal")
@@ -264,9 +264,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _check_boundary(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.conformance import load_verifier
-    from exitlaw.simulate.conformance_boundary import format_boundary, run_boundary
-    from exitlaw.simulate.verifier_formats import adapt_verifier
+    from exitlaw.simulate.kit.conformance import load_verifier
+    from exitlaw.simulate.kit.boundary import format_boundary, run_boundary
+    from exitlaw.simulate.kit.formats import adapt_verifier
 
     if args.mode != "conditional":
         raise ValueError("--boundary applies to --mode conditional (fixed-tree verifiers)")
@@ -277,8 +277,8 @@ def _check_boundary(args: argparse.Namespace) -> int:
 
 
 def _prove(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.prove import format_proof, load_procedure, prove
-    from exitlaw.simulate.prove_raw import prove_raw, takes_generator
+    from exitlaw.simulate.prove.prover import format_proof, load_procedure, prove
+    from exitlaw.simulate.prove.raw import prove_raw, takes_generator
     from exitlaw.theory.atomic_io import atomic_write_text
 
     out = Path(args.out) if args.out else None
@@ -288,8 +288,8 @@ def _prove(args: argparse.Namespace) -> int:
         raise ValueError("--rounds 2 applies to fixed-tree procedures f(tree, rows, rand): not with --mode marginal, "
                          "--raw or --every-child-order")
     if args.mode == "marginal":
-        from exitlaw.simulate.conformance import load_verifier
-        from exitlaw.simulate.prove_sampled import format_marginal, prove_marginal
+        from exitlaw.simulate.kit.conformance import load_verifier
+        from exitlaw.simulate.prove.sampled import format_marginal, prove_marginal
 
         rule = load_verifier(args.verifier)
         mrep = prove_marginal(rule, name=args.verifier, max_nodes=args.max_nodes or 3,
@@ -301,7 +301,7 @@ def _prove(args: argparse.Namespace) -> int:
         return mrep.exit_code
     proc = load_procedure(args.verifier, child_order=args.every_child_order)
     if args.rounds == 2:
-        from exitlaw.simulate.prove_rounds import format_rounds, prove_two_rounds
+        from exitlaw.simulate.prove.rounds import format_rounds, prove_two_rounds
 
         rrep = prove_two_rounds(proc, name=args.verifier, max_nodes=args.max_nodes or 3, vocab=args.vocab or 2,
                                 seed=args.seed)
@@ -328,7 +328,7 @@ def _prove(args: argparse.Namespace) -> int:
 
 
 def _verifier_sim_bench(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.verifier_bench import run_verifier_bench
+    from exitlaw.simulate.bench.verifiers import run_verifier_bench
 
     res = run_verifier_bench(vocabs=tuple(args.vocab), budget=args.budget, samples=args.samples,
                              calls=args.calls, kit=not args.no_kit)

@@ -1,4 +1,4 @@
-"""``exitlaw law`` and ``exitlaw law-bench``: exact laws of recorded trees, and their benchmark."""
+"""``exitlaw law`` and ``exitlaw bench-law``: exact laws of recorded trees, and their benchmark."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="read a trace that lacks its end marker (an interrupted writer); said in the output")
     p.set_defaults(func=_law)
 
-    b = sub.add_parser("law-bench", help="benchmark: exit laws per second, jit+vmap vs a per-node loop; "
+    b = sub.add_parser("bench-law", help="benchmark: exit laws per second, jit+vmap vs a per-node loop; "
                                          "with --trace, rounds/s and peak memory of `exitlaw law` on a file")
     b.add_argument("--trace", default=None, help="time the streaming summary of this trace file instead")
     b.add_argument("--workers", type=positive_int, default=1, help="with --trace: reading processes (default 1)")
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _law(args: argparse.Namespace) -> int:
     if args.demo == (args.trace is not None):
         raise ValueError("give either a TRACE path or --demo")
-    from exitlaw.theory.summary import format_summary, summarize_trace, summarize_trace_file
+    from exitlaw.theory.trace.summary import format_summary, summarize_trace, summarize_trace_file
 
     keep = None if args.json else 20
     if args.demo:
@@ -59,7 +59,7 @@ def _law(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     if args.trace is not None:
-        from exitlaw.theory.trace_bench import run_trace_bench
+        from exitlaw.theory.trace.bench import run_trace_bench
 
         result = run_trace_bench(args.trace, workers=args.workers)
         print(json.dumps(result, indent=1) if args.json else result["text"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from exitlaw.engine.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
-from exitlaw.engine.train_config import PRESETS
+from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
+from exitlaw.engine.training.config import PRESETS
 
 from .args import finite_float, nonneg_float, nonneg_int, positive_int
 
@@ -44,6 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
                         "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off")
     p.add_argument("--budget", type=positive_int, default=None, help="DDTree budget of the trained trees (default 64)")
+    p.add_argument("--scoring-temperature", type=_positive_float, default=1.0, metavar="T_S",
+                   help="temperature of the target law the node weights come from (P, w, rho; default 1)")
+    p.add_argument("--prefix-window", type=positive_int, default=None, metavar="N",
+                   help="score each tree over only the last N context tokens, as the authors' code does (64); "
+                        "default: the whole context")
     p.add_argument("--steps", type=positive_int, default=100)
     p.add_argument("--batch-size", type=positive_int, default=4, help="sequences per step and rank")
     p.add_argument("--anchors", type=positive_int, default=8, help="anchors per sequence")
@@ -73,6 +78,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_train)
 
 
+def _positive_float(text: str) -> float:
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a temperature > 0, got {text!r}")
+    return value
+
+
 def _edge_floor(text: str):
     if text.strip().lower() == "none":
         return _NO_FLOOR
@@ -83,8 +95,8 @@ def _edge_floor(text: str):
 
 
 def _train(args: argparse.Namespace) -> int:
-    from exitlaw.engine.train_config import preset_config
-    from exitlaw.engine.training_run import TrainingRunSpec, run_training
+    from exitlaw.engine.training.config import preset_config
+    from exitlaw.engine.training.run import TrainingRunSpec, run_training
 
     chosen = {"objective": args.objective, "lam": args.lam, "weight_norm": args.weight_norm,
               "edge_floor": args.edge_floor, "budget": args.budget}
@@ -93,7 +105,8 @@ def _train(args: argparse.Namespace) -> int:
                         lr=args.lr, min_lr_ratio=args.min_lr_ratio, warmup_steps=args.warmup,
                         weight_decay=args.weight_decay, grad_clip=args.grad_clip,
                         checkpoint_every=args.checkpoint_every, log_every=args.log_every, seed=args.seed,
-                        amp=args.amp, **overrides)
+                        amp=args.amp, target_temperature=args.scoring_temperature,
+                        prefix_window=args.prefix_window, **overrides)
     spec = TrainingRunSpec(target=args.target, draft=args.draft, out=args.out, config=cfg, prompts=args.prompts,
                            resume=args.resume, prompt_limit=args.prompt_limit, chat=args.chat,
                            max_new_tokens=args.max_new_tokens, gen_temperature=args.gen_temperature,

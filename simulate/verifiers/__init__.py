@@ -4,8 +4,8 @@ Public sampling forms ``f(tree, probs, rng) -> (exit_node, bonus_token)``:
 :func:`predraw`, :func:`residual`, :func:`tev`, :func:`greedy`.
 """
 
-from .exact import implementation_block_law, implementation_law, law_table
-from .procedures import (
+from exitlaw.simulate.verifiers.exact import implementation_block_law, implementation_law, law_table
+from exitlaw.simulate.verifiers.procedures import (
     PROCEDURES,
     child_lookup,
     greedy_procedure,
@@ -14,7 +14,7 @@ from .procedures import (
     tev_procedure,
     tev_weights,
 )
-from .sampled_draft import (
+from exitlaw.simulate.verifiers.sampled_draft import (
     RULES,
     chain_speculative,
     draw_draft,
@@ -25,9 +25,9 @@ from .sampled_draft import (
     tsubame_round,
     verify_sampled,
 )
-from .sampling import greedy, predraw, residual, tev
-from .hsd import hsd, hsd_procedure, hsd_spine
-from .univer import univer, univer_fixed_tree, univer_procedure
+from exitlaw.simulate.verifiers.sampling import greedy, predraw, residual, tev
+from exitlaw.simulate.verifiers.hsd import hsd, hsd_procedure, hsd_spine
+from exitlaw.simulate.verifiers.univer import univer, univer_fixed_tree, univer_procedure
 
 __all__ = [
     "predraw", "residual", "tev", "greedy",

@@ -16,8 +16,8 @@ import numpy as np
 
 from exitlaw.theory import DraftTree
 
-from ..randomness import as_number_rows, enumerate_law
-from .procedures import PROCEDURES
+from exitlaw.simulate.randomness import as_number_rows, enumerate_law
+from exitlaw.simulate.verifiers.procedures import PROCEDURES
 
 
 def implementation_law(procedure: Callable, tree: DraftTree, probs, *, one=1.0, **kwargs) -> dict:

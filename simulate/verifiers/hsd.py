@@ -31,7 +31,7 @@ deficient branches, giving each next token ``y`` the mass
 ``min(A_k p_k(y), Q_k q_k(y)) + (D_k(y))+ = A_k p_k(y)``, and ``S- - S+ = Q_k - A_k``
 walks on. Where ``A_k = Q_k`` (cumulative ratio >= 1) ``s_k = 1``: the reference
 code's rule "never step back where the cumulative ratio is >= 1" holds by
-construction. ``property_tests/test_field_verifiers.py`` checks the completed-block
+construction. ``property_tests/simulate/lab/test_field_verifiers.py`` checks the completed-block
 law by exact enumeration.
 
 **Assumptions where the source is silent** (stated, not guessed silently):
@@ -60,7 +60,7 @@ import numpy as np
 
 from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
 
-from ..randomness import GeneratorRandomness, Randomness
+from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 
 
 def _norm_row(row, zero):

@@ -15,7 +15,7 @@ import numpy as np
 
 from exitlaw.theory import DraftTree, reference_law
 
-from ..randomness import Randomness
+from exitlaw.simulate.randomness import Randomness
 
 
 def child_lookup(tree: DraftTree) -> list[dict[int, int]]:

@@ -20,8 +20,8 @@ import numpy as np
 
 from exitlaw.theory import DraftTree, check_tree_rows, oracle_tree
 
-from ..randomness import GeneratorRandomness, Randomness
-from .procedures import row_copy, row_sum
+from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
+from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
 
 RULES = ("chain", "specinfer", "without_replacement")
 

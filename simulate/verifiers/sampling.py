@@ -12,8 +12,8 @@ import numpy as np
 
 from exitlaw.theory import DraftTree, check_tree_rows
 
-from ..randomness import GeneratorRandomness
-from .procedures import greedy_procedure, predraw_procedure, residual_procedure, tev_procedure
+from exitlaw.simulate.randomness import GeneratorRandomness
+from exitlaw.simulate.verifiers.procedures import greedy_procedure, predraw_procedure, residual_procedure, tev_procedure
 
 
 def _prepare(tree, probs, validate: bool) -> np.ndarray:

@@ -44,7 +44,7 @@ draws, and its bonus draw ``y ~ r`` is replaced by a procedure whose output law
 is exactly ``r`` and whose extra randomness (the later siblings, drawn given
 ``c_1`` only) is independent of the HSD decision; an accepted sibling's subtree
 was drawn given that sibling only, so the recursion sees fresh drafts.
-``property_tests/test_field_verifiers.py`` checks the completed-block law by
+``property_tests/simulate/lab/test_field_verifiers.py`` checks the completed-block law by
 exact enumeration.
 
 **What is assumed where the source is silent:** the spine is the first-drawn
@@ -55,7 +55,7 @@ the sibling set); a sibling that equals the spine child cannot be re-accepted
 (coins) and ``bonus``. On a chain this rule *is* HSD. It is exact only averaged
 over the drafts: conditionally on a realised tree its ``E[L]`` may exceed
 ``1 + C_p(T)``. The claimed 4.2-8.5 % gain is measured, not assumed
-(:mod:`exitlaw.simulate.field_lab`).
+(:mod:`exitlaw.simulate.lab.field_lab`).
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ import numpy as np
 
 from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
 
-from ..randomness import GeneratorRandomness, Randomness
-from .hsd import hsd_spine
-from .procedures import row_copy, row_sum
+from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
+from exitlaw.simulate.verifiers.hsd import hsd_spine
+from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
 
 
 def _children(parents: Sequence[int]) -> list[list[int]]:

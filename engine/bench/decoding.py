@@ -1,0 +1,220 @@
+"""``exitlaw bench``: tau, speedup and stage latencies of real tree speculative decoding.
+
+For every temperature, each prompt is decoded by the autoregressive baseline
+(same target, same runtime) and by DFlash chain and DDTree (each budget) with
+each verifier. Reported per configuration (DESIGN.md section 1, "Metrics"):
+
+* ``tau``  -- mean output-block length per round (bonus included);
+* ``tpot_ms`` -- decode seconds per generated token (prefill excluded);
+* ``SR``   -- ``tpot(AR) / tpot(config)``, the AR baseline measured in this run;
+* ``stage_ms`` -- mean milliseconds per round of draft / build / verify_forward /
+  decide / commit, and ``verifier_stage_ms = decide + commit`` (the verifier
+  stage: decision + bonus + cache commit, excluding the target forward);
+* ``matches_ar`` (T = 0 only) -- whether every prompt's tokens equal the baseline's.
+
+Prompts: read by :func:`.prompt_records.load_prompt_set` (the paper's sets in the
+wording DFlash's public benchmark uses, ``NAME=FILE.jsonl`` local copies, ``jsonl:FILE``,
+``hf:NAME``) and encoded by :func:`.prompt_encoding.encode_prompt` through the
+tokenizer's chat template (thinking disabled) when it has one. Conversations are
+decoded turn by turn.
+
+Results (``schema`` ``exitlaw.bench``, version 2) also store ``prompts`` (what was asked)
+and, per run, ``outputs``: per prompt and turn the generated token ids and their
+decoded text (:func:`outputs_of`); :mod:`.bench_compare` compares two results files.
+"""
+
+from __future__ import annotations
+
+import platform
+from contextlib import nullcontext
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from exitlaw.engine.models.checkpoint import load_pair
+from exitlaw.engine.decode.loop import DecodeConfig, GenerationResult, generate
+from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
+from exitlaw.engine.prompts.records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
+from exitlaw.engine.decode.timing import StageTimer
+from exitlaw.engine.decode.work_bounds import check_decode_fits
+
+STAGES = ("draft", "build", "verify_forward", "decide", "commit")
+
+
+def run_conversation(tgt, drafter, tokenizer, prompt: Prompt | Sequence[str], cfg: DecodeConfig, *, device: str,
+                     chat: bool | None = None, trace=None, stop: Sequence[int] = ()) -> list[GenerationResult]:
+    """Decode every user turn in order; each answer (this method's own) joins the history of the next.
+
+    ``prompt``: a :class:`.Prompt` or its user turns. A token-id prompt is one turn. ``chat``:
+    encode through the chat template (default: when the tokenizer has one).
+    """
+    if chat is None:
+        chat = has_chat_template(tokenizer)
+    if isinstance(prompt, Prompt) and prompt.ids is not None:
+        return [generate(tgt, drafter, list(prompt.ids), cfg, timer=StageTimer(device), trace=trace)]
+    turns = prompt.turns if isinstance(prompt, Prompt) else list(prompt)
+    messages, results = [], []
+    for turn in turns:
+        messages.append({"role": "user", "content": turn})
+        ids = encode_prompt(tokenizer, messages, chat=chat)
+        res = generate(tgt, drafter, ids, cfg, timer=StageTimer(device), trace=trace)
+        results.append(res)
+        answer = [t for t in res.tokens if t not in set(stop)]
+        messages.append({"role": "assistant", "content": tokenizer.decode(answer, skip_special_tokens=True)})
+    return results
+
+
+def outputs_of(per_prompt: Sequence[Sequence[GenerationResult]], tokenizer) -> list[dict[str, Any]]:
+    """One record per prompt and turn: generated ``tokens``, their decoded ``text`` (special tokens kept),
+    and the per-turn counts that per-prompt statistics need (``rounds``, ``block_tokens`` = sum of
+    block lengths, ``decode_s``)."""
+    out = []
+    for i, results in enumerate(per_prompt):
+        for t, r in enumerate(results):
+            out.append({"prompt": i, "turn": t, "tokens": list(map(int, r.tokens)),
+                        "text": tokenizer.decode(r.tokens, skip_special_tokens=False),
+                        "rounds": len(r.block_lengths), "block_tokens": int(sum(r.block_lengths)),
+                        "decode_s": float(r.decode_seconds)})
+    return out
+
+
+def _configs(verifiers: Sequence[str], budgets: Sequence[int], block: int) -> list[tuple[str, str, int]]:
+    out = [("chain", v, block - 1) for v in verifiers]
+    out += [("ddtree", v, b) for v in verifiers for b in budgets]
+    return out
+
+
+def _aggregate(results: list[GenerationResult]) -> dict[str, Any]:
+    rounds = sum(len(r.block_lengths) for r in results)
+    tokens = sum(len(r.tokens) for r in results)
+    decode = sum(r.decode_seconds for r in results)
+    stage_ms = {}
+    for s in {k for r in results for k in r.stages} - {"prefill"}:
+        stage_ms[s] = 1000.0 * sum(r.stages.get(s, {}).get("total_s", 0.0) for r in results) / max(rounds, 1)
+    return {"tau": sum(sum(r.block_lengths) for r in results) / max(rounds, 1), "rounds": rounds,
+            "tokens": tokens, "decode_s": decode, "tpot_ms": 1000.0 * decode / max(tokens, 1), "stage_ms": stage_ms}
+
+
+def _decode_set(tgt, drafter, tokenizer, prompts: Sequence[Prompt], cfg: DecodeConfig, *, device: str, chat: bool,
+                stop: Sequence[int], trace_dir: str | None, config: dict, bar) -> list[list[GenerationResult]]:
+    """Every prompt decoded with one method; one list of per-turn results per prompt."""
+    writer = _trace_writer(trace_dir, cfg, config) if cfg.method != "ar" else None
+    per_prompt = []
+    # an exception (Ctrl-C included) discards the unfinished trace: nothing incomplete appears under its name
+    with writer if writer is not None else nullcontext():
+        for prompt in prompts:
+            per_prompt.append(run_conversation(tgt, drafter if cfg.method != "ar" else None, tokenizer, prompt, cfg,
+                                               device=device, chat=chat, trace=writer, stop=stop))
+            bar.update()
+    return per_prompt
+
+
+def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], temperatures: Sequence[float],
+              verifiers: Sequence[str], max_new_tokens: int, num_prompts: int | None = None, seed: int = 0,
+              device: str | None = None, dtype: str = "auto", warmup: int = 1, trace_dir: str | None = None,
+              progress: bool = True, max_turns: int | None = None) -> dict[str, Any]:
+    """Run the benchmark and return the JSON-ready result (config, prompts, runs with their outputs).
+
+    Multi-turn sets (MT-Bench) are decoded turn by turn, each method answering with its own
+    history; ``max_turns`` keeps only the first turns. Stats pool every turn. Every run keeps
+    its ``outputs`` (:func:`outputs_of`); ``prompts`` lists what was asked, in order.
+    """
+    from tqdm.auto import tqdm
+    from transformers import AutoTokenizer
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch_dtype = None if dtype == "auto" else getattr(torch, dtype)
+    if max_turns is not None and max_turns < 1:
+        raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+    prompts = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
+    if max_turns is not None:
+        prompts = [p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts]
+    tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
+    check_prompt_ids(prompts, tgt.vocab_size, f"the target {target}")  # before any decoding
+    tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
+    chat = has_chat_template(tokenizer)
+    first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt
+    longest = max(len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * max_new_tokens for p in prompts)
+    check_decode_fits(tgt.model.config, budget=max(budgets), context=longest, element_bytes=tgt.dtype.itemsize,
+                      device=device)  # before any decoding: a round that cannot fit is refused with its estimate
+    stop = _stop_tokens(tokenizer, tgt)
+    configs = _configs(verifiers, budgets, drafter.block_size)
+    config = {"target": str(target), "draft": str(draft), "dataset": dataset, "budgets": list(budgets),
+              "temperatures": list(temperatures), "verifiers": list(verifiers), "max_new_tokens": max_new_tokens,
+              "num_prompts": len(prompts), "turns": sum(max(1, len(p.turns)) for p in prompts),
+              "max_turns": max_turns, "seed": seed, "device": device, "dtype": str(tgt.dtype), "chat_template": chat,
+              "block_size": drafter.block_size, "stop_tokens": list(stop)}
+    for _ in range(warmup):  # compile kernels, fill allocator caches
+        generate(tgt, drafter, first, DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4))
+    runs = []
+    bar = tqdm(total=len(temperatures) * len(prompts) * (1 + len(configs)), disable=not progress, desc="bench")
+    kw = dict(device=device, chat=chat, stop=stop, trace_dir=trace_dir, config=config, bar=bar)
+    for temp in temperatures:
+        base = dict(temperature=float(temp), max_new_tokens=max_new_tokens, stop_tokens=stop, seed=seed)
+        ar = _decode_set(tgt, drafter, tokenizer, prompts, DecodeConfig(method="ar", **base), **kw)
+        ar_flat = [r for conv in ar for r in conv]
+        ar_stats = _aggregate(ar_flat)
+        runs.append({"method": "ar", "verifier": None, "budget": None, "temperature": float(temp), **ar_stats,
+                     "SR": 1.0, "outputs": outputs_of(ar, tokenizer)})
+        for method, verifier, budget in configs:
+            cfg = DecodeConfig(method=method, verifier=verifier, budget=budget, **base)
+            res = _decode_set(tgt, drafter, tokenizer, prompts, cfg, **kw)
+            flat = [r for conv in res for r in conv]
+            stats = _aggregate(flat)
+            stats["stage_ms"]["verifier_stage"] = stats["stage_ms"].get("decide", 0.0) + stats["stage_ms"].get("commit", 0.0)
+            run = {"method": method, "verifier": verifier, "budget": budget, "temperature": float(temp), **stats,
+                   "SR": ar_stats["tpot_ms"] / stats["tpot_ms"] if stats["tpot_ms"] > 0 else float("nan")}
+            if temp == 0:
+                run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(flat, ar_flat))
+            run["outputs"] = outputs_of(res, tokenizer)
+            runs.append(run)
+    bar.close()
+    env = {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine()}
+    import transformers
+
+    env["transformers"] = transformers.__version__
+    if device.startswith("cuda"):
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return {"schema": "exitlaw.bench", "version": 2, "config": config, "environment": env,
+            "prompts": [p.to_json() for p in prompts], "runs": runs}
+
+
+def _stop_tokens(tokenizer, tgt) -> tuple[int, ...]:
+    ids = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    gen_eos = getattr(tgt.model.generation_config, "eos_token_id", None)
+    if gen_eos is not None:
+        ids.update(int(t) for t in (gen_eos if isinstance(gen_eos, (list, tuple)) else [gen_eos]))
+    return tuple(sorted(ids))
+
+
+def _trace_writer(trace_dir: str | None, cfg: DecodeConfig, config: dict):
+    if trace_dir is None:
+        return None
+    from exitlaw.theory import TraceWriter
+
+    name = f"{cfg.method}_{cfg.verifier}_B{cfg.budget}_T{cfg.temperature:g}.jsonl"
+    meta = {**config, "decode": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}}
+    return TraceWriter(Path(trace_dir) / name, meta)
+
+
+def format_bench(result: dict[str, Any]) -> str:
+    """A fixed-width table of the runs."""
+    head = f"{'method':<7} {'verifier':<8} {'B':>4} {'T':>4} {'tau':>6} {'SR':>6} {'TPOT ms':>8} " + \
+           " ".join(f"{s[:9]:>9}" for s in (*STAGES, "verifier_stage")) + "  (stage ms per round)"
+    lines = [head]
+    for r in result["runs"]:
+        st = r["stage_ms"]
+        cells = " ".join(f"{st.get(s, float('nan')):>9.3f}" for s in (*STAGES, "verifier_stage"))
+        if r["method"] == "ar":
+            cells = f"target_forward {st.get('target_forward', 0):.3f}  sample {st.get('sample', 0):.3f}"
+        extra = "" if "matches_ar" not in r else ("  T=0 tokens == AR" if r["matches_ar"] else "  T=0 MISMATCH vs AR")
+        lines.append(f"{r['method']:<7} {str(r['verifier'] or '-'):<8} {str(r['budget'] or '-'):>4} "
+                     f"{r['temperature']:>4g} {r['tau']:>6.3f} {r['SR']:>6.3f} {r['tpot_ms']:>8.3f} {cells}{extra}")
+    return "\n".join(lines)
+
+
+__all__ = ["run_bench", "run_conversation", "outputs_of", "format_bench", "DATASETS", "STAGES"]

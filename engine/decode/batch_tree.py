@@ -1,0 +1,128 @@
+"""``B`` draft trees of different shapes padded into one set of device tensors.
+
+The batched analogue of :class:`~exitlaw.engine.decode.device_tree.DeviceTree` (DESIGN.md
+section 1, "TEV"): row ``b`` holds tree ``b``'s ``N_b`` nodes at slots
+``0 .. N_b - 1`` and *padding* slots ``N_b .. N - 1`` (``N = max_b N_b``). A padding
+slot is its own only ancestor (so its attention row sees itself and is never empty),
+is nobody's child, carries token 0 at depth 0, and is marked ``valid = False``; the
+batched verifiers give it exit weight 0 and never follow it. Everything is built on
+the host with numpy and moved to the device in one copy per field.
+
+Vocabulary: ``B`` rows, ``N`` padded nodes, ``K`` padded internal nodes, ``M`` the
+most children of one node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from exitlaw.theory import DraftTree
+
+from exitlaw.engine.decode.device_tree import _child_token_table
+
+
+@dataclass(frozen=True, eq=False)
+class BatchTree:
+    """Padded tree tensors; ``trees[b]`` is the host tree of row ``b``."""
+
+    trees: tuple[DraftTree, ...]
+    num_nodes: tuple[int, ...]  # N_b
+    token: torch.Tensor          # [B, N] long (root token clamped at 0; padding 0)
+    parent: torch.Tensor         # [B, N] long (root and padding: 0)
+    depth: torch.Tensor          # [B, N] long (padding: 0)
+    valid: torch.Tensor          # [B, N] bool, slot < N_b
+    ancestor: torch.Tensor       # [B, N, N] bool, ancestor-or-self (padding: self only)
+    internal: torch.Tensor       # [B, K] long, internal node ids (padding: 0, the root)
+    parent_slot: torch.Tensor    # [B, N-1] long, row of par(u) in `internal` (padding: 0)
+    child_tokens: torch.Tensor   # [B, N, M] long (see device_tree._child_token_table)
+    has_child: torch.Tensor      # [B, N] bool
+    edge_ancestor: torch.Tensor  # [B, N, N-1] float64, ancestor[:, :, 1:] on real edges only
+    edge_child: torch.Tensor     # [B, N, N-1] float64, C[v, u] = [par(u) = v] on real edges only
+    draft_logprob: tuple[np.ndarray, ...] | None = None  # per row [N_b] host float64, log q of each node (traces)
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.trees)
+
+    @property
+    def width(self) -> int:
+        """``N``, the padded node count."""
+        return int(self.token.shape[1])
+
+    @property
+    def device(self) -> torch.device:
+        return self.token.device
+
+    def path_nodes(self, b: int, node: int) -> list[int]:
+        return list(self.trees[b].path_nodes(node))
+
+
+def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu",
+                  draft_logprob: Sequence[np.ndarray] | None = None) -> BatchTree:
+    """Pad ``trees`` (at least one) to the largest node count and copy them to ``device``.
+
+    ``draft_logprob`` (optional, kept on the host): one ``[N_b]`` array per row, for traces.
+    """
+    trees = tuple(trees)
+    if not trees:
+        raise ValueError("to_batch_tree needs at least one tree")
+    if draft_logprob is not None:
+        draft_logprob = tuple(np.asarray(x, dtype=np.float64) for x in draft_logprob)
+        bad = [b for b, (t, x) in enumerate(zip(trees, draft_logprob)) if x.shape != (t.num_nodes,)]
+        if len(draft_logprob) != len(trees) or bad:
+            raise ValueError(f"draft_logprob needs one [N_b] array per tree; rows {bad} (or the count) do not fit")
+    bad = [i for i, t in enumerate(trees) if not isinstance(t, DraftTree)]
+    if bad:
+        raise TypeError(f"to_batch_tree needs DraftTrees; rows {bad} are not")
+    bsz = len(trees)
+    n = max(t.num_nodes for t in trees)
+    k = max(1, max(t.internal.size for t in trees))
+    m = max(1, max((len(c) for t in trees for c in t.children), default=1))
+    token = np.zeros((bsz, n), np.int64)
+    parent = np.zeros((bsz, n), np.int64)
+    depth = np.zeros((bsz, n), np.int64)
+    valid = np.zeros((bsz, n), bool)
+    ancestor = np.broadcast_to(np.eye(n, dtype=bool), (bsz, n, n)).copy()
+    internal = np.zeros((bsz, k), np.int64)
+    slot = np.zeros((bsz, max(n - 1, 0)), np.int64)
+    child_tokens = np.zeros((bsz, n, m), np.int64)
+    has_child = np.zeros((bsz, n), bool)
+    child = np.zeros((bsz, n, n), bool)
+    for b, t in enumerate(trees):
+        nb = t.num_nodes
+        token[b, :nb] = t.token
+        token[b, 0] = max(int(t.token[0]), 0)
+        parent[b, 1:nb] = t.parent[1:]
+        depth[b, :nb] = t.depth
+        valid[b, :nb] = True
+        ancestor[b, :nb, :nb] = t.ancestor_matrix
+        internal[b, : t.internal.size] = t.internal
+        row_of = np.zeros(nb, np.int64)
+        row_of[t.internal] = np.arange(t.internal.size)
+        slot[b, : nb - 1] = row_of[t.parent[1:]]
+        table = _child_token_table(t)
+        child_tokens[b, :nb, : table.shape[1]] = table
+        child_tokens[b, :nb, table.shape[1]:] = table[:, :1]  # repeat the first entry, as the table pads
+        has_child[b, :nb] = ~t.is_leaf
+        child[b, :nb, :nb] = t.child_matrix
+    real_edge = valid[:, None, 1:]  # [B, 1, N-1]
+
+    def put(x, dtype=torch.long):
+        return torch.as_tensor(np.ascontiguousarray(x), device=device).to(dtype)
+
+    return BatchTree(
+        trees=trees, num_nodes=tuple(t.num_nodes for t in trees),
+        token=put(token), parent=put(parent), depth=put(depth), valid=put(valid, torch.bool),
+        ancestor=put(ancestor, torch.bool), internal=put(internal), parent_slot=put(slot),
+        child_tokens=put(child_tokens), has_child=put(has_child, torch.bool),
+        edge_ancestor=put(ancestor[:, :, 1:] & real_edge, torch.float64),
+        edge_child=put(child[:, :, 1:] & real_edge, torch.float64),
+        draft_logprob=draft_logprob,
+    )
+
+
+__all__ = ["BatchTree", "to_batch_tree"]

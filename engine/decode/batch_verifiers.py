@@ -1,0 +1,181 @@
+"""Tree verifiers for a batch of ``B`` padded trees in one set of device calls.
+
+The batched twins of :mod:`exitlaw.engine.decode.verifiers` (DESIGN.md section 1,
+"Verifiers on a fixed tree"). Row ``b`` of ``logits [B, N, V]`` is the target's
+tree forward for :class:`~exitlaw.engine.decode.batch_tree.BatchTree` row ``b``; padding
+slots are ignored. Per row, every verifier here has the law of its single-tree
+twin, i.e. the block law ``Pr[exit = v, bonus = y] = P(v) p_v(y) [y not a child
+token of v]`` (greedy: its argmax walk).
+
+* ``greedy``  -- argmax per node, follow matches (one ``[B, N]`` argmax).
+* ``predraw`` -- ``R_v ~ p_v`` for all ``B N`` rows in one ``multinomial``, follow matches.
+* ``tev``     -- per row ``log P = A @ log a``, ``m = C @ a``, ``w = P (1 - m)`` as batched
+  matmuls over the ``K`` internal rows (their log-normalisers in one call on an
+  accelerator, tree by tree on the CPU, where one ``[B K, V]`` copy is memory-bound);
+  **one** exit draw ``V_b ~ w_b`` and **one** bonus draw from ``p_{V_b}`` with ``V_b``'s
+  child tokens masked, per row, each a float64 inverse-CDF draw (one uniform per row,
+  ``B`` uniforms per call).
+* ``residual`` -- sequential by nature (data-dependent loop): rows are verified one
+  by one with :func:`~exitlaw.engine.decode.verifiers.verify_residual` (one sync per level
+  per row); offered for completeness, not batched.
+
+Greedy, predraw and TEV have no data-dependent shapes and make **one** device-to-host
+transfer per call for the whole batch (exit, bonus and the validity flag of every
+row). Streams: one :class:`VerifierGenerators` for the batch; row ``b`` takes the
+``b``-th uniform of each call, so a row's draws depend on the batch it sits in
+(the law does not).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from exitlaw.theory import DistributionError, check_temperature
+
+from exitlaw.engine.decode.batch_tree import BatchTree
+from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.verifiers import KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, _internal_logsumexp, verify_residual
+
+
+def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row ``b``, index ``i`` w.p. ``weights[b, i] / sum_i weights[b, i]`` (float64 ``[B, n]``).
+
+    Inverse CDF with one uniform per row, as ``verifiers._draw``: a zero weight never
+    wins, and a ``U`` that rounds up to the total falls back to the last positive
+    weight. Returns indices ``[B]`` (long, on the device) and totals ``[B]``.
+    """
+    c = weights.cumsum(-1)                                                     # [B, n]
+    total = c[:, -1:].contiguous()                                             # [B, 1]
+    u = torch.rand(c.shape[0], 1, dtype=torch.float64, device=c.device, generator=gen) * total
+    i = torch.searchsorted(c, u, right=True)
+    last = torch.searchsorted(c, total, right=False)
+    return torch.minimum(i, last).clamp_(max=c.shape[1] - 1).squeeze(1), total.squeeze(1)
+
+
+def _batched_internal_logsumexp(flat_rows: torch.Tensor, rows: torch.Tensor, inv_t: float,
+                                per_tree: bool | None = None) -> torch.Tensor:
+    """``lse[b, k]`` of flattened logits row ``rows[b, k]`` at temperature ``1 / inv_t`` (float32 ``[B, K]``).
+
+    On an accelerator one call over all ``B K`` rows. On the CPU one tree at a time: the
+    ``[B K, V]`` row copy is memory-bound (at ``V = 32000``, ``B = 8``, ``K = 96`` it is 98 MB,
+    swept four times), while one tree's ``[K, V]`` copy stays in cache; the loop is over ``B``
+    (a fixed shape), and every row goes through the single-tree verifier's own
+    :func:`~exitlaw.engine.decode.verifiers._internal_logsumexp`. ``per_tree`` forces either way
+    (default: per tree on the CPU only).
+    """
+    if per_tree is None:
+        per_tree = flat_rows.device.type == "cpu"
+    if per_tree:
+        return torch.stack([_internal_logsumexp(flat_rows, r, inv_t) for r in rows])
+    return _internal_logsumexp(flat_rows, rows.reshape(-1), inv_t).reshape(rows.shape)
+
+
+def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """TEV's exit law ``w = P (1 - m)`` per row (float64 ``[B, N]``, 0 on padding slots).
+
+    ``log a(u) = logits[par u, x_u] / T - lse[par u]`` with ``lse`` taken over the ``K``
+    internal rows only; ``log P = A @ log a`` (a zero edge's ``-inf`` clamped to
+    :data:`~exitlaw.engine.decode.verifiers.LOG_ZERO`), ``m = C @ a``, ``rho`` clamped at 0.
+    """
+    bsz, n, vocab = logits.shape
+    inv_t = 1.0 / temperature
+    base = torch.arange(bsz, device=logits.device)[:, None] * n                    # [B, 1] first row of each tree
+    lse = _batched_internal_logsumexp(logits.reshape(bsz * n, vocab), base + bt.internal, inv_t).double()  # [B, K]
+    flat = logits.reshape(bsz, n * vocab)
+    edge = flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).double() * inv_t  # [B, N-1]
+    log_a = edge - lse.gather(1, bt.parent_slot)
+    log_a = torch.where(bt.valid[:, 1:], log_a, torch.zeros((), dtype=log_a.dtype, device=log_a.device))
+    prefix = (bt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)[..., None]).squeeze(-1).exp_()   # P [B, N]
+    rho = (1.0 - (bt.edge_child @ log_a.exp()[..., None]).squeeze(-1)).clamp_(min=0.0)       # [B, N]
+    return (prefix * rho).masked_fill_(~bt.valid, 0.0)
+
+
+def _follow_rows(bt: BatchTree, draw: torch.Tensor) -> torch.Tensor:
+    """Per row, the deepest node whose every ancestor-or-self ``u != root`` has ``token[u] == draw[par u]``."""
+    match = torch.ones_like(bt.valid)
+    match[:, 1:] = (bt.token[:, 1:] == draw.gather(1, bt.parent[:, 1:])) & bt.valid[:, 1:]
+    ok = ~(bt.ancestor & ~match[:, None, :]).any(dim=-1)   # [B, N]
+    return torch.where(ok, bt.depth, -1).argmax(dim=-1)     # [B]
+
+
+def _finish_rows(bt: BatchTree, exit_node: torch.Tensor, bonus: torch.Tensor,
+                 ok: torch.Tensor | None = None) -> list[VerifyResult]:
+    """The single device-to-host transfer of a batched round."""
+    parts = [exit_node, bonus.to(exit_node.dtype)]
+    if ok is not None:
+        parts.append(ok.to(exit_node.dtype))
+    out = torch.stack(parts).tolist()  # [2 or 3, B]
+    if ok is not None and not all(out[2]):
+        bad = [b for b, f in enumerate(out[2]) if not f]
+        raise DistributionError(f"rows {bad}: target logits contain NaN/+inf, or an internal row is all -inf")
+    return [VerifyResult(int(v), int(y), bt.path_nodes(b, int(v))) for b, (v, y) in enumerate(zip(out[0], out[1]))]
+
+
+def verify_batch_greedy(bt: BatchTree, logits: torch.Tensor) -> list[VerifyResult]:
+    """Follow the argmax in every row; bonus = argmax of the exit row."""
+    am = logits.argmax(dim=-1)  # [B, N]
+    v = _follow_rows(bt, am)
+    return _finish_rows(bt, v, am.gather(1, v[:, None]).squeeze(1))
+
+
+def verify_batch_predraw(bt: BatchTree, logits: torch.Tensor, temperature: float,
+                         gens: VerifierGenerators) -> list[VerifyResult]:
+    """DDTree predraw-and-follow for every row: one ``multinomial`` over all ``B N`` rows."""
+    bsz, n, vocab = logits.shape
+    probs = torch.softmax(logits.float() * (1.0 / temperature), dim=-1).reshape(bsz * n, vocab)
+    draw = torch.multinomial(probs, 1, generator=gens.acceptance).reshape(bsz, n)  # [B, N]
+    v = _follow_rows(bt, draw)
+    return _finish_rows(bt, v, draw.gather(1, v[:, None]).squeeze(1))
+
+
+def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,
+                     gens: VerifierGenerators) -> list[VerifyResult]:
+    """TEV per row: exit ``V_b ~ w_b``, bonus ``~ p_{V_b}^res``; fixed shapes, one transfer."""
+    bsz, n, vocab = logits.shape
+    w = batch_exit_law(bt, logits, temperature)
+    v, w_total = _draw_rows(w, gens.acceptance)                                       # [B]
+    exit_rows = torch.arange(bsz, device=logits.device) * n + v
+    z = logits.reshape(bsz * n, vocab).index_select(0, exit_rows).double()              # [B, V]: exit rows only
+    if temperature != 1.0:
+        z.mul_(1.0 / temperature)
+    m = bt.child_tokens.shape[-1]
+    kids = bt.child_tokens.gather(1, v[:, None, None].expand(bsz, 1, m)).squeeze(1)   # [B, M]
+    has = bt.has_child.gather(1, v[:, None])                                           # [B, 1]
+    z.scatter_(1, kids, torch.where(has, float("-inf"), z.gather(1, kids)))
+    z = z.sub_(z.amax(dim=-1, keepdim=True)).exp_()
+    y, z_total = _draw_rows(z, gens.bonus)
+    ok = ((w_total - 1.0).abs() < 1e-3) & (z_total >= 1.0)  # NaN fails both
+    return _finish_rows(bt, v, y, ok)
+
+
+def verify_batch_residual(bt: BatchTree, logits: torch.Tensor, temperature: float,
+                          gens: VerifierGenerators) -> list[VerifyResult]:
+    """Sequential residual verification, row by row (not batched: its loop is data-dependent)."""
+    return [verify_residual(to_device_tree(t, logits.device), logits[b, : t.num_nodes], temperature, gens)
+            for b, t in enumerate(bt.trees)]
+
+
+def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature: float,
+                 generators: VerifierGenerators | None) -> list[VerifyResult]:
+    """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
+    t = check_temperature(temperature, allow_zero=True)
+    if not isinstance(bt, BatchTree):
+        raise TypeError(f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}")
+    if logits.ndim != 3 or tuple(logits.shape[:2]) != (bt.batch_size, bt.width):
+        raise DistributionError(f"logits must have shape [B={bt.batch_size}, N={bt.width}, V], got {tuple(logits.shape)}")
+    if not torch.is_floating_point(logits):
+        raise DistributionError(f"logits must be floating point, got {logits.dtype}")
+    for tree in bt.trees:
+        tree.check_vocab(int(logits.shape[2]))
+    if t == 0 or kind == "greedy":
+        return verify_batch_greedy(bt, logits)
+    if generators is None:
+        raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
+    fn = {"predraw": verify_batch_predraw, "residual": verify_batch_residual, "tev": verify_batch_tev}[kind]
+    return fn(bt, logits, t, generators)
+
+
+__all__ = ["verify_batch", "batch_exit_law", "verify_batch_greedy", "verify_batch_predraw", "verify_batch_tev",
+           "verify_batch_residual"]

@@ -1,0 +1,254 @@
+"""Generation: autoregressive baseline, DFlash chain and DDTree with any verifier.
+
+A speculative round is five functions, each testable alone and timed from the
+outside by a :class:`~exitlaw.engine.decode.timing.StageTimer`:
+
+    draft   -- drafter rows ``log q_d`` for depths 1..D         (:func:`draft_stage`)
+    build   -- a DraftTree from the rows (chain or DDTree)      (:func:`build_stage`)
+    verify  -- one target tree-attention forward, logits [N, V] (:func:`verify_forward_stage`)
+    decide  -- a verifier picks (exit, bonus)                   (:func:`decide_stage`)
+    commit  -- compact the target KV cache, advance the state   (:func:`commit_stage`)
+
+Output block of a round = the exit node's path tokens, then the bonus (length
+``depth(exit) + 1``, DESIGN.md section 1). Cache convention: see
+:mod:`exitlaw.engine.models.target`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from exitlaw.theory import DraftTree, TraceRound, check_temperature
+
+from exitlaw.engine.decode.builders import build_chain, build_ddtree
+from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
+from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
+from exitlaw.engine.models.target import TargetModel, TargetStep
+from exitlaw.engine.decode.timing import NullTimer, StageTimer
+from exitlaw.engine.decode.verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, verify
+
+METHODS = ("ar", "chain", "ddtree")
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """What to run: ``method`` in ar|chain|ddtree; ``verifier`` in greedy|predraw|residual|tev."""
+
+    method: str = "ddtree"
+    verifier: str = "tev"
+    budget: int = 64
+    temperature: float = 0.0
+    max_new_tokens: int = 64
+    stop_tokens: tuple[int, ...] = ()
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.verifier not in VERIFIER_KINDS:
+            raise ValueError(f"unknown verifier {self.verifier!r}; choose one of {', '.join(VERIFIER_KINDS)}")
+        check_temperature(self.temperature, allow_zero=True)
+        if self.budget < 1 or self.max_new_tokens < 1:
+            raise ValueError(f"budget and max_new_tokens must be >= 1, got {self.budget}, {self.max_new_tokens}")
+
+
+class Generators:
+    """Three independent streams: ``draft``, and the verifier's ``acceptance`` and ``bonus``.
+
+    The verifier pair comes from ``SeedSequence(seed).spawn(2)`` (see
+    :class:`VerifierGenerators`); the draft stream from spawn key 2 of the same seed.
+    """
+
+    def __init__(self, seed: int, device: torch.device | str = "cpu"):
+        self.verifier = VerifierGenerators(seed, device)
+        draft_seed = int(np.random.SeedSequence(int(seed), spawn_key=(2,)).generate_state(1, np.uint64)[0] >> np.uint64(1))
+        self.draft = torch.Generator(device=torch.device(device)).manual_seed(draft_seed)
+
+
+def sample_token(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
+    """``argmax`` at T = 0, else one draw from ``softmax(logits / T)`` by a float64 exponential race."""
+    if temperature == 0:
+        return int(logits.argmax())
+    z = logits.to(torch.float64) / temperature
+    e = torch.empty_like(z).exponential_(generator=gen)
+    return int((z - e.log()).argmax())
+
+
+@dataclass
+class DecodeState:
+    """Everything that carries over between rounds of one sequence."""
+
+    target_cache: object
+    draft_cache: DraftCache | None
+    start: int                      # target cache length = position of the root
+    root: int                       # last committed token (not yet in the target cache)
+    pending_hidden: torch.Tensor | None  # target hidden rows of positions the drafter has not seen
+    tokens: list[int] = field(default_factory=list)  # generated tokens
+
+
+@dataclass
+class RoundRecord:
+    """What a round saw and decided (read by :func:`trace_round`; nothing here forces a host sync)."""
+
+    dtree: DeviceTree
+    result: VerifyResult
+    logits: torch.Tensor  # [N, V] target tree logits
+
+    @property
+    def tree(self) -> DraftTree:
+        return self.dtree.tree
+
+    @property
+    def block_length(self) -> int:
+        return len(self.result.path_nodes)
+
+
+@dataclass
+class GenerationResult:
+    tokens: list[int]
+    block_lengths: list[int]        # per round (AR: all ones)
+    decode_seconds: float           # sum of the timed per-round stages (prefill and tracing excluded)
+    stages: dict[str, dict[str, float]]
+
+    @property
+    def tau(self) -> float:
+        return float(np.mean(self.block_lengths)) if self.block_lengths else 0.0
+
+
+# ----------------------------------------------------------------- stages
+def prefill_stage(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int]) -> DecodeState:
+    """Prefill ``prompt[:-1]``; ``prompt[-1]`` becomes the first root."""
+    if len(prompt) < 1:
+        raise ValueError("the prompt must hold at least one token")
+    cache = target.new_cache()
+    step = target.prefill(cache, torch.tensor(list(prompt[:-1]), dtype=torch.long, device=target.device),
+                          all_logits=False)
+    return DecodeState(target_cache=cache, draft_cache=drafter.new_cache() if drafter is not None else None,
+                       start=len(prompt) - 1, root=int(prompt[-1]), pending_hidden=step.hidden)
+
+
+def draft_stage(state: DecodeState, target: TargetModel, drafter: DFlashDrafter) -> torch.Tensor:
+    """Per-depth draft log-probabilities ``[block_size - 1, V]``; feeds the pending context to the draft cache."""
+    rows = drafter.draft_logprobs(target.embed_tokens, target.lm_head, state.root, state.pending_hidden,
+                                  state.start, state.draft_cache)
+    state.pending_hidden = state.pending_hidden[:0]
+    return rows
+
+
+def build_stage(draft_logprobs: torch.Tensor, cfg: DecodeConfig, root: int, device) -> DeviceTree:
+    """Chain (top-1 per depth) or DDTree best-first with ``cfg.budget`` nodes, moved to ``device``."""
+    if cfg.method == "chain":
+        tree, logq = build_chain(draft_logprobs, root)
+    else:
+        tree, logq = build_ddtree(draft_logprobs, cfg.budget, root)
+    return to_device_tree(tree, device, logq)
+
+
+def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree) -> TargetStep:
+    return target.verify_tree(state.target_cache, dtree.token, dtree.depth, dtree.ancestor)
+
+
+def decide_stage(cfg: DecodeConfig, dtree: DeviceTree, logits: torch.Tensor, gens: Generators) -> VerifyResult:
+    return verify(cfg.verifier, dtree, logits, cfg.temperature, gens.verifier)
+
+
+def commit_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree, step: TargetStep,
+                 result: VerifyResult) -> list[int]:
+    """Keep root + accepted nodes in the KV cache; returns the round's output block."""
+    path = result.path_nodes
+    target.commit(state.target_cache, state.start, path)
+    if step.hidden is not None:
+        idx = torch.as_tensor(path, device=step.hidden.device)
+        state.pending_hidden = torch.cat([state.pending_hidden, step.hidden.index_select(0, idx)])
+    block = [int(t) for t in dtree.tree.token[path[1:]]] + [int(result.bonus)]
+    state.start += len(path)
+    state.root = int(result.bonus)
+    return block
+
+
+# ----------------------------------------------------------------- loops
+def _append_block(tokens: list[int], block: list[int], cfg: DecodeConfig) -> bool:
+    """Append up to the budget; returns True once a stop token or ``max_new_tokens`` is reached."""
+    for t in block:
+        tokens.append(t)
+        if t in cfg.stop_tokens or len(tokens) >= cfg.max_new_tokens:
+            return True
+    return False
+
+
+def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDrafter, cfg: DecodeConfig,
+                      gens: Generators, timer=NullTimer()) -> tuple[list[int], RoundRecord]:
+    """One draft / build / verify / decide / commit round, each stage timed by ``timer``."""
+    rows = timer.call("draft", draft_stage, state, target, drafter)
+    dtree = timer.call("build", build_stage, rows, cfg, state.root, target.device)
+    step = timer.call("verify_forward", verify_forward_stage, state, target, dtree)
+    result = timer.call("decide", decide_stage, cfg, dtree, step.logits, gens)
+    block = timer.call("commit", commit_stage, state, target, dtree, step, result)
+    return block, RoundRecord(dtree, result, step.logits)
+
+
+def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], cfg: DecodeConfig,
+             *, timer=None, trace=None, on_round=None) -> GenerationResult:
+    """Decode ``prompt`` with ``cfg``; ``trace`` (a TraceWriter) receives one TraceRound per round and
+    ``on_round`` (a callable) each round's :class:`RoundRecord` (its tree, decision and target logits)."""
+    timer = timer if timer is not None else StageTimer(target.device)
+    if cfg.method == "ar":
+        return generate_ar(target, prompt, cfg, timer=timer)
+    if drafter is None:
+        raise ValueError(f"method {cfg.method!r} needs a drafter")
+    gens = Generators(cfg.seed, target.device)
+    state = timer.call("prefill", prefill_stage, target, drafter, prompt)
+    lengths: list[int] = []
+    done = False
+    while not done:
+        block, rec = speculative_round(state, target, drafter, cfg, gens, timer)
+        lengths.append(len(block))
+        if trace is not None:
+            trace.write(trace_round(rec, cfg.temperature))
+        if on_round is not None:
+            on_round(rec)
+        done = _append_block(state.tokens, block, cfg)
+    stages = timer.summary()
+    decode = sum(v["total_s"] for k, v in stages.items() if k != "prefill")
+    return GenerationResult(state.tokens, lengths, decode, stages)
+
+
+def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *, timer=None) -> GenerationResult:
+    """Autoregressive baseline on the plain causal path (no custom mask); samples use the bonus stream."""
+    timer = timer if timer is not None else StageTimer(target.device)
+    gens = Generators(cfg.seed, target.device)
+    state = timer.call("prefill", prefill_stage, target, None, prompt)
+    done = False
+    while not done:
+        logits = timer.call("target_forward", target.decode, state.target_cache, state.root)
+        tok = timer.call("sample", sample_token, logits, cfg.temperature, gens.verifier.bonus)
+        state.root = tok
+        done = _append_block(state.tokens, [tok], cfg)
+    stages = timer.summary()
+    decode = sum(v["total_s"] for k, v in stages.items() if k != "prefill")
+    return GenerationResult(state.tokens, [1] * len(state.tokens), decode, stages)
+
+
+def trace_round(rec: RoundRecord, temperature: float) -> TraceRound:
+    """The round in the theory trace format: ``a(u) = p_par(u)(x_u)`` at ``temperature`` (one-hot at T = 0)."""
+    tree = rec.tree
+    logits = rec.logits.double()
+    parent = torch.tensor(tree.parent[1:].tolist(), device=logits.device)
+    tok = torch.tensor(tree.token[1:].tolist(), device=logits.device)
+    if temperature == 0:
+        edge = (logits.argmax(-1)[parent] == tok).double()
+    else:
+        edge = torch.log_softmax(logits / temperature, -1)[parent, tok].exp()
+    edge_prob = np.concatenate([[1.0], edge.cpu().numpy()])
+    logq = rec.dtree.draft_logprob
+    logq = None if logq is None else logq.double().cpu().numpy()
+    return TraceRound(tree, edge_prob, logq, rec.result.exit_node, rec.result.bonus)
+
+
+__all__ = ["DecodeConfig", "Generators", "DecodeState", "GenerationResult", "RoundRecord", "METHODS",
+           "prefill_stage", "draft_stage", "build_stage", "verify_forward_stage", "decide_stage", "commit_stage",
+           "speculative_round", "generate", "generate_ar", "sample_token", "trace_round"]

@@ -1,0 +1,294 @@
+"""Tree verifiers on a torch device (DESIGN.md section 1, "Verifiers on a fixed tree").
+
+Every verifier here is a *conditionally exact, saturating* path verifier: given
+the realised tree and the target rows ``p_v = softmax(logits[v] / T)`` its
+(exit, bonus) law is the block law ``P(v) p_v(y) [y not a child token of v]``.
+
+* ``greedy``   -- follow the argmax (every kind at ``T = 0``).
+* ``predraw``  -- DDTree: one sample ``R_v ~ p_v`` per node, follow the child whose
+  token is ``R_v``; the exit's own draw is the bonus.
+* ``residual`` -- EAGLE-style sequential: at ``v`` accept child ``u_j`` w.p.
+  ``r(x_uj) / sum r``, on rejection zero it and renormalise; bonus ``~ r``.
+* ``tev``      -- Tree Exit Verification, level-parallel: ``log P = A @ log a``,
+  ``m = C @ a``, ``w = P (1 - m)``, one exit draw ``V ~ w``, one bonus draw from
+  ``p_V`` with ``V``'s child tokens masked. Only the ``K`` internal rows get a
+  ``logsumexp`` and only the exit row a (float64) softmax; no ``[N, V]`` copy, no
+  per-node sampling, one device-to-host transfer (exit and bonus).
+
+Streams: acceptance decisions (predraw's ``R_v``, residual's uniforms, TEV's
+exit draw) use ``generators.acceptance``; bonus draws use ``generators.bonus``
+(predraw has no separate bonus draw: its bonus is ``R_exit``). Predraw samples
+float32 rows with ``torch.multinomial`` as DDTree does; TEV and residual draw the
+bonus in float64.
+
+Categorical draws over a large vocabulary are inverse-CDF draws in float64 with
+one uniform (:func:`_draw`): exact to float64 rounding, free of the tail bias a
+float32 Gumbel-max has on a 150k vocabulary, and ~10x cheaper than a float64
+exponential race (one random number instead of ``V``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from exitlaw.theory import DistributionError, check_temperature
+
+from exitlaw.engine.decode.device_tree import DeviceTree
+
+KINDS = ("greedy", "predraw", "residual", "tev")
+
+
+class VerifierGenerators:
+    """Two independent seeded ``torch.Generator`` streams: ``acceptance`` and ``bonus``.
+
+    The two seeds are spawned from ``numpy.random.SeedSequence(seed)``, so they
+    never coincide and never overlap the drafter's stream (seed that separately).
+    """
+
+    def __init__(self, seed: int, device: torch.device | str = "cpu"):
+        acc_seed, bonus_seed = (int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
+                                for s in np.random.SeedSequence(int(seed)).spawn(2))
+        self.seed = int(seed)
+        self.device = torch.device(device)
+        self.acceptance = torch.Generator(device=self.device).manual_seed(acc_seed)
+        self.bonus = torch.Generator(device=self.device).manual_seed(bonus_seed)
+
+
+class VerifyResult(NamedTuple):
+    exit_node: int
+    bonus: int
+    path_nodes: list[int]  # root .. exit_node (node ids: the KV positions to commit)
+
+
+# ----------------------------------------------------------------- helpers
+LOG_ZERO = -1e300  # finite stand-in for log 0: a path sum of up to 1e8 of them stays finite in float64
+
+
+def _draw(weights: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Index ``i`` with probability ``weights[i] / sum(weights)`` (float64 ``[n]``, ``>= 0``, unnormalised).
+
+    Inverse CDF in float64 with one uniform: ``c = cumsum(weights)``, the first ``i``
+    with ``c[i] > U c[-1]``. A zero weight never wins (its ``c`` equals the previous
+    one); float64 bounds the bias of any weight by ~1e-16 of the total, so there is
+    no tail bias on a 150k vocabulary. Returns a 0-d long tensor (no host sync).
+    """
+    return _draw_with_total(weights, gen)[0]
+
+
+def _draw_with_total(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_draw` and the total weight (``[1]``; NaN/0 there means the weights were not a distribution)."""
+    c = weights.cumsum(0)
+    total = c[-1:]
+    u = torch.rand(1, dtype=torch.float64, device=weights.device, generator=gen) * total
+    i = torch.searchsorted(c, u, right=True)
+    last = torch.searchsorted(c, total, right=False)  # last positive weight, in case U c[-1] rounds up to c[-1]
+    # clamp: with NaN weights searchsorted returns n; callers then see a NaN total and raise
+    return torch.minimum(i, last).clamp_(max=weights.numel() - 1).reshape(()), total
+
+
+def _draw_logits(z: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draw from ``softmax(z)`` (``z`` float64 ``[V]``, ``-inf`` = probability 0); overwrites ``z``.
+
+    Returns the index and the total shifted weight (``>= 1`` for a finite row)."""
+    return _draw_with_total(z.sub_(z.max()).exp_(), gen)
+
+
+def _internal_logsumexp(logits: torch.Tensor, internal: torch.Tensor, inv_t: float) -> torch.Tensor:
+    """``lse[k] = log sum_y exp(logits[internal[k], y] / T)`` (float32 ``[K]``): one row copy, in place after.
+
+    Max-shifted so no row overflows: ``m / T + log sum exp((x - m) / T)``.
+    """
+    rows = logits.index_select(0, internal)  # [K, V]: the only row copy
+    if rows.dtype != torch.float32:
+        rows = rows.float()
+    m = rows.amax(dim=-1, keepdim=True)
+    if inv_t == 1.0:
+        rows.sub_(m)
+    else:
+        torch.add(m * -inv_t, rows, alpha=inv_t, out=rows)  # (x - m) / T in one pass
+    return rows.exp_().sum(dim=-1).log_().add_(m.squeeze(-1), alpha=inv_t)
+
+
+def _mask_children_(z: torch.Tensor, dt: DeviceTree, node: torch.Tensor) -> torch.Tensor:
+    """Set ``z[y] = -inf`` for every child token ``y`` of ``node`` (a 0-d device tensor), in place."""
+    at = node.reshape(1)  # index_select, not dt.child_tokens[node]: a 0-d index would sync with the host
+    idx = dt.child_tokens.index_select(0, at).reshape(-1)  # [M]; padding repeats a child token, or 0 at a leaf
+    keep = z.gather(0, idx)
+    z.scatter_(0, idx, torch.where(dt.has_child.index_select(0, at), float("-inf"), keep))
+    return z
+
+
+def _follow(dt: DeviceTree, draw: torch.Tensor) -> torch.Tensor:
+    """Deepest node whose every ancestor-or-self ``u != root`` has ``token[u] == draw[par(u)]``.
+
+    ``draw[v]`` is the token "proposed" at node ``v`` (argmax, or predraw's ``R_v``).
+    Siblings are distinct, so the matching nodes form one root path.
+    """
+    match = torch.ones_like(dt.token, dtype=torch.bool)
+    match[1:] = dt.token[1:] == draw[dt.parent[1:]]
+    ok = ~(dt.ancestor & ~match[None, :]).any(dim=1)  # [N]
+    return torch.where(ok, dt.depth, -1).argmax()
+
+
+def _finish(dt: DeviceTree, exit_node: torch.Tensor, bonus: torch.Tensor, ok: torch.Tensor | None = None) -> VerifyResult:
+    """The single device-to-host transfer of a round."""
+    parts = [exit_node.reshape(1), bonus.reshape(1).to(exit_node.dtype)]
+    if ok is not None:
+        parts.append(ok.reshape(1).to(exit_node.dtype))
+    out = torch.cat(parts).tolist()
+    if ok is not None and not out[2]:
+        raise DistributionError("target logits of this round contain NaN/+inf, or an internal row is all -inf")
+    v = int(out[0])
+    return VerifyResult(v, int(out[1]), list(dt.tree.path_nodes(v)))
+
+
+def _check(tree: DeviceTree, logits: torch.Tensor) -> None:
+    if not isinstance(tree, DeviceTree):
+        raise TypeError(f"verify needs a DeviceTree (see to_device_tree), got {type(tree).__name__}")
+    if logits.ndim != 2 or logits.shape[0] != tree.num_nodes:
+        raise DistributionError(f"logits must have shape [N={tree.num_nodes}, V], got {tuple(logits.shape)}")
+    if not torch.is_floating_point(logits):
+        raise DistributionError(f"logits must be floating point, got {logits.dtype}")
+    tree.tree.check_vocab(int(logits.shape[1]))
+
+
+# ----------------------------------------------------------------- verifiers
+def verify_greedy(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
+    """Follow the argmax (first maximum on ties); bonus = argmax of the exit row."""
+    am = logits.argmax(dim=-1)  # [N]
+    v = _follow(dt, am)
+    return _finish(dt, v, am.index_select(0, v.reshape(1)))
+
+
+def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """DDTree predraw-and-follow: ``R_v ~ p_v`` for every node (one batched draw), follow matches."""
+    probs = torch.softmax(logits.float() * (1.0 / temperature), dim=-1)  # [N, V] float32, as DDTree
+    draw = torch.multinomial(probs, 1, generator=gens.acceptance).squeeze(1)  # [N]
+    v = _follow(dt, draw)
+    return _finish(dt, v, draw.index_select(0, v.reshape(1)))
+
+
+def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """EAGLE-style sequential residual verification (children in node-id order), one sync per level."""
+    tree = dt.tree
+    v = 0
+    while True:
+        z = logits[v].to(torch.float64) / temperature
+        kids = tree.children[v]
+        if kids.size == 0:
+            break
+        r = torch.softmax(z, dim=-1)  # [V]
+        toks = torch.as_tensor(tree.token[kids], device=logits.device)
+        u = torch.rand(kids.size, generator=gens.acceptance, dtype=torch.float64, device=logits.device)
+        pr, uu = torch.stack([r[toks], u]).tolist()
+        remaining, nxt = 1.0, None
+        for j, child in enumerate(kids):
+            # accept w.p. r(x) / sum r, where sum r = 1 - (mass of rejected siblings)
+            if remaining > 0 and uu[j] * remaining < pr[j]:
+                nxt = int(child)
+                break
+            remaining -= pr[j]
+        if nxt is None:
+            z[toks] = float("-inf")
+            break
+        v = nxt
+    bonus, total = _draw_logits(z, gens.bonus)
+    bonus, total = torch.cat([bonus.reshape(1).to(torch.float64), total]).tolist()
+    if not (np.isfinite(total) and total > 0):
+        raise DistributionError(f"the exit row of node {v} holds NaN/+inf or no mass outside the children")
+    return VerifyResult(v, int(bonus), list(tree.path_nodes(v)))
+
+
+def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The exit law ``w = P (1 - m)`` (float64 ``[N]``) from the ``K`` internal rows only.
+
+    ``log a(u) = logits[par u, x_u] / T - lse[par u]``; ``log P = A @ log a`` with a
+    zero edge's ``-inf`` replaced by :data:`LOG_ZERO` (``0 * -inf`` would be NaN and
+    poison every row of ``A``); ``m = C @ a``; ``rho = 1 - m`` clamped at 0 (rounding).
+    NaN/+inf logits or an all ``-inf`` internal row make ``sum w`` differ from 1
+    (:func:`verify_tev` checks it on the device).
+    """
+    inv_t = 1.0 / temperature
+    lse = _internal_logsumexp(logits, dt.internal, inv_t).to(torch.float64)  # [K]
+    log_a = logits[dt.parent[1:], dt.token[1:]].to(torch.float64)           # [N-1] edge logits, u = 1..N-1
+    if inv_t != 1.0:
+        log_a.mul_(inv_t)
+    log_a.sub_(lse.index_select(0, dt.parent_slot))
+    prefix = (dt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)).exp_()           # P [N]
+    rho = (1.0 - dt.edge_child @ log_a.exp_()).clamp_(min=0.0)              # [N]
+    return prefix.mul_(rho)
+
+
+def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """TEV: exit ``V ~ w``, bonus ``~ p_V^res`` (float64 exit row, child tokens masked); one transfer."""
+    w = _tev_exit_law(dt, logits, temperature)
+    v, w_total = _draw_with_total(w, gens.acceptance)
+    z = logits.index_select(0, v.reshape(1)).reshape(-1).to(torch.float64)  # [V]: the exit row only
+    if temperature != 1.0:
+        z.mul_(1.0 / temperature)
+    y, z_total = _draw_logits(_mask_children_(z, dt, v), gens.bonus)
+    # sum w = 1, and the shifted residual row holds its max exp(0) = 1; NaN fails both comparisons
+    ok = ((w_total - 1.0).abs() < 1e-3) & (z_total >= 1.0)
+    return _finish(dt, v, y, ok)
+
+
+def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature: float,
+           generators: VerifierGenerators | None) -> VerifyResult:
+    """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
+    t = check_temperature(temperature, allow_zero=True)
+    _check(tree, logits)
+    if t == 0 or kind == "greedy":
+        return verify_greedy(tree, logits)
+    if generators is None:
+        raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
+    fn = {"predraw": verify_predraw, "residual": verify_residual, "tev": verify_tev}[kind]
+    return fn(tree, logits, t, generators)
+
+
+# ----------------------------------------------------------------- reference twins (tests only)
+def _tev_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """Per-node loop over full float64 rows (theory.exact in float); same draws as :func:`verify_tev`."""
+    from exitlaw.theory import reference_law
+
+    probs = torch.softmax(logits.to(torch.float64) / temperature, dim=-1)
+    law = reference_law(dt.tree, probs.cpu().numpy().tolist(), one=1.0)
+    w = torch.tensor([max(x, 0.0) for x in law.w], dtype=torch.float64, device=logits.device)
+    v = _draw(w, gens.acceptance)
+    res = probs[int(v)].clone()
+    res[dt.tree.token[dt.tree.children[int(v)]].tolist()] = 0.0
+    y = _draw(res, gens.bonus)
+    return VerifyResult(int(v), int(y), list(dt.tree.path_nodes(int(v))))
+
+
+def _greedy_reference(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
+    """Host walk: at each node move to the child carrying the argmax, else exit."""
+    tree, v = dt.tree, 0
+    while True:
+        y = int(logits[v].argmax())
+        nxt = tree.child_with_token(v, y)
+        if nxt is None:
+            return VerifyResult(v, y, list(tree.path_nodes(v)))
+        v = nxt
+
+
+def _predraw_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+    """DDTree's literal loop: one multinomial per node, in node order, then follow on the host."""
+    draws = []
+    for v in range(dt.num_nodes):
+        p = torch.softmax(logits[v].to(torch.float64) / temperature, dim=-1)
+        draws.append(int(torch.multinomial(p, 1, generator=gens.acceptance)))
+    tree, v = dt.tree, 0
+    while True:
+        nxt = tree.child_with_token(v, draws[v])
+        if nxt is None:
+            return VerifyResult(v, draws[v], list(tree.path_nodes(v)))
+        v = nxt
+
+
+__all__ = ["KINDS", "VerifierGenerators", "VerifyResult", "verify",
+           "verify_greedy", "verify_predraw", "verify_residual", "verify_tev"]

@@ -1,0 +1,103 @@
+"""A training run's configuration, the two named readings of ExitTrain, and the one LR schedule.
+
+Presets (:data:`PRESETS`; explicit options override them, :func:`preset_config`):
+
+* ``paper``: the paper's reading (DESIGN.md, ExitTrain): weight ``exit`` (``w = P rho``),
+  normalisation ``batch`` (weights sum to one over the batch), ``lam = 1`` (the
+  extracted paper text lost lambda's value; 1 is exitlaw's reading of "weights summing
+  to one beside CE"), no edge floor, training budget 64 (the paper's Table 2, ``B = 64``).
+* ``authors-code``: the authors' public code (hsj576/TEV, SpecForge ``algorithms/exittrain``
+  and ``algorithms/dted``): weight ``prefix`` (its configs ship ``P_tgt``; its own "exit"
+  weight is ``exit-depth``), normalisation ``nodes`` (the tree term summed and divided
+  by the number of tree nodes), ``lam = 0.1`` (``1.0 * CE + 0.1 * tree term``), edge
+  floor ``1e-4``, training budget 32 (every shipped ExitTrain config). Not carried over:
+  their 32 anchors per sequence and 64-token context window for tree scoring (exitlaw
+  scores trees over the full context).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+
+from exitlaw.engine.training.objectives import AUTHORS_EDGE_FLOOR, AUTHORS_LAMBDA, check_objective
+
+PRESETS: dict[str, dict] = {
+    "paper": {"objective": "exit", "weight_norm": "batch", "lam": 1.0, "edge_floor": None, "budget": 64},
+    "authors-code": {"objective": "prefix", "weight_norm": "nodes", "lam": AUTHORS_LAMBDA,
+                     "edge_floor": AUTHORS_EDGE_FLOOR, "budget": 32},
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run (``exitlaw train`` flags map one to one)."""
+
+    objective: str = "exit"        # token | prefix | exit | exit-depth | draft-opd | vat
+    lam: float = 1.0
+    weight_norm: str = "batch"     # batch | tree | nodes: how the tree term's weights are normalised
+    edge_floor: float | None = None  # alpha of the authors' code (P from max(a, alpha)); None: raw edges
+    budget: int = 64
+    steps: int = 100
+    batch_size: int = 4            # sequences per step and rank
+    anchors_per_seq: int = 8
+    lr: float = 1e-4
+    min_lr_ratio: float = 0.1      # cosine decays to lr * min_lr_ratio
+    warmup_steps: int = 0
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    checkpoint_every: int = 50
+    log_every: int = 1
+    seed: int = 0
+    score_trees: bool = True       # False only for token-only warm-up/distillation (not matched compute)
+    target_temperature: float = 1.0  # the scoring temperature T_s: the target law the node weights come from
+    prefix_window: int | None = None   # score trees over only the last N context tokens (the authors' code: 64)
+    amp: str = "auto"              # auto | bf16 | off
+
+    def __post_init__(self):
+        check_objective(self.objective, self.weight_norm, self.edge_floor)
+        if not self.score_trees and self.objective != "token":
+            raise ValueError(f"objective {self.objective!r} needs scored trees (score_trees=True)")
+        for name in ("budget", "steps", "batch_size", "anchors_per_seq", "checkpoint_every", "log_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1 or self.grad_clip <= 0 or not self.lam >= 0:
+            raise ValueError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0, lam >= 0")
+        if self.warmup_steps < 0 or self.target_temperature <= 0:
+            raise ValueError("need warmup_steps >= 0 and target_temperature > 0")
+        if self.prefix_window is not None and (isinstance(self.prefix_window, bool) or self.prefix_window < 1):
+            raise ValueError(f"prefix_window must be None or >= 1 token, got {self.prefix_window}")
+        if self.prefix_window is not None and self.objective == "draft-opd":
+            raise ValueError("prefix_window scores trees only: it does not combine with draft-opd")
+        if self.amp not in ("auto", "bf16", "off"):
+            raise ValueError(f"amp must be auto, bf16 or off, got {self.amp!r}")
+
+    @classmethod
+    def from_saved(cls, saved: dict) -> "TrainConfig":
+        """The config of a saved run; fields a run saved before they existed take their defaults."""
+        unknown = sorted(set(saved) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"saved training config has unknown fields {unknown}")
+        return cls(**saved)
+
+
+def preset_config(preset: str | None = None, **overrides) -> TrainConfig:
+    """``TrainConfig`` of a named preset (module docstring) with ``overrides`` on top; ``None``: the defaults."""
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown training preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    base = dict(PRESETS[preset]) if preset else {}
+    return replace(TrainConfig(), **{**base, **overrides}) if (base or overrides) else TrainConfig()
+
+
+def cosine_factor(step: int, *, steps: int, warmup_steps: int, min_lr_ratio: float) -> float:
+    """LR multiplier: linear warm-up ``(step + 1) / warmup_steps``, then a cosine from 1 to
+    ``min_lr_ratio`` at ``steps``: ``r + (1 - r) (1 + cos(pi t)) / 2``, ``t = (step - warmup) / (steps - warmup)``
+    clipped to 1."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    span = max(1, steps - warmup_steps)
+    t = min(1.0, (step - warmup_steps) / span)
+    return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+
+
+__all__ = ["PRESETS", "TrainConfig", "preset_config", "cosine_factor"]

@@ -1,0 +1,177 @@
+"""Verifiers written in EAGLE's, SGLang's and DDTree's layouts (simulate/kit/formats.py), exact ones
+and mutants, for the format adapter's tests. Written for these tests from the formats' documented
+semantics; none is upstream code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _draw(row, u: float) -> int:
+    """Inverse CDF of the unnormalised ``row`` at ``u`` in [0, 1): the first token whose cumsum exceeds u * mass."""
+    c = np.cumsum(row)
+    return int(np.searchsorted(c, u * c[-1], side="right"))
+
+
+# ----- EAGLE: sequential residual over the candidate paths -----------------------------------------
+def _eagle_walk(candidates, probs, rng, leq=False):
+    """Accept children level by level (tried in path order, duplicates once); returns the state at the exit."""
+    live = np.ones(candidates.shape[0], dtype=bool)
+    best, accepted = 0, 0
+    r = np.array(probs[0, 0], dtype=np.float64)
+    while accepted + 1 < candidates.shape[1]:
+        tried, nxt = set(), None
+        for j in np.flatnonzero(live & (candidates[:, accepted + 1] != -1)):
+            x = int(candidates[j, accepted + 1])
+            if x in tried:
+                continue
+            tried.add(x)
+            u = rng.random() * r.sum()
+            if u < r[x] or (leq and u == r[x]):  # accept w.p. r(x) / (mass left)
+                nxt = int(j)
+                break
+            r[x] = 0.0                          # rejected: drop it from the row
+        if nxt is None:
+            break
+        best, accepted = nxt, accepted + 1
+        live &= candidates[:, accepted] == candidates[nxt, accepted]
+        r = np.array(probs[nxt, accepted], dtype=np.float64)
+    return best, accepted, r
+
+
+def eagle_residual(candidates, retrieve_indices, probs, rng):
+    """EAGLE-style sequential residual: exact and saturating."""
+    best, accepted, r = _eagle_walk(candidates, probs, rng)
+    return best, accepted, _draw(r, rng.random())
+
+
+def eagle_bonus_full_row(candidates, retrieve_indices, probs, rng):
+    """Mutant: the bonus from the exit node's full row, rejected children included: not exact."""
+    best, accepted, _ = _eagle_walk(candidates, probs, rng)
+    return best, accepted, _draw(probs[best, accepted], rng.random())
+
+
+def eagle_leq_coin(candidates, retrieve_indices, probs, rng):
+    """Boundary mutant: ``coin <= r(x)`` (EAGLE's ``r <= acp``): a coin of 0 accepts a zero-probability child."""
+    best, accepted, r = _eagle_walk(candidates, probs, rng, leq=True)
+    return best, accepted, _draw(r, rng.random())
+
+
+def eagle_accept_length_with_root(candidates, retrieve_indices, probs, rng):
+    """Malformed: counts the root in accept_length (EAGLE's internal count), one past a leaf's path."""
+    best, accepted, r = _eagle_walk(candidates, probs, rng)
+    return best, accepted + 1, _draw(r, rng.random())
+
+
+# ----- SGLang: one coin per position, cumulative over the siblings ---------------------------------
+def _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+            retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
+            cumulative=True):
+    cur, num = 0, 0
+    coin = uniform_samples[0, 0]
+    last = int(retrive_index[0, 0])
+    accept_index[0, 0] = last
+    for _ in range(1, accept_index.shape[1]):
+        child, acc = int(retrive_next_token[0, cur]), 0.0
+        while child != -1:
+            x = int(candidates[0, child])
+            p = target_probs[0, cur, x]
+            acc = acc + p if cumulative else p
+            if coin < acc:
+                predicts[last] = x
+                num += 1
+                last = int(retrive_index[0, child])
+                accept_index[0, num] = last
+                cur, coin = child, uniform_samples[0, child]
+                break
+            draft_probs[0, cur, x] = p           # rejected: its target mass leaves the residual
+            child = int(retrive_next_sibling[0, child])
+        if child == -1:
+            break
+    accept_token_num[0] = num
+    residual = np.maximum(target_probs[0, cur] - draft_probs[0, cur], 0.0)
+    predicts[last] = _draw(residual, uniform_samples_for_final_sampling[0])
+
+
+def sglang_target_only(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+                       retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs,
+                       draft_probs):
+    """Coin-driven residual in SGLang's layout: exact and saturating."""
+    _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+            retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs)
+
+
+def sglang_coin_not_cumulative(predicts, accept_index, accept_token_num, candidates, retrive_index,
+                               retrive_next_token, retrive_next_sibling, uniform_samples,
+                               uniform_samples_for_final_sampling, target_probs, draft_probs):
+    """Mutant: the node's one coin compared with each sibling's own probability, not the running sum."""
+    _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+            retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
+            cumulative=False)
+
+
+def sglang_forgets_accept_token_num(predicts, accept_index, accept_token_num, candidates, retrive_index,
+                                    retrive_next_token, retrive_next_sibling, uniform_samples,
+                                    uniform_samples_for_final_sampling, target_probs, draft_probs):
+    """Malformed: never writes accept_token_num (it stays at the kit's -1)."""
+    n = np.array(accept_token_num)
+    _sglang(predicts, accept_index, n, candidates, retrive_index, retrive_next_token, retrive_next_sibling,
+            uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs)
+
+
+# ----- DDTree: predraw one token per node, follow the child maps -----------------------------------
+def _follow(child_maps, posterior):
+    accepted, cur = [0], 0
+    while posterior[cur] in child_maps[cur]:
+        cur = child_maps[cur][posterior[cur]]
+        accepted.append(cur)
+    return accepted, posterior[cur]
+
+
+def ddtree_predraw(root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs, rng):
+    """Predraw-and-follow: exact and saturating."""
+    posterior = [_draw(row, u) for row, u in zip(target_probs[0], rng.random(len(parents)))]
+    return _follow(child_maps, posterior)
+
+
+def ddtree_rows_shifted(root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs,
+                        rng):
+    """Mutant: node v's token drawn from its parent's row (rows off by one tree level): not exact."""
+    rows = [target_probs[0, max(p, 0)] for p in parents]
+    posterior = [_draw(row, u) for row, u in zip(rows, rng.random(len(parents)))]
+    return _follow(child_maps, posterior)
+
+
+def ddtree_skips_root(root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs,
+                      rng):
+    """Malformed: accepted_indices without the root 0."""
+    posterior = [_draw(row, u) for row, u in zip(target_probs[0], rng.random(len(parents)))]
+    accepted, token = _follow(child_maps, posterior)
+    return accepted[1:], token
+
+
+def sglang_leq_coin(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
+                    retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs,
+                    draft_probs):
+    """Boundary mutant: ``coin <= running sum`` (as the upstream kernel compares): a coin of exactly 0
+    accepts a zero-probability first child. No sample size sees it; ``check --boundary`` does."""
+    cur, num = 0, 0
+    coin, last = uniform_samples[0, 0], int(retrive_index[0, 0])
+    accept_index[0, 0] = last
+    for _ in range(1, accept_index.shape[1]):
+        child, acc = int(retrive_next_token[0, cur]), 0.0
+        while child != -1:
+            x = int(candidates[0, child])
+            acc += target_probs[0, cur, x]
+            if coin <= acc:
+                predicts[last], num, last = x, num + 1, int(retrive_index[0, child])
+                accept_index[0, num] = last
+                cur, coin = child, uniform_samples[0, child]
+                break
+            draft_probs[0, cur, x] = target_probs[0, cur, x]
+            child = int(retrive_next_sibling[0, child])
+        if child == -1:
+            break
+    accept_token_num[0] = num
+    predicts[last] = _draw(np.maximum(target_probs[0, cur] - draft_probs[0, cur], 0.0),
+                           uniform_samples_for_final_sampling[0])
