@@ -1,0 +1,185 @@
+"""``exitlaw repro mini --preset paper-regime``: ExitTrain decided in the paper's regime, its settings.
+
+The design, the verdict rules and the precondition were fixed before any objective result, in
+``paper_repro/PAPER_REGIME.md``; :class:`PaperRegimeConfig` holds every number it fixes, :data:`ARMS` the
+arms, :func:`arm_config` each run's trainer settings and :func:`eval_plan` every evaluation cell. The
+stages are in :mod:`.paper_regime_run`, the report in :mod:`.paper_regime_report`, shipping and
+rebuilding from shipped results in :mod:`.paper_regime_ship`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+
+from exitlaw.paper_repro.mini.pipeline import DEEP, QUICK, MiniConfig
+
+PAPER_LR_RATIO = 1e-4 / 6e-4       # the paper's fine-tuning rate over DFlash training's (SpecForge configs)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One fine-tuning arm: its objective and tree-term settings; ``literal``: the authors' recipe."""
+
+    name: str
+    objective: str
+    lam: float
+    weight_norm: str = "batch"
+    edge_floor: float | None = None
+    literal: bool = False
+
+
+ARMS = (
+    Arm("token", "token", 0.0),
+    Arm("prefix", "prefix", 0.1),
+    Arm("exit", "exit", 0.1),
+    Arm("prefix-l1", "prefix", 1.0),
+    Arm("exit-l1", "exit", 1.0),
+    Arm("exit-depth", "exit-depth", 0.1, "nodes", 1e-4),
+    Arm("prefix-nodes", "prefix", 0.1, "nodes", 1e-4),
+    Arm("authors", "prefix", 0.1, "nodes", 1e-4, literal=True),
+    Arm("authors-token", "token", 0.0, "nodes", None, literal=True),
+)
+
+
+@dataclass(frozen=True)
+class PaperRegimeConfig:
+    """Every setting ``paper_repro/PAPER_REGIME.md`` fixes (its sections in the comments)."""
+
+    preset: str = "paper-regime"
+    base: MiniConfig = DEEP                       # "Base drafter": the deep preset, rebuilt the same way
+    # "Prompt sets"
+    eval_split_seed: int = 51
+    eval_prompts: int = 40
+    eval_prompt_tokens: int = 64
+    eval_seed_code: int = 21
+    eval_seed_prose: int = 22
+    calibration_seed_prompts: int = 41
+    # "Scoring temperature"
+    scoring_temperature: float = 0.5
+    fallback_temperature: float = 0.25
+    informative_coverage: float = 1.0
+    # "Fresh fine-tuning data"
+    ft_prompts: int = 1024
+    ft_prose_share: float = 0.2
+    ft_seed_code: int = 31
+    ft_seed_prose: int = 32
+    ft_continuation_tokens: int = 128
+    ft_gen_seed: int = 33
+    # "Learning rate, schedule, optimizer"
+    lr_grid: tuple[float, ...] = (5e-5, 1e-4, 2e-4, 3e-4)
+    calibration_seed: int = 900
+    tie_tolerance: float = 0.005
+    epochs: int = 2
+    batch_size: int = 4
+    anchors: int = 8
+    budget: int = 64
+    warmup_ratio: float = 0.05
+    min_lr_ratio: float = 0.0
+    # "The authors' literal recipe"
+    literal_budget: int = 32
+    literal_anchors: int = 32
+    literal_warmup_ratio: float = 0.005
+    literal_lr: float = 1e-4
+    literal_window: int = 64
+    # "Arms", "Seeds"
+    arms: tuple[str, ...] = tuple(a.name for a in ARMS)
+    seeds: tuple[int, ...] = tuple(range(8))
+    # "Evaluation and estimands"
+    eval_new_tokens: int = 48
+    decode_seed: int = 1000
+    eval_budget: int = 64
+    budget_row: tuple[int, ...] = (32, 64, 128)
+    budget_row_drafters: tuple[str, ...] = ("base", "token", "exit")
+    literal_eval_budget: int = 32
+    verifier: str = "predraw"
+    # "Verdict rules"
+    primary_level: float = 0.975
+    secondary_level: float = 0.95
+    margins_pct: dict = field(default_factory=lambda: {"exit-prefix": 4.4, "exit-token": 5.9})
+
+    def __post_init__(self):
+        known = {a.name for a in ARMS}
+        if not set(self.arms) <= known or not self.seeds:
+            raise ValueError(f"arms must be among {sorted(known)} and seeds non-empty")
+        cap = self.base.distill_lr * PAPER_LR_RATIO
+        if max(self.lr_grid) > cap * (1 + 1e-9) or self.literal_lr > cap * (1 + 1e-9):
+            raise ValueError(f"every fine-tuning rate must be <= distillation peak x 1e-4/6e-4 = {cap:.3g}")
+
+    @property
+    def steps(self) -> int:
+        """Two epochs of the fresh data at ``batch_size`` sequences per step."""
+        return self.epochs * self.ft_prompts // self.batch_size
+
+    def to_json(self) -> dict:
+        return json.loads(json.dumps(asdict(self)))
+
+
+PAPER_REGIME = PaperRegimeConfig()
+# a CI-sized twin of the same pipeline (the quick mini preset as its base): exercises every stage
+PAPER_REGIME_QUICK = replace(
+    PAPER_REGIME, preset="paper-regime-quick", base=QUICK,
+    eval_prompts=2, eval_prompt_tokens=24, ft_prompts=8, ft_continuation_tokens=16, lr_grid=(5e-5, 1e-4),
+    anchors=2, budget=8, literal_budget=6, literal_anchors=3, literal_window=8, literal_lr=1e-4,
+    seeds=(0, 1), eval_new_tokens=8, budget_row=(4, 8), literal_eval_budget=6, eval_budget=8)
+
+
+def arm_by_name(name: str) -> Arm:
+    for a in ARMS:
+        if a.name == name:
+            return a
+    raise ValueError(f"unknown arm {name!r}")
+
+
+def arm_config(cfg: PaperRegimeConfig, arm: Arm, seed: int, lr: float, t_s: float):
+    """The engine's ``TrainConfig`` of ``arm`` with training seed ``seed`` (engine seed 100 + seed)."""
+    from exitlaw.engine.training.config import TrainConfig
+
+    steps = cfg.steps
+    warm = cfg.literal_warmup_ratio if arm.literal else cfg.warmup_ratio
+    return TrainConfig(objective=arm.objective, lam=arm.lam, weight_norm=arm.weight_norm, edge_floor=arm.edge_floor,
+                       budget=cfg.literal_budget if arm.literal else cfg.budget, steps=steps,
+                       batch_size=cfg.batch_size, anchors_per_seq=cfg.literal_anchors if arm.literal else cfg.anchors,
+                       lr=cfg.literal_lr if arm.literal else lr, min_lr_ratio=cfg.min_lr_ratio,
+                       warmup_steps=max(1, round(warm * steps)), checkpoint_every=max(1, steps // 4),
+                       seed=100 + seed, score_trees=True, target_temperature=t_s,
+                       prefix_window=cfg.literal_window if arm.literal else None)
+
+
+def run_names(cfg: PaperRegimeConfig) -> list[tuple[str, int]]:
+    """Every ``(arm, seed)`` run, seeds outermost (an interrupted stage has whole seeds done)."""
+    return [(a, s) for s in cfg.seeds for a in cfg.arms]
+
+
+def eval_plan(cfg: PaperRegimeConfig, t_s: float) -> list[tuple[str, str, float, int]]:
+    """Every evaluation cell ``(drafter, domain, temperature, budget)`` of the design."""
+    drafters = ["base"] + [f"{a}-s{s}" for a, s in run_names(cfg)]
+    plan = []
+    for d in drafters:
+        arm = d.rsplit("-s", 1)[0] if d != "base" else "base"
+        for t in (t_s, 0.0, 1.0):
+            plan.append((d, "code", t, cfg.eval_budget))
+        plan.append((d, "prose", t_s, cfg.eval_budget))
+        if arm in cfg.budget_row_drafters:
+            plan += [(d, "code", t_s, b) for b in cfg.budget_row if b != cfg.eval_budget]
+        if arm in ("authors", "authors-token") and cfg.literal_eval_budget != cfg.eval_budget:
+            plan.append((d, "code", t_s, cfg.literal_eval_budget))
+    return plan
+
+
+def cell_key(drafter: str, domain: str, temperature: float, budget: int) -> str:
+    return f"{drafter}|{domain}|T{temperature:g}|B{budget}"
+
+
+def config_from_json(data: dict) -> PaperRegimeConfig:
+    """The configuration a run wrote (``paper_regime_config.json``)."""
+    from exitlaw.paper_repro.mini.target import TargetSpec
+
+    base = dict(data["base"])
+    base["target"] = TargetSpec(**base["target"])
+    base = MiniConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in base.items()})
+    rest = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "base"}
+    return PaperRegimeConfig(base=base, **rest)
+
+
+PRESETS = {"paper-regime": PAPER_REGIME, "paper-regime-quick": PAPER_REGIME_QUICK}

@@ -1,0 +1,71 @@
+"""Shipping a paper-regime run's small products (no arm weights) and rebuilding its report from them.
+
+:func:`ship` copies what the report needs (configuration, prompt sets, ``T_s`` check, calibration,
+every evaluation cell, per-run training summaries) and, with ``with_base``, the base a later
+session resumes from; :func:`rebuild` recomputes ``results.json`` / ``results.md`` from a shipped folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from exitlaw.theory.atomic_io import atomic_write_json
+
+from exitlaw.paper_repro.mini.paper_regime import config_from_json
+from exitlaw.paper_repro.mini.paper_regime_run import read_all_cells
+
+SHIPPED = ("paper_regime_config.json", "prompt_sets.json", "scoring_temperature.json", "calibration.json",
+           "ft_data/fresh_prompts.json", "base/timings.json", "timings.json")
+# the base a later session resumes from (a few MB: target, tokenizer, distilled drafter, fresh data)
+SHIPPED_BASE = ("base/mini_config.json", "base/corpus/split.json", "base/corpus/tokenizer", "base/target",
+                "base/drafter_base/final", "ft_data")
+
+
+def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[Path]:
+    """Copy a run's small products into ``dest``: configuration, the ``T_s`` check, calibration, every
+    evaluation cell file, per-run training summaries (``training.json``) and, when present, the report;
+    ``with_base``: also the base (:data:`SHIPPED_BASE`) so that copying ``dest`` to a run directory
+    resumes the run there (finished seeds are not retrained: their cells are done).
+    Nothing is deleted; existing files in ``dest`` are replaced by the run's newer ones."""
+    import shutil
+
+    from exitlaw.paper_repro.mini.paper_regime_report import training_runs, training_summary
+
+    out, dest = Path(out), Path(dest)
+    cfg = config_from_json(json.loads((out / "paper_regime_config.json").read_text(encoding="utf-8")))
+    written = []
+    for rel in SHIPPED + tuple(str(p.relative_to(out)) for p in sorted((out / "eval").glob("cells*.jsonl"))) + \
+            ("results.json", "results.md"):
+        src = out / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest / rel)
+            written.append(dest / rel)
+    for rel in (SHIPPED_BASE if with_base else ()):
+        src = out / rel
+        files = sorted(p for p in src.rglob("*") if p.is_file()) if src.is_dir() else [src]
+        for f in files:
+            if f.is_file() and "checkpoints" not in f.parts:
+                target = dest / f.relative_to(out)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target)
+                written.append(target)
+    runs = training_runs(out, cfg)
+    atomic_write_json(dest / "training.json", {"runs": runs, "summary": training_summary(runs, cfg)}, indent=1)
+    written.append(dest / "training.json")
+    return written
+
+
+def rebuild(shipped: str | Path) -> dict:
+    """Recompute ``results.json`` / ``results.md`` in a shipped folder from its cells and summaries only."""
+    from exitlaw.paper_repro.mini.paper_regime_report import write_report
+
+    shipped = Path(shipped)
+    cfg = config_from_json(json.loads((shipped / "paper_regime_config.json").read_text(encoding="utf-8")))
+    t_s = float(json.loads((shipped / "scoring_temperature.json").read_text(encoding="utf-8"))["T_s"])
+    lr = float(json.loads((shipped / "calibration.json").read_text(encoding="utf-8"))["chosen_lr"])
+    timings = json.loads((shipped / "timings.json").read_text(encoding="utf-8")) \
+        if (shipped / "timings.json").is_file() else {}
+    files = json.loads((shipped / "prompt_sets.json").read_text(encoding="utf-8"))["_files"]
+    return write_report(shipped, cfg, read_all_cells(shipped), t_s, lr, timings, files)
