@@ -1,0 +1,48 @@
+(* Prints the axioms each main theorem depends on; every one must report
+   "Closed under the global context" (no axiom, no admitted lemma).
+   property_tests/theory/test_coq_proofs.py checks the same list. *)
+From mathcomp Require Import all_ssreflect all_algebra.
+From ExitLaw Require Import ExitLaw Example.
+
+Goal True. idtac "@@ exit_law_is_distribution". Abort.
+Print Assumptions exit_law_is_distribution.
+Goal True. idtac "@@ coverage_identity". Abort.
+Print Assumptions coverage_identity.
+Goal True. idtac "@@ block_law_is_distribution". Abort.
+Print Assumptions block_law_is_distribution.
+Goal True. idtac "@@ block_exit_marginal". Abort.
+Print Assumptions block_exit_marginal.
+Goal True. idtac "@@ block_bonus_is_residual". Abort.
+Print Assumptions block_bonus_is_residual.
+Goal True. idtac "@@ residual_is_distribution". Abort.
+Print Assumptions residual_is_distribution.
+Goal True. idtac "@@ predraw_kernel_move". Abort.
+Print Assumptions predraw_kernel_move.
+Goal True. idtac "@@ predraw_kernel_stop". Abort.
+Print Assumptions predraw_kernel_stop.
+Goal True. idtac "@@ predraw_realises_block". Abort.
+Print Assumptions predraw_realises_block.
+Goal True. idtac "@@ seqres_kernel". Abort.
+Print Assumptions seqres_kernel.
+Goal True. idtac "@@ seqres_kernel_order_independent". Abort.
+Print Assumptions seqres_kernel_order_independent.
+Goal True. idtac "@@ seqres_realises_block". Abort.
+Print Assumptions seqres_realises_block.
+Goal True. idtac "@@ eagle_step_point_mass". Abort.
+Print Assumptions eagle_step_point_mass.
+Goal True. idtac "@@ eagle_seqres_realises_block". Abort.
+Print Assumptions eagle_seqres_realises_block.
+Goal True. idtac "@@ tev_realises_block". Abort.
+Print Assumptions tev_realises_block.
+Goal True. idtac "@@ exit_law_subtree_mass". Abort.
+Print Assumptions exit_law_subtree_mass.
+Goal True. idtac "@@ fixed_tree_ceiling". Abort.
+Print Assumptions fixed_tree_ceiling.
+Goal True. idtac "@@ fixed_tree_ceiling_equality". Abort.
+Print Assumptions fixed_tree_ceiling_equality.
+Goal True. idtac "@@ fixed_tree_ceiling_joint". Abort.
+Print Assumptions fixed_tree_ceiling_joint.
+Goal True. idtac "@@ fixed_tree_ceiling_joint_equality". Abort.
+Print Assumptions fixed_tree_ceiling_joint_equality.
+Goal True. idtac "@@ ex_exit_law_is_distribution". Abort.
+Print Assumptions ex_exit_law_is_distribution.
