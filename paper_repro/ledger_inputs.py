@@ -7,9 +7,12 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`
   git commit and machine (:func:`make_shipped_inputs` regenerates them);
 * ``ledger_inputs/checks/{predraw,residual,tev}.json``: conformance-kit reports;
 * ``mini_full_seed0.json``: the shallow ``exitlaw repro mini`` run;
+* ``paper_regime/results.json``: the paper-regime run (``exitlaw repro mini --preset paper-regime``,
+  design ``paper_repro/PAPER_REGIME.md``): its paired-effect records and its precondition; it decides
+  the engine ExitTrain rows, read when present;
 * ``mini_deep_seed0.json``, ``mini_deep_budgets_seed0.json`` and ``sim_exittrain_sweep/*.json``:
-  paired-effect files (the deep mini preset, its re-run evaluated at B = 32/64/128, and the
-  simulation sweep), read when present.
+  paired-effect files (the deep mini preset, its re-run evaluated at B = 32/64/128: history, outside the
+  paper's regime; and the simulation sweep), read when present.
 
 **Paired-effect files** (``mini_deep_seed0.json``, ``sim_exittrain_sweep/*.json``): the
 record shape, and the two native formats read as such, are in
@@ -45,6 +48,7 @@ SHIPPED = {
     "mini": "mini_full_seed0.json",
     "mini_deep": "mini_deep_seed0.json",
     "mini_deep_budgets": "mini_deep_budgets_seed0.json",
+    "paper_regime": "paper_regime/results.json",
     "sim_exittrain_sweep": "sim_exittrain_sweep",
     "field_lab": "field_lab.json",
 }
@@ -157,6 +161,11 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     if mini_deep is not None and Path(mini_deep).is_file():
         inputs["mini_deep"] = _load(mini_deep)
         prov["mini_deep"] = file_provenance(mini_deep)
+    regime = RESULTS / SHIPPED["paper_regime"]
+    inputs["paper_regime"] = None
+    if regime.is_file():
+        inputs["paper_regime"] = _load(regime)
+        prov["paper_regime"] = file_provenance(regime)
     budgets = RESULTS / SHIPPED["mini_deep_budgets"]
     inputs["mini_deep_budgets"] = None
     if budgets.is_file():

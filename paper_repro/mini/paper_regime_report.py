@@ -71,8 +71,10 @@ def budget_row(cells: dict, cfg, t_s: float, a: str = "exit", b: str = "base", e
 
 
 def _record(pair: dict, a: str, b: str, setting: dict, estimand: str) -> dict:
+    """A paired-effect record (:mod:`exitlaw.paper_repro.paired_effects`); ``setting["cell"]`` is ``primary``
+    at the primary cell (code, T = T_s, B = eval budget) so the ledger can select it without knowing T_s."""
     return {"comparison": f"{a}-{b}", "metric": "tau" if estimand in ("rb_tau", "tau") else estimand,
-            "estimand": estimand, "setting": setting,
+            "estimand": estimand, "setting": {**setting, "estimand": estimand},
             "diff": {k: pair[k] for k in ("mean", "lo", "hi")},
             "rel_pct": {"mean": pair["rel_mean"], "lo": pair["rel_lo"], "hi": pair["rel_hi"]},
             "level": pair["level"], "mde_pct": pair["rel_mde"], "n_seeds": pair["seeds"], "n_units": pair["prompts"],
@@ -88,7 +90,8 @@ def analyse(cells: dict, cfg, t_s: float) -> dict:
                             "token_minus_base": pre, "holds": bool(holds)},
            "primary": {}, "secondary": [], "paired_effects": []}
     setting = {"regime": "paper", "domain": "code", "temperature": float(t_s), "eval_budget": cfg.eval_budget,
-               "verifier": cfg.verifier, "lambda": 0.1, "weight_norm": "batch", "scoring_temperature": float(t_s)}
+               "verifier": cfg.verifier, "lambda": 0.1, "weight_norm": "batch", "scoring_temperature": float(t_s),
+               "cell": "primary"}
     for a, b in PRIMARY:
         pair = compare(cells, cfg, a, b, *primary_cell, "rb_tau", cfg.primary_level)
         margin = cfg.margins_pct[f"{a}-{b}"]
@@ -112,16 +115,22 @@ def analyse(cells: dict, cfg, t_s: float) -> dict:
                 out["secondary"].append(row)
                 lam = 1.0 if a.endswith("-l1") else 0.1
                 norm = "nodes" if a in ("exit-depth", "prefix-nodes", "authors", "authors-token") else "batch"
+                cell = "primary" if (domain, t) == ("code", t_s) else "secondary"
                 out["paired_effects"].append(_record(pair, a.removesuffix("-l1"), b.removesuffix("-l1"), {
                     **setting, "domain": domain, "temperature": float(t), "lambda": lam, "weight_norm": norm,
-                    "role": "secondary", "arms": f"{a} - {b}"}, estimand))
+                    "role": "secondary", "arms": f"{a} - {b}", "cell": cell}, estimand))
     if _available(cells, cfg, ("exit", "base"), "code", t_s, cfg.budget_row[0]) and \
             all(_available(cells, cfg, ("exit", "base"), "code", t_s, bud) for bud in cfg.budget_row):
         row = budget_row(cells, cfg, t_s)
         out["budget_row"] = row
         for bud, pair in row["per_budget"].items():
             out["paired_effects"].append(_record(pair, "exit", "base", {**setting, "eval_budget": int(bud),
-                                                                        "role": "budget row"}, "rb_tau"))
+                                                                        "role": "budget row", "cell": "budget"},
+                                                 "rb_tau"))
+        out["paired_effects"].append(_record({**row, "seeds": row["seeds"], "prompts": row["prompts"]}, "exit",
+                                             "base", {**setting, "eval_budget": "equal-weight mean over "
+                                                      + "/".join(map(str, cfg.budget_row)),
+                                                      "role": "budget row", "cell": "budget mean"}, "rb_tau"))
     return out
 
 
