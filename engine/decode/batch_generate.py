@@ -44,7 +44,8 @@ from exitlaw.theory import TraceRound
 from exitlaw.engine.decode.batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
 from exitlaw.engine.decode.batch_tree import BatchTree, to_batch_tree
 from exitlaw.engine.decode.batch_verifiers import verify_batch
-from exitlaw.engine.decode.loop import DecodeConfig, Generators, RoundRecord, _append_block, trace_round
+from exitlaw.engine.decode.loop import (DecodeConfig, Generators, RoundRecord, _append_block, exponential_race,
+                                       trace_round)
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.models.target import TargetModel, TargetStep, batch_attention_mask
@@ -274,12 +275,10 @@ def generate_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]
 
 
 def _sample_rows(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> list[int]:
-    """Per row: argmax at T = 0, else a float64 exponential race (as decode.sample_token); one transfer."""
+    """Per row: argmax at T = 0, else :func:`~exitlaw.engine.decode.loop.exponential_race`; one transfer."""
     if temperature == 0:
         return logits.argmax(-1).tolist()
-    z = logits.to(torch.float64) / temperature
-    e = torch.empty_like(z).exponential_(generator=gen)
-    return (z - e.log()).argmax(-1).tolist()
+    return exponential_race(logits, temperature, gen).tolist()
 
 
 def ar_step_batch(state: BatchState, target: TargetModel, cfg: DecodeConfig, gens: Generators, timer=NullTimer()) -> None:

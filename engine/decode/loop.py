@@ -69,13 +69,20 @@ class Generators:
         self.draft = torch.Generator(device=torch.device(device)).manual_seed(draft_seed)
 
 
-def sample_token(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
-    """``argmax`` at T = 0, else one draw from ``softmax(logits / T)`` by a float64 exponential race."""
-    if temperature == 0:
-        return int(logits.argmax())
+def exponential_race(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> torch.Tensor:
+    """Per row (last dim), one draw from ``softmax(logits / T)``: ``argmax_y z_y - log E_y``, ``E_y ~ Exp(1)``
+    in float64 (the Gumbel-max trick). A ``-inf`` logit (probability 0) never wins, also when its
+    exponential is exactly 0 (``-inf - log 0`` would be NaN, and argmax takes a NaN as the maximum)."""
     z = logits.to(torch.float64) / temperature
     e = torch.empty_like(z).exponential_(generator=gen)
-    return int((z - e.log()).argmax())
+    return torch.where(torch.isneginf(z), z, z - e.log()).argmax(-1)
+
+
+def sample_token(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
+    """``argmax`` at T = 0, else one draw from ``softmax(logits / T)`` (:func:`exponential_race`)."""
+    if temperature == 0:
+        return int(logits.argmax())
+    return int(exponential_race(logits, temperature, gen))
 
 
 @dataclass
@@ -251,4 +258,4 @@ def trace_round(rec: RoundRecord, temperature: float) -> TraceRound:
 
 __all__ = ["DecodeConfig", "Generators", "DecodeState", "GenerationResult", "RoundRecord", "METHODS",
            "prefill_stage", "draft_stage", "build_stage", "verify_forward_stage", "decide_stage", "commit_stage",
-           "speculative_round", "generate", "generate_ar", "sample_token", "trace_round"]
+           "speculative_round", "generate", "generate_ar", "sample_token", "exponential_race", "trace_round"]

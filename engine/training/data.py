@@ -22,6 +22,7 @@ from typing import Sequence
 
 import torch
 
+from exitlaw.engine.decode.loop import exponential_race
 from exitlaw.engine.prompts.encoding import encode_prompts
 from exitlaw.engine.prompts.records import load_prompt_set
 from exitlaw.engine.models.target import TargetModel
@@ -71,9 +72,7 @@ def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]]
             if temperature == 0:
                 tok = logits.argmax(-1)
             else:
-                z = logits.double() / temperature
-                e = torch.empty_like(z).exponential_(generator=gen)
-                tok = (z - e.log()).argmax(-1)
+                tok = exponential_race(logits, temperature, gen)
             new[:, t] = tok
             if t + 1 == max_new_tokens:
                 break
