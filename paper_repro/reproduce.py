@@ -40,7 +40,8 @@ def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[
                           "samples": report["total_samples"], "min_power": report["min_power"],
                           "family_alpha": report["family_alpha"], "report": str(path)}
         log(f"check {name:<9} {report['verdict']} (alpha {report['family_alpha']:g}, "
-            f"min power {report['min_power']:.4f}, {report['total_samples']} samples)")
+            f"min power {'none' if report['min_power'] is None else format(report['min_power'], '.4f')}, "
+            f"{report['total_samples']} samples)")
     return verdicts
 
 

@@ -89,8 +89,8 @@ class KitReport:
     alpha_per_check: float
     delta: float
     power_target: float
-    total_samples: int
-    min_power: float
+    total_samples: int             # samples drawn by the cases that ran (a failed case draws none it reports)
+    min_power: float | None        # smallest computed power; None when no check ran (nothing was computed)
     cases: list = field(default_factory=list)
     failure: dict = field(default_factory=dict)
     reproduce: str = ""
@@ -187,7 +187,6 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
         n = samples
         if n is None:
             n = auto_samples(case, alpha / 2, power, delta)
-        sizes.append(n)
         verifier_seq, kit_seq = ss.spawn(2)
         rng, kit_rng = np.random.default_rng(verifier_seq), np.random.default_rng(kit_seq)
         tree_json = _tree_json(case.tree) if mode == "conditional" else {"topology": case.topology}
@@ -203,17 +202,18 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
                       "traceback": crash.__cause__ and "".join(
                           traceback.format_exception(crash.__cause__))[-4000:] or ""}
             errors.append(record)
-            report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": n,
-                                 "verifier_seed": int(seed), "checks": [], "error": record})
+            report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": 0,
+                                 "planned_samples": n, "verifier_seed": int(seed), "checks": [], "error": record})
             continue
+        sizes.append(n)
         powers += [r.power for r in results if r.power is not None]
         report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": n,
                              "verifier_seed": int(seed), "checks": [asdict(r) for r in results], **lengths})
         judge = _verdict if mode == "conditional" else _marginal_verdict
         if not keep_going and judge(report_cases[-1:])[0] == NOT_EXACT:
             break
-    min_power = float(min(powers)) if powers else 0.0
-    power_ok = min_power >= power - 1e-9
+    min_power = float(min(powers)) if powers else None
+    power_ok = min_power is not None and min_power >= power - 1e-9
     verdict, failure = _verdict(report_cases, power_ok) if mode == "conditional" else \
         _marginal_verdict(report_cases, power_ok)
     return KitReport(name, mode, verdict, EXIT_CODES[verdict], seed, family_alpha, alpha, delta, power,
@@ -230,7 +230,7 @@ def check_verifier(spec: str, **kwargs) -> KitReport:
     except VerifierCallError as err:
         return KitReport(spec, kwargs.get("mode", "conditional"), BAD_INPUT, EXIT_CODES[BAD_INPUT],
                          kwargs.get("seed", 0), kwargs.get("family_alpha", 1e-6), 0.0, kwargs.get("delta", 0.1),
-                         kwargs.get("power", 0.999), 0, 0.0, error=str(err), timeout=kwargs.get("timeout"),
+                         kwargs.get("power", 0.999), 0, None, error=str(err), timeout=kwargs.get("timeout"),
                          verifier_format=kwargs.get("verifier_format", "exitlaw"))
 
 

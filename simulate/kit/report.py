@@ -25,7 +25,8 @@ def format_report(rep) -> str:
            f"alpha / 2 and its worst cell at alpha / 2 / cells; completed_block is tested at every prefix "
            f"length k at alpha / horizon each; every row is judged 'p-value < threshold'",
            f"power >= {rep.power_target} per chi-square against TV >= {rep.delta} on pooled cells "
-           f"(smallest computed: {rep.min_power:.4f}; below the target the verdict is 'insufficient samples')",
+           f"(smallest computed: {'none: no check ran' if rep.min_power is None else f'{rep.min_power:.4f}'}; "
+           f"below the target the verdict is 'insufficient samples')",
            f"{'case':<12} {'samples':>7}  {'check':<20} {'test':<14} {'statistic':>10} {'dof':>5} {'p-value':>9}"
            f"  {'threshold':>12} {'power':>7}  result"]
     for case in rep.cases:

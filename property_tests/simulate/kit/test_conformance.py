@@ -241,3 +241,18 @@ def test_zero_cell_failures_read_one_way():
 def mutants_by_name(name):
     from helpers.mutants import BY_NAME
     return BY_NAME[name]
+
+
+def test_a_run_where_every_call_fails_reports_no_samples_and_no_power():
+    """A report must not print a computed power or a sample count for checks that never ran."""
+    def always_fails(tree, probs, rng):
+        raise RuntimeError("boom")
+
+    rep = run_kit(always_fails, name="always_fails", samples=30).to_json()
+    assert rep["verdict"] == "verifier failed" and rep["exit_code"] == 4
+    assert rep["total_samples"] == 0 and rep["min_power"] is None
+    assert all(c["samples"] == 0 and c["planned_samples"] == 30 and c["checks"] == [] for c in rep["cases"])
+    from exitlaw.simulate.kit.report import format_report
+    from exitlaw.simulate.kit.conformance import KitReport
+
+    assert "smallest computed: none: no check ran" in format_report(KitReport(**rep))
