@@ -6,7 +6,7 @@ Data in: the JSON of :func:`exitlaw.simulate.exittrain.sweep.run_sweep` (schema
 One panel per (regime, training budget, lambda); in each, one group per
 comparison (the paper's normalisation ``tree``; the authors' floored ``nodes``
 configuration for exit-depth vs prefix), with six points: eval budgets 32/64/128
-at T = 0 (filled) and T = 1 (open). The shaded band is the paper's claimed
+at the first evaluation temperature (filled: T = 0 in the default sweep, T = 0.5 in `matched`) and the others (open). The shaded band is the paper's claimed
 effect (4-8 % in tau). Not in the registry: its data come from a ~20-minute sweep
 (``exitlaw simulate-exittrain --sweep all``), not from embedded defaults.
 """
@@ -50,14 +50,15 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     fig, axes = new_figure(ncols, nrows=len(cfg["regimes"]), width=4.6, height=3.6)
     budgets = cfg["eval_budgets"]
     color = {b: PALETTE[i % len(PALETTE)] for i, b in enumerate(sorted(budgets))}
-    offsets = np.linspace(-0.33, 0.33, 2 * len(budgets))
+    temps = [f"T={float(t):g}" for t in cfg.get("eval_temperatures", (0.0, 1.0))]   # a config without them: T=0, T=1
+    offsets = np.linspace(-0.33, 0.33, len(temps) * len(budgets))
     for ax, (reg, tb, lam) in zip(axes, panels):
         ax.axhspan(*PAPER_BAND, color="#dddddd", zorder=0, label="paper's claimed effect")
         ax.axhline(0.0, color="k", lw=0.8)
         labels, g = [], 0
         for label, a_t, b_t in GROUPS:
             a, b = a_t.format(lam=f"{lam:g}"), b_t.format(lam=f"{lam:g}")
-            pts = [(eb, t, idx.get((reg, tb, eb, t, a, b))) for t in ("T=0", "T=1") for eb in budgets]
+            pts = [(eb, t, idx.get((reg, tb, eb, t, a, b))) for t in temps for eb in budgets]
             if all(p[2] is None for p in pts):
                 continue
             for k, (eb, t, row) in enumerate(pts):
@@ -66,7 +67,7 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
                 r = row["rel_pct"]
                 ax.errorbar(g + offsets[k], r["mean"], yerr=[[r["mean"] - r["lo"]], [r["hi"] - r["mean"]]], fmt="o",
                             ms=3.5, lw=1.0, capsize=1.5, color=color[eb],
-                            mfc=color[eb] if t == "T=0" else "white",
+                            mfc=color[eb] if t == temps[0] else "white",
                             label=f"eval B = {eb}, {t}" if g == 0 else None)
             labels.append(label)
             g += 1

@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--sweep", metavar="PRESET|CONFIG.json",
                    help="instead: the paired seed sweep of every objective (token, prefix, exit, exit-depth, "
-                        "draft-opd, vat x normalisations x lambda 0.1/1), preset deep, shallow, all (~20 min) or quick, "
+                        "draft-opd, vat x normalisations x lambda 0.1/1), preset deep, shallow, all (~20 min), matched (trained and judged at T = 0.5) or quick, "
                         "or a sweep's config.json to rerun it; needs --out DIR (sweep.json, sweep.md, config.json, "
                         "exittrain_sweep.png/.pdf); float32")
     e.set_defaults(func=_exittrain)

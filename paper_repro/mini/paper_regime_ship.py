@@ -12,8 +12,9 @@ from pathlib import Path
 
 from exitlaw.theory.atomic_io import atomic_write_json
 
-from exitlaw.paper_repro.mini.paper_regime import config_from_json
+from exitlaw.paper_repro.mini.paper_regime import cell_key, config_from_json, eval_plan
 from exitlaw.paper_repro.mini.paper_regime_run import read_all_cells
+from exitlaw.paper_repro.mini.pipeline import read_cells
 
 SHIPPED = ("paper_regime_config.json", "prompt_sets.json", "scoring_temperature.json", "calibration.json",
            "ft_data/fresh_prompts.json", "base/timings.json", "timings.json")
@@ -35,8 +36,7 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
     out, dest = Path(out), Path(dest)
     cfg = config_from_json(json.loads((out / "paper_regime_config.json").read_text(encoding="utf-8")))
     written = []
-    for rel in SHIPPED + tuple(str(p.relative_to(out)) for p in sorted((out / "eval").glob("cells*.jsonl"))) + \
-            ("results.json", "results.md"):
+    for rel in SHIPPED + tuple(complete_cell_files(out, cfg)) + ("results.json", "results.md"):
         src = out / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -55,6 +55,27 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
     atomic_write_json(dest / "training.json", {"runs": runs, "summary": training_summary(runs, cfg)}, indent=1)
     written.append(dest / "training.json")
     return written
+
+
+def complete_cell_files(out: Path, cfg) -> list[str]:
+    """The evaluation cell files of ``out/eval`` whose cells are all done, relative to ``out``: the base's
+    file when its cells are, and ``cells-s<k>.jsonl`` when every cell of seed ``k``'s drafters is (a seed
+    still being evaluated is not shipped, so a shipped folder never holds half a seed)."""
+    t_s = float(json.loads((out / "scoring_temperature.json").read_text(encoding="utf-8"))["T_s"])
+    plan = eval_plan(cfg, t_s)
+    keep = []
+    for path in sorted((out / "eval").glob("cells*.jsonl")):
+        shard = path.stem[len("cells"):]
+        if shard == "":
+            wanted = [c for c in plan if c[0] == "base"]
+        elif shard.startswith("-s") and shard[2:].isdigit():
+            wanted = [c for c in plan if c[0] != "base" and c[0].rsplit("-s", 1)[1] == shard[2:]]
+        else:
+            raise ValueError(f"{path}: not a cell file of the paper-regime run (cells.jsonl or cells-s<seed>.jsonl)")
+        have = read_cells(path)
+        if wanted and all(cell_key(*c) in have for c in wanted):
+            keep.append(str(path.relative_to(out)))
+    return keep
 
 
 def rebuild(shipped: str | Path) -> dict:

@@ -33,6 +33,21 @@ DECISION RULE (written before the first full run, and kept):
 4. All other cells are secondary: we report in how many the ordering (and each
    comparison) holds, beside the ~2.5 % per cell and direction that chance alone
    gives when there is no effect (no multiplicity correction is claimed).
+
+MATCHED-TEMPERATURE CELLS (preset ``matched``; declared 2026-12-02, before its first run, and kept).
+The sweep above trains on continuations of the target at T = 1 and scores its training trees with the
+target at T = 1, then judges at T = 0 and T = 1: only its T = 1 cells judge the law the trainer
+optimises. The ``matched`` preset trains at ``T_m = 0.5`` (continuations drawn from the target at
+T_m and training trees scored at T_m; contexts from the same stationary law as evaluation) and
+judges at T_m, T = 0 and T = 1. It runs regime ``deep``, 5 seeds, training budget 64, eval budgets
+32/64/128, lambda 0.1 and 1, normalisations ``tree`` and ``nodes`` (``nodes`` at lambda 0.1 with the
+edge floor 1e-4 is the authors' strength: 0.1 x the sum over tree nodes / their number).
+5. Matched cells: regime ``deep``, training budget 64, eval budget 64, T = T_m. Per lambda and
+   normalisation (``tree``, ``nodes``), the paper's claim "exit > prefix > token" is supported
+   when both "exit > prefix" and "prefix > token" hold there (rule 1), contradicted when
+   "exit < prefix" or "prefix < token" holds, otherwise inconclusive; the same rule applies to
+   "exit-depth > prefix" at the authors' floored ``nodes`` configuration. These verdicts are
+   reported beside the primary cells of rule 3 and change none of them.
 """
 
 from __future__ import annotations
@@ -59,7 +74,7 @@ from exitlaw.simulate.exittrain.objectives import AUTHORS_ALPHA, NORMALISATIONS,
 from exitlaw.simulate.lab.models import NGramTarget
 
 SCHEMA, VERSION = "exitlaw.sim_exittrain_sweep", 1
-TEMPS = ("T=0", "T=1")
+TEMPS = ("T=0", "T=1")          # the evaluation temperatures of the default sweep (``SweepConfig.eval_temperatures``)
 PRIMARY = {"regime": "deep", "train_budget": 64, "eval_budget": 64}
 
 # Deep: peaked target (Zipf 3), horizon 12, rank-4 drafter pretrained 600 steps: starting tau ~6.1 (T=0), ~4.2 (T=1) at B = 64.
@@ -83,6 +98,9 @@ class SweepConfig:
     eval_budgets: tuple[int, ...] = (32, 64, 128)
     authors_floor: bool = True  # add the authors' configs (prefix & exit-depth, norm nodes, alpha = 1e-4)
     extra: dict = field(default_factory=dict)
+    # the target temperature of the fine-tuning continuations and of the training trees' scoring law
+    train_temperature: float = 1.0
+    eval_temperatures: tuple[float, ...] = (0.0, 1.0)
 
     def __post_init__(self):
         if self.seeds < 2:
@@ -95,10 +113,36 @@ class SweepConfig:
         for b in (*self.train_budgets, *self.eval_budgets):
             if int(b) < 1:
                 raise ValueError(f"tree budgets must be >= 1, got {b}")
+        temps = (self.train_temperature, *self.eval_temperatures)
+        if not self.eval_temperatures or not all(np.isfinite(t) and t >= 0 for t in temps):
+            raise ValueError(f"temperatures must be finite and >= 0 with at least one eval temperature, "
+                             f"got train {self.train_temperature}, eval {self.eval_temperatures}")
+        if self.train_temperature == 0:
+            raise ValueError("train_temperature 0 draws every continuation greedily; use a positive temperature")
+        if len(set(self.eval_temperatures)) != len(self.eval_temperatures):
+            raise ValueError(f"eval temperatures must be distinct, got {self.eval_temperatures}")
+
+
+def temp_label(t: float) -> str:
+    """The row label of an evaluation temperature: ``T=0``, ``T=0.5``, ``T=1``."""
+    return f"T={float(t):g}"
+
+
+def eval_labels(cfg: dict | SweepConfig) -> tuple[str, ...]:
+    """The evaluation temperatures' labels of a config (a JSON config without the field is the default sweep)."""
+    temps = cfg.get("eval_temperatures", (0.0, 1.0)) if isinstance(cfg, dict) else cfg.eval_temperatures
+    return tuple(temp_label(t) for t in temps)
+
+
+MATCHED_TEMPERATURE = 0.5
 
 
 def preset(name: str) -> SweepConfig:
-    """``deep``, ``shallow``, ``all`` (both; the shipped sweep) or ``quick`` (tiny, for tests and smoke runs)."""
+    """``deep``, ``shallow``, ``all`` (both; the shipped sweep), ``matched`` (trained and judged at
+    T = 0.5, rule 5) or ``quick`` (tiny, for tests and smoke runs)."""
+    if name == "matched":
+        return SweepConfig((SWEEP_REGIMES["deep"],), norms=("tree", "nodes"), train_budgets=(64,),
+                           train_temperature=MATCHED_TEMPERATURE, eval_temperatures=(MATCHED_TEMPERATURE, 0.0, 1.0))
     if name == "all":
         return SweepConfig((SWEEP_REGIMES["deep"], SWEEP_REGIMES["shallow"]))
     if name in SWEEP_REGIMES:
@@ -106,7 +150,7 @@ def preset(name: str) -> SweepConfig:
     if name == "quick":
         tiny = Regime("quick", vocab=8, zipf=2.0, horizon=4, rank=2, batch=4, pretrain_steps=5, steps=3)
         return SweepConfig((tiny,), seeds=2, train_budgets=(4,), eval_budgets=(4, 8))
-    raise ValueError(f"unknown sweep preset {name!r}; known: deep, shallow, all, quick")
+    raise ValueError(f"unknown sweep preset {name!r}; known: deep, shallow, all, matched, quick")
 
 
 def sweep_objectives(cfg: SweepConfig) -> list[Objective]:
@@ -189,6 +233,9 @@ def _regime_run(reg: Regime, cfg: SweepConfig, objectives: list[Objective], log:
     m1 = target.transition_matrix()
     m0 = target.with_temperature(0.0).transition_matrix()
     m_pre = m1 if reg.pretrain_temperature == 1.0 else target.with_temperature(reg.pretrain_temperature).transition_matrix()
+    m_train = m1 if cfg.train_temperature == 1.0 else target.with_temperature(cfg.train_temperature).transition_matrix()
+    m_eval = [m1 if t == 1.0 else m0 if t == 0.0 else target.with_temperature(t).transition_matrix()
+              for t in cfg.eval_temperatures]
     pi = stationary(m1)
     seeds = [cfg.seed0 + i for i in range(cfg.seeds)]
     t0 = time.perf_counter()
@@ -198,21 +245,21 @@ def _regime_run(reg: Regime, cfg: SweepConfig, objectives: list[Objective], log:
            for s in seeds]
     params0 = _pretrainer(reg.pretrain_lr)(init, jnp.asarray(np.stack([p[0] for p in pre])),
                                            jnp.asarray(np.stack([p[1] for p in pre])))
-    mats, pij = (jnp.asarray(m0), jnp.asarray(m1)), jnp.asarray(pi)
-    start = np.asarray(_evaluator(tuple(cfg.eval_budgets), 1)(params0, mats, pij))        # [seeds, nB, 2]
-    log(f"{reg.name}: starting drafters ready ({time.perf_counter() - t0:.0f} s); "
-        f"tau at B={cfg.eval_budgets}: T=0 {np.round(start[..., 0].mean(0), 3).tolist()}, "
-        f"T=1 {np.round(start[..., 1].mean(0), 3).tolist()}")
-    # training data and on-policy keys per seed: shared by every objective and training budget (CRN)
-    data = [rollouts(np.random.default_rng([s, 2]), m1, pi, reg.steps, reg.batch, reg.horizon) for s in seeds]
+    mats, pij = tuple(jnp.asarray(m) for m in m_eval), jnp.asarray(pi)
+    start = np.asarray(_evaluator(tuple(cfg.eval_budgets), 1)(params0, mats, pij))        # [seeds, nB, nT]
+    log(f"{reg.name}: starting drafters ready ({time.perf_counter() - t0:.0f} s); tau at B={cfg.eval_budgets}: "
+        + ", ".join(f"{lab} {np.round(start[..., i].mean(0), 3).tolist()}" for i, lab in enumerate(eval_labels(cfg))))
+    # training data and on-policy keys per seed: shared by every objective and training budget (CRN);
+    # continuations from the target at the training temperature, contexts from the evaluation's law
+    data = [rollouts(np.random.default_rng([s, 2]), m_train, pi, reg.steps, reg.batch, reg.horizon) for s in seeds]
     ctx, cont = jnp.asarray(np.stack([d[0] for d in data])), jnp.asarray(np.stack([d[1] for d in data]))
     keys = jnp.stack([jax.random.split(jax.random.PRNGKey(10_000 + s), reg.steps) for s in seeds])
     codes = jnp.asarray(np.stack([o.code() for o in objectives]))
     out = {"start": start, "tau": {}, "loss_first_last": {}, "seconds": {}}
     for tb in cfg.train_budgets:
         t1 = time.perf_counter()
-        params, losses = _trainer(reg.lr, int(tb))(params0, codes, ctx, cont, keys, mats[1])  # [seeds, O, ...]
-        tau = np.asarray(_evaluator(tuple(cfg.eval_budgets), 2)(params, mats, pij))        # [seeds, O, nB, 2]
+        params, losses = _trainer(reg.lr, int(tb))(params0, codes, ctx, cont, keys, jnp.asarray(m_train))
+        tau = np.asarray(_evaluator(tuple(cfg.eval_budgets), 2)(params, mats, pij))        # [seeds, O, nB, nT]
         losses = np.asarray(losses)
         k = max(1, min(10, reg.steps // 4))
         out["tau"][int(tb)] = tau
@@ -241,7 +288,7 @@ def run_sweep(cfg: SweepConfig, *, log: Callable[[str], None] = lambda s: None) 
             cols = {n: tau[:, i] for i, n in enumerate(names)} | {"start": r["start"]}
             for a, b in pairs + [(n, "start") for n in names]:
                 for bi, eb in enumerate(cfg.eval_budgets):
-                    for ti, temp in enumerate(TEMPS):
+                    for ti, temp in enumerate(eval_labels(cfg)):
                         rows.append({"regime": reg.name, "train_budget": int(tb), "eval_budget": int(eb), "T": temp,
                                      "a": a, "b": b, **paired_interval(cols[a][:, bi, ti], cols[b][:, bi, ti])})
         regimes[reg.name] = reg_out
@@ -250,6 +297,7 @@ def run_sweep(cfg: SweepConfig, *, log: Callable[[str], None] = lambda s: None) 
               "regimes": regimes, "rows": rows, "provenance": provenance(),
               "seconds_total": time.perf_counter() - t0, "cpu_seconds_total": time.process_time() - c0}
     result["primary"] = primary_verdicts(result)
+    result["matched"] = matched_verdicts(result)
     result["summary"] = summarise(result)
     return result
 
@@ -297,7 +345,8 @@ def primary_verdicts(result: dict[str, Any]) -> dict[str, Any]:
     """Rule 3 of the decision rule, per lambda (``None`` when the sweep has no primary cells)."""
     cfg = result["config"]
     if (PRIMARY["regime"] not in [r["name"] for r in cfg["regimes"]] or PRIMARY["train_budget"] not in cfg["train_budgets"]
-            or PRIMARY["eval_budget"] not in cfg["eval_budgets"] or "tree" not in cfg["norms"]):
+            or PRIMARY["eval_budget"] not in cfg["eval_budgets"] or "tree" not in cfg["norms"]
+            or cfg.get("train_temperature", 1.0) != 1.0 or not set(TEMPS) <= set(eval_labels(cfg))):
         return {"available": False}
     out = {"available": True, "cells": PRIMARY | {"T": list(TEMPS), "norm": "tree"}, "by_lambda": {}}
     for lam in cfg["lambdas"]:
@@ -312,6 +361,41 @@ def primary_verdicts(result: dict[str, Any]) -> dict[str, Any]:
         verdict = ("supported" if all(x == ">" for x in v) else "contradicted" if any(x == "<" for x in v)
                    else "inconclusive")
         out["by_lambda"][f"{lam:g}"] = {"verdict": verdict, "cells": cells}
+    return out
+
+
+def _ordering(ep: str, pt: str) -> str:
+    return ("supported" if ep == pt == ">" else "contradicted" if "<" in (ep, pt) else "inconclusive")
+
+
+def matched_verdicts(result: dict[str, Any]) -> dict[str, Any]:
+    """Rule 5: the matched cells (trained and judged at the training temperature), per lambda and
+    normalisation, and the authors' floored exit-depth vs prefix; ``available`` False without them."""
+    cfg = result["config"]
+    t_m = cfg.get("train_temperature", 1.0)
+    if (PRIMARY["regime"] not in [r["name"] for r in cfg["regimes"]] or PRIMARY["train_budget"] not in cfg["train_budgets"]
+            or PRIMARY["eval_budget"] not in cfg["eval_budgets"] or t_m == 1.0
+            or temp_label(t_m) not in eval_labels(cfg)):
+        return {"available": False}
+    key = dict(regime=PRIMARY["regime"], train_budget=PRIMARY["train_budget"], eval_budget=PRIMARY["eval_budget"],
+               T=temp_label(t_m))
+    pick = ("diff", "rel_pct", "verdict")
+    out: dict[str, Any] = {"available": True, "cells": key, "by_setting": {}}
+    for lam in cfg["lambdas"]:
+        for norm in cfg["norms"]:
+            e, p = Objective("exit", norm, lam).name, Objective("prefix", norm, lam).name
+            ep, pt, et = (_row(result, a=a, b=b, **key) for a, b in ((e, p), (p, "token"), (e, "token")))
+            out["by_setting"][f"lambda={lam:g}/{norm}"] = {
+                "exit-prefix": {k: ep[k] for k in pick}, "prefix-token": {k: pt[k] for k in pick},
+                "exit-token": {k: et[k] for k in pick}, "verdict": _ordering(ep["verdict"], pt["verdict"])}
+        if cfg.get("authors_floor", True):
+            d = Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name
+            p = Objective("prefix", "nodes", lam, AUTHORS_ALPHA).name
+            dp, pt = _row(result, a=d, b=p, **key), _row(result, a=p, b="token", **key)
+            if dp is not None and pt is not None:
+                out["by_setting"][f"lambda={lam:g}/authors-floored"] = {
+                    "exit-depth-prefix": {k: dp[k] for k in pick}, "prefix-token": {k: pt[k] for k in pick},
+                    "verdict": _ordering(dp["verdict"], pt["verdict"])}
     return out
 
 
@@ -367,7 +451,8 @@ def format_markdown(result: dict[str, Any]) -> str:
     n = cfg["seeds"]
     lines = ["# ExitTrain objectives: paired simulation sweep", "",
              f"Schema `{result['schema']}` v{result['version']}; {n} seeds; lambda {cfg['lambdas']}; "
-             f"training budgets {cfg['train_budgets']}; eval budgets {cfg['eval_budgets']}; T = 0 and 1; "
+             f"training budgets {cfg['train_budgets']}; eval budgets {cfg['eval_budgets']}; trained at "
+             f"T = {cfg.get('train_temperature', 1.0):g}, judged at {', '.join(eval_labels(cfg))}; "
              f"{result['seconds_total']:.0f} s in total.",
              "Entries: mean paired difference of exact tau (A - B) over seeds, 95 % t-interval, and the "
              "verdict (`>`, `<`, `~` undecided) of the decision rule below.", ""]
@@ -375,7 +460,8 @@ def format_markdown(result: dict[str, Any]) -> str:
         st = np.asarray(result["regimes"][reg["name"]]["start_tau"])
         lines.append(f"- regime `{reg['name']}` (V={reg['vocab']}, Zipf {reg['zipf']}, H={reg['horizon']}, rank {reg['rank']}, "
                      f"{reg['pretrain_steps']} pretrain + {reg['steps']} fine-tune steps x batch {reg['batch']}): starting tau "
-                     + ", ".join(f"B={b} {st[:, i, 0].mean():.3f} (T=0) / {st[:, i, 1].mean():.3f} (T=1)"
+                     + ", ".join(f"B={b} " + " / ".join(f"{st[:, i, j].mean():.3f} ({lab})"
+                                                        for j, lab in enumerate(eval_labels(cfg)))
                                  for i, b in enumerate(cfg["eval_budgets"])))
     prim = result["primary"]
     lines += ["", "## Primary cells (named in advance)", ""]
@@ -390,6 +476,17 @@ def format_markdown(result: dict[str, Any]) -> str:
                 lines.append(f"| {lam} | {temp} | {_ci(c['exit-prefix']['diff'])} {c['exit-prefix']['verdict']} | "
                              f"{_ci(c['exit-prefix']['rel_pct'], True)} | {_ci(c['prefix-token']['diff'])} "
                              f"{c['prefix-token']['verdict']} | {_ci(c['prefix-token']['rel_pct'], True)} | {v['verdict']} |")
+    matched = result.get("matched", {"available": False})
+    if matched["available"]:
+        c = matched["cells"]
+        lines += ["", "## Matched cells: trained and judged at the same temperature (rule 5)", "",
+                  f"Regime {c['regime']}, training budget {c['train_budget']}, eval budget {c['eval_budget']}, {c['T']}.",
+                  "", "| setting | comparison | tau | % | verdict of the setting |", "|---|---|---|---|---|"]
+        for name, v in matched["by_setting"].items():
+            for comp, r in v.items():
+                if comp != "verdict":
+                    lines.append(f"| {name} | {comp} | {_ci(r['diff'])} {r['verdict']} | {_ci(r['rel_pct'], True)} | "
+                                 f"{v['verdict']} |")
     lines += ["", "## Where exit > prefix > token holds", ""]
     order = result["summary"]["exit>prefix>token"]
     total = sum(1 for r in result["rows"] if r["b"] == "token" and r["a"].startswith("prefix/") and r["a"].count("/") == 2)
@@ -400,7 +497,7 @@ def format_markdown(result: dict[str, Any]) -> str:
     lines += ["", "## Verdict counts per comparison (all cells)", "", "| A vs B | > | < | undecided |", "|---|---|---|---|"]
     for k, c in result["summary"]["counts"].items():
         lines.append(f"| {k} | {c['>']} | {c['<']} | {c['undecided'] + c['=']} |")
-    cols = [(b, t) for t in TEMPS for b in cfg["eval_budgets"]]
+    cols = [(b, t) for t in eval_labels(cfg) for b in cfg["eval_budgets"]]
     mark = {">": ">", "<": "<", "undecided": "~", "=": "="}
     for reg in cfg["regimes"]:
         for tb in cfg["train_budgets"]:

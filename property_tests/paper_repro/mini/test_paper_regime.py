@@ -142,3 +142,28 @@ def test_the_ci_sized_pipeline_runs_resumes_and_writes_the_ledgers_records(tmp_p
     rebuilt = rebuild(dest)
     assert rebuilt["analysis"] == res["analysis"] and rebuilt["arms"] == res["arms"]
     assert rebuilt["training"] == res["training"] and rebuilt["prompt_files"] == res["prompt_files"]
+
+
+def test_shipping_takes_a_seed_s_cell_file_only_when_every_cell_of_that_seed_is_done(tmp_path):
+    from exitlaw.paper_repro.mini.paper_regime_ship import complete_cell_files
+
+    cfg = PAPER_REGIME
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "scoring_temperature.json").write_text(json.dumps({"T_s": 0.5}))
+    plan = eval_plan(cfg, 0.5)
+
+    def write(name, cells):
+        (tmp_path / "eval" / name).write_text("".join(json.dumps({"key": cell_key(*c), "result": {}}) + "\n"
+                                                      for c in cells))
+
+    write("cells.jsonl", [c for c in plan if c[0] == "base"])
+    seed0 = [c for c in plan if c[0].endswith("-s0")]
+    seed1 = [c for c in plan if c[0].endswith("-s1")]
+    write("cells-s0.jsonl", seed0)
+    write("cells-s1.jsonl", seed1[:-1])                # one cell short: still being evaluated
+    assert complete_cell_files(tmp_path, cfg) == ["eval/cells-s0.jsonl", "eval/cells.jsonl"]
+    write("cells-s1.jsonl", seed1)
+    assert "eval/cells-s1.jsonl" in complete_cell_files(tmp_path, cfg)
+    write("cells-x.jsonl", [])
+    with pytest.raises(ValueError, match="not a cell file"):
+        complete_cell_files(tmp_path, cfg)

@@ -154,3 +154,60 @@ def test_draft_opd_visits_the_accepted_positions_and_the_first_rejected_one():
     np.testing.assert_array_equal(visited, [[1, 1, 1], [1, 1, 1], [1, 0, 0]])
     np.testing.assert_array_equal(err[[0, 2]], [0, 0])  # the target's token at the rejected position
     np.testing.assert_array_equal(ok, [True, False, True])
+
+
+def test_a_matched_sweep_trains_on_continuations_and_scores_trees_at_its_training_temperature(monkeypatch):
+    from exitlaw.simulate.exittrain import sweep
+
+    seen = []
+    real = sweep._trainer
+
+    def spy(lr, budget):
+        train = real(lr, budget)
+
+        def run(*args):
+            seen.append(np.asarray(args[-1]))          # the scoring law of the training trees
+            return train(*args)
+        return run
+
+    monkeypatch.setattr(sweep, "_trainer", spy)
+    kw = dict(seeds=2, lambdas=(1.0,), norms=("tree",), train_budgets=(4,), eval_budgets=(4,), authors_floor=False)
+    base = run_sweep(SweepConfig((TINY,), **kw))
+    matched = run_sweep(SweepConfig((TINY,), train_temperature=0.5, eval_temperatures=(0.5, 0.0, 1.0), **kw))
+    target = NGramTarget(TINY.vocab, order=2, zipf=TINY.zipf, jitter=TINY.jitter, temperature=1.0, seed=TINY.target_seed)
+    assert np.allclose(seen[0], target.transition_matrix())
+    assert np.allclose(seen[1], target.with_temperature(0.5).transition_matrix())
+    assert {r["T"] for r in matched["rows"]} == {"T=0.5", "T=0", "T=1"}
+    start_b, start_m = (np.asarray(r["regimes"]["tiny"]["start_tau"]) for r in (base, matched))
+    assert np.array_equal(start_m[..., 1:], start_b)        # same starting drafters, judged at T = 0 and 1 alike
+    assert not np.allclose(start_m[..., 0], start_m[..., 2])   # the T = 0.5 column is its own law
+    tok_b = np.asarray(base["regimes"]["tiny"]["tau"]["4"]["token"])
+    tok_m = np.asarray(matched["regimes"]["tiny"]["tau"]["4"]["token"])
+    assert not np.allclose(tok_m[..., 1:], tok_b)          # token-only saw continuations drawn at T = 0.5
+    assert base["matched"] == {"available": False} and matched["primary"] == {"available": False}
+    with pytest.raises(ValueError, match="greedily"):
+        SweepConfig((TINY,), train_temperature=0.0)
+    with pytest.raises(ValueError, match="distinct"):
+        SweepConfig((TINY,), eval_temperatures=(1.0, 1.0))
+
+
+def _verdict_row(a, b, verdict, temp):
+    d = {"mean": 1.0 if verdict == ">" else -1.0 if verdict == "<" else 0.0, "lo": 0.0, "hi": 0.0, "per_seed": []}
+    return {"regime": "deep", "train_budget": 64, "eval_budget": 64, "T": temp, "a": a, "b": b, "n": 5,
+            "diff": d, "rel_pct": d, "verdict": verdict}
+
+
+@pytest.mark.parametrize("ep, pt, want", [(">", ">", "supported"), ("<", ">", "contradicted"), (">", "<", "contradicted"),
+                                          ("undecided", ">", "inconclusive")])
+def test_matched_verdicts_judge_the_ordering_only_in_the_cells_at_the_training_temperature(ep, pt, want):
+    from exitlaw.simulate.exittrain.sweep import matched_verdicts
+
+    cfg = {"regimes": [{"name": "deep"}], "train_budgets": [64], "eval_budgets": [64], "lambdas": [0.1],
+           "norms": ["tree"], "authors_floor": False, "train_temperature": 0.5, "eval_temperatures": [0.5, 0.0, 1.0]}
+    e, p = "exit/tree/lambda=0.1", "prefix/tree/lambda=0.1"
+    rows = [_verdict_row(e, p, ep, "T=0.5"), _verdict_row(p, "token", pt, "T=0.5"), _verdict_row(e, "token", ">", "T=0.5"),
+            _verdict_row(e, p, "<", "T=0"), _verdict_row(p, "token", "<", "T=1")]     # other temperatures: not judged
+    res = matched_verdicts({"config": cfg, "rows": rows})
+    assert res["available"] and res["cells"]["T"] == "T=0.5"
+    assert res["by_setting"]["lambda=0.1/tree"]["verdict"] == want
+    assert matched_verdicts({"config": dict(cfg, train_temperature=1.0), "rows": rows}) == {"available": False}
