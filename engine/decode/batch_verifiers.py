@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import torch
 
-from exitlaw.theory import DistributionError, check_temperature
+from exitlaw.theory import DistributionError
 
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits
 from exitlaw.engine.decode.verifiers import KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, _internal_logsumexp, verify_residual
 
 
@@ -155,12 +156,17 @@ def verify_batch_residual(bt: BatchTree, logits: torch.Tensor, temperature: floa
             for b, t in enumerate(bt.trees)]
 
 
-def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature: float,
+def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature,
                  generators: VerifierGenerators | None) -> list[VerifyResult]:
-    """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row."""
+    """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row.
+
+    ``temperature``: a float or a :class:`~exitlaw.theory.SamplingSettings`; the rows are processed
+    first (:func:`~exitlaw.engine.decode.sampling_settings.filter_logits`), as in ``verify``.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
-    t = check_temperature(temperature, allow_zero=True)
+    settings = as_settings(temperature)
+    t = settings.temperature
     if not isinstance(bt, BatchTree):
         raise TypeError(f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}")
     if logits.ndim != 3 or tuple(logits.shape[:2]) != (bt.batch_size, bt.width):
@@ -174,7 +180,7 @@ def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature: fl
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
     fn = {"predraw": verify_batch_predraw, "residual": verify_batch_residual, "tev": verify_batch_tev}[kind]
-    return fn(bt, logits, t, generators)
+    return fn(bt, filter_logits(logits, settings), t, generators)
 
 
 __all__ = ["verify_batch", "batch_exit_law", "verify_batch_greedy", "verify_batch_predraw", "verify_batch_tev",

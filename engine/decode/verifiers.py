@@ -34,9 +34,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, check_temperature
+from exitlaw.theory import DistributionError
 
 from exitlaw.engine.decode.device_tree import DeviceTree
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits
 
 KINDS = ("greedy", "predraw", "residual", "tev")
 
@@ -235,19 +236,25 @@ def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: V
     return _finish(dt, v, y, ok)
 
 
-def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature: float,
+def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature,
            generators: VerifierGenerators | None) -> VerifyResult:
-    """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype)."""
+    """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype).
+
+    ``temperature``: a float, or a :class:`~exitlaw.theory.SamplingSettings` (temperature plus
+    top-k / top-p / min-p): the rows are processed first (:func:`filter_logits`, filtered tokens
+    at ``-inf``), then verified at the settings' temperature, so ``p_v`` is the processed target.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
-    t = check_temperature(temperature, allow_zero=True)
+    settings = as_settings(temperature)
+    t = settings.temperature
     _check(tree, logits)
     if t == 0 or kind == "greedy":
         return verify_greedy(tree, logits)
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
     fn = {"predraw": verify_predraw, "residual": verify_residual, "tev": verify_tev}[kind]
-    return fn(tree, logits, t, generators)
+    return fn(tree, filter_logits(logits, settings), t, generators)
 
 
 # ----------------------------------------------------------------- reference twins (tests only)
