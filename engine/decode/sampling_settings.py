@@ -17,6 +17,8 @@ batched verifiers keep one host transfer per round.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from exitlaw.theory import check_temperature
@@ -56,9 +58,33 @@ def filter_logits(logits: torch.Tensor, settings) -> torch.Tensor:
     settings = as_settings(settings)
     if settings.greedy or not settings.filtered:
         return logits
+    if settings.active() == ("top_k",):
+        # top-k alone: the k-th largest logit is the threshold (exp is monotone, ties are equal logits), so
+        # no float64 row is formed; it differs from the weights' test only for a token whose weight
+        # exp((z - max) / T) underflows to 0 inside the top k, which has probability 0 either way
+        k = min(settings.top_k, logits.shape[-1])
+        return logits.masked_fill(logits < logits.topk(k, dim=-1).values[..., k - 1: k], float("-inf"))
     z = logits.to(torch.float64)
     e = (z - z.amax(dim=-1, keepdim=True)).div_(settings.temperature).exp_()
     return logits.masked_fill(~keep_mask(e, settings), float("-inf"))
+
+
+def rows_processor(settings) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """``rows -> filter_logits(rows, settings)`` for verifiers that read only some rows (TEV: the ``K``
+    internal rows and the exit row; residual: the rows on its path), or ``None`` when nothing is filtered.
+    A processor is applied once, to raw rows (top-p is not idempotent: never filter a filtered row)."""
+    settings = as_settings(settings)
+    if settings.greedy or not settings.filtered:
+        return None
+    return lambda rows: filter_logits(rows, settings)
+
+
+def processed_rows(logits: torch.Tensor, rows: torch.Tensor, process) -> torch.Tensor:
+    """``logits`` with the rows ``rows`` (dim 0) replaced by their processed copies (one ``[N, V]`` copy,
+    ``len(rows)`` rows processed); ``logits`` itself when ``process`` is ``None``."""
+    if process is None:
+        return logits
+    return logits.index_copy(0, rows, process(logits.index_select(0, rows)))
 
 
 def processed_probs(logits: torch.Tensor, settings) -> torch.Tensor:
@@ -81,4 +107,5 @@ def processed_draft_logprobs(rows: torch.Tensor, settings) -> torch.Tensor:
     return torch.log_softmax(filter_logits(rows, settings).float() / settings.temperature, dim=-1)
 
 
-__all__ = ["as_settings", "keep_mask", "filter_logits", "processed_probs", "processed_draft_logprobs"]
+__all__ = ["as_settings", "keep_mask", "filter_logits", "rows_processor", "processed_rows", "processed_probs",
+           "processed_draft_logprobs"]
