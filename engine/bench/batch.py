@@ -40,6 +40,7 @@ from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.batch_verifiers import verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig
 from exitlaw.engine.models.target import TargetModel
+from exitlaw.engine.bench.decoding import sampling_filters
 from exitlaw.engine.bench.verifiers import make_cases
 from exitlaw.engine.decode.verifiers import VerifierGenerators, verify
 from exitlaw.engine.decode.work_bounds import check_decode_fits
@@ -73,10 +74,13 @@ def run_batch_decode_bench(target: TargetModel, drafter, prompts: Sequence[Seque
                            batch_sizes: Sequence[int] = (1, 4, 8), budget: int = 32,
                            verifiers: Sequence[str] = ("tev",), temperature: float = 0.0, max_new_tokens: int = 64,
                            method: str = "ddtree", stop_tokens: Sequence[int] = (), seed: int = 0,
-                           warmup: int = 1) -> list[dict[str, Any]]:
-    """One row per ``(batch size, verifier)``: batched tree decoding vs batched AR on the same batches."""
+                           warmup: int = 1, filters: dict | None = None) -> list[dict[str, Any]]:
+    """One row per ``(batch size, verifier)``: batched tree decoding vs batched AR on the same batches
+    (``filters``: top_k / top_p / min_p / order for both, recorded in every row)."""
+    sampling = sampling_filters(filters)
+    knobs = {k: sampling[k] for k in ("top_k", "top_p", "min_p")}
     base = dict(temperature=float(temperature), max_new_tokens=max_new_tokens, stop_tokens=tuple(stop_tokens),
-                seed=seed)
+                seed=seed, **knobs, order=tuple(sampling["order"]))
     cfgs = {v: DecodeConfig(method=method, verifier=v, budget=budget, **base) for v in verifiers}
     ar_cfg = DecodeConfig(method="ar", **base)
     rows = []
@@ -101,7 +105,7 @@ def run_batch_decode_bench(target: TargetModel, drafter, prompts: Sequence[Seque
             stages["verifier_stage"] = stages.get("decide", 0.0) + stages.get("commit", 0.0)
             blocks = [x for r in tree[v] for row in r.block_lengths for x in row]
             row = {"batch_size": size, "method": method, "verifier": v, "budget": budget,
-                   "temperature": float(temperature), "batches": len(batches), "tokens": tokens,
+                   "temperature": float(temperature), **knobs, "batches": len(batches), "tokens": tokens,
                    "tokens_per_s": rate, "ar_tokens_per_s": ar_rate, "speedup": rate / ar_rate,
                    "tau": sum(blocks) / max(len(blocks), 1), "rounds": sum(r.rounds for r in tree[v]),
                    "stage_ms_per_round": stages, "ar_step_ms": ar_step}
@@ -163,21 +167,22 @@ def run_batch_verifier_bench(batch_sizes: Sequence[int] = (1, 4, 8), budget: int
 def run_batch_bench(target: str, draft: str, *, dataset: str, batch_sizes: Sequence[int], budget: int,
                     verifiers: Sequence[str], temperature: float, max_new_tokens: int,
                     num_prompts: int | None = None, seed: int = 0, device: str | None = None, dtype: str = "auto",
-                    warmup: int = 1, verifier_repeats: int = 10) -> dict[str, Any]:
+                    warmup: int = 1, verifier_repeats: int = 10, filters: dict | None = None) -> dict[str, Any]:
     """Load the pair, encode first-turn prompts, run both benchmarks; JSON-ready result with its config.
 
     Prompts are read and encoded as ``exitlaw bench`` does (``prompt_records``, ``prompt_encoding``:
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
+    sampling = sampling_filters(filters)  # before loading models
     tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
     _check_fits(tgt, prompts, budget=budget, rows=max(batch_sizes), max_new_tokens=max_new_tokens, device=device)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": list(batch_sizes),
               "budget": budget, "verifiers": list(verifiers), "temperature": float(temperature),
               "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat, "seed": seed, "device": device,
-              "dtype": str(tgt.dtype), "stop_tokens": list(stop)}
+              "dtype": str(tgt.dtype), "stop_tokens": list(stop), "sampling": sampling}
     decode = run_batch_decode_bench(tgt, drafter, prompts, batch_sizes=batch_sizes, budget=budget,
                                     verifiers=verifiers, temperature=temperature, max_new_tokens=max_new_tokens,
-                                    stop_tokens=stop, seed=seed, warmup=warmup)
+                                    stop_tokens=stop, seed=seed, warmup=warmup, filters=filters)
     kinds = [k for k in ("greedy", "predraw", "tev") if k in verifiers] or ["tev"]
     stage = run_batch_verifier_bench(batch_sizes, budget, tgt.vocab_size, kinds=kinds,
                                      temperature=temperature if temperature > 0 else 1.0, device=device,
@@ -214,7 +219,7 @@ def _check_fits(tgt: TargetModel, prompts: Sequence[Sequence[int]], *, budget: i
 def run_batched_bench(target: str, draft: str, *, dataset: str, batch_size: int, budgets: Sequence[int],
                       temperatures: Sequence[float], verifiers: Sequence[str], max_new_tokens: int,
                       num_prompts: int | None = None, seed: int = 0, device: str | None = None, dtype: str = "auto",
-                      warmup: int = 1, method: str = "ddtree") -> dict[str, Any]:
+                      warmup: int = 1, method: str = "ddtree", filters: dict | None = None) -> dict[str, Any]:
     """``exitlaw bench --batch-size B``: batched tree decoding vs batched AR, one row per (budget, T, verifier).
 
     Every ``(budget, T)`` runs :func:`run_batch_decode_bench` at batch size ``B`` (AR and tree
@@ -224,19 +229,20 @@ def run_batched_bench(target: str, draft: str, *, dataset: str, batch_size: int,
         raise ValueError(f"batch size must be a positive integer, got {batch_size!r}")
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
+    sampling = sampling_filters(filters)  # before loading models
     tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
     _check_fits(tgt, prompts, budget=max(budgets), rows=int(batch_size), max_new_tokens=max_new_tokens, device=device)
     config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": [int(batch_size)],
               "budgets": list(budgets), "temperatures": [float(t) for t in temperatures], "verifiers": list(verifiers),
               "method": method, "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat,
-              "seed": seed, "device": device, "dtype": str(tgt.dtype), "stop_tokens": list(stop)}
+              "seed": seed, "device": device, "dtype": str(tgt.dtype), "stop_tokens": list(stop), "sampling": sampling}
     decode = []
     for budget in budgets:
         for temperature in temperatures:
             decode += run_batch_decode_bench(tgt, drafter, prompts, batch_sizes=(int(batch_size),), budget=int(budget),
                                              verifiers=verifiers, temperature=temperature,
                                              max_new_tokens=max_new_tokens, method=method, stop_tokens=stop,
-                                             seed=seed, warmup=warmup)
+                                             seed=seed, warmup=warmup, filters=filters)
     return {"schema": "exitlaw.batch_bench", "version": 1, "config": config, "decode": decode, "verifier_stage": []}
 
 

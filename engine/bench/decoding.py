@@ -111,11 +111,27 @@ def _decode_set(tgt, drafter, tokenizer, prompts: Sequence[Prompt], cfg: DecodeC
     return per_prompt
 
 
+def sampling_filters(filters: dict | None) -> dict[str, Any]:
+    """The filters (``top_k``, ``top_p``, ``min_p``, ``order``; :class:`~exitlaw.theory.SamplingSettings`)
+    validated, as the JSON record a bench result keeps and the keyword arguments of :class:`DecodeConfig`."""
+    from exitlaw.theory.sampling_settings import SamplingSettings
+
+    filters = dict(filters or {})
+    unknown = set(filters) - {"top_k", "top_p", "min_p", "order"}
+    if unknown:
+        raise ValueError(f"unknown sampling filter(s) {sorted(unknown)}; use top_k, top_p, min_p, order")
+    s = SamplingSettings(1.0, **filters)
+    return {"top_k": s.top_k, "top_p": s.top_p, "min_p": s.min_p, "order": list(s.order)}
+
+
 def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], temperatures: Sequence[float],
               verifiers: Sequence[str], max_new_tokens: int, num_prompts: int | None = None, seed: int = 0,
               device: str | None = None, dtype: str = "auto", warmup: int = 1, trace_dir: str | None = None,
-              progress: bool = True, max_turns: int | None = None) -> dict[str, Any]:
+              progress: bool = True, max_turns: int | None = None, filters: dict | None = None) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result (config, prompts, runs with their outputs).
+
+    ``filters`` (``top_k``, ``top_p``, ``min_p``, ``order``) apply to every run, AR included, at every
+    temperature; the result records them (``config.sampling`` and each run).
 
     Multi-turn sets (MT-Bench) are decoded turn by turn, each method answering with its own
     history; ``max_turns`` keeps only the first turns. Stats pool every turn. Every run keeps
@@ -128,6 +144,7 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
     torch_dtype = None if dtype == "auto" else getattr(torch, dtype)
     if max_turns is not None and max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+    sampling = sampling_filters(filters)
     prompts = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     if max_turns is not None:
         prompts = [p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts]
@@ -145,18 +162,20 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
               "temperatures": list(temperatures), "verifiers": list(verifiers), "max_new_tokens": max_new_tokens,
               "num_prompts": len(prompts), "turns": sum(max(1, len(p.turns)) for p in prompts),
               "max_turns": max_turns, "seed": seed, "device": device, "dtype": str(tgt.dtype), "chat_template": chat,
-              "block_size": drafter.block_size, "stop_tokens": list(stop)}
+              "block_size": drafter.block_size, "stop_tokens": list(stop), "sampling": sampling}
     for _ in range(warmup):  # compile kernels, fill allocator caches
         generate(tgt, drafter, first, DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4))
     runs = []
     bar = tqdm(total=len(temperatures) * len(prompts) * (1 + len(configs)), disable=not progress, desc="bench")
     kw = dict(device=device, chat=chat, stop=stop, trace_dir=trace_dir, config=config, bar=bar)
     for temp in temperatures:
-        base = dict(temperature=float(temp), max_new_tokens=max_new_tokens, stop_tokens=stop, seed=seed)
+        base = dict(temperature=float(temp), max_new_tokens=max_new_tokens, stop_tokens=stop, seed=seed,
+                    **{k: (tuple(v) if k == "order" else v) for k, v in sampling.items()})
+        knobs = {k: sampling[k] for k in ("top_k", "top_p", "min_p")}
         ar = _decode_set(tgt, drafter, tokenizer, prompts, DecodeConfig(method="ar", **base), **kw)
         ar_flat = [r for conv in ar for r in conv]
         ar_stats = _aggregate(ar_flat)
-        runs.append({"method": "ar", "verifier": None, "budget": None, "temperature": float(temp), **ar_stats,
+        runs.append({"method": "ar", "verifier": None, "budget": None, "temperature": float(temp), **knobs, **ar_stats,
                      "SR": 1.0, "outputs": outputs_of(ar, tokenizer)})
         for method, verifier, budget in configs:
             cfg = DecodeConfig(method=method, verifier=verifier, budget=budget, **base)
@@ -164,7 +183,7 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
             flat = [r for conv in res for r in conv]
             stats = _aggregate(flat)
             stats["stage_ms"]["verifier_stage"] = stats["stage_ms"].get("decide", 0.0) + stats["stage_ms"].get("commit", 0.0)
-            run = {"method": method, "verifier": verifier, "budget": budget, "temperature": float(temp), **stats,
+            run = {"method": method, "verifier": verifier, "budget": budget, "temperature": float(temp), **knobs, **stats,
                    "SR": ar_stats["tpot_ms"] / stats["tpot_ms"] if stats["tpot_ms"] > 0 else float("nan")}
             if temp == 0:
                 run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(flat, ar_flat))

@@ -1,4 +1,4 @@
-"""Decoding: device trees, builders, verifiers, the generate loop, their batched twins, stage timing and bounds on work.
+"""Decoding: device trees, builders, sampling settings, verifiers, the generate loop, their batched twins, stage timing and bounds on work.
 
 Public names load their module on first access.
 ``exitlaw.engine.decode`` was one module before it became this package: its public names are still
@@ -27,6 +27,8 @@ _EXPORTS = {
     "build_stage": "loop", "verify_forward_stage": "loop", "decide_stage": "loop", "commit_stage": "loop",
     "speculative_round": "loop", "generate": "loop", "generate_ar": "loop", "sample_token": "loop",
     "trace_round": "loop",
+    "filter_logits": "sampling_settings", "processed_probs": "sampling_settings",
+    "processed_draft_logprobs": "sampling_settings", "rows_processor": "sampling_settings",
     "StageTimer": "timing", "NullTimer": "timing", "interleaved_ms": "timing", "median_ms": "timing",
     "KINDS": "verifiers", "VerifierGenerators": "verifiers", "VerifyResult": "verifiers",
     "verify": "verifiers", "verify_greedy": "verifiers", "verify_predraw": "verifiers",

@@ -47,6 +47,7 @@ from exitlaw.engine.decode.batch_verifiers import verify_batch
 from exitlaw.engine.decode.loop import (DecodeConfig, Generators, RoundRecord, _append_block, exponential_race,
                                        trace_round)
 from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_draft_logprobs
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.models.target import TargetModel, TargetStep, batch_attention_mask
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
@@ -157,6 +158,7 @@ def draft_batch_stage(state: BatchState, target: TargetModel, drafter) -> torch.
 
 
 def build_batch_stage(rows: torch.Tensor, cfg: DecodeConfig, state: BatchState, device) -> BatchTree:
+    rows = processed_draft_logprobs(rows, cfg.settings)  # as build_stage: trees from the processed draft rows
     trees, logq = build_trees_batch(rows, cfg.method, cfg.budget, state.roots, state.active)
     return to_batch_tree(trees, device, logq)
 
@@ -172,7 +174,7 @@ def verify_forward_batch_stage(state: BatchState, target: TargetModel, bt: Batch
 
 
 def decide_batch_stage(cfg: DecodeConfig, bt: BatchTree, logits: torch.Tensor, gens: Generators) -> list[VerifyResult]:
-    return verify_batch(cfg.verifier, bt, logits, cfg.temperature, gens.verifier)
+    return verify_batch(cfg.verifier, bt, logits, cfg.settings, gens.verifier)
 
 
 def commit_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree, step: TargetStep, past: int,
@@ -203,7 +205,7 @@ def commit_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree, st
 
 
 def trace_batch_round(bt: BatchTree, logits: torch.Tensor, results: list[VerifyResult], rows: Sequence[int],
-                      temperature: float) -> list[TraceRound]:
+                      temperature) -> list[TraceRound]:
     """The listed rows' rounds in the theory trace format (:func:`~exitlaw.engine.decode.loop.trace_round`)."""
     out = []
     for b in rows:
@@ -227,7 +229,7 @@ def batch_round(state: BatchState, target: TargetModel, drafter, cfg: DecodeConf
     results = timer.call("decide", decide_batch_stage, cfg, bt, step.logits, gens)
     blocks = timer.call("commit", commit_batch_stage, state, target, bt, step, past, results)
     if trace is not None:
-        for rec in trace_batch_round(bt, step.logits, results, active, cfg.temperature):
+        for rec in trace_batch_round(bt, step.logits, results, active, cfg.settings):
             trace.write(rec)
     for b, block in enumerate(blocks):
         if block is not None:
@@ -274,11 +276,13 @@ def generate_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]
     return _result(state, rounds, timer)
 
 
-def _sample_rows(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> list[int]:
-    """Per row: argmax at T = 0, else :func:`~exitlaw.engine.decode.loop.exponential_race`; one transfer."""
-    if temperature == 0:
+def _sample_rows(logits: torch.Tensor, temperature, gen: torch.Generator) -> list[int]:
+    """Per row: argmax at T = 0, else :func:`~exitlaw.engine.decode.loop.exponential_race` on the
+    processed rows (``temperature``: a float or SamplingSettings); one transfer."""
+    settings = as_settings(temperature)
+    if settings.greedy:
         return logits.argmax(-1).tolist()
-    return exponential_race(logits, temperature, gen).tolist()
+    return exponential_race(filter_logits(logits, settings), settings.temperature, gen).tolist()
 
 
 def ar_step_batch(state: BatchState, target: TargetModel, cfg: DecodeConfig, gens: Generators, timer=NullTimer()) -> None:
@@ -292,7 +296,7 @@ def ar_step_batch(state: BatchState, target: TargetModel, cfg: DecodeConfig, gen
                                 query_pos=lengths[:, None], windows=target.windows)
     step = timer.call("target_forward", target.forward_rows, state.target_cache,
                       torch.tensor(state.roots, device=dev)[:, None], lengths[:, None], mask)
-    toks = timer.call("sample", _sample_rows, step.logits[:, -1], cfg.temperature, gens.verifier.bonus)
+    toks = timer.call("sample", _sample_rows, step.logits[:, -1], cfg.settings, gens.verifier.bonus)
     active = state.active
     keep = torch.tensor([int(a) for a in active])
     new = timer.call("commit", target.commit_rows, state.target_cache, past, torch.tensor(state.lengths),

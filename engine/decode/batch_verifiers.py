@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import torch
 
-from exitlaw.theory import DistributionError, check_temperature
+from exitlaw.theory import DistributionError
 
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_rows, rows_processor
 from exitlaw.engine.decode.verifiers import KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, _internal_logsumexp, verify_residual
 
 
@@ -129,13 +130,19 @@ def verify_batch_predraw(bt: BatchTree, logits: torch.Tensor, temperature: float
 
 
 def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,
-                     gens: VerifierGenerators) -> list[VerifyResult]:
-    """TEV per row: exit ``V_b ~ w_b``, bonus ``~ p_{V_b}^res``; fixed shapes, one transfer."""
+                     gens: VerifierGenerators, process=None) -> list[VerifyResult]:
+    """TEV per row: exit ``V_b ~ w_b``, bonus ``~ p_{V_b}^res``; fixed shapes, one transfer.
+
+    ``process`` (:func:`~exitlaw.engine.decode.sampling_settings.rows_processor`): the settings' filters,
+    applied to the ``B K`` internal rows and the ``B`` raw exit rows only."""
     bsz, n, vocab = logits.shape
-    w = batch_exit_law(bt, logits, temperature)
+    flat = logits.reshape(bsz * n, vocab)
+    internal = (torch.arange(bsz, device=logits.device)[:, None] * n + bt.internal).reshape(-1)
+    w = batch_exit_law(bt, processed_rows(flat, internal, process).reshape(bsz, n, vocab), temperature)
     v, w_total = _draw_rows(w, gens.acceptance)                                       # [B]
     exit_rows = torch.arange(bsz, device=logits.device) * n + v
-    z = logits.reshape(bsz * n, vocab).index_select(0, exit_rows).double()              # [B, V]: exit rows only
+    z = flat.index_select(0, exit_rows)                                                # [B, V]: exit rows only
+    z = (z if process is None else process(z)).double()
     if temperature != 1.0:
         z.mul_(1.0 / temperature)
     m = bt.child_tokens.shape[-1]
@@ -149,18 +156,23 @@ def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,
 
 
 def verify_batch_residual(bt: BatchTree, logits: torch.Tensor, temperature: float,
-                          gens: VerifierGenerators) -> list[VerifyResult]:
+                          gens: VerifierGenerators, process=None) -> list[VerifyResult]:
     """Sequential residual verification, row by row (not batched: its loop is data-dependent)."""
-    return [verify_residual(to_device_tree(t, logits.device), logits[b, : t.num_nodes], temperature, gens)
+    return [verify_residual(to_device_tree(t, logits.device), logits[b, : t.num_nodes], temperature, gens, process)
             for b, t in enumerate(bt.trees)]
 
 
-def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature: float,
+def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature,
                  generators: VerifierGenerators | None) -> list[VerifyResult]:
-    """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row."""
+    """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row.
+
+    ``temperature``: a float or a :class:`~exitlaw.theory.SamplingSettings`; the rows each verifier
+    reads are processed first (:func:`~exitlaw.engine.decode.sampling_settings.filter_logits`), as in ``verify``.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
-    t = check_temperature(temperature, allow_zero=True)
+    settings = as_settings(temperature)
+    t = settings.temperature
     if not isinstance(bt, BatchTree):
         raise TypeError(f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}")
     if logits.ndim != 3 or tuple(logits.shape[:2]) != (bt.batch_size, bt.width):
@@ -173,8 +185,10 @@ def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature: fl
         return verify_batch_greedy(bt, logits)
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
-    fn = {"predraw": verify_batch_predraw, "residual": verify_batch_residual, "tev": verify_batch_tev}[kind]
-    return fn(bt, logits, t, generators)
+    if kind == "predraw":   # draws at every node: every row is processed
+        return verify_batch_predraw(bt, filter_logits(logits, settings), t, generators)
+    fn = {"residual": verify_batch_residual, "tev": verify_batch_tev}[kind]
+    return fn(bt, logits, t, generators, rows_processor(settings))
 
 
 __all__ = ["verify_batch", "batch_exit_law", "verify_batch_greedy", "verify_batch_predraw", "verify_batch_tev",

@@ -23,9 +23,11 @@ import numpy as np
 import torch
 
 from exitlaw.theory import DraftTree, TraceRound, check_temperature
+from exitlaw.theory.sampling_settings import DEFAULT_ORDER, SamplingSettings
 
 from exitlaw.engine.decode.builders import build_chain, build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_draft_logprobs
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
 from exitlaw.engine.models.target import TargetModel, TargetStep
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
@@ -36,7 +38,11 @@ METHODS = ("ar", "chain", "ddtree")
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """What to run: ``method`` in ar|chain|ddtree; ``verifier`` in greedy|predraw|residual|tev."""
+    """What to run: ``method`` in ar|chain|ddtree; ``verifier`` in greedy|predraw|residual|tev.
+
+    ``top_k`` / ``top_p`` / ``min_p`` (off by default) and ``order`` make the target law the
+    processed one (:class:`~exitlaw.theory.SamplingSettings`, :attr:`settings`).
+    """
 
     method: str = "ddtree"
     verifier: str = "tev"
@@ -45,6 +51,10 @@ class DecodeConfig:
     max_new_tokens: int = 64
     stop_tokens: tuple[int, ...] = ()
     seed: int = 0
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+    order: tuple[str, ...] = DEFAULT_ORDER
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -52,8 +62,14 @@ class DecodeConfig:
         if self.verifier not in VERIFIER_KINDS:
             raise ValueError(f"unknown verifier {self.verifier!r}; choose one of {', '.join(VERIFIER_KINDS)}")
         check_temperature(self.temperature, allow_zero=True)
+        object.__setattr__(self, "order", self.settings.order)  # validates the filters too
         if self.budget < 1 or self.max_new_tokens < 1:
             raise ValueError(f"budget and max_new_tokens must be >= 1, got {self.budget}, {self.max_new_tokens}")
+
+    @property
+    def settings(self) -> SamplingSettings:
+        """The sampling settings: temperature and filters (the processed target every verifier uses)."""
+        return SamplingSettings(self.temperature, self.top_k, self.top_p, self.min_p, self.order)
 
 
 class Generators:
@@ -78,11 +94,13 @@ def exponential_race(logits: torch.Tensor, temperature: float, gen: torch.Genera
     return torch.where(torch.isneginf(z), z, z - e.log()).argmax(-1)
 
 
-def sample_token(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
-    """``argmax`` at T = 0, else one draw from ``softmax(logits / T)`` (:func:`exponential_race`)."""
-    if temperature == 0:
+def sample_token(logits: torch.Tensor, temperature, gen: torch.Generator) -> int:
+    """``argmax`` at T = 0, else one draw from the processed row ``softmax(filter_logits(logits) / T)``
+    (:func:`exponential_race`); ``temperature`` a float or :class:`~exitlaw.theory.SamplingSettings`."""
+    settings = as_settings(temperature)
+    if settings.greedy:
         return int(logits.argmax())
-    return int(exponential_race(logits, temperature, gen))
+    return int(exponential_race(filter_logits(logits, settings), settings.temperature, gen))
 
 
 @dataclass
@@ -147,7 +165,13 @@ def draft_stage(state: DecodeState, target: TargetModel, drafter: DFlashDrafter)
 
 
 def build_stage(draft_logprobs: torch.Tensor, cfg: DecodeConfig, root: int, device) -> DeviceTree:
-    """Chain (top-1 per depth) or DDTree best-first with ``cfg.budget`` nodes, moved to ``device``."""
+    """Chain (top-1 per depth) or DDTree best-first with ``cfg.budget`` nodes, moved to ``device``.
+
+    With a filter on, the tree is built from the drafter's rows processed with the same settings
+    (:func:`~exitlaw.engine.decode.sampling_settings.processed_draft_logprobs`); the verifiers do
+    not read ``q``, so the law is the processed target's block law for any tree.
+    """
+    draft_logprobs = processed_draft_logprobs(draft_logprobs, cfg.settings)
     if cfg.method == "chain":
         tree, logq = build_chain(draft_logprobs, root)
     else:
@@ -160,7 +184,7 @@ def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceT
 
 
 def decide_stage(cfg: DecodeConfig, dtree: DeviceTree, logits: torch.Tensor, gens: Generators) -> VerifyResult:
-    return verify(cfg.verifier, dtree, logits, cfg.temperature, gens.verifier)
+    return verify(cfg.verifier, dtree, logits, cfg.settings, gens.verifier)
 
 
 def commit_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree, step: TargetStep,
@@ -215,7 +239,7 @@ def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequenc
         block, rec = speculative_round(state, target, drafter, cfg, gens, timer)
         lengths.append(len(block))
         if trace is not None:
-            trace.write(trace_round(rec, cfg.temperature))
+            trace.write(trace_round(rec, cfg.settings))
         if on_round is not None:
             on_round(rec)
         done = _append_block(state.tokens, block, cfg)
@@ -232,7 +256,7 @@ def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *
     done = False
     while not done:
         logits = timer.call("target_forward", target.decode, state.target_cache, state.root)
-        tok = timer.call("sample", sample_token, logits, cfg.temperature, gens.verifier.bonus)
+        tok = timer.call("sample", sample_token, logits, cfg.settings, gens.verifier.bonus)
         state.root = tok
         done = _append_block(state.tokens, [tok], cfg)
     stages = timer.summary()
@@ -240,10 +264,13 @@ def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *
     return GenerationResult(state.tokens, [1] * len(state.tokens), decode, stages)
 
 
-def trace_round(rec: RoundRecord, temperature: float) -> TraceRound:
-    """The round in the theory trace format: ``a(u) = p_par(u)(x_u)`` at ``temperature`` (one-hot at T = 0)."""
+def trace_round(rec: RoundRecord, temperature) -> TraceRound:
+    """The round in the theory trace format: ``a(u) = p_par(u)(x_u)`` at ``temperature`` (one-hot at T = 0),
+    a float or :class:`~exitlaw.theory.SamplingSettings` (then ``p`` is the processed target)."""
+    settings = as_settings(temperature)
+    temperature = settings.temperature
     tree = rec.tree
-    logits = rec.logits.double()
+    logits = filter_logits(rec.logits, settings).double()
     parent = torch.tensor(tree.parent[1:].tolist(), device=logits.device)
     tok = torch.tensor(tree.token[1:].tolist(), device=logits.device)
     if temperature == 0:

@@ -34,9 +34,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, check_temperature
+from exitlaw.theory import DistributionError
 
 from exitlaw.engine.decode.device_tree import DeviceTree
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_rows, rows_processor
 
 KINDS = ("greedy", "predraw", "residual", "tev")
 
@@ -171,12 +172,17 @@ def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gen
     return _finish(dt, v, draw.index_select(0, v.reshape(1)))
 
 
-def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
-    """EAGLE-style sequential residual verification (children in node-id order), one sync per level."""
+def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators,
+                    process=None) -> VerifyResult:
+    """EAGLE-style sequential residual verification (children in node-id order), one sync per level.
+
+    ``process`` (:func:`~exitlaw.engine.decode.sampling_settings.rows_processor`): the sampling settings'
+    filters, applied to each row on the path as it is read (only those rows are processed)."""
     tree = dt.tree
     v = 0
     while True:
-        z = logits[v].to(torch.float64) / temperature
+        row = logits[v] if process is None else process(logits[v:v + 1])[0]
+        z = row.to(torch.float64) / temperature
         kids = tree.children[v]
         if kids.size == 0:
             break
@@ -222,11 +228,16 @@ def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> t
     return prefix.mul_(rho)
 
 
-def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
-    """TEV: exit ``V ~ w``, bonus ``~ p_V^res`` (float64 exit row, child tokens masked); one transfer."""
-    w = _tev_exit_law(dt, logits, temperature)
+def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators,
+               process=None) -> VerifyResult:
+    """TEV: exit ``V ~ w``, bonus ``~ p_V^res`` (float64 exit row, child tokens masked); one transfer.
+
+    ``process`` (:func:`~exitlaw.engine.decode.sampling_settings.rows_processor`): the sampling settings'
+    filters, applied to the ``K`` internal rows the exit law reads and to the (raw) exit row only."""
+    w = _tev_exit_law(dt, processed_rows(logits, dt.internal, process), temperature)
     v, w_total = _draw_with_total(w, gens.acceptance)
-    z = logits.index_select(0, v.reshape(1)).reshape(-1).to(torch.float64)  # [V]: the exit row only
+    z = logits.index_select(0, v.reshape(1))                                 # [1, V]: the exit row only
+    z = (z if process is None else process(z)).reshape(-1).to(torch.float64)
     if temperature != 1.0:
         z.mul_(1.0 / temperature)
     y, z_total = _draw_logits(_mask_children_(z, dt, v), gens.bonus)
@@ -235,19 +246,28 @@ def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: V
     return _finish(dt, v, y, ok)
 
 
-def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature: float,
+def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature,
            generators: VerifierGenerators | None) -> VerifyResult:
-    """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype)."""
+    """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype).
+
+    ``temperature``: a float, or a :class:`~exitlaw.theory.SamplingSettings` (temperature plus
+    top-k / top-p / min-p): the rows a verifier reads are processed first (:func:`filter_logits`,
+    filtered tokens at ``-inf``; predraw all ``N``, TEV the ``K`` internal rows and the exit row,
+    residual its path), then verified at the settings' temperature, so ``p_v`` is the processed target.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
-    t = check_temperature(temperature, allow_zero=True)
+    settings = as_settings(temperature)
+    t = settings.temperature
     _check(tree, logits)
     if t == 0 or kind == "greedy":
         return verify_greedy(tree, logits)
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
-    fn = {"predraw": verify_predraw, "residual": verify_residual, "tev": verify_tev}[kind]
-    return fn(tree, logits, t, generators)
+    if kind == "predraw":   # draws at every node: every row is processed
+        return verify_predraw(tree, filter_logits(logits, settings), t, generators)
+    fn = {"residual": verify_residual, "tev": verify_tev}[kind]
+    return fn(tree, logits, t, generators, rows_processor(settings))
 
 
 # ----------------------------------------------------------------- reference twins (tests only)

@@ -29,9 +29,11 @@ import numpy as np
 import torch
 
 from exitlaw.theory import DraftTree
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.engine.models.attention_window import layer_masks, mask_to
 from exitlaw.engine.decode.builders import build_ddtree
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.training.draft_opd import OPDChains, sample_chains
 from exitlaw.engine.training.law import TreeBatch
@@ -116,16 +118,32 @@ def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: in
 
 
 @torch.no_grad()
+def _scoring_settings(temperature) -> SamplingSettings:
+    settings = as_settings(temperature)
+    if settings.temperature <= 0:
+        raise ValueError(f"tree scoring needs a temperature > 0, got {settings.temperature}")
+    return settings
+
+
+def scoring_table(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
+    """``filter_logits(z) / T_s``: the scoring law's log-weights, so ``softmax`` of a row is the processed
+    target at ``T_s`` (filtered tokens ``-inf``; with no filter, ``z / T_s`` as before)."""
+    return filter_logits(logits, settings) / settings.temperature
+
+
+@torch.no_grad()
 def tree_logit_tables(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
-                      trees: list[DraftTree], temperature: float = 1.0) -> list[torch.Tensor]:
+                      trees: list[DraftTree], temperature=1.0) -> list[torch.Tensor]:
     """The target's next-token logits of every node divided by ``T``: ``[N_k, V]`` per tree (float32).
+
+    ``temperature``: ``T_s`` or a :class:`~exitlaw.theory.SamplingSettings` (``T_s`` and filters): the
+    rows are then the processed target's (:func:`scoring_table`, filtered tokens ``-inf``).
 
     Row 0 is the root (the causal logits at ``a_k``), row ``v >= 1`` node ``v``'s
     tree-attention query row. One forward for all trees; ``cache`` holds the target's
     K/V of the whole sequence (length ``S``) and is cropped back to ``S`` afterwards.
     """
-    if temperature <= 0:
-        raise ValueError(f"tree scoring needs a temperature > 0, got {temperature}")
+    settings = _scoring_settings(temperature)
     seq_len = seq_logits.shape[0]
     if cache.get_seq_length() != seq_len:
         raise ValueError(f"cache holds {cache.get_seq_length()} positions, expected the sequence length {seq_len}")
@@ -140,14 +158,15 @@ def tree_logit_tables(target: TargetModel, cache, seq_logits: torch.Tensor, anch
     off = 0
     for k, t in enumerate(trees):
         n = t.num_nodes
-        tables.append(torch.cat([seq_logits[int(anchors[k])][None].float(), rows[off: off + n - 1]]) / temperature)
+        tables.append(scoring_table(torch.cat([seq_logits[int(anchors[k])][None].float(), rows[off: off + n - 1]]),
+                                    settings))
         off += n - 1
     return tables
 
 
 @torch.no_grad()
 def windowed_tree_logit_tables(target: TargetModel, tokens: torch.Tensor, anchors: torch.Tensor,
-                               trees: list[DraftTree], window: int, temperature: float = 1.0) -> list[torch.Tensor]:
+                               trees: list[DraftTree], window: int, temperature=1.0) -> list[torch.Tensor]:
     """:func:`tree_logit_tables` as the authors' code scores trees: over only the last ``window`` context tokens.
 
     Per anchor ``a`` the target runs afresh over ``[tokens[a - W : a] | tokens[a] | tree nodes]`` (no
@@ -156,8 +175,7 @@ def windowed_tree_logit_tables(target: TargetModel, tokens: torch.Tensor, anchor
     window cut by the sequence start is left-padded with slots nothing attends to. Row 0 (the root)
     is the anchor's output of this forward, so no row sees a token before the window.
     """
-    if temperature <= 0:
-        raise ValueError(f"tree scoring needs a temperature > 0, got {temperature}")
+    settings = _scoring_settings(temperature)
     if window < 1:
         raise ValueError(f"the prefix window must be >= 1 token, got {window}")
     if not trees:
@@ -190,7 +208,7 @@ def windowed_tree_logit_tables(target: TargetModel, tokens: torch.Tensor, anchor
     out = target.model(input_ids=ids.to(dev), position_ids=pos.to(dev), attention_mask=mask_to(mask, dev),
                        use_cache=False)
     logits = out.logits.float()
-    return [logits[k, window: window + t.num_nodes] / temperature for k, t in enumerate(trees)]
+    return [scoring_table(logits[k, window: window + t.num_nodes], settings) for k, t in enumerate(trees)]
 
 
 def edge_probabilities(tree: DraftTree, table: torch.Tensor) -> np.ndarray:
@@ -208,7 +226,7 @@ def edge_probabilities(tree: DraftTree, table: torch.Tensor) -> np.ndarray:
 
 @torch.no_grad()
 def score_trees(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
-                trees: list[DraftTree], temperature: float = 1.0) -> list[np.ndarray]:
+                trees: list[DraftTree], temperature=1.0) -> list[np.ndarray]:
     """Edge probabilities ``a(u)`` of each tree (float64 arrays, ``a(root) = 1``); see :func:`tree_logit_tables`."""
     tables = tree_logit_tables(target, cache, seq_logits, anchors, trees, temperature)
     return [edge_probabilities(t, table) for t, table in zip(trees, tables)]
@@ -236,7 +254,7 @@ def _pad_edges(edges: list[np.ndarray], n: int, device) -> torch.Tensor:
 
 def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tuple[torch.Tensor, int]],
                anchors_per_seq: int, budget: int, rng: np.random.Generator, *, score: bool = True,
-               temperature: float = 1.0, chain_rng: np.random.Generator | None = None,
+               temperature=1.0, chain_rng: np.random.Generator | None = None,
                prefix_window: int | None = None) -> SequenceBatch | None:
     """Build one training batch from ``(tokens [S], first_generated)`` pairs (``None`` if no anchor fits).
 
@@ -302,4 +320,4 @@ def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tupl
 
 
 __all__ = ["sample_anchors", "block_targets", "drafter_rows", "build_trees", "tree_scoring_mask",
-           "tree_logit_tables", "windowed_tree_logit_tables", "edge_probabilities", "score_trees", "SequenceBatch", "make_batch"]
+           "tree_logit_tables", "windowed_tree_logit_tables", "scoring_table", "edge_probabilities", "score_trees", "SequenceBatch", "make_batch"]

@@ -20,7 +20,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from exitlaw.theory.sampling_settings import HF_ORDER, VLLM_ORDER, SamplingSettings
+
 from exitlaw.engine.training.objectives import AUTHORS_EDGE_FLOOR, AUTHORS_LAMBDA, check_objective
+
+SAMPLING_ORDERS = {"vllm": VLLM_ORDER, "hf": HF_ORDER}
 
 PRESETS: dict[str, dict] = {
     "paper": {"objective": "exit", "weight_norm": "batch", "lam": 1.0, "edge_floor": None, "budget": 64},
@@ -51,6 +55,10 @@ class TrainConfig:
     seed: int = 0
     score_trees: bool = True       # False only for token-only warm-up/distillation (not matched compute)
     target_temperature: float = 1.0  # the scoring temperature T_s: the target law the node weights come from
+    target_top_k: int | None = None     # filters of the scoring law (exitlaw.theory.SamplingSettings): the node
+    target_top_p: float | None = None   # weights come from the processed target at T_s (off by default)
+    target_min_p: float | None = None
+    target_sampling_order: str = "vllm"  # vllm (min-p, top-k, top-p) or hf (top-k, top-p, min-p)
     prefix_window: int | None = None   # score trees over only the last N context tokens (the authors' code: 64)
     amp: str = "auto"              # auto | bf16 | off
 
@@ -71,6 +79,16 @@ class TrainConfig:
             raise ValueError("prefix_window scores trees only: it does not combine with draft-opd")
         if self.amp not in ("auto", "bf16", "off"):
             raise ValueError(f"amp must be auto, bf16 or off, got {self.amp!r}")
+        if self.target_sampling_order not in SAMPLING_ORDERS:
+            raise ValueError(f"target_sampling_order must be vllm or hf, got {self.target_sampling_order!r}")
+        if self.scoring_settings.filtered and self.objective == "draft-opd":
+            raise ValueError("draft-opd scores sampled chains with full target rows: it does not take scoring filters")
+
+    @property
+    def scoring_settings(self) -> SamplingSettings:
+        """The scoring law's settings: ``T_s`` and the target filters (validated, named errors)."""
+        return SamplingSettings(self.target_temperature, self.target_top_k, self.target_top_p, self.target_min_p,
+                                SAMPLING_ORDERS[self.target_sampling_order])
 
     @classmethod
     def from_saved(cls, saved: dict) -> "TrainConfig":

@@ -15,6 +15,8 @@ import urllib.error
 import urllib.request
 from typing import Sequence
 
+from exitlaw.theory.sampling_settings import VLLM_ORDER, SamplingSettings
+
 
 class ServerError(RuntimeError):
     """The continuation server could not be reached or answered something unusable."""
@@ -40,7 +42,8 @@ def _post(url: str, payload: dict, timeout: float) -> dict:
 
 def server_continuations(base_url: str, prompts: Sequence[Sequence[int]], tokenizer, *, model: str,
                          max_new_tokens: int, temperature: float, seed: int,
-                         stop_tokens: Sequence[int] = (), timeout: float = 600.0) -> list[list[int]]:
+                         stop_tokens: Sequence[int] = (), timeout: float = 600.0,
+                         filters: dict | None = None) -> list[list[int]]:
     """One completion per prompt from ``{base_url}/v1/completions``, as target token ids.
 
     Request ``i`` carries ``seed + i`` so a server that honours seeds reproduces the
@@ -51,6 +54,11 @@ def server_continuations(base_url: str, prompts: Sequence[Sequence[int]], tokeni
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
+    settings = SamplingSettings(temperature, **(filters or {}))
+    knobs = {k: getattr(settings, k) for k in ("top_k", "top_p", "min_p") if getattr(settings, k) is not None}
+    if knobs and settings.order != VLLM_ORDER and settings.top_p is not None and settings.min_p is not None:
+        raise ValueError("a server applies its own filter order (vLLM: min-p, then top-k/top-p); "
+                         "the hf order with both top_p and min_p cannot be requested")
     url = base_url.rstrip("/") + "/v1/completions"
     stops = {int(t) for t in stop_tokens}
     out: list[list[int]] = []
@@ -58,7 +66,7 @@ def server_continuations(base_url: str, prompts: Sequence[Sequence[int]], tokeni
         if not prompt:
             raise ValueError(f"prompt {i} is empty")
         reply = _post(url, {"model": model, "prompt": [int(t) for t in prompt], "max_tokens": int(max_new_tokens),
-                            "temperature": float(temperature), "seed": int(seed) + i, "n": 1}, timeout)
+                            "temperature": float(temperature), "seed": int(seed) + i, "n": 1, **knobs}, timeout)
         try:
             text = reply["choices"][0]["text"]
         except (KeyError, IndexError, TypeError):

@@ -22,7 +22,10 @@ from typing import Sequence
 
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
+
 from exitlaw.engine.decode.loop import exponential_race
+from exitlaw.engine.decode.sampling_settings import filter_logits
 from exitlaw.engine.prompts.encoding import encode_prompts
 from exitlaw.engine.prompts.records import load_prompt_set
 from exitlaw.engine.models.target import TargetModel
@@ -40,14 +43,16 @@ def load_prompts(source: str, *, limit: int | None = None) -> list[str | list[in
 def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]], *, max_new_tokens: int,
                            temperature: float, seed: int, batch_size: int = 16,
                            stop_tokens: Sequence[int] = (), pad_id: int = 0,
-                           first_batch: int = 0) -> list[list[int]]:
+                           first_batch: int = 0, filters: dict | None = None) -> list[list[int]]:
     """Sample a continuation of every prompt from the target (cut after the first stop token).
 
     Prompts are left-padded into batches of ``batch_size``; batch ``b`` draws from
     ``torch.Generator().manual_seed(seed * 1_000_003 + first_batch + b)`` (``first_batch``
     lets a caller generate batch ``k`` of a larger list alone, with the same draws).
-    ``temperature = 0`` is greedy.
+    ``temperature = 0`` is greedy. ``filters`` (``top_k``, ``top_p``, ``min_p``, ``order``): every token
+    is drawn from the processed target (:class:`~exitlaw.theory.SamplingSettings`).
     """
+    settings = SamplingSettings(temperature, **(filters or {}))
     if max_new_tokens < 1 or batch_size < 1:
         raise ValueError(f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens}, {batch_size}")
     if any(len(p) == 0 for p in prompts):
@@ -72,7 +77,7 @@ def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]]
             if temperature == 0:
                 tok = logits.argmax(-1)
             else:
-                tok = exponential_race(logits, temperature, gen)
+                tok = exponential_race(filter_logits(logits, settings), temperature, gen)
             new[:, t] = tok
             if t + 1 == max_new_tokens:
                 break
@@ -133,17 +138,21 @@ def target_fingerprint(path: str | Path) -> str:
 def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Sequence[int]], cache_dir: str | Path,
                      *, max_new_tokens: int, temperature: float, seed: int, batch_size: int = 16,
                      stop_tokens: Sequence[int] = (), progress: bool = False,
-                     generate=None, source: str | None = None) -> Sequences:
+                     generate=None, source: str | None = None, filters: dict | None = None) -> Sequences:
     """:func:`generate_continuations`, read from ``cache_dir`` when the same request was made before.
 
     ``generate(prompts) -> continuations`` replaces local decoding (e.g. an external
-    server, :mod:`.continuation_server`); ``source`` names it in the cache key.
+    server, :mod:`.continuation_server`); ``source`` names it in the cache key. ``filters``: the
+    sampling filters of the local decoding, in the cache key when one is active (so caches made
+    without filters keep their keys).
     """
+    active = SamplingSettings(temperature, **(filters or {}))
+    extra = {"filters": {k: v for k, v in active.as_dict().items() if k != "temperature"}} if active.filtered else {}
     if (generate is None) != (source is None):
         raise ValueError("pass both generate and source (an external generator and its name), or neither")
     key_src = json.dumps({"target": fingerprint, "source": source, "prompts": [list(map(int, p)) for p in prompts],
                           "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
-                          "stop": sorted(int(t) for t in stop_tokens)}, sort_keys=True)
+                          "stop": sorted(int(t) for t in stop_tokens), **extra}, sort_keys=True)
     key = hashlib.sha256(key_src.encode()).hexdigest()[:20]
     path = Path(cache_dir) / f"continuations-{key}.jsonl"
     if path.is_file():
@@ -161,7 +170,7 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
             raise ValueError(f"the external generator returned {len(conts)} continuations for {len(prompts)} prompts")
     else:
         conts = _generate_sharded(target, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                  seed=seed, batch_size=batch_size, stop_tokens=stop_tokens)
+                                  seed=seed, batch_size=batch_size, stop_tokens=stop_tokens, filters=filters)
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
@@ -171,7 +180,8 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(json.dumps({"schema": CACHE_SCHEMA, "key": key, "target": fingerprint,
-                             "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed}) + "\n")
+                             "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
+                             **extra}) + "\n")
         for p, c in zip(prompts, conts):
             fh.write(json.dumps({"prompt_ids": list(map(int, p)), "completion_ids": c}) + "\n")
     os.replace(tmp, path)

@@ -157,7 +157,7 @@ def train_step(state: TrainState, target: TargetModel, data: Sequences, cfg: Tra
     chain_rng = np.random.default_rng([cfg.seed, step, state.rank, 1]) if cfg.objective == "draft-opd" else None
     with _autocast(cfg, target.device):
         batch = make_batch(state.drafter, target, seqs, cfg.anchors_per_seq, cfg.budget, rng, score=cfg.score_trees,
-                           temperature=cfg.target_temperature, chain_rng=chain_rng,
+                           temperature=cfg.scoring_settings, chain_rng=chain_rng,
                            prefix_window=cfg.prefix_window)
         if batch is None:
             raise ValueError(f"step {step}: no sequence has room for an anchor (sequences too short?)")

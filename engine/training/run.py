@@ -27,7 +27,9 @@ import torch
 
 from exitlaw.engine.models.checkpoint import checkpoint_fingerprint, load_pair, resolve_checkpoint
 from exitlaw.engine.training.checkpoint import dist_group, init_distributed
-from exitlaw.engine.training.config import TrainConfig
+from exitlaw.theory.sampling_settings import SamplingSettings
+
+from exitlaw.engine.training.config import SAMPLING_ORDERS, TrainConfig
 from exitlaw.engine.training.data import Sequences, cached_sequences, encode_prompts, load_prompts, target_fingerprint
 from exitlaw.engine.training.loop import train
 from exitlaw.engine.decode.work_bounds import check_decode_fits
@@ -49,6 +51,10 @@ class TrainingRunSpec:
     chat: bool = False                   # wrap string prompts in the target's chat template
     max_new_tokens: int = 256            # length of the target continuations
     gen_temperature: float = 1.0
+    gen_top_k: int | None = None         # filters of the continuations (exitlaw.theory.SamplingSettings; off)
+    gen_top_p: float | None = None
+    gen_min_p: float | None = None
+    gen_sampling_order: str = "vllm"     # vllm | hf
     gen_batch: int = 16
     continuations_server: str | None = None  # OpenAI-compatible server URL serving the target
     server_model: str | None = None      # model name the server expects (default: target)
@@ -68,9 +74,17 @@ class TrainingRunSpec:
         t = self.gen_temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
             raise ValueError(f"gen_temperature must be a finite number >= 0, got {t!r}")
+        if self.gen_sampling_order not in SAMPLING_ORDERS:
+            raise ValueError(f"gen_sampling_order must be vllm or hf, got {self.gen_sampling_order!r}")
+        SamplingSettings(t, **self.gen_filters())  # named errors for bad filters
         if self.prompt_limit is not None and (isinstance(self.prompt_limit, bool)
                                               or not isinstance(self.prompt_limit, int) or self.prompt_limit < 1):
             raise ValueError(f"prompt_limit must be an integer >= 1 (or None: all prompts), got {self.prompt_limit!r}")
+
+    def gen_filters(self) -> dict:
+        """The continuations' filters as keyword arguments of :class:`~exitlaw.theory.SamplingSettings`."""
+        return {"top_k": self.gen_top_k, "top_p": self.gen_top_p, "min_p": self.gen_min_p,
+                "order": SAMPLING_ORDERS[self.gen_sampling_order]}
 
 
 # settings that change what is trained; a resumed run must match the saved run in every one
@@ -84,7 +98,13 @@ def run_settings(spec: TrainingRunSpec) -> dict:
             "draft_fingerprint": checkpoint_fingerprint(spec.draft), "prompts": spec.prompts,
             "prompt_limit": spec.prompt_limit, "chat": spec.chat, "max_new_tokens": spec.max_new_tokens,
             "gen_temperature": float(spec.gen_temperature), "continuations_server": spec.continuations_server,
-            "server_model": spec.server_model, "dtype": spec.dtype}
+            "server_model": spec.server_model, "dtype": spec.dtype, **_filter_record(spec)}
+
+
+def _filter_record(spec: TrainingRunSpec) -> dict:
+    """``gen_filters`` when a continuation filter is on (absent otherwise, so runs saved before it resume)."""
+    s = SamplingSettings(spec.gen_temperature, **spec.gen_filters())
+    return {"gen_filters": {k: v for k, v in s.as_dict().items() if k != "temperature"}} if s.filtered else {}
 
 
 def data_fingerprint(data: Sequences) -> str:
@@ -115,7 +135,7 @@ def check_resume(out: str | Path, settings: dict, config: TrainConfig | None = N
     A setting the saved run does not record cannot be verified, and is refused too.
     """
     saved = saved_run(out)
-    diffs = []
+    diffs = [f"{key}: saved {saved[key]!r}, now not set" for key in ("gen_filters",) if key in saved and key not in settings]
     for key, now in settings.items():
         if key not in saved:
             diffs.append(f"{key}: not recorded in the saved run (now {now!r})")
@@ -160,11 +180,11 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
         model = spec.server_model or str(spec.target)
         generate = partial(server_continuations, spec.continuations_server, tokenizer=tokenizer, model=model,
                            max_new_tokens=spec.max_new_tokens, temperature=spec.gen_temperature,
-                           seed=spec.config.seed, stop_tokens=stops)
+                           seed=spec.config.seed, stop_tokens=stops, filters=spec.gen_filters())
         source = f"server:{spec.continuations_server}:{model}"
     return cached_sequences(target, target_fingerprint(tpath), prompts, cache_dir, max_new_tokens=spec.max_new_tokens,
                             temperature=spec.gen_temperature, seed=spec.config.seed, batch_size=spec.gen_batch,
-                            stop_tokens=stops, generate=generate, source=source)
+                            stop_tokens=stops, generate=generate, source=source, filters=spec.gen_filters())
 
 
 def _check_tree_forward_fits(spec: TrainingRunSpec, target, device, context: int) -> None:

@@ -93,6 +93,43 @@ def nonneg_float(text: str) -> float:
     return value
 
 
+def top_p_value(text: str) -> float:
+    """A top-p mass in ``(0, 1]``."""
+    value = finite_float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a top-p in (0, 1], got {text!r}")
+    return value
+
+
+def min_p_value(text: str) -> float:
+    """A min-p ratio in ``[0, 1)``."""
+    value = finite_float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a min-p in [0, 1), got {text!r}")
+    return value
+
+
+def add_sampling_flags(parser: argparse.ArgumentParser, what: str = "every decoded token") -> None:
+    """``--top-k``, ``--top-p``, ``--min-p`` and ``--sampling-order`` (exitlaw.theory.SamplingSettings)."""
+    parser.add_argument("--top-k", type=positive_int, default=None, metavar="K",
+                        help=f"keep the K most likely tokens (ties kept) for {what} (default: off)")
+    parser.add_argument("--top-p", type=top_p_value, default=None, metavar="P",
+                        help=f"keep the smallest head of mass >= P (ties kept) for {what} (default: off)")
+    parser.add_argument("--min-p", type=min_p_value, default=None, metavar="M",
+                        help=f"keep tokens with probability >= M x the largest for {what} (default: off)")
+    parser.add_argument("--sampling-order", choices=("vllm", "hf"), default="vllm",
+                        help="filter order after the temperature: vllm = min-p, top-k, top-p (default); "
+                             "hf = top-k, top-p, min-p (transformers' warpers)")
+
+
+def sampling_filters(args: argparse.Namespace) -> dict:
+    """The filters of :func:`add_sampling_flags` as keyword arguments (``top_k``, ``top_p``, ``min_p``, ``order``)."""
+    from exitlaw.theory.sampling_settings import HF_ORDER, VLLM_ORDER
+
+    order = {"vllm": VLLM_ORDER, "hf": HF_ORDER}[args.sampling_order]
+    return {"top_k": args.top_k, "top_p": args.top_p, "min_p": args.min_p, "order": order}
+
+
 def add_threads(parser: argparse.ArgumentParser, default: int | None = None) -> None:
     """``--threads N``: torch intra-op CPU threads (validated as >= 1 by argparse)."""
     help_ = ("torch CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)"

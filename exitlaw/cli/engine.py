@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from .args import add_threads, float_list, int_list, name_list, nonneg_int, positive_int, set_torch_threads
+from .args import (add_sampling_flags, add_threads, float_list, int_list, name_list, nonneg_int, positive_int,
+                   sampling_filters, set_torch_threads)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "alternating batch by batch, and print tokens/s side by side per budget, temperature and "
                         "verifier (no traces; --trace-dir, --max-turns and --compare do not apply). "
                         "B = 1 (default): the per-prompt bench")
+    add_sampling_flags(b, "the target (every method, AR included, at every --temperature)")
     b.add_argument("--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here")
     b.add_argument("--out", default=None, help="results JSON path")
     b.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -84,6 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "B = 1 (default): the per-tree stage bench against the floor")
     add_threads(v)
     v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--sampling-sweep", action="store_true",
+                   help="time each verifier under top-k 50, top-p 0.9, min-p 0.05 and all three at --temperature, "
+                        "as ratios to temperature only in the same run (processing + decision + bonus)")
     v.add_argument("--json", action="store_true", help="print the results (and config) as JSON")
     v.set_defaults(func=_verifier_bench)
 
@@ -119,6 +124,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bb.add_argument("--verifier", type=name_list, default=["tev"], help="e.g. tev,predraw (also greedy, residual)")
     bb.add_argument("--temperature", type=float, default=0.0)
     bb.add_argument("--max-new-tokens", type=int, default=64)
+    add_sampling_flags(bb, "the target (tree decoding and AR)")
     bb.add_argument("--seed", type=int, default=0)
     bb.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
     bb.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
@@ -167,7 +173,7 @@ def _bench(args: argparse.Namespace) -> int:
                        temperatures=args.temperature, verifiers=args.verifier, max_new_tokens=args.max_new_tokens,
                        num_prompts=args.num_prompts, seed=args.seed, device=args.device, dtype=args.dtype,
                        warmup=args.warmup, trace_dir=args.trace_dir, progress=not args.no_progress,
-                       max_turns=args.max_turns)
+                       max_turns=args.max_turns, filters=sampling_filters(args))
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
     print(format_bench(result))
@@ -199,7 +205,8 @@ def _bench_batched(args: argparse.Namespace) -> int:
     result = run_batched_bench(args.target, args.draft, dataset=args.dataset, batch_size=args.batch_size,
                                budgets=args.budget, temperatures=args.temperature, verifiers=args.verifier,
                                max_new_tokens=args.max_new_tokens, num_prompts=args.num_prompts, seed=args.seed,
-                               device=args.device, dtype=args.dtype, warmup=args.warmup)
+                               device=args.device, dtype=args.dtype, warmup=args.warmup,
+                               filters=sampling_filters(args))
     if args.threads is not None:
         result["config"]["threads"] = args.threads
     print(format_batch_bench(result))
@@ -239,7 +246,11 @@ def _verifier_bench(args: argparse.Namespace) -> int:
     if args.batch > 1:
         if args.trees is not None:
             raise ValueError(f"--trees does not apply with --batch {args.batch} (every batch holds B trees)")
+        if args.sampling_sweep:
+            raise ValueError(f"--sampling-sweep times single trees; it does not take --batch {args.batch}")
         return _verifier_bench_batched(args)
+    if args.sampling_sweep:
+        return _settings_bench(args)
     trees = 3 if args.trees is None else args.trees
     if trees < 1 or args.repeats < 1:
         raise ValueError("--trees and --repeats must be >= 1")
@@ -250,6 +261,24 @@ def _verifier_bench(args: argparse.Namespace) -> int:
         res = run_verifier_bench(args.budget, args.vocab, device=args.device, trees=trees,
                                  repeats=args.repeats, depth=args.depth, temperature=args.temperature,
                                  dtype=args.dtype, kinds=tuple(args.verifiers), seed=args.seed)
+    finally:
+        torch.set_num_threads(before)
+    print(json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1) if args.json else res["text"])
+    return 0
+
+
+def _settings_bench(args: argparse.Namespace) -> int:
+    import torch
+
+    from exitlaw.engine.bench.settings import run_settings_bench
+
+    _check_device(args.device)
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads(args.threads)
+        res = run_settings_bench(args.budget, args.vocab, temperature=args.temperature, kinds=tuple(args.verifiers),
+                                 device=args.device, trees=2 if args.trees is None else args.trees,
+                                 repeats=args.repeats, depth=args.depth, dtype=args.dtype, seed=args.seed)
     finally:
         torch.set_num_threads(before)
     print(json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1) if args.json else res["text"])
@@ -301,7 +330,7 @@ def _batch_bench(args: argparse.Namespace) -> int:
                              budget=args.budget, verifiers=args.verifier, temperature=args.temperature,
                              max_new_tokens=args.max_new_tokens, num_prompts=args.num_prompts, seed=args.seed,
                              device=args.device, dtype=args.dtype, warmup=args.warmup,
-                             verifier_repeats=args.verifier_repeats)
+                             verifier_repeats=args.verifier_repeats, filters=sampling_filters(args))
     print(format_batch_bench(result))
     if args.out:
         _write_json(args.out, result)

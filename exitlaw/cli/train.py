@@ -8,7 +8,7 @@ import json
 from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 from exitlaw.engine.training.config import PRESETS
 
-from .args import finite_float, nonneg_float, nonneg_int, positive_int
+from .args import add_sampling_flags, finite_float, nonneg_float, nonneg_int, positive_int
 
 _NO_FLOOR = object()   # --edge-floor none: a preset's floor turned off
 
@@ -66,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chat", action="store_true", help="wrap string prompts in the target's chat template")
     p.add_argument("--max-new-tokens", type=positive_int, default=256, help="length of the target continuations")
     p.add_argument("--gen-temperature", type=nonneg_float, default=1.0, help="temperature of the target continuations")
+    add_sampling_flags(p, "the target continuations (at --gen-temperature) and the scoring law (at "
+                          "--scoring-temperature): the setting the drafter is trained for")
     p.add_argument("--gen-batch", type=positive_int, default=16)
     p.add_argument("--continuations-server", default=None, metavar="URL",
                    help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
@@ -106,10 +108,14 @@ def _train(args: argparse.Namespace) -> int:
                         weight_decay=args.weight_decay, grad_clip=args.grad_clip,
                         checkpoint_every=args.checkpoint_every, log_every=args.log_every, seed=args.seed,
                         amp=args.amp, target_temperature=args.scoring_temperature,
+                        target_top_k=args.top_k, target_top_p=args.top_p, target_min_p=args.min_p,
+                        target_sampling_order=args.sampling_order,
                         prefix_window=args.prefix_window, **overrides)
     spec = TrainingRunSpec(target=args.target, draft=args.draft, out=args.out, config=cfg, prompts=args.prompts,
                            resume=args.resume, prompt_limit=args.prompt_limit, chat=args.chat,
                            max_new_tokens=args.max_new_tokens, gen_temperature=args.gen_temperature,
+                           gen_top_k=args.top_k, gen_top_p=args.top_p, gen_min_p=args.min_p,
+                           gen_sampling_order=args.sampling_order,
                            gen_batch=args.gen_batch, continuations_server=args.continuations_server,
                            server_model=args.server_model, cache_dir=args.cache_dir, device=args.device,
                            dtype=args.dtype, progress=not args.no_progress,

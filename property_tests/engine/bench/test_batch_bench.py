@@ -52,13 +52,15 @@ def test_batch_bench_command_prints_the_table_writes_json_and_refuses_to_overwri
     out = tmp_path / "batch.json"
     argv = ["bench-batch", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
             "--batch-size", "1,2", "--budget", "6", "--max-new-tokens", "4", "--warmup", "0",
-            "--verifier-repeats", "1", "--out", str(out)]
+            "--verifier-repeats", "1", "--top-k", "3", "--top-p", "0.9", "--out", str(out)]
     assert cli_main(argv) == 0
     printed = capsys.readouterr().out
     assert "AR tok/s" in printed and "tree tok/s" in printed and "verifier ms/batch" in printed
     res = json.loads(out.read_text())
     assert res["schema"] == "exitlaw.batch_bench" and res["config"]["num_prompts"] == 3
     assert [r["batch_size"] for r in res["decode"]] == [1, 2]
+    assert res["config"]["sampling"] == {"top_k": 3, "top_p": 0.9, "min_p": None, "order": ["min_p", "top_k", "top_p"]}
+    assert all((r["top_k"], r["top_p"], r["min_p"]) == (3, 0.9, None) for r in res["decode"])
     assert all(r["matches_ar"] for r in res["decode"])
     assert cli_main(argv) == 2  # refuses to overwrite
     assert cli_main(argv[:-2] + ["--verifier", "sequoia"]) == 2
@@ -75,11 +77,12 @@ def test_bench_batch_size_runs_batched_tree_and_ar_decoding_side_by_side(tiny, t
     prompts.write_text('{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n'
                        '{"prompt": "Hi"}\n')
     out = tmp_path / "batched.json"
-    assert cli_main(_bench_argv(tiny, prompts, "--batch-size", "2", "--out", str(out))) == 0
+    assert cli_main(_bench_argv(tiny, prompts, "--batch-size", "2", "--top-p", "0.8", "--out", str(out))) == 0
     printed = capsys.readouterr().out
     assert "AR tok/s" in printed and "tree tok/s" in printed and "budget" in printed
     res = json.loads(out.read_text())
     assert res["schema"] == "exitlaw.batch_bench" and res["config"]["batch_sizes"] == [2]
+    assert res["config"]["sampling"]["top_p"] == 0.8 and all(r["top_p"] == 0.8 for r in res["decode"])
     rows = res["decode"]
     # one row per (budget, T, verifier), every one at B = 2: 3 prompts -> 2 full batches (cyclic)
     assert [(r["budget"], r["temperature"], r["verifier"]) for r in rows] == [

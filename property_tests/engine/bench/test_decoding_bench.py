@@ -32,9 +32,13 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
     out = tmp_path / "results.json"
     rc = cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
                    "--budget", "6", "--temperature", "0,1", "--verifier", "predraw,tev", "--max-new-tokens", "5",
-                   "--out", str(out), "--trace-dir", str(tmp_path / "traces"), "--no-progress", "--warmup", "0"])
+                   "--out", str(out), "--trace-dir", str(tmp_path / "traces"), "--no-progress", "--warmup", "0",
+                   "--min-p", "0.05", "--sampling-order", "hf"])
     assert rc == 0
     res = json.loads(out.read_text())
+    assert res["config"]["sampling"] == {"top_k": None, "top_p": None, "min_p": 0.05,
+                                         "order": ["top_k", "top_p", "min_p"]}
+    assert all((r["top_k"], r["top_p"], r["min_p"]) == (None, None, 0.05) for r in res["runs"])
     assert res["config"]["num_prompts"] == 2 and res["config"]["budgets"] == [6] and res["config"]["turns"] == 3
     assert res["prompts"] == [{"turns": ["What is 12 + 30?", "And times two?"]}, {"turns": ["Add two numbers."]}]
     runs = res["runs"]

@@ -25,6 +25,7 @@ from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import VerifierGenerators, _tev_exit_law, verify_greedy
 from exitlaw.simulate.stats import pooled_chisquare
 from exitlaw.theory import DistributionError, DraftTree, reference_block_law, to_fractions
+from exitlaw.theory.sampling_settings import HF_ORDER, SamplingSettings, process_logits
 
 ALPHA = 1e-6
 VOCAB = 6
@@ -125,14 +126,15 @@ class _HostReads(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("kind", ["greedy", "predraw", "tev"])
-def test_one_host_transfer_per_batched_call(kind):
+@pytest.mark.parametrize("kind,settings", [("greedy", None), ("predraw", None), ("tev", None),
+                                           ("tev", SamplingSettings(0.8, top_k=3, top_p=0.9, min_p=0.1))])
+def test_one_host_transfer_per_batched_call(kind, settings):
     trees = _trees(4)
     bt = to_batch_tree(trees)
     logits = _logits(4, len(trees), bt.width)
     gens = VerifierGenerators(5)
     with _HostReads() as reads:
-        verify_batch(kind, bt, logits, 0.0 if kind == "greedy" else 0.8, gens)
+        verify_batch(kind, bt, logits, settings or (0.0 if kind == "greedy" else 0.8), gens)
     assert reads.count == 1
 
 
@@ -168,6 +170,30 @@ def test_batched_verifier_law_is_the_block_law_of_every_row(kind, seed, temperat
         p = _chi_square_p(counts[b], laws[b])
         assert p_exit > level, f"{kind} row {b}: exit chi-square p = {p_exit:.3g} on {tree}, counts {dict(exits)}"
         assert p > level, f"{kind} row {b}: block chi-square p = {p:.3g} on {tree}"
+
+
+SETTINGS = (SamplingSettings(1.0, top_k=2), SamplingSettings(0.7, top_p=0.75), SamplingSettings(1.3, min_p=0.3),
+            SamplingSettings(0.9, top_k=4, top_p=0.9, min_p=0.1, order=HF_ORDER))
+
+
+@pytest.mark.parametrize("kind", ["tev", "predraw"])  # batched residual is the single one, row by row
+@pytest.mark.parametrize("settings", SETTINGS, ids=["top_k", "top_p", "min_p", "all_hf"])
+def test_batched_verifier_law_is_the_processed_block_law_of_every_row(kind, settings):
+    """Per row, the block law of theory's processed rows under each setting (a dropped filter fails outright)."""
+    trees = _trees(4, shapes=((9, 4), (5, 2), (12, 5)))
+    bt = to_batch_tree(trees)
+    logits = _logits(4, len(trees), bt.width)
+    probs = process_logits(logits.double().numpy(), settings)
+    laws = [reference_block_law(t, to_fractions(probs[b, : t.num_nodes])) for b, t in enumerate(trees)]
+    gens = VerifierGenerators(4000)
+    n = 1500
+    counts = [Counter() for _ in trees]
+    for _ in range(n):
+        for b, res in enumerate(verify_batch(kind, bt, logits, settings, gens)):
+            counts[b][(res.exit_node, res.bonus)] += 1
+    for b, tree in enumerate(trees):
+        p = _chi_square_p(counts[b], laws[b])
+        assert p > ALPHA / len(trees), f"{kind} under {settings}, row {b}: p = {p:.3g} on {tree}"
 
 
 def test_batched_tev_draws_are_seeded_and_rows_are_independent_streams_of_one_call():

@@ -29,6 +29,7 @@ from exitlaw.simulate.kit.conformance import EXACT_AND_SATURATING, run_kit
 from exitlaw.simulate.stats import pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees
 from exitlaw.theory import DistributionError, DraftTree, reference_block_law, reference_law, to_fractions
+from exitlaw.theory.sampling_settings import HF_ORDER, SamplingSettings, process_logits
 
 ALPHA = 1e-6
 SAMPLERS = ("predraw", "residual", "tev")
@@ -88,6 +89,28 @@ def test_device_verifier_matches_exact_block_law(kind, seed, temperature):
     p_exit = _chi_square_p(exits, [[sum(row)] for row in law], n)  # fewer cells: more power on the exit law
     assert p_exit > ALPHA / 2, f"{kind}: exit-law chi-square p = {p_exit:.3g} on {tree}, counts {dict(exits)}"
     assert p > ALPHA / 2, f"{kind}: chi-square p = {p:.3g} <= {ALPHA} on {tree}, counts {dict(counts)}"
+
+
+# every filter alone, and all three in HF's order (the law is theory's processed target, numpy reference)
+SETTINGS = (SamplingSettings(1.0, top_k=2), SamplingSettings(0.7, top_p=0.75), SamplingSettings(1.3, min_p=0.3),
+            SamplingSettings(0.9, top_k=4, top_p=0.9, min_p=0.1, order=HF_ORDER))
+
+
+@pytest.mark.parametrize("kind", SAMPLERS)
+@pytest.mark.parametrize("settings", SETTINGS, ids=["top_k", "top_p", "min_p", "all_hf"])
+def test_device_verifier_matches_the_processed_block_law(kind, settings):
+    """Under top-k / top-p / min-p the verifier's (exit, bonus) law is the block law of the processed
+    rows ``theory.process_logits`` (a dropped filter hits a cell of probability 0 and fails outright)."""
+    tree, logits = _law_case(7)
+    dt = to_device_tree(tree)
+    law = reference_block_law(tree, to_fractions(process_logits(logits.double().numpy(), settings)))
+    gens = VerifierGenerators(3000)
+    n = 2500
+    counts = Counter()
+    for _ in range(n):
+        res = verify(kind, dt, logits, settings, gens)
+        counts[(res.exit_node, res.bonus)] += 1
+    assert _chi_square_p(counts, law, n) > ALPHA, f"{kind} under {settings}: counts {dict(counts)}"
 
 
 TINY_SEED = 2  # the shared ``tiny`` fixture (conftest.py) uses this seed
@@ -239,7 +262,9 @@ def test_bonus_draw_has_no_float32_tail_bias_on_a_large_vocabulary():
     assert stats.binomtest(hits, n, p_tail).pvalue > ALPHA, (hits, n * p_tail)
 
 
-@pytest.mark.parametrize("kind,temperature", [("tev", 1.0), ("tev", 0.7), ("predraw", 1.0), ("greedy", 0.0)])
+@pytest.mark.parametrize("kind,temperature", [("tev", 1.0), ("tev", 0.7), ("predraw", 1.0), ("greedy", 0.0),
+                                              ("tev", SamplingSettings(0.8, top_k=5, top_p=0.9, min_p=0.05)),
+                                              ("predraw", SamplingSettings(1.0, top_p=0.8))])
 def test_device_verifiers_have_fixed_shapes_and_one_host_transfer(kind, temperature):
     """Every aten op of a round, logged by a dispatch mode: no data-dependent shape (nonzero, masked
     select, boolean indexing), no per-node sampling in TEV (multinomial), no implicit host read (a 0-d tensor used
