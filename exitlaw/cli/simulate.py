@@ -83,14 +83,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("verifier", metavar="MODULE:CALLABLE")
     c.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
                    help="conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)")
-    c.add_argument("--format", dest="verifier_format", choices=("exitlaw", "eagle", "sglang", "ddtree"),
+    c.add_argument("--format", dest="verifier_format", choices=("exitlaw", "eagle", "sglang", "ddtree", "vllm"),
                    default="exitlaw",
                    help="the layout the verifier is written in (conditional mode): exitlaw f(tree, probs, rng); "
                         "eagle f(candidates, retrieve_indices, probs, rng) -> (best_candidate, accept_length, "
                         "bonus_token); sglang tree_speculative_sampling_target_only's arguments (bs 1, outputs "
                         "written in place, coins drawn by the kit); ddtree f(root_token_id, node_token_ids, "
                         "node_depths, parents, child_maps, visibility, target_probs, rng) -> (accepted_indices, "
-                        "next_token). See exitlaw/simulate/verifier_formats.py")
+                        "next_token); with --mode marginal --chains-only, vllm: a chain rejection sampler "
+                        "f(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "
+                        "uniform_probs, rng) -> output_token_ids [1, K + 1], -1 after the first rejection (coins and "
+                        "bonus drawn by the kit). See simulate/kit/formats.py and simulate/kit/chain_formats.py")
     c.add_argument("--seed", type=int, default=0, help="seed of the cases and of every draw (default 0)")
     c.add_argument("--budget", type=int, default=8, help="node budget B of the random tree case (default 8)")
     c.add_argument("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)")
@@ -107,8 +110,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--case", help="run only the case of this name (as printed in a reproduce command)")
     c.add_argument("--boundary", action="store_true",
                    help="boundary-coin mode: drive the verifier's Generator with 0, the largest double and "
-                        "float32 below 1 and exact cumulative boundaries, and flag any zero-probability "
-                        "(exit, bonus) cell (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
+                        "float32 below 1, exact cumulative boundaries (and, with --mode marginal, acceptance ratios "
+                        "p/q on every draft of positive probability of hard cases where the target gives 0 to a "
+                        "drafted token), on systematic schedules, and flag any emitted block of target "
+                        "probability 0 (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
                         "only Generator.random/uniform/spawn are driven")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
@@ -266,12 +271,13 @@ def _check(args: argparse.Namespace) -> int:
 def _check_boundary(args: argparse.Namespace) -> int:
     from exitlaw.simulate.kit.conformance import load_verifier
     from exitlaw.simulate.kit.boundary import format_boundary, run_boundary
+    from exitlaw.simulate.kit.chain_formats import check_chain_format
     from exitlaw.simulate.kit.formats import adapt_verifier
 
-    if args.mode != "conditional":
-        raise ValueError("--boundary applies to --mode conditional (fixed-tree verifiers)")
-    fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format)
-    rep = run_boundary(fn, name=args.verifier, seed=args.seed, budget=args.budget, vocab=args.vocab)
+    check_chain_format(args.verifier_format, args.mode, args.chains_only)
+    fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format, mode=args.mode)
+    rep = run_boundary(fn, name=args.verifier, mode=args.mode, seed=args.seed, budget=args.budget, vocab=args.vocab,
+                       chains_only=args.chains_only)
     print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
     return rep.exit_code
 

@@ -61,6 +61,7 @@ from exitlaw.simulate.kit.calls import (
 )
 from exitlaw.simulate.kit.cases import Case, MarginalCase, conditional_cases, marginal_cases
 from exitlaw.simulate.kit.checks import auto_samples, check_case, completed_check, extend_counts
+from exitlaw.simulate.kit.chain_formats import check_chain_format
 from exitlaw.simulate.kit.formats import adapt_verifier
 
 EXACT_AND_SATURATING, NOT_EXACT, NOT_SATURATING = "exact and saturating", "not exact", "exact but not saturating"
@@ -155,16 +156,16 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
     uses ``SIGALRM``, so it interrupts Python code, not a blocking C call) is reported with its
     tree, seed, reproduce command and traceback, and the other cases still run.
     ``chains_only`` (marginal mode) drafts chains only; ``only_case`` runs one case by name.
-    ``verifier_format`` (conditional mode): the layout ``fn`` is written in, EAGLE's, SGLang's or DDTree's
-    (:func:`.verifier_formats.adapt_verifier` converts trees, rows and results).
+    ``verifier_format``: the layout ``fn`` is written in, EAGLE's, SGLang's or DDTree's (conditional mode,
+    :func:`.formats.adapt_verifier` converts trees, rows and results) or vLLM's chain rejection sampler's
+    (``--mode marginal --chains-only``, :mod:`.chain_formats`).
     """
     if mode not in ("conditional", "marginal"):
         raise ValueError(f"mode must be 'conditional' or 'marginal', got {mode!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    if verifier_format != "exitlaw" and mode != "conditional":
-        raise ValueError(f"--format {verifier_format} applies to --mode conditional (fixed-tree verifiers)")
-    fn = adapt_verifier(fn, verifier_format)
+    check_chain_format(verifier_format, mode, chains_only)
+    fn = adapt_verifier(fn, verifier_format, mode=mode)
     check_signature(fn, mode)
     root = np.random.SeedSequence(seed)
     cases = conditional_cases(seed, budget=budget, vocab=vocab) if mode == "conditional" else \
