@@ -47,9 +47,18 @@ _JAX_EXPORTS = {
 }
 
 
+# the processed target distribution (numpy and Fraction; ``processed_exit_law`` loads JAX when called)
+_SETTINGS_EXPORTS = {name: "sampling_settings" for name in (
+    "SamplingSettings", "FILTERS", "VLLM_ORDER", "HF_ORDER", "DEFAULT_ORDER", "check_settings",
+    "process_rows_exact", "process_rows", "keep_mask", "process_logits", "processed_exit_law",
+    "processed_target")}
+
+
 def __getattr__(name: str):
     if name in _JAX_EXPORTS:
         return getattr(import_module(f".{_JAX_EXPORTS[name]}", __name__), name)
+    if name in _SETTINGS_EXPORTS:
+        return getattr(import_module(f".{_SETTINGS_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -63,7 +72,7 @@ __all__ = [
     "ranked_top_k", "top_prefixes",
     "Trace", "TraceRound", "TraceWriter", "TraceFormatError", "IncompleteTraceError", "read_trace", "iter_trace",
     "write_trace", "json_safe",
-    *_JAX_EXPORTS,
+    *_JAX_EXPORTS, *_SETTINGS_EXPORTS,
 ]
 
 # Modules that moved into the trace sub-package keep their former dotted paths.

@@ -1,0 +1,253 @@
+"""The processed target distribution: temperature, then top-k, top-p and min-p (numpy and Fraction).
+
+One definition (DESIGN.md section 1 takes ``p_v`` as given; this module says which ``p_v`` a
+sampling setting gives). From logits ``z`` and :class:`SamplingSettings`:
+
+1. **temperature** first (both vLLM and HF do so): ``p = softmax(z / T)``; ``T = 0`` is the
+   greedy limit, the one-hot argmax with the first maximum on ties (``numpy.argmax``,
+   ``torch.argmax`` and the engine's greedy verifier all take the first). Every filter keeps the
+   argmax, so at ``T = 0`` the filters change nothing.
+2. the **filters**, in ``settings.order``, each on the row the previous ones left (renormalised),
+   each a *threshold* mask that keeps ties (as vLLM and HF mask ``< threshold``):
+
+   * ``top_k = k``: keep ``y`` iff ``p(y) >= p_(k)``, the ``k``-th largest entry (ties at the
+     ``k``-th place all kept, so more than ``k`` tokens may survive);
+   * ``top_p = t``: keep ``y`` iff ``sum_{x: p(x) > p(y)} p(x) < t sum_x p(x)``: the smallest
+     set of largest entries reaching mass ``t``, plus every entry tied with its smallest member
+     (``t = 1`` keeps every positive entry; the argmax is always kept);
+   * ``min_p = m``: keep ``y`` iff ``p(y) >= m max_x p(x)`` (``m = 0`` keeps everything).
+
+   Filtered entries become 0 and the row is renormalised: ``p'(y) = p(y) [kept] / sum_kept p``.
+
+Orders (temperature always comes first). ``top_k`` and ``min_p`` commute (both keep the
+argmax and threshold on the ranking), so the two engines differ only where ``top_p`` sits:
+
+* :data:`VLLM_ORDER` ``(min_p, top_k, top_p)``: vLLM's sampler (temperature, min-p, then its
+  joint top-k/top-p, top-p on the top-k survivors); **the default**, because it is the order of
+  the serving engine people run speculative decoding in, and its top-p acts last on the
+  renormalised survivors of the other two filters;
+* :data:`HF_ORDER` ``(top_k, top_p, min_p)``: HF transformers' logits warpers.
+
+:func:`process_rows_exact` is the exact reference of step 2 on rational rows given after the
+temperature; :func:`process_rows` its float64 twin (the same comparisons, in floating point);
+:func:`process_logits` steps 1 and 2 from logits; :func:`processed_exit_law` the exit law
+(``w = P rho``, DESIGN.md section 1) of a tree under processed rows, and :func:`processed_target`
+a prefix target for coverage and the oracle ceiling ``C*_p(B)`` under processed rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from numbers import Integral, Real
+
+import numpy as np
+
+from .errors import DistributionError
+
+FILTERS = ("top_k", "top_p", "min_p")
+VLLM_ORDER = ("min_p", "top_k", "top_p")
+HF_ORDER = ("top_k", "top_p", "min_p")
+DEFAULT_ORDER = VLLM_ORDER
+
+
+def _real(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.floating, np.integer)):
+        raise DistributionError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """Temperature and the optional filters (``None`` / ``top_p = 1`` / ``min_p = 0``: off).
+
+    ``temperature >= 0`` finite; ``top_k >= 1`` an integer; ``top_p`` in ``(0, 1]``;
+    ``min_p`` in ``[0, 1)``; ``order`` a permutation of :data:`FILTERS` (default
+    :data:`DEFAULT_ORDER`, vLLM's). Bad values raise :class:`DistributionError` naming them.
+    """
+
+    temperature: float
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+    order: tuple[str, ...] = DEFAULT_ORDER
+
+    def __post_init__(self):
+        t = _real(self.temperature, "temperature")
+        if not math.isfinite(t) or t < 0:
+            raise DistributionError(f"temperature must be finite and >= 0, got {self.temperature!r}")
+        object.__setattr__(self, "temperature", t)
+        if self.top_k is not None:
+            if isinstance(self.top_k, (bool, np.bool_)) or not isinstance(self.top_k, Integral):
+                raise DistributionError(f"top_k must be an integer >= 1 (or None for off), got {self.top_k!r}")
+            if self.top_k < 1:
+                raise DistributionError(f"top_k must be >= 1 (or None for off), got {self.top_k!r}")
+            object.__setattr__(self, "top_k", int(self.top_k))
+        if self.top_p is not None:
+            p = _real(self.top_p, "top_p")
+            if not 0 < p <= 1:   # nan fails too
+                raise DistributionError(f"top_p must be in (0, 1] (1 or None for off), got {self.top_p!r}")
+            object.__setattr__(self, "top_p", p)
+        if self.min_p is not None:
+            m = _real(self.min_p, "min_p")
+            if not 0 <= m < 1:
+                raise DistributionError(f"min_p must be in [0, 1) (0 or None for off), got {self.min_p!r}")
+            object.__setattr__(self, "min_p", m)
+        order = self.order
+        if isinstance(order, str) or not all(isinstance(o, str) for o in order):
+            raise DistributionError(f"order must be a sequence of filter names {FILTERS}, got {order!r}")
+        order = tuple(order)
+        unknown = [o for o in order if o not in FILTERS]
+        if unknown:
+            raise DistributionError(f"unknown filter name(s) {unknown} in order; the filters are {', '.join(FILTERS)}")
+        if sorted(order) != sorted(FILTERS):
+            raise DistributionError(f"order must name each of {', '.join(FILTERS)} exactly once, got {order!r}")
+        object.__setattr__(self, "order", order)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def active(self) -> tuple[str, ...]:
+        """The filters that can remove a token, in order (``top_p = 1`` and ``min_p = 0`` cannot)."""
+        on = {"top_k": self.top_k is not None, "top_p": self.top_p is not None and self.top_p < 1,
+              "min_p": self.min_p is not None and self.min_p > 0}
+        return tuple(f for f in self.order if on[f])
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.active())
+
+    def as_dict(self) -> dict:
+        """JSON-ready record (bench results, training configs)."""
+        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
+                "min_p": self.min_p, "order": list(self.order)}
+
+
+def check_settings(settings) -> SamplingSettings:
+    if not isinstance(settings, SamplingSettings):
+        raise TypeError(f"settings must be a SamplingSettings, got {type(settings).__name__}")
+    return settings
+
+
+# ----------------------------------------------------------------- exact reference
+def process_rows_exact(rows, settings: SamplingSettings) -> list[list[Fraction]]:
+    """The filters of ``settings`` on rational rows given *after* the temperature (exact ``Fraction``).
+
+    ``rows``: ``[N][V]`` non-negative rationals (ints, Fractions, or strings ``Fraction`` reads),
+    each row with positive mass (it need not sum to 1; the result is normalised). The temperature
+    of ``settings`` is not applied (it was, to make the rows). Returns the processed rows.
+    """
+    settings = check_settings(settings)
+    out = []
+    for r, row in enumerate(rows):
+        try:
+            p = [Fraction(x) for x in row]
+        except (TypeError, ValueError) as err:
+            raise DistributionError(f"row {r} must hold rationals ({err})") from None
+        if not p:
+            raise DistributionError(f"row {r} is empty")
+        if any(x < 0 for x in p) or sum(p) <= 0:
+            raise DistributionError(f"row {r} must be non-negative with positive mass")
+        keep = [x > 0 for x in p]
+        for name in settings.active():
+            live = [x for x, k in zip(p, keep) if k]
+            if name == "top_k":
+                kth = sorted(live, reverse=True)[min(settings.top_k, len(live)) - 1]
+                keep = [k and x >= kth for x, k in zip(p, keep)]
+            elif name == "min_p":
+                bar = Fraction(settings.min_p) * max(live)
+                keep = [k and x >= bar for x, k in zip(p, keep)]
+            else:
+                bar = Fraction(settings.top_p) * sum(live)
+                keep = [k and sum(z for z in live if z > x) < bar for x, k in zip(p, keep)]
+        total = sum(x for x, k in zip(p, keep) if k)
+        out.append([x / total if k else Fraction(0) for x, k in zip(p, keep)])
+    return out
+
+
+# ----------------------------------------------------------------- float64
+def keep_mask(weights: np.ndarray, settings: SamplingSettings) -> np.ndarray:
+    """Boolean ``[..., V]``: which tokens the filters keep, from non-negative (unnormalised) rows.
+
+    The comparisons of :func:`process_rows_exact` in float64: top-k against the ``k``-th largest
+    live weight, min-p against ``m max``, top-p by the exclusive cumulative mass of the sorted live
+    weights (the last sorted entry whose mass above is ``< t S`` sets the threshold).
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    keep = w > 0
+    for name in check_settings(settings).active():
+        live = np.where(keep, w, 0.0)
+        if name == "top_k":
+            k = min(settings.top_k, w.shape[-1])
+            kth = -np.partition(-live, k - 1, axis=-1)[..., k - 1: k]
+            keep &= live >= kth
+        elif name == "min_p":
+            keep &= live >= settings.min_p * live.max(axis=-1, keepdims=True)
+        else:
+            desc = -np.sort(-live, axis=-1)
+            above = np.cumsum(desc, axis=-1) - desc          # exclusive: mass strictly before each place
+            bar = settings.top_p * desc.sum(axis=-1, keepdims=True)
+            last = (above < bar).sum(axis=-1, keepdims=True) - 1   # >= 0: above[0] = 0 < bar
+            keep &= live >= np.take_along_axis(desc, last, axis=-1)
+    return keep
+
+
+def process_rows(rows, settings: SamplingSettings) -> np.ndarray:
+    """Float64 twin of :func:`process_rows_exact`: the filters on rows given after the temperature."""
+    w = np.asarray(rows, dtype=np.float64)
+    if w.ndim < 1 or w.shape[-1] == 0 or not np.isfinite(w).all() or (w < 0).any():
+        raise DistributionError(f"rows must be finite, non-negative, with a non-empty last axis (shape {w.shape})")
+    if (w.sum(axis=-1) <= 0).any():
+        raise DistributionError("every row needs positive mass")
+    kept = np.where(keep_mask(w, settings), w, 0.0)
+    return kept / kept.sum(axis=-1, keepdims=True)
+
+
+def process_logits(logits, settings: SamplingSettings) -> np.ndarray:
+    """Processed probability rows (float64 ``[..., V]``) from logits: temperature, then the filters.
+
+    ``T = 0``: one-hot argmax (first maximum on ties). ``-inf`` logits are probability 0.
+    """
+    settings = check_settings(settings)
+    z = np.asarray(logits, dtype=np.float64)
+    if z.ndim < 1 or z.shape[-1] == 0:
+        raise DistributionError(f"logits must have a non-empty last axis, got shape {z.shape}")
+    if np.isnan(z).any() or np.isposinf(z).any():
+        raise DistributionError("logits contain NaN or +inf")
+    if np.isneginf(z).all(axis=-1).any():
+        raise DistributionError("a logits row is all -inf (no token has positive probability)")
+    if settings.greedy:
+        out = np.zeros_like(z)
+        np.put_along_axis(out, z.argmax(-1)[..., None], 1.0, axis=-1)
+        return out
+    e = np.exp((z - z.max(axis=-1, keepdims=True)) / settings.temperature)
+    return process_rows(e, settings)
+
+
+def processed_exit_law(tree, logits, settings: SamplingSettings):
+    """The exit law (``w = P rho``, :func:`exitlaw.theory.exit_law`) of ``tree`` when every node's
+    row is the processed target ``process_logits(logits[v], settings)``; coverage ``C = sum P``
+    and ceilings follow from it as from any rows (JAX, loaded here)."""
+    from .law import exit_law
+
+    return exit_law(tree, process_logits(logits, settings))
+
+
+def processed_target(logits_of, settings: SamplingSettings):
+    """A :class:`~exitlaw.theory.oracle.PrefixTarget` from a logits one: ``prefix -> process_logits(
+    logits_of(prefix), settings)``. Feed it to :func:`~exitlaw.theory.oracle_tree` (the ceiling
+    ``C*_p(B)`` under the setting), :func:`~exitlaw.theory.coverage_under` or
+    :func:`~exitlaw.theory.allocation_gap`."""
+    settings = check_settings(settings)
+
+    def target(prefix: tuple[int, ...]) -> np.ndarray:
+        return process_logits(logits_of(prefix), settings)
+
+    return target
+
+
+__all__ = ["FILTERS", "VLLM_ORDER", "HF_ORDER", "DEFAULT_ORDER", "SamplingSettings", "check_settings",
+           "process_rows_exact", "process_rows", "keep_mask", "process_logits", "processed_exit_law",
+           "processed_target"]
