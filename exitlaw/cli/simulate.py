@@ -115,6 +115,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "drafted token), on systematic schedules, and flag any emitted block of target "
                         "probability 0 (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
                         "only Generator.random/uniform/spawn are driven")
+    c.add_argument("--settings", action="store_true",
+                   help="settings mode: the verifier takes raw logits and the sampling settings, f(tree, logits, "
+                        "settings, rng) or, with --mode marginal, f(tree, logits, draft_logits, settings, rng); the kit "
+                        "drafts from the processed draft rows and judges against the processed target law. Alone: a "
+                        "panel of one setting per filter plus all three (simulate/kit/settings_cases.py)")
+    c.add_argument("--temperature", type=float, default=None,
+                   help="settings mode with this one setting (default temperature 1 when a filter is given)")
+    c.add_argument("--top-k", type=int, default=None, help="settings mode: top-k (ties at the k-th place kept)")
+    c.add_argument("--top-p", type=float, default=None, help="settings mode: top-p (nucleus)")
+    c.add_argument("--min-p", type=float, default=None, help="settings mode: min-p")
+    c.add_argument("--order", choices=("vllm", "hf"), default=None,
+                   help="settings mode: filter order, vllm (min-p, top-k, top-p; default) or hf (top-k, top-p, min-p)")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
 
@@ -253,12 +265,17 @@ def _check(args: argparse.Namespace) -> int:
         raise ValueError("--chains-only applies to --mode marginal")
     if args.samples is not None and args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    settings = _check_settings(args)
     if args.boundary:
+        if settings is not None:
+            raise ValueError("--boundary takes probability-row verifiers; settings mode (--settings, --temperature, "
+                             "--top-k, --top-p, --min-p) is statistical only")
         return _check_boundary(args)
     report = check_verifier(args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
                             vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
                             power=args.power, keep_going=args.keep_going, chains_only=args.chains_only,
-                            timeout=args.timeout, only_case=args.case, verifier_format=args.verifier_format)
+                            timeout=args.timeout, only_case=args.case, verifier_format=args.verifier_format,
+                            settings=settings)
     if report.verdict == BAD_INPUT:
         print(f"exitlaw check: error: {report.error}", file=sys.stderr)
     if args.json:
@@ -266,6 +283,22 @@ def _check(args: argparse.Namespace) -> int:
     elif report.verdict != BAD_INPUT:
         print(format_report(report))
     return report.exit_code
+
+
+def _check_settings(args: argparse.Namespace):
+    """``None`` (probability rows), the default panel (``--settings`` alone), or the one setting given."""
+    from exitlaw.theory import HF_ORDER, VLLM_ORDER, SamplingSettings
+
+    given = [args.temperature, args.top_k, args.top_p, args.min_p]
+    if all(x is None for x in given):
+        if args.order is not None:
+            raise ValueError("--order needs settings mode (--settings or a --temperature/--top-k/--top-p/--min-p)")
+        if not args.settings:
+            return None
+        from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL
+        return DEFAULT_PANEL
+    return SamplingSettings(1.0 if args.temperature is None else args.temperature, top_k=args.top_k,
+                            top_p=args.top_p, min_p=args.min_p, order=HF_ORDER if args.order == "hf" else VLLM_ORDER)
 
 
 def _check_boundary(args: argparse.Namespace) -> int:

@@ -35,6 +35,9 @@ def format_report(rep) -> str:
            f"alpha / 2 and its worst cell at alpha / 2 / cells; completed_block is tested at every prefix "
            f"length k at alpha / horizon each; every row is judged 'p-value < threshold'",
            _power_line(rep),
+           *([f"settings mode: the verifier got raw logits and the settings; judged on the processed target law "
+              f"under {len(rep.settings)} setting(s) (the case names say which)"] if getattr(rep, "settings", None)
+             else []),
            f"{'case':<12} {'samples':>7}  {'check':<20} {'test':<14} {'statistic':>10} {'dof':>5} {'p-value':>9}"
            f"  {'threshold':>12} {'power':>7}  result"]
     for case in rep.cases:
