@@ -211,6 +211,7 @@ def _why(seq, t: int, v: int) -> str:
 def _probe(rep: BoundaryReport, call: Callable, where: dict, values, target, positions: int,
            max_flags: int) -> None:
     """Run ``call(generator) -> (tree, out)`` under every schedule; record flags and errors into ``rep``."""
+    seen: set = set()
     for sched in schedules(values, positions):
         rep.runs += 1
         here = {**where, "coin": sched.value.hex(), "coin_decimal": repr(sched.value), "schedule": sched.describe()}
@@ -227,8 +228,10 @@ def _probe(rep: BoundaryReport, call: Callable, where: dict, values, target, pos
             rep.calls_ok += 1
             seq = tree.path(v) + (y,)
             t = _seq_zero(target, seq)
-            if t is not None:
-                rep.flagged.append({**here, "draws": sched.read(), "emitted": [v, y], "block": list(seq),
+            draws = sched.read()
+            if t is not None and (where["case"], str(where["tree"]), tuple(draws)) not in seen:
+                seen.add((where["case"], str(where["tree"]), tuple(draws)))  # another schedule, the same draws
+                rep.flagged.append({**here, "draws": draws, "emitted": [v, y], "block": list(seq),
                                     "why": _why(seq, t, v)})
         if len(rep.flagged) >= max_flags:
             return

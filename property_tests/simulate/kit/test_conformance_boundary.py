@@ -83,6 +83,10 @@ def test_an_exact_non_saturating_verifier_is_never_called_not_exact(name):
 def test_marginal_boundary_flags_chain_leq_coin_and_passes_the_exact_sampled_draft_rules():
     bad = run_boundary(chain_leq_coin, mode="marginal", chains_only=True)
     assert bad.verdict == BOUNDARY_FLAGGED and float.fromhex(bad.flagged[0]["coin"]) == 0.0
+    assert len({(str(f["tree"]), tuple(f["draws"])) for f in bad.flagged}) == len(bad.flagged)  # one per run
+    # why the mode exists: the statistical kit calls it exact (a coin of exactly 0 has chance 2^-24 per draw)
+    from exitlaw.simulate.kit.conformance import MARGINALLY_EXACT, run_kit
+    assert run_kit(chain_leq_coin, mode="marginal", chains_only=True).verdict == MARGINALLY_EXACT
     assert "zero-probability child was accepted" in bad.flagged[0]["why"]
     for fn, chains in ((chain_speculative, True), (specinfer_without_replacement, False)):
         ok = run_boundary(fn, mode="marginal", chains_only=chains)
