@@ -154,3 +154,38 @@ def completed_power(law: dict, target, horizon: int, n: int, alpha: float) -> fl
         p_all, q_all = np.append(p_cells / p_cells.sum(), 0.0), np.append(q_cells, forbidden)
         best = max(best, power_against(n, p_all, q_all, level), cell_power(n, p_all, q_all, level))
     return best
+
+
+# ----- fixed-tree (conditional settings mode): f(tree, logits, settings, rng) ------------------------------
+def residual_setting_on_bonus_only(tree, logits, settings, rand):
+    """Sequential residual whose acceptance walk uses temperature-only rows (the filters dropped on the verified
+    tokens) while the bonus is drawn from the processed residual: not exact."""
+    acc, bon = _rows(logits, settings, "temperature"), _rows(logits, settings, "processed")
+    v = 0
+    while True:
+        ra, rb = np.array(acc[v]), np.array(bon[v])
+        nxt = None
+        for u in tree.children[v]:
+            x = int(tree.token[u])
+            if rand.bernoulli(ra[x] / ra.sum(), stream="accept"):
+                nxt = int(u)
+                break
+            ra[x], rb[x] = 0.0, 0.0
+        if nxt is None:
+            return v, rand.categorical(rb if rb.sum() > 0 else bon[v], stream="bonus")
+        v = nxt
+
+
+def residual_setting_on_bonus_only_verifier(tree, logits, settings, rng):
+    return residual_setting_on_bonus_only(tree, logits, settings, GeneratorRandomness(rng))
+
+
+def fixed_tree_completed_law(procedure: Callable, sc) -> dict:
+    """Exact completed-block law of a fixed-tree settings procedure on the case ``sc``."""
+    case = sc.case
+    z = np.stack([sc.logits(case.tree.path(v)) for v in range(case.tree.num_nodes)])
+
+    def run(rand):
+        v, y = procedure(case.tree, z, sc.settings, rand)
+        return complete_block(block_tokens(case.tree, v, y), case.target, rand, case.horizon)
+    return enumerate_law(run, one=1.0)

@@ -100,3 +100,23 @@ def test_check_command_in_settings_mode(capsys):
     assert "statistical only" in capsys.readouterr().err
     assert main(["check", "exitlaw.simulate.verifiers:tev", "--top-p", "1.5"]) == 2
     assert "top_p must be in (0, 1]" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_conditional_settings_mode_rejects_a_filter_dropped_on_the_verified_tokens():
+    """About 5 s: a fixed-tree residual verifier that accepts with temperature-only rows and draws the bonus from
+    the processed residual is not exact under top-k; the kit's power against its exact law is >= 0.999."""
+    from helpers.settings_mutants import (
+        fixed_tree_completed_law,
+        residual_setting_on_bonus_only,
+        residual_setting_on_bonus_only_verifier,
+    )
+    st = DEFAULT_PANEL[0]
+    rep = run_kit(residual_setting_on_bonus_only_verifier, settings=st)
+    assert rep.verdict == NOT_EXACT and rep.failure["check"].startswith("completed_block"), rep.failure
+    (sc,) = settings_cases(0, [st], mode="conditional")
+    n = rep.cases[0]["samples"]
+    power = completed_power(fixed_tree_completed_law(residual_setting_on_bonus_only, sc), sc.case.target,
+                            sc.case.horizon, n, rep.alpha_per_check)
+    print(f"residual_setting_on_bonus_only: computed power {power:.6f}")
+    assert power >= 0.999
