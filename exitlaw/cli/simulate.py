@@ -83,14 +83,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("verifier", metavar="MODULE:CALLABLE")
     c.add_argument("--mode", choices=("conditional", "marginal"), default="conditional",
                    help="conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)")
-    c.add_argument("--format", dest="verifier_format", choices=("exitlaw", "eagle", "sglang", "ddtree"),
+    c.add_argument("--format", dest="verifier_format", choices=("exitlaw", "eagle", "sglang", "ddtree", "vllm"),
                    default="exitlaw",
                    help="the layout the verifier is written in (conditional mode): exitlaw f(tree, probs, rng); "
                         "eagle f(candidates, retrieve_indices, probs, rng) -> (best_candidate, accept_length, "
                         "bonus_token); sglang tree_speculative_sampling_target_only's arguments (bs 1, outputs "
                         "written in place, coins drawn by the kit); ddtree f(root_token_id, node_token_ids, "
                         "node_depths, parents, child_maps, visibility, target_probs, rng) -> (accepted_indices, "
-                        "next_token). See exitlaw/simulate/verifier_formats.py")
+                        "next_token); with --mode marginal --chains-only, vllm: a chain rejection sampler "
+                        "f(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "
+                        "uniform_probs, rng) -> output_token_ids [1, K + 1], -1 after the first rejection (coins and "
+                        "bonus drawn by the kit). See simulate/kit/formats.py and simulate/kit/chain_formats.py")
     c.add_argument("--seed", type=int, default=0, help="seed of the cases and of every draw (default 0)")
     c.add_argument("--budget", type=int, default=8, help="node budget B of the random tree case (default 8)")
     c.add_argument("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)")
@@ -107,9 +110,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--case", help="run only the case of this name (as printed in a reproduce command)")
     c.add_argument("--boundary", action="store_true",
                    help="boundary-coin mode: drive the verifier's Generator with 0, the largest double and "
-                        "float32 below 1 and exact cumulative boundaries, and flag any zero-probability "
-                        "(exit, bonus) cell (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
+                        "float32 below 1, exact cumulative boundaries (and, with --mode marginal, acceptance ratios "
+                        "p/q on every draft of positive probability of hard cases where the target gives 0 to a "
+                        "drafted token), on systematic schedules, and flag any emitted block of target "
+                        "probability 0 (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
                         "only Generator.random/uniform/spawn are driven")
+    c.add_argument("--settings", action="store_true",
+                   help="settings mode: the verifier takes raw logits and the sampling settings, f(tree, logits, "
+                        "settings, rng) or, with --mode marginal, f(tree, logits, draft_logits, settings, rng); the kit "
+                        "drafts from the processed draft rows and judges against the processed target law. Alone: a "
+                        "panel of one setting per filter plus all three (simulate/kit/settings_cases.py)")
+    c.add_argument("--temperature", type=float, default=None,
+                   help="settings mode with this one setting (default temperature 1 when a filter is given)")
+    c.add_argument("--top-k", type=int, default=None, help="settings mode: top-k (ties at the k-th place kept)")
+    c.add_argument("--top-p", type=float, default=None, help="settings mode: top-p (nucleus)")
+    c.add_argument("--min-p", type=float, default=None, help="settings mode: min-p")
+    c.add_argument("--order", choices=("vllm", "hf"), default=None,
+                   help="settings mode: filter order, vllm (min-p, top-k, top-p; default) or hf (top-k, top-p, min-p)")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
 
@@ -248,12 +265,17 @@ def _check(args: argparse.Namespace) -> int:
         raise ValueError("--chains-only applies to --mode marginal")
     if args.samples is not None and args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    settings = _check_settings(args)
     if args.boundary:
+        if settings is not None:
+            raise ValueError("--boundary takes probability-row verifiers; settings mode (--settings, --temperature, "
+                             "--top-k, --top-p, --min-p) is statistical only")
         return _check_boundary(args)
     report = check_verifier(args.verifier, mode=args.mode, seed=args.seed, budget=args.budget,
                             vocab=args.vocab, samples=args.samples, family_alpha=args.alpha, delta=args.delta,
                             power=args.power, keep_going=args.keep_going, chains_only=args.chains_only,
-                            timeout=args.timeout, only_case=args.case, verifier_format=args.verifier_format)
+                            timeout=args.timeout, only_case=args.case, verifier_format=args.verifier_format,
+                            settings=settings)
     if report.verdict == BAD_INPUT:
         print(f"exitlaw check: error: {report.error}", file=sys.stderr)
     if args.json:
@@ -263,15 +285,32 @@ def _check(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def _check_settings(args: argparse.Namespace):
+    """``None`` (probability rows), the default panel (``--settings`` alone), or the one setting given."""
+    from exitlaw.theory import HF_ORDER, VLLM_ORDER, SamplingSettings
+
+    given = [args.temperature, args.top_k, args.top_p, args.min_p]
+    if all(x is None for x in given):
+        if args.order is not None:
+            raise ValueError("--order needs settings mode (--settings or a --temperature/--top-k/--top-p/--min-p)")
+        if not args.settings:
+            return None
+        from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL
+        return DEFAULT_PANEL
+    return SamplingSettings(1.0 if args.temperature is None else args.temperature, top_k=args.top_k,
+                            top_p=args.top_p, min_p=args.min_p, order=HF_ORDER if args.order == "hf" else VLLM_ORDER)
+
+
 def _check_boundary(args: argparse.Namespace) -> int:
     from exitlaw.simulate.kit.conformance import load_verifier
     from exitlaw.simulate.kit.boundary import format_boundary, run_boundary
+    from exitlaw.simulate.kit.chain_formats import check_chain_format
     from exitlaw.simulate.kit.formats import adapt_verifier
 
-    if args.mode != "conditional":
-        raise ValueError("--boundary applies to --mode conditional (fixed-tree verifiers)")
-    fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format)
-    rep = run_boundary(fn, name=args.verifier, seed=args.seed, budget=args.budget, vocab=args.vocab)
+    check_chain_format(args.verifier_format, args.mode, args.chains_only)
+    fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format, mode=args.mode)
+    rep = run_boundary(fn, name=args.verifier, mode=args.mode, seed=args.seed, budget=args.budget, vocab=args.vocab,
+                       chains_only=args.chains_only)
     print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
     return rep.exit_code
 

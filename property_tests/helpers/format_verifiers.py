@@ -175,3 +175,57 @@ def sglang_leq_coin(predicts, accept_index, accept_token_num, candidates, retriv
     accept_token_num[0] = num
     predicts[last] = _draw(np.maximum(target_probs[0, cur] - draft_probs[0, cur], 0.0),
                            uniform_samples_for_final_sampling[0])
+
+
+# ----- vLLM: chain rejection sampler, pre-drawn coins, placeholder after the first rejection ------------
+def _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng, leq=False,
+          recovered_from_target=False):
+    k = int(draft_token_ids.shape[0])
+    out = np.full((1, k + 1), -1, dtype=np.int64)
+    for pos in range(k):
+        x = int(draft_token_ids[pos])
+        q, p = float(draft_probs[pos, x]), float(target_probs[pos, x])
+        ratio = p / q if q > 0 else 0.0
+        coin = float(uniform_probs[pos])
+        if q > 0 and (coin < ratio or (leq and coin == ratio)):
+            out[0, pos] = x
+            continue
+        resid = np.maximum(np.asarray(target_probs[pos], np.float64) - np.asarray(draft_probs[pos], np.float64), 0)
+        if recovered_from_target or resid.sum() <= 0:
+            resid = np.asarray(target_probs[pos], np.float64)
+        out[0, pos] = _draw_safe(resid, rng.random())
+        return out
+    out[0, k] = int(bonus_token_ids[0, 0])
+    return out
+
+
+def _draw_safe(row, u: float) -> int:
+    c = np.cumsum(row)
+    return min(int(np.searchsorted(c, u * c[-1], side="right")), int(np.flatnonzero(row > 0)[-1]))
+
+
+def vllm_chain(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng):
+    """Chain rejection sampling in vLLM's layout, accept iff ``coin < p / q``, recovered ~ norm((p - q)+): exact."""
+    return _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng)
+
+
+def vllm_recovered_from_target(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
+                               uniform_probs, rng):
+    """Mutant: the recovered token drawn from the target row p instead of the residual (p - q)+: not exact."""
+    return _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng,
+                 recovered_from_target=True)
+
+
+def vllm_leq_coin(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs,
+                  rng):
+    """Boundary mutant: accept iff ``p / q >= coin`` (the comparison of vLLM's kernel at 0097a7bbf1d9): a coin of
+    exactly 0 accepts a draft token the target gives 0. No sample size sees it; ``check --boundary`` does."""
+    return _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng, leq=True)
+
+
+def vllm_writes_after_rejection(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
+                                uniform_probs, rng):
+    """Malformed: writes the bonus after a rejected position instead of the placeholder."""
+    out = _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng)
+    out[0, -1] = int(bonus_token_ids[0, 0])
+    return out

@@ -325,6 +325,26 @@ def cumsum_falloff_token_zero(tree, probs, rng):
         v = kids[v][y]
 
 
+def leq_coin_late_sibling(tree, probs, rng):
+    """Sequential residual whose ``coin <= p`` slip sits only on siblings after the first: reached only when
+    every earlier sibling was rejected, so a boundary schedule must set the earlier coins, not leave them
+    to a seeded stream."""
+    v = 0
+    while True:
+        r = np.array(probs[v], dtype=np.float64)
+        nxt = None
+        for j, c in enumerate(tree.children[v]):
+            x = int(tree.token[c])
+            coin, t = rng.random(), r[x] / r.sum()
+            if coin < t or (j > 0 and coin == t):  # BUG: <= on later siblings accepts p = 0 at a coin of 0
+                nxt = int(c)
+                break
+            r[x] = 0.0
+        if nxt is None:
+            return v, inverse_cdf(r, rng.random())
+        v = nxt
+
+
 def _sampling(proc):
     def f(tree, probs, rng):
         return proc(tree, probs, GeneratorRandomness(rng))
@@ -363,7 +383,8 @@ _RAW = [
 ]
 # boundary-coin bugs: no sample size finds them; `exitlaw check --boundary` must
 BOUNDARY_MUTANTS = {"leq_coin_accepts_zero_child": leq_coin_accepts_zero_child,
-                    "cumsum_falloff_token_zero": cumsum_falloff_token_zero}
+                    "cumsum_falloff_token_zero": cumsum_falloff_token_zero,
+                    "leq_coin_late_sibling": leq_coin_late_sibling}
 
 MUTANTS = [Mutant(n, b, e, _sampling(p), p) for n, b, e, p in _ZOO] + [Mutant(n, b, e, f) for n, b, e, f in _RAW]
 BY_NAME = {m.name: m for m in MUTANTS}

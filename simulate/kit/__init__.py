@@ -1,4 +1,4 @@
-"""The conformance kit: test cases, calibrated checks, calls into a user's verifier, boundary coins, verifier formats and the report.
+"""The conformance kit: test cases, calibrated checks, calls into a user's verifier, boundary coins, verifier formats (fixed-tree and chain), settings mode and the report.
 
 Public names load their module on first access.
 """
@@ -25,7 +25,12 @@ _EXPORTS = {
     "from_eagle_result": "formats", "to_sglang": "formats", "from_sglang": "formats",
     "from_sglang_result": "formats", "to_ddtree": "formats", "from_ddtree": "formats",
     "from_ddtree_result": "formats",
-    "format_report": "report",
+    "format_report": "report", "boundary_marginal_cases": "cases", "schedules": "boundary",
+    "CHAIN_FORMATS": "chain_formats", "PLACEHOLDER": "chain_formats", "ChainFormatError": "chain_formats",
+    "to_vllm": "chain_formats", "from_vllm_result": "chain_formats", "adapt_chain_verifier": "chain_formats",
+    "check_chain_format": "chain_formats",
+    "DEFAULT_PANEL": "settings_cases", "SettingsCase": "settings_cases", "settings_cases": "settings_cases",
+    "HashedLogits": "settings_cases", "ProcessedTarget": "settings_cases",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

@@ -69,8 +69,11 @@ def load_verifier(spec: str) -> Callable:
     return obj
 
 
-def check_signature(fn: Callable, mode: str) -> None:
+def check_signature(fn: Callable, mode: str, settings: bool = False) -> None:
     names = ("tree", "probs", "rng") if mode == "conditional" else ("tree", "probs", "draft_probs", "rng")
+    if settings:  # settings mode: raw logits plus the settings
+        names = ("tree", "logits", "settings", "rng") if mode == "conditional" else \
+            ("tree", "logits", "draft_logits", "settings", "rng")
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError) as err:
@@ -80,7 +83,7 @@ def check_signature(fn: Callable, mode: str) -> None:
     except TypeError as err:
         raise VerifierCallError(
             f"{getattr(fn, '__name__', fn)}{sig} cannot be called as f({', '.join(names)}) "
-            f"({mode} mode): {err}") from err
+            f"({mode} mode{', settings' if settings else ''}): {err}") from err
 
 
 def _as_pair(out, tree: DraftTree, vocab: int) -> tuple[int, int]:

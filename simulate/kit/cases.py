@@ -165,4 +165,41 @@ def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4, chains_only: b
     ]
 
 
-__all__ = ["HashedTarget", "Case", "MarginalCase", "conditional_cases", "marginal_cases"]
+def _zeroed_rows(vocab: int, seed: int, depth: int) -> dict:
+    """Hashed rows for every prefix shorter than ``depth``, each with one token set to exactly 0 (the token
+    ``(len(prefix) + sum(prefix) + 1) % vocab``, so the zero moves between positions and siblings)."""
+    base = HashedTarget(vocab, seed, concentration=1.0, zero_prob=0.0)
+    rows: dict = {}
+    stack: list[tuple[int, ...]] = [()]
+    while stack:
+        prefix = stack.pop()
+        row = base(prefix).copy()
+        row[(len(prefix) + sum(prefix) + 1) % vocab] = 0.0
+        rows[prefix] = row / row.sum()
+        if len(prefix) + 1 < depth:
+            stack += [prefix + (y,) for y in range(vocab)]
+    return rows
+
+
+def boundary_marginal_cases(seed: int, *, vocab: int = 4, chains_only: bool = False) -> list[MarginalCase]:
+    """Hard sampled-draft cases of ``check --boundary --mode marginal``: in every target row one token has
+    probability exactly 0 while the drafter gives every token positive probability, so a draft token the
+    target forbids is drafted at every position (``coin <= p / q`` accepts it at a coin of 0).
+    ``chain_zero`` (depth 3, vocabulary 3) and ``chain_zero_wide`` (depth 2, vocabulary ``min(vocab, 5)``);
+    without ``chains_only`` also a two-child root with a grandchild (``siblings_zero``, vocabulary 3). Small,
+    because boundary mode tries every draft of positive probability."""
+    if vocab < 3:
+        raise ValueError(f"--vocab must be >= 3, got {vocab}")
+    s = seed * 1000 + 700
+    specs = [("chain_zero", [-1, 0, 1, 2], 3), ("chain_zero_wide", [-1, 0, 1], min(vocab, 5))]
+    if not chains_only:
+        specs.append(("siblings_zero", [-1, 0, 0, 1], 3))
+    out = []
+    for i, (name, topo, vv) in enumerate(specs):
+        depth = len(topo)
+        out.append(MarginalCase(name, topo, HashedTarget(vv, s + i, overrides=_zeroed_rows(vv, s + i, depth)),
+                                HashedTarget(vv, s + 50 + i, concentration=2.0, zero_prob=0.0)))
+    return out
+
+
+__all__ = ["HashedTarget", "Case", "MarginalCase", "conditional_cases", "marginal_cases", "boundary_marginal_cases"]

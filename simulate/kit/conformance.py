@@ -38,6 +38,9 @@ In ``marginal`` mode (sampled-draft verifiers ``fn(tree, probs, draft_probs, rng
 kit draws each tree from the drafter (siblings without replacement) and checks the
 completed-block law only; the verdicts are ``exact averaged over the drafts`` (exit 0)
 or ``not exact`` (saturation is a fixed-tree notion).
+In settings mode (``settings=``, :mod:`.settings_cases`) the verifier receives raw logits and the
+:class:`~exitlaw.theory.SamplingSettings` instead of probability rows; the cases are judged on the
+processed rows, with the same checks and verdicts.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
+from exitlaw.theory import HF_ORDER, VLLM_ORDER, DraftTree, SamplingSettings
 
 from exitlaw.simulate.kit.calls import (
     CallTimeout,
@@ -61,7 +64,9 @@ from exitlaw.simulate.kit.calls import (
 )
 from exitlaw.simulate.kit.cases import Case, MarginalCase, conditional_cases, marginal_cases
 from exitlaw.simulate.kit.checks import auto_samples, check_case, completed_check, extend_counts
+from exitlaw.simulate.kit.chain_formats import check_chain_format
 from exitlaw.simulate.kit.formats import adapt_verifier
+from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL, settings_cases
 
 EXACT_AND_SATURATING, NOT_EXACT, NOT_SATURATING = "exact and saturating", "not exact", "exact but not saturating"
 MARGINALLY_EXACT = "exact averaged over the drafts"  # marginal mode: saturation is a fixed-tree notion
@@ -98,6 +103,7 @@ class KitReport:
     timeout: float | None = None
     error: str = ""                               # bad input: why nothing was run
     verifier_format: str = "exitlaw"              # the layout fn was written in (simulate/kit/formats.py)
+    settings: list = field(default_factory=list)  # settings mode: the sampling settings judged (else empty)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -146,7 +152,7 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
             budget: int = 8, vocab: int = 4, samples: int | None = None, family_alpha: float = 1e-6,
             delta: float = 0.1, power: float = 0.999, keep_going: bool = False,
             chains_only: bool = False, timeout: float | None = 10.0, only_case: str | None = None,
-            verifier_format: str = "exitlaw") -> KitReport:
+            verifier_format: str = "exitlaw", settings=None) -> KitReport:
     """Run the kit on ``fn`` and return the report (see the module docstring).
 
     Unless ``keep_going``, the remaining cases are skipped once a case shows the
@@ -155,20 +161,32 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
     uses ``SIGALRM``, so it interrupts Python code, not a blocking C call) is reported with its
     tree, seed, reproduce command and traceback, and the other cases still run.
     ``chains_only`` (marginal mode) drafts chains only; ``only_case`` runs one case by name.
-    ``verifier_format`` (conditional mode): the layout ``fn`` is written in, EAGLE's, SGLang's or DDTree's
-    (:func:`.verifier_formats.adapt_verifier` converts trees, rows and results).
+    ``settings`` (a :class:`~exitlaw.theory.SamplingSettings` or a sequence of them): settings mode
+    (:mod:`.settings_cases`): ``fn`` receives raw logits and the settings, ``f(tree, logits, settings, rng)``
+    or ``f(tree, logits, draft_logits, settings, rng)``, and is judged against the processed target law.
+    ``verifier_format``: the layout ``fn`` is written in, EAGLE's, SGLang's or DDTree's (conditional mode,
+    :func:`.formats.adapt_verifier` converts trees, rows and results) or vLLM's chain rejection sampler's
+    (``--mode marginal --chains-only``, :mod:`.chain_formats`).
     """
     if mode not in ("conditional", "marginal"):
         raise ValueError(f"mode must be 'conditional' or 'marginal', got {mode!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    if verifier_format != "exitlaw" and mode != "conditional":
-        raise ValueError(f"--format {verifier_format} applies to --mode conditional (fixed-tree verifiers)")
-    fn = adapt_verifier(fn, verifier_format)
-    check_signature(fn, mode)
+    check_chain_format(verifier_format, mode, chains_only)
+    panel = _panel(settings)
+    if panel and verifier_format != "exitlaw":
+        raise ValueError(f"settings mode takes verifiers f(tree, logits, [draft_logits,] settings, rng); --format "
+                         f"{verifier_format} is not supported with it")
+    fn = adapt_verifier(fn, verifier_format, mode=mode)
+    check_signature(fn, mode, settings=bool(panel))
     root = np.random.SeedSequence(seed)
-    cases = conditional_cases(seed, budget=budget, vocab=vocab) if mode == "conditional" else \
-        marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only)
+    if panel:
+        scases = settings_cases(seed, panel, mode=mode, chains_only=chains_only)
+        cases = [sc.case for sc in scases]
+    else:
+        scases = None
+        cases = conditional_cases(seed, budget=budget, vocab=vocab) if mode == "conditional" else \
+            marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only)
     if only_case is not None and only_case not in [c.name for c in cases]:
         raise ValueError(f"no case named {only_case!r}; cases: {', '.join(c.name for c in cases)}")
     checks_per_case = len(CHECKS) if mode == "conditional" else 1
@@ -180,8 +198,11 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
         reproduce += f" --format {verifier_format}"
     if samples is not None:
         reproduce += f" --samples {samples}"
+    if panel:
+        reproduce += settings_flags(panel)
     report_cases, powers, sizes, errors = [], [], [], []
-    for case, ss in zip(cases, root.spawn(len(cases))):
+    for i, (case, ss) in enumerate(zip(cases, root.spawn(len(cases)))):
+        sc = scases[i] if scases else None
         if only_case is not None and case.name != only_case:
             continue
         n = samples
@@ -193,9 +214,9 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
         try:
             with _call_limit(timeout):
                 if mode == "conditional":
-                    results, lengths = _run_conditional(fn, case, n, rng, kit_rng, alpha, delta, timeout)
+                    results, lengths = _run_conditional(fn, case, n, rng, kit_rng, alpha, delta, timeout, sc)
                 else:
-                    results, lengths = _run_marginal(fn, case, n, rng, kit_rng, alpha, delta, timeout)
+                    results, lengths = _run_marginal(fn, case, n, rng, kit_rng, alpha, delta, timeout, sc)
         except VerifierCrash as crash:
             record = {"case": case.name, "tree": tree_json, "seed": int(seed), "check": "call",
                       "error": str(crash), "reproduce": f"{reproduce} --case {case.name}",
@@ -203,12 +224,14 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
                           traceback.format_exception(crash.__cause__))[-4000:] or ""}
             errors.append(record)
             report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": 0,
-                                 "planned_samples": n, "verifier_seed": int(seed), "checks": [], "error": record})
+                                 "planned_samples": n, "verifier_seed": int(seed), "checks": [], "error": record,
+                                 **({"settings": sc.settings.as_dict()} if sc else {})})
             continue
         sizes.append(n)
         powers += [r.power for r in results if r.power is not None]
         report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": n,
-                             "verifier_seed": int(seed), "checks": [asdict(r) for r in results], **lengths})
+                             "verifier_seed": int(seed), "checks": [asdict(r) for r in results], **lengths,
+                             **({"settings": sc.settings.as_dict()} if sc else {})})
         judge = _verdict if mode == "conditional" else _marginal_verdict
         if not keep_going and judge(report_cases[-1:])[0] == NOT_EXACT:
             break
@@ -218,7 +241,7 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
         _marginal_verdict(report_cases, power_ok)
     return KitReport(name, mode, verdict, EXIT_CODES[verdict], seed, family_alpha, alpha, delta, power,
                      int(sum(sizes)), min_power, report_cases, failure, reproduce, errors, timeout,
-                     verifier_format=verifier_format)
+                     verifier_format=verifier_format, settings=[st.as_dict() for st in panel])
 
 
 def check_verifier(spec: str, **kwargs) -> KitReport:
@@ -238,17 +261,47 @@ def _vocab_of(case) -> int:
     return case.vocab if isinstance(case, Case) else int(np.asarray(case.target(())).size)
 
 
-def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout=None):
+def _panel(settings) -> tuple:
+    """``settings`` -> the tuple of settings judged (empty: probability-row mode)."""
+    if settings is None:
+        return ()
+    panel = (settings,) if isinstance(settings, SamplingSettings) else tuple(settings)
+    if not panel or not all(isinstance(st, SamplingSettings) for st in panel):
+        raise ValueError(f"settings must be a SamplingSettings or a non-empty sequence of them, got {settings!r}")
+    return panel
+
+
+def settings_flags(panel) -> str:
+    """The command-line flags that select ``panel`` (``--settings`` for the default panel)."""
+    if tuple(panel) == DEFAULT_PANEL:
+        return " --settings"
+    if len(panel) != 1:
+        return " --settings (a custom panel: see the report's settings)"
+    st = panel[0]
+    out = f" --temperature {st.temperature:g}"
+    for name in ("top_k", "top_p", "min_p"):
+        if getattr(st, name) is not None:
+            out += f" --{name.replace('_', '-')} {getattr(st, name):g}"
+    return out + ("" if st.order == VLLM_ORDER else " --order hf" if st.order == HF_ORDER else
+                  f" --order {','.join(st.order)}")
+
+
+def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout=None, sc=None):
     exits = np.empty(n, dtype=np.int64)
     bonus = np.empty(n, dtype=np.int64)
     probs = case.probs
     probs.setflags(write=False)
+    args = (case.tree, probs, rng)
+    if sc is not None:  # settings mode: raw logits and the settings; judged on the processed rows (case.probs)
+        logits = np.stack([sc.logits(case.tree.path(v)) for v in range(case.tree.num_nodes)])
+        logits.setflags(write=False)
+        args = (case.tree, logits, sc.settings, rng)
     for i in range(n):
-        exits[i], bonus[i] = _call(fn, (case.tree, probs, rng), case.tree, case.vocab, timeout, i)
+        exits[i], bonus[i] = _call(fn, args, case.tree, case.vocab, timeout, i)
     return check_case(case, exits, bonus, alpha, delta, kit_rng)
 
 
-def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, timeout=None):
+def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, timeout=None, sc=None):
     from exitlaw.simulate.verifiers.sampled_draft import draw_draft
     from exitlaw.simulate.randomness import GeneratorRandomness
 
@@ -260,13 +313,16 @@ def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, ti
         toks = tuple(draw_draft(case.topology, case.draft, draft_rand, without_replacement=True))
         if toks not in built:
             tree = DraftTree(parent=np.array(case.topology), token=np.array(toks))
-            p = np.stack([case.target(tree.path(v)) for v in range(tree.num_nodes)])
-            q = np.stack([case.draft(tree.path(v)) for v in range(tree.num_nodes)])
+            # settings mode: raw logits (the drafts came from the processed draft rows, case.draft)
+            rows, drows = (case.target, case.draft) if sc is None else (sc.logits, sc.draft_logits)
+            p = np.stack([rows(tree.path(v)) for v in range(tree.num_nodes)])
+            q = np.stack([drows(tree.path(v)) for v in range(tree.num_nodes)])
             p.setflags(write=False)
             q.setflags(write=False)
             built[toks] = (tree, p, q)
         tree, p, q = built[toks]
-        v, y = _call(fn, (tree, p, q, rng), tree, p.shape[1], timeout, i)
+        args = (tree, p, q, rng) if sc is None else (tree, p, q, sc.settings, rng)
+        v, y = _call(fn, args, tree, p.shape[1], timeout, i)
         key = tree.path(v) + (y,)
         blocks[key] = blocks.get(key, 0) + 1
         total_len += len(key)

@@ -58,6 +58,7 @@ import numpy as np
 from exitlaw.theory import DraftTree
 
 from exitlaw.simulate.kit.calls import VerifierCallError
+from exitlaw.simulate.kit.chain_formats import CHAIN_FORMATS, adapt_chain_verifier
 
 FORMATS = ("exitlaw", "eagle", "sglang", "ddtree")
 PAD = -1  # padding of EAGLE's paths and SGLang's links and outputs, DDTree's root parent
@@ -246,17 +247,25 @@ def _readonly(*arrays):
     return arrays
 
 
-def adapt_verifier(fn: Callable, verifier_format: str) -> Callable:
+def adapt_verifier(fn: Callable, verifier_format: str, mode: str = "conditional") -> Callable:
     """``fn`` in ``verifier_format`` as the kit's ``f(tree, probs, rng) -> (exit_node, bonus_token)``.
 
     ``fn`` is called with keyword arguments named as in :data:`ARGUMENTS`; a signature that cannot
     take them, or a malformed result, is a :class:`VerifierFormatError` (the kit's bad input).
     SGLang's coins are drawn from ``rng`` (``N`` acceptance coins, then the final one) on every call.
     """
-    if verifier_format not in FORMATS:
-        raise ValueError(f"unknown verifier format {verifier_format!r}; formats: {', '.join(FORMATS)}")
     if verifier_format == "exitlaw":
         return fn
+    if verifier_format in CHAIN_FORMATS or mode == "marginal":
+        if verifier_format not in CHAIN_FORMATS:
+            raise ValueError(f"--format {verifier_format} applies to --mode conditional (fixed-tree verifiers); "
+                             f"marginal-mode formats: exitlaw, {', '.join(CHAIN_FORMATS)}")
+        if mode != "marginal":
+            raise ValueError(f"--format {verifier_format} is a chain rejection sampler's layout: run it with "
+                             "--mode marginal --chains-only")
+        return adapt_chain_verifier(fn, verifier_format)
+    if verifier_format not in FORMATS:
+        raise ValueError(f"unknown verifier format {verifier_format!r}; formats: {', '.join(FORMATS + CHAIN_FORMATS)}")
     names = ARGUMENTS[verifier_format]
     try:
         inspect.signature(fn).bind(**dict.fromkeys(names))

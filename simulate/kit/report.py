@@ -17,6 +17,16 @@ def _stat_cells(c: dict) -> str:
             f"   {_fmt(c.get('threshold')):>9}")
 
 
+def _power_line(rep) -> str:
+    """The computed-power line; a run in which no check ran (every call failed) states that instead."""
+    if rep.min_power is None:
+        why = "every call of the verifier failed" if rep.cases and all(c.get("error") for c in rep.cases) else \
+            "no check ran"
+        return f"power: none computed ({why}; 0 samples judged)"
+    return (f"power >= {rep.power_target} per chi-square against TV >= {rep.delta} on pooled cells (smallest "
+            f"computed: {rep.min_power:.4f}; below the target the verdict is 'insufficient samples')")
+
+
 def format_report(rep) -> str:
     fmt = "" if rep.verifier_format == "exitlaw" else f"   format {rep.verifier_format}"
     out = [f"exitlaw check {rep.verifier}{fmt}   mode {rep.mode}   seed {rep.seed}",
@@ -24,9 +34,10 @@ def format_report(rep) -> str:
            f"(Bonferroni over checks and cases); a distribution check is two tests, the pooled chi-square at "
            f"alpha / 2 and its worst cell at alpha / 2 / cells; completed_block is tested at every prefix "
            f"length k at alpha / horizon each; every row is judged 'p-value < threshold'",
-           f"power >= {rep.power_target} per chi-square against TV >= {rep.delta} on pooled cells "
-           f"(smallest computed: {'none: no check ran' if rep.min_power is None else f'{rep.min_power:.4f}'}; "
-           f"below the target the verdict is 'insufficient samples')",
+           _power_line(rep),
+           *([f"settings mode: the verifier got raw logits and the settings; judged on the processed target law "
+              f"under {len(rep.settings)} setting(s) (the case names say which)"] if getattr(rep, "settings", None)
+             else []),
            f"{'case':<12} {'samples':>7}  {'check':<20} {'test':<14} {'statistic':>10} {'dof':>5} {'p-value':>9}"
            f"  {'threshold':>12} {'power':>7}  result"]
     for case in rep.cases:

@@ -1,7 +1,9 @@
 """Verifiers: one procedure per rule, run by sampling or by exact enumeration.
 
 Public sampling forms ``f(tree, probs, rng) -> (exit_node, bonus_token)``:
-:func:`predraw`, :func:`residual`, :func:`tev`, :func:`greedy`.
+:func:`predraw`, :func:`residual`, :func:`tev`, :func:`greedy`; in settings mode (raw logits plus
+:class:`~exitlaw.theory.SamplingSettings`): :func:`predraw_settings`, :func:`residual_settings`,
+:func:`tev_settings`, :func:`chain_speculative_settings`, :func:`without_replacement_settings`.
 """
 
 from exitlaw.simulate.verifiers.exact import implementation_block_law, implementation_law, law_table
@@ -28,6 +30,13 @@ from exitlaw.simulate.verifiers.sampled_draft import (
 from exitlaw.simulate.verifiers.sampling import greedy, predraw, residual, tev
 from exitlaw.simulate.verifiers.hsd import hsd, hsd_procedure, hsd_spine
 from exitlaw.simulate.verifiers.univer import univer, univer_fixed_tree, univer_procedure
+from exitlaw.simulate.verifiers.with_settings import (
+    chain_speculative_settings,
+    predraw_settings,
+    residual_settings,
+    tev_settings,
+    without_replacement_settings,
+)
 
 __all__ = [
     "predraw", "residual", "tev", "greedy",
@@ -37,4 +46,6 @@ __all__ = [
     "RULES", "verify_sampled", "draw_draft", "speculative_round", "plan_topology", "tsubame_round",
     "chain_speculative", "specinfer", "specinfer_without_replacement",
     "hsd", "hsd_procedure", "hsd_spine", "univer", "univer_procedure", "univer_fixed_tree",
+    "predraw_settings", "residual_settings", "tev_settings", "chain_speculative_settings",
+    "without_replacement_settings",
 ]

@@ -1,5 +1,6 @@
 """Format adapters of the conformance kit: EAGLE, SGLang and DDTree layouts round-trip to exitlaw trees, an
-exact verifier in each layout passes the kit, a mutant fails it, and a malformed result is named."""
+exact verifier in each layout passes the kit, a mutant fails it, and a malformed result is named; the same for
+chain rejection samplers in vLLM's layout (marginal mode, pre-drawn coins, placeholder after a rejection)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from hypothesis import given, settings
 
 import helpers.format_verifiers as fv
 from exitlaw.cli import main
-from exitlaw.simulate.kit.conformance import BAD_INPUT, EXACT_AND_SATURATING, NOT_EXACT, check_verifier, run_kit
+from exitlaw.simulate.kit.conformance import (
+    BAD_INPUT,
+    EXACT_AND_SATURATING,
+    MARGINALLY_EXACT,
+    NOT_EXACT,
+    check_verifier,
+    run_kit,
+)
+from exitlaw.simulate.kit.chain_formats import ChainFormatError, from_vllm_result, to_vllm
 from exitlaw.simulate.kit.boundary import run_boundary
 from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.simulate.kit.formats import (
@@ -115,8 +124,10 @@ def test_kit_passes_the_exact_verifier_and_fails_the_mutant_in_each_format(fmt, 
 @pytest.mark.parametrize("fmt,exact,leq", [("eagle", fv.eagle_residual, fv.eagle_leq_coin),
                                            ("sglang", fv.sglang_target_only, fv.sglang_leq_coin)])
 def test_boundary_coins_through_the_adapter_flag_leq_acceptance(fmt, exact, leq):
-    ok = run_boundary(adapt_verifier(exact, fmt), seed=0)
-    assert ok.exit_code == 0 and not ok.flagged and not ok.errors
+    # SGLang's layout reads all N + 1 coins at once, so no earlier-draw pattern is pruned: 4 positions (15
+    # patterns per value, about 10 s) instead of the default 8 (255 per value)
+    ok = run_boundary(adapt_verifier(exact, fmt), seed=0, positions=4 if fmt == "sglang" else 8)
+    assert ok.exit_code == 0 and not ok.flagged and not ok.errors and ok.calls_ok == ok.runs
     bad = run_boundary(adapt_verifier(leq, fmt), seed=0)
     assert bad.exit_code == 1 and "zero-probability child was accepted" in bad.flagged[0]["why"]
 
@@ -167,8 +178,62 @@ def test_an_sglang_verifier_that_returns_its_outputs_is_told_to_write_them_in_pl
 def test_format_is_refused_in_marginal_mode_and_unknown_formats_are_named():
     with pytest.raises(ValueError, match="applies to --mode conditional"):
         run_kit(fv.eagle_residual, mode="marginal", verifier_format="eagle")
-    with pytest.raises(ValueError, match="unknown verifier format 'vllm'"):
-        adapt_verifier(fv.eagle_residual, "vllm")
+    with pytest.raises(ValueError, match="unknown verifier format 'tgi'"):
+        adapt_verifier(fv.eagle_residual, "tgi")
+    with pytest.raises(ValueError, match="run it with --mode marginal --chains-only"):
+        adapt_verifier(fv.vllm_chain, "vllm")
+    with pytest.raises(ValueError, match="run it with --mode marginal --chains-only"):
+        run_kit(fv.vllm_chain, mode="marginal", verifier_format="vllm")  # trees need --chains-only
+
+
+# ----- vLLM's chain layout -------------------------------------------------------------------------
+def test_vllm_layout_of_a_chain_and_its_results():
+    tree = DraftTree.chain([2, 0, 1], root_token=0)
+    p, q = np.full((4, 3), 1 / 3), np.array([[.5, .25, .25]] * 4)
+    d = to_vllm(tree, p, q)
+    assert d["draft_token_ids"].tolist() == [2, 0, 1] and d["cu_num_draft_tokens"].tolist() == [3]
+    assert d["draft_probs"].shape == d["target_probs"].shape == (3, 3)
+    assert not d["target_probs"].flags.writeable
+    assert from_vllm_result([[2, 0, 1, 2]], d["draft_token_ids"], 3) == (3, 2)   # all accepted, bonus 2
+    assert from_vllm_result([[2, 1, -1, -1]], d["draft_token_ids"], 3) == (1, 1)  # rejected at 1, recovered 1
+    assert from_vllm_result(np.array([[0, -1, -1, -1]]), d["draft_token_ids"], 3) == (0, 0)
+    with pytest.raises(ChainFormatError, match="then only the placeholder"):
+        from_vllm_result([[2, -1, 1, -1]], d["draft_token_ids"], 3)
+    with pytest.raises(ChainFormatError, match="position 0 holds 1, but"):
+        from_vllm_result([[1, 0, -1, -1]], d["draft_token_ids"], 3)
+    with pytest.raises(ChainFormatError, match=r"shape \[1, 4\]"):
+        from_vllm_result([2, 0, 1, 2], d["draft_token_ids"], 3)
+    with pytest.raises(ChainFormatError, match="outside the vocabulary"):
+        from_vllm_result([[2, 7, -1, -1]], d["draft_token_ids"], 3)
+    with pytest.raises(ChainFormatError, match="takes chains"):
+        to_vllm(DraftTree.from_paths([(1,), (2,)]), np.full((3, 3), 1 / 3), np.full((3, 3), 1 / 3))
+
+
+def test_kit_passes_a_vllm_layout_chain_sampler_and_fails_its_mutant():
+    good = run_kit(fv.vllm_chain, name="vllm_chain", mode="marginal", chains_only=True, verifier_format="vllm")
+    assert good.verdict == MARGINALLY_EXACT and good.exit_code == 0 and good.min_power >= 0.999
+    assert "--format vllm" in good.reproduce
+    bad = run_kit(fv.vllm_recovered_from_target, mode="marginal", chains_only=True, verifier_format="vllm")
+    assert bad.verdict == NOT_EXACT and bad.failure["check"].startswith("completed_block")
+
+
+def test_boundary_coins_reach_the_vllm_layout_through_the_pre_drawn_uniforms():
+    bad = run_boundary(adapt_verifier(fv.vllm_leq_coin, "vllm", mode="marginal"), mode="marginal", chains_only=True)
+    assert bad.exit_code == 1 and float.fromhex(bad.flagged[0]["coin"]) == 0.0
+    assert "zero-probability child was accepted" in bad.flagged[0]["why"]
+    # the exact twin: positions 4 covers the bonus draw and the three coins (about 5 s)
+    ok = run_boundary(adapt_verifier(fv.vllm_chain, "vllm", mode="marginal"), mode="marginal", chains_only=True,
+                      positions=4)
+    assert ok.exit_code == 0 and not ok.flagged and not ok.errors and ok.calls_ok == ok.runs > 1000
+
+
+def test_malformed_vllm_output_is_bad_input_with_the_reason():
+    rep = check_verifier("helpers.format_verifiers:vllm_writes_after_rejection", mode="marginal", chains_only=True,
+                         samples=300, verifier_format="vllm")
+    assert rep.verdict == BAD_INPUT and "then only the placeholder -1" in rep.error
+    rep = check_verifier("helpers.format_verifiers:eagle_residual", mode="marginal", chains_only=True,
+                         samples=300, verifier_format="vllm")
+    assert rep.verdict == BAD_INPUT and "cannot be called as a vllm-format sampler" in rep.error
 
 
 # ----- the command line ----------------------------------------------------------------------------
