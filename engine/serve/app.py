@@ -20,6 +20,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
@@ -120,17 +121,26 @@ class ServeApp:
         if self.held >= self.limits.max_concurrent:
             raise too_many_requests(self.limits)
         self.held += 1
-        if req.stream:  # the stream releases its place when it ends
-            return StreamingResponse(self._stream(req, self._release), media_type="text/event-stream")
+        release = self._releaser()
+        if req.stream:  # the stream releases its place when it ends (or, if never started, after the response)
+            return StreamingResponse(self._stream(req, release), media_type="text/event-stream",
+                                     background=BackgroundTask(release))
         try:
             loop = asyncio.get_running_loop()
             ids, choices = await loop.run_in_executor(self.executor, self._job, req, None)
             return JSONResponse(self._response(req, ids, choices))
         finally:
-            self._release()
+            release()
 
-    def _release(self) -> None:
-        self.held -= 1
+    def _releaser(self):
+        """A once-only release of one held place."""
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done, self.held = True, self.held - 1
+        return release
 
     def _job(self, req: DecodeRequest, emit):
         """Runs on the worker thread: encode, check the work bounds, decode."""

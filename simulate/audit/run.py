@@ -58,11 +58,16 @@ class _Run:
         return int.from_bytes(digest[:8], "little") >> 1
 
     def fetch(self, jobs: list[tuple], level: int) -> list:
-        """Run ``(client, model, prompt, kwargs)`` jobs with ``level`` in flight per server; results in order."""
+        """Run ``(client, model, prompt, kwargs)`` jobs, both servers at once with ``level`` requests in
+        flight on each (one pool per server); results in job order."""
         self.requests += len(jobs)
-        with ThreadPoolExecutor(max_workers=2 * level) as pool:  # both servers at once, `level` each
-            futures = [pool.submit(c.sample, p, model=m, **kw) for c, m, p, kw in jobs]
+        pools = {c.name: ThreadPoolExecutor(max_workers=level) for c, *_ in jobs}
+        try:
+            futures = [pools[c.name].submit(c.sample, p, model=m, **kw) for c, m, p, kw in jobs]
             return [f.result() for f in futures]
+        finally:
+            for pool in pools.values():
+                pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _margin(top: dict | None) -> float | None:
