@@ -8,6 +8,7 @@ the decode worker has stopped. One line on stdout says each of: loaded, ready (w
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 import socket
 import sys
@@ -32,6 +33,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
           limits: ServeLimits = ServeLimits(), graceful_s: float = 10.0, out: TextIO = sys.stdout) -> int:
     import uvicorn
@@ -40,6 +48,9 @@ def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, api_ke
     print(f"exitlaw serve: loaded {engine.model_name} (method {cfg.method}, verifier {cfg.verifier}"
           + (f", budget {cfg.budget}" if cfg.method != "ar" else "") + f", device {engine.target.device})",
           file=out, flush=True)
+    if not api_key and not _loopback(host):
+        print(f"exitlaw serve: warning: listening on {host} without --api-key: anyone who can reach this address "
+              "can use the model", file=out, flush=True)
     sock = bind(host, port)
     bound = sock.getsockname()[1]
     app = ServeApp(engine, api_key)

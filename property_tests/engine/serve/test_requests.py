@@ -54,3 +54,10 @@ def test_a_user_verifier_that_cannot_be_loaded_is_a_named_error():
     with pytest.raises(ValueError, match="no attribute"):
         load_user_verifier("helpers.cli_verifiers:nope")
     assert callable(load_user_verifier("helpers.cli_verifiers:numpy_predraw_temperature_twice"))
+
+
+def test_only_loopback_addresses_pass_without_a_warning():
+    from exitlaw.engine.serve.server import _loopback
+
+    assert all(_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "localhost"))
+    assert not any(_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "example.org"))
