@@ -183,6 +183,7 @@ SUBPACKAGE_RULES = {
         "prove": {".", "verifiers", "kit"},           # the prover loads procedures as the kit does
         "exittrain": {".", "lab"},
         "bench": {".", "verifiers", "lab", "kit"},
+        "audit": {"."},                               # the server audit: an HTTP client + the shared statistics
     },
     "engine": {
         ".": set(),
@@ -191,6 +192,7 @@ SUBPACKAGE_RULES = {
         "decode": {"models"},                         # decoding never imports training or benchmarks
         "training": {"models", "decode", "prompts"},
         "bench": {"models", "decode", "prompts"},
+        "serve": {"models", "decode", "prompts"},     # the HTTP server runs the engine's entry points
     },
     "paper_repro": {
         ".": {".", "mini"},
@@ -252,6 +254,8 @@ def test_sub_packages_import_only_the_rooms_their_rules_allow():
     ("engine/decode/loop.py", "import exitlaw.engine.training.loop"),
     ("engine/models/target.py", "from exitlaw.engine.decode.verifiers import verify"),
     ("paper_repro/mini/evaluate.py", "from exitlaw.paper_repro.ledger import CLAIMS"),
+    ("engine/decode/loop.py", "from exitlaw.engine.serve.app import ServeApp"),
+    ("simulate/audit/run.py", "from exitlaw.simulate.kit.conformance import run_kit"),
 ])
 def test_a_planted_import_that_breaks_a_sub_package_rule_is_found(tmp_path, file, planted):
     for part in SUBPACKAGE_RULES:

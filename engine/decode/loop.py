@@ -212,23 +212,28 @@ def _append_block(tokens: list[int], block: list[int], cfg: DecodeConfig) -> boo
 
 
 def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDrafter, cfg: DecodeConfig,
-                      gens: Generators, timer=NullTimer()) -> tuple[list[int], RoundRecord]:
-    """One draft / build / verify / decide / commit round, each stage timed by ``timer``."""
+                      gens: Generators, timer=NullTimer(), decide=None) -> tuple[list[int], RoundRecord]:
+    """One draft / build / verify / decide / commit round, each stage timed by ``timer``.
+
+    ``decide`` (optional) replaces :func:`decide_stage` with the same signature (a user's verifier
+    served by ``exitlaw serve --verifier MODULE:CALLABLE``)."""
     rows = timer.call("draft", draft_stage, state, target, drafter)
     dtree = timer.call("build", build_stage, rows, cfg, state.root, target.device)
     step = timer.call("verify_forward", verify_forward_stage, state, target, dtree)
-    result = timer.call("decide", decide_stage, cfg, dtree, step.logits, gens)
+    result = timer.call("decide", decide or decide_stage, cfg, dtree, step.logits, gens)
     block = timer.call("commit", commit_stage, state, target, dtree, step, result)
     return block, RoundRecord(dtree, result, step.logits)
 
 
 def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], cfg: DecodeConfig,
-             *, timer=None, trace=None, on_round=None) -> GenerationResult:
+             *, timer=None, trace=None, on_round=None, on_block=None, decide=None) -> GenerationResult:
     """Decode ``prompt`` with ``cfg``; ``trace`` (a TraceWriter) receives one TraceRound per round and
-    ``on_round`` (a callable) each round's :class:`RoundRecord` (its tree, decision and target logits)."""
+    ``on_round`` (a callable) each round's :class:`RoundRecord` (its tree, decision and target logits).
+    ``on_block`` (a callable) receives each round's output block as it is committed (AR: each token);
+    ``decide`` replaces the verifier stage (see :func:`speculative_round`)."""
     timer = timer if timer is not None else StageTimer(target.device)
     if cfg.method == "ar":
-        return generate_ar(target, prompt, cfg, timer=timer)
+        return generate_ar(target, prompt, cfg, timer=timer, on_block=on_block)
     if drafter is None:
         raise ValueError(f"method {cfg.method!r} needs a drafter")
     gens = Generators(cfg.seed, target.device)
@@ -236,19 +241,22 @@ def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequenc
     lengths: list[int] = []
     done = False
     while not done:
-        block, rec = speculative_round(state, target, drafter, cfg, gens, timer)
+        block, rec = speculative_round(state, target, drafter, cfg, gens, timer, decide)
         lengths.append(len(block))
         if trace is not None:
             trace.write(trace_round(rec, cfg.settings))
         if on_round is not None:
             on_round(rec)
         done = _append_block(state.tokens, block, cfg)
+        if on_block is not None:
+            on_block(block)
     stages = timer.summary()
     decode = sum(v["total_s"] for k, v in stages.items() if k != "prefill")
     return GenerationResult(state.tokens, lengths, decode, stages)
 
 
-def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *, timer=None) -> GenerationResult:
+def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *, timer=None,
+                on_block=None) -> GenerationResult:
     """Autoregressive baseline on the plain causal path (no custom mask); samples use the bonus stream."""
     timer = timer if timer is not None else StageTimer(target.device)
     gens = Generators(cfg.seed, target.device)
@@ -259,6 +267,8 @@ def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *
         tok = timer.call("sample", sample_token, logits, cfg.settings, gens.verifier.bonus)
         state.root = tok
         done = _append_block(state.tokens, [tok], cfg)
+        if on_block is not None:
+            on_block([tok])
     stages = timer.summary()
     decode = sum(v["total_s"] for k, v in stages.items() if k != "prefill")
     return GenerationResult(state.tokens, [1] * len(state.tokens), decode, stages)

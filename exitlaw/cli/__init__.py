@@ -20,6 +20,7 @@ COMMAND_FAMILIES = [
     "exitlaw.cli.engine",     # bench, tiny-models, bench-verifiers, gpu-check, bench-batch
     "exitlaw.cli.train",      # train
     "exitlaw.cli.repro",      # repro mini|all|full, figures, ledger
+    "exitlaw.cli.serve",      # serve, audit, bench-serve
 ]
 
 

@@ -3,6 +3,8 @@ test modules are not importable by name under pytest's importlib import mode, he
 
 from __future__ import annotations
 
+import numpy as np
+
 from exitlaw.simulate.verifiers.sampled_draft import _path, draw_draft
 
 from helpers.mutants import inverse_cdf
@@ -35,3 +37,10 @@ def rrs_bonus_from_target(topology, target, draft, rand):
         if nxt is None:
             return _path(topology, tokens, v) + (rand.categorical(p, stream="bonus"),)  # BUG: not the residual
         v = nxt
+
+
+def numpy_predraw_temperature_twice(tree, probs, rng):
+    """Lossy on purpose (the zoo's `temperature_twice`, fast): predraw on p^2 renormalised, i.e. the
+    temperature applied a second time. `exitlaw serve --verifier helpers.cli_verifiers:...` plants it."""
+    sharp = np.asarray(probs, dtype=np.float64) ** 2
+    return numpy_predraw(tree, sharp / sharp.sum(axis=1, keepdims=True), rng)

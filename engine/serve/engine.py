@@ -1,0 +1,213 @@
+"""The model behind ``exitlaw serve``: loaded once, one decode at a time, requests turned into choices.
+
+:class:`ServeEngine` owns the tokenizer, the target and (for chain / DDTree) the DFlash drafter, and
+runs each request with the engine's entry points: :func:`~exitlaw.engine.decode.loop.generate` for one
+sample, :func:`~exitlaw.engine.decode.batch_generate.generate_batch` for ``n > 1`` samples of one prompt
+(one batch; a user's verifier decodes the ``n`` samples one after the other with spawned seeds). Its
+methods are not thread-safe: the HTTP layer calls them from a single worker thread, which is the
+request queue.
+
+Per request: no ``seed`` draws a fresh one (independent samples per request), a ``seed`` makes the
+request reproducible. Log-probabilities are those of the sampled tokens under the *processed* row
+``softmax(logits / T)`` (the row the verifiers sample from; at ``T = 0`` the raw ``softmax(logits)``),
+from one causal target forward over prompt + output.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+import torch
+
+from exitlaw.engine.decode.batch_generate import generate_batch
+from exitlaw.engine.decode.loop import DecodeConfig, generate
+from exitlaw.engine.decode.verifiers import KINDS
+from exitlaw.engine.models.checkpoint import load_pair, load_target
+from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
+from exitlaw.engine.serve.errors import APIError, bad_request
+from exitlaw.engine.serve.limits import ServeLimits, check_request_work
+from exitlaw.engine.serve.requests import DecodeRequest
+from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    target: str
+    draft: str | None = None
+    method: str = "ddtree"
+    verifier: str = "tev"
+    budget: int = 32
+    device: str = "cpu"
+    dtype: str = "auto"
+    model_name: str | None = None   # the id served in /v1/models (default: the target folder's name)
+
+
+@dataclass
+class Choice:
+    tokens: list[int]
+    text: str
+    finish_reason: str               # "stop" (EOS, stop token or stop string) | "length"
+    block_lengths: list[int] = field(default_factory=list)
+    logprobs: list[tuple[float, list[tuple[int, float]]]] | None = None  # per token: (logprob, top-k)
+
+
+class _Stopped(Exception):
+    """Raised from the per-block callback to end a decode early (stop string, shutdown)."""
+
+
+class ServeEngine:
+    def __init__(self, cfg: ServeConfig, limits: ServeLimits = ServeLimits()):
+        from pathlib import Path
+
+        from transformers import AutoTokenizer
+
+        if cfg.method not in ("ar", "chain", "ddtree"):
+            raise ValueError(f"--method must be ar, chain or ddtree, got {cfg.method!r}")
+        if cfg.method != "ar" and not cfg.draft:
+            raise ValueError(f"--method {cfg.method} needs --draft (a DFlash drafter)")
+        self.user_fn = load_user_verifier(cfg.verifier) if is_user_verifier(cfg.verifier) else None
+        if self.user_fn is None and cfg.verifier not in KINDS:
+            raise ValueError(f"--verifier: expected one of {', '.join(KINDS)} or MODULE:CALLABLE, got {cfg.verifier!r}")
+        if cfg.budget < 1:
+            raise ValueError(f"--budget must be >= 1, got {cfg.budget}")
+        dtype = None if cfg.dtype == "auto" else getattr(torch, cfg.dtype)
+        self.cfg, self.limits = cfg, limits
+        self.tokenizer = AutoTokenizer.from_pretrained(str(cfg.target))
+        if cfg.method == "ar":
+            self.target, self.drafter = load_target(cfg.target, device=cfg.device, dtype=dtype), None
+        else:
+            self.target, self.drafter = load_pair(cfg.target, cfg.draft, device=cfg.device, dtype=dtype)
+        self.model_name = cfg.model_name or Path(str(cfg.target)).resolve().name
+        eos = self.target.model.generation_config.eos_token_id
+        eos = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+        if self.tokenizer.eos_token_id is not None:
+            eos.append(int(self.tokenizer.eos_token_id))
+        self.eos = tuple(sorted(set(int(e) for e in eos)))
+        self.closing = False
+
+    # ------------------------------------------------------------------ encoding and limits
+    @property
+    def tree_nodes(self) -> int:
+        return 1 if self.cfg.method == "ar" else self.cfg.budget + 1
+
+    def encode(self, req: DecodeRequest) -> list[int]:
+        """Token ids of the request's prompt (chat template for chat requests); 400 on a bad prompt."""
+        if isinstance(req.prompt, list) and req.prompt and isinstance(req.prompt[0], int):
+            vocab = self.target.vocab_size
+            bad = [t for t in req.prompt if not 0 <= t < vocab]
+            if bad:
+                raise bad_request(f"prompt token ids {bad[:5]} are outside the vocabulary [0, {vocab})", "prompt")
+            return list(req.prompt)
+        try:
+            return encode_prompt(self.tokenizer, req.prompt, chat=req.chat)
+        except PromptEncodingError as err:
+            raise bad_request(f"cannot encode the prompt: {err}", "messages" if req.chat else "prompt") from None
+
+    def check(self, req: DecodeRequest, ids: list[int]) -> None:
+        check_request_work(self.limits, prompt_tokens=len(ids), max_tokens=req.max_tokens, n=req.n,
+                           model_config=self.target.model.config, tree_nodes=self.tree_nodes, device=self.target.device)
+        vocab = self.target.vocab_size
+        if any(not 0 <= t < vocab for t in req.stop_token_ids):
+            raise bad_request(f"stop_token_ids must lie in [0, {vocab})", "stop_token_ids")
+
+    # ------------------------------------------------------------------ decoding
+    def decode_config(self, req: DecodeRequest, seed: int) -> DecodeConfig:
+        verifier = "greedy" if self.user_fn is not None else self.cfg.verifier
+        return DecodeConfig(method=self.cfg.method, verifier=verifier, budget=self.cfg.budget,
+                            temperature=req.temperature, max_new_tokens=req.max_tokens,
+                            stop_tokens=self.eos + tuple(req.stop_token_ids), seed=seed)
+
+    def run(self, req: DecodeRequest, ids: list[int], emit: Callable[[int, list[int]], None] | None = None) -> list[Choice]:
+        """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block)`` gets blocks as they are committed
+        (one sample: each round; several: each whole sample once done)."""
+        seed = req.seed if req.seed is not None else secrets.randbits(63)
+        cfg = self.decode_config(req, seed)
+        with torch.inference_mode():
+            if req.n == 1 or self.user_fn is not None:
+                seeds = [seed] if req.n == 1 else [int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
+                                                   for s in np.random.SeedSequence(seed).spawn(req.n)]
+                raw = [self._one(req, ids, replace(cfg, seed=s), i, emit)
+                       for i, s in enumerate(seeds)]
+            else:
+                out = generate_batch(self.target, self.drafter, [ids] * req.n, cfg)
+                raw = [(t, b) for t, b in zip(out.tokens, out.block_lengths)]
+                if emit is not None:
+                    for i, (t, _) in enumerate(raw):
+                        emit(i, list(t))
+            choices = [self._finish(req, tokens, blocks) for tokens, blocks in raw]
+            if req.logprobs is not None:
+                for c in choices:
+                    c.logprobs = self.logprobs(ids, c.tokens, req.temperature, req.logprobs)
+        return choices
+
+    def _one(self, req, ids, cfg, index, emit):
+        tokens: list[int] = []
+
+        def on_block(block):
+            tokens.extend(block)
+            if emit is not None:
+                emit(index, list(block))
+            if self.closing:
+                raise _Stopped
+            if req.stop:
+                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+                if any(s in text for s in req.stop):
+                    raise _Stopped
+
+        decide = user_decide(self.user_fn, cfg.seed) if self.user_fn is not None else None
+        try:
+            res = generate(self.target, self.drafter, ids, cfg, on_block=on_block, decide=decide)
+            return res.tokens, res.block_lengths
+        except _Stopped:
+            if self.closing:
+                raise APIError(503, "the server is shutting down") from None
+            return tokens[: req.max_tokens], []
+
+    def _finish(self, req: DecodeRequest, tokens: list[int], blocks: list[int]) -> Choice:
+        tokens = list(tokens)[: req.max_tokens]
+        stops = set(self.eos) | set(req.stop_token_ids)
+        reason = "stop" if tokens and tokens[-1] in stops else "length"
+        cut = _stop_at(self.tokenizer, tokens, req.stop) if req.stop else None
+        if cut is not None:
+            tokens, text = cut
+            return Choice(tokens, text, "stop", list(blocks))
+        return Choice(tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), reason, list(blocks))
+
+    def logprobs(self, ids: list[int], tokens: list[int], temperature: float, top: int):
+        """Per sampled token: ``log softmax(z / T)`` of it (``T = 0``: of ``z``) and the ``top`` best."""
+        if not tokens:
+            return []
+        seq = torch.tensor(list(ids) + list(tokens[:-1]), dtype=torch.long, device=self.target.device)
+        step = self.target.prefill(self.target.new_cache(), seq, all_logits=True)
+        rows = step.logits[len(ids) - 1:].to(torch.float64)              # [len(tokens), V]
+        lp = torch.log_softmax(rows / (temperature if temperature > 0 else 1.0), dim=-1)
+        chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None]).squeeze(1).tolist()
+        out = []
+        if top > 0:
+            vals, idx = lp.topk(min(top, lp.shape[1]), dim=-1)
+            tops = [list(zip(i, v)) for i, v in zip(idx.tolist(), vals.tolist())]
+        else:
+            tops = [[] for _ in tokens]
+        for c, t in zip(chosen, tops):
+            out.append((float(c), [(int(i), float(v)) for i, v in t]))
+        return out
+
+    def close(self) -> None:
+        """Ask a running single-sample decode to stop at its next round (shutdown)."""
+        self.closing = True
+
+
+def _stop_at(tokenizer, tokens: list[int], stops) -> tuple[list[int], str] | None:
+    """The shortest token prefix whose text holds a stop string, and that text cut before it; else None."""
+    for k in range(1, len(tokens) + 1):
+        text = tokenizer.decode(tokens[:k], skip_special_tokens=True)
+        hits = [text.index(s) for s in stops if s in text]
+        if hits:
+            return tokens[:k], text[: min(hits)]
+    return None
+
+
+__all__ = ["ServeConfig", "ServeEngine", "Choice"]

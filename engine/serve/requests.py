@@ -1,0 +1,172 @@
+"""Parse an OpenAI ``/v1/completions`` or ``/v1/chat/completions`` body into a :class:`DecodeRequest`.
+
+Only data is read: a request names no file, module or path, so nothing in it can load code or touch
+files. Unknown fields are refused by name (a silently ignored setting would change the law the user
+thinks they sample from). Defaults follow the OpenAI API: ``temperature`` 1, ``n`` 1, ``max_tokens`` 16
+for completions (the server's ``--max-tokens-limit`` for chat).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from exitlaw.engine.serve.errors import bad_request
+
+COMMON = {"model", "max_tokens", "temperature", "n", "seed", "stop", "stream", "stream_options", "logprobs",
+          "user", "presence_penalty", "frequency_penalty", "return_token_ids", "return_tokens_as_token_ids",
+          "stop_token_ids",
+          # ---- sampling settings (DESIGN section 1, "Sampling settings"): top-k / top-p / min-p land with
+          # the settings issue (branch issue-22e). Until then only their neutral values are accepted; see
+          # ``_sampling_settings`` below, the one place they are read.
+          "top_p", "top_k", "min_p"}
+COMPLETION_FIELDS = COMMON | {"prompt", "echo"}
+CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"}
+MAX_TOP_LOGPROBS = 20
+
+
+@dataclass(frozen=True)
+class DecodeRequest:
+    """What one request asks the engine to decode (prompt still text or messages; the engine encodes it)."""
+
+    chat: bool
+    prompt: object                  # str | list[int] (completions) or list of messages (chat)
+    model: str | None
+    n: int = 1
+    max_tokens: int = 16
+    temperature: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    stream: bool = False
+    include_usage: bool = False
+    logprobs: int | None = None     # None: none; k >= 0: the sampled token's and the top-k
+    token_ids_as_text: bool = False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
+
+
+def _int(body: dict, name: str, default: int | None, lo: int | None = None) -> int | None:
+    v = body.get(name, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise bad_request(f"{name} must be an integer, got {v!r}", name)
+    if lo is not None and v < lo:
+        raise bad_request(f"{name} must be >= {lo}, got {v}", name)
+    return int(v)
+
+
+def _bool(body: dict, name: str, default: bool = False) -> bool:
+    v = body.get(name, default)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise bad_request(f"{name} must be true or false, got {v!r}", name)
+    return v
+
+
+def _number(body: dict, name: str, default: float) -> float:
+    v = body.get(name, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise bad_request(f"{name} must be a finite number, got {v!r}", name)
+    return float(v)
+
+
+def _sampling_settings(body: dict) -> None:
+    """SAMPLING SETTINGS HOOK (issue 22, branch issue-22e): top-k / top-p / min-p are processed before
+    sampling (DESIGN section 1). Until the engine implements them, only their neutral values pass, and any
+    other value is refused by name rather than ignored."""
+    neutral = {"top_p": (1.0,), "top_k": (None, 0, -1), "min_p": (0.0,)}
+    for name, ok in neutral.items():
+        if name in body and body[name] is not None and body[name] not in ok:
+            raise bad_request(f"{name}={body[name]!r} is not supported yet (top-k/top-p/min-p land with the "
+                              "sampling-settings issue); send the neutral value or leave it out", name, "unsupported")
+    for name in ("presence_penalty", "frequency_penalty"):
+        if body.get(name) not in (None, 0, 0.0):
+            raise bad_request(f"{name} is not supported (it changes the sampled law)", name, "unsupported")
+
+
+def _stop(body: dict) -> tuple[str, ...]:
+    v = body.get("stop")
+    if v is None:
+        return ()
+    stops = [v] if isinstance(v, str) else v
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops) or len(stops) > 4:
+        raise bad_request("stop must be a non-empty string or a list of at most 4 non-empty strings", "stop")
+    return tuple(stops)
+
+
+def _prompt(body: dict):
+    p = body.get("prompt")
+    if isinstance(p, list) and len(p) == 1 and (isinstance(p[0], str) or isinstance(p[0], list)):
+        p = p[0]  # a batch of one prompt
+    if isinstance(p, str):
+        if not p:
+            raise bad_request("prompt is empty", "prompt")
+        return p
+    if isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
+        return [int(t) for t in p]
+    if isinstance(p, list) and p and all(isinstance(t, (str, list)) for t in p):
+        raise bad_request("this server takes one prompt per request (send n for several samples)", "prompt")
+    raise bad_request("prompt must be a non-empty string or a non-empty list of token ids", "prompt")
+
+
+def _messages(body: dict) -> list[dict]:
+    msgs = body.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise bad_request("messages must be a non-empty list", "messages")
+    out = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise bad_request(f"messages[{i}] must be {{'role': str, 'content': str}} (text content only)", "messages")
+        out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> DecodeRequest:
+    """The :class:`DecodeRequest` of one JSON body; a 400 :class:`~.errors.APIError` names any bad field."""
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    unknown = sorted(set(body) - (CHAT_FIELDS if chat else COMPLETION_FIELDS))
+    if unknown:
+        raise bad_request(f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported")
+    _sampling_settings(body)
+    if not chat and body.get("echo"):
+        raise bad_request("echo is not supported", "echo", "unsupported")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise bad_request("model must be a string", "model")
+    max_tokens = _int(body, "max_tokens", None, 1)
+    if chat:
+        max_tokens = _int(body, "max_completion_tokens", max_tokens, 1)
+    temperature = _number(body, "temperature", 1.0)
+    if temperature < 0:
+        raise bad_request(f"temperature must be >= 0, got {temperature}", "temperature")
+    seed = _int(body, "seed", None)
+    if seed is not None and not 0 <= seed < 2 ** 63:
+        raise bad_request(f"seed must be in [0, 2**63), got {seed}", "seed")
+    opts = body.get("stream_options") or {}
+    if not isinstance(opts, dict) or set(opts) - {"include_usage"}:
+        raise bad_request("stream_options takes only include_usage", "stream_options")
+    if chat:
+        want = _bool(body, "logprobs")
+        top = _int(body, "top_logprobs", None, 0)
+        if top is not None and not want:
+            raise bad_request("top_logprobs needs logprobs: true", "top_logprobs")
+        logprobs = (top or 0) if want else None
+    else:
+        logprobs = _int(body, "logprobs", None, 0)
+    if logprobs is not None and logprobs > MAX_TOP_LOGPROBS:
+        raise bad_request(f"logprobs: at most {MAX_TOP_LOGPROBS} top log-probabilities, got {logprobs}", "logprobs")
+    stop_ids = body.get("stop_token_ids") or []
+    if not isinstance(stop_ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in stop_ids):
+        raise bad_request("stop_token_ids must be a list of token ids", "stop_token_ids")
+    return DecodeRequest(chat=chat, prompt=_messages(body) if chat else _prompt(body), model=model,
+                         n=_int(body, "n", 1, 1), max_tokens=max_tokens if max_tokens is not None else default_max_tokens,
+                         temperature=temperature, seed=seed, stop=_stop(body), stop_token_ids=tuple(stop_ids),
+                         stream=_bool(body, "stream"), include_usage=_bool(opts, "include_usage"),
+                         logprobs=logprobs, token_ids_as_text=_bool(body, "return_tokens_as_token_ids"))
+
+
+__all__ = ["DecodeRequest", "parse_request", "MAX_TOP_LOGPROBS"]

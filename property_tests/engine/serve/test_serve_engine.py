@@ -1,0 +1,64 @@
+"""The model side of `exitlaw serve` on the tiny pair: the generate loop's hooks, seeds, `n`, stop strings
+and log-probabilities of the sampled tokens."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from exitlaw.engine.decode.loop import DecodeConfig, generate
+from exitlaw.engine.decode.verifiers import verify
+from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
+from exitlaw.engine.serve.requests import parse_request
+
+
+@pytest.fixture(scope="module")
+def engine(tiny):
+    target, draft = tiny
+    return ServeEngine(ServeConfig(target=str(target), draft=str(draft), method="ddtree", verifier="tev", budget=4))
+
+
+def _run(engine, **body):
+    req = parse_request({"prompt": "def add(a, b):", **body}, chat=False, default_max_tokens=8)
+    return engine.run(req, engine.encode(req))
+
+
+def test_on_block_sees_every_committed_block_and_decide_replaces_the_verifier(pair):
+    target, drafter = pair
+    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=4, temperature=1.0, max_new_tokens=10, seed=3)
+    blocks, calls = [], []
+
+    def decide(c, dtree, logits, gens):
+        calls.append(dtree.num_nodes)
+        return verify("tev", dtree, logits, c.temperature, gens.verifier)
+
+    res = generate(target, drafter, [5, 6, 7], cfg, on_block=blocks.append, decide=decide)
+    again = generate(target, drafter, [5, 6, 7], cfg)
+    assert res.tokens == again.tokens                           # the hook's verifier is the same one: same tokens
+    assert [t for b in blocks for t in b][: len(res.tokens)] == res.tokens
+    assert len(calls) == len(blocks) == len(res.block_lengths)
+    ar_blocks = []
+    ar = generate(target, None, [5, 6, 7], DecodeConfig(method="ar", max_new_tokens=5), on_block=ar_blocks.append)
+    assert ar_blocks == [[t] for t in ar.tokens]
+
+
+def test_a_seed_makes_a_request_reproducible_and_n_gives_n_samples(engine):
+    a = _run(engine, temperature=1, seed=11, n=3, max_tokens=5)
+    b = _run(engine, temperature=1, seed=11, n=3, max_tokens=5)
+    assert [c.tokens for c in a] == [c.tokens for c in b] and len(a) == 3
+    assert all(1 <= len(c.tokens) <= 5 for c in a)
+
+
+def test_logprobs_are_those_of_the_processed_row_and_stop_strings_cut_the_text(engine):
+    [c] = _run(engine, temperature=0.5, seed=2, max_tokens=6, logprobs=3)
+    assert len(c.logprobs) == len(c.tokens)
+    for tok, (lp, top) in zip(c.tokens, c.logprobs):
+        assert lp <= 0 and len(top) == 3 and top[0][1] >= lp - 1e-9
+        assert math.fsum(math.exp(v) for _, v in top) <= 1 + 1e-9
+    [g] = _run(engine, temperature=0, max_tokens=8)
+    assert len(g.text) >= 3, g.text   # the tiny pair's greedy text for this prompt is long enough to cut
+    stop = g.text[1:3]
+    [s] = _run(engine, temperature=0, max_tokens=8, stop=stop)
+    assert s.finish_reason == "stop" and s.text == g.text[: g.text.index(stop)]
+    assert g.tokens[: len(s.tokens)] == s.tokens and len(s.tokens) < len(g.tokens)

@@ -1,0 +1,123 @@
+"""What an audit asks: its settings, its prompts, and the error budget split over its tests.
+
+The false-failure rate ``alpha`` is for the whole run: every test (per prompt, pooled, first token, at
+every concurrency level) gets ``alpha / K`` (Bonferroni). The sample size per prompt and server is the
+smallest with power ``>= power`` at total variation ``tv`` for one per-prompt two-sample test at that level
+(:func:`~exitlaw.simulate.audit.two_sample.two_sample_size`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from exitlaw.simulate.audit.two_sample import two_sample_size
+
+
+class AuditUsageError(ValueError):
+    """Bad settings, an unreadable prompts file, or a server that cannot be used (exit 2)."""
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    candidate: str
+    reference: str
+    prompts: str
+    temperature: float = 0.0
+    candidate_model: str | None = None
+    reference_model: str | None = None
+    candidate_key: str | None = None
+    reference_key: str | None = None
+    max_tokens: int = 32          # T = 0: tokens compared
+    tokens: int = 2               # T > 0: outcome = the first k tokens
+    alpha: float = 1e-3
+    power: float = 0.9
+    tv: float = 0.2
+    max_cells: int = 6
+    samples: int | None = None
+    n_per_request: int = 32
+    concurrency: tuple[int, ...] = (1,)
+    tie_margin: float = 0.05
+    strict_ties: bool = False
+    first_token_test: str = "auto"   # auto | on | off
+    timeout: float = 120.0
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0 < self.alpha < 1 or not 0 < self.power < 1 or not 0 < self.tv <= 1:
+            raise AuditUsageError(f"need 0 < alpha, power < 1 and 0 < tv <= 1 (got {self.alpha}, {self.power}, {self.tv})")
+        if self.temperature < 0 or not math.isfinite(self.temperature):
+            raise AuditUsageError(f"temperature must be a finite number >= 0, got {self.temperature}")
+        if self.max_cells < 2:
+            raise AuditUsageError(f"max_cells must be >= 2, got {self.max_cells}")
+        if not self.concurrency or min(self.concurrency) < 1:
+            raise AuditUsageError(f"concurrency levels must be >= 1, got {self.concurrency}")
+        if self.first_token_test not in ("auto", "on", "off"):
+            raise AuditUsageError(f"first_token_test must be auto, on or off, got {self.first_token_test!r}")
+        if min(self.max_tokens, self.tokens, self.n_per_request) < 1:
+            raise AuditUsageError("max_tokens, tokens and n_per_request must be >= 1")
+
+    @property
+    def first_token(self) -> bool:
+        return self.first_token_test == "on" or (self.first_token_test == "auto" and self.temperature == 1.0)
+
+    def public(self) -> dict:
+        """The settings without the API keys (for the report)."""
+        d = asdict(self)
+        for k in ("candidate_key", "reference_key"):
+            d[k] = "set" if d[k] else None
+        d["concurrency"] = list(self.concurrency)
+        return d
+
+
+def read_prompts(path: str | Path) -> list:
+    """Prompts of a JSONL file: ``prompt`` (text), ``prompt_ids`` (token ids) or ``messages`` (chat)."""
+    p = Path(path)
+    if not p.is_file():
+        raise AuditUsageError(f"prompts file {path} does not exist")
+    out = []
+    for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise AuditUsageError(f"{path}:{i}: not JSON: {err}") from None
+        if isinstance(rec, dict) and isinstance(rec.get("prompt"), str) and rec["prompt"]:
+            out.append(rec["prompt"])
+        elif isinstance(rec, dict) and isinstance(rec.get("prompt_ids"), list) and rec["prompt_ids"] and all(
+                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in rec["prompt_ids"]):
+            out.append(list(rec["prompt_ids"]))
+        elif isinstance(rec, dict) and isinstance(rec.get("messages"), list) and rec["messages"] and all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in rec["messages"]):
+            out.append([{"role": m["role"], "content": m["content"]} for m in rec["messages"]])
+        else:
+            raise AuditUsageError(f"{path}:{i}: expected {{\"prompt\": str}}, {{\"prompt_ids\": [int, ...]}} or "
+                                  "{\"messages\": [{\"role\", \"content\"}, ...]}")
+    if not out:
+        raise AuditUsageError(f"prompts file {path} holds no prompt")
+    return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The error budget: ``tests`` tests at ``alpha_each`` each, ``samples`` per prompt and server."""
+
+    tests: int
+    alpha_each: float
+    samples: int
+    planned: int                     # what ``power`` at ``tv`` needs
+
+
+def plan_budget(cfg: AuditConfig, num_prompts: int) -> Budget:
+    per_level = num_prompts + 1 + (num_prompts if cfg.first_token else 0)  # per prompt, pooled, first token
+    tests = per_level * len(cfg.concurrency)
+    alpha_each = cfg.alpha / tests
+    planned = two_sample_size(cells=cfg.max_cells, alpha=alpha_each, power=cfg.power, delta=cfg.tv)
+    return Budget(tests, alpha_each, cfg.samples if cfg.samples is not None else planned, planned)
+
+
+__all__ = ["AuditConfig", "AuditUsageError", "Budget", "plan_budget", "read_prompts"]

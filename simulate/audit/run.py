@@ -1,0 +1,222 @@
+"""``exitlaw audit``: is a candidate OpenAI-compatible server lossless against a reference server?
+
+* ``T = 0``: per prompt (and per concurrency level ``c``, with at least ``c`` requests in flight on each
+  server), the candidate's token ids must equal the reference's; a divergence where the reference's top-2
+  log-probability margin is below ``tie_margin`` is a *near-tie* (batch-variant numerics flip such argmaxes
+  on GPUs), reported apart and lossy only with ``strict_ties``.
+* ``T > 0``: per prompt and level, ``samples`` outcomes (the first ``tokens`` tokens) from each server, a
+  two-sample chi-square test per prompt and one pooled over prompts
+  (:mod:`~exitlaw.simulate.audit.two_sample`), and where the reference serves log-probabilities of the
+  sampled law, a one-sample test of the candidate's first token against the reference's top ones with the
+  tail pooled (:func:`~exitlaw.simulate.stats.pooled_chisquare`). The run's false-failure rate is ``alpha``
+  (:mod:`~exitlaw.simulate.audit.plan`); a run whose power at the samples obtained is below ``power`` ends in
+  "insufficient samples", never in a verdict of lossless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from exitlaw.simulate.audit.client import Client, ServerFailed, ServerRefused, Unreachable
+from exitlaw.simulate.audit.plan import AuditConfig, AuditUsageError, plan_budget, read_prompts
+from exitlaw.simulate.audit.report import AuditReport, Divergence, TestResult
+from exitlaw.simulate.audit.two_sample import (pooled_detectable_tv, pooled_power, two_sample_chisquare,
+                                               two_sample_power)
+from exitlaw.simulate.stats import chisquare_power, pooled_chisquare
+
+MAX_TOP = 20   # the most top log-probabilities servers return (vLLM's default limit)
+
+
+class _Run:
+    def __init__(self, cfg: AuditConfig):
+        self.cfg = cfg
+        self.cand = Client("candidate", cfg.candidate, cfg.candidate_key, cfg.timeout)
+        self.ref = Client("reference", cfg.reference, cfg.reference_key, cfg.timeout)
+        self.requests = 0
+
+    def model(self, client: Client, wanted: str | None) -> str:
+        try:
+            served = client.models()
+        except (Unreachable, ServerRefused, ServerFailed) as err:
+            raise AuditUsageError(f"{err} (checked before the run)") from None
+        if wanted is None:
+            if not served:
+                raise AuditUsageError(f"{client.name} server {client.base} lists no model")
+            return served[0]
+        if wanted not in served:
+            raise AuditUsageError(f"{client.name} server {client.base} serves {served}, not {wanted!r}")
+        return wanted
+
+    def seed(self, *key) -> int:
+        digest = hashlib.sha256(repr((self.cfg.seed,) + key).encode()).digest()
+        return int.from_bytes(digest[:8], "little") >> 1
+
+    def fetch(self, jobs: list[tuple], level: int) -> list:
+        """Run ``(client, model, prompt, kwargs)`` jobs, both servers at once with ``level`` requests in
+        flight on each (one pool per server); results in job order."""
+        self.requests += len(jobs)
+        pools = {c.name: ThreadPoolExecutor(max_workers=level) for c, *_ in jobs}
+        try:
+            futures = [pools[c.name].submit(c.sample, p, model=m, **kw) for c, m, p, kw in jobs]
+            return [f.result() for f in futures]
+        finally:
+            for pool in pools.values():
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _margin(top: dict | None) -> float | None:
+    if not top or len(top) < 2:
+        return None
+    a, b = sorted(top.values(), reverse=True)[:2]
+    return float(a - b)
+
+
+def _greedy(run: _Run, prompts, models, report: AuditReport) -> None:
+    cfg = run.cfg
+    for level in cfg.concurrency:
+        repeats = max(1, math.ceil(level / len(prompts)))
+        keys = [(i, r) for r in range(repeats) for i in range(len(prompts))]
+        kw = dict(n=1, max_tokens=cfg.max_tokens, temperature=0.0, seed=None, top_logprobs=2)
+        jobs = [(run.cand, models[0], prompts[i], kw) for i, _ in keys] + \
+               [(run.ref, models[1], prompts[i], kw) for i, _ in keys]
+        out = run.fetch(jobs, level)
+        cand, ref = out[: len(keys)], out[len(keys):]
+        for (i, r), [c], [f] in zip(keys, cand, ref):
+            if c.tokens == f.tokens:
+                continue
+            j = next((k for k in range(min(len(c.tokens), len(f.tokens))) if c.tokens[k] != f.tokens[k]),
+                     min(len(c.tokens), len(f.tokens)))
+            margins = [m for m in (_margin(f.top[j] if j < len(f.top) else None),
+                                   _margin(c.top[j] if j < len(c.top) else None)) if m is not None]
+            margin = min(margins) if margins else None
+            tie = margin is not None and margin < cfg.tie_margin and j < min(len(c.tokens), len(f.tokens))
+            d = Divergence(i, level, r, j, c.tokens[j] if j < len(c.tokens) else None,
+                           f.tokens[j] if j < len(f.tokens) else None, margin, tie)
+            (report.near_ties if tie and not cfg.strict_ties else report.divergences).append(d)
+    if report.divergences:
+        report.verdict = "lossy"
+        d = report.divergences[0]
+        report.reasons.append(f"{len(report.divergences)} divergence(s) at T = 0; first: prompt {d.prompt}, "
+                              f"position {d.position}")
+
+
+def _outcomes(samples) -> Counter:
+    return Counter(tuple(s.tokens) for s in samples)
+
+
+def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -> TestResult | None:
+    if not ref_top:
+        return None
+    toks = sorted(ref_top, key=lambda t: -ref_top[t])
+    probs = np.exp(np.array([ref_top[t] for t in toks], dtype=np.float64))
+    tail = max(0.0, 1.0 - probs.sum())
+    probs = np.append(probs, tail)
+    probs = probs / probs.sum()
+    index = {t: k for k, t in enumerate(toks)}
+    counts = np.zeros(len(probs))
+    for s in cand_samples:
+        counts[index.get(s.tokens[0], len(toks)) if s.tokens else len(toks)] += 1
+    res = pooled_chisquare(counts, probs)
+    n = int(counts.sum())
+    power = chisquare_power(n, max(res.cells, 2), budget.alpha_each, cfg.tv)
+    return TestResult("first-token", level, prompt, res.statistic, res.dof, res.pvalue, budget.alpha_each, power,
+                      res.rejects(budget.alpha_each),
+                      {"reference_tokens": len(toks), "tail_mass": float(tail), "zero_cell_hits": len(res.zero_cell_hits)})
+
+
+def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
+    cfg = run.cfg
+    budget = plan_budget(cfg, len(prompts))
+    report.samples, report.planned_samples, report.alpha_each = budget.samples, budget.planned, budget.alpha_each
+    for level in cfg.concurrency:
+        jobs, owners = [], []
+        for side, client, model in (("c", run.cand, models[0]), ("r", run.ref, models[1])):
+            for i, p in enumerate(prompts):
+                left, j = budget.samples, 0
+                while left > 0:
+                    n = min(left, cfg.n_per_request)
+                    jobs.append((client, model, p, dict(n=n, max_tokens=cfg.tokens, temperature=cfg.temperature,
+                                                         seed=run.seed(level, side, i, j), top_logprobs=None)))
+                    owners.append((side, i))
+                    left, j = left - n, j + 1
+        if cfg.first_token:
+            for i, p in enumerate(prompts):
+                jobs.append((run.ref, models[1], p, dict(n=1, max_tokens=1, temperature=cfg.temperature,
+                                                         seed=run.seed(level, "top", i), top_logprobs=MAX_TOP)))
+                owners.append(("top", i))
+        out = run.fetch(jobs, level)
+        got = {("c", i): [] for i in range(len(prompts))} | {("r", i): [] for i in range(len(prompts))}
+        tops = {}
+        for (side, i), samples in zip(owners, out):
+            if side == "top":
+                tops[i] = samples[0].top[0] if samples[0].top else {}
+            else:
+                got[(side, i)].extend(samples)
+        stat, dof, sizes = 0.0, 0, []
+        for i in range(len(prompts)):
+            a, b = got[("c", i)], got[("r", i)]
+            res = two_sample_chisquare(_outcomes(a), _outcomes(b), max_cells=cfg.max_cells)
+            power = two_sample_power(len(a), len(b), cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv)
+            report.tests.append(TestResult("two-sample", level, i, res.statistic, res.dof, res.pvalue,
+                                           budget.alpha_each, power, res.rejects(budget.alpha_each),
+                                           {"cells": [list(c) if isinstance(c, tuple) else c for c in res.cells],
+                                            "candidate": res.counts_a, "reference": res.counts_b}))
+            stat, dof = stat + res.statistic, dof + res.dof
+            sizes.append((len(a), len(b)))
+            if cfg.first_token:
+                t = _first_token_test(a, tops.get(i, {}), budget, cfg, level, i)
+                if t is not None:
+                    report.tests.append(t)
+                else:
+                    report.reasons.append(f"prompt {i}: the reference returned no log-probabilities (first-token "
+                                          "test not run)")
+        from scipy import stats as sps
+
+        p = float(sps.chi2.sf(stat, dof)) if dof > 0 else 1.0
+        pw = pooled_power(sizes, cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv)
+        report.tests.append(TestResult("pooled", level, None, stat, dof, p, budget.alpha_each, pw, p < budget.alpha_each))
+        report.pooled_detectable_tv[level] = pooled_detectable_tv(sizes, cells=cfg.max_cells, alpha=budget.alpha_each,
+                                                                  power=cfg.power)
+    rejected = [t for t in report.tests if t.rejects]
+    weak = [t for t in report.tests if t.kind == "two-sample" and t.power < cfg.power]
+    if rejected:
+        report.verdict = "lossy"
+        t = rejected[0]
+        report.reasons.append(f"{len(rejected)} test(s) reject at {budget.alpha_each:.3g} each; first: {t.kind}, "
+                              f"concurrency {t.level}, " + (f"prompt {t.prompt}, " if t.prompt is not None else "")
+                              + f"p = {t.pvalue:.3g}")
+    elif weak:
+        report.verdict = "insufficient samples"
+        report.reasons.append(f"power {min(t.power for t in weak):.3f} < {cfg.power:g} at TV {cfg.tv:g} with "
+                              f"{budget.samples} samples per prompt and server (needs {budget.planned})")
+
+
+def run_audit(cfg: AuditConfig) -> AuditReport:
+    """Audit ``cfg.candidate`` against ``cfg.reference``; raises :class:`AuditUsageError` for exit 2."""
+    t0 = time.perf_counter()
+    prompts = read_prompts(cfg.prompts)
+    try:
+        run = _Run(cfg)
+    except ValueError as err:
+        raise AuditUsageError(str(err)) from None
+    models = (run.model(run.cand, cfg.candidate_model), run.model(run.ref, cfg.reference_model))
+    report = AuditReport(cfg.public(), cfg.temperature, len(prompts))
+    try:
+        (_greedy if cfg.temperature == 0 else _sampled)(run, prompts, models, report)
+    except ServerRefused as err:
+        raise AuditUsageError(f"{err} (the audit's request was refused: lower --n-per-request or --max-tokens, "
+                              "or check the key and model)") from None
+    except (ServerFailed, Unreachable) as err:
+        report.verdict, report.failure = "server failed", str(err)
+        report.reasons.append("a server failed during the run")
+    report.requests, report.wall_s = run.requests, time.perf_counter() - t0
+    return report
+
+
+__all__ = ["run_audit"]
