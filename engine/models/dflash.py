@@ -132,9 +132,23 @@ class RMSNorm(nn.Module):
         return self.weight * h.to(x.dtype)
 
 
+_INV_FREQ: dict[tuple, torch.Tensor] = {}
+
+
+def rope_inv_freq(head_dim: int, theta: float, device) -> torch.Tensor:
+    """``theta ** (-2i / head_dim)``, ``i < head_dim / 2`` (float32), computed once per (head_dim, theta, device)."""
+    key = (int(head_dim), float(theta), str(device))
+    inv = _INV_FREQ.get(key)
+    if inv is None:
+        with torch.inference_mode(False), torch.no_grad():  # a normal tensor, usable in and out of inference mode
+            inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+        _INV_FREQ[key] = inv
+    return inv
+
+
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype):
     """Default RoPE tables ``[..., T, head_dim]`` for integer ``positions [..., T]``."""
-    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim))
+    inv = rope_inv_freq(head_dim, theta, positions.device)
     ang = positions.float()[..., None] * inv
     emb = torch.cat([ang, ang], dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -166,6 +180,20 @@ class DraftCache:
         return k, v
 
 
+def attend_repeated(q, k, v, attn_mask, scale: float) -> torch.Tensor:
+    """Non-causal SDPA with the ``kv_heads`` K/V repeated to the query heads (grouped-query attention)."""
+    groups = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1),
+                                          attn_mask=attn_mask, is_causal=False, scale=scale)
+
+
+def attend_grouped(q, k, v, attn_mask, scale: float) -> torch.Tensor:
+    """:func:`attend_repeated` without the copies: SDPA's ``enable_gqa`` (query head ``h`` reads
+    K/V head ``h // groups``, as ``repeat_interleave`` lays them out). Used when there is no mask."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False, scale=scale,
+                                          enable_gqa=k.shape[1] != q.shape[1])
+
+
 class DFlashAttention(nn.Module):
     def __init__(self, c: DFlashConfig):
         super().__init__()
@@ -191,10 +219,9 @@ class DFlashAttention(nn.Module):
         if cache is not None:
             k_ctx, v_ctx = cache.append(layer, k_ctx, v_ctx)
         k_blk, v_blk = self._kv(x, *rope_blk)
-        k = torch.cat([k_ctx, k_blk], dim=-2).repeat_interleave(self.heads // self.kv_heads, dim=1)
-        v = torch.cat([v_ctx, v_blk], dim=-2).repeat_interleave(self.heads // self.kv_heads, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False,
-                                             scale=self.head_dim ** -0.5)
+        k, v = torch.cat([k_ctx, k_blk], dim=-2), torch.cat([v_ctx, v_blk], dim=-2)
+        attend = attend_grouped if attn_mask is None else attend_repeated
+        out = attend(q, k, v, attn_mask, self.head_dim ** -0.5)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -247,8 +274,10 @@ class DFlashDrafter(nn.Module):
         """
         c = self.config
         ctx = self.hidden_norm(self.fc(target_hidden))
-        rope_ctx = rope_cos_sin(ctx_positions, c.head_dim, c.rope_theta, block_embeds.dtype)
-        rope_blk = rope_cos_sin(block_positions, c.head_dim, c.rope_theta, block_embeds.dtype)
+        n_ctx = ctx_positions.shape[-1]  # one table for context and block (elementwise: same values as two)
+        cos, sin = rope_cos_sin(torch.cat([ctx_positions, block_positions], dim=-1), c.head_dim, c.rope_theta,
+                                block_embeds.dtype)
+        rope_ctx, rope_blk = (cos[:, :n_ctx], sin[:, :n_ctx]), (cos[:, n_ctx:], sin[:, n_ctx:])
         x = block_embeds
         for i, layer in enumerate(self.layers):
             x = layer(x, ctx, rope_ctx, rope_blk, cache, i, attn_mask)
@@ -288,4 +317,4 @@ def expected_tensor_names(config: DFlashConfig) -> list[str]:
 
 
 __all__ = ["DFlashConfig", "DFlashDrafter", "DraftCache", "RMSNorm", "rope_cos_sin", "apply_rope",
-           "default_target_layer_ids", "expected_tensor_names"]
+           "default_target_layer_ids", "expected_tensor_names", "attend_grouped", "attend_repeated", "rope_inv_freq"]
