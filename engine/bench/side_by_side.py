@@ -6,7 +6,7 @@ then T = 1) each prompt is decoded by both engines in every repetition, the two 
 in an order that alternates with ``(repetition + prompt)`` (fixed in advance), so load drifts hit
 both alike. Reported:
 
-* T = 0 -- ``tokens_per_s`` of each engine per repetition (tokens over summed call seconds), the
+* T = 0 -- ``tokens_per_s`` (and ``cpu_tokens_per_s``, over process CPU seconds: steadier on a busy machine) of each engine per repetition (tokens over summed call seconds), the
   per-repetition ratio ``r_j = exitlaw / DDTree`` (median and min over repetitions) and a paired 95 %
   interval for the ratio: ``exp(mean log r +- t_{0.975, R-1} sd(log r) / sqrt R)`` (its centre is the
   geometric mean of ``r_j``); ``exact``: every prompt's tokens equal the greedy AR tokens of both
@@ -68,6 +68,7 @@ class Call:
     seconds: float
     rounds: int
     stages_s: dict[str, float] = field(default_factory=dict)  # stage -> seconds in this call
+    cpu_seconds: float = 0.0  # process CPU time of the call (less sensitive than wall time to a busy machine)
 
 
 def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> dict[str, float]:
@@ -89,20 +90,20 @@ def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> dict[str, fl
 
 def _ours(target, drafter, prompt, cfg: DecodeConfig) -> Call:
     timer = StageTimer(target.device)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     res = generate(target, drafter, prompt, cfg, timer=timer)
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     stages = {k: v["total_s"] for k, v in res.stages.items()}
-    return Call(list(res.tokens), secs, len(res.block_lengths), stages)
+    return Call(list(res.tokens), secs, len(res.block_lengths), stages, cpu)
 
 
 def _theirs(ref, prompt, method: str, budget: int, max_new: int, temperature: float, seed: int) -> Call:
     torch.manual_seed(seed)  # DDTree samples from the global stream
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     out = ref.generate(list(prompt), method=method, budget=budget, max_new_tokens=max_new, temperature=temperature)
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     toks = [int(t) for t in out.output_ids[0, out.num_input_tokens:].tolist()]
-    return Call(toks, secs, int(out.decode_rounds), {k: float(v) for k, v in out.stage_times.items()})
+    return Call(toks, secs, int(out.decode_rounds), {k: float(v) for k, v in out.stage_times.items()}, cpu)
 
 
 def _configs(cfg: SideBySideConfig) -> list[dict[str, Any]]:
@@ -176,9 +177,12 @@ def _summarise(spec, engines, calls, ar_tokens) -> dict[str, Any]:
     for e in engines:
         reps = calls[e]
         tps = [sum(len(c.tokens) for c in r) / sum(c.seconds for c in r) for r in reps]
+        cpu_tps = [sum(len(c.tokens) for c in r) / sum(c.cpu_seconds for c in r) for r in reps]
         per_round = [1000.0 * sum(c.seconds for c in r) / sum(c.rounds for c in r) for r in reps]
+        cpu_round = [1000.0 * sum(c.cpu_seconds for c in r) / sum(c.rounds for c in r) for r in reps]
         flat = [c for r in reps for c in r]
-        out["engines"][e] = {"tokens_per_s": tps, "round_ms": per_round,
+        out["engines"][e] = {"tokens_per_s": tps, "round_ms": per_round, "cpu_tokens_per_s": cpu_tps,
+                             "cpu_round_ms": cpu_round,
                              "tau": sum(len(c.tokens) for c in flat) / max(sum(c.rounds for c in flat), 1),
                              "stage_ms_per_round": _per_round_stages(flat)}
     ref = "ddtree"
@@ -188,8 +192,10 @@ def _summarise(spec, engines, calls, ar_tokens) -> dict[str, Any]:
         ours, theirs = out["engines"][e], out["engines"][ref]
         if t == 0:
             ours["ratio_tokens_per_s"] = paired_ratio(ours["tokens_per_s"], theirs["tokens_per_s"])
+            ours["ratio_cpu_tokens_per_s"] = paired_ratio(ours["cpu_tokens_per_s"], theirs["cpu_tokens_per_s"])
         else:  # latency: DDTree / exitlaw, so > 1 means exitlaw is faster, as for tokens/s
             ours["ratio_round_speed"] = paired_ratio(theirs["round_ms"], ours["round_ms"])
+            ours["ratio_cpu_round_speed"] = paired_ratio(theirs["cpu_round_ms"], ours["cpu_round_ms"])
     if t == 0:
         first = {e: [c.tokens for c in calls[e][0]] for e in engines}
         if spec["method"] == "ar":
@@ -240,9 +246,11 @@ def format_side_by_side(res: dict[str, Any]) -> str:
             med_ms = statistics.median(s["round_ms"])
             line = f"  {e:18s} tokens/s {med_tps:8.1f}  round {med_ms:7.2f} ms  tau {s['tau']:.3f}"
             if "ratio_tokens_per_s" in s:
-                line += "\n    tokens/s exitlaw/DDTree: " + _ratio_text(s["ratio_tokens_per_s"])
+                line += "\n    tokens/s exitlaw/DDTree (wall): " + _ratio_text(s["ratio_tokens_per_s"])
+                line += "\n    tokens/s exitlaw/DDTree (CPU):  " + _ratio_text(s["ratio_cpu_tokens_per_s"])
             if "ratio_round_speed" in s:
-                line += "\n    round speed (DDTree ms / exitlaw ms): " + _ratio_text(s["ratio_round_speed"])
+                line += "\n    round speed DDTree ms / exitlaw ms (wall): " + _ratio_text(s["ratio_round_speed"])
+                line += "\n    round speed DDTree ms / exitlaw ms (CPU):  " + _ratio_text(s["ratio_cpu_round_speed"])
             lines.append(line)
             stages = "  ".join(f"{k} {v:.2f}" for k, v in s["stage_ms_per_round"].items())
             lines.append(f"    stages (ms/round): {stages}")
