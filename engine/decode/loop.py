@@ -162,7 +162,8 @@ def tree_parts(cfg: DecodeConfig) -> str:
 
 
 def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree) -> TargetStep:
-    return target.verify_tree(state.target_cache, dtree.token, dtree.depth, dtree.ancestor)
+    path = dtree.tree.max_depth == dtree.num_nodes - 1  # one path (a chain): the causal forward is its twin
+    return target.verify_tree(state.target_cache, dtree.token, dtree.depth, dtree.ancestor, path=path)
 
 
 def decide_stage(cfg: DecodeConfig, dtree: DeviceTree, logits: torch.Tensor, gens: Generators) -> VerifyResult:

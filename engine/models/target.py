@@ -300,14 +300,23 @@ class TargetModel:
 
     @torch.no_grad()
     def verify_tree(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
-                    ancestor: torch.Tensor) -> TargetStep:
+                    ancestor: torch.Tensor, *, path: bool = False) -> TargetStep:
         """One tree-attention forward over the ``N`` tree nodes (root first).
 
         ``token [N]`` (token[0] = last committed token), ``depth [N]``,
         ``ancestor [N, N]`` bool ancestor-or-self. Appends ``N`` K/V entries to
         ``cache``; call :meth:`commit` afterwards. Returns logits ``[N, V]``
         (row ``v`` is ``p_v`` before softmax) and hidden states ``[N, L*H]``.
+
+        ``path=True`` says the tree is one path (node ``i`` at depth ``i``, as a DFlash chain): its
+        ancestor mask is then the causal mask, so the model's own causal path runs (no custom mask;
+        same attention pattern, twin of the tree-mask forward).
         """
+        if path:
+            n = token.shape[0]
+            start = cache.get_seq_length()
+            pos = torch.arange(start, start + n, device=self.device)
+            return self._run(cache, token.to(self.device), pos, None)
         return self.tree_forward(cache, token, depth, ancestor)
 
     def tree_forward(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
