@@ -290,15 +290,16 @@ class TargetModel:
         pos = torch.arange(start, start + input_ids.numel(), device=self.device)
         return self._run(cache, input_ids.to(self.device), pos, None, logits_to_keep=0 if all_logits else 1)
 
-    @torch.no_grad()
     def decode(self, cache: DynamicCache, token: int) -> torch.Tensor:
         """Autoregressive baseline step: feed ``token`` at position ``cache length``; returns logits ``[V]``."""
+        if torch.is_grad_enabled():  # no context switch per step inside generate's inference mode
+            with torch.no_grad():
+                return self.decode(cache, token)
         start = cache.get_seq_length()
         ids = torch.tensor([[token, start]], device=self.device)  # token and position in one tensor
         out = self.model(input_ids=ids[:, :1], position_ids=ids[:, 1:], cache=cache, use_cache=True)
         return out.logits[0, -1].float()
 
-    @torch.no_grad()
     def verify_tree(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
                     ancestor: torch.Tensor, *, path: bool = False) -> TargetStep:
         """One tree-attention forward over the ``N`` tree nodes (root first).
@@ -310,8 +311,11 @@ class TargetModel:
 
         ``path=True`` says the tree is one path (node ``i`` at depth ``i``, as a DFlash chain): its
         ancestor mask is then the causal mask, so the model's own causal path runs (no custom mask;
-        same attention pattern, twin of the tree-mask forward).
+        same attention pattern, twin of the tree-mask forward). Runs without autograd.
         """
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.verify_tree(cache, token, depth, ancestor, path=path)
         if path:
             n = token.shape[0]
             start = cache.get_seq_length()

@@ -73,11 +73,18 @@ def _pair(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
     if args.quick:
         import tempfile
 
-        from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
+        from exitlaw.engine.models.checkpoint import load_target
+        from exitlaw.paper_repro.mini import pipeline as mp
 
+        # the quick preset's corpus, target and distilled base drafter only (not its objectives or eval)
         work = Path(args.work or tempfile.mkdtemp(prefix="exitlaw-bench-ddtree-"))
-        run_mini(work, config_for("quick"), progress=False)
-        return work / "target", work / "drafter_base" / "final", work
+        cfg = mp.config_for("quick")
+        mp.prepare_out(work, cfg, overwrite=False)
+        corpus = mp.stage_corpus(work, cfg)
+        tdir = mp.stage_target(work, cfg, corpus, False)
+        data = mp.stage_data(work, cfg, corpus, load_target(tdir, layer_ids=cfg.target_layer_ids), tdir)
+        base = mp.stage_base_drafter(work, cfg, load_target(tdir, layer_ids=cfg.target_layer_ids), tdir, data, False)
+        return tdir, base, work
     if args.run:
         run = Path(args.run)
         return run / "target", run / "drafter_base" / "final", run

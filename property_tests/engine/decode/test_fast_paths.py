@@ -232,3 +232,13 @@ def test_path_forward_equals_the_tree_mask_forward_on_a_chain(pair):
     torch.testing.assert_close(a.hidden, b.hidden, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(ka, kb, rtol=1e-6, atol=1e-6)
     assert torch.equal(a.logits.argmax(-1), b.logits.argmax(-1))
+
+
+def test_decode_and_verify_tree_keep_no_grad_outside_inference_mode(pair):
+    target, _ = pair
+    cache = target.new_cache()
+    target.prefill(cache, torch.tensor([5, 9, 13, 2]))
+    with torch.enable_grad():
+        assert not target.decode(cache, 7).requires_grad
+        dt = to_device_tree(DraftTree.chain([3, 4]), parts="walk")
+        assert not target.verify_tree(cache, dt.token, dt.depth, dt.ancestor).logits.requires_grad
