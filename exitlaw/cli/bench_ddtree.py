@@ -55,6 +55,16 @@ def _git_commit(path: Path) -> str | None:
     return out.stdout.strip() or None
 
 
+def _git_dirty(path: Path) -> bool | None:
+    """Whether tracked files differ from the commit (None: not a git work tree)."""
+    try:
+        out = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def run_prompts(run: Path, count: int, tokens: int) -> list[list[int]]:
     """Held-out code prompts of a `repro mini` run (its corpus split and tokenizer, its seed), as its eval draws them."""
     from exitlaw.paper_repro.mini import corpus as mc
@@ -122,10 +132,13 @@ def _run(args: argparse.Namespace) -> int:
     target, drafter = load_pair(target_dir, draft_dir, dtype=torch.float32)
     load_reference_models(ref, target_dir, draft_dir, dtype=torch.float32)
     compared = check_same_weights(target, drafter, ref.target, ref.drafter)
+    repo = Path(__file__).resolve().parents[2]
+    commit, dirty = _git_commit(repo), _git_dirty(repo)  # before the run: the code that is timed
+    machine_before = machine_info()
     res = run_side_by_side(target, drafter, ref, prompts, cfg,
                            progress=lambda m: print(m, file=sys.stderr, flush=True))
-    repo = Path(__file__).resolve().parents[2]
-    res.update({"machine": machine_info(), "exitlaw_commit": _git_commit(repo), "ddtree_commit": args.ddtree_commit or _git_commit(ref.path),
+    res.update({"machine": machine_info(), "machine_before": machine_before, "exitlaw_commit": commit,
+                "exitlaw_uncommitted_changes": dirty, "ddtree_commit": args.ddtree_commit or _git_commit(ref.path),
                 "ddtree_path": str(ref.path), "shims": list(SHIMS), "ddtree_cpp_compact": ref.cpp_compact,
                 "weights_identical": compared, "target": str(target_dir), "draft": str(draft_dir)})
     print(format_side_by_side(res))
