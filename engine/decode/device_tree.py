@@ -86,13 +86,13 @@ def _structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch
                 edge_child=put(tree.child_matrix[:, 1:], torch.float64))
 
 
-_SHAPES: dict[tuple, dict[str, torch.Tensor]] = {}
+_SHAPES: dict[tuple, dict[str, torch.Tensor]] = {}  # (kind, device, parent bytes) -> shape-only tensors
 
 
 def _cached_structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch.Tensor]:
     """:func:`_structure` memoised by ``(device, parent array)``: trees of one shape (every chain of one
     length; DDTree trees whose shape repeats) share these read-only tensors (no verifier writes them)."""
-    key = (str(torch.device(device)), tree.parent.tobytes())
+    key = ("all", str(torch.device(device)), tree.parent.tobytes())
     hit = _SHAPES.get(key)
     if hit is None:
         if len(_SHAPES) >= SHAPE_CACHE_SIZE:
@@ -101,16 +101,28 @@ def _cached_structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str
     return hit
 
 
-def _walk_tree(tree: DraftTree, device, token: np.ndarray, dl) -> DeviceTree:
-    """Only what a host-walk verifier (greedy, predraw, residual) and the tree-attention mask read:
-    ``parent``, ``token``, ``depth`` and ``ancestor`` (no TEV matrices, no child-token table)."""
+def _walk_structure(tree: DraftTree, device) -> dict[str, torch.Tensor]:
     n = tree.num_nodes
-    return DeviceTree(tree=tree,
-                      parent=torch.tensor(tree.parent, dtype=torch.long, device=device),
-                      token=torch.tensor(token, dtype=torch.long, device=device),
-                      depth=torch.tensor(tree.depth, dtype=torch.long, device=device),
-                      ancestor=torch.tensor(tree.ancestor_matrix, dtype=torch.bool, device=device).reshape(n, n),
-                      child=None, draft_logprob=dl)
+    return dict(parent=torch.tensor(tree.parent, dtype=torch.long, device=device),
+                depth=torch.tensor(tree.depth, dtype=torch.long, device=device),
+                ancestor=torch.tensor(tree.ancestor_matrix, dtype=torch.bool, device=device).reshape(n, n))
+
+
+def _walk_tree(tree: DraftTree, device, token: np.ndarray, dl, cache_shapes: bool) -> DeviceTree:
+    """Only what a host-walk verifier (greedy, predraw, residual) and the tree-attention mask read:
+    ``parent``, ``token``, ``depth`` and ``ancestor`` (no TEV matrices, no child-token table); the
+    shape-only three memoised like :func:`_cached_structure` when ``cache_shapes``."""
+    if cache_shapes:
+        key = ("walk", str(torch.device(device)), tree.parent.tobytes())
+        shape = _SHAPES.get(key)
+        if shape is None:
+            if len(_SHAPES) >= SHAPE_CACHE_SIZE:
+                _SHAPES.pop(next(iter(_SHAPES)))
+            shape = _SHAPES[key] = _walk_structure(tree, device)
+    else:
+        shape = _walk_structure(tree, device)
+    return DeviceTree(tree=tree, token=torch.tensor(token, dtype=torch.long, device=device), child=None,
+                      draft_logprob=dl, **shape)
 
 
 def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_logprob=None, *,
@@ -139,7 +151,7 @@ def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_lo
             raise DistributionError(f"draft_logprob must have shape ({n},), one per node, got {arr.shape}")
         dl = put(arr.astype(np.float32), torch.float32)
     if parts == "walk":
-        return _walk_tree(tree, device, token, dl)
+        return _walk_tree(tree, device, token, dl, cache_shapes)
     internal = tree.internal
     shape = (_cached_structure if cache_shapes else _structure)(tree, device, internal)
     return DeviceTree(tree=tree, token=put(token), draft_logprob=dl, child_tokens=put(_child_token_table(tree)),

@@ -162,7 +162,8 @@ def tree_parts(cfg: DecodeConfig) -> str:
 
 
 def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree) -> TargetStep:
-    path = dtree.tree.max_depth == dtree.num_nodes - 1  # one path (a chain): the causal forward is its twin
+    parent = dtree.tree.parent  # one path (a chain): the causal forward is its twin
+    path = bool(np.array_equal(parent, np.arange(-1, parent.size - 1)))
     return target.verify_tree(state.target_cache, dtree.token, dtree.depth, dtree.ancestor, path=path)
 
 
