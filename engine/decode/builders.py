@@ -19,6 +19,8 @@ The drafter (DFlash) gives one log-probability row ``log q_d`` per depth
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 import torch
 
@@ -48,13 +50,14 @@ def _check_root(root_token: int) -> int:
     return int(root_token)
 
 
-def build_ddtree(draft_logprobs, budget: int, root_token: int) -> tuple[DraftTree, np.ndarray]:
+def build_ddtree(draft_logprobs, budget: int, root_token: int, *, fast: bool = True) -> tuple[DraftTree, np.ndarray]:
     """DDTree best-first tree of at most ``budget`` non-root nodes.
 
     Returns the tree (nodes in best-first order: topological, non-increasing
     cumulative score) and the per-node draft log-probability
     ``log q_depth(u)(x_u)`` as a float64 array (0 at the root). Fewer than
     ``budget`` nodes are returned only when fewer prefixes have finite score.
+    ``fast=False`` always takes the general rule (:func:`factorised_best_first`'s twin).
     """
     rows = _as_rows(draft_logprobs)  # [D, V]
     root = _check_root(root_token)
@@ -71,8 +74,41 @@ def build_ddtree(draft_logprobs, budget: int, root_token: int) -> tuple[DraftTre
             v, t = ranked_top_k(exact, k)
             vals[d, :k], idxs[d, :k] = v[0], t[0]
         vals, idxs = vals[:, :k], idxs[:, :k]
+    if fast and (vals[:, 1:] < vals[:, :-1]).all():  # rows strictly descending: no tie to rank
+        return factorised_best_first(vals, idxs, budget, root)
     bf = ddtree_prefixes(vals, idxs, budget, root_token=root)
     return bf.tree, bf.value
+
+
+def factorised_best_first(vals: np.ndarray, idxs: np.ndarray, budget: int, root: int) -> tuple[DraftTree, np.ndarray]:
+    """:func:`exitlaw.theory.ddtree_prefixes` (its twin) for rows already ranked strictly best first,
+    without its general machinery: one heap of ``(-score, depth, ranks from the root)`` -- the same
+    order key -- where a child's score is its parent's plus ``vals[depth, rank]`` (the same sums).
+    Candidates of score ``-inf`` are never pushed. Returns the tree and each node's own value."""
+    rows, toks = vals.tolist(), idxs.tolist()
+    horizon, width = len(rows), len(rows[0]) if rows else 0
+    neg_inf = float("-inf")
+    parent, token, value, score, ranks = [-1], [int(root)], [0.0], [0.0], [()]
+    heap: list[tuple] = []
+    push, pop = heapq.heappush, heapq.heappop
+    if budget and horizon and width and rows[0][0] > neg_inf:
+        push(heap, (-rows[0][0], 1, (0,), rows[0][0], 0, 0))
+    while heap and len(parent) <= budget:
+        _, d, r, s, par, rank = pop(heap)
+        node = len(parent)
+        parent.append(par), token.append(toks[d - 1][rank]), value.append(rows[d - 1][rank])
+        score.append(s), ranks.append(r)
+        if rank + 1 < width:  # next sibling
+            s2 = score[par] + rows[d - 1][rank + 1]
+            if s2 > neg_inf:
+                r2 = r[:-1] + (rank + 1,)
+                push(heap, (-s2, d, r2, s2, par, rank + 1))
+        if node < budget and d < horizon:  # first child (the last chosen node needs none)
+            s2 = s + rows[d][0]
+            if s2 > neg_inf:
+                push(heap, (-s2, d + 1, r + (0,), s2, node, 0))
+    tree = DraftTree(parent=np.array(parent), token=np.array(token))
+    return tree, np.array(value, dtype=np.float64)
 
 
 def build_chain(draft_logprobs, root_token: int) -> tuple[DraftTree, np.ndarray]:
@@ -88,4 +124,4 @@ def build_chain(draft_logprobs, root_token: int) -> tuple[DraftTree, np.ndarray]
     return tree, np.concatenate([[0.0], val[:n]])
 
 
-__all__ = ["build_ddtree", "build_chain"]
+__all__ = ["build_ddtree", "build_chain", "factorised_best_first"]

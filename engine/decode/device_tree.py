@@ -31,7 +31,7 @@ class DeviceTree:
     token: torch.Tensor     # [N] long, token[0] = max(root token, 0)
     depth: torch.Tensor     # [N] long
     ancestor: torch.Tensor  # [N, N] bool, ancestor-or-self
-    child: torch.Tensor     # [N, N] bool, C[v, u] = par(u) == v
+    child: torch.Tensor | None  # [N, N] bool, C[v, u] = par(u) == v (None when built with parts="walk")
     draft_logprob: torch.Tensor | None = None  # [N] float, log q_depth(u)(x_u); 0 at the root
     # ----- derived index tensors (filled by to_device_tree) -----
     internal: torch.Tensor | None = None       # [K] long, ids of nodes with children (ascending)
@@ -65,14 +65,79 @@ def _child_token_table(tree: DraftTree) -> np.ndarray:
     return table
 
 
-def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_logprob=None) -> DeviceTree:
-    """Copy ``tree`` (and optional per-node draft log-probabilities) to ``device``."""
-    if not isinstance(tree, DraftTree):
-        raise TypeError(f"to_device_tree needs a DraftTree, got {type(tree).__name__}")
+PARTS = ("all", "walk")  # what to_device_tree builds: every tensor, or what a host walk + the tree mask need
+SHAPE_CACHE_SIZE = 256     # tree shapes (parent arrays) whose structure tensors are kept, per process
+
+
+def _structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch.Tensor]:
+    """The tensors that depend only on the tree's shape (``parent``): built once per shape and device."""
     n = tree.num_nodes
-    internal = tree.internal
     slot = np.full(n, -1, dtype=np.int64)
     slot[internal] = np.arange(internal.size)
+
+    def put(x, dtype=torch.long):
+        return torch.tensor(np.array(x), dtype=dtype, device=device)
+
+    return dict(parent=put(tree.parent), depth=put(tree.depth),
+                ancestor=put(tree.ancestor_matrix, torch.bool), child=put(tree.child_matrix, torch.bool),
+                internal=put(internal), parent_slot=put(slot[tree.parent[1:]]),
+                has_child=put(~tree.is_leaf, torch.bool),
+                edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64),
+                edge_child=put(tree.child_matrix[:, 1:], torch.float64))
+
+
+_SHAPES: dict[tuple, dict[str, torch.Tensor]] = {}  # (kind, device, parent bytes) -> shape-only tensors
+
+
+def _cached_structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch.Tensor]:
+    """:func:`_structure` memoised by ``(device, parent array)``: trees of one shape (every chain of one
+    length; DDTree trees whose shape repeats) share these read-only tensors (no verifier writes them)."""
+    key = ("all", str(torch.device(device)), tree.parent.tobytes())
+    hit = _SHAPES.get(key)
+    if hit is None:
+        if len(_SHAPES) >= SHAPE_CACHE_SIZE:
+            _SHAPES.pop(next(iter(_SHAPES)))  # oldest first
+        hit = _SHAPES[key] = _structure(tree, device, internal)
+    return hit
+
+
+def _walk_structure(tree: DraftTree, device) -> dict[str, torch.Tensor]:
+    n = tree.num_nodes
+    return dict(parent=torch.tensor(tree.parent, dtype=torch.long, device=device),
+                depth=torch.tensor(tree.depth, dtype=torch.long, device=device),
+                ancestor=torch.tensor(tree.ancestor_matrix, dtype=torch.bool, device=device).reshape(n, n))
+
+
+def _walk_tree(tree: DraftTree, device, token: np.ndarray, dl, cache_shapes: bool) -> DeviceTree:
+    """Only what a host-walk verifier (greedy, predraw, residual) and the tree-attention mask read:
+    ``parent``, ``token``, ``depth`` and ``ancestor`` (no TEV matrices, no child-token table); the
+    shape-only three memoised like :func:`_cached_structure` when ``cache_shapes``."""
+    if cache_shapes:
+        key = ("walk", str(torch.device(device)), tree.parent.tobytes())
+        shape = _SHAPES.get(key)
+        if shape is None:
+            if len(_SHAPES) >= SHAPE_CACHE_SIZE:
+                _SHAPES.pop(next(iter(_SHAPES)))
+            shape = _SHAPES[key] = _walk_structure(tree, device)
+    else:
+        shape = _walk_structure(tree, device)
+    return DeviceTree(tree=tree, token=torch.tensor(token, dtype=torch.long, device=device), child=None,
+                      draft_logprob=dl, **shape)
+
+
+def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_logprob=None, *,
+                   parts: str = "all", cache_shapes: bool = False) -> DeviceTree:
+    """Copy ``tree`` (and optional per-node draft log-probabilities) to ``device``.
+
+    ``parts="all"`` builds every tensor (TEV needs them); ``parts="walk"`` only ``parent``, ``token``,
+    ``depth`` and ``ancestor`` (:data:`PARTS`). ``cache_shapes=True`` reuses the shape-only tensors of an
+    earlier tree with the same ``parent`` array (:func:`_cached_structure`; treat them as read-only).
+    """
+    if not isinstance(tree, DraftTree):
+        raise TypeError(f"to_device_tree needs a DraftTree, got {type(tree).__name__}")
+    if parts not in PARTS:
+        raise ValueError(f"unknown parts {parts!r}; choose one of {', '.join(PARTS)}")
+    n = tree.num_nodes
     token = tree.token.copy()
     token[0] = max(int(token[0]), 0)
 
@@ -85,21 +150,12 @@ def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_lo
         if arr.shape != (n,):
             raise DistributionError(f"draft_logprob must have shape ({n},), one per node, got {arr.shape}")
         dl = put(arr.astype(np.float32), torch.float32)
-    return DeviceTree(
-        tree=tree,
-        parent=put(tree.parent),
-        token=put(token),
-        depth=put(tree.depth),
-        ancestor=put(tree.ancestor_matrix, torch.bool),
-        child=put(tree.child_matrix, torch.bool),
-        draft_logprob=dl,
-        internal=put(internal),
-        parent_slot=put(slot[tree.parent[1:]]),
-        child_tokens=put(_child_token_table(tree)),
-        has_child=put(~tree.is_leaf, torch.bool),
-        edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64),
-        edge_child=put(tree.child_matrix[:, 1:], torch.float64),
-    )
+    if parts == "walk":
+        return _walk_tree(tree, device, token, dl, cache_shapes)
+    internal = tree.internal
+    shape = (_cached_structure if cache_shapes else _structure)(tree, device, internal)
+    return DeviceTree(tree=tree, token=put(token), draft_logprob=dl, child_tokens=put(_child_token_table(tree)),
+                      **shape)
 
 
-__all__ = ["DeviceTree", "to_device_tree"]
+__all__ = ["DeviceTree", "to_device_tree", "PARTS"]

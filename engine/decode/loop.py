@@ -176,11 +176,19 @@ def build_stage(draft_logprobs: torch.Tensor, cfg: DecodeConfig, root: int, devi
         tree, logq = build_chain(draft_logprobs, root)
     else:
         tree, logq = build_ddtree(draft_logprobs, cfg.budget, root)
-    return to_device_tree(tree, device, logq)
+    return to_device_tree(tree, device, logq, parts=tree_parts(cfg), cache_shapes=True)
+
+
+def tree_parts(cfg: DecodeConfig) -> str:
+    """What the round's verifier reads of the device tree: TEV at T > 0 reads every tensor
+    (``"all"``); greedy, predraw and residual walk the host tree (``"walk"``: no TEV matrices)."""
+    return "all" if cfg.verifier == "tev" and cfg.temperature > 0 else "walk"
 
 
 def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree) -> TargetStep:
-    return target.verify_tree(state.target_cache, dtree.token, dtree.depth, dtree.ancestor)
+    parent = dtree.tree.parent  # one path (a chain): the causal forward is its twin
+    path = bool(np.array_equal(parent, np.arange(-1, parent.size - 1)))
+    return target.verify_tree(state.target_cache, dtree.token, dtree.depth, dtree.ancestor, path=path)
 
 
 def decide_stage(cfg: DecodeConfig, dtree: DeviceTree, logits: torch.Tensor, gens: Generators) -> VerifyResult:
@@ -225,6 +233,7 @@ def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDr
     return block, RoundRecord(dtree, result, step.logits)
 
 
+@torch.inference_mode()  # decoding never needs autograd (training calls the stages, not this loop)
 def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], cfg: DecodeConfig,
              *, timer=None, trace=None, on_round=None, on_block=None, decide=None) -> GenerationResult:
     """Decode ``prompt`` with ``cfg``; ``trace`` (a TraceWriter) receives one TraceRound per round and
@@ -255,6 +264,7 @@ def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequenc
     return GenerationResult(state.tokens, lengths, decode, stages)
 
 
+@torch.inference_mode()
 def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *, timer=None,
                 on_block=None) -> GenerationResult:
     """Autoregressive baseline on the plain causal path (no custom mask); samples use the bonus stream."""
@@ -295,4 +305,4 @@ def trace_round(rec: RoundRecord, temperature) -> TraceRound:
 
 __all__ = ["DecodeConfig", "Generators", "DecodeState", "GenerationResult", "RoundRecord", "METHODS",
            "prefill_stage", "draft_stage", "build_stage", "verify_forward_stage", "decide_stage", "commit_stage",
-           "speculative_round", "generate", "generate_ar", "sample_token", "exponential_race", "trace_round"]
+           "speculative_round", "generate", "generate_ar", "tree_parts", "sample_token", "exponential_race", "trace_round"]

@@ -134,6 +134,37 @@ def _follow(dt: DeviceTree, draw: torch.Tensor) -> torch.Tensor:
     return torch.where(ok, dt.depth, -1).argmax()
 
 
+def _walk(tree, draw: list[int]) -> int:
+    """Host twin of :func:`_follow`: the deepest node whose every ancestor-or-self ``u != root`` has
+    ``token[u] == draw[par(u)]``, by one pass in node order (parents come before children)."""
+    parent, token = tree.parent.tolist(), tree.token.tolist()
+    ok = [True] * len(parent)
+    best, best_depth = 0, 0
+    depth = [0] * len(parent)
+    for u in range(1, len(parent)):
+        p = parent[u]
+        if ok[p] and token[u] == draw[p]:
+            depth[u] = depth[p] + 1
+            if depth[u] > best_depth:  # siblings are distinct: the matching nodes form one root path
+                best, best_depth = u, depth[u]
+        else:
+            ok[u] = False
+    return best
+
+
+def _walk_result(dt: DeviceTree, draw: torch.Tensor) -> VerifyResult:
+    """Exit by :func:`_walk` over the proposals ``draw [N]`` (one transfer); bonus = ``draw[exit]``."""
+    proposals = draw.tolist()
+    v = _walk(dt.tree, proposals)
+    return VerifyResult(v, int(proposals[v]), list(dt.tree.path_nodes(v)))
+
+
+def verify_greedy_walk(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
+    """:func:`verify_greedy` by a host walk over the argmax tokens (no ``[N, N]`` work; needs only the
+    host tree, so a ``parts="walk"`` DeviceTree suffices). Same exit and bonus as its twin."""
+    return _walk_result(dt, logits.argmax(dim=-1))
+
+
 def _finish(dt: DeviceTree, exit_node: torch.Tensor, bonus: torch.Tensor, ok: torch.Tensor | None = None) -> VerifyResult:
     """The single device-to-host transfer of a round."""
     parts = [exit_node.reshape(1), bonus.reshape(1).to(exit_node.dtype)]
@@ -168,8 +199,7 @@ def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gen
     """DDTree predraw-and-follow: ``R_v ~ p_v`` for every node (one batched draw), follow matches."""
     probs = torch.softmax(logits.float() * (1.0 / temperature), dim=-1)  # [N, V] float32, as DDTree
     draw = torch.multinomial(probs, 1, generator=gens.acceptance).squeeze(1)  # [N]
-    v = _follow(dt, draw)
-    return _finish(dt, v, draw.index_select(0, v.reshape(1)))
+    return _walk_result(dt, draw)  # host walk over the draws (twin: _follow on the device)
 
 
 def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators,
@@ -261,7 +291,7 @@ def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature,
     t = settings.temperature
     _check(tree, logits)
     if t == 0 or kind == "greedy":
-        return verify_greedy(tree, logits)
+        return verify_greedy_walk(tree, logits)
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
     if kind == "predraw":   # draws at every node: every row is processed
@@ -311,4 +341,4 @@ def _predraw_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float,
 
 
 __all__ = ["KINDS", "VerifierGenerators", "VerifyResult", "verify",
-           "verify_greedy", "verify_predraw", "verify_residual", "verify_tev"]
+           "verify_greedy", "verify_greedy_walk", "verify_predraw", "verify_residual", "verify_tev"]

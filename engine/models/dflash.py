@@ -132,9 +132,23 @@ class RMSNorm(nn.Module):
         return self.weight * h.to(x.dtype)
 
 
+_INV_FREQ: dict[tuple, torch.Tensor] = {}
+
+
+def rope_inv_freq(head_dim: int, theta: float, device) -> torch.Tensor:
+    """``theta ** (-2i / head_dim)``, ``i < head_dim / 2`` (float32), computed once per (head_dim, theta, device)."""
+    key = (int(head_dim), float(theta), str(device))
+    inv = _INV_FREQ.get(key)
+    if inv is None:
+        with torch.inference_mode(False), torch.no_grad():  # a normal tensor, usable in and out of inference mode
+            inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+        _INV_FREQ[key] = inv
+    return inv
+
+
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype):
     """Default RoPE tables ``[..., T, head_dim]`` for integer ``positions [..., T]``."""
-    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim))
+    inv = rope_inv_freq(head_dim, theta, positions.device)
     ang = positions.float()[..., None] * inv
     emb = torch.cat([ang, ang], dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -165,6 +179,31 @@ class DraftCache:
         self.keys[layer], self.values[layer] = k, v
         return k, v
 
+    def extend_with_block(self, layer: int, k: torch.Tensor, v: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``k, v [B, kv_heads, C + S, D]``: new context rows then ``block = S`` block rows. Returns the
+        attention's K/V ``[cached; context; block]`` with one copy; the cache keeps a view of its first
+        ``cached + C`` rows (same values as :meth:`append` of the context rows)."""
+        if self.keys[layer] is not None:
+            k = torch.cat([self.keys[layer], k], dim=-2)
+            v = torch.cat([self.values[layer], v], dim=-2)
+        keep = k.shape[-2] - block
+        self.keys[layer], self.values[layer] = k[..., :keep, :], v[..., :keep, :]
+        return k, v
+
+
+def attend_repeated(q, k, v, attn_mask, scale: float) -> torch.Tensor:
+    """Non-causal SDPA with the ``kv_heads`` K/V repeated to the query heads (grouped-query attention)."""
+    groups = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1),
+                                          attn_mask=attn_mask, is_causal=False, scale=scale)
+
+
+def attend_grouped(q, k, v, attn_mask, scale: float) -> torch.Tensor:
+    """:func:`attend_repeated` without the copies: SDPA's ``enable_gqa`` (query head ``h`` reads
+    K/V head ``h // groups``, as ``repeat_interleave`` lays them out). Used when there is no mask."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False, scale=scale,
+                                          enable_gqa=k.shape[1] != q.shape[1])
+
 
 class DFlashAttention(nn.Module):
     def __init__(self, c: DFlashConfig):
@@ -183,7 +222,33 @@ class DFlashAttention(nn.Module):
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         return apply_rope(k, cos, sin), v
 
-    def forward(self, x, ctx, rope_ctx, rope_blk, cache: DraftCache | None, layer: int, attn_mask=None):
+    fused = True  # False: the unfused twin (forward_unfused); both give bit-identical outputs
+
+    def forward(self, x, ctx, rope, cache: DraftCache | None, layer: int, attn_mask=None):
+        """``rope = (cos, sin)`` over the positions ``[context; block]`` (``[B, C + S, D]``)."""
+        if not self.fused:
+            c_len = ctx.shape[1]
+            cos, sin = rope
+            return self.forward_unfused(x, ctx, (cos[:, :c_len], sin[:, :c_len]), (cos[:, c_len:], sin[:, c_len:]),
+                                        cache, layer, attn_mask)
+        b, s, _ = x.shape
+        c_len = ctx.shape[1]
+        cos, sin = rope
+        q = self.q_norm(self.q_proj(x).view(b, s, self.heads, self.head_dim)).transpose(1, 2)
+        q = apply_rope(q, cos[:, c_len:], sin[:, c_len:])
+        # context and block rows together through k_norm and RoPE (row-wise: the same values as apart)
+        k = torch.cat([self.k_proj(ctx), self.k_proj(x)], dim=1).view(b, c_len + s, self.kv_heads, self.head_dim)
+        k = apply_rope(self.k_norm(k).transpose(1, 2), cos, sin)
+        v = torch.cat([self.v_proj(ctx), self.v_proj(x)], dim=1).view(b, c_len + s, self.kv_heads,
+                                                                       self.head_dim).transpose(1, 2)
+        if cache is not None:
+            k, v = cache.extend_with_block(layer, k, v, s)
+        attend = attend_grouped if attn_mask is None else attend_repeated
+        out = attend(q, k, v, attn_mask, self.head_dim ** -0.5)
+        return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
+
+    def forward_unfused(self, x, ctx, rope_ctx, rope_blk, cache: DraftCache | None, layer: int, attn_mask=None):
+        """The twin of :meth:`forward`: context and block K/V apart, RoPE tables apart, K/V repeated per head."""
         b, s, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, s, self.heads, self.head_dim)).transpose(1, 2)
         q = apply_rope(q, *rope_blk)
@@ -191,11 +256,8 @@ class DFlashAttention(nn.Module):
         if cache is not None:
             k_ctx, v_ctx = cache.append(layer, k_ctx, v_ctx)
         k_blk, v_blk = self._kv(x, *rope_blk)
-        k = torch.cat([k_ctx, k_blk], dim=-2).repeat_interleave(self.heads // self.kv_heads, dim=1)
-        v = torch.cat([v_ctx, v_blk], dim=-2).repeat_interleave(self.heads // self.kv_heads, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=False,
-                                             scale=self.head_dim ** -0.5)
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
+        k, v = torch.cat([k_ctx, k_blk], dim=-2), torch.cat([v_ctx, v_blk], dim=-2)
+        return self.o_proj(attend_repeated(q, k, v, attn_mask, self.head_dim ** -0.5).transpose(1, 2).reshape(b, s, -1))
 
 
 class DFlashLayer(nn.Module):
@@ -209,8 +271,8 @@ class DFlashLayer(nn.Module):
         self.input_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
 
-    def forward(self, x, ctx, rope_ctx, rope_blk, cache, layer, attn_mask=None):
-        x = x + self.self_attn(self.input_layernorm(x), ctx, rope_ctx, rope_blk, cache, layer, attn_mask)
+    def forward(self, x, ctx, rope, cache, layer, attn_mask=None):
+        x = x + self.self_attn(self.input_layernorm(x), ctx, rope, cache, layer, attn_mask)
         h = self.post_attention_layernorm(x)
         return x + self.mlp.down_proj(F.silu(self.mlp.gate_proj(h)) * self.mlp.up_proj(h))
 
@@ -247,11 +309,12 @@ class DFlashDrafter(nn.Module):
         """
         c = self.config
         ctx = self.hidden_norm(self.fc(target_hidden))
-        rope_ctx = rope_cos_sin(ctx_positions, c.head_dim, c.rope_theta, block_embeds.dtype)
-        rope_blk = rope_cos_sin(block_positions, c.head_dim, c.rope_theta, block_embeds.dtype)
+        # one RoPE table for context and block (elementwise: the same values as two tables)
+        rope = rope_cos_sin(torch.cat([ctx_positions, block_positions], dim=-1), c.head_dim, c.rope_theta,
+                            block_embeds.dtype)
         x = block_embeds
         for i, layer in enumerate(self.layers):
-            x = layer(x, ctx, rope_ctx, rope_blk, cache, i, attn_mask)
+            x = layer(x, ctx, rope, cache, i, attn_mask)
         return self.norm(x)
 
     def block_logits(self, embed_tokens: nn.Module, lm_head: nn.Module, root_token: int,
@@ -288,4 +351,4 @@ def expected_tensor_names(config: DFlashConfig) -> list[str]:
 
 
 __all__ = ["DFlashConfig", "DFlashDrafter", "DraftCache", "RMSNorm", "rope_cos_sin", "apply_rope",
-           "default_target_layer_ids", "expected_tensor_names"]
+           "default_target_layer_ids", "expected_tensor_names", "attend_grouped", "attend_repeated", "rope_inv_freq"]

@@ -63,14 +63,24 @@ def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.d
     if ancestor.shape != (n, n) or ancestor.dtype != torch.bool:
         raise ValueError(f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}")
     dev = ancestor.device
-    visible = torch.cat([torch.ones(n, context_len, dtype=torch.bool, device=dev), ancestor], dim=1)[None]
     if not is_windowed(windows):
-        return layer_masks(visible, dtype)
+        return tree_mask_fast(ancestor, context_len, dtype)
+    visible = torch.cat([torch.ones(n, context_len, dtype=torch.bool, device=dev), ancestor], dim=1)[None]
     if depth is None or depth.shape != (n,):
         raise ValueError(f"a sliding-window tree mask needs depth [N={n}]")
     node_pos = context_len + depth.to(dev)
     key_pos = torch.cat([torch.arange(context_len, device=dev), node_pos])
     return layer_masks(visible, dtype, windows, query_pos=node_pos[None], key_pos=key_pos[None])
+
+
+def tree_mask_fast(ancestor: torch.Tensor, context_len: int, dtype: torch.dtype) -> torch.Tensor:
+    """The full-attention :func:`tree_attention_mask` written into one zero tensor: only the ``[N, N]``
+    tree block is masked (no ``[N, context + N]`` bool copy). Same values as ``layer_masks`` of the
+    concatenated visibility (its twin)."""
+    n = ancestor.shape[0]
+    mask = torch.zeros(1, 1, n, context_len + n, dtype=dtype, device=ancestor.device)
+    mask[0, 0, :, context_len:].masked_fill_(~ancestor, torch.finfo(dtype).min)
+    return mask
 
 
 def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past: int, dtype: torch.dtype,
@@ -149,6 +159,36 @@ def _kv_layers(cache: DynamicCache):
         yield i, layer
 
 
+class TreeMaskBuffer:
+    """:func:`tree_mask_fast` without a fresh ``[N, context + N]`` tensor per round: one zero buffer,
+    grown on demand; each :meth:`write` re-zeroes the previous tree block and masks the new one, and
+    returns a view ``[1, 1, N, context + N]`` (valid until the next write; the same values as
+    :func:`tree_attention_mask`). For forwards without autograd only (a view that a graph saved would
+    be overwritten)."""
+
+    def __init__(self):
+        self.buf: torch.Tensor | None = None
+        self.last: tuple[int, int] | None = None  # (rows, first column) of the masked tree block
+
+    def write(self, ancestor: torch.Tensor, context_len: int, dtype: torch.dtype) -> torch.Tensor:
+        n = ancestor.shape[0]
+        if ancestor.shape != (n, n) or ancestor.dtype != torch.bool:
+            raise ValueError(f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}")
+        cols = context_len + n
+        buf = self.buf
+        if buf is None or buf.dtype != dtype or buf.device != ancestor.device or buf.shape[2] < n or buf.shape[3] < cols:
+            with torch.inference_mode(False):  # a normal tensor: writable in and out of inference mode
+                rows = max(n, 0 if buf is None else buf.shape[2])
+                buf = self.buf = torch.zeros(1, 1, rows, max(2 * cols, 256), dtype=dtype, device=ancestor.device)
+            self.last = None
+        elif self.last is not None:
+            r, c = self.last
+            buf[0, 0, :r, c:c + r].zero_()
+        buf[0, 0, :n, context_len:cols].masked_fill_(~ancestor, torch.finfo(dtype).min)
+        self.last = (n, context_len)
+        return buf[:, :, :n, :cols]
+
+
 @dataclass
 class TargetStep:
     """One target forward: ``logits [S, V]`` (float32) and the selected layers' hidden states ``[S, L*H]``."""
@@ -173,6 +213,7 @@ class TargetModel:
             raise ValueError(f"hidden-state layer ids {bad} are outside the target's {num_layers} decoder layers")
         self.layer_ids = list(layer_ids)
         self.windows = layer_windows(model.config)  # {layer type: sliding window or None}
+        self._masks = TreeMaskBuffer()
 
     @property
     def device(self) -> torch.device:
@@ -249,25 +290,37 @@ class TargetModel:
         pos = torch.arange(start, start + input_ids.numel(), device=self.device)
         return self._run(cache, input_ids.to(self.device), pos, None, logits_to_keep=0 if all_logits else 1)
 
-    @torch.no_grad()
     def decode(self, cache: DynamicCache, token: int) -> torch.Tensor:
         """Autoregressive baseline step: feed ``token`` at position ``cache length``; returns logits ``[V]``."""
-        ids = torch.tensor([token], device=self.device)
+        if torch.is_grad_enabled():  # no context switch per step inside generate's inference mode
+            with torch.no_grad():
+                return self.decode(cache, token)
         start = cache.get_seq_length()
-        out = self.model(input_ids=ids[None], position_ids=torch.tensor([[start]], device=self.device),
-                         cache=cache, use_cache=True)
+        ids = torch.tensor([[token, start]], device=self.device)  # token and position in one tensor
+        out = self.model(input_ids=ids[:, :1], position_ids=ids[:, 1:], cache=cache, use_cache=True)
         return out.logits[0, -1].float()
 
-    @torch.no_grad()
     def verify_tree(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
-                    ancestor: torch.Tensor) -> TargetStep:
+                    ancestor: torch.Tensor, *, path: bool = False) -> TargetStep:
         """One tree-attention forward over the ``N`` tree nodes (root first).
 
         ``token [N]`` (token[0] = last committed token), ``depth [N]``,
         ``ancestor [N, N]`` bool ancestor-or-self. Appends ``N`` K/V entries to
         ``cache``; call :meth:`commit` afterwards. Returns logits ``[N, V]``
         (row ``v`` is ``p_v`` before softmax) and hidden states ``[N, L*H]``.
+
+        ``path=True`` says the tree is one path (node ``i`` at depth ``i``, as a DFlash chain): its
+        ancestor mask is then the causal mask, so the model's own causal path runs (no custom mask;
+        same attention pattern, twin of the tree-mask forward). Runs without autograd.
         """
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.verify_tree(cache, token, depth, ancestor, path=path)
+        if path:
+            n = token.shape[0]
+            start = cache.get_seq_length()
+            pos = torch.arange(start, start + n, device=self.device)
+            return self._run(cache, token.to(self.device), pos, None)
         return self.tree_forward(cache, token, depth, ancestor)
 
     def tree_forward(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
@@ -277,8 +330,11 @@ class TargetModel:
         n = token.shape[0]
         if depth.shape != (n,) or int(depth[0]) != 0:
             raise ValueError(f"depth must have shape ({n},) with depth[0] = 0 (the root)")
-        mask = tree_attention_mask(ancestor.to(self.device), start, self.dtype, depth=depth.to(self.device),
-                                   windows=self.windows)
+        if torch.is_grad_enabled() or is_windowed(self.windows):
+            mask = tree_attention_mask(ancestor.to(self.device), start, self.dtype, depth=depth.to(self.device),
+                                       windows=self.windows)
+        else:  # decoding: the same mask, written into a reused buffer (nothing keeps it past the forward)
+            mask = self._masks.write(ancestor.to(self.device), start, self.dtype)
         return self._run(cache, token.to(self.device), (start + depth).to(self.device), mask)
 
     # ----- cache commit -----------------------------------------------------
@@ -290,17 +346,26 @@ class TargetModel:
         positions ``start .. start + len(path) - 1`` and drops every other tree
         entry, so the cache length becomes ``start + len(path)``.
         """
-        idx = torch.as_tensor(path_nodes, dtype=torch.long)
-        if idx.ndim != 1 or idx.numel() == 0 or int(idx[0]) != 0:
-            raise ValueError(f"path_nodes must start at the root node 0, got {idx.tolist()}")
-        keep = idx.numel()
+        if isinstance(path_nodes, torch.Tensor):
+            if path_nodes.ndim != 1:
+                raise ValueError(f"path_nodes must be one root path, got shape {tuple(path_nodes.shape)}")
+            path_nodes = path_nodes.tolist()
+        nodes = [int(x) for x in path_nodes]
+        if not nodes or nodes[0] != 0:
+            raise ValueError(f"path_nodes must start at the root node 0, got {nodes}")
+        keep, top = len(nodes), max(nodes)
+        in_place = nodes == list(range(keep))  # the kept entries already sit at start .. start + keep - 1
+        index: dict[torch.device, torch.Tensor] = {}
         for i, layer in _kv_layers(cache):
             total = layer.keys.shape[-2]
-            if start + int(idx.max()) >= total:
-                raise ValueError(f"path node {int(idx.max())} is beyond the {total - start} tree entries of cache layer {i}")
-            src = start + idx.to(layer.keys.device)
-            layer.keys[..., start:start + keep, :] = layer.keys[..., src, :]
-            layer.values[..., start:start + keep, :] = layer.values[..., src, :]
+            if start + top >= total:
+                raise ValueError(f"path node {top} is beyond the {total - start} tree entries of cache layer {i}")
+            if not in_place:
+                dev = layer.keys.device
+                if dev not in index:
+                    index[dev] = torch.tensor(nodes, dtype=torch.long, device=dev)
+                for t in (layer.keys, layer.values):  # gather first (a copy), then write: overlap is safe
+                    t.narrow(-2, start, keep).copy_(t.narrow(-2, start, total - start).index_select(-2, index[dev]))
             drop = total - (start + keep)
             if drop:
                 layer.crop(-drop)
@@ -329,4 +394,4 @@ class TargetModel:
         return new
 
 
-__all__ = ["TargetModel", "TargetStep", "tree_attention_mask", "batch_attention_mask", "compact_rows_", "check_transformers_version", "SUPPORTED_TRANSFORMERS"]
+__all__ = ["TargetModel", "TargetStep", "tree_attention_mask", "tree_mask_fast", "TreeMaskBuffer", "batch_attention_mask", "compact_rows_", "check_transformers_version", "SUPPORTED_TRANSFORMERS"]

@@ -18,6 +18,7 @@ COMMAND_FAMILIES = [
     "exitlaw.cli.theory",     # law, bench-law
     "exitlaw.cli.simulate",   # simulate, simulate-exittrain, bench-simulate, check, prove, bench-sim-verifiers
     "exitlaw.cli.engine",     # bench, tiny-models, bench-verifiers, gpu-check, bench-batch
+    "exitlaw.cli.bench_ddtree",  # bench-ddtree
     "exitlaw.cli.train",      # train
     "exitlaw.cli.repro",      # repro mini|all|full, figures, ledger
     "exitlaw.cli.serve",      # serve, audit, bench-serve
