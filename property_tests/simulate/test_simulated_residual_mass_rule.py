@@ -34,7 +34,7 @@ def assert_weights_keep_the_residual_mass_rule(weights) -> None:
     for r in (1e-12, 1e-16, 0.0):
         w = np.asarray(weights(TREE, rows_with_residual(r)), dtype=np.float64)
         assert w[0] == r, (r, w[0])
-        assert np.all(w >= 0)
+        np.testing.assert_allclose(w, [r, 0.3 * 0.5, 0.7 - r, 0.3 * 0.5], rtol=1e-12, atol=0)
     assert 1.0 - SHORT_COVER[0].sum() > 0
     assert np.asarray(weights(COVER, SHORT_COVER), dtype=np.float64)[0] == 0.0
 
