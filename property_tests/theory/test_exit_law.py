@@ -115,7 +115,7 @@ def test_law_from_edges_equals_law_from_rows(case):
     b = exit_law_from_edges(tree, gather_edge_probs(tree, rows))
     for name, x, y in zip(a._fields, a, b):
         if name in ("rho", "w"):
-            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=0, atol=1e-15)
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=0, atol=1e-14)
         else:
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
