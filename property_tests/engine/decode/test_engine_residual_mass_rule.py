@@ -14,7 +14,7 @@ from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.batch_verifiers import batch_exit_law, verify_batch
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import LOG_ZERO, VerifierGenerators, _tev_exit_law, verify
-from exitlaw.theory import DraftTree
+from exitlaw.theory import DraftTree, reference_law
 
 TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])   # the root's children: tokens 0 and 1
 ROOT_ONLY = DraftTree(parent=[-1], token=[4])
@@ -81,13 +81,16 @@ def test_a_node_its_children_cover_exactly_is_never_the_exit_and_raises_nothing(
     assert all(res.exit_node != 0 for res in rows)
 
 
-def test_the_batched_residual_masses_are_the_single_trees_at_any_temperature():
+def test_the_single_and_batched_exit_laws_equal_the_reference_law_at_every_temperature():
     torch.manual_seed(0)
     trees = [TREE, ROOT_ONLY, DraftTree(parent=[-1, 0, 1], token=[1, 2, 0])]
     bt = to_batch_tree(trees, "cpu")
     logits = torch.randn(3, bt.width, 3) * 4
-    for t in (1.0, 0.5):
+    for t in (1.0, 0.5, 0.6, 1.7):
         w = batch_exit_law(bt, logits, t)
         for b, tree in enumerate(trees):
-            want = _tev_exit_law(to_device_tree(tree), logits[b, : tree.num_nodes], t)
-            torch.testing.assert_close(w[b, : tree.num_nodes], want, rtol=1e-6, atol=1e-12)
+            rows = torch.softmax(logits[b, : tree.num_nodes].double() / t, -1).tolist()
+            want = torch.tensor(reference_law(tree, rows, one=1.0).w, dtype=torch.float64)
+            single = _tev_exit_law(to_device_tree(tree), logits[b, : tree.num_nodes], t)
+            torch.testing.assert_close(single, want, rtol=1e-5, atol=1e-12)
+            torch.testing.assert_close(w[b, : tree.num_nodes], single, rtol=1e-6, atol=1e-12)
