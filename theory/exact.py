@@ -34,7 +34,10 @@ def to_fractions(rows) -> list[list[Fraction]]:
 
 
 def reference_law_from_edges(tree: DraftTree, edge: Sequence[Number], one: Number = Fraction(1)) -> ReferenceLaw:
-    """``P(u) = P(par u) a(u)``, ``m(v) = sum_children a``, ``rho = 1 - m``, ``w = P rho``: node by node."""
+    """``P(u) = P(par u) a(u)``, ``m(v) = sum_children a``, ``rho = 1 - m``, ``w = P rho``: node by node.
+
+    Edges only: in float arithmetic ``rho = max(1 - m, 0)`` (residual-mass rule, part 2,
+    :mod:`exitlaw.theory.law`); exact rationals need no clamp."""
     n = tree.num_nodes
     if len(edge) != n:
         raise DistributionError(f"edge has {len(edge)} entries but the tree has {n} nodes")
@@ -47,17 +50,28 @@ def reference_law_from_edges(tree: DraftTree, edge: Sequence[Number], one: Numbe
         prefix[u] = prefix[par] * a[u]
         mass[par] = mass[par] + a[u]
     rho = [one - m for m in mass]
+    if isinstance(one, float):
+        rho = [max(r, 0.0) for r in rho]
     w = [prefix[v] * rho[v] for v in range(n)]
     coverage = sum(prefix[1:], zero)
     return ReferenceLaw(a, prefix, mass, rho, w, coverage, one + coverage)
 
 
 def reference_law(tree: DraftTree, rows: Sequence[Sequence[Number]], one: Number = Fraction(1)) -> ReferenceLaw:
-    """Reference law from full rows (``rows[v][y] = p_v(y)``)."""
+    """Reference law from full rows (``rows[v][y] = p_v(y)``); an internal node's ``rho`` is its residual
+    entries summed directly (residual-mass rule, part 1, :mod:`exitlaw.theory.law`), a leaf's is 1."""
     if len(rows) != tree.num_nodes:
         raise DistributionError(f"rows has {len(rows)} entries but the tree has {tree.num_nodes} nodes")
     edge = [one] + [rows[int(tree.parent[u])][int(tree.token[u])] for u in range(1, tree.num_nodes)]
-    return reference_law_from_edges(tree, edge, one)
+    law = reference_law_from_edges(tree, edge, one)
+    zero = one - one
+    rho = list(law.rho)
+    for v in range(tree.num_nodes):
+        kids = {int(tree.token[c]) for c in tree.children[v]}
+        if kids:
+            rho[v] = sum((p for y, p in enumerate(rows[v]) if y not in kids), zero)
+    w = [law.prefix[v] * rho[v] for v in range(tree.num_nodes)]
+    return ReferenceLaw(law.edge, law.prefix, law.child_mass, rho, w, law.coverage, law.expected_length)
 
 
 def reference_block_law(tree: DraftTree, rows: Sequence[Sequence[Number]], one: Number = Fraction(1)) -> list[list[Number]]:

@@ -10,6 +10,26 @@ For a tree with edge probabilities ``a(u) = p_par(u)(x_u)``:
 * exit law ``w = P * rho`` (sums to one), coverage ``C_p = sum_{v != root} P(v)``,
   ceiling ``E[L] <= 1 + C_p``.
 
+**Residual-mass rule** (the one rule for ``rho`` near zero; every implementation of the
+exit law cites it: this module, :func:`exitlaw.theory.exact.reference_law`, the simulated
+TEV ``simulate.verifiers.procedures.tev_weights`` and ``simulate.lab.fast_samplers.tev_many``,
+the engine's TEV ``engine.decode.verifiers._tev_exit_law`` and ``batch_verifiers.batch_exit_law``,
+ExitTrain's ``engine.training.law.tree_law`` and ``simulate.exittrain.fast.level_law``).
+``rho(v)`` is the mass of ``p_v`` off ``v``'s child tokens, ``sum_{y not a child token} p_v(y)``
+(DESIGN.md section 1: the exit marginal of the block law).
+
+1. *With the rows at hand* ``rho(v)`` is that sum of non-negative entries, summed directly,
+   never the difference ``1 - m(v)``: the difference carries the row's rounding (up to the
+   row tolerance :data:`ROW_SUM_ATOL`, ~1e-7 for float32 rows) and cancels when the children
+   cover the row. So ``rho >= 0`` always; ``rho = 0`` exactly iff every residual entry is 0 (no
+   positive exit weight for a node whose residual row is empty); and a true residual of 1e-12
+   or 1e-16 keeps its value to the rows' relative precision: it is a real weight. A leaf's
+   residual is its whole row, of mass 1 (rows are distributions); ``rho(leaf) = 1``.
+2. *With edge probabilities only* (a trace, ExitTrain's scored edges) the residual entries
+   are unknown: ``rho(v) = max(1 - m(v), 0)``. Never negative; a residual below the edges'
+   rounding (a few ``1e-16`` in float64) cannot be told from 0 and may read as 0 or as that
+   rounding. A child mass above one by more than the tolerance is an input error.
+
 Functions act on *one* tree; batch with ``jax.vmap`` over a
 :class:`~exitlaw.theory.tree.PaddedTree` built by ``stack_trees``. All are
 pure and ``jit``/``vmap``/``grad``-friendly; values are float64 when
@@ -53,7 +73,7 @@ class ExitLaw(NamedTuple):
     log_prefix: jax.Array       # log P(u)
     prefix: jax.Array           # P(u)
     child_mass: jax.Array       # m(v)
-    rho: jax.Array              # 1 - m(v)
+    rho: jax.Array              # residual mass (rows) or max(1 - m(v), 0) (edges): the residual-mass rule
     w: jax.Array                # P(v) rho(v)
     coverage: jax.Array         # C_p(T) = sum_{v != root} P(v)
     expected_length: jax.Array  # 1 + C_p(T)
@@ -111,7 +131,7 @@ def _law_from_edges(t: PaddedTree, edge: jax.Array, *, log_prefix_fn=_log_prefix
     # m = C @ a as a segment sum over parents (padding and the root add nothing)
     parent_row = jnp.where(t.valid & ~is_root, t.parent, n)
     child_mass = jnp.zeros(n, dtype=edge.dtype).at[parent_row].add(edge, mode="drop")
-    rho = 1.0 - child_mass
+    rho = jnp.maximum(1.0 - child_mass, 0.0)  # residual-mass rule, part 2 (edges only)
     w = prefix * rho
     coverage = jnp.sum(jnp.where(t.valid & ~is_root, prefix, 0.0))
     return ExitLaw(edge, log_prefix, prefix, child_mass, rho, w, coverage, 1.0 + coverage)
@@ -154,9 +174,21 @@ def _on_bucket(tree: DraftTree | PaddedTree, array, core):
     return jax.tree_util.tree_map(lambda x: x[:n] if x.ndim >= 1 else x, out)
 
 
+def _residual_mass(t: PaddedTree, probs: jax.Array) -> jax.Array:
+    """``rho`` by the residual-mass rule, part 1: an internal node sums its residual entries; a leaf has 1."""
+    mask = _child_token_mask(t, probs.shape[-1])
+    return jnp.where(mask.any(-1), jnp.sum(jnp.where(mask, 0.0, probs), axis=-1), 1.0)
+
+
+def _law_from_rows(t: PaddedTree, probs: jax.Array) -> ExitLaw:
+    law = _law_from_edges(t, _edges_from_rows(t, probs))
+    rho = _residual_mass(t, probs)
+    return law._replace(rho=rho, w=law.prefix * rho)
+
+
 @jax.jit
 def _rows_core(t: PaddedTree, probs: jax.Array) -> ExitLaw:
-    return _law_from_edges(t, _edges_from_rows(t, probs))
+    return _law_from_rows(t, probs)
 
 
 @jax.jit
@@ -206,15 +238,16 @@ def _check_padded_tokens(t: PaddedTree, vocab: int) -> None:
 
 
 def exit_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
-    """Exit law from full target rows ``probs[v] = p_v`` (shape ``[N, V]``)."""
+    """Exit law from full target rows ``probs[v] = p_v`` (shape ``[N, V]``); ``rho`` is each internal
+    node's residual mass summed directly (residual-mass rule, part 1, module docstring)."""
     return _on_bucket(tree, _checked_rows(tree, probs, atol), _rows_core)
 
 
 def exit_law_from_edges(tree: DraftTree | PaddedTree, edge_probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
     """Exit law from edge probabilities alone (``edge_probs[u] = a(u)``; entry 0 ignored).
 
-    This is what a recorded trace keeps. ``rho = 1 - m`` may be negative by at
-    most ``atol`` when float rounding pushes a child mass just above one.
+    This is what a recorded trace keeps: ``rho = max(1 - m, 0)`` (residual-mass rule, part 2,
+    module docstring); a child mass above one by more than ``atol`` is rejected.
     """
     check_atol(atol)
     if not _is_traced(edge_probs):

@@ -9,7 +9,7 @@ token of v]`` (greedy: its argmax walk).
 
 * ``greedy``  -- argmax per node, follow matches (one ``[B, N]`` argmax).
 * ``predraw`` -- ``R_v ~ p_v`` for all ``B N`` rows in one ``multinomial``, follow matches.
-* ``tev``     -- per row ``log P = A @ log a``, ``m = C @ a``, ``w = P (1 - m)`` as batched
+* ``tev``     -- per row ``log P = A @ log a``, ``rho`` = residual mass, ``w = P rho`` as batched
   matmuls over the ``K`` internal rows (their log-normalisers in one call on an
   accelerator, tree by tree on the CPU, where one ``[B K, V]`` copy is memory-bound);
   **one** exit draw ``V_b ~ w_b`` and **one** bonus draw from ``p_{V_b}`` with ``V_b``'s
@@ -54,7 +54,7 @@ def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tenso
 
 
 def _batched_internal_logsumexp(flat_rows: torch.Tensor, rows: torch.Tensor, inv_t: float,
-                                per_tree: bool | None = None) -> torch.Tensor:
+                                per_tree: bool | None = None, children: torch.Tensor | None = None):
     """``lse[b, k]`` of flattened logits row ``rows[b, k]`` at temperature ``1 / inv_t`` (float32 ``[B, K]``).
 
     On an accelerator one call over all ``B K`` rows. On the CPU one tree at a time: the
@@ -62,32 +62,44 @@ def _batched_internal_logsumexp(flat_rows: torch.Tensor, rows: torch.Tensor, inv
     swept four times), while one tree's ``[K, V]`` copy stays in cache; the loop is over ``B``
     (a fixed shape), and every row goes through the single-tree verifier's own
     :func:`~exitlaw.engine.decode.verifiers._internal_logsumexp`. ``per_tree`` forces either way
-    (default: per tree on the CPU only).
+    (default: per tree on the CPU only). With ``children [B, K, M]`` also returns each row's
+    residual mass ``rho [B, K]`` (float64; the residual-mass rule, as the single-tree twin).
     """
     if per_tree is None:
         per_tree = flat_rows.device.type == "cpu"
+    if children is None:
+        if per_tree:
+            return torch.stack([_internal_logsumexp(flat_rows, r, inv_t) for r in rows])
+        return _internal_logsumexp(flat_rows, rows.reshape(-1), inv_t).reshape(rows.shape)
     if per_tree:
-        return torch.stack([_internal_logsumexp(flat_rows, r, inv_t) for r in rows])
-    return _internal_logsumexp(flat_rows, rows.reshape(-1), inv_t).reshape(rows.shape)
+        lse, rest = zip(*[_internal_logsumexp(flat_rows, r, inv_t, c) for r, c in zip(rows, children)])
+        return torch.stack(lse), torch.stack(rest)
+    lse, rest = _internal_logsumexp(flat_rows, rows.reshape(-1), inv_t, children.reshape(-1, children.shape[-1]))
+    return lse.reshape(rows.shape), rest.reshape(rows.shape)
 
 
 def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """TEV's exit law ``w = P (1 - m)`` per row (float64 ``[B, N]``, 0 on padding slots).
+    """TEV's exit law ``w = P rho`` per row (float64 ``[B, N]``, 0 on padding slots).
 
     ``log a(u) = logits[par u, x_u] / T - lse[par u]`` with ``lse`` taken over the ``K``
     internal rows only; ``log P = A @ log a`` (a zero edge's ``-inf`` clamped to
-    :data:`~exitlaw.engine.decode.verifiers.LOG_ZERO`), ``m = C @ a``, ``rho`` clamped at 0.
+    :data:`~exitlaw.engine.decode.verifiers.LOG_ZERO`); ``rho`` by the residual-mass rule
+    (:mod:`exitlaw.theory.law`): each internal row's mass off its child tokens, summed directly, 1 at leaves.
     """
     bsz, n, vocab = logits.shape
     inv_t = 1.0 / temperature
     base = torch.arange(bsz, device=logits.device)[:, None] * n                    # [B, 1] first row of each tree
-    lse = _batched_internal_logsumexp(logits.reshape(bsz * n, vocab), base + bt.internal, inv_t).double()  # [B, K]
+    kids = bt.child_tokens.gather(1, bt.internal[..., None].expand(-1, -1, bt.child_tokens.shape[-1]))  # [B, K, M]
+    lse, rest = _batched_internal_logsumexp(logits.reshape(bsz * n, vocab), base + bt.internal, inv_t,
+                                            children=kids)
+    lse = lse.double()                                                              # [B, K]
     flat = logits.reshape(bsz, n * vocab)
     edge = flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).double() * inv_t  # [B, N-1]
     log_a = edge - lse.gather(1, bt.parent_slot)
     log_a = torch.where(bt.valid[:, 1:], log_a, torch.zeros((), dtype=log_a.dtype, device=log_a.device))
     prefix = (bt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)[..., None]).squeeze(-1).exp_()   # P [B, N]
-    rho = (1.0 - (bt.edge_child @ log_a.exp()[..., None]).squeeze(-1)).clamp_(min=0.0)       # [B, N]
+    rest = torch.where(bt.has_child.gather(1, bt.internal), rest, 1.0)   # padding slots (node 0) of a leaf root
+    rho = torch.ones_like(prefix).scatter_(1, bt.internal, rest)                             # [B, N]
     return (prefix * rho).masked_fill_(~bt.valid, 0.0)
 
 

@@ -10,7 +10,7 @@ the realised tree and the target rows ``p_v = softmax(logits[v] / T)`` its
 * ``residual`` -- EAGLE-style sequential: at ``v`` accept child ``u_j`` w.p.
   ``r(x_uj) / sum r``, on rejection zero it and renormalise; bonus ``~ r``.
 * ``tev``      -- Tree Exit Verification, level-parallel: ``log P = A @ log a``,
-  ``m = C @ a``, ``w = P (1 - m)``, one exit draw ``V ~ w``, one bonus draw from
+  ``rho`` = residual mass (theory.law), ``w = P rho``, one exit draw ``V ~ w``, one bonus draw from
   ``p_V`` with ``V``'s child tokens masked. Only the ``K`` internal rows get a
   ``logsumexp`` and only the exit row a (float64) softmax; no ``[N, V]`` copy, no
   per-node sampling, one device-to-host transfer (exit and bonus).
@@ -97,10 +97,14 @@ def _draw_logits(z: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, t
     return _draw_with_total(z.sub_(z.max()).exp_(), gen)
 
 
-def _internal_logsumexp(logits: torch.Tensor, internal: torch.Tensor, inv_t: float) -> torch.Tensor:
+def _internal_logsumexp(logits: torch.Tensor, internal: torch.Tensor, inv_t: float,
+                        children: torch.Tensor | None = None):
     """``lse[k] = log sum_y exp(logits[internal[k], y] / T)`` (float32 ``[K]``): one row copy, in place after.
 
-    Max-shifted so no row overflows: ``m / T + log sum exp((x - m) / T)``.
+    Max-shifted so no row overflows: ``m / T + log sum exp((x - m) / T)``. With ``children``
+    (``[K, M]`` child tokens of each row) also returns ``rho [K]`` (float64), the row's mass off
+    those tokens summed directly from the same exponentials (the residual-mass rule,
+    :mod:`exitlaw.theory.law`): 0 exactly when they hold the whole row, a tiny residual kept.
     """
     rows = logits.index_select(0, internal)  # [K, V]: the only row copy
     if rows.dtype != torch.float32:
@@ -110,7 +114,12 @@ def _internal_logsumexp(logits: torch.Tensor, internal: torch.Tensor, inv_t: flo
         rows.sub_(m)
     else:
         torch.add(m * -inv_t, rows, alpha=inv_t, out=rows)  # (x - m) / T in one pass
-    return rows.exp_().sum(dim=-1).log_().add_(m.squeeze(-1), alpha=inv_t)
+    total = rows.exp_().sum(dim=-1)
+    lse = total.log().add_(m.squeeze(-1), alpha=inv_t)
+    if children is None:
+        return lse
+    rest = rows.scatter_(1, children, 0.0).sum(dim=-1)
+    return lse, rest.double() / total.double()
 
 
 def _mask_children_(z: torch.Tensor, dt: DeviceTree, node: torch.Tensor) -> torch.Tensor:
@@ -239,22 +248,25 @@ def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, ge
 
 
 def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """The exit law ``w = P (1 - m)`` (float64 ``[N]``) from the ``K`` internal rows only.
+    """The exit law ``w = P rho`` (float64 ``[N]``) from the ``K`` internal rows only.
 
     ``log a(u) = logits[par u, x_u] / T - lse[par u]``; ``log P = A @ log a`` with a
     zero edge's ``-inf`` replaced by :data:`LOG_ZERO` (``0 * -inf`` would be NaN and
-    poison every row of ``A``); ``m = C @ a``; ``rho = 1 - m`` clamped at 0 (rounding).
+    poison every row of ``A``); ``rho`` by the residual-mass rule (:mod:`exitlaw.theory.law`):
+    each internal row's mass off its child tokens, summed directly (never ``1 - m``), 1 at leaves.
     NaN/+inf logits or an all ``-inf`` internal row make ``sum w`` differ from 1
     (:func:`verify_tev` checks it on the device).
     """
     inv_t = 1.0 / temperature
-    lse = _internal_logsumexp(logits, dt.internal, inv_t).to(torch.float64)  # [K]
+    kids = dt.child_tokens.index_select(0, dt.internal)                      # [K, M]
+    lse, rest = _internal_logsumexp(logits, dt.internal, inv_t, kids)
+    lse = lse.to(torch.float64)                                               # [K]
     log_a = logits[dt.parent[1:], dt.token[1:]].to(torch.float64)           # [N-1] edge logits, u = 1..N-1
     if inv_t != 1.0:
         log_a.mul_(inv_t)
     log_a.sub_(lse.index_select(0, dt.parent_slot))
     prefix = (dt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)).exp_()           # P [N]
-    rho = (1.0 - dt.edge_child @ log_a.exp_()).clamp_(min=0.0)              # [N]
+    rho = torch.ones_like(prefix).index_copy_(0, dt.internal, rest)         # [N]
     return prefix.mul_(rho)
 
 

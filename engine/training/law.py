@@ -1,8 +1,10 @@
 """The exit law of a batch of draft trees and the ExitTrain node weights (DESIGN.md section 1).
 
 Exit law (detached, float64) from the frozen target's edge probabilities ``a``:
-``P = exp(A @ log a)``, ``rho = 1 - C @ a``, ``w = P rho``; a leaf (horizon leaves
-included) has ``rho = 1``, so ``w = P``. With the **edge floor** ``alpha`` (the authors'
+``P = exp(A @ log a)``, ``rho = max(1 - C @ a, 0)``, ``w = P rho``; a leaf (horizon leaves
+included) has ``rho = 1``, so ``w = P``. Edges only, so ``rho`` follows part 2 of the
+residual-mass rule (:mod:`exitlaw.theory.law`): never negative, and a child mass above one by
+more than the row tolerance is an input error. With the **edge floor** ``alpha`` (the authors'
 public code, ``alpha = 1e-4``): ``P = exp(A @ log max(a, alpha))`` and
 ``rho = clip(1 - C @ a_raw, 0, 1)`` (child mass from the *raw* edges), ``w = P rho``
 (no longer summing to one).
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree, PaddedTree, stack_trees
+from exitlaw.theory import ROW_SUM_ATOL, DistributionError, DraftTree, PaddedTree, stack_trees
 
 from exitlaw.engine.training.objectives import ObjectiveError, check_edge_floor, check_objective
 
@@ -76,7 +78,7 @@ class TreeLaw:
     """Per-node exit-law quantities of a :class:`TreeBatch` (``[K, N]``, float64, detached)."""
 
     prefix: torch.Tensor    # P(v) (from floored edges when a floor is set)
-    rho: torch.Tensor       # 1 - m(v) (raw edges; clipped to [0, 1] with a floor)
+    rho: torch.Tensor       # max(1 - m(v), 0) from the raw edges (the residual-mass rule, part 2)
     w: torch.Tensor         # P(v) rho(v)
     coverage: torch.Tensor  # [K] C_p(T_k) = sum_{v != root} P(v)
 
@@ -86,8 +88,8 @@ def tree_law(trees: TreeBatch, edge: torch.Tensor, edge_floor: float | None = No
     """Exit law from edge probabilities ``edge [K, N]`` (``a(u)``; the root entry is ignored).
 
     ``log P = A @ log a`` written with ``where`` so that ``0 * log 0`` never occurs;
-    ``m = C @ a``; padding nodes get ``a = 0``, hence ``P = w = 0``. With
-    ``edge_floor = alpha``: ``P`` from ``max(a, alpha)``, ``rho = clip(1 - C @ a, 0, 1)``.
+    ``m = C @ a``, ``rho = max(1 - m, 0)``; padding nodes get ``a = 0``, hence ``P = w = 0``. With
+    ``edge_floor = alpha``: ``P`` from ``max(a, alpha)``, ``rho`` still from the raw edges.
     """
     if edge.shape != trees.valid.shape:
         raise DistributionError(f"edge must have shape {tuple(trees.valid.shape)}, got {tuple(edge.shape)}")
@@ -103,9 +105,13 @@ def tree_law(trees: TreeBatch, edge: torch.Tensor, edge_floor: float | None = No
                         torch.full_like(a_p, -torch.inf))
     log_prefix = torch.where(trees.ancestor, log_a[:, None, :], torch.zeros_like(log_a)[:, None, :]).sum(-1)
     prefix = torch.where(trees.valid, torch.exp(log_prefix), torch.zeros_like(log_prefix))
-    rho = 1.0 - torch.where(trees.child, a[:, None, :], torch.zeros_like(a)[:, None, :]).sum(-1)
-    if edge_floor is not None:
-        rho = rho.clamp(0.0, 1.0)
+    mass = torch.where(trees.child, a[:, None, :], torch.zeros_like(a)[:, None, :]).sum(-1)
+    over = (mass > 1.0 + ROW_SUM_ATOL) & trees.valid
+    if over.any():
+        k, v = (int(i) for i in over.nonzero()[0])
+        raise DistributionError(f"tree {k}: the children of node {v} carry edge mass {float(mass[k, v])!r} > 1 "
+                                f"(tolerance {ROW_SUM_ATOL:g})")
+    rho = (1.0 - mass).clamp(min=0.0)
     w = prefix * rho
     coverage = torch.where(trees.nonroot, prefix, torch.zeros_like(prefix)).sum(-1)
     return TreeLaw(prefix, rho, w, coverage)

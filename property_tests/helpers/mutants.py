@@ -407,3 +407,17 @@ def returns_fraction_node(tree, probs, rng):
 
 def wrong_signature(tree, probs):
     return 0, 0
+
+
+# ----- exit-law weights (not verifiers: ``f(tree, rows) -> w``) -------------------------------------
+def tev_weights_without_residual_correction(tree, rows):
+    """The simulated TEV weights from ``rho = 1 - m`` alone (BUG: no direct residual sum, so a node whose
+    children cover its row up to rounding gets a positive weight and a tiny true residual is rounded)."""
+    edge = np.ones(tree.num_nodes)
+    edge[1:] = rows[tree.parent[1:], tree.token[1:]]
+    prefix = np.ones(tree.num_nodes)
+    for u in range(1, tree.num_nodes):
+        prefix[u] = prefix[tree.parent[u]] * edge[u]
+    mass = np.zeros(tree.num_nodes)
+    np.add.at(mass, tree.parent[1:], edge[1:])
+    return prefix * np.maximum(1.0 - mass, 0.0)

@@ -84,7 +84,8 @@ def level_law(ctx, tok, par, sel, matrix, alpha):
     """``(P_floored, rho, P_raw)`` ``[H, B]`` of a level tree under an order-2 target ``matrix [V, V]``.
 
     ``a(u) = M[token(par u), token u]``; ``P`` multiplies ``max(a, alpha)`` down the path;
-    ``rho = 1 - sum of raw child edges`` (clipped to [0, 1] only when ``alpha > 0``).
+    ``rho = max(1 - sum of raw child edges, 0)`` (edges only: the residual-mass rule, part 2,
+    :mod:`exitlaw.theory.law`).
     """
     horizon, budget = tok.shape
     prev_tok = jnp.concatenate([jnp.full((1, budget), ctx), jnp.take_along_axis(tok[:-1], par[1:], axis=1)])
@@ -96,8 +97,7 @@ def level_law(ctx, tok, par, sel, matrix, alpha):
     rows = (par[1:] + budget * jnp.arange(horizon - 1)[:, None]).reshape(-1)   # child -> parent slot
     mass = jax.ops.segment_sum(edge[1:].reshape(-1), rows, num_segments=(horizon - 1) * budget)
     mass = jnp.concatenate([mass.reshape(horizon - 1, budget), jnp.zeros((1, budget), edge.dtype)])
-    rho = 1.0 - mass
-    rho = jnp.where(alpha > 0, jnp.clip(rho, 0.0, 1.0), rho)
+    rho = jnp.maximum(1.0 - mass, 0.0)
     return jnp.where(sel, jnp.stack(p_f), 0.0), jnp.where(sel, rho, 0.0), jnp.where(sel, jnp.stack(p_r), 0.0)
 
 

@@ -60,6 +60,8 @@ def _inverse_cdf(cdf_rows: np.ndarray, rows_idx: np.ndarray, u: np.ndarray,
 
 
 def _residual_cdf(tree: DraftTree, probs: np.ndarray) -> np.ndarray:
+    """Per node the CDF of its residual row and its residual mass ``rho``, summed directly from the
+    residual entries (the residual-mass rule, :mod:`exitlaw.theory.law`; leaves sum their whole row)."""
     masked = probs.copy()
     masked[tree.parent[1:], tree.token[1:]] = 0.0
     return np.cumsum(masked, axis=1), masked.sum(axis=1)

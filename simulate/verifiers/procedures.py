@@ -80,12 +80,11 @@ def residual_procedure(tree: DraftTree, rows, rand: Randomness,
 
 
 def tev_weights(tree: DraftTree, rows) -> list:
-    """Exit law ``w(v) = P(v) rho(v)`` with ``rho(v)`` summed as the residual mass ``sum_{y not child} p_v(y)``.
-
-    Equal to ``P(v) (1 - m(v))`` for rows that sum to one (numpy rows use
-    ``1 - m``); where that is below ``1e-9`` the residual is summed directly, so float
-    rounding never gives a positive exit weight to a node whose children cover
-    its whole row (its residual row would be all zeros).
+    """Exit law ``w(v) = P(v) rho(v)`` with ``rho(v)`` the residual mass ``sum_{y not child} p_v(y)``,
+    summed directly at every internal node, never as ``1 - m(v)`` (the residual-mass rule,
+    :mod:`exitlaw.theory.law`): a node whose children cover its row gets weight exactly 0 (its
+    residual row is all zeros) and a true residual of 1e-12 or 1e-16 stays a real weight.
+    Numpy rows: ``rho = 1`` at leaves (rows are distributions), one pass over the internal rows.
     """
     if isinstance(rows, np.ndarray):  # the same quantities, vectorised for sampling runs
         edge = np.ones(tree.num_nodes)
@@ -93,11 +92,14 @@ def tev_weights(tree: DraftTree, rows) -> list:
         prefix = np.ones(tree.num_nodes)
         for u in range(1, tree.num_nodes):
             prefix[u] = prefix[tree.parent[u]] * edge[u]
-        child_mass = np.zeros(tree.num_nodes)
-        np.add.at(child_mass, tree.parent[1:], edge[1:])
-        rest = 1.0 - child_mass  # rho = 1 - m: no pass over the full rows
-        for v in np.flatnonzero(rest < 1e-9):  # tiny, zero or rounded below zero: sum the residual itself
-            rest[v] = np.delete(rows[v], tree.token[tree.children[v]]).sum()
+        rest = np.ones(tree.num_nodes)
+        internal = tree.internal
+        if internal.size:
+            residual = rows[internal].astype(np.float64)  # a copy: the child entries are zeroed below
+            slot = np.zeros(tree.num_nodes, dtype=np.int64)
+            slot[internal] = np.arange(internal.size)
+            residual[slot[tree.parent[1:]], tree.token[1:]] = 0.0
+            rest[internal] = residual.sum(axis=1)
         return prefix * rest
     zero = _zero_of(rows)
     one = zero + 1

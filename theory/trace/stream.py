@@ -90,7 +90,7 @@ def edge_law_batch(parent: np.ndarray, valid: np.ndarray, edge: np.ndarray
     prefix = np.where(zeros > 0, 0.0, np.exp(log_a))
     flat_parent = np.where(real, parent + rows * b, k * b)  # root and padding go to a spare slot
     mass = np.bincount(flat_parent.ravel(), weights=a.ravel(), minlength=k * b + 1)[: k * b].reshape(k, b)
-    w = np.where(valid, prefix * (1.0 - mass), 0.0)
+    w = np.where(valid, prefix * np.maximum(1.0 - mass, 0.0), 0.0)  # residual-mass rule, part 2 (theory.law)
     coverage = np.where(real, prefix, 0.0).sum(axis=1)
     return coverage, depth, w
 

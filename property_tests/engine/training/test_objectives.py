@@ -15,7 +15,7 @@ import torch
 from exitlaw.engine.training.exittrain import TreeBatch, exittrain_loss, objective_weights, raw_weights, tree_law
 from exitlaw.engine.training.objectives import ObjectiveError, check_objective
 from exitlaw.engine.training.config import PRESETS, TrainConfig, cosine_factor, preset_config
-from exitlaw.theory import DraftTree
+from exitlaw.theory import DistributionError, DraftTree
 
 # Tree A: root -> 1 -> 2, root -> 3; edges a1 = .5, a2 = .4, a3 = .3
 #   P = [1, .5, .2, .3]; rho = [1 - .8, 1 - .4, 1, 1] = [.2, .6, 1, 1]; w = [.2, .3, .2, .3]
@@ -89,21 +89,24 @@ def test_a_batch_of_dead_trees_gets_zero_weights_under_every_normalisation():
 
 
 def test_edge_floor_floors_p_and_clips_rho_from_the_raw_child_mass():
-    # root -> 1 -> 2, root -> 3; raw edges a1 = .7, a2 = 1e-6, a3 = .35 (root child mass 1.05 > 1)
+    # root -> 1 -> 2, root -> 3; raw edges a1 = .7, a2 = 1e-6, a3 = .3 + 4e-6 (root child mass 1 + 4e-6:
+    # above one, within the row tolerance, as float32 scoring can give)
     tree = DraftTree(parent=np.array([-1, 0, 1, 0]), token=np.array([0, 1, 2, 3]))
     trees = TreeBatch.from_trees([tree])
-    edge = torch.tensor([[1.0, 0.7, 1e-6, 0.35]], dtype=torch.float64)
+    edge = torch.tensor([[1.0, 0.7, 1e-6, 0.3 + 4e-6]], dtype=torch.float64)
     floored = tree_law(trees, edge, edge_floor=1e-4)
-    # P from max(a, 1e-4): [1, .7, .7e-4, .35]; rho = clip(1 - raw child mass): [0 (from -.05), 1 - 1e-6, 1, 1]
-    np.testing.assert_allclose(floored.prefix.numpy(), [[1, .7, .7e-4, .35]], rtol=1e-12)
+    # P from max(a, 1e-4): [1, .7, .7e-4, a3]; rho = max(1 - raw child mass, 0): [0 (from -4e-6), 1 - 1e-6, 1, 1]
+    np.testing.assert_allclose(floored.prefix.numpy(), [[1, .7, .7e-4, .3 + 4e-6]], rtol=1e-12)
     np.testing.assert_allclose(floored.rho.numpy(), [[0, 1 - 1e-6, 1, 1]], rtol=1e-12)
-    np.testing.assert_allclose(floored.w.numpy(), [[0, .7 * (1 - 1e-6), .7e-4, .35]], rtol=1e-12)
-    raw = tree_law(trees, edge)  # the paper's reading: raw edges, rho unclipped
-    np.testing.assert_allclose(raw.prefix.numpy(), [[1, .7, .7e-6, .35]], rtol=1e-12)
-    np.testing.assert_allclose(raw.rho.numpy()[0, 0], -0.05, rtol=1e-9)
+    np.testing.assert_allclose(floored.w.numpy(), [[0, .7 * (1 - 1e-6), .7e-4, .3 + 4e-6]], rtol=1e-12)
+    raw = tree_law(trees, edge)  # the paper's reading: raw edges; rho never negative (residual-mass rule, part 2)
+    np.testing.assert_allclose(raw.prefix.numpy(), [[1, .7, .7e-6, .3 + 4e-6]], rtol=1e-12)
+    assert float(raw.rho[0, 0]) == 0.0
     for bad in (0.0, 1.0, -1e-4, float("nan")):
         with pytest.raises(ObjectiveError, match="floor"):
             tree_law(trees, edge, edge_floor=bad)
+    with pytest.raises(DistributionError, match="node 0 carry edge mass"):
+        tree_law(trees, torch.tensor([[1.0, 0.7, 1e-6, 0.35]], dtype=torch.float64))
 
 
 def test_tree_term_and_total_equal_the_hand_formula_for_uniform_drafter_rows(batch):
