@@ -15,6 +15,7 @@ from one causal target forward over prompt + output.
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass, field, replace
 from typing import Callable
@@ -24,6 +25,7 @@ import torch
 
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate
+from exitlaw.engine.decode.sampling_settings import processed_probs
 from exitlaw.engine.decode.verifiers import KINDS
 from exitlaw.engine.models.checkpoint import load_pair, load_target
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
@@ -31,6 +33,7 @@ from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import ServeLimits, check_request_work
 from exitlaw.engine.serve.requests import DecodeRequest
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,8 @@ class ServeEngine:
     def decode_config(self, req: DecodeRequest, seed: int) -> DecodeConfig:
         verifier = "greedy" if self.user_fn is not None else self.cfg.verifier
         return DecodeConfig(method=self.cfg.method, verifier=verifier, budget=self.cfg.budget,
-                            temperature=req.temperature, max_new_tokens=req.max_tokens,
+                            temperature=req.temperature, top_k=req.top_k, top_p=req.top_p, min_p=req.min_p,
+                            max_new_tokens=req.max_tokens,
                             stop_tokens=self.eos + tuple(req.stop_token_ids), seed=seed)
 
     def run(self, req: DecodeRequest, ids: list[int], emit: Callable[[int, list[int]], None] | None = None) -> list[Choice]:
@@ -140,7 +144,7 @@ class ServeEngine:
             choices = [self._finish(req, tokens, blocks) for tokens, blocks in raw]
             if req.logprobs is not None:
                 for c in choices:
-                    c.logprobs = self.logprobs(ids, c.tokens, req.temperature, req.logprobs)
+                    c.logprobs = self.logprobs(ids, c.tokens, cfg.settings, req.logprobs)
         return choices
 
     def _one(self, req, ids, cfg, index, emit):
@@ -176,19 +180,21 @@ class ServeEngine:
             return Choice(tokens, text, "stop", list(blocks))
         return Choice(tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), reason, list(blocks))
 
-    def logprobs(self, ids: list[int], tokens: list[int], temperature: float, top: int):
-        """Per sampled token: ``log softmax(z / T)`` of it (``T = 0``: of ``z``) and the ``top`` best."""
+    def logprobs(self, ids: list[int], tokens: list[int], settings: SamplingSettings, top: int):
+        """Per sampled token: its log-probability in the processed row it was drawn from (temperature, then
+        top-k / top-p / min-p; ``T = 0``: ``log softmax(z)``, the raw row) and the ``top`` best of that row
+        (tokens the filters remove have probability 0 and are not listed)."""
         if not tokens:
             return []
         seq = torch.tensor(list(ids) + list(tokens[:-1]), dtype=torch.long, device=self.target.device)
         step = self.target.prefill(self.target.new_cache(), seq, all_logits=True)
         rows = step.logits[len(ids) - 1:].to(torch.float64)              # [len(tokens), V]
-        lp = torch.log_softmax(rows / (temperature if temperature > 0 else 1.0), dim=-1)
+        lp = torch.log_softmax(rows, dim=-1) if settings.greedy else processed_probs(rows, settings).log()
         chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None]).squeeze(1).tolist()
         out = []
         if top > 0:
             vals, idx = lp.topk(min(top, lp.shape[1]), dim=-1)
-            tops = [list(zip(i, v)) for i, v in zip(idx.tolist(), vals.tolist())]
+            tops = [[(i, v) for i, v in zip(ii, vv) if v > -math.inf] for ii, vv in zip(idx.tolist(), vals.tolist())]
         else:
             tops = [[] for _ in tokens]
         for c, t in zip(chosen, tops):

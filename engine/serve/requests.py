@@ -16,9 +16,7 @@ from exitlaw.engine.serve.errors import bad_request
 COMMON = {"model", "max_tokens", "temperature", "n", "seed", "stop", "stream", "stream_options", "logprobs",
           "user", "presence_penalty", "frequency_penalty", "return_token_ids", "return_tokens_as_token_ids",
           "stop_token_ids",
-          # ---- sampling settings (DESIGN section 1, "Sampling settings"): top-k / top-p / min-p land with
-          # the settings issue (branch issue-22e). Until then only their neutral values are accepted; see
-          # ``_sampling_settings`` below, the one place they are read.
+          # sampling settings (DESIGN section 1): processed before every draw, read in ``_sampling_settings``
           "top_p", "top_k", "min_p"}
 COMPLETION_FIELDS = COMMON | {"prompt", "echo"}
 CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"}
@@ -41,6 +39,9 @@ class DecodeRequest:
     stream: bool = False
     include_usage: bool = False
     logprobs: int | None = None     # None: none; k >= 0: the sampled token's and the top-k
+    top_k: int | None = None        # sampling settings (None: off), applied after temperature in vLLM's order
+    top_p: float | None = None
+    min_p: float | None = None
     token_ids_as_text: bool = False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
 
 
@@ -73,18 +74,26 @@ def _number(body: dict, name: str, default: float) -> float:
     return float(v)
 
 
-def _sampling_settings(body: dict) -> None:
-    """SAMPLING SETTINGS HOOK (issue 22, branch issue-22e): top-k / top-p / min-p are processed before
-    sampling (DESIGN section 1). Until the engine implements them, only their neutral values pass, and any
-    other value is refused by name rather than ignored."""
-    neutral = {"top_p": (1.0,), "top_k": (None, 0, -1), "min_p": (0.0,)}
-    for name, ok in neutral.items():
-        if name in body and body[name] is not None and body[name] not in ok:
-            raise bad_request(f"{name}={body[name]!r} is not supported yet (top-k/top-p/min-p land with the "
-                              "sampling-settings issue); send the neutral value or leave it out", name, "unsupported")
+def _sampling_settings(body: dict) -> tuple[int | None, float | None, float | None]:
+    """``(top_k, top_p, min_p)`` of a request, ``None`` for a filter that is off: the engine processes the
+    target's rows with them (and the temperature) before every draw, in vLLM's order
+    (:mod:`exitlaw.theory.sampling_settings`). The OpenAI/vLLM neutral values mean off: ``top_k`` 0 or -1,
+    ``top_p`` 1, ``min_p`` 0. Any other value out of range is refused by name."""
+    top_k = _int(body, "top_k", None)
+    if top_k is not None and top_k < 1:
+        if top_k not in (0, -1):
+            raise bad_request(f"top_k must be >= 1, or 0 / -1 for no top-k filter, got {top_k}", "top_k")
+        top_k = None
+    top_p = _number(body, "top_p", 1.0)
+    if not 0.0 < top_p <= 1.0:
+        raise bad_request(f"top_p must be in (0, 1], got {top_p}", "top_p")
+    min_p = _number(body, "min_p", 0.0)
+    if not 0.0 <= min_p < 1.0:
+        raise bad_request(f"min_p must be in [0, 1), got {min_p}", "min_p")
     for name in ("presence_penalty", "frequency_penalty"):
         if body.get(name) not in (None, 0, 0.0):
             raise bad_request(f"{name} is not supported (it changes the sampled law)", name, "unsupported")
+    return top_k, (top_p if top_p < 1.0 else None), (min_p if min_p > 0.0 else None)
 
 
 def _stop(body: dict) -> tuple[str, ...]:
@@ -131,7 +140,7 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
     unknown = sorted(set(body) - (CHAT_FIELDS if chat else COMPLETION_FIELDS))
     if unknown:
         raise bad_request(f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported")
-    _sampling_settings(body)
+    top_k, top_p, min_p = _sampling_settings(body)
     if not chat and body.get("echo"):
         raise bad_request("echo is not supported", "echo", "unsupported")
     model = body.get("model")
@@ -166,7 +175,8 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
                          n=_int(body, "n", 1, 1), max_tokens=max_tokens if max_tokens is not None else default_max_tokens,
                          temperature=temperature, seed=seed, stop=_stop(body), stop_token_ids=tuple(stop_ids),
                          stream=_bool(body, "stream"), include_usage=_bool(opts, "include_usage"),
-                         logprobs=logprobs, token_ids_as_text=_bool(body, "return_tokens_as_token_ids"))
+                         logprobs=logprobs, token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
+                         top_k=top_k, top_p=top_p, min_p=min_p)
 
 
 __all__ = ["DecodeRequest", "parse_request", "MAX_TOP_LOGPROBS"]

@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from exitlaw.engine.decode.sampling_settings import processed_probs
 from exitlaw.engine.decode.verifiers import KINDS, VerifyResult, verify
 
 
@@ -52,7 +53,7 @@ def user_decide(fn: Callable, seed: int) -> Callable:
     def decide(cfg, dtree, logits: torch.Tensor, gens) -> VerifyResult:
         if cfg.temperature == 0:
             return verify("greedy", dtree, logits, 0.0, None)
-        probs = torch.softmax(logits.to(torch.float64) / cfg.temperature, dim=-1).cpu().numpy()
+        probs = processed_probs(logits, cfg.settings).cpu().numpy()   # temperature and the request's filters
         out = fn(dtree.tree, probs, rng)
         try:
             v, y = (int(out[0]), int(out[1]))

@@ -101,6 +101,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one-sample test of the first token against the reference's top log-probabilities: auto = "
                         "at T = 1 (raw and processed agree), on = the reference returns processed ones (vLLM: "
                         "--logprobs-mode processed_logprobs)")
+    a.add_argument("--top-k", type=positive_int, default=None, help="T > 0: top_k sent with every sampling request")
+    a.add_argument("--top-p", type=float, default=None, help="T > 0: top_p sent with every sampling request")
+    a.add_argument("--min-p", type=float, default=None, help="T > 0: min_p sent with every sampling request")
     a.add_argument("--timeout", type=nonneg_float, default=120.0, help="seconds per request")
     a.add_argument("--seed", type=int, default=0, help="seeds of the requests (each request its own)")
     a.add_argument("--out", default=None, help="write the report (JSON) here")
@@ -167,7 +170,8 @@ def _audit(args) -> int:
                       max_tokens=args.max_tokens, tokens=args.tokens, alpha=args.alpha, power=args.power, tv=args.tv,
                       max_cells=args.max_cells, samples=args.samples, n_per_request=args.n_per_request,
                       concurrency=tuple(args.concurrency), tie_margin=args.tie_margin, strict_ties=args.strict_ties,
-                      first_token_test=args.first_token_test, timeout=args.timeout, seed=args.seed)
+                      first_token_test=args.first_token_test, timeout=args.timeout, seed=args.seed,
+                      top_k=args.top_k, top_p=args.top_p, min_p=args.min_p)
     if args.out and not args.overwrite:
         from pathlib import Path
 

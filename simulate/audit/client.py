@@ -102,13 +102,15 @@ class Client:
             raise ServerFailed(f"{self.name} server {self.base}", f"/v1/models answered {str(out)[:200]}") from None
 
     def sample(self, prompt, *, model: str, n: int, max_tokens: int, temperature: float, seed: int | None,
-               top_logprobs: int | None) -> list[Sample]:
-        """``n`` choices for one prompt (text, token ids, or chat messages)."""
+               top_logprobs: int | None, settings: dict | None = None) -> list[Sample]:
+        """``n`` choices for one prompt (text, token ids, or chat messages); ``settings``: sampling settings
+        (``top_k`` / ``top_p`` / ``min_p``) sent as request fields."""
         chat = isinstance(prompt, list) and prompt and isinstance(prompt[0], dict)
         payload = {"model": model, "n": n, "max_tokens": max_tokens, "temperature": temperature,
                    "return_token_ids": True, "return_tokens_as_token_ids": True}
         if seed is not None:
             payload["seed"] = seed
+        payload.update(settings or {})
         if chat:
             payload["messages"] = prompt
             if top_logprobs is not None:

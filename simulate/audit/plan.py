@@ -44,6 +44,11 @@ class AuditConfig:
     first_token_test: str = "auto"   # auto | on | off
     timeout: float = 120.0
     seed: int = 0
+    # sampling settings sent with every T > 0 request (None: the field is not sent): both servers sample from
+    # the same processed law, so the audit judges them under it
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
 
     def __post_init__(self):
         if not 0 < self.alpha < 1 or not 0 < self.power < 1 or not 0 < self.tv <= 1:
@@ -58,10 +63,25 @@ class AuditConfig:
             raise AuditUsageError(f"first_token_test must be auto, on or off, got {self.first_token_test!r}")
         if min(self.max_tokens, self.tokens, self.n_per_request) < 1:
             raise AuditUsageError("max_tokens, tokens and n_per_request must be >= 1")
+        if self.top_k is not None and self.top_k < 1:
+            raise AuditUsageError(f"top_k must be >= 1, got {self.top_k}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise AuditUsageError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.min_p is not None and not 0 <= self.min_p < 1:
+            raise AuditUsageError(f"min_p must be in [0, 1), got {self.min_p}")
+        if self.first_token_test == "on" and self.settings:
+            raise AuditUsageError("the first-token test compares with the reference's log-probabilities, which "
+                                  "servers return unfiltered; it cannot run with top_k / top_p / min_p")
+
+    @property
+    def settings(self) -> dict:
+        """The sampling settings sent with each sampling request (only those set)."""
+        return {k: v for k, v in (("top_k", self.top_k), ("top_p", self.top_p), ("min_p", self.min_p)) if v is not None}
 
     @property
     def first_token(self) -> bool:
-        return self.first_token_test == "on" or (self.first_token_test == "auto" and self.temperature == 1.0)
+        return self.first_token_test == "on" or (self.first_token_test == "auto" and self.temperature == 1.0
+                                                 and not self.settings)
 
     def public(self) -> dict:
         """The settings without the API keys (for the report)."""

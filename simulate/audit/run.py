@@ -142,7 +142,8 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
                 while left > 0:
                     n = min(left, cfg.n_per_request)
                     jobs.append((client, model, p, dict(n=n, max_tokens=cfg.tokens, temperature=cfg.temperature,
-                                                         seed=run.seed(level, side, i, j), top_logprobs=None)))
+                                                         seed=run.seed(level, side, i, j), top_logprobs=None,
+                                                         settings=cfg.settings)))
                     owners.append((side, i))
                     left, j = left - n, j + 1
         if cfg.first_token:

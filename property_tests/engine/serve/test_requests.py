@@ -25,8 +25,9 @@ def test_openai_defaults_and_fields_are_read():
     ({"prompt": "x", "n": 0}, "n"), ({"prompt": "x", "n": True}, "n"), ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
     ({"prompt": "x", "temperature": -0.5}, "temperature"), ({"prompt": "x", "temperature": "hot"}, "temperature"),
     ({"prompt": "x", "seed": -1}, "seed"), ({"prompt": "x", "stop": ["a"] * 5}, "stop"),
-    ({"prompt": "x", "logprobs": 21}, "logprobs"), ({"prompt": "x", "top_p": 0.9}, "top_p"),
-    ({"prompt": "x", "top_k": 5}, "top_k"), ({"prompt": "x", "min_p": 0.1}, "min_p"),
+    ({"prompt": "x", "logprobs": 21}, "logprobs"), ({"prompt": "x", "top_p": 1.5}, "top_p"),
+    ({"prompt": "x", "top_p": 0}, "top_p"), ({"prompt": "x", "top_k": -2}, "top_k"), ({"prompt": "x", "top_k": 2.5}, "top_k"),
+    ({"prompt": "x", "min_p": 1.0}, "min_p"), ({"prompt": "x", "min_p": -0.1}, "min_p"),
     ({"prompt": "x", "presence_penalty": 1}, "presence_penalty"), ({"prompt": "x", "verifier": "os:system"}, "verifier"),
     ({"prompt": "x", "stream_options": {"x": 1}}, "stream_options"),
 ])
@@ -61,3 +62,11 @@ def test_only_loopback_addresses_pass_without_a_warning():
 
     assert all(_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "localhost"))
     assert not any(_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "example.org"))
+
+
+def test_sampling_settings_are_read_and_their_neutral_values_mean_off():
+    r = parse_request({"prompt": "x", "top_k": 5, "top_p": 0.9, "min_p": 0.1}, chat=False, default_max_tokens=1)
+    assert (r.top_k, r.top_p, r.min_p) == (5, 0.9, 0.1)
+    for neutral in ({"top_k": 0}, {"top_k": -1}, {"top_p": 1.0}, {"min_p": 0.0}, {}):
+        r = parse_request({"prompt": "x", **neutral}, chat=False, default_max_tokens=1)
+        assert (r.top_k, r.top_p, r.min_p) == (None, None, None), neutral

@@ -62,3 +62,16 @@ def test_logprobs_are_those_of_the_processed_row_and_stop_strings_cut_the_text(e
     [s] = _run(engine, temperature=0, max_tokens=8, stop=stop)
     assert s.finish_reason == "stop" and s.text == g.text[: g.text.index(stop)]
     assert g.tokens[: len(s.tokens)] == s.tokens and len(s.tokens) < len(g.tokens)
+
+
+def test_top_k_one_at_t_one_serves_the_greedy_tokens_and_logprobs_follow_the_processed_row(engine):
+    [g] = _run(engine, temperature=0, max_tokens=8)
+    for seed in (1, 2, 3):
+        [c] = _run(engine, temperature=1, top_k=1, seed=seed, max_tokens=8, logprobs=2)
+        assert c.tokens == g.tokens                          # top-k = 1 keeps only the argmax: greedy, any seed
+        assert all(lp == 0.0 and [v for _, v in top] == [0.0] for lp, top in c.logprobs)   # filtered tokens: not listed
+    samples = {tuple(c.tokens) for c in _run(engine, temperature=1, seed=5, n=6, max_tokens=8)}
+    assert len(samples) > 1 or samples != {tuple(g.tokens)}  # without the filter T = 1 does not serve greedy
+    [m] = _run(engine, temperature=1, min_p=0.5, seed=4, max_tokens=6, logprobs=5)
+    for lp, top in m.logprobs:                               # min-p 0.5 keeps only tokens >= half the max
+        assert all(v >= top[0][1] + math.log(0.5) - 1e-12 for _, v in top) and lp >= top[0][1] + math.log(0.5) - 1e-12

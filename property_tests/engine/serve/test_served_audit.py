@@ -129,7 +129,7 @@ def test_requests_without_the_key_or_over_a_limit_are_refused_and_the_server_kee
     for field, value, flag in (("max_tokens", 10 ** 6, "--max-tokens-limit"), ("n", 10 ** 4, "--max-n")):
         status, body = post(url, {**ok, field: value}, key=KEY)
         assert status == 400 and flag in body["error"]["message"] and body["error"]["param"] == field
-    for bad, name in (({**ok, "temperature": -1}, "temperature"), ({**ok, "top_p": 0.5}, "top_p"),
+    for bad, name in (({**ok, "temperature": -1}, "temperature"), ({**ok, "top_p": 1.5}, "top_p"),
                       ({**ok, "frobnicate": 1}, "frobnicate"), ({**ok, "model": "nope"}, "model")):
         status, body = post(url, bad, key=KEY)
         assert 400 <= status < 500 and name in body["error"]["message"], body

@@ -59,3 +59,21 @@ def test_t1_with_identical_answers_but_too_few_samples_is_insufficient_not_lossl
     assert r.exit_code == 5 and r.verdict == "insufficient samples"
     r = run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=0.7))
     assert r.exit_code == 0 and r.samples == r.planned_samples
+
+
+def test_sampling_settings_go_with_every_sampling_request_and_turn_the_unfiltered_first_token_test_off(
+        monkeypatch, prompts):
+    seen = []
+
+    def answer(who, p, kw):
+        seen.append(kw)
+        return [Sample((1, 2), ({1: -0.5, 3: -1.0},))] * kw["n"]
+    _script(monkeypatch, answer)
+    cfg = AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0, samples=10, top_k=5, min_p=0.1)
+    assert not cfg.first_token and cfg.public()["top_k"] == 5
+    run_audit(cfg)
+    assert seen and all(kw["settings"] == {"top_k": 5, "min_p": 0.1} for kw in seen)
+    assert AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0).first_token
+    for bad in (dict(top_k=0), dict(top_p=1.5), dict(min_p=1.0), dict(top_p=0.9, first_token_test="on")):
+        with pytest.raises(AuditUsageError):
+            AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0, **bad)
