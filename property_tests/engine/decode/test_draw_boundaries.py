@@ -112,6 +112,8 @@ DRAW_SITES = {
         "property_tests/engine/decode/test_draw_boundaries.py::test_an_exponential_of_zero_next_to_a_minus_inf_logit_never_picks_it",
     ("simulate/randomness.py", "categorical"):
         "property_tests/test_planted_bugs.py::test_draws_at_injected_boundary_uniforms_never_land_on_zero_weight",
+    ("simulate/kit/chain_formats.py", "_draw"):
+        "property_tests/engine/decode/test_draw_boundaries.py::test_the_vllm_format_s_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
     ("simulate/lab/fast_samplers.py", "_inverse_cdf"):
         "property_tests/engine/decode/test_draw_boundaries.py::test_fast_samplers_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
 }
@@ -161,3 +163,13 @@ def test_fast_samplers_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_we
         us = np.array(_boundary_uniforms(weights))
         got = fs._inverse_cdf(cdf, np.zeros(us.size, dtype=np.int64), us)
         assert all(weights[int(i)] > 0 for i in got), (weights, us, got)
+
+
+def test_the_vllm_format_s_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight():
+    from exitlaw.simulate.kit.chain_formats import _draw
+
+    for weights in WEIGHTS:
+        row = np.asarray(weights, dtype=np.float64)
+        for u in _boundary_uniforms(weights):
+            assert weights[_draw(row, u)] > 0, (weights, u)
+    assert [_draw(np.array([0.25, 0.25, 0.0, 0.5]), u) for u in (0.0, 0.25, 0.5, BELOW_ONE)] == [0, 1, 3, 3]
