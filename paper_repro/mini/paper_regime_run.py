@@ -11,9 +11,9 @@ Cached under ``OUT``; a rerun skips finished work and resumes an interrupted tra
 4. :func:`stage_calibration`: token-only at every rate of the grid, calibration seed and prompts; the
    chosen rate (``OUT/calibration.json``), before any prefix or exit arm;
 5. the base drafter's evaluation cells (``OUT/eval/cells.jsonl``), then per training seed
-   (:func:`seed_job`, spread over ``--workers`` processes): every arm trained from the base drafter
-   (``OUT/arms/<arm>-s<seed>``) and its cells evaluated (``OUT/eval/cells-s<seed>.jsonl``, one line per
-   finished cell), so a finished seed is complete on disk;
+   (:func:`seed_job`, spread over ``--workers`` processes), arm by arm: the arm trained from the base
+   drafter (``OUT/arms/<arm>-s<seed>``), then its cells evaluated (``OUT/eval/cells-s<seed>.jsonl``, one
+   line per finished cell), so every finished arm is complete on disk;
 6. the report (:mod:`.paper_regime_report`): ``OUT/results.json`` and ``OUT/results.md``.
 """
 
@@ -321,16 +321,19 @@ def run_paper_regime(out: str | Path, cfg: PaperRegimeConfig = PAPER_REGIME, *, 
 
 def seed_job(out: Path, cfg: PaperRegimeConfig, base: Base, data, prompts: dict, lr: float, t_s: float,
              seed: int, progress: bool) -> None:
-    """One training seed: every arm trained, then every cell of its drafters evaluated (``cells-s<seed>.jsonl``),
-    so a finished seed is complete on disk (its cells can be shipped without its weights)."""
-    mine = {f"{a}-s{seed}" for a in cfg.arms}
-    cells = [c for c in eval_plan(cfg, t_s) if c[0] in mine]
-    done = read_all_cells(out)
-    if all(cell_key(*c) in done for c in cells):
-        return                                          # evaluated (perhaps in an earlier session): nothing to train
-    stage_arms(out, cfg, base, data, lr, t_s, progress, only=[(a, seed) for a in cfg.arms])
-    stage_evaluation(out, cfg, base, prompts, t_s, drafter_dirs(out, cfg, base), progress, only=cells,
-                     shard=f"-s{seed}")
+    """One training seed, arm by arm: each arm trained, then every cell of its drafter evaluated
+    (``cells-s<seed>.jsonl``) before the next arm trains, so an interrupted seed keeps every finished arm
+    on disk as cells (shippable without weights); an arm whose cells are all done is not retrained.
+    Every run and cell is seeded by itself, so the order changes no result."""
+    plan = eval_plan(cfg, t_s)
+    for arm in cfg.arms:
+        name = f"{arm}-s{seed}"
+        cells = [c for c in plan if c[0] == name]
+        if all(cell_key(*c) in read_all_cells(out) for c in cells):
+            continue                                    # evaluated (perhaps in an earlier session)
+        stage_arms(out, cfg, base, data, lr, t_s, progress, only=[(arm, seed)])
+        stage_evaluation(out, cfg, base, prompts, t_s, drafter_dirs(out, cfg, base), progress, only=cells,
+                         shard=f"-s{seed}")
 
 
 def run_parallel(out: Path, cfg: PaperRegimeConfig, workers: int, jobs: list) -> None:

@@ -24,8 +24,8 @@ SHIPPED_BASE = ("base/mini_config.json", "base/corpus/split.json", "base/corpus/
 
 
 def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[Path]:
-    """Copy a run's small products into ``dest``: configuration, the ``T_s`` check, calibration, every
-    evaluation cell file, per-run training summaries (``training.json``) and, when present, the report;
+    """Copy a run's small products into ``dest``: configuration, the ``T_s`` check, calibration, the cells
+    of every finished drafter (:func:`finished_cells`), per-run training summaries (``training.json``) and, when present, the report;
     ``with_base``: also the base (:data:`SHIPPED_BASE`) so that copying ``dest`` to a run directory
     resumes the run there (finished seeds are not retrained: their cells are done).
     Nothing is deleted; existing files in ``dest`` are replaced by the run's newer ones."""
@@ -36,7 +36,11 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
     out, dest = Path(out), Path(dest)
     cfg = config_from_json(json.loads((out / "paper_regime_config.json").read_text(encoding="utf-8")))
     written = []
-    for rel in SHIPPED + tuple(complete_cell_files(out, cfg)) + ("results.json", "results.md"):
+    for rel, lines in finished_cells(out, cfg).items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
+        written.append(dest / rel)
+    for rel in SHIPPED + ("results.json", "results.md"):
         src = out / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -57,24 +61,28 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
     return written
 
 
-def complete_cell_files(out: Path, cfg) -> list[str]:
-    """The evaluation cell files of ``out/eval`` whose cells are all done, relative to ``out``: the base's
-    file when its cells are, and ``cells-s<k>.jsonl`` when every cell of seed ``k``'s drafters is (a seed
-    still being evaluated is not shipped, so a shipped folder never holds half a seed)."""
+def finished_cells(out: Path, cfg) -> dict[str, list[str]]:
+    """The finished drafters' cell lines of ``out/eval``, per cell file relative to ``out``: a line is kept
+    when every cell of its drafter (the base, or one arm of one seed) is in that file, so a shipped folder
+    never holds half a drafter; an arm still being evaluated is left out and evaluated again on resumption."""
     t_s = float(json.loads((out / "scoring_temperature.json").read_text(encoding="utf-8"))["T_s"])
     plan = eval_plan(cfg, t_s)
-    keep = []
+    drafter_of = {cell_key(*c): c[0] for c in plan}
+    keep = {}
     for path in sorted((out / "eval").glob("cells*.jsonl")):
         shard = path.stem[len("cells"):]
-        if shard == "":
-            wanted = [c for c in plan if c[0] == "base"]
-        elif shard.startswith("-s") and shard[2:].isdigit():
-            wanted = [c for c in plan if c[0] != "base" and c[0].rsplit("-s", 1)[1] == shard[2:]]
-        else:
+        if not (shard == "" or (shard.startswith("-s") and shard[2:].isdigit())):
             raise ValueError(f"{path}: not a cell file of the paper-regime run (cells.jsonl or cells-s<seed>.jsonl)")
-        have = read_cells(path)
-        if wanted and all(cell_key(*c) in have for c in wanted):
-            keep.append(str(path.relative_to(out)))
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        keys = [json.loads(ln)["key"] for ln in lines]
+        unplanned = sorted(set(keys) - set(drafter_of))
+        if unplanned:
+            raise ValueError(f"{path}: cells {unplanned[:3]} are not in the paper-regime evaluation plan")
+        whole = {d for d in set(drafter_of.values())
+                 if all(k in keys for k, dd in drafter_of.items() if dd == d)}
+        mine = [ln for ln, k in zip(lines, keys) if drafter_of[k] in whole]
+        if mine:
+            keep[str(path.relative_to(out))] = mine
     return keep
 
 

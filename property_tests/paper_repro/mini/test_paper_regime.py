@@ -144,26 +144,62 @@ def test_the_ci_sized_pipeline_runs_resumes_and_writes_the_ledgers_records(tmp_p
     assert rebuilt["training"] == res["training"] and rebuilt["prompt_files"] == res["prompt_files"]
 
 
-def test_shipping_takes_a_seed_s_cell_file_only_when_every_cell_of_that_seed_is_done(tmp_path):
-    from exitlaw.paper_repro.mini.paper_regime_ship import complete_cell_files
+def _write_cells(folder, name, cells):
+    (folder / "eval").mkdir(exist_ok=True)
+    (folder / "eval" / name).write_text("".join(json.dumps({"key": cell_key(*c), "result": {}}) + "\n"
+                                                for c in cells))
+
+
+def test_shipping_keeps_a_drafter_s_cells_only_when_every_cell_of_that_drafter_is_done(tmp_path):
+    from exitlaw.paper_repro.mini.paper_regime_ship import finished_cells
 
     cfg = PAPER_REGIME
-    (tmp_path / "eval").mkdir()
     (tmp_path / "scoring_temperature.json").write_text(json.dumps({"T_s": 0.5}))
     plan = eval_plan(cfg, 0.5)
-
-    def write(name, cells):
-        (tmp_path / "eval" / name).write_text("".join(json.dumps({"key": cell_key(*c), "result": {}}) + "\n"
-                                                      for c in cells))
-
-    write("cells.jsonl", [c for c in plan if c[0] == "base"])
+    _write_cells(tmp_path, "cells.jsonl", [c for c in plan if c[0] == "base"])
     seed0 = [c for c in plan if c[0].endswith("-s0")]
     seed1 = [c for c in plan if c[0].endswith("-s1")]
-    write("cells-s0.jsonl", seed0)
-    write("cells-s1.jsonl", seed1[:-1])                # one cell short: still being evaluated
-    assert complete_cell_files(tmp_path, cfg) == ["eval/cells-s0.jsonl", "eval/cells.jsonl"]
-    write("cells-s1.jsonl", seed1)
-    assert "eval/cells-s1.jsonl" in complete_cell_files(tmp_path, cfg)
-    write("cells-x.jsonl", [])
+    _write_cells(tmp_path, "cells-s0.jsonl", seed0)
+    _write_cells(tmp_path, "cells-s1.jsonl", seed1[:-1])      # the last arm one cell short: still evaluated
+    kept = finished_cells(tmp_path, cfg)
+    assert sorted(kept) == ["eval/cells-s0.jsonl", "eval/cells-s1.jsonl", "eval/cells.jsonl"]
+    assert len(kept["eval/cells-s0.jsonl"]) == len(seed0)
+    last = seed1[-1][0]
+    assert {json.loads(ln)["key"] for ln in kept["eval/cells-s1.jsonl"]} == \
+        {cell_key(*c) for c in seed1 if c[0] != last}         # the unfinished arm only is left out
+    _write_cells(tmp_path, "cells-s1.jsonl", seed1)
+    assert len(finished_cells(tmp_path, cfg)["eval/cells-s1.jsonl"]) == len(seed1)
+    _write_cells(tmp_path, "cells-s2.jsonl", [c for c in plan if c[0].endswith("-s2")][:1])
+    assert "eval/cells-s2.jsonl" not in finished_cells(tmp_path, cfg)
+    (tmp_path / "eval" / "cells-s3.jsonl").write_text(json.dumps({"key": "no-such-cell", "result": {}}) + "\n")
+    with pytest.raises(ValueError, match="not in the paper-regime evaluation plan"):
+        finished_cells(tmp_path, cfg)
+    (tmp_path / "eval" / "cells-s3.jsonl").unlink()
+    _write_cells(tmp_path, "cells-x.jsonl", [])
     with pytest.raises(ValueError, match="not a cell file"):
-        complete_cell_files(tmp_path, cfg)
+        finished_cells(tmp_path, cfg)
+
+
+def test_a_seed_trains_and_evaluates_arm_by_arm_and_skips_finished_arms(tmp_path, monkeypatch):
+    from exitlaw.paper_repro.mini import paper_regime_run as run
+
+    cfg = PAPER_REGIME
+    plan = eval_plan(cfg, 0.5)
+    first = f"{cfg.arms[0]}-s3"
+    _write_cells(tmp_path, "cells-s3.jsonl", [c for c in plan if c[0] == first])
+    calls = []
+
+    def fake_arms(out, cfg_, base, data, lr, t_s, progress, only):
+        calls.append(("train", only))
+
+    def fake_eval(out, cfg_, base, prompts, t_s, dirs, progress, only, shard):
+        calls.append(("eval", sorted({c[0] for c in only}), shard))
+
+    monkeypatch.setattr(run, "stage_arms", fake_arms)
+    monkeypatch.setattr(run, "stage_evaluation", fake_eval)
+    monkeypatch.setattr(run, "drafter_dirs", lambda out, cfg_, base: {})
+    run.seed_job(tmp_path, cfg, None, None, {}, 3e-4, 0.5, 3, progress=False)
+    expected = []
+    for arm in cfg.arms[1:]:
+        expected += [("train", [(arm, 3)]), ("eval", [f"{arm}-s3"], "-s3")]
+    assert calls == expected
