@@ -70,3 +70,30 @@ def test_tiny_models_out_naming_an_existing_file_is_a_named_error(tmp_path, caps
     err = capsys.readouterr().err
     assert "is an existing file" in err and "Traceback" not in err
     assert f.read_text() == "keep me"
+
+
+_AUDIT = ["audit", "--candidate", "http://c", "--reference", "http://r", "--prompts", "p.jsonl"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (_AUDIT + ["--alpha", "1"], "strictly between 0 and 1"),
+    (_AUDIT + ["--power", "nan"], "expected a finite number"),
+    (_AUDIT + ["--top-p", "1.5"], "expected a top-p in (0, 1]"),
+    (_AUDIT + ["--min-p", "1"], "expected a min-p in [0, 1)"),
+    (_AUDIT + ["--top-k", "0"], "expected an integer >= 1"),
+    (["serve", "--target", "t", "--port", "65536"], "expected a port in 0..65535"),
+    (["serve", "--target", "t", "--port", "http"], "expected a port in 0..65535"),
+    (["bench-serve", "--target", "t", "--draft", "d", "--prompts", "p", "--threads", "0"], "expected an integer >= 1"),
+])
+def test_serving_commands_refuse_out_of_range_values_with_the_range(argv, message, capsys):
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(argv)
+    assert done.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_audit_sends_filters_but_has_no_sampling_order_and_serve_parses_its_port():
+    args = build_parser().parse_args(_AUDIT + ["--top-k", "3", "--top-p", "0.9", "--min-p", "0.1", "--alpha", "0.01"])
+    assert (args.top_k, args.top_p, args.min_p, args.alpha) == (3, 0.9, 0.1, 0.01)
+    assert not hasattr(args, "sampling_order")  # the servers apply their own order
+    assert build_parser().parse_args(["serve", "--target", "t", "--port", "0"]).port == 0

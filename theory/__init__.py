@@ -19,6 +19,7 @@ from .best_first import (
     ranked_top_k,
     top_prefixes,
 )
+from .callable_spec import CallableSpecError, load_callable
 from .distributions import (
     ROW_SUM_ATOL,
     check_edge_probs,
@@ -72,6 +73,7 @@ __all__ = [
     "ranked_top_k", "top_prefixes",
     "Trace", "TraceRound", "TraceWriter", "TraceFormatError", "IncompleteTraceError", "read_trace", "iter_trace",
     "write_trace", "json_safe",
+    "CallableSpecError", "load_callable",
     *_JAX_EXPORTS, *_SETTINGS_EXPORTS,
 ]
 

@@ -9,7 +9,6 @@ named on the server's command line only, never by a request.
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 import numpy as np
@@ -17,6 +16,7 @@ import torch
 
 from exitlaw.engine.decode.sampling_settings import processed_probs
 from exitlaw.engine.decode.verifiers import KINDS, VerifyResult, verify
+from exitlaw.theory.callable_spec import CallableSpecError, load_callable
 
 
 class UserVerifierError(RuntimeError):
@@ -28,22 +28,11 @@ def is_user_verifier(spec: str) -> bool:
 
 
 def load_user_verifier(spec: str) -> Callable:
-    """``MODULE:CALLABLE`` -> the callable; a clear ``ValueError`` when it cannot be imported."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"--verifier: expected one of {', '.join(KINDS)} or MODULE:CALLABLE, got {spec!r}")
+    """``MODULE:CALLABLE`` -> the callable; a ``ValueError`` naming ``--verifier`` when it cannot be loaded."""
     try:
-        module = importlib.import_module(module_name)
-    except Exception as err:  # any import failure of the user's module: name it
-        raise ValueError(f"--verifier {spec}: cannot import {module_name!r}: {type(err).__name__}: {err}") from None
-    fn = module
-    for part in attr.split("."):
-        if not hasattr(fn, part):
-            raise ValueError(f"--verifier {spec}: {module_name!r} has no attribute {attr!r}")
-        fn = getattr(fn, part)
-    if not callable(fn):
-        raise ValueError(f"--verifier {spec}: {attr!r} is not callable")
-    return fn
+        return load_callable(spec)
+    except CallableSpecError as err:
+        raise ValueError(f"--verifier {spec}: {err}") from err
 
 
 def user_decide(fn: Callable, seed: int) -> Callable:

@@ -54,24 +54,22 @@ def name_list(text: str) -> list[str]:
     return out
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
 
 
 def nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+    return _int_at_least(text, 0)
 
 
 def finite_float(text: str) -> float:
@@ -109,17 +107,39 @@ def min_p_value(text: str) -> float:
     return value
 
 
-def add_sampling_flags(parser: argparse.ArgumentParser, what: str = "every decoded token") -> None:
-    """``--top-k``, ``--top-p``, ``--min-p`` and ``--sampling-order`` (exitlaw.theory.SamplingSettings)."""
+def open_unit_float(text: str) -> float:
+    """A number strictly between 0 and 1 (a false-failure rate, a power, a total variation)."""
+    value = finite_float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """A TCP port in ``0..65535`` (0: the system picks a free one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1  # not an integer: refused below with the same message
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {text!r}")
+    return value
+
+
+def add_sampling_flags(parser: argparse.ArgumentParser, what: str = "every decoded token",
+                       with_order: bool = True) -> None:
+    """``--top-k``, ``--top-p``, ``--min-p`` and (``with_order``) ``--sampling-order``
+    (exitlaw.theory.SamplingSettings)."""
     parser.add_argument("--top-k", type=positive_int, default=None, metavar="K",
                         help=f"keep the K most likely tokens (ties kept) for {what} (default: off)")
     parser.add_argument("--top-p", type=top_p_value, default=None, metavar="P",
                         help=f"keep the smallest head of mass >= P (ties kept) for {what} (default: off)")
     parser.add_argument("--min-p", type=min_p_value, default=None, metavar="M",
                         help=f"keep tokens with probability >= M x the largest for {what} (default: off)")
-    parser.add_argument("--sampling-order", choices=("vllm", "hf"), default="vllm",
-                        help="filter order after the temperature: vllm = min-p, top-k, top-p (default); "
-                             "hf = top-k, top-p, min-p (transformers' warpers)")
+    if with_order:
+        parser.add_argument("--sampling-order", choices=("vllm", "hf"), default="vllm",
+                            help="filter order after the temperature: vllm = min-p, top-k, top-p (default); "
+                                 "hf = top-k, top-p, min-p (transformers' warpers)")
 
 
 def sampling_filters(args: argparse.Namespace) -> dict:
@@ -130,12 +150,14 @@ def sampling_filters(args: argparse.Namespace) -> dict:
     return {"top_k": args.top_k, "top_p": args.top_p, "min_p": args.min_p, "order": order}
 
 
-def add_threads(parser: argparse.ArgumentParser, default: int | None = None) -> None:
-    """``--threads N``: torch intra-op CPU threads (validated as >= 1 by argparse)."""
-    help_ = ("torch CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)"
-             if default is None else f"torch CPU threads (default {default}: small ops on a busy machine are "
-                                     "far faster single-threaded)")
-    parser.add_argument("--threads", type=positive_int, default=default, help=help_)
+def add_threads(parser: argparse.ArgumentParser, default: int | None = None, help_text: str | None = None) -> None:
+    """``--threads N``: torch intra-op CPU threads (validated as >= 1 by argparse); ``help_text`` replaces
+    the default help (e.g. where the threads are those of other processes)."""
+    if help_text is None:
+        help_text = ("torch CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)"
+                     if default is None else f"torch CPU threads (default {default}: small ops on a busy machine "
+                                             "are far faster single-threaded)")
+    parser.add_argument("--threads", type=positive_int, default=default, help=help_text)
 
 
 def set_torch_threads(threads: int | None) -> None:

@@ -9,6 +9,15 @@ from pathlib import Path
 from .args import FormerOption, add_threads, positive_int, set_torch_threads
 
 
+def _add_run_flags(parser: argparse.ArgumentParser, overwrite_help: str) -> None:
+    """The flags of a resumable run in ``--out``: ``--seed``, ``--overwrite`` (``overwrite_help`` says what it
+    replaces), ``--threads`` (default 1) and ``--no-progress``."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--overwrite", action="store_true", help=overwrite_help)
+    add_threads(parser, default=1)
+    parser.add_argument("--no-progress", action="store_true")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("repro", help="reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus)")
     rsub = p.add_subparsers(dest="repro_command", metavar="EXPERIMENT")
@@ -31,11 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--workers", type=positive_int, default=1,
                    help="paper-regime: processes for the training runs and evaluation cells (one torch thread "
                         "each; results do not depend on it)")
-    m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--overwrite", action="store_true",
-                   help="if --out holds a run of another configuration, move it aside and start again")
-    add_threads(m, default=1)
-    m.add_argument("--no-progress", action="store_true")
+    _add_run_flags(m, overwrite_help="if --out holds a run of another configuration, move it aside and start again")
     m.set_defaults(func=_mini)
 
     a = rsub.add_parser("all", help="the kit on predraw/residual/TEV, the mini run, every figure and the ledger",
@@ -44,11 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "each stage cached under --out (a rerun resumes).")
     a.add_argument("--out", default="runs/repro", help="run directory (default runs/repro)")
     a.add_argument("--quick", action="store_true", help="small presets everywhere (smoke test, a few minutes)")
-    a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--overwrite", action="store_true",
-                   help="if --out holds a run of another configuration, start again (old mini runs are moved aside)")
-    add_threads(a, default=1)
-    a.add_argument("--no-progress", action="store_true")
+    _add_run_flags(a, overwrite_help="if --out holds a run of another configuration, start again (old mini runs are "
+                                     "moved aside)")
     a.set_defaults(func=_all)
 
     f = rsub.add_parser("full", help="the GPU commands for the paper's Tables 1-5 (from paper_repro/configs)",

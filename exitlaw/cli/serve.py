@@ -11,23 +11,10 @@ import json
 import os
 import sys
 
-from .args import add_threads, int_list, nonneg_float, positive_int, set_torch_threads
+from .args import (add_sampling_flags, add_threads, int_list, nonneg_float, open_unit_float, port_number, positive_int,
+                   set_torch_threads)
 
 API_KEY_ENV = "EXITLAW_API_KEY"
-
-
-def _probability(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {text!r}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "f(tree, probs, rng) -> (exit_node, bonus_token)")
     s.add_argument("--budget", type=positive_int, default=32, help="DDTree node budget (default 32)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    s.add_argument("--port", type=_port, default=8000, help="port (0: a free one, printed when ready)")
+    s.add_argument("--port", type=port_number, default=8000, help="port (0: a free one, printed when ready)")
     s.add_argument("--api-key", default=None, help=f"require this key (default: ${API_KEY_ENV} if set)")
     s.add_argument("--model-name", default=None, help="model id served (default: the target folder's name)")
     s.add_argument("--device", default="cpu", help="cpu | cuda")
@@ -85,9 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--reference-api-key", default=None)
     a.add_argument("--max-tokens", type=positive_int, default=32, help="T = 0: tokens compared per prompt")
     a.add_argument("--tokens", type=positive_int, default=2, help="T > 0: the first k tokens are one outcome")
-    a.add_argument("--alpha", type=_probability, default=1e-3, help="false-failure rate of the whole run")
-    a.add_argument("--power", type=_probability, default=0.9)
-    a.add_argument("--tv", type=_probability, default=0.2, help="total variation the power is stated for")
+    a.add_argument("--alpha", type=open_unit_float, default=1e-3, help="false-failure rate of the whole run")
+    a.add_argument("--power", type=open_unit_float, default=0.9)
+    a.add_argument("--tv", type=open_unit_float, default=0.2, help="total variation the power is stated for")
     a.add_argument("--max-cells", type=positive_int, default=6,
                    help="cells per two-sample test (outcomes beyond the most frequent are pooled)")
     a.add_argument("--samples", type=positive_int, default=None,
@@ -101,9 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one-sample test of the first token against the reference's top log-probabilities: auto = "
                         "at T = 1 (raw and processed agree), on = the reference returns processed ones (vLLM: "
                         "--logprobs-mode processed_logprobs)")
-    a.add_argument("--top-k", type=positive_int, default=None, help="T > 0: top_k sent with every sampling request")
-    a.add_argument("--top-p", type=float, default=None, help="T > 0: top_p sent with every sampling request")
-    a.add_argument("--min-p", type=float, default=None, help="T > 0: min_p sent with every sampling request")
+    add_sampling_flags(a, what="every sampling request (T > 0), sent as a request field", with_order=False)
     a.add_argument("--timeout", type=nonneg_float, default=120.0, help="seconds per request")
     a.add_argument("--seed", type=int, default=0, help="seeds of the requests (each request its own)")
     a.add_argument("--out", default=None, help="write the report (JSON) here")
@@ -126,7 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--verifier", default="tev")
     b.add_argument("--temperature", type=nonneg_float, default=0.0)
     b.add_argument("--audit-temperature", type=nonneg_float, default=1.0)
-    b.add_argument("--threads", type=positive_int, default=None, help="torch threads of each server")
+    add_threads(b, help_text="torch threads of each server")
     b.add_argument("--out", default=None, help="write the results (JSON) here")
     b.add_argument("--overwrite", action="store_true")
     b.add_argument("--json", action="store_true")

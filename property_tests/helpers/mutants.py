@@ -56,50 +56,58 @@ def _prefix(tree, rows):
     return pre
 
 
-# ----- residual family -----------------------------------------------------------------------
-def residual_no_renormalise(tree, rows, rand):
+def _renormalised(r, x):
+    return r[x] / _sum(r)
+
+
+def _zero_token(r, x, rows):
+    r[x] = _zero(rows)
+
+
+def _residual_walk(tree, rows, rand, accept_chance=_renormalised, reject=_zero_token):
+    """Sequential residual acceptance; returns the exit node and its residual row. Correct with the
+    defaults; a mutant swaps in its own ``accept_chance(r, x)`` or ``reject(r, x, rows)`` (which updates
+    the residual ``r`` after child token ``x`` was rejected)."""
     v = 0
     while True:
         r = list(rows[v])
         nxt = None
         for u in tree.children[v]:
             x = int(tree.token[u])
-            if rand.bernoulli(r[x], stream="accept"):  # BUG: r(x) not divided by the remaining mass
+            if rand.bernoulli(accept_chance(r, x), stream="accept"):
                 nxt = int(u)
                 break
-            r[x] = _zero(rows)
-        if nxt is None:
-            # (children covering the row can all be rejected here; the buggy code then emits from the row)
-            return v, rand.categorical(r if _sum(r) > 0 else rows[v], stream="bonus")
-        v = nxt
-
-
-def _residual_walk(tree, rows, rand):
-    """Correct sequential residual acceptance; returns the exit node and its residual row."""
-    v = 0
-    while True:
-        r = list(rows[v])
-        nxt = None
-        for u in tree.children[v]:
-            x = int(tree.token[u])
-            if rand.bernoulli(r[x] / _sum(r), stream="accept"):
-                nxt = int(u)
-                break
-            r[x] = _zero(rows)
+            reject(r, x, rows)
         if nxt is None:
             return v, r
         v = nxt
 
 
-def residual_wrong_row(tree, rows, rand):
-    v, _ = _residual_walk(tree, rows, rand)
-    w = min(v + 1, tree.num_nodes - 1)  # BUG: residual built from the next node's row
-    r = _masked(tree, rows, w)
+def _children_zeroed_or_own_residual(tree, rows, v, row):
+    """``row`` with ``v``'s child tokens zeroed; ``v``'s own residual where that leaves no mass."""
+    r = list(row)
     for u in tree.children[v]:
         r[int(tree.token[u])] = _zero(rows)
     if _sum(r) <= 0:
         r = _masked(tree, rows, v)
-    return v, rand.categorical(r, stream="bonus")
+    return r
+
+
+# ----- residual family -----------------------------------------------------------------------
+def residual_no_renormalise(tree, rows, rand):
+    def unnormalised(r, x):
+        return r[x]  # BUG: r(x) not divided by the remaining mass
+
+    v, r = _residual_walk(tree, rows, rand, accept_chance=unnormalised)
+    # (children covering the row can all be rejected here; the buggy code then emits from the row)
+    return v, rand.categorical(r if _sum(r) > 0 else rows[v], stream="bonus")
+
+
+def residual_wrong_row(tree, rows, rand):
+    v, _ = _residual_walk(tree, rows, rand)
+    w = min(v + 1, tree.num_nodes - 1)  # BUG: residual built from the next node's row
+    return v, rand.categorical(_children_zeroed_or_own_residual(tree, rows, v, _masked(tree, rows, w)),
+                               stream="bonus")
 
 
 def bonus_full_row(tree, rows, rand):
@@ -110,30 +118,16 @@ def bonus_full_row(tree, rows, rand):
 def bonus_parent_row(tree, rows, rand):
     v, _ = _residual_walk(tree, rows, rand)
     src = int(tree.parent[v]) if v else 0  # BUG: the parent's row
-    r = list(rows[src])
-    for u in tree.children[v]:
-        r[int(tree.token[u])] = _zero(rows)
-    if _sum(r) <= 0:
-        r = _masked(tree, rows, v)
-    return v, rand.categorical(r, stream="bonus")
+    return v, rand.categorical(_children_zeroed_or_own_residual(tree, rows, v, rows[src]), stream="bonus")
 
 
 def duplicated_token_at_boundary(tree, rows, rand):
-    v = 0
-    while True:
-        r = list(rows[v])
-        nxt = None
-        for u in tree.children[v]:
-            x = int(tree.token[u])
-            if rand.bernoulli(r[x] / _sum(r), stream="accept"):
-                nxt = int(u)
-                break
-            y = (x + 1) % len(r)
-            r[y] = _zero(rows) if _sum(r) - r[y] > 0 else r[y]
-            # BUG: off-by-one mask, the rejected token x stays in the residual
-        if nxt is None:
-            return v, rand.categorical(r, stream="bonus")
-        v = nxt
+    def zero_next_token(r, x, rows):  # BUG: off-by-one mask, the rejected token x stays in the residual
+        y = (x + 1) % len(r)
+        r[y] = _zero(rows) if _sum(r) - r[y] > 0 else r[y]
+
+    v, r = _residual_walk(tree, rows, rand, reject=zero_next_token)
+    return v, rand.categorical(r, stream="bonus")
 
 
 def stale_residual_last_depth(tree, rows, rand):
@@ -288,22 +282,32 @@ def low_precision_gumbel_tail(tree, probs, rng, bits: int = 6):
 
 
 # ----- boundary-coin bugs (found by `exitlaw check --boundary`, not by sampling) -------------------
-def leq_coin_accepts_zero_child(tree, probs, rng):
-    """Sequential residual with a float32 coin and ``coin <= p``: a coin of exactly 0 (chance 2^-23 per
-    test in float32) accepts a child whose target probability is 0."""
+def _numpy_residual_walk(tree, probs, accepts):
+    """Sequential residual acceptance over float64 numpy rows; ``accepts(j, x, r)`` draws its own coin and
+    decides the ``j``-th child (token ``x``) under the residual ``r``. Returns the exit node and its residual."""
     v = 0
     while True:
         r = np.array(probs[v], dtype=np.float64)
         nxt = None
-        for c in tree.children[v]:
+        for j, c in enumerate(tree.children[v]):
             x = int(tree.token[c])
-            if rng.random(dtype=np.float32) <= r[x] / r.sum():  # BUG: <= accepts p = 0 when the coin is 0
+            if accepts(j, x, r):
                 nxt = int(c)
                 break
             r[x] = 0.0
         if nxt is None:
-            return v, inverse_cdf(r, rng.random())
+            return v, r
         v = nxt
+
+
+def leq_coin_accepts_zero_child(tree, probs, rng):
+    """Sequential residual with a float32 coin and ``coin <= p``: a coin of exactly 0 (chance 2^-23 per
+    test in float32) accepts a child whose target probability is 0."""
+    def accepts(j, x, r):
+        return rng.random(dtype=np.float32) <= r[x] / r.sum()  # BUG: <= accepts p = 0 when the coin is 0
+
+    v, r = _numpy_residual_walk(tree, probs, accepts)
+    return v, inverse_cdf(r, rng.random())
 
 
 def cumsum_falloff_token_zero(tree, probs, rng):
@@ -329,20 +333,12 @@ def leq_coin_late_sibling(tree, probs, rng):
     """Sequential residual whose ``coin <= p`` slip sits only on siblings after the first: reached only when
     every earlier sibling was rejected, so a boundary schedule must set the earlier coins, not leave them
     to a seeded stream."""
-    v = 0
-    while True:
-        r = np.array(probs[v], dtype=np.float64)
-        nxt = None
-        for j, c in enumerate(tree.children[v]):
-            x = int(tree.token[c])
-            coin, t = rng.random(), r[x] / r.sum()
-            if coin < t or (j > 0 and coin == t):  # BUG: <= on later siblings accepts p = 0 at a coin of 0
-                nxt = int(c)
-                break
-            r[x] = 0.0
-        if nxt is None:
-            return v, inverse_cdf(r, rng.random())
-        v = nxt
+    def accepts(j, x, r):
+        coin, t = rng.random(), r[x] / r.sum()
+        return coin < t or (j > 0 and coin == t)  # BUG: <= on later siblings accepts p = 0 at a coin of 0
+
+    v, r = _numpy_residual_walk(tree, probs, accepts)
+    return v, inverse_cdf(r, rng.random())
 
 
 def _sampling(proc):

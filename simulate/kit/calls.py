@@ -15,12 +15,12 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from importlib import import_module
 from typing import Callable
 
 import numpy as np
 
 from exitlaw.theory import DraftTree
+from exitlaw.theory.callable_spec import CallableSpecError, load_callable
 
 
 class VerifierCallError(ValueError):
@@ -36,37 +36,19 @@ class CallTimeout(Exception):
 
 
 def load_verifier(spec: str) -> Callable:
-    """``MODULE:CALLABLE`` -> the callable, with a clear error when it cannot be imported.
+    """``MODULE:CALLABLE`` -> the callable (:func:`~exitlaw.theory.callable_spec.load_callable`), with its
+    error as a :class:`VerifierCallError`.
 
     Modules are looked up on ``sys.path`` with the current directory in front (as ``python -m``
     does), so ``exitlaw check mymodule:fn`` finds ``./mymodule.py`` from the installed script too.
     """
-    if ":" not in spec:
-        raise VerifierCallError(f"expected MODULE:CALLABLE, got {spec!r}")
-    mod_name, _, attr = spec.partition(":")
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
     try:
-        mod = import_module(mod_name)
-    except ImportError as err:
-        raise VerifierCallError(f"cannot import module {mod_name!r}: {err}") from err
-    except SyntaxError as err:
-        raise VerifierCallError(f"cannot import module {mod_name!r}: syntax error: {err}") from err
-    except SystemExit as err:  # user code calling sys.exit at import must not decide the kit's exit status
-        raise VerifierCallError(f"cannot import module {mod_name!r}: it called sys.exit({err.code!r}) at "
-                                "import") from err
-    except Exception as err:
-        raise VerifierCallError(f"cannot import module {mod_name!r}: {type(err).__name__} at import: "
-                                f"{err}") from err
-    obj = mod
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise VerifierCallError(f"module {mod_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise VerifierCallError(f"{spec} is a {type(obj).__name__}, not a callable")
-    return obj
+        return load_callable(spec)
+    except CallableSpecError as err:
+        raise VerifierCallError(str(err)) from err
 
 
 def check_signature(fn: Callable, mode: str, settings: bool = False) -> None:

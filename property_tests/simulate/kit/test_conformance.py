@@ -18,20 +18,15 @@ from exitlaw.simulate.kit.conformance import (
     load_verifier,
     run_kit,
 )
-from exitlaw.simulate.stats import seed_for
 from exitlaw.simulate.kit.cases import conditional_cases
 from exitlaw.simulate.verifiers import greedy, predraw, residual, specinfer, specinfer_without_replacement, tev
-
-
-def _seed(request) -> int:
-    return int(seed_for(request.node.nodeid).generate_state(1)[0] % 10_000)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fn", [predraw, residual, tev], ids=["predraw", "residual", "tev"])
 @pytest.mark.parametrize("k", range(2))
-def test_kit_accepts_exact_saturating_verifiers_across_seeds(fn, k, request):
-    seed = _seed(request)
+def test_kit_accepts_exact_saturating_verifiers_across_seeds(fn, k, seed_below):
+    seed = seed_below(10_000)
     rep = run_kit(fn, name=fn.__name__, seed=seed)
     assert rep.verdict == EXACT_AND_SATURATING, f"seed {seed}: {rep.failure}"
     assert rep.exit_code == 0

@@ -15,14 +15,10 @@ from exitlaw.simulate.kit.conformance import NOT_EXACT, run_kit
 from exitlaw.simulate.kit.checks import MIN_EXPECTED, auto_samples, big_sequences, case_block_law
 from exitlaw.simulate.kit.cases import conditional_cases
 from exitlaw.simulate.randomness import enumerate_law
-from exitlaw.simulate.stats import cell_power, power_against, seed_for
+from exitlaw.simulate.stats import cell_power, power_against
 from exitlaw.simulate.lab.toy_target import block_tokens, complete_block
 
 from helpers.mutants import MUTANTS
-
-
-def _case_seed(request) -> int:
-    return int(seed_for(request.node.nodeid).generate_state(1)[0] % 1000)
 
 
 def kit_power(mutant, case, n: int, alpha: float) -> dict:
@@ -67,8 +63,8 @@ def _prob(target, seq) -> float:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
-def test_kit_rejects_mutant_with_the_right_verdict_and_computed_power(mutant, request):
-    seed = _case_seed(request)
+def test_kit_rejects_mutant_with_the_right_verdict_and_computed_power(mutant, seed_below):
+    seed = seed_below(1000)
     rep = run_kit(mutant.sample, name=f"property_tests.helpers.mutants:{mutant.name}_verifier", seed=seed)
     assert rep.verdict == mutant.expected, (
         f"{mutant.name} ({mutant.bug}): verdict {rep.verdict!r}, expected {mutant.expected!r}; "
@@ -98,8 +94,8 @@ def test_kit_rejects_mutant_with_the_right_verdict_and_computed_power(mutant, re
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.procedure is None], ids=lambda m: m.name)
-def test_kit_rejects_raw_uniform_mutants_on_a_second_seed(mutant, request):
-    seed = _case_seed(request) + 1
+def test_kit_rejects_raw_uniform_mutants_on_a_second_seed(mutant, seed_below):
+    seed = seed_below(1000) + 1
     rep = run_kit(mutant.sample, name=mutant.name, seed=seed)
     assert rep.verdict == mutant.expected, f"seed {seed}: {rep.failure}"
 
