@@ -262,6 +262,9 @@ def regime_precondition(inputs: dict) -> tuple[bool, str]:
 SIM_DEEP = {"regime": "deep", "train_budget": 64, "eval_budget": 64, "lambda": 0.1, "weight_norm": "tree",
             "edge_floor": None}
 SIM_SWEEP = "simulation sweep (exact tau), `exitlaw simulate-exittrain --sweep`"
+# the same setting as SIM_DEEP, in the sweep trained and judged at T_m = 0.5 (its matched cell, rule 5)
+SIM_MATCHED = {**SIM_DEEP, "temperature": 0.5}
+SIM_SWEEP_MATCHED = "simulation sweep trained and judged at T = 0.5, `exitlaw simulate-exittrain --sweep matched`"
 GPU_ONLY = ("gpu",)
 FIELD_LAB = "field lab (exact E[L | T] per drafted tree), `exitlaw field-lab`"
 
@@ -332,6 +335,17 @@ CLAIMS: tuple[Claim, ...] = (
           "exit - prefix relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
           "equal-weight mean over T=0 and T=1", ("sim_exittrain_sweep",),
           _paired_claim("sim_exittrain_sweep", "exit-prefix", SIM_DEEP, 2, SIM_SWEEP)),
+    Claim("exit_vs_token_sim_matched", "exit-guided beats token-only training (tau, B=64), simulation trained and "
+          "judged at one temperature", "Table 2: +5.9% / +7.9% tau at T=0/1", SIM_SWEEP_MATCHED, _dir("%", 5.9),
+          "exit - token relative tau, the sim rows' setting (deep, train/eval B=64, lambda 0.1, tree "
+          "normalisation) in the sweep trained at T = 0.5, judged at T = 0.5", ("sim_exittrain_matched",),
+          _paired_claim("sim_exittrain_matched", "exit-token", SIM_MATCHED, 1, SIM_SWEEP_MATCHED)),
+    Claim("exit_vs_prefix_sim_matched", "exit-guided beats prefix-weighted training (tau, B=64), simulation "
+          "trained and judged at one temperature", "Table 2: +7.8% / +4.4% tau at T=0/1", SIM_SWEEP_MATCHED,
+          _dir("%", 4.4),
+          "exit - prefix relative tau, the sim rows' setting (deep, train/eval B=64, lambda 0.1, tree "
+          "normalisation) in the sweep trained at T = 0.5, judged at T = 0.5", ("sim_exittrain_matched",),
+          _paired_claim("sim_exittrain_matched", "exit-prefix", SIM_MATCHED, 1, SIM_SWEEP_MATCHED)),
     Claim("univer_vs_rrs_wo", "UniVer's acceptance length exceeds recursive rejection without replacement "
           "(exitlaw's reading of UniVer: its algorithm is not public; see simulate/verifiers/univer.py)",
           "UniVer abstract: +4.2..+8.5% acceptance length over RRS without replacement", FIELD_LAB,

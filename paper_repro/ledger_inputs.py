@@ -12,7 +12,9 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`
   the engine ExitTrain rows, read when present;
 * ``mini_deep_seed0.json``, ``mini_deep_budgets_seed0.json`` and ``sim_exittrain_sweep/*.json``:
   paired-effect files (the deep mini preset, its re-run evaluated at B = 32/64/128: history, outside the
-  paper's regime; and the simulation sweep), read when present.
+  paper's regime; and the simulation sweep), read when present;
+* ``sim_exittrain_matched/sweep.json``: the simulation sweep trained and judged at T = 0.5 (its matched
+  cells, rule 5 of ``simulate/exittrain/sweep.py``), read when present.
 
 **Paired-effect files** (``mini_deep_seed0.json``, ``sim_exittrain_sweep/*.json``): the
 record shape, and the two native formats read as such, are in
@@ -50,6 +52,7 @@ SHIPPED = {
     "mini_deep_budgets": "mini_deep_budgets_seed0.json",
     "paper_regime": "paper_regime/results.json",
     "sim_exittrain_sweep": "sim_exittrain_sweep",
+    "sim_exittrain_matched": "sim_exittrain_matched/sweep.json",
     "field_lab": "field_lab.json",
 }
 KIT_VERIFIERS = ("predraw", "residual", "tev")
@@ -154,6 +157,11 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     from exitlaw.paper_repro.paired_effects import readable
 
     inputs["mini_deep"] = inputs["sim_exittrain_sweep"] = inputs["field_lab"] = None
+    matched = RESULTS / SHIPPED["sim_exittrain_matched"]
+    inputs["sim_exittrain_matched"] = None
+    if matched.is_file():
+        inputs["sim_exittrain_matched"] = [_load(matched)]
+        prov["sim_exittrain_matched"] = file_provenance(matched)
     field = RESULTS / SHIPPED["field_lab"]
     if field.is_file():
         inputs["field_lab"] = _load(field)

@@ -357,6 +357,9 @@ SHIPPED_VERDICTS = {
     "exit_vs_prefix": INCONCLUSIVE,
     "exit_vs_token_sim": REPRODUCED,      # sweep: exit - token +4.3 % [+3.9, +4.8] (deep, lambda 0.1, tree norm)
     "exit_vs_prefix_sim": CONTRADICTED,   # sweep: exit - prefix -0.2 % [-0.8, +0.3], below the paper's +4.4 %
+    # the same setting trained and judged at T = 0.5 (sim_exittrain_matched/): the direction holds, far below +5.9 %
+    "exit_vs_token_sim_matched": REPRODUCED,     # exit - token +0.47 % [+0.15, +0.79]
+    "exit_vs_prefix_sim_matched": CONTRADICTED,  # exit - prefix +0.10 % [-0.10, +0.30], below the paper's +4.4 %
     "univer_vs_rrs_wo": CONTRADICTED,  # exitlaw's reading of UniVer: +1.5 % where the abstract claims >= 4.2 %
     "hsd_vs_chain_sd": REPRODUCED,     # exitlaw's reading of HSD: +3.2 % over chain SD (direction only)
     "exittrain_sr_gain": INCONCLUSIVE,

@@ -176,9 +176,10 @@ def comparisons(cfg: SweepConfig) -> list[tuple[str, str]]:
         pairs += [(opd, "token"), (Objective("exit", "tree", lam).name, opd)]
         vat = Objective("vat", "batch", lam).name
         pairs += [(vat, "token"), (Objective("exit", "tree", lam).name, vat)]
-        if cfg.authors_floor:
-            pairs.append((Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name,
-                          Objective("prefix", "nodes", lam, AUTHORS_ALPHA).name))
+        if cfg.authors_floor:  # rule 5's ordering at the authors' floored configuration needs both pairs
+            floored_prefix = Objective("prefix", "nodes", lam, AUTHORS_ALPHA).name
+            pairs += [(Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name, floored_prefix),
+                      (floored_prefix, "token")]
     return pairs
 
 

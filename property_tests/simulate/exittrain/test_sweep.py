@@ -211,3 +211,18 @@ def test_matched_verdicts_judge_the_ordering_only_in_the_cells_at_the_training_t
     assert res["available"] and res["cells"]["T"] == "T=0.5"
     assert res["by_setting"]["lambda=0.1/tree"]["verdict"] == want
     assert matched_verdicts({"config": dict(cfg, train_temperature=1.0), "rows": rows}) == {"available": False}
+
+
+def test_the_authors_floored_configuration_is_compared_with_token_so_rule_5_can_judge_it():
+    from exitlaw.simulate.exittrain.sweep import comparisons, matched_verdicts, preset
+
+    cfg = preset("matched")
+    floored_prefix = "prefix/nodes/lambda=0.1/floor=0.0001"
+    pairs = comparisons(cfg)
+    assert ("exit-depth/nodes/lambda=0.1/floor=0.0001", floored_prefix) in pairs
+    assert (floored_prefix, "token") in pairs
+    js = {"regimes": [{"name": "deep"}], "train_budgets": [64], "eval_budgets": [64], "lambdas": [0.1],
+          "norms": [], "authors_floor": True, "train_temperature": 0.5, "eval_temperatures": [0.5]}
+    rows = [_verdict_row(a, b, ">", "T=0.5") for a, b in pairs if a.endswith("floor=0.0001") or b.endswith("floor=0.0001")]
+    res = matched_verdicts({"config": js, "rows": rows})
+    assert res["by_setting"]["lambda=0.1/authors-floored"]["verdict"] == "supported"
