@@ -148,7 +148,8 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
 
     target, drafter = pair
     prompt = [3, 17, 5, 9, 11]
-    state = prefill_stage(target, drafter, prompt)
+    state = prefill_stage(target, drafter, prompt, 0.0, torch.Generator())
+    root = state.root                                    # the prefill's (greedy) first token, at len(prompt)
     rows = draft_stage(state, target, drafter)
     tree, logq = build_ddtree(rows, 12, state.root)
     # an accepted path whose node ids are not 0..k-1: the deepest node with a non-contiguous path
@@ -162,7 +163,7 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
     commit_stage(state, target, dtree, step, VerifyResult(exit_node, 0, path))
     committed = [int(t) for t in tree.token[path[1:]]]
     cache = target.new_cache()
-    full = torch.tensor(prompt + committed, dtype=torch.long)
+    full = torch.tensor(prompt + [root] + committed, dtype=torch.long)
     causal = target.prefill(cache, full, all_logits=False).hidden   # [S, L*H]
     np.testing.assert_allclose(state.pending_hidden.float().numpy(), causal[start:start + len(path)].float().numpy(),
                                rtol=1e-4, atol=1e-4)

@@ -67,7 +67,7 @@ def _per_round(results: list[BatchGenerationResult]) -> dict[str, float]:
 
 
 def _throughput(results: list[BatchGenerationResult]) -> tuple[int, float]:
-    return sum(r.num_tokens for r in results), sum(r.decode_seconds for r in results)
+    return sum(r.decode_tokens for r in results), sum(r.decode_seconds for r in results)
 
 
 def run_batch_decode_bench(target: TargetModel, drafter, prompts: Sequence[Sequence[int]], *,
@@ -105,7 +105,8 @@ def run_batch_decode_bench(target: TargetModel, drafter, prompts: Sequence[Seque
             stages["verifier_stage"] = stages.get("decide", 0.0) + stages.get("commit", 0.0)
             blocks = [x for r in tree[v] for row in r.block_lengths for x in row]
             row = {"batch_size": size, "method": method, "verifier": v, "budget": budget,
-                   "temperature": float(temperature), **knobs, "batches": len(batches), "tokens": tokens,
+                   "temperature": float(temperature), **knobs, "batches": len(batches),
+                   "tokens": sum(r.num_tokens for r in tree[v]), "decode_tokens": tokens,
                    "tokens_per_s": rate, "ar_tokens_per_s": ar_rate, "speedup": rate / ar_rate,
                    "tau": sum(blocks) / max(len(blocks), 1), "rounds": sum(r.rounds for r in tree[v]),
                    "stage_ms_per_round": stages, "ar_step_ms": ar_step}

@@ -89,12 +89,13 @@ def _configs(verifiers: Sequence[str], budgets: Sequence[int], block: int) -> li
 def _aggregate(results: list[GenerationResult]) -> dict[str, Any]:
     rounds = sum(len(r.block_lengths) for r in results)
     tokens = sum(len(r.tokens) for r in results)
+    decode_tokens = sum(r.decode_tokens for r in results)      # TPOT leaves out each prefill's first token
     decode = sum(r.decode_seconds for r in results)
     stage_ms = {}
     for s in {k for r in results for k in r.stages} - {"prefill"}:
         stage_ms[s] = 1000.0 * sum(r.stages.get(s, {}).get("total_s", 0.0) for r in results) / max(rounds, 1)
     return {"tau": sum(sum(r.block_lengths) for r in results) / max(rounds, 1), "rounds": rounds,
-            "tokens": tokens, "decode_s": decode, "tpot_ms": 1000.0 * decode / max(tokens, 1), "stage_ms": stage_ms}
+            "tokens": tokens, "decode_s": decode, "tpot_ms": 1000.0 * decode / max(decode_tokens, 1), "stage_ms": stage_ms}
 
 
 def _decode_set(tgt, drafter, tokenizer, prompts: Sequence[Prompt], cfg: DecodeConfig, *, device: str, chat: bool,

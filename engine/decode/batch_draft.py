@@ -28,7 +28,7 @@ import torch
 
 from exitlaw.theory import DistributionError, DraftTree, candidate_width, ddtree_prefixes, ranked_top_k
 
-from exitlaw.engine.decode.builders import LOGPROB_ATOL
+from exitlaw.engine.decode.builders import check_row_maxima
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
 from exitlaw.engine.models.target import compact_rows_
 
@@ -87,11 +87,6 @@ def dflash_draft_batch(drafter: DFlashDrafter, embed_tokens, lm_head, roots: Seq
     return torch.log_softmax(lm_head(h[:, 1:]).float(), dim=-1)
 
 
-def _check_top(top: float) -> None:
-    if top != top or top > LOGPROB_ATOL:
-        raise DistributionError(f"draft rows must be log-probabilities (<= 0, no NaN); the largest entry is {top!r}")
-
-
 def build_trees_batch(rows: torch.Tensor, method: str, budget: int, roots: Sequence[int],
                       active: Sequence[bool]) -> tuple[list[DraftTree], list[np.ndarray]]:
     """One tree per row: ``method`` chain (top-1 per depth) or ddtree (``budget`` best-first prefixes).
@@ -113,11 +108,10 @@ def build_trees_batch(rows: torch.Tensor, method: str, budget: int, roots: Seque
         extra = int(k < vocab)
         vals, idxs = torch.topk(rows, k + extra, dim=-1)                        # [B, D, k + extra]
     shape = tuple(vals.shape)
-    host = torch.cat([vals.detach().double().flatten(), idxs.double().flatten(),
-                      rows.detach().amax().double().reshape(1)]).cpu().numpy()  # the one transfer
-    _check_top(float(host[-1]))  # amax propagates NaN
+    host = torch.cat([vals.detach().double().flatten(), idxs.double().flatten()]).cpu().numpy()  # the one transfer
     half = vals.numel()
-    vals, idxs = host[:half].reshape(shape), host[half:-1].reshape(shape).astype(np.int64)
+    vals, idxs = host[:half].reshape(shape), host[half:].reshape(shape).astype(np.int64)
+    check_row_maxima(vals[..., 0])  # every row's maximum (topk / max rank a NaN first)
     trees, logq = [], []
     for b in range(bsz):
         if not active[b]:

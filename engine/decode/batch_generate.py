@@ -17,7 +17,8 @@ columns ``length_b ..`` of that row are stale and hidden by the float additive m
 (the padded tree) to every row; node ``v`` of row ``b`` has position
 ``length_b + depth(v)``. The commit moves row ``b``'s accepted path to columns
 ``length_b .. length_b + L_b - 1`` and crops the cache to the longest row, so no row
-is ever shifted or re-padded. Prompts are prefilled right-padded into the same layout.
+is ever shifted or re-padded. Prompts are prefilled whole, right-padded into the same layout, and
+each row's first token is drawn from its last prompt row (:func:`prefill_batch`).
 A sliding-window target gets one mask per layer type, the window applied by position
 (:mod:`exitlaw.engine.models.attention_window`; column ``j`` of a row is position ``j``).
 
@@ -93,8 +94,14 @@ class BatchGenerationResult:
         return sum(len(t) for t in self.tokens)
 
     @property
+    def decode_tokens(self) -> int:
+        """Tokens produced by the timed rounds: all but each row's first token (drawn in the prefill)."""
+        return sum(max(len(t) - 1, 0) for t in self.tokens)
+
+    @property
     def tokens_per_second(self) -> float:
-        return self.num_tokens / self.decode_seconds if self.decode_seconds > 0 else float("nan")
+        """Decode rate: :attr:`decode_tokens` per second of the timed rounds (prefill excluded)."""
+        return self.decode_tokens / self.decode_seconds if self.decode_seconds > 0 else float("nan")
 
     @property
     def tau(self) -> float:
@@ -103,8 +110,11 @@ class BatchGenerationResult:
 
 
 # ----------------------------------------------------------------- stages
-def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]]) -> BatchState:
-    """Prefill every ``prompt[:-1]`` (right-padded, causal) in one forward; each ``prompt[-1]`` is a root."""
+def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]], cfg: DecodeConfig,
+                  gens: Generators) -> BatchState:
+    """Prefill every whole prompt (right-padded, causal) in one forward and draw each row's first token
+    from its last prompt row (:func:`_sample_rows`, the bonus stream): the first root and generated token
+    of the row, as the single-sequence :func:`~exitlaw.engine.decode.loop.prefill_stage` draws it."""
     if not prompts:
         raise ValueError("prefill_batch needs at least one prompt")
     short = [b for b, p in enumerate(prompts) if len(p) < 1]
@@ -114,31 +124,37 @@ def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]]
     bad = [b for b, p in enumerate(prompts) if any(not 0 <= int(t) < vocab for t in p)]
     if bad:
         raise ValueError(f"prompts {bad} hold token ids outside the target's vocabulary [0, {vocab})")
-    bsz, lengths = len(prompts), [len(p) - 1 for p in prompts]
+    bsz, lengths = len(prompts), [len(p) for p in prompts]
     width = max(lengths)
     cache = target.new_cache()
     dev = target.device
-    pending = [torch.empty(0, 0, device=dev)] * bsz
-    if width:
-        ids = torch.zeros(bsz, width, dtype=torch.long)
-        for b, p in enumerate(prompts):
-            ids[b, : lengths[b]] = torch.tensor(list(p[:-1]), dtype=torch.long)
-        causal = torch.ones(width, width, dtype=torch.bool, device=dev).tril()[None].expand(bsz, width, width)
-        pos = torch.arange(width, device=dev)[None].expand(bsz, width)
-        mask = batch_attention_mask(causal, [0] * bsz, 0, target.dtype, check_diagonal=False,  # tril: diagonal set
-                                    query_pos=pos, windows=target.windows)
-        step = target.forward_rows(cache, ids, pos, mask)
-        if step.hidden is not None:
-            pending = [step.hidden[b, : lengths[b]] for b in range(bsz)]
-    elif target.layer_ids:
-        h = len(target.layer_ids) * target.model.config.hidden_size
-        pending = [torch.empty(0, h, device=dev, dtype=target.dtype)] * bsz
+    ids = torch.zeros(bsz, width, dtype=torch.long)
+    for b, p in enumerate(prompts):
+        ids[b, : lengths[b]] = torch.tensor(list(p), dtype=torch.long)
+    causal = torch.ones(width, width, dtype=torch.bool, device=dev).tril()[None].expand(bsz, width, width)
+    pos = torch.arange(width, device=dev)[None].expand(bsz, width)
+    mask = batch_attention_mask(causal, [0] * bsz, 0, target.dtype, check_diagonal=False,  # tril: diagonal set
+                                query_pos=pos, windows=target.windows)
+    last = sorted(set(n - 1 for n in lengths))   # logits of the rows' last prompt positions only
+    step = target.forward_rows(cache, ids, pos, mask, logits_at=torch.tensor(last, device=dev))
+    column = torch.tensor([last.index(n - 1) for n in lengths], device=dev)
+    first = _sample_rows(step.logits[torch.arange(bsz, device=dev), column], cfg.settings, gens.verifier.bonus)
+    pending = [step.hidden[b, : lengths[b]] for b in range(bsz)] if step.hidden is not None else None
     dcache = None
     if isinstance(drafter, DFlashDrafter):
         dcache = BatchDraftCache(drafter.new_cache(), [0] * bsz)
-    return BatchState(target_cache=cache, draft_cache=dcache, lengths=lengths, roots=[int(p[-1]) for p in prompts],
-                      pending=pending if target.layer_ids else None, history=[list(p) for p in prompts],
-                      tokens=[[] for _ in prompts], done=[False] * bsz, block_lengths=[[] for _ in prompts])
+    state = BatchState(target_cache=cache, draft_cache=dcache, lengths=lengths, roots=list(first), pending=pending,
+                       history=[list(p) + [t] for p, t in zip(prompts, first)], tokens=[[] for _ in prompts],
+                       done=[False] * bsz, block_lengths=[[] for _ in prompts])
+    return state
+
+
+def first_tokens(state: BatchState, cfg: DecodeConfig) -> None:
+    """Emit each row's prefill token (its first root) as the row's first generated token; a row whose
+    limit or stop token it reaches is done before any round (not counted in ``block_lengths``)."""
+    for b, tok in enumerate(state.roots):
+        row_cfg = cfg if state.limits is None else replace(cfg, max_new_tokens=state.limits[b])
+        state.done[b] = _append_block(state.tokens[b], [tok], row_cfg)
 
 
 def draft_batch_stage(state: BatchState, target: TargetModel, drafter) -> torch.Tensor:
@@ -267,8 +283,9 @@ def generate_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]
         raise ValueError(f"method {cfg.method!r} needs a drafter")
     limits = _limits(prompts, max_new_tokens)
     gens = Generators(cfg.seed, target.device)
-    state = timer.call("prefill", prefill_batch, target, drafter, prompts)
+    state = timer.call("prefill", prefill_batch, target, drafter, prompts, cfg, gens)
     state.limits = limits
+    first_tokens(state, cfg)
     rounds = 0
     while not all(state.done):
         batch_round(state, target, drafter, cfg, gens, timer, trace)
@@ -315,8 +332,9 @@ def generate_ar_batch(target: TargetModel, prompts: Sequence[Sequence[int]], cfg
     timer = timer if timer is not None else StageTimer(target.device)
     limits = _limits(prompts, max_new_tokens)
     gens = Generators(cfg.seed, target.device)
-    state = timer.call("prefill", prefill_batch, target, None, prompts)
+    state = timer.call("prefill", prefill_batch, target, None, prompts, cfg, gens)
     state.limits = limits
+    first_tokens(state, cfg)
     rounds = 0
     while not all(state.done):
         ar_step_batch(state, target, cfg, gens, timer)

@@ -41,7 +41,6 @@ class BatchTree:
     child_tokens: torch.Tensor   # [B, N, M] long (see device_tree._child_token_table)
     has_child: torch.Tensor      # [B, N] bool
     edge_ancestor: torch.Tensor  # [B, N, N-1] float64, ancestor[:, :, 1:] on real edges only
-    edge_child: torch.Tensor     # [B, N, N-1] float64, C[v, u] = [par(u) = v] on real edges only
     draft_logprob: tuple[np.ndarray, ...] | None = None  # per row [N_b] host float64, log q of each node (traces)
 
     @property
@@ -91,7 +90,6 @@ def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu"
     slot = np.zeros((bsz, max(n - 1, 0)), np.int64)
     child_tokens = np.zeros((bsz, n, m), np.int64)
     has_child = np.zeros((bsz, n), bool)
-    child = np.zeros((bsz, n, n), bool)
     for b, t in enumerate(trees):
         nb = t.num_nodes
         token[b, :nb] = t.token
@@ -108,7 +106,6 @@ def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu"
         child_tokens[b, :nb, : table.shape[1]] = table
         child_tokens[b, :nb, table.shape[1]:] = table[:, :1]  # repeat the first entry, as the table pads
         has_child[b, :nb] = ~t.is_leaf
-        child[b, :nb, :nb] = t.child_matrix
     real_edge = valid[:, None, 1:]  # [B, 1, N-1]
 
     def put(x, dtype=torch.long):
@@ -120,7 +117,6 @@ def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu"
         ancestor=put(ancestor, torch.bool), internal=put(internal), parent_slot=put(slot),
         child_tokens=put(child_tokens), has_child=put(has_child, torch.bool),
         edge_ancestor=put(ancestor[:, :, 1:] & real_edge, torch.float64),
-        edge_child=put(child[:, :, 1:] & real_edge, torch.float64),
         draft_logprob=draft_logprob,
     )
 

@@ -31,17 +31,24 @@ LOGPROB_ATOL = 1e-5  # log_softmax may round a little above 0
 
 
 def _as_rows(draft_logprobs) -> torch.Tensor:
+    """``[D, V]`` floating rows (shape and dtype checked; values by :func:`check_row_maxima`)."""
     rows = draft_logprobs if isinstance(draft_logprobs, torch.Tensor) else torch.as_tensor(np.asarray(draft_logprobs))
     if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] == 0:
         raise DistributionError(f"draft_logprobs must have shape [D, V] with D, V >= 1, got {tuple(rows.shape)}")
     if not torch.is_floating_point(rows):
         raise DistributionError(f"draft_logprobs must be floating point, got {rows.dtype}")
-    top = float(rows.amax())  # one pass: amax propagates NaN
-    if top != top:
+    return rows
+
+
+def check_row_maxima(maxima: np.ndarray) -> None:
+    """Every row's maximum as ``topk`` / ``max`` return it (a NaN ranks above every number there, so a
+    row holding one has maximum NaN): no NaN and none above 0 -- the values check of the whole table
+    from the ``[D]`` values the builder transfers anyway (no extra pass over ``[D, V]``, no extra sync)."""
+    if np.isnan(maxima).any():
         raise DistributionError("draft_logprobs contain NaN")
+    top = float(maxima.max())
     if top > LOGPROB_ATOL:
         raise DistributionError(f"draft_logprobs must be log-probabilities (<= 0); an entry is {top!r}")
-    return rows
 
 
 def _check_root(root_token: int) -> int:
@@ -67,6 +74,7 @@ def build_ddtree(draft_logprobs, budget: int, root_token: int, *, fast: bool = T
     top_val, top_idx = torch.topk(rows, k + extra, dim=-1)  # [D, k + extra], descending
     vals = top_val.detach().to("cpu", torch.float64).numpy()  # the one device-to-host transfer
     idxs = top_idx.detach().cpu().numpy()
+    check_row_maxima(vals[:, 0])
     if extra:
         for d in np.flatnonzero((vals[:, k] == vals[:, k - 1]) & np.isfinite(vals[:, k])):
             # tokens tied across the k-th place: rank this row exactly (value, then lower token)
@@ -118,6 +126,7 @@ def build_chain(draft_logprobs, root_token: int) -> tuple[DraftTree, np.ndarray]
     val, idx = rows.max(dim=-1)
     val = val.detach().to("cpu", torch.float64).numpy()
     idx = idx.detach().cpu().numpy()
+    check_row_maxima(val)
     finite = np.isfinite(val)
     n = int(np.argmin(finite)) if not finite.all() else val.size
     tree = DraftTree.chain(idx[:n].tolist(), root_token=root)

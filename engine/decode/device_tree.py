@@ -39,7 +39,6 @@ class DeviceTree:
     child_tokens: torch.Tensor | None = None   # [N, M] long, child tokens of v, padded (see below)
     has_child: torch.Tensor | None = None      # [N] bool
     edge_ancestor: torch.Tensor | None = None  # [N, N-1] float64, ancestor[:, 1:] (TEV's log P = A @ log a)
-    edge_child: torch.Tensor | None = None     # [N, N-1] float64, child[:, 1:] (TEV's m = C @ a)
 
     @property
     def num_nodes(self) -> int:
@@ -82,8 +81,7 @@ def _structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch
                 ancestor=put(tree.ancestor_matrix, torch.bool), child=put(tree.child_matrix, torch.bool),
                 internal=put(internal), parent_slot=put(slot[tree.parent[1:]]),
                 has_child=put(~tree.is_leaf, torch.bool),
-                edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64),
-                edge_child=put(tree.child_matrix[:, 1:], torch.float64))
+                edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64))
 
 
 _SHAPES: dict[tuple, dict[str, torch.Tensor]] = {}  # (kind, device, parent bytes) -> shape-only tensors

@@ -135,7 +135,7 @@ class RoundRecord:
 @dataclass
 class GenerationResult:
     tokens: list[int]
-    block_lengths: list[int]        # per round (AR: all ones)
+    block_lengths: list[int]        # per round (AR: all ones); the prefill's first token is in no round
     decode_seconds: float           # sum of the timed per-round stages (prefill and tracing excluded)
     stages: dict[str, dict[str, float]]
 
@@ -143,17 +143,27 @@ class GenerationResult:
     def tau(self) -> float:
         return float(np.mean(self.block_lengths)) if self.block_lengths else 0.0
 
+    @property
+    def decode_tokens(self) -> int:
+        """Tokens produced by the timed rounds: all but the prefill's first token (per-token rates divide
+        ``decode_seconds`` by this, as time-per-output-token does)."""
+        return max(len(self.tokens) - 1, 0)
+
 
 # ----------------------------------------------------------------- stages
-def prefill_stage(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int]) -> DecodeState:
-    """Prefill ``prompt[:-1]``; ``prompt[-1]`` becomes the first root."""
+def prefill_stage(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], settings,
+                  gen: torch.Generator) -> DecodeState:
+    """Prefill the whole prompt and draw the first token from its last row (:func:`sample_token` under
+    ``settings`` with ``gen``, the bonus stream); that token is the first root and the first generated
+    token, so the first round drafts the second (as DDTree's and vLLM's prefill do)."""
     if len(prompt) < 1:
         raise ValueError("the prompt must hold at least one token")
     cache = target.new_cache()
-    step = target.prefill(cache, torch.tensor(list(prompt[:-1]), dtype=torch.long, device=target.device),
+    step = target.prefill(cache, torch.tensor(list(prompt), dtype=torch.long, device=target.device),
                           all_logits=False)
+    first = sample_token(step.logits[-1], settings, gen)
     return DecodeState(target_cache=cache, draft_cache=drafter.new_cache() if drafter is not None else None,
-                       start=len(prompt) - 1, root=int(prompt[-1]), pending_hidden=step.hidden)
+                       start=len(prompt), root=first, pending_hidden=step.hidden)
 
 
 def draft_stage(state: DecodeState, target: TargetModel, drafter: DFlashDrafter) -> torch.Tensor:
@@ -219,6 +229,14 @@ def _append_block(tokens: list[int], block: list[int], cfg: DecodeConfig) -> boo
     return False
 
 
+def _first_token(state: DecodeState, cfg: DecodeConfig, on_block) -> bool:
+    """Emit the prefill's token (the first root) as a block of its own; True when it ends the generation."""
+    done = _append_block(state.tokens, [state.root], cfg)
+    if on_block is not None:
+        on_block([state.root])
+    return done
+
+
 def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDrafter, cfg: DecodeConfig,
                       gens: Generators, timer=NullTimer(), decide=None) -> tuple[list[int], RoundRecord]:
     """One draft / build / verify / decide / commit round, each stage timed by ``timer``.
@@ -236,9 +254,11 @@ def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDr
 @torch.inference_mode()  # decoding never needs autograd (training calls the stages, not this loop)
 def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], cfg: DecodeConfig,
              *, timer=None, trace=None, on_round=None, on_block=None, decide=None) -> GenerationResult:
-    """Decode ``prompt`` with ``cfg``; ``trace`` (a TraceWriter) receives one TraceRound per round and
-    ``on_round`` (a callable) each round's :class:`RoundRecord` (its tree, decision and target logits).
-    ``on_block`` (a callable) receives each round's output block as it is committed (AR: each token);
+    """Decode ``prompt`` with ``cfg``: the first token from the prefill (:func:`prefill_stage`), then
+    rounds. ``trace`` (a TraceWriter) receives one TraceRound per round and ``on_round`` (a callable)
+    each round's :class:`RoundRecord` (its tree, decision and target logits). ``on_block`` (a
+    callable) receives the prefill's token, then each round's output block as it is committed (AR:
+    each token); ``block_lengths`` count rounds only (the prefill's token is in ``tokens``);
     ``decide`` replaces the verifier stage (see :func:`speculative_round`)."""
     timer = timer if timer is not None else StageTimer(target.device)
     if cfg.method == "ar":
@@ -246,9 +266,9 @@ def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequenc
     if drafter is None:
         raise ValueError(f"method {cfg.method!r} needs a drafter")
     gens = Generators(cfg.seed, target.device)
-    state = timer.call("prefill", prefill_stage, target, drafter, prompt)
+    state = timer.call("prefill", prefill_stage, target, drafter, prompt, cfg.settings, gens.verifier.bonus)
     lengths: list[int] = []
-    done = False
+    done = _first_token(state, cfg, on_block)
     while not done:
         block, rec = speculative_round(state, target, drafter, cfg, gens, timer, decide)
         lengths.append(len(block))
@@ -270,8 +290,8 @@ def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *
     """Autoregressive baseline on the plain causal path (no custom mask); samples use the bonus stream."""
     timer = timer if timer is not None else StageTimer(target.device)
     gens = Generators(cfg.seed, target.device)
-    state = timer.call("prefill", prefill_stage, target, None, prompt)
-    done = False
+    state = timer.call("prefill", prefill_stage, target, None, prompt, cfg.settings, gens.verifier.bonus)
+    done = _first_token(state, cfg, on_block)
     while not done:
         logits = timer.call("target_forward", target.decode, state.target_cache, state.root)
         tok = timer.call("sample", sample_token, logits, cfg.settings, gens.verifier.bonus)
@@ -281,7 +301,7 @@ def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *
             on_block([tok])
     stages = timer.summary()
     decode = sum(v["total_s"] for k, v in stages.items() if k != "prefill")
-    return GenerationResult(state.tokens, [1] * len(state.tokens), decode, stages)
+    return GenerationResult(state.tokens, [1] * (len(state.tokens) - 1), decode, stages)  # one per decode step
 
 
 def trace_round(rec: RoundRecord, temperature) -> TraceRound:

@@ -202,6 +202,8 @@ class TargetModel:
 
     ``layer_ids`` index decoder layers (0-based), as in DFlash's
     ``target_layer_ids``; the context feature is their outputs concatenated.
+    Wrap the model on its final device and dtype: its device, dtype, vocabulary size and
+    embedding / output modules are read once here (the decode loop reads them every round).
     """
 
     def __init__(self, model: torch.nn.Module, layer_ids: Sequence[int] = ()):
@@ -214,26 +216,29 @@ class TargetModel:
         self.layer_ids = list(layer_ids)
         self.windows = layer_windows(model.config)  # {layer type: sliding window or None}
         self._masks = TreeMaskBuffer()
+        # read once: each is a parameter walk or a config lookup (~10 us), several times per round
+        self._constants = (model.device, model.dtype, int(model.config.vocab_size), model.get_input_embeddings(),
+                           model.get_output_embeddings())
 
     @property
     def device(self) -> torch.device:
-        return self.model.device
+        return self._constants[0]
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.model.dtype
+        return self._constants[1]
 
     @property
     def vocab_size(self) -> int:
-        return int(self.model.config.vocab_size)
+        return self._constants[2]
 
     @property
     def embed_tokens(self) -> torch.nn.Module:
-        return self.model.get_input_embeddings()
+        return self._constants[3]
 
     @property
     def lm_head(self) -> torch.nn.Module:
-        return self.model.get_output_embeddings()
+        return self._constants[4]
 
     def new_cache(self) -> DynamicCache:
         """An empty cache whose layers keep every position (sliding layers included, see
@@ -259,14 +264,17 @@ class TargetModel:
 
     @torch.no_grad()
     def forward_rows(self, cache: DynamicCache, input_ids: torch.Tensor, position_ids: torch.Tensor,
-                     attention_mask: torch.Tensor) -> TargetStep:
+                     attention_mask: torch.Tensor, logits_at: torch.Tensor | None = None) -> TargetStep:
         """Batched forward: ``input_ids, position_ids [B, Q]``, a float mask ``[B, 1, Q, past + Q]``
         (:func:`batch_attention_mask`; ``{layer type: mask}`` for a sliding-window target). Appends ``Q``
-        columns to every cache row; returns logits ``[B, Q, V]`` (float32) and hidden states ``[B, Q, L*H]``."""
+        columns to every cache row; returns logits ``[B, Q, V]`` (float32; ``[B, K, V]`` at the ``K``
+        query columns ``logits_at`` only, sparing ``[B, Q, V]`` on long prompts) and hidden states
+        ``[B, Q, L*H]``."""
         want_hidden = bool(self.layer_ids)
+        keep = {} if logits_at is None else {"logits_to_keep": logits_at.to(self.device)}
         out = self.model(input_ids=input_ids.to(self.device), position_ids=position_ids.to(self.device),
                          attention_mask=mask_to(attention_mask, self.device), cache=cache, use_cache=True,
-                         output_hidden_states=want_hidden)
+                         output_hidden_states=want_hidden, **keep)
         hidden = None
         if want_hidden:
             hidden = torch.cat([out.hidden_states[i + 1] for i in self.layer_ids], dim=-1)

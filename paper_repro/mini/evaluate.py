@@ -72,9 +72,9 @@ def eval_cell(target, drafter, prompts: Sequence[Sequence[int]], *, budget: int,
         on_round = None if scoring_temperature is None else RoundLaws(temperature, scoring_temperature)
         res = generate(target, drafter, list(prompt), cfg, on_round=on_round)
         lengths.extend(res.block_lengths)
-        per_prompt.append(float(np.mean(res.block_lengths)))
+        per_prompt.append(res.tau)
         seconds += res.decode_seconds
-        tokens += len(res.tokens)
+        tokens += res.decode_tokens
         if on_round is not None:
             laws.append(on_round)
     arr = np.asarray(lengths, dtype=np.float64)
@@ -101,7 +101,7 @@ def eval_ar(target, prompts: Sequence[Sequence[int]], *, temperature: float, max
         cfg = DecodeConfig(method="ar", temperature=temperature, max_new_tokens=max_new_tokens, seed=seed + i)
         res = generate_ar(target, list(prompt), cfg)
         seconds += res.decode_seconds
-        tokens += len(res.tokens)
+        tokens += res.decode_tokens
     return {"tokens": tokens, "seconds": seconds, "s_per_token": seconds / max(tokens, 1)}
 
 

@@ -31,6 +31,7 @@ def test_decode_bench_reports_both_methods_side_by_side_and_matches_AR_at_T0(pai
     for r in rows:
         assert r["batches"] == (4 if r["batch_size"] == 1 else 2)
         assert r["tokens"] == 5 * r["batch_size"] * r["batches"]
+        assert r["decode_tokens"] == 4 * r["batch_size"] * r["batches"]   # each row's first: the prefill's
         assert r["tokens_per_s"] > 0 and r["ar_tokens_per_s"] > 0
         assert r["speedup"] == pytest.approx(r["tokens_per_s"] / r["ar_tokens_per_s"])
         assert r["tau"] >= 1.0 and r["matches_ar"] is True

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from exitlaw.engine.decode.batch_generate import (
-    BatchState, batch_round, generate_ar_batch, generate_batch, prefill_batch, row_cache,
+    BatchState, batch_round, first_tokens, generate_ar_batch, generate_batch, prefill_batch, row_cache,
 )
 from exitlaw.engine.decode.batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
 from exitlaw.engine.decode.builders import build_chain, build_ddtree
@@ -98,7 +98,9 @@ def test_batched_AR_baseline_equals_single_AR_and_is_seeded(pair, ar_refs):
     target, _ = pair
     out = generate_ar_batch(target, PROMPTS, DecodeConfig(method="ar", max_new_tokens=16), max_new_tokens=LIMITS)
     assert out.tokens == [r[:n] for r, n in zip(ar_refs, LIMITS)]
-    assert all(x == 1 for r in out.block_lengths for x in r) and out.rounds == max(LIMITS)
+    assert all(x == 1 for r in out.block_lengths for x in r)
+    assert out.rounds == max(LIMITS) - 1                       # the first token comes from the prefill
+    assert [len(r) for r in out.block_lengths] == [n - 1 for n in LIMITS]
     cfg = DecodeConfig(method="ar", temperature=1.0, max_new_tokens=6, seed=3)
     a = generate_ar_batch(target, PROMPTS[:3], cfg).tokens
     assert generate_ar_batch(target, PROMPTS[:3], cfg).tokens == a
@@ -120,8 +122,9 @@ def test_finished_rows_kv_is_never_written_and_every_row_matches_a_fresh_prefill
     teacher = _teacher(pair, ar_refs, 6, seed=21)
     cfg = DecodeConfig(method="ddtree", verifier="tev", budget=12, max_new_tokens=16)
     gens = Generators(0)
-    state: BatchState = prefill_batch(target, teacher, PROMPTS[:6])
+    state: BatchState = prefill_batch(target, teacher, PROMPTS[:6], cfg, gens)
     state.limits = LIMITS[:6]
+    first_tokens(state, cfg)
     snapshots, rounds_after = {}, {}
     while not all(state.done):
         batch_round(state, target, teacher, cfg, gens)
@@ -234,7 +237,7 @@ def test_bad_batch_inputs_raise_named_errors(pair):
         generate_batch(target, None, [[1, 2]], cfg)
     with pytest.raises(TypeError, match="draft_logprobs_batch"):
         generate_batch(target, object(), [[1, 2]], cfg)
-    state = prefill_batch(target, drafter, [[1, 2, 3]])
+    state = prefill_batch(target, drafter, [[1, 2, 3]], cfg, Generators(0))
     with pytest.raises(ValueError, match="start - C"):
         dflash_draft_batch(drafter, target.embed_tokens, target.lm_head, [3], state.pending, [5],
                            BatchDraftCache(drafter.new_cache(), [0]))

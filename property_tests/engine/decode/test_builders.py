@@ -125,3 +125,28 @@ def test_builders_reject_bad_rows():
         build_chain(torch.full((2, 3), float("nan")), 0)
     with pytest.raises(ValueError, match="budget"):
         build_ddtree(torch.zeros(2, 3) - 1, -1, 0)
+
+
+def _batched(method, budget):
+    from exitlaw.engine.decode.batch_draft import build_trees_batch
+
+    return lambda r: build_trees_batch(torch.stack([r.roll(1, 0), r]), method, budget, [0, 0], [True, True])
+
+
+@pytest.mark.parametrize("build", [lambda r: build_ddtree(r, 4, 0), lambda r: build_ddtree(r, 40, 0),
+                                   lambda r: build_chain(r, 0), _batched("ddtree", 4), _batched("chain", 4)],
+                         ids=["ddtree-topk", "ddtree-all", "chain", "batch-ddtree", "batch-chain"])
+def test_one_bad_entry_anywhere_in_the_rows_is_refused(build):
+    """The values check reads only each row's maximum as topk / max return it: a NaN below the
+    maximum (of a row that is otherwise fine) and a positive entry off the first row must still be seen."""
+    rows = torch.log_softmax(torch.randn(3, 16, generator=torch.Generator().manual_seed(0)), -1)
+    low = int(rows[2].argmin())
+    nan = rows.clone()
+    nan[2, low] = float("nan")
+    with pytest.raises(DistributionError, match="NaN"):
+        build(nan)
+    pos = rows.clone()
+    pos[1, low] = 0.5
+    with pytest.raises(DistributionError, match="log-probabilities"):
+        build(pos)
+    build(rows)  # the clean rows pass

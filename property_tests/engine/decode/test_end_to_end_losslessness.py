@@ -2,10 +2,11 @@
 target's autoregressive law ``prod_t p(y_t | c, y_<t)``).
 
 A random Qwen3-architecture target with a vocabulary of 3 and a random DFlash drafter of block 3
-(:mod:`property_tests.helpers.tiny_law`): a round emits at most 3 tokens, and the first ``K = 5`` tokens
-are compared, so every run covers at least two rounds (usually three). With 3 tokens a budget-4 DDTree
-holds much of the target's mass whatever the drafter proposes, so accepted paths are long (tau about
-2.3-2.5 of a possible 3) and the multi-node KV commit and the drafter's context feed are exercised.
+(:mod:`property_tests.helpers.tiny_law`): the prefill draws the first token and a round emits at most 3,
+and the first ``K = 5`` tokens are compared, so every run covers at least two rounds. With 3 tokens a
+budget-4 DDTree holds much of the target's mass whatever the drafter proposes, so accepted paths are
+long (a first round's block is 2.0 tokens on average; a quarter to a third of first rounds accept two
+draft nodes) and the multi-node KV commit and the drafter's context feed are exercised.
 The exact law of the first ``K`` tokens is computed by enumerating ``V^K = 243`` sequences through the
 target's own causal forward passes, never from the engine's tree logits.
 
@@ -119,10 +120,12 @@ def second_round_pvalue(target, pairs, temperature: float) -> tuple[float, int]:
     groups = defaultdict(list)
     for first, second in pairs:
         tree = second.tree
-        groups[(block_tokens(first), tuple(tree.parent.tolist()), tuple(tree.token.tolist()))].append(second)
+        # round 1's root is the prefill's token; its block ends in round 2's root
+        before = (int(first.tree.token[0]),) + block_tokens(first)
+        groups[(before, tuple(tree.parent.tolist()), tuple(tree.token.tolist()))].append(second)
     statistic, dof = 0.0, 0
-    for (block, _, _), records in groups.items():
-        law = round_block_law(target, list(PROMPT) + list(block), records[0].tree, temperature)
+    for (before, _, _), records in groups.items():
+        law = round_block_law(target, list(PROMPT) + list(before), records[0].tree, temperature)
         counts = np.bincount([r.exit_node * VOCAB + r.bonus for r in records], minlength=law.size)
         res = pooled_chisquare(counts, law)
         if res.zero_cell_hits:
@@ -136,7 +139,8 @@ def second_round_pvalue(target, pairs, temperature: float) -> tuple[float, int]:
 @pytest.mark.parametrize("verifier", VERIFIERS)
 def test_generate_reproduces_the_targets_k_token_law(law_pair, runs, verifier, temperature):
     tokens, rounds = runs("single", "ddtree", verifier, temperature)
-    assert np.mean([len(block_tokens(r[0])) for r in rounds]) > 2.0, "accepted paths should be long"
+    assert np.mean([len(block_tokens(r[0])) >= 3 for r in rounds]) > 0.15, \
+        "the first round should often accept two draft nodes (a multi-node commit)"
     assert_follows_k_token_law(law_pair[0], tokens, temperature, f"generate {verifier} T={temperature}")
 
 

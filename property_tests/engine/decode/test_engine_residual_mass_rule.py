@@ -36,7 +36,7 @@ def exit_law_one_minus_m(dt, logits, temperature):
     lse = torch.logsumexp(logits.float() / temperature, -1).double()
     log_a = logits[dt.parent[1:], dt.token[1:]].double() / temperature - lse[dt.parent[1:]]
     prefix = (dt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)).exp()
-    return prefix * (1.0 - dt.edge_child @ log_a.exp()).clamp(min=0.0)
+    return prefix * (1.0 - dt.child[:, 1:].double() @ log_a.exp()).clamp(min=0.0)
 
 
 def batched(dt, logits, temperature):

@@ -108,7 +108,7 @@ def test_walk_only_and_shape_cached_device_trees_equal_the_full_one(seed, n):
             assert torch.equal(getattr(walk_cached, name), getattr(full, name)), name
         cached = to_device_tree(tree, "cpu", logq, cache_shapes=True)
         for name in ("parent", "token", "depth", "ancestor", "child", "internal", "parent_slot", "child_tokens",
-                     "has_child", "edge_ancestor", "edge_child", "draft_logprob"):
+                     "has_child", "edge_ancestor", "draft_logprob"):
             assert torch.equal(getattr(cached, name), getattr(full, name)), name
 
 

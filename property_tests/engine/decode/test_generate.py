@@ -56,7 +56,7 @@ def test_at_T0_every_verifier_and_budget_reproduces_AR_greedy_tokens(pair, ar_to
     for cfg in runs:
         out = generate(target, drafter, PROMPT, cfg)
         assert out.tokens == ar_tokens, cfg
-        assert sum(out.block_lengths) >= len(out.tokens)
+        assert sum(out.block_lengths) >= len(out.tokens) - 1     # the rounds emit all but the prefill's token
 
 
 @pytest.mark.parametrize("verifier", VERIFIERS)

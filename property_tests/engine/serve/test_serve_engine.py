@@ -37,7 +37,8 @@ def test_on_block_sees_every_committed_block_and_decide_replaces_the_verifier(pa
     again = generate(target, drafter, [5, 6, 7], cfg)
     assert res.tokens == again.tokens                           # the hook's verifier is the same one: same tokens
     assert [t for b in blocks for t in b][: len(res.tokens)] == res.tokens
-    assert len(calls) == len(blocks) == len(res.block_lengths)
+    assert len(blocks) == 1 + len(res.block_lengths) and len(blocks[0]) == 1   # the prefill's token, then rounds
+    assert len(calls) == len(res.block_lengths)
     ar_blocks = []
     ar = generate(target, None, [5, 6, 7], DecodeConfig(method="ar", max_new_tokens=5), on_block=ar_blocks.append)
     assert ar_blocks == [[t] for t in ar.tokens]
