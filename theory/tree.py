@@ -66,6 +66,52 @@ def _cycle_from(parent: np.ndarray, start: int) -> list[int] | None:
     return None
 
 
+def _valid_fast(parent: np.ndarray, token: np.ndarray) -> bool:
+    """Every rule of :class:`DraftTree` after the root's, in vector form (``0 <= parent[i] < i``, root
+    token >= -1, other tokens >= 0, siblings' tokens distinct); False sends the tree to
+    :func:`_raise_first_error` for a message naming the first broken rule."""
+    n = parent.size
+    par, tok = parent[1:], token[1:]
+    if (par < 0).any() or (par >= np.arange(1, n)).any() or token[0] < ROOT_TOKEN or (tok < 0).any():
+        return False
+    order = np.lexsort((tok, par))                    # siblings adjacent, sorted by token
+    ps, ts = par[order], tok[order]
+    return not ((ps[1:] == ps[:-1]) & (ts[1:] == ts[:-1])).any()
+
+
+def _raise_first_error(parent: np.ndarray, token: np.ndarray) -> None:
+    """Raise the :class:`TreeError` of the first broken rule (node order), as the checks read in words."""
+    for i in range(1, parent.size):
+        p = int(parent[i])
+        if p == NO_PARENT:
+            raise TreeError(f"node {i} has parent -1: a second root (only node 0 may be a root)")
+        if p < 0 or p >= parent.size:
+            raise TreeError(f"node {i} has parent {p}, out of range [0, {parent.size})")
+        if p >= i:
+            cycle = _cycle_from(parent, i)
+            if cycle is not None:
+                raise TreeError(f"node {i} lies on a cycle {cycle}")
+            raise TreeError(
+                f"node {i} has parent {p} >= {i}: parents must come before children"
+            )
+    if token[0] < ROOT_TOKEN:
+        raise TreeError(f"root token must be >= -1, got {token[0]}")
+    neg = np.flatnonzero(token[1:] < 0)
+    if neg.size:
+        i = int(neg[0]) + 1
+        raise TreeError(f"node {i} has negative token {token[i]}")
+    seen: dict[tuple[int, int], int] = {}
+    for i in range(1, parent.size):
+        key = (int(parent[i]), int(token[i]))
+        if key in seen:
+            raise TreeError(
+                f"nodes {seen[key]} and {i} are siblings under node {key[0]} "
+                f"with the same token {key[1]}"
+            )
+        seen[key] = i
+    raise TreeError("invalid draft tree")  # unreachable: _valid_fast found a broken rule
+
+
 @dataclass(frozen=True, eq=False)
 class DraftTree:
     """A validated, prefix-closed draft tree (DESIGN.md section 1).
@@ -89,34 +135,8 @@ class DraftTree:
             )
         if parent[0] != NO_PARENT:
             raise TreeError(f"node 0 must be the root (parent -1), got parent {parent[0]}")
-        for i in range(1, parent.size):
-            p = int(parent[i])
-            if p == NO_PARENT:
-                raise TreeError(f"node {i} has parent -1: a second root (only node 0 may be a root)")
-            if p < 0 or p >= parent.size:
-                raise TreeError(f"node {i} has parent {p}, out of range [0, {parent.size})")
-            if p >= i:
-                cycle = _cycle_from(parent, i)
-                if cycle is not None:
-                    raise TreeError(f"node {i} lies on a cycle {cycle}")
-                raise TreeError(
-                    f"node {i} has parent {p} >= {i}: parents must come before children"
-                )
-        if token[0] < ROOT_TOKEN:
-            raise TreeError(f"root token must be >= -1, got {token[0]}")
-        neg = np.flatnonzero(token[1:] < 0)
-        if neg.size:
-            i = int(neg[0]) + 1
-            raise TreeError(f"node {i} has negative token {token[i]}")
-        seen: dict[tuple[int, int], int] = {}
-        for i in range(1, parent.size):
-            key = (int(parent[i]), int(token[i]))
-            if key in seen:
-                raise TreeError(
-                    f"nodes {seen[key]} and {i} are siblings under node {key[0]} "
-                    f"with the same token {key[1]}"
-                )
-            seen[key] = i
+        if not _valid_fast(parent, token):
+            _raise_first_error(parent, token)
         parent.setflags(write=False)
         token.setflags(write=False)
         object.__setattr__(self, "parent", parent)

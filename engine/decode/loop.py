@@ -16,6 +16,7 @@ Output block of a round = the exit node's path tokens, then the bonus (length
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -69,7 +70,13 @@ class DecodeConfig:
     @property
     def settings(self) -> SamplingSettings:
         """The sampling settings: temperature and filters (the processed target every verifier uses)."""
-        return SamplingSettings(self.temperature, self.top_k, self.top_p, self.min_p, self.order)
+        return _settings(self.temperature, self.top_k, self.top_p, self.min_p, tuple(self.order))
+
+
+@functools.lru_cache(maxsize=256)
+def _settings(temperature, top_k, top_p, min_p, order) -> SamplingSettings:
+    """One validated SamplingSettings per distinct value (rounds read a config's settings twice each)."""
+    return SamplingSettings(temperature, top_k, top_p, min_p, order)
 
 
 class Generators:
