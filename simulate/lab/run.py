@@ -11,7 +11,8 @@ files into ``OUT`` only once every builder has finished, ``results.json`` last
 stay untouched until then; the old ``results.json`` is removed first, then the
 new traces move in, the old run's traces that the new run does not write are
 removed, and the new ``results.json`` moves in. An interrupted run leaves the
-old folder as it was (plus the staging folder, cleared by the next run).
+old folder as it was (plus the staging folder, cleared by the next run), or, killed
+inside those renames, a folder without ``results.json`` (incomplete), never a mix.
 
 Rows: ``tsubame`` is labelled ``tsubame+<verifier>`` (Tsubame's tree under the
 config's verifier); when ``caddtree`` runs, a row ``ddtree-matched`` follows it:
