@@ -31,6 +31,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DummyLayer
 
 from exitlaw.engine.models.attention_window import full_cache, is_windowed, layer_masks, layer_windows, mask_to
+from exitlaw.engine.models.lean_forward import LeanForward, lean_support
 
 SUPPORTED_TRANSFORMERS = ((5, 0), (6, 0))  # [low, high)
 
@@ -204,9 +205,15 @@ class TargetModel:
     ``target_layer_ids``; the context feature is their outputs concatenated.
     Wrap the model on its final device and dtype: its device, dtype, vocabulary size and
     embedding / output modules are read once here (the decode loop reads them every round).
+
+    ``lean=True`` (default) runs forwards without autograd through
+    :class:`~exitlaw.engine.models.lean_forward.LeanForward` where it covers the model (same
+    operations as the transformers forward, bit-identical, without its per-module overhead);
+    ``lean=False``, forwards with autograd, a model in training mode and uncovered models take the
+    transformers forward. :attr:`lean_reason` says why the lean path is off.
     """
 
-    def __init__(self, model: torch.nn.Module, layer_ids: Sequence[int] = ()):
+    def __init__(self, model: torch.nn.Module, layer_ids: Sequence[int] = (), *, lean: bool = True):
         check_transformers_version()
         self.model = model.eval()
         num_layers = model.config.num_hidden_layers
@@ -216,6 +223,8 @@ class TargetModel:
         self.layer_ids = list(layer_ids)
         self.windows = layer_windows(model.config)  # {layer type: sliding window or None}
         self._masks = TreeMaskBuffer()
+        self.lean_reason = "lean=False" if not lean else lean_support(model)
+        self._lean = LeanForward(model) if self.lean_reason is None else None
         # read once: each is a parameter walk or a config lookup (~10 us), several times per round
         self._constants = (model.device, model.dtype, int(model.config.vocab_size), model.get_input_embeddings(),
                            model.get_output_embeddings())
@@ -246,8 +255,22 @@ class TargetModel:
         return full_cache()
 
     # ----- forwards ---------------------------------------------------------
+    def _lean_now(self) -> LeanForward | None:
+        """The lean forward when this call may take it: covered model, no autograd, eval mode, no hook on
+        the model itself (hooks found on submodules when wrapped turn the lean path off for good)."""
+        m = self.model
+        if self._lean is None or torch.is_grad_enabled() or m.training or m._forward_hooks or m._forward_pre_hooks:
+            return None
+        return self._lean
+
     def _run(self, cache, input_ids, position_ids, attention_mask, logits_to_keep: int = 0) -> TargetStep:
         want_hidden = bool(self.layer_ids)
+        lean = self._lean_now()
+        if lean is not None:
+            logits, hid = lean(input_ids[None], position_ids[None], attention_mask, cache, self.layer_ids,
+                               logits_to_keep)
+            hidden = torch.cat([hid[i][0] for i in self.layer_ids], dim=-1) if want_hidden else None
+            return TargetStep(logits=logits[0].float(), hidden=hidden)
         out = self.model(
             input_ids=input_ids[None],
             position_ids=position_ids[None],
@@ -271,6 +294,13 @@ class TargetModel:
         query columns ``logits_at`` only, sparing ``[B, Q, V]`` on long prompts) and hidden states
         ``[B, Q, L*H]``."""
         want_hidden = bool(self.layer_ids)
+        lean = self._lean_now()
+        if lean is not None:
+            logits, hid = lean(input_ids.to(self.device), position_ids.to(self.device),
+                               mask_to(attention_mask, self.device), cache, self.layer_ids,
+                               0 if logits_at is None else logits_at.to(self.device))
+            hidden = torch.cat([hid[i] for i in self.layer_ids], dim=-1) if want_hidden else None
+            return TargetStep(logits=logits.float(), hidden=hidden)
         keep = {} if logits_at is None else {"logits_to_keep": logits_at.to(self.device)}
         out = self.model(input_ids=input_ids.to(self.device), position_ids=position_ids.to(self.device),
                          attention_mask=mask_to(attention_mask, self.device), cache=cache, use_cache=True,
@@ -305,6 +335,9 @@ class TargetModel:
                 return self.decode(cache, token)
         start = cache.get_seq_length()
         ids = torch.tensor([[token, start]], device=self.device)  # token and position in one tensor
+        lean = self._lean_now()
+        if lean is not None:
+            return lean(ids[:, :1], ids[:, 1:], None, cache)[0][0, -1].float()
         out = self.model(input_ids=ids[:, :1], position_ids=ids[:, 1:], cache=cache, use_cache=True)
         return out.logits[0, -1].float()
 
