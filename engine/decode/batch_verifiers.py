@@ -8,7 +8,7 @@ twin, i.e. the block law ``Pr[exit = v, bonus = y] = P(v) p_v(y) [y not a child
 token of v]`` (greedy: its argmax walk).
 
 * ``greedy``  -- argmax per node, follow matches (one ``[B, N]`` argmax).
-* ``predraw`` -- ``R_v ~ p_v`` for all ``B N`` rows in one ``multinomial``, follow matches.
+* ``predraw`` -- ``R_v ~ p_v`` for all ``B N`` rows in one inverse-CDF draw (one uniform per row), follow matches.
 * ``tev``     -- per row ``log P = A @ log a``, ``rho`` = residual mass, ``w = P rho`` as batched
   matmuls over the ``K`` internal rows (their log-normalisers in one call on an
   accelerator, tree by tree on the CPU, where one ``[B K, V]`` copy is memory-bound);
@@ -35,22 +35,8 @@ from exitlaw.theory import DistributionError
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_rows, rows_processor
-from exitlaw.engine.decode.verifiers import KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, _internal_logsumexp, verify_residual
-
-
-def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per row ``b``, index ``i`` w.p. ``weights[b, i] / sum_i weights[b, i]`` (float64 ``[B, n]``).
-
-    Inverse CDF with one uniform per row, as ``verifiers._draw``: a zero weight never
-    wins, and a ``U`` that rounds up to the total falls back to the last positive
-    weight. Returns indices ``[B]`` (long, on the device) and totals ``[B]``.
-    """
-    c = weights.cumsum(-1)                                                     # [B, n]
-    total = c[:, -1:].contiguous()                                             # [B, 1]
-    u = torch.rand(c.shape[0], 1, dtype=torch.float64, device=c.device, generator=gen) * total
-    i = torch.searchsorted(c, u, right=True)
-    last = torch.searchsorted(c, total, right=False)
-    return torch.minimum(i, last).clamp_(max=c.shape[1] - 1).squeeze(1), total.squeeze(1)
+from exitlaw.engine.decode.verifiers import (KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, _draw_rows,
+                                            _internal_logsumexp, predraw_rows, verify_residual)
 
 
 def _batched_internal_logsumexp(flat_rows: torch.Tensor, rows: torch.Tensor, inv_t: float,
@@ -133,12 +119,13 @@ def verify_batch_greedy(bt: BatchTree, logits: torch.Tensor) -> list[VerifyResul
 
 def verify_batch_predraw(bt: BatchTree, logits: torch.Tensor, temperature: float,
                          gens: VerifierGenerators) -> list[VerifyResult]:
-    """DDTree predraw-and-follow for every row: one ``multinomial`` over all ``B N`` rows."""
-    bsz, n, vocab = logits.shape
-    probs = torch.softmax(logits.float() * (1.0 / temperature), dim=-1).reshape(bsz * n, vocab)
-    draw = torch.multinomial(probs, 1, generator=gens.acceptance).reshape(bsz, n)  # [B, N]
+    """DDTree predraw-and-follow for every row: ``R_v ~ p_v`` for all ``B N`` rows in one draw
+    (:func:`~exitlaw.engine.decode.verifiers.predraw_rows`), follow matches."""
+    bsz, n, _ = logits.shape
+    draw, ok = predraw_rows(logits, temperature, gens.acceptance)
+    draw = draw.reshape(bsz, n)                                                       # [B, N]
     v = _follow_rows(bt, draw)
-    return _finish_rows(bt, v, draw.gather(1, v[:, None]).squeeze(1))
+    return _finish_rows(bt, v, draw.gather(1, v[:, None]).squeeze(1), ok.reshape(bsz, n).all(dim=-1))
 
 
 def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,

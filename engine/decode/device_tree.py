@@ -52,7 +52,28 @@ class DeviceTree:
 def _child_token_table(tree: DraftTree) -> np.ndarray:
     """``[N, M]`` child tokens; a row is padded by repeating its first child token
     (masking it twice is harmless) and a leaf row holds token 0 (the verifiers
-    write back the original value there, see ``verifiers._mask_children``)."""
+    write back the original value there, see ``verifiers._mask_children``).
+
+    Vectorised: children grouped by parent in node order (a stable sort), each child's rank
+    among its siblings from the group starts; twin of :func:`_child_token_table_loop`."""
+    n = tree.num_nodes
+    parent = tree.parent[1:]
+    counts = np.bincount(parent, minlength=n)
+    table = np.zeros((n, max(1, int(counts.max()) if parent.size else 1)), dtype=np.int64)
+    if not parent.size:
+        return table
+    order = np.argsort(parent, kind="stable")
+    grouped = parent[order]
+    first = np.cumsum(counts) - counts                      # index of each parent's first child in `order`
+    toks = tree.token[1:][order]
+    has = counts > 0
+    table[has] = toks[first[has]][:, None]                  # padding: the first child token
+    table[grouped, np.arange(order.size) - first[grouped]] = toks
+    return table
+
+
+def _child_token_table_loop(tree: DraftTree) -> np.ndarray:
+    """:func:`_child_token_table` node by node (its twin, for tests)."""
     kids = tree.children
     m = max(1, max(len(k) for k in kids))
     table = np.zeros((tree.num_nodes, m), dtype=np.int64)

@@ -17,9 +17,9 @@ the realised tree and the target rows ``p_v = softmax(logits[v] / T)`` its
 
 Streams: acceptance decisions (predraw's ``R_v``, residual's uniforms, TEV's
 exit draw) use ``generators.acceptance``; bonus draws use ``generators.bonus``
-(predraw has no separate bonus draw: its bonus is ``R_exit``). Predraw samples
-float32 rows with ``torch.multinomial`` as DDTree does; TEV and residual draw the
-bonus in float64.
+(predraw has no separate bonus draw: its bonus is ``R_exit``). Predraw draws every
+row with one float64 inverse-CDF uniform (DDTree: float32 ``multinomial``, same law);
+TEV and residual draw the bonus in float64.
 
 Categorical draws over a large vocabulary are inverse-CDF draws in float64 with
 one uniform (:func:`_draw`): exact to float64 rounding, free of the tail bias a
@@ -80,14 +80,26 @@ def _draw(weights: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 
 def _draw_with_total(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`_draw` and the total weight (``[1]``; NaN/0 there means the weights were not a distribution)."""
-    c = weights.cumsum(0)
-    total = c[-1:]
-    u = torch.rand(1, dtype=torch.float64, device=weights.device, generator=gen) * total
+    """:func:`_draw` and the total weight (``[1]``; NaN/0 there means the weights were not a distribution):
+    :func:`_draw_rows` of the one row (the same single uniform)."""
+    i, total = _draw_rows(weights.reshape(1, -1), gen)
+    return i.reshape(()), total
+
+
+def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row ``b``, index ``i`` w.p. ``weights[b, i] / sum_i weights[b, i]`` (float64 ``[B, n]``).
+
+    Inverse CDF in float64 with one uniform per row: the first ``i`` with ``c[i] > U c[-1]``
+    (``c`` the row's cumulative sum). A zero weight never wins, and a ``U`` that rounds up to the
+    total falls back to the last positive weight; with NaN weights the index is clamped and the
+    NaN total tells the caller. Returns indices ``[B]`` (long, on the device) and totals ``[B]``.
+    """
+    c = weights.cumsum(-1)                                                     # [B, n]
+    total = c[:, -1:].contiguous()                                             # [B, 1]
+    u = torch.rand(c.shape[0], 1, dtype=torch.float64, device=c.device, generator=gen) * total
     i = torch.searchsorted(c, u, right=True)
-    last = torch.searchsorted(c, total, right=False)  # last positive weight, in case U c[-1] rounds up to c[-1]
-    # clamp: with NaN weights searchsorted returns n; callers then see a NaN total and raise
-    return torch.minimum(i, last).clamp_(max=weights.numel() - 1).reshape(()), total
+    last = torch.searchsorted(c, total, right=False)
+    return torch.minimum(i, last).clamp_(max=c.shape[1] - 1).squeeze(1), total.squeeze(1)
 
 
 def _draw_logits(z: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -204,11 +216,26 @@ def verify_greedy(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
     return _finish(dt, v, am.index_select(0, v.reshape(1)))
 
 
+def predraw_rows(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``R_v ~ softmax(logits[v] / T)`` for every row of ``logits [..., V]`` (flattened to ``[R]``): float64
+    weights ``exp((x - max) / T)`` and one inverse-CDF uniform per row (:func:`_draw_rows`) -- the law of
+    DDTree's float32 ``softmax`` + ``multinomial`` without its ``R V`` random numbers (one per row here).
+    Also returns ``ok [R]`` (bool): the row is finite with positive mass (the shifted row's maximum is
+    ``exp(0) = 1``, so its total is ``>= 1``; NaN/+inf or an all ``-inf`` row fail)."""
+    z = logits.reshape(-1, logits.shape[-1]).to(torch.float64) * (1.0 / temperature)  # a new tensor
+    draw, total = _draw_rows(z.sub_(z.amax(dim=-1, keepdim=True)).exp_(), gen)
+    return draw, total >= 1.0
+
+
 def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
-    """DDTree predraw-and-follow: ``R_v ~ p_v`` for every node (one batched draw), follow matches."""
-    probs = torch.softmax(logits.float() * (1.0 / temperature), dim=-1)  # [N, V] float32, as DDTree
-    draw = torch.multinomial(probs, 1, generator=gens.acceptance).squeeze(1)  # [N]
-    return _walk_result(dt, draw)  # host walk over the draws (twin: _follow on the device)
+    """DDTree predraw-and-follow: ``R_v ~ p_v`` for every node (:func:`predraw_rows`, one draw per row),
+    follow matches by a host walk (twin: :func:`_follow` on the device); the exit's draw is the bonus."""
+    draw, ok = predraw_rows(logits, temperature, gens.acceptance)
+    values = torch.cat([draw, ok.all().reshape(1).to(draw.dtype)]).tolist()  # the one transfer
+    if not values[-1]:
+        raise DistributionError("target logits of this round contain NaN/+inf, or a row is all -inf")
+    v = _walk(dt.tree, values)
+    return VerifyResult(v, int(values[v]), list(dt.tree.path_nodes(v)))
 
 
 def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators,
@@ -352,5 +379,5 @@ def _predraw_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float,
         v = nxt
 
 
-__all__ = ["KINDS", "VerifierGenerators", "VerifyResult", "verify",
+__all__ = ["KINDS", "VerifierGenerators", "VerifyResult", "verify", "predraw_rows",
            "verify_greedy", "verify_greedy_walk", "verify_predraw", "verify_residual", "verify_tev"]

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from exitlaw.engine.models.layer_ops import fused_rms_norm, rotate_with_sign, signed_sin
+
 
 def default_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
     """DFlash's default: ``num_draft_layers`` ids spread evenly over ``[1, num_target_layers - 3]``."""
@@ -128,7 +130,10 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``weight * (x / sqrt(mean(x^2) + eps))``, normalised in float32 and cast back before the weight
-        (Qwen3's order); one fused ``rms_norm`` in place of five elementwise passes."""
+        (Qwen3's order); one fused ``rms_norm`` in place of five elementwise passes, with the weight
+        folded in for float32 on the CPU (bit-identical there, :mod:`.layer_ops`)."""
+        if x.dtype == torch.float32 and x.device.type == "cpu":
+            return fused_rms_norm(x, self.weight, self.eps)
         h = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)
         return self.weight * h.to(x.dtype)
 
@@ -148,18 +153,19 @@ def rope_inv_freq(head_dim: int, theta: float, device) -> torch.Tensor:
 
 
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype):
-    """Default RoPE tables ``[..., T, head_dim]`` for integer ``positions [..., T]``."""
+    """Default RoPE tables for integer ``positions [B, T]``: ``cos`` and the signed sine
+    ``[-sin_1, sin_2]`` (:func:`~exitlaw.engine.models.layer_ops.signed_sin`), each ``[B, 1, T, head_dim]``
+    (broadcast over heads), as :func:`apply_rope` takes them."""
     inv = rope_inv_freq(head_dim, theta, positions.device)
     ang = positions.float()[..., None] * inv
     emb = torch.cat([ang, ang], dim=-1)
-    return emb.cos().to(dtype), emb.sin().to(dtype)
+    return emb.cos().to(dtype)[:, None], signed_sin(emb.sin().to(dtype))[:, None]
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """``x [B, heads, T, D]``; ``cos, sin [B, T, D]``."""
-    half = x.shape[-1] // 2
-    rot = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos[:, None] + rot * sin[:, None]
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed: torch.Tensor) -> torch.Tensor:
+    """``x * cos + rotate_half(x) * sin`` for ``x [B, heads, T, D]`` and :func:`rope_cos_sin`'s tables
+    ``[B, 1, T, D]`` (the rotation by one roll, :func:`~exitlaw.engine.models.layer_ops.rotate_with_sign`)."""
+    return x * cos + rotate_with_sign(x, signed)
 
 
 class DraftCache:
@@ -226,27 +232,29 @@ class DFlashAttention(nn.Module):
     fused = True  # False: the unfused twin (forward_unfused); both give bit-identical outputs
 
     def forward(self, x, ctx, rope, cache: DraftCache | None, layer: int, attn_mask=None):
-        """``rope = (cos, sin)`` over the positions ``[context; block]`` (``[B, C + S, D]``)."""
+        """``rope = (cos, signed sin)`` (:func:`rope_cos_sin`) over the positions ``[context; block]`` (``[B, 1, C + S, D]``)."""
         if not self.fused:
             c_len = ctx.shape[1]
             cos, sin = rope
-            return self.forward_unfused(x, ctx, (cos[:, :c_len], sin[:, :c_len]), (cos[:, c_len:], sin[:, c_len:]),
-                                        cache, layer, attn_mask)
+            return self.forward_unfused(x, ctx, (cos[..., :c_len, :], sin[..., :c_len, :]),
+                                        (cos[..., c_len:, :], sin[..., c_len:, :]), cache, layer, attn_mask)
         b, s, _ = x.shape
         c_len = ctx.shape[1]
         cos, sin = rope
-        q = self.q_norm(self.q_proj(x).view(b, s, self.heads, self.head_dim)).transpose(1, 2)
-        q = apply_rope(q, cos[:, c_len:], sin[:, c_len:])
+        # the projections as F.linear on the weights: the modules' own operation, without their call overhead
+        wq, wk, wv, wo = self.q_proj, self.k_proj, self.v_proj, self.o_proj
+        q = self.q_norm(F.linear(x, wq.weight, wq.bias).view(b, s, self.heads, self.head_dim)).transpose(1, 2)
+        q = apply_rope(q, cos[..., c_len:, :], sin[..., c_len:, :])
         # context and block rows together through k_norm and RoPE (row-wise: the same values as apart)
-        k = torch.cat([self.k_proj(ctx), self.k_proj(x)], dim=1).view(b, c_len + s, self.kv_heads, self.head_dim)
-        k = apply_rope(self.k_norm(k).transpose(1, 2), cos, sin)
-        v = torch.cat([self.v_proj(ctx), self.v_proj(x)], dim=1).view(b, c_len + s, self.kv_heads,
-                                                                       self.head_dim).transpose(1, 2)
+        k = torch.cat([F.linear(ctx, wk.weight, wk.bias), F.linear(x, wk.weight, wk.bias)], dim=1)
+        k = apply_rope(self.k_norm(k.view(b, c_len + s, self.kv_heads, self.head_dim)).transpose(1, 2), cos, sin)
+        v = torch.cat([F.linear(ctx, wv.weight, wv.bias), F.linear(x, wv.weight, wv.bias)], dim=1)
+        v = v.view(b, c_len + s, self.kv_heads, self.head_dim).transpose(1, 2)
         if cache is not None:
             k, v = cache.extend_with_block(layer, k, v, s)
         attend = attend_grouped if attn_mask is None else attend_repeated
         out = attend(q, k, v, attn_mask, self.head_dim ** -0.5)
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
+        return F.linear(out.transpose(1, 2).reshape(b, s, -1), wo.weight, wo.bias)
 
     def forward_unfused(self, x, ctx, rope_ctx, rope_blk, cache: DraftCache | None, layer: int, attn_mask=None):
         """The twin of :meth:`forward`: context and block K/V apart, RoPE tables apart, K/V repeated per head."""
@@ -275,7 +283,9 @@ class DFlashLayer(nn.Module):
     def forward(self, x, ctx, rope, cache, layer, attn_mask=None):
         x = x + self.self_attn(self.input_layernorm(x), ctx, rope, cache, layer, attn_mask)
         h = self.post_attention_layernorm(x)
-        return x + self.mlp.down_proj(F.silu(self.mlp.gate_proj(h)) * self.mlp.up_proj(h))
+        mlp = self.mlp
+        gate = F.linear(h, mlp.gate_proj.weight)
+        return x + F.linear(F.silu(gate) * F.linear(h, mlp.up_proj.weight), mlp.down_proj.weight)
 
 
 class DFlashDrafter(nn.Module):

@@ -32,6 +32,8 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from exitlaw.engine.models.layer_ops import norm_for, rotate_with_sign, signed_sin
+
 SUPPORTED_MODELS = ("Qwen3ForCausalLM", "Qwen2ForCausalLM", "LlamaForCausalLM")
 SUPPORTED_NORMS = ("Qwen3RMSNorm", "Qwen2RMSNorm", "LlamaRMSNorm")
 
@@ -90,20 +92,6 @@ def _is_output_capture(hook) -> bool:
     return getattr(hook, "__module__", "") == "transformers.utils.output_capturing"
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """``weight * (x / sqrt(mean(x^2) + eps))`` in float32, cast back before the weight: Qwen3RMSNorm's
-    operations one by one (not the fused ``F.rms_norm``, whose rounding may differ)."""
-    dtype = x.dtype
-    h = x.to(torch.float32)
-    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * h.to(dtype)
-
-
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
 @dataclass(frozen=True)
 class _Layer:
     index: int
@@ -126,7 +114,7 @@ class _Layer:
 class LeanForward:
     """``model``'s forward as one function (see the module docstring); ``model`` must pass :func:`lean_support`."""
 
-    def __init__(self, model: torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, *, fused_norm: bool = True):
         reason = lean_support(model)
         if reason is not None:
             raise ValueError(f"LeanForward does not cover this model: {reason}")
@@ -136,11 +124,12 @@ class LeanForward:
         self._attend = sdpa_attention_forward
         self._causal_mask = create_causal_mask
         self.model = model
+        self.fused_norm = fused_norm  # False: the transformers norm operations on every device (the twin)
         self.config = model.config
         base = model.model
         self.embed = base.embed_tokens
         self.rotary = base.rotary_emb
-        self.norm = (base.norm.weight, float(base.norm.variance_epsilon))
+        self.final_norm = (base.norm.weight, float(base.norm.variance_epsilon))
         self.head = (model.lm_head.weight, model.lm_head.bias)
         self.num_layers = int(model.config.num_hidden_layers)
         self.tie_last_hidden = getattr(model.config, "tie_last_hidden_states", None) is not False
@@ -165,12 +154,14 @@ class LeanForward:
         self.scaling = float(self.layers[0].attn.scaling) if self.layers else 1.0
 
     def _rope(self, x: torch.Tensor, position_ids: torch.Tensor):
-        """Qwen3RotaryEmbedding.forward: ``cos, sin`` of ``positions * inv_freq`` (float32), scaled, cast."""
+        """Qwen3RotaryEmbedding.forward: ``cos, sin`` of ``positions * inv_freq`` (float32), scaled, cast;
+        returned as ``cos, [-sin_1, sin_2]`` ``[B, 1, S, D]`` for :func:`rotate_with_sign`."""
         inv = self.rotary.inv_freq.to(device=x.device, dtype=torch.float)
         freqs = position_ids[..., None].float() * inv
         emb = torch.cat((freqs, freqs), dim=-1)
         scale = self.rotary.attention_scaling
-        return (emb.cos() * scale).to(dtype=x.dtype), (emb.sin() * scale).to(dtype=x.dtype)
+        cos, sin = (emb.cos() * scale).to(dtype=x.dtype), (emb.sin() * scale).to(dtype=x.dtype)
+        return cos.unsqueeze(1), signed_sin(sin).unsqueeze(1)
 
     def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, attention_mask, cache,
                  layer_ids: Sequence[int] = (), logits_to_keep: int | torch.Tensor = 0):
@@ -183,34 +174,34 @@ class LeanForward:
         mask = self._causal_mask(config=self.config, inputs_embeds=h, attention_mask=attention_mask, cache=cache,
                                  position_ids=position_ids)
         cos, sin = self._rope(h, position_ids)
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        norm = norm_for(h, self.fused_norm)
         want = set(layer_ids)
         hidden: dict[int, torch.Tensor] = {}
         bsz, seq = h.shape[:2]
         hd = self.head_dim
         for L in self.layers:
             residual = h
-            x = rms_norm(h, L.ln1, L.ln1_eps)
+            x = norm(h, L.ln1, L.ln1_eps)
             q = F.linear(x, *L.q).view(bsz, seq, -1, hd)
             k = F.linear(x, *L.k).view(bsz, seq, -1, hd)
             if L.q_norm is not None:
-                q = rms_norm(q, *L.q_norm)
+                q = norm(q, *L.q_norm)
             if L.k_norm is not None:
-                k = rms_norm(k, *L.k_norm)
+                k = norm(k, *L.k_norm)
             q, k = q.transpose(1, 2), k.transpose(1, 2)
             v = F.linear(x, *L.v).view(bsz, seq, -1, hd).transpose(1, 2)
-            q = (q * cos) + (_rotate_half(q) * sin)
-            k = (k * cos) + (_rotate_half(k) * sin)
+            q = (q * cos) + rotate_with_sign(q, sin)
+            k = (k * cos) + rotate_with_sign(k, sin)
             if cache is not None:
                 k, v = cache.update(k, v, L.index)
             out, _ = self._attend(L.attn, q, k, v, mask, dropout=0.0, scaling=self.scaling, sliding_window=None)
             h = residual + F.linear(out.reshape(bsz, seq, -1).contiguous(), *L.o)
             residual = h
-            x = rms_norm(h, L.ln2, L.ln2_eps)
+            x = norm(h, L.ln2, L.ln2_eps)
             h = residual + F.linear(F.silu(F.linear(x, *L.gate)) * F.linear(x, *L.up), *L.down)
             if L.index in want:
                 hidden[L.index] = h
-        h = rms_norm(h, *self.norm)
+        h = norm(h, *self.final_norm)
         last = self.num_layers - 1
         if last in want and self.tie_last_hidden:
             hidden[last] = h  # transformers reports the normed output as the last hidden state
@@ -218,4 +209,4 @@ class LeanForward:
         return logits, hidden
 
 
-__all__ = ["LeanForward", "lean_support", "rms_norm", "SUPPORTED_MODELS"]
+__all__ = ["LeanForward", "lean_support", "SUPPORTED_MODELS"]

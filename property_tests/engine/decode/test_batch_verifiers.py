@@ -225,5 +225,7 @@ def test_bad_inputs_raise_named_errors():
     bad[2, 0, 0] = float("nan")
     with pytest.raises(DistributionError, match=r"rows \[2\]"):
         verify_batch("tev", bt, bad, 1.0, gens)
+    with pytest.raises(DistributionError, match=r"rows \[2\]"):  # predraw reads every row: names the tree
+        verify_batch("predraw", bt, bad, 1.0, gens)
     with pytest.raises(ValueError, match="at least one tree"):
         to_batch_tree([])

@@ -1,6 +1,6 @@
 """Every decode fast path agrees with its exact twin (issue 25): factorised best-first vs the general
 rule, host-walk decisions vs the device ``_follow``, walk-only and shape-cached device trees vs full
-ones, the reused tree-mask buffer vs a fresh mask, the cache commit vs fancy indexing, the fused
+ones, the vectorised child-token table vs the node loop, the reused tree-mask buffer vs a fresh mask, the cache commit vs fancy indexing, the fused
 drafter attention vs the unfused one, SDPA ``enable_gqa`` vs repeated K/V; and decoding runs its
 forwards in inference mode while the training-side forwards keep autograd."""
 
@@ -245,3 +245,16 @@ def test_decode_and_verify_tree_keep_no_grad_outside_inference_mode(pair):
         assert not target.decode(cache, 7).requires_grad
         dt = to_device_tree(DraftTree.chain([3, 4]), parts="walk")
         assert not target.verify_tree(cache, dt.token, dt.depth, dt.ancestor).logits.requires_grad
+
+
+@settings(max_examples=200, deadline=None)
+@given(parents=st.lists(st.integers(0, 10**6), max_size=40), seed=st.integers(0, 2**16))
+def test_vectorised_child_token_table_equals_the_node_loop(parents, seed):
+    """Children grouped per parent in node order, padded with the first child token, leaves at 0."""
+    from exitlaw.engine.decode.device_tree import _child_token_table, _child_token_table_loop
+
+    parent = [-1] + [p % (i + 1) for i, p in enumerate(parents)]
+    tokens = np.random.default_rng(seed).permutation(1000)[: len(parent)].tolist()
+    tree = DraftTree(parent=parent, token=tokens)
+    fast, loop = _child_token_table(tree), _child_token_table_loop(tree)
+    assert fast.shape == loop.shape and (fast == loop).all()

@@ -319,6 +319,16 @@ def test_bad_inputs_raise_clear_errors():
     bad[0, 0] = float("nan")
     with pytest.raises(DistributionError, match="NaN"):
         verify("tev", dt, bad, 1.0, VerifierGenerators(0))
+    # predraw draws every row: NaN, +inf or an all -inf row anywhere is named, not drawn from
+    for value in (float("nan"), float("inf")):
+        bad = torch.zeros(3, 4)
+        bad[2, 1] = value
+        with pytest.raises(DistributionError, match="NaN"):
+            verify("predraw", dt, bad, 1.0, VerifierGenerators(0))
+    bad = torch.zeros(3, 4)
+    bad[1] = float("-inf")
+    with pytest.raises(DistributionError, match="all -inf"):
+        verify("predraw", dt, bad, 1.0, VerifierGenerators(0))
 
 
 # ----------------------------------------------------------------- conformance kit

@@ -172,3 +172,60 @@ def test_a_released_style_qwen3_4b_config_parses_and_names_its_tensors():
     assert back == cfg
     with pytest.raises(ValueError, match="use_sliding_window"):
         DFlashConfig.from_dict({**raw, "use_sliding_window": True})
+
+
+def _reference_block_hidden(drafter, block_embeds, target_hidden, positions):
+    """The DFlash equations of :mod:`exitlaw.engine.models.dflash` written out in float64 with
+    transformers' own Qwen3 rotary helper and an explicit softmax attention (no exitlaw code path):
+    ctx = norm(fc(h)); per layer q from the block, k/v from [ctx; block], both roped at their positions,
+    non-causal attention with K/V heads repeated, o_proj, residual, SiLU MLP; final norm."""
+    from transformers.models.qwen3.modeling_qwen3 import apply_rotary_pos_emb
+
+    c = drafter.config
+    d = lambda t: t.detach().to(torch.float64)
+
+    def norm(x, mod):
+        return d(mod.weight) * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + mod.eps)
+
+    inv = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.float64) / c.head_dim))
+    ang = positions.to(torch.float64)[..., None] * inv
+    emb = torch.cat([ang, ang], dim=-1)
+    cos, sin = emb.cos(), emb.sin()                                       # [1, C + S, D]
+    ctx = norm(d(target_hidden) @ d(drafter.fc.weight).T, drafter.hidden_norm)
+    x = d(block_embeds)
+    n_ctx, s = ctx.shape[1], x.shape[1]
+    for layer in drafter.layers:
+        a = layer.self_attn
+        xn = norm(x, layer.input_layernorm)
+        both = torch.cat([ctx, xn], dim=1)
+        q = norm((xn @ d(a.q_proj.weight).T).view(1, s, a.heads, a.head_dim), a.q_norm).transpose(1, 2)
+        k = norm((both @ d(a.k_proj.weight).T).view(1, n_ctx + s, a.kv_heads, a.head_dim), a.k_norm).transpose(1, 2)
+        v = (both @ d(a.v_proj.weight).T).view(1, n_ctx + s, a.kv_heads, a.head_dim).transpose(1, 2)
+        q, _ = apply_rotary_pos_emb(q, q, cos[:, n_ctx:], sin[:, n_ctx:])
+        k, _ = apply_rotary_pos_emb(k, k, cos, sin)
+        k, v = (t.repeat_interleave(a.heads // a.kv_heads, dim=1) for t in (k, v))
+        att = torch.softmax(q @ k.transpose(-1, -2) / a.head_dim ** 0.5, dim=-1) @ v
+        x = x + att.transpose(1, 2).reshape(1, s, -1) @ d(a.o_proj.weight).T
+        h = norm(x, layer.post_attention_layernorm)
+        m = layer.mlp
+        x = x + (torch.nn.functional.silu(h @ d(m.gate_proj.weight).T) * (h @ d(m.up_proj.weight).T)) @ d(m.down_proj.weight).T
+    return norm(x, drafter.norm)
+
+
+@given(n_ctx=st.integers(1, 9), seed=st.integers(0, 2**16))
+@settings(max_examples=10, deadline=None)
+def test_drafter_forward_equals_the_dflash_equations(pair, n_ctx, seed):
+    """The optimised forward (fused norms, signed-sine RoPE, projections without module calls, the fused
+    context/block K/V) against an independent float64 rendering of the equations: a dropped norm, a
+    wrong RoPE sign or half, a causal block mask or a mis-repeated K/V head all fail."""
+    target, drafter = pair
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(1, n_ctx, len(SPEC.target_layer_ids) * SPEC.hidden_size, generator=g)
+    emb = torch.randn(1, SPEC.block_size, SPEC.hidden_size, generator=g)
+    start = 3
+    ctx_pos = torch.arange(start, start + n_ctx)[None]
+    blk_pos = torch.arange(start + n_ctx, start + n_ctx + SPEC.block_size)[None]
+    with torch.no_grad():
+        got = drafter(emb, h, ctx_pos, blk_pos)
+    want = _reference_block_hidden(drafter, emb, h, torch.cat([ctx_pos, blk_pos], dim=-1))
+    torch.testing.assert_close(got.double(), want, atol=2e-5, rtol=2e-5)

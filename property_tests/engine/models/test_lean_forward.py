@@ -71,17 +71,38 @@ def cache_after(model, prefix: list[int]):
 
 
 def assert_twins(model, prefix, ids, pos, mask, logits_to_keep=0):
-    """One forward through both paths on equal caches: every output and the appended K/V bit-identical."""
-    lean = LeanForward(model)
-    c1, c2 = cache_after(model, prefix), cache_after(model, prefix)
+    """One forward through each path on equal caches (the lean forward with the fused float32 CPU norm and
+    with the transformers norm operations): every output and the appended K/V bit-identical."""
+    c0 = cache_after(model, prefix)
     with torch.inference_mode():
-        want_logits, want_hidden = hf_forward(model, ids, pos, mask, c1, logits_to_keep)
-        got_logits, got_hidden = lean(ids, pos, mask, c2, SPEC.target_layer_ids, logits_to_keep)
-    assert torch.equal(got_logits, want_logits)
-    assert sorted(got_hidden) == sorted(want_hidden)
-    assert all(torch.equal(got_hidden[i], want_hidden[i]) for i in want_hidden)
-    for a, b in zip(c1.layers, c2.layers):
-        assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+        want_logits, want_hidden = hf_forward(model, ids, pos, mask, c0, logits_to_keep)
+    for fused in (True, False):
+        c = cache_after(model, prefix)
+        with torch.inference_mode():
+            got_logits, got_hidden = LeanForward(model, fused_norm=fused)(ids, pos, mask, c, SPEC.target_layer_ids,
+                                                                          logits_to_keep)
+        assert torch.equal(got_logits, want_logits)
+        assert sorted(got_hidden) == sorted(want_hidden)
+        assert all(torch.equal(got_hidden[i], want_hidden[i]) for i in want_hidden)
+        for a, b in zip(c0.layers, c.layers):
+            assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+
+
+@settings(max_examples=60, deadline=None)
+@given(width=st.sampled_from([1, 7, 8, 16, 32, 96, 128, 257]), rows=st.integers(1, 40),
+       scale=st.sampled_from([1e-3, 1.0, 30.0, 1e4]), seed=st.integers(0, 2**16))
+def test_fused_cpu_norm_and_signed_rotation_are_bit_identical_to_the_transformers_operations(width, rows, scale, seed):
+    from transformers.models.qwen3.modeling_qwen3 import rotate_half
+
+    from exitlaw.engine.models.layer_ops import fused_rms_norm, rms_norm, rotate_with_sign, signed_sin
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, width, generator=g) * scale
+    w = torch.randn(width, generator=g)
+    assert torch.equal(fused_rms_norm(x, w, 1e-6), rms_norm(x, w, 1e-6))
+    if width % 2 == 0:
+        sin = torch.randn(rows, width, generator=g)
+        assert torch.equal(rotate_with_sign(x, signed_sin(sin)), rotate_half(x) * sin)
 
 
 tokens = st.lists(st.integers(0, SPEC.vocab_size - 1), min_size=1, max_size=12)
