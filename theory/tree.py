@@ -180,11 +180,13 @@ class DraftTree:
 
     @cached_property
     def depth(self) -> np.ndarray:
-        d = np.zeros(self.num_nodes, dtype=np.int64)
-        for i in range(1, self.num_nodes):
-            d[i] = d[self.parent[i]] + 1
-        d.setflags(write=False)
-        return d
+        parent = self.parent.tolist()  # Python ints: a list walk is ~5x cheaper than numpy scalar indexing
+        d = [0] * len(parent)
+        for i in range(1, len(parent)):
+            d[i] = d[parent[i]] + 1
+        out = np.array(d, dtype=np.int64)
+        out.setflags(write=False)
+        return out
 
     @property
     def max_depth(self) -> int:
@@ -235,14 +237,29 @@ class DraftTree:
 
     @cached_property
     def ancestor_matrix(self) -> np.ndarray:
-        """``A[v, u] = 1`` iff ``u`` is an ancestor-or-self of ``v``: the tree-attention mask."""
+        """``A[v, u] = 1`` iff ``u`` is an ancestor-or-self of ``v``: the tree-attention mask.
+
+        Row ``v`` as a Python-int bitset, ``bits[v] = bits[par v] | 2^v`` (parents come first), unpacked
+        to bools at once (twin: :meth:`_ancestor_matrix_rows`, the row-copy loop)."""
+        parent = self.parent.tolist()
+        n = len(parent)
+        bits = [1] + [0] * (n - 1)
+        for i in range(1, n):
+            bits[i] = bits[parent[i]] | (1 << i)
+        width = (n + 7) // 8
+        raw = np.frombuffer(b"".join(b.to_bytes(width, "little") for b in bits), dtype=np.uint8).reshape(n, width)
+        a = np.unpackbits(raw, axis=1, count=n, bitorder="little").astype(bool)
+        a.setflags(write=False)
+        return a
+
+    def _ancestor_matrix_rows(self) -> np.ndarray:
+        """:attr:`ancestor_matrix` by copying the parent's row (its twin, for tests)."""
         n = self.num_nodes
         a = np.zeros((n, n), dtype=bool)
         a[0, 0] = True
         for i in range(1, n):
             a[i] = a[self.parent[i]]
             a[i, i] = True
-        a.setflags(write=False)
         return a
 
     @cached_property

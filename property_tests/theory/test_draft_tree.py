@@ -14,6 +14,18 @@ def test_ancestor_matrix_is_ancestor_or_self(tree):
         assert tree.depth[v] == len(tree.path(v))
 
 
+@given(parents=st.lists(st.integers(0, 10**6), max_size=300), seed=st.integers(0, 2**16))
+def test_bitset_ancestor_matrix_equals_the_row_copy_twin_on_wide_trees(parents, seed):
+    """Up to 301 nodes (bitsets across many bytes and 64-bit words): the same matrix as the row-copy
+    loop, read-only, and depths equal to the path lengths."""
+    parent = [-1] + [p % (i + 1) for i, p in enumerate(parents)]
+    tree = DraftTree(parent=parent, token=np.random.default_rng(seed).permutation(10**4)[: len(parent)].tolist())
+    a = tree.ancestor_matrix
+    assert a.dtype == bool and a.shape == (tree.num_nodes,) * 2 and not a.flags.writeable
+    np.testing.assert_array_equal(a, tree._ancestor_matrix_rows())
+    np.testing.assert_array_equal(tree.depth, a.sum(axis=1) - 1)
+
+
 @given(draft_trees(max_nodes=15))
 def test_child_matrix_and_leaves_match_parents(tree):
     for v in range(tree.num_nodes):
