@@ -1,12 +1,13 @@
 """The target's decode forward without transformers' per-module machinery (same operations, same bits).
 
-A Hugging Face forward of a small model spends most of its time outside arithmetic: ``nn.Module``
+A Hugging Face forward of a small model spends much of its time outside arithmetic: ``nn.Module``
 dispatch for ~15 modules per layer, keyword-argument decorators, output capture hooks, config
-attribute lookups and output dataclasses (about 60 % of a 3-layer target's tree-verify forward on
-one CPU thread). :class:`LeanForward` runs the same Llama-family decoder (Qwen3, Qwen2, Llama:
-pre-norm RMSNorm, rotary attention with optional per-head q/k norm, SiLU-gated MLP) as one plain
-function over the model's own parameters, calling exactly the operations the transformers modules
-call, in their order:
+attribute lookups and output dataclasses (a 65-node tree verify of the 3-layer paper-regime target
+on one CPU thread: 5.3 ms through ``model(...)``, 3.6 ms here, interleaved medians of 100 x 10
+calls; the decode-round split is in ``paper_repro/results/ddtree_side_by_side/``).
+:class:`LeanForward` runs the same Llama-family decoder (Qwen3, Qwen2, Llama: pre-norm RMSNorm,
+rotary attention with optional per-head q/k norm, SiLU-gated MLP) as one plain function over the
+model's own parameters, calling exactly the operations the transformers modules call, in their order:
 
     h = embed(ids);  cos, sin = rotary(positions)                  (Qwen3RotaryEmbedding.forward)
     per layer:  a = attn(rmsnorm(h)) ;  h = h + a                   (Qwen3DecoderLayer.forward)
@@ -16,8 +17,10 @@ call, in their order:
 The mask is built by transformers' own ``create_causal_mask`` (a 4D float mask passes through
 unchanged) and the attention is its own ``sdpa_attention_forward``, so the grouped-query and causal
 decisions are the library's; the K/V go through ``cache.update`` as in the model. Its exact twin is
-the model's ``forward``: ``property_tests/engine/test_lean_forward.py`` checks logits, the selected
-hidden states and the cache contents bit-identical on tree, causal and single-token forwards.
+the model's ``forward``: ``property_tests/engine/models/test_lean_forward.py`` checks logits, the
+selected hidden states and the cache contents bit-identical on tree, causal, single-token and batched
+forwards. The RMSNorm and RoPE pieces are :mod:`.layer_ops` (a fused float32 CPU norm, a signed-sine
+rotation: both bit-identical twins).
 
 Used only for forwards without autograd (decoding). :func:`lean_support` says why a model is not
 covered (other architectures, sliding layers, dynamic RoPE, hooks, a non-SDPA attention, training
@@ -120,7 +123,9 @@ class LeanForward:
             raise ValueError(f"LeanForward does not cover this model: {reason}")
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
         from transformers.masking_utils import create_causal_mask
+        from transformers.modeling_utils import slice_logits_to_keep
 
+        self._keep = slice_logits_to_keep
         self._attend = sdpa_attention_forward
         self._causal_mask = create_causal_mask
         self.model = model
@@ -168,8 +173,6 @@ class LeanForward:
         """``input_ids, position_ids [B, S]``; ``attention_mask`` a 4D float mask or None (causal);
         ``cache`` a DynamicCache (appended to). Returns ``(logits [B, kept, V], {layer id: hidden [B, S, H]})``
         where layer ``i``'s hidden state is ``model(...).hidden_states[i + 1]``."""
-        from transformers.modeling_utils import slice_logits_to_keep
-
         h = self.embed(input_ids)
         mask = self._causal_mask(config=self.config, inputs_embeds=h, attention_mask=attention_mask, cache=cache,
                                  position_ids=position_ids)
@@ -205,7 +208,7 @@ class LeanForward:
         last = self.num_layers - 1
         if last in want and self.tie_last_hidden:
             hidden[last] = h  # transformers reports the normed output as the last hidden state
-        logits = F.linear(slice_logits_to_keep(h, logits_to_keep), *self.head)
+        logits = F.linear(self._keep(h, logits_to_keep), *self.head)
         return logits, hidden
 
 
