@@ -32,6 +32,7 @@ from transformers.cache_utils import DummyLayer
 
 from exitlaw.engine.models.attention_window import full_cache, is_windowed, layer_masks, layer_windows, mask_to
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
+from torch.nn.modules.module import _global_forward_hooks, _global_forward_pre_hooks
 
 SUPPORTED_TRANSFORMERS = ((5, 0), (6, 0))  # [low, high)
 
@@ -210,7 +211,10 @@ class TargetModel:
     :class:`~exitlaw.engine.models.lean_forward.LeanForward` where it covers the model (same
     operations as the transformers forward, bit-identical, without its per-module overhead);
     ``lean=False``, forwards with autograd, a model in training mode and uncovered models take the
-    transformers forward. :attr:`lean_reason` says why the lean path is off.
+    transformers forward. :attr:`lean_reason` says why the lean path is off. Hooks: a hook on any
+    submodule when wrapped, or later on the model itself or globally (``register_module_forward_hook``),
+    turns the lean path off; a hook added to a *submodule after wrapping* is not seen (the lean forward
+    does not call submodules), so wrap after registering it, or pass ``lean=False``.
     """
 
     def __init__(self, model: torch.nn.Module, layer_ids: Sequence[int] = (), *, lean: bool = True):
@@ -260,6 +264,8 @@ class TargetModel:
         the model itself (hooks found on submodules when wrapped turn the lean path off for good)."""
         m = self.model
         if self._lean is None or torch.is_grad_enabled() or m.training or m._forward_hooks or m._forward_pre_hooks:
+            return None
+        if _global_forward_hooks or _global_forward_pre_hooks:  # torch's module-wide hooks: the model runs them
             return None
         return self._lean
 

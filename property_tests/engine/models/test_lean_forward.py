@@ -199,6 +199,14 @@ def test_autograd_and_training_mode_take_the_transformers_forward(model, monkeyp
             target.prefill(target.new_cache(), torch.tensor([1, 2, 3]))
     finally:
         hook.remove()
+    seen = []  # a global module hook (e.g. a profiler's) must see the model's own modules run
+    hook = torch.nn.modules.module.register_module_forward_hook(lambda mod, *_: seen.append(type(mod).__name__))
+    try:
+        with torch.no_grad():
+            target.prefill(target.new_cache(), torch.tensor([1, 2, 3]))
+    finally:
+        hook.remove()
+    assert any(name.endswith("DecoderLayer") for name in seen)
 
 
 def test_uncovered_models_keep_the_transformers_forward_with_a_reason():
