@@ -23,32 +23,68 @@ NAME = "budget_sweep"
 BUILDERS = ("ddtree", "chain", "oracle")
 
 
-def compute(*, seed: int = 0, quick: bool = False, budgets=(32, 64, 128), rounds: int | None = None,
-            vocab: int = 256, preset: str = "medium") -> dict:
+def compute(
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    budgets=(32, 64, 128),
+    rounds: int | None = None,
+    vocab: int = 256,
+    preset: str = "medium",
+) -> dict:
     from exitlaw.simulate import get_preset, simulate_decoding, verifier_fn
     from exitlaw.simulate.lab.presets import with_overrides
 
     rounds = rounds or (30 if quick else 200)
     rows = []
     for B in budgets:
-        cfg = with_overrides(get_preset(preset), vocab=vocab, budget=int(B), rounds=rounds, verifier="tev-fast",
-                             seed=seed)
+        cfg = with_overrides(
+            get_preset(preset),
+            vocab=vocab,
+            budget=int(B),
+            rounds=rounds,
+            verifier="tev-fast",
+            seed=seed,
+        )
         target = cfg.target()
         pos, ar = cfg.drafters(target)
         for b in BUILDERS:
-            res = simulate_decoding(target, cfg.make_builder(b, target, pos, ar), verifier_fn(cfg.verifier),
-                                    rounds=cfg.rounds, seed=cfg.seed, prompt_length=cfg.prompt_length, oracle=True)
+            res = simulate_decoding(
+                target,
+                cfg.make_builder(b, target, pos, ar),
+                verifier_fn(cfg.verifier),
+                rounds=cfg.rounds,
+                seed=cfg.seed,
+                prompt_length=cfg.prompt_length,
+                oracle=True,
+            )
             a = res.aggregates
             gaps = np.array([r.allocation_gap for r in res.records], dtype=np.float64)
-            rows.append({"budget": int(B), "builder": b, "tree_budget": a["mean_budget"], "tau": a["tau"],
-                         "tau_stderr": a["tau_stderr"], "ceiling": a["mean_ceiling"],
-                         "oracle_ceiling": 1.0 + a["mean_oracle_coverage"],
-                         "allocation_gap": a["mean_allocation_gap"],
-                         "allocation_gap_stderr": float(gaps.std(ddof=1) / np.sqrt(gaps.size)),
-                         "tau_minus_ceiling_z": a["tau_minus_ceiling_z"]})
-    return {"figure": NAME, "seed": seed, "rounds": rounds, "vocab": vocab, "preset": preset,
-            "horizon": get_preset(preset).horizon, "verifier": "tev", "budgets": [int(b) for b in budgets],
-            "rows": rows}
+            rows.append(
+                {
+                    "budget": int(B),
+                    "builder": b,
+                    "tree_budget": a["mean_budget"],
+                    "tau": a["tau"],
+                    "tau_stderr": a["tau_stderr"],
+                    "ceiling": a["mean_ceiling"],
+                    "oracle_ceiling": 1.0 + a["mean_oracle_coverage"],
+                    "allocation_gap": a["mean_allocation_gap"],
+                    "allocation_gap_stderr": float(gaps.std(ddof=1) / np.sqrt(gaps.size)),
+                    "tau_minus_ceiling_z": a["tau_minus_ceiling_z"],
+                }
+            )
+    return {
+        "figure": NAME,
+        "seed": seed,
+        "rounds": rounds,
+        "vocab": vocab,
+        "preset": preset,
+        "horizon": get_preset(preset).horizon,
+        "verifier": "tev",
+        "budgets": [int(b) for b in budgets],
+        "rows": rows,
+    }
 
 
 def _series(rows, builder, key):
@@ -69,16 +105,38 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         _, ceil = _series(rows, b, "ceiling")
         x = B * (1 + 0.03 * offsets[b])
         name = f"chain (H = {data.get('horizon')})" if b == "chain" else b
-        ax.errorbar(x, tau, yerr=se, fmt="o", color=COLORS[b], ms=4, capsize=2, label=f"{name}: tau (+- 1 s.e.)")
+        ax.errorbar(
+            x,
+            tau,
+            yerr=se,
+            fmt="o",
+            color=COLORS[b],
+            ms=4,
+            capsize=2,
+            label=f"{name}: tau (+- 1 s.e.)",
+        )
         ax.plot(B, ceil, "-", color=COLORS[b], lw=1.3, label=f"{name}: 1 + C_p(T)")
     B, oracle_ceiling = _series(rows, "ddtree", "oracle_ceiling")
     _, dd_ceiling = _series(rows, "ddtree", "ceiling")
     if B.size:
-        ax.fill_between(B, dd_ceiling, oracle_ceiling, color=COLORS["oracle"], alpha=0.15,
-                        label="allocation gap (DDTree to oracle)")
+        ax.fill_between(
+            B,
+            dd_ceiling,
+            oracle_ceiling,
+            color=COLORS["oracle"],
+            alpha=0.15,
+            label="allocation gap (DDTree to oracle)",
+        )
         axg.bar(np.arange(B.size), oracle_ceiling - dd_ceiling, color=COLORS["ddtree"], width=0.6)
         for i, g in enumerate(oracle_ceiling - dd_ceiling):
-            axg.annotate(f"{g:.2f}", (i, g), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=8)
+            axg.annotate(
+                f"{g:.2f}",
+                (i, g),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                fontsize=8,
+            )
         axg.set_xticks(np.arange(B.size), [str(int(b)) for b in B])
         axg.set_ylim(0, max(float((oracle_ceiling - dd_ceiling).max()), 1e-9) * 1.25)
     ax.set_xscale("log", base=2)
@@ -86,7 +144,9 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     ax.minorticks_off()
     ax.set_xlabel("tree budget B (non-root nodes)")
     ax.set_ylabel("tokens per round")
-    ax.set_title(f"tau vs fixed-tree ceiling ({data.get('rounds')} rounds, V = {data.get('vocab')})")
+    ax.set_title(
+        f"tau vs fixed-tree ceiling ({data.get('rounds')} rounds, V = {data.get('vocab')})"
+    )
     ax.legend(loc="upper left", frameon=False, fontsize=7)
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo, hi + 0.45 * (hi - lo))

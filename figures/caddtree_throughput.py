@@ -24,9 +24,22 @@ CONVEX = dict(draft=3.0, base=20.0, linear=0.05, quadratic=0.0005)
 TILED = dict(draft=3.0, base=20.0, linear=0.01, quadratic=0.0, tile=16, tile_cost=1.5)
 
 
-def compute(*, seed: int = 0, quick: bool = False, vocab: int = 256, horizon: int = 8, max_budget: int = 192,
-            contexts: int | None = None) -> dict:
-    from exitlaw.simulate import LatencyModel, NGramTarget, PositionWiseDrafter, ddtree_order, first_decrease
+def compute(
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    vocab: int = 256,
+    horizon: int = 8,
+    max_budget: int = 192,
+    contexts: int | None = None,
+) -> dict:
+    from exitlaw.simulate import (
+        LatencyModel,
+        NGramTarget,
+        PositionWiseDrafter,
+        ddtree_order,
+        first_decrease,
+    )
     from exitlaw.simulate import throughput_curve
     from exitlaw.simulate.lab.caddtree import first_decrease_misses
 
@@ -34,15 +47,29 @@ def compute(*, seed: int = 0, quick: bool = False, vocab: int = 256, horizon: in
     target = NGramTarget(vocab, order=2, zipf=2.0, seed=seed)
     drafter = PositionWiseDrafter(target, noise=0.5, seed=seed + 1)
     ctx = np.random.default_rng(seed).choice(vocab, size=contexts, replace=False)
-    out = {"figure": NAME, "seed": seed, "vocab": vocab, "horizon": horizon, "max_budget": max_budget, "models": {}}
+    out = {
+        "figure": NAME,
+        "seed": seed,
+        "vocab": vocab,
+        "horizon": horizon,
+        "max_budget": max_budget,
+        "models": {},
+    }
     for label, params in (("convex", CONVEX), ("tiled", TILED)):
         lat = LatencyModel(**params)
         curves = []
         for c in ctx:
             _, _, score = ddtree_order(drafter.marginals((int(c),), horizon), max_budget)
             curve = throughput_curve(score, lat)
-            curves.append({"context": int(c), "tokens_per_ms": curve.tolist(), "first_decrease": first_decrease(curve),
-                           "argmax": int(np.argmax(curve)), "misses": first_decrease_misses(curve)})
+            curves.append(
+                {
+                    "context": int(c),
+                    "tokens_per_ms": curve.tolist(),
+                    "first_decrease": first_decrease(curve),
+                    "argmax": int(np.argmax(curve)),
+                    "misses": first_decrease_misses(curve),
+                }
+            )
         out["models"][label] = {"latency": asdict(lat), "convex": lat.convex, "curves": curves}
     return out
 
@@ -50,7 +77,16 @@ def compute(*, seed: int = 0, quick: bool = False, vocab: int = 256, horizon: in
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
     require(data, ("models",), NAME)
     fig, axes = new_figure(2, width=4.8, height=3.7)
-    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+    colors = [
+        "#1f77b4",
+        "#ff7f0e",
+        "#2ca02c",
+        "#d62728",
+        "#9467bd",
+        "#8c564b",
+        "#e377c2",
+        "#17becf",
+    ]
     for ax, label in zip(axes, ("convex", "tiled")):
         model = data["models"][label]
         lat = model["latency"]
@@ -67,14 +103,18 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
                 ax.axvline(b, color="0.6", lw=0.8, ls=":")
         misses = sum(c["misses"] for c in model["curves"])
         if label == "convex":
-            cost = (f"C = {lat['draft']:g} + {lat['base']:g} + {lat['linear']:g}(n+1) + {lat['quadratic']:g}(n+1)^2 ms")
+            cost = f"C = {lat['draft']:g} + {lat['base']:g} + {lat['linear']:g}(n+1) + {lat['quadratic']:g}(n+1)^2 ms"
             title = "convex cost: unimodal"
         else:
-            cost = (f"C = {lat['draft']:g} + {lat['base']:g} + {lat['linear']:g}(n+1) + "
-                    f"{lat['tile_cost']:g} ceil((n+1)/{lat['tile']}) ms")
+            cost = (
+                f"C = {lat['draft']:g} + {lat['base']:g} + {lat['linear']:g}(n+1) + "
+                f"{lat['tile_cost']:g} ceil((n+1)/{lat['tile']}) ms"
+            )
             title = "tiled cost: several local maxima"
-        ax.set_title(f"{title}\n{cost}\nfirst decrease misses the maximum in {misses}/{len(model['curves'])} contexts",
-                     fontsize=8)
+        ax.set_title(
+            f"{title}\n{cost}\nfirst decrease misses the maximum in {misses}/{len(model['curves'])} contexts",
+            fontsize=8,
+        )
         ax.set_xlabel("tree size n (DDTree pops; dotted: B = 32, 64, 128)")
         ax.set_ylabel("expected tokens / s: (1 + Phi(n)) / C(n)")
     axes[0].plot([], [], "kv", mfc="none", label="first decrease (CaDDTree stop)")

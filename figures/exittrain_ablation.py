@@ -28,7 +28,12 @@ from .style import COLORS, new_figure, read_data, require, save
 
 NAME = "exittrain_ablation"
 OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")
-MINI_LABELS = {"base": "pretrained", "token": "token-only", "prefix": "prefix-weighted", "exit": "exit-guided"}
+MINI_LABELS = {
+    "base": "pretrained",
+    "token": "token-only",
+    "prefix": "prefix-weighted",
+    "exit": "exit-guided",
+}
 
 
 def mini_table(results: dict, verifier: str = "tev") -> dict:
@@ -46,14 +51,21 @@ def mini_table(results: dict, verifier: str = "tev") -> dict:
     for (drafter, col), vals in acc.items():
         table.setdefault(drafter, {})[col] = float(np.mean([v[0] for v in vals]))
         if all(v[2] is not None for v in vals):  # standard error of the mean over domains
-            se.setdefault(drafter, {})[col] = float(np.sqrt(sum(v[2] ** 2 for v in vals)) / len(vals))
+            se.setdefault(drafter, {})[col] = float(
+                np.sqrt(sum(v[2] ** 2 for v in vals)) / len(vals)
+            )
         srs = [v[1] for v in vals if v[1] is not None]
         if srs:
             sr.setdefault(drafter, {})[col] = float(np.mean(srs))
     cfg = results.get("config", {})
-    return {"table": table, "sr": sr, "se": se, "budgets": sorted({int(c.split(",")[0][2:]) for d in table.values() for c in d}),
-            "label": f"mini-scale engine run (preset {cfg.get('preset', '?')}, {verifier}, mean over domains)",
-            "train_budget": cfg.get("ft_budget")}
+    return {
+        "table": table,
+        "sr": sr,
+        "se": se,
+        "budgets": sorted({int(c.split(",")[0][2:]) for d in table.values() for c in d}),
+        "label": f"mini-scale engine run (preset {cfg.get('preset', '?')}, {verifier}, mean over domains)",
+        "train_budget": cfg.get("ft_budget"),
+    }
 
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
@@ -62,27 +74,50 @@ Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 def intervals(source: dict) -> dict | None:
     """``{drafter: {"B=b,T=t": (lo, hi)}}`` from ``ci`` or ``se`` (module docstring), or ``None``."""
     if source.get("ci"):
-        return {d: {c: (float(v[0]), float(v[1])) for c, v in cols.items()} for d, cols in source["ci"].items()}
+        return {
+            d: {c: (float(v[0]), float(v[1])) for c, v in cols.items()}
+            for d, cols in source["ci"].items()
+        }
     if source.get("se"):
-        return {d: {c: (source["table"][d][c] - Z95 * s, source["table"][d][c] + Z95 * s) for c, s in cols.items()}
-                for d, cols in source["se"].items() if d in source["table"]}
+        return {
+            d: {
+                c: (source["table"][d][c] - Z95 * s, source["table"][d][c] + Z95 * s)
+                for c, s in cols.items()
+            }
+            for d, cols in source["se"].items()
+            if d in source["table"]
+        }
     return None
 
 
-def compute(*, seed: int = 0, quick: bool = False, regime: str = "lowrank", mini_results: str | Path | None = None,
-            steps: int | None = None) -> dict:
+def compute(
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    regime: str = "lowrank",
+    mini_results: str | Path | None = None,
+    steps: int | None = None,
+) -> dict:
     from exitlaw.simulate.exittrain.mini import REGIMES, run_exittrain_mini
 
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; known: {', '.join(REGIMES)}")
     reg = REGIMES[regime]
     if quick:
-        reg = replace(reg, vocab=16, pretrain_steps=20, steps=20, batch=8, eval_budgets=(32, 64, 128))
+        reg = replace(
+            reg, vocab=16, pretrain_steps=20, steps=20, batch=8, eval_budgets=(32, 64, 128)
+        )
     sim = run_exittrain_mini(reg, steps=steps, seed=seed)
-    sources = {"simulation": {"table": {k: v for k, v in sim["table"].items() if k != "oracle"},
-                              "oracle": sim["table"].get("oracle"), "budgets": list(sim["regime"]["eval_budgets"]),
-                              "label": f"simulation (regime {reg.name}, V = {reg.vocab}, {reg.steps} steps, exact tau)",
-                              "regime": sim["regime"], "train_budget": sim["regime"]["train_budget"]}}
+    sources = {
+        "simulation": {
+            "table": {k: v for k, v in sim["table"].items() if k != "oracle"},
+            "oracle": sim["table"].get("oracle"),
+            "budgets": list(sim["regime"]["eval_budgets"]),
+            "label": f"simulation (regime {reg.name}, V = {reg.vocab}, {reg.steps} steps, exact tau)",
+            "regime": sim["regime"],
+            "train_budget": sim["regime"]["train_budget"],
+        }
+    }
     if mini_results is not None:
         sources["mini"] = mini_table(read_data(mini_results)) | {"path": str(mini_results)}
     return {"figure": NAME, "seed": seed, "sources": sources}
@@ -112,16 +147,32 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
                 hi = np.array([ci.get(c, (np.nan, np.nan))[1] for c in cols], dtype=np.float64)
                 ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(vals)
                 if ok.any():
-                    ax.errorbar(x[ok], vals[ok], yerr=np.vstack([vals[ok] - lo[ok], hi[ok] - vals[ok]]), fmt="none",
-                                ecolor="black", elinewidth=0.9, capsize=2)
+                    ax.errorbar(
+                        x[ok],
+                        vals[ok],
+                        yerr=np.vstack([vals[ok] - lo[ok], hi[ok] - vals[ok]]),
+                        fmt="none",
+                        ecolor="black",
+                        elinewidth=0.9,
+                        capsize=2,
+                    )
                     vals_all += [lo[ok], hi[ok]]
         if base:
             bv = [base.get(f"B={b},{temp}", np.nan) for b in budgets]
             for i, v in enumerate(bv):
-                ax.hlines(v, i - 0.42, i + 0.42, colors=COLORS["pretrained"], linestyles="--", lw=1.2,
-                          label="starting drafter" if i == 0 else None)
+                ax.hlines(
+                    v,
+                    i - 0.42,
+                    i + 0.42,
+                    colors=COLORS["pretrained"],
+                    linestyles="--",
+                    lw=1.2,
+                    label="starting drafter" if i == 0 else None,
+                )
             vals_all.append(np.array(bv))
-        finite = np.concatenate([v[np.isfinite(v)] for v in vals_all]) if vals_all else np.array([1.0])
+        finite = (
+            np.concatenate([v[np.isfinite(v)] for v in vals_all]) if vals_all else np.array([1.0])
+        )
         lo, hi = float(finite.min()), float(finite.max())
         pad = max(hi - lo, 0.05)
         ax.set_ylim(max(0.0, lo - 0.6 * pad), hi + 0.9 * pad)
@@ -130,8 +181,13 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         ax.set_xlabel("inference tree budget" + (f" (drafters trained at B = {tb})" if tb else ""))
         ax.set_ylabel("tau (tokens per round)")
         ax.set_title(f"{s['label']}\n{temp}", fontsize=8)
-        ax.plot([], [], " ", label="black bars: 95 % CI" if cis is not None else "no interval: single run")
+        ax.plot(
+            [],
+            [],
+            " ",
+            label="black bars: 95 % CI" if cis is not None else "no interval: single run",
+        )
         ax.legend(loc="upper left", frameon=False, fontsize=7, ncol=2)
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_visible(False)
     return save(fig, out_dir, NAME, overwrite=overwrite)

@@ -27,30 +27,48 @@ GROUPS = (
     ("exit - token", "exit/tree/lambda={lam}", "token"),
     ("prefix - token", "prefix/tree/lambda={lam}", "token"),
     ("exit-depth - prefix", "exit-depth/tree/lambda={lam}", "prefix/tree/lambda={lam}"),
-    ("authors: exit-depth - prefix\n(nodes, floor)", "exit-depth/nodes/lambda={lam}/floor=0.0001",
-     "prefix/nodes/lambda={lam}/floor=0.0001"),
+    (
+        "authors: exit-depth - prefix\n(nodes, floor)",
+        "exit-depth/nodes/lambda={lam}/floor=0.0001",
+        "prefix/nodes/lambda={lam}/floor=0.0001",
+    ),
     ("draft-opd - token", "draft-opd/batch/lambda={lam}", "token"),
     ("exit - draft-opd", "exit/tree/lambda={lam}", "draft-opd/batch/lambda={lam}"),
     ("vat - token", "vat/batch/lambda={lam}", "token"),
     ("exit - vat", "exit/tree/lambda={lam}", "vat/batch/lambda={lam}"),
 )
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")  # eval budgets in increasing order
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+)  # eval budgets in increasing order
 
 
 def _index(rows: list[dict]) -> dict[tuple, dict]:
-    return {(r["regime"], r["train_budget"], r["eval_budget"], r["T"], r["a"], r["b"]): r for r in rows}
+    return {
+        (r["regime"], r["train_budget"], r["eval_budget"], r["T"], r["a"], r["b"]): r for r in rows
+    }
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
     """Paired relative differences (%) with 95 % CIs; PNG + PDF named ``exittrain_sweep``."""
     require(data, ("config", "rows"), NAME)
     cfg, idx = data["config"], _index(data["rows"])
-    panels = [(reg["name"], tb, lam) for reg in cfg["regimes"] for tb in cfg["train_budgets"] for lam in cfg["lambdas"]]
+    panels = [
+        (reg["name"], tb, lam)
+        for reg in cfg["regimes"]
+        for tb in cfg["train_budgets"]
+        for lam in cfg["lambdas"]
+    ]
     ncols = len(cfg["train_budgets"]) * len(cfg["lambdas"])
     fig, axes = new_figure(ncols, nrows=len(cfg["regimes"]), width=4.6, height=3.6)
     budgets = cfg["eval_budgets"]
     color = {b: PALETTE[i % len(PALETTE)] for i, b in enumerate(sorted(budgets))}
-    temps = [f"T={float(t):g}" for t in cfg.get("eval_temperatures", (0.0, 1.0))]   # a config without them: T=0, T=1
+    temps = [
+        f"T={float(t):g}" for t in cfg.get("eval_temperatures", (0.0, 1.0))
+    ]  # a config without them: T=0, T=1
     offsets = np.linspace(-0.33, 0.33, len(temps) * len(budgets))
     for ax, (reg, tb, lam) in zip(axes, panels):
         ax.axhspan(*PAPER_BAND, color="#dddddd", zorder=0, label="paper's claimed effect")
@@ -65,16 +83,26 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
                 if row is None:
                     continue
                 r = row["rel_pct"]
-                ax.errorbar(g + offsets[k], r["mean"], yerr=[[r["mean"] - r["lo"]], [r["hi"] - r["mean"]]], fmt="o",
-                            ms=3.5, lw=1.0, capsize=1.5, color=color[eb],
-                            mfc=color[eb] if t == temps[0] else "white",
-                            label=f"eval B = {eb}, {t}" if g == 0 else None)
+                ax.errorbar(
+                    g + offsets[k],
+                    r["mean"],
+                    yerr=[[r["mean"] - r["lo"]], [r["hi"] - r["mean"]]],
+                    fmt="o",
+                    ms=3.5,
+                    lw=1.0,
+                    capsize=1.5,
+                    color=color[eb],
+                    mfc=color[eb] if t == temps[0] else "white",
+                    label=f"eval B = {eb}, {t}" if g == 0 else None,
+                )
             labels.append(label)
             g += 1
         ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right", fontsize=6.5)
         ax.set_ylabel("paired difference in tau (%)")
-        ax.set_title(f"{reg}: train B = {tb}, lambda = {lam:g} ({cfg['seeds']} seeds, 95 % CI)", fontsize=8)
+        ax.set_title(
+            f"{reg}: train B = {tb}, lambda = {lam:g} ({cfg['seeds']} seeds, 95 % CI)", fontsize=8
+        )
     axes[0].legend(loc="upper left", frameon=False, fontsize=6, ncol=2)
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_visible(False)
     return save(fig, out_dir, NAME, overwrite=overwrite)

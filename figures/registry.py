@@ -38,22 +38,31 @@ def figure_module(name: str) -> ModuleType:
     return import_module(f"exitlaw.figures.{FIGURES[name]}")
 
 
-def make(name: str, out_dir: str | Path, *, seed: int = 0, quick: bool = False, overwrite: bool = False,
-         inputs: dict | None = None) -> list[Path]:
+def make(
+    name: str,
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    overwrite: bool = False,
+    inputs: dict | None = None,
+) -> list[Path]:
     """Compute figure ``name`` from its embedded defaults (and optional ``inputs``); write PNG, PDF and JSON."""
     mod = figure_module(name)
     check_out(out_dir, name, overwrite)  # fail before a long computation
     data = mod.compute(seed=seed, quick=quick, **(inputs or {}))
     data["quick"] = quick
     stage = Path(out_dir) / STAGE / name
-    shutil.rmtree(stage, ignore_errors=True)   # what an interrupted earlier attempt left
+    shutil.rmtree(stage, ignore_errors=True)  # what an interrupted earlier attempt left
     mod.draw(data, stage, overwrite=True)
     write_data(data, stage, name, overwrite=True)
-    check_out(out_dir, name, overwrite)  # still free (another process may have written it meanwhile)
+    check_out(
+        out_dir, name, overwrite
+    )  # still free (another process may have written it meanwhile)
     paths = commit_figure(stage, out_dir, name)
     stage.rmdir()
     try:
         stage.parent.rmdir()
-    except OSError:   # another figure is being staged beside it
+    except OSError:  # another figure is being staged beside it
         pass
     return paths

@@ -56,24 +56,42 @@ def compute(*, seed: int = 0, quick: bool = False, vocab: int = 3, horizon: int 
         parents, toks = [int(x) for x in tree.parent], [int(x) for x in tree.token]
         ceiling = float(reference_law(tree, p_rows, one=1.0).expected_length)
         runs = {
-            "speculative": lambda r: verify_sampled(parents, toks, p_rows, q_rows, r, without_replacement=False),
+            "speculative": lambda r: verify_sampled(
+                parents, toks, p_rows, q_rows, r, without_replacement=False
+            ),
             "tev": lambda r: tev_procedure(tree, p_rows, r),
         }
         row = {"tokens": list(tokens), "q_prob": q_prob, "ceiling": ceiling}
         for name, run in runs.items():
             exit_law = enumerate_law(run, one=1.0)
-            row[f"{name}_mean_length"] = float(sum((int(tree.depth[v]) + 1) * pr for (v, _), pr in exit_law.items()))
+            row[f"{name}_mean_length"] = float(
+                sum((int(tree.depth[v]) + 1) * pr for (v, _), pr in exit_law.items())
+            )
             completed = enumerate_law(
-                lambda r, run=run: complete_block(block_tokens(tree, *run(r)), target, r, horizon + 1), one=1.0)
+                lambda r, run=run: complete_block(
+                    block_tokens(tree, *run(r)), target, r, horizon + 1
+                ),
+                one=1.0,
+            )
             row[f"{name}_tv"] = _tv(completed, truth)
             _mix(marg[name], completed, q_prob)
         trees.append(row)
     total_q = sum(t["q_prob"] for t in trees)
-    return {"figure": NAME, "seed": seed, "vocab": vocab, "horizon": horizon, "trees": trees,
-            "marginal_tv": {k: _tv({s: v / total_q for s, v in law.items()}, truth) for k, law in marg.items()},
-            "marginal_mean_length": {k: sum(t["q_prob"] * t[f"{k}_mean_length"] for t in trees) / total_q
-                                     for k in ("speculative", "tev")},
-            "marginal_ceiling": sum(t["q_prob"] * t["ceiling"] for t in trees) / total_q}
+    return {
+        "figure": NAME,
+        "seed": seed,
+        "vocab": vocab,
+        "horizon": horizon,
+        "trees": trees,
+        "marginal_tv": {
+            k: _tv({s: v / total_q for s, v in law.items()}, truth) for k, law in marg.items()
+        },
+        "marginal_mean_length": {
+            k: sum(t["q_prob"] * t[f"{k}_mean_length"] for t in trees) / total_q
+            for k in ("speculative", "tev")
+        },
+        "marginal_ceiling": sum(t["q_prob"] * t["ceiling"] for t in trees) / total_q,
+    }
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
@@ -86,23 +104,61 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     tev = np.array([t["tev_mean_length"] for t in trees])
     lo, hi = min(x.min(), spec.min()) - 0.05, max(x.max(), spec.max()) + 0.05
     ax.plot([lo, hi], [lo, hi], color="0.5", lw=1, ls="--", label="E[L | T] = 1 + C_p(T) (ceiling)")
-    ax.scatter(x, spec, s=20 + 300 * qp, color="#9467bd", alpha=0.7, label="chain speculative sampling")
+    ax.scatter(
+        x, spec, s=20 + 300 * qp, color="#9467bd", alpha=0.7, label="chain speculative sampling"
+    )
     ax.scatter(x, tev, marker="x", color=COLORS["tev"], s=30, label="TEV on the same tree")
-    ax.plot([data["marginal_ceiling"]], [data["marginal_mean_length"]["speculative"]], "D", color="k", ms=6,
-            mfc="none", label="speculative, averaged over drafts")
+    ax.plot(
+        [data["marginal_ceiling"]],
+        [data["marginal_mean_length"]["speculative"]],
+        "D",
+        color="k",
+        ms=6,
+        mfc="none",
+        label="speculative, averaged over drafts",
+    )
     ax.set_xlabel("1 + C_p(T) of the realised draft (tokens)")
     ax.set_ylabel("conditional E[L | T] (tokens)")
-    ax.set_title(f"conditional block length (V = {data['vocab']}, H = {data['horizon']}; marker area ~ q(T))")
+    ax.set_title(
+        f"conditional block length (V = {data['vocab']}, H = {data['horizon']}; marker area ~ q(T))"
+    )
     ax.legend(loc="upper left", frameon=False, fontsize=7)
     idx = np.arange(len(trees))
-    axb.bar(idx - 0.2, [t["speculative_tv"] for t in trees], width=0.4, color="#9467bd", label="speculative sampling")
+    axb.bar(
+        idx - 0.2,
+        [t["speculative_tv"] for t in trees],
+        width=0.4,
+        color="#9467bd",
+        label="speculative sampling",
+    )
     axb.bar(idx + 0.2, [t["tev_tv"] for t in trees], width=0.4, color=COLORS["tev"], label="TEV")
     m = len(trees)
-    axb.bar([m - 0.2], [data["marginal_tv"]["speculative"]], width=0.4, color="#9467bd", hatch="//", edgecolor="k")
-    axb.bar([m + 0.2], [data["marginal_tv"]["tev"]], width=0.4, color=COLORS["tev"], hatch="//", edgecolor="k")
+    axb.bar(
+        [m - 0.2],
+        [data["marginal_tv"]["speculative"]],
+        width=0.4,
+        color="#9467bd",
+        hatch="//",
+        edgecolor="k",
+    )
+    axb.bar(
+        [m + 0.2],
+        [data["marginal_tv"]["tev"]],
+        width=0.4,
+        color=COLORS["tev"],
+        hatch="//",
+        edgecolor="k",
+    )
     for xpos, key in ((m - 0.2, "speculative"), (m + 0.2, "tev")):
-        axb.annotate(f"{data['marginal_tv'][key]:.0e}", (xpos, 0), xytext=(0, 3), textcoords="offset points",
-                     ha="center", fontsize=6, rotation=90)
+        axb.annotate(
+            f"{data['marginal_tv'][key]:.0e}",
+            (xpos, 0),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            fontsize=6,
+            rotation=90,
+        )
     labels = ["".join(str(s) for s in t["tokens"]) for t in trees] + ["avg over\ndrafts"]
     axb.set_xticks(np.arange(m + 1), labels, fontsize=7)
     axb.set_xlabel("realised draft tokens (sorted by q(T)); last: marginal over drafts")

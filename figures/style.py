@@ -52,8 +52,14 @@ RC = {
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4, **kw):
     """``(fig, axes)`` with the house style; ``axes`` is always a flat array."""
     plt.rcParams.update(RC)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
-                             constrained_layout=True, **kw)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width * ncols, height * nrows),
+        squeeze=False,
+        constrained_layout=True,
+        **kw,
+    )
     return fig, axes.ravel()
 
 
@@ -74,7 +80,9 @@ def check_out(out_dir: str | Path, name: str, overwrite: bool) -> tuple[Path, Pa
     png, pdf, data = figure_paths(out, name)
     if not overwrite and data.exists():
         existing = [str(p) for p in (png, pdf, data) if p.exists()]
-        raise FileExistsError(f"{', '.join(existing)} already exist(s); pass overwrite=True (--overwrite) to replace")
+        raise FileExistsError(
+            f"{', '.join(existing)} already exist(s); pass overwrite=True (--overwrite) to replace"
+        )
     return png, pdf
 
 
@@ -118,7 +126,9 @@ def write_data(data: dict, out_dir: str | Path, name: str, *, overwrite: bool = 
     """The data behind figure ``name`` as ``name.json`` (read back by the claims ledger)."""
     path = Path(out_dir) / f"{name}.json"
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True (--overwrite) to replace")
+        raise FileExistsError(
+            f"{path} already exists; pass overwrite=True (--overwrite) to replace"
+        )
     atomic_write_text(path, json.dumps(_jsonable(data), indent=1) + "\n")
     return path
 

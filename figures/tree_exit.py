@@ -22,15 +22,19 @@ import numpy as np
 from .style import new_figure, require, save
 
 NAME = "tree_exit"
-PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n    if n < 2:\n        return n\n"
+PROMPT = 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n    if n < 2:\n        return n\n'
 
 
-def _models(models: tuple[str, str, str] | None, scratch: Path, seed: int) -> tuple[Path, Path, str]:
+def _models(
+    models: tuple[str, str, str] | None, scratch: Path, seed: int
+) -> tuple[Path, Path, str]:
     if models is not None:
         target, draft, label = Path(models[0]), Path(models[1]), str(models[2])
         for p in (target, draft):
             if not (p / "config.json").is_file():
-                raise FileNotFoundError(f"tree_exit: checkpoint directory {str(p)!r} has no config.json")
+                raise FileNotFoundError(
+                    f"tree_exit: checkpoint directory {str(p)!r} has no config.json"
+                )
         return target, draft, label
     from exitlaw.engine import write_tiny_models
 
@@ -38,8 +42,15 @@ def _models(models: tuple[str, str, str] | None, scratch: Path, seed: int) -> tu
     return target, draft, "random tiny Qwen3 target + DFlash drafter (exitlaw tiny-models)"
 
 
-def compute(*, seed: int = 0, quick: bool = False, models: tuple[str, str, str] | None = None, budget: int = 32,
-            temperature: float = 1.0, max_new_tokens: int | None = None) -> dict:
+def compute(
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    models: tuple[str, str, str] | None = None,
+    budget: int = 32,
+    temperature: float = 1.0,
+    max_new_tokens: int | None = None,
+) -> dict:
     """Decode one prompt with the engine, record the trace, keep the round of largest coverage."""
     import torch
     from transformers import AutoTokenizer
@@ -53,8 +64,14 @@ def compute(*, seed: int = 0, quick: bool = False, models: tuple[str, str, str] 
         tdir, ddir, label = _models(models, scratch, seed)
         target, drafter = load_pair(str(tdir), str(ddir), device="cpu")
         prompt = AutoTokenizer.from_pretrained(str(tdir)).encode(PROMPT)
-        cfg = DecodeConfig(method="ddtree", verifier="tev", budget=budget, temperature=temperature,
-                           max_new_tokens=max_new_tokens or (12 if quick else 48), seed=seed)
+        cfg = DecodeConfig(
+            method="ddtree",
+            verifier="tev",
+            budget=budget,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens or (12 if quick else 48),
+            seed=seed,
+        )
         with TraceWriter(scratch / "trace.jsonl", {"models": label, "budget": budget}) as writer:
             generate(target, drafter, prompt, cfg, trace=writer)
         trace = read_trace(scratch / "trace.jsonl")
@@ -64,10 +81,19 @@ def compute(*, seed: int = 0, quick: bool = False, models: tuple[str, str, str] 
         if cov > best_cov:
             best, best_cov = i, cov
     rd = trace.rounds[best]
-    return {"figure": NAME, "seed": seed, "models": label, "budget": budget, "temperature": temperature,
-            "round": best, "rounds": len(trace.rounds), "parent": rd.tree.parent.tolist(),
-            "token": rd.tree.token.tolist(), "edge_prob": np.asarray(rd.edge_prob, dtype=np.float64).tolist(),
-            "exit_node": rd.exit_node}
+    return {
+        "figure": NAME,
+        "seed": seed,
+        "models": label,
+        "budget": budget,
+        "temperature": temperature,
+        "round": best,
+        "rounds": len(trace.rounds),
+        "parent": rd.tree.parent.tolist(),
+        "token": rd.tree.token.tolist(),
+        "edge_prob": np.asarray(rd.edge_prob, dtype=np.float64).tolist(),
+        "exit_node": rd.exit_node,
+    }
 
 
 def layout(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,6 +116,7 @@ def layout(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         for u in kids[v]:
             place(u)
         x[v] = 0.5 * (x[kids[v][0]] + x[kids[v][-1]])
+
     place(0)
     return x, depth
 
@@ -107,16 +134,42 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     fig, axes = new_figure(3, width=4.0, height=3.6)
     norm = mcolors.LogNorm(vmin=1e-4, vmax=1.0)
     size = 160 if tree.num_nodes <= 40 else 60
-    panels = ((axes[0], P, "prefix probability P(v)", "P(v)"), (axes[1], w, "exit law w(v) = P(v) rho(v)", "w(v)"))
+    panels = (
+        (axes[0], P, "prefix probability P(v)", "P(v)"),
+        (axes[1], w, "exit law w(v) = P(v) rho(v)", "w(v)"),
+    )
     for ax, vals, name, short in panels:
         for u in range(1, tree.num_nodes):
-            ax.plot([x[tree.parent[u]], x[u]], [-depth[tree.parent[u]], -depth[u]], color="0.7", lw=0.8, zorder=1)
-        sc = ax.scatter(x, -depth, c=np.clip(vals, 1e-4, 1.0), cmap="viridis", norm=norm, s=size,
-                        edgecolors="k", linewidths=0.5, zorder=2)
+            ax.plot(
+                [x[tree.parent[u]], x[u]],
+                [-depth[tree.parent[u]], -depth[u]],
+                color="0.7",
+                lw=0.8,
+                zorder=1,
+            )
+        sc = ax.scatter(
+            x,
+            -depth,
+            c=np.clip(vals, 1e-4, 1.0),
+            cmap="viridis",
+            norm=norm,
+            s=size,
+            edgecolors="k",
+            linewidths=0.5,
+            zorder=2,
+        )
         if data.get("exit_node") is not None:
             e = int(data["exit_node"])
-            ax.scatter([x[e]], [-depth[e]], s=size * 2.2, facecolors="none", edgecolors="#d62728", linewidths=1.5,
-                       zorder=3, label="TEV's sampled exit")
+            ax.scatter(
+                [x[e]],
+                [-depth[e]],
+                s=size * 2.2,
+                facecolors="none",
+                edgecolors="#d62728",
+                linewidths=1.5,
+                zorder=3,
+                label="TEV's sampled exit",
+            )
             ax.legend(loc="upper right", frameon=False, fontsize=7)
         fig.colorbar(sc, ax=ax, shrink=0.8, label=f"{short} (probability, log scale)")
         ax.set_ylim(-tree.max_depth - 0.4, 0.6)
@@ -138,6 +191,9 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     ax.set_title(f"exit mass by depth; 1 + C_p(T) = {float(law.expected_length):.3f}")
     ax.set_ylim(0, max(float((w_int + w_leaf).max()), 1e-9) * 1.45)
     ax.legend(loc="upper right", frameon=False, fontsize=7)
-    fig.suptitle(f"A recorded DDTree round (B = {tree.budget}, T = {data.get('temperature')}, "
-                 f"round {data.get('round')} of {data.get('rounds')}): {data['models']}", fontsize=9)
+    fig.suptitle(
+        f"A recorded DDTree round (B = {tree.budget}, T = {data.get('temperature')}, "
+        f"round {data.get('round')} of {data.get('rounds')}): {data['models']}",
+        fontsize=9,
+    )
     return save(fig, out_dir, NAME, overwrite=overwrite)

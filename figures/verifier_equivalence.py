@@ -21,8 +21,15 @@ NAME = "verifier_equivalence"
 VERIFIERS = ("predraw", "residual", "tev")
 
 
-def compute(*, seed: int = 0, quick: bool = False, vocab: int = 256, budget: int = 64, horizon: int = 8,
-            samples: int | None = None) -> dict:
+def compute(
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    vocab: int = 256,
+    budget: int = 64,
+    horizon: int = 8,
+    samples: int | None = None,
+) -> dict:
     """Sample every verifier on one simulated tree; return counts and the exact depth law."""
     from exitlaw.simulate import PositionWiseDrafter, NGramTarget, ddtree
     from exitlaw.simulate.lab.fast_samplers import predraw_many, residual_many, tev_many
@@ -49,11 +56,23 @@ def compute(*, seed: int = 0, quick: bool = False, vocab: int = 256, budget: int
         mean_length[name] = float(depths.mean() + 1)
         res = pooled_chisquare(counts[name], depth_law)
         chi[name] = {"statistic": res.statistic, "dof": res.dof, "pvalue": res.pvalue}
-    return {"figure": NAME, "seed": seed, "vocab": vocab, "budget": budget, "horizon": horizon,
-            "samples": samples, "nodes": tree.num_nodes, "max_depth": tree.max_depth,
-            "edge_prob_sum": float(gather_edge_probs(tree, probs)[1:].sum()),
-            "exact_depth_law": depth_law.tolist(), "expected_length": float(law.expected_length),
-            "coverage": float(law.coverage), "counts": counts, "mean_length": mean_length, "chisquare": chi}
+    return {
+        "figure": NAME,
+        "seed": seed,
+        "vocab": vocab,
+        "budget": budget,
+        "horizon": horizon,
+        "samples": samples,
+        "nodes": tree.num_nodes,
+        "max_depth": tree.max_depth,
+        "edge_prob_sum": float(gather_edge_probs(tree, probs)[1:].sum()),
+        "exact_depth_law": depth_law.tolist(),
+        "expected_length": float(law.expected_length),
+        "coverage": float(law.coverage),
+        "counts": counts,
+        "mean_length": mean_length,
+        "chisquare": chi,
+    }
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
@@ -69,14 +88,30 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         label = f"{name} (mean L = {data['mean_length'][name]:.3f}"
         label += f", chi-square p = {chi['pvalue']:.2f})" if chi else ")"
         ax.bar(L + (i - 1) * width, freq, width=width, color=COLORS[name], alpha=0.85, label=label)
-    ax.plot(L, law, "o", color=COLORS["exact"], ms=5, mfc="none", mew=1.4, label="exact law: sum of w(v) by depth")
-    ax.axvline(data["expected_length"], color=COLORS["exact"], ls="--", lw=1.2,
-               label=f"E[L] = 1 + C_p(T) = {data['expected_length']:.3f}")
+    ax.plot(
+        L,
+        law,
+        "o",
+        color=COLORS["exact"],
+        ms=5,
+        mfc="none",
+        mew=1.4,
+        label="exact law: sum of w(v) by depth",
+    )
+    ax.axvline(
+        data["expected_length"],
+        color=COLORS["exact"],
+        ls="--",
+        lw=1.2,
+        label=f"E[L] = 1 + C_p(T) = {data['expected_length']:.3f}",
+    )
     ax.set_xlabel("output-block length L = depth(exit) + 1 (tokens)")
     ax.set_ylabel("probability")
     ax.set_xticks(L)
     ax.set_ylim(0, max(law.max(), 1e-9) * 1.6)
-    ax.set_title(f"Predraw = residual = TEV on one fixed tree (B = {data.get('budget')}, "
-                 f"V = {data.get('vocab')}, {data['samples']:,} draws each)")
+    ax.set_title(
+        f"Predraw = residual = TEV on one fixed tree (B = {data.get('budget')}, "
+        f"V = {data.get('vocab')}, {data['samples']:,} draws each)"
+    )
     ax.legend(loc="upper right", frameon=False)
     return save(fig, out_dir, NAME, overwrite=overwrite)

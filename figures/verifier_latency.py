@@ -27,14 +27,21 @@ import numpy as np
 from .style import COLORS, new_figure, read_data, require, save
 
 NAME = "verifier_latency"
-PAPER_REDUCTION = {"T=0.6": {32: 12.9, 64: 15.2, 128: 24.3}, "T=1.0": {32: 12.0, 64: 14.0, 128: 17.1}}
+PAPER_REDUCTION = {
+    "T=0.6": {32: 12.9, 64: 15.2, 128: 24.3},
+    "T=1.0": {32: 12.0, 64: 14.0, 128: 17.1},
+}
 ORDER = ("predraw", "residual", "tev", "floor")
 BAR_COLORS = {**{k: COLORS[k] for k in ("predraw", "residual", "tev")}, "floor": "#7f7f7f"}
 
 
 def _k_text(internal) -> str:
     if isinstance(internal, (list, tuple)):
-        return f"{min(internal)}-{max(internal)}" if min(internal) != max(internal) else str(internal[0])
+        return (
+            f"{min(internal)}-{max(internal)}"
+            if min(internal) != max(internal)
+            else str(internal[0])
+        )
     return "?" if internal is None else str(internal)
 
 
@@ -44,7 +51,9 @@ def normalise(result: dict) -> dict:
     rows = []
     for r in result["rows"]:
         if "budget" not in r:
-            raise ValueError(f"figure {NAME!r}: a latency row lacks 'budget' (got keys {sorted(r)})")
+            raise ValueError(
+                f"figure {NAME!r}: a latency row lacks 'budget' (got keys {sorted(r)})"
+            )
         samples = None
         if "median_ms" in r:
             commit = bool(result.get("config", {}).get("commit"))
@@ -55,14 +64,27 @@ def normalise(result: dict) -> dict:
             ms = {"predraw": float(r["predraw_stage_ms"]), "tev": float(r["tev_stage_ms"])}
             shape = f"gpu_check {r.get('shape', '')} trees (stage incl. KV commit)"
         else:
-            raise ValueError(f"figure {NAME!r}: a latency row has neither 'median_ms' nor "
-                             f"'predraw_stage_ms'/'tev_stage_ms' (got keys {sorted(r)})")
+            raise ValueError(
+                f"figure {NAME!r}: a latency row has neither 'median_ms' nor "
+                f"'predraw_stage_ms'/'tev_stage_ms' (got keys {sorted(r)})"
+            )
         if "predraw" not in ms or "tev" not in ms:
-            raise ValueError(f"figure {NAME!r}: a latency row lacks predraw or tev timings (got {sorted(ms)})")
-        row = {"shape": shape, "budget": int(r["budget"]), "internal": _k_text(r.get("internal")), "ms": ms,
-               "reduction_pct": 100.0 * (1.0 - ms["tev"] / ms["predraw"]) if ms["predraw"] > 0 else float("nan")}
+            raise ValueError(
+                f"figure {NAME!r}: a latency row lacks predraw or tev timings (got {sorted(ms)})"
+            )
+        row = {
+            "shape": shape,
+            "budget": int(r["budget"]),
+            "internal": _k_text(r.get("internal")),
+            "ms": ms,
+            "reduction_pct": 100.0 * (1.0 - ms["tev"] / ms["predraw"])
+            if ms["predraw"] > 0
+            else float("nan"),
+        }
         if samples is not None:
-            row["samples_ms"] = {k: [float(x) for x in v] for k, v in samples.items()}  # paired per-call times
+            row["samples_ms"] = {
+                k: [float(x) for x in v] for k, v in samples.items()
+            }  # paired per-call times
         rows.append(row)
     config = dict(result.get("config", {}))
     if any("gpu_check" in r["shape"] for r in rows):
@@ -70,8 +92,15 @@ def normalise(result: dict) -> dict:
     return {"figure": NAME, "config": config, "rows": rows}
 
 
-def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = None, vocab: int | None = None,
-            repeats: int | None = None, trees: int | None = None) -> dict:
+def compute(
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    source: str | Path | None = None,
+    vocab: int | None = None,
+    repeats: int | None = None,
+    trees: int | None = None,
+) -> dict:
     if source is not None:
         return normalise(read_data(source)) | {"source": str(source)}
     import torch
@@ -84,13 +113,22 @@ def compute(*, seed: int = 0, quick: bool = False, source: str | Path | None = N
     torch.set_num_threads(1)
     try:
         kv = KVShape(layers=4, kv_heads=2, head_dim=64, context=64) if quick else KVShape()
-        res = run_verifier_bench((32, 64, 128), vocab, device="cpu", trees=trees or (1 if quick else 2),
-                                 repeats=repeats or (3 if quick else 5), seed=seed, kv=kv)
+        res = run_verifier_bench(
+            (32, 64, 128),
+            vocab,
+            device="cpu",
+            trees=trees or (1 if quick else 2),
+            repeats=repeats or (3 if quick else 5),
+            seed=seed,
+            kv=kv,
+        )
     finally:
         torch.set_num_threads(threads)
     res.setdefault("config", {})["threads"] = 1
     res.pop("text", None)
-    return normalise(res) | {"source": f"exitlaw.engine.bench.verifiers.run_verifier_bench(vocab={vocab}, device='cpu')"}
+    return normalise(res) | {
+        "source": f"exitlaw.engine.bench.verifiers.run_verifier_bench(vocab={vocab}, device='cpu')"
+    }
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
@@ -106,28 +144,67 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         for j, k in enumerate(kinds):
             vals = np.array([r["ms"][k] for r in rows])
             x = idx + (j - (len(kinds) - 1) / 2) * width
-            ax.bar(x, vals, width=width, color=BAR_COLORS[k],
-                   label={"tev": "TEV", "floor": "floor (K rows + 1 draw + 1-position commit)"}.get(k, k))
-            if all(k in r.get("samples_ms", {}) for r in rows):  # whiskers: interquartile range over calls
-                q1, q3 = (np.array([np.percentile(r["samples_ms"][k], q) for r in rows]) for q in (25, 75))
-                ax.errorbar(x, vals, yerr=np.vstack([np.maximum(vals - q1, 0), np.maximum(q3 - vals, 0)]),
-                            fmt="none", ecolor="black", elinewidth=0.8, capsize=1.5)
+            ax.bar(
+                x,
+                vals,
+                width=width,
+                color=BAR_COLORS[k],
+                label={"tev": "TEV", "floor": "floor (K rows + 1 draw + 1-position commit)"}.get(
+                    k, k
+                ),
+            )
+            if all(
+                k in r.get("samples_ms", {}) for r in rows
+            ):  # whiskers: interquartile range over calls
+                q1, q3 = (
+                    np.array([np.percentile(r["samples_ms"][k], q) for r in rows]) for q in (25, 75)
+                )
+                ax.errorbar(
+                    x,
+                    vals,
+                    yerr=np.vstack([np.maximum(vals - q1, 0), np.maximum(q3 - vals, 0)]),
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=0.8,
+                    capsize=1.5,
+                )
             if k == "tev":
                 for i, r in enumerate(rows):
-                    top = max(vals[i], float(np.percentile(r["samples_ms"]["tev"], 75)) if "samples_ms" in r else 0.0)
-                    ax.annotate(f"{-r['reduction_pct']:+.0f}%", (x[i], top), xytext=(0, 2),
-                                textcoords="offset points", ha="center", fontsize=7)
+                    top = max(
+                        vals[i],
+                        float(np.percentile(r["samples_ms"]["tev"], 75))
+                        if "samples_ms" in r
+                        else 0.0,
+                    )
+                    ax.annotate(
+                        f"{-r['reduction_pct']:+.0f}%",
+                        (x[i], top),
+                        xytext=(0, 2),
+                        textcoords="offset points",
+                        ha="center",
+                        fontsize=7,
+                    )
         ax.set_xticks(idx, [f"B = {r['budget']}\n(K = {r['internal']})" for r in rows])
         ax.set_yscale("log")
         ax.set_ylabel("verifier-stage latency (ms, median)")
         ax.set_xlabel("tree budget (K = internal nodes)")
-        whiskers = "\nwhiskers: interquartile range over calls" if all("samples_ms" in r for r in rows) else ""
-        ax.set_title(f"{shape}\n{cfg.get('device', '?')}, V = {cfg.get('vocab', '?')}, T = {cfg.get('temperature', '?')}; "
-                     f"label over TEV: time vs predraw{whiskers}", fontsize=8)
+        whiskers = (
+            "\nwhiskers: interquartile range over calls"
+            if all("samples_ms" in r for r in rows)
+            else ""
+        )
+        ax.set_title(
+            f"{shape}\n{cfg.get('device', '?')}, V = {cfg.get('vocab', '?')}, T = {cfg.get('temperature', '?')}; "
+            f"label over TEV: time vs predraw{whiskers}",
+            fontsize=8,
+        )
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi * 4)
         ax.legend(loc="upper left", frameon=False, ncol=2, fontsize=7)
     paper = "/".join(f"-{v:.1f}" for v in PAPER_REDUCTION["T=1.0"].values())
-    fig.suptitle(f"Verifier stage, predraw vs TEV on the same trees (Table 3 analogue)\n"
-                 f"paper (Qwen3-4B, GPU, T = 1): TEV {paper}% at B = 32/64/128", fontsize=8.5)
+    fig.suptitle(
+        f"Verifier stage, predraw vs TEV on the same trees (Table 3 analogue)\n"
+        f"paper (Qwen3-4B, GPU, T = 1): TEV {paper}% at B = 32/64/128",
+        fontsize=8.5,
+    )
     return save(fig, out_dir, NAME, overwrite=overwrite)

@@ -33,38 +33,80 @@ class DryRunError(ValueError):  # defined here, re-exported by .full_scale_dry_r
 
 ROWS: dict[str, list[dict]] = {
     "gsm8k": [
-        {"question": "Tom has 3 apples and buys 4 more. How many apples does he have?",
-         "answer": "3 + 4 = 7\n#### 7"},
-        {"question": "A book costs 12 dollars. What do 3 books cost?", "answer": "3 * 12 = 36\n#### 36"},
+        {
+            "question": "Tom has 3 apples and buys 4 more. How many apples does he have?",
+            "answer": "3 + 4 = 7\n#### 7",
+        },
+        {
+            "question": "A book costs 12 dollars. What do 3 books cost?",
+            "answer": "3 * 12 = 36\n#### 36",
+        },
     ],
     "math500": [
-        {"problem": "What is $2^5$?", "solution": "$2^5 = 32$.", "answer": "32", "subject": "Algebra", "level": 1,
-         "unique_id": "test/algebra/1.json"},
-        {"problem": "Solve $x + 3 = 10$.", "solution": "$x = 7$.", "answer": "7", "subject": "Algebra", "level": 1,
-         "unique_id": "test/algebra/2.json"},
+        {
+            "problem": "What is $2^5$?",
+            "solution": "$2^5 = 32$.",
+            "answer": "32",
+            "subject": "Algebra",
+            "level": 1,
+            "unique_id": "test/algebra/1.json",
+        },
+        {
+            "problem": "Solve $x + 3 = 10$.",
+            "solution": "$x = 7$.",
+            "answer": "7",
+            "subject": "Algebra",
+            "level": 1,
+            "unique_id": "test/algebra/2.json",
+        },
     ],
     "humaneval": [
-        {"task_id": "HumanEval/0", "prompt": "def add(a, b):\n    \"\"\"Return a + b.\"\"\"\n",
-         "canonical_solution": "    return a + b\n", "test": "def check(f):\n    assert f(1, 2) == 3\n",
-         "entry_point": "add"},
-        {"task_id": "HumanEval/1", "prompt": "def square(x):\n    \"\"\"Return x * x.\"\"\"\n",
-         "canonical_solution": "    return x * x\n", "test": "def check(f):\n    assert f(3) == 9\n",
-         "entry_point": "square"},
+        {
+            "task_id": "HumanEval/0",
+            "prompt": 'def add(a, b):\n    """Return a + b."""\n',
+            "canonical_solution": "    return a + b\n",
+            "test": "def check(f):\n    assert f(1, 2) == 3\n",
+            "entry_point": "add",
+        },
+        {
+            "task_id": "HumanEval/1",
+            "prompt": 'def square(x):\n    """Return x * x."""\n',
+            "canonical_solution": "    return x * x\n",
+            "test": "def check(f):\n    assert f(3) == 9\n",
+            "entry_point": "square",
+        },
     ],
     "mt-bench": [
-        {"prompt": ["Write a short poem about trees.", "Now make it rhyme."], "category": "writing",
-         "prompt_id": 81},
+        {
+            "prompt": ["Write a short poem about trees.", "Now make it rhyme."],
+            "category": "writing",
+            "prompt_id": 81,
+        },
         {"prompt": ["What is 12 + 30?", "And times two?"], "category": "math", "prompt_id": 111},
     ],
 }
 
 TRAIN_ROWS: list[dict] = [
-    {"conversations": [{"from": "system", "value": "You are helpful."},
-                       {"from": "human", "value": "Explain tree speculative decoding in one line."},
-                       {"from": "gpt", "value": "Draft a tree, verify it with one target forward."},
-                       {"from": "human", "value": "And the exit law?"}]},
-    {"conversations": [{"from": "human", "value": "def add(a, b):"}, {"from": "gpt", "value": "return a + b"}]},
-    {"messages": [{"role": "user", "content": "What is 12 + 30?"}, {"role": "assistant", "content": "42"}]},
+    {
+        "conversations": [
+            {"from": "system", "value": "You are helpful."},
+            {"from": "human", "value": "Explain tree speculative decoding in one line."},
+            {"from": "gpt", "value": "Draft a tree, verify it with one target forward."},
+            {"from": "human", "value": "And the exit law?"},
+        ]
+    },
+    {
+        "conversations": [
+            {"from": "human", "value": "def add(a, b):"},
+            {"from": "gpt", "value": "return a + b"},
+        ]
+    },
+    {
+        "messages": [
+            {"role": "user", "content": "What is 12 + 30?"},
+            {"role": "assistant", "content": "42"},
+        ]
+    },
     {"turns": ["Please reason step by step: 3 * 4?", "Now add one."]},
 ]
 
@@ -90,21 +132,24 @@ def write_local_datasets(out: str | Path) -> dict[str, str]:
 class Shrink:
     """The sizes the dry run replaces (everything else is the config's)."""
 
-    num_prompts: int = 1          # per benchmark set (MT-Bench: one two-turn conversation)
-    max_new_tokens: int = 3       # per bench turn
+    num_prompts: int = 1  # per benchmark set (MT-Bench: one two-turn conversation)
+    max_new_tokens: int = 3  # per bench turn
     train_steps: int = 2
     train_batch: int = 2
     train_anchors: int = 2
-    train_prompts: int = 4        # --prompt-limit (the local mixture holds four records, one per shape)
-    train_new_tokens: int = 8     # target continuation length
-    context: int = 160            # gpu-check: must exceed the largest tree (B + 1 = 129)
-    all_repeats: bool = False     # bench repeats with seeds 1.. differ from seed 0 only in the seed
+    train_prompts: int = 4  # --prompt-limit (the local mixture holds four records, one per shape)
+    train_new_tokens: int = 8  # target continuation length
+    context: int = 160  # gpu-check: must exceed the largest tree (B + 1 = 129)
+    all_repeats: bool = False  # bench repeats with seeds 1.. differ from seed 0 only in the seed
 
 
 def flag_values(argv: list[str]) -> dict[str, str]:
     """``{--flag: value}`` of a command line (flags without a value are left out)."""
-    return {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")
-            and not argv[i + 1].startswith("--")}
+    return {
+        argv[i]: argv[i + 1]
+        for i in range(len(argv) - 1)
+        if argv[i].startswith("--") and not argv[i + 1].startswith("--")
+    }
 
 
 def _set(argv: list[str], flag: str, value: str) -> list[str]:
@@ -129,12 +174,16 @@ class StandIns:
 
         if family not in self.models:
             with redirect_stderr(io.StringIO()):  # save_pretrained's progress bar
-                self.models[family] = write_tiny_models(self.workdir / "models" / family, family=family, seed=0)
+                self.models[family] = write_tiny_models(
+                    self.workdir / "models" / family, family=family, seed=0
+                )
         return self.models[family]
 
     def source(self, name: str) -> str:
         if name not in self.sources:
-            raise DryRunError(f"no local stand-in for dataset {name!r}; add it to dry_run_stand_ins")
+            raise DryRunError(
+                f"no local stand-in for dataset {name!r}; add it to dry_run_stand_ins"
+            )
         return self.sources[name]
 
     def rewrite(self, argv: list[str], cfg: dict, family: str) -> list[str]:
@@ -144,7 +193,9 @@ class StandIns:
         s, v = self.shrink, flag_values(argv)
         cmd = argv[1]
         if cmd == "gpu-check":
-            out = _set(_set(_set(argv, "--device", "cpu"), "--context", str(s.context)), "--reps", "1")
+            out = _set(
+                _set(_set(argv, "--device", "cpu"), "--context", str(s.context)), "--reps", "1"
+            )
             return out + ["--tiny"]
         target, released = self.pair(family)
         out = _set(argv, "--target", str(target))
@@ -159,13 +210,26 @@ class StandIns:
             return out + ["--no-progress"]
         if cmd == "train":
             out = _set(out, "--prompts", self.source(v["--prompts"]))
-            for flag, value in (("--steps", s.train_steps), ("--batch-size", s.train_batch),
-                                ("--anchors", s.train_anchors), ("--max-new-tokens", s.train_new_tokens),
-                                ("--prompt-limit", s.train_prompts), ("--device", "cpu")):
+            for flag, value in (
+                ("--steps", s.train_steps),
+                ("--batch-size", s.train_batch),
+                ("--anchors", s.train_anchors),
+                ("--max-new-tokens", s.train_new_tokens),
+                ("--prompt-limit", s.train_prompts),
+                ("--device", "cpu"),
+            ):
                 out = _set(out, flag, str(value))
             return out + ["--no-progress"]
         raise DryRunError(f"the dry run does not know the command {cmd!r}")
 
 
-__all__ = ["ROWS", "TRAIN_ROWS", "TRAIN_SOURCE", "write_local_datasets", "DryRunError", "Shrink", "StandIns",
-           "flag_values"]
+__all__ = [
+    "ROWS",
+    "TRAIN_ROWS",
+    "TRAIN_SOURCE",
+    "write_local_datasets",
+    "DryRunError",
+    "Shrink",
+    "StandIns",
+    "flag_values",
+]

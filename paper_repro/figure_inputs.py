@@ -18,19 +18,24 @@ def mini_models(mini_dir: str | Path) -> tuple[str, str, str]:
     target, draft = mini / "target", mini / "drafter_base" / "final"
     for p in (target, draft):
         if not (p / "config.json").is_file():
-            raise FileNotFoundError(f"mini run {str(mini)!r} lacks {str(p)!r} (run `exitlaw repro mini --out {mini}`)")
+            raise FileNotFoundError(
+                f"mini run {str(mini)!r} lacks {str(p)!r} (run `exitlaw repro mini --out {mini}`)"
+            )
     return str(target), str(draft), "mini-scale target + distilled DFlash drafter (stdlib corpus)"
 
 
 def mini_results(mini_dir: str | Path) -> Path:
     res = Path(mini_dir) / "results.json"
     if not res.is_file():
-        raise FileNotFoundError(f"{res} does not exist: finish `exitlaw repro mini --out {mini_dir}` first")
+        raise FileNotFoundError(
+            f"{res} does not exist: finish `exitlaw repro mini --out {mini_dir}` first"
+        )
     return res
 
 
-def figure_inputs(name: str, *, mini_dir: str | Path | None = None,
-                  latency_json: str | Path | None = None) -> dict:
+def figure_inputs(
+    name: str, *, mini_dir: str | Path | None = None, latency_json: str | Path | None = None
+) -> dict:
     """Keyword inputs of figure ``name`` (empty: the figure's embedded defaults)."""
     if name == "tree_exit" and mini_dir is not None:
         return {"models": mini_models(mini_dir)}
@@ -41,10 +46,24 @@ def figure_inputs(name: str, *, mini_dir: str | Path | None = None,
     return {}
 
 
-def make_figure(name: str, out_dir: str | Path, *, seed: int = 0, quick: bool = False, overwrite: bool = False,
-                mini_dir: str | Path | None = None, latency_json: str | Path | None = None) -> list[Path]:
+def make_figure(
+    name: str,
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    overwrite: bool = False,
+    mini_dir: str | Path | None = None,
+    latency_json: str | Path | None = None,
+) -> list[Path]:
     """Draw figure ``name`` from a run's data (or its embedded defaults)."""
     from exitlaw.figures.registry import make
 
-    return make(name, out_dir, seed=seed, quick=quick, overwrite=overwrite,
-                inputs=figure_inputs(name, mini_dir=mini_dir, latency_json=latency_json))
+    return make(
+        name,
+        out_dir,
+        seed=seed,
+        quick=quick,
+        overwrite=overwrite,
+        inputs=figure_inputs(name, mini_dir=mini_dir, latency_json=latency_json),
+    )

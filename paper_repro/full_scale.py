@@ -41,18 +41,49 @@ def train_commands(cfg: dict, runs: str) -> list[list[str]]:
     tr = cfg["train"]
     out = []
     for obj in tr["objectives"]:
-        argv = ["exitlaw", "train", "--target", cfg["target"], "--draft", cfg["released_draft"],
-                "--prompts", tr["prompts"], "--out", f"{runs}/{cfg['model']}/train_{obj}", "--objective", obj,
-                "--lam", str(0.0 if obj == "token" else tr["lam"]), "--budget", str(tr["budget"]),
-                "--steps", str(tr["steps"]), "--batch-size", str(tr["batch_size"]), "--anchors", str(tr["anchors"]),
-                "--lr", str(tr["lr"]), "--max-new-tokens", str(tr["max_new_tokens"]),
-                "--gen-temperature", str(tr["gen_temperature"]), "--dtype", tr["dtype"], "--chat"]
+        argv = [
+            "exitlaw",
+            "train",
+            "--target",
+            cfg["target"],
+            "--draft",
+            cfg["released_draft"],
+            "--prompts",
+            tr["prompts"],
+            "--out",
+            f"{runs}/{cfg['model']}/train_{obj}",
+            "--objective",
+            obj,
+            "--lam",
+            str(0.0 if obj == "token" else tr["lam"]),
+            "--budget",
+            str(tr["budget"]),
+            "--steps",
+            str(tr["steps"]),
+            "--batch-size",
+            str(tr["batch_size"]),
+            "--anchors",
+            str(tr["anchors"]),
+            "--lr",
+            str(tr["lr"]),
+            "--max-new-tokens",
+            str(tr["max_new_tokens"]),
+            "--gen-temperature",
+            str(tr["gen_temperature"]),
+            "--dtype",
+            tr["dtype"],
+            "--chat",
+        ]
         out.append(argv)
     return out
 
 
 def drafter_path(cfg: dict, drafter: str, runs: str) -> str:
-    return cfg["released_draft"] if drafter == "released" else f"{runs}/{cfg['model']}/train_{drafter}/final"
+    return (
+        cfg["released_draft"]
+        if drafter == "released"
+        else f"{runs}/{cfg['model']}/train_{drafter}/final"
+    )
 
 
 def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
@@ -62,19 +93,61 @@ def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
         for ds in ev["datasets"]:
             for seed in range(ds["repeats"]):
                 tag = f"{runs}/{cfg['model']}/table{cfg['table']}/{drafter}_{ds['name']}_seed{seed}"
-                out.append(["exitlaw", "bench", "--target", cfg["target"], "--draft", drafter_path(cfg, drafter, runs),
-                            "--dataset", ds["name"], "--num-prompts", str(ds["num_prompts"]),
-                            "--budget", _csv(cfg["budgets"]), "--temperature", _csv(cfg["temperatures"]),
-                            "--verifier", ",".join(cfg["verifiers"]), "--max-new-tokens", str(ev["max_new_tokens"]),
-                            "--seed", str(seed), "--device", ev["device"], "--dtype", ev["dtype"],
-                            "--warmup", str(ev["warmup"]), "--out", f"{tag}.json"])
+                out.append(
+                    [
+                        "exitlaw",
+                        "bench",
+                        "--target",
+                        cfg["target"],
+                        "--draft",
+                        drafter_path(cfg, drafter, runs),
+                        "--dataset",
+                        ds["name"],
+                        "--num-prompts",
+                        str(ds["num_prompts"]),
+                        "--budget",
+                        _csv(cfg["budgets"]),
+                        "--temperature",
+                        _csv(cfg["temperatures"]),
+                        "--verifier",
+                        ",".join(cfg["verifiers"]),
+                        "--max-new-tokens",
+                        str(ev["max_new_tokens"]),
+                        "--seed",
+                        str(seed),
+                        "--device",
+                        ev["device"],
+                        "--dtype",
+                        ev["dtype"],
+                        "--warmup",
+                        str(ev["warmup"]),
+                        "--out",
+                        f"{tag}.json",
+                    ]
+                )
     return out
 
 
 def latency_commands(cfg: dict, runs: str) -> list[list[str]]:
-    return [["exitlaw", "gpu-check", "--device", "cuda", "--budget", _csv(cfg["budgets"]),
-             "--context", str(cfg["context"]), "--reps", str(cfg["reps"]), "--temperature", f"{t:g}",
-             "--out", f"{runs}/{cfg['model']}/table3/latency_T{t:g}.json"] for t in cfg["temperatures"]]
+    return [
+        [
+            "exitlaw",
+            "gpu-check",
+            "--device",
+            "cuda",
+            "--budget",
+            _csv(cfg["budgets"]),
+            "--context",
+            str(cfg["context"]),
+            "--reps",
+            str(cfg["reps"]),
+            "--temperature",
+            f"{t:g}",
+            "--out",
+            f"{runs}/{cfg['model']}/table3/latency_T{t:g}.json",
+        ]
+        for t in cfg["temperatures"]
+    ]
 
 
 def commands(cfg: dict, runs: str = "runs/full") -> list[list[str]]:
@@ -82,7 +155,9 @@ def commands(cfg: dict, runs: str = "runs/full") -> list[list[str]]:
     if cfg["table"] == "3":
         return latency_commands(cfg, runs)
     needs_training = [d for d in cfg["drafters"] if d != "released"]
-    train = [c for c in train_commands(cfg, runs) if c[c.index("--objective") + 1] in needs_training]
+    train = [
+        c for c in train_commands(cfg, runs) if c[c.index("--objective") + 1] in needs_training
+    ]
     return train + bench_commands(cfg, runs)
 
 

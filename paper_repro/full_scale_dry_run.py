@@ -71,8 +71,9 @@ def _execute(run_command: Callable[[list[str]], int], argv: list[str]) -> tuple[
 def _rendered_prompt_ids(tokenizer, turn: str) -> list[int]:
     """The chat template rendered as TEXT, then tokenised: an encoding path independent of the encoder's."""
     kw = {"enable_thinking": False} if "enable_thinking" in (tokenizer.chat_template or "") else {}
-    text = tokenizer.apply_chat_template([{"role": "user", "content": turn}], tokenize=False,
-                                         add_generation_prompt=True, **kw)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": turn}], tokenize=False, add_generation_prompt=True, **kw
+    )
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
@@ -86,13 +87,20 @@ def _check_train(argv: list[str]) -> str:
     if not (out / "final" / "model.safetensors").is_file():
         raise DryRunError(f"no trained drafter in {out / 'final'}")
     tok = AutoTokenizer.from_pretrained(v["--target"])
-    want = [_rendered_prompt_ids(tok, p) for p in load_prompts(v["--prompts"], limit=int(v["--prompt-limit"]))]
+    want = [
+        _rendered_prompt_ids(tok, p)
+        for p in load_prompts(v["--prompts"], limit=int(v["--prompt-limit"]))
+    ]
     for cache in sorted((out.parent / ".exitlaw-cache").glob("continuations-*.jsonl")):
-        got = [json.loads(x)["prompt_ids"] for x in cache.read_text(encoding="utf-8").splitlines()[1:]]
+        got = [
+            json.loads(x)["prompt_ids"] for x in cache.read_text(encoding="utf-8").splitlines()[1:]
+        ]
         if got == want:
             return f"trained {v['--steps']} steps; {len(want)} training prompts are the chat-template rendering"
-    raise DryRunError("the training prompts in the continuation cache are not the chat-template rendering of the "
-                      f"records' first user turns (first expected: {tok.decode(want[0])!r})")
+    raise DryRunError(
+        "the training prompts in the continuation cache are not the chat-template rendering of the "
+        f"records' first user turns (first expected: {tok.decode(want[0])!r})"
+    )
 
 
 def _check_bench(argv: list[str]) -> str:
@@ -102,11 +110,15 @@ def _check_bench(argv: list[str]) -> str:
     turns = sum(len(p.get("turns", [0])) for p in res["prompts"])
     for run in res["runs"]:
         if len(run["outputs"]) != turns or any(not o["tokens"] for o in run["outputs"]):
-            raise DryRunError(f"run {run['method']}/{run['verifier']} stored {len(run['outputs'])} outputs "
-                              f"for {turns} turns")
+            raise DryRunError(
+                f"run {run['method']}/{run['verifier']} stored {len(run['outputs'])} outputs "
+                f"for {turns} turns"
+            )
         if run.get("matches_ar") is False:
-            raise DryRunError(f"at T = 0 {run['method']}/{run['verifier']}/B={run['budget']} differs from "
-                              "autoregressive decoding")
+            raise DryRunError(
+                f"at T = 0 {run['method']}/{run['verifier']}/B={run['budget']} differs from "
+                "autoregressive decoding"
+            )
     return f"{len(res['runs'])} runs, {turns} turns each, T = 0 equal to AR"
 
 
@@ -129,7 +141,9 @@ class Limitation:
     note: str
 
 
-KNOWN_LIMITATIONS: dict[str, Limitation] = {}  # none at present (Gemma-4's sliding-window layers now run)
+KNOWN_LIMITATIONS: dict[
+    str, Limitation
+] = {}  # none at present (Gemma-4's sliding-window layers now run)
 
 
 class _Limited(Exception):
@@ -138,8 +152,19 @@ class _Limited(Exception):
         self.family = family
 
 
-def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: StandIns, shrink: Shrink, seen: dict,
-                train_outs: dict, report: DryRunReport, progress, run_command) -> None:
+def _run_config(
+    cfg: dict,
+    name: str,
+    family: str,
+    runs: Path,
+    stand: StandIns,
+    shrink: Shrink,
+    seen: dict,
+    train_outs: dict,
+    report: DryRunReport,
+    progress,
+    run_command,
+) -> None:
     limit = KNOWN_LIMITATIONS.get(family)
     for argv in commands(cfg, str(runs)):
         rec = {"config": name, "family": family, "command": shlex.join(argv)}
@@ -147,14 +172,18 @@ def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: StandIns, 
         if tuple(argv) in seen:
             rec.update(status="same command as in " + seen[tuple(argv)], seconds=0.0)
         elif argv[1] == "bench" and seed != "0" and not shrink.all_repeats:
-            rec.update(status=f"repeat with seed {seed} of the seed-0 command (not run; all_repeats runs it)",
-                       seconds=0.0)
+            rec.update(
+                status=f"repeat with seed {seed} of the seed-0 command (not run; all_repeats runs it)",
+                seconds=0.0,
+            )
         else:
             if argv[1] == "train":
                 out = flag_values(argv)["--out"]
                 if out in train_outs:
-                    raise DryRunError(f"{name} and {train_outs[out]} both write the training run {out} "
-                                      "with different settings")
+                    raise DryRunError(
+                        f"{name} and {train_outs[out]} both write the training run {out} "
+                        "with different settings"
+                    )
                 train_outs[out] = name
             seen[tuple(argv)] = name
             run = stand.rewrite(argv, cfg, family)
@@ -164,7 +193,9 @@ def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: StandIns, 
             except Exception as err:  # any crash of a real command is a finding: name the command
                 if limit and any(m in str(err) for m in limit.match):
                     raise _Limited(family, f"{type(err).__name__}: {err}") from err
-                raise DryRunError(f"{name}: `{shlex.join(run)}` crashed: {type(err).__name__}: {err}") from err
+                raise DryRunError(
+                    f"{name}: `{shlex.join(run)}` crashed: {type(err).__name__}: {err}"
+                ) from err
             if rc != 0:
                 if limit and any(m in log for m in limit.match):
                     raise _Limited(family, log.strip().splitlines()[-1])
@@ -178,12 +209,20 @@ def _run_config(cfg: dict, name: str, family: str, runs: Path, stand: StandIns, 
         if progress is not None:
             progress(rec)
     if limit is not None:
-        raise DryRunError(f"{name}: the known limitation of {family} ({limit.match}) did not occur; "
-                          "remove it from KNOWN_LIMITATIONS")
+        raise DryRunError(
+            f"{name}: the known limitation of {family} ({limit.match}) did not occur; "
+            "remove it from KNOWN_LIMITATIONS"
+        )
 
 
-def dry_run(workdir: str | Path, paths=None, *, run_command: Callable[[list[str]], int], shrink: Shrink = Shrink(),
-            progress=None) -> DryRunReport:
+def dry_run(
+    workdir: str | Path,
+    paths=None,
+    *,
+    run_command: Callable[[list[str]], int],
+    shrink: Shrink = Shrink(),
+    progress=None,
+) -> DryRunReport:
     """Execute every command of every config in ``paths`` (default: all shipped) under ``workdir``.
 
     ``run_command(argv)`` is exitlaw's command line (``exitlaw.cli.main``, passed in because
@@ -201,37 +240,82 @@ def dry_run(workdir: str | Path, paths=None, *, run_command: Callable[[list[str]
     report, t0 = DryRunReport(str(workdir)), time.perf_counter()
     seen: dict[tuple, str] = {}
     train_outs: dict[str, str] = {}
-    for path in (paths or config_paths()):
+    for path in paths or config_paths():
         cfg, name = load_config(path), Path(path).name
         if cfg["target"] not in TARGET_FAMILIES:
-            raise DryRunError(f"{name}: no stand-in family for target {cfg['target']!r}; add it to TARGET_FAMILIES")
+            raise DryRunError(
+                f"{name}: no stand-in family for target {cfg['target']!r}; add it to TARGET_FAMILIES"
+            )
         family = TARGET_FAMILIES[cfg["target"]]
         try:
-            _run_config(cfg, name, family, workdir / "runs", stand, shrink, seen, train_outs, report, progress,
-                        run_command)
+            _run_config(
+                cfg,
+                name,
+                family,
+                workdir / "runs",
+                stand,
+                shrink,
+                seen,
+                train_outs,
+                report,
+                progress,
+                run_command,
+            )
         except _Limited as lim:
             known = KNOWN_LIMITATIONS[lim.family]
-            report.limitations.append({"config": name, "family": lim.family, "error": str(lim),
-                                       "note": known.note, "fallback": known.fallback})
-            _run_config(cfg, name, known.fallback, workdir / f"runs-{known.fallback}", stand, shrink, seen,
-                        train_outs, report, progress, run_command)
+            report.limitations.append(
+                {
+                    "config": name,
+                    "family": lim.family,
+                    "error": str(lim),
+                    "note": known.note,
+                    "fallback": known.fallback,
+                }
+            )
+            _run_config(
+                cfg,
+                name,
+                known.fallback,
+                workdir / f"runs-{known.fallback}",
+                stand,
+                shrink,
+                seen,
+                train_outs,
+                report,
+                progress,
+                run_command,
+            )
     report.seconds = time.perf_counter() - t0
     return report
 
 
 def format_dry_run(report: DryRunReport) -> str:
     ran = [r for r in report.records if "executed" in r]
-    lines = [f"full-scale dry run in {report.workdir}: {len(ran)} commands executed, "
-             f"{len(report.records) - len(ran)} not run (the same command in another config, or a repeat "
-             f"differing only in its seed), {report.seconds:.1f} s"]
+    lines = [
+        f"full-scale dry run in {report.workdir}: {len(ran)} commands executed, "
+        f"{len(report.records) - len(ran)} not run (the same command in another config, or a repeat "
+        f"differing only in its seed), {report.seconds:.1f} s"
+    ]
     for r in report.records:
-        lines.append(f"{r['config']:<32} {r['family']:<11} {r['seconds']:>6.2f} s  "
-                     f"{r['command'].split(' --')[0]:<16} {r['status']}")
+        lines.append(
+            f"{r['config']:<32} {r['family']:<11} {r['seconds']:>6.2f} s  "
+            f"{r['command'].split(' --')[0]:<16} {r['status']}"
+        )
     for lim in report.limitations:
-        lines += [f"KNOWN LIMITATION: {lim['config']} cannot run on its own family ({lim['family']}): {lim['error']}",
-                  f"  {lim['note']}"]
+        lines += [
+            f"KNOWN LIMITATION: {lim['config']} cannot run on its own family ({lim['family']}): {lim['error']}",
+            f"  {lim['note']}",
+        ]
     return "\n".join(lines)
 
 
-__all__ = ["TARGET_FAMILIES", "KNOWN_LIMITATIONS", "Limitation", "DryRunError", "Shrink", "DryRunReport", "dry_run",
-           "format_dry_run"]
+__all__ = [
+    "TARGET_FAMILIES",
+    "KNOWN_LIMITATIONS",
+    "Limitation",
+    "DryRunError",
+    "Shrink",
+    "DryRunReport",
+    "dry_run",
+    "format_dry_run",
+]

@@ -83,8 +83,14 @@ def _recorded(data) -> tuple[str, str, dict | str]:
         return str(version), str(commit), data["config"]
     # figure data record their parameters at the top level: the scalars (and lists of scalars) are the config
     scalar = (str, int, float, bool, type(None))
-    config = {k: v for k, v in data.items() if k not in ("provenance", "figure") and
-              (isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) for x in v)))}
+    config = {
+        k: v
+        for k, v in data.items()
+        if k not in ("provenance", "figure")
+        and (
+            isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) for x in v))
+        )
+    }
     return str(version), str(commit), config or "unknown"
 
 
@@ -92,20 +98,37 @@ def file_provenance(path: str | Path) -> dict:
     path = Path(path)
     data = json.loads(path.read_text(encoding="utf-8"))
     version, commit, config = _recorded(data)
-    cfg_sha = "unknown" if config == "unknown" else hashlib.sha256(
-        json.dumps(config, sort_keys=True).encode()).hexdigest()
-    return {"path": _rel(path), "sha256": _sha256(path), "exitlaw_version": version, "git_commit": commit,
-            "config_sha256": cfg_sha, "config": config}
+    cfg_sha = (
+        "unknown"
+        if config == "unknown"
+        else hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+    )
+    return {
+        "path": _rel(path),
+        "sha256": _sha256(path),
+        "exitlaw_version": version,
+        "git_commit": commit,
+        "config_sha256": cfg_sha,
+        "config": config,
+    }
 
 
 def group_provenance(paths: list[Path], label: str) -> dict:
     """One record for several files: the sha256 of their sorted ``path:sha256`` lines, and each file's record."""
     files = [file_provenance(p) for p in sorted(paths)]
-    combined = hashlib.sha256("\n".join(f"{f['path']}:{f['sha256']}" for f in files).encode()).hexdigest()
+    combined = hashlib.sha256(
+        "\n".join(f"{f['path']}:{f['sha256']}" for f in files).encode()
+    ).hexdigest()
     versions = sorted({f["exitlaw_version"] for f in files})
     commits = sorted({f["git_commit"] for f in files})
-    return {"path": label, "sha256": combined, "exitlaw_version": ", ".join(versions),
-            "git_commit": ", ".join(commits), "config_sha256": "per file", "files": files}
+    return {
+        "path": label,
+        "sha256": combined,
+        "exitlaw_version": ", ".join(versions),
+        "git_commit": ", ".join(commits),
+        "config_sha256": "per file",
+        "files": files,
+    }
 
 
 def git_commit(root: Path = REPO) -> str:
@@ -115,7 +138,11 @@ def git_commit(root: Path = REPO) -> str:
 
 def machine() -> dict:
     """The producing machine: platform, Python, torch build and the CPU model (what bit-for-bit depends on)."""
-    info = {"platform": platform.platform(), "machine": platform.machine(), "python": platform.python_version()}
+    info = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+    }
     try:
         import torch
 
@@ -137,8 +164,14 @@ def stamp(data: dict, commit: str | None = None) -> dict:
     """``data`` with a ``provenance`` record: exitlaw version, git commit (``commit`` or HEAD now), machine."""
     from exitlaw import __version__
 
-    return {**data, "provenance": {"exitlaw_version": __version__, "git_commit": commit or git_commit(),
-                                   "machine": machine()}}
+    return {
+        **data,
+        "provenance": {
+            "exitlaw_version": __version__,
+            "git_commit": commit or git_commit(),
+            "machine": machine(),
+        },
+    }
 
 
 # ----- gathering -------------------------------------------------------------------------------------------
@@ -150,7 +183,9 @@ def _read_checks(checks_dir: Path) -> tuple[dict | None, dict | None]:
     paths = [checks_dir / f"{k}.json" for k in KIT_VERIFIERS]
     if not all(p.is_file() for p in paths):
         return None, None
-    return {k: _load(p) for k, p in zip(KIT_VERIFIERS, paths)}, group_provenance(paths, _rel(checks_dir) + "/*.json")
+    return {k: _load(p) for k, p in zip(KIT_VERIFIERS, paths)}, group_provenance(
+        paths, _rel(checks_dir) + "/*.json"
+    )
 
 
 def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, prov: dict) -> None:
@@ -179,8 +214,14 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     if budgets.is_file():
         inputs["mini_deep_budgets"] = _load(budgets)
         prov["mini_deep_budgets"] = file_provenance(budgets)
-    files = sorted(Path(sweep_dir).glob("*.json")) if sweep_dir is not None and Path(sweep_dir).is_dir() else []
-    files = [f for f in files if readable(_load(f))]  # e.g. a sweep's config.json is not an effect file
+    files = (
+        sorted(Path(sweep_dir).glob("*.json"))
+        if sweep_dir is not None and Path(sweep_dir).is_dir()
+        else []
+    )
+    files = [
+        f for f in files if readable(_load(f))
+    ]  # e.g. a sweep's config.json is not an effect file
     if files:
         inputs["sim_exittrain_sweep"] = [_load(f) for f in files]
         prov["sim_exittrain_sweep"] = group_provenance(files, _rel(Path(sweep_dir)) + "/*.json")
@@ -202,9 +243,17 @@ def gather_shipped(results_dir: str | Path = RESULTS) -> tuple[dict, dict]:
     return inputs, prov
 
 
-def gather_inputs(figures_dir: str | Path, *, mini_dir: str | Path | None = None, latency_json=None,
-                  checks_dir: str | Path | None = None, mini_deep: str | Path | None = None,
-                  sweep_dir: str | Path | None = None, quick: bool = False, seed: int = 0) -> tuple[dict, dict]:
+def gather_inputs(
+    figures_dir: str | Path,
+    *,
+    mini_dir: str | Path | None = None,
+    latency_json=None,
+    checks_dir: str | Path | None = None,
+    mini_deep: str | Path | None = None,
+    sweep_dir: str | Path | None = None,
+    quick: bool = False,
+    seed: int = 0,
+) -> tuple[dict, dict]:
     """``(inputs, provenance)`` of a run: figure data in ``figures_dir`` (computed when missing), the mini
     run's results, kit reports; the paired-effect files default to the shipped ones."""
     from exitlaw.paper_repro.figure_inputs import make_figure
@@ -214,7 +263,14 @@ def gather_inputs(figures_dir: str | Path, *, mini_dir: str | Path | None = None
     for name in FIGURE_INPUTS:
         path = figures_dir / f"{name}.json"
         if not path.is_file():
-            make_figure(name, figures_dir, seed=seed, quick=quick, mini_dir=mini_dir, latency_json=latency_json)
+            make_figure(
+                name,
+                figures_dir,
+                seed=seed,
+                quick=quick,
+                mini_dir=mini_dir,
+                latency_json=latency_json,
+            )
         inputs[name] = _load(path)
         prov[name] = file_provenance(path)
     inputs["mini"] = None
@@ -227,61 +283,102 @@ def gather_inputs(figures_dir: str | Path, *, mini_dir: str | Path | None = None
         inputs["checks"], kit = _read_checks(Path(checks_dir))
         if kit:
             prov["checks"] = kit
-    _read_paired(Path(mini_deep) if mini_deep else RESULTS / SHIPPED["mini_deep"],
-                 Path(sweep_dir) if sweep_dir else RESULTS / SHIPPED["sim_exittrain_sweep"], inputs, prov)
+    _read_paired(
+        Path(mini_deep) if mini_deep else RESULTS / SHIPPED["mini_deep"],
+        Path(sweep_dir) if sweep_dir else RESULTS / SHIPPED["sim_exittrain_sweep"],
+        inputs,
+        prov,
+    )
     return inputs, prov
 
 
 def _header(source: str) -> dict:
     from exitlaw import __version__
 
-    return {"exitlaw_version": __version__, "scale": "cpu", "inputs": source,
-            "rules": "paper_repro/verdicts.py (R0-R5), claim table paper_repro/ledger.py"}
+    return {
+        "exitlaw_version": __version__,
+        "scale": "cpu",
+        "inputs": source,
+        "rules": "paper_repro/verdicts.py (R0-R5), claim table paper_repro/ledger.py",
+    }
 
 
-def make_ledger(figures_dir, out_dir, *, mini_dir=None, latency_json=None, checks_dir=None, mini_deep=None,
-                sweep_dir=None, quick: bool = False, seed: int = 0, overwrite: bool = False):
+def make_ledger(
+    figures_dir,
+    out_dir,
+    *,
+    mini_dir=None,
+    latency_json=None,
+    checks_dir=None,
+    mini_deep=None,
+    sweep_dir=None,
+    quick: bool = False,
+    seed: int = 0,
+    overwrite: bool = False,
+):
     """Gather a run's inputs, build the rows, write ledger.md/json into ``out_dir``; return ``(rows, md, js)``."""
     from exitlaw.paper_repro.ledger import build_ledger, write_ledger
 
-    inputs, prov = gather_inputs(figures_dir, mini_dir=mini_dir, latency_json=latency_json, checks_dir=checks_dir,
-                                 mini_deep=mini_deep, sweep_dir=sweep_dir, quick=quick, seed=seed)
+    inputs, prov = gather_inputs(
+        figures_dir,
+        mini_dir=mini_dir,
+        latency_json=latency_json,
+        checks_dir=checks_dir,
+        mini_deep=mini_deep,
+        sweep_dir=sweep_dir,
+        quick=quick,
+        seed=seed,
+    )
     rows = build_ledger(inputs, prov)
-    md, js = write_ledger(rows, out_dir, prov, header=_header("a run directory"), overwrite=overwrite)
+    md, js = write_ledger(
+        rows, out_dir, prov, header=_header("a run directory"), overwrite=overwrite
+    )
     return rows, md, js
 
 
-def ledger_from_shipped(out_dir: str | Path = RESULTS, *, results_dir: str | Path = RESULTS,
-                        overwrite: bool = False) -> tuple[list[dict], Path, Path]:
+def ledger_from_shipped(
+    out_dir: str | Path = RESULTS, *, results_dir: str | Path = RESULTS, overwrite: bool = False
+) -> tuple[list[dict], Path, Path]:
     """Rebuild ``ledger.md`` / ``ledger.json`` from the shipped inputs only; return ``(rows, md, js)``."""
     from exitlaw.paper_repro.ledger import build_ledger, write_ledger
 
     inputs, prov = gather_shipped(results_dir)
     rows = build_ledger(inputs, prov)
-    md, js = write_ledger(rows, out_dir, prov, header=_header("shipped (paper_repro/results)"), overwrite=overwrite)
+    md, js = write_ledger(
+        rows, out_dir, prov, header=_header("shipped (paper_repro/results)"), overwrite=overwrite
+    )
     return rows, md, js
 
 
-def make_shipped_inputs(results_dir: str | Path = RESULTS, *, seed: int = 0, overwrite: bool = False,
-                        log=print) -> list[Path]:
+def make_shipped_inputs(
+    results_dir: str | Path = RESULTS, *, seed: int = 0, overwrite: bool = False, log=print
+) -> list[Path]:
     """Recompute the shipped CPU inputs (figure data, latency bench, kit reports), stamped with provenance."""
     from exitlaw.figures.registry import figure_module
     from exitlaw.figures.style import write_data
     from exitlaw.simulate.kit.conformance import load_verifier, run_kit
 
     out = Path(results_dir) / "ledger_inputs"
-    targets = [out / f"{n}.json" for n in FIGURE_INPUTS] + [out / "checks" / f"{k}.json" for k in KIT_VERIFIERS]
+    targets = [out / f"{n}.json" for n in FIGURE_INPUTS] + [
+        out / "checks" / f"{k}.json" for k in KIT_VERIFIERS
+    ]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not overwrite:
-        raise FileExistsError(f"{', '.join(existing)} exist; pass overwrite=True (--overwrite) to replace them")
+        raise FileExistsError(
+            f"{', '.join(existing)} exist; pass overwrite=True (--overwrite) to replace them"
+        )
     (out / "checks").mkdir(parents=True, exist_ok=True)
     commit = git_commit()  # the code as it was when the run started
     for name in FIGURE_INPUTS:
         data = figure_module(name).compute(seed=seed, quick=False)
-        log(f"wrote {write_data(stamp(data | {'quick': False}, commit), out, name, overwrite=True)}")
+        log(
+            f"wrote {write_data(stamp(data | {'quick': False}, commit), out, name, overwrite=True)}"
+        )
     for k in KIT_VERIFIERS:
         spec = f"exitlaw.simulate.verifiers:{k}"
         report = run_kit(load_verifier(spec), name=spec, seed=seed).to_json()
-        atomic_write_text(out / "checks" / f"{k}.json", json.dumps(stamp(report, commit), indent=1) + "\n")
+        atomic_write_text(
+            out / "checks" / f"{k}.json", json.dumps(stamp(report, commit), indent=1) + "\n"
+        )
         log(f"wrote {out / 'checks' / f'{k}.json'}")
     return targets

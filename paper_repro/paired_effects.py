@@ -47,10 +47,15 @@ def _objective(name: str) -> dict:
     parts = name.split("/")
     if len(parts) < 3 or not parts[2].startswith("lambda="):
         raise PairedEffectError(f"unreadable sweep objective name {name!r}")
-    out = {"weight": parts[0], "weight_norm": parts[1], "lambda": float(parts[2][len("lambda="):]), "edge_floor": None}
+    out = {
+        "weight": parts[0],
+        "weight_norm": parts[1],
+        "lambda": float(parts[2][len("lambda=") :]),
+        "edge_floor": None,
+    }
     for extra in parts[3:]:
         if extra.startswith("floor="):
-            out["edge_floor"] = float(extra[len("floor="):])
+            out["edge_floor"] = float(extra[len("floor=") :])
     return out
 
 
@@ -61,28 +66,53 @@ def _from_sweep(data: dict) -> list[dict]:
         shared = {k: a.get(k) for k in ("weight_norm", "lambda", "edge_floor")}
         if len(b) > 1 and any(b.get(k) != v for k, v in shared.items()):
             continue  # arms with different settings: no single setting to select by
-        out.append({"comparison": f"{a['weight']}-{b['weight']}", "metric": "tau",
-                    "setting": {"regime": row["regime"], "train_budget": int(row["train_budget"]),
-                                "eval_budget": int(row["eval_budget"]),
-                                "temperature": float(str(row["T"]).removeprefix("T=")), **shared},
-                    "diff": row["diff"], "rel_pct": row["rel_pct"], "level": 0.95, "n_seeds": row.get("n"),
-                    "n_units": "exact tau (stationary contexts)", "method": "paired t-interval over seeds"})
+        out.append(
+            {
+                "comparison": f"{a['weight']}-{b['weight']}",
+                "metric": "tau",
+                "setting": {
+                    "regime": row["regime"],
+                    "train_budget": int(row["train_budget"]),
+                    "eval_budget": int(row["eval_budget"]),
+                    "temperature": float(str(row["T"]).removeprefix("T=")),
+                    **shared,
+                },
+                "diff": row["diff"],
+                "rel_pct": row["rel_pct"],
+                "level": 0.95,
+                "n_seeds": row.get("n"),
+                "n_units": "exact tau (stationary contexts)",
+                "method": "paired t-interval over seeds",
+            }
+        )
     return out
 
 
 def _from_deep(data: dict) -> list[dict]:
     out = []
     for cell in data["paired"]["cells"]:
-        setting = {"domain": cell["domain"], "temperature": float(cell["temperature"]),
-                   "eval_budget": int(cell["budget"]), "verifier": cell["verifier"]}
+        setting = {
+            "domain": cell["domain"],
+            "temperature": float(cell["temperature"]),
+            "eval_budget": int(cell["budget"]),
+            "verifier": cell["verifier"],
+        }
         for pair, r in cell.get("pairs", {}).items():
             a, b = (s.strip() for s in pair.split(" - "))
-            out.append({"comparison": f"{a}-{b}", "metric": "tau", "setting": setting,
-                        "diff": {k: r[k] for k in ("mean", "lo", "hi")},
-                        "rel_pct": {"mean": r["rel_mean"], "lo": r["rel_lo"], "hi": r["rel_hi"]},
-                        "level": float(r.get("level", 0.95)), "mde_pct": r.get("rel_mde"),
-                        "n_seeds": r.get("seeds"), "n_units": r.get("prompts"),
-                        "method": data["paired"].get("method", "paired over seeds and prompts")})
+            out.append(
+                {
+                    "comparison": f"{a}-{b}",
+                    "metric": "tau",
+                    "setting": setting,
+                    "diff": {k: r[k] for k in ("mean", "lo", "hi")},
+                    "rel_pct": {"mean": r["rel_mean"], "lo": r["rel_lo"], "hi": r["rel_hi"]},
+                    "level": float(r.get("level", 0.95)),
+                    "mde_pct": r.get("rel_mde"),
+                    "n_seeds": r.get("seeds"),
+                    "n_units": r.get("prompts"),
+                    "method": data["paired"].get("method", "paired over seeds and prompts"),
+                }
+            )
     return out
 
 
@@ -98,7 +128,9 @@ def records(data: dict) -> list[dict]:
         if isinstance(data.get("paired"), dict) and "cells" in data["paired"]:
             return _from_deep(data)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise PairedEffectError(f"malformed paired-effect file: {type(err).__name__} {err}") from None
+        raise PairedEffectError(
+            f"malformed paired-effect file: {type(err).__name__} {err}"
+        ) from None
     raise PairedEffectError("no 'paired_effects' list, sweep rows or paired cells in the file")
 
 
@@ -119,19 +151,37 @@ def _matches(setting: dict, selector: dict) -> bool:
     return True
 
 
-def paired_interval(files, comparison: str, selector: dict, cells: int) -> tuple[Interval, list[dict]]:
+def paired_interval(
+    files, comparison: str, selector: dict, cells: int
+) -> tuple[Interval, list[dict]]:
     """The pooled relative effect (%) of exactly ``cells`` tau records of ``comparison`` matching ``selector``."""
     recs = [r for data in (files if isinstance(files, list) else [files]) for r in records(data)]
-    hits = [r for r in recs if r.get("comparison") == comparison and r.get("metric", "tau") == "tau"
-            and _matches(r.get("setting", {}), selector)]
+    hits = [
+        r
+        for r in recs
+        if r.get("comparison") == comparison
+        and r.get("metric", "tau") == "tau"
+        and _matches(r.get("setting", {}), selector)
+    ]
     if len(hits) != cells:
-        raise PairedEffectError(f"expected {cells} '{comparison}' tau record(s) with setting {selector}, "
-                                f"found {len(hits)}")
+        raise PairedEffectError(
+            f"expected {cells} '{comparison}' tau record(s) with setting {selector}, "
+            f"found {len(hits)}"
+        )
     try:
-        ivs = [Interval(float(r["rel_pct"]["mean"]), float(r["rel_pct"]["lo"]), float(r["rel_pct"]["hi"]),
-                        float(r.get("level", 0.95))) for r in hits]
+        ivs = [
+            Interval(
+                float(r["rel_pct"]["mean"]),
+                float(r["rel_pct"]["lo"]),
+                float(r["rel_pct"]["hi"]),
+                float(r.get("level", 0.95)),
+            )
+            for r in hits
+        ]
     except (KeyError, TypeError, VerdictError) as err:
-        raise PairedEffectError(f"a '{comparison}' record has no usable rel_pct interval: {err}") from None
+        raise PairedEffectError(
+            f"a '{comparison}' record has no usable rel_pct interval: {err}"
+        ) from None
     return pool(ivs), hits
 
 

@@ -36,17 +36,25 @@ def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[
             report = run_kit(load_verifier(spec), name=spec, seed=seed).to_json()
             atomic_write_text(path, json.dumps(report, indent=1) + "\n")
         report = json.loads(path.read_text(encoding="utf-8"))
-        verdicts[name] = {"verdict": report["verdict"], "exit_code": report["exit_code"],
-                          "samples": report["total_samples"], "min_power": report["min_power"],
-                          "family_alpha": report["family_alpha"], "report": str(path)}
-        log(f"check {name:<9} {report['verdict']} (alpha {report['family_alpha']:g}, "
+        verdicts[name] = {
+            "verdict": report["verdict"],
+            "exit_code": report["exit_code"],
+            "samples": report["total_samples"],
+            "min_power": report["min_power"],
+            "family_alpha": report["family_alpha"],
+            "report": str(path),
+        }
+        log(
+            f"check {name:<9} {report['verdict']} (alpha {report['family_alpha']:g}, "
             f"min power {'none' if report['min_power'] is None else format(report['min_power'], '.4f')}, "
-            f"{report['total_samples']} samples)")
+            f"{report['total_samples']} samples)"
+        )
     return verdicts
 
 
-def run_figures(out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool,
-                log: Callable[[str], None]) -> list[str]:
+def run_figures(
+    out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool, log: Callable[[str], None]
+) -> list[str]:
     from exitlaw.figures.registry import FIGURES
 
     from exitlaw.paper_repro.figure_inputs import make_figure
@@ -63,8 +71,16 @@ def run_figures(out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool,
     return done
 
 
-def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False,
-              progress: bool = True, log: Callable[[str], None] = print, mini_config=None) -> dict[str, Any]:
+def reproduce(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    mini_config=None,
+) -> dict[str, Any]:
     """Run every stage into ``out`` and return a summary (also written to ``out/summary.json``).
 
     ``mini_config`` replaces the mini run's preset (``quick`` or ``full``); tests pass a micro one.
@@ -79,8 +95,10 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
     if summary_path.is_file() and not overwrite:
         previous = json.loads(summary_path.read_text(encoding="utf-8"))
         if previous.get("config") != marker:
-            raise FileExistsError(f"{out} holds a run with config {previous.get('config')}, not {marker}; "
-                                  "use another --out or pass --overwrite")
+            raise FileExistsError(
+                f"{out} holds a run with config {previous.get('config')}, not {marker}; "
+                "use another --out or pass --overwrite"
+            )
     times: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -89,7 +107,11 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
 
     t0 = time.perf_counter()
     mini_dir = out / "mini"
-    cfg = mini_config if mini_config is not None else config_for("quick" if quick else "full", seed=seed)
+    cfg = (
+        mini_config
+        if mini_config is not None
+        else config_for("quick" if quick else "full", seed=seed)
+    )
     run_mini(mini_dir, cfg, overwrite=overwrite, progress=progress)
     times["mini_s"] = time.perf_counter() - t0
     log(f"mini-scale run: {mini_dir / 'results.md'}")
@@ -100,9 +122,22 @@ def reproduce(out: str | Path, *, quick: bool = False, seed: int = 0, overwrite:
     times["figures_s"] = time.perf_counter() - t0
 
     # the ledger is derived data: always refreshed
-    _, md, js = make_ledger(fig_dir, out, mini_dir=mini_dir, checks_dir=out / "checks", quick=quick, seed=seed,
-                            overwrite=True)
-    summary = {"config": marker, "checks": verdicts, "times": times, "ledger": [str(md), str(js)],
-               "figures": str(fig_dir), "mini": str(mini_dir)}
+    _, md, js = make_ledger(
+        fig_dir,
+        out,
+        mini_dir=mini_dir,
+        checks_dir=out / "checks",
+        quick=quick,
+        seed=seed,
+        overwrite=True,
+    )
+    summary = {
+        "config": marker,
+        "checks": verdicts,
+        "times": times,
+        "ledger": [str(md), str(js)],
+        "figures": str(fig_dir),
+        "mini": str(mini_dir),
+    }
     atomic_write_text(summary_path, json.dumps(summary, indent=1) + "\n")
     return summary

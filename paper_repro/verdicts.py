@@ -69,14 +69,18 @@ class Interval:
     lo: float
     hi: float
     level: float = 0.95
-    exact: bool = False  # a computed quantity: [lo, hi] is its float rounding band, not a sampling interval
+    exact: bool = (
+        False  # a computed quantity: [lo, hi] is its float rounding band, not a sampling interval
+    )
 
     def __post_init__(self) -> None:
         vals = (self.estimate, self.lo, self.hi)
         if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals):
             raise VerdictError(f"interval bounds must be finite numbers, got {vals}")
         if not self.lo <= self.estimate <= self.hi:
-            raise VerdictError(f"need lo <= estimate <= hi, got {self.lo} <= {self.estimate} <= {self.hi}")
+            raise VerdictError(
+                f"need lo <= estimate <= hi, got {self.lo} <= {self.estimate} <= {self.hi}"
+            )
         if not 0 < self.level < 1:
             raise VerdictError(f"interval level must lie in (0, 1), got {self.level}")
 
@@ -116,8 +120,10 @@ class Interval:
         if self.is_exact:
             band = f" +- {(self.hi - self.lo) / 2:.0e}" if self.hi > self.lo else ""
             return f.format(self.estimate) + unit + f" (computed{band})"
-        return (f.format(self.estimate) + unit + f" [{f.format(self.lo)}, {f.format(self.hi)}] "
-                f"({100 * self.level:g} % CI)")
+        return (
+            f.format(self.estimate) + unit + f" [{f.format(self.lo)}, {f.format(self.hi)}] "
+            f"({100 * self.level:g} % CI)"
+        )
 
 
 def pool(cells: list[Interval], level: float = 0.95) -> Interval:
@@ -128,8 +134,10 @@ def pool(cells: list[Interval], level: float = 0.95) -> Interval:
     if any(c.is_exact for c in cells):
         if not all(c.is_exact for c in cells):
             raise VerdictError("cannot pool computed and sampled cells")
-        return Interval.computed(sum(c.estimate for c in cells) / k, max(c.hi - c.estimate for c in cells))
-    se = math.sqrt(sum(c.se ** 2 for c in cells)) / k
+        return Interval.computed(
+            sum(c.estimate for c in cells) / k, max(c.hi - c.estimate for c in cells)
+        )
+    se = math.sqrt(sum(c.se**2 for c in cells)) / k
     return Interval.normal(sum(c.estimate for c in cells) / k, se, level)
 
 
@@ -161,22 +169,36 @@ class Rule:
             raise VerdictError(f"alpha must lie in (0, 0.5), got {self.alpha}")
         bad = [s for s in self.decidable_at if s not in SCALES]
         if bad or not self.decidable_at:
-            raise VerdictError(f"decidable_at must be a non-empty subset of {SCALES}, got {self.decidable_at}")
+            raise VerdictError(
+                f"decidable_at must be a non-empty subset of {SCALES}, got {self.decidable_at}"
+            )
         if self.kind == "equivalence":
             if self.margin is None or not self.margin > 0:
                 raise VerdictError(f"an equivalence rule needs a margin > 0, got {self.margin}")
         elif self.kind == "size" and self.paper_effect is None:
             raise VerdictError("a size rule needs the paper's effect")
-        if self.paper_effect is not None and self.kind != "equivalence" and self.side * self.paper_effect <= 0:
-            raise VerdictError(f"the paper's effect {self.paper_effect} is not on its declared side {self.side:+d}")
+        if (
+            self.paper_effect is not None
+            and self.kind != "equivalence"
+            and self.side * self.paper_effect <= 0
+        ):
+            raise VerdictError(
+                f"the paper's effect {self.paper_effect} is not on its declared side {self.side:+d}"
+            )
 
     def text(self) -> str:
         if self.kind == "test":
             return f"calibrated test ({self.unit}): no rejection with power >= {POWER}"
         if self.kind == "equivalence":
-            return f"equivalence (TOST, alpha {self.alpha:g}) at margin +-{self.margin:g} {self.unit}"
+            return (
+                f"equivalence (TOST, alpha {self.alpha:g}) at margin +-{self.margin:g} {self.unit}"
+            )
         sign = ">" if self.side > 0 else "<"
-        paper = f"; paper's effect {self.paper_effect:+g} {self.unit}" if self.paper_effect is not None else ""
+        paper = (
+            f"; paper's effect {self.paper_effect:+g} {self.unit}"
+            if self.paper_effect is not None
+            else ""
+        )
         return f"{self.kind}: effect {sign} 0 ({self.unit}){paper}; {100 * (1 - self.alpha):g} % CI"
 
 
@@ -202,8 +224,11 @@ def not_decidable(rule: Rule, scale: str) -> Verdict | None:
         raise VerdictError(f"scale must be one of {SCALES}, got {scale!r}")
     if scale in rule.decidable_at:
         return None
-    return Verdict(INCONCLUSIVE, f"not decidable at {scale.upper()} scale (declared: decidable at "
-                                 f"{'/'.join(s.upper() for s in rule.decidable_at)} scale only)")
+    return Verdict(
+        INCONCLUSIVE,
+        f"not decidable at {scale.upper()} scale (declared: decidable at "
+        f"{'/'.join(s.upper() for s in rule.decidable_at)} scale only)",
+    )
 
 
 def missing(what: str) -> Verdict:
@@ -216,7 +241,9 @@ def decide(rule: Rule, ci: Interval) -> Verdict:
     if rule.kind == "test":
         raise VerdictError("a 'test' rule is decided by decide_test, not from an interval")
     if abs(ci.level - (1 - rule.alpha)) > 1e-9 and not ci.is_exact:
-        raise VerdictError(f"the interval's level {ci.level} is not the rule's 1 - alpha = {1 - rule.alpha}")
+        raise VerdictError(
+            f"the interval's level {ci.level} is not the rule's 1 - alpha = {1 - rule.alpha}"
+        )
     u, m_d = rule.unit, mde(ci, rule.alpha)
     if rule.kind == "equivalence":
         return _tost(rule, ci, m_d)
@@ -224,11 +251,19 @@ def decide(rule: Rule, ci: Interval) -> Verdict:
     lo, hi = (ci.lo, ci.hi) if s > 0 else (-ci.hi, -ci.lo)  # in the paper's direction
     e = None if rule.paper_effect is None else s * rule.paper_effect
     if lo > 0 and (rule.kind == "direction" or lo <= e <= hi):
-        return Verdict(REPRODUCED, "CI excludes 0 on the paper's side"
-                       + (" and contains the paper's effect" if rule.kind == "size" else ""), m_d)
+        return Verdict(
+            REPRODUCED,
+            "CI excludes 0 on the paper's side"
+            + (" and contains the paper's effect" if rule.kind == "size" else ""),
+            m_d,
+        )
     if rule.kind == "size" and lo > e:
-        return Verdict(INCONCLUSIVE, f"excludes 0 on the paper's side but not compatible with the paper's "
-                                     f"effect {rule.paper_effect:+g} {u} (the effect is larger)", m_d)
+        return Verdict(
+            INCONCLUSIVE,
+            f"excludes 0 on the paper's side but not compatible with the paper's "
+            f"effect {rule.paper_effect:+g} {u} (the effect is larger)",
+            m_d,
+        )
     bound = 0.0 if e is None else e
     if hi < bound:
         what = "0" if e is None else f"the paper's effect {rule.paper_effect:+g} {u}"
@@ -240,15 +275,23 @@ def _tost(rule: Rule, ci: Interval, m_d: float) -> Verdict:
     m, u = rule.margin, rule.unit
     ci90 = ci.at_level(1 - 2 * rule.alpha)
     if -m < ci90.lo and ci90.hi < m:
-        return Verdict(REPRODUCED, f"{100 * ci90.level:g} % CI [{ci90.lo:+.3g}, {ci90.hi:+.3g}] inside +-{m:g} {u}",
-                       m_d)
+        return Verdict(
+            REPRODUCED,
+            f"{100 * ci90.level:g} % CI [{ci90.lo:+.3g}, {ci90.hi:+.3g}] inside +-{m:g} {u}",
+            m_d,
+        )
     if ci.lo > m or ci.hi < -m:
         return Verdict(CONTRADICTED, f"{100 * ci.level:g} % CI lies outside +-{m:g} {u}", m_d)
     half90 = (ci90.hi - ci90.lo) / 2
     if half90 >= m:
-        return Verdict(INCONCLUSIVE, f"underpowered: the 90 % half-width {half90:.3g} {u} is >= the margin "
-                                     f"{m:g} {u}", m_d)
-    return Verdict(INCONCLUSIVE, f"not shown within +-{m:g} {u}: 90 % CI [{ci90.lo:+.3g}, {ci90.hi:+.3g}]", m_d)
+        return Verdict(
+            INCONCLUSIVE,
+            f"underpowered: the 90 % half-width {half90:.3g} {u} is >= the margin {m:g} {u}",
+            m_d,
+        )
+    return Verdict(
+        INCONCLUSIVE, f"not shown within +-{m:g} {u}: 90 % CI [{ci90.lo:+.3g}, {ci90.hi:+.3g}]", m_d
+    )
 
 
 def decide_test(rule: Rule, rejected: bool, power: float) -> Verdict:
@@ -260,11 +303,17 @@ def decide_test(rule: Rule, rejected: bool, power: float) -> Verdict:
     if rejected:
         return Verdict(CONTRADICTED, "the calibrated test rejects")
     if power >= POWER:
-        return Verdict(REPRODUCED, f"the calibrated test does not reject (power {power:.3f} >= {POWER})")
-    return Verdict(INCONCLUSIVE, f"underpowered: the test does not reject but its power {power:.3f} < {POWER}")
+        return Verdict(
+            REPRODUCED, f"the calibrated test does not reject (power {power:.3f} >= {POWER})"
+        )
+    return Verdict(
+        INCONCLUSIVE, f"underpowered: the test does not reject but its power {power:.3f} < {POWER}"
+    )
 
 
-def bootstrap_interval(values, *, statistic, resamples: int = 2000, level: float = 0.95, seed: int = 0) -> Interval:
+def bootstrap_interval(
+    values, *, statistic, resamples: int = 2000, level: float = 0.95, seed: int = 0
+) -> Interval:
     """Percentile bootstrap of ``statistic(values[idx])`` over the rows of ``values`` (numpy
     ``Generator(PCG64(seed))``, so the interval is a pure function of its inputs)."""
     import numpy as np
@@ -281,5 +330,22 @@ def bootstrap_interval(values, *, statistic, resamples: int = 2000, level: float
     return Interval(est, min(lo, est), max(hi, est), level)
 
 
-__all__ = ["REPRODUCED", "CONTRADICTED", "INCONCLUSIVE", "VERDICTS", "KINDS", "SCALES", "Interval", "Rule",
-           "Verdict", "VerdictError", "decide", "decide_test", "pool", "mde", "not_decidable", "missing", "bootstrap_interval"]
+__all__ = [
+    "REPRODUCED",
+    "CONTRADICTED",
+    "INCONCLUSIVE",
+    "VERDICTS",
+    "KINDS",
+    "SCALES",
+    "Interval",
+    "Rule",
+    "Verdict",
+    "VerdictError",
+    "decide",
+    "decide_test",
+    "pool",
+    "mde",
+    "not_decidable",
+    "missing",
+    "bootstrap_interval",
+]

@@ -22,7 +22,9 @@ from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 
-_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_common = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 settings.register_profile("dev", max_examples=20, **_common)
 settings.register_profile("ci", max_examples=60, **_common)
 settings.register_profile("thorough", max_examples=600, **_common)
@@ -52,7 +54,9 @@ def tiny(request, tmp_path_factory):
 
     seed = getattr(request.module, "TINY_SEED", 0)
     if seed not in _TINY_CACHE:
-        _TINY_CACHE[seed] = write_tiny_models(tmp_path_factory.mktemp(f"tiny_seed{seed}"), seed=seed)
+        _TINY_CACHE[seed] = write_tiny_models(
+            tmp_path_factory.mktemp(f"tiny_seed{seed}"), seed=seed
+        )
     return _TINY_CACHE[seed]
 
 

@@ -18,13 +18,17 @@ sys.exit(1 if bad else 0)
 
 
 def test_engine_never_imports_jax():
-    proc = subprocess.run([sys.executable, "-c", ENGINE_IMPORTS_NO_JAX], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", ENGINE_IMPORTS_NO_JAX], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_theory_numpy_parts_import_without_jax():
-    code = ("import sys; import exitlaw.theory as t; t.DraftTree.chain([1]); "
-            "sys.exit(1 if 'jax' in sys.modules else 0)")
+    code = (
+        "import sys; import exitlaw.theory as t; t.DraftTree.chain([1]); "
+        "sys.exit(1 if 'jax' in sys.modules else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 
@@ -45,12 +49,16 @@ def test_every_engine_export_is_the_named_object_even_after_submodule_imports():
         importlib.import_module(mod.name)  # may bind submodules as package attributes
     for name, (module, attr) in engine._EXPORTS.items():
         want = getattr(importlib.import_module(f"exitlaw.engine.{module}"), attr)
-        assert getattr(engine, name) is want, f"exitlaw.engine.{name} is shadowed (a submodule of that name?)"
+        assert getattr(engine, name) is want, (
+            f"exitlaw.engine.{name} is shadowed (a submodule of that name?)"
+        )
 
 
 def test_cli_help_imports_neither_torch_nor_jax():
-    code = ("import sys; from exitlaw.cli import build_parser; build_parser(); "
-            "heavy = [m for m in ('torch', 'jax') if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
+    code = (
+        "import sys; from exitlaw.cli import build_parser; build_parser(); "
+        "heavy = [m for m in ('torch', 'jax') if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -63,12 +71,23 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = {"cli": ROOT / "exitlaw" / "cli", "theory": ROOT / "theory", "simulate": ROOT / "simulate",
-         "engine": ROOT / "engine", "figures": ROOT / "figures", "paper_repro": ROOT / "paper_repro"}
+PARTS = {
+    "cli": ROOT / "exitlaw" / "cli",
+    "theory": ROOT / "theory",
+    "simulate": ROOT / "simulate",
+    "engine": ROOT / "engine",
+    "figures": ROOT / "figures",
+    "paper_repro": ROOT / "paper_repro",
+}
 # part -> the parts it may import (data flows one way: theory <- simulate <- engine <- figures/paper_repro)
-ALLOWED = {"theory": set(), "simulate": {"theory"}, "engine": {"theory"},
-           "figures": {"theory", "simulate", "engine"}, "paper_repro": {"theory", "simulate", "engine", "figures"},
-           "cli": {"theory", "simulate", "engine", "figures", "paper_repro"}}
+ALLOWED = {
+    "theory": set(),
+    "simulate": {"theory"},
+    "engine": {"theory"},
+    "figures": {"theory", "simulate", "engine"},
+    "paper_repro": {"theory", "simulate", "engine", "figures"},
+    "cli": {"theory", "simulate", "engine", "figures", "paper_repro"},
+}
 
 
 def _module_name(part: str, path: Path) -> str:
@@ -93,7 +112,9 @@ def _imports(part: str, path: Path) -> list[tuple[str, int]]:
             else:
                 name = node.module or ""
             out.append((name, node.lineno))
-            out += [(f"{name}.{a.name}", node.lineno) for a in node.names]  # `from pkg import submodule`
+            out += [
+                (f"{name}.{a.name}", node.lineno) for a in node.names
+            ]  # `from pkg import submodule`
     return out
 
 
@@ -111,8 +132,13 @@ def _all_files():
 
 
 def test_only_the_cli_package_imports_argparse():
-    offenders = [f"{path.relative_to(ROOT)}:{line}" for part, path in _all_files() if part != "cli"
-                 for name, line in _imports(part, path) if name == "argparse"]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for part, path in _all_files()
+        if part != "cli"
+        for name, line in _imports(part, path)
+        if name == "argparse"
+    ]
     assert not offenders, f"argparse outside exitlaw/cli: {offenders}"
 
 
@@ -122,13 +148,20 @@ def test_parts_import_only_the_layers_below_them():
         for name, line in _imports(part, path):
             other = _part_of(name)
             if other is not None and other != part and other not in ALLOWED[part]:
-                offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name} ({part} may not import {other})")
+                offenders.append(
+                    f"{path.relative_to(ROOT)}:{line} imports {name} ({part} may not import {other})"
+                )
     assert not offenders, "\n".join(offenders)
 
 
 def test_figures_never_import_paper_repro():
-    offenders = [f"{path.relative_to(ROOT)}:{line} {name}" for part, path in _all_files() if part == "figures"
-                 for name, line in _imports(part, path) if _part_of(name) == "paper_repro"]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} {name}"
+        for part, path in _all_files()
+        if part == "figures"
+        for name, line in _imports(part, path)
+        if _part_of(name) == "paper_repro"
+    ]
     assert not offenders, offenders
 
 
@@ -141,7 +174,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(v)
         for u in sorted(graph.get(v, ())):
             if state.get(u) == 1:
-                return stack[stack.index(u):] + [u]
+                return stack[stack.index(u) :] + [u]
             if state.get(u) is None and (found := visit(u)):
                 return found
         state[v] = 2
@@ -161,11 +194,17 @@ def test_no_import_cycle_between_parts():
             other = _part_of(name)
             if other is not None and other != part:
                 graph[part].add(other)
-    assert _find_cycle(graph) is None, f"import cycle between parts: {' -> '.join(_find_cycle(graph))}"
+    assert _find_cycle(graph) is None, (
+        f"import cycle between parts: {' -> '.join(_find_cycle(graph))}"
+    )
 
 
 def test_the_cycle_finder_finds_a_planted_cycle():
-    assert _find_cycle({"figures": {"paper_repro"}, "paper_repro": {"figures"}}) == ["figures", "paper_repro", "figures"]
+    assert _find_cycle({"figures": {"paper_repro"}, "paper_repro": {"figures"}}) == [
+        "figures",
+        "paper_repro",
+        "figures",
+    ]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
 
 
@@ -178,25 +217,25 @@ SUBPACKAGE_RULES = {
     "simulate": {
         ".": {"."},
         "verifiers": {"."},
-        "lab": {".", "verifiers"},                    # the lab never uses the kit or the prover
-        "kit": {".", "verifiers"},                    # the kit never uses the lab's presets or models
-        "prove": {".", "verifiers", "kit"},           # the prover loads procedures as the kit does
+        "lab": {".", "verifiers"},  # the lab never uses the kit or the prover
+        "kit": {".", "verifiers"},  # the kit never uses the lab's presets or models
+        "prove": {".", "verifiers", "kit"},  # the prover loads procedures as the kit does
         "exittrain": {".", "lab"},
         "bench": {".", "verifiers", "lab", "kit"},
-        "audit": {"."},                               # the server audit: an HTTP client + the shared statistics
+        "audit": {"."},  # the server audit: an HTTP client + the shared statistics
     },
     "engine": {
         ".": set(),
-        "models": set(),                              # models know nothing of decoding or training
+        "models": set(),  # models know nothing of decoding or training
         "prompts": set(),
-        "decode": {"models"},                         # decoding never imports training or benchmarks
+        "decode": {"models"},  # decoding never imports training or benchmarks
         "training": {"models", "decode", "prompts"},
         "bench": {"models", "decode", "prompts"},
-        "serve": {"models", "decode", "prompts"},     # the HTTP server runs the engine's entry points
+        "serve": {"models", "decode", "prompts"},  # the HTTP server runs the engine's entry points
     },
     "paper_repro": {
         ".": {".", "mini"},
-        "mini": set(),                                # the mini pipeline knows nothing of the ledger
+        "mini": set(),  # the mini pipeline knows nothing of the ledger
     },
 }
 
@@ -217,7 +256,11 @@ def subpackage_offenders(root: Path) -> list[str]:
                 continue
             room = _room(part_dir, rel.parts)
             mod_parts = [p for p in rel.with_suffix("").parts if p != "__init__"]
-            package = ["exitlaw", part, *(mod_parts if path.name == "__init__.py" else mod_parts[:-1])]
+            package = [
+                "exitlaw",
+                part,
+                *(mod_parts if path.name == "__init__.py" else mod_parts[:-1]),
+            ]
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
                 names = []
                 if isinstance(node, ast.Import):
@@ -232,15 +275,19 @@ def subpackage_offenders(root: Path) -> list[str]:
                         continue
                     other = _room(part_dir, tuple(bits[2:]) + ("x",))
                     if other != room and other not in rules.get(room, set()):
-                        offenders.append(f"{part}/{rel}:{node.lineno} imports {name} "
-                                         f"({part}/{room} may not import {part}/{other})")
+                        offenders.append(
+                            f"{part}/{rel}:{node.lineno} imports {name} "
+                            f"({part}/{room} may not import {part}/{other})"
+                        )
     return offenders
 
 
 def test_every_sub_package_has_a_rule_and_rules_name_only_real_sub_packages():
     for part, rules in SUBPACKAGE_RULES.items():
         real = {p.name for p in (ROOT / part).iterdir() if (p / "__init__.py").is_file()} | {"."}
-        assert set(rules) == real, f"{part}: rules for {sorted(set(rules))}, sub-packages {sorted(real)}"
+        assert set(rules) == real, (
+            f"{part}: rules for {sorted(set(rules))}, sub-packages {sorted(real)}"
+        )
 
 
 def test_sub_packages_import_only_the_rooms_their_rules_allow():
@@ -248,21 +295,29 @@ def test_sub_packages_import_only_the_rooms_their_rules_allow():
     assert not offenders, "\n".join(offenders)
 
 
-@pytest.mark.parametrize("file, planted", [
-    ("simulate/lab/builders.py", "from exitlaw.simulate.kit import conformance"),
-    ("simulate/kit/cases.py", "from ..lab.presets import SimConfig"),
-    ("engine/decode/loop.py", "import exitlaw.engine.training.loop"),
-    ("engine/models/target.py", "from exitlaw.engine.decode.verifiers import verify"),
-    ("paper_repro/mini/evaluate.py", "from exitlaw.paper_repro.ledger import CLAIMS"),
-    ("engine/decode/loop.py", "from exitlaw.engine.serve.app import ServeApp"),
-    ("simulate/audit/run.py", "from exitlaw.simulate.kit.conformance import run_kit"),
-])
+@pytest.mark.parametrize(
+    "file, planted",
+    [
+        ("simulate/lab/builders.py", "from exitlaw.simulate.kit import conformance"),
+        ("simulate/kit/cases.py", "from ..lab.presets import SimConfig"),
+        ("engine/decode/loop.py", "import exitlaw.engine.training.loop"),
+        ("engine/models/target.py", "from exitlaw.engine.decode.verifiers import verify"),
+        ("paper_repro/mini/evaluate.py", "from exitlaw.paper_repro.ledger import CLAIMS"),
+        ("engine/decode/loop.py", "from exitlaw.engine.serve.app import ServeApp"),
+        ("simulate/audit/run.py", "from exitlaw.simulate.kit.conformance import run_kit"),
+    ],
+)
 def test_a_planted_import_that_breaks_a_sub_package_rule_is_found(tmp_path, file, planted):
     for part in SUBPACKAGE_RULES:
-        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "results"))
+        shutil.copytree(
+            ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "results")
+        )
     assert subpackage_offenders(tmp_path) == []
     target = tmp_path / file
-    target.write_text(target.read_text(encoding="utf-8") + f"\n\ndef _planted():\n    {planted}\n", encoding="utf-8")
+    target.write_text(
+        target.read_text(encoding="utf-8") + f"\n\ndef _planted():\n    {planted}\n",
+        encoding="utf-8",
+    )
     found = subpackage_offenders(tmp_path)
     assert len(found) >= 1 and all(f.startswith(file) for f in found), found
 

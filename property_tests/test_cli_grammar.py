@@ -16,7 +16,14 @@ def _commands() -> set[str]:
 
 def test_the_benchmark_family_reads_bench_what_and_former_names_are_not_listed():
     names = _commands()
-    assert {"bench", "bench-law", "bench-simulate", "bench-sim-verifiers", "bench-verifiers", "bench-batch"} <= names
+    assert {
+        "bench",
+        "bench-law",
+        "bench-simulate",
+        "bench-sim-verifiers",
+        "bench-verifiers",
+        "bench-batch",
+    } <= names
     assert not names & set(RENAMED_COMMANDS), "former names must not be listed as commands"
     assert {n for n in names if n.endswith("-bench")} == set()
 
@@ -43,7 +50,18 @@ def test_every_json_option_prints_and_never_takes_a_path():
 
 
 def test_gpu_check_out_writes_json_prints_and_the_former_json_file_still_writes(tmp_path, capsys):
-    base = ["gpu-check", "--tiny", "--device", "cpu", "--budget", "4", "--context", "24", "--reps", "1"]
+    base = [
+        "gpu-check",
+        "--tiny",
+        "--device",
+        "cpu",
+        "--budget",
+        "4",
+        "--context",
+        "24",
+        "--reps",
+        "1",
+    ]
     assert main(base + ["--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["rows"]
@@ -75,16 +93,22 @@ def test_tiny_models_out_naming_an_existing_file_is_a_named_error(tmp_path, caps
 _AUDIT = ["audit", "--candidate", "http://c", "--reference", "http://r", "--prompts", "p.jsonl"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (_AUDIT + ["--alpha", "1"], "strictly between 0 and 1"),
-    (_AUDIT + ["--power", "nan"], "expected a finite number"),
-    (_AUDIT + ["--top-p", "1.5"], "expected a top-p in (0, 1]"),
-    (_AUDIT + ["--min-p", "1"], "expected a min-p in [0, 1)"),
-    (_AUDIT + ["--top-k", "0"], "expected an integer >= 1"),
-    (["serve", "--target", "t", "--port", "65536"], "expected a port in 0..65535"),
-    (["serve", "--target", "t", "--port", "http"], "expected a port in 0..65535"),
-    (["bench-serve", "--target", "t", "--draft", "d", "--prompts", "p", "--threads", "0"], "expected an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (_AUDIT + ["--alpha", "1"], "strictly between 0 and 1"),
+        (_AUDIT + ["--power", "nan"], "expected a finite number"),
+        (_AUDIT + ["--top-p", "1.5"], "expected a top-p in (0, 1]"),
+        (_AUDIT + ["--min-p", "1"], "expected a min-p in [0, 1)"),
+        (_AUDIT + ["--top-k", "0"], "expected an integer >= 1"),
+        (["serve", "--target", "t", "--port", "65536"], "expected a port in 0..65535"),
+        (["serve", "--target", "t", "--port", "http"], "expected a port in 0..65535"),
+        (
+            ["bench-serve", "--target", "t", "--draft", "d", "--prompts", "p", "--threads", "0"],
+            "expected an integer >= 1",
+        ),
+    ],
+)
 def test_serving_commands_refuse_out_of_range_values_with_the_range(argv, message, capsys):
     with pytest.raises(SystemExit) as done:
         build_parser().parse_args(argv)
@@ -93,7 +117,9 @@ def test_serving_commands_refuse_out_of_range_values_with_the_range(argv, messag
 
 
 def test_audit_sends_filters_but_has_no_sampling_order_and_serve_parses_its_port():
-    args = build_parser().parse_args(_AUDIT + ["--top-k", "3", "--top-p", "0.9", "--min-p", "0.1", "--alpha", "0.01"])
+    args = build_parser().parse_args(
+        _AUDIT + ["--top-k", "3", "--top-p", "0.9", "--min-p", "0.1", "--alpha", "0.01"]
+    )
     assert (args.top_k, args.top_p, args.min_p, args.alpha) == (3, 0.9, 0.1, 0.01)
     assert not hasattr(args, "sampling_order")  # the servers apply their own order
     assert build_parser().parse_args(["serve", "--target", "t", "--port", "0"]).port == 0

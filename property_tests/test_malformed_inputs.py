@@ -121,7 +121,6 @@ from pathlib import Path  # noqa: E402
 from exitlaw.cli import main  # noqa: E402
 from exitlaw.theory import (  # noqa: E402
     IncompleteTraceError,
-    PaddedTree,
     TraceFormatError,
     TraceRound,
     TraceWriter,
@@ -142,92 +141,337 @@ def _files(root) -> set[str]:
 
 API_CASES = [
     # trees: dtypes and ranges (no coercion, no int64 wrap-around)
-    ("tree bool token", lambda: DraftTree(parent=[-1, 0], token=[0, True]), TreeError, r"token\[1\] is True"),
-    ("tree string token", lambda: DraftTree(parent=[-1, 0], token=[0, "3"]), TreeError, r"token\[1\] is '3'"),
-    ("tree huge token", lambda: DraftTree(parent=[-1, 0], token=[0, 2**64 + 1]), TreeError, "outside the int64 range"),
-    ("tree token 2**63", lambda: DraftTree(parent=[-1, 0], token=[0, 2**63]), TreeError, "outside the int64 range"),
-    ("tree uint64 token", lambda: DraftTree(parent=[-1, 0], token=np.array([0, 2**63], dtype=np.uint64)), TreeError,
-     "outside the int64 range"),
-    ("tree float token 1e30", lambda: DraftTree(parent=[-1, 0], token=[0, 1e30]), TreeError, "must hold integers"),
-    ("tree nan parent", lambda: DraftTree(parent=[-1, np.nan], token=[0, 1]), TreeError, "must hold integers"),
-    ("tree complex parent", lambda: DraftTree(parent=np.array([-1, 0], dtype=complex), token=[0, 1]), TreeError,
-     "dtype complex"),
-    ("tree bool array", lambda: DraftTree(parent=[-1, 0], token=np.array([False, True])), TreeError, "dtype bool"),
-    ("tree object array", lambda: DraftTree(parent=[-1, 0], token=np.array([0, None], dtype=object)), TreeError,
-     "dtype object"),
-    ("tree bytes token", lambda: DraftTree(parent=[-1, 0], token=[0, b"1"]), TreeError, "not bytes"),
+    (
+        "tree bool token",
+        lambda: DraftTree(parent=[-1, 0], token=[0, True]),
+        TreeError,
+        r"token\[1\] is True",
+    ),
+    (
+        "tree string token",
+        lambda: DraftTree(parent=[-1, 0], token=[0, "3"]),
+        TreeError,
+        r"token\[1\] is '3'",
+    ),
+    (
+        "tree huge token",
+        lambda: DraftTree(parent=[-1, 0], token=[0, 2**64 + 1]),
+        TreeError,
+        "outside the int64 range",
+    ),
+    (
+        "tree token 2**63",
+        lambda: DraftTree(parent=[-1, 0], token=[0, 2**63]),
+        TreeError,
+        "outside the int64 range",
+    ),
+    (
+        "tree uint64 token",
+        lambda: DraftTree(parent=[-1, 0], token=np.array([0, 2**63], dtype=np.uint64)),
+        TreeError,
+        "outside the int64 range",
+    ),
+    (
+        "tree float token 1e30",
+        lambda: DraftTree(parent=[-1, 0], token=[0, 1e30]),
+        TreeError,
+        "must hold integers",
+    ),
+    (
+        "tree nan parent",
+        lambda: DraftTree(parent=[-1, np.nan], token=[0, 1]),
+        TreeError,
+        "must hold integers",
+    ),
+    (
+        "tree complex parent",
+        lambda: DraftTree(parent=np.array([-1, 0], dtype=complex), token=[0, 1]),
+        TreeError,
+        "dtype complex",
+    ),
+    (
+        "tree bool array",
+        lambda: DraftTree(parent=[-1, 0], token=np.array([False, True])),
+        TreeError,
+        "dtype bool",
+    ),
+    (
+        "tree object array",
+        lambda: DraftTree(parent=[-1, 0], token=np.array([0, None], dtype=object)),
+        TreeError,
+        "dtype object",
+    ),
+    (
+        "tree bytes token",
+        lambda: DraftTree(parent=[-1, 0], token=[0, b"1"]),
+        TreeError,
+        "not bytes",
+    ),
     ("tree ragged", lambda: DraftTree(parent=[-1, [0]], token=[0, 1]), TreeError, "integers|1-D"),
     # rows: dtypes, tolerance
     ("rows complex", lambda: exit_law(CHAIN, ROWS.astype(complex)), DistributionError, "complex"),
-    ("rows bool", lambda: exit_law(CHAIN, np.array([[True, False], [False, True]])), DistributionError, "bool"),
-    ("rows strings", lambda: exit_law(CHAIN, np.array([["0.5", "0.5"], ["0.5", "0.5"]])), DistributionError, "string"),
-    ("rows object", lambda: exit_law(CHAIN, np.array([[0.5, None], [0.5, 0.5]], dtype=object)), DistributionError,
-     "got entry 1 = None"),
-    ("rows object of floats", lambda: exit_law(CHAIN, np.array([[0.5, 0.5], [0.5, 0.5]], dtype=object)),
-     DistributionError, r"got object values \(dtype object\)"),
-    ("rows atol nan", lambda: exit_law(CHAIN, np.array([[0.5, 0.9], [0.5, 0.5]]), atol=float("nan")),
-     DistributionError, "atol"),
+    (
+        "rows bool",
+        lambda: exit_law(CHAIN, np.array([[True, False], [False, True]])),
+        DistributionError,
+        "bool",
+    ),
+    (
+        "rows strings",
+        lambda: exit_law(CHAIN, np.array([["0.5", "0.5"], ["0.5", "0.5"]])),
+        DistributionError,
+        "string",
+    ),
+    (
+        "rows object",
+        lambda: exit_law(CHAIN, np.array([[0.5, None], [0.5, 0.5]], dtype=object)),
+        DistributionError,
+        "got entry 1 = None",
+    ),
+    (
+        "rows object of floats",
+        lambda: exit_law(CHAIN, np.array([[0.5, 0.5], [0.5, 0.5]], dtype=object)),
+        DistributionError,
+        r"got object values \(dtype object\)",
+    ),
+    (
+        "rows atol nan",
+        lambda: exit_law(CHAIN, np.array([[0.5, 0.9], [0.5, 0.5]]), atol=float("nan")),
+        DistributionError,
+        "atol",
+    ),
     ("rows atol negative", lambda: exit_law(CHAIN, ROWS, atol=-1.0), DistributionError, "atol"),
     ("rows atol string", lambda: exit_law(CHAIN, ROWS, atol="1e-5"), DistributionError, "atol"),
-    ("rows atol inf", lambda: exit_law(CHAIN, np.array([[0.5, 9.0], [0.5, 0.5]]), atol=float("inf")),
-     DistributionError, "atol"),
-    ("block law complex", lambda: __import__("exitlaw.theory", fromlist=["block_law"]).block_law(
-        CHAIN, ROWS.astype(complex)), DistributionError, "complex"),
-    ("residual rows bool", lambda: __import__("exitlaw.theory", fromlist=["residual_rows"]).residual_rows(
-        CHAIN, ROWS > 0.3), DistributionError, "bool"),
-    ("padded rows bad sum", lambda: exit_law(CHAIN.padded(4), np.full((4, 2), 0.7)), DistributionError, "sums to"),
-    ("padded rows nan", lambda: exit_law(CHAIN.padded(3), np.array([[0.5, 0.5], [np.nan, 1], [0, 0]])),
-     DistributionError, "non-finite"),
+    (
+        "rows atol inf",
+        lambda: exit_law(CHAIN, np.array([[0.5, 9.0], [0.5, 0.5]]), atol=float("inf")),
+        DistributionError,
+        "atol",
+    ),
+    (
+        "block law complex",
+        lambda: __import__("exitlaw.theory", fromlist=["block_law"]).block_law(
+            CHAIN, ROWS.astype(complex)
+        ),
+        DistributionError,
+        "complex",
+    ),
+    (
+        "residual rows bool",
+        lambda: __import__("exitlaw.theory", fromlist=["residual_rows"]).residual_rows(
+            CHAIN, ROWS > 0.3
+        ),
+        DistributionError,
+        "bool",
+    ),
+    (
+        "padded rows bad sum",
+        lambda: exit_law(CHAIN.padded(4), np.full((4, 2), 0.7)),
+        DistributionError,
+        "sums to",
+    ),
+    (
+        "padded rows nan",
+        lambda: exit_law(CHAIN.padded(3), np.array([[0.5, 0.5], [np.nan, 1], [0, 0]])),
+        DistributionError,
+        "non-finite",
+    ),
     # edges
-    ("edges strings", lambda: exit_law_from_edges(CHAIN, ["1", "0.5"]), DistributionError, "string"),
+    (
+        "edges strings",
+        lambda: exit_law_from_edges(CHAIN, ["1", "0.5"]),
+        DistributionError,
+        "string",
+    ),
     ("edges bool", lambda: exit_law_from_edges(CHAIN, [True, True]), DistributionError, "bool"),
-    ("edges complex", lambda: exit_law_from_edges(CHAIN, np.array([1, 0.5], dtype=complex)), DistributionError,
-     "complex"),
-    ("edges atol nan", lambda: exit_law_from_edges(CHAIN, [1.0, 1.5], atol=float("nan")), DistributionError, "atol"),
-    ("padded edge 5.0", lambda: exit_law_from_edges(CHAIN.padded(4), np.array([1, 5.0, 0, 0])), DistributionError,
-     "node 1 has edge probability 5.0"),
-    ("padded edge negative", lambda: exit_law_from_edges(CHAIN.padded(2), np.array([1, -0.5])), DistributionError,
-     "node 1 has edge probability"),
-    ("padded edge nan", lambda: exit_law_from_edges(CHAIN.padded(3), np.array([1, np.nan, 0])), DistributionError,
-     "node 1"),
-    ("padded child mass", lambda: exit_law_from_edges(DraftTree(parent=[-1, 0, 0], token=[0, 1, 2]).padded(5),
-                                                      np.array([1, 0.7, 0.7, 0, 0])), DistributionError,
-     "children of node 0 carry target mass 1.4"),
-    ("padded edges shape", lambda: exit_law_from_edges(CHAIN.padded(4), np.ones(3)), DistributionError, "shape"),
+    (
+        "edges complex",
+        lambda: exit_law_from_edges(CHAIN, np.array([1, 0.5], dtype=complex)),
+        DistributionError,
+        "complex",
+    ),
+    (
+        "edges atol nan",
+        lambda: exit_law_from_edges(CHAIN, [1.0, 1.5], atol=float("nan")),
+        DistributionError,
+        "atol",
+    ),
+    (
+        "padded edge 5.0",
+        lambda: exit_law_from_edges(CHAIN.padded(4), np.array([1, 5.0, 0, 0])),
+        DistributionError,
+        "node 1 has edge probability 5.0",
+    ),
+    (
+        "padded edge negative",
+        lambda: exit_law_from_edges(CHAIN.padded(2), np.array([1, -0.5])),
+        DistributionError,
+        "node 1 has edge probability",
+    ),
+    (
+        "padded edge nan",
+        lambda: exit_law_from_edges(CHAIN.padded(3), np.array([1, np.nan, 0])),
+        DistributionError,
+        "node 1",
+    ),
+    (
+        "padded child mass",
+        lambda: exit_law_from_edges(
+            DraftTree(parent=[-1, 0, 0], token=[0, 1, 2]).padded(5), np.array([1, 0.7, 0.7, 0, 0])
+        ),
+        DistributionError,
+        "children of node 0 carry target mass 1.4",
+    ),
+    (
+        "padded edges shape",
+        lambda: exit_law_from_edges(CHAIN.padded(4), np.ones(3)),
+        DistributionError,
+        "shape",
+    ),
     # logits and temperatures
-    ("nan logits at T=0", lambda: exit_law_from_logits(CHAIN, np.array([[0, np.nan], [0, 0.0]]), 0.0),
-     DistributionError, "NaN or inf"),
-    ("inf logits at T=0", lambda: exit_law_from_logits(CHAIN, np.array([[0, np.inf], [0, 0.0]]), 0.0),
-     DistributionError, "NaN or inf"),
-    ("probs_from_logits nan T=0", lambda: probs_from_logits(np.array([0.0, np.nan]), 0.0), DistributionError,
-     "NaN or inf"),
-    ("complex logits", lambda: probs_from_logits(np.array([0.0, 1j]), 1.0), DistributionError, "complex"),
-    ("temperature True", lambda: check_temperature(True, allow_zero=True), DistributionError, "temperature"),
-    ("temperature string", lambda: check_temperature("1.0", allow_zero=True), DistributionError, "temperature"),
-    ("temperature None", lambda: check_temperature(None, allow_zero=True), DistributionError, "temperature"),
-    ("temperature -inf", lambda: exit_law_from_logits(CHAIN, np.zeros((2, 2)), float("-inf")), DistributionError,
-     "temperature"),
+    (
+        "nan logits at T=0",
+        lambda: exit_law_from_logits(CHAIN, np.array([[0, np.nan], [0, 0.0]]), 0.0),
+        DistributionError,
+        "NaN or inf",
+    ),
+    (
+        "inf logits at T=0",
+        lambda: exit_law_from_logits(CHAIN, np.array([[0, np.inf], [0, 0.0]]), 0.0),
+        DistributionError,
+        "NaN or inf",
+    ),
+    (
+        "probs_from_logits nan T=0",
+        lambda: probs_from_logits(np.array([0.0, np.nan]), 0.0),
+        DistributionError,
+        "NaN or inf",
+    ),
+    (
+        "complex logits",
+        lambda: probs_from_logits(np.array([0.0, 1j]), 1.0),
+        DistributionError,
+        "complex",
+    ),
+    (
+        "temperature True",
+        lambda: check_temperature(True, allow_zero=True),
+        DistributionError,
+        "temperature",
+    ),
+    (
+        "temperature string",
+        lambda: check_temperature("1.0", allow_zero=True),
+        DistributionError,
+        "temperature",
+    ),
+    (
+        "temperature None",
+        lambda: check_temperature(None, allow_zero=True),
+        DistributionError,
+        "temperature",
+    ),
+    (
+        "temperature -inf",
+        lambda: exit_law_from_logits(CHAIN, np.zeros((2, 2)), float("-inf")),
+        DistributionError,
+        "temperature",
+    ),
     # oracle
-    ("oracle budget -1", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), -1), ValueError, "budget"),
-    ("oracle budget float", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), 2.5), ValueError, "budget"),
-    ("oracle budget bool", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), True), ValueError, "budget"),
-    ("oracle budget string", lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), "3"), ValueError, "budget"),
-    ("oracle nan row", lambda: oracle_tree(lambda p: np.array([np.nan, 1.0]), 2), DistributionError, "non-finite"),
-    ("oracle bool row", lambda: oracle_tree(lambda p: np.array([True, False]), 2), DistributionError, "bool"),
+    (
+        "oracle budget -1",
+        lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), -1),
+        ValueError,
+        "budget",
+    ),
+    (
+        "oracle budget float",
+        lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), 2.5),
+        ValueError,
+        "budget",
+    ),
+    (
+        "oracle budget bool",
+        lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), True),
+        ValueError,
+        "budget",
+    ),
+    (
+        "oracle budget string",
+        lambda: oracle_tree(lambda p: np.array([0.5, 0.5]), "3"),
+        ValueError,
+        "budget",
+    ),
+    (
+        "oracle nan row",
+        lambda: oracle_tree(lambda p: np.array([np.nan, 1.0]), 2),
+        DistributionError,
+        "non-finite",
+    ),
+    (
+        "oracle bool row",
+        lambda: oracle_tree(lambda p: np.array([True, False]), 2),
+        DistributionError,
+        "bool",
+    ),
     # simulation configs: types and bounds
-    ("simconfig budget string", lambda: SimConfig(budget="16"), ValueError, "'budget' must be an integer"),
-    ("simconfig rounds float", lambda: SimConfig(rounds=2.5), ValueError, "'rounds' must be an integer"),
-    ("simconfig oracle int", lambda: SimConfig(oracle=1), ValueError, "'oracle' must be true or false"),
-    ("simconfig temperature nan", lambda: SimConfig(temperature=float("nan")), ValueError, "'temperature'"),
+    (
+        "simconfig budget string",
+        lambda: SimConfig(budget="16"),
+        ValueError,
+        "'budget' must be an integer",
+    ),
+    (
+        "simconfig rounds float",
+        lambda: SimConfig(rounds=2.5),
+        ValueError,
+        "'rounds' must be an integer",
+    ),
+    (
+        "simconfig oracle int",
+        lambda: SimConfig(oracle=1),
+        ValueError,
+        "'oracle' must be true or false",
+    ),
+    (
+        "simconfig temperature nan",
+        lambda: SimConfig(temperature=float("nan")),
+        ValueError,
+        "'temperature'",
+    ),
     ("simconfig zipf string", lambda: SimConfig(zipf="1.1"), ValueError, "'zipf'"),
     ("simconfig builders string", lambda: SimConfig(builders="ddtree"), ValueError, "'builders'"),
-    ("simconfig branching strings", lambda: SimConfig(static_branching=("4", "2")), ValueError, "'static_branching'"),
+    (
+        "simconfig branching strings",
+        lambda: SimConfig(static_branching=("4", "2")),
+        ValueError,
+        "'static_branching'",
+    ),
     ("simconfig latency list", lambda: SimConfig(latency=[1, 2]), ValueError, "'latency'"),
-    ("simconfig horizon 100000", lambda: SimConfig(horizon=100000), WorkBoundError, "horizon 100000 exceeds"),
-    ("simconfig rounds 10^7", lambda: SimConfig(rounds=10**7), WorkBoundError, "rounds 10000000 exceeds"),
-    ("simconfig vocab x budget", lambda: SimConfig(vocab=10**6, budget=1000), WorkBoundError, "GiB of rows"),
-    ("simconfig whole-run work", lambda: SimConfig(vocab=200_000, budget=64, rounds=1_000_000), WorkBoundError,
-     "hours"),
+    (
+        "simconfig horizon 100000",
+        lambda: SimConfig(horizon=100000),
+        WorkBoundError,
+        "horizon 100000 exceeds",
+    ),
+    (
+        "simconfig rounds 10^7",
+        lambda: SimConfig(rounds=10**7),
+        WorkBoundError,
+        "rounds 10000000 exceeds",
+    ),
+    (
+        "simconfig vocab x budget",
+        lambda: SimConfig(vocab=10**6, budget=1000),
+        WorkBoundError,
+        "GiB of rows",
+    ),
+    (
+        "simconfig whole-run work",
+        lambda: SimConfig(vocab=200_000, budget=64, rounds=1_000_000),
+        WorkBoundError,
+        "hours",
+    ),
     ("simconfig budget 0", lambda: SimConfig(budget=0), ValueError, "budget must be >= 1"),
 ]
 
@@ -267,8 +511,11 @@ def test_bad_meta_writes_nothing_and_keeps_the_old_trace(tmp_path, case):
 
 
 def test_numpy_scalars_in_meta_are_written_as_numbers(tmp_path):
-    path = write_trace(tmp_path / "t.jsonl", [TraceRound(CHAIN, np.array([1.0, 0.5]))],
-                       {"budget": np.int64(16), "t": np.float32(0.5), "ids": np.arange(2)})
+    path = write_trace(
+        tmp_path / "t.jsonl",
+        [TraceRound(CHAIN, np.array([1.0, 0.5]))],
+        {"budget": np.int64(16), "t": np.float32(0.5), "ids": np.arange(2)},
+    )
     assert read_trace(path).meta == {"budget": 16, "t": 0.5, "ids": [0, 1]}
 
 
@@ -308,11 +555,19 @@ def test_bad_trace_file_fails_exitlaw_law_naming_the_line(tmp_path, capsys, case
     assert _files(tmp_path) == {"bad.jsonl"}
 
 
-@pytest.mark.parametrize("raw, message", [
-    (HEAD.encode() + b"\n" + b'{"parent": [-1, 0], "token": [0, 1], "edge_prob": [1, 0.5], "x": "\xff"}\n', ":2: not UTF-8"),
-    (b"\xfe\xff" + HEAD.encode() + b"\n", ":1: not UTF-8"),
-    (b"", "empty file"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            HEAD.encode()
+            + b"\n"
+            + b'{"parent": [-1, 0], "token": [0, 1], "edge_prob": [1, 0.5], "x": "\xff"}\n',
+            ":2: not UTF-8",
+        ),
+        (b"\xfe\xff" + HEAD.encode() + b"\n", ":1: not UTF-8"),
+        (b"", "empty file"),
+    ],
+)
 def test_non_utf8_and_empty_traces_name_the_file_and_line(tmp_path, capsys, raw, message):
     path = tmp_path / "bad.jsonl"
     path.write_bytes(raw)
@@ -335,7 +590,7 @@ def test_incomplete_trace_is_read_only_when_asked(tmp_path, capsys):
 def _cli(argv, capsys) -> tuple[int, str]:
     try:
         code = main(argv)
-    except SystemExit as exc:   # argparse refuses a value with exit status 2
+    except SystemExit as exc:  # argparse refuses a value with exit status 2
         code = exc.code
     return code, capsys.readouterr().err
 
@@ -353,21 +608,54 @@ CLI_CASES = [
     ("bench max-new-tokens 0", ["bench", *_M, "--max-new-tokens", "0"], "expected an integer >= 1"),
     ("bench warmup -1", ["bench", *_M, "--warmup", "-1"], "expected an integer >= 0"),
     ("bench threads 0", ["bench", *_M, "--threads", "0"], "expected an integer >= 1"),
-    ("train gen-temperature nan", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "nan"],
-     "expected a finite number"),
-    ("train gen-temperature -1", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "-1"],
-     "expected a finite number >= 0"),
-    ("train gen-temperature inf", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "inf"],
-     "expected a finite number"),
-    ("train max-new-tokens 0", ["train", *_M, "--prompts", "p", "--out", "o", "--max-new-tokens", "0"], ">= 1"),
+    (
+        "train gen-temperature nan",
+        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "nan"],
+        "expected a finite number",
+    ),
+    (
+        "train gen-temperature -1",
+        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "-1"],
+        "expected a finite number >= 0",
+    ),
+    (
+        "train gen-temperature inf",
+        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "inf"],
+        "expected a finite number",
+    ),
+    (
+        "train max-new-tokens 0",
+        ["train", *_M, "--prompts", "p", "--out", "o", "--max-new-tokens", "0"],
+        ">= 1",
+    ),
     ("train steps 0", ["train", *_M, "--prompts", "p", "--out", "o", "--steps", "0"], ">= 1"),
     ("train lr nan", ["train", *_M, "--prompts", "p", "--out", "o", "--lr", "nan"], "finite"),
     ("train lam inf", ["train", *_M, "--prompts", "p", "--out", "o", "--lam", "inf"], "finite"),
-    ("train prompt-limit 0", ["train", *_M, "--prompts", "p", "--out", "o", "--prompt-limit", "0"], ">= 1"),
-    ("train gen-batch -2", ["train", *_M, "--prompts", "p", "--out", "o", "--gen-batch", "-2"], ">= 1"),
-    ("simulate rounds 0", ["simulate", "--preset", "small", "--rounds", "0"], "expected an integer >= 1"),
-    ("simulate rounds -5", ["simulate", "--preset", "small", "--rounds", "-5"], "expected an integer >= 1"),
-    ("simulate builders empty", ["simulate", "--preset", "small", "--builders", ","], "unknown builders ['', '']"),
+    (
+        "train prompt-limit 0",
+        ["train", *_M, "--prompts", "p", "--out", "o", "--prompt-limit", "0"],
+        ">= 1",
+    ),
+    (
+        "train gen-batch -2",
+        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-batch", "-2"],
+        ">= 1",
+    ),
+    (
+        "simulate rounds 0",
+        ["simulate", "--preset", "small", "--rounds", "0"],
+        "expected an integer >= 1",
+    ),
+    (
+        "simulate rounds -5",
+        ["simulate", "--preset", "small", "--rounds", "-5"],
+        "expected an integer >= 1",
+    ),
+    (
+        "simulate builders empty",
+        ["simulate", "--preset", "small", "--builders", ","],
+        "unknown builders ['', '']",
+    ),
     ("simulate unknown preset", ["simulate", "--preset", "nope"], "unknown preset"),
     ("simulate no config", ["simulate"], "give either a CONFIG file or --preset"),
     ("law no trace", ["law"], "give either a TRACE path or --demo"),
@@ -392,7 +680,7 @@ SIM_CONFIG_CASES = [
     ("rounds huge", '{"preset": "small", "rounds": 100000000}', "rounds 100000000 exceeds"),
     ("vocab x budget", '{"preset": "small", "vocab": 5000000, "budget": 100}', "GiB of rows"),
     ("unknown key", '{"preset": "small", "budgett": 3}', "unknown config keys"),
-    ("list config", '[1, 2]', "a config must be a JSON object"),
+    ("list config", "[1, 2]", "a config must be a JSON object"),
     ("not json", '{"budget": ', "not valid JSON"),
     ("preset number", '{"preset": 3}', "preset must be a name"),
     ("builders number", '{"builders": 3}', "'builders'"),
@@ -406,7 +694,9 @@ def test_bad_simulate_config_file_is_refused_before_any_output(tmp_path, capsys,
     _, text, message = case
     cfg = tmp_path / "cfg.json"
     cfg.write_text(text, encoding="utf-8")
-    code, err = _cli(["simulate", str(cfg), "--out", str(tmp_path / "out"), "--no-progress"], capsys)
+    code, err = _cli(
+        ["simulate", str(cfg), "--out", str(tmp_path / "out"), "--no-progress"], capsys
+    )
     assert code == 2 and message in err, err
     assert _files(tmp_path) == {"cfg.json"}
 
@@ -420,26 +710,44 @@ def test_simulate_config_not_utf8_is_named(tmp_path, capsys):
 
 def test_simulate_out_naming_a_file_is_refused(tmp_path, capsys):
     (tmp_path / "f").write_text("x")
-    code, err = _cli(["simulate", "--preset", "small", "--rounds", "1", "--out", str(tmp_path / "f"),
-                      "--no-progress"], capsys)
+    code, err = _cli(
+        [
+            "simulate",
+            "--preset",
+            "small",
+            "--rounds",
+            "1",
+            "--out",
+            str(tmp_path / "f"),
+            "--no-progress",
+        ],
+        capsys,
+    )
     assert code == 2 and "is a file" in err and (tmp_path / "f").read_text() == "x"
 
 
 def test_ledger_figures_folder_that_does_not_exist_creates_nothing(tmp_path, capsys):
     missing = tmp_path / "nonexistent" / "figs"
-    code, err = _cli(["ledger", "--figures", str(missing), "--out", str(tmp_path / "ledger")], capsys)
+    code, err = _cli(
+        ["ledger", "--figures", str(missing), "--out", str(tmp_path / "ledger")], capsys
+    )
     assert code == 2 and "is not a directory" in err
     assert _files(tmp_path) == set()
     code, err = _cli(["ledger", "--figures", "/nonexistent-exitlaw-figures"], capsys)
     assert code == 2 and not os.path.exists("/nonexistent-exitlaw-figures")
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--device", "cuda"], "no CUDA device"),
-    (["--device", "tpu9"], "is not a torch device"),
-    (["--out", "FILE"], "is a file, not a directory"),
-])
-def test_train_device_and_out_are_checked_before_any_work(tmp_path, monkeypatch, capsys, extra, message):
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--device", "cuda"], "no CUDA device"),
+        (["--device", "tpu9"], "is not a torch device"),
+        (["--out", "FILE"], "is a file, not a directory"),
+    ],
+)
+def test_train_device_and_out_are_checked_before_any_work(
+    tmp_path, monkeypatch, capsys, extra, message
+):
     import torch
 
     if "cuda" in extra and torch.cuda.is_available():
@@ -463,7 +771,7 @@ def test_a_writer_closed_in_a_finally_block_of_an_interrupted_loop_leaves_nothin
         finally:
             writer.close()
     assert _files(tmp_path) == set()
-    writer = TraceWriter(path, {})   # a normal close still completes the trace
+    writer = TraceWriter(path, {})  # a normal close still completes the trace
     try:
         writer.write(rnd)
     finally:
@@ -477,8 +785,13 @@ def _vocab(target_dir) -> int:
 
 
 BENCH_INPUT_CASES = [
-    ("prompt id = vocab size", lambda v: [1, v], [], "prompt_ids holds token id {v}, outside the vocabulary"),
-    ("prompt id far above", lambda v: [10 ** 9], [], "token id 1000000000, outside the vocabulary"),
+    (
+        "prompt id = vocab size",
+        lambda v: [1, v],
+        [],
+        "prompt_ids holds token id {v}, outside the vocabulary",
+    ),
+    ("prompt id far above", lambda v: [10**9], [], "token id 1000000000, outside the vocabulary"),
     ("prompt id negative", lambda v: [2, -1], [], "ints >= 0"),
     ("device cuda without cuda", lambda v: [1, 2], ["--device", "cuda"], "no CUDA device"),
 ]
@@ -486,8 +799,9 @@ BENCH_INPUT_CASES = [
 
 @pytest.mark.parametrize("command", ["bench", "bench-batch"])
 @pytest.mark.parametrize("case", BENCH_INPUT_CASES, ids=[c[0] for c in BENCH_INPUT_CASES])
-def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(tiny, tmp_path, monkeypatch, capsys,
-                                                                             case, command):
+def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
+    tiny, tmp_path, monkeypatch, capsys, case, command
+):
     import torch
 
     import exitlaw.engine.bench.batch as batch_bench
@@ -506,12 +820,25 @@ def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(tin
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"prompt_ids": ids(v)}) + "\n")
     out = tmp_path / "res.json"
-    code, err = _cli([command, "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-                      "--out", str(out), *(["--no-progress"] if command == "bench" else ["--warmup", "0"]), *extra],
-                     capsys)
+    code, err = _cli(
+        [
+            command,
+            "--target",
+            str(tiny[0]),
+            "--draft",
+            str(tiny[1]),
+            "--dataset",
+            f"jsonl:{prompts}",
+            "--out",
+            str(out),
+            *(["--no-progress"] if command == "bench" else ["--warmup", "0"]),
+            *extra,
+        ],
+        capsys,
+    )
     assert code == 2 and message.format(v=v) in err, err
     if "--device" not in extra:
-        assert f"{prompts}:1" in err        # the record is named
+        assert f"{prompts}:1" in err  # the record is named
     assert not out.exists()
 
 
@@ -524,7 +851,7 @@ def test_bench_results_written_atomically_keep_the_old_file_when_cut(tmp_path, m
     _write_json(str(path), {"old": True})
     before = path.read_bytes()
 
-    def cut(*a):   # the new content is on disk under the temporary name when the run is cut
+    def cut(*a):  # the new content is on disk under the temporary name when the run is cut
         raise KeyboardInterrupt
 
     monkeypatch.setattr(atomic_io, "_fsync_file", cut)
@@ -540,7 +867,9 @@ def _truncate(path: Path) -> None:
 
 def test_truncated_bench_results_are_named_by_bench_compare(tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps({"schema": "exitlaw.bench", "version": 2, "config": {}, "runs": []}, indent=1))
+    a.write_text(
+        json.dumps({"schema": "exitlaw.bench", "version": 2, "config": {}, "runs": []}, indent=1)
+    )
     b.write_bytes(a.read_bytes())
     _truncate(a)
     code, err = _cli(["bench", "--compare", str(a), str(b)], capsys)
@@ -550,9 +879,16 @@ def test_truncated_bench_results_are_named_by_bench_compare(tmp_path, capsys):
 @pytest.mark.parametrize("flag", ["--latency-json"])
 def test_truncated_latency_json_is_named_by_figures(tmp_path, capsys, flag):
     src = tmp_path / "gpu_check.json"
-    src.write_text(json.dumps({"rows": [{"budget": 32, "predraw_stage_ms": 1.0, "tev_stage_ms": 0.5}]}, indent=1))
+    src.write_text(
+        json.dumps(
+            {"rows": [{"budget": 32, "predraw_stage_ms": 1.0, "tev_stage_ms": 0.5}]}, indent=1
+        )
+    )
     _truncate(src)
-    code, err = _cli(["figures", "--only", "verifier_latency", flag, str(src), "--out", str(tmp_path / "f")], capsys)
+    code, err = _cli(
+        ["figures", "--only", "verifier_latency", flag, str(src), "--out", str(tmp_path / "f")],
+        capsys,
+    )
     assert code == 2 and str(src) in err and "not valid JSON" in err, err
     assert not (tmp_path / "f" / "verifier_latency.json").exists()
 
@@ -581,7 +917,9 @@ def test_bench_interrupted_mid_decode_leaves_no_trace_under_its_name(tiny, tmp_p
 
     real, calls = bench.run_conversation, []
 
-    def cut_after_one_prompt(*a, **k):   # the first speculative prompt writes its rounds, then Ctrl-C
+    def cut_after_one_prompt(
+        *a, **k
+    ):  # the first speculative prompt writes its rounds, then Ctrl-C
         res = real(*a, **k)
         if k.get("trace") is not None:
             calls.append(1)
@@ -593,25 +931,41 @@ def test_bench_interrupted_mid_decode_leaves_no_trace_under_its_name(tiny, tmp_p
     prompts.write_text("".join(json.dumps({"prompt_ids": [1, 2, 3]}) + "\n" for _ in range(2)))
     traces = tmp_path / "traces"
     with pytest.raises(KeyboardInterrupt):
-        bench.run_bench(str(tiny[0]), str(tiny[1]), dataset=f"jsonl:{prompts}", budgets=[8], temperatures=[0.0],
-                        verifiers=["tev"], max_new_tokens=6, device="cpu", warmup=0, trace_dir=str(traces),
-                        progress=False)
-    assert calls and _files(traces) == set()      # no complete-looking trace, no partial left behind
+        bench.run_bench(
+            str(tiny[0]),
+            str(tiny[1]),
+            dataset=f"jsonl:{prompts}",
+            budgets=[8],
+            temperatures=[0.0],
+            verifiers=["tev"],
+            max_new_tokens=6,
+            device="cpu",
+            warmup=0,
+            trace_dir=str(traces),
+            progress=False,
+        )
+    assert calls and _files(traces) == set()  # no complete-looking trace, no partial left behind
 
 
 def test_a_trace_cut_mid_line_is_reported_as_lacking_its_end_marker(tmp_path, capsys):
     path = tmp_path / "t.jsonl"
     _write_lines(path, [HEAD, R0, _round(round=1), _end(2)])
     data = path.read_bytes()
-    path.write_bytes(data[: data.rindex(b'{"round": 1') + 20])   # killed while the second round was written
-    with pytest.raises(IncompleteTraceError, match=r"t.jsonl:3: incomplete trace: the last line is cut off"):
+    path.write_bytes(
+        data[: data.rindex(b'{"round": 1') + 20]
+    )  # killed while the second round was written
+    with pytest.raises(
+        IncompleteTraceError, match=r"t.jsonl:3: incomplete trace: the last line is cut off"
+    ):
         read_trace(path)
     assert main(["law", str(path)]) == 2 and "no end marker" in capsys.readouterr().err
     assert len(read_trace(path, allow_incomplete=True).rounds) == 1
     assert main(["law", str(path), "--allow-incomplete", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["totals"]["rounds"] == 1
     path.write_bytes(data[: data.rindex(b'{"round": 1') + 20] + b"\n" + _end(1).encode() + b"\n")
-    with pytest.raises(TraceFormatError, match=":3: not valid JSON"):   # a whole line that is bad stays an error
+    with pytest.raises(
+        TraceFormatError, match=":3: not valid JSON"
+    ):  # a whole line that is bad stays an error
         read_trace(path, allow_incomplete=True)
 
 
@@ -620,15 +974,19 @@ def test_a_killed_writer_leaves_a_partial_file_that_exitlaw_law_calls_incomplete
     import subprocess
     import sys
 
-    script = ("import os, signal, numpy as np, sys\n"
-              "from exitlaw.theory import TraceWriter, TraceRound, DraftTree\n"
-              "w = TraceWriter(sys.argv[1], {})\n"
-              "tree = DraftTree(parent=[-1, 0, 1], token=[0, 1, 2])\n"
-              "for i in range(500):\n"
-              "    w.write(TraceRound(tree, np.array([1.0, 0.5, 0.25])))\n"
-              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    script = (
+        "import os, signal, numpy as np, sys\n"
+        "from exitlaw.theory import TraceWriter, TraceRound, DraftTree\n"
+        "w = TraceWriter(sys.argv[1], {})\n"
+        "tree = DraftTree(parent=[-1, 0, 1], token=[0, 1, 2])\n"
+        "for i in range(500):\n"
+        "    w.write(TraceRound(tree, np.array([1.0, 0.5, 0.25])))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
     path = tmp_path / "t.jsonl"
-    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, timeout=120
+    )
     assert proc.returncode == -int(signal.SIGKILL)
     partial = tmp_path / ".t.jsonl.partial"
     assert not path.exists() and partial.is_file()

@@ -37,15 +37,17 @@ def test_a_former_path_imports_the_moved_module_itself(old, new):
 
 
 def test_documented_former_paths_work_from_a_fresh_interpreter():
-    code = ("from exitlaw.simulate.prove_sampled import without_replacement_rule\n"
-            "from exitlaw.simulate.sharded import tev_samples\n"
-            "import exitlaw.engine.verifiers as v, exitlaw.engine.decode.verifiers as w\n"
-            "from exitlaw.engine.decode import generate, DecodeConfig\n"
-            "from exitlaw.engine.bench import run_bench\n"
-            "from exitlaw.paper_repro.mini import run_mini, MiniConfig\n"
-            "from exitlaw.theory.trace import read_trace\n"
-            "assert v is w and callable(generate) and tev_samples.__module__ == 'exitlaw.simulate.lab.sharded'\n"
-            "print('ok')\n")
+    code = (
+        "from exitlaw.simulate.prove_sampled import without_replacement_rule\n"
+        "from exitlaw.simulate.sharded import tev_samples\n"
+        "import exitlaw.engine.verifiers as v, exitlaw.engine.decode.verifiers as w\n"
+        "from exitlaw.engine.decode import generate, DecodeConfig\n"
+        "from exitlaw.engine.bench import run_bench\n"
+        "from exitlaw.paper_repro.mini import run_mini, MiniConfig\n"
+        "from exitlaw.theory.trace import read_trace\n"
+        "assert v is w and callable(generate) and tev_samples.__module__ == 'exitlaw.simulate.lab.sharded'\n"
+        "print('ok')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
@@ -55,13 +57,24 @@ def test_a_name_that_never_existed_is_still_an_import_error():
         importlib.import_module("exitlaw.simulate.no_such_module")
     with pytest.raises(AttributeError, match="no attribute"):
         import exitlaw.engine.decode as decode
+
         decode.no_such_name  # noqa: B018
 
 
 def test_the_cli_loads_a_verifier_by_its_former_path(capsys):
     from exitlaw.cli import main
 
-    rc = main(["prove", "exitlaw.simulate.prove_sampled:without_replacement_rule", "--mode", "marginal",
-               "--max-nodes", "2", "--vocab", "2"])
+    rc = main(
+        [
+            "prove",
+            "exitlaw.simulate.prove_sampled:without_replacement_rule",
+            "--mode",
+            "marginal",
+            "--max-nodes",
+            "2",
+            "--vocab",
+            "2",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out

@@ -36,16 +36,23 @@ def _random_tree(rng, nodes: int, deep: bool) -> DraftTree:
     return DraftTree(parent=parent, token=[0] + list(range(1, nodes)))
 
 
-@given(nodes=st.integers(2, 40), extra=st.integers(0, 23), deep=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    nodes=st.integers(2, 40),
+    extra=st.integers(0, 23),
+    deep=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_exit_law_is_independent_of_padding(nodes, extra, deep, seed):
     rng = np.random.default_rng(seed)
     tree = _random_tree(rng, nodes, deep)
     edge = _random_edges(tree, rng)
     ref = reference_law_from_edges(tree, edge)
-    size = nodes + extra                      # any size: 12, 13, 20, ... not only powers of two
+    size = nodes + extra  # any size: 12, 13, 20, ... not only powers of two
     padded = np.concatenate([edge, np.zeros(extra)])
     law = exit_law_from_edges(tree.padded(size), padded)
-    np.testing.assert_allclose(np.asarray(law.w)[:nodes], [float(x) for x in ref.w], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(law.w)[:nodes], [float(x) for x in ref.w], rtol=1e-9, atol=1e-12
+    )
     assert float(law.coverage) == pytest.approx(float(ref.coverage), rel=1e-12)
     assert np.all(np.asarray(law.w)[nodes:] == 0)
 
@@ -53,13 +60,15 @@ def test_exit_law_is_independent_of_padding(nodes, extra, deep, seed):
 def test_twelve_node_chain_padded_to_twelve_has_the_exact_coverage():
     tree = DraftTree.chain(list(range(1, 12)))
     edge = np.array([1.0] + [0.9] * 11)
-    exact = sum(0.9 ** d for d in range(1, 12))
-    assert float(exit_law_from_edges(tree.padded(12), edge).coverage) == pytest.approx(exact, rel=1e-12)
+    exact = sum(0.9**d for d in range(1, 12))
+    assert float(exit_law_from_edges(tree.padded(12), edge).coverage) == pytest.approx(
+        exact, rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("width", [16, 32])
 def test_streamed_law_kernel_reaches_the_root_of_the_deepest_chain(width):
-    nodes = width                              # a chain as deep as its bucket allows
+    nodes = width  # a chain as deep as its bucket allows
     parent = np.zeros((1, width), dtype=np.int64)
     parent[0, 1:nodes] = np.arange(nodes - 1)
     valid = np.zeros((1, width), dtype=bool)
@@ -67,7 +76,7 @@ def test_streamed_law_kernel_reaches_the_root_of_the_deepest_chain(width):
     edge = np.zeros((1, width))
     edge[0, :nodes] = 0.9
     cov, depth, w = edge_law_batch(parent, valid, edge)
-    assert cov[0] == pytest.approx(sum(0.9 ** d for d in range(1, nodes)), rel=1e-12)
+    assert cov[0] == pytest.approx(sum(0.9**d for d in range(1, nodes)), rel=1e-12)
     assert depth[0, nodes - 1] == nodes - 1 and w.sum() == pytest.approx(1.0, rel=1e-12)
 
 
@@ -108,8 +117,10 @@ class _FixedUniform:
         return self.values.pop(0)
 
 
-@pytest.mark.parametrize("weights", [[0.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.25, 0.25, 0.0, 0.5], [0.0, 0.0, 1.0],
-                                     [1.0, 0.0, 0.0]])
+@pytest.mark.parametrize(
+    "weights",
+    [[0.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.25, 0.25, 0.0, 0.5], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]],
+)
 def test_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(weights):
     from exitlaw.simulate.randomness import GeneratorRandomness
 
@@ -127,11 +138,14 @@ def test_engine_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(mo
     import torch
 
     from exitlaw.engine.decode import verifiers as ev
+
     for weights in ([0.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.0, 0.0, 1.0], [0.25, 0.25, 0.0, 0.5]):
         w = torch.tensor(weights, dtype=torch.float64)
         c = torch.cumsum(w, 0)
         for u in [0.0] + [float(x) for x in c[:-1] / c[-1]]:
-            monkeypatch.setattr(torch, "rand", lambda *a, _u=u, **k: torch.full((1,), _u, dtype=torch.float64))
+            monkeypatch.setattr(
+                torch, "rand", lambda *a, _u=u, **k: torch.full((1,), _u, dtype=torch.float64)
+            )
             i = int(ev._draw(w, torch.Generator()))
             monkeypatch.undo()
             assert weights[i] > 0, (weights, u, i)
@@ -142,18 +156,27 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
     import torch
 
     from exitlaw.engine.decode.builders import build_ddtree
-    from exitlaw.engine.decode.loop import commit_stage, draft_stage, prefill_stage, verify_forward_stage
+    from exitlaw.engine.decode.loop import (
+        commit_stage,
+        draft_stage,
+        prefill_stage,
+        verify_forward_stage,
+    )
     from exitlaw.engine.decode.device_tree import to_device_tree
     from exitlaw.engine.decode.verifiers import VerifyResult
 
     target, drafter = pair
     prompt = [3, 17, 5, 9, 11]
     state = prefill_stage(target, drafter, prompt, 0.0, torch.Generator())
-    root = state.root                                    # the prefill's (greedy) first token, at len(prompt)
+    root = state.root  # the prefill's (greedy) first token, at len(prompt)
     rows = draft_stage(state, target, drafter)
     tree, logq = build_ddtree(rows, 12, state.root)
     # an accepted path whose node ids are not 0..k-1: the deepest node with a non-contiguous path
-    cands = [v for v in range(1, tree.num_nodes) if list(tree.path_nodes(v)) != list(range(len(tree.path_nodes(v))))]
+    cands = [
+        v
+        for v in range(1, tree.num_nodes)
+        if list(tree.path_nodes(v)) != list(range(len(tree.path_nodes(v))))
+    ]
     assert cands, "the tree needs a branch for this test"
     exit_node = max(cands, key=lambda v: (tree.depth[v], v))
     path = list(tree.path_nodes(exit_node))
@@ -164,9 +187,13 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
     committed = [int(t) for t in tree.token[path[1:]]]
     cache = target.new_cache()
     full = torch.tensor(prompt + [root] + committed, dtype=torch.long)
-    causal = target.prefill(cache, full, all_logits=False).hidden   # [S, L*H]
-    np.testing.assert_allclose(state.pending_hidden.float().numpy(), causal[start:start + len(path)].float().numpy(),
-                               rtol=1e-4, atol=1e-4)
+    causal = target.prefill(cache, full, all_logits=False).hidden  # [S, L*H]
+    np.testing.assert_allclose(
+        state.pending_hidden.float().numpy(),
+        causal[start : start + len(path)].float().numpy(),
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 def test_the_self_mutation_table_matches_the_code():

@@ -72,13 +72,19 @@ class GeneratorRandomness:
         g = self._gen(stream)
         w = np.asarray(weights, dtype=np.float64)
         if w.ndim != 1 or w.size == 0:
-            raise DistributionError(f"categorical weights must be a non-empty vector, got shape {w.shape}")
+            raise DistributionError(
+                f"categorical weights must be a non-empty vector, got shape {w.shape}"
+            )
         cdf = np.cumsum(w)
         total = cdf[-1]
         if not np.isfinite(total) or total <= 0 or (w < 0).any():
-            raise DistributionError(f"categorical weights must be finite, >= 0 and not all zero (sum {total!r})")
+            raise DistributionError(
+                f"categorical weights must be finite, >= 0 and not all zero (sum {total!r})"
+            )
         u = g.random() * total
-        i = int(np.searchsorted(cdf, u, side="right"))  # cdf[i-1] <= u < cdf[i]: never a zero weight
+        i = int(
+            np.searchsorted(cdf, u, side="right")
+        )  # cdf[i-1] <= u < cdf[i]: never a zero weight
         if i >= w.size:  # u rounded up to the total: take the last positive weight
             i = int(np.flatnonzero(w > 0)[-1])
         return i
@@ -116,8 +122,9 @@ class _Replay:
         return self._branch([(i, w / total) for i, w in enumerate(ws) if w > 0])
 
 
-def enumerate_law(procedure: Callable[[Randomness], Hashable], *, one=1.0,
-                  max_runs: int = 1_000_000) -> dict:
+def enumerate_law(
+    procedure: Callable[[Randomness], Hashable], *, one=1.0, max_runs: int = 1_000_000
+) -> dict:
     """Law ``{outcome: probability}`` of ``procedure(rand)`` over every branch of its draws.
 
     ``one`` fixes the number type (``1.0`` for float64, ``Fraction(1)`` for exact
@@ -139,13 +146,17 @@ def enumerate_law(procedure: Callable[[Randomness], Hashable], *, one=1.0,
         if k < 0:
             return law
         prefix = [idx for _, idx in rep.trace[:k]] + [rep.trace[k][1] + 1]
-    raise ValueError(f"enumerate_law: more than {max_runs} branches; use a smaller tree or vocabulary")
+    raise ValueError(
+        f"enumerate_law: more than {max_runs} branches; use a smaller tree or vocabulary"
+    )
 
 
 def as_number_rows(probs, one) -> list[list]:
     """Rows as nested lists of ``type(one)`` (``Fraction`` rows are exact images of the floats)."""
     if isinstance(one, Fraction):
-        return [[x if isinstance(x, Fraction) else Fraction(float(x)) for x in row] for row in probs]
+        return [
+            [x if isinstance(x, Fraction) else Fraction(float(x)) for x in row] for row in probs
+        ]
     return [[float(x) for x in row] for row in np.asarray(probs, dtype=np.float64)]
 
 

@@ -30,9 +30,9 @@ class ChiSquareResult:
     statistic: float
     dof: int
     pvalue: float
-    cells: int                     # cells after pooling
-    zero_cell_hits: tuple = ()     # indices of zero-probability cells that were observed
-    pooled: tuple = ()             # indices pooled into one cell
+    cells: int  # cells after pooling
+    zero_cell_hits: tuple = ()  # indices of zero-probability cells that were observed
+    pooled: tuple = ()  # indices pooled into one cell
 
     def rejects(self, alpha: float) -> bool:
         return self.pvalue < alpha
@@ -85,7 +85,7 @@ class CellReport:
     count: int
     expected: float
     z: float
-    pvalue: float                 # two-sided exact binomial tail
+    pvalue: float  # two-sided exact binomial tail
     flagged: tuple = field(default=())  # cells below alpha / K
 
 
@@ -101,7 +101,11 @@ def cell_binomial(counts, probs, *, alpha: float) -> CellReport:
     flagged = tuple(int(i) for i in np.flatnonzero(pv < alpha / k))
     worst = int(np.argmin(pv))
     sd = np.sqrt(n * p[worst] * (1 - p[worst]))
-    z = float((c[worst] - n * p[worst]) / sd) if sd > 0 else (0.0 if c[worst] == n * p[worst] else float("inf"))
+    z = (
+        float((c[worst] - n * p[worst]) / sd)
+        if sd > 0
+        else (0.0 if c[worst] == n * p[worst] else float("inf"))
+    )
     return CellReport(worst, int(c[worst]), float(n * p[worst]), z, float(pv[worst]), flagged)
 
 
@@ -122,7 +126,7 @@ def chisquare_power(n: int, cells: int, alpha: float, delta: float) -> float:
     """Lower bound on the power of the level-``alpha`` test with ``cells`` cells at TV ``>= delta``."""
     df = max(cells - 1, 1)
     crit = stats.chi2.isf(alpha, df)
-    return float(stats.ncx2.sf(crit, df, 4.0 * n * delta ** 2))
+    return float(stats.ncx2.sf(crit, df, 4.0 * n * delta**2))
 
 
 def power_against(n: int, probs, alt, alpha: float, *, min_expected: float = 5.0) -> float:
@@ -161,16 +165,20 @@ def cell_power(n: int, probs, alt, alpha: float) -> float:
         if p[i] <= 0:
             best = max(best, 1.0 - (1.0 - q[i]) ** n)
             continue
-        pv = np.minimum(1.0, 2 * np.minimum(stats.binom.cdf(c, n, p[i]), stats.binom.sf(c - 1, n, p[i])))
+        pv = np.minimum(
+            1.0, 2 * np.minimum(stats.binom.cdf(c, n, p[i]), stats.binom.sf(c - 1, n, p[i]))
+        )
         reject = pv < level
         best = max(best, float(stats.binom.pmf(c[reject], n, q[i]).sum()))
     return min(best, 1.0)
 
 
-def sample_size(cells: int, alpha: float, power: float, delta: float, *, max_n: int = 10 ** 9) -> int:
+def sample_size(cells: int, alpha: float, power: float, delta: float, *, max_n: int = 10**9) -> int:
     """Smallest ``n`` with :func:`chisquare_power` ``>= power`` (bisection)."""
     if not (0 < alpha < 1 and 0 < power < 1 and 0 < delta <= 1):
-        raise ValueError(f"need 0 < alpha, power < 1 and 0 < delta <= 1, got {alpha}, {power}, {delta}")
+        raise ValueError(
+            f"need 0 < alpha, power < 1 and 0 < delta <= 1, got {alpha}, {power}, {delta}"
+        )
     lo, hi = 1, 1
     while chisquare_power(hi, cells, alpha, delta) < power:
         hi *= 2
@@ -204,6 +212,17 @@ def describe_seed(seq: np.random.SeedSequence) -> str:
 
 
 __all__ = [
-    "ChiSquareResult", "pooled_chisquare", "CellReport", "cell_binomial", "dkw_epsilon", "dkw_check",
-    "chisquare_power", "power_against", "cell_power", "sample_size", "mean_z", "seed_for", "describe_seed",
+    "ChiSquareResult",
+    "pooled_chisquare",
+    "CellReport",
+    "cell_binomial",
+    "dkw_epsilon",
+    "dkw_check",
+    "chisquare_power",
+    "power_against",
+    "cell_power",
+    "sample_size",
+    "mean_z",
+    "seed_for",
+    "describe_seed",
 ]

@@ -19,8 +19,15 @@ ROW_KINDS = ("dirichlet", "sparse", "near_one_hot", "children_cover_all", "unifo
 
 
 @st.composite
-def draft_trees(draw, *, min_nodes: int = 1, max_nodes: int = 12, max_depth: int = 5,
-                max_branching: int = 3, vocab_size: int = 6) -> DraftTree:
+def draft_trees(
+    draw,
+    *,
+    min_nodes: int = 1,
+    max_nodes: int = 12,
+    max_depth: int = 5,
+    max_branching: int = 3,
+    vocab_size: int = 6,
+) -> DraftTree:
     """Prefix-closed trees with at most ``max_nodes`` nodes, depth and branching bounded."""
     if vocab_size < 1:
         raise ValueError("vocab_size must be >= 1")
@@ -28,8 +35,11 @@ def draft_trees(draw, *, min_nodes: int = 1, max_nodes: int = 12, max_depth: int
     parent, token, depth = [-1], [draw(st.integers(0, vocab_size - 1))], [0]
     used: list[set[int]] = [set()]
     while len(parent) < target:
-        open_nodes = [v for v in range(len(parent))
-                      if depth[v] < max_depth and len(used[v]) < min(max_branching, vocab_size)]
+        open_nodes = [
+            v
+            for v in range(len(parent))
+            if depth[v] < max_depth and len(used[v]) < min(max_branching, vocab_size)
+        ]
         if not open_nodes:
             break
         par = draw(st.sampled_from(open_nodes))
@@ -67,7 +77,9 @@ def _row(draw, vocab: int, kind: str, child_tokens: list[int]) -> list[Fraction]
 
 
 @st.composite
-def fraction_rows(draw, tree: DraftTree, *, vocab_size: int, kinds=ROW_KINDS) -> list[list[Fraction]]:
+def fraction_rows(
+    draw, tree: DraftTree, *, vocab_size: int, kinds=ROW_KINDS
+) -> list[list[Fraction]]:
     """One exact-rational row per node of ``tree``, each of a kind drawn from ``kinds``."""
     rows = []
     for v in range(tree.num_nodes):
@@ -77,12 +89,22 @@ def fraction_rows(draw, tree: DraftTree, *, vocab_size: int, kinds=ROW_KINDS) ->
 
 
 @st.composite
-def trees_with_rows(draw, *, max_nodes: int = 12, max_depth: int = 5, max_branching: int = 3,
-                    vocab_sizes=(2, 3, 4, 6), kinds=ROW_KINDS):
+def trees_with_rows(
+    draw,
+    *,
+    max_nodes: int = 12,
+    max_depth: int = 5,
+    max_branching: int = 3,
+    vocab_sizes=(2, 3, 4, 6),
+    kinds=ROW_KINDS,
+):
     """``(tree, float64 rows [N, V], Fraction rows)``; vocabulary 2 is always in the mix."""
     vocab = draw(st.sampled_from(vocab_sizes))
-    tree = draw(draft_trees(max_nodes=max_nodes, max_depth=max_depth,
-                            max_branching=max_branching, vocab_size=vocab))
+    tree = draw(
+        draft_trees(
+            max_nodes=max_nodes, max_depth=max_depth, max_branching=max_branching, vocab_size=vocab
+        )
+    )
     exact = draw(fraction_rows(tree, vocab_size=vocab, kinds=kinds))
     floats = np.array([[float(x) for x in row] for row in exact], dtype=np.float64)
     return tree, floats, exact
@@ -91,6 +113,11 @@ def trees_with_rows(draw, *, max_nodes: int = 12, max_depth: int = 5, max_branch
 @st.composite
 def logits_rows(draw, num_nodes: int, *, vocab_size: int, scale: float = 4.0) -> np.ndarray:
     """Finite float64 logits ``[N, V]``, different per node."""
-    flat = draw(st.lists(st.floats(-scale, scale, allow_nan=False, allow_infinity=False),
-                         min_size=num_nodes * vocab_size, max_size=num_nodes * vocab_size))
+    flat = draw(
+        st.lists(
+            st.floats(-scale, scale, allow_nan=False, allow_infinity=False),
+            min_size=num_nodes * vocab_size,
+            max_size=num_nodes * vocab_size,
+        )
+    )
     return np.array(flat, dtype=np.float64).reshape(num_nodes, vocab_size)

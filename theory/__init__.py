@@ -30,10 +30,25 @@ from .distributions import (
     softmax_with_temperature,
 )
 from .errors import DistributionError, TreeError
-from .exact import ReferenceLaw, reference_block_law, reference_law, reference_law_from_edges, to_fractions
+from .exact import (
+    ReferenceLaw,
+    reference_block_law,
+    reference_law,
+    reference_law_from_edges,
+    to_fractions,
+)
 from .oracle import allocation_gap, coverage_under, oracle_tree, tree_rows
-from .trace.format import (IncompleteTraceError, Trace, TraceFormatError, TraceRound, TraceWriter, iter_trace, json_safe,
-                    read_trace, write_trace)
+from .trace.format import (
+    IncompleteTraceError,
+    Trace,
+    TraceFormatError,
+    TraceRound,
+    TraceWriter,
+    iter_trace,
+    json_safe,
+    read_trace,
+    write_trace,
+)
 from .tree import DraftTree, PaddedTree, stack_trees
 
 _JAX_EXPORTS = {
@@ -49,10 +64,23 @@ _JAX_EXPORTS = {
 
 
 # the processed target distribution (numpy and Fraction; ``processed_exit_law`` loads JAX when called)
-_SETTINGS_EXPORTS = {name: "sampling_settings" for name in (
-    "SamplingSettings", "FILTERS", "VLLM_ORDER", "HF_ORDER", "DEFAULT_ORDER", "check_settings",
-    "process_rows_exact", "process_rows", "keep_mask", "process_logits", "processed_exit_law",
-    "processed_target")}
+_SETTINGS_EXPORTS = {
+    name: "sampling_settings"
+    for name in (
+        "SamplingSettings",
+        "FILTERS",
+        "VLLM_ORDER",
+        "HF_ORDER",
+        "DEFAULT_ORDER",
+        "check_settings",
+        "process_rows_exact",
+        "process_rows",
+        "keep_mask",
+        "process_logits",
+        "processed_exit_law",
+        "processed_target",
+    )
+}
 
 
 def __getattr__(name: str):
@@ -64,20 +92,54 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "DraftTree", "PaddedTree", "stack_trees", "TreeError", "DistributionError",
-    "ROW_SUM_ATOL", "check_rows", "check_tree_rows", "check_edge_probs", "check_temperature",
-    "softmax_with_temperature", "gather_edge_probs",
-    "ReferenceLaw", "reference_law", "reference_law_from_edges", "reference_block_law", "to_fractions",
-    "oracle_tree", "tree_rows", "coverage_under", "allocation_gap",
-    "BestFirst", "RankingError", "candidate_width", "check_budget", "ddtree_from_rows", "ddtree_prefixes",
-    "ranked_top_k", "top_prefixes",
-    "Trace", "TraceRound", "TraceWriter", "TraceFormatError", "IncompleteTraceError", "read_trace", "iter_trace",
-    "write_trace", "json_safe",
-    "CallableSpecError", "load_callable",
-    *_JAX_EXPORTS, *_SETTINGS_EXPORTS,
+    "DraftTree",
+    "PaddedTree",
+    "stack_trees",
+    "TreeError",
+    "DistributionError",
+    "ROW_SUM_ATOL",
+    "check_rows",
+    "check_tree_rows",
+    "check_edge_probs",
+    "check_temperature",
+    "softmax_with_temperature",
+    "gather_edge_probs",
+    "ReferenceLaw",
+    "reference_law",
+    "reference_law_from_edges",
+    "reference_block_law",
+    "to_fractions",
+    "oracle_tree",
+    "tree_rows",
+    "coverage_under",
+    "allocation_gap",
+    "BestFirst",
+    "RankingError",
+    "candidate_width",
+    "check_budget",
+    "ddtree_from_rows",
+    "ddtree_prefixes",
+    "ranked_top_k",
+    "top_prefixes",
+    "Trace",
+    "TraceRound",
+    "TraceWriter",
+    "TraceFormatError",
+    "IncompleteTraceError",
+    "read_trace",
+    "iter_trace",
+    "write_trace",
+    "json_safe",
+    "CallableSpecError",
+    "load_callable",
+    *_JAX_EXPORTS,
+    *_SETTINGS_EXPORTS,
 ]
 
 # Modules that moved into the trace sub-package keep their former dotted paths.
 from .module_faces import alias_moved_modules  # noqa: E402
 
-alias_moved_modules(__name__, {"trace_stream": "trace.stream", "trace_bench": "trace.bench", "summary": "trace.summary"})
+alias_moved_modules(
+    __name__,
+    {"trace_stream": "trace.stream", "trace_bench": "trace.bench", "summary": "trace.summary"},
+)

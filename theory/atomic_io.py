@@ -125,12 +125,17 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     tmp = partial_name(path)
     tmp.mkdir()
     yield tmp
-    (tmp / COMPLETE).write_text(json.dumps({"complete": True, "time": time.time()}) + "\n", encoding="utf-8")
+    (tmp / COMPLETE).write_text(
+        json.dumps({"complete": True, "time": time.time()}) + "\n", encoding="utf-8"
+    )
     for f in tmp.iterdir():
         if f.is_file():
             _fsync_file(f)
     if path.exists():
-        os.replace(path, path.with_name(f"{path.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"))
+        os.replace(
+            path,
+            path.with_name(f"{path.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"),
+        )
     os.replace(tmp, path)
 
 
@@ -139,5 +144,15 @@ def is_complete_dir(path: str | Path) -> bool:
     return (Path(path) / COMPLETE).is_file()
 
 
-__all__ = ["COMPLETE", "atomic_dir", "atomic_path", "atomic_save_npy", "atomic_write_bytes", "atomic_write_json",
-           "atomic_write_text", "is_complete_dir", "partial_name", "remove_stale_partials"]
+__all__ = [
+    "COMPLETE",
+    "atomic_dir",
+    "atomic_path",
+    "atomic_save_npy",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "is_complete_dir",
+    "partial_name",
+    "remove_stale_partials",
+]

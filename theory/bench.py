@@ -27,8 +27,14 @@ def _best_of(fn, repeats: int = 3) -> float:
     return best
 
 
-def run_law_bench(trees: int = 4096, budget: int = 64, vocab: int = 32000, row_batch: int = 64,
-                  loop_trees: int = 128, seed: int = 0) -> dict[str, Any]:
+def run_law_bench(
+    trees: int = 4096,
+    budget: int = 64,
+    vocab: int = 32000,
+    row_batch: int = 64,
+    loop_trees: int = 128,
+    seed: int = 0,
+) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     pool = [random_tree(rng, budget, vocab=50, max_children=4) for _ in range(64)]
     tree_list = [pool[i % len(pool)] for i in range(trees)]
@@ -45,6 +51,7 @@ def run_law_bench(trees: int = 4096, budget: int = 64, vocab: int = 32000, row_b
     def loop():
         for i in range(loop_trees):
             reference_law_from_edges(tree_list[i], edges_np[i].tolist(), 1.0)
+
     t_loop = _best_of(loop, repeats=2) * trees / loop_trees
 
     # full rows: chunks of `row_batch` trees with [N, V] rows each (float32 rows, float64 laws)
@@ -59,18 +66,33 @@ def run_law_bench(trees: int = 4096, budget: int = 64, vocab: int = 32000, row_b
     def loop_rows():
         for i in range(min(loop_trees, row_batch)):
             tr = tree_list[i]
-            edge = [1.0] + [rows_np[i, int(tr.parent[u]), int(tr.token[u])] for u in range(1, tr.num_nodes)]
+            edge = [1.0] + [
+                rows_np[i, int(tr.parent[u]), int(tr.token[u])] for u in range(1, tr.num_nodes)
+            ]
             reference_law_from_edges(tr, edge, 1.0)
+
     t_loop_rows = _best_of(loop_rows, repeats=2) * row_batch / min(loop_trees, row_batch)
 
     res = {
-        "config": {"trees": trees, "budget": budget, "vocab": vocab, "row_batch": row_batch,
-                   "loop_trees_timed": loop_trees, "x64": bool(jax.config.jax_enable_x64),
-                   "backend": jax.default_backend()},
-        "edges": {"vmap_trees_per_s": trees / t_vmap, "loop_trees_per_s": trees / t_loop,
-                  "ratio": t_loop / t_vmap},
-        "rows": {"vmap_trees_per_s": row_batch / t_rows_chunk, "loop_trees_per_s": row_batch / t_loop_rows,
-                 "ratio": t_loop_rows / t_rows_chunk},
+        "config": {
+            "trees": trees,
+            "budget": budget,
+            "vocab": vocab,
+            "row_batch": row_batch,
+            "loop_trees_timed": loop_trees,
+            "x64": bool(jax.config.jax_enable_x64),
+            "backend": jax.default_backend(),
+        },
+        "edges": {
+            "vmap_trees_per_s": trees / t_vmap,
+            "loop_trees_per_s": trees / t_loop,
+            "ratio": t_loop / t_vmap,
+        },
+        "rows": {
+            "vmap_trees_per_s": row_batch / t_rows_chunk,
+            "loop_trees_per_s": row_batch / t_loop_rows,
+            "ratio": t_loop_rows / t_rows_chunk,
+        },
     }
     res["text"] = (
         f"exit laws, B={budget}, {trees} trees, backend {res['config']['backend']}, x64={res['config']['x64']}\n"

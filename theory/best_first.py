@@ -90,8 +90,14 @@ def check_budget(budget) -> int:
     return int(budget)
 
 
-def top_prefixes(children: Children, budget: int, *, combine: Callable[[float, float], float] = operator.add,
-               root_score: float = 0.0, root_token: int = ROOT_TOKEN) -> BestFirst:
+def top_prefixes(
+    children: Children,
+    budget: int,
+    *,
+    combine: Callable[[float, float], float] = operator.add,
+    root_score: float = 0.0,
+    root_token: int = ROOT_TOKEN,
+) -> BestFirst:
     """The first ``min(budget, #candidates)`` prefixes of the order in the module docstring.
 
     ``children(prefix)`` returns the prefix's children as ``(tokens, values)``,
@@ -105,8 +111,12 @@ def top_prefixes(children: Children, budget: int, *, combine: Callable[[float, f
     parent, token, value, score = [-1], [int(root_token)], [0.0], [root_score]
     paths: list[tuple[int, ...]] = [()]  # tokens from the root
     ranks: list[tuple[int, ...]] = [()]  # sibling rank at each depth, the order's last key
-    ranked: list[tuple[Sequence[int], Sequence[float], int] | None] = [None]  # (tokens, values, count)
-    heap: list[tuple] = []  # (order key, score, parent node, rank among siblings, ranks from the root)
+    ranked: list[tuple[Sequence[int], Sequence[float], int] | None] = [
+        None
+    ]  # (tokens, values, count)
+    heap: list[
+        tuple
+    ] = []  # (order key, score, parent node, rank among siblings, ranks from the root)
     heappush, key = heapq.heappush, _order_key
 
     def push(par: int, rank: int) -> None:
@@ -115,9 +125,11 @@ def top_prefixes(children: Children, budget: int, *, combine: Callable[[float, f
             return
         v = vals[rank]
         if rank and (v > vals[rank - 1] or (v == vals[rank - 1] and toks[rank] <= toks[rank - 1])):
-            raise RankingError(f"children of prefix {paths[par]} are not ranked best first: rank {rank - 1} is "
-                               f"(token {toks[rank - 1]}, value {vals[rank - 1]}), rank {rank} is "
-                               f"(token {toks[rank]}, value {v})")
+            raise RankingError(
+                f"children of prefix {paths[par]} are not ranked best first: rank {rank - 1} is "
+                f"(token {toks[rank - 1]}, value {vals[rank - 1]}), rank {rank} is "
+                f"(token {toks[rank]}, value {v})"
+            )
         s = combine(score[par], v)
         if s > _NEG_INF:
             r = ranks[par] + (rank,)
@@ -129,7 +141,9 @@ def top_prefixes(children: Children, budget: int, *, combine: Callable[[float, f
     def expand(node: int) -> None:
         toks, vals = children(paths[node])
         if len(toks) != len(vals):
-            raise RankingError(f"children of prefix {paths[node]}: {len(toks)} tokens but {len(vals)} values")
+            raise RankingError(
+                f"children of prefix {paths[node]}: {len(toks)} tokens but {len(vals)} values"
+            )
         ranked[node] = (toks, vals, len(toks))
         push(node, 0)
 
@@ -170,7 +184,9 @@ def ranked_top_k(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if rows.ndim != 2 or rows.shape[1] == 0:
         raise DistributionError(f"rows must have shape [D, V] with V >= 1, got {rows.shape}")
     if np.isnan(rows).any():
-        raise DistributionError(f"rows contain NaN (row {int(np.flatnonzero(np.isnan(rows).any(1))[0])})")
+        raise DistributionError(
+            f"rows contain NaN (row {int(np.flatnonzero(np.isnan(rows).any(1))[0])})"
+        )
     depth, vocab = rows.shape
     if not 1 <= k <= vocab:
         raise ValueError(f"k must lie in [1, V={vocab}], got {k}")
@@ -182,12 +198,15 @@ def ranked_top_k(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
             ids = np.flatnonzero(row >= cut)  # every token tied with it too
         else:
             ids = np.arange(vocab)
-        tokens[d] = ids[np.argsort(-row[ids], kind="stable")[:k]]  # stable: ties keep ascending tokens
+        tokens[d] = ids[
+            np.argsort(-row[ids], kind="stable")[:k]
+        ]  # stable: ties keep ascending tokens
     return np.take_along_axis(rows, tokens, axis=1), tokens
 
 
-def ddtree_prefixes(values: np.ndarray, tokens: np.ndarray, budget: int, *,
-                    root_token: int = ROOT_TOKEN) -> BestFirst:
+def ddtree_prefixes(
+    values: np.ndarray, tokens: np.ndarray, budget: int, *, root_token: int = ROOT_TOKEN
+) -> BestFirst:
     """DDTree from per-depth candidates: ``values[d], tokens[d]`` (``[D, k]``) list row ``d+1``'s best entries.
 
     ``s(x) = sum_d log q_d(x_d)`` (DESIGN.md section 1, "Builders"). Row ``d``
@@ -200,15 +219,24 @@ def ddtree_prefixes(values: np.ndarray, tokens: np.ndarray, budget: int, *,
     values = np.asarray(values, dtype=np.float64)
     tokens = np.asarray(tokens)
     if values.ndim != 2 or values.shape != tokens.shape:
-        raise DistributionError(f"values and tokens must both have shape [D, k], got {values.shape} and {tokens.shape}")
+        raise DistributionError(
+            f"values and tokens must both have shape [D, k], got {values.shape} and {tokens.shape}"
+        )
     if not np.issubdtype(tokens.dtype, np.integer):
         raise DistributionError(f"tokens must be integers, got dtype {tokens.dtype}")
     if np.isnan(values).any():
-        raise DistributionError(f"values contain NaN (row {int(np.flatnonzero(np.isnan(values).any(1))[0])})")
+        raise DistributionError(
+            f"values contain NaN (row {int(np.flatnonzero(np.isnan(values).any(1))[0])})"
+        )
     # (a negative or repeated token in a row is a TreeError from DraftTree, naming the node)
-    if not (values[:, 1:] < values[:, :-1]).all():  # not already strictly descending (a device topk usually is)
+    if not (
+        values[:, 1:] < values[:, :-1]
+    ).all():  # not already strictly descending (a device topk usually is)
         order = np.lexsort((tokens, -values), axis=-1)  # [D, k]: value descending, then lower token
-        values, tokens = np.take_along_axis(values, order, axis=1), np.take_along_axis(tokens, order, axis=1)
+        values, tokens = (
+            np.take_along_axis(values, order, axis=1),
+            np.take_along_axis(tokens, order, axis=1),
+        )
     vals, toks = values.tolist(), tokens.tolist()
     horizon = len(vals)
 
@@ -231,5 +259,13 @@ def ddtree_from_rows(logq: np.ndarray, budget: int, *, root_token: int = ROOT_TO
     return ddtree_prefixes(vals, toks, budget, root_token=root_token)
 
 
-__all__ = ["BestFirst", "RankingError", "candidate_width", "check_budget", "ddtree_from_rows", "ddtree_prefixes",
-           "ranked_top_k", "top_prefixes"]
+__all__ = [
+    "BestFirst",
+    "RankingError",
+    "candidate_width",
+    "check_budget",
+    "ddtree_from_rows",
+    "ddtree_prefixes",
+    "ranked_top_k",
+    "top_prefixes",
+]

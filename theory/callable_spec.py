@@ -24,13 +24,21 @@ def _import_user_module(module_name: str):
     except ImportError as err:
         raise CallableSpecError(f"cannot import module {module_name!r}: {err}") from err
     except SyntaxError as err:
-        raise CallableSpecError(f"cannot import module {module_name!r}: syntax error: {err}") from err
-    except SystemExit as err:  # user code calling sys.exit at import must not decide the caller's exit status
-        raise CallableSpecError(f"cannot import module {module_name!r}: it called sys.exit({err.code!r}) "
-                                "at import") from err
-    except Exception as err:  # any other failure of the user's module at import: named with its type
-        raise CallableSpecError(f"cannot import module {module_name!r}: {type(err).__name__} at import: "
-                                f"{err}") from err
+        raise CallableSpecError(
+            f"cannot import module {module_name!r}: syntax error: {err}"
+        ) from err
+    except (
+        SystemExit
+    ) as err:  # user code calling sys.exit at import must not decide the caller's exit status
+        raise CallableSpecError(
+            f"cannot import module {module_name!r}: it called sys.exit({err.code!r}) at import"
+        ) from err
+    except (
+        Exception
+    ) as err:  # any other failure of the user's module at import: named with its type
+        raise CallableSpecError(
+            f"cannot import module {module_name!r}: {type(err).__name__} at import: {err}"
+        ) from err
 
 
 def load_callable(spec: str) -> Callable:

@@ -19,7 +19,9 @@ ROW_SUM_ATOL = 1e-5
 
 def check_atol(atol) -> float:
     """A tolerance must be a finite real number ``>= 0`` (``nan`` would disable every check)."""
-    if isinstance(atol, (bool, np.bool_)) or not isinstance(atol, (int, float, np.integer, np.floating)):
+    if isinstance(atol, (bool, np.bool_)) or not isinstance(
+        atol, (int, float, np.integer, np.floating)
+    ):
         raise DistributionError(f"atol must be a finite number >= 0, got {atol!r}")
     if not np.isfinite(atol) or atol < 0:
         raise DistributionError(f"atol must be a finite number >= 0, got {atol!r}")
@@ -40,13 +42,22 @@ def as_real_array(values, name: str) -> np.ndarray:
         return arr
     if kind in "iu":
         return arr.astype(np.float64)
-    what = {"b": "bool", "c": "complex", "U": "string", "S": "bytes", "O": "object"}.get(kind, str(arr.dtype))
-    if kind == "O":   # name the first entry numpy could not hold (an int beyond 64 bits, a string, None, ...)
+    what = {"b": "bool", "c": "complex", "U": "string", "S": "bytes", "O": "object"}.get(
+        kind, str(arr.dtype)
+    )
+    if (
+        kind == "O"
+    ):  # name the first entry numpy could not hold (an int beyond 64 bits, a string, None, ...)
         for i, x in enumerate(arr.ravel()):
-            if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, bool) or (
-                    isinstance(x, int) and not -2**63 <= x < 2**64):
-                raise DistributionError(f"{name} must hold real numbers, got entry {i} = {x!r} "
-                                        f"({'an integer beyond 64 bits' if isinstance(x, int) and not isinstance(x, bool) else type(x).__name__})")
+            if (
+                not isinstance(x, (int, float, np.integer, np.floating))
+                or isinstance(x, bool)
+                or (isinstance(x, int) and not -(2**63) <= x < 2**64)
+            ):
+                raise DistributionError(
+                    f"{name} must hold real numbers, got entry {i} = {x!r} "
+                    f"({'an integer beyond 64 bits' if isinstance(x, int) and not isinstance(x, bool) else type(x).__name__})"
+                )
     raise DistributionError(f"{name} must hold real numbers, got {what} values (dtype {arr.dtype})")
 
 
@@ -61,11 +72,15 @@ def check_rows(probs, *, atol: float = ROW_SUM_ATOL, name: str = "probs") -> np.
     bad = ~np.isfinite(arr)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise DistributionError(f"{name} row {r} has a non-finite entry {float(arr[r, c])} at token {c}")
+        raise DistributionError(
+            f"{name} row {r} has a non-finite entry {float(arr[r, c])} at token {c}"
+        )
     neg = arr < 0
     if neg.any():
         r, c = np.argwhere(neg)[0]
-        raise DistributionError(f"{name} row {r} has a negative entry {float(arr[r, c])} at token {c}")
+        raise DistributionError(
+            f"{name} row {r} has a negative entry {float(arr[r, c])} at token {c}"
+        )
     sums = arr.sum(axis=1, dtype=np.float64)
     off = np.abs(sums - 1.0) > atol
     if off.any():
@@ -134,14 +149,18 @@ def check_padded_edges(parent, valid, edge_probs, *, atol: float = ROW_SUM_ATOL)
         bad = np.flatnonzero(real & (~np.isfinite(e) | (e < 0) | (e > 1 + atol)))
         if bad.size:
             i = int(bad[0])
-            raise DistributionError(f"{where}node {i} has edge probability {float(e[i])!r}, not in [0, 1]")
+            raise DistributionError(
+                f"{where}node {i} has edge probability {float(e[i])!r}, not in [0, 1]"
+            )
         mass = np.zeros(n)
         np.add.at(mass, np.clip(flat_p[b][real], 0, n - 1), e[real])
         over = np.flatnonzero(mass > 1 + atol)
         if over.size:
             v = int(over[0])
-            raise DistributionError(f"{where}children of node {v} carry target mass {float(mass[v])!r} > 1 "
-                                    f"(tolerance {atol:g})")
+            raise DistributionError(
+                f"{where}children of node {v} carry target mass {float(mass[v])!r} > 1 "
+                f"(tolerance {atol:g})"
+            )
     return arr
 
 

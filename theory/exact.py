@@ -33,7 +33,9 @@ def to_fractions(rows) -> list[list[Fraction]]:
     return [[Fraction(float(x)) for x in row] for row in rows]
 
 
-def reference_law_from_edges(tree: DraftTree, edge: Sequence[Number], one: Number = Fraction(1)) -> ReferenceLaw:
+def reference_law_from_edges(
+    tree: DraftTree, edge: Sequence[Number], one: Number = Fraction(1)
+) -> ReferenceLaw:
     """``P(u) = P(par u) a(u)``, ``m(v) = sum_children a``, ``rho = 1 - m``, ``w = P rho``: node by node.
 
     Edges only: in float arithmetic ``rho = max(1 - m, 0)`` (residual-mass rule, part 2,
@@ -57,11 +59,15 @@ def reference_law_from_edges(tree: DraftTree, edge: Sequence[Number], one: Numbe
     return ReferenceLaw(a, prefix, mass, rho, w, coverage, one + coverage)
 
 
-def reference_law(tree: DraftTree, rows: Sequence[Sequence[Number]], one: Number = Fraction(1)) -> ReferenceLaw:
+def reference_law(
+    tree: DraftTree, rows: Sequence[Sequence[Number]], one: Number = Fraction(1)
+) -> ReferenceLaw:
     """Reference law from full rows (``rows[v][y] = p_v(y)``); an internal node's ``rho`` is its residual
     entries summed directly (residual-mass rule, part 1, :mod:`exitlaw.theory.law`), a leaf's is 1."""
     if len(rows) != tree.num_nodes:
-        raise DistributionError(f"rows has {len(rows)} entries but the tree has {tree.num_nodes} nodes")
+        raise DistributionError(
+            f"rows has {len(rows)} entries but the tree has {tree.num_nodes} nodes"
+        )
     edge = [one] + [rows[int(tree.parent[u])][int(tree.token[u])] for u in range(1, tree.num_nodes)]
     law = reference_law_from_edges(tree, edge, one)
     zero = one - one
@@ -71,10 +77,14 @@ def reference_law(tree: DraftTree, rows: Sequence[Sequence[Number]], one: Number
         if kids:
             rho[v] = sum((p for y, p in enumerate(rows[v]) if y not in kids), zero)
     w = [law.prefix[v] * rho[v] for v in range(tree.num_nodes)]
-    return ReferenceLaw(law.edge, law.prefix, law.child_mass, rho, w, law.coverage, law.expected_length)
+    return ReferenceLaw(
+        law.edge, law.prefix, law.child_mass, rho, w, law.coverage, law.expected_length
+    )
 
 
-def reference_block_law(tree: DraftTree, rows: Sequence[Sequence[Number]], one: Number = Fraction(1)) -> list[list[Number]]:
+def reference_block_law(
+    tree: DraftTree, rows: Sequence[Sequence[Number]], one: Number = Fraction(1)
+) -> list[list[Number]]:
     """``Pr[exit = v, bonus = y] = P(v) p_v(y) [y not a child token of v]``."""
     law = reference_law(tree, rows, one)
     zero = one - one
@@ -85,7 +95,9 @@ def reference_block_law(tree: DraftTree, rows: Sequence[Sequence[Number]], one: 
     return out
 
 
-def reference_coverage_gain(tree: DraftTree, rows, parent: int, token: int, one: Number = Fraction(1)) -> Number:
+def reference_coverage_gain(
+    tree: DraftTree, rows, parent: int, token: int, one: Number = Fraction(1)
+) -> Number:
     """One-step gain of adding leaf ``token`` under ``parent``: ``P(parent) * p_parent(token)``."""
     law = reference_law(tree, rows, one)
     return law.prefix[parent] * rows[parent][token]

@@ -69,13 +69,13 @@ jax.tree_util.register_pytree_node(
 class ExitLaw(NamedTuple):
     """Per-node quantities of the canonical exit law (shape ``[N]`` unless scalar)."""
 
-    edge: jax.Array             # a(u); a(root) = 1; 0 on padding
-    log_prefix: jax.Array       # log P(u)
-    prefix: jax.Array           # P(u)
-    child_mass: jax.Array       # m(v)
-    rho: jax.Array              # residual mass (rows) or max(1 - m(v), 0) (edges): the residual-mass rule
-    w: jax.Array                # P(v) rho(v)
-    coverage: jax.Array         # C_p(T) = sum_{v != root} P(v)
+    edge: jax.Array  # a(u); a(root) = 1; 0 on padding
+    log_prefix: jax.Array  # log P(u)
+    prefix: jax.Array  # P(u)
+    child_mass: jax.Array  # m(v)
+    rho: jax.Array  # residual mass (rows) or max(1 - m(v), 0) (edges): the residual-mass rule
+    w: jax.Array  # P(v) rho(v)
+    coverage: jax.Array  # C_p(T) = sum_{v != root} P(v)
     expected_length: jax.Array  # 1 + C_p(T)
 
 
@@ -122,7 +122,9 @@ def _log_prefix_doubling(t: PaddedTree, edge: jax.Array) -> jax.Array:
     return jnp.where(zeros > 0, -jnp.inf, log_edge)
 
 
-def _law_from_edges(t: PaddedTree, edge: jax.Array, *, log_prefix_fn=_log_prefix_doubling) -> ExitLaw:
+def _law_from_edges(
+    t: PaddedTree, edge: jax.Array, *, log_prefix_fn=_log_prefix_doubling
+) -> ExitLaw:
     n = edge.shape[-1]
     is_root = jnp.arange(n) == 0
     edge = jnp.where(is_root, 1.0, jnp.where(t.valid, edge, 0.0)).astype(edge.dtype)
@@ -234,7 +236,9 @@ def _check_padded_tokens(t: PaddedTree, vocab: int) -> None:
     bad = np.flatnonzero(valid & (np.arange(token.size) > 0) & ((token < 0) | (token >= vocab)))
     if bad.size:
         i = int(bad[0])
-        raise DistributionError(f"node {i} has token {int(token[i])}, outside vocabulary of size {vocab}")
+        raise DistributionError(
+            f"node {i} has token {int(token[i])}, outside vocabulary of size {vocab}"
+        )
 
 
 def exit_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
@@ -243,7 +247,9 @@ def exit_law(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_ATOL)
     return _on_bucket(tree, _checked_rows(tree, probs, atol), _rows_core)
 
 
-def exit_law_from_edges(tree: DraftTree | PaddedTree, edge_probs, *, atol: float = ROW_SUM_ATOL) -> ExitLaw:
+def exit_law_from_edges(
+    tree: DraftTree | PaddedTree, edge_probs, *, atol: float = ROW_SUM_ATOL
+) -> ExitLaw:
     """Exit law from edge probabilities alone (``edge_probs[u] = a(u)``; entry 0 ignored).
 
     This is what a recorded trace keeps: ``rho = max(1 - m, 0)`` (residual-mass rule, part 2,
@@ -304,4 +310,6 @@ def residual_rows(tree: DraftTree | PaddedTree, probs, *, atol: float = ROW_SUM_
 def exit_depth_law(tree: DraftTree | PaddedTree, law: ExitLaw, max_depth: int) -> jax.Array:
     """Law of the exit depth (accepted draft tokens): ``Pr[depth(V) = d]`` for ``d = 0..max_depth``."""
     t = _padded(tree)
-    return jnp.zeros(max_depth + 1, dtype=law.w.dtype).at[t.depth].add(jnp.where(t.valid, law.w, 0.0))
+    return (
+        jnp.zeros(max_depth + 1, dtype=law.w.dtype).at[t.depth].add(jnp.where(t.valid, law.w, 0.0))
+    )

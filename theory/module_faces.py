@@ -16,8 +16,9 @@ import sys
 from collections.abc import Callable, Mapping
 
 
-def lazy_exports(package: str, exports: Mapping[str, str | tuple[str, str]],
-                 former_module: str | None = None) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+def lazy_exports(
+    package: str, exports: Mapping[str, str | tuple[str, str]], former_module: str | None = None
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps a public name to ``"module"`` (the
     attribute of the same name) or ``("module", "attr")``, module paths relative to ``package``.
 
@@ -25,6 +26,7 @@ def lazy_exports(package: str, exports: Mapping[str, str | tuple[str, str]],
     ``exitlaw.engine.decode`` was one module before it became a package); its public names stay
     reachable from the package, so ``from exitlaw.engine.decode import generate`` keeps working.
     """
+
     def __getattr__(name: str):
         if name in exports:
             spec = exports[name]
@@ -47,7 +49,7 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Resolves a former dotted module name to the module that now lives elsewhere (no copy)."""
 
     def __init__(self, moved: Mapping[str, str]):
-        self.moved = dict(moved)      # full former name -> full current name
+        self.moved = dict(moved)  # full former name -> full current name
         self._specs: dict[str, object] = {}
 
     def find_spec(self, fullname, path=None, target=None):

@@ -36,8 +36,9 @@ def _row(target: Callable, prefix: tuple[int, ...], atol: float) -> np.ndarray:
     return check_rows(row[None, :], atol=atol, name=f"target row for prefix {prefix}")[0]
 
 
-def oracle_tree(target: PrefixTarget, budget: int, *, root_token: int = ROOT_TOKEN,
-                atol: float = ROW_SUM_ATOL) -> DraftTree:
+def oracle_tree(
+    target: PrefixTarget, budget: int, *, root_token: int = ROOT_TOKEN, atol: float = ROW_SUM_ATOL
+) -> DraftTree:
     """Top-``budget`` target prefixes by ``P``: the maximum-coverage tree (``C*_p(B)``).
 
     Nodes are listed breadth first (by depth, then best first within a depth).
@@ -50,8 +51,12 @@ def oracle_tree(target: PrefixTarget, budget: int, *, root_token: int = ROOT_TOK
         vals, toks = ranked_top_k(row[None, :], candidate_width(budget, row.size))
         return toks[0].tolist(), vals[0].tolist()
 
-    chosen = top_prefixes(children, budget, combine=operator.mul, root_score=1.0, root_token=root_token).tree
-    return DraftTree.from_paths([chosen.path(v) for v in range(1, chosen.num_nodes)], root_token=root_token)
+    chosen = top_prefixes(
+        children, budget, combine=operator.mul, root_score=1.0, root_token=root_token
+    ).tree
+    return DraftTree.from_paths(
+        [chosen.path(v) for v in range(1, chosen.num_nodes)], root_token=root_token
+    )
 
 
 def tree_rows(target: PrefixTarget, tree: DraftTree, *, atol: float = ROW_SUM_ATOL) -> np.ndarray:

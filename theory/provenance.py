@@ -14,12 +14,21 @@ from pathlib import Path
 def git_commit(root: str | Path) -> str:
     """HEAD of the checkout containing ``root`` (``-dirty`` with uncommitted tracked changes), or ``"unknown"``."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
         if head.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-        return head.stdout.strip() + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return head.stdout.strip() + (
+            "-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else ""
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -44,5 +53,7 @@ def cpu_info() -> dict[str, str]:
     fields = cpu_fields()
     if not fields:
         return {}
-    return {"cpu_model": fields.get("model name", "unknown"),
-            "cpu_flags_sha256": hashlib.sha256(fields.get("flags", "").encode()).hexdigest()[:16]}
+    return {
+        "cpu_model": fields.get("model name", "unknown"),
+        "cpu_flags_sha256": hashlib.sha256(fields.get("flags", "").encode()).hexdigest()[:16],
+    }

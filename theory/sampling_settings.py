@@ -53,7 +53,9 @@ DEFAULT_ORDER = VLLM_ORDER
 
 
 def _real(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.floating, np.integer)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (Real, np.floating, np.integer)
+    ):
         raise DistributionError(f"{name} must be a real number, got {value!r}")
     return float(value)
 
@@ -76,33 +78,47 @@ class SamplingSettings:
     def __post_init__(self):
         t = _real(self.temperature, "temperature")
         if not math.isfinite(t) or t < 0:
-            raise DistributionError(f"temperature must be finite and >= 0, got {self.temperature!r}")
+            raise DistributionError(
+                f"temperature must be finite and >= 0, got {self.temperature!r}"
+            )
         object.__setattr__(self, "temperature", t)
         if self.top_k is not None:
             if isinstance(self.top_k, (bool, np.bool_)) or not isinstance(self.top_k, Integral):
-                raise DistributionError(f"top_k must be an integer >= 1 (or None for off), got {self.top_k!r}")
+                raise DistributionError(
+                    f"top_k must be an integer >= 1 (or None for off), got {self.top_k!r}"
+                )
             if self.top_k < 1:
                 raise DistributionError(f"top_k must be >= 1 (or None for off), got {self.top_k!r}")
             object.__setattr__(self, "top_k", int(self.top_k))
         if self.top_p is not None:
             p = _real(self.top_p, "top_p")
-            if not 0 < p <= 1:   # nan fails too
-                raise DistributionError(f"top_p must be in (0, 1] (1 or None for off), got {self.top_p!r}")
+            if not 0 < p <= 1:  # nan fails too
+                raise DistributionError(
+                    f"top_p must be in (0, 1] (1 or None for off), got {self.top_p!r}"
+                )
             object.__setattr__(self, "top_p", p)
         if self.min_p is not None:
             m = _real(self.min_p, "min_p")
             if not 0 <= m < 1:
-                raise DistributionError(f"min_p must be in [0, 1) (0 or None for off), got {self.min_p!r}")
+                raise DistributionError(
+                    f"min_p must be in [0, 1) (0 or None for off), got {self.min_p!r}"
+                )
             object.__setattr__(self, "min_p", m)
         order = self.order
         if isinstance(order, str) or not all(isinstance(o, str) for o in order):
-            raise DistributionError(f"order must be a sequence of filter names {FILTERS}, got {order!r}")
+            raise DistributionError(
+                f"order must be a sequence of filter names {FILTERS}, got {order!r}"
+            )
         order = tuple(order)
         unknown = [o for o in order if o not in FILTERS]
         if unknown:
-            raise DistributionError(f"unknown filter name(s) {unknown} in order; the filters are {', '.join(FILTERS)}")
+            raise DistributionError(
+                f"unknown filter name(s) {unknown} in order; the filters are {', '.join(FILTERS)}"
+            )
         if sorted(order) != sorted(FILTERS):
-            raise DistributionError(f"order must name each of {', '.join(FILTERS)} exactly once, got {order!r}")
+            raise DistributionError(
+                f"order must name each of {', '.join(FILTERS)} exactly once, got {order!r}"
+            )
         object.__setattr__(self, "order", order)
 
     @property
@@ -111,8 +127,11 @@ class SamplingSettings:
 
     def active(self) -> tuple[str, ...]:
         """The filters that can remove a token, in order (``top_p = 1`` and ``min_p = 0`` cannot)."""
-        on = {"top_k": self.top_k is not None, "top_p": self.top_p is not None and self.top_p < 1,
-              "min_p": self.min_p is not None and self.min_p > 0}
+        on = {
+            "top_k": self.top_k is not None,
+            "top_p": self.top_p is not None and self.top_p < 1,
+            "min_p": self.min_p is not None and self.min_p > 0,
+        }
         return tuple(f for f in self.order if on[f])
 
     @property
@@ -121,8 +140,13 @@ class SamplingSettings:
 
     def as_dict(self) -> dict:
         """JSON-ready record (bench results, training configs)."""
-        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
-                "min_p": self.min_p, "order": list(self.order)}
+        return {
+            "temperature": self.temperature,
+            "top_k": self.top_k,
+            "top_p": self.top_p,
+            "min_p": self.min_p,
+            "order": list(self.order),
+        }
 
 
 def check_settings(settings) -> SamplingSettings:
@@ -181,15 +205,15 @@ def keep_mask(weights: np.ndarray, settings: SamplingSettings) -> np.ndarray:
         live = np.where(keep, w, 0.0)
         if name == "top_k":
             k = min(settings.top_k, w.shape[-1])
-            kth = -np.partition(-live, k - 1, axis=-1)[..., k - 1: k]
+            kth = -np.partition(-live, k - 1, axis=-1)[..., k - 1 : k]
             keep &= live >= kth
         elif name == "min_p":
             keep &= live >= settings.min_p * live.max(axis=-1, keepdims=True)
         else:
             desc = -np.sort(-live, axis=-1)
-            above = np.cumsum(desc, axis=-1) - desc          # exclusive: mass strictly before each place
+            above = np.cumsum(desc, axis=-1) - desc  # exclusive: mass strictly before each place
             bar = settings.top_p * desc.sum(axis=-1, keepdims=True)
-            last = (above < bar).sum(axis=-1, keepdims=True) - 1   # >= 0: above[0] = 0 < bar
+            last = (above < bar).sum(axis=-1, keepdims=True) - 1  # >= 0: above[0] = 0 < bar
             keep &= live >= np.take_along_axis(desc, last, axis=-1)
     return keep
 
@@ -198,7 +222,9 @@ def process_rows(rows, settings: SamplingSettings) -> np.ndarray:
     """Float64 twin of :func:`process_rows_exact`: the filters on rows given after the temperature."""
     w = np.asarray(rows, dtype=np.float64)
     if w.ndim < 1 or w.shape[-1] == 0 or not np.isfinite(w).all() or (w < 0).any():
-        raise DistributionError(f"rows must be finite, non-negative, with a non-empty last axis (shape {w.shape})")
+        raise DistributionError(
+            f"rows must be finite, non-negative, with a non-empty last axis (shape {w.shape})"
+        )
     if (w.sum(axis=-1) <= 0).any():
         raise DistributionError("every row needs positive mass")
     kept = np.where(keep_mask(w, settings), w, 0.0)
@@ -248,6 +274,17 @@ def processed_target(logits_of, settings: SamplingSettings):
     return target
 
 
-__all__ = ["FILTERS", "VLLM_ORDER", "HF_ORDER", "DEFAULT_ORDER", "SamplingSettings", "check_settings",
-           "process_rows_exact", "process_rows", "keep_mask", "process_logits", "processed_exit_law",
-           "processed_target"]
+__all__ = [
+    "FILTERS",
+    "VLLM_ORDER",
+    "HF_ORDER",
+    "DEFAULT_ORDER",
+    "SamplingSettings",
+    "check_settings",
+    "process_rows_exact",
+    "process_rows",
+    "keep_mask",
+    "process_logits",
+    "processed_exit_law",
+    "processed_target",
+]

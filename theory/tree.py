@@ -28,7 +28,9 @@ def _as_int_vector(name: str, values) -> np.ndarray:
     if isinstance(values, (list, tuple)):
         for i, x in enumerate(values):
             if isinstance(x, (bool, np.bool_)) or isinstance(x, (str, bytes)):
-                raise TreeError(f"{name}[{i}] is {x!r}: {name} must hold integers, not {type(x).__name__}")
+                raise TreeError(
+                    f"{name}[{i}] is {x!r}: {name} must hold integers, not {type(x).__name__}"
+                )
             if isinstance(x, (int, np.integer)) and not -_INT64_MAX <= int(x) <= _INT64_MAX:
                 raise TreeError(f"{name}[{i}] is {x}, outside the int64 range")
     try:
@@ -46,10 +48,12 @@ def _as_int_vector(name: str, values) -> np.ndarray:
         i = int(np.argmax(arr))
         raise TreeError(f"{name}[{i}] is {arr[i]}, outside the int64 range")
     if kind == "f":
-        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) > 2.0 ** 62)
+        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) > 2.0**62)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise TreeError(f"{name} must hold integers, got {arr[i]!r} at index {i} (dtype {arr.dtype})")
+            raise TreeError(
+                f"{name} must hold integers, got {arr[i]!r} at index {i} (dtype {arr.dtype})"
+            )
     return arr.astype(np.int64)
 
 
@@ -58,7 +62,7 @@ def _cycle_from(parent: np.ndarray, start: int) -> list[int] | None:
     node = start
     while node != NO_PARENT:
         if node in seen:
-            return seen[seen.index(node):] + [node]
+            return seen[seen.index(node) :] + [node]
         if not 0 <= node < parent.size:
             return None
         seen.append(node)
@@ -72,9 +76,14 @@ def _valid_fast(parent: np.ndarray, token: np.ndarray) -> bool:
     :func:`_raise_first_error` for a message naming the first broken rule."""
     n = parent.size
     par, tok = parent[1:], token[1:]
-    if (par < 0).any() or (par >= np.arange(1, n)).any() or token[0] < ROOT_TOKEN or (tok < 0).any():
+    if (
+        (par < 0).any()
+        or (par >= np.arange(1, n)).any()
+        or token[0] < ROOT_TOKEN
+        or (tok < 0).any()
+    ):
         return False
-    order = np.lexsort((tok, par))                    # siblings adjacent, sorted by token
+    order = np.lexsort((tok, par))  # siblings adjacent, sorted by token
     ps, ts = par[order], tok[order]
     return not ((ps[1:] == ps[:-1]) & (ts[1:] == ts[:-1])).any()
 
@@ -91,9 +100,7 @@ def _raise_first_error(parent: np.ndarray, token: np.ndarray) -> None:
             cycle = _cycle_from(parent, i)
             if cycle is not None:
                 raise TreeError(f"node {i} lies on a cycle {cycle}")
-            raise TreeError(
-                f"node {i} has parent {p} >= {i}: parents must come before children"
-            )
+            raise TreeError(f"node {i} has parent {p} >= {i}: parents must come before children")
     if token[0] < ROOT_TOKEN:
         raise TreeError(f"root token must be >= -1, got {token[0]}")
     neg = np.flatnonzero(token[1:] < 0)
@@ -130,9 +137,7 @@ class DraftTree:
         if parent.size == 0:
             raise TreeError("a draft tree needs at least the root node")
         if parent.size != token.size:
-            raise TreeError(
-                f"length mismatch: {parent.size} parents but {token.size} tokens"
-            )
+            raise TreeError(f"length mismatch: {parent.size} parents but {token.size} tokens")
         if parent[0] != NO_PARENT:
             raise TreeError(f"node 0 must be the root (parent -1), got parent {parent[0]}")
         if not _valid_fast(parent, token):
@@ -144,7 +149,9 @@ class DraftTree:
 
     # ----- constructors -------------------------------------------------
     @classmethod
-    def from_paths(cls, paths: Iterable[Sequence[int]], root_token: int = ROOT_TOKEN) -> "DraftTree":
+    def from_paths(
+        cls, paths: Iterable[Sequence[int]], root_token: int = ROOT_TOKEN
+    ) -> "DraftTree":
         """Tree whose non-root nodes are the given token prefixes.
 
         Every prefix of every path must itself be listed or implied: missing
@@ -180,7 +187,9 @@ class DraftTree:
 
     @cached_property
     def depth(self) -> np.ndarray:
-        parent = self.parent.tolist()  # Python ints: a list walk is ~5x cheaper than numpy scalar indexing
+        parent = (
+            self.parent.tolist()
+        )  # Python ints: a list walk is ~5x cheaper than numpy scalar indexing
         d = [0] * len(parent)
         for i in range(1, len(parent)):
             d[i] = d[parent[i]] + 1
@@ -247,7 +256,9 @@ class DraftTree:
         for i in range(1, n):
             bits[i] = bits[parent[i]] | (1 << i)
         width = (n + 7) // 8
-        raw = np.frombuffer(b"".join(b.to_bytes(width, "little") for b in bits), dtype=np.uint8).reshape(n, width)
+        raw = np.frombuffer(
+            b"".join(b.to_bytes(width, "little") for b in bits), dtype=np.uint8
+        ).reshape(n, width)
         a = np.unpackbits(raw, axis=1, count=n, bitorder="little").astype(bool)
         a.setflags(write=False)
         return a
@@ -276,7 +287,9 @@ class DraftTree:
         bad = np.flatnonzero(self.token[1:] >= vocab_size)
         if bad.size:
             i = int(bad[0]) + 1
-            raise TreeError(f"node {i} has token {self.token[i]}, outside vocabulary of size {vocab_size}")
+            raise TreeError(
+                f"node {i} has token {self.token[i]}, outside vocabulary of size {vocab_size}"
+            )
 
     def reorder_siblings(self, rng: np.random.Generator) -> "DraftTree":
         """Same tree with node ids permuted (children order shuffled), keeping topological order."""
@@ -319,12 +332,12 @@ class PaddedTree:
     may carry a leading batch axis (see :func:`stack_trees`).
     """
 
-    parent: np.ndarray    # [..., N] int, padding -> 0 (root -> -1)
-    token: np.ndarray     # [..., N] int, padding -> 0
-    depth: np.ndarray     # [..., N] int, padding -> 0
-    valid: np.ndarray     # [..., N] bool
+    parent: np.ndarray  # [..., N] int, padding -> 0 (root -> -1)
+    token: np.ndarray  # [..., N] int, padding -> 0
+    depth: np.ndarray  # [..., N] int, padding -> 0
+    valid: np.ndarray  # [..., N] bool
     ancestor: np.ndarray  # [..., N, N] bool, ancestor-or-self
-    child: np.ndarray     # [..., N, N] bool, C[v, u] = par(u) == v (real nodes only)
+    child: np.ndarray  # [..., N, N] bool, C[v, u] = par(u) == v (real nodes only)
 
     @classmethod
     def from_tree(cls, tree: DraftTree, num_nodes: int) -> "PaddedTree":
@@ -358,5 +371,9 @@ def stack_trees(trees: Sequence[DraftTree], num_nodes: int | None = None) -> Pad
         raise TreeError("stack_trees needs at least one tree")
     n = num_nodes if num_nodes is not None else max(t.num_nodes for t in trees)
     padded = [t.padded(n) for t in trees]
-    return PaddedTree(*(np.stack([getattr(p, f) for p in padded]) for f in
-                        ("parent", "token", "depth", "valid", "ancestor", "child")))
+    return PaddedTree(
+        *(
+            np.stack([getattr(p, f) for p in padded])
+            for f in ("parent", "token", "depth", "valid", "ancestor", "child")
+        )
+    )

@@ -35,7 +35,11 @@ from typing import Any, Sequence
 
 import torch
 
-from exitlaw.engine.decode.batch_generate import BatchGenerationResult, generate_ar_batch, generate_batch
+from exitlaw.engine.decode.batch_generate import (
+    BatchGenerationResult,
+    generate_ar_batch,
+    generate_batch,
+)
 from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.batch_verifiers import verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig
@@ -53,7 +57,9 @@ def _batches(prompts: Sequence[Sequence[int]], size: int) -> list[list[list[int]
     if not prompts:
         raise ValueError("the benchmark needs at least one prompt")
     count = -(-len(prompts) // size)
-    return [[list(prompts[(i * size + j) % len(prompts)]) for j in range(size)] for i in range(count)]
+    return [
+        [list(prompts[(i * size + j) % len(prompts)]) for j in range(size)] for i in range(count)
+    ]
 
 
 def _per_round(results: list[BatchGenerationResult]) -> dict[str, float]:
@@ -70,17 +76,34 @@ def _throughput(results: list[BatchGenerationResult]) -> tuple[int, float]:
     return sum(r.decode_tokens for r in results), sum(r.decode_seconds for r in results)
 
 
-def run_batch_decode_bench(target: TargetModel, drafter, prompts: Sequence[Sequence[int]], *,
-                           batch_sizes: Sequence[int] = (1, 4, 8), budget: int = 32,
-                           verifiers: Sequence[str] = ("tev",), temperature: float = 0.0, max_new_tokens: int = 64,
-                           method: str = "ddtree", stop_tokens: Sequence[int] = (), seed: int = 0,
-                           warmup: int = 1, filters: dict | None = None) -> list[dict[str, Any]]:
+def run_batch_decode_bench(
+    target: TargetModel,
+    drafter,
+    prompts: Sequence[Sequence[int]],
+    *,
+    batch_sizes: Sequence[int] = (1, 4, 8),
+    budget: int = 32,
+    verifiers: Sequence[str] = ("tev",),
+    temperature: float = 0.0,
+    max_new_tokens: int = 64,
+    method: str = "ddtree",
+    stop_tokens: Sequence[int] = (),
+    seed: int = 0,
+    warmup: int = 1,
+    filters: dict | None = None,
+) -> list[dict[str, Any]]:
     """One row per ``(batch size, verifier)``: batched tree decoding vs batched AR on the same batches
     (``filters``: top_k / top_p / min_p / order for both, recorded in every row)."""
     sampling = sampling_filters(filters)
     knobs = {k: sampling[k] for k in ("top_k", "top_p", "min_p")}
-    base = dict(temperature=float(temperature), max_new_tokens=max_new_tokens, stop_tokens=tuple(stop_tokens),
-                seed=seed, **knobs, order=tuple(sampling["order"]))
+    base = dict(
+        temperature=float(temperature),
+        max_new_tokens=max_new_tokens,
+        stop_tokens=tuple(stop_tokens),
+        seed=seed,
+        **knobs,
+        order=tuple(sampling["order"]),
+    )
     cfgs = {v: DecodeConfig(method=method, verifier=v, budget=budget, **base) for v in verifiers}
     ar_cfg = DecodeConfig(method="ar", **base)
     rows = []
@@ -88,7 +111,12 @@ def run_batch_decode_bench(target: TargetModel, drafter, prompts: Sequence[Seque
         batches = _batches(prompts, size)
         for _ in range(warmup):  # kernels, allocator caches, lazy initialisation
             generate_ar_batch(target, batches[0], DecodeConfig(method="ar", max_new_tokens=4))
-            generate_batch(target, drafter, batches[0], DecodeConfig(method=method, budget=budget, max_new_tokens=4))
+            generate_batch(
+                target,
+                drafter,
+                batches[0],
+                DecodeConfig(method=method, budget=budget, max_new_tokens=4),
+            )
         ar: list[BatchGenerationResult] = []
         tree: dict[str, list[BatchGenerationResult]] = {v: [] for v in verifiers}
         for batch in batches:
@@ -104,12 +132,24 @@ def run_batch_decode_bench(target: TargetModel, drafter, prompts: Sequence[Seque
             stages = _per_round(tree[v])
             stages["verifier_stage"] = stages.get("decide", 0.0) + stages.get("commit", 0.0)
             blocks = [x for r in tree[v] for row in r.block_lengths for x in row]
-            row = {"batch_size": size, "method": method, "verifier": v, "budget": budget,
-                   "temperature": float(temperature), **knobs, "batches": len(batches),
-                   "tokens": sum(r.num_tokens for r in tree[v]), "decode_tokens": tokens,
-                   "tokens_per_s": rate, "ar_tokens_per_s": ar_rate, "speedup": rate / ar_rate,
-                   "tau": sum(blocks) / max(len(blocks), 1), "rounds": sum(r.rounds for r in tree[v]),
-                   "stage_ms_per_round": stages, "ar_step_ms": ar_step}
+            row = {
+                "batch_size": size,
+                "method": method,
+                "verifier": v,
+                "budget": budget,
+                "temperature": float(temperature),
+                **knobs,
+                "batches": len(batches),
+                "tokens": sum(r.num_tokens for r in tree[v]),
+                "decode_tokens": tokens,
+                "tokens_per_s": rate,
+                "ar_tokens_per_s": ar_rate,
+                "speedup": rate / ar_rate,
+                "tau": sum(blocks) / max(len(blocks), 1),
+                "rounds": sum(r.rounds for r in tree[v]),
+                "stage_ms_per_round": stages,
+                "ar_step_ms": ar_step,
+            }
             if temperature == 0:
                 row["matches_ar"] = all(t.tokens == a.tokens for t, a in zip(tree[v], ar))
             rows.append(row)
@@ -133,20 +173,33 @@ def _times_ms(fn, repeats: int, device: torch.device) -> tuple[float, float]:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def run_batch_verifier_bench(batch_sizes: Sequence[int] = (1, 4, 8), budget: int = 32, vocab: int = 151936, *,
-                             kinds: Sequence[str] = ("greedy", "predraw", "tev"), temperature: float = 1.0,
-                             device: str = "cpu", depth: int = 7, repeats: int = 10, seed: int = 0,
-                             dtype: str = "float32") -> list[dict[str, Any]]:
+def run_batch_verifier_bench(
+    batch_sizes: Sequence[int] = (1, 4, 8),
+    budget: int = 32,
+    vocab: int = 151936,
+    *,
+    kinds: Sequence[str] = ("greedy", "predraw", "tev"),
+    temperature: float = 1.0,
+    device: str = "cpu",
+    depth: int = 7,
+    repeats: int = 10,
+    seed: int = 0,
+    dtype: str = "float32",
+) -> list[dict[str, Any]]:
     """Decision latency per batch: one batched call vs ``B`` single-tree calls, median and min ms per kind."""
     dev = torch.device(device)
     dt = DTYPES.get(dtype)
     if dt is None:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if min(batch_sizes, default=0) < 1 or budget < 1 or repeats < 1:
-        raise ValueError(f"batch sizes, budget and repeats must be >= 1, got {list(batch_sizes)}, {budget}, {repeats}")
+        raise ValueError(
+            f"batch sizes, budget and repeats must be >= 1, got {list(batch_sizes)}, {budget}, {repeats}"
+        )
     rows = []
     for size in batch_sizes:
-        cases = make_cases(budget, vocab, trees=size, depth=depth, device=dev, dtype=dt, seed=seed + size)
+        cases = make_cases(
+            budget, vocab, trees=size, depth=depth, device=dev, dtype=dt, seed=seed + size
+        )
         bt = to_batch_tree([c.tree.tree for c in cases], dev)
         logits = torch.full((size, bt.width, vocab), -30.0, device=dev, dtype=dt)
         for b, c in enumerate(cases):
@@ -155,43 +208,120 @@ def run_batch_verifier_bench(batch_sizes: Sequence[int] = (1, 4, 8), budget: int
             t = 0.0 if kind == "greedy" else temperature
             gens = VerifierGenerators(seed, dev)
             verify_batch(kind, bt, logits, t, gens)  # warm-up
-            batched, batched_min = _times_ms(lambda: verify_batch(kind, bt, logits, t, gens), repeats, dev)
-            looped, looped_min = _times_ms(lambda: [verify(kind, c.tree, c.logits, t, gens) for c in cases],
-                                           repeats, dev)
-            rows.append({"batch_size": size, "kind": kind, "budget": budget, "vocab": vocab, "temperature": t,
-                         "batched_ms": batched, "looped_ms": looped, "looped_over_batched": looped / batched,
-                         "batched_min_ms": batched_min, "looped_min_ms": looped_min,
-                         "looped_over_batched_min": looped_min / batched_min})
+            batched, batched_min = _times_ms(
+                lambda: verify_batch(kind, bt, logits, t, gens), repeats, dev
+            )
+            looped, looped_min = _times_ms(
+                lambda: [verify(kind, c.tree, c.logits, t, gens) for c in cases], repeats, dev
+            )
+            rows.append(
+                {
+                    "batch_size": size,
+                    "kind": kind,
+                    "budget": budget,
+                    "vocab": vocab,
+                    "temperature": t,
+                    "batched_ms": batched,
+                    "looped_ms": looped,
+                    "looped_over_batched": looped / batched,
+                    "batched_min_ms": batched_min,
+                    "looped_min_ms": looped_min,
+                    "looped_over_batched_min": looped_min / batched_min,
+                }
+            )
     return rows
 
 
-def run_batch_bench(target: str, draft: str, *, dataset: str, batch_sizes: Sequence[int], budget: int,
-                    verifiers: Sequence[str], temperature: float, max_new_tokens: int,
-                    num_prompts: int | None = None, seed: int = 0, device: str | None = None, dtype: str = "auto",
-                    warmup: int = 1, verifier_repeats: int = 10, filters: dict | None = None) -> dict[str, Any]:
+def run_batch_bench(
+    target: str,
+    draft: str,
+    *,
+    dataset: str,
+    batch_sizes: Sequence[int],
+    budget: int,
+    verifiers: Sequence[str],
+    temperature: float,
+    max_new_tokens: int,
+    num_prompts: int | None = None,
+    seed: int = 0,
+    device: str | None = None,
+    dtype: str = "auto",
+    warmup: int = 1,
+    verifier_repeats: int = 10,
+    filters: dict | None = None,
+) -> dict[str, Any]:
     """Load the pair, encode first-turn prompts, run both benchmarks; JSON-ready result with its config.
 
     Prompts are read and encoded as ``exitlaw bench`` does (``prompt_records``, ``prompt_encoding``:
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
     sampling = sampling_filters(filters)  # before loading models
-    tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
-    _check_fits(tgt, prompts, budget=budget, rows=max(batch_sizes), max_new_tokens=max_new_tokens, device=device)
-    config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": list(batch_sizes),
-              "budget": budget, "verifiers": list(verifiers), "temperature": float(temperature),
-              "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat, "seed": seed, "device": device,
-              "dtype": str(tgt.dtype), "stop_tokens": list(stop), "sampling": sampling}
-    decode = run_batch_decode_bench(tgt, drafter, prompts, batch_sizes=batch_sizes, budget=budget,
-                                    verifiers=verifiers, temperature=temperature, max_new_tokens=max_new_tokens,
-                                    stop_tokens=stop, seed=seed, warmup=warmup, filters=filters)
+    tgt, drafter, prompts, stop, chat, device = _load_inputs(
+        target, draft, dataset, num_prompts, device, dtype
+    )
+    _check_fits(
+        tgt,
+        prompts,
+        budget=budget,
+        rows=max(batch_sizes),
+        max_new_tokens=max_new_tokens,
+        device=device,
+    )
+    config = {
+        "target": str(target),
+        "draft": str(draft),
+        "dataset": dataset,
+        "batch_sizes": list(batch_sizes),
+        "budget": budget,
+        "verifiers": list(verifiers),
+        "temperature": float(temperature),
+        "max_new_tokens": max_new_tokens,
+        "num_prompts": len(prompts),
+        "chat": chat,
+        "seed": seed,
+        "device": device,
+        "dtype": str(tgt.dtype),
+        "stop_tokens": list(stop),
+        "sampling": sampling,
+    }
+    decode = run_batch_decode_bench(
+        tgt,
+        drafter,
+        prompts,
+        batch_sizes=batch_sizes,
+        budget=budget,
+        verifiers=verifiers,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        stop_tokens=stop,
+        seed=seed,
+        warmup=warmup,
+        filters=filters,
+    )
     kinds = [k for k in ("greedy", "predraw", "tev") if k in verifiers] or ["tev"]
-    stage = run_batch_verifier_bench(batch_sizes, budget, tgt.vocab_size, kinds=kinds,
-                                     temperature=temperature if temperature > 0 else 1.0, device=device,
-                                     depth=drafter.block_size - 1, repeats=verifier_repeats, seed=seed)
-    return {"schema": "exitlaw.batch_bench", "version": 1, "config": config, "decode": decode, "verifier_stage": stage}
+    stage = run_batch_verifier_bench(
+        batch_sizes,
+        budget,
+        tgt.vocab_size,
+        kinds=kinds,
+        temperature=temperature if temperature > 0 else 1.0,
+        device=device,
+        depth=drafter.block_size - 1,
+        repeats=verifier_repeats,
+        seed=seed,
+    )
+    return {
+        "schema": "exitlaw.batch_bench",
+        "version": 1,
+        "config": config,
+        "decode": decode,
+        "verifier_stage": stage,
+    }
 
 
-def _load_inputs(target: str, draft: str, dataset: str, num_prompts: int | None, device: str | None, dtype: str):
+def _load_inputs(
+    target: str, draft: str, dataset: str, num_prompts: int | None, device: str | None, dtype: str
+):
     """``(target model, drafter, first-turn prompt ids, stop tokens, chat, device)`` as ``exitlaw bench`` reads them."""
     from transformers import AutoTokenizer
 
@@ -202,25 +332,58 @@ def _load_inputs(target: str, draft: str, dataset: str, num_prompts: int | None,
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
-    tgt, drafter = load_pair(target, draft, device=device, dtype=None if dtype == "auto" else getattr(torch, dtype))
+    tgt, drafter = load_pair(
+        target, draft, device=device, dtype=None if dtype == "auto" else getattr(torch, dtype)
+    )
     check_prompt_ids(records, tgt.vocab_size, f"the target {target}")  # before any decoding
-    tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(Path(target)) if Path(target).exists() else target
+    )
     chat = has_chat_template(tokenizer)
-    prompts = [encode_prompt(tokenizer, r, chat=chat) for r in records]  # first user turn (or the ids)
+    prompts = [
+        encode_prompt(tokenizer, r, chat=chat) for r in records
+    ]  # first user turn (or the ids)
     return tgt, drafter, prompts, _stop_tokens(tokenizer, tgt), chat, device
 
 
-def _check_fits(tgt: TargetModel, prompts: Sequence[Sequence[int]], *, budget: int, rows: int, max_new_tokens: int,
-                device: str) -> None:
+def _check_fits(
+    tgt: TargetModel,
+    prompts: Sequence[Sequence[int]],
+    *,
+    budget: int,
+    rows: int,
+    max_new_tokens: int,
+    device: str,
+) -> None:
     """Refuse, before decoding, a batched round that cannot fit (:func:`.work_bounds.check_decode_fits`)."""
-    check_decode_fits(tgt.model.config, budget=budget, context=max(map(len, prompts)) + max_new_tokens, rows=rows,
-                      element_bytes=tgt.dtype.itemsize, device=device)
+    check_decode_fits(
+        tgt.model.config,
+        budget=budget,
+        context=max(map(len, prompts)) + max_new_tokens,
+        rows=rows,
+        element_bytes=tgt.dtype.itemsize,
+        device=device,
+    )
 
 
-def run_batched_bench(target: str, draft: str, *, dataset: str, batch_size: int, budgets: Sequence[int],
-                      temperatures: Sequence[float], verifiers: Sequence[str], max_new_tokens: int,
-                      num_prompts: int | None = None, seed: int = 0, device: str | None = None, dtype: str = "auto",
-                      warmup: int = 1, method: str = "ddtree", filters: dict | None = None) -> dict[str, Any]:
+def run_batched_bench(
+    target: str,
+    draft: str,
+    *,
+    dataset: str,
+    batch_size: int,
+    budgets: Sequence[int],
+    temperatures: Sequence[float],
+    verifiers: Sequence[str],
+    max_new_tokens: int,
+    num_prompts: int | None = None,
+    seed: int = 0,
+    device: str | None = None,
+    dtype: str = "auto",
+    warmup: int = 1,
+    method: str = "ddtree",
+    filters: dict | None = None,
+) -> dict[str, Any]:
     """``exitlaw bench --batch-size B``: batched tree decoding vs batched AR, one row per (budget, T, verifier).
 
     Every ``(budget, T)`` runs :func:`run_batch_decode_bench` at batch size ``B`` (AR and tree
@@ -231,47 +394,101 @@ def run_batched_bench(target: str, draft: str, *, dataset: str, batch_size: int,
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
     sampling = sampling_filters(filters)  # before loading models
-    tgt, drafter, prompts, stop, chat, device = _load_inputs(target, draft, dataset, num_prompts, device, dtype)
-    _check_fits(tgt, prompts, budget=max(budgets), rows=int(batch_size), max_new_tokens=max_new_tokens, device=device)
-    config = {"target": str(target), "draft": str(draft), "dataset": dataset, "batch_sizes": [int(batch_size)],
-              "budgets": list(budgets), "temperatures": [float(t) for t in temperatures], "verifiers": list(verifiers),
-              "method": method, "max_new_tokens": max_new_tokens, "num_prompts": len(prompts), "chat": chat,
-              "seed": seed, "device": device, "dtype": str(tgt.dtype), "stop_tokens": list(stop), "sampling": sampling}
+    tgt, drafter, prompts, stop, chat, device = _load_inputs(
+        target, draft, dataset, num_prompts, device, dtype
+    )
+    _check_fits(
+        tgt,
+        prompts,
+        budget=max(budgets),
+        rows=int(batch_size),
+        max_new_tokens=max_new_tokens,
+        device=device,
+    )
+    config = {
+        "target": str(target),
+        "draft": str(draft),
+        "dataset": dataset,
+        "batch_sizes": [int(batch_size)],
+        "budgets": list(budgets),
+        "temperatures": [float(t) for t in temperatures],
+        "verifiers": list(verifiers),
+        "method": method,
+        "max_new_tokens": max_new_tokens,
+        "num_prompts": len(prompts),
+        "chat": chat,
+        "seed": seed,
+        "device": device,
+        "dtype": str(tgt.dtype),
+        "stop_tokens": list(stop),
+        "sampling": sampling,
+    }
     decode = []
     for budget in budgets:
         for temperature in temperatures:
-            decode += run_batch_decode_bench(tgt, drafter, prompts, batch_sizes=(int(batch_size),), budget=int(budget),
-                                             verifiers=verifiers, temperature=temperature,
-                                             max_new_tokens=max_new_tokens, method=method, stop_tokens=stop,
-                                             seed=seed, warmup=warmup, filters=filters)
-    return {"schema": "exitlaw.batch_bench", "version": 1, "config": config, "decode": decode, "verifier_stage": []}
+            decode += run_batch_decode_bench(
+                tgt,
+                drafter,
+                prompts,
+                batch_sizes=(int(batch_size),),
+                budget=int(budget),
+                verifiers=verifiers,
+                temperature=temperature,
+                max_new_tokens=max_new_tokens,
+                method=method,
+                stop_tokens=stop,
+                seed=seed,
+                warmup=warmup,
+                filters=filters,
+            )
+    return {
+        "schema": "exitlaw.batch_bench",
+        "version": 1,
+        "config": config,
+        "decode": decode,
+        "verifier_stage": [],
+    }
 
 
 def format_batch_verifier_stage(rows: list[dict[str, Any]]) -> str:
     """Table of :func:`run_batch_verifier_bench` rows: one batched call vs ``B`` single-tree calls (ms per batch)."""
-    lines = [f"{'B':>3} {'budget':>6} {'kind':>8} {'batched ms':>11} {'B x single ms':>14} {'ratio':>6} "
-             f"{'min batched':>12} {'min B x single':>15} {'min ratio':>10}"]
+    lines = [
+        f"{'B':>3} {'budget':>6} {'kind':>8} {'batched ms':>11} {'B x single ms':>14} {'ratio':>6} "
+        f"{'min batched':>12} {'min B x single':>15} {'min ratio':>10}"
+    ]
     for r in rows:
-        lines.append(f"{r['batch_size']:>3} {r['budget']:>6} {r['kind']:>8} {r['batched_ms']:>11.3f} "
-                     f"{r['looped_ms']:>14.3f} {r['looped_over_batched']:>6.2f} {r['batched_min_ms']:>12.3f} "
-                     f"{r['looped_min_ms']:>15.3f} {r['looped_over_batched_min']:>10.2f}")
+        lines.append(
+            f"{r['batch_size']:>3} {r['budget']:>6} {r['kind']:>8} {r['batched_ms']:>11.3f} "
+            f"{r['looped_ms']:>14.3f} {r['looped_over_batched']:>6.2f} {r['batched_min_ms']:>12.3f} "
+            f"{r['looped_min_ms']:>15.3f} {r['looped_over_batched_min']:>10.2f}"
+        )
     return "\n".join(lines)
 
 
 def format_batch_bench(result: dict[str, Any]) -> str:
     """Side-by-side table: batched tree vs batched AR tokens/s, tau, verifier stage per batch."""
-    lines = [f"{'B':>3} {'budget':>6} {'T':>4} {'verifier':>9} {'tau':>5} {'AR tok/s':>10} {'tree tok/s':>11} "
-             f"{'speedup':>8} {'fwd ms':>8} {'verifier ms/batch':>18} {'T=0 = AR':>9}"]
+    lines = [
+        f"{'B':>3} {'budget':>6} {'T':>4} {'verifier':>9} {'tau':>5} {'AR tok/s':>10} {'tree tok/s':>11} "
+        f"{'speedup':>8} {'fwd ms':>8} {'verifier ms/batch':>18} {'T=0 = AR':>9}"
+    ]
     for r in result["decode"]:
         s = r["stage_ms_per_round"]
         match = {True: "yes", False: "NO"}.get(r.get("matches_ar"), "-")
-        lines.append(f"{r['batch_size']:>3} {r['budget']:>6} {r['temperature']:>4g} {r['verifier']:>9} "
-                     f"{r['tau']:>5.2f} {r['ar_tokens_per_s']:>10.1f} {r['tokens_per_s']:>11.1f} {r['speedup']:>8.2f} "
-                     f"{s.get('verify_forward', 0.0):>8.2f} {s['verifier_stage']:>18.3f} {match:>9}")
+        lines.append(
+            f"{r['batch_size']:>3} {r['budget']:>6} {r['temperature']:>4g} {r['verifier']:>9} "
+            f"{r['tau']:>5.2f} {r['ar_tokens_per_s']:>10.1f} {r['tokens_per_s']:>11.1f} {r['speedup']:>8.2f} "
+            f"{s.get('verify_forward', 0.0):>8.2f} {s['verifier_stage']:>18.3f} {match:>9}"
+        )
     if result.get("verifier_stage"):
         lines += ["", format_batch_verifier_stage(result["verifier_stage"])]
     return "\n".join(lines)
 
 
-__all__ = ["run_batch_decode_bench", "run_batch_verifier_bench", "run_batch_bench", "run_batched_bench",
-           "format_batch_bench", "format_batch_verifier_stage"]
+__all__ = [
+    "run_batch_decode_bench",
+    "run_batch_verifier_bench",
+    "run_batch_bench",
+    "run_batched_bench",
+    "format_batch_bench",
+    "format_batch_verifier_stage",
+]

@@ -42,7 +42,9 @@ def t_quantile(p: float, df: float) -> float:
     (1 + x^2/df)^(-(df+1)/2)``, integrated by composite Simpson (4096 panels, smooth integrand),
     inverted by bisection.
     """
-    if not (0.5 <= p < 1.0) or not df >= 1:  # below one degree of freedom the tail outruns the quadrature
+    if (
+        not (0.5 <= p < 1.0) or not df >= 1
+    ):  # below one degree of freedom the tail outruns the quadrature
         raise ValueError(f"t_quantile needs 0.5 <= p < 1 and df >= 1, got p={p}, df={df}")
     logc = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
 
@@ -77,7 +79,9 @@ def _check(res: dict, where: str) -> None:
     if not isinstance(res, dict) or res.get("schema") != SCHEMA:
         raise CompareError(f"{where} is not an exitlaw bench results file (schema {SCHEMA!r})")
     if "prompts" not in res or any("outputs" not in r for r in res.get("runs", [])):
-        raise CompareError(f"{where} stores no outputs (written before bench kept them); rerun exitlaw bench")
+        raise CompareError(
+            f"{where} stores no outputs (written before bench kept them); rerun exitlaw bench"
+        )
 
 
 def _key(run: dict) -> tuple:
@@ -114,7 +118,7 @@ def _stat_and_influence(columns: list[tuple[np.ndarray, float]]) -> tuple[float,
     """``S = prod_k X_k^c_k`` and ``psi_i = n S sum_k c_k x_ki / X_k`` for ``columns = [(x_k, c_k)]``."""
     n = len(columns[0][0])
     sums = [float(x.sum()) for x, _ in columns]
-    s = math.prod(X ** c for X, (_, c) in zip(sums, columns))
+    s = math.prod(X**c for X, (_, c) in zip(sums, columns))
     psi = n * s * sum(c * x / X for X, (x, c) in zip(sums, columns))
     return s, psi
 
@@ -122,9 +126,17 @@ def _stat_and_influence(columns: list[tuple[np.ndarray, float]]) -> tuple[float,
 def _stats(cols: dict, ar: dict, idx: np.ndarray) -> dict[str, tuple[float, np.ndarray]]:
     pick = {k: cols[k][idx] for k in ("block", "rounds", "tokens", "decode")}
     arp = {k: ar[k][idx] for k in ("tokens", "decode")}
-    return {"tau": _stat_and_influence([(pick["block"], 1.0), (pick["rounds"], -1.0)]),
-            "SR": _stat_and_influence([(arp["decode"], 1.0), (arp["tokens"], -1.0),
-                                       (pick["decode"], -1.0), (pick["tokens"], 1.0)])}
+    return {
+        "tau": _stat_and_influence([(pick["block"], 1.0), (pick["rounds"], -1.0)]),
+        "SR": _stat_and_influence(
+            [
+                (arp["decode"], 1.0),
+                (arp["tokens"], -1.0),
+                (pick["decode"], -1.0),
+                (pick["tokens"], 1.0),
+            ]
+        ),
+    }
 
 
 def _interval(delta: float, psi_a: np.ndarray, psi_b: np.ndarray, paired: bool) -> dict[str, Any]:
@@ -140,7 +152,11 @@ def _interval(delta: float, psi_a: np.ndarray, psi_b: np.ndarray, paired: bool) 
             return {"ci95": None, "df": None}
         va, vb = float(np.var(psi_a, ddof=1)) / na, float(np.var(psi_b, ddof=1)) / nb
         se = math.sqrt(va + vb)
-        df = (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1)) if va + vb > 0 else float(na + nb - 2)
+        df = (
+            (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+            if va + vb > 0
+            else float(na + nb - 2)
+        )
     if se == 0:
         return {"ci95": [delta, delta], "df": df}
     half = t_quantile(0.975, df) * se
@@ -163,13 +179,20 @@ def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         temp = key[3]
         ar_key = ("ar", None, None, temp)
         if ar_key not in runs_a or ar_key not in runs_b:
-            raise CompareError(f"a file lacks the AR run at T = {temp:g} that SR is measured against")
+            raise CompareError(
+                f"a file lacks the AR run at T = {temp:g} that SR is measured against"
+            )
         ca, cb = per_prompt(runs_a[key], len(ka)), per_prompt(runs_b[key], len(kb))
         ara, arb = per_prompt(runs_a[ar_key], len(ka)), per_prompt(runs_b[ar_key], len(kb))
         sel_a = ia if paired else np.arange(len(ka))
         sel_b = ib if paired else np.arange(len(kb))
         sa, sb = _stats(ca, ara, sel_a), _stats(cb, arb, sel_b)
-        row: dict[str, Any] = {"method": key[0], "verifier": key[1], "budget": key[2], "temperature": temp}
+        row: dict[str, Any] = {
+            "method": key[0],
+            "verifier": key[1],
+            "budget": key[2],
+            "temperature": temp,
+        }
         for name in ("tau", "SR"):
             (va, pa), (vb, pb) = sa[name], sb[name]
             row[name] = {"a": va, "b": vb, "delta": vb - va, **_interval(vb - va, pa, pb, paired)}
@@ -178,42 +201,73 @@ def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
             row["t0_compared"] = len(pairs)
             row["t0_mismatches"] = sum(ca["outputs"][i] != cb["outputs"][j] for i, j in pairs)
         rows.append(row)
-    note = (f"paired by prompt over the {len(common)} prompts both files hold"
-            + (f" ({len(ka) - len(common)} only in the first, {len(kb) - len(common)} only in the second, left out)"
-               if len(common) < max(len(ka), len(kb)) else "")
-            if paired else
-            f"unpaired (Welch): the files share {len(common)} prompt(s), fewer than the 2 a paired interval needs")
-    return {"pairing": "paired" if paired else "unpaired", "note": note,
-            "prompts": {"a": len(ka), "b": len(kb), "matched": len(common)}, "rows": rows,
-            "only_in_a": [list(k) for k in runs_a if k not in runs_b],
-            "only_in_b": [list(k) for k in runs_b if k not in runs_a]}
+    note = (
+        f"paired by prompt over the {len(common)} prompts both files hold"
+        + (
+            f" ({len(ka) - len(common)} only in the first, {len(kb) - len(common)} only in the second, left out)"
+            if len(common) < max(len(ka), len(kb))
+            else ""
+        )
+        if paired
+        else f"unpaired (Welch): the files share {len(common)} prompt(s), fewer than the 2 a paired interval needs"
+    )
+    return {
+        "pairing": "paired" if paired else "unpaired",
+        "note": note,
+        "prompts": {"a": len(ka), "b": len(kb), "matched": len(common)},
+        "rows": rows,
+        "only_in_a": [list(k) for k in runs_a if k not in runs_b],
+        "only_in_b": [list(k) for k in runs_b if k not in runs_a],
+    }
 
 
 def compare_files(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
-    return {"a": str(path_a), "b": str(path_b), **compare_results(load_results(path_a), load_results(path_b))}
+    return {
+        "a": str(path_a),
+        "b": str(path_b),
+        **compare_results(load_results(path_a), load_results(path_b)),
+    }
 
 
 def format_comparison(cmp: dict[str, Any]) -> str:
     """A fixed-width table: per configuration, tau and SR of both files, the delta and its 95 % interval."""
+
     def cell(s: dict) -> str:
         ci = "      n/a" if s["ci95"] is None else f"[{s['ci95'][0]:+.3f}, {s['ci95'][1]:+.3f}]"
         return f"{s['a']:>6.3f} {s['b']:>6.3f} {s['delta']:>+7.3f} {ci:>18}"
 
-    lines = [f"B - A, {cmp['note']}",
-             f"{'method':<7} {'verifier':<8} {'B':>4} {'T':>4}   {'tau A':>6} {'tau B':>6} {'delta':>7} "
-             f"{'95% CI':>18}   {'SR A':>6} {'SR B':>6} {'delta':>7} {'95% CI':>18}   T=0 outputs"]
+    lines = [
+        f"B - A, {cmp['note']}",
+        f"{'method':<7} {'verifier':<8} {'B':>4} {'T':>4}   {'tau A':>6} {'tau B':>6} {'delta':>7} "
+        f"{'95% CI':>18}   {'SR A':>6} {'SR B':>6} {'delta':>7} {'95% CI':>18}   T=0 outputs",
+    ]
     for r in cmp["rows"]:
         same = ""
         if "t0_mismatches" in r:
-            same = (f"all {r['t0_compared']} equal" if r["t0_mismatches"] == 0
-                    else f"{r['t0_mismatches']} of {r['t0_compared']} prompts DIFFER")
-        lines.append(f"{r['method']:<7} {str(r['verifier'] or '-'):<8} {str(r['budget'] or '-'):>4} "
-                     f"{r['temperature']:>4g}   {cell(r['tau'])}   {cell(r['SR'])}   {same}")
+            same = (
+                f"all {r['t0_compared']} equal"
+                if r["t0_mismatches"] == 0
+                else f"{r['t0_mismatches']} of {r['t0_compared']} prompts DIFFER"
+            )
+        lines.append(
+            f"{r['method']:<7} {str(r['verifier'] or '-'):<8} {str(r['budget'] or '-'):>4} "
+            f"{r['temperature']:>4g}   {cell(r['tau'])}   {cell(r['SR'])}   {same}"
+        )
     for side in ("a", "b"):
         if cmp[f"only_in_{side}"]:
-            lines.append(f"only in {side.upper()}: " + ", ".join(str(tuple(k)) for k in cmp[f"only_in_{side}"]))
+            lines.append(
+                f"only in {side.upper()}: "
+                + ", ".join(str(tuple(k)) for k in cmp[f"only_in_{side}"])
+            )
     return "\n".join(lines)
 
 
-__all__ = ["CompareError", "compare_results", "compare_files", "format_comparison", "load_results", "per_prompt",
-           "t_quantile"]
+__all__ = [
+    "CompareError",
+    "compare_results",
+    "compare_files",
+    "format_comparison",
+    "load_results",
+    "per_prompt",
+    "t_quantile",
+]

@@ -36,7 +36,12 @@ SHIMS = (
     "attention: SDPA for target and drafter in the checkpoint dtype (DDTree's benchmark.py needs CUDA, "
     "flash-attn and bfloat16)",
 )
-NEEDS = ("loguru", "datasets", "numpy", "transformers")  # imported by DDTree's ddtree.py / model/utils.py
+NEEDS = (
+    "loguru",
+    "datasets",
+    "numpy",
+    "transformers",
+)  # imported by DDTree's ddtree.py / model/utils.py
 
 
 class ReferenceError(RuntimeError):
@@ -73,33 +78,55 @@ class Reference:
     """The imported DDTree modules and the models loaded through them."""
 
     path: Path
-    ddtree: Any       # DDTree's ddtree.py module
-    dflash: Any       # DDTree's dflash.py module
-    model_pkg: Any    # DDTree's model package
-    target: Any = None   # transformers causal LM loaded for DDTree
+    ddtree: Any  # DDTree's ddtree.py module
+    dflash: Any  # DDTree's dflash.py module
+    model_pkg: Any  # DDTree's model package
+    target: Any = None  # transformers causal LM loaded for DDTree
     drafter: Any = None  # DDTree's DFlashDraftModel
     cpp_compact: bool = False
 
-    def generate(self, prompt: list[int], *, method: str, budget: int, max_new_tokens: int,
-                 temperature: float) -> Any:
+    def generate(
+        self,
+        prompt: list[int],
+        *,
+        method: str,
+        budget: int,
+        max_new_tokens: int,
+        temperature: float,
+    ) -> Any:
         """One DDTree call as its ``benchmark.py`` makes it: ``ar`` (``dflash_generate`` with block size 1),
         ``chain`` (``dflash_generate``) or ``ddtree`` (``ddtree_generate`` with ``tree_budget=budget``)."""
         ids = torch.tensor([list(prompt)], dtype=torch.long, device=self.target.device)
-        common = dict(model=self.drafter, target=self.target, input_ids=ids, mask_token_id=self.drafter.mask_token_id,
-                      max_new_tokens=max_new_tokens, stop_token_ids=None, temperature=temperature)
+        common = dict(
+            model=self.drafter,
+            target=self.target,
+            input_ids=ids,
+            mask_token_id=self.drafter.mask_token_id,
+            max_new_tokens=max_new_tokens,
+            stop_token_ids=None,
+            temperature=temperature,
+        )
         if method == "ar":
             return self.dflash.dflash_generate(block_size=1, **common)
         if method == "chain":
             return self.dflash.dflash_generate(block_size=self.drafter.block_size, **common)
         if method == "ddtree":
-            return self.ddtree.ddtree_generate(block_size=self.drafter.block_size, tree_budget=budget, **common)
+            return self.ddtree.ddtree_generate(
+                block_size=self.drafter.block_size, tree_budget=budget, **common
+            )
         raise ValueError(f"unknown method {method!r}; choose ar, chain or ddtree")
 
 
 def _check_clone(path: Path) -> None:
-    missing = [f for f in ("ddtree.py", "dflash.py", "model/__init__.py", "model/dflash.py") if not (path / f).is_file()]
+    missing = [
+        f
+        for f in ("ddtree.py", "dflash.py", "model/__init__.py", "model/dflash.py")
+        if not (path / f).is_file()
+    ]
     if missing:
-        raise ReferenceError(f"{path} is not a clone of liranringel/ddtree: missing {', '.join(missing)}")
+        raise ReferenceError(
+            f"{path} is not a clone of liranringel/ddtree: missing {', '.join(missing)}"
+        )
 
 
 def _check_dependencies(importer: Callable[[str], Any] = importlib.import_module) -> None:
@@ -110,8 +137,10 @@ def _check_dependencies(importer: Callable[[str], Any] = importlib.import_module
         except ImportError:
             missing.append(name)
     if missing:
-        raise ReferenceError(f"DDTree's code needs {', '.join(missing)} (not exitlaw dependencies): "
-                             f"pip install {' '.join(missing)}")
+        raise ReferenceError(
+            f"DDTree's code needs {', '.join(missing)} (not exitlaw dependencies): "
+            f"pip install {' '.join(missing)}"
+        )
 
 
 def load_reference(path: str | Path, *, cpp_compact: bool = True) -> Reference:
@@ -123,11 +152,17 @@ def load_reference(path: str | Path, *, cpp_compact: bool = True) -> Reference:
     path = Path(path).expanduser().resolve()
     _check_clone(path)
     _check_dependencies()
-    clashing = [m for m in ("ddtree", "dflash", "model") if m in sys.modules
-                and not str(getattr(sys.modules[m], "__file__", "") or "").startswith(str(path))]
+    clashing = [
+        m
+        for m in ("ddtree", "dflash", "model")
+        if m in sys.modules
+        and not str(getattr(sys.modules[m], "__file__", "") or "").startswith(str(path))
+    ]
     if clashing:
-        raise ReferenceError(f"modules {clashing} are already imported from elsewhere; run the benchmark in a "
-                             "fresh process")
+        raise ReferenceError(
+            f"modules {clashing} are already imported from elsewhere; run the benchmark in a "
+            "fresh process"
+        )
     sys.path.insert(0, str(path))
     try:
         model_pkg = importlib.import_module("model")
@@ -141,18 +176,31 @@ def load_reference(path: str | Path, *, cpp_compact: bool = True) -> Reference:
         mod.DynamicCache = cache_cls
     if cpp_compact:
         ddtree.maybe_enable_cpp_compact(True)
-    return Reference(path, ddtree, dflash, model_pkg, cpp_compact=cpp_compact and
-                     ddtree.load_cpp_compact_module() is not None)
+    return Reference(
+        path,
+        ddtree,
+        dflash,
+        model_pkg,
+        cpp_compact=cpp_compact and ddtree.load_cpp_compact_module() is not None,
+    )
 
 
-def load_reference_models(ref: Reference, target_dir: str | Path, draft_dir: str | Path, *,
-                          dtype: torch.dtype = torch.float32) -> Reference:
+def load_reference_models(
+    ref: Reference,
+    target_dir: str | Path,
+    draft_dir: str | Path,
+    *,
+    dtype: torch.dtype = torch.float32,
+) -> Reference:
     """Load the pair with DDTree's loaders (``AutoModelForCausalLM`` / ``DFlashDraftModel.from_pretrained``)."""
     from transformers import AutoModelForCausalLM
 
-    ref.target = AutoModelForCausalLM.from_pretrained(str(target_dir), attn_implementation="sdpa", dtype=dtype).eval()
-    ref.drafter = ref.model_pkg.DFlashDraftModel.from_pretrained(str(draft_dir), attn_implementation="sdpa",
-                                                                 dtype=dtype).eval()
+    ref.target = AutoModelForCausalLM.from_pretrained(
+        str(target_dir), attn_implementation="sdpa", dtype=dtype
+    ).eval()
+    ref.drafter = ref.model_pkg.DFlashDraftModel.from_pretrained(
+        str(draft_dir), attn_implementation="sdpa", dtype=dtype
+    ).eval()
     return ref
 
 
@@ -168,7 +216,9 @@ def weight_differences(ours: dict[str, torch.Tensor], theirs: dict[str, torch.Te
         a, b = ours[k], theirs[k]
         if a.shape != b.shape or a.dtype != b.dtype:
             problems.append(f"{k}: {tuple(a.shape)} {a.dtype} vs {tuple(b.shape)} {b.dtype}")
-        elif not torch.equal(a.view(torch.uint8) if a.numel() else a, b.view(torch.uint8) if b.numel() else b):
+        elif not torch.equal(
+            a.view(torch.uint8) if a.numel() else a, b.view(torch.uint8) if b.numel() else b
+        ):
             problems.append(f"{k}: values differ")
     return problems
 
@@ -177,13 +227,28 @@ def check_same_weights(target, drafter, ref_target, ref_drafter) -> dict[str, in
     """Raise unless exitlaw's ``target`` (a TargetModel) / ``drafter`` and the reference's models hold
     bit-identical tensors (the drafter's own tensors; the target's, embeddings and head included).
     Returns the number of tensors compared per model."""
-    problems = [f"target {p}" for p in weight_differences(_tensors(target.model), _tensors(ref_target))]
+    problems = [
+        f"target {p}" for p in weight_differences(_tensors(target.model), _tensors(ref_target))
+    ]
     ours_d, theirs_d = _tensors(drafter), _tensors(ref_drafter)
     problems += [f"drafter {p}" for p in weight_differences(ours_d, theirs_d)]
     if problems:
-        raise ReferenceError("exitlaw and the reference do not hold the same weights: " + "; ".join(problems[:8]))
+        raise ReferenceError(
+            "exitlaw and the reference do not hold the same weights: " + "; ".join(problems[:8])
+        )
     return {"target": len(_tensors(target.model)), "drafter": len(ours_d)}
 
 
-__all__ = ["Reference", "ReferenceError", "SHIMS", "NEEDS", "load_reference", "load_reference_models",
-           "check_same_weights", "weight_differences", "crop_to_length", "legacy_crop_cache_class", "cpu_clock"]
+__all__ = [
+    "Reference",
+    "ReferenceError",
+    "SHIMS",
+    "NEEDS",
+    "load_reference",
+    "load_reference_models",
+    "check_same_weights",
+    "weight_differences",
+    "crop_to_length",
+    "legacy_crop_cache_class",
+    "cpu_clock",
+]

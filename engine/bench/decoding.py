@@ -43,8 +43,18 @@ from exitlaw.engine.decode.work_bounds import check_decode_fits
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
 
 
-def run_conversation(tgt, drafter, tokenizer, prompt: Prompt | Sequence[str], cfg: DecodeConfig, *, device: str,
-                     chat: bool | None = None, trace=None, stop: Sequence[int] = ()) -> list[GenerationResult]:
+def run_conversation(
+    tgt,
+    drafter,
+    tokenizer,
+    prompt: Prompt | Sequence[str],
+    cfg: DecodeConfig,
+    *,
+    device: str,
+    chat: bool | None = None,
+    trace=None,
+    stop: Sequence[int] = (),
+) -> list[GenerationResult]:
     """Decode every user turn in order; each answer (this method's own) joins the history of the next.
 
     ``prompt``: a :class:`.Prompt` or its user turns. A token-id prompt is one turn. ``chat``:
@@ -53,7 +63,9 @@ def run_conversation(tgt, drafter, tokenizer, prompt: Prompt | Sequence[str], cf
     if chat is None:
         chat = has_chat_template(tokenizer)
     if isinstance(prompt, Prompt) and prompt.ids is not None:
-        return [generate(tgt, drafter, list(prompt.ids), cfg, timer=StageTimer(device), trace=trace)]
+        return [
+            generate(tgt, drafter, list(prompt.ids), cfg, timer=StageTimer(device), trace=trace)
+        ]
     turns = prompt.turns if isinstance(prompt, Prompt) else list(prompt)
     messages, results = [], []
     for turn in turns:
@@ -62,7 +74,9 @@ def run_conversation(tgt, drafter, tokenizer, prompt: Prompt | Sequence[str], cf
         res = generate(tgt, drafter, ids, cfg, timer=StageTimer(device), trace=trace)
         results.append(res)
         answer = [t for t in res.tokens if t not in set(stop)]
-        messages.append({"role": "assistant", "content": tokenizer.decode(answer, skip_special_tokens=True)})
+        messages.append(
+            {"role": "assistant", "content": tokenizer.decode(answer, skip_special_tokens=True)}
+        )
     return results
 
 
@@ -73,14 +87,23 @@ def outputs_of(per_prompt: Sequence[Sequence[GenerationResult]], tokenizer) -> l
     out = []
     for i, results in enumerate(per_prompt):
         for t, r in enumerate(results):
-            out.append({"prompt": i, "turn": t, "tokens": list(map(int, r.tokens)),
-                        "text": tokenizer.decode(r.tokens, skip_special_tokens=False),
-                        "rounds": len(r.block_lengths), "block_tokens": int(sum(r.block_lengths)),
-                        "decode_s": float(r.decode_seconds)})
+            out.append(
+                {
+                    "prompt": i,
+                    "turn": t,
+                    "tokens": list(map(int, r.tokens)),
+                    "text": tokenizer.decode(r.tokens, skip_special_tokens=False),
+                    "rounds": len(r.block_lengths),
+                    "block_tokens": int(sum(r.block_lengths)),
+                    "decode_s": float(r.decode_seconds),
+                }
+            )
     return out
 
 
-def _configs(verifiers: Sequence[str], budgets: Sequence[int], block: int) -> list[tuple[str, str, int]]:
+def _configs(
+    verifiers: Sequence[str], budgets: Sequence[int], block: int
+) -> list[tuple[str, str, int]]:
     out = [("chain", v, block - 1) for v in verifiers]
     out += [("ddtree", v, b) for v in verifiers for b in budgets]
     return out
@@ -89,25 +112,58 @@ def _configs(verifiers: Sequence[str], budgets: Sequence[int], block: int) -> li
 def _aggregate(results: list[GenerationResult]) -> dict[str, Any]:
     rounds = sum(len(r.block_lengths) for r in results)
     tokens = sum(len(r.tokens) for r in results)
-    decode_tokens = sum(r.decode_tokens for r in results)      # TPOT leaves out each prefill's first token
+    decode_tokens = sum(
+        r.decode_tokens for r in results
+    )  # TPOT leaves out each prefill's first token
     decode = sum(r.decode_seconds for r in results)
     stage_ms = {}
     for s in {k for r in results for k in r.stages} - {"prefill"}:
-        stage_ms[s] = 1000.0 * sum(r.stages.get(s, {}).get("total_s", 0.0) for r in results) / max(rounds, 1)
-    return {"tau": sum(sum(r.block_lengths) for r in results) / max(rounds, 1), "rounds": rounds,
-            "tokens": tokens, "decode_s": decode, "tpot_ms": 1000.0 * decode / max(decode_tokens, 1), "stage_ms": stage_ms}
+        stage_ms[s] = (
+            1000.0 * sum(r.stages.get(s, {}).get("total_s", 0.0) for r in results) / max(rounds, 1)
+        )
+    return {
+        "tau": sum(sum(r.block_lengths) for r in results) / max(rounds, 1),
+        "rounds": rounds,
+        "tokens": tokens,
+        "decode_s": decode,
+        "tpot_ms": 1000.0 * decode / max(decode_tokens, 1),
+        "stage_ms": stage_ms,
+    }
 
 
-def _decode_set(tgt, drafter, tokenizer, prompts: Sequence[Prompt], cfg: DecodeConfig, *, device: str, chat: bool,
-                stop: Sequence[int], trace_dir: str | None, config: dict, bar) -> list[list[GenerationResult]]:
+def _decode_set(
+    tgt,
+    drafter,
+    tokenizer,
+    prompts: Sequence[Prompt],
+    cfg: DecodeConfig,
+    *,
+    device: str,
+    chat: bool,
+    stop: Sequence[int],
+    trace_dir: str | None,
+    config: dict,
+    bar,
+) -> list[list[GenerationResult]]:
     """Every prompt decoded with one method; one list of per-turn results per prompt."""
     writer = _trace_writer(trace_dir, cfg, config) if cfg.method != "ar" else None
     per_prompt = []
     # an exception (Ctrl-C included) discards the unfinished trace: nothing incomplete appears under its name
     with writer if writer is not None else nullcontext():
         for prompt in prompts:
-            per_prompt.append(run_conversation(tgt, drafter if cfg.method != "ar" else None, tokenizer, prompt, cfg,
-                                               device=device, chat=chat, trace=writer, stop=stop))
+            per_prompt.append(
+                run_conversation(
+                    tgt,
+                    drafter if cfg.method != "ar" else None,
+                    tokenizer,
+                    prompt,
+                    cfg,
+                    device=device,
+                    chat=chat,
+                    trace=writer,
+                    stop=stop,
+                )
+            )
             bar.update()
     return per_prompt
 
@@ -120,15 +176,32 @@ def sampling_filters(filters: dict | None) -> dict[str, Any]:
     filters = dict(filters or {})
     unknown = set(filters) - {"top_k", "top_p", "min_p", "order"}
     if unknown:
-        raise ValueError(f"unknown sampling filter(s) {sorted(unknown)}; use top_k, top_p, min_p, order")
+        raise ValueError(
+            f"unknown sampling filter(s) {sorted(unknown)}; use top_k, top_p, min_p, order"
+        )
     s = SamplingSettings(1.0, **filters)
     return {"top_k": s.top_k, "top_p": s.top_p, "min_p": s.min_p, "order": list(s.order)}
 
 
-def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], temperatures: Sequence[float],
-              verifiers: Sequence[str], max_new_tokens: int, num_prompts: int | None = None, seed: int = 0,
-              device: str | None = None, dtype: str = "auto", warmup: int = 1, trace_dir: str | None = None,
-              progress: bool = True, max_turns: int | None = None, filters: dict | None = None) -> dict[str, Any]:
+def run_bench(
+    target: str,
+    draft: str,
+    *,
+    dataset: str,
+    budgets: Sequence[int],
+    temperatures: Sequence[float],
+    verifiers: Sequence[str],
+    max_new_tokens: int,
+    num_prompts: int | None = None,
+    seed: int = 0,
+    device: str | None = None,
+    dtype: str = "auto",
+    warmup: int = 1,
+    trace_dir: str | None = None,
+    progress: bool = True,
+    max_turns: int | None = None,
+    filters: dict | None = None,
+) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result (config, prompts, runs with their outputs).
 
     ``filters`` (``top_k``, ``top_p``, ``min_p``, ``order``) apply to every run, AR included, at every
@@ -148,57 +221,128 @@ def run_bench(target: str, draft: str, *, dataset: str, budgets: Sequence[int], 
     sampling = sampling_filters(filters)
     prompts = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     if max_turns is not None:
-        prompts = [p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts]
+        prompts = [
+            p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts
+        ]
     tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
     check_prompt_ids(prompts, tgt.vocab_size, f"the target {target}")  # before any decoding
-    tokenizer = AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(Path(target)) if Path(target).exists() else target
+    )
     chat = has_chat_template(tokenizer)
     first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt
-    longest = max(len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * max_new_tokens for p in prompts)
-    check_decode_fits(tgt.model.config, budget=max(budgets), context=longest, element_bytes=tgt.dtype.itemsize,
-                      device=device)  # before any decoding: a round that cannot fit is refused with its estimate
+    longest = max(
+        len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * max_new_tokens
+        for p in prompts
+    )
+    check_decode_fits(
+        tgt.model.config,
+        budget=max(budgets),
+        context=longest,
+        element_bytes=tgt.dtype.itemsize,
+        device=device,
+    )  # before any decoding: a round that cannot fit is refused with its estimate
     stop = _stop_tokens(tokenizer, tgt)
     configs = _configs(verifiers, budgets, drafter.block_size)
-    config = {"target": str(target), "draft": str(draft), "dataset": dataset, "budgets": list(budgets),
-              "temperatures": list(temperatures), "verifiers": list(verifiers), "max_new_tokens": max_new_tokens,
-              "num_prompts": len(prompts), "turns": sum(max(1, len(p.turns)) for p in prompts),
-              "max_turns": max_turns, "seed": seed, "device": device, "dtype": str(tgt.dtype), "chat_template": chat,
-              "block_size": drafter.block_size, "stop_tokens": list(stop), "sampling": sampling}
+    config = {
+        "target": str(target),
+        "draft": str(draft),
+        "dataset": dataset,
+        "budgets": list(budgets),
+        "temperatures": list(temperatures),
+        "verifiers": list(verifiers),
+        "max_new_tokens": max_new_tokens,
+        "num_prompts": len(prompts),
+        "turns": sum(max(1, len(p.turns)) for p in prompts),
+        "max_turns": max_turns,
+        "seed": seed,
+        "device": device,
+        "dtype": str(tgt.dtype),
+        "chat_template": chat,
+        "block_size": drafter.block_size,
+        "stop_tokens": list(stop),
+        "sampling": sampling,
+    }
     for _ in range(warmup):  # compile kernels, fill allocator caches
-        generate(tgt, drafter, first, DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4))
+        generate(
+            tgt,
+            drafter,
+            first,
+            DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4),
+        )
     runs = []
-    bar = tqdm(total=len(temperatures) * len(prompts) * (1 + len(configs)), disable=not progress, desc="bench")
+    bar = tqdm(
+        total=len(temperatures) * len(prompts) * (1 + len(configs)),
+        disable=not progress,
+        desc="bench",
+    )
     kw = dict(device=device, chat=chat, stop=stop, trace_dir=trace_dir, config=config, bar=bar)
     for temp in temperatures:
-        base = dict(temperature=float(temp), max_new_tokens=max_new_tokens, stop_tokens=stop, seed=seed,
-                    **{k: (tuple(v) if k == "order" else v) for k, v in sampling.items()})
+        base = dict(
+            temperature=float(temp),
+            max_new_tokens=max_new_tokens,
+            stop_tokens=stop,
+            seed=seed,
+            **{k: (tuple(v) if k == "order" else v) for k, v in sampling.items()},
+        )
         knobs = {k: sampling[k] for k in ("top_k", "top_p", "min_p")}
         ar = _decode_set(tgt, drafter, tokenizer, prompts, DecodeConfig(method="ar", **base), **kw)
         ar_flat = [r for conv in ar for r in conv]
         ar_stats = _aggregate(ar_flat)
-        runs.append({"method": "ar", "verifier": None, "budget": None, "temperature": float(temp), **knobs, **ar_stats,
-                     "SR": 1.0, "outputs": outputs_of(ar, tokenizer)})
+        runs.append(
+            {
+                "method": "ar",
+                "verifier": None,
+                "budget": None,
+                "temperature": float(temp),
+                **knobs,
+                **ar_stats,
+                "SR": 1.0,
+                "outputs": outputs_of(ar, tokenizer),
+            }
+        )
         for method, verifier, budget in configs:
             cfg = DecodeConfig(method=method, verifier=verifier, budget=budget, **base)
             res = _decode_set(tgt, drafter, tokenizer, prompts, cfg, **kw)
             flat = [r for conv in res for r in conv]
             stats = _aggregate(flat)
-            stats["stage_ms"]["verifier_stage"] = stats["stage_ms"].get("decide", 0.0) + stats["stage_ms"].get("commit", 0.0)
-            run = {"method": method, "verifier": verifier, "budget": budget, "temperature": float(temp), **knobs, **stats,
-                   "SR": ar_stats["tpot_ms"] / stats["tpot_ms"] if stats["tpot_ms"] > 0 else float("nan")}
+            stats["stage_ms"]["verifier_stage"] = stats["stage_ms"].get("decide", 0.0) + stats[
+                "stage_ms"
+            ].get("commit", 0.0)
+            run = {
+                "method": method,
+                "verifier": verifier,
+                "budget": budget,
+                "temperature": float(temp),
+                **knobs,
+                **stats,
+                "SR": ar_stats["tpot_ms"] / stats["tpot_ms"]
+                if stats["tpot_ms"] > 0
+                else float("nan"),
+            }
             if temp == 0:
                 run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(flat, ar_flat))
             run["outputs"] = outputs_of(res, tokenizer)
             runs.append(run)
     bar.close()
-    env = {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine()}
+    env = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
     import transformers
 
     env["transformers"] = transformers.__version__
     if device.startswith("cuda"):
         env["gpu"] = torch.cuda.get_device_name(0)
-    return {"schema": "exitlaw.bench", "version": 2, "config": config, "environment": env,
-            "prompts": [p.to_json() for p in prompts], "runs": runs}
+    return {
+        "schema": "exitlaw.bench",
+        "version": 2,
+        "config": config,
+        "environment": env,
+        "prompts": [p.to_json() for p in prompts],
+        "runs": runs,
+    }
 
 
 def _stop_tokens(tokenizer, tgt) -> tuple[int, ...]:
@@ -217,23 +361,35 @@ def _trace_writer(trace_dir: str | None, cfg: DecodeConfig, config: dict):
     from exitlaw.theory import TraceWriter
 
     name = f"{cfg.method}_{cfg.verifier}_B{cfg.budget}_T{cfg.temperature:g}.jsonl"
-    meta = {**config, "decode": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}}
+    meta = {
+        **config,
+        "decode": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()},
+    }
     return TraceWriter(Path(trace_dir) / name, meta)
 
 
 def format_bench(result: dict[str, Any]) -> str:
     """A fixed-width table of the runs."""
-    head = f"{'method':<7} {'verifier':<8} {'B':>4} {'T':>4} {'tau':>6} {'SR':>6} {'TPOT ms':>8} " + \
-           " ".join(f"{s[:9]:>9}" for s in (*STAGES, "verifier_stage")) + "  (stage ms per round)"
+    head = (
+        f"{'method':<7} {'verifier':<8} {'B':>4} {'T':>4} {'tau':>6} {'SR':>6} {'TPOT ms':>8} "
+        + " ".join(f"{s[:9]:>9}" for s in (*STAGES, "verifier_stage"))
+        + "  (stage ms per round)"
+    )
     lines = [head]
     for r in result["runs"]:
         st = r["stage_ms"]
         cells = " ".join(f"{st.get(s, float('nan')):>9.3f}" for s in (*STAGES, "verifier_stage"))
         if r["method"] == "ar":
             cells = f"target_forward {st.get('target_forward', 0):.3f}  sample {st.get('sample', 0):.3f}"
-        extra = "" if "matches_ar" not in r else ("  T=0 tokens == AR" if r["matches_ar"] else "  T=0 MISMATCH vs AR")
-        lines.append(f"{r['method']:<7} {str(r['verifier'] or '-'):<8} {str(r['budget'] or '-'):>4} "
-                     f"{r['temperature']:>4g} {r['tau']:>6.3f} {r['SR']:>6.3f} {r['tpot_ms']:>8.3f} {cells}{extra}")
+        extra = (
+            ""
+            if "matches_ar" not in r
+            else ("  T=0 tokens == AR" if r["matches_ar"] else "  T=0 MISMATCH vs AR")
+        )
+        lines.append(
+            f"{r['method']:<7} {str(r['verifier'] or '-'):<8} {str(r['budget'] or '-'):>4} "
+            f"{r['temperature']:>4g} {r['tau']:>6.3f} {r['SR']:>6.3f} {r['tpot_ms']:>8.3f} {cells}{extra}"
+        )
     return "\n".join(lines)
 
 

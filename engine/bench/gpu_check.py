@@ -30,17 +30,27 @@ from exitlaw.engine.decode.timing import median_ms
 from exitlaw.engine.models.tiny import TinySpec
 from exitlaw.engine.decode.verifiers import VerifierGenerators, verify
 
-DFLASH_4B = dict(num_hidden_layers=5, block_size=16, target_layer_ids=(1, 9, 17, 25, 33), mask_token_id=151669)
+DFLASH_4B = dict(
+    num_hidden_layers=5, block_size=16, target_layer_ids=(1, 9, 17, 25, 33), mask_token_id=151669
+)
 _TINY = TinySpec()
-DFLASH_TINY = dict(num_hidden_layers=_TINY.draft_layers, block_size=_TINY.block_size,
-                   target_layer_ids=_TINY.target_layer_ids, mask_token_id=5)
+DFLASH_TINY = dict(
+    num_hidden_layers=_TINY.draft_layers,
+    block_size=_TINY.block_size,
+    target_layer_ids=_TINY.target_layer_ids,
+    mask_token_id=5,
+)
 
 
-def build_pair(tiny: bool, device: str, dtype: torch.dtype, seed: int = 0) -> tuple[TargetModel, DFlashDrafter]:
+def build_pair(
+    tiny: bool, device: str, dtype: torch.dtype, seed: int = 0
+) -> tuple[TargetModel, DFlashDrafter]:
     """Random-weight target (Qwen3-4B config, or tiny) and a matching DFlash drafter."""
     from transformers import Qwen3ForCausalLM
 
-    sizes, dcfg = (_TINY.lm_sizes().but(init_std=0.02), DFLASH_TINY) if tiny else (QWEN3_4B, DFLASH_4B)
+    sizes, dcfg = (
+        (_TINY.lm_sizes().but(init_std=0.02), DFLASH_TINY) if tiny else (QWEN3_4B, DFLASH_4B)
+    )
     cfg = qwen3_config(sizes)
     torch.manual_seed(seed)
     old = torch.get_default_dtype()
@@ -48,11 +58,19 @@ def build_pair(tiny: bool, device: str, dtype: torch.dtype, seed: int = 0) -> tu
     try:
         with torch.device(device):
             model = Qwen3ForCausalLM(cfg)
-            drafter = DFlashDrafter(DFlashConfig(
-                hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
-                num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
-                head_dim=cfg.head_dim, vocab_size=cfg.vocab_size, num_target_layers=cfg.num_hidden_layers,
-                rope_theta=sizes.rope_theta, **dcfg))
+            drafter = DFlashDrafter(
+                DFlashConfig(
+                    hidden_size=cfg.hidden_size,
+                    intermediate_size=cfg.intermediate_size,
+                    num_attention_heads=cfg.num_attention_heads,
+                    num_key_value_heads=cfg.num_key_value_heads,
+                    head_dim=cfg.head_dim,
+                    vocab_size=cfg.vocab_size,
+                    num_target_layers=cfg.num_hidden_layers,
+                    rope_theta=sizes.rope_theta,
+                    **dcfg,
+                )
+            )
     finally:
         torch.set_default_dtype(old)
     with torch.no_grad():
@@ -65,14 +83,27 @@ def build_pair(tiny: bool, device: str, dtype: torch.dtype, seed: int = 0) -> tu
 def deep_rows(depth: int, vocab: int, device: str, gen: torch.Generator) -> torch.Tensor:
     """Peaked draft rows (one dominant token per depth) so DDTree grows deep trees with many internal nodes."""
     z = torch.randn(depth, vocab, generator=gen, device=device)
-    z[torch.arange(depth, device=device), torch.randint(vocab, (depth,), generator=gen, device=device)] += 9.0
+    z[
+        torch.arange(depth, device=device),
+        torch.randint(vocab, (depth,), generator=gen, device=device),
+    ] += 9.0
     return torch.log_softmax(z, -1)
 
 
-def run_check(*, tiny: bool, device: str, budgets=(32, 64, 128), context: int = 512, reps: int = 20,
-              temperature: float = 1.0, seed: int = 0) -> dict:
+def run_check(
+    *,
+    tiny: bool,
+    device: str,
+    budgets=(32, 64, 128),
+    context: int = 512,
+    reps: int = 20,
+    temperature: float = 1.0,
+    seed: int = 0,
+) -> dict:
     if context <= max(budgets) + 1:
-        raise ValueError(f"context ({context}) must exceed the largest tree (B + 1 = {max(budgets) + 1} nodes)")
+        raise ValueError(
+            f"context ({context}) must exceed the largest tree (B + 1 = {max(budgets) + 1} nodes)"
+        )
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     t0 = time.perf_counter()
     target, drafter = build_pair(tiny, device, dtype, seed)
@@ -84,14 +115,29 @@ def run_check(*, tiny: bool, device: str, budgets=(32, 64, 128), context: int = 
     pre = target.prefill(cache, prompt[:-1], all_logits=False)
     start, root = context - 1, int(prompt[-1])
     hidden = pre.hidden
-    result = {"config": {"tiny": tiny, "device": device, "dtype": str(dtype), "context": context, "reps": reps,
-                         "temperature": temperature, "vocab": vocab, "build_s": build_s}, "rows": []}
+    result = {
+        "config": {
+            "tiny": tiny,
+            "device": device,
+            "dtype": str(dtype),
+            "context": context,
+            "reps": reps,
+            "temperature": temperature,
+            "vocab": vocab,
+            "build_s": build_s,
+        },
+        "rows": [],
+    }
 
     def draft_once():
-        drafter.draft_logprobs(target.embed_tokens, target.lm_head, root, hidden, start, drafter.new_cache())
+        drafter.draft_logprobs(
+            target.embed_tokens, target.lm_head, root, hidden, start, drafter.new_cache()
+        )
 
     draft_ms = median_ms(draft_once, reps, device)
-    rows = drafter.draft_logprobs(target.embed_tokens, target.lm_head, root, hidden, start, drafter.new_cache())
+    rows = drafter.draft_logprobs(
+        target.embed_tokens, target.lm_head, root, hidden, start, drafter.new_cache()
+    )
     gens = VerifierGenerators(seed, device)
     for shape in ("drafter", "deep"):
         src = rows if shape == "drafter" else deep_rows(rows.shape[0], vocab, device, gen)
@@ -110,18 +156,32 @@ def run_check(*, tiny: bool, device: str, budgets=(32, 64, 128), context: int = 
             fwd_ms = median_ms(forward, reps, device, setup=reset)
             reset()
             logits = forward().logits
-            row = {"shape": shape, "budget": b, "nodes": n, "internal": int(tree.internal.size),
-                   "max_depth": tree.max_depth, "draft_ms": draft_ms, "verify_forward_ms": fwd_ms}
+            row = {
+                "shape": shape,
+                "budget": b,
+                "nodes": n,
+                "internal": int(tree.internal.size),
+                "max_depth": tree.max_depth,
+                "draft_ms": draft_ms,
+                "verify_forward_ms": fwd_ms,
+            }
             for kind in ("predraw", "tev"):
+
                 def stage():
                     res = verify(kind, dt, logits, temperature, gens)
                     target.commit(cache, start, res.path_nodes)
 
                 def refill():
                     reset()
-                    for layer in cache.layers:  # stand-in tree entries: same shapes, no forward needed
-                        layer.keys = torch.cat([layer.keys, layer.keys[..., start - n:start, :]], dim=-2)
-                        layer.values = torch.cat([layer.values, layer.values[..., start - n:start, :]], dim=-2)
+                    for (
+                        layer
+                    ) in cache.layers:  # stand-in tree entries: same shapes, no forward needed
+                        layer.keys = torch.cat(
+                            [layer.keys, layer.keys[..., start - n : start, :]], dim=-2
+                        )
+                        layer.values = torch.cat(
+                            [layer.values, layer.values[..., start - n : start, :]], dim=-2
+                        )
 
                 row[f"{kind}_stage_ms"] = median_ms(stage, reps, device, setup=refill)
             reset()
@@ -132,12 +192,16 @@ def run_check(*, tiny: bool, device: str, budgets=(32, 64, 128), context: int = 
 
 def format_check(res: dict) -> str:
     c = res["config"]
-    lines = [f"exitlaw gpu_check: device={c['device']} dtype={c['dtype']} V={c['vocab']} context={c['context']} "
-             f"T={c['temperature']} reps={c['reps']} (model build {c['build_s']:.1f} s)",
-             f"{'trees':<8} {'B':>4} {'N':>4} {'K':>4} {'depth':>5} {'draft ms':>9} {'verify fwd':>10} "
-             f"{'predraw':>9} {'TEV':>9} {'TEV/predraw':>11}   (verifier stage = decide + bonus + commit)"]
+    lines = [
+        f"exitlaw gpu_check: device={c['device']} dtype={c['dtype']} V={c['vocab']} context={c['context']} "
+        f"T={c['temperature']} reps={c['reps']} (model build {c['build_s']:.1f} s)",
+        f"{'trees':<8} {'B':>4} {'N':>4} {'K':>4} {'depth':>5} {'draft ms':>9} {'verify fwd':>10} "
+        f"{'predraw':>9} {'TEV':>9} {'TEV/predraw':>11}   (verifier stage = decide + bonus + commit)",
+    ]
     for r in res["rows"]:
-        lines.append(f"{r['shape']:<8} {r['budget']:>4} {r['nodes']:>4} {r['internal']:>4} {r['max_depth']:>5} "
-                     f"{r['draft_ms']:>9.3f} {r['verify_forward_ms']:>10.3f} {r['predraw_stage_ms']:>9.3f} "
-                     f"{r['tev_stage_ms']:>9.3f} {r['tev_over_predraw']:>11.3f}")
+        lines.append(
+            f"{r['shape']:<8} {r['budget']:>4} {r['nodes']:>4} {r['internal']:>4} {r['max_depth']:>5} "
+            f"{r['draft_ms']:>9.3f} {r['verify_forward_ms']:>10.3f} {r['predraw_stage_ms']:>9.3f} "
+            f"{r['tev_stage_ms']:>9.3f} {r['tev_over_predraw']:>11.3f}"
+        )
     return "\n".join(lines)

@@ -88,9 +88,17 @@ class StandInCache:
         n_pos = shape.context + nodes
         g = torch.Generator().manual_seed(0)
         # one buffer per layer: [1, kv_heads, context + N, head_dim]
-        self.buffers = [(torch.randn(1, shape.kv_heads, n_pos, shape.head_dim, generator=g).to(device, dtype),
-                         torch.randn(1, shape.kv_heads, n_pos, shape.head_dim, generator=g).to(device, dtype))
-                        for _ in range(shape.layers)]
+        self.buffers = [
+            (
+                torch.randn(1, shape.kv_heads, n_pos, shape.head_dim, generator=g).to(
+                    device, dtype
+                ),
+                torch.randn(1, shape.kv_heads, n_pos, shape.head_dim, generator=g).to(
+                    device, dtype
+                ),
+            )
+            for _ in range(shape.layers)
+        ]
         self.cache = DynamicCache()
         for i, (k, v) in enumerate(self.buffers):
             self.cache.update(k, v, i)
@@ -102,12 +110,22 @@ class StandInCache:
 
     def commit(self, path_nodes) -> None:
         TargetModel.commit(self.cache, self.start, path_nodes)
-        if self.cache.get_seq_length() != self.start + len(path_nodes):  # cheap shape check, no data sync
+        if self.cache.get_seq_length() != self.start + len(
+            path_nodes
+        ):  # cheap shape check, no data sync
             raise AssertionError("commit left the cache at the wrong length")
 
 
-def make_cases(budget: int, vocab: int, *, trees: int, depth: int, device: torch.device, dtype: torch.dtype,
-               seed: int) -> list[BenchCase]:
+def make_cases(
+    budget: int,
+    vocab: int,
+    *,
+    trees: int,
+    depth: int,
+    device: torch.device,
+    dtype: torch.dtype,
+    seed: int,
+) -> list[BenchCase]:
     """Trees built by DDTree from draft rows with ``HOT`` hot tokens per depth; target rows favour the
     same tokens (perturbed) at the next depth, so the trees are deep and their paths get accepted."""
     g = torch.Generator().manual_seed(seed)
@@ -116,13 +134,23 @@ def make_cases(budget: int, vocab: int, *, trees: int, depth: int, device: torch
         hot = torch.randint(0, vocab, (depth + 1, HOT), generator=g)
         boost = torch.tensor([15.0, 13.5, 12.5, 12.0])
         draft = torch.randn(depth, vocab, generator=g)
-        draft.scatter_(1, hot[1:], boost.expand(depth, HOT) + torch.randn(depth, HOT, generator=g) * 0.5)
+        draft.scatter_(
+            1, hot[1:], boost.expand(depth, HOT) + torch.randn(depth, HOT, generator=g) * 0.5
+        )
         tree, logq = build_ddtree(torch.log_softmax(draft, -1), budget, root_token=int(hot[0, 0]))
         d = torch.tensor(tree.depth)
         logits = torch.randn(tree.num_nodes, vocab, generator=g)
         nxt = hot[torch.clamp(d + 1, max=depth)]  # hot tokens of the next depth, [N, HOT]
-        logits.scatter_(1, nxt, boost.expand(tree.num_nodes, HOT) + torch.randn(tree.num_nodes, HOT, generator=g) * 0.7)
-        out.append(BenchCase(budget, to_device_tree(tree, device, logq), logits.to(device=device, dtype=dtype)))
+        logits.scatter_(
+            1,
+            nxt,
+            boost.expand(tree.num_nodes, HOT) + torch.randn(tree.num_nodes, HOT, generator=g) * 0.7,
+        )
+        out.append(
+            BenchCase(
+                budget, to_device_tree(tree, device, logq), logits.to(device=device, dtype=dtype)
+            )
+        )
     return out
 
 
@@ -136,29 +164,49 @@ def floor_stage(case: BenchCase, gens: VerifierGenerators, temperature: float = 
     return int(torch.stack([lse[0].to(torch.float64), y.to(torch.float64)])[1])
 
 
-def _stage(kind: str, case: BenchCase, temperature: float, gens: VerifierGenerators, cache: StandInCache | None,
-           lengths: list[int]) -> Callable[[], None]:
+def _stage(
+    kind: str,
+    case: BenchCase,
+    temperature: float,
+    gens: VerifierGenerators,
+    cache: StandInCache | None,
+    lengths: list[int],
+) -> Callable[[], None]:
     def run() -> None:
         path = verify(kind, case.tree, case.logits, temperature, gens).path_nodes
         if cache is not None:
             cache.commit(path)
         lengths.append(len(path))
+
     return run
 
 
-def _floor(case: BenchCase, temperature: float, gens: VerifierGenerators,
-           cache: StandInCache | None) -> Callable[[], None]:
+def _floor(
+    case: BenchCase, temperature: float, gens: VerifierGenerators, cache: StandInCache | None
+) -> Callable[[], None]:
     def run() -> None:
         floor_stage(case, gens, temperature)
         if cache is not None:
             cache.commit([0])
+
     return run
 
 
-def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: str = "cpu", trees: int = 3,
-                       repeats: int = 15, depth: int = 15, temperature: float = 1.0, dtype: str = "float32",
-                       kinds=BENCH_KINDS, seed: int = 0, commit: bool = True,
-                       kv: KVShape | None = None) -> dict[str, Any]:
+def run_verifier_bench(
+    budgets=(32, 64, 128),
+    vocab: int = 151936,
+    *,
+    device: str = "cpu",
+    trees: int = 3,
+    repeats: int = 15,
+    depth: int = 15,
+    temperature: float = 1.0,
+    dtype: str = "float32",
+    kinds=BENCH_KINDS,
+    seed: int = 0,
+    commit: bool = True,
+    kv: KVShape | None = None,
+) -> dict[str, Any]:
     """Time each stage (``kinds`` and the floor) on the same trees; see the module docstring."""
     dev = torch.device(device)
     dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
@@ -166,13 +214,17 @@ def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: st
         raise ValueError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
     for k in kinds:
         if k not in BENCH_KINDS:
-            raise ValueError(f"unknown verifier {k!r} for the bench; choose from {', '.join(BENCH_KINDS)}")
+            raise ValueError(
+                f"unknown verifier {k!r} for the bench; choose from {', '.join(BENCH_KINDS)}"
+            )
     if trees < 1 or repeats < 1:
         raise ValueError(f"trees and repeats must be >= 1, got trees={trees}, repeats={repeats}")
     kv = kv or KVShape()
     rows = []
     for b in budgets:
-        cases = make_cases(int(b), int(vocab), trees=trees, depth=depth, device=dev, dtype=dt, seed=seed + int(b))
+        cases = make_cases(
+            int(b), int(vocab), trees=trees, depth=depth, device=dev, dtype=dt, seed=seed + int(b)
+        )
         gens = VerifierGenerators(seed, dev)
         ms: dict[str, list[float]] = {k: [] for k in (*kinds, "floor")}
         lengths: dict[str, list[int]] = {k: [] for k in kinds}
@@ -181,38 +233,69 @@ def run_verifier_bench(budgets=(32, 64, 128), vocab: int = 151936, *, device: st
             fns = {"floor": _floor(case, temperature, gens, cache)}
             for k in kinds:
                 fns[k] = _stage(k, case, temperature, gens, cache, lengths[k])
-            for k, v in interleaved_ms(fns, dev, repeats, setup=cache.refill if cache is not None else None).items():
+            for k, v in interleaved_ms(
+                fns, dev, repeats, setup=cache.refill if cache is not None else None
+            ).items():
                 ms[k] += v
         med = {k: statistics.median(v) for k, v in ms.items()}
         best = {k: min(v) for k, v in ms.items()}
-        row = {"budget": int(b), "nodes": [c.tree.num_nodes for c in cases], "internal": [c.internal for c in cases],
-               "max_depth": [c.tree.tree.max_depth for c in cases],
-               "mean_block_length": {k: statistics.fmean(v) for k, v in lengths.items()},
-               "median_ms": med, "min_ms": best, "samples_ms": ms}
+        row = {
+            "budget": int(b),
+            "nodes": [c.tree.num_nodes for c in cases],
+            "internal": [c.internal for c in cases],
+            "max_depth": [c.tree.tree.max_depth for c in cases],
+            "mean_block_length": {k: statistics.fmean(v) for k, v in lengths.items()},
+            "median_ms": med,
+            "min_ms": best,
+            "samples_ms": ms,
+        }
         if "tev" in med:
             row["tev_over_floor"] = med["tev"] / med["floor"]
-            row["tev_over_floor_min"] = best["tev"] / best["floor"]  # robust to load spikes on a shared machine
+            row["tev_over_floor_min"] = (
+                best["tev"] / best["floor"]
+            )  # robust to load spikes on a shared machine
             for k in kinds:
                 if k != "tev":
                     row[f"tev_over_{k}"] = med["tev"] / med[k]
         rows.append(row)
     stage = "decision + bonus + KV-cache commit" if commit else "decision + bonus (no commit)"
-    config = {"budgets": list(map(int, budgets)), "vocab": int(vocab), "device": str(dev), "trees": trees,
-              "repeats": repeats, "depth": depth, "temperature": temperature, "dtype": dtype, "kinds": list(kinds),
-              "seed": seed, "torch": torch.__version__, "threads": torch.get_num_threads(), "stage": stage,
-              "commit": commit, "kv_shape": asdict(kv) if commit else None,
-              "commit_method": ("TargetModel.commit on a transformers DynamicCache refilled untimed with views of "
-                                "a preallocated K/V buffer per layer" if commit else None)}
+    config = {
+        "budgets": list(map(int, budgets)),
+        "vocab": int(vocab),
+        "device": str(dev),
+        "trees": trees,
+        "repeats": repeats,
+        "depth": depth,
+        "temperature": temperature,
+        "dtype": dtype,
+        "kinds": list(kinds),
+        "seed": seed,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "stage": stage,
+        "commit": commit,
+        "kv_shape": asdict(kv) if commit else None,
+        "commit_method": (
+            "TargetModel.commit on a transformers DynamicCache refilled untimed with views of "
+            "a preallocated K/V buffer per layer"
+            if commit
+            else None
+        ),
+    }
     return {"config": config, "rows": rows, "text": format_bench(rows, config)}
 
 
 def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
     kinds = config["kinds"]
     kv = config.get("kv_shape")
-    kv_text = f", KV {kv['layers']}x{kv['kv_heads']}x{kv['head_dim']} ctx {kv['context']}" if kv else ""
-    head = (f"verifier stage ({config.get('stage', 'decision + bonus')}; target forward excluded), median ms, "
-            f"V={config['vocab']}, {config['dtype']}, T={config['temperature']}, {config['device']}, "
-            f"{config['threads']} threads, {config['trees']} trees x {config['repeats']} repeats{kv_text}")
+    kv_text = (
+        f", KV {kv['layers']}x{kv['kv_heads']}x{kv['head_dim']} ctx {kv['context']}" if kv else ""
+    )
+    head = (
+        f"verifier stage ({config.get('stage', 'decision + bonus')}; target forward excluded), median ms, "
+        f"V={config['vocab']}, {config['dtype']}, T={config['temperature']}, {config['device']}, "
+        f"{config['threads']} threads, {config['trees']} trees x {config['repeats']} repeats{kv_text}"
+    )
     cols = f"{'B':>4} {'K':>9} {'depth':>6} {'floor':>8} " + " ".join(f"{k:>9}" for k in kinds)
     cols += f" {'TEV/floor':>9}" + "".join(f" {'TEV/' + k:>12}" for k in kinds if k != "tev")
     cols += f" {'TEV/floor(min)':>14}" if "tev" in kinds else ""
@@ -223,10 +306,19 @@ def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         line = f"{r['budget']:>4} {k_rng:>9} {max(r['max_depth']):>6} {m['floor']:>8.3f} "
         line += " ".join(f"{m[k]:>9.3f}" for k in kinds)
         if "tev_over_floor" in r:
-            line += f" {r['tev_over_floor']:>9.2f}" + "".join(f" {r['tev_over_' + k]:>12.3f}" for k in kinds if k != "tev")
+            line += f" {r['tev_over_floor']:>9.2f}" + "".join(
+                f" {r['tev_over_' + k]:>12.3f}" for k in kinds if k != "tev"
+            )
             line += f" {r['tev_over_floor_min']:>14.2f}"
         lines.append(line)
     return "\n".join(lines)
 
 
-__all__ = ["run_verifier_bench", "make_cases", "floor_stage", "BenchCase", "KVShape", "StandInCache"]
+__all__ = [
+    "run_verifier_bench",
+    "make_cases",
+    "floor_stage",
+    "BenchCase",
+    "KVShape",
+    "StandInCache",
+]

@@ -26,7 +26,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree, candidate_width, ddtree_prefixes, ranked_top_k
+from exitlaw.theory import (
+    DistributionError,
+    DraftTree,
+    candidate_width,
+    ddtree_prefixes,
+    ranked_top_k,
+)
 
 from exitlaw.engine.decode.builders import check_row_maxima
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
@@ -42,9 +48,15 @@ class BatchDraftCache:
 
 
 @torch.no_grad()
-def dflash_draft_batch(drafter: DFlashDrafter, embed_tokens, lm_head, roots: Sequence[int],
-                       pending: Sequence[torch.Tensor], starts: Sequence[int],
-                       dcache: BatchDraftCache) -> torch.Tensor:
+def dflash_draft_batch(
+    drafter: DFlashDrafter,
+    embed_tokens,
+    lm_head,
+    roots: Sequence[int],
+    pending: Sequence[torch.Tensor],
+    starts: Sequence[int],
+    dcache: BatchDraftCache,
+) -> torch.Tensor:
     """Per-depth draft log-probabilities ``[B, block_size - 1, V]`` for every row in one call.
 
     ``pending[b] [C_b, L*H]``: target hidden rows of positions ``start_b - C_b .. start_b - 1``;
@@ -56,7 +68,9 @@ def dflash_draft_batch(drafter: DFlashDrafter, embed_tokens, lm_head, roots: Seq
     counts = [int(p.shape[0]) for p in pending]
     bad = [b for b in range(bsz) if dcache.dlen[b] != starts[b] - counts[b]]
     if bad:
-        raise ValueError(f"rows {bad}: the draft cache length is not start - C (stale or skipped context)")
+        raise ValueError(
+            f"rows {bad}: the draft cache length is not start - C (stale or skipped context)"
+        )
     c_max, block = max(counts), drafter.block_size
     dev = pending[0].device
     width = pending[0].shape[-1]
@@ -65,18 +79,25 @@ def dflash_draft_batch(drafter: DFlashDrafter, embed_tokens, lm_head, roots: Seq
         ctx[b, : counts[b]] = p
     dlen = torch.tensor(dcache.dlen, device=dev)
     count = torch.tensor(counts, device=dev)
-    ctx_pos = dlen[:, None] + torch.arange(c_max, device=dev)[None]              # [B, C]
-    blk_pos = torch.tensor(starts, device=dev)[:, None] + torch.arange(block, device=dev)[None]  # [B, S]
+    ctx_pos = dlen[:, None] + torch.arange(c_max, device=dev)[None]  # [B, C]
+    blk_pos = (
+        torch.tensor(starts, device=dev)[:, None] + torch.arange(block, device=dev)[None]
+    )  # [B, S]
     ids = torch.full((bsz, block), drafter.config.mask_token_id, dtype=torch.long, device=dev)
     ids[:, 0] = torch.tensor(list(roots), device=dev)
     emb = embed_tokens(ids)
     past = dcache.cache.length
-    visible = torch.cat([torch.arange(past, device=dev)[None] < dlen[:, None],     # cached context
-                         torch.arange(c_max, device=dev)[None] < count[:, None],   # new context
-                         torch.ones(bsz, block, dtype=torch.bool, device=dev)], dim=1)  # block: non-causal
+    visible = torch.cat(
+        [
+            torch.arange(past, device=dev)[None] < dlen[:, None],  # cached context
+            torch.arange(c_max, device=dev)[None] < count[:, None],  # new context
+            torch.ones(bsz, block, dtype=torch.bool, device=dev),
+        ],
+        dim=1,
+    )  # block: non-causal
     mask = torch.zeros(bsz, 1, block, past + c_max + block, dtype=emb.dtype, device=dev)
     mask.masked_fill_(~visible[:, None, None, :], torch.finfo(emb.dtype).min)
-    h = drafter(emb, ctx.to(emb.dtype), ctx_pos, blk_pos, dcache.cache, mask)     # [B, S, H]
+    h = drafter(emb, ctx.to(emb.dtype), ctx_pos, blk_pos, dcache.cache, mask)  # [B, S, H]
     src = torch.arange(c_max, device=dev)[None].expand(bsz, c_max)
     longest = max(d + c for d, c in zip(dcache.dlen, counts))
     for layer in range(len(dcache.cache.keys)):
@@ -87,8 +108,9 @@ def dflash_draft_batch(drafter: DFlashDrafter, embed_tokens, lm_head, roots: Seq
     return torch.log_softmax(lm_head(h[:, 1:]).float(), dim=-1)
 
 
-def build_trees_batch(rows: torch.Tensor, method: str, budget: int, roots: Sequence[int],
-                      active: Sequence[bool]) -> tuple[list[DraftTree], list[np.ndarray]]:
+def build_trees_batch(
+    rows: torch.Tensor, method: str, budget: int, roots: Sequence[int], active: Sequence[bool]
+) -> tuple[list[DraftTree], list[np.ndarray]]:
     """One tree per row: ``method`` chain (top-1 per depth) or ddtree (``budget`` best-first prefixes).
 
     Inactive (finished) rows get the root-only tree. ``rows [B, D, V]`` are log-probabilities.
@@ -96,19 +118,23 @@ def build_trees_batch(rows: torch.Tensor, method: str, budget: int, roots: Seque
     (float64, 0 at the root), as :func:`~exitlaw.engine.decode.builders.build_ddtree` does.
     """
     if rows.ndim != 3 or 0 in rows.shape:
-        raise DistributionError(f"draft rows must have shape [B, D, V] with B, D, V >= 1, got {tuple(rows.shape)}")
+        raise DistributionError(
+            f"draft rows must have shape [B, D, V] with B, D, V >= 1, got {tuple(rows.shape)}"
+        )
     if method not in ("chain", "ddtree"):
         raise ValueError(f"unknown tree method {method!r}; choose chain or ddtree")
     bsz, _, vocab = rows.shape
     if method == "chain":
-        val, idx = rows.max(dim=-1)                                            # [B, D]
+        val, idx = rows.max(dim=-1)  # [B, D]
         k, vals, idxs = 1, val[..., None], idx[..., None]
     else:
         k = candidate_width(budget, vocab)
         extra = int(k < vocab)
-        vals, idxs = torch.topk(rows, k + extra, dim=-1)                        # [B, D, k + extra]
+        vals, idxs = torch.topk(rows, k + extra, dim=-1)  # [B, D, k + extra]
     shape = tuple(vals.shape)
-    host = torch.cat([vals.detach().double().flatten(), idxs.double().flatten()]).cpu().numpy()  # the one transfer
+    host = (
+        torch.cat([vals.detach().double().flatten(), idxs.double().flatten()]).cpu().numpy()
+    )  # the one transfer
     half = vals.numel()
     vals, idxs = host[:half].reshape(shape), host[half:].reshape(shape).astype(np.int64)
     check_row_maxima(vals[..., 0])  # every row's maximum (topk / max rank a NaN first)

@@ -45,10 +45,20 @@ from exitlaw.theory import TraceRound
 from exitlaw.engine.decode.batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
 from exitlaw.engine.decode.batch_tree import BatchTree, to_batch_tree
 from exitlaw.engine.decode.batch_verifiers import verify_batch
-from exitlaw.engine.decode.loop import (DecodeConfig, Generators, RoundRecord, _append_block, exponential_race,
-                                       trace_round)
+from exitlaw.engine.decode.loop import (
+    DecodeConfig,
+    Generators,
+    RoundRecord,
+    _append_block,
+    exponential_race,
+    trace_round,
+)
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_draft_logprobs
+from exitlaw.engine.decode.sampling_settings import (
+    as_settings,
+    filter_logits,
+    processed_draft_logprobs,
+)
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.models.target import TargetModel, TargetStep, batch_attention_mask
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
@@ -61,14 +71,18 @@ class BatchState:
 
     target_cache: object
     draft_cache: BatchDraftCache | None
-    lengths: list[int]                  # committed target K/V per row = position of the root
-    roots: list[int]                    # last committed token per row (not yet in the target cache)
-    pending: list[torch.Tensor] | None  # per row, target hidden rows [C_b, L*H] the drafter has not seen
-    history: list[list[int]]            # prompt + every committed token (the K/V hold history[b][:length_b])
-    tokens: list[list[int]] = field(default_factory=list)        # generated tokens (clipped at stop / budget)
+    lengths: list[int]  # committed target K/V per row = position of the root
+    roots: list[int]  # last committed token per row (not yet in the target cache)
+    pending: (
+        list[torch.Tensor] | None
+    )  # per row, target hidden rows [C_b, L*H] the drafter has not seen
+    history: list[list[int]]  # prompt + every committed token (the K/V hold history[b][:length_b])
+    tokens: list[list[int]] = field(
+        default_factory=list
+    )  # generated tokens (clipped at stop / budget)
     done: list[bool] = field(default_factory=list)
     block_lengths: list[list[int]] = field(default_factory=list)  # per row, per round it was active
-    limits: list[int] | None = None     # per-row max_new_tokens (None: the config's)
+    limits: list[int] | None = None  # per-row max_new_tokens (None: the config's)
 
     @property
     def active(self) -> list[bool]:
@@ -110,8 +124,13 @@ class BatchGenerationResult:
 
 
 # ----------------------------------------------------------------- stages
-def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]], cfg: DecodeConfig,
-                  gens: Generators) -> BatchState:
+def prefill_batch(
+    target: TargetModel,
+    drafter,
+    prompts: Sequence[Sequence[int]],
+    cfg: DecodeConfig,
+    gens: Generators,
+) -> BatchState:
     """Prefill every whole prompt (right-padded, causal) in one forward and draw each row's first token
     from its last prompt row (:func:`_sample_rows`, the bonus stream): the first root and generated token
     of the row, as the single-sequence :func:`~exitlaw.engine.decode.loop.prefill_stage` draws it."""
@@ -123,7 +142,9 @@ def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]]
     vocab = target.vocab_size
     bad = [b for b, p in enumerate(prompts) if any(not 0 <= int(t) < vocab for t in p)]
     if bad:
-        raise ValueError(f"prompts {bad} hold token ids outside the target's vocabulary [0, {vocab})")
+        raise ValueError(
+            f"prompts {bad} hold token ids outside the target's vocabulary [0, {vocab})"
+        )
     bsz, lengths = len(prompts), [len(p) for p in prompts]
     width = max(lengths)
     cache = target.new_cache()
@@ -131,21 +152,44 @@ def prefill_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]]
     ids = torch.zeros(bsz, width, dtype=torch.long)
     for b, p in enumerate(prompts):
         ids[b, : lengths[b]] = torch.tensor(list(p), dtype=torch.long)
-    causal = torch.ones(width, width, dtype=torch.bool, device=dev).tril()[None].expand(bsz, width, width)
+    causal = (
+        torch.ones(width, width, dtype=torch.bool, device=dev)
+        .tril()[None]
+        .expand(bsz, width, width)
+    )
     pos = torch.arange(width, device=dev)[None].expand(bsz, width)
-    mask = batch_attention_mask(causal, [0] * bsz, 0, target.dtype, check_diagonal=False,  # tril: diagonal set
-                                query_pos=pos, windows=target.windows)
-    last = sorted(set(n - 1 for n in lengths))   # logits of the rows' last prompt positions only
+    mask = batch_attention_mask(
+        causal,
+        [0] * bsz,
+        0,
+        target.dtype,
+        check_diagonal=False,  # tril: diagonal set
+        query_pos=pos,
+        windows=target.windows,
+    )
+    last = sorted(set(n - 1 for n in lengths))  # logits of the rows' last prompt positions only
     step = target.forward_rows(cache, ids, pos, mask, logits_at=torch.tensor(last, device=dev))
     column = torch.tensor([last.index(n - 1) for n in lengths], device=dev)
-    first = _sample_rows(step.logits[torch.arange(bsz, device=dev), column], cfg.settings, gens.verifier.bonus)
-    pending = [step.hidden[b, : lengths[b]] for b in range(bsz)] if step.hidden is not None else None
+    first = _sample_rows(
+        step.logits[torch.arange(bsz, device=dev), column], cfg.settings, gens.verifier.bonus
+    )
+    pending = (
+        [step.hidden[b, : lengths[b]] for b in range(bsz)] if step.hidden is not None else None
+    )
     dcache = None
     if isinstance(drafter, DFlashDrafter):
         dcache = BatchDraftCache(drafter.new_cache(), [0] * bsz)
-    state = BatchState(target_cache=cache, draft_cache=dcache, lengths=lengths, roots=list(first), pending=pending,
-                       history=[list(p) + [t] for p, t in zip(prompts, first)], tokens=[[] for _ in prompts],
-                       done=[False] * bsz, block_lengths=[[] for _ in prompts])
+    state = BatchState(
+        target_cache=cache,
+        draft_cache=dcache,
+        lengths=lengths,
+        roots=list(first),
+        pending=pending,
+        history=[list(p) + [t] for p, t in zip(prompts, first)],
+        tokens=[[] for _ in prompts],
+        done=[False] * bsz,
+        block_lengths=[[] for _ in prompts],
+    )
     return state
 
 
@@ -161,20 +205,38 @@ def draft_batch_stage(state: BatchState, target: TargetModel, drafter) -> torch.
     """Draft rows ``[B, D, V]`` for every row in one call (finished rows feed no context)."""
     if isinstance(drafter, DFlashDrafter):
         if state.pending is None:
-            raise ValueError("the DFlash drafter needs target hidden states: load the target with its layer_ids")
+            raise ValueError(
+                "the DFlash drafter needs target hidden states: load the target with its layer_ids"
+            )
         feed = [p if a else p[:0] for p, a in zip(state.pending, state.active)]
-        starts = [length if a else d for length, a, d in zip(state.lengths, state.active, state.draft_cache.dlen)]
-        rows = dflash_draft_batch(drafter, target.embed_tokens, target.lm_head, state.roots, feed, starts,
-                                  state.draft_cache)
+        starts = [
+            length if a else d
+            for length, a, d in zip(state.lengths, state.active, state.draft_cache.dlen)
+        ]
+        rows = dflash_draft_batch(
+            drafter,
+            target.embed_tokens,
+            target.lm_head,
+            state.roots,
+            feed,
+            starts,
+            state.draft_cache,
+        )
         state.pending = [p[:0] for p in state.pending]
         return rows
     if not hasattr(drafter, "draft_logprobs_batch"):
-        raise TypeError(f"{type(drafter).__name__} is neither a DFlashDrafter nor has draft_logprobs_batch(roots, starts)")
+        raise TypeError(
+            f"{type(drafter).__name__} is neither a DFlashDrafter nor has draft_logprobs_batch(roots, starts)"
+        )
     return drafter.draft_logprobs_batch(list(state.roots), list(state.lengths))
 
 
-def build_batch_stage(rows: torch.Tensor, cfg: DecodeConfig, state: BatchState, device) -> BatchTree:
-    rows = processed_draft_logprobs(rows, cfg.settings)  # as build_stage: trees from the processed draft rows
+def build_batch_stage(
+    rows: torch.Tensor, cfg: DecodeConfig, state: BatchState, device
+) -> BatchTree:
+    rows = processed_draft_logprobs(
+        rows, cfg.settings
+    )  # as build_stage: trees from the processed draft rows
     trees, logq = build_trees_batch(rows, cfg.method, cfg.budget, state.roots, state.active)
     return to_batch_tree(trees, device, logq)
 
@@ -184,17 +246,32 @@ def verify_forward_batch_stage(state: BatchState, target: TargetModel, bt: Batch
     past = state.target_cache.get_seq_length()
     lengths = torch.tensor(state.lengths, device=bt.device)
     pos = lengths[:, None] + bt.depth
-    mask = batch_attention_mask(bt.ancestor, state.lengths, past, target.dtype, check_diagonal=False,  # padding: eye
-                                query_pos=pos, windows=target.windows)
+    mask = batch_attention_mask(
+        bt.ancestor,
+        state.lengths,
+        past,
+        target.dtype,
+        check_diagonal=False,  # padding: eye
+        query_pos=pos,
+        windows=target.windows,
+    )
     return target.forward_rows(state.target_cache, bt.token, pos, mask)
 
 
-def decide_batch_stage(cfg: DecodeConfig, bt: BatchTree, logits: torch.Tensor, gens: Generators) -> list[VerifyResult]:
+def decide_batch_stage(
+    cfg: DecodeConfig, bt: BatchTree, logits: torch.Tensor, gens: Generators
+) -> list[VerifyResult]:
     return verify_batch(cfg.verifier, bt, logits, cfg.settings, gens.verifier)
 
 
-def commit_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree, step: TargetStep, past: int,
-                       results: list[VerifyResult]) -> list[list[int] | None]:
+def commit_batch_stage(
+    state: BatchState,
+    target: TargetModel,
+    bt: BatchTree,
+    step: TargetStep,
+    past: int,
+    results: list[VerifyResult],
+) -> list[list[int] | None]:
     """Keep each active row's root + accepted path; finished rows keep nothing. Returns the blocks (None if finished)."""
     active = state.active
     paths = [r.path_nodes if a else [] for r, a in zip(results, active)]
@@ -220,20 +297,34 @@ def commit_batch_stage(state: BatchState, target: TargetModel, bt: BatchTree, st
     return blocks
 
 
-def trace_batch_round(bt: BatchTree, logits: torch.Tensor, results: list[VerifyResult], rows: Sequence[int],
-                      temperature) -> list[TraceRound]:
+def trace_batch_round(
+    bt: BatchTree,
+    logits: torch.Tensor,
+    results: list[VerifyResult],
+    rows: Sequence[int],
+    temperature,
+) -> list[TraceRound]:
     """The listed rows' rounds in the theory trace format (:func:`~exitlaw.engine.decode.loop.trace_round`)."""
     out = []
     for b in rows:
         n = bt.num_nodes[b]
         logq = None if bt.draft_logprob is None else bt.draft_logprob[b]
-        rec = RoundRecord(to_device_tree(bt.trees[b], logits.device, logq), results[b], logits[b, :n])
+        rec = RoundRecord(
+            to_device_tree(bt.trees[b], logits.device, logq), results[b], logits[b, :n]
+        )
         out.append(trace_round(rec, temperature))
     return out
 
 
-def batch_round(state: BatchState, target: TargetModel, drafter, cfg: DecodeConfig, gens: Generators,
-                timer=NullTimer(), trace=None) -> list[list[int] | None]:
+def batch_round(
+    state: BatchState,
+    target: TargetModel,
+    drafter,
+    cfg: DecodeConfig,
+    gens: Generators,
+    timer=NullTimer(),
+    trace=None,
+) -> list[list[int] | None]:
     """One batched round; appends each active row's block to its tokens and marks rows that finish.
 
     ``trace`` (a TraceWriter) receives one TraceRound per active row, in row order (untimed)."""
@@ -265,12 +356,22 @@ def _limits(prompts, max_new_tokens) -> list[int] | None:
         return None
     limits = [int(n) for n in max_new_tokens]
     if len(limits) != len(prompts) or min(limits, default=1) < 1:
-        raise ValueError(f"max_new_tokens must give one limit >= 1 per prompt ({len(prompts)}), got {limits}")
+        raise ValueError(
+            f"max_new_tokens must give one limit >= 1 per prompt ({len(prompts)}), got {limits}"
+        )
     return limits
 
 
-def generate_batch(target: TargetModel, drafter, prompts: Sequence[Sequence[int]], cfg: DecodeConfig,
-                   *, max_new_tokens: Sequence[int] | None = None, timer=None, trace=None) -> BatchGenerationResult:
+def generate_batch(
+    target: TargetModel,
+    drafter,
+    prompts: Sequence[Sequence[int]],
+    cfg: DecodeConfig,
+    *,
+    max_new_tokens: Sequence[int] | None = None,
+    timer=None,
+    trace=None,
+) -> BatchGenerationResult:
     """Decode every prompt with ``cfg`` (chain or ddtree) in one batch until every row has finished.
 
     ``max_new_tokens`` (optional) gives each row its own limit in place of ``cfg.max_new_tokens``;
@@ -302,22 +403,43 @@ def _sample_rows(logits: torch.Tensor, temperature, gen: torch.Generator) -> lis
     return exponential_race(filter_logits(logits, settings), settings.temperature, gen).tolist()
 
 
-def ar_step_batch(state: BatchState, target: TargetModel, cfg: DecodeConfig, gens: Generators, timer=NullTimer()) -> None:
+def ar_step_batch(
+    state: BatchState, target: TargetModel, cfg: DecodeConfig, gens: Generators, timer=NullTimer()
+) -> None:
     """One autoregressive step for every active row: one query per row, then the per-row commit."""
     dev = target.device
     past = state.target_cache.get_seq_length()
     lengths = torch.tensor(state.lengths, device=dev)
     bsz = len(state.lengths)
-    mask = batch_attention_mask(torch.ones(bsz, 1, 1, dtype=torch.bool, device=dev), state.lengths, past,
-                                target.dtype, check_diagonal=False,  # one query that sees itself
-                                query_pos=lengths[:, None], windows=target.windows)
-    step = timer.call("target_forward", target.forward_rows, state.target_cache,
-                      torch.tensor(state.roots, device=dev)[:, None], lengths[:, None], mask)
+    mask = batch_attention_mask(
+        torch.ones(bsz, 1, 1, dtype=torch.bool, device=dev),
+        state.lengths,
+        past,
+        target.dtype,
+        check_diagonal=False,  # one query that sees itself
+        query_pos=lengths[:, None],
+        windows=target.windows,
+    )
+    step = timer.call(
+        "target_forward",
+        target.forward_rows,
+        state.target_cache,
+        torch.tensor(state.roots, device=dev)[:, None],
+        lengths[:, None],
+        mask,
+    )
     toks = timer.call("sample", _sample_rows, step.logits[:, -1], cfg.settings, gens.verifier.bonus)
     active = state.active
     keep = torch.tensor([int(a) for a in active])
-    new = timer.call("commit", target.commit_rows, state.target_cache, past, torch.tensor(state.lengths),
-                     torch.zeros(bsz, 1, dtype=torch.long), keep)
+    new = timer.call(
+        "commit",
+        target.commit_rows,
+        state.target_cache,
+        past,
+        torch.tensor(state.lengths),
+        torch.zeros(bsz, 1, dtype=torch.long),
+        keep,
+    )
     state.lengths = [int(x) for x in new]
     for b, tok in enumerate(toks):
         if active[b]:
@@ -326,8 +448,14 @@ def ar_step_batch(state: BatchState, target: TargetModel, cfg: DecodeConfig, gen
             state.append(b, [tok], cfg)
 
 
-def generate_ar_batch(target: TargetModel, prompts: Sequence[Sequence[int]], cfg: DecodeConfig,
-                      *, max_new_tokens: Sequence[int] | None = None, timer=None) -> BatchGenerationResult:
+def generate_ar_batch(
+    target: TargetModel,
+    prompts: Sequence[Sequence[int]],
+    cfg: DecodeConfig,
+    *,
+    max_new_tokens: Sequence[int] | None = None,
+    timer=None,
+) -> BatchGenerationResult:
     """Batched autoregressive baseline in the same cache layout; samples use the bonus stream."""
     timer = timer if timer is not None else StageTimer(target.device)
     limits = _limits(prompts, max_new_tokens)
@@ -345,9 +473,25 @@ def generate_ar_batch(target: TargetModel, prompts: Sequence[Sequence[int]], cfg
 def row_cache(state: BatchState, b: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Row ``b``'s committed K/V per layer (``[heads, length_b, head_dim]`` copies)."""
     n = state.lengths[b]
-    return [(layer.keys[b, :, :n].clone(), layer.values[b, :, :n].clone()) for layer in state.target_cache.layers]
+    return [
+        (layer.keys[b, :, :n].clone(), layer.values[b, :, :n].clone())
+        for layer in state.target_cache.layers
+    ]
 
 
-__all__ = ["BatchState", "BatchGenerationResult", "prefill_batch", "draft_batch_stage", "build_batch_stage",
-           "verify_forward_batch_stage", "decide_batch_stage", "commit_batch_stage", "batch_round", "trace_batch_round",
-           "generate_batch", "generate_ar_batch", "ar_step_batch", "row_cache"]
+__all__ = [
+    "BatchState",
+    "BatchGenerationResult",
+    "prefill_batch",
+    "draft_batch_stage",
+    "build_batch_stage",
+    "verify_forward_batch_stage",
+    "decide_batch_stage",
+    "commit_batch_stage",
+    "batch_round",
+    "trace_batch_round",
+    "generate_batch",
+    "generate_ar_batch",
+    "ar_step_batch",
+    "row_cache",
+]

@@ -31,17 +31,19 @@ class BatchTree:
 
     trees: tuple[DraftTree, ...]
     num_nodes: tuple[int, ...]  # N_b
-    token: torch.Tensor          # [B, N] long (root token clamped at 0; padding 0)
-    parent: torch.Tensor         # [B, N] long (root and padding: 0)
-    depth: torch.Tensor          # [B, N] long (padding: 0)
-    valid: torch.Tensor          # [B, N] bool, slot < N_b
-    ancestor: torch.Tensor       # [B, N, N] bool, ancestor-or-self (padding: self only)
-    internal: torch.Tensor       # [B, K] long, internal node ids (padding: 0, the root)
-    parent_slot: torch.Tensor    # [B, N-1] long, row of par(u) in `internal` (padding: 0)
-    child_tokens: torch.Tensor   # [B, N, M] long (see device_tree._child_token_table)
-    has_child: torch.Tensor      # [B, N] bool
+    token: torch.Tensor  # [B, N] long (root token clamped at 0; padding 0)
+    parent: torch.Tensor  # [B, N] long (root and padding: 0)
+    depth: torch.Tensor  # [B, N] long (padding: 0)
+    valid: torch.Tensor  # [B, N] bool, slot < N_b
+    ancestor: torch.Tensor  # [B, N, N] bool, ancestor-or-self (padding: self only)
+    internal: torch.Tensor  # [B, K] long, internal node ids (padding: 0, the root)
+    parent_slot: torch.Tensor  # [B, N-1] long, row of par(u) in `internal` (padding: 0)
+    child_tokens: torch.Tensor  # [B, N, M] long (see device_tree._child_token_table)
+    has_child: torch.Tensor  # [B, N] bool
     edge_ancestor: torch.Tensor  # [B, N, N-1] float64, ancestor[:, :, 1:] on real edges only
-    draft_logprob: tuple[np.ndarray, ...] | None = None  # per row [N_b] host float64, log q of each node (traces)
+    draft_logprob: tuple[np.ndarray, ...] | None = (
+        None  # per row [N_b] host float64, log q of each node (traces)
+    )
 
     @property
     def batch_size(self) -> int:
@@ -60,8 +62,11 @@ class BatchTree:
         return list(self.trees[b].path_nodes(node))
 
 
-def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu",
-                  draft_logprob: Sequence[np.ndarray] | None = None) -> BatchTree:
+def to_batch_tree(
+    trees: Sequence[DraftTree],
+    device: torch.device | str = "cpu",
+    draft_logprob: Sequence[np.ndarray] | None = None,
+) -> BatchTree:
     """Pad ``trees`` (at least one) to the largest node count and copy them to ``device``.
 
     ``draft_logprob`` (optional, kept on the host): one ``[N_b]`` array per row, for traces.
@@ -73,7 +78,9 @@ def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu"
         draft_logprob = tuple(np.asarray(x, dtype=np.float64) for x in draft_logprob)
         bad = [b for b, (t, x) in enumerate(zip(trees, draft_logprob)) if x.shape != (t.num_nodes,)]
         if len(draft_logprob) != len(trees) or bad:
-            raise ValueError(f"draft_logprob needs one [N_b] array per tree; rows {bad} (or the count) do not fit")
+            raise ValueError(
+                f"draft_logprob needs one [N_b] array per tree; rows {bad} (or the count) do not fit"
+            )
     bad = [i for i, t in enumerate(trees) if not isinstance(t, DraftTree)]
     if bad:
         raise TypeError(f"to_batch_tree needs DraftTrees; rows {bad} are not")
@@ -104,7 +111,9 @@ def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu"
         slot[b, : nb - 1] = row_of[t.parent[1:]]
         table = _child_token_table(t)
         child_tokens[b, :nb, : table.shape[1]] = table
-        child_tokens[b, :nb, table.shape[1]:] = table[:, :1]  # repeat the first entry, as the table pads
+        child_tokens[b, :nb, table.shape[1] :] = table[
+            :, :1
+        ]  # repeat the first entry, as the table pads
         has_child[b, :nb] = ~t.is_leaf
     real_edge = valid[:, None, 1:]  # [B, 1, N-1]
 
@@ -112,10 +121,17 @@ def to_batch_tree(trees: Sequence[DraftTree], device: torch.device | str = "cpu"
         return torch.as_tensor(np.ascontiguousarray(x), device=device).to(dtype)
 
     return BatchTree(
-        trees=trees, num_nodes=tuple(t.num_nodes for t in trees),
-        token=put(token), parent=put(parent), depth=put(depth), valid=put(valid, torch.bool),
-        ancestor=put(ancestor, torch.bool), internal=put(internal), parent_slot=put(slot),
-        child_tokens=put(child_tokens), has_child=put(has_child, torch.bool),
+        trees=trees,
+        num_nodes=tuple(t.num_nodes for t in trees),
+        token=put(token),
+        parent=put(parent),
+        depth=put(depth),
+        valid=put(valid, torch.bool),
+        ancestor=put(ancestor, torch.bool),
+        internal=put(internal),
+        parent_slot=put(slot),
+        child_tokens=put(child_tokens),
+        has_child=put(has_child, torch.bool),
         edge_ancestor=put(ancestor[:, :, 1:] & real_edge, torch.float64),
         draft_logprob=draft_logprob,
     )

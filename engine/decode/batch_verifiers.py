@@ -34,13 +34,31 @@ from exitlaw.theory import DistributionError
 
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_rows, rows_processor
-from exitlaw.engine.decode.verifiers import (KINDS, LOG_ZERO, VerifierGenerators, VerifyResult, _draw_rows,
-                                            _internal_logsumexp, predraw_rows, verify_residual)
+from exitlaw.engine.decode.sampling_settings import (
+    as_settings,
+    filter_logits,
+    processed_rows,
+    rows_processor,
+)
+from exitlaw.engine.decode.verifiers import (
+    KINDS,
+    LOG_ZERO,
+    VerifierGenerators,
+    VerifyResult,
+    _draw_rows,
+    _internal_logsumexp,
+    predraw_rows,
+    verify_residual,
+)
 
 
-def _batched_internal_logsumexp(flat_rows: torch.Tensor, rows: torch.Tensor, inv_t: float,
-                                per_tree: bool | None = None, children: torch.Tensor | None = None):
+def _batched_internal_logsumexp(
+    flat_rows: torch.Tensor,
+    rows: torch.Tensor,
+    inv_t: float,
+    per_tree: bool | None = None,
+    children: torch.Tensor | None = None,
+):
     """``lse[b, k]`` of flattened logits row ``rows[b, k]`` at temperature ``1 / inv_t`` (float32 ``[B, K]``).
 
     On an accelerator one call over all ``B K`` rows. On the CPU one tree at a time: the
@@ -58,9 +76,13 @@ def _batched_internal_logsumexp(flat_rows: torch.Tensor, rows: torch.Tensor, inv
             return torch.stack([_internal_logsumexp(flat_rows, r, inv_t) for r in rows])
         return _internal_logsumexp(flat_rows, rows.reshape(-1), inv_t).reshape(rows.shape)
     if per_tree:
-        lse, rest = zip(*[_internal_logsumexp(flat_rows, r, inv_t, c) for r, c in zip(rows, children)])
+        lse, rest = zip(
+            *[_internal_logsumexp(flat_rows, r, inv_t, c) for r, c in zip(rows, children)]
+        )
         return torch.stack(lse), torch.stack(rest)
-    lse, rest = _internal_logsumexp(flat_rows, rows.reshape(-1), inv_t, children.reshape(-1, children.shape[-1]))
+    lse, rest = _internal_logsumexp(
+        flat_rows, rows.reshape(-1), inv_t, children.reshape(-1, children.shape[-1])
+    )
     return lse.reshape(rows.shape), rest.reshape(rows.shape)
 
 
@@ -74,18 +96,27 @@ def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> t
     """
     bsz, n, vocab = logits.shape
     inv_t = 1.0 / temperature
-    base = torch.arange(bsz, device=logits.device)[:, None] * n                    # [B, 1] first row of each tree
-    kids = bt.child_tokens.gather(1, bt.internal[..., None].expand(-1, -1, bt.child_tokens.shape[-1]))  # [B, K, M]
-    lse, rest = _batched_internal_logsumexp(logits.reshape(bsz * n, vocab), base + bt.internal, inv_t,
-                                            children=kids)
-    lse = lse.double()                                                              # [B, K]
+    base = torch.arange(bsz, device=logits.device)[:, None] * n  # [B, 1] first row of each tree
+    kids = bt.child_tokens.gather(
+        1, bt.internal[..., None].expand(-1, -1, bt.child_tokens.shape[-1])
+    )  # [B, K, M]
+    lse, rest = _batched_internal_logsumexp(
+        logits.reshape(bsz * n, vocab), base + bt.internal, inv_t, children=kids
+    )
+    lse = lse.double()  # [B, K]
     flat = logits.reshape(bsz, n * vocab)
     edge = flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).double() * inv_t  # [B, N-1]
     log_a = edge - lse.gather(1, bt.parent_slot)
-    log_a = torch.where(bt.valid[:, 1:], log_a, torch.zeros((), dtype=log_a.dtype, device=log_a.device))
-    prefix = (bt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)[..., None]).squeeze(-1).exp_()   # P [B, N]
-    rest = torch.where(bt.has_child.gather(1, bt.internal), rest, 1.0)   # padding slots (node 0) of a leaf root
-    rho = torch.ones_like(prefix).scatter_(1, bt.internal, rest)                             # [B, N]
+    log_a = torch.where(
+        bt.valid[:, 1:], log_a, torch.zeros((), dtype=log_a.dtype, device=log_a.device)
+    )
+    prefix = (
+        (bt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)[..., None]).squeeze(-1).exp_()
+    )  # P [B, N]
+    rest = torch.where(
+        bt.has_child.gather(1, bt.internal), rest, 1.0
+    )  # padding slots (node 0) of a leaf root
+    rho = torch.ones_like(prefix).scatter_(1, bt.internal, rest)  # [B, N]
     return (prefix * rho).masked_fill_(~bt.valid, 0.0)
 
 
@@ -93,12 +124,13 @@ def _follow_rows(bt: BatchTree, draw: torch.Tensor) -> torch.Tensor:
     """Per row, the deepest node whose every ancestor-or-self ``u != root`` has ``token[u] == draw[par u]``."""
     match = torch.ones_like(bt.valid)
     match[:, 1:] = (bt.token[:, 1:] == draw.gather(1, bt.parent[:, 1:])) & bt.valid[:, 1:]
-    ok = ~(bt.ancestor & ~match[:, None, :]).any(dim=-1)   # [B, N]
-    return torch.where(ok, bt.depth, -1).argmax(dim=-1)     # [B]
+    ok = ~(bt.ancestor & ~match[:, None, :]).any(dim=-1)  # [B, N]
+    return torch.where(ok, bt.depth, -1).argmax(dim=-1)  # [B]
 
 
-def _finish_rows(bt: BatchTree, exit_node: torch.Tensor, bonus: torch.Tensor,
-                 ok: torch.Tensor | None = None) -> list[VerifyResult]:
+def _finish_rows(
+    bt: BatchTree, exit_node: torch.Tensor, bonus: torch.Tensor, ok: torch.Tensor | None = None
+) -> list[VerifyResult]:
     """The single device-to-host transfer of a batched round."""
     parts = [exit_node, bonus.to(exit_node.dtype)]
     if ok is not None:
@@ -106,8 +138,13 @@ def _finish_rows(bt: BatchTree, exit_node: torch.Tensor, bonus: torch.Tensor,
     out = torch.stack(parts).tolist()  # [2 or 3, B]
     if ok is not None and not all(out[2]):
         bad = [b for b, f in enumerate(out[2]) if not f]
-        raise DistributionError(f"rows {bad}: target logits contain NaN/+inf, or an internal row is all -inf")
-    return [VerifyResult(int(v), int(y), bt.path_nodes(b, int(v))) for b, (v, y) in enumerate(zip(out[0], out[1]))]
+        raise DistributionError(
+            f"rows {bad}: target logits contain NaN/+inf, or an internal row is all -inf"
+        )
+    return [
+        VerifyResult(int(v), int(y), bt.path_nodes(b, int(v)))
+        for b, (v, y) in enumerate(zip(out[0], out[1]))
+    ]
 
 
 def verify_batch_greedy(bt: BatchTree, logits: torch.Tensor) -> list[VerifyResult]:
@@ -117,19 +154,23 @@ def verify_batch_greedy(bt: BatchTree, logits: torch.Tensor) -> list[VerifyResul
     return _finish_rows(bt, v, am.gather(1, v[:, None]).squeeze(1))
 
 
-def verify_batch_predraw(bt: BatchTree, logits: torch.Tensor, temperature: float,
-                         gens: VerifierGenerators) -> list[VerifyResult]:
+def verify_batch_predraw(
+    bt: BatchTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators
+) -> list[VerifyResult]:
     """DDTree predraw-and-follow for every row: ``R_v ~ p_v`` for all ``B N`` rows in one draw
     (:func:`~exitlaw.engine.decode.verifiers.predraw_rows`), follow matches."""
     bsz, n, _ = logits.shape
     draw, ok = predraw_rows(logits, temperature, gens.acceptance)
-    draw = draw.reshape(bsz, n)                                                       # [B, N]
+    draw = draw.reshape(bsz, n)  # [B, N]
     v = _follow_rows(bt, draw)
-    return _finish_rows(bt, v, draw.gather(1, v[:, None]).squeeze(1), ok.reshape(bsz, n).all(dim=-1))
+    return _finish_rows(
+        bt, v, draw.gather(1, v[:, None]).squeeze(1), ok.reshape(bsz, n).all(dim=-1)
+    )
 
 
-def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,
-                     gens: VerifierGenerators, process=None) -> list[VerifyResult]:
+def verify_batch_tev(
+    bt: BatchTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators, process=None
+) -> list[VerifyResult]:
     """TEV per row: exit ``V_b ~ w_b``, bonus ``~ p_{V_b}^res``; fixed shapes, one transfer.
 
     ``process`` (:func:`~exitlaw.engine.decode.sampling_settings.rows_processor`): the settings' filters,
@@ -137,16 +178,18 @@ def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,
     bsz, n, vocab = logits.shape
     flat = logits.reshape(bsz * n, vocab)
     internal = (torch.arange(bsz, device=logits.device)[:, None] * n + bt.internal).reshape(-1)
-    w = batch_exit_law(bt, processed_rows(flat, internal, process).reshape(bsz, n, vocab), temperature)
-    v, w_total = _draw_rows(w, gens.acceptance)                                       # [B]
+    w = batch_exit_law(
+        bt, processed_rows(flat, internal, process).reshape(bsz, n, vocab), temperature
+    )
+    v, w_total = _draw_rows(w, gens.acceptance)  # [B]
     exit_rows = torch.arange(bsz, device=logits.device) * n + v
-    z = flat.index_select(0, exit_rows)                                                # [B, V]: exit rows only
+    z = flat.index_select(0, exit_rows)  # [B, V]: exit rows only
     z = (z if process is None else process(z)).double()
     if temperature != 1.0:
         z.mul_(1.0 / temperature)
     m = bt.child_tokens.shape[-1]
-    kids = bt.child_tokens.gather(1, v[:, None, None].expand(bsz, 1, m)).squeeze(1)   # [B, M]
-    has = bt.has_child.gather(1, v[:, None])                                           # [B, 1]
+    kids = bt.child_tokens.gather(1, v[:, None, None].expand(bsz, 1, m)).squeeze(1)  # [B, M]
+    has = bt.has_child.gather(1, v[:, None])  # [B, 1]
     z.scatter_(1, kids, torch.where(has, float("-inf"), z.gather(1, kids)))
     z = z.sub_(z.amax(dim=-1, keepdim=True)).exp_()
     y, z_total = _draw_rows(z, gens.bonus)
@@ -154,15 +197,25 @@ def verify_batch_tev(bt: BatchTree, logits: torch.Tensor, temperature: float,
     return _finish_rows(bt, v, y, ok)
 
 
-def verify_batch_residual(bt: BatchTree, logits: torch.Tensor, temperature: float,
-                          gens: VerifierGenerators, process=None) -> list[VerifyResult]:
+def verify_batch_residual(
+    bt: BatchTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators, process=None
+) -> list[VerifyResult]:
     """Sequential residual verification, row by row (not batched: its loop is data-dependent)."""
-    return [verify_residual(to_device_tree(t, logits.device), logits[b, : t.num_nodes], temperature, gens, process)
-            for b, t in enumerate(bt.trees)]
+    return [
+        verify_residual(
+            to_device_tree(t, logits.device), logits[b, : t.num_nodes], temperature, gens, process
+        )
+        for b, t in enumerate(bt.trees)
+    ]
 
 
-def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature,
-                 generators: VerifierGenerators | None) -> list[VerifyResult]:
+def verify_batch(
+    kind: str,
+    bt: BatchTree,
+    logits: torch.Tensor,
+    temperature,
+    generators: VerifierGenerators | None,
+) -> list[VerifyResult]:
     """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row.
 
     ``temperature``: a float or a :class:`~exitlaw.theory.SamplingSettings`; the rows each verifier
@@ -173,9 +226,13 @@ def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature,
     settings = as_settings(temperature)
     t = settings.temperature
     if not isinstance(bt, BatchTree):
-        raise TypeError(f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}")
+        raise TypeError(
+            f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}"
+        )
     if logits.ndim != 3 or tuple(logits.shape[:2]) != (bt.batch_size, bt.width):
-        raise DistributionError(f"logits must have shape [B={bt.batch_size}, N={bt.width}, V], got {tuple(logits.shape)}")
+        raise DistributionError(
+            f"logits must have shape [B={bt.batch_size}, N={bt.width}, V], got {tuple(logits.shape)}"
+        )
     if not torch.is_floating_point(logits):
         raise DistributionError(f"logits must be floating point, got {logits.dtype}")
     for tree in bt.trees:
@@ -184,11 +241,17 @@ def verify_batch(kind: str, bt: BatchTree, logits: torch.Tensor, temperature,
         return verify_batch_greedy(bt, logits)
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
-    if kind == "predraw":   # draws at every node: every row is processed
+    if kind == "predraw":  # draws at every node: every row is processed
         return verify_batch_predraw(bt, filter_logits(logits, settings), t, generators)
     fn = {"residual": verify_batch_residual, "tev": verify_batch_tev}[kind]
     return fn(bt, logits, t, generators, rows_processor(settings))
 
 
-__all__ = ["verify_batch", "batch_exit_law", "verify_batch_greedy", "verify_batch_predraw", "verify_batch_tev",
-           "verify_batch_residual"]
+__all__ = [
+    "verify_batch",
+    "batch_exit_law",
+    "verify_batch_greedy",
+    "verify_batch_predraw",
+    "verify_batch_tev",
+    "verify_batch_residual",
+]

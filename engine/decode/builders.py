@@ -24,7 +24,13 @@ import heapq
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree, candidate_width, ddtree_prefixes, ranked_top_k
+from exitlaw.theory import (
+    DistributionError,
+    DraftTree,
+    candidate_width,
+    ddtree_prefixes,
+    ranked_top_k,
+)
 
 
 LOGPROB_ATOL = 1e-5  # log_softmax may round a little above 0
@@ -32,9 +38,15 @@ LOGPROB_ATOL = 1e-5  # log_softmax may round a little above 0
 
 def _as_rows(draft_logprobs) -> torch.Tensor:
     """``[D, V]`` floating rows (shape and dtype checked; values by :func:`check_row_maxima`)."""
-    rows = draft_logprobs if isinstance(draft_logprobs, torch.Tensor) else torch.as_tensor(np.asarray(draft_logprobs))
+    rows = (
+        draft_logprobs
+        if isinstance(draft_logprobs, torch.Tensor)
+        else torch.as_tensor(np.asarray(draft_logprobs))
+    )
     if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] == 0:
-        raise DistributionError(f"draft_logprobs must have shape [D, V] with D, V >= 1, got {tuple(rows.shape)}")
+        raise DistributionError(
+            f"draft_logprobs must have shape [D, V] with D, V >= 1, got {tuple(rows.shape)}"
+        )
     if not torch.is_floating_point(rows):
         raise DistributionError(f"draft_logprobs must be floating point, got {rows.dtype}")
     return rows
@@ -48,7 +60,9 @@ def check_row_maxima(maxima: np.ndarray) -> None:
         raise DistributionError("draft_logprobs contain NaN")
     top = float(maxima.max())
     if top > LOGPROB_ATOL:
-        raise DistributionError(f"draft_logprobs must be log-probabilities (<= 0); an entry is {top!r}")
+        raise DistributionError(
+            f"draft_logprobs must be log-probabilities (<= 0); an entry is {top!r}"
+        )
 
 
 def _check_root(root_token: int) -> int:
@@ -57,7 +71,9 @@ def _check_root(root_token: int) -> int:
     return int(root_token)
 
 
-def build_ddtree(draft_logprobs, budget: int, root_token: int, *, fast: bool = True) -> tuple[DraftTree, np.ndarray]:
+def build_ddtree(
+    draft_logprobs, budget: int, root_token: int, *, fast: bool = True
+) -> tuple[DraftTree, np.ndarray]:
     """DDTree best-first tree of at most ``budget`` non-root nodes.
 
     Returns the tree (nodes in best-first order: topological, non-increasing
@@ -88,7 +104,9 @@ def build_ddtree(draft_logprobs, budget: int, root_token: int, *, fast: bool = T
     return bf.tree, bf.value
 
 
-def factorised_best_first(vals: np.ndarray, idxs: np.ndarray, budget: int, root: int) -> tuple[DraftTree, np.ndarray]:
+def factorised_best_first(
+    vals: np.ndarray, idxs: np.ndarray, budget: int, root: int
+) -> tuple[DraftTree, np.ndarray]:
     """:func:`exitlaw.theory.ddtree_prefixes` (its twin) for rows already ranked strictly best first,
     without its general machinery: one heap of ``(-score, depth, ranks from the root)`` -- the same
     order key -- where a child's score is its parent's plus ``vals[depth, rank]`` (the same sums).

@@ -27,18 +27,24 @@ class DeviceTree:
     """
 
     tree: DraftTree
-    parent: torch.Tensor    # [N] long, parent[0] = -1
-    token: torch.Tensor     # [N] long, token[0] = max(root token, 0)
-    depth: torch.Tensor     # [N] long
+    parent: torch.Tensor  # [N] long, parent[0] = -1
+    token: torch.Tensor  # [N] long, token[0] = max(root token, 0)
+    depth: torch.Tensor  # [N] long
     ancestor: torch.Tensor  # [N, N] bool, ancestor-or-self
-    child: torch.Tensor | None  # [N, N] bool, C[v, u] = par(u) == v (None when built with parts="walk")
+    child: (
+        torch.Tensor | None
+    )  # [N, N] bool, C[v, u] = par(u) == v (None when built with parts="walk")
     draft_logprob: torch.Tensor | None = None  # [N] float, log q_depth(u)(x_u); 0 at the root
     # ----- derived index tensors (filled by to_device_tree) -----
-    internal: torch.Tensor | None = None       # [K] long, ids of nodes with children (ascending)
-    parent_slot: torch.Tensor | None = None    # [N-1] long, row of par(u) inside `internal`, u = 1..N-1
-    child_tokens: torch.Tensor | None = None   # [N, M] long, child tokens of v, padded (see below)
-    has_child: torch.Tensor | None = None      # [N] bool
-    edge_ancestor: torch.Tensor | None = None  # [N, N-1] float64, ancestor[:, 1:] (TEV's log P = A @ log a)
+    internal: torch.Tensor | None = None  # [K] long, ids of nodes with children (ascending)
+    parent_slot: torch.Tensor | None = (
+        None  # [N-1] long, row of par(u) inside `internal`, u = 1..N-1
+    )
+    child_tokens: torch.Tensor | None = None  # [N, M] long, child tokens of v, padded (see below)
+    has_child: torch.Tensor | None = None  # [N] bool
+    edge_ancestor: torch.Tensor | None = (
+        None  # [N, N-1] float64, ancestor[:, 1:] (TEV's log P = A @ log a)
+    )
 
     @property
     def num_nodes(self) -> int:
@@ -64,10 +70,10 @@ def _child_token_table(tree: DraftTree) -> np.ndarray:
         return table
     order = np.argsort(parent, kind="stable")
     grouped = parent[order]
-    first = np.cumsum(counts) - counts                      # index of each parent's first child in `order`
+    first = np.cumsum(counts) - counts  # index of each parent's first child in `order`
     toks = tree.token[1:][order]
     has = counts > 0
-    table[has] = toks[first[has]][:, None]                  # padding: the first child token
+    table[has] = toks[first[has]][:, None]  # padding: the first child token
     table[grouped, np.arange(order.size) - first[grouped]] = toks
     return table
 
@@ -81,12 +87,15 @@ def _child_token_table_loop(tree: DraftTree) -> np.ndarray:
         if len(k):
             toks = tree.token[k]
             table[v, : len(k)] = toks
-            table[v, len(k):] = toks[0]
+            table[v, len(k) :] = toks[0]
     return table
 
 
-PARTS = ("all", "walk")  # what to_device_tree builds: every tensor, or what a host walk + the tree mask need
-SHAPE_CACHE_SIZE = 256     # tree shapes (parent arrays) whose structure tensors are kept, per process
+PARTS = (
+    "all",
+    "walk",
+)  # what to_device_tree builds: every tensor, or what a host walk + the tree mask need
+SHAPE_CACHE_SIZE = 256  # tree shapes (parent arrays) whose structure tensors are kept, per process
 
 
 def _structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch.Tensor]:
@@ -98,14 +107,21 @@ def _structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch
     def put(x, dtype=torch.long):
         return torch.tensor(np.array(x), dtype=dtype, device=device)
 
-    return dict(parent=put(tree.parent), depth=put(tree.depth),
-                ancestor=put(tree.ancestor_matrix, torch.bool), child=put(tree.child_matrix, torch.bool),
-                internal=put(internal), parent_slot=put(slot[tree.parent[1:]]),
-                has_child=put(~tree.is_leaf, torch.bool),
-                edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64))
+    return dict(
+        parent=put(tree.parent),
+        depth=put(tree.depth),
+        ancestor=put(tree.ancestor_matrix, torch.bool),
+        child=put(tree.child_matrix, torch.bool),
+        internal=put(internal),
+        parent_slot=put(slot[tree.parent[1:]]),
+        has_child=put(~tree.is_leaf, torch.bool),
+        edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64),
+    )
 
 
-_SHAPES: dict[tuple, dict[str, torch.Tensor]] = {}  # (kind, device, parent bytes) -> shape-only tensors
+_SHAPES: dict[
+    tuple, dict[str, torch.Tensor]
+] = {}  # (kind, device, parent bytes) -> shape-only tensors
 
 
 def _cached_structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch.Tensor]:
@@ -122,9 +138,11 @@ def _cached_structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str
 
 def _walk_structure(tree: DraftTree, device) -> dict[str, torch.Tensor]:
     n = tree.num_nodes
-    return dict(parent=torch.tensor(tree.parent, dtype=torch.long, device=device),
-                depth=torch.tensor(tree.depth, dtype=torch.long, device=device),
-                ancestor=torch.tensor(tree.ancestor_matrix, dtype=torch.bool, device=device).reshape(n, n))
+    return dict(
+        parent=torch.tensor(tree.parent, dtype=torch.long, device=device),
+        depth=torch.tensor(tree.depth, dtype=torch.long, device=device),
+        ancestor=torch.tensor(tree.ancestor_matrix, dtype=torch.bool, device=device).reshape(n, n),
+    )
 
 
 def _walk_tree(tree: DraftTree, device, token: np.ndarray, dl, cache_shapes: bool) -> DeviceTree:
@@ -140,12 +158,23 @@ def _walk_tree(tree: DraftTree, device, token: np.ndarray, dl, cache_shapes: boo
             shape = _SHAPES[key] = _walk_structure(tree, device)
     else:
         shape = _walk_structure(tree, device)
-    return DeviceTree(tree=tree, token=torch.tensor(token, dtype=torch.long, device=device), child=None,
-                      draft_logprob=dl, **shape)
+    return DeviceTree(
+        tree=tree,
+        token=torch.tensor(token, dtype=torch.long, device=device),
+        child=None,
+        draft_logprob=dl,
+        **shape,
+    )
 
 
-def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_logprob=None, *,
-                   parts: str = "all", cache_shapes: bool = False) -> DeviceTree:
+def to_device_tree(
+    tree: DraftTree,
+    device: torch.device | str = "cpu",
+    draft_logprob=None,
+    *,
+    parts: str = "all",
+    cache_shapes: bool = False,
+) -> DeviceTree:
     """Copy ``tree`` (and optional per-node draft log-probabilities) to ``device``.
 
     ``parts="all"`` builds every tensor (TEV needs them); ``parts="walk"`` only ``parent``, ``token``,
@@ -165,16 +194,27 @@ def to_device_tree(tree: DraftTree, device: torch.device | str = "cpu", draft_lo
 
     dl = None
     if draft_logprob is not None:
-        arr = draft_logprob.detach().cpu().numpy() if isinstance(draft_logprob, torch.Tensor) else np.asarray(draft_logprob)
+        arr = (
+            draft_logprob.detach().cpu().numpy()
+            if isinstance(draft_logprob, torch.Tensor)
+            else np.asarray(draft_logprob)
+        )
         if arr.shape != (n,):
-            raise DistributionError(f"draft_logprob must have shape ({n},), one per node, got {arr.shape}")
+            raise DistributionError(
+                f"draft_logprob must have shape ({n},), one per node, got {arr.shape}"
+            )
         dl = put(arr.astype(np.float32), torch.float32)
     if parts == "walk":
         return _walk_tree(tree, device, token, dl, cache_shapes)
     internal = tree.internal
     shape = (_cached_structure if cache_shapes else _structure)(tree, device, internal)
-    return DeviceTree(tree=tree, token=put(token), draft_logprob=dl, child_tokens=put(_child_token_table(tree)),
-                      **shape)
+    return DeviceTree(
+        tree=tree,
+        token=put(token),
+        draft_logprob=dl,
+        child_tokens=put(_child_token_table(tree)),
+        **shape,
+    )
 
 
 __all__ = ["DeviceTree", "to_device_tree", "PARTS"]

@@ -28,11 +28,20 @@ from exitlaw.theory.sampling_settings import DEFAULT_ORDER, SamplingSettings
 
 from exitlaw.engine.decode.builders import build_chain, build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
-from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_draft_logprobs
+from exitlaw.engine.decode.sampling_settings import (
+    as_settings,
+    filter_logits,
+    processed_draft_logprobs,
+)
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
 from exitlaw.engine.models.target import TargetModel, TargetStep
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
-from exitlaw.engine.decode.verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, verify
+from exitlaw.engine.decode.verifiers import (
+    KINDS as VERIFIER_KINDS,
+    VerifierGenerators,
+    VerifyResult,
+    verify,
+)
 
 METHODS = ("ar", "chain", "ddtree")
 
@@ -61,11 +70,15 @@ class DecodeConfig:
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         if self.verifier not in VERIFIER_KINDS:
-            raise ValueError(f"unknown verifier {self.verifier!r}; choose one of {', '.join(VERIFIER_KINDS)}")
+            raise ValueError(
+                f"unknown verifier {self.verifier!r}; choose one of {', '.join(VERIFIER_KINDS)}"
+            )
         check_temperature(self.temperature, allow_zero=True)
         object.__setattr__(self, "order", self.settings.order)  # validates the filters too
         if self.budget < 1 or self.max_new_tokens < 1:
-            raise ValueError(f"budget and max_new_tokens must be >= 1, got {self.budget}, {self.max_new_tokens}")
+            raise ValueError(
+                f"budget and max_new_tokens must be >= 1, got {self.budget}, {self.max_new_tokens}"
+            )
 
     @property
     def settings(self) -> SamplingSettings:
@@ -88,11 +101,16 @@ class Generators:
 
     def __init__(self, seed: int, device: torch.device | str = "cpu"):
         self.verifier = VerifierGenerators(seed, device)
-        draft_seed = int(np.random.SeedSequence(int(seed), spawn_key=(2,)).generate_state(1, np.uint64)[0] >> np.uint64(1))
+        draft_seed = int(
+            np.random.SeedSequence(int(seed), spawn_key=(2,)).generate_state(1, np.uint64)[0]
+            >> np.uint64(1)
+        )
         self.draft = torch.Generator(device=torch.device(device)).manual_seed(draft_seed)
 
 
-def exponential_race(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> torch.Tensor:
+def exponential_race(
+    logits: torch.Tensor, temperature: float, gen: torch.Generator
+) -> torch.Tensor:
     """Per row (last dim), one draw from ``softmax(logits / T)``: ``argmax_y z_y - log E_y``, ``E_y ~ Exp(1)``
     in float64 (the Gumbel-max trick). A ``-inf`` logit (probability 0) never wins, also when its
     exponential is exactly 0 (``-inf - log 0`` would be NaN, and argmax takes a NaN as the maximum)."""
@@ -116,8 +134,8 @@ class DecodeState:
 
     target_cache: object
     draft_cache: DraftCache | None
-    start: int                      # target cache length = position of the root
-    root: int                       # last committed token (not yet in the target cache)
+    start: int  # target cache length = position of the root
+    root: int  # last committed token (not yet in the target cache)
     pending_hidden: torch.Tensor | None  # target hidden rows of positions the drafter has not seen
     tokens: list[int] = field(default_factory=list)  # generated tokens
 
@@ -142,8 +160,8 @@ class RoundRecord:
 @dataclass
 class GenerationResult:
     tokens: list[int]
-    block_lengths: list[int]        # per round (AR: all ones); the prefill's first token is in no round
-    decode_seconds: float           # sum of the timed per-round stages (prefill and tracing excluded)
+    block_lengths: list[int]  # per round (AR: all ones); the prefill's first token is in no round
+    decode_seconds: float  # sum of the timed per-round stages (prefill and tracing excluded)
     stages: dict[str, dict[str, float]]
 
     @property
@@ -158,25 +176,42 @@ class GenerationResult:
 
 
 # ----------------------------------------------------------------- stages
-def prefill_stage(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], settings,
-                  gen: torch.Generator) -> DecodeState:
+def prefill_stage(
+    target: TargetModel,
+    drafter: DFlashDrafter | None,
+    prompt: Sequence[int],
+    settings,
+    gen: torch.Generator,
+) -> DecodeState:
     """Prefill the whole prompt and draw the first token from its last row (:func:`sample_token` under
     ``settings`` with ``gen``, the bonus stream); that token is the first root and the first generated
     token, so the first round drafts the second (as DDTree's and vLLM's prefill do)."""
     if len(prompt) < 1:
         raise ValueError("the prompt must hold at least one token")
     cache = target.new_cache()
-    step = target.prefill(cache, torch.tensor(list(prompt), dtype=torch.long, device=target.device),
-                          all_logits=False)
+    step = target.prefill(
+        cache, torch.tensor(list(prompt), dtype=torch.long, device=target.device), all_logits=False
+    )
     first = sample_token(step.logits[-1], settings, gen)
-    return DecodeState(target_cache=cache, draft_cache=drafter.new_cache() if drafter is not None else None,
-                       start=len(prompt), root=first, pending_hidden=step.hidden)
+    return DecodeState(
+        target_cache=cache,
+        draft_cache=drafter.new_cache() if drafter is not None else None,
+        start=len(prompt),
+        root=first,
+        pending_hidden=step.hidden,
+    )
 
 
 def draft_stage(state: DecodeState, target: TargetModel, drafter: DFlashDrafter) -> torch.Tensor:
     """Per-depth draft log-probabilities ``[block_size - 1, V]``; feeds the pending context to the draft cache."""
-    rows = drafter.draft_logprobs(target.embed_tokens, target.lm_head, state.root, state.pending_hidden,
-                                  state.start, state.draft_cache)
+    rows = drafter.draft_logprobs(
+        target.embed_tokens,
+        target.lm_head,
+        state.root,
+        state.pending_hidden,
+        state.start,
+        state.draft_cache,
+    )
     state.pending_hidden = state.pending_hidden[:0]
     return rows
 
@@ -205,15 +240,24 @@ def tree_parts(cfg: DecodeConfig) -> str:
 def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree) -> TargetStep:
     parent = dtree.tree.parent  # one path (a chain): the causal forward is its twin
     path = bool(np.array_equal(parent, np.arange(-1, parent.size - 1)))
-    return target.verify_tree(state.target_cache, dtree.token, dtree.depth, dtree.ancestor, path=path)
+    return target.verify_tree(
+        state.target_cache, dtree.token, dtree.depth, dtree.ancestor, path=path
+    )
 
 
-def decide_stage(cfg: DecodeConfig, dtree: DeviceTree, logits: torch.Tensor, gens: Generators) -> VerifyResult:
+def decide_stage(
+    cfg: DecodeConfig, dtree: DeviceTree, logits: torch.Tensor, gens: Generators
+) -> VerifyResult:
     return verify(cfg.verifier, dtree, logits, cfg.settings, gens.verifier)
 
 
-def commit_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree, step: TargetStep,
-                 result: VerifyResult) -> list[int]:
+def commit_stage(
+    state: DecodeState,
+    target: TargetModel,
+    dtree: DeviceTree,
+    step: TargetStep,
+    result: VerifyResult,
+) -> list[int]:
     """Keep root + accepted nodes in the KV cache; returns the round's output block."""
     path = result.path_nodes
     target.commit(state.target_cache, state.start, path)
@@ -244,8 +288,15 @@ def _first_token(state: DecodeState, cfg: DecodeConfig, on_block) -> bool:
     return done
 
 
-def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDrafter, cfg: DecodeConfig,
-                      gens: Generators, timer=NullTimer(), decide=None) -> tuple[list[int], RoundRecord]:
+def speculative_round(
+    state: DecodeState,
+    target: TargetModel,
+    drafter: DFlashDrafter,
+    cfg: DecodeConfig,
+    gens: Generators,
+    timer=NullTimer(),
+    decide=None,
+) -> tuple[list[int], RoundRecord]:
     """One draft / build / verify / decide / commit round, each stage timed by ``timer``.
 
     ``decide`` (optional) replaces :func:`decide_stage` with the same signature (a user's verifier
@@ -259,8 +310,18 @@ def speculative_round(state: DecodeState, target: TargetModel, drafter: DFlashDr
 
 
 @torch.inference_mode()  # decoding never needs autograd (training calls the stages, not this loop)
-def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequence[int], cfg: DecodeConfig,
-             *, timer=None, trace=None, on_round=None, on_block=None, decide=None) -> GenerationResult:
+def generate(
+    target: TargetModel,
+    drafter: DFlashDrafter | None,
+    prompt: Sequence[int],
+    cfg: DecodeConfig,
+    *,
+    timer=None,
+    trace=None,
+    on_round=None,
+    on_block=None,
+    decide=None,
+) -> GenerationResult:
     """Decode ``prompt`` with ``cfg``: the first token from the prefill (:func:`prefill_stage`), then
     rounds. ``trace`` (a TraceWriter) receives one TraceRound per round and ``on_round`` (a callable)
     each round's :class:`RoundRecord` (its tree, decision and target logits). ``on_block`` (a
@@ -273,7 +334,9 @@ def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequenc
     if drafter is None:
         raise ValueError(f"method {cfg.method!r} needs a drafter")
     gens = Generators(cfg.seed, target.device)
-    state = timer.call("prefill", prefill_stage, target, drafter, prompt, cfg.settings, gens.verifier.bonus)
+    state = timer.call(
+        "prefill", prefill_stage, target, drafter, prompt, cfg.settings, gens.verifier.bonus
+    )
     lengths: list[int] = []
     done = _first_token(state, cfg, on_block)
     while not done:
@@ -292,12 +355,15 @@ def generate(target: TargetModel, drafter: DFlashDrafter | None, prompt: Sequenc
 
 
 @torch.inference_mode()
-def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *, timer=None,
-                on_block=None) -> GenerationResult:
+def generate_ar(
+    target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *, timer=None, on_block=None
+) -> GenerationResult:
     """Autoregressive baseline on the plain causal path (no custom mask); samples use the bonus stream."""
     timer = timer if timer is not None else StageTimer(target.device)
     gens = Generators(cfg.seed, target.device)
-    state = timer.call("prefill", prefill_stage, target, None, prompt, cfg.settings, gens.verifier.bonus)
+    state = timer.call(
+        "prefill", prefill_stage, target, None, prompt, cfg.settings, gens.verifier.bonus
+    )
     done = _first_token(state, cfg, on_block)
     while not done:
         logits = timer.call("target_forward", target.decode, state.target_cache, state.root)
@@ -308,7 +374,9 @@ def generate_ar(target: TargetModel, prompt: Sequence[int], cfg: DecodeConfig, *
             on_block([tok])
     stages = timer.summary()
     decode = sum(v["total_s"] for k, v in stages.items() if k != "prefill")
-    return GenerationResult(state.tokens, [1] * (len(state.tokens) - 1), decode, stages)  # one per decode step
+    return GenerationResult(
+        state.tokens, [1] * (len(state.tokens) - 1), decode, stages
+    )  # one per decode step
 
 
 def trace_round(rec: RoundRecord, temperature) -> TraceRound:
@@ -330,6 +398,24 @@ def trace_round(rec: RoundRecord, temperature) -> TraceRound:
     return TraceRound(tree, edge_prob, logq, rec.result.exit_node, rec.result.bonus)
 
 
-__all__ = ["DecodeConfig", "Generators", "DecodeState", "GenerationResult", "RoundRecord", "METHODS",
-           "prefill_stage", "draft_stage", "build_stage", "verify_forward_stage", "decide_stage", "commit_stage",
-           "speculative_round", "generate", "generate_ar", "tree_parts", "sample_token", "exponential_race", "trace_round"]
+__all__ = [
+    "DecodeConfig",
+    "Generators",
+    "DecodeState",
+    "GenerationResult",
+    "RoundRecord",
+    "METHODS",
+    "prefill_stage",
+    "draft_stage",
+    "build_stage",
+    "verify_forward_stage",
+    "decide_stage",
+    "commit_stage",
+    "speculative_round",
+    "generate",
+    "generate_ar",
+    "tree_parts",
+    "sample_token",
+    "exponential_race",
+    "trace_round",
+]

@@ -40,14 +40,14 @@ def keep_mask(weights: torch.Tensor, settings: SamplingSettings) -> torch.Tensor
         live = torch.where(keep, weights, 0.0)
         if name == "top_k":
             k = min(settings.top_k, weights.shape[-1])
-            keep &= live >= live.topk(k, dim=-1).values[..., k - 1: k]
+            keep &= live >= live.topk(k, dim=-1).values[..., k - 1 : k]
         elif name == "min_p":
             keep &= live >= live.amax(dim=-1, keepdim=True) * settings.min_p
         else:
             desc = live.sort(dim=-1, descending=True).values
-            above = desc.cumsum(dim=-1).sub_(desc)                     # mass strictly before each place
+            above = desc.cumsum(dim=-1).sub_(desc)  # mass strictly before each place
             bar = desc.sum(dim=-1, keepdim=True) * settings.top_p
-            last = (above < bar).sum(dim=-1, keepdim=True).sub_(1)     # >= 0: above[0] = 0 < bar
+            last = (above < bar).sum(dim=-1, keepdim=True).sub_(1)  # >= 0: above[0] = 0 < bar
             keep &= live >= desc.gather(-1, last)
     return keep
 
@@ -63,7 +63,9 @@ def filter_logits(logits: torch.Tensor, settings) -> torch.Tensor:
         # no float64 row is formed; it differs from the weights' test only for a token whose weight
         # exp((z - max) / T) underflows to 0 inside the top k, which has probability 0 either way
         k = min(settings.top_k, logits.shape[-1])
-        return logits.masked_fill(logits < logits.topk(k, dim=-1).values[..., k - 1: k], float("-inf"))
+        return logits.masked_fill(
+            logits < logits.topk(k, dim=-1).values[..., k - 1 : k], float("-inf")
+        )
     z = logits.to(torch.float64)
     e = (z - z.amax(dim=-1, keepdim=True)).div_(settings.temperature).exp_()
     return logits.masked_fill(~keep_mask(e, settings), float("-inf"))
@@ -93,7 +95,9 @@ def processed_probs(logits: torch.Tensor, settings) -> torch.Tensor:
     if settings.greedy:
         out = torch.zeros(logits.shape, dtype=torch.float64, device=logits.device)
         return out.scatter_(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
-    return torch.softmax(filter_logits(logits, settings).to(torch.float64) / settings.temperature, dim=-1)
+    return torch.softmax(
+        filter_logits(logits, settings).to(torch.float64) / settings.temperature, dim=-1
+    )
 
 
 def processed_draft_logprobs(rows: torch.Tensor, settings) -> torch.Tensor:
@@ -107,5 +111,12 @@ def processed_draft_logprobs(rows: torch.Tensor, settings) -> torch.Tensor:
     return torch.log_softmax(filter_logits(rows, settings).float() / settings.temperature, dim=-1)
 
 
-__all__ = ["as_settings", "keep_mask", "filter_logits", "rows_processor", "processed_rows", "processed_probs",
-           "processed_draft_logprobs"]
+__all__ = [
+    "as_settings",
+    "keep_mask",
+    "filter_logits",
+    "rows_processor",
+    "processed_rows",
+    "processed_probs",
+    "processed_draft_logprobs",
+]

@@ -65,11 +65,14 @@ class StageTimer(NullTimer):
     def summary(self) -> dict[str, dict[str, float]]:
         """``{stage: {"total_s", "calls", "mean_ms"}}``."""
         self._flush()
-        return {s: {"total_s": self._seconds[s], "calls": self._count[s],
-                    "mean_ms": 1000.0 * self._seconds[s] / max(self._count[s], 1)}
-                for s in sorted(self._count)}
-
-
+        return {
+            s: {
+                "total_s": self._seconds[s],
+                "calls": self._count[s],
+                "mean_ms": 1000.0 * self._seconds[s] / max(self._count[s], 1),
+            }
+            for s in sorted(self._count)
+        }
 
 
 def _sync(device: str) -> None:
@@ -77,8 +80,14 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def interleaved_ms(fns: dict[str, Callable[[], Any]], device: torch.device | str, repeats: int, *,
-                   setup: Callable[[], None] | None = None, warmup: int = 1) -> dict[str, list[float]]:
+def interleaved_ms(
+    fns: dict[str, Callable[[], Any]],
+    device: torch.device | str,
+    repeats: int,
+    *,
+    setup: Callable[[], None] | None = None,
+    warmup: int = 1,
+) -> dict[str, list[float]]:
     """Wall milliseconds per call of each ``fns[k]()``, ``repeats`` calls each, after ``warmup`` untimed rounds.
 
     The functions alternate call by call, so load drifts on a shared machine hit all of
@@ -104,10 +113,16 @@ def interleaved_ms(fns: dict[str, Callable[[], Any]], device: torch.device | str
     return out
 
 
-def median_ms(fn: Callable[[], Any], reps: int, device: torch.device | str, setup=None, warmup: int = 2) -> float:
+def median_ms(
+    fn: Callable[[], Any], reps: int, device: torch.device | str, setup=None, warmup: int = 2
+) -> float:
     """Median wall milliseconds of ``fn()`` over ``reps`` runs (``setup()`` untimed before each),
     after ``warmup`` untimed runs (kernel selection, allocator caches, lazy CUDA init)."""
-    return float(statistics.median(interleaved_ms({"fn": fn}, device, reps, setup=setup, warmup=warmup)["fn"]))
+    return float(
+        statistics.median(
+            interleaved_ms({"fn": fn}, device, reps, setup=setup, warmup=warmup)["fn"]
+        )
+    )
 
 
 __all__ = ["StageTimer", "NullTimer", "interleaved_ms", "median_ms"]

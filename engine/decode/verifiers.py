@@ -37,7 +37,12 @@ import torch
 from exitlaw.theory import DistributionError
 
 from exitlaw.engine.decode.device_tree import DeviceTree
-from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, processed_rows, rows_processor
+from exitlaw.engine.decode.sampling_settings import (
+    as_settings,
+    filter_logits,
+    processed_rows,
+    rows_processor,
+)
 
 KINDS = ("greedy", "predraw", "residual", "tev")
 
@@ -50,8 +55,10 @@ class VerifierGenerators:
     """
 
     def __init__(self, seed: int, device: torch.device | str = "cpu"):
-        acc_seed, bonus_seed = (int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
-                                for s in np.random.SeedSequence(int(seed)).spawn(2))
+        acc_seed, bonus_seed = (
+            int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
+            for s in np.random.SeedSequence(int(seed)).spawn(2)
+        )
         self.seed = int(seed)
         self.device = torch.device(device)
         self.acceptance = torch.Generator(device=self.device).manual_seed(acc_seed)
@@ -65,7 +72,9 @@ class VerifyResult(NamedTuple):
 
 
 # ----------------------------------------------------------------- helpers
-LOG_ZERO = -1e300  # finite stand-in for log 0: a path sum of up to 1e8 of them stays finite in float64
+LOG_ZERO = (
+    -1e300
+)  # finite stand-in for log 0: a path sum of up to 1e8 of them stays finite in float64
 
 
 def _draw(weights: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -79,7 +88,9 @@ def _draw(weights: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return _draw_with_total(weights, gen)[0]
 
 
-def _draw_with_total(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _draw_with_total(
+    weights: torch.Tensor, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`_draw` and the total weight (``[1]``; NaN/0 there means the weights were not a distribution):
     :func:`_draw_rows` of the one row (the same single uniform)."""
     i, total = _draw_rows(weights.reshape(1, -1), gen)
@@ -94,8 +105,8 @@ def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tenso
     total falls back to the last positive weight; with NaN weights the index is clamped and the
     NaN total tells the caller. Returns indices ``[B]`` (long, on the device) and totals ``[B]``.
     """
-    c = weights.cumsum(-1)                                                     # [B, n]
-    total = c[:, -1:].contiguous()                                             # [B, 1]
+    c = weights.cumsum(-1)  # [B, n]
+    total = c[:, -1:].contiguous()  # [B, 1]
     u = torch.rand(c.shape[0], 1, dtype=torch.float64, device=c.device, generator=gen) * total
     i = torch.searchsorted(c, u, right=True)
     last = torch.searchsorted(c, total, right=False)
@@ -109,8 +120,9 @@ def _draw_logits(z: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, t
     return _draw_with_total(z.sub_(z.max()).exp_(), gen)
 
 
-def _internal_logsumexp(logits: torch.Tensor, internal: torch.Tensor, inv_t: float,
-                        children: torch.Tensor | None = None):
+def _internal_logsumexp(
+    logits: torch.Tensor, internal: torch.Tensor, inv_t: float, children: torch.Tensor | None = None
+):
     """``lse[k] = log sum_y exp(logits[internal[k], y] / T)`` (float32 ``[K]``): one row copy, in place after.
 
     Max-shifted so no row overflows: ``m / T + log sum exp((x - m) / T)``. With ``children``
@@ -136,8 +148,12 @@ def _internal_logsumexp(logits: torch.Tensor, internal: torch.Tensor, inv_t: flo
 
 def _mask_children_(z: torch.Tensor, dt: DeviceTree, node: torch.Tensor) -> torch.Tensor:
     """Set ``z[y] = -inf`` for every child token ``y`` of ``node`` (a 0-d device tensor), in place."""
-    at = node.reshape(1)  # index_select, not dt.child_tokens[node]: a 0-d index would sync with the host
-    idx = dt.child_tokens.index_select(0, at).reshape(-1)  # [M]; padding repeats a child token, or 0 at a leaf
+    at = node.reshape(
+        1
+    )  # index_select, not dt.child_tokens[node]: a 0-d index would sync with the host
+    idx = dt.child_tokens.index_select(0, at).reshape(
+        -1
+    )  # [M]; padding repeats a child token, or 0 at a leaf
     keep = z.gather(0, idx)
     z.scatter_(0, idx, torch.where(dt.has_child.index_select(0, at), float("-inf"), keep))
     return z
@@ -166,7 +182,9 @@ def _walk(tree, draw: list[int]) -> int:
         p = parent[u]
         if ok[p] and token[u] == draw[p]:
             depth[u] = depth[p] + 1
-            if depth[u] > best_depth:  # siblings are distinct: the matching nodes form one root path
+            if (
+                depth[u] > best_depth
+            ):  # siblings are distinct: the matching nodes form one root path
                 best, best_depth = u, depth[u]
         else:
             ok[u] = False
@@ -186,23 +204,31 @@ def verify_greedy_walk(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
     return _walk_result(dt, logits.argmax(dim=-1))
 
 
-def _finish(dt: DeviceTree, exit_node: torch.Tensor, bonus: torch.Tensor, ok: torch.Tensor | None = None) -> VerifyResult:
+def _finish(
+    dt: DeviceTree, exit_node: torch.Tensor, bonus: torch.Tensor, ok: torch.Tensor | None = None
+) -> VerifyResult:
     """The single device-to-host transfer of a round."""
     parts = [exit_node.reshape(1), bonus.reshape(1).to(exit_node.dtype)]
     if ok is not None:
         parts.append(ok.reshape(1).to(exit_node.dtype))
     out = torch.cat(parts).tolist()
     if ok is not None and not out[2]:
-        raise DistributionError("target logits of this round contain NaN/+inf, or an internal row is all -inf")
+        raise DistributionError(
+            "target logits of this round contain NaN/+inf, or an internal row is all -inf"
+        )
     v = int(out[0])
     return VerifyResult(v, int(out[1]), list(dt.tree.path_nodes(v)))
 
 
 def _check(tree: DeviceTree, logits: torch.Tensor) -> None:
     if not isinstance(tree, DeviceTree):
-        raise TypeError(f"verify needs a DeviceTree (see to_device_tree), got {type(tree).__name__}")
+        raise TypeError(
+            f"verify needs a DeviceTree (see to_device_tree), got {type(tree).__name__}"
+        )
     if logits.ndim != 2 or logits.shape[0] != tree.num_nodes:
-        raise DistributionError(f"logits must have shape [N={tree.num_nodes}, V], got {tuple(logits.shape)}")
+        raise DistributionError(
+            f"logits must have shape [N={tree.num_nodes}, V], got {tuple(logits.shape)}"
+        )
     if not torch.is_floating_point(logits):
         raise DistributionError(f"logits must be floating point, got {logits.dtype}")
     tree.tree.check_vocab(int(logits.shape[1]))
@@ -216,7 +242,9 @@ def verify_greedy(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
     return _finish(dt, v, am.index_select(0, v.reshape(1)))
 
 
-def predraw_rows(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def predraw_rows(
+    logits: torch.Tensor, temperature: float, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``R_v ~ softmax(logits[v] / T)`` for every row of ``logits [..., V]`` (flattened to ``[R]``): float64
     weights ``exp((x - max) / T)`` and one inverse-CDF uniform per row (:func:`_draw_rows`) -- the law of
     DDTree's float32 ``softmax`` + ``multinomial`` without its ``R V`` random numbers (one per row here).
@@ -227,19 +255,24 @@ def predraw_rows(logits: torch.Tensor, temperature: float, gen: torch.Generator)
     return draw, total >= 1.0
 
 
-def verify_predraw(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+def verify_predraw(
+    dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators
+) -> VerifyResult:
     """DDTree predraw-and-follow: ``R_v ~ p_v`` for every node (:func:`predraw_rows`, one draw per row),
     follow matches by a host walk (twin: :func:`_follow` on the device); the exit's draw is the bonus."""
     draw, ok = predraw_rows(logits, temperature, gens.acceptance)
     values = torch.cat([draw, ok.all().reshape(1).to(draw.dtype)]).tolist()  # the one transfer
     if not values[-1]:
-        raise DistributionError("target logits of this round contain NaN/+inf, or a row is all -inf")
+        raise DistributionError(
+            "target logits of this round contain NaN/+inf, or a row is all -inf"
+        )
     v = _walk(dt.tree, values)
     return VerifyResult(v, int(values[v]), list(dt.tree.path_nodes(v)))
 
 
-def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators,
-                    process=None) -> VerifyResult:
+def verify_residual(
+    dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators, process=None
+) -> VerifyResult:
     """EAGLE-style sequential residual verification (children in node-id order), one sync per level.
 
     ``process`` (:func:`~exitlaw.engine.decode.sampling_settings.rows_processor`): the sampling settings'
@@ -247,14 +280,16 @@ def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, ge
     tree = dt.tree
     v = 0
     while True:
-        row = logits[v] if process is None else process(logits[v:v + 1])[0]
+        row = logits[v] if process is None else process(logits[v : v + 1])[0]
         z = row.to(torch.float64) / temperature
         kids = tree.children[v]
         if kids.size == 0:
             break
         r = torch.softmax(z, dim=-1)  # [V]
         toks = torch.as_tensor(tree.token[kids], device=logits.device)
-        u = torch.rand(kids.size, generator=gens.acceptance, dtype=torch.float64, device=logits.device)
+        u = torch.rand(
+            kids.size, generator=gens.acceptance, dtype=torch.float64, device=logits.device
+        )
         pr, uu = torch.stack([r[toks], u]).tolist()
         remaining, nxt = 1.0, None
         for j, child in enumerate(kids):
@@ -270,7 +305,9 @@ def verify_residual(dt: DeviceTree, logits: torch.Tensor, temperature: float, ge
     bonus, total = _draw_logits(z, gens.bonus)
     bonus, total = torch.cat([bonus.reshape(1).to(torch.float64), total]).tolist()
     if not (np.isfinite(total) and total > 0):
-        raise DistributionError(f"the exit row of node {v} holds NaN/+inf or no mass outside the children")
+        raise DistributionError(
+            f"the exit row of node {v} holds NaN/+inf or no mass outside the children"
+        )
     return VerifyResult(v, int(bonus), list(tree.path_nodes(v)))
 
 
@@ -285,27 +322,28 @@ def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> t
     (:func:`verify_tev` checks it on the device).
     """
     inv_t = 1.0 / temperature
-    kids = dt.child_tokens.index_select(0, dt.internal)                      # [K, M]
+    kids = dt.child_tokens.index_select(0, dt.internal)  # [K, M]
     lse, rest = _internal_logsumexp(logits, dt.internal, inv_t, kids)
-    lse = lse.to(torch.float64)                                               # [K]
-    log_a = logits[dt.parent[1:], dt.token[1:]].to(torch.float64)           # [N-1] edge logits, u = 1..N-1
+    lse = lse.to(torch.float64)  # [K]
+    log_a = logits[dt.parent[1:], dt.token[1:]].to(torch.float64)  # [N-1] edge logits, u = 1..N-1
     if inv_t != 1.0:
         log_a.mul_(inv_t)
     log_a.sub_(lse.index_select(0, dt.parent_slot))
-    prefix = (dt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)).exp_()           # P [N]
-    rho = torch.ones_like(prefix).index_copy_(0, dt.internal, rest)         # [N]
+    prefix = (dt.edge_ancestor @ log_a.clamp(min=LOG_ZERO)).exp_()  # P [N]
+    rho = torch.ones_like(prefix).index_copy_(0, dt.internal, rest)  # [N]
     return prefix.mul_(rho)
 
 
-def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators,
-               process=None) -> VerifyResult:
+def verify_tev(
+    dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators, process=None
+) -> VerifyResult:
     """TEV: exit ``V ~ w``, bonus ``~ p_V^res`` (float64 exit row, child tokens masked); one transfer.
 
     ``process`` (:func:`~exitlaw.engine.decode.sampling_settings.rows_processor`): the sampling settings'
     filters, applied to the ``K`` internal rows the exit law reads and to the (raw) exit row only."""
     w = _tev_exit_law(dt, processed_rows(logits, dt.internal, process), temperature)
     v, w_total = _draw_with_total(w, gens.acceptance)
-    z = logits.index_select(0, v.reshape(1))                                 # [1, V]: the exit row only
+    z = logits.index_select(0, v.reshape(1))  # [1, V]: the exit row only
     z = (z if process is None else process(z)).reshape(-1).to(torch.float64)
     if temperature != 1.0:
         z.mul_(1.0 / temperature)
@@ -315,8 +353,13 @@ def verify_tev(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: V
     return _finish(dt, v, y, ok)
 
 
-def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature,
-           generators: VerifierGenerators | None) -> VerifyResult:
+def verify(
+    kind: str,
+    tree: DeviceTree,
+    logits: torch.Tensor,
+    temperature,
+    generators: VerifierGenerators | None,
+) -> VerifyResult:
     """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype).
 
     ``temperature``: a float, or a :class:`~exitlaw.theory.SamplingSettings` (temperature plus
@@ -333,14 +376,16 @@ def verify(kind: str, tree: DeviceTree, logits: torch.Tensor, temperature,
         return verify_greedy_walk(tree, logits)
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
-    if kind == "predraw":   # draws at every node: every row is processed
+    if kind == "predraw":  # draws at every node: every row is processed
         return verify_predraw(tree, filter_logits(logits, settings), t, generators)
     fn = {"residual": verify_residual, "tev": verify_tev}[kind]
     return fn(tree, logits, t, generators, rows_processor(settings))
 
 
 # ----------------------------------------------------------------- reference twins (tests only)
-def _tev_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+def _tev_reference(
+    dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators
+) -> VerifyResult:
     """Per-node loop over full float64 rows (theory.exact in float); same draws as :func:`verify_tev`."""
     from exitlaw.theory import reference_law
 
@@ -365,7 +410,9 @@ def _greedy_reference(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
         v = nxt
 
 
-def _predraw_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators) -> VerifyResult:
+def _predraw_reference(
+    dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators
+) -> VerifyResult:
     """DDTree's literal loop: one multinomial per node, in node order, then follow on the host."""
     draws = []
     for v in range(dt.num_nodes):
@@ -379,5 +426,15 @@ def _predraw_reference(dt: DeviceTree, logits: torch.Tensor, temperature: float,
         v = nxt
 
 
-__all__ = ["KINDS", "VerifierGenerators", "VerifyResult", "verify", "predraw_rows",
-           "verify_greedy", "verify_greedy_walk", "verify_predraw", "verify_residual", "verify_tev"]
+__all__ = [
+    "KINDS",
+    "VerifierGenerators",
+    "VerifyResult",
+    "verify",
+    "predraw_rows",
+    "verify_greedy",
+    "verify_greedy_walk",
+    "verify_predraw",
+    "verify_residual",
+    "verify_tev",
+]

@@ -40,20 +40,26 @@ class RoundMemory:
         return self.kv_cache + self.attention_scores + self.tree_mask + self.logits
 
     def text(self) -> str:
-        return (f"{self.total / GIB:.3g} GiB (KV cache {self.kv_cache / GIB:.3g}, attention scores "
-                f"{self.attention_scores / GIB:.3g}, tree mask {self.tree_mask / GIB:.3g}, "
-                f"logits {self.logits / GIB:.3g})")
+        return (
+            f"{self.total / GIB:.3g} GiB (KV cache {self.kv_cache / GIB:.3g}, attention scores "
+            f"{self.attention_scores / GIB:.3g}, tree mask {self.tree_mask / GIB:.3g}, "
+            f"logits {self.logits / GIB:.3g})"
+        )
 
 
 def _layer_dims(config) -> list[tuple[int, int, int]]:
     """``(heads, kv_heads, head_dim)`` per layer; heterogeneous configs (Gemma-4) list each layer's own."""
+
     def dims(layer, fallback):
         def get(name, default=None):
             try:
                 value = getattr(layer, name, None)
-            except RuntimeError:  # a heterogeneous config refuses ambiguous global attributes (per layer)
+            except (
+                RuntimeError
+            ):  # a heterogeneous config refuses ambiguous global attributes (per layer)
                 value = None
             return value if value is not None else default
+
         heads = int(get("num_attention_heads", fallback[0] if fallback else None))
         kv = int(get("num_key_value_heads", fallback[1] if fallback else None) or heads)
         hd = get("head_dim", fallback[2] if fallback else None)
@@ -61,22 +67,29 @@ def _layer_dims(config) -> list[tuple[int, int, int]]:
 
     per_layer = getattr(config, "per_layer_config", None)
     if per_layer is not None:
-        glob = (int(config.num_attention_heads), int(getattr(config, "num_key_value_heads", None)
-                                                     or config.num_attention_heads), None)
+        glob = (
+            int(config.num_attention_heads),
+            int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads),
+            None,
+        )
         return [dims(layer, glob) for layer in per_layer]
     return [dims(config, None)] * int(config.num_hidden_layers)
 
 
-def round_memory(config, *, budget: int, context: int, rows: int = 1, element_bytes: int = 4) -> RoundMemory:
+def round_memory(
+    config, *, budget: int, context: int, rows: int = 1, element_bytes: int = 4
+) -> RoundMemory:
     """Bytes of one verify round of ``rows`` sequences, ``budget + 1`` nodes each, ``context`` positions."""
     if hasattr(config, "get_text_config"):  # multimodal configs nest the language model's
         config = config.get_text_config()
     n, c = int(budget) + 1, int(context) + int(budget) + 1
     layers = _layer_dims(config)
-    return RoundMemory(kv_cache=sum(2 * kv * hd for _, kv, hd in layers) * c * rows * element_bytes,
-                       attention_scores=max(h for h, _, _ in layers) * rows * n * c * element_bytes,
-                       tree_mask=rows * n * c * element_bytes,
-                       logits=rows * n * int(config.vocab_size) * 4)
+    return RoundMemory(
+        kv_cache=sum(2 * kv * hd for _, kv, hd in layers) * c * rows * element_bytes,
+        attention_scores=max(h for h, _, _ in layers) * rows * n * c * element_bytes,
+        tree_mask=rows * n * c * element_bytes,
+        logits=rows * n * int(config.vocab_size) * 4,
+    )
 
 
 def available_bytes(device: torch.device | str) -> int | None:
@@ -99,20 +112,32 @@ def available_bytes(device: torch.device | str) -> int | None:
     return None
 
 
-def check_decode_fits(config, *, budget: int, context: int, rows: int = 1, element_bytes: int = 4,
-                      device: torch.device | str = "cpu", available: int | None = None, what: str | None = None,
-                      advice: str = "lower --budget, --max-new-tokens or the batch size") -> RoundMemory:
+def check_decode_fits(
+    config,
+    *,
+    budget: int,
+    context: int,
+    rows: int = 1,
+    element_bytes: int = 4,
+    device: torch.device | str = "cpu",
+    available: int | None = None,
+    what: str | None = None,
+    advice: str = "lower --budget, --max-new-tokens or the batch size",
+) -> RoundMemory:
     """Raise ``ValueError`` naming the estimate when one round cannot fit in the device's free memory.
 
     ``what`` names the forward in the message (default: one verify round at ``budget``).
     """
-    est = round_memory(config, budget=budget, context=context, rows=rows, element_bytes=element_bytes)
+    est = round_memory(
+        config, budget=budget, context=context, rows=rows, element_bytes=element_bytes
+    )
     free = available_bytes(device) if available is None else available
     if free is not None and est.total > free:
         raise ValueError(
             f"{what or f'one verify round at budget {budget}'} with a context of up to {context} tokens"
             + (f" for {rows} sequences" if rows > 1 else "")
-            + f" needs at least {est.text()}, but {torch.device(device).type} has {free / GIB:.3g} GiB free; {advice}")
+            + f" needs at least {est.text()}, but {torch.device(device).type} has {free / GIB:.3g} GiB free; {advice}"
+        )
     return est
 
 

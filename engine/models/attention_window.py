@@ -38,13 +38,20 @@ def layer_windows(config) -> dict[str, int | None]:
     unknown = sorted(set(types) - {FULL, SLIDING})
     if unknown:
         raise ValueError(f"layer types {unknown} are not supported (only {FULL!r} and {SLIDING!r})")
-    if getattr(text, "use_bidirectional_attention", None) == "all" or getattr(text, "is_causal", True) is False:
-        raise ValueError("the target is not causal (bidirectional attention); the engine needs a causal LM")
+    if (
+        getattr(text, "use_bidirectional_attention", None) == "all"
+        or getattr(text, "is_causal", True) is False
+    ):
+        raise ValueError(
+            "the target is not causal (bidirectional attention); the engine needs a causal LM"
+        )
     out: dict[str, int | None] = {}
     for t in types:
         if t == SLIDING:
             if not isinstance(window, int) or window < 1:
-                raise ValueError(f"sliding_attention layers need an integer sliding_window >= 1, got {window!r}")
+                raise ValueError(
+                    f"sliding_attention layers need an integer sliding_window >= 1, got {window!r}"
+                )
             out[t] = window
         else:
             out[t] = None
@@ -75,9 +82,14 @@ def in_window(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int) -> to
     return key_pos[:, None, :] > query_pos[:, :, None] - window
 
 
-def layer_masks(visible: torch.Tensor, dtype: torch.dtype, windows: Mapping[str, int | None] | None = None, *,
-                query_pos: torch.Tensor | None = None, key_pos: torch.Tensor | None = None
-                ) -> torch.Tensor | dict[str, torch.Tensor]:
+def layer_masks(
+    visible: torch.Tensor,
+    dtype: torch.dtype,
+    windows: Mapping[str, int | None] | None = None,
+    *,
+    query_pos: torch.Tensor | None = None,
+    key_pos: torch.Tensor | None = None,
+) -> torch.Tensor | dict[str, torch.Tensor]:
     """The ``attention_mask`` to pass the model for the bool visibility ``visible [B, Q, K]``.
 
     Without a sliding layer in ``windows`` (:func:`layer_windows`): one float mask
@@ -89,20 +101,35 @@ def layer_masks(visible: torch.Tensor, dtype: torch.dtype, windows: Mapping[str,
         return to_additive(visible, dtype)
     b, q, k = visible.shape
     if query_pos is None or key_pos is None or query_pos.shape != (b, q) or key_pos.shape != (b, k):
-        raise ValueError(f"a sliding-window mask needs query_pos [B={b}, Q={q}] and key_pos [B={b}, K={k}], got "
-                         f"{None if query_pos is None else tuple(query_pos.shape)}, "
-                         f"{None if key_pos is None else tuple(key_pos.shape)}")
+        raise ValueError(
+            f"a sliding-window mask needs query_pos [B={b}, Q={q}] and key_pos [B={b}, K={k}], got "
+            f"{None if query_pos is None else tuple(query_pos.shape)}, "
+            f"{None if key_pos is None else tuple(key_pos.shape)}"
+        )
     qp, kp = query_pos.to(visible.device), key_pos.to(visible.device)
-    return {t: to_additive(visible if w is None else visible & in_window(qp, kp, w), dtype)
-            for t, w in windows.items()}
+    return {
+        t: to_additive(visible if w is None else visible & in_window(qp, kp, w), dtype)
+        for t, w in windows.items()
+    }
 
 
-def mask_to(mask: torch.Tensor | dict[str, torch.Tensor] | None, device) -> torch.Tensor | dict | None:
+def mask_to(
+    mask: torch.Tensor | dict[str, torch.Tensor] | None, device
+) -> torch.Tensor | dict | None:
     """Move a mask (or a per-layer-type mapping of masks) to ``device``."""
     if isinstance(mask, dict):
         return {t: m.to(device) for t, m in mask.items()}
     return None if mask is None else mask.to(device)
 
 
-__all__ = ["FULL", "SLIDING", "layer_windows", "is_windowed", "full_cache", "to_additive", "in_window",
-           "layer_masks", "mask_to"]
+__all__ = [
+    "FULL",
+    "SLIDING",
+    "layer_windows",
+    "is_windowed",
+    "full_cache",
+    "to_additive",
+    "in_window",
+    "layer_masks",
+    "mask_to",
+]

@@ -42,7 +42,9 @@ def resolve_checkpoint(path_or_id: str | Path) -> Path:
         try:
             return Path(snapshot_download(text))
         except Exception as err:  # network/auth errors of many kinds: re-raise with the id named
-            raise FileNotFoundError(f"{text!r} is not a local directory and could not be fetched from the Hub: {err}") from err
+            raise FileNotFoundError(
+                f"{text!r} is not a local directory and could not be fetched from the Hub: {err}"
+            ) from err
     raise FileNotFoundError(f"checkpoint directory {text!r} does not exist")
 
 
@@ -65,7 +67,9 @@ def _load_safetensors(file: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(file))
     except Exception as err:  # safetensors raises its own error type (and OSError): name the file
-        raise ValueError(f"{file} is not a readable safetensors file (truncated or corrupt?): {err}") from err
+        raise ValueError(
+            f"{file} is not a readable safetensors file (truncated or corrupt?): {err}"
+        ) from err
 
 
 def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
@@ -74,8 +78,16 @@ def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
         return _load_safetensors(single)
     if index.is_file():
         try:
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+            shards = sorted(
+                set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+            )
+        except (
+            json.JSONDecodeError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            UnicodeDecodeError,
+        ) as err:
             raise ValueError(f"{index} is not a valid safetensors index ({err})") from None
         out: dict[str, torch.Tensor] = {}
         for shard in shards:
@@ -84,7 +96,9 @@ def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
     raise ValueError(f"{path} is not a DFlash checkpoint: it has no {WEIGHTS} or {WEIGHTS_INDEX}")
 
 
-def check_drafter_tensors(config: DFlashConfig, tensors: dict[str, torch.Tensor], where: str) -> None:
+def check_drafter_tensors(
+    config: DFlashConfig, tensors: dict[str, torch.Tensor], where: str
+) -> None:
     """Raise ``ValueError`` naming every missing, unexpected (misnamed) or mis-shaped tensor."""
     with torch.device("meta"):
         ref = DFlashDrafter(config).state_dict()
@@ -96,20 +110,26 @@ def check_drafter_tensors(config: DFlashConfig, tensors: dict[str, torch.Tensor]
         problems.append("missing tensor(s): " + ", ".join(missing))
     if unexpected:
         problems.append("unexpected tensor(s) (misnamed?): " + ", ".join(unexpected))
-    shapes = [f"{k} has shape {tuple(tensors[k].shape)}, expected {tuple(ref[k].shape)}"
-              for k in ref if k in have and tuple(tensors[k].shape) != tuple(ref[k].shape)]
+    shapes = [
+        f"{k} has shape {tuple(tensors[k].shape)}, expected {tuple(ref[k].shape)}"
+        for k in ref
+        if k in have and tuple(tensors[k].shape) != tuple(ref[k].shape)
+    ]
     problems.extend(shapes)
     if problems:
         raise ValueError(f"DFlash checkpoint {where}: " + "; ".join(problems))
 
 
-def load_drafter(path_or_id: str | Path, *, device: str | torch.device = "cpu",
-                 dtype: torch.dtype | None = None) -> DFlashDrafter:
+def load_drafter(
+    path_or_id: str | Path, *, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+) -> DFlashDrafter:
     """Load a released-format DFlash drafter (weights unchanged; cast to ``dtype`` if given)."""
     path = resolve_checkpoint(path_or_id)
     raw = _read_config(path, "DFlash drafter")
     if "dflash_config" not in raw and "block_size" not in raw:
-        raise ValueError(f"{path} is not a DFlash checkpoint: config.json has neither block_size nor dflash_config")
+        raise ValueError(
+            f"{path} is not a DFlash checkpoint: config.json has neither block_size nor dflash_config"
+        )
     config = DFlashConfig.from_dict(raw, where=str(path / "config.json"))
     tensors = _read_tensors(path)
     check_drafter_tensors(config, tensors, str(path))
@@ -127,7 +147,9 @@ def save_drafter(drafter: DFlashDrafter, path: str | Path, *, overwrite: bool = 
 
     path = Path(path)
     if (path / "config.json").exists() and not overwrite:
-        raise FileExistsError(f"{path} already holds a checkpoint; pass overwrite=True to replace it")
+        raise FileExistsError(
+            f"{path} already holds a checkpoint; pass overwrite=True to replace it"
+        )
     path.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().contiguous().cpu() for k, v in drafter.state_dict().items()}
     with atomic_path(path / WEIGHTS) as tmp:
@@ -137,8 +159,14 @@ def save_drafter(drafter: DFlashDrafter, path: str | Path, *, overwrite: bool = 
     return path
 
 
-def load_target(path_or_id: str | Path, *, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
-                layer_ids: Sequence[int] = (), attn_implementation: str = "sdpa") -> TargetModel:
+def load_target(
+    path_or_id: str | Path,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+    layer_ids: Sequence[int] = (),
+    attn_implementation: str = "sdpa",
+) -> TargetModel:
     """Load a Hugging Face causal LM as a :class:`TargetModel` exposing ``layer_ids``' hidden states."""
     from transformers import AutoModelForCausalLM
 
@@ -149,14 +177,21 @@ def load_target(path_or_id: str | Path, *, device: str | torch.device = "cpu", d
     if not any(p.suffix == ".safetensors" or p.name.endswith(".bin") for p in path.iterdir()):
         raise ValueError(f"{path} is not a target model checkpoint: it has no weight files")
     try:
-        model, info = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or "auto",
-                                                           attn_implementation=attn_implementation,
-                                                           output_loading_info=True,
-                                                           # mis-shaped tensors are listed in the report
-                                                           # (not raised anonymously); the report is an error below
-                                                           ignore_mismatched_sizes=True)
-    except Exception as err:  # transformers/safetensors raise many types for a bad file: name the folder
-        raise ValueError(f"target checkpoint {path} could not be loaded: {type(err).__name__}: {err}") from err
+        model, info = AutoModelForCausalLM.from_pretrained(
+            str(path),
+            dtype=dtype or "auto",
+            attn_implementation=attn_implementation,
+            output_loading_info=True,
+            # mis-shaped tensors are listed in the report
+            # (not raised anonymously); the report is an error below
+            ignore_mismatched_sizes=True,
+        )
+    except (
+        Exception
+    ) as err:  # transformers/safetensors raise many types for a bad file: name the folder
+        raise ValueError(
+            f"target checkpoint {path} could not be loaded: {type(err).__name__}: {err}"
+        ) from err
     check_loading_info(info, f"target checkpoint {path}")
     return TargetModel(model.to(device), layer_ids)
 
@@ -170,7 +205,11 @@ def checkpoint_fingerprint(path_or_id: str | Path) -> str:
     path = resolve_checkpoint(path_or_id)
     h = hashlib.sha256()
     for f in sorted(path.iterdir()):
-        if f.name == "config.json" or f.suffix in (".safetensors", ".bin", ".pt") or f.name == WEIGHTS_INDEX:
+        if (
+            f.name == "config.json"
+            or f.suffix in (".safetensors", ".bin", ".pt")
+            or f.name == WEIGHTS_INDEX
+        ):
             size = f.stat().st_size
             h.update(f"{f.name}\0{size}\0".encode())
             with f.open("rb") as fh:
@@ -185,9 +224,11 @@ def check_loading_info(info: dict, where: str) -> None:
     """transformers' loading report as an error: any missing (would be randomly initialised),
     unexpected or mis-shaped tensor, or load error message, names the tensors."""
     problems = []
-    for key, what in (("missing_keys", "missing tensor(s) (would be random)"),
-                      ("unexpected_keys", "unexpected tensor(s) (misnamed?)"),
-                      ("mismatched_keys", "mis-shaped tensor(s)")):
+    for key, what in (
+        ("missing_keys", "missing tensor(s) (would be random)"),
+        ("unexpected_keys", "unexpected tensor(s) (misnamed?)"),
+        ("mismatched_keys", "mis-shaped tensor(s)"),
+    ):
         names = sorted(str(k) for k in (info.get(key) or ()))
         if names:
             problems.append(f"{what}: {', '.join(names)}")
@@ -206,28 +247,49 @@ def check_pair(draft: DFlashConfig, target_config, where: str = "drafter/target 
     if draft.vocab_size != t_vocab:
         problems.append(f"drafter vocab_size {draft.vocab_size} != target vocab_size {t_vocab}")
     if draft.hidden_size != int(target_config.hidden_size):
-        problems.append(f"drafter hidden_size {draft.hidden_size} != target hidden_size {target_config.hidden_size}")
+        problems.append(
+            f"drafter hidden_size {draft.hidden_size} != target hidden_size {target_config.hidden_size}"
+        )
     bad = [i for i in draft.target_layer_ids if not 0 <= i < t_layers]
     if bad:
         problems.append(f"drafter target_layer_ids {bad} outside the target's {t_layers} layers")
     if not 0 <= draft.mask_token_id < t_vocab:
-        problems.append(f"drafter mask_token_id {draft.mask_token_id} is outside the target vocabulary ({t_vocab})")
+        problems.append(
+            f"drafter mask_token_id {draft.mask_token_id} is outside the target vocabulary ({t_vocab})"
+        )
     if problems:
         raise ValueError(f"{where}: " + "; ".join(problems))
 
 
-def load_pair(target: str | Path, draft: str | Path, *, device: str | torch.device = "cpu",
-              dtype: torch.dtype | None = None) -> tuple[TargetModel, DFlashDrafter]:
+def load_pair(
+    target: str | Path,
+    draft: str | Path,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+) -> tuple[TargetModel, DFlashDrafter]:
     """Target and drafter, with the target exposing the drafter's ``target_layer_ids``; checks they fit."""
     drafter = load_drafter(draft, device=device, dtype=dtype)
-    tgt = load_target(target, device=device, dtype=dtype or drafter.fc.weight.dtype,
-                      layer_ids=drafter.config.target_layer_ids)
+    tgt = load_target(
+        target,
+        device=device,
+        dtype=dtype or drafter.fc.weight.dtype,
+        layer_ids=drafter.config.target_layer_ids,
+    )
     check_pair(drafter.config, tgt.model.config, f"drafter {draft} with target {target}")
     drafter.to(tgt.dtype)
     return tgt, drafter
 
 
-__all__ = ["load_drafter", "save_drafter", "load_target", "load_pair", "check_drafter_tensors", "check_pair",
-           "checkpoint_fingerprint",
-           "check_loading_info",
-           "resolve_checkpoint", "expected_tensor_names"]
+__all__ = [
+    "load_drafter",
+    "save_drafter",
+    "load_target",
+    "load_pair",
+    "check_drafter_tensors",
+    "check_pair",
+    "checkpoint_fingerprint",
+    "check_loading_info",
+    "resolve_checkpoint",
+    "expected_tensor_names",
+]

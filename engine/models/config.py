@@ -32,25 +32,45 @@ class LMSizes:
         return replace(self, **changes)
 
 
-QWEN3_4B = LMSizes(vocab_size=151936, hidden_size=2560, intermediate_size=9728, num_layers=36, num_heads=32,
-                   num_kv_heads=8, head_dim=128, max_positions=40960, rope_theta=1_000_000.0,
-                   tie_word_embeddings=True)
+QWEN3_4B = LMSizes(
+    vocab_size=151936,
+    hidden_size=2560,
+    intermediate_size=9728,
+    num_layers=36,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    max_positions=40960,
+    rope_theta=1_000_000.0,
+    tie_word_embeddings=True,
+)
 
 FAMILIES = ("qwen3", "llama", "qwen3_moe", "gemma4", "gemma4_full")
 
 
 def _common(s: LMSizes) -> dict:
-    return dict(vocab_size=s.vocab_size, hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
-                num_hidden_layers=s.num_layers, num_attention_heads=s.num_heads, num_key_value_heads=s.num_kv_heads,
-                head_dim=s.head_dim, max_position_embeddings=s.max_positions, initializer_range=s.init_std,
-                rms_norm_eps=s.rms_norm_eps, tie_word_embeddings=s.tie_word_embeddings)
+    return dict(
+        vocab_size=s.vocab_size,
+        hidden_size=s.hidden_size,
+        intermediate_size=s.intermediate_size,
+        num_hidden_layers=s.num_layers,
+        num_attention_heads=s.num_heads,
+        num_key_value_heads=s.num_kv_heads,
+        head_dim=s.head_dim,
+        max_position_embeddings=s.max_positions,
+        initializer_range=s.init_std,
+        rms_norm_eps=s.rms_norm_eps,
+        tie_word_embeddings=s.tie_word_embeddings,
+    )
 
 
 def qwen3_config(sizes: LMSizes):
     """The ``Qwen3Config`` of ``sizes`` (default RoPE with ``sizes.rope_theta``)."""
     from transformers import Qwen3Config
 
-    return Qwen3Config(**_common(sizes), rope_parameters={"rope_type": "default", "rope_theta": sizes.rope_theta})
+    return Qwen3Config(
+        **_common(sizes), rope_parameters={"rope_type": "default", "rope_theta": sizes.rope_theta}
+    )
 
 
 def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
@@ -72,18 +92,32 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
     if family == "qwen3_moe":
         from transformers import Qwen3MoeConfig
 
-        return Qwen3MoeConfig(**_common(sizes), rope_parameters=rope, num_experts=4, num_experts_per_tok=2,
-                              moe_intermediate_size=max(1, sizes.intermediate_size // 2), decoder_sparse_step=1)
+        return Qwen3MoeConfig(
+            **_common(sizes),
+            rope_parameters=rope,
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=max(1, sizes.intermediate_size // 2),
+            decoder_sparse_step=1,
+        )
     if family in ("gemma4", "gemma4_full"):
         from transformers import Gemma4TextConfig
 
         n = sizes.num_layers
-        layer_types = ["full_attention" if i % 2 or i == n - 1 or family == "gemma4_full" else "sliding_attention"
-                       for i in range(n)]
-        return Gemma4TextConfig(**_common(sizes), layer_types=layer_types, sliding_window=sliding_window,
-                                hidden_size_per_layer_input=0, vocab_size_per_layer_input=sizes.vocab_size,
-                                rope_parameters={"sliding_attention": dict(rope),
-                                                 "full_attention": dict(rope)})
+        layer_types = [
+            "full_attention"
+            if i % 2 or i == n - 1 or family == "gemma4_full"
+            else "sliding_attention"
+            for i in range(n)
+        ]
+        return Gemma4TextConfig(
+            **_common(sizes),
+            layer_types=layer_types,
+            sliding_window=sliding_window,
+            hidden_size_per_layer_input=0,
+            vocab_size_per_layer_input=sizes.vocab_size,
+            rope_parameters={"sliding_attention": dict(rope), "full_attention": dict(rope)},
+        )
     raise ValueError(f"unknown model family {family!r}; choose {', '.join(FAMILIES)}")
 
 

@@ -48,7 +48,9 @@ def lean_support(model: torch.nn.Module) -> str | None:
         return f"{name} is not one of {', '.join(SUPPORTED_MODELS)}"
     cfg = model.config
     if getattr(cfg, "_attn_implementation", None) != "sdpa":
-        return f"attention implementation {getattr(cfg, '_attn_implementation', None)!r} is not 'sdpa'"
+        return (
+            f"attention implementation {getattr(cfg, '_attn_implementation', None)!r} is not 'sdpa'"
+        )
     if any(t != "full_attention" for t in (getattr(cfg, "layer_types", None) or ())):
         return "the model has sliding-window layers"
     if not getattr(cfg, "is_causal", True):
@@ -65,25 +67,46 @@ def lean_support(model: torch.nn.Module) -> str | None:
         return f"rope type {rope_type!r} updates its frequencies per forward"
     for mod in model.modules():
         hooks = [*mod._forward_hooks.values(), *mod._forward_pre_hooks.values()]
-        if any(not _is_output_capture(h) for h in hooks) or getattr(mod, "_hf_hook", None) is not None:
+        if (
+            any(not _is_output_capture(h) for h in hooks)
+            or getattr(mod, "_hf_hook", None) is not None
+        ):
             return f"a {type(mod).__name__} module has forward hooks"
         if mod.training:
             return "the model is in training mode"
     for layer in model.model.layers:
         norms = [layer.input_layernorm, layer.post_attention_layernorm]
-        norms += [m for m in (getattr(layer.self_attn, "q_norm", None), getattr(layer.self_attn, "k_norm", None))
-                  if m is not None]
+        norms += [
+            m
+            for m in (
+                getattr(layer.self_attn, "q_norm", None),
+                getattr(layer.self_attn, "k_norm", None),
+            )
+            if m is not None
+        ]
         bad = [type(m).__name__ for m in norms if type(m).__name__ not in SUPPORTED_NORMS]
         if bad:
             return f"norm {bad[0]} is not one of {', '.join(SUPPORTED_NORMS)}"
-    linears = [model.lm_head] + [m for layer in model.model.layers for m in
-                                 (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj,
-                                  layer.self_attn.o_proj, layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj)]
+    linears = [model.lm_head] + [
+        m
+        for layer in model.model.layers
+        for m in (
+            layer.self_attn.q_proj,
+            layer.self_attn.k_proj,
+            layer.self_attn.v_proj,
+            layer.self_attn.o_proj,
+            layer.mlp.gate_proj,
+            layer.mlp.up_proj,
+            layer.mlp.down_proj,
+        )
+    ]
     odd = [type(m).__name__ for m in linears if type(m) is not torch.nn.Linear]
     if odd:
         return f"projection {odd[0]} is not a plain torch.nn.Linear"
     if type(model.model.embed_tokens) is not torch.nn.Embedding:
-        return f"embedding {type(model.model.embed_tokens).__name__} is not a plain torch.nn.Embedding"
+        return (
+            f"embedding {type(model.model.embed_tokens).__name__} is not a plain torch.nn.Embedding"
+        )
     if type(model.model.norm).__name__ not in SUPPORTED_NORMS:
         return f"final norm {type(model.model.norm).__name__} is not supported"
     return None
@@ -111,7 +134,9 @@ class _Layer:
     gate: tuple
     up: tuple
     down: tuple
-    attn: torch.nn.Module  # the attention module (sdpa_attention_forward reads num_key_value_groups, is_causal)
+    attn: (
+        torch.nn.Module
+    )  # the attention module (sdpa_attention_forward reads num_key_value_groups, is_causal)
 
 
 class LeanForward:
@@ -129,7 +154,9 @@ class LeanForward:
         self._attend = sdpa_attention_forward
         self._causal_mask = create_causal_mask
         self.model = model
-        self.fused_norm = fused_norm  # False: the transformers norm operations on every device (the twin)
+        self.fused_norm = (
+            fused_norm  # False: the transformers norm operations on every device (the twin)
+        )
         self.config = model.config
         base = model.model
         self.embed = base.embed_tokens
@@ -148,13 +175,25 @@ class LeanForward:
         self.layers = []
         for i, layer in enumerate(base.layers[: self.num_layers]):
             a, m = layer.self_attn, layer.mlp
-            self.layers.append(_Layer(
-                index=i, ln1=layer.input_layernorm.weight, ln1_eps=float(layer.input_layernorm.variance_epsilon),
-                q=lin(a.q_proj), k=lin(a.k_proj), v=lin(a.v_proj), o=lin(a.o_proj),
-                q_norm=norm_of(getattr(a, "q_norm", None)), k_norm=norm_of(getattr(a, "k_norm", None)),
-                ln2=layer.post_attention_layernorm.weight,
-                ln2_eps=float(layer.post_attention_layernorm.variance_epsilon),
-                gate=lin(m.gate_proj), up=lin(m.up_proj), down=lin(m.down_proj), attn=a))
+            self.layers.append(
+                _Layer(
+                    index=i,
+                    ln1=layer.input_layernorm.weight,
+                    ln1_eps=float(layer.input_layernorm.variance_epsilon),
+                    q=lin(a.q_proj),
+                    k=lin(a.k_proj),
+                    v=lin(a.v_proj),
+                    o=lin(a.o_proj),
+                    q_norm=norm_of(getattr(a, "q_norm", None)),
+                    k_norm=norm_of(getattr(a, "k_norm", None)),
+                    ln2=layer.post_attention_layernorm.weight,
+                    ln2_eps=float(layer.post_attention_layernorm.variance_epsilon),
+                    gate=lin(m.gate_proj),
+                    up=lin(m.up_proj),
+                    down=lin(m.down_proj),
+                    attn=a,
+                )
+            )
         self.head_dim = int(self.layers[0].attn.head_dim) if self.layers else 0
         self.scaling = float(self.layers[0].attn.scaling) if self.layers else 1.0
 
@@ -168,14 +207,26 @@ class LeanForward:
         cos, sin = (emb.cos() * scale).to(dtype=x.dtype), (emb.sin() * scale).to(dtype=x.dtype)
         return cos.unsqueeze(1), signed_sin(sin).unsqueeze(1)
 
-    def __call__(self, input_ids: torch.Tensor, position_ids: torch.Tensor, attention_mask, cache,
-                 layer_ids: Sequence[int] = (), logits_to_keep: int | torch.Tensor = 0):
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask,
+        cache,
+        layer_ids: Sequence[int] = (),
+        logits_to_keep: int | torch.Tensor = 0,
+    ):
         """``input_ids, position_ids [B, S]``; ``attention_mask`` a 4D float mask or None (causal);
         ``cache`` a DynamicCache (appended to). Returns ``(logits [B, kept, V], {layer id: hidden [B, S, H]})``
         where layer ``i``'s hidden state is ``model(...).hidden_states[i + 1]``."""
         h = self.embed(input_ids)
-        mask = self._causal_mask(config=self.config, inputs_embeds=h, attention_mask=attention_mask, cache=cache,
-                                 position_ids=position_ids)
+        mask = self._causal_mask(
+            config=self.config,
+            inputs_embeds=h,
+            attention_mask=attention_mask,
+            cache=cache,
+            position_ids=position_ids,
+        )
         cos, sin = self._rope(h, position_ids)
         norm = norm_for(h, self.fused_norm)
         want = set(layer_ids)
@@ -197,7 +248,9 @@ class LeanForward:
             k = (k * cos) + rotate_with_sign(k, sin)
             if cache is not None:
                 k, v = cache.update(k, v, L.index)
-            out, _ = self._attend(L.attn, q, k, v, mask, dropout=0.0, scaling=self.scaling, sliding_window=None)
+            out, _ = self._attend(
+                L.attn, q, k, v, mask, dropout=0.0, scaling=self.scaling, sliding_window=None
+            )
             h = residual + F.linear(out.reshape(bsz, seq, -1).contiguous(), *L.o)
             residual = h
             x = norm(h, L.ln2, L.ln2_eps)

@@ -30,7 +30,13 @@ import transformers
 from transformers import DynamicCache
 from transformers.cache_utils import DummyLayer
 
-from exitlaw.engine.models.attention_window import full_cache, is_windowed, layer_masks, layer_windows, mask_to
+from exitlaw.engine.models.attention_window import (
+    full_cache,
+    is_windowed,
+    layer_masks,
+    layer_windows,
+    mask_to,
+)
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
 from torch.nn.modules.module import _global_forward_hooks, _global_forward_pre_hooks
 
@@ -51,8 +57,14 @@ def check_transformers_version(version: str = transformers.__version__) -> None:
         )
 
 
-def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.dtype, *,
-                        depth: torch.Tensor | None = None, windows=None):
+def tree_attention_mask(
+    ancestor: torch.Tensor,
+    context_len: int,
+    dtype: torch.dtype,
+    *,
+    depth: torch.Tensor | None = None,
+    windows=None,
+):
     """Float *additive* mask ``[1, 1, N, context_len + N]``: 0 where visible, ``finfo.min`` elsewhere.
 
     Context columns are fully visible; among tree nodes, ``v`` sees ``u`` iff
@@ -63,11 +75,15 @@ def tree_attention_mask(ancestor: torch.Tensor, context_len: int, dtype: torch.d
     """
     n = ancestor.shape[0]
     if ancestor.shape != (n, n) or ancestor.dtype != torch.bool:
-        raise ValueError(f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}")
+        raise ValueError(
+            f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}"
+        )
     dev = ancestor.device
     if not is_windowed(windows):
         return tree_mask_fast(ancestor, context_len, dtype)
-    visible = torch.cat([torch.ones(n, context_len, dtype=torch.bool, device=dev), ancestor], dim=1)[None]
+    visible = torch.cat(
+        [torch.ones(n, context_len, dtype=torch.bool, device=dev), ancestor], dim=1
+    )[None]
     if depth is None or depth.shape != (n,):
         raise ValueError(f"a sliding-window tree mask needs depth [N={n}]")
     node_pos = context_len + depth.to(dev)
@@ -85,8 +101,16 @@ def tree_mask_fast(ancestor: torch.Tensor, context_len: int, dtype: torch.dtype)
     return mask
 
 
-def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past: int, dtype: torch.dtype,
-                         *, check_diagonal: bool = True, query_pos: torch.Tensor | None = None, windows=None):
+def batch_attention_mask(
+    visible: torch.Tensor,
+    context_len: Sequence[int],
+    past: int,
+    dtype: torch.dtype,
+    *,
+    check_diagonal: bool = True,
+    query_pos: torch.Tensor | None = None,
+    windows=None,
+):
     """Float additive mask ``[B, 1, Q, past + Q]`` for ``B`` rows with per-row committed lengths.
 
     Row layout ("per-row offsets", see :func:`compact_rows_`): row ``b`` holds its
@@ -104,7 +128,9 @@ def batch_attention_mask(visible: torch.Tensor, context_len: Sequence[int], past
     """
     b, q, q2 = visible.shape
     if q != q2 or visible.dtype != torch.bool:
-        raise ValueError(f"visible must be a bool [B, Q, Q] tensor, got {tuple(visible.shape)} {visible.dtype}")
+        raise ValueError(
+            f"visible must be a bool [B, Q, Q] tensor, got {tuple(visible.shape)} {visible.dtype}"
+        )
     lengths = [int(x) for x in context_len]
     if len(lengths) != b or any(not 0 <= x <= past for x in lengths):
         raise ValueError(f"context_len must give B={b} lengths in [0, past={past}], got {lengths}")
@@ -136,13 +162,15 @@ def compact_rows_(tensor: torch.Tensor, base: int, dest: torch.Tensor, src: torc
     """
     bsz, _, total, _ = tensor.shape
     if src.ndim != 2 or src.shape[0] != bsz or dest.shape != (bsz,):
-        raise ValueError(f"src must be [B={bsz}, L] and dest [B={bsz}], got {tuple(src.shape)}, {tuple(dest.shape)}")
+        raise ValueError(
+            f"src must be [B={bsz}, L] and dest [B={bsz}], got {tuple(src.shape)}, {tuple(dest.shape)}"
+        )
     if src.shape[1] == 0:
         return
     dev = tensor.device
-    rows = torch.arange(bsz, device=dev)[:, None]                               # [B, 1]
-    to = dest.to(dev)[:, None] + torch.arange(src.shape[1], device=dev)[None]   # [B, L]
-    view = tensor.transpose(1, 2)                                               # [B, T, heads, D], a view
+    rows = torch.arange(bsz, device=dev)[:, None]  # [B, 1]
+    to = dest.to(dev)[:, None] + torch.arange(src.shape[1], device=dev)[None]  # [B, L]
+    view = tensor.transpose(1, 2)  # [B, T, heads, D], a view
     view[rows, to] = view[rows, base + src.to(dev)]
 
 
@@ -156,8 +184,10 @@ def _kv_layers(cache: DynamicCache):
         if isinstance(layer, DummyLayer):
             continue
         if getattr(layer, "is_sliding", False) or getattr(layer, "keys", None) is None:
-            raise ValueError(f"cache layer {i} ({type(layer).__name__}) cannot be compacted; build the cache with "
-                             "TargetModel.new_cache (every layer keeps every position)")
+            raise ValueError(
+                f"cache layer {i} ({type(layer).__name__}) cannot be compacted; build the cache with "
+                "TargetModel.new_cache (every layer keeps every position)"
+            )
         yield i, layer
 
 
@@ -175,17 +205,29 @@ class TreeMaskBuffer:
     def write(self, ancestor: torch.Tensor, context_len: int, dtype: torch.dtype) -> torch.Tensor:
         n = ancestor.shape[0]
         if ancestor.shape != (n, n) or ancestor.dtype != torch.bool:
-            raise ValueError(f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}")
+            raise ValueError(
+                f"ancestor must be a bool [N, N] matrix, got {tuple(ancestor.shape)} {ancestor.dtype}"
+            )
         cols = context_len + n
         buf = self.buf
-        if buf is None or buf.dtype != dtype or buf.device != ancestor.device or buf.shape[2] < n or buf.shape[3] < cols:
-            with torch.inference_mode(False):  # a normal tensor: writable in and out of inference mode
+        if (
+            buf is None
+            or buf.dtype != dtype
+            or buf.device != ancestor.device
+            or buf.shape[2] < n
+            or buf.shape[3] < cols
+        ):
+            with torch.inference_mode(
+                False
+            ):  # a normal tensor: writable in and out of inference mode
                 rows = max(n, 0 if buf is None else buf.shape[2])
-                buf = self.buf = torch.zeros(1, 1, rows, max(2 * cols, 256), dtype=dtype, device=ancestor.device)
+                buf = self.buf = torch.zeros(
+                    1, 1, rows, max(2 * cols, 256), dtype=dtype, device=ancestor.device
+                )
             self.last = None
         elif self.last is not None:
             r, c = self.last
-            buf[0, 0, :r, c:c + r].zero_()
+            buf[0, 0, :r, c : c + r].zero_()
         buf[0, 0, :n, context_len:cols].masked_fill_(~ancestor, torch.finfo(dtype).min)
         self.last = (n, context_len)
         return buf[:, :, :n, :cols]
@@ -223,15 +265,22 @@ class TargetModel:
         num_layers = model.config.num_hidden_layers
         bad = [i for i in layer_ids if not 0 <= i < num_layers]
         if bad:
-            raise ValueError(f"hidden-state layer ids {bad} are outside the target's {num_layers} decoder layers")
+            raise ValueError(
+                f"hidden-state layer ids {bad} are outside the target's {num_layers} decoder layers"
+            )
         self.layer_ids = list(layer_ids)
         self.windows = layer_windows(model.config)  # {layer type: sliding window or None}
         self._masks = TreeMaskBuffer()
         self.lean_reason = "lean=False" if not lean else lean_support(model)
         self._lean = LeanForward(model) if self.lean_reason is None else None
         # read once: each is a parameter walk or a config lookup (~10 us), several times per round
-        self._constants = (model.device, model.dtype, int(model.config.vocab_size), model.get_input_embeddings(),
-                           model.get_output_embeddings())
+        self._constants = (
+            model.device,
+            model.dtype,
+            int(model.config.vocab_size),
+            model.get_input_embeddings(),
+            model.get_output_embeddings(),
+        )
 
     @property
     def device(self) -> torch.device:
@@ -263,18 +312,34 @@ class TargetModel:
         """The lean forward when this call may take it: covered model, no autograd, eval mode, no hook on
         the model itself (hooks found on submodules when wrapped turn the lean path off for good)."""
         m = self.model
-        if self._lean is None or torch.is_grad_enabled() or m.training or m._forward_hooks or m._forward_pre_hooks:
+        if (
+            self._lean is None
+            or torch.is_grad_enabled()
+            or m.training
+            or m._forward_hooks
+            or m._forward_pre_hooks
+        ):
             return None
-        if _global_forward_hooks or _global_forward_pre_hooks:  # torch's module-wide hooks: the model runs them
+        if (
+            _global_forward_hooks or _global_forward_pre_hooks
+        ):  # torch's module-wide hooks: the model runs them
             return None
         return self._lean
 
-    def _run(self, cache, input_ids, position_ids, attention_mask, logits_to_keep: int = 0) -> TargetStep:
+    def _run(
+        self, cache, input_ids, position_ids, attention_mask, logits_to_keep: int = 0
+    ) -> TargetStep:
         want_hidden = bool(self.layer_ids)
         lean = self._lean_now()
         if lean is not None:
-            logits, hid = lean(input_ids[None], position_ids[None], attention_mask, cache, self.layer_ids,
-                               logits_to_keep)
+            logits, hid = lean(
+                input_ids[None],
+                position_ids[None],
+                attention_mask,
+                cache,
+                self.layer_ids,
+                logits_to_keep,
+            )
             hidden = torch.cat([hid[i][0] for i in self.layer_ids], dim=-1) if want_hidden else None
             return TargetStep(logits=logits[0].float(), hidden=hidden)
         out = self.model(
@@ -292,8 +357,14 @@ class TargetModel:
         return TargetStep(logits=out.logits[0].float(), hidden=hidden)
 
     @torch.no_grad()
-    def forward_rows(self, cache: DynamicCache, input_ids: torch.Tensor, position_ids: torch.Tensor,
-                     attention_mask: torch.Tensor, logits_at: torch.Tensor | None = None) -> TargetStep:
+    def forward_rows(
+        self,
+        cache: DynamicCache,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_at: torch.Tensor | None = None,
+    ) -> TargetStep:
         """Batched forward: ``input_ids, position_ids [B, Q]``, a float mask ``[B, 1, Q, past + Q]``
         (:func:`batch_attention_mask`; ``{layer type: mask}`` for a sliding-window target). Appends ``Q``
         columns to every cache row; returns logits ``[B, Q, V]`` (float32; ``[B, K, V]`` at the ``K``
@@ -302,22 +373,35 @@ class TargetModel:
         want_hidden = bool(self.layer_ids)
         lean = self._lean_now()
         if lean is not None:
-            logits, hid = lean(input_ids.to(self.device), position_ids.to(self.device),
-                               mask_to(attention_mask, self.device), cache, self.layer_ids,
-                               0 if logits_at is None else logits_at.to(self.device))
+            logits, hid = lean(
+                input_ids.to(self.device),
+                position_ids.to(self.device),
+                mask_to(attention_mask, self.device),
+                cache,
+                self.layer_ids,
+                0 if logits_at is None else logits_at.to(self.device),
+            )
             hidden = torch.cat([hid[i] for i in self.layer_ids], dim=-1) if want_hidden else None
             return TargetStep(logits=logits.float(), hidden=hidden)
         keep = {} if logits_at is None else {"logits_to_keep": logits_at.to(self.device)}
-        out = self.model(input_ids=input_ids.to(self.device), position_ids=position_ids.to(self.device),
-                         attention_mask=mask_to(attention_mask, self.device), cache=cache, use_cache=True,
-                         output_hidden_states=want_hidden, **keep)
+        out = self.model(
+            input_ids=input_ids.to(self.device),
+            position_ids=position_ids.to(self.device),
+            attention_mask=mask_to(attention_mask, self.device),
+            cache=cache,
+            use_cache=True,
+            output_hidden_states=want_hidden,
+            **keep,
+        )
         hidden = None
         if want_hidden:
             hidden = torch.cat([out.hidden_states[i + 1] for i in self.layer_ids], dim=-1)
         return TargetStep(logits=out.logits.float(), hidden=hidden)
 
     @torch.no_grad()
-    def prefill(self, cache: DynamicCache, input_ids: torch.Tensor, *, all_logits: bool = True) -> TargetStep:
+    def prefill(
+        self, cache: DynamicCache, input_ids: torch.Tensor, *, all_logits: bool = True
+    ) -> TargetStep:
         """Append ``input_ids [S]`` to ``cache`` with causal attention; rows are next-token logits.
 
         The model builds its own causal (and, for sliding layers, windowed) masks: the
@@ -329,10 +413,14 @@ class TargetModel:
         start = cache.get_seq_length()
         if input_ids.numel() == 0:
             h = len(self.layer_ids) * self.model.config.hidden_size
-            return TargetStep(torch.empty(0, self.vocab_size, device=self.device),
-                              torch.empty(0, h, device=self.device, dtype=self.dtype) if self.layer_ids else None)
+            return TargetStep(
+                torch.empty(0, self.vocab_size, device=self.device),
+                torch.empty(0, h, device=self.device, dtype=self.dtype) if self.layer_ids else None,
+            )
         pos = torch.arange(start, start + input_ids.numel(), device=self.device)
-        return self._run(cache, input_ids.to(self.device), pos, None, logits_to_keep=0 if all_logits else 1)
+        return self._run(
+            cache, input_ids.to(self.device), pos, None, logits_to_keep=0 if all_logits else 1
+        )
 
     def decode(self, cache: DynamicCache, token: int) -> torch.Tensor:
         """Autoregressive baseline step: feed ``token`` at position ``cache length``; returns logits ``[V]``."""
@@ -347,8 +435,15 @@ class TargetModel:
         out = self.model(input_ids=ids[:, :1], position_ids=ids[:, 1:], cache=cache, use_cache=True)
         return out.logits[0, -1].float()
 
-    def verify_tree(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
-                    ancestor: torch.Tensor, *, path: bool = False) -> TargetStep:
+    def verify_tree(
+        self,
+        cache: DynamicCache,
+        token: torch.Tensor,
+        depth: torch.Tensor,
+        ancestor: torch.Tensor,
+        *,
+        path: bool = False,
+    ) -> TargetStep:
         """One tree-attention forward over the ``N`` tree nodes (root first).
 
         ``token [N]`` (token[0] = last committed token), ``depth [N]``,
@@ -370,16 +465,22 @@ class TargetModel:
             return self._run(cache, token.to(self.device), pos, None)
         return self.tree_forward(cache, token, depth, ancestor)
 
-    def tree_forward(self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor,
-                     ancestor: torch.Tensor) -> TargetStep:
+    def tree_forward(
+        self, cache: DynamicCache, token: torch.Tensor, depth: torch.Tensor, ancestor: torch.Tensor
+    ) -> TargetStep:
         """:meth:`verify_tree` without ``no_grad`` (ExitTrain scores trees with a frozen target)."""
         start = cache.get_seq_length()
         n = token.shape[0]
         if depth.shape != (n,) or int(depth[0]) != 0:
             raise ValueError(f"depth must have shape ({n},) with depth[0] = 0 (the root)")
         if torch.is_grad_enabled() or is_windowed(self.windows):
-            mask = tree_attention_mask(ancestor.to(self.device), start, self.dtype, depth=depth.to(self.device),
-                                       windows=self.windows)
+            mask = tree_attention_mask(
+                ancestor.to(self.device),
+                start,
+                self.dtype,
+                depth=depth.to(self.device),
+                windows=self.windows,
+            )
         else:  # decoding: the same mask, written into a reused buffer (nothing keeps it past the forward)
             mask = self._masks.write(ancestor.to(self.device), start, self.dtype)
         return self._run(cache, token.to(self.device), (start + depth).to(self.device), mask)
@@ -395,31 +496,43 @@ class TargetModel:
         """
         if isinstance(path_nodes, torch.Tensor):
             if path_nodes.ndim != 1:
-                raise ValueError(f"path_nodes must be one root path, got shape {tuple(path_nodes.shape)}")
+                raise ValueError(
+                    f"path_nodes must be one root path, got shape {tuple(path_nodes.shape)}"
+                )
             path_nodes = path_nodes.tolist()
         nodes = [int(x) for x in path_nodes]
         if not nodes or nodes[0] != 0:
             raise ValueError(f"path_nodes must start at the root node 0, got {nodes}")
         keep, top = len(nodes), max(nodes)
-        in_place = nodes == list(range(keep))  # the kept entries already sit at start .. start + keep - 1
+        in_place = nodes == list(
+            range(keep)
+        )  # the kept entries already sit at start .. start + keep - 1
         index: dict[torch.device, torch.Tensor] = {}
         for i, layer in _kv_layers(cache):
             total = layer.keys.shape[-2]
             if start + top >= total:
-                raise ValueError(f"path node {top} is beyond the {total - start} tree entries of cache layer {i}")
+                raise ValueError(
+                    f"path node {top} is beyond the {total - start} tree entries of cache layer {i}"
+                )
             if not in_place:
                 dev = layer.keys.device
                 if dev not in index:
                     index[dev] = torch.tensor(nodes, dtype=torch.long, device=dev)
-                for t in (layer.keys, layer.values):  # gather first (a copy), then write: overlap is safe
-                    t.narrow(-2, start, keep).copy_(t.narrow(-2, start, total - start).index_select(-2, index[dev]))
+                for t in (
+                    layer.keys,
+                    layer.values,
+                ):  # gather first (a copy), then write: overlap is safe
+                    t.narrow(-2, start, keep).copy_(
+                        t.narrow(-2, start, total - start).index_select(-2, index[dev])
+                    )
             drop = total - (start + keep)
             if drop:
                 layer.crop(-drop)
 
     @staticmethod
-    def commit_rows(cache: DynamicCache, base: int, lengths: torch.Tensor, src: torch.Tensor,
-                    keep: torch.Tensor) -> torch.Tensor:
+    def commit_rows(
+        cache: DynamicCache, base: int, lengths: torch.Tensor, src: torch.Tensor, keep: torch.Tensor
+    ) -> torch.Tensor:
         """Batched :meth:`commit` under per-row offsets (:func:`compact_rows_`).
 
         After a forward that appended ``Q`` columns past ``base``, row ``b`` keeps
@@ -432,7 +545,9 @@ class TargetModel:
         for i, layer in _kv_layers(cache):
             total = layer.keys.shape[-2]
             if src.numel() and base + int(src.max()) >= total:
-                raise ValueError(f"kept column {int(src.max())} is beyond the {total - base} new entries of cache layer {i}")
+                raise ValueError(
+                    f"kept column {int(src.max())} is beyond the {total - base} new entries of cache layer {i}"
+                )
             compact_rows_(layer.keys, base, lengths, src)
             compact_rows_(layer.values, base, lengths, src)
             drop = total - longest
@@ -441,4 +556,14 @@ class TargetModel:
         return new
 
 
-__all__ = ["TargetModel", "TargetStep", "tree_attention_mask", "tree_mask_fast", "TreeMaskBuffer", "batch_attention_mask", "compact_rows_", "check_transformers_version", "SUPPORTED_TRANSFORMERS"]
+__all__ = [
+    "TargetModel",
+    "TargetStep",
+    "tree_attention_mask",
+    "tree_mask_fast",
+    "TreeMaskBuffer",
+    "batch_attention_mask",
+    "compact_rows_",
+    "check_transformers_version",
+    "SUPPORTED_TRANSFORMERS",
+]

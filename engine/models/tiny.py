@@ -22,8 +22,13 @@ from exitlaw.engine.models.tiny_tokenizer import QWEN3_TEMPLATE as CHAT_TEMPLATE
 from exitlaw.engine.models.tiny_tokenizer import STYLES, build_tokenizer, stop_token_ids
 
 SPECIAL_TOKENS = list(STYLES["qwen3"].special_tokens)
-FAMILY_STYLE = {"qwen3": "qwen3", "qwen3_moe": "qwen3", "llama": "llama3",  # chat style per model family
-                "gemma4": "gemma", "gemma4_full": "gemma"}
+FAMILY_STYLE = {
+    "qwen3": "qwen3",
+    "qwen3_moe": "qwen3",
+    "llama": "llama3",  # chat style per model family
+    "gemma4": "gemma",
+    "gemma4_full": "gemma",
+}
 
 
 @dataclass(frozen=True)
@@ -41,13 +46,22 @@ class TinySpec:
     block_size: int = 8
     target_layer_ids: tuple[int, ...] = (0, 1)
     init_std: float = 0.2  # peakier rows than the HF default 0.02, so greedy ties are unlikely
-    sliding_window: int = 16  # Gemma-4 sliding layers: shorter than the dry run's prompts, so the window slides
+    sliding_window: int = (
+        16  # Gemma-4 sliding layers: shorter than the dry run's prompts, so the window slides
+    )
 
     def lm_sizes(self) -> LMSizes:
         """The target's sizes (the one place the tiny sizes are written)."""
-        return LMSizes(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-                       intermediate_size=self.intermediate_size, num_layers=self.target_layers, num_heads=self.heads,
-                       num_kv_heads=self.kv_heads, head_dim=self.head_dim, init_std=self.init_std)
+        return LMSizes(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            num_layers=self.target_layers,
+            num_heads=self.heads,
+            num_kv_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            init_std=self.init_std,
+        )
 
 
 def build_tiny_target(spec: TinySpec, seed: int, family: str = "qwen3"):
@@ -62,12 +76,21 @@ def build_tiny_target(spec: TinySpec, seed: int, family: str = "qwen3"):
 
 
 def build_tiny_drafter(spec: TinySpec, mask_token_id: int, seed: int) -> DFlashDrafter:
-    cfg = DFlashConfig(hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-                       num_hidden_layers=spec.draft_layers, num_attention_heads=spec.heads,
-                       num_key_value_heads=spec.kv_heads, head_dim=spec.head_dim, vocab_size=spec.vocab_size,
-                       block_size=spec.block_size, mask_token_id=mask_token_id,
-                       target_layer_ids=tuple(spec.target_layer_ids), num_target_layers=spec.target_layers,
-                       rope_theta=10000.0, max_position_embeddings=4096)
+    cfg = DFlashConfig(
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.draft_layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        head_dim=spec.head_dim,
+        vocab_size=spec.vocab_size,
+        block_size=spec.block_size,
+        mask_token_id=mask_token_id,
+        target_layer_ids=tuple(spec.target_layer_ids),
+        num_target_layers=spec.target_layers,
+        rope_theta=10000.0,
+        max_position_embeddings=4096,
+    )
     gen = torch.Generator().manual_seed(seed + 1)
     drafter = DFlashDrafter(cfg)
     with torch.no_grad():
@@ -79,8 +102,14 @@ def build_tiny_drafter(spec: TinySpec, mask_token_id: int, seed: int) -> DFlashD
     return drafter.eval()
 
 
-def write_tiny_models(out: str | Path, *, seed: int = 0, spec: TinySpec = TinySpec(), overwrite: bool = False,
-                      family: str = "qwen3") -> tuple[Path, Path]:
+def write_tiny_models(
+    out: str | Path,
+    *,
+    seed: int = 0,
+    spec: TinySpec = TinySpec(),
+    overwrite: bool = False,
+    family: str = "qwen3",
+) -> tuple[Path, Path]:
     """Write ``out/target`` (a ``family`` model with its family's tokenizer style) and ``out/draft``."""
     if family not in FAMILY_STYLE:
         raise ValueError(f"unknown model family {family!r}; choose {', '.join(FAMILY_STYLE)}")
@@ -101,5 +130,13 @@ def write_tiny_models(out: str | Path, *, seed: int = 0, spec: TinySpec = TinySp
     return tdir, ddir
 
 
-__all__ = ["TinySpec", "write_tiny_models", "build_tokenizer", "build_tiny_target", "build_tiny_drafter",
-           "CHAT_TEMPLATE", "SPECIAL_TOKENS", "FAMILY_STYLE"]
+__all__ = [
+    "TinySpec",
+    "write_tiny_models",
+    "build_tokenizer",
+    "build_tiny_target",
+    "build_tiny_drafter",
+    "CHAT_TEMPLATE",
+    "SPECIAL_TOKENS",
+    "FAMILY_STYLE",
+]

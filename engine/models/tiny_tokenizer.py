@@ -70,16 +70,42 @@ class ChatStyle:
 
 
 STYLES = {
-    "qwen3": ChatStyle("qwen3", ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|mask|>"),
-                       eos="<|im_end|>", pad="<|endoftext|>", mask="<|mask|>", end_of_turn="<|im_end|>",
-                       template=QWEN3_TEMPLATE),
-    "llama3": ChatStyle("llama3", ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                                   "<|eot_id|>", "<|mask|>"),
-                        eos="<|eot_id|>", pad="<|end_of_text|>", mask="<|mask|>", end_of_turn="<|eot_id|>",
-                        template=LLAMA3_TEMPLATE, bos="<|begin_of_text|>"),
-    "gemma": ChatStyle("gemma", ("<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>", "<mask>"),
-                       eos="<eos>", pad="<pad>", mask="<mask>", end_of_turn="<end_of_turn>",
-                       template=GEMMA_TEMPLATE, bos="<bos>"),
+    "qwen3": ChatStyle(
+        "qwen3",
+        ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|mask|>"),
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        mask="<|mask|>",
+        end_of_turn="<|im_end|>",
+        template=QWEN3_TEMPLATE,
+    ),
+    "llama3": ChatStyle(
+        "llama3",
+        (
+            "<|begin_of_text|>",
+            "<|end_of_text|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+            "<|mask|>",
+        ),
+        eos="<|eot_id|>",
+        pad="<|end_of_text|>",
+        mask="<|mask|>",
+        end_of_turn="<|eot_id|>",
+        template=LLAMA3_TEMPLATE,
+        bos="<|begin_of_text|>",
+    ),
+    "gemma": ChatStyle(
+        "gemma",
+        ("<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>", "<mask>"),
+        eos="<eos>",
+        pad="<pad>",
+        mask="<mask>",
+        end_of_turn="<end_of_turn>",
+        template=GEMMA_TEMPLATE,
+        bos="<bos>",
+    ),
 }
 
 
@@ -98,18 +124,33 @@ def build_tokenizer(vocab_size: int = 320, style: str = "qwen3"):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(st.special_tokens),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(st.special_tokens),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator([_CORPUS], trainer=trainer)
     if tok.get_vocab_size() > vocab_size:
-        raise ValueError(f"tokenizer has {tok.get_vocab_size()} tokens, more than vocab_size {vocab_size}")
-    if st.bos is not None:  # plain encoding starts a sequence with BOS, as these families' tokenizers do
+        raise ValueError(
+            f"tokenizer has {tok.get_vocab_size()} tokens, more than vocab_size {vocab_size}"
+        )
+    if (
+        st.bos is not None
+    ):  # plain encoding starts a sequence with BOS, as these families' tokenizers do
         tok.post_processor = processors.TemplateProcessing(
-            single=f"{st.bos} $A", pair=f"{st.bos} $A {st.bos} $B",
-            special_tokens=[(st.bos, tok.token_to_id(st.bos))])
+            single=f"{st.bos} $A",
+            pair=f"{st.bos} $A {st.bos} $B",
+            special_tokens=[(st.bos, tok.token_to_id(st.bos))],
+        )
     kw = {"bos_token": st.bos} if st.bos is not None else {}
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=st.eos, pad_token=st.pad,
-                                   additional_special_tokens=list(st.special_tokens), **kw)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=st.eos,
+        pad_token=st.pad,
+        additional_special_tokens=list(st.special_tokens),
+        **kw,
+    )
     fast.chat_template = st.template
     return fast
 
@@ -117,8 +158,18 @@ def build_tokenizer(vocab_size: int = 320, style: str = "qwen3"):
 def stop_token_ids(tokenizer, style: str) -> list[int]:
     """EOS and end-of-turn ids (what a model of this family stops on), sorted, distinct."""
     st = chat_style(style)
-    return sorted({tokenizer.convert_tokens_to_ids(st.eos), tokenizer.convert_tokens_to_ids(st.end_of_turn)})
+    return sorted(
+        {tokenizer.convert_tokens_to_ids(st.eos), tokenizer.convert_tokens_to_ids(st.end_of_turn)}
+    )
 
 
-__all__ = ["ChatStyle", "STYLES", "chat_style", "build_tokenizer", "stop_token_ids", "QWEN3_TEMPLATE",
-           "LLAMA3_TEMPLATE", "GEMMA_TEMPLATE"]
+__all__ = [
+    "ChatStyle",
+    "STYLES",
+    "chat_style",
+    "build_tokenizer",
+    "stop_token_ids",
+    "QWEN3_TEMPLATE",
+    "LLAMA3_TEMPLATE",
+    "GEMMA_TEMPLATE",
+]

@@ -45,14 +45,20 @@ def _token_ids(out: Any, what: str) -> list[int]:
     """``out`` as a flat non-empty list of ints, or a :class:`PromptEncodingError` naming what came back."""
     if isinstance(out, Mapping):
         if "input_ids" not in out:
-            raise PromptEncodingError(f"{what} returned a mapping without input_ids (keys {sorted(out)})")
+            raise PromptEncodingError(
+                f"{what} returned a mapping without input_ids (keys {sorted(out)})"
+            )
         out = out["input_ids"]
     if not isinstance(out, (list, tuple)):
-        raise PromptEncodingError(f"{what} returned {type(out).__name__}, expected a list of token ids")
+        raise PromptEncodingError(
+            f"{what} returned {type(out).__name__}, expected a list of token ids"
+        )
     bad = [t for t in out if not isinstance(t, int) or isinstance(t, bool) or t < 0]
     if bad:
-        raise PromptEncodingError(f"{what} returned {len(bad)} entries that are not token ids, e.g. {bad[0]!r} "
-                                  f"({type(bad[0]).__name__})")
+        raise PromptEncodingError(
+            f"{what} returned {len(bad)} entries that are not token ids, e.g. {bad[0]!r} "
+            f"({type(bad[0]).__name__})"
+        )
     if not out:
         raise PromptEncodingError(f"{what} returned no tokens")
     return [int(t) for t in out]
@@ -65,13 +71,24 @@ def _messages(prompt: str | Sequence[Message]) -> list[dict[str, str]]:
     if not msgs:
         raise PromptEncodingError("an empty conversation has nothing to encode")
     for i, m in enumerate(msgs):
-        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-            raise PromptEncodingError(f"message {i} must be {{'role': str, 'content': str}}, got {m!r}")
+        if (
+            not isinstance(m, Mapping)
+            or not isinstance(m.get("role"), str)
+            or not isinstance(m.get("content"), str)
+        ):
+            raise PromptEncodingError(
+                f"message {i} must be {{'role': str, 'content': str}}, got {m!r}"
+            )
     return [{"role": m["role"], "content": m["content"]} for m in msgs]
 
 
-def encode_prompt(tokenizer, prompt: str | Sequence[Message] | Sequence[int] | Prompt, *, chat: bool = False,
-                  enable_thinking: bool = False) -> list[int]:
+def encode_prompt(
+    tokenizer,
+    prompt: str | Sequence[Message] | Sequence[int] | Prompt,
+    *,
+    chat: bool = False,
+    enable_thinking: bool = False,
+) -> list[int]:
     """Token ids of one prompt (module docstring).
 
     ``prompt``: one user message (str), a conversation (``[{"role", "content"}, ...]``; its
@@ -86,20 +103,38 @@ def encode_prompt(tokenizer, prompt: str | Sequence[Message] | Sequence[int] | P
     if chat:
         source = chat_template_source(tokenizer)
         if not source:
-            raise PromptEncodingError("chat encoding asked for, but the tokenizer has no chat template")
+            raise PromptEncodingError(
+                "chat encoding asked for, but the tokenizer has no chat template"
+            )
         extra = {"enable_thinking": enable_thinking} if "enable_thinking" in source else {}
-        out = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=True,
-                                            **extra)
+        out = tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=True, return_dict=True, **extra
+        )
         return _token_ids(out, "tokenizer.apply_chat_template")
     if len(messages) != 1 or messages[0]["role"] != "user":
-        raise PromptEncodingError("plain (non-chat) encoding takes one user message; a conversation needs chat=True")
+        raise PromptEncodingError(
+            "plain (non-chat) encoding takes one user message; a conversation needs chat=True"
+        )
     return _token_ids(tokenizer(messages[0]["content"], add_special_tokens=True), "tokenizer(text)")
 
 
-def encode_prompts(tokenizer, prompts: Sequence[str | Sequence[int] | Prompt], *, chat: bool = False,
-                   enable_thinking: bool = False) -> list[list[int]]:
+def encode_prompts(
+    tokenizer,
+    prompts: Sequence[str | Sequence[int] | Prompt],
+    *,
+    chat: bool = False,
+    enable_thinking: bool = False,
+) -> list[list[int]]:
     """:func:`encode_prompt` of every prompt (a :class:`.Prompt` contributes its first turn or its ids)."""
-    return [encode_prompt(tokenizer, p, chat=chat, enable_thinking=enable_thinking) for p in prompts]
+    return [
+        encode_prompt(tokenizer, p, chat=chat, enable_thinking=enable_thinking) for p in prompts
+    ]
 
 
-__all__ = ["PromptEncodingError", "encode_prompt", "encode_prompts", "has_chat_template", "chat_template_source"]
+__all__ = [
+    "PromptEncodingError",
+    "encode_prompt",
+    "encode_prompts",
+    "has_chat_template",
+    "chat_template_source",
+]

@@ -39,8 +39,12 @@ DATASETS: dict[str, tuple[tuple, dict, str, str]] = {
     # name: (load_dataset args, kwargs, field, format of the first turn)
     "gsm8k": (("openai/gsm8k", "main"), {"split": "test"}, "question", "{}" + _STEP),
     "math500": (("HuggingFaceH4/MATH-500",), {"split": "test"}, "problem", "{}" + _STEP),
-    "humaneval": (("openai/openai_humaneval",), {"split": "test"}, "prompt",
-                  "Write a solution to the following problem and make sure that it passes the tests:\n```python\n{}\n```"),
+    "humaneval": (
+        ("openai/openai_humaneval",),
+        {"split": "test"},
+        "prompt",
+        "Write a solution to the following problem and make sure that it passes the tests:\n```python\n{}\n```",
+    ),
     "mt-bench": (("HuggingFaceH4/mt_bench_prompts",), {"split": "train"}, "prompt", "{}"),
 }
 
@@ -62,7 +66,9 @@ class Prompt:
 
     def __post_init__(self):
         if (self.ids is None) == (not self.turns):
-            raise PromptRecordError(f"{self.where}: a prompt holds user turns or token ids (exactly one of them)")
+            raise PromptRecordError(
+                f"{self.where}: a prompt holds user turns or token ids (exactly one of them)"
+            )
 
     def to_json(self) -> dict[str, list]:
         """``{"turns": [...]}`` or ``{"ids": [...]}`` (what bench results store to identify a prompt)."""
@@ -125,8 +131,10 @@ def user_turns(rec: dict[str, Any], where: str) -> list[str]:
     else:
         turns = [rec[k] for k in TEXT_FIELDS if isinstance(rec.get(k), str)][:1]
         if not turns:
-            raise PromptRecordError(f"{where}: no prompt_ids, turns, conversations, messages or "
-                                    f"{'/'.join(TEXT_FIELDS)} field")
+            raise PromptRecordError(
+                f"{where}: no prompt_ids, turns, conversations, messages or "
+                f"{'/'.join(TEXT_FIELDS)} field"
+            )
     if not turns:
         raise PromptRecordError(f"{where}: the record holds no user turn")
     return turns
@@ -136,9 +144,14 @@ def read_record(rec: dict[str, Any], where: str) -> Prompt:
     """One record as a :class:`Prompt`: ``prompt_ids`` as given, else its user turns."""
     if isinstance(rec, dict) and "prompt_ids" in rec:
         ids = rec["prompt_ids"]
-        if (not isinstance(ids, list) or not ids
-                or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in ids)):
-            raise PromptRecordError(f"{where}: prompt_ids must be a non-empty list of token ids (ints >= 0)")
+        if (
+            not isinstance(ids, list)
+            or not ids
+            or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in ids)
+        ):
+            raise PromptRecordError(
+                f"{where}: prompt_ids must be a non-empty list of token ids (ints >= 0)"
+            )
         return Prompt(ids=tuple(ids), where=where)
     return Prompt(turns=tuple(user_turns(rec, where)), where=where)
 
@@ -159,13 +172,19 @@ def _hub_rows(args: tuple, kwargs: dict, what: str) -> Iterable[dict]:
     try:
         from datasets import load_dataset
     except ImportError:
-        raise PromptRecordError(f"{what} needs the `datasets` package (pip install datasets); "
-                                "or use a local copy (jsonl:FILE, NAME=FILE.jsonl)") from None
+        raise PromptRecordError(
+            f"{what} needs the `datasets` package (pip install datasets); "
+            "or use a local copy (jsonl:FILE, NAME=FILE.jsonl)"
+        ) from None
     try:
         return load_dataset(*args, **kwargs)
-    except Exception as err:  # offline / hub errors come in many types; name the set and the way out
-        raise PromptRecordError(f"could not load {what} ({type(err).__name__}: {err}); "
-                                "offline? use a local copy (jsonl:FILE, NAME=FILE.jsonl)") from err
+    except (
+        Exception
+    ) as err:  # offline / hub errors come in many types; name the set and the way out
+        raise PromptRecordError(
+            f"could not load {what} ({type(err).__name__}: {err}); "
+            "offline? use a local copy (jsonl:FILE, NAME=FILE.jsonl)"
+        ) from err
 
 
 def _read(source: str) -> Iterator[Prompt]:
@@ -175,17 +194,22 @@ def _read(source: str) -> Iterator[Prompt]:
             rows: Iterable[tuple[str, dict]] = iter_jsonl_objects(local)
         else:
             args, kwargs, _, _ = DATASETS[name]
-            rows = ((f"{name}[{i}]", dict(r)) for i, r in enumerate(_hub_rows(args, kwargs, f"dataset {name!r}")))
+            rows = (
+                (f"{name}[{i}]", dict(r))
+                for i, r in enumerate(_hub_rows(args, kwargs, f"dataset {name!r}"))
+            )
         return (named_set_prompt(name, rec, where) for where, rec in rows)
     if source.startswith("hf:"):
         hub, _, split = source[3:].partition(":")
         rows = _hub_rows((hub,), {"split": split or "train"}, f"hf:{hub}")
         return (read_record(dict(r), f"{hub}[{i}]") for i, r in enumerate(rows))
     if source.startswith("jsonl:") or source.endswith(".jsonl"):
-        path = source[len("jsonl:"):] if source.startswith("jsonl:") else source
+        path = source[len("jsonl:") :] if source.startswith("jsonl:") else source
         return (read_record(rec, where) for where, rec in iter_jsonl_objects(path))
-    raise PromptRecordError(f"unknown prompt source {source!r}: it must be {' | '.join(DATASETS)} "
-                            "(or NAME=FILE.jsonl), jsonl:FILE, FILE.jsonl or hf:NAME[:SPLIT]")
+    raise PromptRecordError(
+        f"unknown prompt source {source!r}: it must be {' | '.join(DATASETS)} "
+        "(or NAME=FILE.jsonl), jsonl:FILE, FILE.jsonl or hf:NAME[:SPLIT]"
+    )
 
 
 def load_prompt_set(source: str, *, limit: int | None = None) -> list[Prompt]:
@@ -207,9 +231,21 @@ def check_prompt_ids(prompts: Sequence[Prompt], vocab_size: int, model: str) -> 
     for p in prompts:
         bad = [t for t in p.ids or () if not 0 <= t < vocab_size]
         if bad:
-            raise PromptRecordError(f"{p.where}: prompt_ids holds token id {bad[0]}, outside the vocabulary of "
-                                    f"{model} (size {vocab_size}: ids 0..{vocab_size - 1})")
+            raise PromptRecordError(
+                f"{p.where}: prompt_ids holds token id {bad[0]}, outside the vocabulary of "
+                f"{model} (size {vocab_size}: ids 0..{vocab_size - 1})"
+            )
 
 
-__all__ = ["DATASETS", "check_prompt_ids", "TEXT_FIELDS", "Prompt", "PromptRecordError", "iter_jsonl_objects", "user_turns",
-           "read_record", "named_set_prompt", "load_prompt_set"]
+__all__ = [
+    "DATASETS",
+    "check_prompt_ids",
+    "TEXT_FIELDS",
+    "Prompt",
+    "PromptRecordError",
+    "iter_jsonl_objects",
+    "user_turns",
+    "read_record",
+    "named_set_prompt",
+    "load_prompt_set",
+]

@@ -40,6 +40,7 @@ def _error(err: APIError) -> JSONResponse:
 
 def _guard(handler):
     """Answer an :class:`APIError` with its body, anything else with a 500 body (the traceback to stderr)."""
+
     async def wrapped(self, request: Request):
         try:
             return await handler(self, request)
@@ -48,6 +49,7 @@ def _guard(handler):
         except Exception as err:  # never a traceback to the client: log it here, answer 500
             traceback.print_exc(file=sys.stderr)
             return _error(APIError(500, f"internal error: {type(err).__name__}: {err}"))
+
     return wrapped
 
 
@@ -67,7 +69,11 @@ class ServeApp:
         header = request.headers.get("authorization", "")
         given = header[7:] if header.lower().startswith("bearer ") else ""
         if not given or not hmac.compare_digest(given.encode(), self.api_key.encode()):
-            raise APIError(401, "missing or wrong API key: send 'Authorization: Bearer KEY'", code="invalid_api_key")
+            raise APIError(
+                401,
+                "missing or wrong API key: send 'Authorization: Bearer KEY'",
+                code="invalid_api_key",
+            )
 
     async def _body(self, request: Request) -> object:
         limit = self.limits.max_body_bytes
@@ -87,8 +93,13 @@ class ServeApp:
 
     def _check_model(self, req: DecodeRequest) -> None:
         if req.model is not None and req.model != self.engine.model_name:
-            raise APIError(404, f"model {req.model!r} is not served here; this server serves "
-                                f"{self.engine.model_name!r}", param="model", code="model_not_found")
+            raise APIError(
+                404,
+                f"model {req.model!r} is not served here; this server serves "
+                f"{self.engine.model_name!r}",
+                param="model",
+                code="model_not_found",
+            )
 
     # ------------------------------------------------------------------ routes
     async def health(self, request: Request):
@@ -97,10 +108,24 @@ class ServeApp:
     @_guard
     async def models(self, request: Request):
         self._authorize(request)
-        return JSONResponse({"object": "list", "data": [{
-            "id": self.engine.model_name, "object": "model", "created": self.created, "owned_by": "exitlaw",
-            "method": self.engine.cfg.method, "verifier": self.engine.cfg.verifier,
-            "budget": self.engine.cfg.budget if self.engine.cfg.method != "ar" else None}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.engine.model_name,
+                        "object": "model",
+                        "created": self.created,
+                        "owned_by": "exitlaw",
+                        "method": self.engine.cfg.method,
+                        "verifier": self.engine.cfg.verifier,
+                        "budget": self.engine.cfg.budget
+                        if self.engine.cfg.method != "ar"
+                        else None,
+                    }
+                ],
+            }
+        )
 
     @_guard
     async def completions(self, request: Request):
@@ -113,18 +138,31 @@ class ServeApp:
     async def _complete(self, request: Request, *, chat: bool):
         self._authorize(request)
         body = await self._body(request)
-        req = parse_request(body, chat=chat, default_max_tokens=self.limits.max_tokens if chat else 16)
+        req = parse_request(
+            body, chat=chat, default_max_tokens=self.limits.max_tokens if chat else 16
+        )
         self._check_model(req)
-        check_request_size(self.limits, max_tokens=req.max_tokens, n=req.n)  # before queueing; prompt in the worker
+        check_request_size(
+            self.limits, max_tokens=req.max_tokens, n=req.n
+        )  # before queueing; prompt in the worker
         if req.stream and req.logprobs is not None:
-            raise bad_request("logprobs with stream is not supported; ask without stream", "logprobs", "unsupported")
+            raise bad_request(
+                "logprobs with stream is not supported; ask without stream",
+                "logprobs",
+                "unsupported",
+            )
         if self.held >= self.limits.max_concurrent:
             raise too_many_requests(self.limits)
         self.held += 1
         release = self._releaser()
-        if req.stream:  # the stream releases its place when it ends (or, if never started, after the response)
-            return StreamingResponse(self._stream(req, release), media_type="text/event-stream",
-                                     background=BackgroundTask(release))
+        if (
+            req.stream
+        ):  # the stream releases its place when it ends (or, if never started, after the response)
+            return StreamingResponse(
+                self._stream(req, release),
+                media_type="text/event-stream",
+                background=BackgroundTask(release),
+            )
         try:
             loop = asyncio.get_running_loop()
             ids, choices = await loop.run_in_executor(self.executor, self._job, req, None)
@@ -140,6 +178,7 @@ class ServeApp:
             nonlocal done
             if not done:
                 done, self.held = True, self.held - 1
+
         return release
 
     def _job(self, req: DecodeRequest, emit):
@@ -150,39 +189,75 @@ class ServeApp:
 
     # ------------------------------------------------------------------ bodies
     def _head(self, req: DecodeRequest, chunk: bool = False) -> dict:
-        kind = ("chat.completion.chunk" if chunk else "chat.completion") if req.chat else "text_completion"
-        return {"id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex}", "object": kind,
-                "created": int(time.time()), "model": self.engine.model_name}
+        kind = (
+            ("chat.completion.chunk" if chunk else "chat.completion")
+            if req.chat
+            else "text_completion"
+        )
+        return {
+            "id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": self.engine.model_name,
+        }
 
     def _usage(self, ids: list[int], choices: list[Choice]) -> dict:
         blocks = [b for c in choices for b in c.block_lengths]
         done = sum(len(c.tokens) for c in choices)
-        return {"prompt_tokens": len(ids), "completion_tokens": done, "total_tokens": len(ids) + done,
-                "acceptance": {"method": self.engine.cfg.method, "verifier": self.engine.cfg.verifier,
-                               "rounds": len(blocks), "tau": (sum(blocks) / len(blocks)) if blocks else None,
-                               "accepted_draft_tokens": sum(b - 1 for b in blocks)}}
+        return {
+            "prompt_tokens": len(ids),
+            "completion_tokens": done,
+            "total_tokens": len(ids) + done,
+            "acceptance": {
+                "method": self.engine.cfg.method,
+                "verifier": self.engine.cfg.verifier,
+                "rounds": len(blocks),
+                "tau": (sum(blocks) / len(blocks)) if blocks else None,
+                "accepted_draft_tokens": sum(b - 1 for b in blocks),
+            },
+        }
 
     def _token_text(self, req: DecodeRequest, token: int) -> str:
-        return f"token_id:{token}" if req.token_ids_as_text else self.engine.tokenizer.decode([token])
+        return (
+            f"token_id:{token}" if req.token_ids_as_text else self.engine.tokenizer.decode([token])
+        )
 
     def _logprobs(self, req: DecodeRequest, c: Choice):
         if c.logprobs is None:
             return None
         if req.chat:
-            return {"content": [{"token": self._token_text(req, t), "logprob": lp, "bytes": None,
-                                 "top_logprobs": [{"token": self._token_text(req, i), "logprob": v, "bytes": None}
-                                                  for i, v in top]}
-                                for t, (lp, top) in zip(c.tokens, c.logprobs)]}
-        return {"tokens": [self._token_text(req, t) for t in c.tokens],
-                "token_logprobs": [lp for lp, _ in c.logprobs],
-                "top_logprobs": [{self._token_text(req, i): v for i, v in top} for _, top in c.logprobs]}
+            return {
+                "content": [
+                    {
+                        "token": self._token_text(req, t),
+                        "logprob": lp,
+                        "bytes": None,
+                        "top_logprobs": [
+                            {"token": self._token_text(req, i), "logprob": v, "bytes": None}
+                            for i, v in top
+                        ],
+                    }
+                    for t, (lp, top) in zip(c.tokens, c.logprobs)
+                ]
+            }
+        return {
+            "tokens": [self._token_text(req, t) for t in c.tokens],
+            "token_logprobs": [lp for lp, _ in c.logprobs],
+            "top_logprobs": [
+                {self._token_text(req, i): v for i, v in top} for _, top in c.logprobs
+            ],
+        }
 
     def _response(self, req: DecodeRequest, ids: list[int], choices: list[Choice]) -> dict:
         out = self._head(req)
         rows = []
         for i, c in enumerate(choices):
-            row = {"index": i, "finish_reason": c.finish_reason, "logprobs": self._logprobs(req, c),
-                   "token_ids": c.tokens}
+            row = {
+                "index": i,
+                "finish_reason": c.finish_reason,
+                "logprobs": self._logprobs(req, c),
+                "token_ids": c.tokens,
+            }
             if req.chat:
                 row["message"] = {"role": "assistant", "content": c.text}
             else:
@@ -204,8 +279,10 @@ class ServeApp:
             toks[index].extend(block)
             text = self.engine.tokenizer.decode(toks[index], skip_special_tokens=True)
             cut = min([text.index(s) for s in req.stop if s in text], default=None)
-            visible = text[:cut] if cut is not None else text[: max(len(text) - hold, len(sent[index]))]
-            delta, sent[index] = visible[len(sent[index]):], visible
+            visible = (
+                text[:cut] if cut is not None else text[: max(len(text) - hold, len(sent[index]))]
+            )
+            delta, sent[index] = visible[len(sent[index]) :], visible
             loop.call_soon_threadsafe(queue.put_nowait, (index, delta, list(block)))
 
         def job():
@@ -226,8 +303,16 @@ class ServeApp:
             future = loop.run_in_executor(self.executor, job)
             if req.chat:
                 for i in range(req.n):
-                    role = {**head, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
-                                                 "finish_reason": None}]}
+                    role = {
+                        **head,
+                        "choices": [
+                            {
+                                "index": i,
+                                "delta": {"role": "assistant", "content": ""},
+                                "finish_reason": None,
+                            }
+                        ],
+                    }
                     yield "data: " + json.dumps(role) + "\n\n"
             while (item := await queue.get()) is not _DONE:
                 index, delta, block = item
@@ -240,12 +325,27 @@ class ServeApp:
                 return
             except Exception as err:
                 traceback.print_exc(file=sys.stderr)
-                yield "data: " + json.dumps(APIError(500, f"internal error: {type(err).__name__}: {err}").body()) + "\n\n"
+                yield (
+                    "data: "
+                    + json.dumps(
+                        APIError(500, f"internal error: {type(err).__name__}: {err}").body()
+                    )
+                    + "\n\n"
+                )
                 return
             for i, c in enumerate(choices):
-                yield chunk(i, c.text[len(sent[i]):] if c.text.startswith(sent[i]) else "", c.finish_reason, [])
+                yield chunk(
+                    i,
+                    c.text[len(sent[i]) :] if c.text.startswith(sent[i]) else "",
+                    c.finish_reason,
+                    [],
+                )
             if req.include_usage:
-                yield "data: " + json.dumps({**head, "choices": [], "usage": self._usage(ids, choices)}) + "\n\n"
+                yield (
+                    "data: "
+                    + json.dumps({**head, "choices": [], "usage": self._usage(ids, choices)})
+                    + "\n\n"
+                )
             yield "data: [DONE]\n\n"
         finally:
             release()
@@ -253,12 +353,16 @@ class ServeApp:
     # ------------------------------------------------------------------ app
     def starlette(self) -> Starlette:
         async def http_error(request: Request, exc: HTTPException):
-            return _error(APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}"))
+            return _error(
+                APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}")
+            )
 
-        routes = [Route("/health", self.health, methods=["GET"]),
-                  Route("/v1/models", self.models, methods=["GET"]),
-                  Route("/v1/completions", self.completions, methods=["POST"]),
-                  Route("/v1/chat/completions", self.chat, methods=["POST"])]
+        routes = [
+            Route("/health", self.health, methods=["GET"]),
+            Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/completions", self.completions, methods=["POST"]),
+            Route("/v1/chat/completions", self.chat, methods=["POST"]),
+        ]
         return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
 
     def close(self) -> None:

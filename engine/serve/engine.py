@@ -45,16 +45,18 @@ class ServeConfig:
     budget: int = 32
     device: str = "cpu"
     dtype: str = "auto"
-    model_name: str | None = None   # the id served in /v1/models (default: the target folder's name)
+    model_name: str | None = None  # the id served in /v1/models (default: the target folder's name)
 
 
 @dataclass
 class Choice:
     tokens: list[int]
     text: str
-    finish_reason: str               # "stop" (EOS, stop token or stop string) | "length"
+    finish_reason: str  # "stop" (EOS, stop token or stop string) | "length"
     block_lengths: list[int] = field(default_factory=list)
-    logprobs: list[tuple[float, list[tuple[int, float]]]] | None = None  # per token: (logprob, top-k)
+    logprobs: list[tuple[float, list[tuple[int, float]]]] | None = (
+        None  # per token: (logprob, top-k)
+    )
 
 
 class _Stopped(Exception):
@@ -73,16 +75,23 @@ class ServeEngine:
             raise ValueError(f"--method {cfg.method} needs --draft (a DFlash drafter)")
         self.user_fn = load_user_verifier(cfg.verifier) if is_user_verifier(cfg.verifier) else None
         if self.user_fn is None and cfg.verifier not in KINDS:
-            raise ValueError(f"--verifier: expected one of {', '.join(KINDS)} or MODULE:CALLABLE, got {cfg.verifier!r}")
+            raise ValueError(
+                f"--verifier: expected one of {', '.join(KINDS)} or MODULE:CALLABLE, got {cfg.verifier!r}"
+            )
         if cfg.budget < 1:
             raise ValueError(f"--budget must be >= 1, got {cfg.budget}")
         dtype = None if cfg.dtype == "auto" else getattr(torch, cfg.dtype)
         self.cfg, self.limits = cfg, limits
         self.tokenizer = AutoTokenizer.from_pretrained(str(cfg.target))
         if cfg.method == "ar":
-            self.target, self.drafter = load_target(cfg.target, device=cfg.device, dtype=dtype), None
+            self.target, self.drafter = (
+                load_target(cfg.target, device=cfg.device, dtype=dtype),
+                None,
+            )
         else:
-            self.target, self.drafter = load_pair(cfg.target, cfg.draft, device=cfg.device, dtype=dtype)
+            self.target, self.drafter = load_pair(
+                cfg.target, cfg.draft, device=cfg.device, dtype=dtype
+            )
         self.model_name = cfg.model_name or Path(str(cfg.target)).resolve().name
         eos = self.target.model.generation_config.eos_token_id
         eos = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
@@ -102,16 +111,27 @@ class ServeEngine:
             vocab = self.target.vocab_size
             bad = [t for t in req.prompt if not 0 <= t < vocab]
             if bad:
-                raise bad_request(f"prompt token ids {bad[:5]} are outside the vocabulary [0, {vocab})", "prompt")
+                raise bad_request(
+                    f"prompt token ids {bad[:5]} are outside the vocabulary [0, {vocab})", "prompt"
+                )
             return list(req.prompt)
         try:
             return encode_prompt(self.tokenizer, req.prompt, chat=req.chat)
         except PromptEncodingError as err:
-            raise bad_request(f"cannot encode the prompt: {err}", "messages" if req.chat else "prompt") from None
+            raise bad_request(
+                f"cannot encode the prompt: {err}", "messages" if req.chat else "prompt"
+            ) from None
 
     def check(self, req: DecodeRequest, ids: list[int]) -> None:
-        check_request_work(self.limits, prompt_tokens=len(ids), max_tokens=req.max_tokens, n=req.n,
-                           model_config=self.target.model.config, tree_nodes=self.tree_nodes, device=self.target.device)
+        check_request_work(
+            self.limits,
+            prompt_tokens=len(ids),
+            max_tokens=req.max_tokens,
+            n=req.n,
+            model_config=self.target.model.config,
+            tree_nodes=self.tree_nodes,
+            device=self.target.device,
+        )
         vocab = self.target.vocab_size
         if any(not 0 <= t < vocab for t in req.stop_token_ids):
             raise bad_request(f"stop_token_ids must lie in [0, {vocab})", "stop_token_ids")
@@ -119,22 +139,42 @@ class ServeEngine:
     # ------------------------------------------------------------------ decoding
     def decode_config(self, req: DecodeRequest, seed: int) -> DecodeConfig:
         verifier = "greedy" if self.user_fn is not None else self.cfg.verifier
-        return DecodeConfig(method=self.cfg.method, verifier=verifier, budget=self.cfg.budget,
-                            temperature=req.temperature, top_k=req.top_k, top_p=req.top_p, min_p=req.min_p,
-                            max_new_tokens=req.max_tokens,
-                            stop_tokens=self.eos + tuple(req.stop_token_ids), seed=seed)
+        return DecodeConfig(
+            method=self.cfg.method,
+            verifier=verifier,
+            budget=self.cfg.budget,
+            temperature=req.temperature,
+            top_k=req.top_k,
+            top_p=req.top_p,
+            min_p=req.min_p,
+            max_new_tokens=req.max_tokens,
+            stop_tokens=self.eos + tuple(req.stop_token_ids),
+            seed=seed,
+        )
 
-    def run(self, req: DecodeRequest, ids: list[int], emit: Callable[[int, list[int]], None] | None = None) -> list[Choice]:
+    def run(
+        self,
+        req: DecodeRequest,
+        ids: list[int],
+        emit: Callable[[int, list[int]], None] | None = None,
+    ) -> list[Choice]:
         """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block)`` gets blocks as they are committed
         (one sample: each round; several: each whole sample once done)."""
         seed = req.seed if req.seed is not None else secrets.randbits(63)
         cfg = self.decode_config(req, seed)
         with torch.inference_mode():
             if req.n == 1 or self.user_fn is not None:
-                seeds = [seed] if req.n == 1 else [int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
-                                                   for s in np.random.SeedSequence(seed).spawn(req.n)]
-                raw = [self._one(req, ids, replace(cfg, seed=s), i, emit)
-                       for i, s in enumerate(seeds)]
+                seeds = (
+                    [seed]
+                    if req.n == 1
+                    else [
+                        int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
+                        for s in np.random.SeedSequence(seed).spawn(req.n)
+                    ]
+                )
+                raw = [
+                    self._one(req, ids, replace(cfg, seed=s), i, emit) for i, s in enumerate(seeds)
+                ]
             else:
                 out = generate_batch(self.target, self.drafter, [ids] * req.n, cfg)
                 raw = [(t, b) for t, b in zip(out.tokens, out.block_lengths)]
@@ -178,7 +218,9 @@ class ServeEngine:
         if cut is not None:
             tokens, text = cut
             return Choice(tokens, text, "stop", list(blocks))
-        return Choice(tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), reason, list(blocks))
+        return Choice(
+            tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), reason, list(blocks)
+        )
 
     def logprobs(self, ids: list[int], tokens: list[int], settings: SamplingSettings, top: int):
         """Per sampled token: its log-probability in the processed row it was drawn from (temperature, then
@@ -186,15 +228,24 @@ class ServeEngine:
         (tokens the filters remove have probability 0 and are not listed)."""
         if not tokens:
             return []
-        seq = torch.tensor(list(ids) + list(tokens[:-1]), dtype=torch.long, device=self.target.device)
+        seq = torch.tensor(
+            list(ids) + list(tokens[:-1]), dtype=torch.long, device=self.target.device
+        )
         step = self.target.prefill(self.target.new_cache(), seq, all_logits=True)
-        rows = step.logits[len(ids) - 1:].to(torch.float64)              # [len(tokens), V]
-        lp = torch.log_softmax(rows, dim=-1) if settings.greedy else processed_probs(rows, settings).log()
+        rows = step.logits[len(ids) - 1 :].to(torch.float64)  # [len(tokens), V]
+        lp = (
+            torch.log_softmax(rows, dim=-1)
+            if settings.greedy
+            else processed_probs(rows, settings).log()
+        )
         chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None]).squeeze(1).tolist()
         out = []
         if top > 0:
             vals, idx = lp.topk(min(top, lp.shape[1]), dim=-1)
-            tops = [[(i, v) for i, v in zip(ii, vv) if v > -math.inf] for ii, vv in zip(idx.tolist(), vals.tolist())]
+            tops = [
+                [(i, v) for i, v in zip(ii, vv) if v > -math.inf]
+                for ii, vv in zip(idx.tolist(), vals.tolist())
+            ]
         else:
             tops = [[] for _ in tokens]
         for c, t in zip(chosen, tops):

@@ -30,50 +30,99 @@ class ServeLimits:
     max_concurrent: int = 32
 
     def __post_init__(self):
-        for name in ("max_body_bytes", "max_prompt_tokens", "max_tokens", "max_n", "max_concurrent"):
+        for name in (
+            "max_body_bytes",
+            "max_prompt_tokens",
+            "max_tokens",
+            "max_n",
+            "max_concurrent",
+        ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 def body_too_large(limits: ServeLimits, size: int) -> APIError:
-    return APIError(413, f"request body of {size}+ bytes exceeds this server's limit of {limits.max_body_bytes} "
-                         "bytes (--max-body-bytes)", code="max_body_bytes")
+    return APIError(
+        413,
+        f"request body of {size}+ bytes exceeds this server's limit of {limits.max_body_bytes} "
+        "bytes (--max-body-bytes)",
+        code="max_body_bytes",
+    )
 
 
 def too_many_requests(limits: ServeLimits) -> APIError:
-    return APIError(429, f"this server already holds {limits.max_concurrent} requests in flight or queued, its "
-                         "limit (--max-concurrent); retry later", code="max_concurrent")
+    return APIError(
+        429,
+        f"this server already holds {limits.max_concurrent} requests in flight or queued, its "
+        "limit (--max-concurrent); retry later",
+        code="max_concurrent",
+    )
 
 
 def check_request_size(limits: ServeLimits, *, max_tokens: int, n: int) -> None:
     """Refuse (400, naming the limit) ``max_tokens`` or ``n`` over the server's limits."""
     if max_tokens > limits.max_tokens:
-        raise bad_request(f"max_tokens {max_tokens} exceeds this server's limit of {limits.max_tokens} "
-                          "(--max-tokens-limit)", "max_tokens", "max_tokens_limit")
+        raise bad_request(
+            f"max_tokens {max_tokens} exceeds this server's limit of {limits.max_tokens} "
+            "(--max-tokens-limit)",
+            "max_tokens",
+            "max_tokens_limit",
+        )
     if n > limits.max_n:
-        raise bad_request(f"n {n} exceeds this server's limit of {limits.max_n} (--max-n)", "n", "max_n")
+        raise bad_request(
+            f"n {n} exceeds this server's limit of {limits.max_n} (--max-n)", "n", "max_n"
+        )
 
 
-def check_request_work(limits: ServeLimits, *, prompt_tokens: int, max_tokens: int, n: int, model_config,
-                       tree_nodes: int, device) -> None:
+def check_request_work(
+    limits: ServeLimits,
+    *,
+    prompt_tokens: int,
+    max_tokens: int,
+    n: int,
+    model_config,
+    tree_nodes: int,
+    device,
+) -> None:
     """Refuse (400, naming the limit) a request whose size or whose decode memory is over a bound."""
     if prompt_tokens > limits.max_prompt_tokens:
-        raise bad_request(f"prompt of {prompt_tokens} tokens exceeds this server's limit of "
-                          f"{limits.max_prompt_tokens} (--max-prompt-tokens)", "prompt", "max_prompt_tokens")
+        raise bad_request(
+            f"prompt of {prompt_tokens} tokens exceeds this server's limit of "
+            f"{limits.max_prompt_tokens} (--max-prompt-tokens)",
+            "prompt",
+            "max_prompt_tokens",
+        )
     check_request_size(limits, max_tokens=max_tokens, n=n)
-    cfg = model_config.get_text_config() if hasattr(model_config, "get_text_config") else model_config
+    cfg = (
+        model_config.get_text_config() if hasattr(model_config, "get_text_config") else model_config
+    )
     positions = getattr(cfg, "max_position_embeddings", None)
     need = prompt_tokens + max_tokens + tree_nodes
     if positions is not None and need > int(positions):
-        raise bad_request(f"prompt ({prompt_tokens} tokens) + max_tokens ({max_tokens}) + one tree ({tree_nodes} "
-                          f"nodes) = {need} positions exceeds the model's max_position_embeddings {positions}",
-                          "max_tokens", "context_length")
+        raise bad_request(
+            f"prompt ({prompt_tokens} tokens) + max_tokens ({max_tokens}) + one tree ({tree_nodes} "
+            f"nodes) = {need} positions exceeds the model's max_position_embeddings {positions}",
+            "max_tokens",
+            "context_length",
+        )
     try:
-        check_decode_fits(model_config, budget=tree_nodes - 1, context=prompt_tokens + max_tokens, rows=n,
-                          device=device, what=f"this request ({n} sequence(s), one verify round of {tree_nodes} nodes)",
-                          advice="lower max_tokens, n or the prompt")
+        check_decode_fits(
+            model_config,
+            budget=tree_nodes - 1,
+            context=prompt_tokens + max_tokens,
+            rows=n,
+            device=device,
+            what=f"this request ({n} sequence(s), one verify round of {tree_nodes} nodes)",
+            advice="lower max_tokens, n or the prompt",
+        )
     except ValueError as err:
         raise bad_request(f"work bound: {err}", "max_tokens", "work_bound") from None
 
 
-__all__ = ["ServeLimits", "body_too_large", "too_many_requests", "check_request_size", "check_request_work"]
+__all__ = [
+    "ServeLimits",
+    "body_too_large",
+    "too_many_requests",
+    "check_request_size",
+    "check_request_work",
+]

@@ -13,11 +13,27 @@ from dataclasses import dataclass
 
 from exitlaw.engine.serve.errors import bad_request
 
-COMMON = {"model", "max_tokens", "temperature", "n", "seed", "stop", "stream", "stream_options", "logprobs",
-          "user", "presence_penalty", "frequency_penalty", "return_token_ids", "return_tokens_as_token_ids",
-          "stop_token_ids",
-          # sampling settings (DESIGN section 1): processed before every draw, read in ``_sampling_settings``
-          "top_p", "top_k", "min_p"}
+COMMON = {
+    "model",
+    "max_tokens",
+    "temperature",
+    "n",
+    "seed",
+    "stop",
+    "stream",
+    "stream_options",
+    "logprobs",
+    "user",
+    "presence_penalty",
+    "frequency_penalty",
+    "return_token_ids",
+    "return_tokens_as_token_ids",
+    "stop_token_ids",
+    # sampling settings (DESIGN section 1): processed before every draw, read in ``_sampling_settings``
+    "top_p",
+    "top_k",
+    "min_p",
+}
 COMPLETION_FIELDS = COMMON | {"prompt", "echo"}
 CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"}
 MAX_TOP_LOGPROBS = 20
@@ -28,7 +44,7 @@ class DecodeRequest:
     """What one request asks the engine to decode (prompt still text or messages; the engine encodes it)."""
 
     chat: bool
-    prompt: object                  # str | list[int] (completions) or list of messages (chat)
+    prompt: object  # str | list[int] (completions) or list of messages (chat)
     model: str | None
     n: int = 1
     max_tokens: int = 16
@@ -38,11 +54,15 @@ class DecodeRequest:
     stop_token_ids: tuple[int, ...] = ()
     stream: bool = False
     include_usage: bool = False
-    logprobs: int | None = None     # None: none; k >= 0: the sampled token's and the top-k
-    top_k: int | None = None        # sampling settings (None: off), applied after temperature in vLLM's order
+    logprobs: int | None = None  # None: none; k >= 0: the sampled token's and the top-k
+    top_k: int | None = (
+        None  # sampling settings (None: off), applied after temperature in vLLM's order
+    )
     top_p: float | None = None
     min_p: float | None = None
-    token_ids_as_text: bool = False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
+    token_ids_as_text: bool = (
+        False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
+    )
 
 
 def _int(body: dict, name: str, default: int | None, lo: int | None = None) -> int | None:
@@ -82,7 +102,9 @@ def _sampling_settings(body: dict) -> tuple[int | None, float | None, float | No
     top_k = _int(body, "top_k", None)
     if top_k is not None and top_k < 1:
         if top_k not in (0, -1):
-            raise bad_request(f"top_k must be >= 1, or 0 / -1 for no top-k filter, got {top_k}", "top_k")
+            raise bad_request(
+                f"top_k must be >= 1, or 0 / -1 for no top-k filter, got {top_k}", "top_k"
+            )
         top_k = None
     top_p = _number(body, "top_p", 1.0)
     if not 0.0 < top_p <= 1.0:
@@ -92,7 +114,9 @@ def _sampling_settings(body: dict) -> tuple[int | None, float | None, float | No
         raise bad_request(f"min_p must be in [0, 1), got {min_p}", "min_p")
     for name in ("presence_penalty", "frequency_penalty"):
         if body.get(name) not in (None, 0, 0.0):
-            raise bad_request(f"{name} is not supported (it changes the sampled law)", name, "unsupported")
+            raise bad_request(
+                f"{name} is not supported (it changes the sampled law)", name, "unsupported"
+            )
     return top_k, (top_p if top_p < 1.0 else None), (min_p if min_p > 0.0 else None)
 
 
@@ -101,8 +125,14 @@ def _stop(body: dict) -> tuple[str, ...]:
     if v is None:
         return ()
     stops = [v] if isinstance(v, str) else v
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops) or len(stops) > 4:
-        raise bad_request("stop must be a non-empty string or a list of at most 4 non-empty strings", "stop")
+    if (
+        not isinstance(stops, list)
+        or not all(isinstance(s, str) and s for s in stops)
+        or len(stops) > 4
+    ):
+        raise bad_request(
+            "stop must be a non-empty string or a list of at most 4 non-empty strings", "stop"
+        )
     return tuple(stops)
 
 
@@ -117,8 +147,12 @@ def _prompt(body: dict):
     if isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
         return [int(t) for t in p]
     if isinstance(p, list) and p and all(isinstance(t, (str, list)) for t in p):
-        raise bad_request("this server takes one prompt per request (send n for several samples)", "prompt")
-    raise bad_request("prompt must be a non-empty string or a non-empty list of token ids", "prompt")
+        raise bad_request(
+            "this server takes one prompt per request (send n for several samples)", "prompt"
+        )
+    raise bad_request(
+        "prompt must be a non-empty string or a non-empty list of token ids", "prompt"
+    )
 
 
 def _messages(body: dict) -> list[dict]:
@@ -127,8 +161,15 @@ def _messages(body: dict) -> list[dict]:
         raise bad_request("messages must be a non-empty list", "messages")
     out = []
     for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-            raise bad_request(f"messages[{i}] must be {{'role': str, 'content': str}} (text content only)", "messages")
+        if (
+            not isinstance(m, dict)
+            or not isinstance(m.get("role"), str)
+            or not isinstance(m.get("content"), str)
+        ):
+            raise bad_request(
+                f"messages[{i}] must be {{'role': str, 'content': str}} (text content only)",
+                "messages",
+            )
         out.append({"role": m["role"], "content": m["content"]})
     return out
 
@@ -139,7 +180,9 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         raise bad_request("the request body must be a JSON object")
     unknown = sorted(set(body) - (CHAT_FIELDS if chat else COMPLETION_FIELDS))
     if unknown:
-        raise bad_request(f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported")
+        raise bad_request(
+            f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported"
+        )
     top_k, top_p, min_p = _sampling_settings(body)
     if not chat and body.get("echo"):
         raise bad_request("echo is not supported", "echo", "unsupported")
@@ -153,7 +196,7 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
     if temperature < 0:
         raise bad_request(f"temperature must be >= 0, got {temperature}", "temperature")
     seed = _int(body, "seed", None)
-    if seed is not None and not 0 <= seed < 2 ** 63:
+    if seed is not None and not 0 <= seed < 2**63:
         raise bad_request(f"seed must be in [0, 2**63), got {seed}", "seed")
     opts = body.get("stream_options") or {}
     if not isinstance(opts, dict) or set(opts) - {"include_usage"}:
@@ -167,16 +210,33 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
     else:
         logprobs = _int(body, "logprobs", None, 0)
     if logprobs is not None and logprobs > MAX_TOP_LOGPROBS:
-        raise bad_request(f"logprobs: at most {MAX_TOP_LOGPROBS} top log-probabilities, got {logprobs}", "logprobs")
+        raise bad_request(
+            f"logprobs: at most {MAX_TOP_LOGPROBS} top log-probabilities, got {logprobs}",
+            "logprobs",
+        )
     stop_ids = body.get("stop_token_ids") or []
-    if not isinstance(stop_ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in stop_ids):
+    if not isinstance(stop_ids, list) or not all(
+        isinstance(t, int) and not isinstance(t, bool) for t in stop_ids
+    ):
         raise bad_request("stop_token_ids must be a list of token ids", "stop_token_ids")
-    return DecodeRequest(chat=chat, prompt=_messages(body) if chat else _prompt(body), model=model,
-                         n=_int(body, "n", 1, 1), max_tokens=max_tokens if max_tokens is not None else default_max_tokens,
-                         temperature=temperature, seed=seed, stop=_stop(body), stop_token_ids=tuple(stop_ids),
-                         stream=_bool(body, "stream"), include_usage=_bool(opts, "include_usage"),
-                         logprobs=logprobs, token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
-                         top_k=top_k, top_p=top_p, min_p=min_p)
+    return DecodeRequest(
+        chat=chat,
+        prompt=_messages(body) if chat else _prompt(body),
+        model=model,
+        n=_int(body, "n", 1, 1),
+        max_tokens=max_tokens if max_tokens is not None else default_max_tokens,
+        temperature=temperature,
+        seed=seed,
+        stop=_stop(body),
+        stop_token_ids=tuple(stop_ids),
+        stream=_bool(body, "stream"),
+        include_usage=_bool(opts, "include_usage"),
+        logprobs=logprobs,
+        token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
+        top_k=top_k,
+        top_p=top_p,
+        min_p=min_p,
+    )
 
 
 __all__ = ["DecodeRequest", "parse_request", "MAX_TOP_LOGPROBS"]

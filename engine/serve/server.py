@@ -40,17 +40,33 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
-          limits: ServeLimits = ServeLimits(), graceful_s: float = 10.0, out: TextIO = sys.stdout) -> int:
+def serve(
+    cfg: ServeConfig,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    api_key: str | None = None,
+    limits: ServeLimits = ServeLimits(),
+    graceful_s: float = 10.0,
+    out: TextIO = sys.stdout,
+) -> int:
     import uvicorn
 
     engine = ServeEngine(cfg, limits)
-    print(f"exitlaw serve: loaded {engine.model_name} (method {cfg.method}, verifier {cfg.verifier}"
-          + (f", budget {cfg.budget}" if cfg.method != "ar" else "") + f", device {engine.target.device})",
-          file=out, flush=True)
+    print(
+        f"exitlaw serve: loaded {engine.model_name} (method {cfg.method}, verifier {cfg.verifier}"
+        + (f", budget {cfg.budget}" if cfg.method != "ar" else "")
+        + f", device {engine.target.device})",
+        file=out,
+        flush=True,
+    )
     if not api_key and not _loopback(host):
-        print(f"exitlaw serve: warning: listening on {host} without --api-key: anyone who can reach this address "
-              "can use the model", file=out, flush=True)
+        print(
+            f"exitlaw serve: warning: listening on {host} without --api-key: anyone who can reach this address "
+            "can use the model",
+            file=out,
+            flush=True,
+        )
     sock = bind(host, port)
     bound = sock.getsockname()[1]
     app = ServeApp(engine, api_key)
@@ -60,11 +76,20 @@ def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, api_ke
         async def startup(self, sockets=None):
             await super().startup(sockets=sockets)
             if not self.should_exit:
-                print(f"exitlaw serve: ready on {url} (port {bound}); model {engine.model_name!r}"
-                      + ("; API key required" if api_key else ""), file=out, flush=True)
+                print(
+                    f"exitlaw serve: ready on {url} (port {bound}); model {engine.model_name!r}"
+                    + ("; API key required" if api_key else ""),
+                    file=out,
+                    flush=True,
+                )
 
-    config = uvicorn.Config(app.starlette(), log_level="warning", timeout_graceful_shutdown=graceful_s,
-                            lifespan="off", access_log=False)
+    config = uvicorn.Config(
+        app.starlette(),
+        log_level="warning",
+        timeout_graceful_shutdown=graceful_s,
+        lifespan="off",
+        access_log=False,
+    )
     server = _Server(config)
     # uvicorn restores the handlers it found and re-raises the signal it caught once it has shut down:
     # handlers that ignore it make that re-raise a no-op, so a clean shutdown exits 0.

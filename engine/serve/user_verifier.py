@@ -42,17 +42,23 @@ def user_decide(fn: Callable, seed: int) -> Callable:
     def decide(cfg, dtree, logits: torch.Tensor, gens) -> VerifyResult:
         if cfg.temperature == 0:
             return verify("greedy", dtree, logits, 0.0, None)
-        probs = processed_probs(logits, cfg.settings).cpu().numpy()   # temperature and the request's filters
+        probs = (
+            processed_probs(logits, cfg.settings).cpu().numpy()
+        )  # temperature and the request's filters
         out = fn(dtree.tree, probs, rng)
         try:
             v, y = (int(out[0]), int(out[1]))
             if len(out) != 2:
                 raise ValueError
         except (TypeError, ValueError, IndexError):
-            raise UserVerifierError(f"the verifier returned {out!r}, not (exit_node, bonus_token)") from None
+            raise UserVerifierError(
+                f"the verifier returned {out!r}, not (exit_node, bonus_token)"
+            ) from None
         if not 0 <= v < dtree.num_nodes or not 0 <= y < probs.shape[1]:
-            raise UserVerifierError(f"the verifier returned node {v} / token {y} outside the tree "
-                                    f"({dtree.num_nodes} nodes) or vocabulary ({probs.shape[1]})")
+            raise UserVerifierError(
+                f"the verifier returned node {v} / token {y} outside the tree "
+                f"({dtree.num_nodes} nodes) or vocabulary ({probs.shape[1]})"
+            )
         return VerifyResult(v, y, list(dtree.tree.path_nodes(v)))
 
     return decide

@@ -40,7 +40,9 @@ from exitlaw.engine.training.law import TreeBatch
 from exitlaw.engine.models.target import TargetModel
 
 
-def sample_anchors(seq_len: int, first_generated: int, count: int, rng: np.random.Generator) -> np.ndarray:
+def sample_anchors(
+    seq_len: int, first_generated: int, count: int, rng: np.random.Generator
+) -> np.ndarray:
     """Up to ``count`` distinct sorted anchors ``a`` with ``max(1, first_generated - 1) <= a <= seq_len - 2``.
 
     ``x_{a+1}`` is then a target-generated token and ``x_<a`` is non-empty context.
@@ -53,15 +55,22 @@ def sample_anchors(seq_len: int, first_generated: int, count: int, rng: np.rando
     return np.sort(rng.choice(choices, size=take, replace=False)).astype(np.int64)
 
 
-def block_targets(tokens: torch.Tensor, anchors: torch.Tensor, depth: int) -> tuple[torch.Tensor, torch.Tensor]:
+def block_targets(
+    tokens: torch.Tensor, anchors: torch.Tensor, depth: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``targets [K, D]`` = ``x_{a+d}`` for ``d = 1..D`` and the mask of those inside the sequence."""
     idx = anchors[:, None] + torch.arange(1, depth + 1, device=anchors.device)[None]
     valid = idx < tokens.shape[0]
     return tokens[idx.clamp(max=tokens.shape[0] - 1)], valid
 
 
-def drafter_rows(drafter: DFlashDrafter, target: TargetModel, tokens: torch.Tensor, hidden: torch.Tensor,
-                 anchors: torch.Tensor) -> torch.Tensor:
+def drafter_rows(
+    drafter: DFlashDrafter,
+    target: TargetModel,
+    tokens: torch.Tensor,
+    hidden: torch.Tensor,
+    anchors: torch.Tensor,
+) -> torch.Tensor:
     """Draft logits ``[K, D, V]`` (``D = block_size - 1``) for all anchors in one drafter forward."""
     bs = drafter.block_size
     k, s = anchors.shape[0], tokens.shape[0]
@@ -71,9 +80,9 @@ def drafter_rows(drafter: DFlashDrafter, target: TargetModel, tokens: torch.Tens
     emb = target.embed_tokens(block).reshape(1, k * bs, -1)
     ctx_pos = torch.arange(s, device=dev)[None]
     blk_pos = (anchors[:, None] + torch.arange(bs, device=dev)[None]).reshape(1, -1)
-    owner = torch.arange(k, device=dev).repeat_interleave(bs)               # block of each query row
+    owner = torch.arange(k, device=dev).repeat_interleave(bs)  # block of each query row
     ctx_vis = torch.arange(s, device=dev)[None, :] < anchors[owner][:, None]  # [K*bs, S]
-    blk_vis = owner[:, None] == owner[None, :]                                # [K*bs, K*bs]
+    blk_vis = owner[:, None] == owner[None, :]  # [K*bs, K*bs]
     mask = torch.cat([ctx_vis, blk_vis], dim=1)[None, None]
     h = drafter(emb, hidden[None].to(emb.dtype), ctx_pos, blk_pos, cache=None, attn_mask=mask)
     h = h.reshape(k, bs, -1)[:, 1:]
@@ -87,8 +96,9 @@ def build_trees(logits: torch.Tensor, roots: torch.Tensor, budget: int) -> list[
     return [build_ddtree(logprobs[i], budget, int(roots[i]))[0] for i in range(logprobs.shape[0])]
 
 
-def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: int, dtype: torch.dtype,
-                      windows=None):
+def tree_scoring_mask(
+    trees: list[DraftTree], anchors: torch.Tensor, seq_len: int, dtype: torch.dtype, windows=None
+):
     """Queries, positions and the float additive mask ``[1, 1, Q, S + Q]`` of the tree-scoring forward.
 
     Returns ``(token [Q], position [Q], mask)``; tree ``k``'s node ``v >= 1`` is query
@@ -105,16 +115,20 @@ def tree_scoring_mask(trees: list[DraftTree], anchors: torch.Tensor, seq_len: in
     for k, t in enumerate(trees):
         n = sizes[k]
         a = int(anchors[k])
-        visible[off:off + n, : a + 1] = True
+        visible[off : off + n, : a + 1] = True
         anc = torch.as_tensor(np.array(t.ancestor_matrix[1:, 1:]), device=dev)
-        visible[off:off + n, seq_len + off: seq_len + off + n] = anc
+        visible[off : off + n, seq_len + off : seq_len + off + n] = anc
         tok.append(torch.as_tensor(np.array(t.token[1:]), device=dev))
         pos.append(a + torch.as_tensor(np.array(t.depth[1:]), device=dev))
         off += n
     tok = torch.cat(tok).long() if tok else torch.empty(0, dtype=torch.long, device=dev)
     pos = torch.cat(pos).long() if pos else torch.empty(0, dtype=torch.long, device=dev)
     key_pos = torch.cat([torch.arange(seq_len, device=dev), pos])
-    return tok, pos, layer_masks(visible[None], dtype, windows, query_pos=pos[None], key_pos=key_pos[None])
+    return (
+        tok,
+        pos,
+        layer_masks(visible[None], dtype, windows, query_pos=pos[None], key_pos=key_pos[None]),
+    )
 
 
 @torch.no_grad()
@@ -132,8 +146,14 @@ def scoring_table(logits: torch.Tensor, settings: SamplingSettings) -> torch.Ten
 
 
 @torch.no_grad()
-def tree_logit_tables(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
-                      trees: list[DraftTree], temperature=1.0) -> list[torch.Tensor]:
+def tree_logit_tables(
+    target: TargetModel,
+    cache,
+    seq_logits: torch.Tensor,
+    anchors: torch.Tensor,
+    trees: list[DraftTree],
+    temperature=1.0,
+) -> list[torch.Tensor]:
     """The target's next-token logits of every node divided by ``T``: ``[N_k, V]`` per tree (float32).
 
     ``temperature``: ``T_s`` or a :class:`~exitlaw.theory.SamplingSettings` (``T_s`` and filters): the
@@ -146,27 +166,44 @@ def tree_logit_tables(target: TargetModel, cache, seq_logits: torch.Tensor, anch
     settings = _scoring_settings(temperature)
     seq_len = seq_logits.shape[0]
     if cache.get_seq_length() != seq_len:
-        raise ValueError(f"cache holds {cache.get_seq_length()} positions, expected the sequence length {seq_len}")
+        raise ValueError(
+            f"cache holds {cache.get_seq_length()} positions, expected the sequence length {seq_len}"
+        )
     tok, pos, mask = tree_scoring_mask(trees, anchors, seq_len, target.dtype, target.windows)
     rows = torch.empty(0, seq_logits.shape[1], device=seq_logits.device)
     if tok.numel():
-        out = target.model(input_ids=tok[None].to(target.device), position_ids=pos[None].to(target.device),
-                           attention_mask=mask_to(mask, target.device), cache=cache, use_cache=True)
+        out = target.model(
+            input_ids=tok[None].to(target.device),
+            position_ids=pos[None].to(target.device),
+            attention_mask=mask_to(mask, target.device),
+            cache=cache,
+            use_cache=True,
+        )
         rows = out.logits[0].float()
         cache.crop(-tok.numel())  # drop the tree entries again
     tables = []
     off = 0
     for k, t in enumerate(trees):
         n = t.num_nodes
-        tables.append(scoring_table(torch.cat([seq_logits[int(anchors[k])][None].float(), rows[off: off + n - 1]]),
-                                    settings))
+        tables.append(
+            scoring_table(
+                torch.cat([seq_logits[int(anchors[k])][None].float(), rows[off : off + n - 1]]),
+                settings,
+            )
+        )
         off += n - 1
     return tables
 
 
 @torch.no_grad()
-def windowed_tree_logit_tables(target: TargetModel, tokens: torch.Tensor, anchors: torch.Tensor,
-                               trees: list[DraftTree], window: int, temperature=1.0) -> list[torch.Tensor]:
+def windowed_tree_logit_tables(
+    target: TargetModel,
+    tokens: torch.Tensor,
+    anchors: torch.Tensor,
+    trees: list[DraftTree],
+    window: int,
+    temperature=1.0,
+) -> list[torch.Tensor]:
     """:func:`tree_logit_tables` as the authors' code scores trees: over only the last ``window`` context tokens.
 
     Per anchor ``a`` the target runs afresh over ``[tokens[a - W : a] | tokens[a] | tree nodes]`` (no
@@ -183,32 +220,43 @@ def windowed_tree_logit_tables(target: TargetModel, tokens: torch.Tensor, anchor
     dev = target.device
     k_trees = len(trees)
     n_max = max(t.num_nodes for t in trees) - 1
-    length = window + 1 + n_max                        # [W window slots | anchor | n_max node slots]
+    length = window + 1 + n_max  # [W window slots | anchor | n_max node slots]
     ids = torch.zeros(k_trees, length, dtype=torch.long)
     pos = torch.zeros(k_trees, length, dtype=torch.long)
     visible = torch.zeros(k_trees, length, length, dtype=torch.bool)
-    visible[:, torch.arange(length), torch.arange(length)] = True     # padding slots see themselves only
+    visible[:, torch.arange(length), torch.arange(length)] = (
+        True  # padding slots see themselves only
+    )
     causal = torch.ones(window + 1, window + 1, dtype=torch.bool).tril()
     seq = tokens.detach().cpu()
     for k, t in enumerate(trees):
         a = int(anchors[k])
         left = max(0, a - window)
-        first = window - (a - left)                     # first real slot of the window
-        ids[k, first: window + 1] = seq[left: a + 1]
-        pos[k, first: window + 1] = torch.arange(left, a + 1)
-        visible[k, first: window + 1, first: window + 1] = causal[first:, first:]
+        first = window - (a - left)  # first real slot of the window
+        ids[k, first : window + 1] = seq[left : a + 1]
+        pos[k, first : window + 1] = torch.arange(left, a + 1)
+        visible[k, first : window + 1, first : window + 1] = causal[first:, first:]
         n = t.num_nodes - 1
         if n:
             rows = slice(window + 1, window + 1 + n)
             ids[k, rows] = torch.as_tensor(np.array(t.token[1:]))
             pos[k, rows] = a + torch.as_tensor(np.array(t.depth[1:]))
-            visible[k, rows, first: window + 1] = True
+            visible[k, rows, first : window + 1] = True
             visible[k, rows, rows] = torch.as_tensor(np.array(t.ancestor_matrix[1:, 1:]))
-    mask = layer_masks(visible.to(dev), target.dtype, target.windows, query_pos=pos.to(dev), key_pos=pos.to(dev))
-    out = target.model(input_ids=ids.to(dev), position_ids=pos.to(dev), attention_mask=mask_to(mask, dev),
-                       use_cache=False)
+    mask = layer_masks(
+        visible.to(dev), target.dtype, target.windows, query_pos=pos.to(dev), key_pos=pos.to(dev)
+    )
+    out = target.model(
+        input_ids=ids.to(dev),
+        position_ids=pos.to(dev),
+        attention_mask=mask_to(mask, dev),
+        use_cache=False,
+    )
     logits = out.logits.float()
-    return [scoring_table(logits[k, window: window + t.num_nodes], settings) for k, t in enumerate(trees)]
+    return [
+        scoring_table(logits[k, window : window + t.num_nodes], settings)
+        for k, t in enumerate(trees)
+    ]
 
 
 def edge_probabilities(tree: DraftTree, table: torch.Tensor) -> np.ndarray:
@@ -225,8 +273,14 @@ def edge_probabilities(tree: DraftTree, table: torch.Tensor) -> np.ndarray:
 
 
 @torch.no_grad()
-def score_trees(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: torch.Tensor,
-                trees: list[DraftTree], temperature=1.0) -> list[np.ndarray]:
+def score_trees(
+    target: TargetModel,
+    cache,
+    seq_logits: torch.Tensor,
+    anchors: torch.Tensor,
+    trees: list[DraftTree],
+    temperature=1.0,
+) -> list[np.ndarray]:
     """Edge probabilities ``a(u)`` of each tree (float64 arrays, ``a(root) = 1``); see :func:`tree_logit_tables`."""
     tables = tree_logit_tables(target, cache, seq_logits, anchors, trees, temperature)
     return [edge_probabilities(t, table) for t, table in zip(trees, tables)]
@@ -236,12 +290,12 @@ def score_trees(target: TargetModel, cache, seq_logits: torch.Tensor, anchors: t
 class SequenceBatch:
     """Everything the loss needs for the anchors of a batch of sequences."""
 
-    logits: torch.Tensor         # [K, D, V] drafter rows (differentiable)
-    targets: torch.Tensor        # [K, D]
-    target_valid: torch.Tensor   # [K, D]
-    trees: TreeBatch | None      # None when trees are not scored
-    edge: torch.Tensor | None    # [K, N] float64
-    tokens_seen: int             # sequence tokens processed by the target
+    logits: torch.Tensor  # [K, D, V] drafter rows (differentiable)
+    targets: torch.Tensor  # [K, D]
+    target_valid: torch.Tensor  # [K, D]
+    trees: TreeBatch | None  # None when trees are not scored
+    edge: torch.Tensor | None  # [K, N] float64
+    tokens_seen: int  # sequence tokens processed by the target
     opd: OPDChains | None = None  # the drafter's scored chains (draft-opd only)
 
 
@@ -252,10 +306,19 @@ def _pad_edges(edges: list[np.ndarray], n: int, device) -> torch.Tensor:
     return torch.as_tensor(out, device=device)
 
 
-def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tuple[torch.Tensor, int]],
-               anchors_per_seq: int, budget: int, rng: np.random.Generator, *, score: bool = True,
-               temperature=1.0, chain_rng: np.random.Generator | None = None,
-               prefix_window: int | None = None) -> SequenceBatch | None:
+def make_batch(
+    drafter: DFlashDrafter,
+    target: TargetModel,
+    sequences: list[tuple[torch.Tensor, int]],
+    anchors_per_seq: int,
+    budget: int,
+    rng: np.random.Generator,
+    *,
+    score: bool = True,
+    temperature=1.0,
+    chain_rng: np.random.Generator | None = None,
+    prefix_window: int | None = None,
+) -> SequenceBatch | None:
     """Build one training batch from ``(tokens [S], first_generated)`` pairs (``None`` if no anchor fits).
 
     ``rng`` draws the anchors. ``chain_rng`` (draft-opd): the drafter also samples one
@@ -265,7 +328,9 @@ def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tupl
     context tokens (:func:`windowed_tree_logit_tables`); ``None`` scores them over the whole context.
     """
     if prefix_window is not None and chain_rng is not None:
-        raise ValueError("prefix_window scores trees only: it does not combine with draft-opd's sampled chains")
+        raise ValueError(
+            "prefix_window scores trees only: it does not combine with draft-opd's sampled chains"
+        )
     if chain_rng is not None and not score:
         raise ValueError("sampled chains are scored by the target: chain_rng needs score=True")
     d = drafter.block_size - 1
@@ -292,12 +357,16 @@ def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tupl
         chains = [] if chain_rng is None else sample_chains(logits, tokens[anchors], chain_rng)
         both = torch.cat([anchors, anchors]) if chains else anchors
         if prefix_window is not None:
-            tables = windowed_tree_logit_tables(target, tokens, anchors, trees, prefix_window, temperature)
+            tables = windowed_tree_logit_tables(
+                target, tokens, anchors, trees, prefix_window, temperature
+            )
         else:
-            tables = tree_logit_tables(target, cache, step.logits, both, trees + chains, temperature)
+            tables = tree_logit_tables(
+                target, cache, step.logits, both, trees + chains, temperature
+            )
         all_trees.extend(trees)
         all_edges.extend(edge_probabilities(t, tb) for t, tb in zip(trees, tables))
-        for c, tb in zip(chains, tables[len(trees):]):
+        for c, tb in zip(chains, tables[len(trees) :]):
             all_chains.append(c)
             chain_edges.append(edge_probabilities(c, tb))
             chain_rows.append(torch.log_softmax(tb, dim=-1))
@@ -313,11 +382,33 @@ def make_batch(drafter: DFlashDrafter, target: TargetModel, sequences: list[tupl
         rows = torch.zeros(len(all_chains), n, chain_rows[0].shape[-1], device=target.device)
         for i, r in enumerate(chain_rows):
             rows[i, : r.shape[0]] = r
-        opd = OPDChains(TreeBatch.from_trees(all_chains, target.device, n), _pad_edges(chain_edges, n, target.device),
-                        rows)
-    return SequenceBatch(torch.cat(all_logits), torch.cat(all_targets), torch.cat(all_valid), tree_batch, edge, seen,
-                         opd)
+        opd = OPDChains(
+            TreeBatch.from_trees(all_chains, target.device, n),
+            _pad_edges(chain_edges, n, target.device),
+            rows,
+        )
+    return SequenceBatch(
+        torch.cat(all_logits),
+        torch.cat(all_targets),
+        torch.cat(all_valid),
+        tree_batch,
+        edge,
+        seen,
+        opd,
+    )
 
 
-__all__ = ["sample_anchors", "block_targets", "drafter_rows", "build_trees", "tree_scoring_mask",
-           "tree_logit_tables", "windowed_tree_logit_tables", "scoring_table", "edge_probabilities", "score_trees", "SequenceBatch", "make_batch"]
+__all__ = [
+    "sample_anchors",
+    "block_targets",
+    "drafter_rows",
+    "build_trees",
+    "tree_scoring_mask",
+    "tree_logit_tables",
+    "windowed_tree_logit_tables",
+    "scoring_table",
+    "edge_probabilities",
+    "score_trees",
+    "SequenceBatch",
+    "make_batch",
+]

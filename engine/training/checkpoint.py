@@ -69,12 +69,20 @@ def shard_drafter(drafter: DFlashDrafter, device: torch.device) -> DFlashDrafter
 def full_state(drafter, optimizer):
     """Full (unsharded) model and optimizer state dicts on the CPU."""
     if dist_group() is None:
-        return ({k: v.detach().clone() for k, v in drafter.state_dict().items()}, optimizer.state_dict())
-    from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
-                                                         get_optimizer_state_dict)
+        return (
+            {k: v.detach().clone() for k, v in drafter.state_dict().items()},
+            optimizer.state_dict(),
+        )
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+        get_optimizer_state_dict,
+    )
 
     opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_model_state_dict(drafter, options=opts), get_optimizer_state_dict(drafter, optimizer, options=opts)
+    return get_model_state_dict(drafter, options=opts), get_optimizer_state_dict(
+        drafter, optimizer, options=opts
+    )
 
 
 def load_full_state(drafter, optimizer, model_state, optim_state) -> None:
@@ -83,8 +91,11 @@ def load_full_state(drafter, optimizer, model_state, optim_state) -> None:
         drafter.load_state_dict(model_state)
         optimizer.load_state_dict(optim_state)
         return
-    from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
-                                                         set_optimizer_state_dict)
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        set_model_state_dict,
+        set_optimizer_state_dict,
+    )
 
     opts = StateDictOptions(full_state_dict=True)
     set_model_state_dict(drafter, model_state, options=opts)
@@ -103,9 +114,13 @@ def verify_checkpoint(path: Path) -> str | None:
         with weights.open("rb") as fh:
             (header_len,) = struct.unpack("<Q", fh.read(8))
             if header_len > size - 8:
-                return f"{WEIGHTS} is truncated (header of {header_len} bytes in a {size}-byte file)"
+                return (
+                    f"{WEIGHTS} is truncated (header of {header_len} bytes in a {size}-byte file)"
+                )
             header = json.loads(fh.read(header_len))
-        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+        end = max(
+            (int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0
+        )
         if 8 + header_len + end != size:
             return f"{WEIGHTS} is truncated or padded ({size} bytes, header says {8 + header_len + end})"
     except (struct.error, ValueError, KeyError, TypeError, IndexError) as err:
@@ -129,14 +144,16 @@ def latest_checkpoint(out: Path, *, log=None) -> Path | None:
     root = out / CHECKPOINTS
     steps = []
     for p in root.glob("step_*"):
-        suffix = p.name[len("step_"):]
+        suffix = p.name[len("step_") :]
         if p.is_dir() and suffix.isdigit():
             steps.append((int(suffix), p))
     for _, p in sorted(steps, reverse=True):
         reason = verify_checkpoint(p)
         if reason is None:
             return p
-        log(f"WARNING: checkpoint {p} is corrupt or incomplete ({reason}); falling back to the previous one")
+        log(
+            f"WARNING: checkpoint {p} is corrupt or incomplete ({reason}); falling back to the previous one"
+        )
     return None
 
 
@@ -146,9 +163,14 @@ def save_checkpoint(out: Path, step: int, drafter, optimizer, scheduler, rank: i
     if rank != 0:
         return
     path = out / CHECKPOINTS / f"step_{step:06d}"
-    with atomic_dir(path) as tmp:   # an existing (incomplete) folder of that name is moved aside, never deleted
+    with atomic_dir(
+        path
+    ) as tmp:  # an existing (incomplete) folder of that name is moved aside, never deleted
         save_weights(drafter, model_state, tmp, atomic=False)
-        torch.save({"step": step, "optimizer": optim_state, "scheduler": scheduler.state_dict()}, tmp / TRAINER_STATE)
+        torch.save(
+            {"step": step, "optimizer": optim_state, "scheduler": scheduler.state_dict()},
+            tmp / TRAINER_STATE,
+        )
 
 
 def save_weights(drafter, model_state: dict, path: Path, *, atomic: bool = True) -> None:
@@ -164,9 +186,14 @@ def save_weights(drafter, model_state: dict, path: Path, *, atomic: bool = True)
             save_weights(drafter, model_state, tmp, atomic=False)
         return
     path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps(drafter.config.to_dict(), indent=2) + "\n", encoding="utf-8")
-    save_file({k: v.detach().contiguous().cpu() for k, v in model_state.items()}, str(path / WEIGHTS),
-              metadata={"format": "pt"})
+    (path / "config.json").write_text(
+        json.dumps(drafter.config.to_dict(), indent=2) + "\n", encoding="utf-8"
+    )
+    save_file(
+        {k: v.detach().contiguous().cpu() for k, v in model_state.items()},
+        str(path / WEIGHTS),
+        metadata={"format": "pt"},
+    )
 
 
 def load_checkpoint(path: Path, drafter, optimizer, scheduler) -> int:
@@ -176,9 +203,13 @@ def load_checkpoint(path: Path, drafter, optimizer, scheduler) -> int:
     try:
         state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=False)
         weights = load_file(str(path / WEIGHTS))
-    except Exception as err:  # torch/safetensors raise many types for a damaged file: name the checkpoint
-        raise ValueError(f"checkpoint {path} cannot be read ({type(err).__name__}: {err}); move it aside to "
-                         "resume from the previous one") from err
+    except (
+        Exception
+    ) as err:  # torch/safetensors raise many types for a damaged file: name the checkpoint
+        raise ValueError(
+            f"checkpoint {path} cannot be read ({type(err).__name__}: {err}); move it aside to "
+            "resume from the previous one"
+        ) from err
     load_full_state(drafter, optimizer, weights, state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     return int(state["step"])
@@ -210,6 +241,18 @@ def truncate_metrics(path: Path, step: int, *, log=None) -> None:
     atomic_write_text(path, "".join(x + "\n" for x in keep))
 
 
-__all__ = ["CHECKPOINTS", "TRAINER_STATE", "dist_group", "init_distributed", "shard_drafter", "full_state",
-           "load_full_state", "latest_checkpoint", "save_checkpoint", "save_weights", "load_checkpoint", "verify_checkpoint",
-           "truncate_metrics"]
+__all__ = [
+    "CHECKPOINTS",
+    "TRAINER_STATE",
+    "dist_group",
+    "init_distributed",
+    "shard_drafter",
+    "full_state",
+    "load_full_state",
+    "latest_checkpoint",
+    "save_checkpoint",
+    "save_weights",
+    "load_checkpoint",
+    "verify_checkpoint",
+    "truncate_metrics",
+]

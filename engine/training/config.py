@@ -27,9 +27,20 @@ from exitlaw.engine.training.objectives import AUTHORS_EDGE_FLOOR, AUTHORS_LAMBD
 SAMPLING_ORDERS = {"vllm": VLLM_ORDER, "hf": HF_ORDER}
 
 PRESETS: dict[str, dict] = {
-    "paper": {"objective": "exit", "weight_norm": "batch", "lam": 1.0, "edge_floor": None, "budget": 64},
-    "authors-code": {"objective": "prefix", "weight_norm": "nodes", "lam": AUTHORS_LAMBDA,
-                     "edge_floor": AUTHORS_EDGE_FLOOR, "budget": 32},
+    "paper": {
+        "objective": "exit",
+        "weight_norm": "batch",
+        "lam": 1.0,
+        "edge_floor": None,
+        "budget": 64,
+    },
+    "authors-code": {
+        "objective": "prefix",
+        "weight_norm": "nodes",
+        "lam": AUTHORS_LAMBDA,
+        "edge_floor": AUTHORS_EDGE_FLOOR,
+        "budget": 32,
+    },
 }
 
 
@@ -37,58 +48,91 @@ PRESETS: dict[str, dict] = {
 class TrainConfig:
     """One training run (``exitlaw train`` flags map one to one)."""
 
-    objective: str = "exit"        # token | prefix | exit | exit-depth | draft-opd | vat
+    objective: str = "exit"  # token | prefix | exit | exit-depth | draft-opd | vat
     lam: float = 1.0
-    weight_norm: str = "batch"     # batch | tree | nodes: how the tree term's weights are normalised
-    edge_floor: float | None = None  # alpha of the authors' code (P from max(a, alpha)); None: raw edges
+    weight_norm: str = "batch"  # batch | tree | nodes: how the tree term's weights are normalised
+    edge_floor: float | None = (
+        None  # alpha of the authors' code (P from max(a, alpha)); None: raw edges
+    )
     budget: int = 64
     steps: int = 100
-    batch_size: int = 4            # sequences per step and rank
+    batch_size: int = 4  # sequences per step and rank
     anchors_per_seq: int = 8
     lr: float = 1e-4
-    min_lr_ratio: float = 0.1      # cosine decays to lr * min_lr_ratio
+    min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
     warmup_steps: int = 0
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     checkpoint_every: int = 50
     log_every: int = 1
     seed: int = 0
-    score_trees: bool = True       # False only for token-only warm-up/distillation (not matched compute)
-    target_temperature: float = 1.0  # the scoring temperature T_s: the target law the node weights come from
-    target_top_k: int | None = None     # filters of the scoring law (exitlaw.theory.SamplingSettings): the node
-    target_top_p: float | None = None   # weights come from the processed target at T_s (off by default)
+    score_trees: bool = True  # False only for token-only warm-up/distillation (not matched compute)
+    target_temperature: float = (
+        1.0  # the scoring temperature T_s: the target law the node weights come from
+    )
+    target_top_k: int | None = (
+        None  # filters of the scoring law (exitlaw.theory.SamplingSettings): the node
+    )
+    target_top_p: float | None = (
+        None  # weights come from the processed target at T_s (off by default)
+    )
     target_min_p: float | None = None
     target_sampling_order: str = "vllm"  # vllm (min-p, top-k, top-p) or hf (top-k, top-p, min-p)
-    prefix_window: int | None = None   # score trees over only the last N context tokens (the authors' code: 64)
-    amp: str = "auto"              # auto | bf16 | off
+    prefix_window: int | None = (
+        None  # score trees over only the last N context tokens (the authors' code: 64)
+    )
+    amp: str = "auto"  # auto | bf16 | off
 
     def __post_init__(self):
         check_objective(self.objective, self.weight_norm, self.edge_floor)
         if not self.score_trees and self.objective != "token":
             raise ValueError(f"objective {self.objective!r} needs scored trees (score_trees=True)")
-        for name in ("budget", "steps", "batch_size", "anchors_per_seq", "checkpoint_every", "log_every"):
+        for name in (
+            "budget",
+            "steps",
+            "batch_size",
+            "anchors_per_seq",
+            "checkpoint_every",
+            "log_every",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0 or not 0 <= self.min_lr_ratio <= 1 or self.grad_clip <= 0 or not self.lam >= 0:
+        if (
+            self.lr <= 0
+            or not 0 <= self.min_lr_ratio <= 1
+            or self.grad_clip <= 0
+            or not self.lam >= 0
+        ):
             raise ValueError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0, lam >= 0")
         if self.warmup_steps < 0 or self.target_temperature <= 0:
             raise ValueError("need warmup_steps >= 0 and target_temperature > 0")
-        if self.prefix_window is not None and (isinstance(self.prefix_window, bool) or self.prefix_window < 1):
+        if self.prefix_window is not None and (
+            isinstance(self.prefix_window, bool) or self.prefix_window < 1
+        ):
             raise ValueError(f"prefix_window must be None or >= 1 token, got {self.prefix_window}")
         if self.prefix_window is not None and self.objective == "draft-opd":
             raise ValueError("prefix_window scores trees only: it does not combine with draft-opd")
         if self.amp not in ("auto", "bf16", "off"):
             raise ValueError(f"amp must be auto, bf16 or off, got {self.amp!r}")
         if self.target_sampling_order not in SAMPLING_ORDERS:
-            raise ValueError(f"target_sampling_order must be vllm or hf, got {self.target_sampling_order!r}")
+            raise ValueError(
+                f"target_sampling_order must be vllm or hf, got {self.target_sampling_order!r}"
+            )
         if self.scoring_settings.filtered and self.objective == "draft-opd":
-            raise ValueError("draft-opd scores sampled chains with full target rows: it does not take scoring filters")
+            raise ValueError(
+                "draft-opd scores sampled chains with full target rows: it does not take scoring filters"
+            )
 
     @property
     def scoring_settings(self) -> SamplingSettings:
         """The scoring law's settings: ``T_s`` and the target filters (validated, named errors)."""
-        return SamplingSettings(self.target_temperature, self.target_top_k, self.target_top_p, self.target_min_p,
-                                SAMPLING_ORDERS[self.target_sampling_order])
+        return SamplingSettings(
+            self.target_temperature,
+            self.target_top_k,
+            self.target_top_p,
+            self.target_min_p,
+            SAMPLING_ORDERS[self.target_sampling_order],
+        )
 
     @classmethod
     def from_saved(cls, saved: dict) -> "TrainConfig":

@@ -23,8 +23,12 @@ class ServerError(RuntimeError):
 
 
 def _post(url: str, payload: dict, timeout: float) -> dict:
-    req = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"),
-                                 headers={"Content-Type": "application/json"}, method="POST")
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(payload).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             body = resp.read().decode("utf-8")
@@ -40,10 +44,19 @@ def _post(url: str, payload: dict, timeout: float) -> dict:
         raise ServerError(f"{url} did not answer JSON: {body[:200]!r}") from None
 
 
-def server_continuations(base_url: str, prompts: Sequence[Sequence[int]], tokenizer, *, model: str,
-                         max_new_tokens: int, temperature: float, seed: int,
-                         stop_tokens: Sequence[int] = (), timeout: float = 600.0,
-                         filters: dict | None = None) -> list[list[int]]:
+def server_continuations(
+    base_url: str,
+    prompts: Sequence[Sequence[int]],
+    tokenizer,
+    *,
+    model: str,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int,
+    stop_tokens: Sequence[int] = (),
+    timeout: float = 600.0,
+    filters: dict | None = None,
+) -> list[list[int]]:
     """One completion per prompt from ``{base_url}/v1/completions``, as target token ids.
 
     Request ``i`` carries ``seed + i`` so a server that honours seeds reproduces the
@@ -55,22 +68,46 @@ def server_continuations(base_url: str, prompts: Sequence[Sequence[int]], tokeni
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     settings = SamplingSettings(temperature, **(filters or {}))
-    knobs = {k: getattr(settings, k) for k in ("top_k", "top_p", "min_p") if getattr(settings, k) is not None}
-    if knobs and settings.order != VLLM_ORDER and settings.top_p is not None and settings.min_p is not None:
-        raise ValueError("a server applies its own filter order (vLLM: min-p, then top-k/top-p); "
-                         "the hf order with both top_p and min_p cannot be requested")
+    knobs = {
+        k: getattr(settings, k)
+        for k in ("top_k", "top_p", "min_p")
+        if getattr(settings, k) is not None
+    }
+    if (
+        knobs
+        and settings.order != VLLM_ORDER
+        and settings.top_p is not None
+        and settings.min_p is not None
+    ):
+        raise ValueError(
+            "a server applies its own filter order (vLLM: min-p, then top-k/top-p); "
+            "the hf order with both top_p and min_p cannot be requested"
+        )
     url = base_url.rstrip("/") + "/v1/completions"
     stops = {int(t) for t in stop_tokens}
     out: list[list[int]] = []
     for i, prompt in enumerate(prompts):
         if not prompt:
             raise ValueError(f"prompt {i} is empty")
-        reply = _post(url, {"model": model, "prompt": [int(t) for t in prompt], "max_tokens": int(max_new_tokens),
-                            "temperature": float(temperature), "seed": int(seed) + i, "n": 1, **knobs}, timeout)
+        reply = _post(
+            url,
+            {
+                "model": model,
+                "prompt": [int(t) for t in prompt],
+                "max_tokens": int(max_new_tokens),
+                "temperature": float(temperature),
+                "seed": int(seed) + i,
+                "n": 1,
+                **knobs,
+            },
+            timeout,
+        )
         try:
             text = reply["choices"][0]["text"]
         except (KeyError, IndexError, TypeError):
-            raise ServerError(f"{url} answered without choices[0].text for prompt {i}: {str(reply)[:200]}") from None
+            raise ServerError(
+                f"{url} answered without choices[0].text for prompt {i}: {str(reply)[:200]}"
+            ) from None
         if not isinstance(text, str):
             raise ServerError(f"{url} answered a non-string text for prompt {i}")
         ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])[:max_new_tokens]

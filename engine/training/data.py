@@ -36,14 +36,26 @@ CACHE_SCHEMA = "exitlaw.continuations/1"
 def load_prompts(source: str, *, limit: int | None = None) -> list[str | list[int]]:
     """Training prompts of ``source`` (any :func:`.prompt_records.load_prompt_set` source): each
     record's token ids, else its first user turn."""
-    return [list(p.ids) if p.ids is not None else p.turns[0] for p in load_prompt_set(source, limit=limit)]
+    return [
+        list(p.ids) if p.ids is not None else p.turns[0]
+        for p in load_prompt_set(source, limit=limit)
+    ]
 
 
 @torch.no_grad()
-def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]], *, max_new_tokens: int,
-                           temperature: float, seed: int, batch_size: int = 16,
-                           stop_tokens: Sequence[int] = (), pad_id: int = 0,
-                           first_batch: int = 0, filters: dict | None = None) -> list[list[int]]:
+def generate_continuations(
+    target: TargetModel,
+    prompts: Sequence[Sequence[int]],
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int,
+    batch_size: int = 16,
+    stop_tokens: Sequence[int] = (),
+    pad_id: int = 0,
+    first_batch: int = 0,
+    filters: dict | None = None,
+) -> list[list[int]]:
     """Sample a continuation of every prompt from the target (cut after the first stop token).
 
     Prompts are left-padded into batches of ``batch_size``; batch ``b`` draws from
@@ -54,24 +66,31 @@ def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]]
     """
     settings = SamplingSettings(temperature, **(filters or {}))
     if max_new_tokens < 1 or batch_size < 1:
-        raise ValueError(f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens}, {batch_size}")
+        raise ValueError(
+            f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens}, {batch_size}"
+        )
     if any(len(p) == 0 for p in prompts):
         raise ValueError("every prompt needs at least one token")
     dev, stops = target.device, set(int(t) for t in stop_tokens)
     out: list[list[int]] = []
     for b, lo in enumerate(range(0, len(prompts), batch_size)):
-        chunk = [list(map(int, p)) for p in prompts[lo:lo + batch_size]]
+        chunk = [list(map(int, p)) for p in prompts[lo : lo + batch_size]]
         gen = torch.Generator(device=dev).manual_seed(seed * 1_000_003 + first_batch + b)
         width = max(len(p) for p in chunk)
         ids = torch.full((len(chunk), width), pad_id, dtype=torch.long, device=dev)
         mask = torch.zeros(len(chunk), width, dtype=torch.long, device=dev)
         for i, p in enumerate(chunk):
-            ids[i, width - len(p):] = torch.tensor(p, device=dev)
-            mask[i, width - len(p):] = 1
+            ids[i, width - len(p) :] = torch.tensor(p, device=dev)
+            mask[i, width - len(p) :] = 1
         cache = target.new_cache()
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        logits = target.model(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache,
-                              use_cache=True).logits[:, -1].float()
+        logits = (
+            target.model(
+                input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True
+            )
+            .logits[:, -1]
+            .float()
+        )
         new = torch.zeros(len(chunk), max_new_tokens, dtype=torch.long, device=dev)
         for t in range(max_new_tokens):
             if temperature == 0:
@@ -83,16 +102,26 @@ def generate_continuations(target: TargetModel, prompts: Sequence[Sequence[int]]
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
             pos = pos[:, -1:] + 1
-            logits = target.model(input_ids=tok[:, None], attention_mask=mask, position_ids=pos, cache=cache,
-                                  use_cache=True).logits[:, -1].float()
+            logits = (
+                target.model(
+                    input_ids=tok[:, None],
+                    attention_mask=mask,
+                    position_ids=pos,
+                    cache=cache,
+                    use_cache=True,
+                )
+                .logits[:, -1]
+                .float()
+            )
         for row in new.tolist():
             cut = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
             out.append(row[:cut])
     return out
 
 
-def _generate_sharded(target: TargetModel, prompts: Sequence[Sequence[int]], *, batch_size: int,
-                      **kw) -> list[list[int]]:
+def _generate_sharded(
+    target: TargetModel, prompts: Sequence[Sequence[int]], *, batch_size: int, **kw
+) -> list[list[int]]:
     """:func:`generate_continuations`, its batches split round-robin over the ranks of a running
     process group (each batch keeps its own seed, so the result equals a one-process run)."""
     import torch.distributed as dist
@@ -101,9 +130,13 @@ def _generate_sharded(target: TargetModel, prompts: Sequence[Sequence[int]], *, 
         return generate_continuations(target, prompts, batch_size=batch_size, **kw)
     rank, world = dist.get_rank(), dist.get_world_size()
     starts = list(range(0, len(prompts), batch_size))
-    mine = {b: generate_continuations(target, prompts[lo:lo + batch_size], batch_size=batch_size,
-                                      first_batch=b, **kw)
-            for b, lo in enumerate(starts) if b % world == rank}
+    mine = {
+        b: generate_continuations(
+            target, prompts[lo : lo + batch_size], batch_size=batch_size, first_batch=b, **kw
+        )
+        for b, lo in enumerate(starts)
+        if b % world == rank
+    }
     gathered: list[dict] = [None] * world  # type: ignore[list-item]
     dist.all_gather_object(gathered, mine)
     merged = {b: c for part in gathered for b, c in part.items()}
@@ -121,7 +154,9 @@ class Sequences:
         return len(self.prompts)
 
     def item(self, i: int) -> tuple[torch.Tensor, int]:
-        return torch.tensor(self.prompts[i] + self.continuations[i], dtype=torch.long), len(self.prompts[i])
+        return torch.tensor(self.prompts[i] + self.continuations[i], dtype=torch.long), len(
+            self.prompts[i]
+        )
 
 
 def target_fingerprint(path: str | Path) -> str:
@@ -135,10 +170,22 @@ def target_fingerprint(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
-def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Sequence[int]], cache_dir: str | Path,
-                     *, max_new_tokens: int, temperature: float, seed: int, batch_size: int = 16,
-                     stop_tokens: Sequence[int] = (), progress: bool = False,
-                     generate=None, source: str | None = None, filters: dict | None = None) -> Sequences:
+def cached_sequences(
+    target: TargetModel,
+    fingerprint: str,
+    prompts: Sequence[Sequence[int]],
+    cache_dir: str | Path,
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int,
+    batch_size: int = 16,
+    stop_tokens: Sequence[int] = (),
+    progress: bool = False,
+    generate=None,
+    source: str | None = None,
+    filters: dict | None = None,
+) -> Sequences:
     """:func:`generate_continuations`, read from ``cache_dir`` when the same request was made before.
 
     ``generate(prompts) -> continuations`` replaces local decoding (e.g. an external
@@ -147,12 +194,28 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
     without filters keep their keys).
     """
     active = SamplingSettings(temperature, **(filters or {}))
-    extra = {"filters": {k: v for k, v in active.as_dict().items() if k != "temperature"}} if active.filtered else {}
+    extra = (
+        {"filters": {k: v for k, v in active.as_dict().items() if k != "temperature"}}
+        if active.filtered
+        else {}
+    )
     if (generate is None) != (source is None):
-        raise ValueError("pass both generate and source (an external generator and its name), or neither")
-    key_src = json.dumps({"target": fingerprint, "source": source, "prompts": [list(map(int, p)) for p in prompts],
-                          "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
-                          "stop": sorted(int(t) for t in stop_tokens), **extra}, sort_keys=True)
+        raise ValueError(
+            "pass both generate and source (an external generator and its name), or neither"
+        )
+    key_src = json.dumps(
+        {
+            "target": fingerprint,
+            "source": source,
+            "prompts": [list(map(int, p)) for p in prompts],
+            "max_new_tokens": max_new_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "stop": sorted(int(t) for t in stop_tokens),
+            **extra,
+        },
+        sort_keys=True,
+    )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:20]
     path = Path(cache_dir) / f"continuations-{key}.jsonl"
     if path.is_file():
@@ -162,15 +225,27 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
             raise ValueError(f"{path} is not an exitlaw continuation cache for this request")
         recs = [json.loads(x) for x in lines[1:]]
         if len(recs) != len(prompts):
-            raise ValueError(f"{path} holds {len(recs)} continuations, expected {len(prompts)} (truncated file?)")
+            raise ValueError(
+                f"{path} holds {len(recs)} continuations, expected {len(prompts)} (truncated file?)"
+            )
         return Sequences([r["prompt_ids"] for r in recs], [r["completion_ids"] for r in recs])
     if generate is not None:
         conts = [list(map(int, c)) for c in generate(prompts)]
         if len(conts) != len(prompts):
-            raise ValueError(f"the external generator returned {len(conts)} continuations for {len(prompts)} prompts")
+            raise ValueError(
+                f"the external generator returned {len(conts)} continuations for {len(prompts)} prompts"
+            )
     else:
-        conts = _generate_sharded(target, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                  seed=seed, batch_size=batch_size, stop_tokens=stop_tokens, filters=filters)
+        conts = _generate_sharded(
+            target,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            seed=seed,
+            batch_size=batch_size,
+            stop_tokens=stop_tokens,
+            filters=filters,
+        )
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
@@ -179,9 +254,20 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"schema": CACHE_SCHEMA, "key": key, "target": fingerprint,
-                             "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
-                             **extra}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "schema": CACHE_SCHEMA,
+                    "key": key,
+                    "target": fingerprint,
+                    "max_new_tokens": max_new_tokens,
+                    "temperature": temperature,
+                    "seed": seed,
+                    **extra,
+                }
+            )
+            + "\n"
+        )
         for p, c in zip(prompts, conts):
             fh.write(json.dumps({"prompt_ids": list(map(int, p)), "completion_ids": c}) + "\n")
     os.replace(tmp, path)
@@ -190,5 +276,11 @@ def cached_sequences(target: TargetModel, fingerprint: str, prompts: Sequence[Se
     return Sequences([list(map(int, p)) for p in prompts], conts)
 
 
-__all__ = ["load_prompts", "encode_prompts", "generate_continuations", "Sequences", "target_fingerprint",
-           "cached_sequences"]
+__all__ = [
+    "load_prompts",
+    "encode_prompts",
+    "generate_continuations",
+    "Sequences",
+    "target_fingerprint",
+    "cached_sequences",
+]

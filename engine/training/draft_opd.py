@@ -54,49 +54,69 @@ from exitlaw.engine.training.law import TreeBatch, raw_weights, tree_law
 class OPDChains:
     """The drafter's sampled chains of a batch, scored by the frozen target."""
 
-    chains: TreeBatch          # K chains of N = D + 1 nodes (padded)
-    edge: torch.Tensor         # [K, N] float64 target edge probabilities a(u)
-    target_logp: torch.Tensor  # [K, N, V] float32: row v = log p_v (the target's next-token row at chain node v)
+    chains: TreeBatch  # K chains of N = D + 1 nodes (padded)
+    edge: torch.Tensor  # [K, N] float64 target edge probabilities a(u)
+    target_logp: (
+        torch.Tensor
+    )  # [K, N, V] float32: row v = log p_v (the target's next-token row at chain node v)
 
 
 @torch.no_grad()
-def sample_chains(logits: torch.Tensor, roots: torch.Tensor, rng: np.random.Generator) -> list[DraftTree]:
+def sample_chains(
+    logits: torch.Tensor, roots: torch.Tensor, rng: np.random.Generator
+) -> list[DraftTree]:
     """One chain per anchor, ``x_d ~ softmax(logits[k, d])`` (``logits [K, D, V]``, ``roots [K]``).
 
     Inverse-CDF sampling in float64 on the host from ``rng`` (one uniform per row), so
     a run's chains depend only on its step's generator (exact resume).
     """
     if logits.ndim != 3 or roots.shape != (logits.shape[0],):
-        raise DistributionError(f"need logits [K, D, V] and roots [K], got {tuple(logits.shape)}, {tuple(roots.shape)}")
-    probs = torch.softmax(logits.detach().double(), dim=-1).cpu().numpy()   # [K, D, V]
+        raise DistributionError(
+            f"need logits [K, D, V] and roots [K], got {tuple(logits.shape)}, {tuple(roots.shape)}"
+        )
+    probs = torch.softmax(logits.detach().double(), dim=-1).cpu().numpy()  # [K, D, V]
     cdf = np.cumsum(probs, axis=-1)
-    u = rng.random(probs.shape[:2]) * cdf[..., -1]                            # [K, D]
-    tok = np.minimum((cdf < u[..., None]).sum(-1), probs.shape[-1] - 1)       # first index with cdf >= u
+    u = rng.random(probs.shape[:2]) * cdf[..., -1]  # [K, D]
+    tok = np.minimum((cdf < u[..., None]).sum(-1), probs.shape[-1] - 1)  # first index with cdf >= u
     return [DraftTree.chain(tok[k].tolist(), root_token=int(roots[k])) for k in range(tok.shape[0])]
 
 
-def draft_opd_term(logits: torch.Tensor, log_z: torch.Tensor, opd: OPDChains,
-                   edge_floor: float | None = None) -> torch.Tensor:
+def draft_opd_term(
+    logits: torch.Tensor, log_z: torch.Tensor, opd: OPDChains, edge_floor: float | None = None
+) -> torch.Tensor:
     """``sum_v wt(v) KL(p_par(v) || q_depth(v))`` with ``wt = P(par(v)) / sum P(par(.))`` (module docstring).
 
     ``logits [K, D, V]`` (differentiable), ``log_z [K, D]`` their log-normalisers.
     """
     chains = opd.chains
     k, d, vocab = logits.shape
-    if chains.valid.shape[0] != k or opd.target_logp.shape[:2] != chains.valid.shape or opd.target_logp.shape[2] != vocab:
-        raise DistributionError(f"chains {tuple(chains.valid.shape)} and target rows {tuple(opd.target_logp.shape)} "
-                                f"do not match the drafter rows {tuple(logits.shape)}")
+    if (
+        chains.valid.shape[0] != k
+        or opd.target_logp.shape[:2] != chains.valid.shape
+        or opd.target_logp.shape[2] != vocab
+    ):
+        raise DistributionError(
+            f"chains {tuple(chains.valid.shape)} and target rows {tuple(opd.target_logp.shape)} "
+            f"do not match the drafter rows {tuple(logits.shape)}"
+        )
     if int(chains.depth.max()) > d:
-        raise DistributionError(f"a chain is deeper ({int(chains.depth.max())}) than the {d} draft rows")
+        raise DistributionError(
+            f"a chain is deeper ({int(chains.depth.max())}) than the {d} draft rows"
+        )
     law = tree_law(chains, opd.edge, edge_floor)
-    s = raw_weights("draft-opd", law, chains)                      # P(par(v)), zero at roots and padding
+    s = raw_weights("draft-opd", law, chains)  # P(par(v)), zero at roots and padding
     total = s.sum()
     wt = (s / total if float(total) > 0 else s).to(torch.float32)  # the visit-weighted mean
     k_idx = torch.arange(k, device=logits.device)[:, None].expand_as(chains.parent)
-    log_p = opd.target_logp[k_idx, chains.parent.clamp(min=0)]     # [K, N, V] target row of each node's parent
-    log_q = logits.float()[k_idx, (chains.depth - 1).clamp(min=0)] - log_z[k_idx, (chains.depth - 1).clamp(min=0)][..., None]
+    log_p = opd.target_logp[
+        k_idx, chains.parent.clamp(min=0)
+    ]  # [K, N, V] target row of each node's parent
+    log_q = (
+        logits.float()[k_idx, (chains.depth - 1).clamp(min=0)]
+        - log_z[k_idx, (chains.depth - 1).clamp(min=0)][..., None]
+    )
     p = log_p.exp()
-    kl = torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)   # [K, N]
+    kl = torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)  # [K, N]
     return torch.where(chains.nonroot, wt * kl, torch.zeros_like(kl)).sum()
 
 

@@ -33,18 +33,27 @@ from exitlaw.theory import DistributionError
 
 from exitlaw.engine.training.draft_opd import OPDChains, draft_opd_term
 from exitlaw.engine.training.law import TreeBatch, TreeLaw, objective_weights, raw_weights, tree_law
-from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES, ObjectiveError, check_objective
+from exitlaw.engine.training.objectives import (
+    NORMALISATIONS,
+    OBJECTIVES,
+    ObjectiveError,
+    check_objective,
+)
 from exitlaw.engine.training.vat import vat_term
 
 
 def draft_log_normalisers(logits: torch.Tensor) -> torch.Tensor:
     """``logZ [K, D]``: one ``logsumexp`` per distinct draft row of ``logits [K, D, V]`` (float32)."""
     if logits.ndim != 3:
-        raise DistributionError(f"draft logits must have shape [K, D, V], got {tuple(logits.shape)}")
+        raise DistributionError(
+            f"draft logits must have shape [K, D, V], got {tuple(logits.shape)}"
+        )
     return torch.logsumexp(logits.float(), dim=-1)
 
 
-def gathered_nll(logits: torch.Tensor, log_z: torch.Tensor, depth_row: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
+def gathered_nll(
+    logits: torch.Tensor, log_z: torch.Tensor, depth_row: torch.Tensor, token: torch.Tensor
+) -> torch.Tensor:
     """``-log q_{k, d}(x) = logZ[k, d] - z[k, d, x]`` for index tensors ``depth_row, token [K, M]``.
 
     ``depth_row`` is 0-based (draft row ``d - 1`` scores a node at depth ``d``).
@@ -55,31 +64,47 @@ def gathered_nll(logits: torch.Tensor, log_z: torch.Tensor, depth_row: torch.Ten
     return log_z[k_idx, rows] - z
 
 
-def token_ce(logits: torch.Tensor, log_z: torch.Tensor, targets: torch.Tensor, target_valid: torch.Tensor) -> torch.Tensor:
+def token_ce(
+    logits: torch.Tensor, log_z: torch.Tensor, targets: torch.Tensor, target_valid: torch.Tensor
+) -> torch.Tensor:
     """Dense CE: mean of ``-log q_d(x_{a+d})`` over the valid ``(anchor, depth)`` pairs (``[K, D]`` inputs)."""
     k, d = targets.shape
     steps = torch.arange(d, device=logits.device)[None].expand(k, d)
     nll = gathered_nll(logits, log_z, steps, targets.clamp(min=0))
-    return torch.where(target_valid, nll, torch.zeros_like(nll)).sum() / target_valid.sum().clamp(min=1)
+    return torch.where(target_valid, nll, torch.zeros_like(nll)).sum() / target_valid.sum().clamp(
+        min=1
+    )
 
 
 @dataclass(frozen=True)
 class LossTerms:
     """The loss and what the metrics log reports about it (tree fields ``None`` without scored trees)."""
 
-    total: torch.Tensor          # CE + lambda * tree (differentiable)
-    ce: torch.Tensor             # dense token cross-entropy
-    tree: torch.Tensor           # the weighted term (tree term, or the draft-opd term); 0 without trees
-    lam: float                   # the lambda actually used (0 for `token` and without trees)
-    mean_w: float | None         # mean over trees of the non-root exit mass W_k (1 - w(root) without a floor)
-    coverage: float | None       # mean over trees of C_p(T_k)
-    nodes: int | None            # real non-root nodes scored
-    depth: float | None          # mean over trees of the maximum depth
+    total: torch.Tensor  # CE + lambda * tree (differentiable)
+    ce: torch.Tensor  # dense token cross-entropy
+    tree: torch.Tensor  # the weighted term (tree term, or the draft-opd term); 0 without trees
+    lam: float  # the lambda actually used (0 for `token` and without trees)
+    mean_w: (
+        float | None
+    )  # mean over trees of the non-root exit mass W_k (1 - w(root) without a floor)
+    coverage: float | None  # mean over trees of C_p(T_k)
+    nodes: int | None  # real non-root nodes scored
+    depth: float | None  # mean over trees of the maximum depth
 
 
-def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: torch.Tensor,
-                   trees: TreeBatch | None, edge: torch.Tensor | None, *, objective: str, lam: float,
-                   normalisation: str = "batch", edge_floor: float | None = None, opd: OPDChains | None = None) -> LossTerms:
+def exittrain_loss(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    target_valid: torch.Tensor,
+    trees: TreeBatch | None,
+    edge: torch.Tensor | None,
+    *,
+    objective: str,
+    lam: float,
+    normalisation: str = "batch",
+    edge_floor: float | None = None,
+    opd: OPDChains | None = None,
+) -> LossTerms:
     """The ExitTrain loss of one batch (module docstring).
 
     ``logits [K, D, V]`` drafter rows (row ``d - 1`` = depth ``d``), ``targets [K, D]``
@@ -94,11 +119,15 @@ def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: to
         raise ObjectiveError(f"lambda must be finite and >= 0, got {lam}")
     k, d, _ = logits.shape
     if targets.shape != (k, d) or target_valid.shape != (k, d):
-        raise DistributionError(f"targets and target_valid must have shape ({k}, {d}), got "
-                                f"{tuple(targets.shape)} and {tuple(target_valid.shape)}")
+        raise DistributionError(
+            f"targets and target_valid must have shape ({k}, {d}), got "
+            f"{tuple(targets.shape)} and {tuple(target_valid.shape)}"
+        )
     log_z = draft_log_normalisers(logits)
     ce = token_ce(logits, log_z, targets, target_valid)
-    if objective == "vat" and trees is None:  # needs no trees; with trees they are still scored and logged
+    if (
+        objective == "vat" and trees is None
+    ):  # needs no trees; with trees they are still scored and logged
         term = vat_term(logits, log_z, targets, target_valid)
         return LossTerms(ce + float(lam) * term, ce, term, float(lam), None, None, None, None)
     if trees is None:
@@ -108,7 +137,9 @@ def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: to
     if trees.valid.shape[0] != k:
         raise DistributionError(f"{trees.valid.shape[0]} trees for {k} anchors")
     if int(trees.depth.max()) > d:
-        raise DistributionError(f"a tree is deeper ({int(trees.depth.max())}) than the {d} draft rows")
+        raise DistributionError(
+            f"a tree is deeper ({int(trees.depth.max())}) than the {d} draft rows"
+        )
     law = tree_law(trees, edge, edge_floor)
     if objective == "draft-opd":
         if opd is None:
@@ -122,12 +153,32 @@ def exittrain_loss(logits: torch.Tensor, targets: torch.Tensor, target_valid: to
         term = torch.where(trees.nonroot, weights * node_nll, torch.zeros_like(node_nll)).sum()
     used = 0.0 if objective == "token" else float(lam)
     nonroot_w = torch.where(trees.nonroot, law.w, torch.zeros_like(law.w)).sum(-1)
-    return LossTerms(total=ce + used * term, ce=ce, tree=term, lam=used, mean_w=float(nonroot_w.mean()),
-                     coverage=float(law.coverage.mean()), nodes=int(trees.nonroot.sum()),
-                     depth=float(trees.depth.max(-1).values.double().mean()))
+    return LossTerms(
+        total=ce + used * term,
+        ce=ce,
+        tree=term,
+        lam=used,
+        mean_w=float(nonroot_w.mean()),
+        coverage=float(law.coverage.mean()),
+        nodes=int(trees.nonroot.sum()),
+        depth=float(trees.depth.max(-1).values.double().mean()),
+    )
 
 
 # the exit law, weights and vocabulary are re-exported here: one import for the whole loss
-__all__ = ["OBJECTIVES", "NORMALISATIONS", "ObjectiveError", "check_objective", "TreeBatch", "TreeLaw", "LossTerms",
-           "tree_law", "raw_weights", "objective_weights", "draft_log_normalisers", "gathered_nll", "token_ce",
-           "exittrain_loss"]
+__all__ = [
+    "OBJECTIVES",
+    "NORMALISATIONS",
+    "ObjectiveError",
+    "check_objective",
+    "TreeBatch",
+    "TreeLaw",
+    "LossTerms",
+    "tree_law",
+    "raw_weights",
+    "objective_weights",
+    "draft_log_normalisers",
+    "gathered_nll",
+    "token_ce",
+    "exittrain_loss",
+]

@@ -52,20 +52,30 @@ from exitlaw.engine.training.objectives import ObjectiveError, check_edge_floor,
 class TreeBatch:
     """``K`` draft trees padded to ``N`` nodes, as torch tensors (see :class:`~exitlaw.theory.PaddedTree`)."""
 
-    parent: torch.Tensor    # [K, N] long (root -1, padding 0)
-    token: torch.Tensor     # [K, N] long
-    depth: torch.Tensor     # [K, N] long
-    valid: torch.Tensor     # [K, N] bool
+    parent: torch.Tensor  # [K, N] long (root -1, padding 0)
+    token: torch.Tensor  # [K, N] long
+    depth: torch.Tensor  # [K, N] long
+    valid: torch.Tensor  # [K, N] bool
     ancestor: torch.Tensor  # [K, N, N] bool, ancestor-or-self
-    child: torch.Tensor     # [K, N, N] bool, C[v, u] = par(u) == v
+    child: torch.Tensor  # [K, N, N] bool, C[v, u] = par(u) == v
 
     @classmethod
-    def from_trees(cls, trees: list[DraftTree], device: torch.device | str = "cpu",
-                   num_nodes: int | None = None) -> "TreeBatch":
+    def from_trees(
+        cls,
+        trees: list[DraftTree],
+        device: torch.device | str = "cpu",
+        num_nodes: int | None = None,
+    ) -> "TreeBatch":
         padded: PaddedTree = stack_trees(trees, num_nodes)
         put = lambda x, dt: torch.as_tensor(np.ascontiguousarray(x)).to(device=device, dtype=dt)  # noqa: E731
-        return cls(put(padded.parent, torch.long), put(padded.token, torch.long), put(padded.depth, torch.long),
-                   put(padded.valid, torch.bool), put(padded.ancestor, torch.bool), put(padded.child, torch.bool))
+        return cls(
+            put(padded.parent, torch.long),
+            put(padded.token, torch.long),
+            put(padded.depth, torch.long),
+            put(padded.valid, torch.bool),
+            put(padded.ancestor, torch.bool),
+            put(padded.child, torch.bool),
+        )
 
     @property
     def nonroot(self) -> torch.Tensor:
@@ -77,9 +87,9 @@ class TreeBatch:
 class TreeLaw:
     """Per-node exit-law quantities of a :class:`TreeBatch` (``[K, N]``, float64, detached)."""
 
-    prefix: torch.Tensor    # P(v) (from floored edges when a floor is set)
-    rho: torch.Tensor       # max(1 - m(v), 0) from the raw edges (the residual-mass rule, part 2)
-    w: torch.Tensor         # P(v) rho(v)
+    prefix: torch.Tensor  # P(v) (from floored edges when a floor is set)
+    rho: torch.Tensor  # max(1 - m(v), 0) from the raw edges (the residual-mass rule, part 2)
+    w: torch.Tensor  # P(v) rho(v)
     coverage: torch.Tensor  # [K] C_p(T_k) = sum_{v != root} P(v)
 
 
@@ -92,7 +102,9 @@ def tree_law(trees: TreeBatch, edge: torch.Tensor, edge_floor: float | None = No
     ``edge_floor = alpha``: ``P`` from ``max(a, alpha)``, ``rho`` still from the raw edges.
     """
     if edge.shape != trees.valid.shape:
-        raise DistributionError(f"edge must have shape {tuple(trees.valid.shape)}, got {tuple(edge.shape)}")
+        raise DistributionError(
+            f"edge must have shape {tuple(trees.valid.shape)}, got {tuple(edge.shape)}"
+        )
     a = edge.detach().to(torch.float64)
     if not torch.isfinite(a).all() or (a < 0).any():
         raise DistributionError("edge probabilities must be finite and >= 0")
@@ -101,16 +113,23 @@ def tree_law(trees: TreeBatch, edge: torch.Tensor, edge_floor: float | None = No
     is_root[:, 1:] = False
     a = torch.where(is_root, torch.ones_like(a), torch.where(trees.valid, a, torch.zeros_like(a)))
     a_p = a if edge_floor is None else torch.where(trees.valid, a.clamp(min=edge_floor), a)
-    log_a = torch.where(a_p > 0, torch.log(torch.where(a_p > 0, a_p, torch.ones_like(a_p))),
-                        torch.full_like(a_p, -torch.inf))
-    log_prefix = torch.where(trees.ancestor, log_a[:, None, :], torch.zeros_like(log_a)[:, None, :]).sum(-1)
+    log_a = torch.where(
+        a_p > 0,
+        torch.log(torch.where(a_p > 0, a_p, torch.ones_like(a_p))),
+        torch.full_like(a_p, -torch.inf),
+    )
+    log_prefix = torch.where(
+        trees.ancestor, log_a[:, None, :], torch.zeros_like(log_a)[:, None, :]
+    ).sum(-1)
     prefix = torch.where(trees.valid, torch.exp(log_prefix), torch.zeros_like(log_prefix))
     mass = torch.where(trees.child, a[:, None, :], torch.zeros_like(a)[:, None, :]).sum(-1)
     over = (mass > 1.0 + ROW_SUM_ATOL) & trees.valid
     if over.any():
         k, v = (int(i) for i in over.nonzero()[0])
-        raise DistributionError(f"tree {k}: the children of node {v} carry edge mass {float(mass[k, v])!r} > 1 "
-                                f"(tolerance {ROW_SUM_ATOL:g})")
+        raise DistributionError(
+            f"tree {k}: the children of node {v} carry edge mass {float(mass[k, v])!r} > 1 "
+            f"(tolerance {ROW_SUM_ATOL:g})"
+        )
     rho = (1.0 - mass).clamp(min=0.0)
     w = prefix * rho
     coverage = torch.where(trees.nonroot, prefix, torch.zeros_like(prefix)).sum(-1)
@@ -126,7 +145,9 @@ def raw_weights(objective: str, law: TreeLaw, trees: TreeBatch) -> torch.Tensor:
     """
     check_objective(objective)
     if objective == "vat":
-        raise ObjectiveError("vat has no tree-node weights (its term reweights the drafter's positions, :mod:`.vat`)")
+        raise ObjectiveError(
+            "vat has no tree-node weights (its term reweights the drafter's positions, :mod:`.vat`)"
+        )
     zero = torch.zeros_like(law.w)
     if objective == "prefix":
         s = law.prefix
@@ -140,7 +161,9 @@ def raw_weights(objective: str, law: TreeLaw, trees: TreeBatch) -> torch.Tensor:
 
 
 @torch.no_grad()
-def objective_weights(objective: str, law: TreeLaw, trees: TreeBatch, normalisation: str = "batch") -> torch.Tensor:
+def objective_weights(
+    objective: str, law: TreeLaw, trees: TreeBatch, normalisation: str = "batch"
+) -> torch.Tensor:
     """Normalised node weights ``wt [K, N]`` of the tree term (module docstring); zero at roots and padding.
 
     All zero when every weight of the batch is zero (a batch of dead trees).
@@ -149,20 +172,22 @@ def objective_weights(objective: str, law: TreeLaw, trees: TreeBatch, normalisat
     nonroot = trees.nonroot
     s = raw_weights(objective, law, trees)
     zero = torch.zeros_like(s)
-    per_tree = s.sum(-1)                                  # S_k
+    per_tree = s.sum(-1)  # S_k
     safe = lambda x: torch.where(x > 0, x, torch.ones_like(x))  # noqa: E731
     if normalisation == "nodes":
-        return s / max(int(nonroot.sum()), 1)             # s / M
+        return s / max(int(nonroot.sum()), 1)  # s / M
     if normalisation == "tree":
         return torch.where(per_tree[:, None] > 0, s / safe(per_tree)[:, None], zero) / s.shape[0]
     if objective != "prefix":
         total = s.sum()
         return s / total if float(total) > 0 else zero
-    exit_per_tree = torch.where(nonroot, law.w, zero).sum(-1)   # W_k
-    z = exit_per_tree.sum()                                      # Z, the exit weight's denominator
+    exit_per_tree = torch.where(nonroot, law.w, zero).sum(-1)  # W_k
+    z = exit_per_tree.sum()  # Z, the exit weight's denominator
     if float(z) <= 0:
         return zero
-    scale = torch.where(per_tree > 0, exit_per_tree / safe(per_tree), torch.zeros_like(per_tree)) / z
+    scale = (
+        torch.where(per_tree > 0, exit_per_tree / safe(per_tree), torch.zeros_like(per_tree)) / z
+    )
     return s * scale[:, None]
 
 

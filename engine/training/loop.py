@@ -45,13 +45,36 @@ from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.training.exittrain import exittrain_loss
 from exitlaw.engine.training.batch import make_batch
 from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.training.checkpoint import (dist_group, full_state, init_distributed, latest_checkpoint, load_checkpoint,
-                               save_checkpoint, save_weights, shard_drafter, truncate_metrics)
+from exitlaw.engine.training.checkpoint import (
+    dist_group,
+    full_state,
+    init_distributed,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    save_weights,
+    shard_drafter,
+    truncate_metrics,
+)
 from exitlaw.engine.training.config import TrainConfig, cosine_factor
 from exitlaw.engine.training.data import Sequences
 
-METRIC_KEYS = ("step", "objective", "loss", "ce", "tree", "lambda", "mean_w", "coverage", "tree_nodes", "tree_depth",
-               "grad_norm", "lr", "tokens_per_s", "target_tokens_per_s")
+METRIC_KEYS = (
+    "step",
+    "objective",
+    "loss",
+    "ce",
+    "tree",
+    "lambda",
+    "mean_w",
+    "coverage",
+    "tree_nodes",
+    "tree_depth",
+    "grad_norm",
+    "lr",
+    "tokens_per_s",
+    "target_tokens_per_s",
+)
 
 
 @dataclass
@@ -61,7 +84,7 @@ class TrainState:
     drafter: DFlashDrafter
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
-    start: int          # first step to run (the resumed checkpoint's step, else 0)
+    start: int  # first step to run (the resumed checkpoint's step, else 0)
     rank: int
     world: int
     out: Path
@@ -83,8 +106,8 @@ class StepMetrics:
     tree_nodes: float
     tree_depth: float
     grad_norm: float
-    supervised: float       # valid (anchor, depth) positions of the step (summed over ranks)
-    target_tokens: float    # sequence tokens the target processed (summed over ranks)
+    supervised: float  # valid (anchor, depth) positions of the step (summed over ranks)
+    target_tokens: float  # sequence tokens the target processed (summed over ranks)
 
     SUMMED = ("supervised", "target_tokens")
 
@@ -95,11 +118,21 @@ class StepMetrics:
         vals = torch.tensor(astuple(self), dtype=torch.float64)
         dist_group().all_reduce(vals)
         names = [f.name for f in fields(self)]
-        return StepMetrics(**{n: float(v) if n in self.SUMMED else float(v) / world for n, v in zip(names, vals)})
+        return StepMetrics(
+            **{n: float(v) if n in self.SUMMED else float(v) / world for n, v in zip(names, vals)}
+        )
 
 
-def setup_training(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: TrainConfig, out: Path, *,
-                   resume: bool, run_info: dict | None) -> TrainState:
+def setup_training(
+    target: TargetModel,
+    drafter: DFlashDrafter,
+    data: Sequences,
+    cfg: TrainConfig,
+    out: Path,
+    *,
+    resume: bool,
+    run_info: dict | None,
+) -> TrainState:
     """Check the output folder, freeze the target, shard the drafter, build AdamW + the cosine schedule,
     load the latest checkpoint on ``resume``, write ``config.json`` (new runs) and trim ``metrics.jsonl``."""
     if len(data) == 0:
@@ -110,22 +143,33 @@ def setup_training(target: TargetModel, drafter: DFlashDrafter, data: Sequences,
     if resume:
         if not config_path.is_file():
             raise FileNotFoundError(f"--resume: {out} holds no training run (no config.json)")
-        saved = asdict(TrainConfig.from_saved(json.loads(config_path.read_text(encoding="utf-8"))["train"]))
+        saved = asdict(
+            TrainConfig.from_saved(json.loads(config_path.read_text(encoding="utf-8"))["train"])
+        )
         if saved != asdict(cfg):
             diff = sorted(k for k in saved if saved[k] != asdict(cfg).get(k))
             raise ValueError(f"--resume: the configuration differs from the saved run in {diff}")
     elif out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"output directory {out} is not empty; pass --resume to continue it "
-                              "or choose a new directory (exitlaw never deletes a run)")
+        raise FileExistsError(
+            f"output directory {out} is not empty; pass --resume to continue it "
+            "or choose a new directory (exitlaw never deletes a run)"
+        )
     for p in target.model.parameters():
         p.requires_grad_(False)
     drafter.train()
     if world > 1:
         shard_drafter(drafter, device)
-    optimizer = torch.optim.AdamW([p for p in drafter.parameters() if p.requires_grad], lr=cfg.lr,
-                                  weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_factor(
-        s, steps=cfg.steps, warmup_steps=cfg.warmup_steps, min_lr_ratio=cfg.min_lr_ratio))
+    optimizer = torch.optim.AdamW(
+        [p for p in drafter.parameters() if p.requires_grad],
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda s: cosine_factor(
+            s, steps=cfg.steps, warmup_steps=cfg.warmup_steps, min_lr_ratio=cfg.min_lr_ratio
+        ),
+    )
     start = 0
     if resume and (ckpt := latest_checkpoint(out)) is not None:
         start = load_checkpoint(ckpt, drafter, optimizer, scheduler)
@@ -133,14 +177,21 @@ def setup_training(target: TargetModel, drafter: DFlashDrafter, data: Sequences,
     if rank == 0:
         out.mkdir(parents=True, exist_ok=True)
         if not resume:
-            atomic_write_text(config_path, json.dumps({"train": asdict(cfg), "world_size": world,
-                                                       **(run_info or {})}, indent=1) + "\n")
+            atomic_write_text(
+                config_path,
+                json.dumps(
+                    {"train": asdict(cfg), "world_size": world, **(run_info or {})}, indent=1
+                )
+                + "\n",
+            )
         truncate_metrics(state.metrics_path, start)
     return state
 
 
 def _autocast(cfg: TrainConfig, device: torch.device):
-    use = cfg.amp == "bf16" or (cfg.amp == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported())
+    use = cfg.amp == "bf16" or (
+        cfg.amp == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()
+    )
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use)
 
 
@@ -151,19 +202,45 @@ def step_sequences(data: Sequences, cfg: TrainConfig, step: int, rank: int):
     return [data.item(int(i)) for i in idx], rng
 
 
-def train_step(state: TrainState, target: TargetModel, data: Sequences, cfg: TrainConfig, step: int) -> StepMetrics:
+def train_step(
+    state: TrainState, target: TargetModel, data: Sequences, cfg: TrainConfig, step: int
+) -> StepMetrics:
     """One optimizer step on the batch of ``step`` (CE + lambda * weighted term, clipped AdamW, schedule)."""
     seqs, rng = step_sequences(data, cfg, step, state.rank)
-    chain_rng = np.random.default_rng([cfg.seed, step, state.rank, 1]) if cfg.objective == "draft-opd" else None
+    chain_rng = (
+        np.random.default_rng([cfg.seed, step, state.rank, 1])
+        if cfg.objective == "draft-opd"
+        else None
+    )
     with _autocast(cfg, target.device):
-        batch = make_batch(state.drafter, target, seqs, cfg.anchors_per_seq, cfg.budget, rng, score=cfg.score_trees,
-                           temperature=cfg.scoring_settings, chain_rng=chain_rng,
-                           prefix_window=cfg.prefix_window)
+        batch = make_batch(
+            state.drafter,
+            target,
+            seqs,
+            cfg.anchors_per_seq,
+            cfg.budget,
+            rng,
+            score=cfg.score_trees,
+            temperature=cfg.scoring_settings,
+            chain_rng=chain_rng,
+            prefix_window=cfg.prefix_window,
+        )
         if batch is None:
-            raise ValueError(f"step {step}: no sequence has room for an anchor (sequences too short?)")
-        terms = exittrain_loss(batch.logits.float(), batch.targets, batch.target_valid, batch.trees, batch.edge,
-                               objective=cfg.objective, lam=cfg.lam, normalisation=cfg.weight_norm,
-                               edge_floor=cfg.edge_floor, opd=batch.opd)
+            raise ValueError(
+                f"step {step}: no sequence has room for an anchor (sequences too short?)"
+            )
+        terms = exittrain_loss(
+            batch.logits.float(),
+            batch.targets,
+            batch.target_valid,
+            batch.trees,
+            batch.edge,
+            objective=cfg.objective,
+            lam=cfg.lam,
+            normalisation=cfg.weight_norm,
+            edge_floor=cfg.edge_floor,
+            opd=batch.opd,
+        )
     state.optimizer.zero_grad(set_to_none=True)
     terms.total.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(state.drafter.parameters(), cfg.grad_clip)
@@ -173,24 +250,53 @@ def train_step(state: TrainState, target: TargetModel, data: Sequences, cfg: Tra
     state.scheduler.step()
     nan = float("nan")
     opt = lambda x: nan if x is None else float(x)  # noqa: E731
-    return StepMetrics(loss=terms.total.item(), ce=terms.ce.item(), tree=terms.tree.item(), mean_w=opt(terms.mean_w),
-                       coverage=opt(terms.coverage), tree_nodes=opt(terms.nodes), tree_depth=opt(terms.depth),
-                       grad_norm=float(grad_norm), supervised=float(batch.target_valid.sum()),
-                       target_tokens=float(batch.tokens_seen)).all_reduce(state.world)
+    return StepMetrics(
+        loss=terms.total.item(),
+        ce=terms.ce.item(),
+        tree=terms.tree.item(),
+        mean_w=opt(terms.mean_w),
+        coverage=opt(terms.coverage),
+        tree_nodes=opt(terms.nodes),
+        tree_depth=opt(terms.depth),
+        grad_norm=float(grad_norm),
+        supervised=float(batch.target_valid.sum()),
+        target_tokens=float(batch.tokens_seen),
+    ).all_reduce(state.world)
 
 
 def metrics_record(cfg: TrainConfig, step: int, m: StepMetrics, lr: float, elapsed: float) -> dict:
     """The ``metrics.jsonl`` line of a finished step (keys :data:`METRIC_KEYS`; NaN written as null)."""
-    rec = {"step": step, "objective": cfg.objective, "loss": m.loss, "ce": m.ce, "tree": m.tree,
-           "lambda": 0.0 if cfg.objective == "token" else cfg.lam, "mean_w": m.mean_w, "coverage": m.coverage,
-           "tree_nodes": m.tree_nodes, "tree_depth": m.tree_depth, "grad_norm": m.grad_norm, "lr": lr,
-           "tokens_per_s": m.supervised / elapsed, "target_tokens_per_s": m.target_tokens / elapsed}
+    rec = {
+        "step": step,
+        "objective": cfg.objective,
+        "loss": m.loss,
+        "ce": m.ce,
+        "tree": m.tree,
+        "lambda": 0.0 if cfg.objective == "token" else cfg.lam,
+        "mean_w": m.mean_w,
+        "coverage": m.coverage,
+        "tree_nodes": m.tree_nodes,
+        "tree_depth": m.tree_depth,
+        "grad_norm": m.grad_norm,
+        "lr": lr,
+        "tokens_per_s": m.supervised / elapsed,
+        "target_tokens_per_s": m.target_tokens / elapsed,
+    }
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
 
 
-def train(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: TrainConfig, out: str | Path, *,
-          resume: bool = False, run_info: dict | None = None, progress: bool = True,
-          stop_after: int | None = None) -> Path:
+def train(
+    target: TargetModel,
+    drafter: DFlashDrafter,
+    data: Sequences,
+    cfg: TrainConfig,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    run_info: dict | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> Path:
     """Train ``drafter`` against the frozen ``target`` on ``data``; returns ``out/final``.
 
     ``stop_after`` ends the run early after that many steps (as if interrupted; tests
@@ -202,7 +308,9 @@ def train(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: Tra
     if progress and state.rank == 0:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.steps, initial=state.start, desc=f"train[{cfg.objective}]", unit="step")
+        bar = tqdm(
+            total=cfg.steps, initial=state.start, desc=f"train[{cfg.objective}]", unit="step"
+        )
     end = cfg.steps if stop_after is None else min(cfg.steps, state.start + stop_after)
     for step in range(state.start, end):
         t0 = time.perf_counter()
@@ -230,6 +338,18 @@ def train(target: TargetModel, drafter: DFlashDrafter, data: Sequences, cfg: Tra
     return final
 
 
-__all__ = ["METRIC_KEYS", "TrainConfig", "TrainState", "StepMetrics", "setup_training", "step_sequences",
-           "train_step", "metrics_record", "train", "cosine_factor", "latest_checkpoint", "init_distributed",
-           "shard_drafter"]
+__all__ = [
+    "METRIC_KEYS",
+    "TrainConfig",
+    "TrainState",
+    "StepMetrics",
+    "setup_training",
+    "step_sequences",
+    "train_step",
+    "metrics_record",
+    "train",
+    "cosine_factor",
+    "latest_checkpoint",
+    "init_distributed",
+    "shard_drafter",
+]

@@ -12,8 +12,8 @@ import math
 
 OBJECTIVES = ("token", "prefix", "exit", "exit-depth", "draft-opd", "vat")
 NORMALISATIONS = ("batch", "tree", "nodes")
-AUTHORS_EDGE_FLOOR = 1e-4   # alpha of the authors' public code (P from max(a, alpha))
-AUTHORS_LAMBDA = 0.1        # their loss: 1.0 * CE + 0.1 * (tree term over tree nodes)
+AUTHORS_EDGE_FLOOR = 1e-4  # alpha of the authors' public code (P from max(a, alpha))
+AUTHORS_LAMBDA = 0.1  # their loss: 1.0 * CE + 0.1 * (tree term over tree nodes)
 
 
 class ObjectiveError(ValueError):
@@ -26,22 +26,37 @@ def check_edge_floor(edge_floor: float | None) -> None:
         raise ObjectiveError(f"edge floor alpha must be in (0, 1) or None, got {edge_floor!r}")
 
 
-def check_objective(objective: str, normalisation: str = "batch", edge_floor: float | None = None) -> None:
+def check_objective(
+    objective: str, normalisation: str = "batch", edge_floor: float | None = None
+) -> None:
     """Raise :class:`ObjectiveError` unless the three options name a defined objective."""
     if objective not in OBJECTIVES:
         raise ObjectiveError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if normalisation not in NORMALISATIONS:
-        raise ObjectiveError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
+        raise ObjectiveError(
+            f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}"
+        )
     check_edge_floor(edge_floor)
     if objective == "draft-opd" and normalisation != "batch":
-        raise ObjectiveError("draft-opd averages over the states verification visits (normalisation 'batch'); "
-                             f"{normalisation!r} is not defined for it")
+        raise ObjectiveError(
+            "draft-opd averages over the states verification visits (normalisation 'batch'); "
+            f"{normalisation!r} is not defined for it"
+        )
     if objective == "vat" and normalisation != "batch":
-        raise ObjectiveError("vat is a weighted mean over the batch's positions (normalisation 'batch'); "
-                             f"{normalisation!r} is not defined for it")
+        raise ObjectiveError(
+            "vat is a weighted mean over the batch's positions (normalisation 'batch'); "
+            f"{normalisation!r} is not defined for it"
+        )
     if objective == "vat" and edge_floor is not None:
         raise ObjectiveError("vat uses no tree probabilities: an edge floor means nothing there")
 
 
-__all__ = ["OBJECTIVES", "NORMALISATIONS", "AUTHORS_EDGE_FLOOR", "AUTHORS_LAMBDA", "ObjectiveError",
-           "check_edge_floor", "check_objective"]
+__all__ = [
+    "OBJECTIVES",
+    "NORMALISATIONS",
+    "AUTHORS_EDGE_FLOOR",
+    "AUTHORS_LAMBDA",
+    "ObjectiveError",
+    "check_edge_floor",
+    "check_objective",
+]

@@ -30,7 +30,13 @@ from exitlaw.engine.training.checkpoint import dist_group, init_distributed
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.engine.training.config import SAMPLING_ORDERS, TrainConfig
-from exitlaw.engine.training.data import Sequences, cached_sequences, encode_prompts, load_prompts, target_fingerprint
+from exitlaw.engine.training.data import (
+    Sequences,
+    cached_sequences,
+    encode_prompts,
+    load_prompts,
+    target_fingerprint,
+)
 from exitlaw.engine.training.loop import train
 from exitlaw.engine.decode.work_bounds import check_decode_fits
 
@@ -41,24 +47,28 @@ DTYPES = ("float32", "bfloat16", "float16")
 class TrainingRunSpec:
     """Everything one training run needs besides its :class:`TrainConfig` (``exitlaw train`` flags)."""
 
-    target: str                          # target checkpoint directory or Hub id (with its tokenizer)
-    draft: str                           # DFlash drafter to start from (released format)
-    out: str                             # output directory (new or empty unless resume)
+    target: str  # target checkpoint directory or Hub id (with its tokenizer)
+    draft: str  # DFlash drafter to start from (released format)
+    out: str  # output directory (new or empty unless resume)
     config: TrainConfig = field(default_factory=TrainConfig)
-    prompts: str | None = None           # jsonl:FILE, FILE.jsonl or hf:NAME[:SPLIT]; None: data given to run_training
+    prompts: str | None = (
+        None  # jsonl:FILE, FILE.jsonl or hf:NAME[:SPLIT]; None: data given to run_training
+    )
     resume: bool = False
     prompt_limit: int | None = None
-    chat: bool = False                   # wrap string prompts in the target's chat template
-    max_new_tokens: int = 256            # length of the target continuations
+    chat: bool = False  # wrap string prompts in the target's chat template
+    max_new_tokens: int = 256  # length of the target continuations
     gen_temperature: float = 1.0
-    gen_top_k: int | None = None         # filters of the continuations (exitlaw.theory.SamplingSettings; off)
+    gen_top_k: int | None = (
+        None  # filters of the continuations (exitlaw.theory.SamplingSettings; off)
+    )
     gen_top_p: float | None = None
     gen_min_p: float | None = None
-    gen_sampling_order: str = "vllm"     # vllm | hf
+    gen_sampling_order: str = "vllm"  # vllm | hf
     gen_batch: int = 16
     continuations_server: str | None = None  # OpenAI-compatible server URL serving the target
-    server_model: str | None = None      # model name the server expects (default: target)
-    cache_dir: str | None = None         # continuation cache (default: OUT/../.exitlaw-cache)
+    server_model: str | None = None  # model name the server expects (default: target)
+    cache_dir: str | None = None  # continuation cache (default: OUT/../.exitlaw-cache)
     device: str | None = None
     dtype: str = "float32"
     progress: bool = True
@@ -75,36 +85,69 @@ class TrainingRunSpec:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
             raise ValueError(f"gen_temperature must be a finite number >= 0, got {t!r}")
         if self.gen_sampling_order not in SAMPLING_ORDERS:
-            raise ValueError(f"gen_sampling_order must be vllm or hf, got {self.gen_sampling_order!r}")
+            raise ValueError(
+                f"gen_sampling_order must be vllm or hf, got {self.gen_sampling_order!r}"
+            )
         SamplingSettings(t, **self.gen_filters())  # named errors for bad filters
-        if self.prompt_limit is not None and (isinstance(self.prompt_limit, bool)
-                                              or not isinstance(self.prompt_limit, int) or self.prompt_limit < 1):
-            raise ValueError(f"prompt_limit must be an integer >= 1 (or None: all prompts), got {self.prompt_limit!r}")
+        if self.prompt_limit is not None and (
+            isinstance(self.prompt_limit, bool)
+            or not isinstance(self.prompt_limit, int)
+            or self.prompt_limit < 1
+        ):
+            raise ValueError(
+                f"prompt_limit must be an integer >= 1 (or None: all prompts), got {self.prompt_limit!r}"
+            )
 
     def gen_filters(self) -> dict:
         """The continuations' filters as keyword arguments of :class:`~exitlaw.theory.SamplingSettings`."""
-        return {"top_k": self.gen_top_k, "top_p": self.gen_top_p, "min_p": self.gen_min_p,
-                "order": SAMPLING_ORDERS[self.gen_sampling_order]}
+        return {
+            "top_k": self.gen_top_k,
+            "top_p": self.gen_top_p,
+            "min_p": self.gen_min_p,
+            "order": SAMPLING_ORDERS[self.gen_sampling_order],
+        }
 
 
 # settings that change what is trained; a resumed run must match the saved run in every one
-RESUME_SETTINGS = ("target_fingerprint", "draft_fingerprint", "prompts", "prompt_limit", "chat", "max_new_tokens",
-                   "gen_temperature", "continuations_server", "server_model", "dtype")
+RESUME_SETTINGS = (
+    "target_fingerprint",
+    "draft_fingerprint",
+    "prompts",
+    "prompt_limit",
+    "chat",
+    "max_new_tokens",
+    "gen_temperature",
+    "continuations_server",
+    "server_model",
+    "dtype",
+)
 
 
 def run_settings(spec: TrainingRunSpec) -> dict:
     """What a run trains on, besides its :class:`TrainConfig`: checkpoint identities, data and generation."""
-    return {"target_fingerprint": checkpoint_fingerprint(spec.target),
-            "draft_fingerprint": checkpoint_fingerprint(spec.draft), "prompts": spec.prompts,
-            "prompt_limit": spec.prompt_limit, "chat": spec.chat, "max_new_tokens": spec.max_new_tokens,
-            "gen_temperature": float(spec.gen_temperature), "continuations_server": spec.continuations_server,
-            "server_model": spec.server_model, "dtype": spec.dtype, **_filter_record(spec)}
+    return {
+        "target_fingerprint": checkpoint_fingerprint(spec.target),
+        "draft_fingerprint": checkpoint_fingerprint(spec.draft),
+        "prompts": spec.prompts,
+        "prompt_limit": spec.prompt_limit,
+        "chat": spec.chat,
+        "max_new_tokens": spec.max_new_tokens,
+        "gen_temperature": float(spec.gen_temperature),
+        "continuations_server": spec.continuations_server,
+        "server_model": spec.server_model,
+        "dtype": spec.dtype,
+        **_filter_record(spec),
+    }
 
 
 def _filter_record(spec: TrainingRunSpec) -> dict:
     """``gen_filters`` when a continuation filter is on (absent otherwise, so runs saved before it resume)."""
     s = SamplingSettings(spec.gen_temperature, **spec.gen_filters())
-    return {"gen_filters": {k: v for k, v in s.as_dict().items() if k != "temperature"}} if s.filtered else {}
+    return (
+        {"gen_filters": {k: v for k, v in s.as_dict().items() if k != "temperature"}}
+        if s.filtered
+        else {}
+    )
 
 
 def data_fingerprint(data: Sequences) -> str:
@@ -123,7 +166,9 @@ def saved_run(out: str | Path) -> dict:
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"--resume: {path} is not valid JSON ({err}); the run cannot be checked") from None
+        raise ValueError(
+            f"--resume: {path} is not valid JSON ({err}); the run cannot be checked"
+        ) from None
     if not isinstance(saved, dict) or not isinstance(saved.get("train"), dict):
         raise ValueError(f"--resume: {path} holds no 'train' configuration")
     return saved
@@ -135,7 +180,11 @@ def check_resume(out: str | Path, settings: dict, config: TrainConfig | None = N
     A setting the saved run does not record cannot be verified, and is refused too.
     """
     saved = saved_run(out)
-    diffs = [f"{key}: saved {saved[key]!r}, now not set" for key in ("gen_filters",) if key in saved and key not in settings]
+    diffs = [
+        f"{key}: saved {saved[key]!r}, now not set"
+        for key in ("gen_filters",)
+        if key in saved and key not in settings
+    ]
     for key, now in settings.items():
         if key not in saved:
             diffs.append(f"{key}: not recorded in the saved run (now {now!r})")
@@ -143,16 +192,24 @@ def check_resume(out: str | Path, settings: dict, config: TrainConfig | None = N
             diffs.append(f"{key}: saved {saved[key]!r}, now {now!r}")
     if config is not None:
         old = asdict(TrainConfig.from_saved(saved["train"]))
-        diffs += [f"train.{k}: saved {old[k]!r}, now {v!r}" for k, v in asdict(config).items() if old.get(k) != v]
+        diffs += [
+            f"train.{k}: saved {old[k]!r}, now {v!r}"
+            for k, v in asdict(config).items()
+            if old.get(k) != v
+        ]
     if diffs:
-        raise ValueError(f"--resume: {out} was trained with different settings; " + "; ".join(diffs))
+        raise ValueError(
+            f"--resume: {out} was trained with different settings; " + "; ".join(diffs)
+        )
 
 
 def choose_device(requested: str | None) -> torch.device:
     """``requested``, else ``cuda:LOCAL_RANK`` when CUDA is available, else the CPU (made current on CUDA)."""
     local = int(os.environ.get("LOCAL_RANK", "0"))
     try:
-        device = torch.device(requested or (f"cuda:{local}" if torch.cuda.is_available() else "cpu"))
+        device = torch.device(
+            requested or (f"cuda:{local}" if torch.cuda.is_available() else "cpu")
+        )
     except RuntimeError as err:
         raise ValueError(f"device {requested!r} is not a torch device ({err})") from None
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -170,30 +227,60 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
         raise ValueError("the run names no prompts (spec.prompts) and was given no training data")
     tpath = resolve_checkpoint(spec.target)
     tokenizer = AutoTokenizer.from_pretrained(str(tpath))
-    prompts = encode_prompts(tokenizer, load_prompts(spec.prompts, limit=spec.prompt_limit), chat=spec.chat)
+    prompts = encode_prompts(
+        tokenizer, load_prompts(spec.prompts, limit=spec.prompt_limit), chat=spec.chat
+    )
     stops = [t for t in (tokenizer.eos_token_id,) if t is not None]
-    cache_dir = Path(spec.cache_dir) if spec.cache_dir else Path(spec.out).resolve().parent / ".exitlaw-cache"
+    cache_dir = (
+        Path(spec.cache_dir)
+        if spec.cache_dir
+        else Path(spec.out).resolve().parent / ".exitlaw-cache"
+    )
     generate = source = None
     if spec.continuations_server:
         from exitlaw.engine.training.continuation_server import server_continuations
 
         model = spec.server_model or str(spec.target)
-        generate = partial(server_continuations, spec.continuations_server, tokenizer=tokenizer, model=model,
-                           max_new_tokens=spec.max_new_tokens, temperature=spec.gen_temperature,
-                           seed=spec.config.seed, stop_tokens=stops, filters=spec.gen_filters())
+        generate = partial(
+            server_continuations,
+            spec.continuations_server,
+            tokenizer=tokenizer,
+            model=model,
+            max_new_tokens=spec.max_new_tokens,
+            temperature=spec.gen_temperature,
+            seed=spec.config.seed,
+            stop_tokens=stops,
+            filters=spec.gen_filters(),
+        )
         source = f"server:{spec.continuations_server}:{model}"
-    return cached_sequences(target, target_fingerprint(tpath), prompts, cache_dir, max_new_tokens=spec.max_new_tokens,
-                            temperature=spec.gen_temperature, seed=spec.config.seed, batch_size=spec.gen_batch,
-                            stop_tokens=stops, generate=generate, source=source, filters=spec.gen_filters())
+    return cached_sequences(
+        target,
+        target_fingerprint(tpath),
+        prompts,
+        cache_dir,
+        max_new_tokens=spec.max_new_tokens,
+        temperature=spec.gen_temperature,
+        seed=spec.config.seed,
+        batch_size=spec.gen_batch,
+        stop_tokens=stops,
+        generate=generate,
+        source=source,
+        filters=spec.gen_filters(),
+    )
 
 
 def _check_tree_forward_fits(spec: TrainingRunSpec, target, device, context: int) -> None:
     """Every anchor's tree of a sequence is scored in one target forward: refuse one that cannot fit."""
     cfg = spec.config
-    check_decode_fits(target.model.config, budget=cfg.anchors_per_seq * (cfg.budget + 1) - 1, context=context,
-                      element_bytes=target.dtype.itemsize, device=device,
-                      what=f"one training forward ({cfg.anchors_per_seq} anchors x {cfg.budget + 1} tree nodes)",
-                      advice="lower --budget or --anchors, or use shorter sequences")
+    check_decode_fits(
+        target.model.config,
+        budget=cfg.anchors_per_seq * (cfg.budget + 1) - 1,
+        context=context,
+        element_bytes=target.dtype.itemsize,
+        device=device,
+        what=f"one training forward ({cfg.anchors_per_seq} anchors x {cfg.budget + 1} tree nodes)",
+        advice="lower --budget or --anchors, or use shorter sequences",
+    )
 
 
 def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
@@ -207,30 +294,66 @@ def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
     settings = run_settings(spec)
     if spec.resume:  # before any model is loaded or data generated
         check_resume(spec.out, settings, spec.config)
-    target, drafter = load_pair(spec.target, spec.draft, device=device, dtype=getattr(torch, spec.dtype))
+    target, drafter = load_pair(
+        spec.target, spec.draft, device=device, dtype=getattr(torch, spec.dtype)
+    )
     rank, world = init_distributed(device)
     try:
-        _check_tree_forward_fits(spec, target, device, 0)  # the trees alone, before any continuation is generated
+        _check_tree_forward_fits(
+            spec, target, device, 0
+        )  # the trees alone, before any continuation is generated
         if data is None:
             data = training_sequences(spec, target)
         data_settings = {"data_fingerprint": data_fingerprint(data), "sequences": len(data)}
         if spec.resume:
             check_resume(spec.out, data_settings)
         if data:
-            _check_tree_forward_fits(spec, target, device,
-                                     max(len(p) + len(c) for p, c in zip(data.prompts, data.continuations)))
-        info = {"target": str(spec.target), "draft": str(spec.draft), **settings, **data_settings,
-                "device": str(device), **spec.run_info}
-        final = train(target, drafter, data, spec.config, spec.out, resume=spec.resume, run_info=info,
-                      progress=spec.progress)
+            _check_tree_forward_fits(
+                spec,
+                target,
+                device,
+                max(len(p) + len(c) for p, c in zip(data.prompts, data.continuations)),
+            )
+        info = {
+            "target": str(spec.target),
+            "draft": str(spec.draft),
+            **settings,
+            **data_settings,
+            "device": str(device),
+            **spec.run_info,
+        }
+        final = train(
+            target,
+            drafter,
+            data,
+            spec.config,
+            spec.out,
+            resume=spec.resume,
+            run_info=info,
+            progress=spec.progress,
+        )
         metrics = Path(spec.out) / "metrics.jsonl"
         lines = metrics.read_text(encoding="utf-8").splitlines() if metrics.is_file() else []
-        return {"final_drafter": str(final), "last": json.loads(lines[-1]) if lines else {}, "rank": rank,
-                "world_size": world}
+        return {
+            "final_drafter": str(final),
+            "last": json.loads(lines[-1]) if lines else {},
+            "rank": rank,
+            "world_size": world,
+        }
     finally:
         if dist_group() is not None:
             dist_group().destroy_process_group()
 
 
-__all__ = ["DTYPES", "RESUME_SETTINGS", "TrainingRunSpec", "check_resume", "choose_device", "data_fingerprint",
-           "run_settings", "run_training", "saved_run", "training_sequences"]
+__all__ = [
+    "DTYPES",
+    "RESUME_SETTINGS",
+    "TrainingRunSpec",
+    "check_resume",
+    "choose_device",
+    "data_fingerprint",
+    "run_settings",
+    "run_training",
+    "saved_run",
+    "training_sequences",
+]

@@ -36,23 +36,29 @@ import torch
 
 from exitlaw.theory import DistributionError
 
-VAT_GAMMA = 4.0   # decay constant after the first rejection (assumption 2)
+VAT_GAMMA = 4.0  # decay constant after the first rejection (assumption 2)
 
 
 @torch.no_grad()
-def first_rejection(draft_top: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+def first_rejection(
+    draft_top: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor
+) -> torch.Tensor:
     """``j [K]`` (1-based): the first valid position whose greedy draft token differs from the target's; ``D`` if none."""
     if draft_top.shape != targets.shape or valid.shape != targets.shape or targets.ndim != 2:
-        raise DistributionError(f"draft tokens, targets and valid must share one [K, D] shape, got "
-                                f"{tuple(draft_top.shape)}, {tuple(targets.shape)}, {tuple(valid.shape)}")
+        raise DistributionError(
+            f"draft tokens, targets and valid must share one [K, D] shape, got "
+            f"{tuple(draft_top.shape)}, {tuple(targets.shape)}, {tuple(valid.shape)}"
+        )
     d = targets.shape[1]
     mismatch = (draft_top != targets) & valid
-    first = mismatch.to(torch.int8).argmax(dim=1) + 1                 # argmax: first True
+    first = mismatch.to(torch.int8).argmax(dim=1) + 1  # argmax: first True
     return torch.where(mismatch.any(dim=1), first, torch.full_like(first, d))
 
 
 @torch.no_grad()
-def vat_position_weights(j: torch.Tensor, valid: torch.Tensor, gamma: float = VAT_GAMMA) -> torch.Tensor:
+def vat_position_weights(
+    j: torch.Tensor, valid: torch.Tensor, gamma: float = VAT_GAMMA
+) -> torch.Tensor:
     """``v [K, D]`` float64: 1 up to and at ``j``, ``exp(-(d - j) / gamma)`` after it, 0 at invalid positions."""
     if not (gamma > 0 and gamma < float("inf")):
         raise DistributionError(f"VAT decay gamma must be finite and > 0, got {gamma!r}")
@@ -61,8 +67,13 @@ def vat_position_weights(j: torch.Tensor, valid: torch.Tensor, gamma: float = VA
     return torch.where(valid, torch.exp(-after / gamma), torch.zeros_like(after))
 
 
-def vat_term(logits: torch.Tensor, log_z: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor,
-             gamma: float = VAT_GAMMA) -> torch.Tensor:
+def vat_term(
+    logits: torch.Tensor,
+    log_z: torch.Tensor,
+    targets: torch.Tensor,
+    valid: torch.Tensor,
+    gamma: float = VAT_GAMMA,
+) -> torch.Tensor:
     """``sum v_d (-log q_d(y_d)) / sum v_d`` over the batch (module docstring); 0 without valid positions.
 
     ``logits [K, D, V]`` (differentiable), ``log_z [K, D]`` their log-normalisers,

@@ -15,13 +15,13 @@ from importlib import import_module
 from exitlaw import __version__
 
 COMMAND_FAMILIES = [
-    "exitlaw.cli.theory",     # law, bench-law
-    "exitlaw.cli.simulate",   # simulate, simulate-exittrain, bench-simulate, check, prove, bench-sim-verifiers
-    "exitlaw.cli.engine",     # bench, tiny-models, bench-verifiers, gpu-check, bench-batch
+    "exitlaw.cli.theory",  # law, bench-law
+    "exitlaw.cli.simulate",  # simulate, simulate-exittrain, bench-simulate, check, prove, bench-sim-verifiers
+    "exitlaw.cli.engine",  # bench, tiny-models, bench-verifiers, gpu-check, bench-batch
     "exitlaw.cli.bench_ddtree",  # bench-ddtree
-    "exitlaw.cli.train",      # train
-    "exitlaw.cli.repro",      # repro mini|all|full, figures, ledger
-    "exitlaw.cli.serve",      # serve, audit, bench-serve
+    "exitlaw.cli.train",  # train
+    "exitlaw.cli.repro",  # repro mini|all|full, figures, ledger
+    "exitlaw.cli.serve",  # serve, audit, bench-serve
 ]
 
 
@@ -29,8 +29,11 @@ COMMAND_FAMILIES = [
 # full-scale configs and keeps its name); `--out PATH` writes, `--json` prints. Former spellings still
 # work, with a one-line notice on stderr (not a Python warning: the suite treats warnings as errors).
 RENAMED_COMMANDS = {
-    "law-bench": "bench-law", "simulate-bench": "bench-simulate", "verifier-sim-bench": "bench-sim-verifiers",
-    "verifier-bench": "bench-verifiers", "batch-bench": "bench-batch",
+    "law-bench": "bench-law",
+    "simulate-bench": "bench-simulate",
+    "verifier-sim-bench": "bench-sim-verifiers",
+    "verifier-bench": "bench-verifiers",
+    "batch-bench": "bench-batch",
 }
 
 
@@ -40,7 +43,7 @@ def _current_spelling(argv: list[str]) -> list[str]:
         if not arg.startswith("-"):
             if arg in RENAMED_COMMANDS:
                 print(f"exitlaw: note: `{arg}` is now `{RENAMED_COMMANDS[arg]}`", file=sys.stderr)
-                return [*argv[:i], RENAMED_COMMANDS[arg], *argv[i + 1:]]
+                return [*argv[:i], RENAMED_COMMANDS[arg], *argv[i + 1 :]]
             break
     return argv
 

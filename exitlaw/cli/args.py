@@ -29,9 +29,13 @@ def int_list(text: str) -> list[int]:
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
     if not out or min(out) < 1:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}"
+        )
     return out
 
 
@@ -40,7 +44,9 @@ def float_list(text: str) -> list[float]:
     try:
         out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
     if not out or any(x != x or x in (float("inf"), float("-inf")) for x in out):
         raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers, got {text!r}")
     return out
@@ -111,7 +117,9 @@ def open_unit_float(text: str) -> float:
     """A number strictly between 0 and 1 (a false-failure rate, a power, a total variation)."""
     value = finite_float(text)
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number strictly between 0 and 1, got {text!r}"
+        )
     return value
 
 
@@ -126,20 +134,40 @@ def port_number(text: str) -> int:
     return value
 
 
-def add_sampling_flags(parser: argparse.ArgumentParser, what: str = "every decoded token",
-                       with_order: bool = True) -> None:
+def add_sampling_flags(
+    parser: argparse.ArgumentParser, what: str = "every decoded token", with_order: bool = True
+) -> None:
     """``--top-k``, ``--top-p``, ``--min-p`` and (``with_order``) ``--sampling-order``
     (exitlaw.theory.SamplingSettings)."""
-    parser.add_argument("--top-k", type=positive_int, default=None, metavar="K",
-                        help=f"keep the K most likely tokens (ties kept) for {what} (default: off)")
-    parser.add_argument("--top-p", type=top_p_value, default=None, metavar="P",
-                        help=f"keep the smallest head of mass >= P (ties kept) for {what} (default: off)")
-    parser.add_argument("--min-p", type=min_p_value, default=None, metavar="M",
-                        help=f"keep tokens with probability >= M x the largest for {what} (default: off)")
+    parser.add_argument(
+        "--top-k",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help=f"keep the K most likely tokens (ties kept) for {what} (default: off)",
+    )
+    parser.add_argument(
+        "--top-p",
+        type=top_p_value,
+        default=None,
+        metavar="P",
+        help=f"keep the smallest head of mass >= P (ties kept) for {what} (default: off)",
+    )
+    parser.add_argument(
+        "--min-p",
+        type=min_p_value,
+        default=None,
+        metavar="M",
+        help=f"keep tokens with probability >= M x the largest for {what} (default: off)",
+    )
     if with_order:
-        parser.add_argument("--sampling-order", choices=("vllm", "hf"), default="vllm",
-                            help="filter order after the temperature: vllm = min-p, top-k, top-p (default); "
-                                 "hf = top-k, top-p, min-p (transformers' warpers)")
+        parser.add_argument(
+            "--sampling-order",
+            choices=("vllm", "hf"),
+            default="vllm",
+            help="filter order after the temperature: vllm = min-p, top-k, top-p (default); "
+            "hf = top-k, top-p, min-p (transformers' warpers)",
+        )
 
 
 def sampling_filters(args: argparse.Namespace) -> dict:
@@ -150,13 +178,18 @@ def sampling_filters(args: argparse.Namespace) -> dict:
     return {"top_k": args.top_k, "top_p": args.top_p, "min_p": args.min_p, "order": order}
 
 
-def add_threads(parser: argparse.ArgumentParser, default: int | None = None, help_text: str | None = None) -> None:
+def add_threads(
+    parser: argparse.ArgumentParser, default: int | None = None, help_text: str | None = None
+) -> None:
     """``--threads N``: torch intra-op CPU threads (validated as >= 1 by argparse); ``help_text`` replaces
     the default help (e.g. where the threads are those of other processes)."""
     if help_text is None:
-        help_text = ("torch CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)"
-                     if default is None else f"torch CPU threads (default {default}: small ops on a busy machine "
-                                             "are far faster single-threaded)")
+        help_text = (
+            "torch CPU threads (default: torch's choice; on a small shared CPU, 1 is often fastest)"
+            if default is None
+            else f"torch CPU threads (default {default}: small ops on a busy machine "
+            "are far faster single-threaded)"
+        )
     parser.add_argument("--threads", type=positive_int, default=default, help=help_text)
 
 

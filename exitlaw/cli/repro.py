@@ -19,99 +19,188 @@ def _add_run_flags(parser: argparse.ArgumentParser, overwrite_help: str) -> None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("repro", help="reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus)")
+    p = sub.add_parser(
+        "repro", help="reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus)"
+    )
     rsub = p.add_subparsers(dest="repro_command", metavar="EXPERIMENT")
-    m = rsub.add_parser("mini", help="train a small target and DFlash drafter on the stdlib, compare objectives",
-                        description="Target LM on the Python standard library, a distilled DFlash drafter, then "
-                                    "token-only / prefix-weighted / exit-guided training with matched compute; tau "
-                                    "and CPU speedup at B = 32/64/128, T = 0/1, predraw and TEV, on held-out code "
-                                    "and prose. Artefacts are cached in --out; rerunning resumes.")
-    m.add_argument("--out", required=True, help="run directory (resumed if it holds the same configuration)")
-    m.add_argument("--quick", action="store_true", help="tiny preset for smoke tests (about a minute on 2 cores); "
-                   "same as --preset quick")
-    m.add_argument("--preset", choices=("quick", "full", "deep", "deep-budgets", "paper-regime", "paper-regime-quick"),
-                   default=None,
-                   help="full (default: README's main run, shallow trees; a smoke run of the pipeline, not "
-                        "evidence), quick (smoke test), deep (deep trees, 3 training seeds, the first pre-registered "
-                        "ExitTrain run, outside the paper's regime), deep-budgets (deep at B = 32/64/128), or "
-                        "paper-regime (ExitTrain decided in the paper's regime: fresh fine-tuning data, a calibrated "
-                        "rate, the scoring temperature evaluated, the authors' strength and literal recipe; design "
-                        "in paper_repro/PAPER_REGIME.md; hours) and its CI-sized twin paper-regime-quick")
-    m.add_argument("--workers", type=positive_int, default=1,
-                   help="paper-regime: processes for the training runs and evaluation cells (one torch thread "
-                        "each; results do not depend on it)")
-    _add_run_flags(m, overwrite_help="if --out holds a run of another configuration, move it aside and start again")
+    m = rsub.add_parser(
+        "mini",
+        help="train a small target and DFlash drafter on the stdlib, compare objectives",
+        description="Target LM on the Python standard library, a distilled DFlash drafter, then "
+        "token-only / prefix-weighted / exit-guided training with matched compute; tau "
+        "and CPU speedup at B = 32/64/128, T = 0/1, predraw and TEV, on held-out code "
+        "and prose. Artefacts are cached in --out; rerunning resumes.",
+    )
+    m.add_argument(
+        "--out", required=True, help="run directory (resumed if it holds the same configuration)"
+    )
+    m.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny preset for smoke tests (about a minute on 2 cores); same as --preset quick",
+    )
+    m.add_argument(
+        "--preset",
+        choices=("quick", "full", "deep", "deep-budgets", "paper-regime", "paper-regime-quick"),
+        default=None,
+        help="full (default: README's main run, shallow trees; a smoke run of the pipeline, not "
+        "evidence), quick (smoke test), deep (deep trees, 3 training seeds, the first pre-registered "
+        "ExitTrain run, outside the paper's regime), deep-budgets (deep at B = 32/64/128), or "
+        "paper-regime (ExitTrain decided in the paper's regime: fresh fine-tuning data, a calibrated "
+        "rate, the scoring temperature evaluated, the authors' strength and literal recipe; design "
+        "in paper_repro/PAPER_REGIME.md; hours) and its CI-sized twin paper-regime-quick",
+    )
+    m.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="paper-regime: processes for the training runs and evaluation cells (one torch thread "
+        "each; results do not depend on it)",
+    )
+    _add_run_flags(
+        m,
+        overwrite_help="if --out holds a run of another configuration, move it aside and start again",
+    )
     m.set_defaults(func=_mini)
 
-    a = rsub.add_parser("all", help="the kit on predraw/residual/TEV, the mini run, every figure and the ledger",
-                        description="One command on a CPU: conformance checks of exitlaw's own verifiers, "
-                                    "`repro mini`, every figure (drawn from the mini run) and the claims ledger, "
-                                    "each stage cached under --out (a rerun resumes).")
+    a = rsub.add_parser(
+        "all",
+        help="the kit on predraw/residual/TEV, the mini run, every figure and the ledger",
+        description="One command on a CPU: conformance checks of exitlaw's own verifiers, "
+        "`repro mini`, every figure (drawn from the mini run) and the claims ledger, "
+        "each stage cached under --out (a rerun resumes).",
+    )
     a.add_argument("--out", default="runs/repro", help="run directory (default runs/repro)")
-    a.add_argument("--quick", action="store_true", help="small presets everywhere (smoke test, a few minutes)")
-    _add_run_flags(a, overwrite_help="if --out holds a run of another configuration, start again (old mini runs are "
-                                     "moved aside)")
+    a.add_argument(
+        "--quick", action="store_true", help="small presets everywhere (smoke test, a few minutes)"
+    )
+    _add_run_flags(
+        a,
+        overwrite_help="if --out holds a run of another configuration, start again (old mini runs are "
+        "moved aside)",
+    )
     a.set_defaults(func=_all)
 
-    f = rsub.add_parser("full", help="the GPU commands for the paper's Tables 1-5 (from paper_repro/configs)",
-                        description="Prints the `exitlaw train`, `exitlaw bench` and `exitlaw gpu-check` commands "
-                                    "of each full-scale config (default: every shipped config). --dry-run executes "
-                                    "them on a CPU instead: random-weight stand-ins of each target's architecture "
-                                    "family at tiny sizes, real tokenizers with chat templates, local datasets in "
-                                    "the Hub rows' shapes, shrunk lengths and steps; budgets, temperatures, "
-                                    "verifiers and objectives as configured.")
+    f = rsub.add_parser(
+        "full",
+        help="the GPU commands for the paper's Tables 1-5 (from paper_repro/configs)",
+        description="Prints the `exitlaw train`, `exitlaw bench` and `exitlaw gpu-check` commands "
+        "of each full-scale config (default: every shipped config). --dry-run executes "
+        "them on a CPU instead: random-weight stand-ins of each target's architecture "
+        "family at tiny sizes, real tokenizers with chat templates, local datasets in "
+        "the Hub rows' shapes, shrunk lengths and steps; budgets, temperatures, "
+        "verifiers and objectives as configured.",
+    )
     f.add_argument("configs", nargs="*", help="config files (default: all in paper_repro/configs)")
     f.add_argument("--runs", default="runs/full", help="where runs and results go")
-    f.add_argument("--dry-run", action="store_true", help="execute every command on tiny CPU stand-ins (see above)")
-    f.add_argument("--out", default=None, dest="workdir",
-                   help="--dry-run: a new or empty directory for models, data and runs (default: a new temp dir)")
+    f.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="execute every command on tiny CPU stand-ins (see above)",
+    )
+    f.add_argument(
+        "--out",
+        default=None,
+        dest="workdir",
+        help="--dry-run: a new or empty directory for models, data and runs (default: a new temp dir)",
+    )
     f.add_argument("--workdir", action=FormerOption, current="--out", dest="workdir")
-    f.add_argument("--all-repeats", action="store_true",
-                   help="--dry-run: also run bench repeats that differ from seed 0 only in the seed")
+    f.add_argument(
+        "--all-repeats",
+        action="store_true",
+        help="--dry-run: also run bench repeats that differ from seed 0 only in the seed",
+    )
     add_threads(f, default=1)
     f.set_defaults(func=_full)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
-    g = sub.add_parser("figures", help="regenerate the figures (PNG + PDF + data JSON) on a CPU",
-                       description="Each figure is computed from embedded defaults (simulation, the engine on tiny "
-                                   "models, or a mini-scale run when --mini is given) and drawn with matplotlib.")
+    g = sub.add_parser(
+        "figures",
+        help="regenerate the figures (PNG + PDF + data JSON) on a CPU",
+        description="Each figure is computed from embedded defaults (simulation, the engine on tiny "
+        "models, or a mini-scale run when --mini is given) and drawn with matplotlib.",
+    )
     g.add_argument("--out", default="runs/figures", help="output directory (default: runs/figures)")
     g.add_argument("--only", default=None, help="comma-separated figure names (default: all)")
     g.add_argument("--overwrite", action="store_true", help="replace existing figure files")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--quick", action="store_true", help="smaller samples and runs (smoke test, under a minute)")
-    g.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory to draw from")
-    g.add_argument("--latency-json", default=None,
-                   help="verifier-stage latencies: the JSON of `exitlaw bench-verifiers --json` or of "
-                        "`exitlaw gpu-check --out FILE` (default: run bench-verifiers on this CPU)")
-    g.add_argument("--ledger", action="store_true",
-                   help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures")
+    g.add_argument(
+        "--quick", action="store_true", help="smaller samples and runs (smoke test, under a minute)"
+    )
+    g.add_argument(
+        "--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory to draw from"
+    )
+    g.add_argument(
+        "--latency-json",
+        default=None,
+        help="verifier-stage latencies: the JSON of `exitlaw bench-verifiers --json` or of "
+        "`exitlaw gpu-check --out FILE` (default: run bench-verifiers on this CPU)",
+    )
+    g.add_argument(
+        "--ledger",
+        action="store_true",
+        help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures",
+    )
     g.add_argument("--list", action="store_true", help="list the figure names and exit")
     g.set_defaults(func=_figures)
 
-    le = sub.add_parser("ledger", help="claims ledger: paper's numbers vs exitlaw's, a verdict per claim by a "
-                                       "rule fixed in advance",
-                        description="Reads FIGURES/NAME.json written by `exitlaw figures` (computing and drawing any "
-                                    "missing one first), with --mini the mini run's results.json, with --checks the "
-                                    "conformance-kit reports, and the paired-effect files of the deep mini preset "
-                                    "and the simulation sweep (default: the shipped ones). --from-shipped rebuilds "
-                                    "the shipped ledger (paper_repro/results/ledger.md/json) from shipped inputs only.")
-    le.add_argument("--out", default=None, help="directory for ledger.md and ledger.json (default: runs/ledger; "
-                                                "with --from-shipped: paper_repro/results)")
-    le.add_argument("--from-shipped", action="store_true",
-                    help="build from the shipped inputs in paper_repro/results only (byte for byte reproducible)")
-    le.add_argument("--make-shipped-inputs", action="store_true",
-                    help="recompute the shipped CPU inputs (figure data, verifier bench, kit reports) first; "
-                         "needs --overwrite when they exist (minutes)")
-    le.add_argument("--figures", default=None, help="figure data directory (default: runs/figures, created when "
-                                                    "missing; a folder given here must exist)")
+    le = sub.add_parser(
+        "ledger",
+        help="claims ledger: paper's numbers vs exitlaw's, a verdict per claim by a "
+        "rule fixed in advance",
+        description="Reads FIGURES/NAME.json written by `exitlaw figures` (computing and drawing any "
+        "missing one first), with --mini the mini run's results.json, with --checks the "
+        "conformance-kit reports, and the paired-effect files of the deep mini preset "
+        "and the simulation sweep (default: the shipped ones). --from-shipped rebuilds "
+        "the shipped ledger (paper_repro/results/ledger.md/json) from shipped inputs only.",
+    )
+    le.add_argument(
+        "--out",
+        default=None,
+        help="directory for ledger.md and ledger.json (default: runs/ledger; "
+        "with --from-shipped: paper_repro/results)",
+    )
+    le.add_argument(
+        "--from-shipped",
+        action="store_true",
+        help="build from the shipped inputs in paper_repro/results only (byte for byte reproducible)",
+    )
+    le.add_argument(
+        "--make-shipped-inputs",
+        action="store_true",
+        help="recompute the shipped CPU inputs (figure data, verifier bench, kit reports) first; "
+        "needs --overwrite when they exist (minutes)",
+    )
+    le.add_argument(
+        "--figures",
+        default=None,
+        help="figure data directory (default: runs/figures, created when "
+        "missing; a folder given here must exist)",
+    )
     le.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory")
-    le.add_argument("--checks", default=None, help="a directory of conformance-kit reports (predraw/residual/tev.json)")
-    le.add_argument("--mini-deep", default=None, help="a deep mini paired-effect JSON (default: the shipped one)")
-    le.add_argument("--sweep", default=None, help="a directory of simulation-sweep paired-effect JSONs "
-                                                  "(default: the shipped one)")
-    le.add_argument("--latency-json", default=None, help="bench-verifiers / gpu-check JSON for the latency claim")
-    le.add_argument("--quick", action="store_true", help="quick sizes for figure data computed here")
+    le.add_argument(
+        "--checks",
+        default=None,
+        help="a directory of conformance-kit reports (predraw/residual/tev.json)",
+    )
+    le.add_argument(
+        "--mini-deep",
+        default=None,
+        help="a deep mini paired-effect JSON (default: the shipped one)",
+    )
+    le.add_argument(
+        "--sweep",
+        default=None,
+        help="a directory of simulation-sweep paired-effect JSONs (default: the shipped one)",
+    )
+    le.add_argument(
+        "--latency-json",
+        default=None,
+        help="bench-verifiers / gpu-check JSON for the latency claim",
+    )
+    le.add_argument(
+        "--quick", action="store_true", help="quick sizes for figure data computed here"
+    )
     le.add_argument("--seed", type=int, default=0)
     le.add_argument("--overwrite", action="store_true", help="replace an existing ledger")
     le.set_defaults(func=_ledger)
@@ -128,8 +217,11 @@ def _mini(args: argparse.Namespace) -> int:
 
         from exitlaw.paper_repro.mini.paper_regime import PRESETS as REGIME
         from exitlaw.paper_repro.mini.paper_regime_run import run_paper_regime
+
         if args.overwrite:
-            raise ValueError("--overwrite: a paper-regime run is never replaced; choose another --out")
+            raise ValueError(
+                "--overwrite: a paper-regime run is never replaced; choose another --out"
+            )
         cfg = REGIME[args.preset]
         cfg = replace(cfg, base=replace(cfg.base, seed=args.seed)) if args.seed else cfg
         run_paper_regime(args.out, cfg, progress=not args.no_progress, workers=args.workers)
@@ -146,10 +238,17 @@ def _all(args: argparse.Namespace) -> int:
     from exitlaw.paper_repro.reproduce import reproduce
 
     set_torch_threads(args.threads)
-    summary = reproduce(args.out, quick=args.quick, seed=args.seed, overwrite=args.overwrite,
-                        progress=not args.no_progress)
-    print(f"done: ledger {summary['ledger'][0]}, figures in {summary['figures']}, "
-          f"stage times {', '.join(f'{k} {v:.0f}' for k, v in summary['times'].items())}")
+    summary = reproduce(
+        args.out,
+        quick=args.quick,
+        seed=args.seed,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+    )
+    print(
+        f"done: ledger {summary['ledger'][0]}, figures in {summary['figures']}, "
+        f"stage times {', '.join(f'{k} {v:.0f}' for k, v in summary['times'].items())}"
+    )
     return 0
 
 
@@ -170,11 +269,17 @@ def _full_dry_run(args: argparse.Namespace) -> int:
 
     set_torch_threads(args.threads)
     workdir = args.workdir or tempfile.mkdtemp(prefix="exitlaw-dry-run-")
+
     def show(rec: dict) -> None:
         print(f"{rec['config']}: {rec['command'].split(' --')[0]}: {rec['status']}", flush=True)
 
-    report = dry_run(workdir, args.configs or None, run_command=main, shrink=Shrink(all_repeats=args.all_repeats),
-                     progress=show)
+    report = dry_run(
+        workdir,
+        args.configs or None,
+        run_command=main,
+        shrink=Shrink(all_repeats=args.all_repeats),
+        progress=show,
+    )
     print(format_dry_run(report))
     return 1 if report.limitations else 0
 
@@ -187,40 +292,83 @@ def _figures(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(FIGURES))
         return 0
-    names = list(FIGURES) if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
+    names = (
+        list(FIGURES)
+        if args.only is None
+        else [n.strip() for n in args.only.split(",") if n.strip()]
+    )
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}; figures: {', '.join(FIGURES)}")
-    for name in names:   # refuse before computing anything
+    for name in names:  # refuse before computing anything
         check_out(args.out, name, args.overwrite)
     for name in names:
         t0 = time.perf_counter()
-        paths = make_figure(name, args.out, seed=args.seed, quick=args.quick, overwrite=args.overwrite,
-                            mini_dir=args.mini, latency_json=args.latency_json)
-        print(f"{name:<22} {time.perf_counter() - t0:6.1f} s  " + "  ".join(str(p) for p in paths), flush=True)
+        paths = make_figure(
+            name,
+            args.out,
+            seed=args.seed,
+            quick=args.quick,
+            overwrite=args.overwrite,
+            mini_dir=args.mini,
+            latency_json=args.latency_json,
+        )
+        print(
+            f"{name:<22} {time.perf_counter() - t0:6.1f} s  " + "  ".join(str(p) for p in paths),
+            flush=True,
+        )
     if args.ledger:
-        _ledger(argparse.Namespace(figures=args.out, out=args.out, mini=args.mini, latency_json=args.latency_json,
-                                   quick=args.quick, seed=args.seed, overwrite=args.overwrite, from_shipped=False,
-                                   make_shipped_inputs=False, checks=None, mini_deep=None, sweep=None))
+        _ledger(
+            argparse.Namespace(
+                figures=args.out,
+                out=args.out,
+                mini=args.mini,
+                latency_json=args.latency_json,
+                quick=args.quick,
+                seed=args.seed,
+                overwrite=args.overwrite,
+                from_shipped=False,
+                make_shipped_inputs=False,
+                checks=None,
+                mini_deep=None,
+                sweep=None,
+            )
+        )
     return 0
 
 
 def _ledger(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.ledger_inputs import RESULTS, ledger_from_shipped, make_ledger, make_shipped_inputs
+    from exitlaw.paper_repro.ledger_inputs import (
+        RESULTS,
+        ledger_from_shipped,
+        make_ledger,
+        make_shipped_inputs,
+    )
 
     if args.make_shipped_inputs:
         if not args.from_shipped:
             raise ValueError("--make-shipped-inputs goes with --from-shipped")
         make_shipped_inputs(RESULTS, seed=args.seed, overwrite=args.overwrite)
     if args.figures is not None and not Path(args.figures).is_dir():
-        raise FileNotFoundError(f"--figures {args.figures} is not a directory (only the default runs/figures "
-                                "is created when missing)")
+        raise FileNotFoundError(
+            f"--figures {args.figures} is not a directory (only the default runs/figures "
+            "is created when missing)"
+        )
     if args.from_shipped:
         _, md, js = ledger_from_shipped(args.out or RESULTS, overwrite=args.overwrite)
     else:
-        _, md, js = make_ledger(args.figures or "runs/figures", args.out or "runs/ledger", mini_dir=args.mini,
-                                latency_json=args.latency_json, checks_dir=args.checks, mini_deep=args.mini_deep,
-                                sweep_dir=args.sweep, quick=args.quick, seed=args.seed, overwrite=args.overwrite)
+        _, md, js = make_ledger(
+            args.figures or "runs/figures",
+            args.out or "runs/ledger",
+            mini_dir=args.mini,
+            latency_json=args.latency_json,
+            checks_dir=args.checks,
+            mini_deep=args.mini_deep,
+            sweep_dir=args.sweep,
+            quick=args.quick,
+            seed=args.seed,
+            overwrite=args.overwrite,
+        )
     print(Path(md).read_text(encoding="utf-8"))
     print(f"ledger: {md} and {js}")
     return 0

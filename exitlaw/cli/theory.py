@@ -9,26 +9,50 @@ from .args import enable_x64, positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("law", help="exit law, coverage and ceiling of recorded tree traces",
-                       description="Per-round C_p, ceiling 1 + C_p, observed block lengths and the "
-                                   "exit-depth histogram of a tree trace (JSON lines).")
+    p = sub.add_parser(
+        "law",
+        help="exit law, coverage and ceiling of recorded tree traces",
+        description="Per-round C_p, ceiling 1 + C_p, observed block lengths and the "
+        "exit-depth histogram of a tree trace (JSON lines).",
+    )
     p.add_argument("trace", nargs="?", help="path of a tree trace (.jsonl)")
-    p.add_argument("--demo", action="store_true", help="use an embedded synthetic trace instead of a file")
+    p.add_argument(
+        "--demo", action="store_true", help="use an embedded synthetic trace instead of a file"
+    )
     p.add_argument("--json", action="store_true", help="print the full summary as JSON")
-    p.add_argument("--workers", type=positive_int, default=1,
-                   help="processes reading a large trace (files of 16 MiB or more; default 1)")
-    p.add_argument("--allow-incomplete", action="store_true",
-                   help="read a trace that lacks its end marker (an interrupted writer); said in the output")
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="processes reading a large trace (files of 16 MiB or more; default 1)",
+    )
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a trace that lacks its end marker (an interrupted writer); said in the output",
+    )
     p.set_defaults(func=_law)
 
-    b = sub.add_parser("bench-law", help="benchmark: exit laws per second, jit+vmap vs a per-node loop; "
-                                         "with --trace, rounds/s and peak memory of `exitlaw law` on a file")
-    b.add_argument("--trace", default=None, help="time the streaming summary of this trace file instead")
-    b.add_argument("--workers", type=positive_int, default=1, help="with --trace: reading processes (default 1)")
+    b = sub.add_parser(
+        "bench-law",
+        help="benchmark: exit laws per second, jit+vmap vs a per-node loop; "
+        "with --trace, rounds/s and peak memory of `exitlaw law` on a file",
+    )
+    b.add_argument(
+        "--trace", default=None, help="time the streaming summary of this trace file instead"
+    )
+    b.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="with --trace: reading processes (default 1)",
+    )
     b.add_argument("--trees", type=positive_int, default=4096)
     b.add_argument("--budget", type=positive_int, default=64)
     b.add_argument("--vocab", type=positive_int, default=32000)
-    b.add_argument("--row-batch", type=positive_int, default=64, help="trees per chunk for the full-row case")
+    b.add_argument(
+        "--row-batch", type=positive_int, default=64, help="trees per chunk for the full-row case"
+    )
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_bench)
 
@@ -46,8 +70,12 @@ def _law(args: argparse.Namespace) -> int:
         trace = demo_trace()
         summary = summarize_trace(trace, keep_rounds=keep)
     else:  # streamed, numpy only: memory bounded by the largest round
-        summary = summarize_trace_file(args.trace, keep_rounds=keep, allow_incomplete=args.allow_incomplete,
-                                       workers=args.workers)
+        summary = summarize_trace_file(
+            args.trace,
+            keep_rounds=keep,
+            allow_incomplete=args.allow_incomplete,
+            workers=args.workers,
+        )
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
@@ -67,6 +95,8 @@ def _bench(args: argparse.Namespace) -> int:
     enable_x64()
     from exitlaw.theory.bench import run_law_bench
 
-    result = run_law_bench(trees=args.trees, budget=args.budget, vocab=args.vocab, row_batch=args.row_batch)
+    result = run_law_bench(
+        trees=args.trees, budget=args.budget, vocab=args.vocab, row_batch=args.row_batch
+    )
     print(json.dumps(result, indent=1) if args.json else result["text"])
     return 0

@@ -10,45 +10,95 @@ from exitlaw.engine.training.config import PRESETS
 
 from .args import add_sampling_flags, finite_float, nonneg_float, nonneg_int, positive_int
 
-_NO_FLOOR = object()   # --edge-floor none: a preset's floor turned off
+_NO_FLOOR = object()  # --edge-floor none: a preset's floor turned off
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "train", help="ExitTrain: train a DFlash drafter (exit, exit-depth, prefix, token-only, draft-opd or vat objective)",
+        "train",
+        help="ExitTrain: train a DFlash drafter (exit, exit-depth, prefix, token-only, draft-opd or vat objective)",
         description="Continuations of the prompts are sampled from the frozen target (cached on disk); each "
-                    "step builds the inference DDTree at every anchor, scores it with the target under tree "
-                    "attention and minimises CE + lambda * sum_v w~(v) (-log q_depth(v)(x_v)). Under "
-                    "`torchrun --nproc_per_node N` the drafter is sharded with FSDP (gloo on CPU).")
-    p.add_argument("--target", required=True, help="target checkpoint directory or Hub id (with its tokenizer)")
-    p.add_argument("--draft", required=True, help="DFlash drafter checkpoint to start from (released format)")
-    p.add_argument("--prompts", required=True,
-                   help="jsonl:FILE, FILE.jsonl, hf:NAME[:SPLIT] or a named set (gsm8k, NAME=FILE.jsonl, ...); "
-                        "records: prompt_ids, turns, conversations, messages, prompt/text/question/problem")
-    p.add_argument("--out", required=True, help="output directory (must be new or empty unless --resume)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
-    p.add_argument("--preset", choices=tuple(PRESETS), default=None,
-                   help="a named reading of ExitTrain: 'paper' (exit weight, batch normalisation, lambda 1, no "
-                        "edge floor, budget 64) or 'authors-code' (the authors' public code: prefix weight as "
-                        "their configs ship, nodes normalisation, lambda 0.1, edge floor 1e-4, budget 32); the "
-                        "flags below override it (default: the paper's reading)")
-    p.add_argument("--objective", choices=OBJECTIVES, default=None,
-                   help="token (lambda 0), prefix (P), exit (w = P rho, the paper), exit-depth (w * depth, the "
-                        "authors' code), draft-opd (on-policy position-wise distillation baseline), vat (verification-aware "
-                        "training: CE reweighted at simulated first-rejection positions; batch normalisation)")
-    p.add_argument("--lam", type=finite_float, default=None, help="weight of the tree term (forced to 0 for token)")
-    p.add_argument("--weight-norm", choices=NORMALISATIONS, default=None,
-                   help="batch: weights sum to one over the batch; tree: every tree counts equally; nodes: "
-                        "summed and divided by the number of tree nodes (the authors' code)")
-    p.add_argument("--edge-floor", type=_edge_floor, default=None, metavar="ALPHA",
-                   help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
-                        "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off")
-    p.add_argument("--budget", type=positive_int, default=None, help="DDTree budget of the trained trees (default 64)")
-    p.add_argument("--scoring-temperature", type=_positive_float, default=1.0, metavar="T_S",
-                   help="temperature of the target law the node weights come from (P, w, rho; default 1)")
-    p.add_argument("--prefix-window", type=positive_int, default=None, metavar="N",
-                   help="score each tree over only the last N context tokens, as the authors' code does (64); "
-                        "default: the whole context")
+        "step builds the inference DDTree at every anchor, scores it with the target under tree "
+        "attention and minimises CE + lambda * sum_v w~(v) (-log q_depth(v)(x_v)). Under "
+        "`torchrun --nproc_per_node N` the drafter is sharded with FSDP (gloo on CPU).",
+    )
+    p.add_argument(
+        "--target", required=True, help="target checkpoint directory or Hub id (with its tokenizer)"
+    )
+    p.add_argument(
+        "--draft", required=True, help="DFlash drafter checkpoint to start from (released format)"
+    )
+    p.add_argument(
+        "--prompts",
+        required=True,
+        help="jsonl:FILE, FILE.jsonl, hf:NAME[:SPLIT] or a named set (gsm8k, NAME=FILE.jsonl, ...); "
+        "records: prompt_ids, turns, conversations, messages, prompt/text/question/problem",
+    )
+    p.add_argument(
+        "--out", required=True, help="output directory (must be new or empty unless --resume)"
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its latest checkpoint"
+    )
+    p.add_argument(
+        "--preset",
+        choices=tuple(PRESETS),
+        default=None,
+        help="a named reading of ExitTrain: 'paper' (exit weight, batch normalisation, lambda 1, no "
+        "edge floor, budget 64) or 'authors-code' (the authors' public code: prefix weight as "
+        "their configs ship, nodes normalisation, lambda 0.1, edge floor 1e-4, budget 32); the "
+        "flags below override it (default: the paper's reading)",
+    )
+    p.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default=None,
+        help="token (lambda 0), prefix (P), exit (w = P rho, the paper), exit-depth (w * depth, the "
+        "authors' code), draft-opd (on-policy position-wise distillation baseline), vat (verification-aware "
+        "training: CE reweighted at simulated first-rejection positions; batch normalisation)",
+    )
+    p.add_argument(
+        "--lam",
+        type=finite_float,
+        default=None,
+        help="weight of the tree term (forced to 0 for token)",
+    )
+    p.add_argument(
+        "--weight-norm",
+        choices=NORMALISATIONS,
+        default=None,
+        help="batch: weights sum to one over the batch; tree: every tree counts equally; nodes: "
+        "summed and divided by the number of tree nodes (the authors' code)",
+    )
+    p.add_argument(
+        "--edge-floor",
+        type=_edge_floor,
+        default=None,
+        metavar="ALPHA",
+        help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
+        "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off",
+    )
+    p.add_argument(
+        "--budget",
+        type=positive_int,
+        default=None,
+        help="DDTree budget of the trained trees (default 64)",
+    )
+    p.add_argument(
+        "--scoring-temperature",
+        type=_positive_float,
+        default=1.0,
+        metavar="T_S",
+        help="temperature of the target law the node weights come from (P, w, rho; default 1)",
+    )
+    p.add_argument(
+        "--prefix-window",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="score each tree over only the last N context tokens, as the authors' code does (64); "
+        "default: the whole context",
+    )
     p.add_argument("--steps", type=positive_int, default=100)
     p.add_argument("--batch-size", type=positive_int, default=4, help="sequences per step and rank")
     p.add_argument("--anchors", type=positive_int, default=8, help="anchors per sequence")
@@ -60,21 +110,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-every", type=positive_int, default=50)
     p.add_argument("--log-every", type=positive_int, default=1)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--amp", choices=("auto", "bf16", "off"), default="auto",
-                   help="bf16 autocast (auto: on CUDA devices that support it)")
+    p.add_argument(
+        "--amp",
+        choices=("auto", "bf16", "off"),
+        default="auto",
+        help="bf16 autocast (auto: on CUDA devices that support it)",
+    )
     p.add_argument("--prompt-limit", type=positive_int, default=None)
-    p.add_argument("--chat", action="store_true", help="wrap string prompts in the target's chat template")
-    p.add_argument("--max-new-tokens", type=positive_int, default=256, help="length of the target continuations")
-    p.add_argument("--gen-temperature", type=nonneg_float, default=1.0, help="temperature of the target continuations")
-    add_sampling_flags(p, "the target continuations (at --gen-temperature) and the scoring law (at "
-                          "--scoring-temperature): the setting the drafter is trained for")
+    p.add_argument(
+        "--chat", action="store_true", help="wrap string prompts in the target's chat template"
+    )
+    p.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=256,
+        help="length of the target continuations",
+    )
+    p.add_argument(
+        "--gen-temperature",
+        type=nonneg_float,
+        default=1.0,
+        help="temperature of the target continuations",
+    )
+    add_sampling_flags(
+        p,
+        "the target continuations (at --gen-temperature) and the scoring law (at "
+        "--scoring-temperature): the setting the drafter is trained for",
+    )
     p.add_argument("--gen-batch", type=positive_int, default=16)
-    p.add_argument("--continuations-server", default=None, metavar="URL",
-                   help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
-                        "target) at URL instead of decoding locally")
-    p.add_argument("--server-model", default=None, help="model name the server expects (default: --target)")
-    p.add_argument("--cache-dir", default=None, help="continuation cache (default: OUT/../.exitlaw-cache)")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda:LOCAL_RANK if available)")
+    p.add_argument(
+        "--continuations-server",
+        default=None,
+        metavar="URL",
+        help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
+        "target) at URL instead of decoding locally",
+    )
+    p.add_argument(
+        "--server-model", default=None, help="model name the server expects (default: --target)"
+    )
+    p.add_argument(
+        "--cache-dir", default=None, help="continuation cache (default: OUT/../.exitlaw-cache)"
+    )
+    p.add_argument(
+        "--device",
+        default=None,
+        help="cpu, cuda, cuda:1 ... (default: cuda:LOCAL_RANK if available)",
+    )
     p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_train)
@@ -93,33 +174,69 @@ def _edge_floor(text: str):
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1) or 'none', got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a number in (0, 1) or 'none', got {text!r}"
+        ) from None
 
 
 def _train(args: argparse.Namespace) -> int:
     from exitlaw.engine.training.config import preset_config
     from exitlaw.engine.training.run import TrainingRunSpec, run_training
 
-    chosen = {"objective": args.objective, "lam": args.lam, "weight_norm": args.weight_norm,
-              "edge_floor": args.edge_floor, "budget": args.budget}
+    chosen = {
+        "objective": args.objective,
+        "lam": args.lam,
+        "weight_norm": args.weight_norm,
+        "edge_floor": args.edge_floor,
+        "budget": args.budget,
+    }
     overrides = {k: (None if v is _NO_FLOOR else v) for k, v in chosen.items() if v is not None}
-    cfg = preset_config(args.preset, steps=args.steps, batch_size=args.batch_size, anchors_per_seq=args.anchors,
-                        lr=args.lr, min_lr_ratio=args.min_lr_ratio, warmup_steps=args.warmup,
-                        weight_decay=args.weight_decay, grad_clip=args.grad_clip,
-                        checkpoint_every=args.checkpoint_every, log_every=args.log_every, seed=args.seed,
-                        amp=args.amp, target_temperature=args.scoring_temperature,
-                        target_top_k=args.top_k, target_top_p=args.top_p, target_min_p=args.min_p,
-                        target_sampling_order=args.sampling_order,
-                        prefix_window=args.prefix_window, **overrides)
-    spec = TrainingRunSpec(target=args.target, draft=args.draft, out=args.out, config=cfg, prompts=args.prompts,
-                           resume=args.resume, prompt_limit=args.prompt_limit, chat=args.chat,
-                           max_new_tokens=args.max_new_tokens, gen_temperature=args.gen_temperature,
-                           gen_top_k=args.top_k, gen_top_p=args.top_p, gen_min_p=args.min_p,
-                           gen_sampling_order=args.sampling_order,
-                           gen_batch=args.gen_batch, continuations_server=args.continuations_server,
-                           server_model=args.server_model, cache_dir=args.cache_dir, device=args.device,
-                           dtype=args.dtype, progress=not args.no_progress,
-                           run_info={"preset": args.preset})
+    cfg = preset_config(
+        args.preset,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        anchors_per_seq=args.anchors,
+        lr=args.lr,
+        min_lr_ratio=args.min_lr_ratio,
+        warmup_steps=args.warmup,
+        weight_decay=args.weight_decay,
+        grad_clip=args.grad_clip,
+        checkpoint_every=args.checkpoint_every,
+        log_every=args.log_every,
+        seed=args.seed,
+        amp=args.amp,
+        target_temperature=args.scoring_temperature,
+        target_top_k=args.top_k,
+        target_top_p=args.top_p,
+        target_min_p=args.min_p,
+        target_sampling_order=args.sampling_order,
+        prefix_window=args.prefix_window,
+        **overrides,
+    )
+    spec = TrainingRunSpec(
+        target=args.target,
+        draft=args.draft,
+        out=args.out,
+        config=cfg,
+        prompts=args.prompts,
+        resume=args.resume,
+        prompt_limit=args.prompt_limit,
+        chat=args.chat,
+        max_new_tokens=args.max_new_tokens,
+        gen_temperature=args.gen_temperature,
+        gen_top_k=args.top_k,
+        gen_top_p=args.top_p,
+        gen_min_p=args.min_p,
+        gen_sampling_order=args.sampling_order,
+        gen_batch=args.gen_batch,
+        continuations_server=args.continuations_server,
+        server_model=args.server_model,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        dtype=args.dtype,
+        progress=not args.no_progress,
+        run_info={"preset": args.preset},
+    )
     result = run_training(spec)
     if result["rank"] == 0:
         print(json.dumps({"final_drafter": result["final_drafter"], "last": result["last"]}))

@@ -29,11 +29,25 @@ from exitlaw.theory.atomic_io import atomic_dir
 
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
-MASK_TOKEN = "<|mask|>"   # the DFlash drafter's mask token
+MASK_TOKEN = "<|mask|>"  # the DFlash drafter's mask token
 SPECIAL_TOKENS = (EOS_TOKEN, PAD_TOKEN, MASK_TOKEN)
 PROSE_FILE = "pydoc_data/topics.py"
-_SKIP_DIRS = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__", "lib2to3"}
-_SKIP_PREFIXES = ("encodings/cp", "encodings/iso8859", "encodings/mac_", "encodings/koi8", "encodings/kz1048")
+_SKIP_DIRS = {
+    "site-packages",
+    "dist-packages",
+    "test",
+    "tests",
+    "idle_test",
+    "__pycache__",
+    "lib2to3",
+}
+_SKIP_PREFIXES = (
+    "encodings/cp",
+    "encodings/iso8859",
+    "encodings/mac_",
+    "encodings/koi8",
+    "encodings/kz1048",
+)
 
 
 def stdlib_dir() -> Path:
@@ -49,7 +63,11 @@ def list_code_files(root: str | Path | None = None) -> list[str]:
     out = []
     for path in root.rglob("*.py"):
         rel = path.relative_to(root).as_posix()
-        if set(rel.split("/")[:-1]) & _SKIP_DIRS or rel == PROSE_FILE or rel.startswith(_SKIP_PREFIXES):
+        if (
+            set(rel.split("/")[:-1]) & _SKIP_DIRS
+            or rel == PROSE_FILE
+            or rel.startswith(_SKIP_PREFIXES)
+        ):
             continue
         out.append(rel)
     if not out:
@@ -80,7 +98,9 @@ def load_prose_topics(root: str | Path | None = None) -> dict[str, str]:
         raise FileNotFoundError(f"prose file {path} does not exist")
     module = ast.parse(path.read_text(encoding="utf-8"))
     for node in module.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "topics" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "topics" for t in node.targets
+        ):
             topics = ast.literal_eval(node.value)
             if not isinstance(topics, dict) or not topics:
                 raise ValueError(f"{path}: 'topics' is not a non-empty dict")
@@ -115,13 +135,17 @@ class CorpusSplit:
         return [topics[n] for n in names]
 
 
-def make_split(root: str | Path | None = None, *, heldout_fraction: float = 0.05, seed: int = 0) -> CorpusSplit:
+def make_split(
+    root: str | Path | None = None, *, heldout_fraction: float = 0.05, seed: int = 0
+) -> CorpusSplit:
     """Split the code files and the prose topics into train / held-out (by file, by topic)."""
     root = Path(root) if root is not None else stdlib_dir()
     tc, hc = split_names(list_code_files(root), heldout_fraction, seed)
     tp, hp = split_names(load_prose_topics(root).keys(), max(heldout_fraction, 0.1), seed)
     if not hc or not hp:
-        raise ValueError(f"held-out split is empty (fraction {heldout_fraction}); raise heldout_fraction")
+        raise ValueError(
+            f"held-out split is empty (fraction {heldout_fraction}); raise heldout_fraction"
+        )
     return CorpusSplit(str(root), sys.version.split()[0], seed, heldout_fraction, tc, hc, tp, hp)
 
 
@@ -131,17 +155,28 @@ def train_tokenizer(texts, vocab_size: int, out_dir: str | Path):
     from transformers import PreTrainedTokenizerFast
 
     if vocab_size < 256 + len(SPECIAL_TOKENS) + 1:
-        raise ValueError(f"vocab_size must exceed the 256 byte symbols plus specials, got {vocab_size}")
+        raise ValueError(
+            f"vocab_size must exceed the 256 byte symbols plus specials, got {vocab_size}"
+        )
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(list(texts), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN,
-                                   mask_token=MASK_TOKEN, clean_up_tokenization_spaces=False)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=EOS_TOKEN,
+        pad_token=PAD_TOKEN,
+        mask_token=MASK_TOKEN,
+        clean_up_tokenization_spaces=False,
+    )
     out_dir = Path(out_dir)
-    with atomic_dir(out_dir) as tmp:   # tokenizer.json appears only with every other file beside it
+    with atomic_dir(out_dir) as tmp:  # tokenizer.json appears only with every other file beside it
         fast.save_pretrained(str(tmp))
     return load_tokenizer(out_dir)
 
@@ -174,23 +209,33 @@ def load_token_array(path: str | Path) -> np.ndarray:
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, EOFError, OSError) as err:
-        raise ValueError(f"{path} is truncated or corrupt ({err}); delete it to encode the corpus again") from None
+        raise ValueError(
+            f"{path} is truncated or corrupt ({err}); delete it to encode the corpus again"
+        ) from None
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        raise ValueError(f"{path} holds a {arr.dtype} array of shape {arr.shape}, not a 1-D token stream")
+        raise ValueError(
+            f"{path} holds a {arr.dtype} array of shape {arr.shape}, not a 1-D token stream"
+        )
     return arr
 
 
-def sample_prompts(tokenizer, texts, *, count: int, prompt_tokens: int, seed: int) -> list[list[int]]:
+def sample_prompts(
+    tokenizer, texts, *, count: int, prompt_tokens: int, seed: int
+) -> list[list[int]]:
     """``count`` prompts of ``prompt_tokens`` tokens cut at random offsets of random documents."""
     rng = np.random.default_rng(seed)
-    docs = [ids for ids in (tokenizer.encode(t, add_special_tokens=False) for t in texts) if len(ids) > prompt_tokens]
+    docs = [
+        ids
+        for ids in (tokenizer.encode(t, add_special_tokens=False) for t in texts)
+        if len(ids) > prompt_tokens
+    ]
     if not docs:
         raise ValueError(f"no document is longer than {prompt_tokens} tokens")
     prompts = []
     for _ in range(count):
         ids = docs[int(rng.integers(len(docs)))]
         start = int(rng.integers(0, len(ids) - prompt_tokens))
-        prompts.append([int(t) for t in ids[start:start + prompt_tokens]])
+        prompts.append([int(t) for t in ids[start : start + prompt_tokens]])
     return prompts
 
 

@@ -47,13 +47,27 @@ class RoundLaws:
         here = trace_round(rec, self.temperature)
         parent = here.tree.parent
         self.rb.append(1.0 + coverage(parent, here.edge_prob))
-        at_ts = here if self.scoring_temperature == self.temperature else trace_round(rec, self.scoring_temperature)
+        at_ts = (
+            here
+            if self.scoring_temperature == self.temperature
+            else trace_round(rec, self.scoring_temperature)
+        )
         self.ceiling_ts.append(1.0 + coverage(parent, at_ts.edge_prob))
         self.depth.append(int(here.tree.depth.max()))
 
 
-def eval_cell(target, drafter, prompts: Sequence[Sequence[int]], *, budget: int, temperature: float, verifier: str,
-              max_new_tokens: int, seed: int, scoring_temperature: float | None = None) -> dict:
+def eval_cell(
+    target,
+    drafter,
+    prompts: Sequence[Sequence[int]],
+    *,
+    budget: int,
+    temperature: float,
+    verifier: str,
+    max_new_tokens: int,
+    seed: int,
+    scoring_temperature: float | None = None,
+) -> dict:
     """Decode all ``prompts``; tau (mean block length), its standard error, rounds, seconds per token.
 
     With ``scoring_temperature`` also, per prompt: the Rao-Blackwellised tau (``per_prompt_rb_tau``),
@@ -67,9 +81,17 @@ def eval_cell(target, drafter, prompts: Sequence[Sequence[int]], *, budget: int,
     laws: list[RoundLaws] = []
     seconds, tokens = 0.0, 0
     for i, prompt in enumerate(prompts):
-        cfg = DecodeConfig(method="ddtree", verifier=verifier, budget=budget, temperature=temperature,
-                           max_new_tokens=max_new_tokens, seed=seed + i)
-        on_round = None if scoring_temperature is None else RoundLaws(temperature, scoring_temperature)
+        cfg = DecodeConfig(
+            method="ddtree",
+            verifier=verifier,
+            budget=budget,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            seed=seed + i,
+        )
+        on_round = (
+            None if scoring_temperature is None else RoundLaws(temperature, scoring_temperature)
+        )
         res = generate(target, drafter, list(prompt), cfg, on_round=on_round)
         lengths.extend(res.block_lengths)
         per_prompt.append(res.tau)
@@ -79,26 +101,41 @@ def eval_cell(target, drafter, prompts: Sequence[Sequence[int]], *, budget: int,
             laws.append(on_round)
     arr = np.asarray(lengths, dtype=np.float64)
     se = float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else float("nan")
-    out = {"tau": float(arr.mean()), "tau_se": se, "rounds": int(arr.size), "tokens": tokens,
-           "seconds": seconds, "s_per_token": seconds / max(tokens, 1), "per_prompt_tau": per_prompt}
+    out = {
+        "tau": float(arr.mean()),
+        "tau_se": se,
+        "rounds": int(arr.size),
+        "tokens": tokens,
+        "seconds": seconds,
+        "s_per_token": seconds / max(tokens, 1),
+        "per_prompt_tau": per_prompt,
+    }
     if laws:
-        out.update({"scoring_temperature": scoring_temperature,
-                    "per_prompt_rb_tau": [float(np.mean(r.rb)) for r in laws],
-                    "per_prompt_ceiling_ts": [float(np.mean(r.ceiling_ts)) for r in laws],
-                    "per_prompt_depth": [float(np.mean(r.depth)) for r in laws],
-                    "rb_tau": float(np.mean([x for r in laws for x in r.rb])),
-                    "ceiling_ts": float(np.mean([x for r in laws for x in r.ceiling_ts])),
-                    "tree_depth": float(np.mean([x for r in laws for x in r.depth]))})
+        out.update(
+            {
+                "scoring_temperature": scoring_temperature,
+                "per_prompt_rb_tau": [float(np.mean(r.rb)) for r in laws],
+                "per_prompt_ceiling_ts": [float(np.mean(r.ceiling_ts)) for r in laws],
+                "per_prompt_depth": [float(np.mean(r.depth)) for r in laws],
+                "rb_tau": float(np.mean([x for r in laws for x in r.rb])),
+                "ceiling_ts": float(np.mean([x for r in laws for x in r.ceiling_ts])),
+                "tree_depth": float(np.mean([x for r in laws for x in r.depth])),
+            }
+        )
     return out
 
 
-def eval_ar(target, prompts: Sequence[Sequence[int]], *, temperature: float, max_new_tokens: int, seed: int) -> dict:
+def eval_ar(
+    target, prompts: Sequence[Sequence[int]], *, temperature: float, max_new_tokens: int, seed: int
+) -> dict:
     """Autoregressive baseline on the same prompts: decode seconds per token."""
     from exitlaw.engine.decode.loop import DecodeConfig, generate_ar
 
     seconds, tokens = 0.0, 0
     for i, prompt in enumerate(prompts):
-        cfg = DecodeConfig(method="ar", temperature=temperature, max_new_tokens=max_new_tokens, seed=seed + i)
+        cfg = DecodeConfig(
+            method="ar", temperature=temperature, max_new_tokens=max_new_tokens, seed=seed + i
+        )
         res = generate_ar(target, list(prompt), cfg)
         seconds += res.decode_seconds
         tokens += res.decode_tokens
@@ -109,16 +146,27 @@ def cell_key(drafter: str, domain: str, budget: int, temperature: float, verifie
     return f"{drafter}|{domain}|B{budget}|T{temperature:g}|{verifier}"
 
 
-def eval_grid(target, drafters: dict, domains: dict, *, budgets: Sequence[int], temperatures: Sequence[float],
-              verifiers: Sequence[str], max_new_tokens: int, seed: int, done: dict, on_cell=None,
-              progress: bool = True) -> dict:
+def eval_grid(
+    target,
+    drafters: dict,
+    domains: dict,
+    *,
+    budgets: Sequence[int],
+    temperatures: Sequence[float],
+    verifiers: Sequence[str],
+    max_new_tokens: int,
+    seed: int,
+    done: dict,
+    on_cell=None,
+    progress: bool = True,
+) -> dict:
     """Every cell not already in ``done`` (a dict ``key -> result``, updated in place and passed to ``on_cell``)."""
     todo = []
     for name in drafters:
         for domain in domains:
             for t in temperatures:
                 for b in budgets:
-                    for v in (verifiers[:1] if t == 0 else verifiers):
+                    for v in verifiers[:1] if t == 0 else verifiers:
                         todo.append((name, domain, b, t, v))
     bar = None
     if progress:
@@ -128,9 +176,19 @@ def eval_grid(target, drafters: dict, domains: dict, *, budgets: Sequence[int], 
     for name, domain, b, t, v in todo:
         key = cell_key(name, domain, b, t, v)
         if key not in done:
-            res = eval_cell(target, drafters[name], domains[domain], budget=b, temperature=t, verifier=v,
-                            max_new_tokens=max_new_tokens, seed=seed)
-            res.update({"drafter": name, "domain": domain, "budget": b, "temperature": t, "verifier": v})
+            res = eval_cell(
+                target,
+                drafters[name],
+                domains[domain],
+                budget=b,
+                temperature=t,
+                verifier=v,
+                max_new_tokens=max_new_tokens,
+                seed=seed,
+            )
+            res.update(
+                {"drafter": name, "domain": domain, "budget": b, "temperature": t, "verifier": v}
+            )
             done[key] = res
             if on_cell is not None:
                 on_cell(key, res)
@@ -138,11 +196,17 @@ def eval_grid(target, drafters: dict, domains: dict, *, budgets: Sequence[int], 
             bar.update(1)
     if bar is not None:
         bar.close()
-    for name in drafters:  # T = 0: every verifier is greedy, so later verifiers share the first one's cell
+    for (
+        name
+    ) in drafters:  # T = 0: every verifier is greedy, so later verifiers share the first one's cell
         for domain in domains:
             for b in budgets:
                 for v in verifiers[1:]:
                     if 0.0 in [float(t) for t in temperatures]:
                         src = done[cell_key(name, domain, b, 0.0, verifiers[0])]
-                        done[cell_key(name, domain, b, 0.0, v)] = {**src, "verifier": v, "same_as": verifiers[0]}
+                        done[cell_key(name, domain, b, 0.0, v)] = {
+                            **src,
+                            "verifier": v,
+                            "same_as": verifiers[0],
+                        }
     return done

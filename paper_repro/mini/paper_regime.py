@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 from exitlaw.paper_repro.mini.pipeline import DEEP, QUICK, MiniConfig
 
-PAPER_LR_RATIO = 1e-4 / 6e-4       # the paper's fine-tuning rate over DFlash training's (SpecForge configs)
+PAPER_LR_RATIO = (
+    1e-4 / 6e-4
+)  # the paper's fine-tuning rate over DFlash training's (SpecForge configs)
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class PaperRegimeConfig:
     """Every setting ``paper_repro/PAPER_REGIME.md`` fixes (its sections in the comments)."""
 
     preset: str = "paper-regime"
-    base: MiniConfig = DEEP                       # "Base drafter": the deep preset, rebuilt the same way
+    base: MiniConfig = DEEP  # "Base drafter": the deep preset, rebuilt the same way
     # "Prompt sets"
     eval_split_seed: int = 51
     eval_prompts: int = 40
@@ -104,7 +106,9 @@ class PaperRegimeConfig:
             raise ValueError(f"arms must be among {sorted(known)} and seeds non-empty")
         cap = self.base.distill_lr * PAPER_LR_RATIO
         if max(self.lr_grid) > cap * (1 + 1e-9) or self.literal_lr > cap * (1 + 1e-9):
-            raise ValueError(f"every fine-tuning rate must be <= distillation peak x 1e-4/6e-4 = {cap:.3g}")
+            raise ValueError(
+                f"every fine-tuning rate must be <= distillation peak x 1e-4/6e-4 = {cap:.3g}"
+            )
 
     @property
     def steps(self) -> int:
@@ -118,10 +122,26 @@ class PaperRegimeConfig:
 PAPER_REGIME = PaperRegimeConfig()
 # a CI-sized twin of the same pipeline (the quick mini preset as its base): exercises every stage
 PAPER_REGIME_QUICK = replace(
-    PAPER_REGIME, preset="paper-regime-quick", base=QUICK,
-    eval_prompts=2, eval_prompt_tokens=24, ft_prompts=8, ft_continuation_tokens=16, lr_grid=(5e-5, 1e-4),
-    anchors=2, budget=8, literal_budget=6, literal_anchors=3, literal_window=8, literal_lr=1e-4,
-    seeds=(0, 1), eval_new_tokens=8, budget_row=(4, 8), literal_eval_budget=6, eval_budget=8)
+    PAPER_REGIME,
+    preset="paper-regime-quick",
+    base=QUICK,
+    eval_prompts=2,
+    eval_prompt_tokens=24,
+    ft_prompts=8,
+    ft_continuation_tokens=16,
+    lr_grid=(5e-5, 1e-4),
+    anchors=2,
+    budget=8,
+    literal_budget=6,
+    literal_anchors=3,
+    literal_window=8,
+    literal_lr=1e-4,
+    seeds=(0, 1),
+    eval_new_tokens=8,
+    budget_row=(4, 8),
+    literal_eval_budget=6,
+    eval_budget=8,
+)
 
 
 def arm_by_name(name: str) -> Arm:
@@ -137,13 +157,24 @@ def arm_config(cfg: PaperRegimeConfig, arm: Arm, seed: int, lr: float, t_s: floa
 
     steps = cfg.steps
     warm = cfg.literal_warmup_ratio if arm.literal else cfg.warmup_ratio
-    return TrainConfig(objective=arm.objective, lam=arm.lam, weight_norm=arm.weight_norm, edge_floor=arm.edge_floor,
-                       budget=cfg.literal_budget if arm.literal else cfg.budget, steps=steps,
-                       batch_size=cfg.batch_size, anchors_per_seq=cfg.literal_anchors if arm.literal else cfg.anchors,
-                       lr=cfg.literal_lr if arm.literal else lr, min_lr_ratio=cfg.min_lr_ratio,
-                       warmup_steps=max(1, round(warm * steps)), checkpoint_every=max(1, steps // 4),
-                       seed=100 + seed, score_trees=True, target_temperature=t_s,
-                       prefix_window=cfg.literal_window if arm.literal else None)
+    return TrainConfig(
+        objective=arm.objective,
+        lam=arm.lam,
+        weight_norm=arm.weight_norm,
+        edge_floor=arm.edge_floor,
+        budget=cfg.literal_budget if arm.literal else cfg.budget,
+        steps=steps,
+        batch_size=cfg.batch_size,
+        anchors_per_seq=cfg.literal_anchors if arm.literal else cfg.anchors,
+        lr=cfg.literal_lr if arm.literal else lr,
+        min_lr_ratio=cfg.min_lr_ratio,
+        warmup_steps=max(1, round(warm * steps)),
+        checkpoint_every=max(1, steps // 4),
+        seed=100 + seed,
+        score_trees=True,
+        target_temperature=t_s,
+        prefix_window=cfg.literal_window if arm.literal else None,
+    )
 
 
 def run_names(cfg: PaperRegimeConfig) -> list[tuple[str, int]]:

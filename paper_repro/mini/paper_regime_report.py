@@ -17,23 +17,44 @@ import numpy as np
 
 from exitlaw.theory.atomic_io import atomic_write_json, atomic_write_text
 
-from exitlaw.paper_repro.mini.stats import claim_verdict, crossed_mean_ci, pair_verdict, paired_difference
+from exitlaw.paper_repro.mini.stats import (
+    claim_verdict,
+    crossed_mean_ci,
+    pair_verdict,
+    paired_difference,
+)
 
 SCHEMA = "exitlaw.paper_regime/1"
 OUTSIDE = "inconclusive - outside the paper's regime"
-ESTIMANDS = {"rb_tau": "per_prompt_rb_tau", "tau": "per_prompt_tau", "ceiling_ts": "per_prompt_ceiling_ts",
-             "depth": "per_prompt_depth"}
+ESTIMANDS = {
+    "rb_tau": "per_prompt_rb_tau",
+    "tau": "per_prompt_tau",
+    "ceiling_ts": "per_prompt_ceiling_ts",
+    "depth": "per_prompt_depth",
+}
 PRIMARY = (("exit", "prefix"), ("exit", "token"))
-SECONDARY = (("token", "base"), ("exit", "base"), ("prefix", "base"), ("prefix", "token"),
-             ("exit-l1", "prefix-l1"), ("exit-l1", "token"), ("exit-depth", "prefix-nodes"), ("exit-depth", "token"),
-             ("authors", "authors-token"), ("authors", "base"), ("authors-token", "base"))
+SECONDARY = (
+    ("token", "base"),
+    ("exit", "base"),
+    ("prefix", "base"),
+    ("prefix", "token"),
+    ("exit-l1", "prefix-l1"),
+    ("exit-l1", "token"),
+    ("exit-depth", "prefix-nodes"),
+    ("exit-depth", "token"),
+    ("authors", "authors-token"),
+    ("authors", "base"),
+    ("authors-token", "base"),
+)
 
 
 def _key(drafter: str, domain: str, t: float, b: int) -> str:
     return f"{drafter}|{domain}|T{t:g}|B{b}"
 
 
-def arm_values(cells: dict, cfg, arm: str, domain: str, t: float, b: int, estimand: str) -> dict[int, list]:
+def arm_values(
+    cells: dict, cfg, arm: str, domain: str, t: float, b: int, estimand: str
+) -> dict[int, list]:
     """``{seed: per-prompt values}`` of ``arm`` in one cell (``base``: its one run under every seed)."""
     field = ESTIMANDS[estimand]
     if arm == "base":
@@ -42,17 +63,35 @@ def arm_values(cells: dict, cfg, arm: str, domain: str, t: float, b: int, estima
     return {s: list(cells[_key(f"{arm}-s{s}", domain, t, b)][field]) for s in cfg.seeds}
 
 
-def compare(cells: dict, cfg, a: str, b: str, domain: str, t: float, budget: int, estimand: str,
-            level: float) -> dict:
-    return paired_difference(arm_values(cells, cfg, a, domain, t, budget, estimand),
-                             arm_values(cells, cfg, b, domain, t, budget, estimand), level=level)
+def compare(
+    cells: dict,
+    cfg,
+    a: str,
+    b: str,
+    domain: str,
+    t: float,
+    budget: int,
+    estimand: str,
+    level: float,
+) -> dict:
+    return paired_difference(
+        arm_values(cells, cfg, a, domain, t, budget, estimand),
+        arm_values(cells, cfg, b, domain, t, budget, estimand),
+        level=level,
+    )
 
 
 def _available(cells: dict, cfg, arms, domain, t, b) -> bool:
-    return all(_key("base" if x == "base" else f"{x}-s{s}", domain, t, b) in cells for x in arms for s in cfg.seeds)
+    return all(
+        _key("base" if x == "base" else f"{x}-s{s}", domain, t, b) in cells
+        for x in arms
+        for s in cfg.seeds
+    )
 
 
-def budget_row(cells: dict, cfg, t_s: float, a: str = "exit", b: str = "base", estimand: str = "rb_tau") -> dict:
+def budget_row(
+    cells: dict, cfg, t_s: float, a: str = "exit", b: str = "base", estimand: str = "rb_tau"
+) -> dict:
     """``a - b`` with equal weight over ``cfg.budget_row``: the per-(seed, prompt) difference averaged over
     budgets, relative to ``b``'s mean over the same budgets (95 %)."""
     diffs, refs, per_budget = [], [], {}
@@ -73,12 +112,19 @@ def budget_row(cells: dict, cfg, t_s: float, a: str = "exit", b: str = "base", e
 def _record(pair: dict, a: str, b: str, setting: dict, estimand: str) -> dict:
     """A paired-effect record (:mod:`exitlaw.paper_repro.paired_effects`); ``setting["cell"]`` is ``primary``
     at the primary cell (code, T = T_s, B = eval budget) so the ledger can select it without knowing T_s."""
-    return {"comparison": f"{a}-{b}", "metric": "tau" if estimand in ("rb_tau", "tau") else estimand,
-            "estimand": estimand, "setting": {**setting, "estimand": estimand},
-            "diff": {k: pair[k] for k in ("mean", "lo", "hi")},
-            "rel_pct": {"mean": pair["rel_mean"], "lo": pair["rel_lo"], "hi": pair["rel_hi"]},
-            "level": pair["level"], "mde_pct": pair["rel_mde"], "n_seeds": pair["seeds"], "n_units": pair["prompts"],
-            "method": "paired over training seeds and prompts, crossed random-effects interval (Satterthwaite)"}
+    return {
+        "comparison": f"{a}-{b}",
+        "metric": "tau" if estimand in ("rb_tau", "tau") else estimand,
+        "estimand": estimand,
+        "setting": {**setting, "estimand": estimand},
+        "diff": {k: pair[k] for k in ("mean", "lo", "hi")},
+        "rel_pct": {"mean": pair["rel_mean"], "lo": pair["rel_lo"], "hi": pair["rel_hi"]},
+        "level": pair["level"],
+        "mde_pct": pair["rel_mde"],
+        "n_seeds": pair["seeds"],
+        "n_units": pair["prompts"],
+        "method": "paired over training seeds and prompts, crossed random-effects interval (Satterthwaite)",
+    }
 
 
 def analyse(cells: dict, cfg, t_s: float) -> dict:
@@ -86,51 +132,128 @@ def analyse(cells: dict, cfg, t_s: float) -> dict:
     primary_cell = ("code", t_s, cfg.eval_budget)
     pre = compare(cells, cfg, "token", "base", *primary_cell, "rb_tau", cfg.secondary_level)
     holds = pre["rel_lo"] > 0
-    out = {"precondition": {"rule": "token - base at the primary cell (Rao-Blackwellised tau, 95 %): lower end > 0",
-                            "token_minus_base": pre, "holds": bool(holds)},
-           "primary": {}, "secondary": [], "paired_effects": []}
-    setting = {"regime": "paper", "domain": "code", "temperature": float(t_s), "eval_budget": cfg.eval_budget,
-               "verifier": cfg.verifier, "lambda": 0.1, "weight_norm": "batch", "scoring_temperature": float(t_s),
-               "cell": "primary"}
+    out = {
+        "precondition": {
+            "rule": "token - base at the primary cell (Rao-Blackwellised tau, 95 %): lower end > 0",
+            "token_minus_base": pre,
+            "holds": bool(holds),
+        },
+        "primary": {},
+        "secondary": [],
+        "paired_effects": [],
+    }
+    setting = {
+        "regime": "paper",
+        "domain": "code",
+        "temperature": float(t_s),
+        "eval_budget": cfg.eval_budget,
+        "verifier": cfg.verifier,
+        "lambda": 0.1,
+        "weight_norm": "batch",
+        "scoring_temperature": float(t_s),
+        "cell": "primary",
+    }
     for a, b in PRIMARY:
         pair = compare(cells, cfg, a, b, *primary_cell, "rb_tau", cfg.primary_level)
         margin = cfg.margins_pct[f"{a}-{b}"]
         pv = pair_verdict(pair["rel_lo"], pair["rel_hi"], margin)
-        out["primary"][f"{a}-{b}"] = {**pair, "margin_pct": margin, "pair_verdict": pv,
-                                      "verdict": claim_verdict(pv) if holds else OUTSIDE}
+        out["primary"][f"{a}-{b}"] = {
+            **pair,
+            "margin_pct": margin,
+            "pair_verdict": pv,
+            "verdict": claim_verdict(pv) if holds else OUTSIDE,
+        }
         out["paired_effects"].append(_record(pair, a, b, {**setting, "role": "primary"}, "rb_tau"))
     temps = [("code", t_s), ("code", 0.0), ("code", 1.0), ("prose", t_s)]
     for domain, t in temps:
         for estimand in ("rb_tau", "tau", "ceiling_ts"):
             cell_token = None
             if _available(cells, cfg, ("token", "base"), domain, t, cfg.eval_budget):
-                cell_token = compare(cells, cfg, "token", "base", domain, t, cfg.eval_budget, estimand,
-                                     cfg.secondary_level)["rel_lo"] > 0
+                cell_token = (
+                    compare(
+                        cells,
+                        cfg,
+                        "token",
+                        "base",
+                        domain,
+                        t,
+                        cfg.eval_budget,
+                        estimand,
+                        cfg.secondary_level,
+                    )["rel_lo"]
+                    > 0
+                )
             for a, b in SECONDARY + PRIMARY:
                 if not _available(cells, cfg, (a, b), domain, t, cfg.eval_budget):
                     continue
-                pair = compare(cells, cfg, a, b, domain, t, cfg.eval_budget, estimand, cfg.secondary_level)
-                row = {"a": a, "b": b, "domain": domain, "temperature": float(t), "budget": cfg.eval_budget,
-                       "estimand": estimand, "token_beats_base_here": cell_token, **pair}
+                pair = compare(
+                    cells, cfg, a, b, domain, t, cfg.eval_budget, estimand, cfg.secondary_level
+                )
+                row = {
+                    "a": a,
+                    "b": b,
+                    "domain": domain,
+                    "temperature": float(t),
+                    "budget": cfg.eval_budget,
+                    "estimand": estimand,
+                    "token_beats_base_here": cell_token,
+                    **pair,
+                }
                 out["secondary"].append(row)
                 lam = 1.0 if a.endswith("-l1") else 0.1
-                norm = "nodes" if a in ("exit-depth", "prefix-nodes", "authors", "authors-token") else "batch"
+                norm = (
+                    "nodes"
+                    if a in ("exit-depth", "prefix-nodes", "authors", "authors-token")
+                    else "batch"
+                )
                 cell = "primary" if (domain, t) == ("code", t_s) else "secondary"
-                out["paired_effects"].append(_record(pair, a.removesuffix("-l1"), b.removesuffix("-l1"), {
-                    **setting, "domain": domain, "temperature": float(t), "lambda": lam, "weight_norm": norm,
-                    "role": "secondary", "arms": f"{a} - {b}", "cell": cell}, estimand))
-    if _available(cells, cfg, ("exit", "base"), "code", t_s, cfg.budget_row[0]) and \
-            all(_available(cells, cfg, ("exit", "base"), "code", t_s, bud) for bud in cfg.budget_row):
+                out["paired_effects"].append(
+                    _record(
+                        pair,
+                        a.removesuffix("-l1"),
+                        b.removesuffix("-l1"),
+                        {
+                            **setting,
+                            "domain": domain,
+                            "temperature": float(t),
+                            "lambda": lam,
+                            "weight_norm": norm,
+                            "role": "secondary",
+                            "arms": f"{a} - {b}",
+                            "cell": cell,
+                        },
+                        estimand,
+                    )
+                )
+    if _available(cells, cfg, ("exit", "base"), "code", t_s, cfg.budget_row[0]) and all(
+        _available(cells, cfg, ("exit", "base"), "code", t_s, bud) for bud in cfg.budget_row
+    ):
         row = budget_row(cells, cfg, t_s)
         out["budget_row"] = row
         for bud, pair in row["per_budget"].items():
-            out["paired_effects"].append(_record(pair, "exit", "base", {**setting, "eval_budget": int(bud),
-                                                                        "role": "budget row", "cell": "budget"},
-                                                 "rb_tau"))
-        out["paired_effects"].append(_record({**row, "seeds": row["seeds"], "prompts": row["prompts"]}, "exit",
-                                             "base", {**setting, "eval_budget": "equal-weight mean over "
-                                                      + "/".join(map(str, cfg.budget_row)),
-                                                      "role": "budget row", "cell": "budget mean"}, "rb_tau"))
+            out["paired_effects"].append(
+                _record(
+                    pair,
+                    "exit",
+                    "base",
+                    {**setting, "eval_budget": int(bud), "role": "budget row", "cell": "budget"},
+                    "rb_tau",
+                )
+            )
+        out["paired_effects"].append(
+            _record(
+                {**row, "seeds": row["seeds"], "prompts": row["prompts"]},
+                "exit",
+                "base",
+                {
+                    **setting,
+                    "eval_budget": "equal-weight mean over " + "/".join(map(str, cfg.budget_row)),
+                    "role": "budget row",
+                    "cell": "budget mean",
+                },
+                "rb_tau",
+            )
+        )
     return out
 
 
@@ -138,8 +261,12 @@ def arm_table(cells: dict, cfg, t_s: float) -> list[dict]:
     """Per arm and cell: mean observed tau, Rao-Blackwellised tau, 1 + C_p at T_s and tree depth."""
     rows = []
     for arm in ("base", *cfg.arms):
-        for domain, t, b in [("code", t_s, cfg.eval_budget), ("code", 0.0, cfg.eval_budget),
-                             ("code", 1.0, cfg.eval_budget), ("prose", t_s, cfg.eval_budget)]:
+        for domain, t, b in [
+            ("code", t_s, cfg.eval_budget),
+            ("code", 0.0, cfg.eval_budget),
+            ("code", 1.0, cfg.eval_budget),
+            ("prose", t_s, cfg.eval_budget),
+        ]:
             if not _available(cells, cfg, (arm,), domain, t, b):
                 continue
             row = {"arm": arm, "domain": domain, "temperature": float(t), "budget": b}
@@ -163,12 +290,18 @@ def training_runs(out: Path, cfg) -> dict[str, dict]:
             path = run / "metrics.jsonl"
             if not (run / "final" / "model.safetensors").is_file() or not path.is_file():
                 continue
-            recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()][-10:]
+            recs = [
+                json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()
+            ][-10:]
             secs = run / "seconds.json"
             runs[f"{arm}-s{s}"] = {
-                "ce": float(np.mean([r["ce"] for r in recs])), "tree": float(np.mean([r["tree"] for r in recs])),
+                "ce": float(np.mean([r["ce"] for r in recs])),
+                "tree": float(np.mean([r["tree"] for r in recs])),
                 "coverage": float(np.mean([r["coverage"] for r in recs])),
-                "seconds": json.loads(secs.read_text(encoding="utf-8"))["seconds"] if secs.is_file() else None}
+                "seconds": json.loads(secs.read_text(encoding="utf-8"))["seconds"]
+                if secs.is_file()
+                else None,
+            }
     return runs
 
 
@@ -183,56 +316,102 @@ def training_summary(runs: dict[str, dict], cfg) -> dict:
             continue
         ce, tree = np.mean([r["ce"] for r in mine]), np.mean([r["tree"] for r in mine])
         secs = [r["seconds"] for r in mine if r.get("seconds") is not None]
-        summary[arm] = {"runs": len(mine), "mean_last10_ce": float(ce), "mean_last10_tree": float(tree),
-                        "tree_term_over_ce": float(arm_by_name(arm).lam * tree / ce),
-                        "mean_last10_coverage": float(np.mean([r["coverage"] for r in mine])),
-                        "mean_seconds": float(np.mean(secs)) if secs else None}
+        summary[arm] = {
+            "runs": len(mine),
+            "mean_last10_ce": float(ce),
+            "mean_last10_tree": float(tree),
+            "tree_term_over_ce": float(arm_by_name(arm).lam * tree / ce),
+            "mean_last10_coverage": float(np.mean([r["coverage"] for r in mine])),
+            "mean_seconds": float(np.mean(secs)) if secs else None,
+        }
     return summary
 
 
 def format_markdown(res: dict) -> str:
     pre = res["analysis"]["precondition"]
     t = pre["token_minus_base"]
-    lines = [f"# ExitTrain in the paper's regime (`{res['config']['preset']}`)", "",
-             f"Design fixed before the data: `paper_repro/PAPER_REGIME.md`. T_s = {res['T_s']:g}; "
-             f"fine-tuning lr {res['lr']:g} (calibrated).", "",
-             f"**Precondition** (token - base, code, T = T_s, B = {res['config']['eval_budget']}, "
-             f"Rao-Blackwellised tau, 95 %): {t['rel_mean']:+.1f} % [{t['rel_lo']:+.1f}, {t['rel_hi']:+.1f}] -> "
-             f"**{'holds' if pre['holds'] else 'fails: every ExitTrain verdict is ' + OUTSIDE}**", "",
-             "| primary (97.5 %) | relative effect | margin | verdict |", "|---|---|---|---|"]
+    lines = [
+        f"# ExitTrain in the paper's regime (`{res['config']['preset']}`)",
+        "",
+        f"Design fixed before the data: `paper_repro/PAPER_REGIME.md`. T_s = {res['T_s']:g}; "
+        f"fine-tuning lr {res['lr']:g} (calibrated).",
+        "",
+        f"**Precondition** (token - base, code, T = T_s, B = {res['config']['eval_budget']}, "
+        f"Rao-Blackwellised tau, 95 %): {t['rel_mean']:+.1f} % [{t['rel_lo']:+.1f}, {t['rel_hi']:+.1f}] -> "
+        f"**{'holds' if pre['holds'] else 'fails: every ExitTrain verdict is ' + OUTSIDE}**",
+        "",
+        "| primary (97.5 %) | relative effect | margin | verdict |",
+        "|---|---|---|---|",
+    ]
     for name, r in res["analysis"]["primary"].items():
-        lines.append(f"| {name} | {r['rel_mean']:+.1f} % [{r['rel_lo']:+.1f}, {r['rel_hi']:+.1f}] | "
-                     f"{r['margin_pct']} % | **{r['verdict']}** |")
+        lines.append(
+            f"| {name} | {r['rel_mean']:+.1f} % [{r['rel_lo']:+.1f}, {r['rel_hi']:+.1f}] | "
+            f"{r['margin_pct']} % | **{r['verdict']}** |"
+        )
     if "budget_row" in res["analysis"]:
         r = res["analysis"]["budget_row"]
-        lines += ["", f"Budget row (exit - base, equal weight over B = {r['budgets']}, T_s, 95 %): "
-                      f"{r['rel_mean']:+.1f} % [{r['rel_lo']:+.1f}, {r['rel_hi']:+.1f}]"]
-    lines += ["", "| arm | cell | tau | RB tau | 1 + C_p at T_s | tree depth |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"Budget row (exit - base, equal weight over B = {r['budgets']}, T_s, 95 %): "
+            f"{r['rel_mean']:+.1f} % [{r['rel_lo']:+.1f}, {r['rel_hi']:+.1f}]",
+        ]
+    lines += [
+        "",
+        "| arm | cell | tau | RB tau | 1 + C_p at T_s | tree depth |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in res["arms"]:
-        lines.append(f"| {r['arm']} | {r['domain']}, T={r['temperature']:g}, B={r['budget']} | {r['tau']:.3f} | "
-                     f"{r['rb_tau']:.3f} | {r['ceiling_ts']:.3f} | {r['depth']:.2f} |")
-    lines += ["", "Secondary comparisons (95 %, Rao-Blackwellised tau; observed tau and 1 + C_p at T_s in "
-                  "results.json):", "", "| secondary | cell | relative effect | token > base here |", "|---|---|---|---|"]
+        lines.append(
+            f"| {r['arm']} | {r['domain']}, T={r['temperature']:g}, B={r['budget']} | {r['tau']:.3f} | "
+            f"{r['rb_tau']:.3f} | {r['ceiling_ts']:.3f} | {r['depth']:.2f} |"
+        )
+    lines += [
+        "",
+        "Secondary comparisons (95 %, Rao-Blackwellised tau; observed tau and 1 + C_p at T_s in "
+        "results.json):",
+        "",
+        "| secondary | cell | relative effect | token > base here |",
+        "|---|---|---|---|",
+    ]
     for r in res["analysis"]["secondary"]:
         if r["estimand"] != "rb_tau":
             continue
-        lines.append(f"| {r['a']} - {r['b']} | {r['domain']}, T={r['temperature']:g} | "
-                     f"{r['rel_mean']:+.1f} % [{r['rel_lo']:+.1f}, {r['rel_hi']:+.1f}] | {r['token_beats_base_here']} |")
-    lines += ["", "| arm | CE (last 10) | tree term / CE | coverage (training trees) | s per run |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| {r['a']} - {r['b']} | {r['domain']}, T={r['temperature']:g} | "
+            f"{r['rel_mean']:+.1f} % [{r['rel_lo']:+.1f}, {r['rel_hi']:+.1f}] | {r['token_beats_base_here']} |"
+        )
+    lines += [
+        "",
+        "| arm | CE (last 10) | tree term / CE | coverage (training trees) | s per run |",
+        "|---|---|---|---|---|",
+    ]
     for arm, r in res["training"].items():
         secs = "-" if r["mean_seconds"] is None else f"{r['mean_seconds']:.0f}"
-        lines.append(f"| {arm} | {r['mean_last10_ce']:.3f} | {r['tree_term_over_ce']:.3f} | "
-                     f"{r['mean_last10_coverage']:.3f} | {secs} |")
+        lines.append(
+            f"| {arm} | {r['mean_last10_ce']:.3f} | {r['tree_term_over_ce']:.3f} | "
+            f"{r['mean_last10_coverage']:.3f} | {secs} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def write_report(out: Path, cfg, cells: dict, t_s: float, lr: float, timings: dict, files: dict) -> dict:
+def write_report(
+    out: Path, cfg, cells: dict, t_s: float, lr: float, timings: dict, files: dict
+) -> dict:
     from exitlaw.theory.provenance import cpu_fields, git_commit
 
     provenance = {"git_commit": git_commit(Path(__file__).resolve().parent), **cpu_fields()}
-    res = {"schema": SCHEMA, "config": cfg.to_json(), "T_s": t_s, "lr": lr, "prompt_files": files,
-           "analysis": analyse(cells, cfg, t_s), "arms": arm_table(cells, cfg, t_s),
-           "training": training_summary(training_runs(out, cfg), cfg), "timings_s": timings, "provenance": provenance}
+    res = {
+        "schema": SCHEMA,
+        "config": cfg.to_json(),
+        "T_s": t_s,
+        "lr": lr,
+        "prompt_files": files,
+        "analysis": analyse(cells, cfg, t_s),
+        "arms": arm_table(cells, cfg, t_s),
+        "training": training_summary(training_runs(out, cfg), cfg),
+        "timings_s": timings,
+        "provenance": provenance,
+    }
     res["paired_effects"] = res["analysis"]["paired_effects"]
     atomic_write_text(out / "results.md", format_markdown(res))
     atomic_write_json(out / "results.json", res, indent=1)

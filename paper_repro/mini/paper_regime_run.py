@@ -26,9 +26,17 @@ from pathlib import Path
 
 from exitlaw.theory.atomic_io import atomic_write_json
 
-from exitlaw.paper_repro.mini.paper_regime import (PAPER_REGIME, PaperRegimeConfig, arm_by_name, arm_config,
-                                                   cell_key, eval_plan, run_names)
+from exitlaw.paper_repro.mini.paper_regime import (
+    PAPER_REGIME,
+    PaperRegimeConfig,
+    arm_by_name,
+    arm_config,
+    cell_key,
+    eval_plan,
+    run_names,
+)
 from exitlaw.paper_repro.mini.pipeline import StageTimes, read_cells
+
 
 # ----- prompt sets ------------------------------------------------------------------------------------------
 def prompt_sets(cfg: PaperRegimeConfig, corpus) -> dict[str, list[list[int]]]:
@@ -36,6 +44,7 @@ def prompt_sets(cfg: PaperRegimeConfig, corpus) -> dict[str, list[list[int]]]:
     import numpy as np
 
     from exitlaw.paper_repro.mini import corpus as mc
+
     tok, split = corpus.tokenizer, corpus.split
     names = sorted(split.heldout_code)
     order = np.random.default_rng(cfg.eval_split_seed).permutation(len(names))
@@ -44,14 +53,30 @@ def prompt_sets(cfg: PaperRegimeConfig, corpus) -> dict[str, list[list[int]]]:
     calib_files = [names[i] for i in sorted(order[half:])]
     root = Path(split.root)
     read = lambda files: [(root / n).read_text(encoding="utf-8", errors="replace") for n in files]  # noqa: E731
-    return {"code": mc.sample_prompts(tok, read(eval_files), count=cfg.eval_prompts,
-                                      prompt_tokens=cfg.eval_prompt_tokens, seed=cfg.eval_seed_code),
-            "prose": mc.sample_prompts(tok, split.prose_texts("heldout"), count=cfg.eval_prompts,
-                                       prompt_tokens=cfg.eval_prompt_tokens, seed=cfg.eval_seed_prose),
-            "calibration": mc.sample_prompts(tok, read(calib_files), count=cfg.eval_prompts,
-                                             prompt_tokens=cfg.eval_prompt_tokens,
-                                             seed=cfg.calibration_seed_prompts),
-            "_files": {"evaluation": eval_files, "calibration": calib_files}}
+    return {
+        "code": mc.sample_prompts(
+            tok,
+            read(eval_files),
+            count=cfg.eval_prompts,
+            prompt_tokens=cfg.eval_prompt_tokens,
+            seed=cfg.eval_seed_code,
+        ),
+        "prose": mc.sample_prompts(
+            tok,
+            split.prose_texts("heldout"),
+            count=cfg.eval_prompts,
+            prompt_tokens=cfg.eval_prompt_tokens,
+            seed=cfg.eval_seed_prose,
+        ),
+        "calibration": mc.sample_prompts(
+            tok,
+            read(calib_files),
+            count=cfg.eval_prompts,
+            prompt_tokens=cfg.eval_prompt_tokens,
+            seed=cfg.calibration_seed_prompts,
+        ),
+        "_files": {"evaluation": eval_files, "calibration": calib_files},
+    }
 
 
 # ----- stages -----------------------------------------------------------------------------------------------
@@ -70,8 +95,14 @@ def stage_base(out: Path, cfg: PaperRegimeConfig, progress: bool) -> Base:
     """The ``deep`` preset's stages 1-4 in ``out/base`` (resumed; a finished one is only read)."""
     from exitlaw.engine.models.checkpoint import load_target
 
-    from exitlaw.paper_repro.mini.pipeline import (prepare_out, stage_base_drafter, stage_corpus, stage_data,
-                                                   stage_target)
+    from exitlaw.paper_repro.mini.pipeline import (
+        prepare_out,
+        stage_base_drafter,
+        stage_corpus,
+        stage_data,
+        stage_target,
+    )
+
     bdir = out / "base"
     prepare_out(bdir, cfg.base, overwrite=False)
     times = StageTimes(bdir)
@@ -81,7 +112,9 @@ def stage_base(out: Path, cfg: PaperRegimeConfig, progress: bool) -> Base:
         tdir = stage_target(bdir, cfg.base, corpus, progress)
     target = load_target(tdir, layer_ids=cfg.base.target_layer_ids)
     final = bdir / "drafter_base" / "final"
-    if (final / "model.safetensors").is_file():      # distilled (or shipped): its data is not needed again
+    if (
+        final / "model.safetensors"
+    ).is_file():  # distilled (or shipped): its data is not needed again
         return Base(bdir, corpus, tdir, target, final)
     with times("continuations"):
         data = stage_data(bdir, cfg.base, corpus, target, tdir)
@@ -90,36 +123,73 @@ def stage_base(out: Path, cfg: PaperRegimeConfig, progress: bool) -> Base:
     return Base(bdir, corpus, tdir, target, drafter)
 
 
-def _eval(target, drafter_dir: Path, prompts, cfg: PaperRegimeConfig, *, temperature: float, budget: int,
-          scoring_temperature: float) -> dict:
+def _eval(
+    target,
+    drafter_dir: Path,
+    prompts,
+    cfg: PaperRegimeConfig,
+    *,
+    temperature: float,
+    budget: int,
+    scoring_temperature: float,
+) -> dict:
     from exitlaw.engine.models.checkpoint import load_drafter
 
     from exitlaw.paper_repro.mini.evaluate import eval_cell
+
     drafter = load_drafter(drafter_dir, dtype=target.dtype)
-    return eval_cell(target, drafter, prompts, budget=budget, temperature=temperature, verifier=cfg.verifier,
-                     max_new_tokens=cfg.eval_new_tokens, seed=cfg.decode_seed, scoring_temperature=scoring_temperature)
+    return eval_cell(
+        target,
+        drafter,
+        prompts,
+        budget=budget,
+        temperature=temperature,
+        verifier=cfg.verifier,
+        max_new_tokens=cfg.eval_new_tokens,
+        seed=cfg.decode_seed,
+        scoring_temperature=scoring_temperature,
+    )
 
 
-def stage_scoring_temperature(out: Path, cfg: PaperRegimeConfig, base: Base, prompts: dict) -> float:
+def stage_scoring_temperature(
+    out: Path, cfg: PaperRegimeConfig, base: Base, prompts: dict
+) -> float:
     """``T_s`` by the design's rule: ``scoring_temperature`` unless the base drafter's calibration trees
     have mean ``C_p`` below ``informative_coverage`` there, then ``fallback_temperature``."""
     path = out / "scoring_temperature.json"
     if path.is_file():
         return float(json.loads(path.read_text(encoding="utf-8"))["T_s"])
-    res = _eval(base.target, base.drafter_dir, prompts["calibration"], cfg, temperature=cfg.scoring_temperature,
-                budget=cfg.eval_budget, scoring_temperature=cfg.scoring_temperature)
+    res = _eval(
+        base.target,
+        base.drafter_dir,
+        prompts["calibration"],
+        cfg,
+        temperature=cfg.scoring_temperature,
+        budget=cfg.eval_budget,
+        scoring_temperature=cfg.scoring_temperature,
+    )
     mean_cp = res["ceiling_ts"] - 1.0
     informative = mean_cp >= cfg.informative_coverage
     t_s = cfg.scoring_temperature if informative else cfg.fallback_temperature
-    atomic_write_json(path, {"T_s": t_s, "checked_temperature": cfg.scoring_temperature,
-                             "mean_coverage": mean_cp, "threshold": cfg.informative_coverage,
-                             "informative": informative, "fallback_applied": not informative,
-                             "base_calibration_cell": res}, indent=1)
+    atomic_write_json(
+        path,
+        {
+            "T_s": t_s,
+            "checked_temperature": cfg.scoring_temperature,
+            "mean_coverage": mean_cp,
+            "threshold": cfg.informative_coverage,
+            "informative": informative,
+            "fallback_applied": not informative,
+            "base_calibration_cell": res,
+        },
+        indent=1,
+    )
     return t_s
 
 
-def fresh_prompts(cfg: PaperRegimeConfig, tokenizer, code_texts, prose_texts,
-                  distill_prompts: list[list[int]]) -> tuple[list[list[int]], int]:
+def fresh_prompts(
+    cfg: PaperRegimeConfig, tokenizer, code_texts, prose_texts, distill_prompts: list[list[int]]
+) -> tuple[list[list[int]], int]:
     """``ft_prompts`` windows of ``prompt_tokens`` tokens at random offsets of random training documents
     (code: seed ``ft_seed_code``, prose: ``ft_seed_prose``); a window equal to a distillation prompt (or to
     an earlier fresh one) is dropped and the next draw taken. Returns ``(prompts, dropped)``."""
@@ -129,9 +199,15 @@ def fresh_prompts(cfg: PaperRegimeConfig, tokenizer, code_texts, prose_texts,
     n_prose = int(round(cfg.ft_prompts * cfg.ft_prose_share))
     length = cfg.base.prompt_tokens
     out, dropped = [], 0
-    for texts, count, seed in ((code_texts, cfg.ft_prompts - n_prose, cfg.ft_seed_code),
-                               (prose_texts, n_prose, cfg.ft_seed_prose)):
-        docs = [ids for ids in (tokenizer.encode(t, add_special_tokens=False) for t in texts) if len(ids) > length]
+    for texts, count, seed in (
+        (code_texts, cfg.ft_prompts - n_prose, cfg.ft_seed_code),
+        (prose_texts, n_prose, cfg.ft_seed_prose),
+    ):
+        docs = [
+            ids
+            for ids in (tokenizer.encode(t, add_special_tokens=False) for t in texts)
+            if len(ids) > length
+        ]
         if count and not docs:
             raise ValueError(f"no training document is longer than {length} tokens")
         rng = np.random.default_rng(seed)
@@ -139,7 +215,7 @@ def fresh_prompts(cfg: PaperRegimeConfig, tokenizer, code_texts, prose_texts,
         while got < count:
             ids = docs[int(rng.integers(len(docs)))]
             start = int(rng.integers(0, len(ids) - length))
-            window = tuple(int(t) for t in ids[start:start + length])
+            window = tuple(int(t) for t in ids[start : start + length])
             if window in seen:
                 dropped += 1
                 continue
@@ -154,36 +230,68 @@ def stage_fresh_data(out: Path, cfg: PaperRegimeConfig, base: Base, t_s: float):
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 
     split = base.corpus.split
-    prompts, dropped = fresh_prompts(cfg, base.corpus.tokenizer, split.code_texts("train"),
-                                     split.prose_texts("train"), _distill_prompts(base))
+    prompts, dropped = fresh_prompts(
+        cfg,
+        base.corpus.tokenizer,
+        split.code_texts("train"),
+        split.prose_texts("train"),
+        _distill_prompts(base),
+    )
     meta = out / "ft_data" / "fresh_prompts.json"
     if not meta.is_file():
-        atomic_write_json(meta, {"prompts": len(prompts), "redrawn_equal_to_distillation": dropped,
-                                 "continuation_temperature": t_s, "continuation_tokens": cfg.ft_continuation_tokens,
-                                 "seed": cfg.ft_gen_seed}, indent=1)
-    return cached_sequences(base.target, target_fingerprint(base.target_dir), prompts, out / "ft_data",
-                            max_new_tokens=cfg.ft_continuation_tokens, temperature=t_s, seed=cfg.ft_gen_seed,
-                            batch_size=64)
+        atomic_write_json(
+            meta,
+            {
+                "prompts": len(prompts),
+                "redrawn_equal_to_distillation": dropped,
+                "continuation_temperature": t_s,
+                "continuation_tokens": cfg.ft_continuation_tokens,
+                "seed": cfg.ft_gen_seed,
+            },
+            indent=1,
+        )
+    return cached_sequences(
+        base.target,
+        target_fingerprint(base.target_dir),
+        prompts,
+        out / "ft_data",
+        max_new_tokens=cfg.ft_continuation_tokens,
+        temperature=t_s,
+        seed=cfg.ft_gen_seed,
+        batch_size=64,
+    )
 
 
 def _distill_prompts(base: Base) -> list[list[int]]:
     from exitlaw.paper_repro.mini import corpus as mc
+
     cfg = json.loads((base.dir / "mini_config.json").read_text(encoding="utf-8"))
     tok, split = base.corpus.tokenizer, base.corpus.split
     n_prose = int(round(cfg["train_prompts"] * cfg["prose_share"]))
-    return (mc.sample_prompts(tok, split.code_texts("train"), count=cfg["train_prompts"] - n_prose,
-                              prompt_tokens=cfg["prompt_tokens"], seed=cfg["seed"] + 11)
-            + mc.sample_prompts(tok, split.prose_texts("train"), count=n_prose, prompt_tokens=cfg["prompt_tokens"],
-                                seed=cfg["seed"] + 12))
+    return mc.sample_prompts(
+        tok,
+        split.code_texts("train"),
+        count=cfg["train_prompts"] - n_prose,
+        prompt_tokens=cfg["prompt_tokens"],
+        seed=cfg["seed"] + 11,
+    ) + mc.sample_prompts(
+        tok,
+        split.prose_texts("train"),
+        count=n_prose,
+        prompt_tokens=cfg["prompt_tokens"],
+        seed=cfg["seed"] + 12,
+    )
 
 
 def _train(run_dir: Path, base: Base, data, tcfg, progress: bool) -> Path:
     from exitlaw.paper_repro.mini.pipeline import _train_stage
+
     return _train_stage(run_dir, base.target_dir, base.drafter_dir, data, tcfg, progress)
 
 
-def stage_calibration(out: Path, cfg: PaperRegimeConfig, base: Base, data, prompts: dict, t_s: float,
-                      progress: bool) -> float:
+def stage_calibration(
+    out: Path, cfg: PaperRegimeConfig, base: Base, data, prompts: dict, t_s: float, progress: bool
+) -> float:
     """Token-only at each rate of the grid (calibration seed), judged on the calibration prompts at ``T_s``."""
     import numpy as np
 
@@ -193,36 +301,79 @@ def stage_calibration(out: Path, cfg: PaperRegimeConfig, base: Base, data, promp
     token = arm_by_name("token")
     rows = {}
     for lr in cfg.lr_grid:
-        final = _train(out / "calibration" / f"token-lr{lr:g}", base, data,
-                       replace(arm_config(cfg, token, 0, lr, t_s), seed=cfg.calibration_seed), progress)
-        res = _eval(base.target, final, prompts["calibration"], cfg, temperature=t_s, budget=cfg.eval_budget,
-                    scoring_temperature=t_s)
-        rows[f"{lr:g}"] = {"lr": lr, "mean_rb_tau": float(np.mean(res["per_prompt_rb_tau"])), "cell": res}
+        final = _train(
+            out / "calibration" / f"token-lr{lr:g}",
+            base,
+            data,
+            replace(arm_config(cfg, token, 0, lr, t_s), seed=cfg.calibration_seed),
+            progress,
+        )
+        res = _eval(
+            base.target,
+            final,
+            prompts["calibration"],
+            cfg,
+            temperature=t_s,
+            budget=cfg.eval_budget,
+            scoring_temperature=t_s,
+        )
+        rows[f"{lr:g}"] = {
+            "lr": lr,
+            "mean_rb_tau": float(np.mean(res["per_prompt_rb_tau"])),
+            "cell": res,
+        }
     best = max(r["mean_rb_tau"] for r in rows.values())
     near = [r["lr"] for r in rows.values() if r["mean_rb_tau"] >= best * (1 - cfg.tie_tolerance)]
     chosen = min(near)
-    base_cell = _eval(base.target, base.drafter_dir, prompts["calibration"], cfg, temperature=t_s,
-                      budget=cfg.eval_budget, scoring_temperature=t_s)
-    atomic_write_json(path, {"chosen_lr": chosen, "rule": "highest mean Rao-Blackwellised tau on the calibration "
-                             f"prompts at T_s; within {cfg.tie_tolerance:.1%} of the best the smaller rate wins",
-                             "grid": rows, "base_mean_rb_tau": float(np.mean(base_cell["per_prompt_rb_tau"])),
-                             "T_s": t_s}, indent=1)
+    base_cell = _eval(
+        base.target,
+        base.drafter_dir,
+        prompts["calibration"],
+        cfg,
+        temperature=t_s,
+        budget=cfg.eval_budget,
+        scoring_temperature=t_s,
+    )
+    atomic_write_json(
+        path,
+        {
+            "chosen_lr": chosen,
+            "rule": "highest mean Rao-Blackwellised tau on the calibration "
+            f"prompts at T_s; within {cfg.tie_tolerance:.1%} of the best the smaller rate wins",
+            "grid": rows,
+            "base_mean_rb_tau": float(np.mean(base_cell["per_prompt_rb_tau"])),
+            "T_s": t_s,
+        },
+        indent=1,
+    )
     return chosen
 
 
-def stage_arms(out: Path, cfg: PaperRegimeConfig, base: Base, data, lr: float, t_s: float, progress: bool,
-               only: list[tuple[str, int]] | None = None) -> dict[str, Path]:
+def stage_arms(
+    out: Path,
+    cfg: PaperRegimeConfig,
+    base: Base,
+    data,
+    lr: float,
+    t_s: float,
+    progress: bool,
+    only: list[tuple[str, int]] | None = None,
+) -> dict[str, Path]:
     """Train every ``(arm, seed)`` (or those in ``only``) from the base drafter; ``name -> final drafter``.
     Each run's seconds are recorded in its own ``seconds.json`` (also when runs are spread over workers)."""
     finals = {}
-    for arm, seed in (only if only is not None else run_names(cfg)):
+    for arm, seed in only if only is not None else run_names(cfg):
         name = f"{arm}-s{seed}"
         run_dir = out / "arms" / name
         fresh = not (run_dir / "final" / "model.safetensors").is_file()
         t0 = time.perf_counter()
-        finals[name] = _train(run_dir, base, data, arm_config(cfg, arm_by_name(arm), seed, lr, t_s), progress)
+        finals[name] = _train(
+            run_dir, base, data, arm_config(cfg, arm_by_name(arm), seed, lr, t_s), progress
+        )
         if fresh:
-            atomic_write_json(run_dir / "seconds.json", {"seconds": time.perf_counter() - t0}, indent=1)
+            atomic_write_json(
+                run_dir / "seconds.json", {"seconds": time.perf_counter() - t0}, indent=1
+            )
     return finals
 
 
@@ -234,22 +385,40 @@ def read_all_cells(out: Path) -> dict:
     return done
 
 
-def stage_evaluation(out: Path, cfg: PaperRegimeConfig, base: Base, prompts: dict, t_s: float,
-                     drafter_dirs: dict[str, Path], progress: bool, only: list | None = None,
-                     shard: str = "") -> dict:
+def stage_evaluation(
+    out: Path,
+    cfg: PaperRegimeConfig,
+    base: Base,
+    prompts: dict,
+    t_s: float,
+    drafter_dirs: dict[str, Path],
+    progress: bool,
+    only: list | None = None,
+    shard: str = "",
+) -> dict:
     """Every cell of :func:`eval_plan` (or of ``only``) not yet finished, appended one line per cell to
     ``out/eval/cells{shard}.jsonl``; returns every finished cell."""
     path = out / "eval" / f"cells{shard}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     done = read_all_cells(out)
-    todo = [c for c in (only if only is not None else eval_plan(cfg, t_s)) if cell_key(*c) not in done]
+    todo = [
+        c for c in (only if only is not None else eval_plan(cfg, t_s)) if cell_key(*c) not in done
+    ]
     bar = None
     if progress:
         from tqdm import tqdm
+
         bar = tqdm(total=len(todo), desc="eval", unit="cell")
     for drafter, domain, t, b in todo:
-        res = _eval(base.target, drafter_dirs[drafter], prompts[domain], cfg, temperature=t, budget=b,
-                    scoring_temperature=t_s)
+        res = _eval(
+            base.target,
+            drafter_dirs[drafter],
+            prompts[domain],
+            cfg,
+            temperature=t,
+            budget=b,
+            scoring_temperature=t_s,
+        )
         res.update({"drafter": drafter, "domain": domain, "temperature": t, "budget": b})
         key = cell_key(drafter, domain, t, b)
         done[key] = res
@@ -276,15 +445,22 @@ def prepare(out: Path, cfg: PaperRegimeConfig) -> None:
         old = json.loads(marker.read_text(encoding="utf-8"))
         if old != cfg.to_json():
             diff = sorted(k for k in old if old[k] != cfg.to_json().get(k))
-            raise FileExistsError(f"{out} holds a paper-regime run of another configuration (differs in {diff}); "
-                                  "choose another --out")
+            raise FileExistsError(
+                f"{out} holds a paper-regime run of another configuration (differs in {diff}); "
+                "choose another --out"
+            )
         return
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(marker, cfg.to_json(), indent=1)
 
 
-def run_paper_regime(out: str | Path, cfg: PaperRegimeConfig = PAPER_REGIME, *, progress: bool = True,
-                     workers: int = 1) -> dict:
+def run_paper_regime(
+    out: str | Path,
+    cfg: PaperRegimeConfig = PAPER_REGIME,
+    *,
+    progress: bool = True,
+    workers: int = 1,
+) -> dict:
     """Run (or resume) every stage; returns the report written to ``out/results.json``."""
     from exitlaw.paper_repro.mini.paper_regime_report import write_report
 
@@ -307,7 +483,9 @@ def run_paper_regime(out: str | Path, cfg: PaperRegimeConfig = PAPER_REGIME, *, 
     plan = eval_plan(cfg, t_s)
     dirs = drafter_dirs(out, cfg, base)
     with times("evaluation_base"):
-        stage_evaluation(out, cfg, base, prompts, t_s, dirs, progress, only=[c for c in plan if c[0] == "base"])
+        stage_evaluation(
+            out, cfg, base, prompts, t_s, dirs, progress, only=[c for c in plan if c[0] == "base"]
+        )
     with times("seeds"):
         if workers > 1:
             run_parallel(out, cfg, workers, [[s] for s in cfg.seeds])
@@ -319,8 +497,17 @@ def run_paper_regime(out: str | Path, cfg: PaperRegimeConfig = PAPER_REGIME, *, 
     return write_report(out, cfg, cells, t_s, lr, times.times, prompts["_files"])
 
 
-def seed_job(out: Path, cfg: PaperRegimeConfig, base: Base, data, prompts: dict, lr: float, t_s: float,
-             seed: int, progress: bool) -> None:
+def seed_job(
+    out: Path,
+    cfg: PaperRegimeConfig,
+    base: Base,
+    data,
+    prompts: dict,
+    lr: float,
+    t_s: float,
+    seed: int,
+    progress: bool,
+) -> None:
     """One training seed, arm by arm: each arm trained, then every cell of its drafter evaluated
     (``cells-s<seed>.jsonl``) before the next arm trains, so an interrupted seed keeps every finished arm
     on disk as cells (shippable without weights); an arm whose cells are all done is not retrained.
@@ -330,10 +517,19 @@ def seed_job(out: Path, cfg: PaperRegimeConfig, base: Base, data, prompts: dict,
         name = f"{arm}-s{seed}"
         cells = [c for c in plan if c[0] == name]
         if all(cell_key(*c) in read_all_cells(out) for c in cells):
-            continue                                    # evaluated (perhaps in an earlier session)
+            continue  # evaluated (perhaps in an earlier session)
         stage_arms(out, cfg, base, data, lr, t_s, progress, only=[(arm, seed)])
-        stage_evaluation(out, cfg, base, prompts, t_s, drafter_dirs(out, cfg, base), progress, only=cells,
-                         shard=f"-s{seed}")
+        stage_evaluation(
+            out,
+            cfg,
+            base,
+            prompts,
+            t_s,
+            drafter_dirs(out, cfg, base),
+            progress,
+            only=cells,
+            shard=f"-s{seed}",
+        )
 
 
 def run_parallel(out: Path, cfg: PaperRegimeConfig, workers: int, jobs: list) -> None:
@@ -345,14 +541,18 @@ def run_parallel(out: Path, cfg: PaperRegimeConfig, workers: int, jobs: list) ->
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker, args=(str(out), cfg, jobs[k::workers])) for k in range(workers)]
+    procs = [
+        ctx.Process(target=_worker, args=(str(out), cfg, jobs[k::workers])) for k in range(workers)
+    ]
     for p in procs:
         p.start()
     for p in procs:
         p.join()
     failed = [k for k, p in enumerate(procs) if p.exitcode != 0]
     if failed:
-        raise RuntimeError(f"paper-regime: workers {failed} failed (see their output above); rerun to resume")
+        raise RuntimeError(
+            f"paper-regime: workers {failed} failed (see their output above); rerun to resume"
+        )
 
 
 def _worker(out: str, cfg: PaperRegimeConfig, jobs: list) -> None:
@@ -373,4 +573,7 @@ def _stage_done(name: str, t0: float) -> None:
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"paper-regime: {name} done at {time.perf_counter() - t0:.0f} s, peak RSS {peak:.0f} MiB", flush=True)
+    print(
+        f"paper-regime: {name} done at {time.perf_counter() - t0:.0f} s, peak RSS {peak:.0f} MiB",
+        flush=True,
+    )

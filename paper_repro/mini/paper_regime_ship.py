@@ -14,13 +14,25 @@ from exitlaw.theory.atomic_io import atomic_write_json
 
 from exitlaw.paper_repro.mini.paper_regime import cell_key, config_from_json, eval_plan
 from exitlaw.paper_repro.mini.paper_regime_run import read_all_cells
-from exitlaw.paper_repro.mini.pipeline import read_cells
 
-SHIPPED = ("paper_regime_config.json", "prompt_sets.json", "scoring_temperature.json", "calibration.json",
-           "ft_data/fresh_prompts.json", "base/timings.json", "timings.json")
+SHIPPED = (
+    "paper_regime_config.json",
+    "prompt_sets.json",
+    "scoring_temperature.json",
+    "calibration.json",
+    "ft_data/fresh_prompts.json",
+    "base/timings.json",
+    "timings.json",
+)
 # the base a later session resumes from (a few MB: target, tokenizer, distilled drafter, fresh data)
-SHIPPED_BASE = ("base/mini_config.json", "base/corpus/split.json", "base/corpus/tokenizer", "base/target",
-                "base/drafter_base/final", "ft_data")
+SHIPPED_BASE = (
+    "base/mini_config.json",
+    "base/corpus/split.json",
+    "base/corpus/tokenizer",
+    "base/target",
+    "base/drafter_base/final",
+    "ft_data",
+)
 
 
 def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[Path]:
@@ -34,7 +46,9 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
     from exitlaw.paper_repro.mini.paper_regime_report import training_runs, training_summary
 
     out, dest = Path(out), Path(dest)
-    cfg = config_from_json(json.loads((out / "paper_regime_config.json").read_text(encoding="utf-8")))
+    cfg = config_from_json(
+        json.loads((out / "paper_regime_config.json").read_text(encoding="utf-8"))
+    )
     written = []
     for rel, lines in finished_cells(out, cfg).items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +60,7 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest / rel)
             written.append(dest / rel)
-    for rel in (SHIPPED_BASE if with_base else ()):
+    for rel in SHIPPED_BASE if with_base else ():
         src = out / rel
         files = sorted(p for p in src.rglob("*") if p.is_file()) if src.is_dir() else [src]
         for f in files:
@@ -56,7 +70,9 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
                 shutil.copyfile(f, target)
                 written.append(target)
     runs = training_runs(out, cfg)
-    atomic_write_json(dest / "training.json", {"runs": runs, "summary": training_summary(runs, cfg)}, indent=1)
+    atomic_write_json(
+        dest / "training.json", {"runs": runs, "summary": training_summary(runs, cfg)}, indent=1
+    )
     written.append(dest / "training.json")
     return written
 
@@ -70,16 +86,23 @@ def finished_cells(out: Path, cfg) -> dict[str, list[str]]:
     drafter_of = {cell_key(*c): c[0] for c in plan}
     keep = {}
     for path in sorted((out / "eval").glob("cells*.jsonl")):
-        shard = path.stem[len("cells"):]
+        shard = path.stem[len("cells") :]
         if not (shard == "" or (shard.startswith("-s") and shard[2:].isdigit())):
-            raise ValueError(f"{path}: not a cell file of the paper-regime run (cells.jsonl or cells-s<seed>.jsonl)")
+            raise ValueError(
+                f"{path}: not a cell file of the paper-regime run (cells.jsonl or cells-s<seed>.jsonl)"
+            )
         lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
         keys = [json.loads(ln)["key"] for ln in lines]
         unplanned = sorted(set(keys) - set(drafter_of))
         if unplanned:
-            raise ValueError(f"{path}: cells {unplanned[:3]} are not in the paper-regime evaluation plan")
-        whole = {d for d in set(drafter_of.values())
-                 if all(k in keys for k, dd in drafter_of.items() if dd == d)}
+            raise ValueError(
+                f"{path}: cells {unplanned[:3]} are not in the paper-regime evaluation plan"
+            )
+        whole = {
+            d
+            for d in set(drafter_of.values())
+            if all(k in keys for k, dd in drafter_of.items() if dd == d)
+        }
         mine = [ln for ln, k in zip(lines, keys) if drafter_of[k] in whole]
         if mine:
             keep[str(path.relative_to(out))] = mine
@@ -91,10 +114,17 @@ def rebuild(shipped: str | Path) -> dict:
     from exitlaw.paper_repro.mini.paper_regime_report import write_report
 
     shipped = Path(shipped)
-    cfg = config_from_json(json.loads((shipped / "paper_regime_config.json").read_text(encoding="utf-8")))
-    t_s = float(json.loads((shipped / "scoring_temperature.json").read_text(encoding="utf-8"))["T_s"])
+    cfg = config_from_json(
+        json.loads((shipped / "paper_regime_config.json").read_text(encoding="utf-8"))
+    )
+    t_s = float(
+        json.loads((shipped / "scoring_temperature.json").read_text(encoding="utf-8"))["T_s"]
+    )
     lr = float(json.loads((shipped / "calibration.json").read_text(encoding="utf-8"))["chosen_lr"])
-    timings = json.loads((shipped / "timings.json").read_text(encoding="utf-8")) \
-        if (shipped / "timings.json").is_file() else {}
+    timings = (
+        json.loads((shipped / "timings.json").read_text(encoding="utf-8"))
+        if (shipped / "timings.json").is_file()
+        else {}
+    )
     files = json.loads((shipped / "prompt_sets.json").read_text(encoding="utf-8"))["_files"]
     return write_report(shipped, cfg, read_all_cells(shipped), t_s, lr, timings, files)

@@ -81,17 +81,31 @@ class MiniConfig:
     seed: int = 0
     vocab_size: int = 1024
     heldout_fraction: float = 0.05
-    tokenizer_docs: int = 400             # training documents the BPE is fitted on
-    train_tokens: int = 4_000_000         # cap on the encoded training stream
-    target: TargetSpec = field(default_factory=lambda: TargetSpec(
-        hidden_size=128, intermediate_size=384, num_layers=4, num_heads=4, num_kv_heads=2, head_dim=32,
-        steps=1200, batch_size=16, seq_len=256, lr=3e-3, warmup=30))
+    tokenizer_docs: int = 400  # training documents the BPE is fitted on
+    train_tokens: int = 4_000_000  # cap on the encoded training stream
+    target: TargetSpec = field(
+        default_factory=lambda: TargetSpec(
+            hidden_size=128,
+            intermediate_size=384,
+            num_layers=4,
+            num_heads=4,
+            num_kv_heads=2,
+            head_dim=32,
+            steps=1200,
+            batch_size=16,
+            seq_len=256,
+            lr=3e-3,
+            warmup=30,
+        )
+    )
     draft_layers: int = 2
     draft_intermediate: int = 384
     block_size: int = 8
     target_layer_ids: tuple[int, ...] = (1, 3)
-    context_init_scale: float = 0.05      # initial hidden_norm weight of the drafter's context path (see below)
-    prose_share: float = 0.2              # share of training prompts cut from prose topics
+    context_init_scale: float = (
+        0.05  # initial hidden_norm weight of the drafter's context path (see below)
+    )
+    prose_share: float = 0.2  # share of training prompts cut from prose topics
     train_prompts: int = 512
     prompt_tokens: int = 64
     continuation_tokens: int = 96
@@ -106,36 +120,73 @@ class MiniConfig:
     ft_budget: int = 64
     ft_lr: float = 5e-4
     ft_lam: float = 1.0
-    ft_seeds: tuple[int, ...] = (0,)      # objective runs use seed + 100 + each of these (one run per objective and seed)
-    objectives: tuple[str, ...] = OBJECTIVES  # trained from the base drafter (engine names: also exit-depth, draft-opd)
+    ft_seeds: tuple[int, ...] = (
+        0,
+    )  # objective runs use seed + 100 + each of these (one run per objective and seed)
+    objectives: tuple[str, ...] = (
+        OBJECTIVES  # trained from the base drafter (engine names: also exit-depth, draft-opd)
+    )
     eval_prompts: int = 5
     eval_prompt_tokens: int = 64
     eval_new_tokens: int = 64
     budgets: tuple[int, ...] = (32, 64, 128)
     temperatures: tuple[float, ...] = (0.0, 1.0)
     verifiers: tuple[str, ...] = ("predraw", "tev")
-    margin_pct: float = 4.0               # the verdict rule's margin: the smallest effect the paper reports (%)
+    margin_pct: float = 4.0  # the verdict rule's margin: the smallest effect the paper reports (%)
 
     def __post_init__(self):
-        if not self.objectives or len(set(self.objectives)) != len(self.objectives) \
-                or not set(self.objectives) <= set(ENGINE_OBJECTIVES):
-            raise ValueError(f"objectives must be distinct names among {ENGINE_OBJECTIVES}, got {self.objectives}")
+        if (
+            not self.objectives
+            or len(set(self.objectives)) != len(self.objectives)
+            or not set(self.objectives) <= set(ENGINE_OBJECTIVES)
+        ):
+            raise ValueError(
+                f"objectives must be distinct names among {ENGINE_OBJECTIVES}, got {self.objectives}"
+            )
         if not self.ft_seeds or len(set(self.ft_seeds)) != len(self.ft_seeds):
             raise ValueError(f"ft_seeds must be distinct and non-empty, got {self.ft_seeds}")
         if self.eval_prompts < 1 or not self.budgets or not self.temperatures or not self.verifiers:
-            raise ValueError("need eval_prompts >= 1 and at least one budget, temperature and verifier")
+            raise ValueError(
+                "need eval_prompts >= 1 and at least one budget, temperature and verifier"
+            )
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(asdict(self)))
 
 
 QUICK = MiniConfig(
-    preset="quick", vocab_size=512, tokenizer_docs=80, train_tokens=300_000,
-    target=TargetSpec(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
-                      steps=120, batch_size=8, seq_len=128, lr=3e-3, warmup=10),
-    draft_layers=1, draft_intermediate=128, target_layer_ids=(0, 1), train_prompts=48, prompt_tokens=32, continuation_tokens=48,
-    distill_steps=40, distill_batch=4, ft_steps=12, ft_batch=2, ft_anchors=4, eval_prompts=2,
-    eval_prompt_tokens=32, eval_new_tokens=24)
+    preset="quick",
+    vocab_size=512,
+    tokenizer_docs=80,
+    train_tokens=300_000,
+    target=TargetSpec(
+        hidden_size=64,
+        intermediate_size=128,
+        num_layers=2,
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=16,
+        steps=120,
+        batch_size=8,
+        seq_len=128,
+        lr=3e-3,
+        warmup=10,
+    ),
+    draft_layers=1,
+    draft_intermediate=128,
+    target_layer_ids=(0, 1),
+    train_prompts=48,
+    prompt_tokens=32,
+    continuation_tokens=48,
+    distill_steps=40,
+    distill_batch=4,
+    ft_steps=12,
+    ft_batch=2,
+    ft_anchors=4,
+    eval_prompts=2,
+    eval_prompt_tokens=32,
+    eval_new_tokens=24,
+)
 
 # Deep trees on a CPU: vocabulary 512 (shorter, more predictable tokens), block 16 (horizon 15), greedy (T = 0)
 # continuations for distillation and ExitTrain (the drafter learns the target's mode, which is what T = 0
@@ -146,12 +197,39 @@ QUICK = MiniConfig(
 # 256 prompts / 600 steps gave base tau 2.21 on held-out code; 1024 prompts reached 3.70 at step 1200 of
 # 2400 (16 prompts); hence 2048 prompts and 3000 steps.
 DEEP = MiniConfig(
-    preset="deep", vocab_size=512, train_tokens=1_500_000,
-    target=TargetSpec(hidden_size=96, intermediate_size=256, num_layers=3, num_heads=3, num_kv_heads=1, head_dim=32,
-                      steps=600, batch_size=16, seq_len=128, lr=3e-3, warmup=20),
-    draft_intermediate=256, target_layer_ids=(0, 2), block_size=16, train_prompts=2048, continuation_tokens=128,
-    gen_temperature=0.0, distill_steps=3000, distill_anchors=32, ft_steps=100, ft_lr=1e-3,
-    ft_seeds=(0, 1, 2), eval_prompts=40, eval_new_tokens=48, budgets=(64,), temperatures=(0.0,), verifiers=("predraw",))
+    preset="deep",
+    vocab_size=512,
+    train_tokens=1_500_000,
+    target=TargetSpec(
+        hidden_size=96,
+        intermediate_size=256,
+        num_layers=3,
+        num_heads=3,
+        num_kv_heads=1,
+        head_dim=32,
+        steps=600,
+        batch_size=16,
+        seq_len=128,
+        lr=3e-3,
+        warmup=20,
+    ),
+    draft_intermediate=256,
+    target_layer_ids=(0, 2),
+    block_size=16,
+    train_prompts=2048,
+    continuation_tokens=128,
+    gen_temperature=0.0,
+    distill_steps=3000,
+    distill_anchors=32,
+    ft_steps=100,
+    ft_lr=1e-3,
+    ft_seeds=(0, 1, 2),
+    eval_prompts=40,
+    eval_new_tokens=48,
+    budgets=(64,),
+    temperatures=(0.0,),
+    verifiers=("predraw",),
+)
 
 # The deep preset re-run with the evaluation at every budget of the paper's Table 5 (B = 32/64/128): the input
 # of the budget-robustness claim, whose rule (exit - base, equal-weight mean over the three budgets) was fixed
@@ -170,7 +248,9 @@ def _read_json(path: Path, what: str):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} ({what}) is truncated or corrupt ({err}); move it aside to recompute it") from None
+        raise ValueError(
+            f"{path} ({what}) is truncated or corrupt ({err}); move it aside to recompute it"
+        ) from None
 
 
 def prepare_out(out: Path, cfg: MiniConfig, overwrite: bool) -> None:
@@ -182,10 +262,14 @@ def prepare_out(out: Path, cfg: MiniConfig, overwrite: bool) -> None:
             return
         if not overwrite:
             diff = sorted(k for k in old if old[k] != cfg.to_json().get(k))
-            raise FileExistsError(f"{out} holds a mini run with another configuration (differs in {diff}); "
-                                  "pass --overwrite to move it aside, or choose another --out")
+            raise FileExistsError(
+                f"{out} holds a mini run with another configuration (differs in {diff}); "
+                "pass --overwrite to move it aside, or choose another --out"
+            )
     elif out.exists() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out} exists and is not a mini run; choose another --out or pass --overwrite")
+        raise FileExistsError(
+            f"{out} exists and is not a mini run; choose another --out or pass --overwrite"
+        )
     if out.exists() and any(out.iterdir()):
         aside = out.with_name(f"{out.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
         out.rename(aside)
@@ -198,9 +282,9 @@ def prepare_out(out: Path, cfg: MiniConfig, overwrite: bool) -> None:
 class Corpus:
     """Stage 1's products: the split, the tokenizer and the encoded training stream."""
 
-    split: object            # mini_corpus.CorpusSplit
+    split: object  # mini_corpus.CorpusSplit
     tokenizer: object
-    train_tokens: object     # [n] int32
+    train_tokens: object  # [n] int32
 
 
 class StageTimes:
@@ -208,7 +292,9 @@ class StageTimes:
 
     def __init__(self, out: Path):
         self.path = out / "timings.json"
-        self.times: dict[str, float] = _read_json(self.path, "stage timings") if self.path.is_file() else {}
+        self.times: dict[str, float] = (
+            _read_json(self.path, "stage timings") if self.path.is_file() else {}
+        )
 
     @contextmanager
     def __call__(self, name: str):
@@ -237,6 +323,7 @@ def stage_corpus(out: Path, cfg: MiniConfig) -> Corpus:
     import numpy as np
 
     from exitlaw.paper_repro.mini import corpus as mc
+
     split = mc.make_split(heldout_fraction=cfg.heldout_fraction, seed=cfg.seed)
     corpus = out / "corpus"
     corpus.mkdir(exist_ok=True)
@@ -246,7 +333,9 @@ def stage_corpus(out: Path, cfg: MiniConfig) -> Corpus:
         tok = mc.load_tokenizer(corpus / "tokenizer")
     else:
         rng = np.random.default_rng(cfg.seed)
-        docs = [code_train[i] for i in rng.permutation(len(code_train))[: cfg.tokenizer_docs]] + prose_train
+        docs = [
+            code_train[i] for i in rng.permutation(len(code_train))[: cfg.tokenizer_docs]
+        ] + prose_train
         tok = mc.train_tokenizer(docs, cfg.vocab_size, corpus / "tokenizer")
     tokens_path = corpus / "train_tokens.npy"
     if tokens_path.is_file():
@@ -255,7 +344,9 @@ def stage_corpus(out: Path, cfg: MiniConfig) -> Corpus:
         rng = np.random.default_rng([cfg.seed, 1])
         docs = code_train + prose_train
         order = rng.permutation(len(docs))
-        train_tokens = mc.encode_documents(tok, [docs[i] for i in order], max_tokens=cfg.train_tokens)
+        train_tokens = mc.encode_documents(
+            tok, [docs[i] for i in order], max_tokens=cfg.train_tokens
+        )
         atomic_save_npy(tokens_path, train_tokens)
     return Corpus(split, tok, train_tokens)
 
@@ -271,13 +362,20 @@ def stage_target(out: Path, cfg: MiniConfig, corpus: Corpus, progress: bool) -> 
     if (tdir / "mini_target.json").is_file():
         return tdir
     tok, split = corpus.tokenizer, corpus.split
-    model, log = train_target(corpus.train_tokens, len(tok), cfg.target, cfg.seed, progress=progress)
+    model, log = train_target(
+        corpus.train_tokens, len(tok), cfg.target, cfg.seed, progress=progress
+    )
     held_code = mc.encode_documents(tok, split.code_texts("heldout"), max_tokens=200_000)
     held_prose = mc.encode_documents(tok, split.prose_texts("heldout"), max_tokens=200_000)
-    info = {"spec": asdict(cfg.target), "seed": cfg.seed, "train_tokens": int(corpus.train_tokens.size),
-            "final_train_loss": float(np.mean([r["loss"] for r in log[-20:]])),
-            "heldout_code_loss": heldout_loss(model, held_code, 128, 16, cfg.seed),
-            "heldout_prose_loss": heldout_loss(model, held_prose, 128, 16, cfg.seed), "log": log}
+    info = {
+        "spec": asdict(cfg.target),
+        "seed": cfg.seed,
+        "train_tokens": int(corpus.train_tokens.size),
+        "final_train_loss": float(np.mean([r["loss"] for r in log[-20:]])),
+        "heldout_code_loss": heldout_loss(model, held_code, 128, 16, cfg.seed),
+        "heldout_prose_loss": heldout_loss(model, held_prose, 128, 16, cfg.seed),
+        "log": log,
+    }
     save_target(model, tok, tdir, info)
     return tdir
 
@@ -287,18 +385,37 @@ def stage_data(out: Path, cfg: MiniConfig, corpus: Corpus, target, tdir: Path):
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 
     from exitlaw.paper_repro.mini import corpus as mc
+
     tok, split = corpus.tokenizer, corpus.split
     n_prose = int(round(cfg.train_prompts * cfg.prose_share))
-    prompts = (mc.sample_prompts(tok, split.code_texts("train"), count=cfg.train_prompts - n_prose,
-                                 prompt_tokens=cfg.prompt_tokens, seed=cfg.seed + 11)
-               + mc.sample_prompts(tok, split.prose_texts("train"), count=n_prose, prompt_tokens=cfg.prompt_tokens,
-                                   seed=cfg.seed + 12))
-    return cached_sequences(target, target_fingerprint(tdir), prompts, out / "data",
-                            max_new_tokens=cfg.continuation_tokens, temperature=cfg.gen_temperature, seed=cfg.seed,
-                            batch_size=64)
+    prompts = mc.sample_prompts(
+        tok,
+        split.code_texts("train"),
+        count=cfg.train_prompts - n_prose,
+        prompt_tokens=cfg.prompt_tokens,
+        seed=cfg.seed + 11,
+    ) + mc.sample_prompts(
+        tok,
+        split.prose_texts("train"),
+        count=n_prose,
+        prompt_tokens=cfg.prompt_tokens,
+        seed=cfg.seed + 12,
+    )
+    return cached_sequences(
+        target,
+        target_fingerprint(tdir),
+        prompts,
+        out / "data",
+        max_new_tokens=cfg.continuation_tokens,
+        temperature=cfg.gen_temperature,
+        seed=cfg.seed,
+        batch_size=64,
+    )
 
 
-def stage_base_drafter(out: Path, cfg: MiniConfig, target, tdir: Path, data, progress: bool) -> Path:
+def stage_base_drafter(
+    out: Path, cfg: MiniConfig, target, tdir: Path, data, progress: bool
+) -> Path:
     """Initialise (``out/drafter_init``) and distil (``out/drafter_base``) the base drafter; its final path."""
     import torch
 
@@ -310,21 +427,38 @@ def stage_base_drafter(out: Path, cfg: MiniConfig, target, tdir: Path, data, pro
     if not (init_dir / "config.json").is_file():
         tc = target.model.config
         mask = _mask_token_id(tdir)
-        dcfg = DFlashConfig(hidden_size=tc.hidden_size, intermediate_size=cfg.draft_intermediate,
-                            num_hidden_layers=cfg.draft_layers, num_attention_heads=tc.num_attention_heads,
-                            num_key_value_heads=tc.num_key_value_heads, head_dim=tc.head_dim,
-                            vocab_size=tc.vocab_size, block_size=cfg.block_size, mask_token_id=mask,
-                            target_layer_ids=tuple(cfg.target_layer_ids), num_target_layers=tc.num_hidden_layers,
-                            rope_theta=10000.0)
+        dcfg = DFlashConfig(
+            hidden_size=tc.hidden_size,
+            intermediate_size=cfg.draft_intermediate,
+            num_hidden_layers=cfg.draft_layers,
+            num_attention_heads=tc.num_attention_heads,
+            num_key_value_heads=tc.num_key_value_heads,
+            head_dim=tc.head_dim,
+            vocab_size=tc.vocab_size,
+            block_size=cfg.block_size,
+            mask_token_id=mask,
+            target_layer_ids=tuple(cfg.target_layer_ids),
+            num_target_layers=tc.num_hidden_layers,
+            rope_theta=10000.0,
+        )
         torch.manual_seed(cfg.seed + 2)
         drafter = DFlashDrafter(dcfg)
         with torch.no_grad():  # small context path at init: see MiniConfig's docstring
             drafter.hidden_norm.weight.fill_(cfg.context_init_scale)
         save_drafter(drafter, init_dir)
-    distill = TrainConfig(objective="token", lam=0.0, budget=cfg.ft_budget, steps=cfg.distill_steps,
-                          batch_size=cfg.distill_batch, anchors_per_seq=cfg.distill_anchors, lr=cfg.distill_lr,
-                          warmup_steps=max(1, cfg.distill_steps // 20), checkpoint_every=max(1, cfg.distill_steps // 4),
-                          seed=cfg.seed, score_trees=False)
+    distill = TrainConfig(
+        objective="token",
+        lam=0.0,
+        budget=cfg.ft_budget,
+        steps=cfg.distill_steps,
+        batch_size=cfg.distill_batch,
+        anchors_per_seq=cfg.distill_anchors,
+        lr=cfg.distill_lr,
+        warmup_steps=max(1, cfg.distill_steps // 20),
+        checkpoint_every=max(1, cfg.distill_steps // 4),
+        seed=cfg.seed,
+        score_trees=False,
+    )
     return _train_stage(out / "drafter_base", tdir, init_dir, data, distill, progress)
 
 
@@ -332,14 +466,30 @@ def objective_config(cfg: MiniConfig, objective: str, ft_seed: int):
     """The ExitTrain run of ``objective`` with training seed ``ft_seed`` (matched compute across objectives)."""
     from exitlaw.engine.training.loop import TrainConfig
 
-    return TrainConfig(objective=objective, lam=cfg.ft_lam, budget=cfg.ft_budget, steps=cfg.ft_steps,
-                       batch_size=cfg.ft_batch, anchors_per_seq=cfg.ft_anchors, lr=cfg.ft_lr,
-                       warmup_steps=max(1, cfg.ft_steps // 20), checkpoint_every=max(1, cfg.ft_steps // 3),
-                       seed=cfg.seed + 100 + ft_seed, score_trees=True)
+    return TrainConfig(
+        objective=objective,
+        lam=cfg.ft_lam,
+        budget=cfg.ft_budget,
+        steps=cfg.ft_steps,
+        batch_size=cfg.ft_batch,
+        anchors_per_seq=cfg.ft_anchors,
+        lr=cfg.ft_lr,
+        warmup_steps=max(1, cfg.ft_steps // 20),
+        checkpoint_every=max(1, cfg.ft_steps // 3),
+        seed=cfg.seed + 100 + ft_seed,
+        score_trees=True,
+    )
 
 
-def stage_objectives(out: Path, cfg: MiniConfig, tdir: Path, base: Path, data, progress: bool,
-                     times: StageTimes | None = None) -> dict[str, Path]:
+def stage_objectives(
+    out: Path,
+    cfg: MiniConfig,
+    tdir: Path,
+    base: Path,
+    data,
+    progress: bool,
+    times: StageTimes | None = None,
+) -> dict[str, Path]:
     """Every (objective, training seed) run from ``base``; ``name -> final drafter`` (``base`` included).
 
     Seeds outermost, so an interrupted run has whole seeds done (every objective of a seed).
@@ -349,23 +499,43 @@ def stage_objectives(out: Path, cfg: MiniConfig, tdir: Path, base: Path, data, p
         if objective == "base":
             continue
         with times(f"train_{name}") if times is not None else nullcontext():
-            finals[name] = _train_stage(out / f"ft_{name}", tdir, base, data,
-                                        objective_config(cfg, objective, ft_seed), progress)
+            finals[name] = _train_stage(
+                out / f"ft_{name}",
+                tdir,
+                base,
+                data,
+                objective_config(cfg, objective, ft_seed),
+                progress,
+            )
     return finals
 
 
 def eval_domains(cfg: MiniConfig, corpus: Corpus) -> dict[str, list[list[int]]]:
     """Held-out prompts: ``eval_prompts`` per domain (code files, prose topics never trained on)."""
     from exitlaw.paper_repro.mini import corpus as mc
+
     tok, split = corpus.tokenizer, corpus.split
-    return {"code": mc.sample_prompts(tok, split.code_texts("heldout"), count=cfg.eval_prompts,
-                                      prompt_tokens=cfg.eval_prompt_tokens, seed=cfg.seed + 21),
-            "prose": mc.sample_prompts(tok, split.prose_texts("heldout"), count=cfg.eval_prompts,
-                                       prompt_tokens=cfg.eval_prompt_tokens, seed=cfg.seed + 22)}
+    return {
+        "code": mc.sample_prompts(
+            tok,
+            split.code_texts("heldout"),
+            count=cfg.eval_prompts,
+            prompt_tokens=cfg.eval_prompt_tokens,
+            seed=cfg.seed + 21,
+        ),
+        "prose": mc.sample_prompts(
+            tok,
+            split.prose_texts("heldout"),
+            count=cfg.eval_prompts,
+            prompt_tokens=cfg.eval_prompt_tokens,
+            seed=cfg.seed + 22,
+        ),
+    }
 
 
-def stage_eval(out: Path, cfg: MiniConfig, target, finals: dict[str, Path], domains: dict,
-               progress: bool) -> tuple[dict, dict]:
+def stage_eval(
+    out: Path, cfg: MiniConfig, target, finals: dict[str, Path], domains: dict, progress: bool
+) -> tuple[dict, dict]:
     """Every evaluation cell (resumed from ``out/eval/cells.jsonl``) and the AR baselines; ``(cells, ar)``."""
     from exitlaw.engine.models.checkpoint import load_drafter
 
@@ -380,16 +550,32 @@ def stage_eval(out: Path, cfg: MiniConfig, target, finals: dict[str, Path], doma
         with cells_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps({"key": key, "result": res}) + "\n")
 
-    eval_grid(target, drafters, domains, budgets=cfg.budgets, temperatures=cfg.temperatures, verifiers=cfg.verifiers,
-              max_new_tokens=cfg.eval_new_tokens, seed=cfg.seed + 1000, done=done, on_cell=on_cell, progress=progress)
+    eval_grid(
+        target,
+        drafters,
+        domains,
+        budgets=cfg.budgets,
+        temperatures=cfg.temperatures,
+        verifiers=cfg.verifiers,
+        max_new_tokens=cfg.eval_new_tokens,
+        seed=cfg.seed + 1000,
+        done=done,
+        on_cell=on_cell,
+        progress=progress,
+    )
     ar_path = out / "eval" / "ar.json"
     ar = _read_json(ar_path, "autoregressive baselines") if ar_path.is_file() else {}
     for domain, prompts_d in domains.items():
         for t in cfg.temperatures:
             key = f"{domain}|T{t:g}"
             if key not in ar:
-                ar[key] = eval_ar(target, prompts_d, temperature=t, max_new_tokens=cfg.eval_new_tokens,
-                                  seed=cfg.seed + 1000)
+                ar[key] = eval_ar(
+                    target,
+                    prompts_d,
+                    temperature=t,
+                    max_new_tokens=cfg.eval_new_tokens,
+                    seed=cfg.seed + 1000,
+                )
                 _write_json(ar_path, ar)
     return done, ar
 
@@ -406,7 +592,9 @@ def read_cells(path: Path) -> dict:
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     if lines[-1]:
-        print(f"{path}: dropping a cut-off last line (an interrupted append); that cell is evaluated again")
+        print(
+            f"{path}: dropping a cut-off last line (an interrupted append); that cell is evaluated again"
+        )
         lines[-1] = ""
         atomic_write_text(path, "\n".join(lines))
     done = {}
@@ -415,8 +603,10 @@ def read_cells(path: Path) -> dict:
             rec = json.loads(line)
             done[rec["key"]] = rec["result"]
         except (json.JSONDecodeError, KeyError, TypeError) as err:
-            raise ValueError(f"{path} line {i} is not an evaluation cell ({err}); the file is corrupt: "
-                             "move it aside to evaluate every cell again") from None
+            raise ValueError(
+                f"{path} line {i} is not an evaluation cell ({err}); the file is corrupt: "
+                "move it aside to evaluate every cell again"
+            ) from None
     return done
 
 
@@ -426,11 +616,15 @@ def stage_report(out: Path, cfg: MiniConfig, cells: dict, ar: dict, timings: dic
 
     results = build_results(cfg, out, cells, ar, timings, drafters=drafter_names(cfg))
     atomic_write_text(out / "results.md", format_markdown(results))
-    _write_json(out / "results.json", results)   # last: a run with results.json has its table beside it
+    _write_json(
+        out / "results.json", results
+    )  # last: a run with results.json has its table beside it
     return results
 
 
-def run_mini(out: str | Path, cfg: MiniConfig, *, overwrite: bool = False, progress: bool = True) -> dict:
+def run_mini(
+    out: str | Path, cfg: MiniConfig, *, overwrite: bool = False, progress: bool = True
+) -> dict:
     """Run (or resume) the whole pipeline; returns the results dict also written to ``out/results.json``."""
     from exitlaw.engine.models.checkpoint import load_target
 
@@ -454,6 +648,7 @@ def run_mini(out: str | Path, cfg: MiniConfig, *, overwrite: bool = False, progr
 
 def _mask_token_id(tdir: Path) -> int:
     from exitlaw.paper_repro.mini import corpus as mc
+
     return int(mc.load_tokenizer(tdir).mask_token_id)
 
 
@@ -467,8 +662,17 @@ def _train_stage(run_dir: Path, tdir: Path, init: Path, data, tcfg, progress: bo
         return final
     target, drafter = load_pair(tdir, init)
     resume = (run_dir / "config.json").is_file()
-    return train(target, drafter, data, tcfg, run_dir, resume=resume, progress=progress,
-                 run_info={"init": str(init), "target": str(tdir)})
+    return train(
+        target,
+        drafter,
+        data,
+        tcfg,
+        run_dir,
+        resume=resume,
+        progress=progress,
+        run_info={"init": str(init), "target": str(tdir)},
+    )
+
 
 def config_for(preset: str, **overrides) -> MiniConfig:
     if preset not in PRESETS:

@@ -45,7 +45,9 @@ def crossed_mean_ci(d, level: float = 0.95, power: float = 0.8) -> dict:
 
     d = np.asarray(d, dtype=np.float64)
     if d.ndim != 2 or d.shape[1] < 2 or not np.isfinite(d).all():
-        raise PairingError(f"need a finite [seeds, prompts] array with >= 2 prompts, got shape {d.shape}")
+        raise PairingError(
+            f"need a finite [seeds, prompts] array with >= 2 prompts, got shape {d.shape}"
+        )
     if not 0 < level < 1 or not 0 < power < 1:
         raise ValueError(f"level and power must lie in (0, 1), got {level}, {power}")
     s, p = d.shape
@@ -60,8 +62,8 @@ def crossed_mean_ci(d, level: float = 0.95, power: float = 0.8) -> dict:
         ms_prompt = s * float(prompt_means.var(ddof=1))
         resid = d - seed_means[:, None] - prompt_means[None, :] + mean
         df_e = (s - 1) * (p - 1)
-        ms_resid = float((resid ** 2).sum() / df_e)
-        terms = [(ms_resid, df_e)]             # (coefficient x mean square, its df) of the combination
+        ms_resid = float((resid**2).sum() / df_e)
+        terms = [(ms_resid, df_e)]  # (coefficient x mean square, its df) of the combination
         if ms_seed > ms_resid:
             terms += [(ms_seed, s - 1)]
             terms[0] = (terms[0][0] - ms_resid, df_e)
@@ -76,9 +78,21 @@ def crossed_mean_ci(d, level: float = 0.95, power: float = 0.8) -> dict:
     se = math.sqrt(max(var, 0.0))
     tq = float(stats.t.ppf(0.5 + level / 2, df))
     tp = float(stats.t.ppf(power, df))
-    return {"mean": mean, "se": se, "df": df, "lo": mean - tq * se, "hi": mean + tq * se, "level": level,
-            "mde": (tq + tp) * se, "power": power, "seeds": s, "prompts": p,
-            "seed_variance_estimated": s > 1, "per_seed_mean": [float(x) for x in seed_means], **comps}
+    return {
+        "mean": mean,
+        "se": se,
+        "df": df,
+        "lo": mean - tq * se,
+        "hi": mean + tq * se,
+        "level": level,
+        "mde": (tq + tp) * se,
+        "power": power,
+        "seeds": s,
+        "prompts": p,
+        "seed_variance_estimated": s > 1,
+        "per_seed_mean": [float(x) for x in seed_means],
+        **comps,
+    }
 
 
 def paired_difference(a: dict, b: dict, level: float = 0.95) -> dict:
@@ -114,7 +128,9 @@ def pair_verdict(rel_lo: float, rel_hi: float, margin_pct: float) -> str:
     effect the paper reports); otherwise (it contains zero and ``+margin``) ``inconclusive``.
     """
     if not rel_lo <= rel_hi or margin_pct <= 0:
-        raise ValueError(f"need rel_lo <= rel_hi and margin > 0, got [{rel_lo}, {rel_hi}], {margin_pct}")
+        raise ValueError(
+            f"need rel_lo <= rel_hi and margin > 0, got [{rel_lo}, {rel_hi}], {margin_pct}"
+        )
     if rel_lo > 0:
         return VERDICTS[0]
     if rel_hi < 0:
@@ -133,8 +149,18 @@ def claim_verdict(pair: str) -> str:
     """
     if pair not in VERDICTS:
         raise ValueError(f"unknown pair verdict {pair!r}")
-    return {VERDICTS[0]: "reproduced", VERDICTS[1]: "contradicted", VERDICTS[2]: "contradicted"}.get(pair,
-                                                                                                   "inconclusive")
+    return {
+        VERDICTS[0]: "reproduced",
+        VERDICTS[1]: "contradicted",
+        VERDICTS[2]: "contradicted",
+    }.get(pair, "inconclusive")
 
 
-__all__ = ["PairingError", "crossed_mean_ci", "paired_difference", "pair_verdict", "claim_verdict", "VERDICTS"]
+__all__ = [
+    "PairingError",
+    "crossed_mean_ci",
+    "paired_difference",
+    "pair_verdict",
+    "claim_verdict",
+    "VERDICTS",
+]

@@ -9,8 +9,12 @@ from pathlib import Path
 import numpy as np
 
 SCHEMA = "exitlaw.mini_results/1"
-DRAFTER_LABELS = {"base": "distilled DFlash (base)", "token": "token-only", "prefix": "prefix-weighted",
-                  "exit": "exit-guided (ExitTrain)"}
+DRAFTER_LABELS = {
+    "base": "distilled DFlash (base)",
+    "token": "token-only",
+    "prefix": "prefix-weighted",
+    "exit": "exit-guided (ExitTrain)",
+}
 
 
 def _last_metrics(run_dir: Path, tail: int = 10) -> dict:
@@ -36,13 +40,21 @@ def machine_info() -> dict:
     from exitlaw.theory.provenance import cpu_fields
 
     cpu = cpu_fields()
-    return {"platform": platform.platform(), "cpu_model": cpu.get("model name", platform.processor()),
-            "cpu_flags": cpu.get("flags", ""), "logical_cpus": os.cpu_count(),
-            "torch": torch.__version__, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "torch_threads": torch.get_num_threads(), "torch_parallel_info": torch.__config__.parallel_info()}
+    return {
+        "platform": platform.platform(),
+        "cpu_model": cpu.get("model name", platform.processor()),
+        "cpu_flags": cpu.get("flags", ""),
+        "logical_cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_parallel_info": torch.__config__.parallel_info(),
+    }
 
 
-def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict, drafters: dict | None = None) -> dict:
+def build_results(
+    cfg, out: Path, cells: dict, ar: dict, timings: dict, drafters: dict | None = None
+) -> dict:
     """Collect every cell (with SR against the same-run AR baseline) and the run's provenance.
 
     ``drafters``: ``name -> (objective, training seed)`` of every evaluated drafter
@@ -64,7 +76,10 @@ def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict, drafters
     target_info.pop("log", None)
     if drafters is None:
         drafters = {"base": ("base", None), **{o: (o, 0) for o in ("token", "prefix", "exit")}}
-    training = {name: _last_metrics(out / ("drafter_base" if name == "base" else f"ft_{name}")) for name in drafters}
+    training = {
+        name: _last_metrics(out / ("drafter_base" if name == "base" else f"ft_{name}"))
+        for name in drafters
+    }
     summary = {}
     for name in DRAFTER_LABELS:
         for verifier in cfg.verifiers:
@@ -76,16 +91,30 @@ def build_results(cfg, out: Path, cells: dict, ar: dict, timings: dict, drafters
     return {
         "schema": SCHEMA,
         "config": cfg.to_json(),
-        "seeds": {"pipeline": cfg.seed, "target_init_and_windows": cfg.seed, "drafter_init": cfg.seed + 2,
-                  "train_prompts": [cfg.seed + 11, cfg.seed + 12], "distill": cfg.seed,
-                  "objectives": [cfg.seed + 100 + s for s in cfg.ft_seeds],
-                  "eval_prompts": [cfg.seed + 21, cfg.seed + 22], "decode": f"{cfg.seed + 1000} + prompt index"},
-        "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                     "transformers": transformers.__version__, "exitlaw": __version__},
+        "seeds": {
+            "pipeline": cfg.seed,
+            "target_init_and_windows": cfg.seed,
+            "drafter_init": cfg.seed + 2,
+            "train_prompts": [cfg.seed + 11, cfg.seed + 12],
+            "distill": cfg.seed,
+            "objectives": [cfg.seed + 100 + s for s in cfg.ft_seeds],
+            "eval_prompts": [cfg.seed + 21, cfg.seed + 22],
+            "decode": f"{cfg.seed + 1000} + prompt index",
+        },
+        "versions": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "exitlaw": __version__,
+        },
         "git_commit": git_commit(Path(__file__).resolve().parent),
-        "corpus": {"python": split["python"], "train_code_files": len(split["train_code"]),
-                   "heldout_code_files": len(split["heldout_code"]), "train_prose_topics": len(split["train_prose"]),
-                   "heldout_prose_topics": len(split["heldout_prose"])},
+        "corpus": {
+            "python": split["python"],
+            "train_code_files": len(split["train_code"]),
+            "heldout_code_files": len(split["heldout_code"]),
+            "train_prose_topics": len(split["train_prose"]),
+            "heldout_prose_topics": len(split["heldout_prose"]),
+        },
         "target": target_info,
         "training": training,
         "cells": rows,
@@ -120,22 +149,36 @@ def format_markdown(res: dict) -> str:
 
         return format_paired_markdown(res)
     cfg = res["config"]
-    cells = {(c["drafter"], c["domain"], c["budget"], float(c["temperature"]), c["verifier"]): c for c in res["cells"]}
-    lines = [f"# Mini-scale ExitTrain reproduction (preset `{cfg['preset']}`, seed {cfg['seed']})", ""]
+    cells = {
+        (c["drafter"], c["domain"], c["budget"], float(c["temperature"]), c["verifier"]): c
+        for c in res["cells"]
+    }
+    lines = [
+        f"# Mini-scale ExitTrain reproduction (preset `{cfg['preset']}`, seed {cfg['seed']})",
+        "",
+    ]
     t = res["target"]
-    lines += [f"Target: Qwen3-architecture, {t['spec']['num_layers']} layers, hidden {t['spec']['hidden_size']}, "
-              f"vocab {cfg['vocab_size']}, trained on {t['train_tokens']} stdlib tokens; held-out loss "
-              f"code {t['heldout_code_loss']:.3f}, prose {t['heldout_prose_loss']:.3f} nats/token. "
-              f"Drafter: DFlash, {cfg['draft_layers']} layer(s), block {cfg['block_size']}. Objectives trained "
-              f"{cfg['ft_steps']} steps each from the same distilled drafter at B = {cfg['ft_budget']}.", ""]
-    lines += ["tau = mean output-block length per round including the bonus (+- standard error over rounds); "
-              "SR = autoregressive s/token over speculative s/token (CPU, same process). At T = 0 predraw and "
-              "TEV are both greedy and share one run.", ""]
+    lines += [
+        f"Target: Qwen3-architecture, {t['spec']['num_layers']} layers, hidden {t['spec']['hidden_size']}, "
+        f"vocab {cfg['vocab_size']}, trained on {t['train_tokens']} stdlib tokens; held-out loss "
+        f"code {t['heldout_code_loss']:.3f}, prose {t['heldout_prose_loss']:.3f} nats/token. "
+        f"Drafter: DFlash, {cfg['draft_layers']} layer(s), block {cfg['block_size']}. Objectives trained "
+        f"{cfg['ft_steps']} steps each from the same distilled drafter at B = {cfg['ft_budget']}.",
+        "",
+    ]
+    lines += [
+        "tau = mean output-block length per round including the bonus (+- standard error over rounds); "
+        "SR = autoregressive s/token over speculative s/token (CPU, same process). At T = 0 predraw and "
+        "TEV are both greedy and share one run.",
+        "",
+    ]
     verifiers = cfg["verifiers"]
     for domain in ("code", "prose"):
         for temp in cfg["temperatures"]:
             lines.append(f"## {domain}, T = {temp:g}")
-            head = "| drafter | " + " | ".join(f"B={b} tau {v}" for b in cfg["budgets"] for v in verifiers)
+            head = "| drafter | " + " | ".join(
+                f"B={b} tau {v}" for b in cfg["budgets"] for v in verifiers
+            )
             head += " | " + " | ".join(f"B={b} SR {verifiers[-1]}" for b in cfg["budgets"]) + " |"
             lines += [head, "|" + "---|" * (1 + len(cfg["budgets"]) * (len(verifiers) + 1))]
             for name, label in DRAFTER_LABELS.items():
@@ -149,17 +192,35 @@ def format_markdown(res: dict) -> str:
                     row.append(_fmt(c and c["sr"]))
                 lines.append("| " + " | ".join(row) + " |")
             lines.append("")
-    lines += ["## Summary (mean tau over domains, budgets and temperatures)", "",
-              "| drafter | " + " | ".join(f"mean tau {v}" for v in verifiers) + " | coverage of trained trees (last steps) |",
-              "|" + "---|" * (2 + len(verifiers))]
+    lines += [
+        "## Summary (mean tau over domains, budgets and temperatures)",
+        "",
+        "| drafter | "
+        + " | ".join(f"mean tau {v}" for v in verifiers)
+        + " | coverage of trained trees (last steps) |",
+        "|" + "---|" * (2 + len(verifiers)),
+    ]
     for name, label in DRAFTER_LABELS.items():
         s = res["summary"].get(name, {})
         cov = res["training"].get(name, {}).get("mean_last10_coverage")
-        lines.append("| " + " | ".join([label] + [_fmt(s.get(f"mean_tau_{v}"), 3) for v in verifiers]
-                                       + [_fmt(cov, 3) if cov is not None else "- (no trees)"]) + " |")
-    lines += ["", f"Ordering by mean tau ({verifiers[-1]}), lowest first: "
-              + " < ".join(res["ordering_by_mean_tau_ascending"]) + ".",
-              "The paper's Table 2 (Qwen3-4B) reports exit-guided above token-only finetuning, which is above the "
-              "released drafter. Whether the mini run agrees is read off the table above, not assumed.", "",
-              "Stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in res["timings_s"].items()), ""]
+        lines.append(
+            "| "
+            + " | ".join(
+                [label]
+                + [_fmt(s.get(f"mean_tau_{v}"), 3) for v in verifiers]
+                + [_fmt(cov, 3) if cov is not None else "- (no trees)"]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        f"Ordering by mean tau ({verifiers[-1]}), lowest first: "
+        + " < ".join(res["ordering_by_mean_tau_ascending"])
+        + ".",
+        "The paper's Table 2 (Qwen3-4B) reports exit-guided above token-only finetuning, which is above the "
+        "released drafter. Whether the mini run agrees is read off the table above, not assumed.",
+        "",
+        "Stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in res["timings_s"].items()),
+        "",
+    ]
     return "\n".join(lines)

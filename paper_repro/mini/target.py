@@ -44,27 +44,45 @@ def build_target(spec: TargetSpec, vocab_size: int, seed: int):
 
     from exitlaw.engine.models.config import LMSizes, qwen3_config
 
-    cfg = qwen3_config(LMSizes(vocab_size=vocab_size, hidden_size=spec.hidden_size,
-                               intermediate_size=spec.intermediate_size, num_layers=spec.num_layers,
-                               num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.head_dim,
-                               max_positions=2048))
+    cfg = qwen3_config(
+        LMSizes(
+            vocab_size=vocab_size,
+            hidden_size=spec.hidden_size,
+            intermediate_size=spec.intermediate_size,
+            num_layers=spec.num_layers,
+            num_heads=spec.num_heads,
+            num_kv_heads=spec.num_kv_heads,
+            head_dim=spec.head_dim,
+            max_positions=2048,
+        )
+    )
     torch.manual_seed(seed)
     return Qwen3ForCausalLM(cfg)
 
 
-def train_target(tokens: np.ndarray, vocab_size: int, spec: TargetSpec, seed: int, *, progress: bool = True):
+def train_target(
+    tokens: np.ndarray, vocab_size: int, spec: TargetSpec, seed: int, *, progress: bool = True
+):
     """Train the target on ``tokens`` (1-D int array); returns ``(model, log)`` with the loss curve."""
     import torch
 
     if tokens.ndim != 1 or tokens.size <= spec.seq_len + 1:
-        raise ValueError(f"need a 1-D token array longer than seq_len + 1 = {spec.seq_len + 1}, got {tokens.shape}")
+        raise ValueError(
+            f"need a 1-D token array longer than seq_len + 1 = {spec.seq_len + 1}, got {tokens.shape}"
+        )
     model = build_target(spec, vocab_size, seed).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay, betas=(0.9, 0.95))
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay, betas=(0.9, 0.95)
+    )
 
     from exitlaw.engine.training.config import cosine_factor
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: cosine_factor(
-        step, steps=spec.steps, warmup_steps=spec.warmup, min_lr_ratio=0.1))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda step: cosine_factor(
+            step, steps=spec.steps, warmup_steps=spec.warmup, min_lr_ratio=0.1
+        ),
+    )
     data = torch.from_numpy(tokens.astype(np.int64))
     log = []
     bar = None
@@ -76,16 +94,24 @@ def train_target(tokens: np.ndarray, vocab_size: int, spec: TargetSpec, seed: in
     for step in range(spec.steps):
         rng = np.random.default_rng([seed, step])
         starts = rng.integers(0, tokens.size - spec.seq_len - 1, size=spec.batch_size)
-        batch = torch.stack([data[s:s + spec.seq_len + 1] for s in starts])
+        batch = torch.stack([data[s : s + spec.seq_len + 1] for s in starts])
         out = model(input_ids=batch[:, :-1])
-        loss = torch.nn.functional.cross_entropy(out.logits.reshape(-1, vocab_size).float(), batch[:, 1:].reshape(-1))
+        loss = torch.nn.functional.cross_entropy(
+            out.logits.reshape(-1, vocab_size).float(), batch[:, 1:].reshape(-1)
+        )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
         opt.step()
         sched.step()
-        log.append({"step": step + 1, "loss": loss.item(), "lr": sched.get_last_lr()[0],
-                    "seconds": time.perf_counter() - t0})
+        log.append(
+            {
+                "step": step + 1,
+                "loss": loss.item(),
+                "lr": sched.get_last_lr()[0],
+                "seconds": time.perf_counter() - t0,
+            }
+        )
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{log[-1]['loss']:.3f}")
@@ -102,16 +128,22 @@ def heldout_loss(model, tokens: np.ndarray, seq_len: int, windows: int, seed: in
     data = torch.from_numpy(tokens.astype(np.int64))
     starts = rng.integers(0, tokens.size - seq_len - 1, size=windows)
     with torch.no_grad():
-        batch = torch.stack([data[s:s + seq_len + 1] for s in starts])
+        batch = torch.stack([data[s : s + seq_len + 1] for s in starts])
         logits = model(input_ids=batch[:, :-1]).logits.float()
-        return float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1)))
+        return float(
+            torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1)
+            )
+        )
 
 
 def save_target(model, tokenizer, out: str | Path, info: dict) -> Path:
     """``save_pretrained`` the model and tokenizer, plus ``mini_target.json`` (spec, seed, losses)."""
     out = Path(out)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
-    with atomic_dir(out) as tmp:   # built aside, renamed into place whole (an interrupted save leaves no target)
+    with atomic_dir(
+        out
+    ) as tmp:  # built aside, renamed into place whole (an interrupted save leaves no target)
         model.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
         (tmp / "mini_target.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")

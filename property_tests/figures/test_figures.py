@@ -23,8 +23,16 @@ def _assert_images(paths, name):
     png = [p for p in paths if p.suffix == ".png"]
     pdf = [p for p in paths if p.suffix == ".pdf"]
     assert png and pdf, paths
-    assert png[0].name == f"{name}.png" and png[0].read_bytes()[:4] == PNG_MAGIC and png[0].stat().st_size > 5000
-    assert pdf[0].name == f"{name}.pdf" and pdf[0].read_bytes()[:4] == PDF_MAGIC and pdf[0].stat().st_size > 2000
+    assert (
+        png[0].name == f"{name}.png"
+        and png[0].read_bytes()[:4] == PNG_MAGIC
+        and png[0].stat().st_size > 5000
+    )
+    assert (
+        pdf[0].name == f"{name}.pdf"
+        and pdf[0].read_bytes()[:4] == PDF_MAGIC
+        and pdf[0].stat().st_size > 2000
+    )
 
 
 SMALL = {
@@ -53,7 +61,9 @@ def test_verifier_equivalence_samples_match_the_exact_law():
 
 
 def test_sampled_exactness_shows_marginal_but_not_conditional_exactness():
-    data = figure_module("sampled_exactness").compute(seed=0, vocab=3, horizon=2)  # the default of `exitlaw figures`
+    data = figure_module("sampled_exactness").compute(
+        seed=0, vocab=3, horizon=2
+    )  # the default of `exitlaw figures`
     assert data["marginal_tv"]["speculative"] < 1e-9 and data["marginal_tv"]["tev"] < 1e-9
     assert max(t["speculative_tv"] for t in data["trees"]) > 0.05
     assert max(t["tev_tv"] for t in data["trees"]) < 1e-9
@@ -69,9 +79,17 @@ def test_caddtree_first_decrease_is_the_maximum_under_convex_cost_only():
 
 
 def _tree_data():
-    return {"models": "test", "budget": 6, "temperature": 1.0, "round": 0, "rounds": 1,
-            "parent": [-1, 0, 0, 1, 1, 3, 2], "token": [9, 1, 2, 3, 4, 5, 6],
-            "edge_prob": [1.0, 0.5, 0.2, 0.3, 0.4, 0.9, 0.1], "exit_node": 5}
+    return {
+        "models": "test",
+        "budget": 6,
+        "temperature": 1.0,
+        "round": 0,
+        "rounds": 1,
+        "parent": [-1, 0, 0, 1, 1, 3, 2],
+        "token": [9, 1, 2, 3, 4, 5, 6],
+        "edge_prob": [1.0, 0.5, 0.2, 0.3, 0.4, 0.9, 0.1],
+        "exit_node": 5,
+    }
 
 
 def test_tree_exit_draws_a_recorded_round(tmp_path):
@@ -93,9 +111,18 @@ def _mini_results():
             for b in (32, 64, 128):
                 for t in (0.0, 1.0):
                     for v in ("predraw", "tev"):
-                        cells.append({"drafter": d, "domain": dom, "budget": b, "temperature": t, "verifier": v,
-                                      "tau": base + b / 1000 + (0.1 if dom == "code" else 0), "tau_se": 0.05,
-                                      "sr": base / 2})
+                        cells.append(
+                            {
+                                "drafter": d,
+                                "domain": dom,
+                                "budget": b,
+                                "temperature": t,
+                                "verifier": v,
+                                "tau": base + b / 1000 + (0.1 if dom == "code" else 0),
+                                "tau_se": 0.05,
+                                "sr": base / 2,
+                            }
+                        )
     return {"schema": "exitlaw.mini_results/1", "config": {"preset": "test"}, "cells": cells}
 
 
@@ -109,10 +136,17 @@ def test_mini_table_averages_domains_per_budget_and_temperature():
 
 
 def test_exittrain_ablation_draws_simulation_and_mini_sources(tmp_path, monkeypatch):
-    sim_table = {d: {f"B={b},T={t}": 2.0 + i * 0.1 + b / 1000 for b in (32, 64, 128) for t in (0, 1)}
-                 for i, d in enumerate(("pretrained", "token-only", "prefix-weighted", "exit-guided"))}
+    sim_table = {
+        d: {f"B={b},T={t}": 2.0 + i * 0.1 + b / 1000 for b in (32, 64, 128) for t in (0, 1)}
+        for i, d in enumerate(("pretrained", "token-only", "prefix-weighted", "exit-guided"))
+    }
     mini = exittrain_ablation.mini_table(_mini_results())
-    data = {"sources": {"simulation": {"table": sim_table, "budgets": [32, 64, 128], "label": "sim"}, "mini": mini}}
+    data = {
+        "sources": {
+            "simulation": {"table": sim_table, "budgets": [32, 64, 128], "label": "sim"},
+            "mini": mini,
+        }
+    }
     # 95 % CIs from the mini run's standard errors; none for a single simulation run
     cis = exittrain_ablation.intervals(mini)
     lo, hi = cis["exit-guided"]["B=64,T=1"]
@@ -123,29 +157,59 @@ def test_exittrain_ablation_draws_simulation_and_mini_sources(tmp_path, monkeypa
     assert exittrain_ablation.intervals(explicit) == {"exit-guided": {"B=64,T=0": (2.0, 2.5)}}
     figs = []
     real_save = exittrain_ablation.save
-    monkeypatch.setattr(exittrain_ablation, "save", lambda fig, *a, **k: (figs.append(fig), real_save(fig, *a, **k))[1])
+    monkeypatch.setattr(
+        exittrain_ablation,
+        "save",
+        lambda fig, *a, **k: (figs.append(fig), real_save(fig, *a, **k))[1],
+    )
     _assert_images(exittrain_ablation.draw(data, tmp_path), "exittrain_ablation")
     axes = [ax for ax in figs[0].axes if ax.get_visible()]
-    legends = {ax.get_title().split("\n")[0]: [t.get_text() for t in ax.get_legend().get_texts()] for ax in axes}
+    legends = {
+        ax.get_title().split("\n")[0]: [t.get_text() for t in ax.get_legend().get_texts()]
+        for ax in axes
+    }
     assert all("no interval: single run" in v for k, v in legends.items() if k == "sim")
     assert all("black bars: 95 % CI" in v for k, v in legends.items() if k.startswith("mini"))
-    n_err = {ax.get_title().split("\n")[0]: sum(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)
-             for ax in axes}
+    n_err = {
+        ax.get_title().split("\n")[0]: sum(
+            type(c).__name__ == "ErrorbarContainer" for c in ax.containers
+        )
+        for ax in axes
+    }
     assert all(n == 0 for k, n in n_err.items() if k == "sim")
     assert all(n == 3 for k, n in n_err.items() if k.startswith("mini"))  # one per objective
 
 
 def test_verifier_latency_normalises_both_bench_formats_and_draws(tmp_path):
-    gpu = {"config": {"device": "cpu", "vocab": 320, "temperature": 1.0},
-           "rows": [{"shape": s, "budget": b, "internal": 3, "predraw_stage_ms": 2.0 * b, "tev_stage_ms": 1.5 * b}
-                    for s in ("deep", "drafter") for b in (32, 64, 128)]}
+    gpu = {
+        "config": {"device": "cpu", "vocab": 320, "temperature": 1.0},
+        "rows": [
+            {
+                "shape": s,
+                "budget": b,
+                "internal": 3,
+                "predraw_stage_ms": 2.0 * b,
+                "tev_stage_ms": 1.5 * b,
+            }
+            for s in ("deep", "drafter")
+            for b in (32, 64, 128)
+        ],
+    }
     data = verifier_latency.normalise(gpu)
     assert all(r["reduction_pct"] == pytest.approx(25.0) for r in data["rows"])
     assert len({r["shape"] for r in data["rows"]}) == 2
     _assert_images(verifier_latency.draw(data, tmp_path), "verifier_latency")
-    bench = {"config": {"device": "cpu", "vocab": 1000, "temperature": 1.0},
-             "rows": [{"budget": b, "internal": [b // 2, b // 2 + 3], "median_ms":
-                       {"predraw": 4.0, "residual": 3.0, "tev": 1.0, "floor": 0.8}} for b in (32, 64)]}
+    bench = {
+        "config": {"device": "cpu", "vocab": 1000, "temperature": 1.0},
+        "rows": [
+            {
+                "budget": b,
+                "internal": [b // 2, b // 2 + 3],
+                "median_ms": {"predraw": 4.0, "residual": 3.0, "tev": 1.0, "floor": 0.8},
+            }
+            for b in (32, 64)
+        ],
+    }
     data = verifier_latency.normalise(bench)
     assert [r["internal"] for r in data["rows"]] == ["16-19", "32-35"]
     assert all(r["reduction_pct"] == pytest.approx(75.0) for r in data["rows"])
@@ -158,8 +222,12 @@ def test_verifier_latency_computes_with_the_engine_bench(tmp_path):
     data = verifier_latency.compute(seed=0, quick=True, vocab=64, repeats=2, trees=1)
     assert [r["budget"] for r in data["rows"]] == [32, 64, 128]
     assert all(set(r["ms"]) >= {"predraw", "tev", "floor"} for r in data["rows"])
-    assert data["config"]["commit"] and "KV-cache commit" in data["config"]["stage"]  # the paper's interval
-    assert all(len(r["samples_ms"]["tev"]) == len(r["samples_ms"]["predraw"]) == 2 for r in data["rows"])
+    assert (
+        data["config"]["commit"] and "KV-cache commit" in data["config"]["stage"]
+    )  # the paper's interval
+    assert all(
+        len(r["samples_ms"]["tev"]) == len(r["samples_ms"]["predraw"]) == 2 for r in data["rows"]
+    )
     assert all("incl. KV commit" in r["shape"] for r in data["rows"])
     _assert_images(verifier_latency.draw(data, tmp_path), "verifier_latency")
 
@@ -188,15 +256,41 @@ def test_figures_cli_writes_the_ledger_next_to_the_figures(tmp_path, capsys):
     from exitlaw.paper_repro.ledger_inputs import NEEDED
 
     small = {
-        "budget_sweep": {"rounds": 5, "rows": [{"builder": "ddtree", "budget": 64, "tau": 3.0, "ceiling": 3.0,
-                                                 "oracle_ceiling": 3.2, "allocation_gap": 0.2,
-                                                 "allocation_gap_stderr": 0.01, "tau_minus_ceiling_z": 0.1}]},
-        "verifier_equivalence": {"budget": 8, "vocab": 8, "samples": 10, "expected_length": 2.0,
-                                 "counts": {"tev": [5, 0, 5], "predraw": [5, 0, 5]},
-                                 "chisquare": {"tev": {"pvalue": 0.5}}},
-        "verifier_latency": {"config": {"commit": True}, "rows": [
-            {"shape": "deep", "budget": 32, "ms": {"predraw": 2.0, "tev": 1.0}, "reduction_pct": 50.0,
-             "samples_ms": {"predraw": [2.0, 2.1, 1.9], "tev": [1.0, 1.1, 0.9]}}]},
+        "budget_sweep": {
+            "rounds": 5,
+            "rows": [
+                {
+                    "builder": "ddtree",
+                    "budget": 64,
+                    "tau": 3.0,
+                    "ceiling": 3.0,
+                    "oracle_ceiling": 3.2,
+                    "allocation_gap": 0.2,
+                    "allocation_gap_stderr": 0.01,
+                    "tau_minus_ceiling_z": 0.1,
+                }
+            ],
+        },
+        "verifier_equivalence": {
+            "budget": 8,
+            "vocab": 8,
+            "samples": 10,
+            "expected_length": 2.0,
+            "counts": {"tev": [5, 0, 5], "predraw": [5, 0, 5]},
+            "chisquare": {"tev": {"pvalue": 0.5}},
+        },
+        "verifier_latency": {
+            "config": {"commit": True},
+            "rows": [
+                {
+                    "shape": "deep",
+                    "budget": 32,
+                    "ms": {"predraw": 2.0, "tev": 1.0},
+                    "reduction_pct": 50.0,
+                    "samples_ms": {"predraw": [2.0, 2.1, 1.9], "tev": [1.0, 1.1, 0.9]},
+                }
+            ],
+        },
     }
     assert set(small) == set(NEEDED) - {"sampled_exactness"}  # drawn by this very command
     for name, data in small.items():
@@ -228,12 +322,12 @@ def test_a_figure_cut_off_after_its_images_leaves_nothing_under_its_names(tmp_pa
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(registry, "write_data", interrupted)   # images drawn, then the run is cut
+    monkeypatch.setattr(registry, "write_data", interrupted)  # images drawn, then the run is cut
     with pytest.raises(KeyboardInterrupt):
         make("sampled_exactness", tmp_path, seed=0)
     assert sorted(p.name for p in tmp_path.glob("sampled_exactness.*")) == []
     monkeypatch.undo()
-    paths = make("sampled_exactness", tmp_path, seed=0)        # no refusal: nothing complete was there
+    paths = make("sampled_exactness", tmp_path, seed=0)  # no refusal: nothing complete was there
     assert [p.name for p in paths] == [f"sampled_exactness.{e}" for e in ("png", "pdf", "json")]
     assert not (tmp_path / ".figures-partial").exists()
 

@@ -29,8 +29,12 @@ def _rank(r: list[float], y: int) -> int:
     return sum(1 for z, v in enumerate(r) if v > r[y] or (v == r[y] and z < y))
 
 
-def enumerate_prefixes(row: Callable[[tuple[int, ...]], np.ndarray | None], *, combine=operator.add,
-                       root_score: float = 0.0) -> Scored:
+def enumerate_prefixes(
+    row: Callable[[tuple[int, ...]], np.ndarray | None],
+    *,
+    combine=operator.add,
+    root_score: float = 0.0,
+) -> Scored:
     """Every prefix with its score and ranks; ``row(prefix)`` gives the children's values, ``None`` past the horizon."""
     out: Scored = []
     frontier = [(root_score, (), ())]
@@ -59,7 +63,9 @@ def first_of_order(scored: Scored, budget: int) -> list[tuple[float, tuple[int, 
 def brute_force_ddtree(logq: np.ndarray, budget: int) -> list[tuple[float, tuple[int, ...]]]:
     """Top-``budget`` prefixes of the factorised score ``sum_d logq[d, x_d]`` (all ``V^1 + .. + V^D`` scored)."""
     logq = np.asarray(logq, dtype=np.float64)
-    return first_of_order(enumerate_prefixes(lambda p: logq[len(p)] if len(p) < logq.shape[0] else None), budget)
+    return first_of_order(
+        enumerate_prefixes(lambda p: logq[len(p)] if len(p) < logq.shape[0] else None), budget
+    )
 
 
 def ordered_paths(tree: DraftTree) -> list[tuple[int, ...]]:
@@ -72,7 +78,9 @@ def tied_rows(draw, *, max_vocab: int = 4, max_depth: int = 4, zeros: bool = Tru
     """Probability rows ``q [D, V]`` on a coarse grid (counts / total): equal entries, equal rows across
     depths, entries of 1 (a child tying its parent) and, with ``zeros``, impossible tokens."""
     vocab, depth = draw(st.integers(1, max_vocab)), draw(st.integers(1, max_depth))
-    counts = st.lists(st.integers(0 if zeros else 1, 3), min_size=vocab, max_size=vocab).filter(lambda c: sum(c) > 0)
+    counts = st.lists(st.integers(0 if zeros else 1, 3), min_size=vocab, max_size=vocab).filter(
+        lambda c: sum(c) > 0
+    )
     rows: list[np.ndarray] = []
     for _ in range(depth):
         if rows and draw(st.booleans()):
@@ -86,14 +94,17 @@ def tied_rows(draw, *, max_vocab: int = 4, max_depth: int = 4, zeros: bool = Tru
 # constructed ties: every prefix of a row pair ties (uniform row, then a certain token), the same row
 # at two depths, and a tied k-th place; shortage: fewer possible prefixes than the budget
 TIE_CASES = [
-    (np.array([[0.5, 0.5], [1.0, 0.0]]), 3),        # (0) (1) (0,0) (1,0) all score log 1/2
-    (np.array([[0.5, 0.5], [0.5, 0.5]]), 5),        # (0,1) vs (1,0): equal values, the lower first token decides
+    (np.array([[0.5, 0.5], [1.0, 0.0]]), 3),  # (0) (1) (0,0) (1,0) all score log 1/2
+    (
+        np.array([[0.5, 0.5], [0.5, 0.5]]),
+        5,
+    ),  # (0,1) vs (1,0): equal values, the lower first token decides
     (np.array([[0.25, 0.25, 0.5], [0.25, 0.25, 0.5]]), 4),
     (np.array([[1.0, 0.0, 0.0], [0.4, 0.2, 0.4]]), 2),
-    (np.array([[0.25, 0.75], [0.75, 0.25]]), 4),    # (1,1) ties (0,0): the better first token decides
+    (np.array([[0.25, 0.75], [0.75, 0.25]]), 4),  # (1,1) ties (0,0): the better first token decides
 ]
 SHORTAGE_CASES = [
-    (np.array([[0.5, 0.5, 0.0]]), 5),               # two possible prefixes
-    (np.array([[0.5, 0.5], [1.0, 0.0]]), 9),        # four
-    (np.array([[1.0]] * 3), 7),                     # one chain of three
+    (np.array([[0.5, 0.5, 0.0]]), 5),  # two possible prefixes
+    (np.array([[0.5, 0.5], [1.0, 0.0]]), 9),  # four
+    (np.array([[1.0]] * 3), 7),  # one chain of three
 ]

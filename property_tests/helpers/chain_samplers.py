@@ -23,7 +23,9 @@ def _chain(tree, probs, draft_probs, rng, leq: bool):
         if coin < ratio or (leq and coin == ratio):
             v = u
             continue
-        return v, inverse_cdf(np.maximum(p[v] - q[v], 0.0), rng.random())  # the residual norm((p - q)+)
+        return v, inverse_cdf(
+            np.maximum(p[v] - q[v], 0.0), rng.random()
+        )  # the residual norm((p - q)+)
     return v, inverse_cdf(p[v], rng.random())
 
 

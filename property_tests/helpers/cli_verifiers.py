@@ -35,7 +35,9 @@ def rrs_bonus_from_target(topology, target, draft, rand):
                 nxt = u
                 break
         if nxt is None:
-            return _path(topology, tokens, v) + (rand.categorical(p, stream="bonus"),)  # BUG: not the residual
+            return _path(topology, tokens, v) + (
+                rand.categorical(p, stream="bonus"),
+            )  # BUG: not the residual
         v = nxt
 
 

@@ -16,10 +16,14 @@ def restart_streams_each_round(monkeypatch) -> None:
     real_round, real_batch_round = loop.speculative_round, batch_generate.batch_round
 
     def speculative_round(state, target, drafter, cfg, gens, *rest, **kw):
-        return real_round(state, target, drafter, cfg, loop.Generators(cfg.seed, target.device), *rest, **kw)
+        return real_round(
+            state, target, drafter, cfg, loop.Generators(cfg.seed, target.device), *rest, **kw
+        )
 
     def batch_round(state, target, drafter, cfg, gens, *rest, **kw):
-        return real_batch_round(state, target, drafter, cfg, loop.Generators(cfg.seed, target.device), *rest, **kw)
+        return real_batch_round(
+            state, target, drafter, cfg, loop.Generators(cfg.seed, target.device), *rest, **kw
+        )
 
     monkeypatch.setattr(loop, "speculative_round", speculative_round)
     monkeypatch.setattr(batch_generate, "batch_round", batch_round)

@@ -30,7 +30,7 @@ def _eagle_walk(candidates, probs, rng, leq=False):
             if u < r[x] or (leq and u == r[x]):  # accept w.p. r(x) / (mass left)
                 nxt = int(j)
                 break
-            r[x] = 0.0                          # rejected: drop it from the row
+            r[x] = 0.0  # rejected: drop it from the row
         if nxt is None:
             break
         best, accepted = nxt, accepted + 1
@@ -64,9 +64,20 @@ def eagle_accept_length_with_root(candidates, retrieve_indices, probs, rng):
 
 
 # ----- SGLang: one coin per position, cumulative over the siblings ---------------------------------
-def _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-            retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
-            cumulative=True):
+def _sglang(
+    predicts,
+    accept_index,
+    accept_token_num,
+    candidates,
+    retrive_index,
+    retrive_next_token,
+    retrive_next_sibling,
+    uniform_samples,
+    uniform_samples_for_final_sampling,
+    target_probs,
+    draft_probs,
+    cumulative=True,
+):
     cur, num = 0, 0
     coin = uniform_samples[0, 0]
     last = int(retrive_index[0, 0])
@@ -84,7 +95,7 @@ def _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index,
                 accept_index[0, num] = last
                 cur, coin = child, uniform_samples[0, child]
                 break
-            draft_probs[0, cur, x] = p           # rejected: its target mass leaves the residual
+            draft_probs[0, cur, x] = p  # rejected: its target mass leaves the residual
             child = int(retrive_next_sibling[0, child])
         if child == -1:
             break
@@ -93,30 +104,93 @@ def _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index,
     predicts[last] = _draw(residual, uniform_samples_for_final_sampling[0])
 
 
-def sglang_target_only(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-                       retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs,
-                       draft_probs):
+def sglang_target_only(
+    predicts,
+    accept_index,
+    accept_token_num,
+    candidates,
+    retrive_index,
+    retrive_next_token,
+    retrive_next_sibling,
+    uniform_samples,
+    uniform_samples_for_final_sampling,
+    target_probs,
+    draft_probs,
+):
     """Coin-driven residual in SGLang's layout: exact and saturating."""
-    _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-            retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs)
+    _sglang(
+        predicts,
+        accept_index,
+        accept_token_num,
+        candidates,
+        retrive_index,
+        retrive_next_token,
+        retrive_next_sibling,
+        uniform_samples,
+        uniform_samples_for_final_sampling,
+        target_probs,
+        draft_probs,
+    )
 
 
-def sglang_coin_not_cumulative(predicts, accept_index, accept_token_num, candidates, retrive_index,
-                               retrive_next_token, retrive_next_sibling, uniform_samples,
-                               uniform_samples_for_final_sampling, target_probs, draft_probs):
+def sglang_coin_not_cumulative(
+    predicts,
+    accept_index,
+    accept_token_num,
+    candidates,
+    retrive_index,
+    retrive_next_token,
+    retrive_next_sibling,
+    uniform_samples,
+    uniform_samples_for_final_sampling,
+    target_probs,
+    draft_probs,
+):
     """Mutant: the node's one coin compared with each sibling's own probability, not the running sum."""
-    _sglang(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-            retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
-            cumulative=False)
+    _sglang(
+        predicts,
+        accept_index,
+        accept_token_num,
+        candidates,
+        retrive_index,
+        retrive_next_token,
+        retrive_next_sibling,
+        uniform_samples,
+        uniform_samples_for_final_sampling,
+        target_probs,
+        draft_probs,
+        cumulative=False,
+    )
 
 
-def sglang_forgets_accept_token_num(predicts, accept_index, accept_token_num, candidates, retrive_index,
-                                    retrive_next_token, retrive_next_sibling, uniform_samples,
-                                    uniform_samples_for_final_sampling, target_probs, draft_probs):
+def sglang_forgets_accept_token_num(
+    predicts,
+    accept_index,
+    accept_token_num,
+    candidates,
+    retrive_index,
+    retrive_next_token,
+    retrive_next_sibling,
+    uniform_samples,
+    uniform_samples_for_final_sampling,
+    target_probs,
+    draft_probs,
+):
     """Malformed: never writes accept_token_num (it stays at the kit's -1)."""
     n = np.array(accept_token_num)
-    _sglang(predicts, accept_index, n, candidates, retrive_index, retrive_next_token, retrive_next_sibling,
-            uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs)
+    _sglang(
+        predicts,
+        accept_index,
+        n,
+        candidates,
+        retrive_index,
+        retrive_next_token,
+        retrive_next_sibling,
+        uniform_samples,
+        uniform_samples_for_final_sampling,
+        target_probs,
+        draft_probs,
+    )
 
 
 # ----- DDTree: predraw one token per node, follow the child maps -----------------------------------
@@ -128,31 +202,45 @@ def _follow(child_maps, posterior):
     return accepted, posterior[cur]
 
 
-def ddtree_predraw(root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs, rng):
+def ddtree_predraw(
+    root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs, rng
+):
     """Predraw-and-follow: exact and saturating."""
     posterior = [_draw(row, u) for row, u in zip(target_probs[0], rng.random(len(parents)))]
     return _follow(child_maps, posterior)
 
 
-def ddtree_rows_shifted(root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs,
-                        rng):
+def ddtree_rows_shifted(
+    root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs, rng
+):
     """Mutant: node v's token drawn from its parent's row (rows off by one tree level): not exact."""
     rows = [target_probs[0, max(p, 0)] for p in parents]
     posterior = [_draw(row, u) for row, u in zip(rows, rng.random(len(parents)))]
     return _follow(child_maps, posterior)
 
 
-def ddtree_skips_root(root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs,
-                      rng):
+def ddtree_skips_root(
+    root_token_id, node_token_ids, node_depths, parents, child_maps, visibility, target_probs, rng
+):
     """Malformed: accepted_indices without the root 0."""
     posterior = [_draw(row, u) for row, u in zip(target_probs[0], rng.random(len(parents)))]
     accepted, token = _follow(child_maps, posterior)
     return accepted[1:], token
 
 
-def sglang_leq_coin(predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
-                    retrive_next_sibling, uniform_samples, uniform_samples_for_final_sampling, target_probs,
-                    draft_probs):
+def sglang_leq_coin(
+    predicts,
+    accept_index,
+    accept_token_num,
+    candidates,
+    retrive_index,
+    retrive_next_token,
+    retrive_next_sibling,
+    uniform_samples,
+    uniform_samples_for_final_sampling,
+    target_probs,
+    draft_probs,
+):
     """Boundary mutant: ``coin <= running sum`` (as the upstream kernel compares): a coin of exactly 0
     accepts a zero-probability first child. No sample size sees it; ``check --boundary`` does."""
     cur, num = 0, 0
@@ -173,13 +261,23 @@ def sglang_leq_coin(predicts, accept_index, accept_token_num, candidates, retriv
         if child == -1:
             break
     accept_token_num[0] = num
-    predicts[last] = _draw(np.maximum(target_probs[0, cur] - draft_probs[0, cur], 0.0),
-                           uniform_samples_for_final_sampling[0])
+    predicts[last] = _draw(
+        np.maximum(target_probs[0, cur] - draft_probs[0, cur], 0.0),
+        uniform_samples_for_final_sampling[0],
+    )
 
 
 # ----- vLLM: chain rejection sampler, pre-drawn coins, placeholder after the first rejection ------------
-def _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng, leq=False,
-          recovered_from_target=False):
+def _vllm(
+    draft_token_ids,
+    draft_probs,
+    target_probs,
+    bonus_token_ids,
+    uniform_probs,
+    rng,
+    leq=False,
+    recovered_from_target=False,
+):
     k = int(draft_token_ids.shape[0])
     out = np.full((1, k + 1), -1, dtype=np.int64)
     for pos in range(k):
@@ -190,7 +288,9 @@ def _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_p
         if q > 0 and (coin < ratio or (leq and coin == ratio)):
             out[0, pos] = x
             continue
-        resid = np.maximum(np.asarray(target_probs[pos], np.float64) - np.asarray(draft_probs[pos], np.float64), 0)
+        resid = np.maximum(
+            np.asarray(target_probs[pos], np.float64) - np.asarray(draft_probs[pos], np.float64), 0
+        )
         if recovered_from_target or resid.sum() <= 0:
             resid = np.asarray(target_probs[pos], np.float64)
         out[0, pos] = _draw_safe(resid, rng.random())
@@ -204,27 +304,65 @@ def _draw_safe(row, u: float) -> int:
     return min(int(np.searchsorted(c, u * c[-1], side="right")), int(np.flatnonzero(row > 0)[-1]))
 
 
-def vllm_chain(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng):
+def vllm_chain(
+    draft_token_ids,
+    cu_num_draft_tokens,
+    draft_probs,
+    target_probs,
+    bonus_token_ids,
+    uniform_probs,
+    rng,
+):
     """Chain rejection sampling in vLLM's layout, accept iff ``coin < p / q``, recovered ~ norm((p - q)+): exact."""
     return _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng)
 
 
-def vllm_recovered_from_target(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
-                               uniform_probs, rng):
+def vllm_recovered_from_target(
+    draft_token_ids,
+    cu_num_draft_tokens,
+    draft_probs,
+    target_probs,
+    bonus_token_ids,
+    uniform_probs,
+    rng,
+):
     """Mutant: the recovered token drawn from the target row p instead of the residual (p - q)+: not exact."""
-    return _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng,
-                 recovered_from_target=True)
+    return _vllm(
+        draft_token_ids,
+        draft_probs,
+        target_probs,
+        bonus_token_ids,
+        uniform_probs,
+        rng,
+        recovered_from_target=True,
+    )
 
 
-def vllm_leq_coin(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs,
-                  rng):
+def vllm_leq_coin(
+    draft_token_ids,
+    cu_num_draft_tokens,
+    draft_probs,
+    target_probs,
+    bonus_token_ids,
+    uniform_probs,
+    rng,
+):
     """Boundary mutant: accept iff ``p / q >= coin`` (the comparison of vLLM's kernel at 0097a7bbf1d9): a coin of
     exactly 0 accepts a draft token the target gives 0. No sample size sees it; ``check --boundary`` does."""
-    return _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng, leq=True)
+    return _vllm(
+        draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng, leq=True
+    )
 
 
-def vllm_writes_after_rejection(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
-                                uniform_probs, rng):
+def vllm_writes_after_rejection(
+    draft_token_ids,
+    cu_num_draft_tokens,
+    draft_probs,
+    target_probs,
+    bonus_token_ids,
+    uniform_probs,
+    rng,
+):
     """Malformed: writes the bonus after a rejected position instead of the placeholder."""
     out = _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng)
     out[0, -1] = int(bonus_token_ids[0, 0])

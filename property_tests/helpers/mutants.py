@@ -26,7 +26,7 @@ class Mutant:
     name: str
     bug: str
     expected: str
-    sample: Callable                   # f(tree, probs, rng)
+    sample: Callable  # f(tree, probs, rng)
     procedure: Callable | None = None  # f(tree, rows, rand), when the law can be enumerated
 
 
@@ -106,8 +106,9 @@ def residual_no_renormalise(tree, rows, rand):
 def residual_wrong_row(tree, rows, rand):
     v, _ = _residual_walk(tree, rows, rand)
     w = min(v + 1, tree.num_nodes - 1)  # BUG: residual built from the next node's row
-    return v, rand.categorical(_children_zeroed_or_own_residual(tree, rows, v, _masked(tree, rows, w)),
-                               stream="bonus")
+    return v, rand.categorical(
+        _children_zeroed_or_own_residual(tree, rows, v, _masked(tree, rows, w)), stream="bonus"
+    )
 
 
 def bonus_full_row(tree, rows, rand):
@@ -118,11 +119,15 @@ def bonus_full_row(tree, rows, rand):
 def bonus_parent_row(tree, rows, rand):
     v, _ = _residual_walk(tree, rows, rand)
     src = int(tree.parent[v]) if v else 0  # BUG: the parent's row
-    return v, rand.categorical(_children_zeroed_or_own_residual(tree, rows, v, rows[src]), stream="bonus")
+    return v, rand.categorical(
+        _children_zeroed_or_own_residual(tree, rows, v, rows[src]), stream="bonus"
+    )
 
 
 def duplicated_token_at_boundary(tree, rows, rand):
-    def zero_next_token(r, x, rows):  # BUG: off-by-one mask, the rejected token x stays in the residual
+    def zero_next_token(
+        r, x, rows
+    ):  # BUG: off-by-one mask, the rejected token x stays in the residual
         y = (x + 1) % len(r)
         r[y] = _zero(rows) if _sum(r) - r[y] > 0 else r[y]
 
@@ -135,8 +140,11 @@ def stale_residual_last_depth(tree, rows, rand):
     deepest = tree.max_depth
     while True:
         last_level = tree.depth[v] == deepest - 1
-        r = list(rows[v]) if not (last_level and r_prev is not None and _sum(r_prev) > 0) \
-            else list(r_prev)  # BUG: residual not reset before the last level
+        r = (
+            list(rows[v])
+            if not (last_level and r_prev is not None and _sum(r_prev) > 0)
+            else list(r_prev)
+        )  # BUG: residual not reset before the last level
         nxt = None
         for u in tree.children[v]:
             x = int(tree.token[u])
@@ -156,7 +164,9 @@ def threshold_acceptance(tree, rows, rand, threshold=Fraction(3, 10)):
     v = 0
     while True:
         row = rows[v]
-        ok = [(row[x], u) for x, u in kids[v].items() if row[x] >= threshold]  # BUG: lossy by design
+        ok = [
+            (row[x], u) for x, u in kids[v].items() if row[x] >= threshold
+        ]  # BUG: lossy by design
         if not ok:
             masked = _masked(tree, rows, v)
             return v, rand.categorical(masked if _sum(masked) > 0 else row, stream="bonus")
@@ -175,8 +185,13 @@ def rho_from_floored_probs(tree, rows, rand, step=Fraction(1, 8)):
     pre = _prefix(tree, rows)
     w = []
     for v in range(tree.num_nodes):
-        mass = sum((math.floor(rows[v][int(tree.token[u])] / step) * step for u in tree.children[v]), Fraction(0))
-        w.append(pre[v] * (1 - mass) if _sum(_masked(tree, rows, v)) > 0 else _zero(rows))  # BUG: floored a(u)
+        mass = sum(
+            (math.floor(rows[v][int(tree.token[u])] / step) * step for u in tree.children[v]),
+            Fraction(0),
+        )
+        w.append(
+            pre[v] * (1 - mass) if _sum(_masked(tree, rows, v)) > 0 else _zero(rows)
+        )  # BUG: floored a(u)
     v = rand.categorical(w, stream="exit")
     return v, rand.categorical(_masked(tree, rows, v), stream="bonus")
 
@@ -185,7 +200,9 @@ def wrong_parent_edge(tree, rows, rand):
     one = _zero(rows) + 1
     pre = [one] * tree.num_nodes
     for u in range(1, tree.num_nodes):
-        pre[u] = pre[int(tree.parent[u])] * rows[u][int(tree.token[u])]  # BUG: a(u) read from u's own row
+        pre[u] = (
+            pre[int(tree.parent[u])] * rows[u][int(tree.token[u])]
+        )  # BUG: a(u) read from u's own row
     w = [pre[v] * _sum(_masked(tree, rows, v)) for v in range(tree.num_nodes)]
     v = rand.categorical(w, stream="exit")
     return v, rand.categorical(_masked(tree, rows, v), stream="bonus")
@@ -193,19 +210,25 @@ def wrong_parent_edge(tree, rows, rand):
 
 # ----- predraw family ----------------------------------------------------------------------------
 def temperature_twice(tree, rows, rand):
-    sharp = [[x * x for x in r] for r in rows]  # BUG: temperature 1/2 applied again (p^2, renormalised)
+    sharp = [
+        [x * x for x in r] for r in rows
+    ]  # BUG: temperature 1/2 applied again (p^2, renormalised)
     return predraw_procedure(tree, [[x / _sum(s) for x in s] for s in sharp], rand)
 
 
 def wrong_depth(tree, rows, rand):
-    shifted = [rows[int(tree.parent[v])] if v else rows[0] for v in range(tree.num_nodes)]  # BUG: one level up
+    shifted = [
+        rows[int(tree.parent[v])] if v else rows[0] for v in range(tree.num_nodes)
+    ]  # BUG: one level up
     return predraw_procedure(tree, shifted, rand)
 
 
 # ----- exact but not saturating --------------------------------------------------------------
 def never_accept_deepest(tree, rows, rand):
     keep = [u for u in range(tree.num_nodes) if tree.depth[u] < max(tree.max_depth, 1)]
-    pruned = DraftTree(parent=tree.parent[keep], token=tree.token[keep])  # ids of kept nodes unchanged
+    pruned = DraftTree(
+        parent=tree.parent[keep], token=tree.token[keep]
+    )  # ids of kept nodes unchanged
     v, y = residual_procedure(pruned, [rows[u] for u in keep], rand)
     return keep[v], y
 
@@ -215,7 +238,9 @@ def first_child_only(tree, rows, rand):
     while True:
         y = rand.categorical(rows[v], stream="predraw")
         kids = tree.children[v]
-        if len(kids) and int(tree.token[kids[0]]) == y:  # siblings after the first are never followed
+        if (
+            len(kids) and int(tree.token[kids[0]]) == y
+        ):  # siblings after the first are never followed
             v = int(kids[0])
             continue
         return v, y
@@ -261,9 +286,11 @@ def cumsum_boundary_zero_prob(tree, probs, rng, bits: int = 8):
     kids = child_lookup(tree)
     v = 0
     while True:
-        u = np.floor(rng.random() * 2 ** bits) / 2 ** bits  # a low-precision coin, 0 included
+        u = np.floor(rng.random() * 2**bits) / 2**bits  # a low-precision coin, 0 included
         cdf = np.cumsum(probs[v])
-        y = int(np.searchsorted(cdf, u, side="left"))  # BUG: first y with u <= cdf[y]: u = 0 picks a p=0 token
+        y = int(
+            np.searchsorted(cdf, u, side="left")
+        )  # BUG: first y with u <= cdf[y]: u = 0 picks a p=0 token
         if y not in kids[v]:
             return v, y
         v = kids[v][y]
@@ -274,8 +301,10 @@ def low_precision_gumbel_tail(tree, probs, rng, bits: int = 6):
     fp32 truncation at a 150k vocabulary, scaled down to the kit's vocabulary of 50."""
     v, r = _residual_walk(tree, probs, GeneratorRandomness(rng))
     r = np.asarray(r, dtype=np.float64)
-    eps = 2.0 ** -bits
-    u = np.clip(np.round(rng.random(r.size) / eps) * eps, eps, 1 - eps)  # BUG: tail of the Gumbel truncated
+    eps = 2.0**-bits
+    u = np.clip(
+        np.round(rng.random(r.size) / eps) * eps, eps, 1 - eps
+    )  # BUG: tail of the Gumbel truncated
     with np.errstate(divide="ignore"):
         score = np.log(r) - np.log(-np.log(u))
     return v, int(np.argmax(score))
@@ -303,8 +332,11 @@ def _numpy_residual_walk(tree, probs, accepts):
 def leq_coin_accepts_zero_child(tree, probs, rng):
     """Sequential residual with a float32 coin and ``coin <= p``: a coin of exactly 0 (chance 2^-23 per
     test in float32) accepts a child whose target probability is 0."""
+
     def accepts(j, x, r):
-        return rng.random(dtype=np.float32) <= r[x] / r.sum()  # BUG: <= accepts p = 0 when the coin is 0
+        return (
+            rng.random(dtype=np.float32) <= r[x] / r.sum()
+        )  # BUG: <= accepts p = 0 when the coin is 0
 
     v, r = _numpy_residual_walk(tree, probs, accepts)
     return v, inverse_cdf(r, rng.random())
@@ -333,9 +365,12 @@ def leq_coin_late_sibling(tree, probs, rng):
     """Sequential residual whose ``coin <= p`` slip sits only on siblings after the first: reached only when
     every earlier sibling was rejected, so a boundary schedule must set the earlier coins, not leave them
     to a seeded stream."""
+
     def accepts(j, x, r):
         coin, t = rng.random(), r[x] / r.sum()
-        return coin < t or (j > 0 and coin == t)  # BUG: <= on later siblings accepts p = 0 at a coin of 0
+        return coin < t or (
+            j > 0 and coin == t
+        )  # BUG: <= on later siblings accepts p = 0 at a coin of 0
 
     v, r = _numpy_residual_walk(tree, probs, accepts)
     return v, inverse_cdf(r, rng.random())
@@ -344,45 +379,118 @@ def leq_coin_late_sibling(tree, probs, rng):
 def _sampling(proc):
     def f(tree, probs, rng):
         return proc(tree, probs, GeneratorRandomness(rng))
+
     f.__name__ = proc.__name__
     return f
 
 
 _ZOO = [
-    ("residual_no_renormalise", "residual zeroes the rejected token without renormalising", NOT_EXACT, residual_no_renormalise),
-    ("residual_wrong_row", "bonus residual built from the wrong node's row", NOT_EXACT, residual_wrong_row),
-    ("bonus_full_row", "bonus drawn from the full row instead of the residual", NOT_EXACT, bonus_full_row),
+    (
+        "residual_no_renormalise",
+        "residual zeroes the rejected token without renormalising",
+        NOT_EXACT,
+        residual_no_renormalise,
+    ),
+    (
+        "residual_wrong_row",
+        "bonus residual built from the wrong node's row",
+        NOT_EXACT,
+        residual_wrong_row,
+    ),
+    (
+        "bonus_full_row",
+        "bonus drawn from the full row instead of the residual",
+        NOT_EXACT,
+        bonus_full_row,
+    ),
     ("bonus_parent_row", "bonus drawn from the parent's row", NOT_EXACT, bonus_parent_row),
-    ("duplicated_token_at_boundary", "off-by-one residual mask: a rejected child token is re-emitted", NOT_EXACT,
-     duplicated_token_at_boundary),
-    ("stale_residual_last_depth", "stale residual carried into the last level", NOT_EXACT, stale_residual_last_depth),
-    ("threshold_acceptance", "threshold (typical) acceptance: lossy by design", NOT_EXACT, threshold_acceptance),
-    ("exit_proportional_to_prefix", "TEV exit drawn proportional to P instead of w", NOT_EXACT,
-     exit_proportional_to_prefix),
-    ("rho_from_floored_probs", "rho computed from floored probabilities", NOT_EXACT, rho_from_floored_probs),
-    ("wrong_parent_edge", "edge probability read from the node's own row, not its parent's", NOT_EXACT,
-     wrong_parent_edge),
+    (
+        "duplicated_token_at_boundary",
+        "off-by-one residual mask: a rejected child token is re-emitted",
+        NOT_EXACT,
+        duplicated_token_at_boundary,
+    ),
+    (
+        "stale_residual_last_depth",
+        "stale residual carried into the last level",
+        NOT_EXACT,
+        stale_residual_last_depth,
+    ),
+    (
+        "threshold_acceptance",
+        "threshold (typical) acceptance: lossy by design",
+        NOT_EXACT,
+        threshold_acceptance,
+    ),
+    (
+        "exit_proportional_to_prefix",
+        "TEV exit drawn proportional to P instead of w",
+        NOT_EXACT,
+        exit_proportional_to_prefix,
+    ),
+    (
+        "rho_from_floored_probs",
+        "rho computed from floored probabilities",
+        NOT_EXACT,
+        rho_from_floored_probs,
+    ),
+    (
+        "wrong_parent_edge",
+        "edge probability read from the node's own row, not its parent's",
+        NOT_EXACT,
+        wrong_parent_edge,
+    ),
     ("temperature_twice", "temperature (1/2) applied twice", NOT_EXACT, temperature_twice),
     ("wrong_depth", "nodes verified with the row one level up", NOT_EXACT, wrong_depth),
-    ("never_accept_deepest", "never accepts the deepest level (exact, loses length)", NOT_SATURATING,
-     never_accept_deepest),
-    ("first_child_only", "follows only the first child of each node (exact, loses length)", NOT_SATURATING,
-     first_child_only),
+    (
+        "never_accept_deepest",
+        "never accepts the deepest level (exact, loses length)",
+        NOT_SATURATING,
+        never_accept_deepest,
+    ),
+    (
+        "first_child_only",
+        "follows only the first child of each node (exact, loses length)",
+        NOT_SATURATING,
+        first_child_only,
+    ),
 ]
 _RAW = [
-    ("coin_reused_for_bonus", "acceptance coin reused for the bonus draw", NOT_EXACT, coin_reused_for_bonus),
-    ("shared_uniform_across_levels", "one uniform shared across levels", NOT_EXACT, shared_uniform_across_levels),
-    ("cumsum_boundary_zero_prob", "coin <= cumsum boundary accepts a zero-probability token", NOT_EXACT,
-     cumsum_boundary_zero_prob),
-    ("low_precision_gumbel_tail", "low-precision Gumbel noise truncates the tail on a large vocabulary",
-     NOT_EXACT, low_precision_gumbel_tail),
+    (
+        "coin_reused_for_bonus",
+        "acceptance coin reused for the bonus draw",
+        NOT_EXACT,
+        coin_reused_for_bonus,
+    ),
+    (
+        "shared_uniform_across_levels",
+        "one uniform shared across levels",
+        NOT_EXACT,
+        shared_uniform_across_levels,
+    ),
+    (
+        "cumsum_boundary_zero_prob",
+        "coin <= cumsum boundary accepts a zero-probability token",
+        NOT_EXACT,
+        cumsum_boundary_zero_prob,
+    ),
+    (
+        "low_precision_gumbel_tail",
+        "low-precision Gumbel noise truncates the tail on a large vocabulary",
+        NOT_EXACT,
+        low_precision_gumbel_tail,
+    ),
 ]
 # boundary-coin bugs: no sample size finds them; `exitlaw check --boundary` must
-BOUNDARY_MUTANTS = {"leq_coin_accepts_zero_child": leq_coin_accepts_zero_child,
-                    "cumsum_falloff_token_zero": cumsum_falloff_token_zero,
-                    "leq_coin_late_sibling": leq_coin_late_sibling}
+BOUNDARY_MUTANTS = {
+    "leq_coin_accepts_zero_child": leq_coin_accepts_zero_child,
+    "cumsum_falloff_token_zero": cumsum_falloff_token_zero,
+    "leq_coin_late_sibling": leq_coin_late_sibling,
+}
 
-MUTANTS = [Mutant(n, b, e, _sampling(p), p) for n, b, e, p in _ZOO] + [Mutant(n, b, e, f) for n, b, e, f in _RAW]
+MUTANTS = [Mutant(n, b, e, _sampling(p), p) for n, b, e, p in _ZOO] + [
+    Mutant(n, b, e, f) for n, b, e, f in _RAW
+]
 BY_NAME = {m.name: m for m in MUTANTS}
 # importable by the CLI: `exitlaw check property_tests.helpers.mutants:<name>` from the repository root
 globals().update({f"{m.name}_verifier": m.sample for m in MUTANTS})

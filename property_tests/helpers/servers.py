@@ -14,7 +14,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-HELPERS_ROOT = str(Path(__file__).resolve().parent.parent)   # property_tests/: `helpers.*` importable by name
+HELPERS_ROOT = str(
+    Path(__file__).resolve().parent.parent
+)  # property_tests/: `helpers.*` importable by name
 READY = re.compile(r"ready on (http://127\.0\.0\.1:(\d+))")
 
 
@@ -48,17 +50,29 @@ def stop_all(servers, timeout: float = 60.0) -> None:
         s.stop(timeout)
 
 
-def start_servers(specs: dict[str, list[str]], logdir: Path, *, env: dict[str, dict] | None = None,
-                  timeout: float = 240.0) -> dict[str, Server]:
+def start_servers(
+    specs: dict[str, list[str]],
+    logdir: Path,
+    *,
+    env: dict[str, dict] | None = None,
+    timeout: float = 240.0,
+) -> dict[str, Server]:
     """Start `exitlaw serve --port 0 ARGS` per name at once; wait for every ready line (the printed port)."""
     servers = {}
     for name, args in specs.items():
         log = logdir / f"{name}.log"
-        e = {k: v for k, v in os.environ.items() if k != "EXITLAW_API_KEY"}  # a key only where asked
+        e = {
+            k: v for k, v in os.environ.items() if k != "EXITLAW_API_KEY"
+        }  # a key only where asked
         e.update(PYTHONPATH=HELPERS_ROOT, PYTHONUNBUFFERED="1", **(env or {}).get(name, {}))
         with log.open("w") as fh:  # the child keeps its own descriptor
-            proc = subprocess.Popen([sys.executable, "-m", "exitlaw", "serve", "--port", "0", "--threads", "1", *args],
-                                    stdout=fh, stderr=subprocess.STDOUT, env=e, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "exitlaw", "serve", "--port", "0", "--threads", "1", *args],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=e,
+                start_new_session=True,
+            )
         servers[name] = Server(name, proc, log)
     deadline = time.monotonic() + timeout
     try:
@@ -68,9 +82,13 @@ def start_servers(specs: dict[str, list[str]], logdir: Path, *, env: dict[str, d
                 if m:
                     s.url = m.group(1)
                 elif s.proc.poll() is not None:
-                    raise RuntimeError(f"server {s.name} exited {s.proc.returncode}:\n{s.text()[-2000:]}")
+                    raise RuntimeError(
+                        f"server {s.name} exited {s.proc.returncode}:\n{s.text()[-2000:]}"
+                    )
                 elif time.monotonic() > deadline:
-                    raise RuntimeError(f"server {s.name} not ready in {timeout:g} s:\n{s.text()[-2000:]}")
+                    raise RuntimeError(
+                        f"server {s.name} not ready in {timeout:g} s:\n{s.text()[-2000:]}"
+                    )
                 else:
                     time.sleep(0.2)
     except BaseException:
@@ -79,7 +97,9 @@ def start_servers(specs: dict[str, list[str]], logdir: Path, *, env: dict[str, d
     return servers
 
 
-def post(url: str, payload, *, key: str | None = None, raw: bytes | None = None, timeout: float = 60.0):
+def post(
+    url: str, payload, *, key: str | None = None, raw: bytes | None = None, timeout: float = 60.0
+):
     """``(status, parsed JSON body or text)`` of a POST."""
     headers = {"Content-Type": "application/json"}
     if key:

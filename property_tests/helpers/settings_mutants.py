@@ -26,7 +26,9 @@ def _rows(logits, settings: SamplingSettings, how: str) -> np.ndarray:
         return process_logits(logits, settings)
     if how == "temperature":  # the temperature only: every filter dropped
         return process_logits(logits, SamplingSettings(settings.temperature))
-    return process_logits(logits, SamplingSettings(1.0))  # "raw": softmax of the logits as they came
+    return process_logits(
+        logits, SamplingSettings(1.0)
+    )  # "raw": softmax of the logits as they came
 
 
 def _chain(tree, p_acc, q_acc, p_bonus, q_bonus, rand, zeroing=False):
@@ -93,21 +95,37 @@ class SettingsMutant:
 
         def f(tree, logits, draft_logits, settings, rng):
             return proc(tree, logits, draft_logits, settings, GeneratorRandomness(rng))
+
         f.__name__ = self.name
         return f
 
 
 SETTINGS_MUTANTS = [
-    SettingsMutant("q_unfiltered", "acceptance uses the unfiltered q while the drafts came from the filtered q",
-                   q_unfiltered),
-    SettingsMutant("target_rows_split", "target rows processed for acceptance, unprocessed for the bonus",
-                   target_rows_split),
-    SettingsMutant("setting_on_bonus_only", "the setting applied to the bonus token but not to the verified tokens",
-                   setting_on_bonus_only),
-    SettingsMutant("drafter_returns_raw", "the drafter returns its raw distribution, not the one it sampled from",
-                   drafter_returns_raw),
-    SettingsMutant("residual_zeroes_token", "residual formed by zeroing the rejected token instead of (p - q)+",
-                   residual_zeroes_token),
+    SettingsMutant(
+        "q_unfiltered",
+        "acceptance uses the unfiltered q while the drafts came from the filtered q",
+        q_unfiltered,
+    ),
+    SettingsMutant(
+        "target_rows_split",
+        "target rows processed for acceptance, unprocessed for the bonus",
+        target_rows_split,
+    ),
+    SettingsMutant(
+        "setting_on_bonus_only",
+        "the setting applied to the bonus token but not to the verified tokens",
+        setting_on_bonus_only,
+    ),
+    SettingsMutant(
+        "drafter_returns_raw",
+        "the drafter returns its raw distribution, not the one it sampled from",
+        drafter_returns_raw,
+    ),
+    SettingsMutant(
+        "residual_zeroes_token",
+        "residual formed by zeroing the rejected token instead of (p - q)+",
+        residual_zeroes_token,
+    ),
 ]
 EXACT = SettingsMutant("exact_chain", "none", exact_chain)
 # importable by the CLI: `exitlaw check helpers.settings_mutants:<name>_verifier --mode marginal --settings`
@@ -125,6 +143,7 @@ def completed_law(procedure: Callable, sc) -> dict:
         zq = np.stack([sc.draft_logits(tree.path(v)) for v in range(tree.num_nodes)])
         v, y = procedure(tree, z, zq, sc.settings, rand)
         return complete_block(block_tokens(tree, v, y), case.target, rand, case.horizon)
+
     return enumerate_law(run, one=1.0)
 
 
@@ -188,4 +207,5 @@ def fixed_tree_completed_law(procedure: Callable, sc) -> dict:
     def run(rand):
         v, y = procedure(case.tree, z, sc.settings, rand)
         return complete_block(block_tokens(case.tree, v, y), case.target, rand, case.horizon)
+
     return enumerate_law(run, one=1.0)

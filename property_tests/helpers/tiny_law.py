@@ -31,11 +31,22 @@ from exitlaw.theory import DraftTree
 from exitlaw.theory.exact import reference_block_law
 
 VOCAB = 3
-BLOCK = 3           # drafter block: depth 2 + the bonus, so a round emits at most 3 tokens
-K = 5               # tokens compared: at least two rounds, usually three
+BLOCK = 3  # drafter block: depth 2 + the bonus, so a round emits at most 3 tokens
+K = 5  # tokens compared: at least two rounds, usually three
 PROMPT = (0, 1, 2, 1)
-SPEC = TinySpec(vocab_size=VOCAB, hidden_size=16, intermediate_size=32, target_layers=2, draft_layers=1,
-                heads=2, kv_heads=1, head_dim=8, block_size=BLOCK, target_layer_ids=(0, 1), init_std=1.0)
+SPEC = TinySpec(
+    vocab_size=VOCAB,
+    hidden_size=16,
+    intermediate_size=32,
+    target_layers=2,
+    draft_layers=1,
+    heads=2,
+    kv_heads=1,
+    head_dim=8,
+    block_size=BLOCK,
+    target_layer_ids=(0, 1),
+    init_std=1.0,
+)
 
 
 def tiny_law_pair(seed: int = 0):
@@ -45,7 +56,9 @@ def tiny_law_pair(seed: int = 0):
 
 
 @torch.no_grad()
-def _next_rows(target: TargetModel, contexts: Sequence[Sequence[int]], temperature: float) -> np.ndarray:
+def _next_rows(
+    target: TargetModel, contexts: Sequence[Sequence[int]], temperature: float
+) -> np.ndarray:
     """``p(. | context)`` at ``temperature`` for each context (equal lengths), float64 ``[n, V]``."""
     ids = torch.tensor([list(c) for c in contexts], dtype=torch.long, device=target.device)
     logits = target.model(input_ids=ids).logits[:, -1].double()
@@ -53,13 +66,18 @@ def _next_rows(target: TargetModel, contexts: Sequence[Sequence[int]], temperatu
 
 
 @torch.no_grad()
-def sequence_law(target: TargetModel, prompt: Sequence[int], k: int, temperature: float) -> np.ndarray:
+def sequence_law(
+    target: TargetModel, prompt: Sequence[int], k: int, temperature: float
+) -> np.ndarray:
     """``Pr[y_1..y_k | prompt] = prod_t p(y_t | prompt, y_<t)`` over ``V^k`` (float64, sums to 1).
 
     One causal forward over every ``prompt + y_1..y_{k-1}``; cell ``sequence_index(y)``."""
     vocab = target.vocab_size
-    seqs = torch.tensor([list(prompt) + list(s) for s in itertools.product(range(vocab), repeat=k)],
-                        dtype=torch.long, device=target.device)
+    seqs = torch.tensor(
+        [list(prompt) + list(s) for s in itertools.product(range(vocab), repeat=k)],
+        dtype=torch.long,
+        device=target.device,
+    )
     logp = torch.log_softmax(target.model(input_ids=seqs).logits.double() / temperature, -1)
     start = len(prompt) - 1
     rows = torch.arange(seqs.shape[0], device=seqs.device)
@@ -75,11 +93,16 @@ def sequence_index(tokens: Sequence[int], vocab: int) -> int:
     return idx
 
 
-def round_block_law(target: TargetModel, context: Sequence[int], tree: DraftTree, temperature: float) -> np.ndarray:
+def round_block_law(
+    target: TargetModel, context: Sequence[int], tree: DraftTree, temperature: float
+) -> np.ndarray:
     """Block law of ``tree`` in ``context`` (whose last token is the root), flattened ``[N * V]``.
 
     Row ``p_v`` is the target's causal next-token row after ``context + path tokens of v``."""
-    contexts = [list(context) + [int(tree.token[u]) for u in tree.path_nodes(v)[1:]] for v in range(tree.num_nodes)]
+    contexts = [
+        list(context) + [int(tree.token[u]) for u in tree.path_nodes(v)[1:]]
+        for v in range(tree.num_nodes)
+    ]
     rows = [_next_rows(target, [c], temperature)[0].tolist() for c in contexts]
     law = np.asarray(reference_block_law(tree, rows, one=1.0), dtype=np.float64)
     return (law / law.sum()).ravel()
@@ -98,8 +121,21 @@ class RoundRecorder:
 def block_tokens(record) -> tuple[int, ...]:
     """A recorded round's output block: the exit node's path tokens, then the bonus."""
     tree = record.tree
-    return tuple(int(tree.token[u]) for u in tree.path_nodes(record.exit_node)[1:]) + (int(record.bonus),)
+    return tuple(int(tree.token[u]) for u in tree.path_nodes(record.exit_node)[1:]) + (
+        int(record.bonus),
+    )
 
 
-__all__ = ["VOCAB", "BLOCK", "K", "PROMPT", "SPEC", "tiny_law_pair", "sequence_law", "sequence_index",
-           "round_block_law", "RoundRecorder", "block_tokens"]
+__all__ = [
+    "VOCAB",
+    "BLOCK",
+    "K",
+    "PROMPT",
+    "SPEC",
+    "tiny_law_pair",
+    "sequence_law",
+    "sequence_index",
+    "round_block_law",
+    "RoundRecorder",
+    "block_tokens",
+]

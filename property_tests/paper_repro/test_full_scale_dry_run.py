@@ -13,8 +13,13 @@ import pytest
 from exitlaw.cli import main as cli_main
 from exitlaw.engine.prompts.records import Prompt
 from exitlaw.paper_repro.full_scale import config_paths, load_config
-from exitlaw.paper_repro.full_scale_dry_run import (KNOWN_LIMITATIONS, TARGET_FAMILIES, DryRunError, dry_run,
-                                                    format_dry_run)
+from exitlaw.paper_repro.full_scale_dry_run import (
+    KNOWN_LIMITATIONS,
+    TARGET_FAMILIES,
+    DryRunError,
+    dry_run,
+    format_dry_run,
+)
 
 
 def _config(name: str):
@@ -28,9 +33,15 @@ def test_every_shipped_config_runs_end_to_end(tmp_path):
     ran = [r for r in report.records if "executed" in r]
     assert all(r["status"].startswith("ok: ") for r in ran)
     for path in config_paths():
-        cfg, kinds = load_config(path), {r["command"].split()[1] for r in ran if r["config"] == path.name}
-        kinds |= {r["command"].split()[1] for r in report.records
-                  if r["config"] == path.name and r["status"].startswith("same command")}
+        cfg, kinds = (
+            load_config(path),
+            {r["command"].split()[1] for r in ran if r["config"] == path.name},
+        )
+        kinds |= {
+            r["command"].split()[1]
+            for r in report.records
+            if r["config"] == path.name and r["status"].startswith("same command")
+        }
         assert kinds == ({"gpu-check"} if cfg["table"] == "3" else {"train", "bench"}), path.name
     # each target ran on a stand-in of its own family (or, for a known limitation, its named fallback)
     used = {(r["config"], r["family"]) for r in ran}
@@ -64,19 +75,32 @@ def test_the_gemma4_config_runs_on_its_sliding_window_stand_in(tmp_path):
     bench = [r["executed"] for r in ran if r["command"].split()[1] == "bench"]
     res = json.loads(Path(bench[0].split("--out ")[1].split()[0]).read_text())
     tok = AutoTokenizer.from_pretrained(tmp_path / "dry" / "models" / "gemma4" / "target")
-    texts = [tok.apply_chat_template([{"role": "user", "content": p["turns"][0]}], tokenize=False,
-                                     add_generation_prompt=True) for p in res["prompts"]]
+    texts = [
+        tok.apply_chat_template(
+            [{"role": "user", "content": p["turns"][0]}], tokenize=False, add_generation_prompt=True
+        )
+        for p in res["prompts"]
+    ]
     lengths = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
     assert max(lengths) > cfg.sliding_window, (lengths, cfg.sliding_window)
 
 
-def test_the_known_limitation_machinery_falls_back_and_notices_a_fixed_limitation(tmp_path, monkeypatch):
+def test_the_known_limitation_machinery_falls_back_and_notices_a_fixed_limitation(
+    tmp_path, monkeypatch
+):
     """With no entry left in KNOWN_LIMITATIONS, a planted one: a command failing the known way is rerun on
     the fallback and reported; a limitation that no longer occurs is an error."""
     fsdr = importlib.import_module("exitlaw.paper_repro.full_scale_dry_run")
 
-    monkeypatch.setattr(fsdr, "KNOWN_LIMITATIONS", {"qwen3": fsdr.Limitation(match=("planted",), fallback="llama",
-                                                                             note="a planted limitation")})
+    monkeypatch.setattr(
+        fsdr,
+        "KNOWN_LIMITATIONS",
+        {
+            "qwen3": fsdr.Limitation(
+                match=("planted",), fallback="llama", note="a planted limitation"
+            )
+        },
+    )
     calls = []
 
     def fails_once(argv):
@@ -87,7 +111,8 @@ def test_the_known_limitation_machinery_falls_back_and_notices_a_fixed_limitatio
 
     report = dry_run(tmp_path / "a", [_config("table3_qwen3_4b.json")], run_command=fails_once)
     assert [(lim["config"], lim["family"], lim["fallback"]) for lim in report.limitations] == [
-        ("table3_qwen3_4b.json", "qwen3", "llama")]
+        ("table3_qwen3_4b.json", "qwen3", "llama")
+    ]
     assert "KNOWN LIMITATION: table3_qwen3_4b.json" in format_dry_run(report)
     assert {r["family"] for r in report.records if "executed" in r} == {"llama"}
     with pytest.raises(DryRunError, match="did not occur; remove it from KNOWN_LIMITATIONS"):
@@ -101,8 +126,16 @@ def _old_train_encoder(tokenizer, prompts, *, chat=False, **_):
         if isinstance(p, list):
             out.append([int(t) for t in p])
         elif chat:
-            out.append(list(tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=True,
-                                                          add_generation_prompt=True, enable_thinking=False)))
+            out.append(
+                list(
+                    tokenizer.apply_chat_template(
+                        [{"role": "user", "content": p}],
+                        tokenize=True,
+                        add_generation_prompt=True,
+                        enable_thinking=False,
+                    )
+                )
+            )
         else:
             out.append(tokenizer.encode(p, add_special_tokens=False))
     return out
@@ -110,7 +143,10 @@ def _old_train_encoder(tokenizer, prompts, *, chat=False, **_):
 
 def _chat_ignored(tokenizer, prompts, *, chat=False, **_):
     """A quieter regression: the chat flag silently dropped (plain text encoding)."""
-    return [list(p) if isinstance(p, list) else tokenizer.encode(p, add_special_tokens=False) for p in prompts]
+    return [
+        list(p) if isinstance(p, list) else tokenizer.encode(p, add_special_tokens=False)
+        for p in prompts
+    ]
 
 
 def _old_bench_encoder(tokenizer, prompt, *, chat=False, **_):
@@ -120,19 +156,35 @@ def _old_bench_encoder(tokenizer, prompt, *, chat=False, **_):
     return list(tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True))
 
 
-@pytest.mark.parametrize("where, bad, message", [
-    ("exitlaw.engine.prompts.encoding.encode_prompts", _old_train_encoder, "exitlaw train"),
-    ("exitlaw.engine.prompts.encoding.encode_prompts", _chat_ignored, "not the chat-template rendering"),
-    ("exitlaw.engine.prompts.encoding.encode_prompt", _old_bench_encoder, "exitlaw bench"),
-])
-def test_the_dry_run_fails_when_the_chat_template_bug_returns(tmp_path, monkeypatch, where, bad, message):
+@pytest.mark.parametrize(
+    "where, bad, message",
+    [
+        ("exitlaw.engine.prompts.encoding.encode_prompts", _old_train_encoder, "exitlaw train"),
+        (
+            "exitlaw.engine.prompts.encoding.encode_prompts",
+            _chat_ignored,
+            "not the chat-template rendering",
+        ),
+        ("exitlaw.engine.prompts.encoding.encode_prompt", _old_bench_encoder, "exitlaw bench"),
+    ],
+)
+def test_the_dry_run_fails_when_the_chat_template_bug_returns(
+    tmp_path, monkeypatch, where, bad, message
+):
     module, _, name = where.rpartition(".")
     original = getattr(importlib.import_module(module), name)
     import exitlaw.engine.training.run  # noqa: F401  (a module that binds the encoder at import)
 
-    patched = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("exitlaw.")
-               and m.__name__ not in (module, "exitlaw.engine") and getattr(m, name, None) is original]
-    for m in patched:  # every module that imported the encoder, wherever the train or bench path calls it from
+    patched = [
+        m
+        for m in list(sys.modules.values())
+        if getattr(m, "__name__", "").startswith("exitlaw.")
+        and m.__name__ not in (module, "exitlaw.engine")
+        and getattr(m, name, None) is original
+    ]
+    for m in (
+        patched
+    ):  # every module that imported the encoder, wherever the train or bench path calls it from
         monkeypatch.setattr(m, name, bad)
     assert patched
     with pytest.raises(DryRunError, match=message):
@@ -163,8 +215,14 @@ def test_a_command_is_moved_onto_the_stand_ins_and_keeps_the_configs_settings(tm
     old = flag_values(bench)
     for flag in ("--budget", "--temperature", "--verifier", "--seed", "--warmup", "--out"):
         assert new[flag] == old[flag]
-    assert new["--target"] == str(tmp_path / "models" / "qwen3" / "target") and new["--device"] == "cpu"
-    assert new["--draft"] == str(tmp_path / "models" / "qwen3" / "draft") and new["--dtype"] == "float32"
+    assert (
+        new["--target"] == str(tmp_path / "models" / "qwen3" / "target")
+        and new["--device"] == "cpu"
+    )
+    assert (
+        new["--draft"] == str(tmp_path / "models" / "qwen3" / "draft")
+        and new["--dtype"] == "float32"
+    )
     assert new["--dataset"] == f"{old['--dataset']}={tmp_path / 'data' / old['--dataset']}.jsonl"
     assert (new["--num-prompts"], new["--max-new-tokens"]) == ("1", "3")
     train = train_commands(cfg, "RUNS")[0]
@@ -172,9 +230,17 @@ def test_a_command_is_moved_onto_the_stand_ins_and_keeps_the_configs_settings(tm
     for flag in ("--objective", "--lam", "--budget", "--lr", "--gen-temperature", "--out"):
         assert new[flag] == old[flag]
     assert new["--prompts"] == f"jsonl:{tmp_path / 'data' / 'open-perfectblend.jsonl'}"
-    assert (new["--steps"], new["--batch-size"], new["--anchors"], new["--prompt-limit"]) == ("2", "2", "2", "4")
+    assert (new["--steps"], new["--batch-size"], new["--anchors"], new["--prompt-limit"]) == (
+        "2",
+        "2",
+        "2",
+        "4",
+    )
     trained = bench_commands(cfg, "RUNS")[-1]
-    assert flag_values(stand.rewrite(trained, cfg, "qwen3"))["--draft"] == "RUNS/qwen3_4b/train_exit/final"
+    assert (
+        flag_values(stand.rewrite(trained, cfg, "qwen3"))["--draft"]
+        == "RUNS/qwen3_4b/train_exit/final"
+    )
 
 
 def test_unknown_targets_and_busy_directories_are_named(tmp_path):
@@ -192,7 +258,15 @@ def test_unknown_targets_and_busy_directories_are_named(tmp_path):
 
 
 def test_repro_full_dry_run_command(tmp_path, capsys):
-    rc = cli_main(["repro", "full", str(_config("table3_qwen3_4b.json")), "--dry-run", "--out",
-                   str(tmp_path / "dry")])
+    rc = cli_main(
+        [
+            "repro",
+            "full",
+            str(_config("table3_qwen3_4b.json")),
+            "--dry-run",
+            "--out",
+            str(tmp_path / "dry"),
+        ]
+    )
     printed = capsys.readouterr().out
     assert rc == 0 and "2 commands executed" in printed and "latency rows" in printed

@@ -32,16 +32,18 @@ Z975, Z90, Z80 = 1.959963984540054, 1.6448536269514722, 0.8416212335729143
 # ----- the rules, on constructed intervals ------------------------------------------------------------------
 def test_direction_rule_reproduced_contradicted_inconclusive_by_hand():
     gain = Rule("direction", "%", paper_effect=5.0)
-    assert decide(gain, Interval(2.0, 0.5, 3.5)).verdict == REPRODUCED        # excludes 0 on the paper's side
-    assert decide(gain, Interval(-1.0, -3.0, 1.0)).verdict == CONTRADICTED    # hi 1 < the paper's 5
-    v = decide(gain, Interval(2.0, -2.0, 6.0))                                # contains 0 and 5
+    assert (
+        decide(gain, Interval(2.0, 0.5, 3.5)).verdict == REPRODUCED
+    )  # excludes 0 on the paper's side
+    assert decide(gain, Interval(-1.0, -3.0, 1.0)).verdict == CONTRADICTED  # hi 1 < the paper's 5
+    v = decide(gain, Interval(2.0, -2.0, 6.0))  # contains 0 and 5
     assert v.verdict == INCONCLUSIVE
-    assert v.mde == pytest.approx((Z975 + Z80) * 4.0 / Z975)                  # half-width 4 -> se 4 / 1.96
+    assert v.mde == pytest.approx((Z975 + Z80) * 4.0 / Z975)  # half-width 4 -> se 4 / 1.96
     assert "minimal detectable effect" in v.reason
     qualitative = Rule("direction", "tokens")
     assert decide(qualitative, Interval(-2.0, -3.0, -1.0)).verdict == CONTRADICTED
     assert decide(qualitative, Interval(-1.0, -3.0, 1.0)).verdict == INCONCLUSIVE
-    saving = Rule("direction", "%", side=-1, paper_effect=-12.0)             # the paper's effect is negative
+    saving = Rule("direction", "%", side=-1, paper_effect=-12.0)  # the paper's effect is negative
     assert decide(saving, Interval(-20.0, -25.0, -15.0)).verdict == REPRODUCED
     assert decide(saving, Interval(5.0, 2.0, 8.0)).verdict == CONTRADICTED
     assert decide(saving, Interval(-5.0, -14.0, 4.0)).verdict == INCONCLUSIVE
@@ -50,23 +52,28 @@ def test_direction_rule_reproduced_contradicted_inconclusive_by_hand():
 def test_size_rule_needs_the_paper_effect_inside_the_interval():
     size = Rule("size", "%", paper_effect=5.0)
     assert decide(size, Interval(4.0, 1.0, 7.0)).verdict == REPRODUCED
-    assert decide(size, Interval(2.0, 0.5, 3.5)).verdict == CONTRADICTED      # a direction claim would pass this
-    assert decide(Rule("direction", "%", paper_effect=5.0), Interval(2.0, 0.5, 3.5)).verdict == REPRODUCED
+    assert (
+        decide(size, Interval(2.0, 0.5, 3.5)).verdict == CONTRADICTED
+    )  # a direction claim would pass this
+    assert (
+        decide(Rule("direction", "%", paper_effect=5.0), Interval(2.0, 0.5, 3.5)).verdict
+        == REPRODUCED
+    )
     larger = decide(size, Interval(10.0, 8.0, 12.0))
     assert larger.verdict == INCONCLUSIVE and "larger" in larger.reason
 
 
 def test_equivalence_rule_passes_fails_and_says_when_underpowered():
     eq = Rule("equivalence", "tokens", margin=0.03)
-    ok = decide(eq, Interval.normal(0.005, 0.01))           # 90 % CI 0.005 +- 0.0164 inside +-0.03
+    ok = decide(eq, Interval.normal(0.005, 0.01))  # 90 % CI 0.005 +- 0.0164 inside +-0.03
     assert ok.verdict == REPRODUCED
-    weak = decide(eq, Interval.normal(0.0, 0.02))           # 90 % half-width 0.0329 >= 0.03
+    weak = decide(eq, Interval.normal(0.0, 0.02))  # 90 % half-width 0.0329 >= 0.03
     assert weak.verdict == INCONCLUSIVE and "underpowered" in weak.reason
     assert Z90 * 0.02 >= 0.03 > Z90 * 0.018
     assert decide(eq, Interval.normal(0.0, 0.018)).verdict == REPRODUCED
-    edge = decide(eq, Interval.normal(0.02, 0.01))          # 90 % [0.0036, 0.0364]: not inside, not outside
+    edge = decide(eq, Interval.normal(0.02, 0.01))  # 90 % [0.0036, 0.0364]: not inside, not outside
     assert edge.verdict == INCONCLUSIVE and "not shown" in edge.reason
-    gap = decide(eq, Interval.normal(0.2, 0.05))            # the 0.2-token gap: 95 % CI [0.10, 0.30] > 0.03
+    gap = decide(eq, Interval.normal(0.2, 0.05))  # the 0.2-token gap: 95 % CI [0.10, 0.30] > 0.03
     assert gap.verdict == CONTRADICTED
     assert decide(eq, Interval.computed(0.01)).verdict == REPRODUCED
     assert decide(eq, Interval.computed(0.05)).verdict == CONTRADICTED
@@ -74,7 +81,9 @@ def test_equivalence_rule_passes_fails_and_says_when_underpowered():
 
 def test_computed_intervals_test_and_scale_rules():
     assert decide(Rule("direction", "tokens"), Interval.computed(0.3, 1e-9)).verdict == REPRODUCED
-    assert decide(Rule("direction", "tokens"), Interval.computed(1e-12, 1e-9)).verdict == INCONCLUSIVE
+    assert (
+        decide(Rule("direction", "tokens"), Interval.computed(1e-12, 1e-9)).verdict == INCONCLUSIVE
+    )
     kit = Rule("test", "kit")
     assert decide_test(kit, False, 0.999).verdict == REPRODUCED
     assert decide_test(kit, True, 0.999).verdict == CONTRADICTED
@@ -90,18 +99,29 @@ def test_pool_and_bootstrap_by_hand():
     assert p.estimate == pytest.approx(2.0) and p.se == pytest.approx(2.5)  # sqrt(9 + 16) / 2
     x = [0.0, 1.0, 2.0, 3.0, 4.0]
     a = bootstrap_interval(x, statistic=lambda v: float(v.mean()), seed=3)
-    assert a == bootstrap_interval(x, statistic=lambda v: float(v.mean()), seed=3)  # a function of its inputs
+    assert a == bootstrap_interval(
+        x, statistic=lambda v: float(v.mean()), seed=3
+    )  # a function of its inputs
     assert a.estimate == 2.0 and 0.0 <= a.lo < 2.0 < a.hi <= 4.0
     assert mde(Interval.normal(0.0, 1.0)) == pytest.approx(Z975 + Z80)
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: Interval(1.0, 2.0, 3.0), lambda: Interval(float("nan"), 0.0, 1.0), lambda: Interval(0, -1, 1, level=1.0),
-    lambda: Rule("maybe", "x"), lambda: Rule("equivalence", "x"), lambda: Rule("size", "x"),
-    lambda: Rule("direction", "%", paper_effect=-3.0), lambda: Rule("direction", "x", decidable_at=("tpu",)),
-    lambda: decide(Rule("direction", "x"), Interval.normal(0.0, 1.0, level=0.9)),
-    lambda: decide(Rule("test", "x"), Interval.normal(0.0, 1.0)),
-    lambda: pool([])])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: Interval(1.0, 2.0, 3.0),
+        lambda: Interval(float("nan"), 0.0, 1.0),
+        lambda: Interval(0, -1, 1, level=1.0),
+        lambda: Rule("maybe", "x"),
+        lambda: Rule("equivalence", "x"),
+        lambda: Rule("size", "x"),
+        lambda: Rule("direction", "%", paper_effect=-3.0),
+        lambda: Rule("direction", "x", decidable_at=("tpu",)),
+        lambda: decide(Rule("direction", "x"), Interval.normal(0.0, 1.0, level=0.9)),
+        lambda: decide(Rule("test", "x"), Interval.normal(0.0, 1.0)),
+        lambda: pool([]),
+    ],
+)
 def test_bad_rules_and_intervals_are_named_errors(bad):
     with pytest.raises(VerdictError):
         bad()
@@ -126,23 +146,61 @@ def _counts(mean_shift: int = 0) -> list[int]:
 
 def _inputs(**over) -> dict:
     ratio = over.pop("ratio", 0.5)
-    rows = [{"budget": b, "ms": {"predraw": 10.0, "tev": 10.0 * ratio},
-             "samples_ms": {"predraw": [10.0 + i for i in range(8)],
-                            "tev": [(10.0 + i) * ratio * (1 + 0.01 * (i % 3)) for i in range(8)]}}
-            for b in (32, 64, 128)]
+    rows = [
+        {
+            "budget": b,
+            "ms": {"predraw": 10.0, "tev": 10.0 * ratio},
+            "samples_ms": {
+                "predraw": [10.0 + i for i in range(8)],
+                "tev": [(10.0 + i) * ratio * (1 + 0.01 * (i % 3)) for i in range(8)],
+            },
+        }
+        for b in (32, 64, 128)
+    ]
     inputs = {
-        "checks": {k: {"verdict": "exact and saturating", "total_samples": 100, "min_power": 0.99,
-                       "family_alpha": 1e-6} for k in ("predraw", "residual", "tev")},
-        "verifier_equivalence": {"budget": 8, "vocab": 16, "samples": 1000, "expected_length": 2.0,
-                                 "counts": {"tev": _counts(), "predraw": _counts(), "residual": _counts()},
-                                 "chisquare": {"tev": {"pvalue": 0.5}}},
-        "budget_sweep": {"rounds": 50, "rows": [
-            {"builder": "ddtree", "budget": 64, "allocation_gap": 0.5, "allocation_gap_stderr": 0.05,
-             "ceiling": 3.0, "oracle_ceiling": 3.5}]},
-        "sampled_exactness": {"vocab": 3, "horizon": 2, "marginal_tv": {"speculative": 1e-17},
-                              "trees": [{"speculative_mean_length": 2.5, "ceiling": 2.0, "tev_tv": 0.0}]},
-        "verifier_latency": {"config": {"commit": True, "device": "cpu", "vocab": 16}, "rows": rows},
-        "mini": None, "mini_deep": None, "sim_exittrain_sweep": None,
+        "checks": {
+            k: {
+                "verdict": "exact and saturating",
+                "total_samples": 100,
+                "min_power": 0.99,
+                "family_alpha": 1e-6,
+            }
+            for k in ("predraw", "residual", "tev")
+        },
+        "verifier_equivalence": {
+            "budget": 8,
+            "vocab": 16,
+            "samples": 1000,
+            "expected_length": 2.0,
+            "counts": {"tev": _counts(), "predraw": _counts(), "residual": _counts()},
+            "chisquare": {"tev": {"pvalue": 0.5}},
+        },
+        "budget_sweep": {
+            "rounds": 50,
+            "rows": [
+                {
+                    "builder": "ddtree",
+                    "budget": 64,
+                    "allocation_gap": 0.5,
+                    "allocation_gap_stderr": 0.05,
+                    "ceiling": 3.0,
+                    "oracle_ceiling": 3.5,
+                }
+            ],
+        },
+        "sampled_exactness": {
+            "vocab": 3,
+            "horizon": 2,
+            "marginal_tv": {"speculative": 1e-17},
+            "trees": [{"speculative_mean_length": 2.5, "ceiling": 2.0, "tev_tv": 0.0}],
+        },
+        "verifier_latency": {
+            "config": {"commit": True, "device": "cpu", "vocab": 16},
+            "rows": rows,
+        },
+        "mini": None,
+        "mini_deep": None,
+        "sim_exittrain_sweep": None,
     }
     return {**inputs, **over}
 
@@ -153,68 +211,144 @@ def _rows(inputs) -> dict:
 
 def test_rows_follow_the_rules_on_constructed_inputs():
     r = _rows(_inputs())
-    for key in ("kit_exact_saturating", "fixed_tree_ceiling", "same_exit_law", "allocation_gap",
-                "sampled_drafts_exceed", "sampled_drafts_marginal", "tev_stage_savings"):
+    for key in (
+        "kit_exact_saturating",
+        "fixed_tree_ceiling",
+        "same_exit_law",
+        "allocation_gap",
+        "sampled_drafts_exceed",
+        "sampled_drafts_marginal",
+        "tev_stage_savings",
+    ):
         assert r[key]["verdict"] == REPRODUCED, (key, r[key]["reason"])
-    assert r["tev_stage_savings"]["ci"]["estimate"] == pytest.approx(100 * (1 - 0.5 * math.exp(
-        sum(math.log(1 + 0.01 * (i % 3)) for i in range(8)) / 8)))
+    assert r["tev_stage_savings"]["ci"]["estimate"] == pytest.approx(
+        100 * (1 - 0.5 * math.exp(sum(math.log(1 + 0.01 * (i % 3)) for i in range(8)) / 8))
+    )
     slower = _rows(_inputs(ratio=1.5))["tev_stage_savings"]
     assert slower["verdict"] == CONTRADICTED
     shifted = _inputs()
     shifted["verifier_equivalence"]["counts"]["tev"] = _counts(1)  # E[L] one token above 1 + C_p
     r2 = _rows(shifted)
-    assert r2["fixed_tree_ceiling"]["verdict"] == CONTRADICTED and r2["same_exit_law"]["verdict"] == CONTRADICTED
-    assert _rows(_inputs(checks={"tev": {"verdict": "not exact", "total_samples": 1, "min_power": 1.0,
-                                         "family_alpha": 1e-6}}))["kit_exact_saturating"]["verdict"] == CONTRADICTED
+    assert (
+        r2["fixed_tree_ceiling"]["verdict"] == CONTRADICTED
+        and r2["same_exit_law"]["verdict"] == CONTRADICTED
+    )
+    assert (
+        _rows(
+            _inputs(
+                checks={
+                    "tev": {
+                        "verdict": "not exact",
+                        "total_samples": 1,
+                        "min_power": 1.0,
+                        "family_alpha": 1e-6,
+                    }
+                }
+            )
+        )["kit_exact_saturating"]["verdict"]
+        == CONTRADICTED
+    )
 
 
 def test_gpu_claims_and_missing_inputs_are_inconclusive_with_the_reason():
     r = _rows(_inputs(checks=None))
-    assert r["kit_exact_saturating"]["verdict"] == INCONCLUSIVE and "input missing: checks" in r["kit_exact_saturating"]["reason"]
+    assert (
+        r["kit_exact_saturating"]["verdict"] == INCONCLUSIVE
+        and "input missing: checks" in r["kit_exact_saturating"]["reason"]
+    )
     for key in ("exittrain_sr_gain", "end_to_end_speedup"):
-        assert r[key]["verdict"] == INCONCLUSIVE and "not decidable at CPU scale" in r[key]["reason"]
+        assert (
+            r[key]["verdict"] == INCONCLUSIVE and "not decidable at CPU scale" in r[key]["reason"]
+        )
     for key in ("exit_vs_token", "exit_vs_prefix", "exittrain_tau_gain", "budget_robustness"):
-        assert r[key]["verdict"] == INCONCLUSIVE and "input missing: paper_regime" in r[key]["reason"]
+        assert (
+            r[key]["verdict"] == INCONCLUSIVE and "input missing: paper_regime" in r[key]["reason"]
+        )
     for key in ("exit_vs_token_sim", "exit_vs_prefix_sim"):
         assert "input missing: sim_exittrain_sweep" in r[key]["reason"]
     for key in ("exit_vs_token_sim_matched", "exit_vs_prefix_sim_matched"):
-        assert r[key]["verdict"] == INCONCLUSIVE and "input missing: sim_exittrain_matched" in r[key]["reason"]
+        assert (
+            r[key]["verdict"] == INCONCLUSIVE
+            and "input missing: sim_exittrain_matched" in r[key]["reason"]
+        )
     no_commit = _inputs()
     no_commit["verifier_latency"]["config"]["commit"] = False
     assert "commit" in _rows(no_commit)["tev_stage_savings"]["reason"]
 
 
 def _effect(comparison, mean, lo, hi, **setting):
-    return {"comparison": comparison, "metric": "tau", "setting": setting, "level": 0.95,
-            "rel_pct": {"mean": mean, "lo": lo, "hi": hi}, "n_seeds": 3, "n_units": 40}
+    return {
+        "comparison": comparison,
+        "metric": "tau",
+        "setting": setting,
+        "level": 0.95,
+        "rel_pct": {"mean": mean, "lo": lo, "hi": hi},
+        "n_seeds": 3,
+        "n_units": 40,
+    }
 
 
 def _regime(effects, holds=True):
     """A paper-regime results file: paired-effect records and the precondition (token - base)."""
-    t = {"rel_mean": 3.0 if holds else -4.0, "rel_lo": 1.0 if holds else -7.0, "rel_hi": 5.0 if holds else -1.0}
-    return {"paired_effects": effects, "analysis": {"precondition": {"holds": holds, "token_minus_base": t}}}
+    t = {
+        "rel_mean": 3.0 if holds else -4.0,
+        "rel_lo": 1.0 if holds else -7.0,
+        "rel_hi": 5.0 if holds else -1.0,
+    }
+    return {
+        "paired_effects": effects,
+        "analysis": {"precondition": {"holds": holds, "token_minus_base": t}},
+    }
 
 
-PRIMARY = dict(regime="paper", role="primary", cell="primary", estimand="rb_tau", domain="code", temperature=0.5,
-               eval_budget=64)
+PRIMARY = dict(
+    regime="paper",
+    role="primary",
+    cell="primary",
+    estimand="rb_tau",
+    domain="code",
+    temperature=0.5,
+    eval_budget=64,
+)
 
 
 def test_paired_effect_records_decide_the_exittrain_rows():
     secondary = dict(PRIMARY, role="secondary", **{"lambda": 0.1, "weight_norm": "batch"})
-    effects = [_effect("exit-prefix", 6.0, 2.0, 10.0, **PRIMARY),
-               _effect("exit-token", 1.0, -1.0, 3.0, **PRIMARY),
-               _effect("exit-base", 9.0, -2.0, 20.0, **secondary),
-               _effect("exit-prefix", -9.0, -12.0, -6.0, **dict(PRIMARY, estimand="tau")),      # not the estimand
-               _effect("exit-prefix", -9.0, -12.0, -6.0, **dict(secondary, cell="secondary"))]  # not the cell
-    sim = [{"paired_effects": [_effect("exit-prefix", e, e - 1, e + 1, regime="deep", train_budget=64, eval_budget=64,
-                                       temperature=t, **{"lambda": 0.1, "weight_norm": "tree"})
-                               for t, e in ((0.0, 2.0), (1.0, 4.0))]}]
+    effects = [
+        _effect("exit-prefix", 6.0, 2.0, 10.0, **PRIMARY),
+        _effect("exit-token", 1.0, -1.0, 3.0, **PRIMARY),
+        _effect("exit-base", 9.0, -2.0, 20.0, **secondary),
+        _effect(
+            "exit-prefix", -9.0, -12.0, -6.0, **dict(PRIMARY, estimand="tau")
+        ),  # not the estimand
+        _effect("exit-prefix", -9.0, -12.0, -6.0, **dict(secondary, cell="secondary")),
+    ]  # not the cell
+    sim = [
+        {
+            "paired_effects": [
+                _effect(
+                    "exit-prefix",
+                    e,
+                    e - 1,
+                    e + 1,
+                    regime="deep",
+                    train_budget=64,
+                    eval_budget=64,
+                    temperature=t,
+                    **{"lambda": 0.1, "weight_norm": "tree"},
+                )
+                for t, e in ((0.0, 2.0), (1.0, 4.0))
+            ]
+        }
+    ]
     r = _rows(_inputs(paper_regime=_regime(effects), sim_exittrain_sweep=sim))
     assert r["exit_vs_prefix"]["verdict"] == REPRODUCED
-    assert r["exit_vs_token"]["verdict"] == CONTRADICTED                # hi 3 < the paper's 5.9
+    assert r["exit_vs_token"]["verdict"] == CONTRADICTED  # hi 3 < the paper's 5.9
     assert r["exittrain_tau_gain"]["verdict"] == INCONCLUSIVE
     assert r["exit_vs_prefix_sim"]["verdict"] == REPRODUCED
-    assert r["exit_vs_prefix_sim"]["ci"]["estimate"] == pytest.approx(3.0)  # pooled over T=0 and T=1
+    assert r["exit_vs_prefix_sim"]["ci"]["estimate"] == pytest.approx(
+        3.0
+    )  # pooled over T=0 and T=1
     assert "expected 1 'exit-base'" in r["budget_robustness"]["reason"]  # no budget-row record
     assert "expected 2 'exit-token'" in r["exit_vs_token_sim"]["reason"]
 
@@ -222,25 +356,50 @@ def test_paired_effect_records_decide_the_exittrain_rows():
 def test_outside_the_papers_regime_every_engine_exittrain_row_is_inconclusive():
     """The precondition declared with the rows (token-only fine-tuning beats the base drafter) gates them:
     a clear measurement does not decide a claim outside the paper's regime."""
-    effects = [_effect("exit-prefix", 6.0, 2.0, 10.0, **PRIMARY), _effect("exit-token", -9.0, -12.0, -6.0, **PRIMARY)]
+    effects = [
+        _effect("exit-prefix", 6.0, 2.0, 10.0, **PRIMARY),
+        _effect("exit-token", -9.0, -12.0, -6.0, **PRIMARY),
+    ]
     r = _rows(_inputs(paper_regime=_regime(effects, holds=False)))
     for key in ("exit_vs_prefix", "exit_vs_token"):
         assert r[key]["verdict"] == INCONCLUSIVE
-        assert r[key]["reason"].startswith("outside the paper's regime: token - base -4.00 % [-7.00, -1.00]")
-        assert r[key]["ci"] is not None                                   # the measurement is still reported
+        assert r[key]["reason"].startswith(
+            "outside the paper's regime: token - base -4.00 % [-7.00, -1.00]"
+        )
+        assert r[key]["ci"] is not None  # the measurement is still reported
     assert _rows(_inputs(paper_regime=_regime(effects)))["exit_vs_prefix"]["verdict"] == REPRODUCED
 
 
 def test_budget_robustness_reads_the_budget_mean_record_only():
     """The claim reads the run's one equal-weight budget-row record (per-(seed, prompt) differences averaged over
     B = 32/64/128); per-budget records and the primary cell never decide it."""
-    per_budget = [_effect("exit-base", e, e - 2.0, e + 2.0, **dict(PRIMARY, role="budget row", cell="budget",
-                                                                    eval_budget=b))
-                  for b, e in ((32, 14.0), (64, 12.0), (128, 13.0))]
+    per_budget = [
+        _effect(
+            "exit-base",
+            e,
+            e - 2.0,
+            e + 2.0,
+            **dict(PRIMARY, role="budget row", cell="budget", eval_budget=b),
+        )
+        for b, e in ((32, 14.0), (64, 12.0), (128, 13.0))
+    ]
     r = _rows(_inputs(paper_regime=_regime(per_budget)))
-    assert r["budget_robustness"]["verdict"] == INCONCLUSIVE and "expected 1" in r["budget_robustness"]["reason"]
-    mean = _effect("exit-base", 13.0, 12.5, 13.5, **dict(PRIMARY, role="budget row", cell="budget mean",
-                                                          eval_budget="equal-weight mean over 32/64/128"))
+    assert (
+        r["budget_robustness"]["verdict"] == INCONCLUSIVE
+        and "expected 1" in r["budget_robustness"]["reason"]
+    )
+    mean = _effect(
+        "exit-base",
+        13.0,
+        12.5,
+        13.5,
+        **dict(
+            PRIMARY,
+            role="budget row",
+            cell="budget mean",
+            eval_budget="equal-weight mean over 32/64/128",
+        ),
+    )
     r = _rows(_inputs(paper_regime=_regime(per_budget + [mean])))
     assert r["budget_robustness"]["verdict"] == REPRODUCED
     assert r["budget_robustness"]["ci"]["estimate"] == pytest.approx(13.0)
@@ -256,28 +415,81 @@ def test_native_sweep_and_deep_mini_files_are_read_as_paired_effects():
     rows = []
     for t, e in (("T=0", 6.0), ("T=1", 8.0)):
         base = dict(regime="deep", train_budget=64, eval_budget=64, T=t, n=5, diff=_ci(0.2, 0.1))
-        rows += [dict(base, a="exit/tree/lambda=0.1", b="prefix/tree/lambda=0.1", rel_pct=_ci(e, 1.0)),
-                 dict(base, a="exit/tree/lambda=0.1", b="token", rel_pct=_ci(-e, 1.0)),
-                 dict(base, a="exit/tree/lambda=1", b="prefix/tree/lambda=1", rel_pct=_ci(-50.0, 1.0)),
-                 dict(base, a="exit/tree/lambda=0.1", b="draft-opd/batch/lambda=0.1", rel_pct=_ci(0.0, 1.0)),
-                 dict(base, a="exit-depth/nodes/lambda=0.1/floor=0.0001", b="prefix/nodes/lambda=0.1/floor=0.0001",
-                      rel_pct=_ci(-50.0, 1.0))]
+        rows += [
+            dict(base, a="exit/tree/lambda=0.1", b="prefix/tree/lambda=0.1", rel_pct=_ci(e, 1.0)),
+            dict(base, a="exit/tree/lambda=0.1", b="token", rel_pct=_ci(-e, 1.0)),
+            dict(base, a="exit/tree/lambda=1", b="prefix/tree/lambda=1", rel_pct=_ci(-50.0, 1.0)),
+            dict(
+                base,
+                a="exit/tree/lambda=0.1",
+                b="draft-opd/batch/lambda=0.1",
+                rel_pct=_ci(0.0, 1.0),
+            ),
+            dict(
+                base,
+                a="exit-depth/nodes/lambda=0.1/floor=0.0001",
+                b="prefix/nodes/lambda=0.1/floor=0.0001",
+                rel_pct=_ci(-50.0, 1.0),
+            ),
+        ]
     sweep = {"schema": "exitlaw.sim_exittrain_sweep", "rows": rows}
     recs = records(sweep)
     assert len(recs) == 8  # the exit-vs-draft-opd rows mix normalisations: skipped
     floored = [r for r in recs if r["comparison"] == "exit-depth-prefix"]
-    assert floored[0]["setting"]["edge_floor"] == 1e-4 and floored[0]["setting"]["weight_norm"] == "nodes"
-    pair = {"mean": 0.3, "lo": 0.1, "hi": 0.5, "rel_mean": 7.0, "rel_lo": 2.0, "rel_hi": 12.0, "rel_mde": 5.0,
-            "seeds": 3, "prompts": 40}
-    deep = {"paired": {"method": "crossed", "cells": [
-        {"domain": d, "temperature": 0.0, "budget": b, "verifier": "tev",
-         "pairs": {"exit - prefix": pair, "exit - token": pair, "exit - base": {**pair, "rel_mean": 10.0}}}
-        for d in ("code", "prose") for b in (32, 64, 128)]}}
-    r = _rows(_inputs(mini_deep=deep, mini_deep_budgets=deep, sim_exittrain_sweep=[sweep, {"paired_effects": []}]))
-    assert r["exit_vs_prefix_sim"]["verdict"] == REPRODUCED and r["exit_vs_prefix_sim"]["ci"]["estimate"] == 7.0
+    assert (
+        floored[0]["setting"]["edge_floor"] == 1e-4
+        and floored[0]["setting"]["weight_norm"] == "nodes"
+    )
+    pair = {
+        "mean": 0.3,
+        "lo": 0.1,
+        "hi": 0.5,
+        "rel_mean": 7.0,
+        "rel_lo": 2.0,
+        "rel_hi": 12.0,
+        "rel_mde": 5.0,
+        "seeds": 3,
+        "prompts": 40,
+    }
+    deep = {
+        "paired": {
+            "method": "crossed",
+            "cells": [
+                {
+                    "domain": d,
+                    "temperature": 0.0,
+                    "budget": b,
+                    "verifier": "tev",
+                    "pairs": {
+                        "exit - prefix": pair,
+                        "exit - token": pair,
+                        "exit - base": {**pair, "rel_mean": 10.0},
+                    },
+                }
+                for d in ("code", "prose")
+                for b in (32, 64, 128)
+            ],
+        }
+    }
+    r = _rows(
+        _inputs(
+            mini_deep=deep,
+            mini_deep_budgets=deep,
+            sim_exittrain_sweep=[sweep, {"paired_effects": []}],
+        )
+    )
+    assert (
+        r["exit_vs_prefix_sim"]["verdict"] == REPRODUCED
+        and r["exit_vs_prefix_sim"]["ci"]["estimate"] == 7.0
+    )
     assert r["exit_vs_token_sim"]["verdict"] == CONTRADICTED
-    deep_recs = records(deep)                  # the deep mini's native cells still read (history; they decide nothing)
-    assert {(x["comparison"], x["setting"]["domain"]) for x in deep_recs} >= {("exit-prefix", "code"), ("exit-base", "prose")}
+    deep_recs = records(
+        deep
+    )  # the deep mini's native cells still read (history; they decide nothing)
+    assert {(x["comparison"], x["setting"]["domain"]) for x in deep_recs} >= {
+        ("exit-prefix", "code"),
+        ("exit-base", "prose"),
+    }
     assert "input missing: paper_regime" in r["exit_vs_prefix"]["reason"]
     with pytest.raises(PairedEffectError, match="malformed"):
         records({"schema": "exitlaw.sim_exittrain_sweep", "rows": [{"a": "exit"}]})
@@ -290,11 +502,22 @@ def test_engine_tau_equal_pools_the_t1_cells():
     for v, shift in (("predraw", 0.0), ("tev", 0.01)):
         for b in (32, 64):
             for t in (0.0, 1.0):
-                cells.append({"drafter": "base", "domain": "code", "budget": b, "temperature": t, "verifier": v,
-                              "tau": 2.0 + shift, "tau_se": 0.004})
+                cells.append(
+                    {
+                        "drafter": "base",
+                        "domain": "code",
+                        "budget": b,
+                        "temperature": t,
+                        "verifier": v,
+                        "tau": 2.0 + shift,
+                        "tau_se": 0.004,
+                    }
+                )
     row = _rows(_inputs(mini={"config": {"preset": "t"}, "cells": cells}))["engine_tau_equal"]
     assert row["verdict"] == REPRODUCED and row["ci"]["estimate"] == pytest.approx(0.01)
-    assert row["ci"]["hi"] - row["ci"]["estimate"] == pytest.approx(Z975 * math.hypot(0.004, 0.004) / math.sqrt(2))
+    assert row["ci"]["hi"] - row["ci"]["estimate"] == pytest.approx(
+        Z975 * math.hypot(0.004, 0.004) / math.sqrt(2)
+    )
     for c in cells:
         c["tau_se"] = 0.05
     assert "underpowered" in _rows(_inputs(mini={"cells": cells}))["engine_tau_equal"]["reason"]
@@ -302,7 +525,9 @@ def test_engine_tau_equal_pools_the_t1_cells():
 
 def test_markdown_and_json_are_written_and_not_overwritten(tmp_path):
     rows = build_ledger(_inputs(), {"budget_sweep": {"sha256": "ab" * 32, "path": "x.json"}})
-    assert rows[[r["key"] for r in rows].index("allocation_gap")]["inputs"] == {"budget_sweep": "ab" * 32}
+    assert rows[[r["key"] for r in rows].index("allocation_gap")]["inputs"] == {
+        "budget_sweep": "ab" * 32
+    }
     md, js = write_ledger(rows, tmp_path, {"budget_sweep": {"sha256": "ab" * 32, "path": "x.json"}})
     text = md.read_text()
     assert text.count("\n| ") >= len(rows) + 1 and "| claim | paper | rule |" in text
@@ -338,7 +563,10 @@ def test_shipped_ledger_is_regenerated_byte_for_byte_from_shipped_inputs(tmp_pat
                 assert ledger["inputs"][name]["sha256"] == sha
     for name, rec in ledger["inputs"].items():
         for f in rec.get("files", [rec]):
-            assert hashlib.sha256((RESULTS.parent.parent / f["path"]).read_bytes()).hexdigest() == f["sha256"]
+            assert (
+                hashlib.sha256((RESULTS.parent.parent / f["path"]).read_bytes()).hexdigest()
+                == f["sha256"]
+            )
 
 
 # Changing a rule, a claim's declaration or a shipped input must show up here: update deliberately.
@@ -353,17 +581,17 @@ SHIPPED_VERDICTS = {
     "tev_stage_savings": REPRODUCED,
     # decided by the paper-regime run (paper_repro/PAPER_REGIME.md; precondition holds: token - base +10.8 %
     # [+6.8, +14.8]); the deep-mini runs (history, outside the paper's regime) decide nothing
-    "exittrain_tau_gain": REPRODUCED,    # exit - base +11.3 % [+7.5, +15.2] (code, T_s, B = 64)
-    "budget_robustness": REPRODUCED,     # exit - base +12.1 % [+9.1, +15.1] over B = 32/64/128
-    "exit_vs_token": CONTRADICTED,       # exit - token +0.5 % [-2.6, +3.6] (97.5 %), below the paper's +5.9 %
-    "exit_vs_prefix": CONTRADICTED,      # exit - prefix +0.1 % [-2.1, +2.3] (97.5 %), below the paper's +4.4 %
-    "exit_vs_token_sim": REPRODUCED,      # sweep: exit - token +4.3 % [+3.9, +4.8] (deep, lambda 0.1, tree norm)
-    "exit_vs_prefix_sim": CONTRADICTED,   # sweep: exit - prefix -0.2 % [-0.8, +0.3], below the paper's +4.4 %
+    "exittrain_tau_gain": REPRODUCED,  # exit - base +11.3 % [+7.5, +15.2] (code, T_s, B = 64)
+    "budget_robustness": REPRODUCED,  # exit - base +12.1 % [+9.1, +15.1] over B = 32/64/128
+    "exit_vs_token": CONTRADICTED,  # exit - token +0.5 % [-2.6, +3.6] (97.5 %), below the paper's +5.9 %
+    "exit_vs_prefix": CONTRADICTED,  # exit - prefix +0.1 % [-2.1, +2.3] (97.5 %), below the paper's +4.4 %
+    "exit_vs_token_sim": REPRODUCED,  # sweep: exit - token +4.3 % [+3.9, +4.8] (deep, lambda 0.1, tree norm)
+    "exit_vs_prefix_sim": CONTRADICTED,  # sweep: exit - prefix -0.2 % [-0.8, +0.3], below the paper's +4.4 %
     # the same setting trained and judged at T = 0.5 (sim_exittrain_matched/): the direction holds, far below +5.9 %
-    "exit_vs_token_sim_matched": REPRODUCED,     # exit - token +0.47 % [+0.15, +0.79]
+    "exit_vs_token_sim_matched": REPRODUCED,  # exit - token +0.47 % [+0.15, +0.79]
     "exit_vs_prefix_sim_matched": CONTRADICTED,  # exit - prefix +0.10 % [-0.10, +0.30], below the paper's +4.4 %
     "univer_vs_rrs_wo": CONTRADICTED,  # exitlaw's reading of UniVer: +1.5 % where the abstract claims >= 4.2 %
-    "hsd_vs_chain_sd": REPRODUCED,     # exitlaw's reading of HSD: +3.2 % over chain SD (direction only)
+    "hsd_vs_chain_sd": REPRODUCED,  # exitlaw's reading of HSD: +3.2 % over chain SD (direction only)
     "exittrain_sr_gain": INCONCLUSIVE,
     "end_to_end_speedup": INCONCLUSIVE,
 }
@@ -386,11 +614,18 @@ def test_ledger_cli_from_shipped_and_from_figure_data(tmp_path, capsys):
     figs = tmp_path / "figs"
     figs.mkdir()
     for name, data in _inputs().items():
-        if name in ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency"):
+        if name in (
+            "verifier_equivalence",
+            "budget_sweep",
+            "sampled_exactness",
+            "verifier_latency",
+        ):
             (figs / f"{name}.json").write_text(json.dumps(data))
     assert main(["ledger", "--figures", str(figs), "--out", str(tmp_path / "ledger")]) == 0
     assert "| claim |" in capsys.readouterr().out
-    assert main(["ledger", "--figures", str(figs), "--out", str(tmp_path / "ledger")]) == 2  # exists
+    assert (
+        main(["ledger", "--figures", str(figs), "--out", str(tmp_path / "ledger")]) == 2
+    )  # exists
     assert main(["ledger", "--make-shipped-inputs"]) == 2  # only with --from-shipped
 
 
@@ -402,7 +637,9 @@ def test_repro_full_prints_every_shipped_config(capsys):
     out = capsys.readouterr().out
     for path in config_paths():
         assert f"# {load_config(path)['description']}" in out
-    assert "exitlaw gpu-check --device cuda" in out and "exitlaw train" in out and "/data/runs/" in out
+    assert (
+        "exitlaw gpu-check --device cuda" in out and "exitlaw train" in out and "/data/runs/" in out
+    )
 
 
 # ----- full-scale configs: every generated command uses flags the CLI really has -------------------
@@ -431,8 +668,13 @@ def test_full_scale_commands_parse_with_the_real_cli():
                 raise AssertionError(f"{path}: a generated command outside the exitlaw CLI: {argv}")
         if cfg["table"] != "3":
             bench = [a for a in cmds if a[1] == "bench"]
-            seeds = {(a[a.index("--draft") + 1], a[a.index("--dataset") + 1], a[a.index("--seed") + 1]) for a in bench}
-            assert len(seeds) == len(bench) == len(cfg["drafters"]) * (2 + 3 + 3 + 3)  # paper's repeats
+            seeds = {
+                (a[a.index("--draft") + 1], a[a.index("--dataset") + 1], a[a.index("--seed") + 1])
+                for a in bench
+            }
+            assert (
+                len(seeds) == len(bench) == len(cfg["drafters"]) * (2 + 3 + 3 + 3)
+            )  # paper's repeats
 
 
 def test_full_scale_config_errors_are_clear(tmp_path):
@@ -457,7 +699,10 @@ def test_shipped_inputs_are_stamped_and_never_silently_replaced(tmp_path):
     assert rec["git_commit"] == "abc" and rec["config"] == {"a": 1}
     assert rec["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     path.write_text(json.dumps({"rows": [1, 2]}))  # records nothing about itself
-    assert file_provenance(path)["git_commit"] == "unknown" and file_provenance(path)["exitlaw_version"] == "unknown"
+    assert (
+        file_provenance(path)["git_commit"] == "unknown"
+        and file_provenance(path)["exitlaw_version"] == "unknown"
+    )
     target = tmp_path / "ledger_inputs" / "budget_sweep.json"
     target.parent.mkdir()
     target.write_text("{}")

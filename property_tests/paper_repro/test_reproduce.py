@@ -10,11 +10,30 @@ from exitlaw.paper_repro.reproduce import reproduce
 
 
 def _micro(seed=0):
-    return config_for("quick", seed=seed,
-                      target=TargetSpec(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2,
-                                        num_kv_heads=1, head_dim=16, steps=20, batch_size=4, seq_len=64),
-                      train_tokens=60_000, tokenizer_docs=20, train_prompts=12, continuation_tokens=24,
-                      distill_steps=6, ft_steps=3, eval_prompts=1, eval_new_tokens=8, budgets=(32, 64))
+    return config_for(
+        "quick",
+        seed=seed,
+        target=TargetSpec(
+            hidden_size=32,
+            intermediate_size=64,
+            num_layers=2,
+            num_heads=2,
+            num_kv_heads=1,
+            head_dim=16,
+            steps=20,
+            batch_size=4,
+            seq_len=64,
+        ),
+        train_tokens=60_000,
+        tokenizer_docs=20,
+        train_prompts=12,
+        continuation_tokens=24,
+        distill_steps=6,
+        ft_steps=3,
+        eval_prompts=1,
+        eval_new_tokens=8,
+        budgets=(32, 64),
+    )
 
 
 @pytest.mark.slow

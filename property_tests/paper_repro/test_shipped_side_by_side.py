@@ -34,4 +34,6 @@ def test_the_readme_quotes_the_shipped_ratios():
             if ratio is None:
                 continue
             quoted = f"{ratio['median']:.3f} [{ratio['min']:.3f}], {ratio['lo']:.3f}-{ratio['hi']:.3f} ({ratio['centre']:.3f})"
-            assert quoted in readme, f"{c['name']} T={c['temperature']} {name}: README does not quote {quoted}"
+            assert quoted in readme, (
+                f"{c['name']} T={c['temperature']} {name}: README does not quote {quoted}"
+            )

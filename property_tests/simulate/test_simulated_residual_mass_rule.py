@@ -17,7 +17,7 @@ from exitlaw.theory import DraftTree
 
 from helpers.mutants import tev_weights_without_residual_correction
 
-TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])   # the root's children: tokens 0 and 1
+TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])  # the root's children: tokens 0 and 1
 COVER = DraftTree(parent=[-1, 0, 0, 0], token=[9, 0, 1, 2])  # the root's children: every token
 
 
@@ -25,7 +25,9 @@ def rows_with_residual(r: float) -> np.ndarray:
     return np.array([[0.3, 0.7 - r, r], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8], [0.6, 0.2, 0.2]])
 
 
-SHORT_COVER = np.array([[0.7, 0.2, 0.1]] + [[1 / 3] * 3] * 3)  # 0.7 + 0.2 + 0.1 rounds to 1 - 1.1e-16
+SHORT_COVER = np.array(
+    [[0.7, 0.2, 0.1]] + [[1 / 3] * 3] * 3
+)  # 0.7 + 0.2 + 0.1 rounds to 1 - 1.1e-16
 
 
 def assert_weights_keep_the_residual_mass_rule(weights) -> None:
@@ -41,8 +43,11 @@ def assert_weights_keep_the_residual_mass_rule(weights) -> None:
 
 @pytest.mark.parametrize("rows_as", ["numpy", "list", "fraction"])
 def test_simulated_tev_weights_keep_tiny_residuals_and_give_a_covered_node_no_weight(rows_as):
-    convert = {"numpy": lambda x: x, "list": lambda x: x.tolist(),
-               "fraction": lambda x: [[Fraction(float(v)) for v in row] for row in x]}[rows_as]
+    convert = {
+        "numpy": lambda x: x,
+        "list": lambda x: x.tolist(),
+        "fraction": lambda x: [[Fraction(float(v)) for v in row] for row in x],
+    }[rows_as]
     assert_weights_keep_the_residual_mass_rule(lambda tree, rows: tev_weights(tree, convert(rows)))
 
 

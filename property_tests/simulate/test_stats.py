@@ -37,7 +37,9 @@ def test_chisquare_false_failure_rate_is_at_most_alpha(request):
     rng, seed = _rng(request)
     probs = np.array([0.4, 0.3, 0.15, 0.1, 0.04, 0.009, 0.001])
     reps, alpha = 2000, 0.05
-    rejections = sum(pooled_chisquare(rng.multinomial(300, probs), probs).pvalue < alpha for _ in range(reps))
+    rejections = sum(
+        pooled_chisquare(rng.multinomial(300, probs), probs).pvalue < alpha for _ in range(reps)
+    )
     # binomial upper tail at 1e-6 around the nominal rate (small slack for the chi-square approximation)
     bound = sps.binom.isf(1e-6, reps, alpha * 1.2)
     assert rejections <= bound, f"{rejections}/{reps} rejections at alpha={alpha}; {seed}"
@@ -75,7 +77,10 @@ def test_bonferroni_cells_false_failure_rate(request):
     rng, seed = _rng(request)
     probs = np.array([0.3, 0.3, 0.2, 0.1, 0.05, 0.05])
     reps, alpha = 2000, 0.05
-    flagged = sum(bool(cell_binomial(rng.multinomial(500, probs), probs, alpha=alpha).flagged) for _ in range(reps))
+    flagged = sum(
+        bool(cell_binomial(rng.multinomial(500, probs), probs, alpha=alpha).flagged)
+        for _ in range(reps)
+    )
     assert flagged <= sps.binom.isf(1e-6, reps, alpha), f"{flagged}/{reps}; {seed}"
 
 
@@ -90,8 +95,12 @@ def test_dkw_band_holds_at_its_level(request):
     assert dkw_epsilon(400, alpha) == pytest.approx(np.sqrt(np.log(40) / 800))
 
 
-@given(cells=st.integers(2, 200), alpha=st.sampled_from([1e-3, 1e-6, 1e-8]),
-       power=st.sampled_from([0.9, 0.999]), delta=st.sampled_from([0.05, 0.1, 0.2]))
+@given(
+    cells=st.integers(2, 200),
+    alpha=st.sampled_from([1e-3, 1e-6, 1e-8]),
+    power=st.sampled_from([0.9, 0.999]),
+    delta=st.sampled_from([0.05, 0.1, 0.2]),
+)
 def test_sample_size_is_the_smallest_n_reaching_the_power(cells, alpha, power, delta):
     n = sample_size(cells, alpha, power, delta)
     assert chisquare_power(n, cells, alpha, delta) >= power
@@ -114,7 +123,9 @@ def test_power_bound_holds_empirically_at_tv_delta(request):
 
 
 def test_cell_power_of_a_zero_probability_cell():
-    assert cell_power(1000, [0.5, 0.5, 0.0], [0.499, 0.5, 0.001], 1e-6) == pytest.approx(1 - 0.999 ** 1000)
+    assert cell_power(1000, [0.5, 0.5, 0.0], [0.499, 0.5, 0.001], 1e-6) == pytest.approx(
+        1 - 0.999**1000
+    )
 
 
 def test_seeds_are_derived_per_test_id_and_stable():

@@ -41,10 +41,14 @@ def assert_ddtree_matches_brute_force(q: np.ndarray, budget: int) -> None:
     logq = _log(q)
     bf = ddtree_from_rows(logq, budget, root_token=-1)
     ref = brute_force_ddtree(logq, budget)
-    assert ordered_paths(bf.tree) == [p for _, p in ref], f"chosen {ordered_paths(bf.tree)}, expected {ref}"
+    assert ordered_paths(bf.tree) == [p for _, p in ref], (
+        f"chosen {ordered_paths(bf.tree)}, expected {ref}"
+    )
     assert bf.score.tolist() == [0.0] + [s for s, _ in ref]
     t = bf.tree
-    assert bf.value.tolist() == [0.0] + [float(logq[t.depth[v] - 1, t.token[v]]) for v in range(1, t.num_nodes)]
+    assert bf.value.tolist() == [0.0] + [
+        float(logq[t.depth[v] - 1, t.token[v]]) for v in range(1, t.num_nodes)
+    ]
 
 
 @given(q=tied_rows(), data=st.data())
@@ -63,7 +67,14 @@ def test_ties_go_to_the_shallower_prefix_then_the_better_ranked_token():
     bf = ddtree_from_rows(_log(np.array([[0.5, 0.5], [1.0, 0.0]])), 3)
     assert ordered_paths(bf.tree) == [(0,), (1,), (0, 0)]
     bf = ddtree_from_rows(_log(np.array([[0.5, 0.5], [0.5, 0.5]])), 6)
-    assert ordered_paths(bf.tree) == [(0,), (1,), (0, 0), (0, 1), (1, 0), (1, 1)]  # equal values: lower token
+    assert ordered_paths(bf.tree) == [
+        (0,),
+        (1,),
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]  # equal values: lower token
     # log(1/4) + log(3/4) == log(3/4) + log(1/4): where (1,1) and (0,0) first differ, token 1 has the higher value
     bf = ddtree_from_rows(_log(np.array([[0.25, 0.75], [0.75, 0.25]])), 4)
     assert ordered_paths(bf.tree) == [(1,), (1, 0), (0,), (1, 1)]
@@ -75,10 +86,14 @@ def test_shortage_returns_the_full_smaller_tree():
     assert ddtree_from_rows(_log(np.array([[0.5, 0.5]])), 0).tree.num_nodes == 1
 
 
-@pytest.mark.parametrize("planted", [
-    lambda s, r: (-s, -len(r), r),                      # ties to the deeper prefix
-    lambda s, r: (-s, len(r), tuple(-i for i in r)),    # ties to the worse-ranked token
-], ids=["deeper_first", "worse_rank_first"])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        lambda s, r: (-s, -len(r), r),  # ties to the deeper prefix
+        lambda s, r: (-s, len(r), tuple(-i for i in r)),  # ties to the worse-ranked token
+    ],
+    ids=["deeper_first", "worse_rank_first"],
+)
 def test_a_planted_swapped_tie_rule_fails_the_comparison(planted, monkeypatch):
     monkeypatch.setattr(best_first_module, "_order_key", planted)
     failures = 0
@@ -92,14 +107,25 @@ def test_a_planted_swapped_tie_rule_fails_the_comparison(planted, monkeypatch):
 
 def _grid_row(seed: int, vocab: int, path: tuple[int, ...]) -> np.ndarray:
     """A per-prefix row on a coarse grid (so scores tie), zeros allowed."""
-    c = np.random.default_rng([seed, len(path), *path]).integers(0, 3, size=vocab).astype(np.float64)
+    c = (
+        np.random.default_rng([seed, len(path), *path])
+        .integers(0, 3, size=vocab)
+        .astype(np.float64)
+    )
     c[(len(path) + sum(path)) % vocab] += 1  # never all zero
     return c / c.sum()
 
 
-@given(seed=st.integers(0, 10_000), vocab=st.integers(1, 3), horizon=st.integers(1, 3),
-       budget=st.integers(0, 45), multiplicative=st.booleans())
-def test_best_first_on_a_per_prefix_score_equals_the_twin(seed, vocab, horizon, budget, multiplicative):
+@given(
+    seed=st.integers(0, 10_000),
+    vocab=st.integers(1, 3),
+    horizon=st.integers(1, 3),
+    budget=st.integers(0, 45),
+    multiplicative=st.booleans(),
+)
+def test_best_first_on_a_per_prefix_score_equals_the_twin(
+    seed, vocab, horizon, budget, multiplicative
+):
     """The generic rule on a score that does not factorise (one row per prefix), additive or multiplicative."""
     combine, root = (operator.mul, 1.0) if multiplicative else (operator.add, 0.0)
 
@@ -127,8 +153,12 @@ def test_oracle_tree_holds_the_first_budget_prefixes_by_target_probability(seed,
     target = lambda path: _grid_row(seed, vocab, path)  # noqa: E731
     tree = oracle_tree(target, budget)
     # a top-B prefix is at most B deep; zero-probability prefixes are candidates (P = 0 is not -inf)
-    ref = first_of_order(enumerate_prefixes(lambda p: target(p) if len(p) < budget else None,
-                                          combine=operator.mul, root_score=1.0), budget)
+    ref = first_of_order(
+        enumerate_prefixes(
+            lambda p: target(p) if len(p) < budget else None, combine=operator.mul, root_score=1.0
+        ),
+        budget,
+    )
     assert set(ordered_paths(tree)) == {p for _, p in ref}
     assert tree.budget == budget and list(tree.depth[1:]) == sorted(tree.depth[1:])  # breadth first
 
@@ -147,7 +177,9 @@ def test_bad_inputs_raise_named_errors():
     with pytest.raises(RankingError, match="not ranked best first"):
         top_prefixes(lambda p: ([0, 1], [-2.0, -1.0]) if not p else ((), ()), 2)
     with pytest.raises(RankingError, match="not ranked best first"):
-        top_prefixes(lambda p: ([1, 0], [-1.0, -1.0]) if not p else ((), ()), 2)  # tie to the higher token
+        top_prefixes(
+            lambda p: ([1, 0], [-1.0, -1.0]) if not p else ((), ()), 2
+        )  # tie to the higher token
     with pytest.raises(RankingError, match="tokens but"):
         top_prefixes(lambda p: ([0, 1], [-1.0]), 2)
     with pytest.raises(DistributionError, match="NaN"):

@@ -29,7 +29,9 @@ def test_a_good_spec_returns_the_named_object(user_module):
     assert load_callable(f"{name}:Rule.decide")(1) == 2  # a dotted CALLABLE walks attributes
 
 
-@pytest.mark.parametrize("spec", ["exitlaw.simulate.verifiers", ":tev", "exitlaw.simulate.verifiers:", ""])
+@pytest.mark.parametrize(
+    "spec", ["exitlaw.simulate.verifiers", ":tev", "exitlaw.simulate.verifiers:", ""]
+)
 def test_a_malformed_spec_is_named(spec):
     with pytest.raises(CallableSpecError, match=r"expected MODULE:CALLABLE, got"):
         load_callable(spec)
@@ -42,7 +44,9 @@ def test_a_missing_module_is_named():
 
 @pytest.mark.parametrize("attr", ["no_such_fn", "tev.no_such_attr"])
 def test_a_missing_attribute_is_named(attr):
-    with pytest.raises(CallableSpecError, match=rf"module 'exitlaw.simulate.verifiers' has no attribute '{attr}'"):
+    with pytest.raises(
+        CallableSpecError, match=rf"module 'exitlaw.simulate.verifiers' has no attribute '{attr}'"
+    ):
         load_callable(f"exitlaw.simulate.verifiers:{attr}")
 
 
@@ -52,13 +56,15 @@ def test_an_attribute_that_is_not_callable_is_named(user_module):
         load_callable(f"{name}:TABLE")
 
 
-@pytest.mark.parametrize("source,message", [
-    ("def f(:\n", "syntax error"),
-    ("import sys\nsys.exit(3)\n", r"it called sys.exit\(3\) at import"),
-    ("raise RuntimeError('broken at import')\n", "RuntimeError at import: broken at import"),
-])
+@pytest.mark.parametrize(
+    "source,message",
+    [
+        ("def f(:\n", "syntax error"),
+        ("import sys\nsys.exit(3)\n", r"it called sys.exit\(3\) at import"),
+        ("raise RuntimeError('broken at import')\n", "RuntimeError at import: broken at import"),
+    ],
+)
 def test_a_module_that_fails_at_import_is_a_named_error_not_an_exit(user_module, source, message):
     name = user_module(source)
     with pytest.raises(CallableSpecError, match=message):
         load_callable(f"{name}:f")
-

@@ -19,47 +19,61 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COQ_DIR = ROOT / "theory" / "coq"
-INSTALL = ("apt-get update && apt-get install -y coq libcoq-mathcomp-ssreflect "
-           "libcoq-mathcomp-algebra   (Debian/Ubuntu; see theory/coq/README.md)")
-BUILD_PRODUCTS = ("*.vo", "*.vok", "*.vos", "*.glob", ".*.aux", "Makefile.coq*", ".*.d", ".lia.cache")
+INSTALL = (
+    "apt-get update && apt-get install -y coq libcoq-mathcomp-ssreflect "
+    "libcoq-mathcomp-algebra   (Debian/Ubuntu; see theory/coq/README.md)"
+)
+BUILD_PRODUCTS = (
+    "*.vo",
+    "*.vok",
+    "*.vos",
+    "*.glob",
+    ".*.aux",
+    "Makefile.coq*",
+    ".*.d",
+    ".lia.cache",
+)
 COQC_TIMEOUT_S = 900
 
 # The theorems the issue asks for (numbered as in theory/coq/README.md), plus a
 # concrete instance showing that their hypotheses are satisfiable.
 MAIN_THEOREMS = [
-    "exit_law_is_distribution",            # 1 conservation: w >= 0, sum w = 1
-    "coverage_identity",                   # 2 C_p = sum_v depth(v) w(v)
-    "block_law_is_distribution",           # 3 block law: a distribution ...
-    "block_exit_marginal",                 # 3 ... with exit marginal w ...
-    "block_bonus_is_residual",             # 3 ... and bonus law given v = residual law
-    "residual_is_distribution",            # 3 residual law is a distribution when rho > 0
-    "predraw_kernel_move",                 # 4 predraw one-step kernel: move
-    "predraw_kernel_stop",                 # 4 predraw one-step kernel: stop
-    "predraw_realises_block",              # 4 predraw-and-follow realises the block law
-    "seqres_kernel",                       # 5 sequential residual kernel, any child order
-    "seqres_kernel_order_independent",     # 5 ... does not depend on the order
-    "seqres_realises_block",               # 5 sequential residual realises the block law
-    "eagle_step_point_mass",               # 5 EAGLE step with point-mass draft row = DESIGN step
-    "eagle_seqres_realises_block",         # 5 EAGLE-form sequential residual realises the block law
-    "tev_realises_block",                  # 6 TEV realises the block law
-    "exit_law_subtree_mass",               # 7 under w, subtree of u entered w.p. P(u)
-    "fixed_tree_ceiling",                  # 7 E[L] <= 1 + C_p
-    "fixed_tree_ceiling_equality",         # 7 equality iff exit law = w
-    "fixed_tree_ceiling_joint",            # 7 joint (exit, bonus) form of the ceiling
-    "fixed_tree_ceiling_joint_equality",   # 7 equality iff (exit, bonus) law = block law
-    "ex_exit_law_is_distribution",         # the hypotheses hold for a concrete tree over rat
+    "exit_law_is_distribution",  # 1 conservation: w >= 0, sum w = 1
+    "coverage_identity",  # 2 C_p = sum_v depth(v) w(v)
+    "block_law_is_distribution",  # 3 block law: a distribution ...
+    "block_exit_marginal",  # 3 ... with exit marginal w ...
+    "block_bonus_is_residual",  # 3 ... and bonus law given v = residual law
+    "residual_is_distribution",  # 3 residual law is a distribution when rho > 0
+    "predraw_kernel_move",  # 4 predraw one-step kernel: move
+    "predraw_kernel_stop",  # 4 predraw one-step kernel: stop
+    "predraw_realises_block",  # 4 predraw-and-follow realises the block law
+    "seqres_kernel",  # 5 sequential residual kernel, any child order
+    "seqres_kernel_order_independent",  # 5 ... does not depend on the order
+    "seqres_realises_block",  # 5 sequential residual realises the block law
+    "eagle_step_point_mass",  # 5 EAGLE step with point-mass draft row = DESIGN step
+    "eagle_seqres_realises_block",  # 5 EAGLE-form sequential residual realises the block law
+    "tev_realises_block",  # 6 TEV realises the block law
+    "exit_law_subtree_mass",  # 7 under w, subtree of u entered w.p. P(u)
+    "fixed_tree_ceiling",  # 7 E[L] <= 1 + C_p
+    "fixed_tree_ceiling_equality",  # 7 equality iff exit law = w
+    "fixed_tree_ceiling_joint",  # 7 joint (exit, bonus) form of the ceiling
+    "fixed_tree_ceiling_joint_equality",  # 7 equality iff (exit, bonus) law = block law
+    "ex_exit_law_is_distribution",  # the hypotheses hold for a concrete tree over rat
 ]
 
 FORBIDDEN_WORDS = re.compile(
     r"\b(Admitted|admit|Admit|Axiom|Axioms|Parameter|Parameters|Conjecture|give_up)\b"
-    r"|\bUnset\s+(Guard|Positivity|Universe)\s+Checking\b|\bbypass_check\b")
+    r"|\bUnset\s+(Guard|Positivity|Universe)\s+Checking\b|\bbypass_check\b"
+)
 SECTION_LOCAL = {"Hypothesis", "Hypotheses", "Variable", "Variables", "Context"}
 
 
 def _require_coqc():
     if shutil.which("coqc") is None:
-        pytest.fail(f"coqc is not installed, so the Coq proofs cannot be checked. Install Coq 8.16+ "
-                    f"and MathComp: {INSTALL}")
+        pytest.fail(
+            f"coqc is not installed, so the Coq proofs cannot be checked. Install Coq 8.16+ "
+            f"and MathComp: {INSTALL}"
+        )
 
 
 def _strip_comments_and_strings(text):
@@ -114,7 +128,7 @@ def _coq_project():
     while i < len(tokens):
         tok = tokens[i]
         if tok in ("-Q", "-R"):
-            flags += tokens[i:i + 3]
+            flags += tokens[i : i + 3]
             i += 3
         elif tok == "-arg":
             flags.append(tokens[i + 1])
@@ -127,14 +141,21 @@ def _coq_project():
 
 
 def _coqc(workdir, flags, source):
-    proc = subprocess.run(["coqc", *flags, source], cwd=workdir, capture_output=True, text=True,
-                          timeout=COQC_TIMEOUT_S)
+    proc = subprocess.run(
+        ["coqc", *flags, source],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=COQC_TIMEOUT_S,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
 def _assumptions_source(theorems):
-    lines = ["From mathcomp Require Import all_ssreflect all_algebra.",
-             "From ExitLaw Require Import ExitLaw Example."]
+    lines = [
+        "From mathcomp Require Import all_ssreflect all_algebra.",
+        "From ExitLaw Require Import ExitLaw Example.",
+    ]
     for thm in theorems:
         lines += [f'Goal True. idtac "@@ {thm}". Abort.', f"Print Assumptions {thm}."]
     return "\n".join(lines) + "\n"
@@ -189,7 +210,7 @@ def _plant_admitted(work):
     text = path.read_text(encoding="utf-8")
     start = text.index("Theorem coverage_identity")
     end = text.index("Qed.", start)
-    path.write_text(text[:end] + "Admitted." + text[end + len("Qed."):], encoding="utf-8")
+    path.write_text(text[:end] + "Admitted." + text[end + len("Qed.") :], encoding="utf-8")
 
 
 def _install_hint(log):
@@ -223,22 +244,28 @@ def test_main_theorem_is_closed_under_the_global_context(theorem):
 
 
 def test_the_scanner_ignores_comments_and_section_variables_but_flags_unproved_statements():
-    clean = ('(* Admitted. Axiom x : False. *)\nSection S.\nVariable n : nat.\n'
-             'Hypothesis h : n = n.\nLemma l : n = n. Proof. by []. Qed.\nEnd S.\n'
-             'Definition s := "Admitted".\n')
+    clean = (
+        "(* Admitted. Axiom x : False. *)\nSection S.\nVariable n : nat.\n"
+        "Hypothesis h : n = n.\nLemma l : n = n. Proof. by []. Qed.\nEnd S.\n"
+        'Definition s := "Admitted".\n'
+    )
     assert scan_for_unproved(clean) == []
-    for bad in ("Lemma l : 1 = 2. Proof. Admitted.",
-                "Lemma l : 1 = 2. Proof. admit. Qed.",
-                "Axiom ax : forall P : Prop, P \\/ ~ P.",
-                "Parameter cheat : 1 = 2.",
-                "Hypothesis h : 1 = 2.",
-                "Section S. End S.\nVariable cheat : False."):
+    for bad in (
+        "Lemma l : 1 = 2. Proof. Admitted.",
+        "Lemma l : 1 = 2. Proof. admit. Qed.",
+        "Axiom ax : forall P : Prop, P \\/ ~ P.",
+        "Parameter cheat : 1 = 2.",
+        "Hypothesis h : 1 = 2.",
+        "Section S. End S.\nVariable cheat : False.",
+    ):
         assert scan_for_unproved(bad), bad
 
 
 def test_a_planted_admitted_proof_compiles_but_is_caught():
     _require_coqc()
-    log, codes, blocks, sources = _build(COQ_DIR, plant=_plant_admitted, theorems=["coverage_identity"])
+    log, codes, blocks, sources = _build(
+        COQ_DIR, plant=_plant_admitted, theorems=["coverage_identity"]
+    )
     # compilation alone proves nothing: the admitted file still compiles ...
     assert codes and all(rc == 0 for rc in codes.values()), log[-6000:] + _install_hint(log)
     # ... but the source scanner finds the Admitted ...

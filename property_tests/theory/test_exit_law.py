@@ -6,7 +6,6 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 from hypothesis import given, note, strategies as st
 
 from exitlaw.simulate.strategies import draft_trees, logits_rows, trees_with_rows
@@ -91,8 +90,12 @@ def test_residual_rows_are_distributions_off_children(case):
 def test_one_step_gain_is_parent_prefix_times_edge(case, data):
     tree, rows, exact = case
     vocab = rows.shape[1]
-    free = [(v, y) for v in range(tree.num_nodes) for y in range(vocab)
-            if tree.child_with_token(v, y) is None]
+    free = [
+        (v, y)
+        for v in range(tree.num_nodes)
+        for y in range(vocab)
+        if tree.child_with_token(v, y) is None
+    ]
     if not free:
         return
     v, y = data.draw(st.sampled_from(free))
@@ -171,8 +174,10 @@ def test_coverage_gradient_matches_finite_differences(tree, data):
     _, grad = _coverage_and_grad(jnp.asarray(logits), padded)
     eps = 1e-6
     direction = np.random.default_rng(0).standard_normal(logits.shape)
-    fd = (float(_coverage_jit(logits + eps * direction, padded))
-          - float(_coverage_jit(logits - eps * direction, padded))) / (2 * eps)
+    fd = (
+        float(_coverage_jit(logits + eps * direction, padded))
+        - float(_coverage_jit(logits - eps * direction, padded))
+    ) / (2 * eps)
     assert abs(fd - float(np.sum(np.asarray(grad) * direction))) < 1e-6 * max(1.0, abs(fd))
 
 
@@ -204,7 +209,7 @@ def test_deep_chain_does_not_underflow():
     law = exit_law_from_edges(tree, edge)
     assert np.isfinite(float(law.log_prefix[-1]))
     assert abs(float(law.log_prefix[-1]) - depth * np.log(0.5)) < 1e-9
-    assert abs(float(law.coverage) - (1 - 0.5 ** depth)) < 1e-12
+    assert abs(float(law.coverage) - (1 - 0.5**depth)) < 1e-12
 
 
 def test_exit_law_is_float64_under_x64():
@@ -221,7 +226,10 @@ def test_known_small_tree():
     np.testing.assert_allclose(np.asarray(law.prefix), [1, 0.6, 0.3, 0.3], atol=TOL)
     np.testing.assert_allclose(np.asarray(law.w), [0.1, 0.3, 0.3, 0.3], atol=TOL)
     assert abs(float(law.expected_length) - 2.2) < TOL
-    assert sum(reference_law(tree, [[Fraction(x).limit_denominator(100) for x in r] for r in rows]).w) == 1
+    assert (
+        sum(reference_law(tree, [[Fraction(x).limit_denominator(100) for x in r] for r in rows]).w)
+        == 1
+    )
 
 
 from exitlaw.theory.law import _law_from_edges, _log_prefix_matrix  # noqa: E402

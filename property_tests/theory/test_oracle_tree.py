@@ -1,6 +1,5 @@
 """The oracle tree beats every prefix-closed tree of the same budget (enumerated)."""
 
-import itertools
 from functools import lru_cache
 
 import numpy as np
@@ -12,15 +11,18 @@ from exitlaw.theory import DraftTree, allocation_gap, coverage_under, oracle_tre
 
 def make_target(seed: int, vocab: int):
     """A context-dependent target: every prefix gets its own row."""
+
     @lru_cache(maxsize=None)
     def target(prefix: tuple) -> np.ndarray:
         rng = np.random.default_rng([seed, len(prefix), *prefix])
         return rng.dirichlet(np.full(vocab, 0.5))
+
     return target
 
 
 def all_prefix_closed_trees(vocab: int, budget: int):
     """Every prefix-closed set of ``budget`` non-empty token sequences (depth <= budget)."""
+
     def grow(chosen: frozenset, frontier_from: int):
         if len(chosen) == budget:
             yield chosen
@@ -30,6 +32,7 @@ def all_prefix_closed_trees(vocab: int, budget: int):
             if i < frontier_from:
                 continue
             yield from grow(chosen | {c}, 0)
+
     seen = set()
     for s in grow(frozenset(), 0):
         if s not in seen:

@@ -10,8 +10,11 @@ from exitlaw.theory import provenance
 
 def test_cpu_fields_reads_first_cpu_only(tmp_path, monkeypatch):
     fake = tmp_path / "cpuinfo"
-    fake.write_text("processor\t: 0\nmodel name\t: Alpha: X\nflags\t\t: a b c\n\n"
-                    "processor\t: 1\nmodel name\t: Beta\nflags\t\t: z\n", encoding="utf-8")
+    fake.write_text(
+        "processor\t: 0\nmodel name\t: Alpha: X\nflags\t\t: a b c\n\n"
+        "processor\t: 1\nmodel name\t: Beta\nflags\t\t: z\n",
+        encoding="utf-8",
+    )
     real_path = Path
 
     def fake_path(p, *a):
@@ -19,8 +22,10 @@ def test_cpu_fields_reads_first_cpu_only(tmp_path, monkeypatch):
 
     monkeypatch.setattr(provenance, "Path", fake_path)
     assert provenance.cpu_fields() == {"model name": "Alpha: X", "flags": "a b c"}
-    assert provenance.cpu_info() == {"cpu_model": "Alpha: X",
-                                     "cpu_flags_sha256": hashlib.sha256(b"a b c").hexdigest()[:16]}
+    assert provenance.cpu_info() == {
+        "cpu_model": "Alpha: X",
+        "cpu_flags_sha256": hashlib.sha256(b"a b c").hexdigest()[:16],
+    }
 
 
 def test_unreadable_cpuinfo_gives_empty_records(tmp_path, monkeypatch):

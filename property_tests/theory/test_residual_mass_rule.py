@@ -25,9 +25,12 @@ def rows_with_residual(r: float) -> np.ndarray:
 @pytest.mark.parametrize("r", RESIDUALS)
 def test_children_covering_the_row_up_to_r_leave_the_root_an_exit_weight_of_exactly_r(r):
     rows = rows_with_residual(r)
-    for w in (np.asarray(exit_law(TREE, rows).w), np.asarray(reference_law(TREE, rows.tolist(), one=1.0).w),
-              np.asarray(block_law(TREE, rows)).sum(axis=1)):
-        assert w[0] == r                                       # summed directly: no cancellation at all
+    for w in (
+        np.asarray(exit_law(TREE, rows).w),
+        np.asarray(reference_law(TREE, rows.tolist(), one=1.0).w),
+        np.asarray(block_law(TREE, rows)).sum(axis=1),
+    ):
+        assert w[0] == r  # summed directly: no cancellation at all
         assert np.all(w >= 0)
         np.testing.assert_allclose(w[1:], [0.3 * 0.5, 0.7 - r, (0.3) * 0.5], rtol=1e-12)
 
@@ -56,8 +59,8 @@ def test_from_edges_rho_is_never_negative_and_within_rounding_of_r(r):
     for law in (exit_law_from_edges(TREE, edges), reference_law_from_edges_float(edges)):
         rho = np.asarray(law.rho, dtype=np.float64)
         assert np.all(rho >= 0)
-        assert abs(rho[0] - r) <= 4e-16                        # edges only: r is known to rounding
-    over = [1.0, 0.3, 0.7 + 5e-6, 0.5]                         # child mass above one, within the tolerance
+        assert abs(rho[0] - r) <= 4e-16  # edges only: r is known to rounding
+    over = [1.0, 0.3, 0.7 + 5e-6, 0.5]  # child mass above one, within the tolerance
     assert float(exit_law_from_edges(TREE, over).rho[0]) == 0.0
     assert float(exit_law_from_edges(TREE, over).w[0]) == 0.0
 

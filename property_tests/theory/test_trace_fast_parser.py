@@ -26,7 +26,7 @@ def parser(request, monkeypatch):
 
 
 def test_orjson_is_the_fast_parser_when_installed():
-    orjson = pytest.importorskip("orjson")   # the theory extra installs it; CI has it
+    orjson = pytest.importorskip("orjson")  # the theory extra installs it; CI has it
     assert trace_module._fast_loads is orjson.loads
 
 
@@ -49,8 +49,15 @@ def test_fast_and_reference_parsers_give_identical_summaries(tmp_path, monkeypat
     rec["bonus"] = 2**63 - 1
     rec["edge_prob"][-1] = 0.0
     lines[6] = json.dumps(rec).replace('"edge_prob": [1.0', '"edge_prob": [1e0')
-    lines[7] = json.dumps({"round": 6, "parent": [-1, 0], "token": [3, 4], "edge_prob": [1.0, 0.25],
-                           "target_rows": [[0.5, 0.5], [1.0, 0.0]]})
+    lines[7] = json.dumps(
+        {
+            "round": 6,
+            "parent": [-1, 0],
+            "token": [3, 4],
+            "edge_prob": [1.0, 0.25],
+            "target_rows": [[0.5, 0.5], [1.0, 0.0]],
+        }
+    )
     lines[8] = lines[8].replace('"round"', '"\\u0072ound"')
     path.write_text("\n".join(lines) + "\n")
     for workers in (1, 2):
@@ -58,13 +65,15 @@ def test_fast_and_reference_parsers_give_identical_summaries(tmp_path, monkeypat
         ref = _summary_with(monkeypatch, path, False, workers=workers, parallel_min_bytes=0)
         assert fast["rounds"] == ref["rounds"] and fast["totals"] == ref["totals"]
         assert fast["exit_depth_histogram"]["observed"] == ref["exit_depth_histogram"]["observed"]
-        np.testing.assert_array_equal(fast["exit_depth_histogram"]["expected"], ref["exit_depth_histogram"]["expected"])
+        np.testing.assert_array_equal(
+            fast["exit_depth_histogram"]["expected"], ref["exit_depth_histogram"]["expected"]
+        )
 
 
 HUGE = 2**64 + 1
 HUGE_CASES = [
     ("token huge", _round(token=[0, HUGE])),
-    ("token below int64", _round(token=[0, -2**63 - 1])),
+    ("token below int64", _round(token=[0, -(2**63) - 1])),
     ("parent huge", _round(parent=[-1, HUGE])),
     ("edge huge int", _round(edge_prob=[1, HUGE])),
     ("exit_node huge", _round(exit_node=HUGE)),
@@ -91,11 +100,13 @@ def test_huge_values_are_refused_as_written_by_both_parsers(tmp_path, capsys, mo
     ref = _law_error(tmp_path, capsys, lines)
     assert fast == ref
     if "1e400" not in line:
-        assert str(HUGE) in fast or str(-2**63 - 1) in fast or "int64" in fast, fast
+        assert str(HUGE) in fast or str(-(2**63) - 1) in fast or "int64" in fast, fast
 
 
 @pytest.mark.parametrize("case", TRACE_CASES, ids=[c[0] for c in TRACE_CASES])
-def test_every_malformed_trace_gets_the_same_error_from_both_parsers(tmp_path, capsys, monkeypatch, case):
+def test_every_malformed_trace_gets_the_same_error_from_both_parsers(
+    tmp_path, capsys, monkeypatch, case
+):
     _, lines, message = case
     fast = _law_error(tmp_path, capsys, lines)
     monkeypatch.setattr(trace_module, "_fast_loads", None)

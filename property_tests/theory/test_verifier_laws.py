@@ -56,14 +56,16 @@ ONE = Fraction(1)
 
 def _residual_with_order(perm_seed: int):
     """Residual with a child order drawn per node from ``perm_seed`` (any order must give the same law)."""
+
     def proc(tree, rows, rand):
         g = np.random.default_rng(perm_seed)
         orders = {v: list(g.permutation(tree.children[v])) for v in range(tree.num_nodes)}
         return residual_procedure(tree, rows, rand, child_order=orders.__getitem__)
+
     return proc
 
 
-@given(case=trees_with_rows(), name=st.sampled_from(sorted(EXACT)), perm_seed=st.integers(0, 2 ** 16))
+@given(case=trees_with_rows(), name=st.sampled_from(sorted(EXACT)), perm_seed=st.integers(0, 2**16))
 def test_exact_law_of_predraw_residual_tev_equals_canonical_block_law(case, name, perm_seed):
     tree, floats, exact = case
     proc = _residual_with_order(perm_seed) if name == "residual" else EXACT[name]
@@ -100,14 +102,16 @@ def test_greedy_is_the_zero_temperature_limit(data, vocab):
     note(misses)
     for name in EXACT:
         m = [miss for t, n, miss in misses if n == name]
-        assert m[2] <= m[1] + 1e-12 and m[1] <= m[0] + 1e-12, "mass off greedy must shrink as T -> 0"
+        assert m[2] <= m[1] + 1e-12 and m[1] <= m[0] + 1e-12, (
+            "mass off greedy must shrink as T -> 0"
+        )
         assert m[2] < 1e-4
     one_hot = np.eye(vocab)[logits.argmax(1)]
     for proc in EXACT.values():
         assert implementation_law(proc, tree, one_hot) == {target: 1.0}
 
 
-@given(case=trees_with_rows(), seed=st.integers(0, 2 ** 16))
+@given(case=trees_with_rows(), seed=st.integers(0, 2**16))
 def test_tev_is_sibling_order_invariant(case, seed):
     tree, _, exact = case
     perm = tree.reorder_siblings(np.random.default_rng(seed))
@@ -119,24 +123,31 @@ def test_tev_is_sibling_order_invariant(case, seed):
     assert by_path(a, tree) == by_path(b, perm)
 
 
-@given(tree=draft_trees(max_nodes=7, max_depth=3, vocab_size=3), seed=st.integers(0, 10 ** 6),
-       name=st.sampled_from(sorted(EXACT)))
+@given(
+    tree=draft_trees(max_nodes=7, max_depth=3, vocab_size=3),
+    seed=st.integers(0, 10**6),
+    name=st.sampled_from(sorted(EXACT)),
+)
 def test_completed_block_law_equals_target_law(tree, seed, name):
     target = ToyModel(3, seed)
     rows = target.tree_rows(tree)
     horizon = tree.max_depth + 1
     proc = EXACT[name]
     law = enumerate_law(
-        lambda r: complete_block(block_tokens(tree, *proc(tree, rows, r)), target, r, horizon), one=ONE)
+        lambda r: complete_block(block_tokens(tree, *proc(tree, rows, r)), target, r, horizon),
+        one=ONE,
+    )
     assert law == target.sequence_law(horizon)
 
 
 def _oracle_builder(drafter: ToyModel, budget: int):
-    return lambda ctx: oracle_tree(lambda prefix: drafter.float_row(tuple(ctx) + tuple(prefix)), budget)
+    return lambda ctx: oracle_tree(
+        lambda prefix: drafter.float_row(tuple(ctx) + tuple(prefix)), budget
+    )
 
 
 @settings(max_examples=10)
-@given(seed=st.integers(0, 10 ** 6), budget=st.integers(1, 4), name=st.sampled_from(sorted(EXACT)))
+@given(seed=st.integers(0, 10**6), budget=st.integers(1, 4), name=st.sampled_from(sorted(EXACT)))
 def test_multi_round_decoding_reproduces_target_autoregressive_law(seed, budget, name):
     k = 4
     target, drafter = ToyModel(3, seed), ToyModel(3, seed + 1)
@@ -160,7 +171,9 @@ TOPOLOGIES = {
 
 
 @settings(max_examples=15)
-@given(seed=st.integers(0, 10 ** 6), rule=st.sampled_from(sorted(TOPOLOGIES)), vocab=st.integers(2, 4))
+@given(
+    seed=st.integers(0, 10**6), rule=st.sampled_from(sorted(TOPOLOGIES)), vocab=st.integers(2, 4)
+)
 def test_sampled_draft_verifiers_are_marginally_exact(seed, rule, vocab):
     target = ToyModel(vocab, seed)
     drafter = ToyModel(vocab, seed + 7, zero_prob=0.0 if rule == "without_replacement" else 0.3)
@@ -168,18 +181,26 @@ def test_sampled_draft_verifiers_are_marginally_exact(seed, rule, vocab):
     if rule == "without_replacement" and vocab < 2:
         return
     horizon = 4
-    law = enumerate_law(lambda r: complete_block(
-        speculative_round(topology, target, drafter, r, rule=rule)[0], target, r, horizon), one=ONE)
+    law = enumerate_law(
+        lambda r: complete_block(
+            speculative_round(topology, target, drafter, r, rule=rule)[0], target, r, horizon
+        ),
+        one=ONE,
+    )
     assert law == target.sequence_law(horizon)
 
 
 @settings(max_examples=10)
-@given(seed=st.integers(0, 10 ** 6), budget=st.integers(1, 4))
+@given(seed=st.integers(0, 10**6), budget=st.integers(1, 4))
 def test_tsubame_two_pass_is_marginally_exact(seed, budget):
     target, drafter = ToyModel(3, seed), ToyModel(3, seed + 3, zero_prob=0.0)
     horizon = budget + 1
-    law = enumerate_law(lambda r: complete_block(tsubame_round(target, drafter, r, budget=budget),
-                                                 target, r, horizon), one=ONE)
+    law = enumerate_law(
+        lambda r: complete_block(
+            tsubame_round(target, drafter, r, budget=budget), target, r, horizon
+        ),
+        one=ONE,
+    )
     assert law == target.sequence_law(horizon)
 
 
@@ -188,9 +209,11 @@ def _fraction_row(weights):
     return [Fraction(w, total) for w in weights]
 
 
-@given(p=st.lists(st.lists(st.integers(0, 6), min_size=2, max_size=2), min_size=2, max_size=2),
-       q=st.lists(st.lists(st.integers(1, 6), min_size=2, max_size=2), min_size=2, max_size=2),
-       tokens=st.lists(st.integers(0, 1), min_size=1, max_size=1))
+@given(
+    p=st.lists(st.lists(st.integers(0, 6), min_size=2, max_size=2), min_size=2, max_size=2),
+    q=st.lists(st.lists(st.integers(1, 6), min_size=2, max_size=2), min_size=2, max_size=2),
+    tokens=st.lists(st.integers(0, 1), min_size=1, max_size=1),
+)
 @example(p=[[1, 1], [1, 1]], q=[[1, 1], [1, 1]], tokens=[0])  # E[L] = 2 > 1 + C_p = 1.5
 def test_sampled_draft_verifiers_are_not_conditionally_exact(p, q, tokens):
     """Chain speculative sampling on a realised chain: conditional ``E[L] >= 1 + C_p(T)``, strict
@@ -200,8 +223,12 @@ def test_sampled_draft_verifiers_are_not_conditionally_exact(p, q, tokens):
     tree = DraftTree.chain(tokens)
     p_rows = [_fraction_row(r) for r in p][: tree.num_nodes]
     q_rows = [_fraction_row(r) for r in q][: tree.num_nodes]
-    law = enumerate_law(lambda r: verify_sampled(list(tree.parent), list(tree.token), p_rows, q_rows, r,
-                                                 without_replacement=False), one=ONE)
+    law = enumerate_law(
+        lambda r: verify_sampled(
+            list(tree.parent), list(tree.token), p_rows, q_rows, r, without_replacement=False
+        ),
+        one=ONE,
+    )
     mean_len = sum(((int(tree.depth[v]) + 1) * pr for (v, _), pr in law.items()), Fraction(0))
     ceiling = reference_law(tree, p_rows).expected_length
     assert mean_len >= ceiling
@@ -216,12 +243,33 @@ def test_sampled_draft_verifiers_are_not_conditionally_exact(p, q, tokens):
         # completed-block law under a target that continues with p_rows[-1] is not the target's
         target = lambda prefix: p_rows[min(len(prefix), len(p_rows) - 1)]  # noqa: E731
         horizon = tree.max_depth + 1
-        completed = enumerate_law(lambda r: complete_block(block_tokens(tree, *verify_sampled(
-            list(tree.parent), list(tree.token), p_rows, q_rows, r, without_replacement=False)),
-            target, r, horizon), one=ONE)
+        completed = enumerate_law(
+            lambda r: complete_block(
+                block_tokens(
+                    tree,
+                    *verify_sampled(
+                        list(tree.parent),
+                        list(tree.token),
+                        p_rows,
+                        q_rows,
+                        r,
+                        without_replacement=False,
+                    ),
+                ),
+                target,
+                r,
+                horizon,
+            ),
+            one=ONE,
+        )
         truth = {(): ONE}
         for _ in range(horizon):
-            truth = {s + (y,): pr * pp for s, pr in truth.items() for y, pp in enumerate(target(s)) if pp > 0}
+            truth = {
+                s + (y,): pr * pp
+                for s, pr in truth.items()
+                for y, pp in enumerate(target(s))
+                if pp > 0
+            }
         assert completed != truth
 
 
@@ -244,11 +292,16 @@ def test_chain_speculative_rejects_a_branching_tree():
 
 
 # ----- fast vectorised samplers against their exact twins -----------------------------------
-@given(case=trees_with_rows(vocab_sizes=(2, 3, 6)), name=st.sampled_from(["predraw", "residual", "tev", "greedy"]))
+@given(
+    case=trees_with_rows(vocab_sizes=(2, 3, 6)),
+    name=st.sampled_from(["predraw", "residual", "tev", "greedy"]),
+)
 def test_fast_samplers_follow_the_exact_law_of_their_twin(case, name):
     """Pooled chi-square (alpha 1e-6, zero cells fail at once) and DKW on the exit depth (alpha 1e-6)."""
     tree, floats, _ = case
-    seq = seed_for(f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{floats.tobytes().hex()}|{name}")
+    seq = seed_for(
+        f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{floats.tobytes().hex()}|{name}"
+    )
     note(describe_seed(seq))
     exact = implementation_block_law("greedy" if name == "greedy" else name, tree, floats)
     exact = exact / exact.sum()
@@ -267,18 +320,39 @@ def test_fast_samplers_follow_the_exact_law_of_their_twin(case, name):
 def test_fast_chain_speculative_sampler_follows_its_exact_twin(vocab, depth, data):
     tokens = data.draw(st.lists(st.integers(0, vocab - 1), min_size=depth, max_size=depth))
     tree = DraftTree.chain(tokens)
-    p = np.array(data.draw(st.lists(st.lists(st.integers(0, 5), min_size=vocab, max_size=vocab),
-                                    min_size=depth + 1, max_size=depth + 1)), dtype=np.float64)
-    q = np.array(data.draw(st.lists(st.lists(st.integers(1, 5), min_size=vocab, max_size=vocab),
-                                    min_size=depth + 1, max_size=depth + 1)), dtype=np.float64)
+    p = np.array(
+        data.draw(
+            st.lists(
+                st.lists(st.integers(0, 5), min_size=vocab, max_size=vocab),
+                min_size=depth + 1,
+                max_size=depth + 1,
+            )
+        ),
+        dtype=np.float64,
+    )
+    q = np.array(
+        data.draw(
+            st.lists(
+                st.lists(st.integers(1, 5), min_size=vocab, max_size=vocab),
+                min_size=depth + 1,
+                max_size=depth + 1,
+            )
+        ),
+        dtype=np.float64,
+    )
     assume(np.all(p.sum(1) > 0))
     p, q = p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
-    law = enumerate_law(lambda r: verify_sampled(list(tree.parent), list(tree.token), p, q, r,
-                                                 without_replacement=False))
+    law = enumerate_law(
+        lambda r: verify_sampled(
+            list(tree.parent), list(tree.token), p, q, r, without_replacement=False
+        )
+    )
     exact = np.zeros((tree.num_nodes, vocab))
     for (v, y), pr in law.items():
         exact[v, y] += pr
-    seq = seed_for(f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{p.tobytes().hex()}|{q.tobytes().hex()}")
+    seq = seed_for(
+        f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{p.tobytes().hex()}|{q.tobytes().hex()}"
+    )
     note(describe_seed(seq))
     exits, bonus = chain_speculative_many(tree, p, q, np.random.default_rng(seq), 20_000)
     counts = np.zeros_like(exact)

@@ -6,11 +6,23 @@ An HTTP client plus the kit's calibrated statistics (no torch, no JAX); public n
 from exitlaw.theory.module_faces import lazy_exports
 
 _EXPORTS = {
-    "AuditConfig": "plan", "AuditUsageError": "plan", "Budget": "plan", "plan_budget": "plan", "read_prompts": "plan",
-    "AuditReport": "report", "Divergence": "report", "TestResult": "report", "format_audit": "report",
+    "AuditConfig": "plan",
+    "AuditUsageError": "plan",
+    "Budget": "plan",
+    "plan_budget": "plan",
+    "read_prompts": "plan",
+    "AuditReport": "report",
+    "Divergence": "report",
+    "TestResult": "report",
+    "format_audit": "report",
     "run_audit": "run",
-    "Client": "client", "Unreachable": "client", "ServerRefused": "client", "ServerFailed": "client",
-    "two_sample_chisquare": "two_sample", "two_sample_power": "two_sample", "two_sample_size": "two_sample",
+    "Client": "client",
+    "Unreachable": "client",
+    "ServerRefused": "client",
+    "ServerFailed": "client",
+    "two_sample_chisquare": "two_sample",
+    "two_sample_power": "two_sample",
+    "two_sample_size": "two_sample",
     "pooled_power": "two_sample",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

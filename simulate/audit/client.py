@@ -53,7 +53,9 @@ class Sample:
 
 
 class Client:
-    def __init__(self, name: str, base_url: str, api_key: str | None = None, timeout: float = 120.0):
+    def __init__(
+        self, name: str, base_url: str, api_key: str | None = None, timeout: float = 120.0
+    ):
         self.name, self.base = name, base_url.rstrip("/")
         if not re.match(r"^https?://", self.base):
             raise ValueError(f"--{name}: expected an http(s):// URL, got {base_url!r}")
@@ -81,8 +83,12 @@ class Client:
                 pass
             cls = ServerRefused if 400 <= err.code < 500 else ServerFailed
             if cls is ServerRefused:
-                raise ServerRefused(where, f"{method} {path} answered HTTP {err.code}: {detail}", err.code) from None
-            raise ServerFailed(where, f"{method} {path} answered HTTP {err.code}: {detail}") from None
+                raise ServerRefused(
+                    where, f"{method} {path} answered HTTP {err.code}: {detail}", err.code
+                ) from None
+            raise ServerFailed(
+                where, f"{method} {path} answered HTTP {err.code}: {detail}"
+            ) from None
         except urllib.error.URLError as err:
             raise Unreachable(where, f"cannot reach {url}: {err.reason}") from None
         except (TimeoutError, socket.timeout):
@@ -92,22 +98,42 @@ class Client:
         try:
             return json.loads(body)
         except ValueError:
-            raise ServerFailed(where, f"{method} {path} did not answer JSON: {body[:200]!r}") from None
+            raise ServerFailed(
+                where, f"{method} {path} did not answer JSON: {body[:200]!r}"
+            ) from None
 
     def models(self) -> list[str]:
         out = self._call("GET", "/v1/models")
         try:
             return [m["id"] for m in out["data"]]
         except (KeyError, TypeError):
-            raise ServerFailed(f"{self.name} server {self.base}", f"/v1/models answered {str(out)[:200]}") from None
+            raise ServerFailed(
+                f"{self.name} server {self.base}", f"/v1/models answered {str(out)[:200]}"
+            ) from None
 
-    def sample(self, prompt, *, model: str, n: int, max_tokens: int, temperature: float, seed: int | None,
-               top_logprobs: int | None, settings: dict | None = None) -> list[Sample]:
+    def sample(
+        self,
+        prompt,
+        *,
+        model: str,
+        n: int,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        top_logprobs: int | None,
+        settings: dict | None = None,
+    ) -> list[Sample]:
         """``n`` choices for one prompt (text, token ids, or chat messages); ``settings``: sampling settings
         (``top_k`` / ``top_p`` / ``min_p``) sent as request fields."""
         chat = isinstance(prompt, list) and prompt and isinstance(prompt[0], dict)
-        payload = {"model": model, "n": n, "max_tokens": max_tokens, "temperature": temperature,
-                   "return_token_ids": True, "return_tokens_as_token_ids": True}
+        payload = {
+            "model": model,
+            "n": n,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "return_token_ids": True,
+            "return_tokens_as_token_ids": True,
+        }
         if seed is not None:
             payload["seed"] = seed
         payload.update(settings or {})
@@ -137,16 +163,22 @@ def _logprob_entries(choice: dict, chat: bool) -> tuple[list, list]:
         return [], []
     if chat:
         content = lp.get("content") or []
-        return ([e.get("token") for e in content],
-                [{t["token"]: t["logprob"] for t in (e.get("top_logprobs") or [])} for e in content])
+        return (
+            [e.get("token") for e in content],
+            [{t["token"]: t["logprob"] for t in (e.get("top_logprobs") or [])} for e in content],
+        )
     return list(lp.get("tokens") or []), [dict(d or {}) for d in (lp.get("top_logprobs") or [])]
 
 
 def _as_id(token: str, where: str) -> int:
     m = _TOKEN_ID.match(str(token))
     if m is None:
-        raise ServerRefused(where, f"logprob token {token!r} is not written token_id:N; this audit compares token "
-                                   "ids: serve them (vLLM: --return-tokens-as-token-ids)", 400)
+        raise ServerRefused(
+            where,
+            f"logprob token {token!r} is not written token_id:N; this audit compares token "
+            "ids: serve them (vLLM: --return-tokens-as-token-ids)",
+            400,
+        )
     return int(m.group(1))
 
 
@@ -155,15 +187,23 @@ def _sample(choice: dict, chat: bool, where: str) -> Sample:
     ids = choice.get("token_ids")
     if ids is None:
         if not strings and (choice.get("text") or (choice.get("message") or {}).get("content")):
-            raise ServerRefused(where, "the server returns neither token_ids nor logprob tokens; this audit compares "
-                                       "token ids (vLLM: return_token_ids or --return-tokens-as-token-ids)", 400)
+            raise ServerRefused(
+                where,
+                "the server returns neither token_ids nor logprob tokens; this audit compares "
+                "token ids (vLLM: return_token_ids or --return-tokens-as-token-ids)",
+                400,
+            )
         ids = [_as_id(t, where) for t in strings]
     try:
         tokens = tuple(int(t) for t in ids)
     except (TypeError, ValueError):
-        raise ServerFailed(where, f"token_ids is not a list of integers: {str(ids)[:100]}") from None
+        raise ServerFailed(
+            where, f"token_ids is not a list of integers: {str(ids)[:100]}"
+        ) from None
     try:  # top log-probabilities keyed by token_id:N; a server that keys them by text gives no margins
-        top = tuple({_as_id(k, where): float(v) for k, v in d.items()} for d in tops) if tops else ()
+        top = (
+            tuple({_as_id(k, where): float(v) for k, v in d.items()} for d in tops) if tops else ()
+        )
     except ServerRefused:
         top = ()
     return Sample(tokens, top)

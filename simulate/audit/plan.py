@@ -30,8 +30,8 @@ class AuditConfig:
     reference_model: str | None = None
     candidate_key: str | None = None
     reference_key: str | None = None
-    max_tokens: int = 32          # T = 0: tokens compared
-    tokens: int = 2               # T > 0: outcome = the first k tokens
+    max_tokens: int = 32  # T = 0: tokens compared
+    tokens: int = 2  # T > 0: outcome = the first k tokens
     alpha: float = 1e-3
     power: float = 0.9
     tv: float = 0.2
@@ -41,7 +41,7 @@ class AuditConfig:
     concurrency: tuple[int, ...] = (1,)
     tie_margin: float = 0.05
     strict_ties: bool = False
-    first_token_test: str = "auto"   # auto | on | off
+    first_token_test: str = "auto"  # auto | on | off
     timeout: float = 120.0
     seed: int = 0
     # sampling settings sent with every T > 0 request (None: the field is not sent): both servers sample from
@@ -52,15 +52,21 @@ class AuditConfig:
 
     def __post_init__(self):
         if not 0 < self.alpha < 1 or not 0 < self.power < 1 or not 0 < self.tv <= 1:
-            raise AuditUsageError(f"need 0 < alpha, power < 1 and 0 < tv <= 1 (got {self.alpha}, {self.power}, {self.tv})")
+            raise AuditUsageError(
+                f"need 0 < alpha, power < 1 and 0 < tv <= 1 (got {self.alpha}, {self.power}, {self.tv})"
+            )
         if self.temperature < 0 or not math.isfinite(self.temperature):
-            raise AuditUsageError(f"temperature must be a finite number >= 0, got {self.temperature}")
+            raise AuditUsageError(
+                f"temperature must be a finite number >= 0, got {self.temperature}"
+            )
         if self.max_cells < 2:
             raise AuditUsageError(f"max_cells must be >= 2, got {self.max_cells}")
         if not self.concurrency or min(self.concurrency) < 1:
             raise AuditUsageError(f"concurrency levels must be >= 1, got {self.concurrency}")
         if self.first_token_test not in ("auto", "on", "off"):
-            raise AuditUsageError(f"first_token_test must be auto, on or off, got {self.first_token_test!r}")
+            raise AuditUsageError(
+                f"first_token_test must be auto, on or off, got {self.first_token_test!r}"
+            )
         if min(self.max_tokens, self.tokens, self.n_per_request) < 1:
             raise AuditUsageError("max_tokens, tokens and n_per_request must be >= 1")
         if self.top_k is not None and self.top_k < 1:
@@ -70,18 +76,25 @@ class AuditConfig:
         if self.min_p is not None and not 0 <= self.min_p < 1:
             raise AuditUsageError(f"min_p must be in [0, 1), got {self.min_p}")
         if self.first_token_test == "on" and self.settings:
-            raise AuditUsageError("the first-token test compares with the reference's log-probabilities, which "
-                                  "servers return unfiltered; it cannot run with top_k / top_p / min_p")
+            raise AuditUsageError(
+                "the first-token test compares with the reference's log-probabilities, which "
+                "servers return unfiltered; it cannot run with top_k / top_p / min_p"
+            )
 
     @property
     def settings(self) -> dict:
         """The sampling settings sent with each sampling request (only those set)."""
-        return {k: v for k, v in (("top_k", self.top_k), ("top_p", self.top_p), ("min_p", self.min_p)) if v is not None}
+        return {
+            k: v
+            for k, v in (("top_k", self.top_k), ("top_p", self.top_p), ("min_p", self.min_p))
+            if v is not None
+        }
 
     @property
     def first_token(self) -> bool:
-        return self.first_token_test == "on" or (self.first_token_test == "auto" and self.temperature == 1.0
-                                                 and not self.settings)
+        return self.first_token_test == "on" or (
+            self.first_token_test == "auto" and self.temperature == 1.0 and not self.settings
+        )
 
     def public(self) -> dict:
         """The settings without the API keys (for the report)."""
@@ -107,16 +120,32 @@ def read_prompts(path: str | Path) -> list:
             raise AuditUsageError(f"{path}:{i}: not JSON: {err}") from None
         if isinstance(rec, dict) and isinstance(rec.get("prompt"), str) and rec["prompt"]:
             out.append(rec["prompt"])
-        elif isinstance(rec, dict) and isinstance(rec.get("prompt_ids"), list) and rec["prompt_ids"] and all(
-                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in rec["prompt_ids"]):
+        elif (
+            isinstance(rec, dict)
+            and isinstance(rec.get("prompt_ids"), list)
+            and rec["prompt_ids"]
+            and all(
+                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in rec["prompt_ids"]
+            )
+        ):
             out.append(list(rec["prompt_ids"]))
-        elif isinstance(rec, dict) and isinstance(rec.get("messages"), list) and rec["messages"] and all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-                for m in rec["messages"]):
+        elif (
+            isinstance(rec, dict)
+            and isinstance(rec.get("messages"), list)
+            and rec["messages"]
+            and all(
+                isinstance(m, dict)
+                and isinstance(m.get("role"), str)
+                and isinstance(m.get("content"), str)
+                for m in rec["messages"]
+            )
+        ):
             out.append([{"role": m["role"], "content": m["content"]} for m in rec["messages"]])
         else:
-            raise AuditUsageError(f"{path}:{i}: expected {{\"prompt\": str}}, {{\"prompt_ids\": [int, ...]}} or "
-                                  "{\"messages\": [{\"role\", \"content\"}, ...]}")
+            raise AuditUsageError(
+                f'{path}:{i}: expected {{"prompt": str}}, {{"prompt_ids": [int, ...]}} or '
+                '{"messages": [{"role", "content"}, ...]}'
+            )
     if not out:
         raise AuditUsageError(f"prompts file {path} holds no prompt")
     return out
@@ -129,11 +158,13 @@ class Budget:
     tests: int
     alpha_each: float
     samples: int
-    planned: int                     # what ``power`` at ``tv`` needs
+    planned: int  # what ``power`` at ``tv`` needs
 
 
 def plan_budget(cfg: AuditConfig, num_prompts: int) -> Budget:
-    per_level = num_prompts + 1 + (num_prompts if cfg.first_token else 0)  # per prompt, pooled, first token
+    per_level = (
+        num_prompts + 1 + (num_prompts if cfg.first_token else 0)
+    )  # per prompt, pooled, first token
     tests = per_level * len(cfg.concurrency)
     alpha_each = cfg.alpha / tests
     planned = two_sample_size(cells=cfg.max_cells, alpha=alpha_each, power=cfg.power, delta=cfg.tv)

@@ -20,22 +20,22 @@ class Divergence:
     level: int
     repeat: int
     position: int
-    candidate: int | None        # None: the sequence ended there
+    candidate: int | None  # None: the sequence ended there
     reference: int | None
-    margin: float | None         # top-2 log-probability margin at that position (None: unknown)
+    margin: float | None  # top-2 log-probability margin at that position (None: unknown)
     near_tie: bool
 
 
 @dataclass
 class TestResult:
-    kind: str                    # two-sample | pooled | first-token
+    kind: str  # two-sample | pooled | first-token
     level: int
     prompt: int | None
     statistic: float
     dof: int
     pvalue: float
     alpha: float
-    power: float                 # lower bound at the stated TV
+    power: float  # lower bound at the stated TV
     rejects: bool
     detail: dict = field(default_factory=dict)
 
@@ -65,26 +65,42 @@ class AuditReport:
     def to_json(self) -> dict:
         def row(x):
             return dict(x.__dict__)
-        return {"verdict": self.verdict, "exit_code": self.exit_code, "reasons": self.reasons,
-                "temperature": self.temperature, "num_prompts": self.num_prompts,
-                "samples_per_prompt_and_server": self.samples, "planned_samples": self.planned_samples,
-                "alpha_per_test": self.alpha_each, "pooled_detectable_tv": self.pooled_detectable_tv,
-                "divergences": [row(d) for d in self.divergences], "near_tie_divergences": [row(d) for d in self.near_ties],
-                "tests": [row(t) for t in self.tests], "requests": self.requests, "wall_s": round(self.wall_s, 3),
-                "failure": self.failure, "config": self.config}
+
+        return {
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "reasons": self.reasons,
+            "temperature": self.temperature,
+            "num_prompts": self.num_prompts,
+            "samples_per_prompt_and_server": self.samples,
+            "planned_samples": self.planned_samples,
+            "alpha_per_test": self.alpha_each,
+            "pooled_detectable_tv": self.pooled_detectable_tv,
+            "divergences": [row(d) for d in self.divergences],
+            "near_tie_divergences": [row(d) for d in self.near_ties],
+            "tests": [row(t) for t in self.tests],
+            "requests": self.requests,
+            "wall_s": round(self.wall_s, 3),
+            "failure": self.failure,
+            "config": self.config,
+        }
 
 
 def _div(d: Divergence) -> str:
     tok = lambda t: "end" if t is None else str(t)  # noqa: E731
     margin = "unknown" if d.margin is None else f"{d.margin:.3g}"
-    return (f"prompt {d.prompt} (concurrency {d.level}, repeat {d.repeat}): position {d.position}, candidate "
-            f"{tok(d.candidate)} vs reference {tok(d.reference)}, top-2 margin {margin}")
+    return (
+        f"prompt {d.prompt} (concurrency {d.level}, repeat {d.repeat}): position {d.position}, candidate "
+        f"{tok(d.candidate)} vs reference {tok(d.reference)}, top-2 margin {margin}"
+    )
 
 
 def format_audit(r: AuditReport) -> str:
     c = r.config
-    lines = [f"exitlaw audit: {c['candidate']} (candidate) vs {c['reference']} (reference), T = {r.temperature:g}, "
-             f"{r.num_prompts} prompt(s), concurrency {','.join(map(str, c['concurrency']))}"]
+    lines = [
+        f"exitlaw audit: {c['candidate']} (candidate) vs {c['reference']} (reference), T = {r.temperature:g}, "
+        f"{r.num_prompts} prompt(s), concurrency {','.join(map(str, c['concurrency']))}"
+    ]
     if r.temperature == 0:
         lines.append(f"  T = 0: token ids of up to {c['max_tokens']} tokens compared per prompt")
         for d in r.divergences:
@@ -92,20 +108,29 @@ def format_audit(r: AuditReport) -> str:
         for d in r.near_ties:
             lines.append(f"  near-tie (margin < {c['tie_margin']:g}) " + _div(d))
     else:
-        lines.append(f"  T > 0: first {c['tokens']} token(s) per sample; {r.samples} samples per prompt and server "
-                     f"(power {c['power']:g} at TV {c['tv']:g} needs {r.planned_samples}); false-failure rate "
-                     f"{c['alpha']:g} for the run = {len(r.tests)} tests x {r.alpha_each:.3g}")
+        lines.append(
+            f"  T > 0: first {c['tokens']} token(s) per sample; {r.samples} samples per prompt and server "
+            f"(power {c['power']:g} at TV {c['tv']:g} needs {r.planned_samples}); false-failure rate "
+            f"{c['alpha']:g} for the run = {len(r.tests)} tests x {r.alpha_each:.3g}"
+        )
         for t in r.tests:
             where = f"prompt {t.prompt}" if t.prompt is not None else "all prompts"
-            lines.append(f"  {'REJECT' if t.rejects else 'pass  '} {t.kind:<11} c={t.level:<3} {where:<12} "
-                         f"chi2 {t.statistic:9.3f} df {t.dof:<3} p {t.pvalue:.3g}  power {t.power:.3f}")
+            lines.append(
+                f"  {'REJECT' if t.rejects else 'pass  '} {t.kind:<11} c={t.level:<3} {where:<12} "
+                f"chi2 {t.statistic:9.3f} df {t.dof:<3} p {t.pvalue:.3g}  power {t.power:.3f}"
+            )
         for level, tv in r.pooled_detectable_tv.items():
-            lines.append(f"  pooled test at c={level} finds a TV of {tv:.3g} on every prompt with power {c['power']:g}")
+            lines.append(
+                f"  pooled test at c={level} finds a TV of {tv:.3g} on every prompt with power {c['power']:g}"
+            )
     if r.failure:
         lines.append(f"  server failure: {r.failure}")
     lines.append(f"  {r.requests} requests in {r.wall_s:.1f} s")
-    lines.append(f"verdict: {r.verdict.upper()}" + (f" ({'; '.join(r.reasons)})" if r.reasons else "")
-                 + f"; exit {r.exit_code}")
+    lines.append(
+        f"verdict: {r.verdict.upper()}"
+        + (f" ({'; '.join(r.reasons)})" if r.reasons else "")
+        + f"; exit {r.exit_code}"
+    )
     return "\n".join(lines)
 
 

@@ -26,11 +26,15 @@ import numpy as np
 from exitlaw.simulate.audit.client import Client, ServerFailed, ServerRefused, Unreachable
 from exitlaw.simulate.audit.plan import AuditConfig, AuditUsageError, plan_budget, read_prompts
 from exitlaw.simulate.audit.report import AuditReport, Divergence, TestResult
-from exitlaw.simulate.audit.two_sample import (pooled_detectable_tv, pooled_power, two_sample_chisquare,
-                                               two_sample_power)
+from exitlaw.simulate.audit.two_sample import (
+    pooled_detectable_tv,
+    pooled_power,
+    two_sample_chisquare,
+    two_sample_power,
+)
 from exitlaw.simulate.stats import chisquare_power, pooled_chisquare
 
-MAX_TOP = 20   # the most top log-probabilities servers return (vLLM's default limit)
+MAX_TOP = 20  # the most top log-probabilities servers return (vLLM's default limit)
 
 
 class _Run:
@@ -50,7 +54,9 @@ class _Run:
                 raise AuditUsageError(f"{client.name} server {client.base} lists no model")
             return served[0]
         if wanted not in served:
-            raise AuditUsageError(f"{client.name} server {client.base} serves {served}, not {wanted!r}")
+            raise AuditUsageError(
+                f"{client.name} server {client.base} serves {served}, not {wanted!r}"
+            )
         return wanted
 
     def seed(self, *key) -> int:
@@ -83,27 +89,50 @@ def _greedy(run: _Run, prompts, models, report: AuditReport) -> None:
         repeats = max(1, math.ceil(level / len(prompts)))
         keys = [(i, r) for r in range(repeats) for i in range(len(prompts))]
         kw = dict(n=1, max_tokens=cfg.max_tokens, temperature=0.0, seed=None, top_logprobs=2)
-        jobs = [(run.cand, models[0], prompts[i], kw) for i, _ in keys] + \
-               [(run.ref, models[1], prompts[i], kw) for i, _ in keys]
+        jobs = [(run.cand, models[0], prompts[i], kw) for i, _ in keys] + [
+            (run.ref, models[1], prompts[i], kw) for i, _ in keys
+        ]
         out = run.fetch(jobs, level)
-        cand, ref = out[: len(keys)], out[len(keys):]
+        cand, ref = out[: len(keys)], out[len(keys) :]
         for (i, r), [c], [f] in zip(keys, cand, ref):
             if c.tokens == f.tokens:
                 continue
-            j = next((k for k in range(min(len(c.tokens), len(f.tokens))) if c.tokens[k] != f.tokens[k]),
-                     min(len(c.tokens), len(f.tokens)))
-            margins = [m for m in (_margin(f.top[j] if j < len(f.top) else None),
-                                   _margin(c.top[j] if j < len(c.top) else None)) if m is not None]
+            j = next(
+                (k for k in range(min(len(c.tokens), len(f.tokens))) if c.tokens[k] != f.tokens[k]),
+                min(len(c.tokens), len(f.tokens)),
+            )
+            margins = [
+                m
+                for m in (
+                    _margin(f.top[j] if j < len(f.top) else None),
+                    _margin(c.top[j] if j < len(c.top) else None),
+                )
+                if m is not None
+            ]
             margin = min(margins) if margins else None
-            tie = margin is not None and margin < cfg.tie_margin and j < min(len(c.tokens), len(f.tokens))
-            d = Divergence(i, level, r, j, c.tokens[j] if j < len(c.tokens) else None,
-                           f.tokens[j] if j < len(f.tokens) else None, margin, tie)
+            tie = (
+                margin is not None
+                and margin < cfg.tie_margin
+                and j < min(len(c.tokens), len(f.tokens))
+            )
+            d = Divergence(
+                i,
+                level,
+                r,
+                j,
+                c.tokens[j] if j < len(c.tokens) else None,
+                f.tokens[j] if j < len(f.tokens) else None,
+                margin,
+                tie,
+            )
             (report.near_ties if tie and not cfg.strict_ties else report.divergences).append(d)
     if report.divergences:
         report.verdict = "lossy"
         d = report.divergences[0]
-        report.reasons.append(f"{len(report.divergences)} divergence(s) at T = 0; first: prompt {d.prompt}, "
-                              f"position {d.position}")
+        report.reasons.append(
+            f"{len(report.divergences)} divergence(s) at T = 0; first: prompt {d.prompt}, "
+            f"position {d.position}"
+        )
 
 
 def _outcomes(samples) -> Counter:
@@ -125,15 +154,32 @@ def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -
     res = pooled_chisquare(counts, probs)
     n = int(counts.sum())
     power = chisquare_power(n, max(res.cells, 2), budget.alpha_each, cfg.tv)
-    return TestResult("first-token", level, prompt, res.statistic, res.dof, res.pvalue, budget.alpha_each, power,
-                      res.rejects(budget.alpha_each),
-                      {"reference_tokens": len(toks), "tail_mass": float(tail), "zero_cell_hits": len(res.zero_cell_hits)})
+    return TestResult(
+        "first-token",
+        level,
+        prompt,
+        res.statistic,
+        res.dof,
+        res.pvalue,
+        budget.alpha_each,
+        power,
+        res.rejects(budget.alpha_each),
+        {
+            "reference_tokens": len(toks),
+            "tail_mass": float(tail),
+            "zero_cell_hits": len(res.zero_cell_hits),
+        },
+    )
 
 
 def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
     cfg = run.cfg
     budget = plan_budget(cfg, len(prompts))
-    report.samples, report.planned_samples, report.alpha_each = budget.samples, budget.planned, budget.alpha_each
+    report.samples, report.planned_samples, report.alpha_each = (
+        budget.samples,
+        budget.planned,
+        budget.alpha_each,
+    )
     for level in cfg.concurrency:
         jobs, owners = [], []
         for side, client, model in (("c", run.cand, models[0]), ("r", run.ref, models[1])):
@@ -141,18 +187,44 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
                 left, j = budget.samples, 0
                 while left > 0:
                     n = min(left, cfg.n_per_request)
-                    jobs.append((client, model, p, dict(n=n, max_tokens=cfg.tokens, temperature=cfg.temperature,
-                                                         seed=run.seed(level, side, i, j), top_logprobs=None,
-                                                         settings=cfg.settings)))
+                    jobs.append(
+                        (
+                            client,
+                            model,
+                            p,
+                            dict(
+                                n=n,
+                                max_tokens=cfg.tokens,
+                                temperature=cfg.temperature,
+                                seed=run.seed(level, side, i, j),
+                                top_logprobs=None,
+                                settings=cfg.settings,
+                            ),
+                        )
+                    )
                     owners.append((side, i))
                     left, j = left - n, j + 1
         if cfg.first_token:
             for i, p in enumerate(prompts):
-                jobs.append((run.ref, models[1], p, dict(n=1, max_tokens=1, temperature=cfg.temperature,
-                                                         seed=run.seed(level, "top", i), top_logprobs=MAX_TOP)))
+                jobs.append(
+                    (
+                        run.ref,
+                        models[1],
+                        p,
+                        dict(
+                            n=1,
+                            max_tokens=1,
+                            temperature=cfg.temperature,
+                            seed=run.seed(level, "top", i),
+                            top_logprobs=MAX_TOP,
+                        ),
+                    )
+                )
                 owners.append(("top", i))
         out = run.fetch(jobs, level)
-        got = {("c", i): [] for i in range(len(prompts))} | {("r", i): [] for i in range(len(prompts))}
+        got = {("c", i): [] for i in range(len(prompts))} | {
+            ("r", i): [] for i in range(len(prompts))
+        }
         tops = {}
         for (side, i), samples in zip(owners, out):
             if side == "top":
@@ -163,11 +235,27 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
         for i in range(len(prompts)):
             a, b = got[("c", i)], got[("r", i)]
             res = two_sample_chisquare(_outcomes(a), _outcomes(b), max_cells=cfg.max_cells)
-            power = two_sample_power(len(a), len(b), cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv)
-            report.tests.append(TestResult("two-sample", level, i, res.statistic, res.dof, res.pvalue,
-                                           budget.alpha_each, power, res.rejects(budget.alpha_each),
-                                           {"cells": [list(c) if isinstance(c, tuple) else c for c in res.cells],
-                                            "candidate": res.counts_a, "reference": res.counts_b}))
+            power = two_sample_power(
+                len(a), len(b), cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv
+            )
+            report.tests.append(
+                TestResult(
+                    "two-sample",
+                    level,
+                    i,
+                    res.statistic,
+                    res.dof,
+                    res.pvalue,
+                    budget.alpha_each,
+                    power,
+                    res.rejects(budget.alpha_each),
+                    {
+                        "cells": [list(c) if isinstance(c, tuple) else c for c in res.cells],
+                        "candidate": res.counts_a,
+                        "reference": res.counts_b,
+                    },
+                )
+            )
             stat, dof = stat + res.statistic, dof + res.dof
             sizes.append((len(a), len(b)))
             if cfg.first_token:
@@ -175,27 +263,39 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
                 if t is not None:
                     report.tests.append(t)
                 else:
-                    report.reasons.append(f"prompt {i}: the reference returned no log-probabilities (first-token "
-                                          "test not run)")
+                    report.reasons.append(
+                        f"prompt {i}: the reference returned no log-probabilities (first-token "
+                        "test not run)"
+                    )
         from scipy import stats as sps
 
         p = float(sps.chi2.sf(stat, dof)) if dof > 0 else 1.0
         pw = pooled_power(sizes, cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv)
-        report.tests.append(TestResult("pooled", level, None, stat, dof, p, budget.alpha_each, pw, p < budget.alpha_each))
-        report.pooled_detectable_tv[level] = pooled_detectable_tv(sizes, cells=cfg.max_cells, alpha=budget.alpha_each,
-                                                                  power=cfg.power)
+        report.tests.append(
+            TestResult(
+                "pooled", level, None, stat, dof, p, budget.alpha_each, pw, p < budget.alpha_each
+            )
+        )
+        report.pooled_detectable_tv[level] = pooled_detectable_tv(
+            sizes, cells=cfg.max_cells, alpha=budget.alpha_each, power=cfg.power
+        )
     rejected = [t for t in report.tests if t.rejects]
     weak = [t for t in report.tests if t.kind == "two-sample" and t.power < cfg.power]
     if rejected:
         report.verdict = "lossy"
         t = rejected[0]
-        report.reasons.append(f"{len(rejected)} test(s) reject at {budget.alpha_each:.3g} each; first: {t.kind}, "
-                              f"concurrency {t.level}, " + (f"prompt {t.prompt}, " if t.prompt is not None else "")
-                              + f"p = {t.pvalue:.3g}")
+        report.reasons.append(
+            f"{len(rejected)} test(s) reject at {budget.alpha_each:.3g} each; first: {t.kind}, "
+            f"concurrency {t.level}, "
+            + (f"prompt {t.prompt}, " if t.prompt is not None else "")
+            + f"p = {t.pvalue:.3g}"
+        )
     elif weak:
         report.verdict = "insufficient samples"
-        report.reasons.append(f"power {min(t.power for t in weak):.3f} < {cfg.power:g} at TV {cfg.tv:g} with "
-                              f"{budget.samples} samples per prompt and server (needs {budget.planned})")
+        report.reasons.append(
+            f"power {min(t.power for t in weak):.3f} < {cfg.power:g} at TV {cfg.tv:g} with "
+            f"{budget.samples} samples per prompt and server (needs {budget.planned})"
+        )
 
 
 def run_audit(cfg: AuditConfig) -> AuditReport:
@@ -211,8 +311,10 @@ def run_audit(cfg: AuditConfig) -> AuditReport:
     try:
         (_greedy if cfg.temperature == 0 else _sampled)(run, prompts, models, report)
     except ServerRefused as err:
-        raise AuditUsageError(f"{err} (the audit's request was refused: lower --n-per-request or --max-tokens, "
-                              "or check the key and model)") from None
+        raise AuditUsageError(
+            f"{err} (the audit's request was refused: lower --n-per-request or --max-tokens, "
+            "or check the key and model)"
+        ) from None
     except (ServerFailed, Unreachable) as err:
         report.verdict, report.failure = "server failed", str(err)
         report.reasons.append("a server failed during the run")

@@ -33,7 +33,7 @@ class TwoSampleResult:
     statistic: float
     dof: int
     pvalue: float
-    cells: list            # outcome per cell ("other" for the pooled one)
+    cells: list  # outcome per cell ("other" for the pooled one)
     counts_a: list
     counts_b: list
 
@@ -51,14 +51,14 @@ def two_sample_chisquare(a, b, *, max_cells: int = 6, min_expected: float = 5.0)
         raise ValueError(f"max_cells must be >= 2, got {max_cells}")
     total = a + b
     n = na + nb
-    share = min(na, nb) / n                            # the smaller sample's share of a cell's combined count
+    share = min(na, nb) / n  # the smaller sample's share of a cell's combined count
     order = sorted(total, key=lambda o: (-total[o], repr(o)))
     own = [o for o in order if total[o] * share >= min_expected][: max_cells - 1]
     rest = [o for o in order if o not in set(own)]
     cells = [[o] for o in own]
     if rest:
         if sum(total[o] for o in rest) * share < min_expected and cells:
-            cells[-1] = cells[-1] + rest               # too small alone: merge into the smallest own cell
+            cells[-1] = cells[-1] + rest  # too small alone: merge into the smallest own cell
         else:
             cells.append(rest)
     ca = [sum(a[o] for o in c) for c in cells]
@@ -79,9 +79,9 @@ def two_sample_power(na: int, nb: int, *, cells: int, alpha: float, delta: float
     """Lower bound on the power of the level-``alpha`` test at TV ``>= delta`` on at most ``cells`` cells."""
     if na <= 0 or nb <= 0:
         return 0.0
-    n_eff = na * nb / (na + nb)                       # lambda >= 4 delta^2 n_eff
+    n_eff = na * nb / (na + nb)  # lambda >= 4 delta^2 n_eff
     df = max(cells - 1, 1)
-    return float(sps.ncx2.sf(sps.chi2.isf(alpha, df), df, 4.0 * delta ** 2 * n_eff))
+    return float(sps.ncx2.sf(sps.chi2.isf(alpha, df), df, 4.0 * delta**2 * n_eff))
 
 
 def two_sample_size(*, cells: int, alpha: float, power: float, delta: float) -> int:
@@ -89,10 +89,12 @@ def two_sample_size(*, cells: int, alpha: float, power: float, delta: float) -> 
     return sample_size(cells, alpha, power, delta / math.sqrt(2.0))
 
 
-def pooled_power(n_per_test: list[tuple[int, int]], *, cells: int, alpha: float, delta: float) -> float:
+def pooled_power(
+    n_per_test: list[tuple[int, int]], *, cells: int, alpha: float, delta: float
+) -> float:
     """Power bound of the pooled test (statistics summed over tests) when *every* test's law is off by
     ``delta``: noncentralities and degrees of freedom add."""
-    lam = sum(4.0 * delta ** 2 * a * b / (a + b) for a, b in n_per_test if a and b)
+    lam = sum(4.0 * delta**2 * a * b / (a + b) for a, b in n_per_test if a and b)
     df = max(cells - 1, 1) * len(n_per_test)
     return float(sps.ncx2.sf(sps.chi2.isf(alpha, df), df, lam)) if lam > 0 else 0.0
 
@@ -104,9 +106,20 @@ def pooled_detectable_tv(n_per_test, *, cells: int, alpha: float, power: float) 
         return float("inf")
     for _ in range(50):
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if pooled_power(n_per_test, cells=cells, alpha=alpha, delta=mid) >= power else (mid, hi)
+        lo, hi = (
+            (lo, mid)
+            if pooled_power(n_per_test, cells=cells, alpha=alpha, delta=mid) >= power
+            else (mid, hi)
+        )
     return hi
 
 
-__all__ = ["TwoSampleResult", "two_sample_chisquare", "two_sample_power", "two_sample_size", "pooled_power",
-           "pooled_detectable_tv", "chisquare_power"]
+__all__ = [
+    "TwoSampleResult",
+    "two_sample_chisquare",
+    "two_sample_power",
+    "two_sample_size",
+    "pooled_power",
+    "pooled_detectable_tv",
+    "chisquare_power",
+]

@@ -7,7 +7,8 @@ from exitlaw.theory.module_faces import lazy_exports
 
 _EXPORTS = {
     "run_sim_bench": "rounds",
-    "run_verifier_bench": "verifiers", "bench_tree": "verifiers",
+    "run_verifier_bench": "verifiers",
+    "bench_tree": "verifiers",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

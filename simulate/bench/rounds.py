@@ -19,15 +19,31 @@ from exitlaw.simulate.lab.decoding import simulate_decoding
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
 
 
-def run_sim_bench(budget: int = 64, vocabs: Sequence[int] = (1000, 32000), rounds: int = 30,
-                  horizon: int = 8, seed: int = 0, verifier: str = "tev") -> dict[str, Any]:
+def run_sim_bench(
+    budget: int = 64,
+    vocabs: Sequence[int] = (1000, 32000),
+    rounds: int = 30,
+    horizon: int = 8,
+    seed: int = 0,
+    verifier: str = "tev",
+) -> dict[str, Any]:
     from exitlaw.simulate.lab.presets import verifier_fn
 
     verify = verifier_fn(verifier)
-    res: dict[str, Any] = {"config": {"budget": budget, "rounds": rounds, "horizon": horizon, "builder": "ddtree",
-                                      "verifier": verifier, "target": "order-2 NGramTarget, zipf 2.0, T=1"},
-                           "vocab": {}}
-    lines = [f"simulated decoding, DDTree B={budget} H={horizon} + {verifier}, {rounds} rounds per cell"]
+    res: dict[str, Any] = {
+        "config": {
+            "budget": budget,
+            "rounds": rounds,
+            "horizon": horizon,
+            "builder": "ddtree",
+            "verifier": verifier,
+            "target": "order-2 NGramTarget, zipf 2.0, T=1",
+        },
+        "vocab": {},
+    }
+    lines = [
+        f"simulated decoding, DDTree B={budget} H={horizon} + {verifier}, {rounds} rounds per cell"
+    ]
     for V in vocabs:
         row = {}
         for oracle in (False, True):
@@ -46,18 +62,27 @@ def run_sim_bench(budget: int = 64, vocabs: Sequence[int] = (1000, 32000), round
                 finally:
                     spent[0] += time.perf_counter() - t
 
-            simulate_decoding(target, build, verify, rounds=1, seed=seed + 99, oracle=oracle)  # warm-up / compile
+            simulate_decoding(
+                target, build, verify, rounds=1, seed=seed + 99, oracle=oracle
+            )  # warm-up / compile
             t0 = time.perf_counter()
-            out = simulate_decoding(target, build, timed_verify, rounds=rounds, seed=seed, oracle=oracle)
+            out = simulate_decoding(
+                target, build, timed_verify, rounds=rounds, seed=seed, oracle=oracle
+            )
             dt = time.perf_counter() - t0
             row["with_oracle" if oracle else "no_oracle"] = {
-                "rounds_per_s": rounds / dt, "rounds_per_s_excluding_verifier": rounds / (dt - spent[0]),
-                "verifier_s_per_round": spent[0] / rounds, "tau": out.aggregates["tau"]}
+                "rounds_per_s": rounds / dt,
+                "rounds_per_s_excluding_verifier": rounds / (dt - spent[0]),
+                "verifier_s_per_round": spent[0] / rounds,
+                "tau": out.aggregates["tau"],
+            }
         res["vocab"][str(V)] = row
         a, b = row["no_oracle"], row["with_oracle"]
-        lines.append(f"  V={V:>6}: {a['rounds_per_s']:>7.1f} rounds/s ({a['rounds_per_s_excluding_verifier']:>7.1f} "
-                     f"excluding verifier, verifier {1e3 * a['verifier_s_per_round']:.1f} ms/round) | with per-round oracle "
-                     f"gap {b['rounds_per_s']:>7.1f} rounds/s ({b['rounds_per_s_excluding_verifier']:>7.1f} "
-                     f"excluding verifier) | tau {a['tau']:.2f}")
+        lines.append(
+            f"  V={V:>6}: {a['rounds_per_s']:>7.1f} rounds/s ({a['rounds_per_s_excluding_verifier']:>7.1f} "
+            f"excluding verifier, verifier {1e3 * a['verifier_s_per_round']:.1f} ms/round) | with per-round oracle "
+            f"gap {b['rounds_per_s']:>7.1f} rounds/s ({b['rounds_per_s_excluding_verifier']:>7.1f} "
+            f"excluding verifier) | tau {a['tau']:.2f}"
+        )
     res["text"] = "\n".join(lines)
     return res

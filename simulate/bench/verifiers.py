@@ -37,7 +37,9 @@ def bench_tree(vocab: int, budget: int, seed: int = 0):
     drafter = ZipfRows(vocab, seed)
     tree = oracle_tree(drafter, budget)
     target = ZipfRows(vocab, seed + 1)
-    probs = np.stack([0.5 * drafter(tree.path(v)) + 0.5 * target(tree.path(v)) for v in range(tree.num_nodes)])
+    probs = np.stack(
+        [0.5 * drafter(tree.path(v)) + 0.5 * target(tree.path(v)) for v in range(tree.num_nodes)]
+    )
     return tree, probs
 
 
@@ -47,14 +49,23 @@ def _rate(fn, count: int) -> float:
     return count / (time.perf_counter() - t)
 
 
-def run_verifier_bench(*, vocabs=(1000, 32000), budget: int = 64, samples: int = 100_000,
-                       calls: int = 500, kit: bool = True, seed: int = 0) -> dict:
+def run_verifier_bench(
+    *,
+    vocabs=(1000, 32000),
+    budget: int = 64,
+    samples: int = 100_000,
+    calls: int = 500,
+    kit: bool = True,
+    seed: int = 0,
+) -> dict:
     from exitlaw.simulate import verifiers
 
     rows, lines = [], []
-    lines.append(f"samples/s on a B={budget} tree (oracle tree of a synthetic drafter); "
-                 f"vectorised: {samples} rounds per call; per-call forms f(tree, probs, rng): {calls} calls, "
-                 "rows validated once (validate=False)")
+    lines.append(
+        f"samples/s on a B={budget} tree (oracle tree of a synthetic drafter); "
+        f"vectorised: {samples} rounds per call; per-call forms f(tree, probs, rng): {calls} calls, "
+        "rows validated once (validate=False)"
+    )
     lines.append(f"{'vocab':>6}  {'sampler':<22} {'samples/s':>12}   tree depth")
     for vocab in vocabs:
         tree, probs = bench_tree(vocab, budget, seed)
@@ -68,19 +79,32 @@ def run_verifier_bench(*, vocabs=(1000, 32000), budget: int = 64, samples: int =
             r = _rate(lambda: [fn(tree, probs, rng, validate=False) for _ in range(calls)], calls)
             rows.append({"vocab": vocab, "sampler": name, "samples_per_s": r})
         for row in rows[-8:]:
-            lines.append(f"{vocab:>6}  {row['sampler']:<22} {row['samples_per_s']:>12.0f}   {tree.max_depth}")
+            lines.append(
+                f"{vocab:>6}  {row['sampler']:<22} {row['samples_per_s']:>12.0f}   {tree.max_depth}"
+            )
     kit_rows = []
     if kit:
         from exitlaw.simulate.kit.conformance import run_kit
 
-        lines.append("conformance kit time per verifier (default settings, seed 0): wall and CPU seconds")
+        lines.append(
+            "conformance kit time per verifier (default settings, seed 0): wall and CPU seconds"
+        )
         for name in ("predraw", "residual", "tev"):
             t, c = time.perf_counter(), time.process_time()
             rep = run_kit(getattr(verifiers, name), name=f"exitlaw.simulate.verifiers:{name}")
             dt, dc = time.perf_counter() - t, time.process_time() - c
-            kit_rows.append({"verifier": name, "seconds": dt, "cpu_seconds": dc, "verdict": rep.verdict,
-                             "samples": rep.total_samples})
-            lines.append(f"  {name:<10} {dt:7.2f} s wall  {dc:7.2f} s CPU   {rep.total_samples} samples   {rep.verdict}")
+            kit_rows.append(
+                {
+                    "verifier": name,
+                    "seconds": dt,
+                    "cpu_seconds": dc,
+                    "verdict": rep.verdict,
+                    "samples": rep.total_samples,
+                }
+            )
+            lines.append(
+                f"  {name:<10} {dt:7.2f} s wall  {dc:7.2f} s CPU   {rep.total_samples} samples   {rep.verdict}"
+            )
     return {"budget": budget, "samplers": rows, "kit": kit_rows, "text": "\n".join(lines)}
 
 

@@ -66,17 +66,23 @@ def ddtree_levels(logq, budget: int):
     horizon, vocab = logq.shape
     k = min(budget, vocab)
     ii, jj = pair_grid(budget, k)
-    tok_lp, tok_id = jax.lax.top_k(logq, k)                                # [H, K], sorted
-    beam = jnp.full((budget,), NEG, logq.dtype).at[0].set(0.0)             # the root
+    tok_lp, tok_id = jax.lax.top_k(logq, k)  # [H, K], sorted
+    beam = jnp.full((budget,), NEG, logq.dtype).at[0].set(0.0)  # the root
     toks, pars, scores = [], [], []
     for d in range(horizon):
-        cand = beam[ii] + tok_lp[d, jj]                                    # [G]
+        cand = beam[ii] + tok_lp[d, jj]  # [G]
         sc, idx = jax.lax.top_k(cand, budget)
-        pars.append(jnp.asarray(ii)[idx]), toks.append(tok_id[d, jnp.asarray(jj)[idx]]), scores.append(sc)
+        (
+            pars.append(jnp.asarray(ii)[idx]),
+            toks.append(tok_id[d, jnp.asarray(jj)[idx]]),
+            scores.append(sc),
+        )
         beam = sc
-    score = jnp.stack(scores)                                              # [H, B]
-    _, best = jax.lax.top_k(score.reshape(-1), budget)                     # depth-major: ties -> shallower
-    sel = jnp.zeros(horizon * budget, bool).at[best].set(True).reshape(horizon, budget) & jnp.isfinite(score)
+    score = jnp.stack(scores)  # [H, B]
+    _, best = jax.lax.top_k(score.reshape(-1), budget)  # depth-major: ties -> shallower
+    sel = jnp.zeros(horizon * budget, bool).at[best].set(True).reshape(
+        horizon, budget
+    ) & jnp.isfinite(score)
     return jnp.stack(toks), jnp.stack(pars), sel
 
 
@@ -88,17 +94,23 @@ def level_law(ctx, tok, par, sel, matrix, alpha):
     :mod:`exitlaw.theory.law`).
     """
     horizon, budget = tok.shape
-    prev_tok = jnp.concatenate([jnp.full((1, budget), ctx), jnp.take_along_axis(tok[:-1], par[1:], axis=1)])
-    edge = jnp.where(sel, matrix[prev_tok, tok], 0.0)                      # [H, B]
+    prev_tok = jnp.concatenate(
+        [jnp.full((1, budget), ctx), jnp.take_along_axis(tok[:-1], par[1:], axis=1)]
+    )
+    edge = jnp.where(sel, matrix[prev_tok, tok], 0.0)  # [H, B]
     floored = jnp.maximum(edge, alpha)
     p_f, p_r = [floored[0]], [edge[0]]
     for d in range(1, horizon):
         p_f.append(p_f[-1][par[d]] * floored[d]), p_r.append(p_r[-1][par[d]] * edge[d])
-    rows = (par[1:] + budget * jnp.arange(horizon - 1)[:, None]).reshape(-1)   # child -> parent slot
+    rows = (par[1:] + budget * jnp.arange(horizon - 1)[:, None]).reshape(-1)  # child -> parent slot
     mass = jax.ops.segment_sum(edge[1:].reshape(-1), rows, num_segments=(horizon - 1) * budget)
     mass = jnp.concatenate([mass.reshape(horizon - 1, budget), jnp.zeros((1, budget), edge.dtype)])
     rho = jnp.maximum(1.0 - mass, 0.0)
-    return jnp.where(sel, jnp.stack(p_f), 0.0), jnp.where(sel, rho, 0.0), jnp.where(sel, jnp.stack(p_r), 0.0)
+    return (
+        jnp.where(sel, jnp.stack(p_f), 0.0),
+        jnp.where(sel, rho, 0.0),
+        jnp.where(sel, jnp.stack(p_r), 0.0),
+    )
 
 
 def coverage(logq, ctx, matrix, budget: int):
@@ -110,23 +122,25 @@ def coverage(logq, ctx, matrix, budget: int):
 def tree_term(code, logq, ctx, matrix, budget: int):
     """``sum_v c(v) (-log q_depth(v)(x_v))`` over the batch's trees (``logq [S, H, V]``, trees from its stop-grad)."""
     fixed = jax.lax.stop_gradient(logq)
-    tok, par, sel = jax.vmap(ddtree_levels, in_axes=(0, None))(fixed, budget)             # [S, H, B]
-    p_f, rho, _ = jax.vmap(level_law, in_axes=(0, 0, 0, 0, None, None))(ctx, tok, par, sel, matrix, code[8])
+    tok, par, sel = jax.vmap(ddtree_levels, in_axes=(0, None))(fixed, budget)  # [S, H, B]
+    p_f, rho, _ = jax.vmap(level_law, in_axes=(0, 0, 0, 0, None, None))(
+        ctx, tok, par, sel, matrix, code[8]
+    )
     depth = jnp.arange(1, logq.shape[1] + 1, dtype=logq.dtype)[None, :, None]
     coef = jax.lax.stop_gradient(coefficients(code, p_f, rho, depth, sel))
-    nll = -jnp.take_along_axis(logq, tok, axis=-1)                                        # [S, H, B]
+    nll = -jnp.take_along_axis(logq, tok, axis=-1)  # [S, H, B]
     return (coef * nll).sum()
 
 
 def _visited(key, logq_sg, ctx, matrix):
     """On-policy block, target verification: ``(prev [S, H], visited mask [S, H], replay ctx [S], replay ok [S])``."""
     k1, k2 = jax.random.split(key)
-    x = jax.random.categorical(k1, logq_sg)                                               # [S, H]
+    x = jax.random.categorical(k1, logq_sg)  # [S, H]
     prev = jnp.concatenate([ctx[:, None], x[:, :-1]], axis=1)
-    r = jax.random.categorical(k2, jnp.log(matrix[prev]))                                 # [S, H]
-    accepted = jnp.cumprod(r == x, axis=1).sum(1)                                         # [S]
+    r = jax.random.categorical(k2, jnp.log(matrix[prev]))  # [S, H]
+    accepted = jnp.cumprod(r == x, axis=1).sum(1)  # [S]
     horizon = x.shape[1]
-    visited = jnp.arange(horizon)[None] <= accepted[:, None]                              # accepted + first rejected
+    visited = jnp.arange(horizon)[None] <= accepted[:, None]  # accepted + first rejected
     err = jnp.take_along_axis(r, jnp.minimum(accepted, horizon - 1)[:, None], axis=1)[:, 0]
     return prev, visited, err, accepted < horizon
 
@@ -135,10 +149,10 @@ def opd_term(key, params, draft_logprobs, logq, ctx, matrix):
     """Draft-OPD term (module docstring): mean over visited states of ``sum_y p(y | state) (-log q_d(y | c))``."""
     k1, k2 = jax.random.split(key)
     prev, vis, err, ok = _visited(k1, jax.lax.stop_gradient(logq), ctx, matrix)
-    logq_r = draft_logprobs(params, err)                                                  # replay from the error token
+    logq_r = draft_logprobs(params, err)  # replay from the error token
     prev_r, vis_r, _, _ = _visited(k2, jax.lax.stop_gradient(logq_r), err, matrix)
     vis_r = vis_r & ok[:, None]
-    ce = -(matrix[prev] * logq).sum(-1)                                                   # [S, H]
+    ce = -(matrix[prev] * logq).sum(-1)  # [S, H]
     ce_r = -(matrix[prev_r] * logq_r).sum(-1)
     n = vis.sum() + vis_r.sum()
     return (jnp.where(vis, ce, 0.0).sum() + jnp.where(vis_r, ce_r, 0.0).sum()) / jnp.maximum(n, 1)
@@ -150,7 +164,7 @@ def loss_one(params, code, ctx, cont, key, matrix, budget: int, draft_logprobs):
 
     ``ctx [S]``, ``cont [S, H]``; every term is computed for every objective (matched compute, one ``vmap``).
     """
-    logq = draft_logprobs(params, ctx)                                                    # [S, H, V]
+    logq = draft_logprobs(params, ctx)  # [S, H, V]
     ce = -jnp.take_along_axis(logq, cont[..., None], axis=-1).mean()
     tt = tree_term(code, logq, ctx, matrix, budget)
     ot = opd_term(key, params, draft_logprobs, logq, ctx, matrix)
@@ -160,15 +174,20 @@ def loss_one(params, code, ctx, cont, key, matrix, budget: int, draft_logprobs):
 
 def make_trainer(optimizer, budget: int, draft_logprobs):
     """``train(params0, code, ctx [T, S], cont [T, S, H], keys [T, 2], matrix) -> (params, losses [T])``."""
+
     def train(params0, code, ctx, cont, keys, matrix):
         def step(carry, xs):
             params, state = carry
             c, y, k = xs
-            loss, grads = jax.value_and_grad(loss_one)(params, code, c, y, k, matrix, budget, draft_logprobs)
+            loss, grads = jax.value_and_grad(loss_one)(
+                params, code, c, y, k, matrix, budget, draft_logprobs
+            )
             upd, state = optimizer.update(grads, state, params)
             return (jax.tree_util.tree_map(jnp.add, params, upd), state), loss
 
-        (params, _), losses = jax.lax.scan(step, (params0, optimizer.init(params0)), (ctx, cont, keys))
+        (params, _), losses = jax.lax.scan(
+            step, (params0, optimizer.init(params0)), (ctx, cont, keys)
+        )
         return params, losses
 
     return train
@@ -176,6 +195,7 @@ def make_trainer(optimizer, budget: int, draft_logprobs):
 
 def make_pretrainer(optimizer, draft_logprobs):
     """Token-only (CE) pretraining: ``pretrain(params0, ctx [T, S], cont [T, S, H]) -> params`` (no trees)."""
+
     def pretrain(params0, ctx, cont):
         def step(carry, xs):
             params, state = carry
@@ -198,19 +218,28 @@ def tau_table(params, matrices, pi, budgets: tuple[int, ...], draft_logprobs):
     """``tau [len(budgets), len(matrices)]``: ``1 + sum_c pi(c) C_p(DDTree_B(c))`` for every context (exact)."""
     vocab = pi.shape[0]
     ctx = jnp.arange(vocab)
-    logq = draft_logprobs(params, ctx)                                                    # [V, H, V]
+    logq = draft_logprobs(params, ctx)  # [V, H, V]
     out = []
     for b in budgets:
         tok, par, sel = jax.vmap(ddtree_levels, in_axes=(0, None))(logq, b)
         row = []
         for m in matrices:
-            cov = jax.vmap(level_law, in_axes=(0, 0, 0, 0, None, None))(ctx, tok, par, sel, m, 0.0)[2].sum((1, 2))
+            cov = jax.vmap(level_law, in_axes=(0, 0, 0, 0, None, None))(ctx, tok, par, sel, m, 0.0)[
+                2
+            ].sum((1, 2))
             row.append(1.0 + pi @ cov)
         out.append(jnp.stack(row))
     return jnp.stack(out)
 
 
-def rollouts(rng: np.random.Generator, matrix: np.ndarray, pi: np.ndarray, steps: int, batch: int, horizon: int):
+def rollouts(
+    rng: np.random.Generator,
+    matrix: np.ndarray,
+    pi: np.ndarray,
+    steps: int,
+    batch: int,
+    horizon: int,
+):
     """Training data (numpy, one stream per seed): contexts ``[T, S] ~ pi`` and continuations ``[T, S, H] ~ p``."""
     vocab = matrix.shape[0]
     cum = np.cumsum(matrix, axis=1)

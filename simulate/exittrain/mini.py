@@ -49,7 +49,12 @@ import optax
 from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
 
 from exitlaw.simulate.lab.builders import ddtree
-from exitlaw.simulate.exittrain.objectives import Objective, ObjectiveError, coefficients, prefix_and_exit
+from exitlaw.simulate.exittrain.objectives import (
+    Objective,
+    ObjectiveError,
+    coefficients,
+    prefix_and_exit,
+)
 from exitlaw.simulate.lab.models import NGramTarget
 
 OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")  # the table's row labels
@@ -61,7 +66,9 @@ def as_objective(objective: str | Objective, lam: float = 1.0) -> Objective:
     if isinstance(objective, Objective):
         return objective
     if objective not in LEGACY:
-        raise ObjectiveError(f"unknown objective {objective!r} (labels: {', '.join(OBJECTIVES)}; or pass an Objective)")
+        raise ObjectiveError(
+            f"unknown objective {objective!r} (labels: {', '.join(OBJECTIVES)}; or pass an Objective)"
+        )
     return Objective(LEGACY[objective], "tree", lam)
 
 
@@ -73,13 +80,15 @@ class Regime:
     jitter: float = 0.0
     target_seed: int = 0
     horizon: int = 8
-    rank: int | None = 4          # None: full table [H, V, V]
+    rank: int | None = 4  # None: full table [H, V, V]
     train_budget: int = 64
     batch: int = 32
     pretrain_steps: int = 150
     steps: int = 300
     pretrain_lr: float = 3e-2
-    pretrain_temperature: float = 1.0  # != 1: the "released" drafter was distilled from a sharper/flatter target
+    pretrain_temperature: float = (
+        1.0  # != 1: the "released" drafter was distilled from a sharper/flatter target
+    )
     lr: float = 1e-2
     lam: float = 1.0
     eval_budgets: tuple[int, ...] = (32, 64, 128)
@@ -103,8 +112,11 @@ def init_params(regime: Regime, key: jax.Array) -> dict[str, jax.Array]:
         return {"table": 0.01 * jax.random.normal(key, (H, V, V))}
     k1, k2 = jax.random.split(key)
     r = regime.rank
-    return {"emb": jax.random.normal(k1, (V, r)) / np.sqrt(r),
-            "w": 0.1 * jax.random.normal(k2, (H, r, V)), "b": jnp.zeros((H, V))}
+    return {
+        "emb": jax.random.normal(k1, (V, r)) / np.sqrt(r),
+        "w": 0.1 * jax.random.normal(k2, (H, r, V)),
+        "b": jnp.zeros((H, V)),
+    }
 
 
 def draft_logprobs(params: dict[str, jax.Array], prev: jax.Array) -> jax.Array:
@@ -118,10 +130,10 @@ def draft_logprobs(params: dict[str, jax.Array], prev: jax.Array) -> jax.Array:
 
 def loss_fn(params, prev, cont, node_depth, node_token, node_weight, lam):
     """``CE(cont) + lam * sum_{trees, v} c(v) (-log q_{depth(v)}(x_v))`` (``c`` already normalised over the batch)."""
-    logq = draft_logprobs(params, prev)                                       # [S, H, V]
+    logq = draft_logprobs(params, prev)  # [S, H, V]
     ce = -jnp.take_along_axis(logq, cont[..., None], axis=-1)[..., 0].mean()  # cont: [S, H]
-    d = jnp.maximum(node_depth - 1, 0)                                        # [S, N]
-    node_lq = logq[jnp.arange(prev.shape[0])[:, None], d, node_token]          # [S, N]
+    d = jnp.maximum(node_depth - 1, 0)  # [S, N]
+    node_lq = logq[jnp.arange(prev.shape[0])[:, None], d, node_token]  # [S, N]
     tree = -(node_weight * node_lq).sum()
     return ce + lam * tree
 
@@ -156,24 +168,36 @@ def tree_weights(trees, contexts, matrix: np.ndarray, objective: str | Objective
     """
     obj = as_objective(objective)
     if obj.weight in ("draft-opd", "vat"):
-        raise ObjectiveError(f"{obj.weight} has no tree weights; it is trained by exitlaw.simulate.exittrain.fast")
+        raise ObjectiveError(
+            f"{obj.weight} has no tree weights; it is trained by exitlaw.simulate.exittrain.fast"
+        )
     n = max(t.num_nodes for t in trees)
     batch = stack_trees(trees, n)
     edges = np.zeros((len(trees), n))
     for i, (t, c) in enumerate(zip(trees, contexts)):
         edges[i, : t.num_nodes] = _edges(t, c, matrix)
     nonroot = batch.valid & (np.arange(n) > 0)
-    log_f = np.where(nonroot, np.log(np.maximum(np.where(nonroot, edges, 1.0), obj.edge_floor)), 0.0)
-    c = _coefficients(jnp.asarray(obj.code()), jnp.asarray(log_f), jnp.asarray(np.where(nonroot, edges, 0.0)),
-                      jnp.asarray(batch.ancestor), jnp.asarray(batch.child), jnp.asarray(batch.depth, float),
-                      jnp.asarray(nonroot))
+    log_f = np.where(
+        nonroot, np.log(np.maximum(np.where(nonroot, edges, 1.0), obj.edge_floor)), 0.0
+    )
+    c = _coefficients(
+        jnp.asarray(obj.code()),
+        jnp.asarray(log_f),
+        jnp.asarray(np.where(nonroot, edges, 0.0)),
+        jnp.asarray(batch.ancestor),
+        jnp.asarray(batch.child),
+        jnp.asarray(batch.depth, float),
+        jnp.asarray(nonroot),
+    )
     return batch.depth, batch.token, np.asarray(c)
 
 
 @jax.jit
 def _coefficients(code, log_f, edges, ancestor, child, depth, mask):
     """``c(v)`` ``[S, N]`` of the objective ``code`` (one compile per padded shape)."""
-    prefix, rho = jax.vmap(prefix_and_exit, in_axes=(0, 0, 0, 0, None))(log_f, edges, ancestor, child, code[8])
+    prefix, rho = jax.vmap(prefix_and_exit, in_axes=(0, 0, 0, 0, None))(
+        log_f, edges, ancestor, child, code[8]
+    )
     return coefficients(code, prefix, rho, depth, mask)
 
 
@@ -199,8 +223,18 @@ def _optimizer(lr: float):
     return opt, step
 
 
-def _train(params, regime: Regime, objective: str | Objective, steps: int, lr: float, matrix, pi, data_seed: int,
-           progress: bool, desc: str):
+def _train(
+    params,
+    regime: Regime,
+    objective: str | Objective,
+    steps: int,
+    lr: float,
+    matrix,
+    pi,
+    data_seed: int,
+    progress: bool,
+    desc: str,
+):
     opt, step = _optimizer(lr)
     state = opt.init(params)
     obj = as_objective(objective, regime.lam)
@@ -225,14 +259,24 @@ def _train(params, regime: Regime, objective: str | Objective, steps: int, lr: f
         q = np.exp(np.asarray(draft_logprobs(params, jnp.asarray(ctx)), dtype=np.float64))
         trees = [ddtree(q[i], regime.train_budget).tree for i in range(regime.batch)]
         depth, token, s = tree_weights(trees, ctx, matrix, obj)
-        params, state, loss = step(params, state, jnp.asarray(ctx), jnp.asarray(cont),
-                                   jnp.asarray(depth), jnp.asarray(token), jnp.asarray(s), lam)
+        params, state, loss = step(
+            params,
+            state,
+            jnp.asarray(ctx),
+            jnp.asarray(cont),
+            jnp.asarray(depth),
+            jnp.asarray(token),
+            jnp.asarray(s),
+            lam,
+        )
         losses.append(float(loss))
     return params, losses
 
 
 # ----- evaluation ---------------------------------------------------------------
-def evaluate(params, regime: Regime, matrices: dict[str, np.ndarray], pi: np.ndarray) -> dict[str, float]:
+def evaluate(
+    params, regime: Regime, matrices: dict[str, np.ndarray], pi: np.ndarray
+) -> dict[str, float]:
     """``tau = 1 + sum_c pi(c) C_p(DDTree_B(c))`` for every eval budget and temperature."""
     ctx = np.arange(regime.vocab)
     q = np.exp(np.asarray(draft_logprobs(params, jnp.asarray(ctx)), dtype=np.float64))
@@ -245,7 +289,9 @@ def evaluate(params, regime: Regime, matrices: dict[str, np.ndarray], pi: np.nda
     return out
 
 
-def evaluate_oracle(regime: Regime, targets: dict[str, NGramTarget], pi: np.ndarray) -> dict[str, float]:
+def evaluate_oracle(
+    regime: Regime, targets: dict[str, NGramTarget], pi: np.ndarray
+) -> dict[str, float]:
     out = {}
     for B in regime.eval_budgets:
         for tname, tgt in targets.items():
@@ -259,44 +305,84 @@ def evaluate_oracle(regime: Regime, targets: dict[str, NGramTarget], pi: np.ndar
     return out
 
 
-def run_exittrain_mini(regime: Regime, *, steps: int | None = None, seed: int = 0,
-                       progress: bool = False) -> dict[str, Any]:
+def run_exittrain_mini(
+    regime: Regime, *, steps: int | None = None, seed: int = 0, progress: bool = False
+) -> dict[str, Any]:
     """Pretrain once (token-only), fine-tune under each objective, evaluate: the ExitTrain table."""
     if steps is not None:
         regime = replace(regime, steps=steps)
-    target = NGramTarget(regime.vocab, order=2, zipf=regime.zipf, jitter=regime.jitter,
-                         temperature=1.0, seed=regime.target_seed)
+    target = NGramTarget(
+        regime.vocab,
+        order=2,
+        zipf=regime.zipf,
+        jitter=regime.jitter,
+        temperature=1.0,
+        seed=regime.target_seed,
+    )
     greedy = target.with_temperature(0.0)
     m1, m0 = target.transition_matrix(), greedy.transition_matrix()
     pi = stationary(m1)
     matrices = {"T=0": m0, "T=1": m1}
     params0 = init_params(regime, jax.random.PRNGKey(seed))
-    m_pre = m1 if regime.pretrain_temperature == 1.0 else target.with_temperature(regime.pretrain_temperature).transition_matrix()
-    params0, _ = _train(params0, regime, "token-only", regime.pretrain_steps, regime.pretrain_lr, m_pre,
-                        stationary(m_pre), data_seed=10_000 + seed, progress=progress, desc="pretrain")
+    m_pre = (
+        m1
+        if regime.pretrain_temperature == 1.0
+        else target.with_temperature(regime.pretrain_temperature).transition_matrix()
+    )
+    params0, _ = _train(
+        params0,
+        regime,
+        "token-only",
+        regime.pretrain_steps,
+        regime.pretrain_lr,
+        m_pre,
+        stationary(m_pre),
+        data_seed=10_000 + seed,
+        progress=progress,
+        desc="pretrain",
+    )
     rows = {"pretrained": evaluate(params0, regime, matrices, pi)}
     entropy = {"pretrained": draft_entropy(params0, regime, pi)}
     curves = {}
     for obj in OBJECTIVES:
-        params, losses = _train(params0, regime, obj, regime.steps, regime.lr, m1, pi, data_seed=20_000 + seed,
-                                progress=progress, desc=obj)
+        params, losses = _train(
+            params0,
+            regime,
+            obj,
+            regime.steps,
+            regime.lr,
+            m1,
+            pi,
+            data_seed=20_000 + seed,
+            progress=progress,
+            desc=obj,
+        )
         rows[obj] = evaluate(params, regime, matrices, pi)
         entropy[obj] = draft_entropy(params, regime, pi)
         curves[obj] = [float(np.mean(losses[:10])), float(np.mean(losses[-10:]))]
     rows["oracle"] = evaluate_oracle(regime, {"T=0": greedy, "T=1": target}, pi)
     marg = np.eye(regime.vocab)
     ideal = []
-    for _ in range(regime.horizon):  # exact d-step marginals: the CE optimum of a position-wise drafter
+    for _ in range(
+        regime.horizon
+    ):  # exact d-step marginals: the CE optimum of a position-wise drafter
         marg = marg @ m1
         ideal.append(float(pi @ -(marg * np.log(np.where(marg > 0, marg, 1.0))).sum(-1)))
     entropy["marginals (CE optimum)"] = float(np.mean(ideal))
-    return {"regime": {**asdict(regime), "eval_budgets": list(regime.eval_budgets)}, "seed": seed,
-            "table": rows, "draft_entropy": entropy, "loss_first_last": curves}
+    return {
+        "regime": {**asdict(regime), "eval_budgets": list(regime.eval_budgets)},
+        "seed": seed,
+        "table": rows,
+        "draft_entropy": entropy,
+        "loss_first_last": curves,
+    }
 
 
 def draft_entropy(params, regime: Regime, pi: np.ndarray) -> float:
     """Mean entropy (nats) of ``q_d(. | c)`` over depths, contexts weighted by ``pi``: how sharp the drafter is."""
-    logq = np.asarray(draft_logprobs(params, jnp.arange(regime.vocab)), dtype=np.float64)  # [V, H, V]
+    logq = np.asarray(
+        draft_logprobs(params, jnp.arange(regime.vocab)), dtype=np.float64
+    )  # [V, H, V]
     ent = -(np.exp(logq) * logq).sum(-1).mean(-1)
     return float(pi @ ent)
 
@@ -305,16 +391,24 @@ def format_table(result: dict[str, Any]) -> str:
     reg = result["regime"]
     cols = [f"B={b},{t}" for t in ("T=0", "T=1") for b in reg["eval_budgets"]]
     cap = "table" if reg["rank"] is None else f"rank {reg['rank']}"
-    lines = [f"ExitTrain mini, regime {reg['name']}: V={reg['vocab']} zipf={reg['zipf']} H={reg['horizon']} "
-             f"drafter {cap}, train B={reg['train_budget']}, {reg['steps']} fine-tune steps x batch {reg['batch']} "
-             f"(pretrain {reg['pretrain_steps']} at T={reg['pretrain_temperature']}), lambda={reg['lam']}, seed {result['seed']}",
-             "tau = 1 + E_pi[C_p(DDTree_B)] (exact)",
-             f"{'drafter':>22} " + " ".join(f"{c:>11}" for c in cols) + f" {'H(q) nats':>10}"]
+    lines = [
+        f"ExitTrain mini, regime {reg['name']}: V={reg['vocab']} zipf={reg['zipf']} H={reg['horizon']} "
+        f"drafter {cap}, train B={reg['train_budget']}, {reg['steps']} fine-tune steps x batch {reg['batch']} "
+        f"(pretrain {reg['pretrain_steps']} at T={reg['pretrain_temperature']}), lambda={reg['lam']}, seed {result['seed']}",
+        "tau = 1 + E_pi[C_p(DDTree_B)] (exact)",
+        f"{'drafter':>22} " + " ".join(f"{c:>11}" for c in cols) + f" {'H(q) nats':>10}",
+    ]
     ent = result.get("draft_entropy", {})
     for name, row in result["table"].items():
         h = f"{ent[name]:>10.3f}" if name in ent else f"{'':>10}"
         lines.append(f"{name:>22} " + " ".join(f"{row[c]:>11.4f}" for c in cols) + f" {h}")
     if "marginals (CE optimum)" in ent:
-        lines.append(f"{'marginals (CE optimum)':>22} " + " " * (12 * len(cols) - 1) + f" {ent['marginals (CE optimum)']:>10.3f}")
-    lines.append("oracle: top-B target prefixes with no horizon limit (at T=0 it is the greedy chain, 1 + B)")
+        lines.append(
+            f"{'marginals (CE optimum)':>22} "
+            + " " * (12 * len(cols) - 1)
+            + f" {ent['marginals (CE optimum)']:>10.3f}"
+        )
+    lines.append(
+        "oracle: top-B target prefixes with no horizon limit (at T=0 it is the greedy chain, 1 + B)"
+    )
     return "\n".join(lines)

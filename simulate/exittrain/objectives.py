@@ -61,9 +61,26 @@ NORMALISATIONS = ("batch", "tree", "nodes")
 AUTHORS_ALPHA = 1e-4
 AUTHORS_LAMBDA = 0.1
 # numeric encoding (for vmap over objectives): [c_P, c_w, c_wdepth, n_batch, n_tree, n_nodes, lambda, opd, alpha, vat]
-CODE_FIELDS = ("c_prefix", "c_exit", "c_exit_depth", "n_batch", "n_tree", "n_nodes", "lam", "opd", "alpha", "vat")
-_WEIGHT_CODE = {"token": (0, 0, 0), "prefix": (1, 0, 0), "exit": (0, 1, 0), "exit-depth": (0, 0, 1), "draft-opd": (0, 0, 0),
-                "vat": (0, 0, 0)}
+CODE_FIELDS = (
+    "c_prefix",
+    "c_exit",
+    "c_exit_depth",
+    "n_batch",
+    "n_tree",
+    "n_nodes",
+    "lam",
+    "opd",
+    "alpha",
+    "vat",
+)
+_WEIGHT_CODE = {
+    "token": (0, 0, 0),
+    "prefix": (1, 0, 0),
+    "exit": (0, 1, 0),
+    "exit-depth": (0, 0, 1),
+    "draft-opd": (0, 0, 0),
+    "vat": (0, 0, 0),
+}
 NO_TREE_WEIGHTS = ("token", "draft-opd", "vat")  # weights whose term uses no prefix probabilities
 
 
@@ -84,16 +101,22 @@ class Objective:
         if self.weight not in WEIGHTS:
             raise ObjectiveError(f"unknown weight {self.weight!r}; known: {', '.join(WEIGHTS)}")
         if self.norm not in NORMALISATIONS:
-            raise ObjectiveError(f"unknown normalisation {self.norm!r}; known: {', '.join(NORMALISATIONS)}")
+            raise ObjectiveError(
+                f"unknown normalisation {self.norm!r}; known: {', '.join(NORMALISATIONS)}"
+            )
         if not (np.isfinite(self.lam) and self.lam >= 0):
             raise ObjectiveError(f"lambda must be finite and >= 0, got {self.lam!r}")
         if not (np.isfinite(self.edge_floor) and 0 <= self.edge_floor < 1):
             raise ObjectiveError(f"edge floor alpha must be in [0, 1), got {self.edge_floor!r}")
         if self.weight in NO_TREE_WEIGHTS and self.edge_floor:
-            raise ObjectiveError(f"weight {self.weight!r} uses no prefix probabilities: an edge floor means nothing there")
+            raise ObjectiveError(
+                f"weight {self.weight!r} uses no prefix probabilities: an edge floor means nothing there"
+            )
         if self.weight in ("draft-opd", "vat") and self.norm != "batch":
-            raise ObjectiveError(f"{self.weight} is a weighted mean over the batch's positions (norm 'batch'); "
-                                 f"norm {self.norm!r} is not defined for it")
+            raise ObjectiveError(
+                f"{self.weight} is a weighted mean over the batch's positions (norm 'batch'); "
+                f"norm {self.norm!r} is not defined for it"
+            )
 
     @property
     def name(self) -> str:
@@ -108,8 +131,16 @@ class Objective:
         cw = _WEIGHT_CODE[self.weight]
         norm = tuple(float(self.norm == n) for n in NORMALISATIONS)
         lam = 0.0 if self.weight == "token" else float(self.lam)
-        return np.array([*cw, *norm, lam, float(self.weight == "draft-opd"), float(self.edge_floor),
-                         float(self.weight == "vat")])
+        return np.array(
+            [
+                *cw,
+                *norm,
+                lam,
+                float(self.weight == "draft-opd"),
+                float(self.edge_floor),
+                float(self.weight == "vat"),
+            ]
+        )
 
 
 def parse_objective(name: str) -> Objective:
@@ -117,11 +148,17 @@ def parse_objective(name: str) -> Objective:
     parts = name.split("/")
     if parts == ["token"]:
         return Objective("token")
-    if len(parts) not in (3, 4) or not parts[2].startswith("lambda=") or (len(parts) == 4 and not parts[3].startswith("floor=")):
-        raise ObjectiveError(f"objective name {name!r} is not 'token' or 'weight/norm/lambda=x[/floor=a]'")
+    if (
+        len(parts) not in (3, 4)
+        or not parts[2].startswith("lambda=")
+        or (len(parts) == 4 and not parts[3].startswith("floor="))
+    ):
+        raise ObjectiveError(
+            f"objective name {name!r} is not 'token' or 'weight/norm/lambda=x[/floor=a]'"
+        )
     try:
-        lam = float(parts[2][len("lambda="):])
-        floor = float(parts[3][len("floor="):]) if len(parts) == 4 else 0.0
+        lam = float(parts[2][len("lambda=") :])
+        floor = float(parts[3][len("floor=") :]) if len(parts) == 4 else 0.0
     except ValueError:
         raise ObjectiveError(f"objective name {name!r}: lambda / floor must be numbers") from None
     return Objective(parts[0], parts[1], lam, floor)
@@ -158,12 +195,12 @@ def normalise(code, s, mask, w):
     per_tree = s.sum(axis=axes, keepdims=True)
     count = mask.sum()
     n_trees = s.shape[0]
-    exit_per_tree = jnp.where(mask, w, 0.0).sum(axis=axes, keepdims=True)     # W_t
-    z_exit = exit_per_tree.sum()                                              # the exit weight's denominator
+    exit_per_tree = jnp.where(mask, w, 0.0).sum(axis=axes, keepdims=True)  # W_t
+    z_exit = exit_per_tree.sum()  # the exit weight's denominator
     scale = jnp.where(per_tree > 0, exit_per_tree / jnp.where(per_tree > 0, per_tree, 1.0), 0.0)
     c_matched = jnp.where(z_exit > 0, s * scale / jnp.where(z_exit > 0, z_exit, 1.0), 0.0)
     c_plain = s / jnp.where(total > 0, total, 1.0)
-    c_batch = jnp.where(code[0] > 0, c_matched, c_plain)   # prefix: the matched control
+    c_batch = jnp.where(code[0] > 0, c_matched, c_plain)  # prefix: the matched control
     c_tree = jnp.where(per_tree > 0, s / jnp.where(per_tree > 0, per_tree, 1.0), 0.0) / n_trees
     c_nodes = s / jnp.maximum(count, 1)
     return code[3] * c_batch + code[4] * c_tree + code[5] * c_nodes
@@ -172,9 +209,16 @@ def normalise(code, s, mask, w):
 def node_coefficients(objective: Objective, prefix, rho, depth, mask):
     """``c(v)`` of ``objective`` for trees given as ``[S, ...]`` arrays of ``P``, ``rho``, depth and mask."""
     if objective.weight in ("draft-opd", "vat"):
-        raise ObjectiveError(f"{objective.weight} has no tree-node weights (its term replaces the tree term)")
-    return coefficients(jnp.asarray(objective.code()), jnp.asarray(prefix), jnp.asarray(rho), jnp.asarray(depth),
-                        jnp.asarray(mask))
+        raise ObjectiveError(
+            f"{objective.weight} has no tree-node weights (its term replaces the tree term)"
+        )
+    return coefficients(
+        jnp.asarray(objective.code()),
+        jnp.asarray(prefix),
+        jnp.asarray(rho),
+        jnp.asarray(depth),
+        jnp.asarray(mask),
+    )
 
 
 def coefficients(code, prefix, rho, depth, mask):

@@ -74,16 +74,39 @@ from exitlaw.simulate.exittrain.objectives import AUTHORS_ALPHA, NORMALISATIONS,
 from exitlaw.simulate.lab.models import NGramTarget
 
 SCHEMA, VERSION = "exitlaw.sim_exittrain_sweep", 1
-TEMPS = ("T=0", "T=1")          # the evaluation temperatures of the default sweep (``SweepConfig.eval_temperatures``)
+TEMPS = (
+    "T=0",
+    "T=1",
+)  # the evaluation temperatures of the default sweep (``SweepConfig.eval_temperatures``)
 PRIMARY = {"regime": "deep", "train_budget": 64, "eval_budget": 64}
 
 # Deep: peaked target (Zipf 3), horizon 12, rank-4 drafter pretrained 600 steps: starting tau ~6.1 (T=0), ~4.2 (T=1) at B = 64.
 # Shallow: the old mini regime ("lowrank": tau ~2, most nodes are leaves, w ~ P).
 SWEEP_REGIMES: dict[str, Regime] = {
-    "deep": Regime("deep", vocab=64, zipf=3.0, horizon=12, rank=4, batch=32, pretrain_steps=600, steps=150,
-                   pretrain_lr=3e-2, lr=1e-2),
-    "shallow": Regime("shallow", vocab=64, zipf=1.5, horizon=8, rank=4, batch=32, pretrain_steps=150, steps=150,
-                      pretrain_lr=3e-2, lr=1e-2),
+    "deep": Regime(
+        "deep",
+        vocab=64,
+        zipf=3.0,
+        horizon=12,
+        rank=4,
+        batch=32,
+        pretrain_steps=600,
+        steps=150,
+        pretrain_lr=3e-2,
+        lr=1e-2,
+    ),
+    "shallow": Regime(
+        "shallow",
+        vocab=64,
+        zipf=1.5,
+        horizon=8,
+        rank=4,
+        batch=32,
+        pretrain_steps=150,
+        steps=150,
+        pretrain_lr=3e-2,
+        lr=1e-2,
+    ),
 }
 
 
@@ -96,7 +119,9 @@ class SweepConfig:
     norms: tuple[str, ...] = NORMALISATIONS
     train_budgets: tuple[int, ...] = (32, 64)
     eval_budgets: tuple[int, ...] = (32, 64, 128)
-    authors_floor: bool = True  # add the authors' configs (prefix & exit-depth, norm nodes, alpha = 1e-4)
+    authors_floor: bool = (
+        True  # add the authors' configs (prefix & exit-depth, norm nodes, alpha = 1e-4)
+    )
     extra: dict = field(default_factory=dict)
     # the target temperature of the fine-tuning continuations and of the training trees' scoring law
     train_temperature: float = 1.0
@@ -115,10 +140,14 @@ class SweepConfig:
                 raise ValueError(f"tree budgets must be >= 1, got {b}")
         temps = (self.train_temperature, *self.eval_temperatures)
         if not self.eval_temperatures or not all(np.isfinite(t) and t >= 0 for t in temps):
-            raise ValueError(f"temperatures must be finite and >= 0 with at least one eval temperature, "
-                             f"got train {self.train_temperature}, eval {self.eval_temperatures}")
+            raise ValueError(
+                f"temperatures must be finite and >= 0 with at least one eval temperature, "
+                f"got train {self.train_temperature}, eval {self.eval_temperatures}"
+            )
         if self.train_temperature == 0:
-            raise ValueError("train_temperature 0 draws every continuation greedily; use a positive temperature")
+            raise ValueError(
+                "train_temperature 0 draws every continuation greedily; use a positive temperature"
+            )
         if len(set(self.eval_temperatures)) != len(self.eval_temperatures):
             raise ValueError(f"eval temperatures must be distinct, got {self.eval_temperatures}")
 
@@ -130,7 +159,9 @@ def temp_label(t: float) -> str:
 
 def eval_labels(cfg: dict | SweepConfig) -> tuple[str, ...]:
     """The evaluation temperatures' labels of a config (a JSON config without the field is the default sweep)."""
-    temps = cfg.get("eval_temperatures", (0.0, 1.0)) if isinstance(cfg, dict) else cfg.eval_temperatures
+    temps = (
+        cfg.get("eval_temperatures", (0.0, 1.0)) if isinstance(cfg, dict) else cfg.eval_temperatures
+    )
     return tuple(temp_label(t) for t in temps)
 
 
@@ -141,14 +172,21 @@ def preset(name: str) -> SweepConfig:
     """``deep``, ``shallow``, ``all`` (both; the shipped sweep), ``matched`` (trained and judged at
     T = 0.5, rule 5) or ``quick`` (tiny, for tests and smoke runs)."""
     if name == "matched":
-        return SweepConfig((SWEEP_REGIMES["deep"],), norms=("tree", "nodes"), train_budgets=(64,),
-                           train_temperature=MATCHED_TEMPERATURE, eval_temperatures=(MATCHED_TEMPERATURE, 0.0, 1.0))
+        return SweepConfig(
+            (SWEEP_REGIMES["deep"],),
+            norms=("tree", "nodes"),
+            train_budgets=(64,),
+            train_temperature=MATCHED_TEMPERATURE,
+            eval_temperatures=(MATCHED_TEMPERATURE, 0.0, 1.0),
+        )
     if name == "all":
         return SweepConfig((SWEEP_REGIMES["deep"], SWEEP_REGIMES["shallow"]))
     if name in SWEEP_REGIMES:
         return SweepConfig((SWEEP_REGIMES[name],))
     if name == "quick":
-        tiny = Regime("quick", vocab=8, zipf=2.0, horizon=4, rank=2, batch=4, pretrain_steps=5, steps=3)
+        tiny = Regime(
+            "quick", vocab=8, zipf=2.0, horizon=4, rank=2, batch=4, pretrain_steps=5, steps=3
+        )
         return SweepConfig((tiny,), seeds=2, train_budgets=(4,), eval_budgets=(4, 8))
     raise ValueError(f"unknown sweep preset {name!r}; known: deep, shallow, all, matched, quick")
 
@@ -176,10 +214,14 @@ def comparisons(cfg: SweepConfig) -> list[tuple[str, str]]:
         pairs += [(opd, "token"), (Objective("exit", "tree", lam).name, opd)]
         vat = Objective("vat", "batch", lam).name
         pairs += [(vat, "token"), (Objective("exit", "tree", lam).name, vat)]
-        if cfg.authors_floor:  # rule 5's ordering at the authors' floored configuration needs both pairs
+        if (
+            cfg.authors_floor
+        ):  # rule 5's ordering at the authors' floored configuration needs both pairs
             floored_prefix = Objective("prefix", "nodes", lam, AUTHORS_ALPHA).name
-            pairs += [(Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name, floored_prefix),
-                      (floored_prefix, "token")]
+            pairs += [
+                (Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name, floored_prefix),
+                (floored_prefix, "token"),
+            ]
     return pairs
 
 
@@ -190,7 +232,9 @@ def paired_interval(a, b, *, level: float = 0.95) -> dict[str, Any]:
 
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
-        raise ValueError(f"paired samples must be equal-length 1-D arrays of >= 2 seeds, got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"paired samples must be equal-length 1-D arrays of >= 2 seeds, got {a.shape} and {b.shape}"
+        )
     if not np.all(b > 0):
         raise ValueError(f"relative differences need a positive reference tau, got {b.tolist()}")
     q = float(stats.t.ppf(0.5 + level / 2, a.size - 1))
@@ -206,13 +250,16 @@ def paired_interval(a, b, *, level: float = 0.95) -> dict[str, Any]:
 # ----- the sweep ------------------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def _pretrainer(lr: float):
-    return jax.jit(jax.vmap(make_pretrainer(optax.adam(lr), draft_logprobs)))            # over seeds
+    return jax.jit(jax.vmap(make_pretrainer(optax.adam(lr), draft_logprobs)))  # over seeds
 
 
 @lru_cache(maxsize=None)
 def _trainer(lr: float, budget: int):
-    over_obj = jax.vmap(make_trainer(optax.adam(lr), budget, draft_logprobs), in_axes=(None, 0, None, None, None, None))
-    return jax.jit(jax.vmap(over_obj, in_axes=(0, None, 0, 0, 0, None)))                 # seeds x objectives
+    over_obj = jax.vmap(
+        make_trainer(optax.adam(lr), budget, draft_logprobs),
+        in_axes=(None, 0, None, None, None, None),
+    )
+    return jax.jit(jax.vmap(over_obj, in_axes=(0, None, 0, 0, 0, None)))  # seeds x objectives
 
 
 @lru_cache(maxsize=None)
@@ -229,45 +276,90 @@ def _stack(trees):
     return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *trees)
 
 
-def _regime_run(reg: Regime, cfg: SweepConfig, objectives: list[Objective], log: Callable[[str], None]) -> dict:
-    target = NGramTarget(reg.vocab, order=2, zipf=reg.zipf, jitter=reg.jitter, temperature=1.0, seed=reg.target_seed)
+def _regime_run(
+    reg: Regime, cfg: SweepConfig, objectives: list[Objective], log: Callable[[str], None]
+) -> dict:
+    target = NGramTarget(
+        reg.vocab, order=2, zipf=reg.zipf, jitter=reg.jitter, temperature=1.0, seed=reg.target_seed
+    )
     m1 = target.transition_matrix()
     m0 = target.with_temperature(0.0).transition_matrix()
-    m_pre = m1 if reg.pretrain_temperature == 1.0 else target.with_temperature(reg.pretrain_temperature).transition_matrix()
-    m_train = m1 if cfg.train_temperature == 1.0 else target.with_temperature(cfg.train_temperature).transition_matrix()
-    m_eval = [m1 if t == 1.0 else m0 if t == 0.0 else target.with_temperature(t).transition_matrix()
-              for t in cfg.eval_temperatures]
+    m_pre = (
+        m1
+        if reg.pretrain_temperature == 1.0
+        else target.with_temperature(reg.pretrain_temperature).transition_matrix()
+    )
+    m_train = (
+        m1
+        if cfg.train_temperature == 1.0
+        else target.with_temperature(cfg.train_temperature).transition_matrix()
+    )
+    m_eval = [
+        m1 if t == 1.0 else m0 if t == 0.0 else target.with_temperature(t).transition_matrix()
+        for t in cfg.eval_temperatures
+    ]
     pi = stationary(m1)
     seeds = [cfg.seed0 + i for i in range(cfg.seeds)]
     t0 = time.perf_counter()
     # starting drafter per seed: init + token-only pretraining (no trees), vmapped over seeds
     init = _stack([init_params(reg, jax.random.PRNGKey(s)) for s in seeds])
-    pre = [rollouts(np.random.default_rng([s, 1]), m_pre, stationary(m_pre), reg.pretrain_steps, reg.batch, reg.horizon)
-           for s in seeds]
-    params0 = _pretrainer(reg.pretrain_lr)(init, jnp.asarray(np.stack([p[0] for p in pre])),
-                                           jnp.asarray(np.stack([p[1] for p in pre])))
+    pre = [
+        rollouts(
+            np.random.default_rng([s, 1]),
+            m_pre,
+            stationary(m_pre),
+            reg.pretrain_steps,
+            reg.batch,
+            reg.horizon,
+        )
+        for s in seeds
+    ]
+    params0 = _pretrainer(reg.pretrain_lr)(
+        init, jnp.asarray(np.stack([p[0] for p in pre])), jnp.asarray(np.stack([p[1] for p in pre]))
+    )
     mats, pij = tuple(jnp.asarray(m) for m in m_eval), jnp.asarray(pi)
-    start = np.asarray(_evaluator(tuple(cfg.eval_budgets), 1)(params0, mats, pij))        # [seeds, nB, nT]
-    log(f"{reg.name}: starting drafters ready ({time.perf_counter() - t0:.0f} s); tau at B={cfg.eval_budgets}: "
-        + ", ".join(f"{lab} {np.round(start[..., i].mean(0), 3).tolist()}" for i, lab in enumerate(eval_labels(cfg))))
+    start = np.asarray(
+        _evaluator(tuple(cfg.eval_budgets), 1)(params0, mats, pij)
+    )  # [seeds, nB, nT]
+    log(
+        f"{reg.name}: starting drafters ready ({time.perf_counter() - t0:.0f} s); tau at B={cfg.eval_budgets}: "
+        + ", ".join(
+            f"{lab} {np.round(start[..., i].mean(0), 3).tolist()}"
+            for i, lab in enumerate(eval_labels(cfg))
+        )
+    )
     # training data and on-policy keys per seed: shared by every objective and training budget (CRN);
     # continuations from the target at the training temperature, contexts from the evaluation's law
-    data = [rollouts(np.random.default_rng([s, 2]), m_train, pi, reg.steps, reg.batch, reg.horizon) for s in seeds]
-    ctx, cont = jnp.asarray(np.stack([d[0] for d in data])), jnp.asarray(np.stack([d[1] for d in data]))
+    data = [
+        rollouts(np.random.default_rng([s, 2]), m_train, pi, reg.steps, reg.batch, reg.horizon)
+        for s in seeds
+    ]
+    ctx, cont = (
+        jnp.asarray(np.stack([d[0] for d in data])),
+        jnp.asarray(np.stack([d[1] for d in data])),
+    )
     keys = jnp.stack([jax.random.split(jax.random.PRNGKey(10_000 + s), reg.steps) for s in seeds])
     codes = jnp.asarray(np.stack([o.code() for o in objectives]))
     out = {"start": start, "tau": {}, "loss_first_last": {}, "seconds": {}}
     for tb in cfg.train_budgets:
         t1 = time.perf_counter()
-        params, losses = _trainer(reg.lr, int(tb))(params0, codes, ctx, cont, keys, jnp.asarray(m_train))
-        tau = np.asarray(_evaluator(tuple(cfg.eval_budgets), 2)(params, mats, pij))        # [seeds, O, nB, nT]
+        params, losses = _trainer(reg.lr, int(tb))(
+            params0, codes, ctx, cont, keys, jnp.asarray(m_train)
+        )
+        tau = np.asarray(
+            _evaluator(tuple(cfg.eval_budgets), 2)(params, mats, pij)
+        )  # [seeds, O, nB, nT]
         losses = np.asarray(losses)
         k = max(1, min(10, reg.steps // 4))
         out["tau"][int(tb)] = tau
-        out["loss_first_last"][int(tb)] = np.stack([losses[..., :k].mean(-1), losses[..., -k:].mean(-1)], -1)
+        out["loss_first_last"][int(tb)] = np.stack(
+            [losses[..., :k].mean(-1), losses[..., -k:].mean(-1)], -1
+        )
         out["seconds"][int(tb)] = time.perf_counter() - t1
-        log(f"{reg.name}: train budget {tb}: {len(objectives)} objectives x {len(seeds)} seeds "
-            f"in {out['seconds'][int(tb)]:.0f} s")
+        log(
+            f"{reg.name}: train budget {tb}: {len(objectives)} objectives x {len(seeds)} seeds "
+            f"in {out['seconds'][int(tb)]:.0f} s"
+        )
     out["seeds"] = seeds
     return out
 
@@ -281,22 +373,46 @@ def run_sweep(cfg: SweepConfig, *, log: Callable[[str], None] = lambda s: None) 
     regimes, rows = {}, []
     for reg in cfg.regimes:
         r = _regime_run(reg, cfg, objectives, log)
-        reg_out = {"start_tau": r["start"].tolist(), "seeds": r["seeds"], "seconds": r["seconds"], "tau": {}}
+        reg_out = {
+            "start_tau": r["start"].tolist(),
+            "seeds": r["seeds"],
+            "seconds": r["seconds"],
+            "tau": {},
+        }
         for tb, tau in r["tau"].items():
             reg_out["tau"][str(tb)] = {n: tau[:, i].tolist() for i, n in enumerate(names)}
             reg_out.setdefault("loss_first_last", {})[str(tb)] = {
-                n: r["loss_first_last"][tb][:, i].tolist() for i, n in enumerate(names)}
+                n: r["loss_first_last"][tb][:, i].tolist() for i, n in enumerate(names)
+            }
             cols = {n: tau[:, i] for i, n in enumerate(names)} | {"start": r["start"]}
             for a, b in pairs + [(n, "start") for n in names]:
                 for bi, eb in enumerate(cfg.eval_budgets):
                     for ti, temp in enumerate(eval_labels(cfg)):
-                        rows.append({"regime": reg.name, "train_budget": int(tb), "eval_budget": int(eb), "T": temp,
-                                     "a": a, "b": b, **paired_interval(cols[a][:, bi, ti], cols[b][:, bi, ti])})
+                        rows.append(
+                            {
+                                "regime": reg.name,
+                                "train_budget": int(tb),
+                                "eval_budget": int(eb),
+                                "T": temp,
+                                "a": a,
+                                "b": b,
+                                **paired_interval(cols[a][:, bi, ti], cols[b][:, bi, ti]),
+                            }
+                        )
         regimes[reg.name] = reg_out
-    result = {"schema": SCHEMA, "version": VERSION, "config": config_dict(cfg), "objectives": names,
-              "comparisons": [list(p) for p in pairs], "decision_rule": decision_rule_text(),
-              "regimes": regimes, "rows": rows, "provenance": provenance(),
-              "seconds_total": time.perf_counter() - t0, "cpu_seconds_total": time.process_time() - c0}
+    result = {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "config": config_dict(cfg),
+        "objectives": names,
+        "comparisons": [list(p) for p in pairs],
+        "decision_rule": decision_rule_text(),
+        "regimes": regimes,
+        "rows": rows,
+        "provenance": provenance(),
+        "seconds_total": time.perf_counter() - t0,
+        "cpu_seconds_total": time.process_time() - c0,
+    }
     result["primary"] = primary_verdicts(result)
     result["matched"] = matched_verdicts(result)
     result["summary"] = summarise(result)
@@ -314,23 +430,38 @@ def config_dict(cfg: SweepConfig) -> dict[str, Any]:
 def provenance() -> dict[str, Any]:
     from importlib.metadata import version
 
-    return {"exitlaw_version": version("exitlaw"), "git_commit": git_commit(Path(__file__).resolve().parent), "jax": jax.__version__,
-            "optax": version("optax"),
-            "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine(),
-            "processor": platform.processor(), "platform": platform.platform(),
-            "jax_backend": jax.default_backend(), "x64": bool(jax.config.jax_enable_x64), **cpu_info()}
+    return {
+        "exitlaw_version": version("exitlaw"),
+        "git_commit": git_commit(Path(__file__).resolve().parent),
+        "jax": jax.__version__,
+        "optax": version("optax"),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "platform": platform.platform(),
+        "jax_backend": jax.default_backend(),
+        "x64": bool(jax.config.jax_enable_x64),
+        **cpu_info(),
+    }
 
 
 def decision_rule_text() -> str:
     doc = __doc__ or ""
-    return doc[doc.index("DECISION RULE"):].strip()
+    return doc[doc.index("DECISION RULE") :].strip()
 
 
 def config_from_dict(d: dict[str, Any]) -> SweepConfig:
     """Rebuild a :class:`SweepConfig` from its JSON (``result["config"]``): a shipped sweep can be rerun."""
-    regs = tuple(Regime(**{k: (tuple(v) if k == "eval_budgets" else v) for k, v in r.items()}) for r in d["regimes"])
-    rest = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()
-            if k not in ("regimes", "unused_regime_fields")}
+    regs = tuple(
+        Regime(**{k: (tuple(v) if k == "eval_budgets" else v) for k, v in r.items()})
+        for r in d["regimes"]
+    )
+    rest = {
+        k: (tuple(v) if isinstance(v, list) else v)
+        for k, v in d.items()
+        if k not in ("regimes", "unused_regime_fields")
+    }
     return replace(SweepConfig(regs), **rest)
 
 
@@ -345,28 +476,49 @@ def _row(result, **key):
 def primary_verdicts(result: dict[str, Any]) -> dict[str, Any]:
     """Rule 3 of the decision rule, per lambda (``None`` when the sweep has no primary cells)."""
     cfg = result["config"]
-    if (PRIMARY["regime"] not in [r["name"] for r in cfg["regimes"]] or PRIMARY["train_budget"] not in cfg["train_budgets"]
-            or PRIMARY["eval_budget"] not in cfg["eval_budgets"] or "tree" not in cfg["norms"]
-            or cfg.get("train_temperature", 1.0) != 1.0 or not set(TEMPS) <= set(eval_labels(cfg))):
+    if (
+        PRIMARY["regime"] not in [r["name"] for r in cfg["regimes"]]
+        or PRIMARY["train_budget"] not in cfg["train_budgets"]
+        or PRIMARY["eval_budget"] not in cfg["eval_budgets"]
+        or "tree" not in cfg["norms"]
+        or cfg.get("train_temperature", 1.0) != 1.0
+        or not set(TEMPS) <= set(eval_labels(cfg))
+    ):
         return {"available": False}
-    out = {"available": True, "cells": PRIMARY | {"T": list(TEMPS), "norm": "tree"}, "by_lambda": {}}
+    out = {
+        "available": True,
+        "cells": PRIMARY | {"T": list(TEMPS), "norm": "tree"},
+        "by_lambda": {},
+    }
     for lam in cfg["lambdas"]:
         e, p = Objective("exit", "tree", lam).name, Objective("prefix", "tree", lam).name
         cells = {}
         for temp in TEMPS:
-            key = dict(regime=PRIMARY["regime"], train_budget=PRIMARY["train_budget"], eval_budget=PRIMARY["eval_budget"], T=temp)
+            key = dict(
+                regime=PRIMARY["regime"],
+                train_budget=PRIMARY["train_budget"],
+                eval_budget=PRIMARY["eval_budget"],
+                T=temp,
+            )
             ep, pt = _row(result, a=e, b=p, **key), _row(result, a=p, b="token", **key)
-            cells[temp] = {"exit-prefix": {k: ep[k] for k in ("diff", "rel_pct", "verdict")},
-                           "prefix-token": {k: pt[k] for k in ("diff", "rel_pct", "verdict")}}
+            cells[temp] = {
+                "exit-prefix": {k: ep[k] for k in ("diff", "rel_pct", "verdict")},
+                "prefix-token": {k: pt[k] for k in ("diff", "rel_pct", "verdict")},
+            }
         v = [c[k]["verdict"] for c in cells.values() for k in ("exit-prefix", "prefix-token")]
-        verdict = ("supported" if all(x == ">" for x in v) else "contradicted" if any(x == "<" for x in v)
-                   else "inconclusive")
+        verdict = (
+            "supported"
+            if all(x == ">" for x in v)
+            else "contradicted"
+            if any(x == "<" for x in v)
+            else "inconclusive"
+        )
         out["by_lambda"][f"{lam:g}"] = {"verdict": verdict, "cells": cells}
     return out
 
 
 def _ordering(ep: str, pt: str) -> str:
-    return ("supported" if ep == pt == ">" else "contradicted" if "<" in (ep, pt) else "inconclusive")
+    return "supported" if ep == pt == ">" else "contradicted" if "<" in (ep, pt) else "inconclusive"
 
 
 def matched_verdicts(result: dict[str, Any]) -> dict[str, Any]:
@@ -374,29 +526,44 @@ def matched_verdicts(result: dict[str, Any]) -> dict[str, Any]:
     normalisation, and the authors' floored exit-depth vs prefix; ``available`` False without them."""
     cfg = result["config"]
     t_m = cfg.get("train_temperature", 1.0)
-    if (PRIMARY["regime"] not in [r["name"] for r in cfg["regimes"]] or PRIMARY["train_budget"] not in cfg["train_budgets"]
-            or PRIMARY["eval_budget"] not in cfg["eval_budgets"] or t_m == 1.0
-            or temp_label(t_m) not in eval_labels(cfg)):
+    if (
+        PRIMARY["regime"] not in [r["name"] for r in cfg["regimes"]]
+        or PRIMARY["train_budget"] not in cfg["train_budgets"]
+        or PRIMARY["eval_budget"] not in cfg["eval_budgets"]
+        or t_m == 1.0
+        or temp_label(t_m) not in eval_labels(cfg)
+    ):
         return {"available": False}
-    key = dict(regime=PRIMARY["regime"], train_budget=PRIMARY["train_budget"], eval_budget=PRIMARY["eval_budget"],
-               T=temp_label(t_m))
+    key = dict(
+        regime=PRIMARY["regime"],
+        train_budget=PRIMARY["train_budget"],
+        eval_budget=PRIMARY["eval_budget"],
+        T=temp_label(t_m),
+    )
     pick = ("diff", "rel_pct", "verdict")
     out: dict[str, Any] = {"available": True, "cells": key, "by_setting": {}}
     for lam in cfg["lambdas"]:
         for norm in cfg["norms"]:
             e, p = Objective("exit", norm, lam).name, Objective("prefix", norm, lam).name
-            ep, pt, et = (_row(result, a=a, b=b, **key) for a, b in ((e, p), (p, "token"), (e, "token")))
+            ep, pt, et = (
+                _row(result, a=a, b=b, **key) for a, b in ((e, p), (p, "token"), (e, "token"))
+            )
             out["by_setting"][f"lambda={lam:g}/{norm}"] = {
-                "exit-prefix": {k: ep[k] for k in pick}, "prefix-token": {k: pt[k] for k in pick},
-                "exit-token": {k: et[k] for k in pick}, "verdict": _ordering(ep["verdict"], pt["verdict"])}
+                "exit-prefix": {k: ep[k] for k in pick},
+                "prefix-token": {k: pt[k] for k in pick},
+                "exit-token": {k: et[k] for k in pick},
+                "verdict": _ordering(ep["verdict"], pt["verdict"]),
+            }
         if cfg.get("authors_floor", True):
             d = Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name
             p = Objective("prefix", "nodes", lam, AUTHORS_ALPHA).name
             dp, pt = _row(result, a=d, b=p, **key), _row(result, a=p, b="token", **key)
             if dp is not None and pt is not None:
                 out["by_setting"][f"lambda={lam:g}/authors-floored"] = {
-                    "exit-depth-prefix": {k: dp[k] for k in pick}, "prefix-token": {k: pt[k] for k in pick},
-                    "verdict": _ordering(dp["verdict"], pt["verdict"])}
+                    "exit-depth-prefix": {k: dp[k] for k in pick},
+                    "prefix-token": {k: pt[k] for k in pick},
+                    "verdict": _ordering(dp["verdict"], pt["verdict"]),
+                }
     return out
 
 
@@ -416,29 +583,47 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         key = {k: r[k] for k in ("regime", "train_budget", "eval_budget", "T")}
         ep = _row(result, a="/".join(["exit", *a[1:]]), b=r["a"], **key)
         if ep is not None and r["verdict"] == ">" and ep["verdict"] == ">":
-            order.append(key | {"norm": a[1], "lambda": a[2].split("=")[1],
-                                "exit-prefix_pct": ep["rel_pct"]["mean"], "prefix-token_pct": r["rel_pct"]["mean"]})
+            order.append(
+                key
+                | {
+                    "norm": a[1],
+                    "lambda": a[2].split("=")[1],
+                    "exit-prefix_pct": ep["rel_pct"]["mean"],
+                    "prefix-token_pct": r["rel_pct"]["mean"],
+                }
+            )
     return {"counts": counts, "exit>prefix>token": order}
 
 
-def write_sweep(result: dict[str, Any], out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
+def write_sweep(
+    result: dict[str, Any], out_dir: str | Path, *, overwrite: bool = False
+) -> list[Path]:
     """``sweep.json``, ``sweep.md`` and ``config.json`` in ``out_dir`` (refuses to replace them unless ``overwrite``)."""
     out = Path(out_dir)
     paths = [out / "sweep.json", out / "sweep.md", out / "config.json"]
     if not overwrite and any(p.exists() for p in paths):
-        raise FileExistsError(f"{', '.join(str(p) for p in paths if p.exists())} exist(s); pass overwrite=True (--overwrite)")
+        raise FileExistsError(
+            f"{', '.join(str(p) for p in paths if p.exists())} exist(s); pass overwrite=True (--overwrite)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(paths[0], json.dumps(result, indent=1) + "\n")
     atomic_write_text(paths[1], format_markdown(result))
-    atomic_write_text(paths[2], json.dumps({"schema": SCHEMA + ".config", "version": VERSION,
-                                            "config": result["config"]}, indent=1) + "\n")
+    atomic_write_text(
+        paths[2],
+        json.dumps(
+            {"schema": SCHEMA + ".config", "version": VERSION, "config": result["config"]}, indent=1
+        )
+        + "\n",
+    )
     return paths
 
 
 def read_sweep(path: str | Path) -> dict[str, Any]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if data.get("schema") != SCHEMA or data.get("version") != VERSION:
-        raise ValueError(f"{path}: schema {data.get('schema')!r} v{data.get('version')!r}, expected {SCHEMA!r} v{VERSION}")
+        raise ValueError(
+            f"{path}: schema {data.get('schema')!r} v{data.get('version')!r}, expected {SCHEMA!r} v{VERSION}"
+        )
     return data
 
 
@@ -450,76 +635,135 @@ def _ci(x: dict, pct: bool = False) -> str:
 def format_markdown(result: dict[str, Any]) -> str:
     cfg = result["config"]
     n = cfg["seeds"]
-    lines = ["# ExitTrain objectives: paired simulation sweep", "",
-             f"Schema `{result['schema']}` v{result['version']}; {n} seeds; lambda {cfg['lambdas']}; "
-             f"training budgets {cfg['train_budgets']}; eval budgets {cfg['eval_budgets']}; trained at "
-             f"T = {cfg.get('train_temperature', 1.0):g}, judged at {', '.join(eval_labels(cfg))}; "
-             f"{result['seconds_total']:.0f} s in total.",
-             "Entries: mean paired difference of exact tau (A - B) over seeds, 95 % t-interval, and the "
-             "verdict (`>`, `<`, `~` undecided) of the decision rule below.", ""]
+    lines = [
+        "# ExitTrain objectives: paired simulation sweep",
+        "",
+        f"Schema `{result['schema']}` v{result['version']}; {n} seeds; lambda {cfg['lambdas']}; "
+        f"training budgets {cfg['train_budgets']}; eval budgets {cfg['eval_budgets']}; trained at "
+        f"T = {cfg.get('train_temperature', 1.0):g}, judged at {', '.join(eval_labels(cfg))}; "
+        f"{result['seconds_total']:.0f} s in total.",
+        "Entries: mean paired difference of exact tau (A - B) over seeds, 95 % t-interval, and the "
+        "verdict (`>`, `<`, `~` undecided) of the decision rule below.",
+        "",
+    ]
     for reg in cfg["regimes"]:
         st = np.asarray(result["regimes"][reg["name"]]["start_tau"])
-        lines.append(f"- regime `{reg['name']}` (V={reg['vocab']}, Zipf {reg['zipf']}, H={reg['horizon']}, rank {reg['rank']}, "
-                     f"{reg['pretrain_steps']} pretrain + {reg['steps']} fine-tune steps x batch {reg['batch']}): starting tau "
-                     + ", ".join(f"B={b} " + " / ".join(f"{st[:, i, j].mean():.3f} ({lab})"
-                                                        for j, lab in enumerate(eval_labels(cfg)))
-                                 for i, b in enumerate(cfg["eval_budgets"])))
+        lines.append(
+            f"- regime `{reg['name']}` (V={reg['vocab']}, Zipf {reg['zipf']}, H={reg['horizon']}, rank {reg['rank']}, "
+            f"{reg['pretrain_steps']} pretrain + {reg['steps']} fine-tune steps x batch {reg['batch']}): starting tau "
+            + ", ".join(
+                f"B={b} "
+                + " / ".join(
+                    f"{st[:, i, j].mean():.3f} ({lab})" for j, lab in enumerate(eval_labels(cfg))
+                )
+                for i, b in enumerate(cfg["eval_budgets"])
+            )
+        )
     prim = result["primary"]
     lines += ["", "## Primary cells (named in advance)", ""]
     if not prim["available"]:
         lines.append("This sweep has no primary cells.")
     else:
-        lines.append(f"Regime {prim['cells']['regime']}, training budget {prim['cells']['train_budget']}, eval budget "
-                     f"{prim['cells']['eval_budget']}, norm tree, T = 0 and 1.")
-        lines += ["", "| lambda | T | exit - prefix (tau) | % | prefix - token (tau) | % | verdict |", "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"Regime {prim['cells']['regime']}, training budget {prim['cells']['train_budget']}, eval budget "
+            f"{prim['cells']['eval_budget']}, norm tree, T = 0 and 1."
+        )
+        lines += [
+            "",
+            "| lambda | T | exit - prefix (tau) | % | prefix - token (tau) | % | verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for lam, v in prim["by_lambda"].items():
             for temp, c in v["cells"].items():
-                lines.append(f"| {lam} | {temp} | {_ci(c['exit-prefix']['diff'])} {c['exit-prefix']['verdict']} | "
-                             f"{_ci(c['exit-prefix']['rel_pct'], True)} | {_ci(c['prefix-token']['diff'])} "
-                             f"{c['prefix-token']['verdict']} | {_ci(c['prefix-token']['rel_pct'], True)} | {v['verdict']} |")
+                lines.append(
+                    f"| {lam} | {temp} | {_ci(c['exit-prefix']['diff'])} {c['exit-prefix']['verdict']} | "
+                    f"{_ci(c['exit-prefix']['rel_pct'], True)} | {_ci(c['prefix-token']['diff'])} "
+                    f"{c['prefix-token']['verdict']} | {_ci(c['prefix-token']['rel_pct'], True)} | {v['verdict']} |"
+                )
     matched = result.get("matched", {"available": False})
     if matched["available"]:
         c = matched["cells"]
-        lines += ["", "## Matched cells: trained and judged at the same temperature (rule 5)", "",
-                  f"Regime {c['regime']}, training budget {c['train_budget']}, eval budget {c['eval_budget']}, {c['T']}.",
-                  "", "| setting | comparison | tau | % | verdict of the setting |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Matched cells: trained and judged at the same temperature (rule 5)",
+            "",
+            f"Regime {c['regime']}, training budget {c['train_budget']}, eval budget {c['eval_budget']}, {c['T']}.",
+            "",
+            "| setting | comparison | tau | % | verdict of the setting |",
+            "|---|---|---|---|---|",
+        ]
         for name, v in matched["by_setting"].items():
             for comp, r in v.items():
                 if comp != "verdict":
-                    lines.append(f"| {name} | {comp} | {_ci(r['diff'])} {r['verdict']} | {_ci(r['rel_pct'], True)} | "
-                                 f"{v['verdict']} |")
+                    lines.append(
+                        f"| {name} | {comp} | {_ci(r['diff'])} {r['verdict']} | {_ci(r['rel_pct'], True)} | "
+                        f"{v['verdict']} |"
+                    )
     lines += ["", "## Where exit > prefix > token holds", ""]
     order = result["summary"]["exit>prefix>token"]
-    total = sum(1 for r in result["rows"] if r["b"] == "token" and r["a"].startswith("prefix/") and r["a"].count("/") == 2)
-    lines.append(f"In {len(order)} of {total} cells (regime x train budget x lambda x norm x eval budget x T).")
+    total = sum(
+        1
+        for r in result["rows"]
+        if r["b"] == "token" and r["a"].startswith("prefix/") and r["a"].count("/") == 2
+    )
+    lines.append(
+        f"In {len(order)} of {total} cells (regime x train budget x lambda x norm x eval budget x T)."
+    )
     for o in order:
-        lines.append(f"- {o['regime']}, train B={o['train_budget']}, lambda={o['lambda']}, norm {o['norm']}, eval B={o['eval_budget']}, "
-                     f"{o['T']}: exit - prefix {o['exit-prefix_pct']:+.2f} %, prefix - token {o['prefix-token_pct']:+.2f} %")
-    lines += ["", "## Verdict counts per comparison (all cells)", "", "| A vs B | > | < | undecided |", "|---|---|---|---|"]
+        lines.append(
+            f"- {o['regime']}, train B={o['train_budget']}, lambda={o['lambda']}, norm {o['norm']}, eval B={o['eval_budget']}, "
+            f"{o['T']}: exit - prefix {o['exit-prefix_pct']:+.2f} %, prefix - token {o['prefix-token_pct']:+.2f} %"
+        )
+    lines += [
+        "",
+        "## Verdict counts per comparison (all cells)",
+        "",
+        "| A vs B | > | < | undecided |",
+        "|---|---|---|---|",
+    ]
     for k, c in result["summary"]["counts"].items():
         lines.append(f"| {k} | {c['>']} | {c['<']} | {c['undecided'] + c['=']} |")
     cols = [(b, t) for t in eval_labels(cfg) for b in cfg["eval_budgets"]]
     mark = {">": ">", "<": "<", "undecided": "~", "=": "="}
     for reg in cfg["regimes"]:
         for tb in cfg["train_budgets"]:
-            lines += ["", f"## {reg['name']}, training budget {tb}: paired differences in tau (A - B), 95 % CI", "",
-                      "| A | B | " + " | ".join(f"B={b} {t}" for b, t in cols) + " |", "|---|---|" + "---|" * len(cols)]
+            lines += [
+                "",
+                f"## {reg['name']}, training budget {tb}: paired differences in tau (A - B), 95 % CI",
+                "",
+                "| A | B | " + " | ".join(f"B={b} {t}" for b, t in cols) + " |",
+                "|---|---|" + "---|" * len(cols),
+            ]
             for a, b in [tuple(p) for p in result["comparisons"]]:
-                cells = [_row(result, regime=reg["name"], train_budget=tb, eval_budget=eb, T=t, a=a, b=b) for eb, t in cols]
-                lines.append(f"| {a} | {b} | " + " | ".join(f"{_ci(c['diff'])} {mark[c['verdict']]}" for c in cells) + " |")
+                cells = [
+                    _row(result, regime=reg["name"], train_budget=tb, eval_budget=eb, T=t, a=a, b=b)
+                    for eb, t in cols
+                ]
+                lines.append(
+                    f"| {a} | {b} | "
+                    + " | ".join(f"{_ci(c['diff'])} {mark[c['verdict']]}" for c in cells)
+                    + " |"
+                )
     lines += ["", "## Decision rule", "", result["decision_rule"], ""]
     return "\n".join(lines)
 
 
-def sweep_to_dir(sweep: str | Path, out_dir: str | Path, *, overwrite: bool = False,
-                 log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+def sweep_to_dir(
+    sweep: str | Path,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    log: Callable[[str], None] = lambda s: None,
+) -> dict[str, Any]:
     """Run a preset (``deep``, ``shallow``, ``all``, ``quick``) or a shipped ``config.json``; write it to ``out_dir``.
 
     Fails before any computation when the outputs exist and ``overwrite`` is false.
     """
     out = Path(out_dir)
     if not overwrite and any((out / f).exists() for f in ("sweep.json", "sweep.md", "config.json")):
-        raise FileExistsError(f"{out} already holds a sweep; pass overwrite=True (--overwrite) to replace it")
+        raise FileExistsError(
+            f"{out} already holds a sweep; pass overwrite=True (--overwrite) to replace it"
+        )
     path = Path(sweep)
     if path.suffix == ".json":
         if not path.is_file():

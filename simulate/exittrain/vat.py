@@ -25,7 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-VAT_GAMMA = 4.0   # decay constant after the first rejection (assumption 2)
+VAT_GAMMA = 4.0  # decay constant after the first rejection (assumption 2)
 
 
 def first_rejection(draft_top, target):
@@ -43,6 +43,8 @@ def vat_position_weights(j, horizon: int, gamma: float = VAT_GAMMA):
 def vat_term(logq, cont, gamma: float = VAT_GAMMA):
     """``sum v_d (-log q_d(y_d)) / sum v_d`` for ``logq [S, H, V]`` (differentiable) and ``cont [S, H]``."""
     top = jnp.argmax(jax.lax.stop_gradient(logq), axis=-1)
-    v = jax.lax.stop_gradient(vat_position_weights(first_rejection(top, cont), cont.shape[1], gamma))
+    v = jax.lax.stop_gradient(
+        vat_position_weights(first_rejection(top, cont), cont.shape[1], gamma)
+    )
     nll = -jnp.take_along_axis(logq, cont[..., None], axis=-1)[..., 0]
     return (v * nll).sum() / v.sum()

@@ -53,13 +53,17 @@ from exitlaw.simulate.kit.conformance import _tree_json
 from exitlaw.simulate.kit.calls import VerifierCallError, _as_pair, check_signature
 from exitlaw.simulate.kit.cases import boundary_marginal_cases, conditional_cases
 
-BOUNDARY_OK, BOUNDARY_FLAGGED, BOUNDARY_FAILED = "passes boundary coins", "not exact", "verifier failed"
+BOUNDARY_OK, BOUNDARY_FLAGGED, BOUNDARY_FAILED = (
+    "passes boundary coins",
+    "not exact",
+    "verifier failed",
+)
 BOUNDARY_EXIT_CODES = {BOUNDARY_OK: 0, BOUNDARY_FLAGGED: 1, BOUNDARY_FAILED: 4}
 F64_BELOW_ONE = float(np.nextafter(1.0, 0.0))
 F32_BELOW_ONE = float(np.nextafter(np.float32(1.0), np.float32(0.0)))
-GRID = 2.0 ** -53
-GRID32 = 2.0 ** -24
-SINGLE_DRAWS = 8   # draw positions i whose 2^i earlier-draw patterns are enumerated
+GRID = 2.0**-53
+GRID32 = 2.0**-24
+SINGLE_DRAWS = 8  # draw positions i whose 2^i earlier-draw patterns are enumerated
 EXTREMES = (0.0, F64_BELOW_ONE)
 
 
@@ -88,7 +92,11 @@ class _Schedule:
         if self.constant:
             return "every draw"
         pat = "".join("0" if x == 0.0 else "1" for x in self.prefix)
-        head = f"draws 0..{len(self.prefix) - 1} at {pat} (0: 0.0, 1: largest double below 1), " if pat else ""
+        head = (
+            f"draws 0..{len(self.prefix) - 1} at {pat} (0: 0.0, 1: largest double below 1), "
+            if pat
+            else ""
+        )
         return f"{head}the value at draw {len(self.prefix)}, {self.tail!r} after"
 
 
@@ -102,7 +110,9 @@ class BoundaryGenerator(np.random.Generator):
 
     def _one(self, dtype) -> float:
         v = self._schedule.next()
-        if np.dtype(dtype) == np.float32:  # random(dtype=float32) returns multiples of 2^-24 below 1
+        if (
+            np.dtype(dtype) == np.float32
+        ):  # random(dtype=float32) returns multiples of 2^-24 below 1
             return np.float32(np.floor(v / GRID32) * GRID32)
         return float(v)
 
@@ -123,7 +133,10 @@ class BoundaryGenerator(np.random.Generator):
 
     def spawn(self, n_children: int):
         # children share the schedule and the bit generator (cheap: verifiers spawn a stream per name)
-        return [BoundaryGenerator(self._schedule, self._seed, self.bit_generator) for _ in range(n_children)]
+        return [
+            BoundaryGenerator(self._schedule, self._seed, self.bit_generator)
+            for _ in range(n_children)
+        ]
 
 
 def _grid(x: float, vals: set) -> None:
@@ -139,7 +152,10 @@ def boundary_values(probs: np.ndarray, ratios=()) -> list[float]:
         total = row.sum()
         if total <= 0:
             continue
-        for c in np.cumsum(row)[:-1].tolist() + np.cumsum(row.astype(np.float32)).astype(np.float64).tolist():
+        for c in (
+            np.cumsum(row)[:-1].tolist()
+            + np.cumsum(row.astype(np.float32)).astype(np.float64).tolist()
+        ):
             _grid(c / total, vals)
     for r in ratios:
         if np.isfinite(r):
@@ -165,7 +181,9 @@ def schedules(values, positions: int = SINGLE_DRAWS):
                     continue
                 sched = _Schedule(bits, value, 0.0)
                 yield sched
-                if sched.count <= i:  # the run never read draw i: every extension of bits is the same run
+                if (
+                    sched.count <= i
+                ):  # the run never read draw i: every extension of bits is the same run
                     exhausted.add(bits)
                 else:
                     longer += [bits + (e,) for e in EXTREMES]
@@ -180,14 +198,16 @@ class BoundaryReport:
     seed: int
     mode: str = "conditional"
     runs: int = 0
-    calls_ok: int = 0      # runs whose call returned a block (flagged or not)
+    calls_ok: int = 0  # runs whose call returned a block (flagged or not)
     values: int = 0
-    drafts: int = 0        # marginal mode: realised drafts tried
+    drafts: int = 0  # marginal mode: realised drafts tried
     positions: int = SINGLE_DRAWS
     flagged: list = field(default_factory=list)
     errors: list = field(default_factory=list)
-    reach: str = ("drives Generator.random/uniform/spawn; choice, integers, multinomial, gumbel and every "
-                  "other Generator method, and generators the verifier makes itself, are not driven")
+    reach: str = (
+        "drives Generator.random/uniform/spawn; choice, integers, multinomial, gumbel and every "
+        "other Generator method, and generators the verifier makes itself, are not driven"
+    )
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -203,36 +223,61 @@ def _seq_zero(target, seq) -> int | None:
 
 def _why(seq, t: int, v: int) -> str:
     if t < len(seq) - 1:
-        return (f"the block {list(seq)} has target probability 0: token {seq[t]} at position {t} has p = 0 "
-                f"(a zero-probability child was accepted; exit node {v})")
+        return (
+            f"the block {list(seq)} has target probability 0: token {seq[t]} at position {t} has p = 0 "
+            f"(a zero-probability child was accepted; exit node {v})"
+        )
     return f"the bonus {seq[t]} has p_{v}({seq[t]}) = 0 at the exit node {v}"
 
 
-def _probe(rep: BoundaryReport, call: Callable, where: dict, values, target, positions: int,
-           max_flags: int) -> None:
+def _probe(
+    rep: BoundaryReport, call: Callable, where: dict, values, target, positions: int, max_flags: int
+) -> None:
     """Run ``call(generator) -> (tree, out)`` under every schedule; record flags and errors into ``rep``."""
     seen: set = set()
     for sched in schedules(values, positions):
         rep.runs += 1
-        here = {**where, "coin": sched.value.hex(), "coin_decimal": repr(sched.value), "schedule": sched.describe()}
+        here = {
+            **where,
+            "coin": sched.value.hex(),
+            "coin_decimal": repr(sched.value),
+            "schedule": sched.describe(),
+        }
         out = None  # a format adapter may reject the result inside the call
         try:
             tree, out, vocab = call(BoundaryGenerator(sched, rep.seed))
             v, y = _as_pair(out, tree, vocab)
         except VerifierCallError as err:  # e.g. a fall-off returning token V: a boundary finding
-            rep.flagged.append({**here, "draws": sched.read(), "emitted": repr(out), "why": str(err)})
+            rep.flagged.append(
+                {**here, "draws": sched.read(), "emitted": repr(out), "why": str(err)}
+            )
         except Exception as err:  # the user's code failed under this coin
-            rep.errors.append({**here, "draws": sched.read(), "error": f"{type(err).__name__}: {err}",
-                               "traceback": "".join(traceback.format_exception(err))[-3000:]})
+            rep.errors.append(
+                {
+                    **here,
+                    "draws": sched.read(),
+                    "error": f"{type(err).__name__}: {err}",
+                    "traceback": "".join(traceback.format_exception(err))[-3000:],
+                }
+            )
         else:
             rep.calls_ok += 1
             seq = tree.path(v) + (y,)
             t = _seq_zero(target, seq)
             draws = sched.read()
             if t is not None and (where["case"], str(where["tree"]), tuple(draws)) not in seen:
-                seen.add((where["case"], str(where["tree"]), tuple(draws)))  # another schedule, the same draws
-                rep.flagged.append({**here, "draws": draws, "emitted": [v, y], "block": list(seq),
-                                    "why": _why(seq, t, v)})
+                seen.add(
+                    (where["case"], str(where["tree"]), tuple(draws))
+                )  # another schedule, the same draws
+                rep.flagged.append(
+                    {
+                        **here,
+                        "draws": draws,
+                        "emitted": [v, y],
+                        "block": list(seq),
+                        "why": _why(seq, t, v),
+                    }
+                )
         if len(rep.flagged) >= max_flags:
             return
 
@@ -263,14 +308,28 @@ def _drafts(topology, draft) -> list[tuple[int, ...]]:
 def _marginal_values(tree: DraftTree, p: np.ndarray, q: np.ndarray) -> list[float]:
     pn, qn = p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
     resid = np.maximum(pn - qn, 0.0)
-    ratios = [pn[tree.parent[u], tree.token[u]] / qn[tree.parent[u], tree.token[u]]
-              for u in range(1, tree.num_nodes) if qn[tree.parent[u], tree.token[u]] > 0]
-    return boundary_values(np.vstack([p, resid]), ratios)  # the drafts are the kit's draws: q's own cdf is not
+    ratios = [
+        pn[tree.parent[u], tree.token[u]] / qn[tree.parent[u], tree.token[u]]
+        for u in range(1, tree.num_nodes)
+        if qn[tree.parent[u], tree.token[u]] > 0
+    ]
+    return boundary_values(
+        np.vstack([p, resid]), ratios
+    )  # the drafts are the kit's draws: q's own cdf is not
 
 
-def run_boundary(fn: Callable, *, name: str = "verifier", mode: str = "conditional", seed: int = 0,
-                 budget: int = 8, vocab: int = 4, chains_only: bool = False, positions: int = SINGLE_DRAWS,
-                 max_flags: int = 20) -> BoundaryReport:
+def run_boundary(
+    fn: Callable,
+    *,
+    name: str = "verifier",
+    mode: str = "conditional",
+    seed: int = 0,
+    budget: int = 8,
+    vocab: int = 4,
+    chains_only: bool = False,
+    positions: int = SINGLE_DRAWS,
+    max_flags: int = 20,
+) -> BoundaryReport:
     """Run ``fn`` on every case (and, in marginal mode, every realised draft) under every boundary schedule;
     flag every emitted block of target probability 0 (module docstring)."""
     if mode not in ("conditional", "marginal"):
@@ -285,8 +344,15 @@ def run_boundary(fn: Callable, *, name: str = "verifier", mode: str = "condition
             probs.setflags(write=False)
             values = boundary_values(probs)
             rep.values += len(values)
-            _probe(rep, lambda g, case=case, probs=probs: (case.tree, fn(case.tree, probs, g), case.vocab),
-                   {"case": case.name, "tree": _tree_json(case.tree)}, values, case.target, positions, max_flags)
+            _probe(
+                rep,
+                lambda g, case=case, probs=probs: (case.tree, fn(case.tree, probs, g), case.vocab),
+                {"case": case.name, "tree": _tree_json(case.tree)},
+                values,
+                case.target,
+                positions,
+                max_flags,
+            )
             if len(rep.flagged) >= max_flags:
                 break
     else:
@@ -300,8 +366,15 @@ def run_boundary(fn: Callable, *, name: str = "verifier", mode: str = "condition
                 values = _marginal_values(tree, p, q)
                 rep.values += len(values)
                 rep.drafts += 1
-                _probe(rep, lambda g, tree=tree, p=p, q=q: (tree, fn(tree, p, q, g), p.shape[1]),
-                       {"case": case.name, "tree": _tree_json(tree)}, values, case.target, positions, max_flags)
+                _probe(
+                    rep,
+                    lambda g, tree=tree, p=p, q=q: (tree, fn(tree, p, q, g), p.shape[1]),
+                    {"case": case.name, "tree": _tree_json(tree)},
+                    values,
+                    case.target,
+                    positions,
+                    max_flags,
+                )
                 if len(rep.flagged) >= max_flags:
                     break
             if len(rep.flagged) >= max_flags:
@@ -316,24 +389,45 @@ def run_boundary(fn: Callable, *, name: str = "verifier", mode: str = "condition
 
 def format_boundary(rep: BoundaryReport) -> str:
     drafts = f" on {rep.drafts} realised drafts" if rep.mode == "marginal" else ""
-    out = [f"exitlaw check --boundary {rep.verifier}   mode {rep.mode}   seed {rep.seed}",
-           f"{rep.runs} runs{drafts}: {rep.values} coin values (0, largest double and float32 below 1, exact "
-           f"cumulative boundaries{', acceptance ratios' if rep.mode == 'marginal' else ''}), each at every draw "
-           f"and at draw i < {rep.positions} after every pattern of earlier draws at 0 / largest double below 1 "
-           f"(0 after)",
-           f"rule: no emitted block may have target probability 0 (exactness; a non-saturating bonus is not flagged)",
-           f"reach: {rep.reach}"]
+    out = [
+        f"exitlaw check --boundary {rep.verifier}   mode {rep.mode}   seed {rep.seed}",
+        f"{rep.runs} runs{drafts}: {rep.values} coin values (0, largest double and float32 below 1, exact "
+        f"cumulative boundaries{', acceptance ratios' if rep.mode == 'marginal' else ''}), each at every draw "
+        f"and at draw i < {rep.positions} after every pattern of earlier draws at 0 / largest double below 1 "
+        f"(0 after)",
+        "rule: no emitted block may have target probability 0 (exactness; a non-saturating bonus is not flagged)",
+        f"reach: {rep.reach}",
+    ]
     if rep.errors and rep.calls_ok == 0 and not rep.flagged:
-        out.append(f"every call of the verifier failed ({len(rep.errors)} runs): nothing was checked")
+        out.append(
+            f"every call of the verifier failed ({len(rep.errors)} runs): nothing was checked"
+        )
     for f in rep.flagged[:10]:
         draws = ", ".join(repr(float.fromhex(x)) for x in f["draws"])
-        out.append(f"  ZERO-PROBABILITY BLOCK  case {f['case']} tree {f['tree']}: draws [{draws}] "
-                   f"({f['schedule']}) -> emitted {f['emitted']}: {f['why']}")
+        out.append(
+            f"  ZERO-PROBABILITY BLOCK  case {f['case']} tree {f['tree']}: draws [{draws}] "
+            f"({f['schedule']}) -> emitted {f['emitted']}: {f['why']}"
+        )
     for e in rep.errors[:5]:
-        out.append(f"  VERIFIER FAILED  case {e['case']}: coin {e['coin_decimal']} ({e['schedule']}): {e['error']}")
-    out.append(f"verdict: {rep.verdict.upper() if rep.exit_code else rep.verdict}   (exit status {rep.exit_code})")
+        out.append(
+            f"  VERIFIER FAILED  case {e['case']}: coin {e['coin_decimal']} ({e['schedule']}): {e['error']}"
+        )
+    out.append(
+        f"verdict: {rep.verdict.upper() if rep.exit_code else rep.verdict}   (exit status {rep.exit_code})"
+    )
     return "\n".join(out)
 
 
-__all__ = ["BoundaryGenerator", "BoundaryReport", "boundary_values", "run_boundary", "format_boundary", "schedules",
-           "BOUNDARY_OK", "BOUNDARY_FLAGGED", "BOUNDARY_FAILED", "F64_BELOW_ONE", "F32_BELOW_ONE"]
+__all__ = [
+    "BoundaryGenerator",
+    "BoundaryReport",
+    "boundary_values",
+    "run_boundary",
+    "format_boundary",
+    "schedules",
+    "BOUNDARY_OK",
+    "BOUNDARY_FLAGGED",
+    "BOUNDARY_FAILED",
+    "F64_BELOW_ONE",
+    "F32_BELOW_ONE",
+]

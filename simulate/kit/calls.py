@@ -52,10 +52,17 @@ def load_verifier(spec: str) -> Callable:
 
 
 def check_signature(fn: Callable, mode: str, settings: bool = False) -> None:
-    names = ("tree", "probs", "rng") if mode == "conditional" else ("tree", "probs", "draft_probs", "rng")
+    names = (
+        ("tree", "probs", "rng")
+        if mode == "conditional"
+        else ("tree", "probs", "draft_probs", "rng")
+    )
     if settings:  # settings mode: raw logits plus the settings
-        names = ("tree", "logits", "settings", "rng") if mode == "conditional" else \
-            ("tree", "logits", "draft_logits", "settings", "rng")
+        names = (
+            ("tree", "logits", "settings", "rng")
+            if mode == "conditional"
+            else ("tree", "logits", "draft_logits", "settings", "rng")
+        )
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError) as err:
@@ -65,7 +72,8 @@ def check_signature(fn: Callable, mode: str, settings: bool = False) -> None:
     except TypeError as err:
         raise VerifierCallError(
             f"{getattr(fn, '__name__', fn)}{sig} cannot be called as f({', '.join(names)}) "
-            f"({mode} mode{', settings' if settings else ''}): {err}") from err
+            f"({mode} mode{', settings' if settings else ''}): {err}"
+        ) from err
 
 
 def _as_pair(out, tree: DraftTree, vocab: int) -> tuple[int, int]:
@@ -77,18 +85,28 @@ def _as_pair(out, tree: DraftTree, vocab: int) -> tuple[int, int]:
         except (TypeError, ValueError):
             ok = False
     if not ok:
-        raise VerifierCallError(f"the verifier returned {out!r}; expected (exit_node, bonus_token), two integers")
+        raise VerifierCallError(
+            f"the verifier returned {out!r}; expected (exit_node, bonus_token), two integers"
+        )
     if not 0 <= v < tree.num_nodes:
-        raise VerifierCallError(f"the verifier returned exit node {v}, outside 0..{tree.num_nodes - 1}")
+        raise VerifierCallError(
+            f"the verifier returned exit node {v}, outside 0..{tree.num_nodes - 1}"
+        )
     if not 0 <= y < vocab:
-        raise VerifierCallError(f"the verifier returned bonus token {y}, outside vocabulary 0..{vocab - 1}")
+        raise VerifierCallError(
+            f"the verifier returned bonus token {y}, outside vocabulary 0..{vocab - 1}"
+        )
     return v, y
 
 
 @contextmanager
 def _call_limit(timeout):
     """Install the SIGALRM handler that turns an expired per-call timer into :class:`CallTimeout`."""
-    if timeout is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+    if (
+        timeout is None
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 
@@ -104,7 +122,11 @@ def _call_limit(timeout):
 
 
 def _call(fn, args, tree, vocab, timeout=None, index=0):
-    armed = timeout is not None and signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None)
+    armed = timeout is not None and signal.getsignal(signal.SIGALRM) not in (
+        signal.SIG_DFL,
+        signal.SIG_IGN,
+        None,
+    )
     try:
         if armed:
             signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -116,8 +138,13 @@ def _call(fn, args, tree, vocab, timeout=None, index=0):
     except VerifierCallError:
         raise
     except CallTimeout as err:
-        raise VerifierCrash(f"call {index} did not return within the timeout of {timeout} s") from err
-    except (Exception, SystemExit) as err:  # the user's code failed: reported with its case and traceback
+        raise VerifierCrash(
+            f"call {index} did not return within the timeout of {timeout} s"
+        ) from err
+    except (
+        Exception,
+        SystemExit,
+    ) as err:  # the user's code failed: reported with its case and traceback
         raise VerifierCrash(f"call {index} raised {type(err).__name__}: {err}") from err
     return _as_pair(out, tree, vocab)
 

@@ -28,11 +28,20 @@ from exitlaw.theory import DraftTree, oracle_tree
 class HashedTarget:
     """``p(. | prefix)``: hand-set ``overrides[prefix]`` or a Dirichlet row hashed from ``(seed, prefix)``."""
 
-    def __init__(self, vocab: int, seed: int, *, concentration: float = 1.0, zero_prob: float = 0.15,
-                 overrides: dict | None = None):
+    def __init__(
+        self,
+        vocab: int,
+        seed: int,
+        *,
+        concentration: float = 1.0,
+        zero_prob: float = 0.15,
+        overrides: dict | None = None,
+    ):
         self.vocab, self.seed = vocab, seed
         self.concentration, self.zero_prob = concentration, zero_prob
-        self.overrides = {tuple(k): np.asarray(v, dtype=np.float64) for k, v in (overrides or {}).items()}
+        self.overrides = {
+            tuple(k): np.asarray(v, dtype=np.float64) for k, v in (overrides or {}).items()
+        }
         self._cache: dict[tuple[int, ...], np.ndarray] = {}
 
     def __call__(self, prefix) -> np.ndarray:
@@ -94,17 +103,50 @@ def conditional_cases(seed: int, *, budget: int = 8, vocab: int = 4) -> list[Cas
     cases.append(Case("random", tree, HashedTarget(vocab, s + 2, concentration=0.7)))
 
     tree = DraftTree.from_paths([(0,), (1,), (0, 2), (1, 0), (1, 1)])
-    cases.append(Case("rho_zero", tree, HashedTarget(vocab, s + 3, overrides={
-        (): _row(vocab, {0: 0.55, 1: 0.45}), (1,): _row(vocab, {0: 0.5, 1: 0.5})})))
+    cases.append(
+        Case(
+            "rho_zero",
+            tree,
+            HashedTarget(
+                vocab,
+                s + 3,
+                overrides={
+                    (): _row(vocab, {0: 0.55, 1: 0.45}),
+                    (1,): _row(vocab, {0: 0.5, 1: 0.5}),
+                },
+            ),
+        )
+    )
 
     tree = DraftTree.from_paths([(0,), (1,), (2,), (1, 1), (1, 2)])
-    cases.append(Case("zero_edge", tree, HashedTarget(vocab, s + 4, overrides={
-        (): _row(vocab, {1: 0.5, 2: 0.3, vocab - 1: 0.2}), (1,): _row(vocab, {0: 0.4, 1: 0.6})})))
+    cases.append(
+        Case(
+            "zero_edge",
+            tree,
+            HashedTarget(
+                vocab,
+                s + 4,
+                overrides={
+                    (): _row(vocab, {1: 0.5, 2: 0.3, vocab - 1: 0.2}),
+                    (1,): _row(vocab, {0: 0.4, 1: 0.6}),
+                },
+            ),
+        )
+    )
 
     tail = lambda head: _row(vocab, {head: 1.0 - 1e-3 * (vocab - 1)}, rest=1e-3)  # noqa: E731
     tree = DraftTree.from_paths([(1,), (0,), (1, 2), (1, 0)])
-    cases.append(Case("tiny_tail", tree, HashedTarget(vocab, s + 5, overrides={
-        (): _row(vocab, {1: 0.6, 0: 0.3}, rest=1e-3), (1,): tail(2)})))
+    cases.append(
+        Case(
+            "tiny_tail",
+            tree,
+            HashedTarget(
+                vocab,
+                s + 5,
+                overrides={(): _row(vocab, {1: 0.6, 0: 0.3}, rest=1e-3), (1,): tail(2)},
+            ),
+        )
+    )
 
     tree = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (1, 0), (1, 1), (0, 0, 1)])
     cases.append(Case("vocab2", tree, HashedTarget(2, s + 6, zero_prob=0.0)))
@@ -116,15 +158,25 @@ def conditional_cases(seed: int, *, budget: int = 8, vocab: int = 4) -> list[Cas
     cases.append(Case("deep_chain", DraftTree.chain(toks), chain_target))
 
     wide = max(vocab, 8)
-    cases.append(Case("wide_star", DraftTree.from_paths([(y,) for y in range(wide - 1)]),
-                      HashedTarget(wide, s + 8, concentration=2.0, zero_prob=0.0)))
+    cases.append(
+        Case(
+            "wide_star",
+            DraftTree.from_paths([(y,) for y in range(wide - 1)]),
+            HashedTarget(wide, s + 8, concentration=2.0, zero_prob=0.0),
+        )
+    )
 
     big = 50
     head = _row(big, {0: 0.35, 1: 0.25}, rest=0.4 / (big - 2))
     # every root tail cell P(root) p(y) = 0.4 / (big - 2) gets >= 1.2 * 20 expected counts
-    cases.append(Case("large_vocab", DraftTree.from_paths([(0,), (0, 1), (0, 2)]),
-                      HashedTarget(big, s + 9, concentration=5.0, zero_prob=0.0, overrides={(): head}),
-                      min_samples=int(np.ceil(1.2 * 20 * (big - 2) / 0.4))))
+    cases.append(
+        Case(
+            "large_vocab",
+            DraftTree.from_paths([(0,), (0, 1), (0, 2)]),
+            HashedTarget(big, s + 9, concentration=5.0, zero_prob=0.0, overrides={(): head}),
+            min_samples=int(np.ceil(1.2 * 20 * (big - 2) / 0.4)),
+        )
+    )
     return cases
 
 
@@ -145,7 +197,9 @@ class MarginalCase:
         return max(depth) + 1
 
 
-def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4, chains_only: bool = False) -> list[MarginalCase]:
+def marginal_cases(
+    seed: int, *, budget: int = 6, vocab: int = 4, chains_only: bool = False
+) -> list[MarginalCase]:
     """Sampled-draft cases: a chain, a binary tree, a wide root, and small-vocabulary sibling sets
     with a peaked drafter (where using the i.i.d. rule on without-replacement drafts shows).
     ``chains_only``: two chains (for chain speculative sampling), the second with a peaked drafter."""
@@ -153,14 +207,23 @@ def marginal_cases(seed: int, *, budget: int = 6, vocab: int = 4, chains_only: b
     chain = list(range(-1, min(budget, 4)))
     binary = [-1, 0, 0, 1, 1, 2][: max(3, min(budget + 1, 6))]
     star = [-1] + [0] * (vocab - 1)
-    specs = [("chain", chain, vocab, 0.8), ("binary", binary, vocab, 0.8), ("wide_root", star, vocab, 0.8),
-             ("siblings_v3", [-1, 0, 0], 3, 0.3), ("siblings_v5", [-1, 0, 0, 0], 5, 0.3),
-             ("siblings_v6", [-1, 0, 0], 6, 0.2)]
+    specs = [
+        ("chain", chain, vocab, 0.8),
+        ("binary", binary, vocab, 0.8),
+        ("wide_root", star, vocab, 0.8),
+        ("siblings_v3", [-1, 0, 0], 3, 0.3),
+        ("siblings_v5", [-1, 0, 0, 0], 5, 0.3),
+        ("siblings_v6", [-1, 0, 0], 6, 0.2),
+    ]
     if chains_only:
         specs = [("chain", chain, vocab, 0.8), ("chain_peaked_v3", [-1, 0, 1, 2], 3, 0.3)]
     return [
-        MarginalCase(name, topo, HashedTarget(v, s + i, concentration=0.8),
-                     HashedTarget(v, s + 50 + i, concentration=conc, zero_prob=0.0))
+        MarginalCase(
+            name,
+            topo,
+            HashedTarget(v, s + i, concentration=0.8),
+            HashedTarget(v, s + 50 + i, concentration=conc, zero_prob=0.0),
+        )
         for i, (name, topo, v, conc) in enumerate(specs)
     ]
 
@@ -181,7 +244,9 @@ def _zeroed_rows(vocab: int, seed: int, depth: int) -> dict:
     return rows
 
 
-def boundary_marginal_cases(seed: int, *, vocab: int = 4, chains_only: bool = False) -> list[MarginalCase]:
+def boundary_marginal_cases(
+    seed: int, *, vocab: int = 4, chains_only: bool = False
+) -> list[MarginalCase]:
     """Hard sampled-draft cases of ``check --boundary --mode marginal``: in every target row one token has
     probability exactly 0 while the drafter gives every token positive probability, so a draft token the
     target forbids is drafted at every position (``coin <= p / q`` accepts it at a coin of 0).
@@ -197,9 +262,22 @@ def boundary_marginal_cases(seed: int, *, vocab: int = 4, chains_only: bool = Fa
     out = []
     for i, (name, topo, vv) in enumerate(specs):
         depth = len(topo)
-        out.append(MarginalCase(name, topo, HashedTarget(vv, s + i, overrides=_zeroed_rows(vv, s + i, depth)),
-                                HashedTarget(vv, s + 50 + i, concentration=2.0, zero_prob=0.0)))
+        out.append(
+            MarginalCase(
+                name,
+                topo,
+                HashedTarget(vv, s + i, overrides=_zeroed_rows(vv, s + i, depth)),
+                HashedTarget(vv, s + 50 + i, concentration=2.0, zero_prob=0.0),
+            )
+        )
     return out
 
 
-__all__ = ["HashedTarget", "Case", "MarginalCase", "conditional_cases", "marginal_cases", "boundary_marginal_cases"]
+__all__ = [
+    "HashedTarget",
+    "Case",
+    "MarginalCase",
+    "conditional_cases",
+    "marginal_cases",
+    "boundary_marginal_cases",
+]

@@ -36,8 +36,15 @@ from exitlaw.simulate.kit.calls import VerifierCallError
 
 CHAIN_FORMATS = ("vllm",)
 PLACEHOLDER = -1
-VLLM_ARGUMENTS = ("draft_token_ids", "cu_num_draft_tokens", "draft_probs", "target_probs", "bonus_token_ids",
-                  "uniform_probs", "rng")
+VLLM_ARGUMENTS = (
+    "draft_token_ids",
+    "cu_num_draft_tokens",
+    "draft_probs",
+    "target_probs",
+    "bonus_token_ids",
+    "uniform_probs",
+    "rng",
+)
 
 
 class ChainFormatError(VerifierCallError):
@@ -55,11 +62,15 @@ def to_vllm(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray) -> dict
     """The chain, target rows and draft rows in vLLM's layout (without the kit's draws)."""
     k = tree.num_nodes - 1
     if any(int(tree.parent[u]) != u - 1 for u in range(1, tree.num_nodes)):
-        raise ChainFormatError("the vllm format takes chains (run with --mode marginal --chains-only)")
-    out = {"draft_token_ids": np.asarray(tree.token[1:], dtype=np.int64),
-           "cu_num_draft_tokens": np.array([k], dtype=np.int64),
-           "draft_probs": np.array(draft_probs[:k], dtype=np.float32),
-           "target_probs": np.array(probs[:k], dtype=np.float32)}
+        raise ChainFormatError(
+            "the vllm format takes chains (run with --mode marginal --chains-only)"
+        )
+    out = {
+        "draft_token_ids": np.asarray(tree.token[1:], dtype=np.int64),
+        "cu_num_draft_tokens": np.array([k], dtype=np.int64),
+        "draft_probs": np.array(draft_probs[:k], dtype=np.float32),
+        "target_probs": np.array(probs[:k], dtype=np.float32),
+    }
     for a in out.values():
         a.setflags(write=False)
     return out
@@ -74,39 +85,55 @@ def from_vllm_result(out, draft_token_ids: np.ndarray, vocab: int) -> tuple[int,
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise ChainFormatError(f"the vllm-format sampler returned {out!r}; expected output_token_ids, integers "
-                               f"of shape [1, {k + 1}]")
+        raise ChainFormatError(
+            f"the vllm-format sampler returned {out!r}; expected output_token_ids, integers "
+            f"of shape [1, {k + 1}]"
+        )
     row = [int(x) for x in arr[0]]
     n = row.index(PLACEHOLDER) if PLACEHOLDER in row else len(row)
     if n == 0 or any(x != PLACEHOLDER for x in row[n:]):
-        raise ChainFormatError(f"output_token_ids {row}: expected tokens, then only the placeholder {PLACEHOLDER}")
+        raise ChainFormatError(
+            f"output_token_ids {row}: expected tokens, then only the placeholder {PLACEHOLDER}"
+        )
     for i in range(n - 1):
         if row[i] != int(draft_token_ids[i]):
-            raise ChainFormatError(f"output_token_ids {row}: position {i} holds {row[i]}, but a token before the "
-                                   f"last written one is an accepted draft token, {int(draft_token_ids[i])}")
+            raise ChainFormatError(
+                f"output_token_ids {row}: position {i} holds {row[i]}, but a token before the "
+                f"last written one is an accepted draft token, {int(draft_token_ids[i])}"
+            )
     if not 0 <= row[n - 1] < vocab:
-        raise ChainFormatError(f"output_token_ids {row}: token {row[n - 1]} is outside the vocabulary 0..{vocab - 1}")
+        raise ChainFormatError(
+            f"output_token_ids {row}: token {row[n - 1]} is outside the vocabulary 0..{vocab - 1}"
+        )
     return n - 1, row[n - 1]
 
 
 def check_chain_format(verifier_format: str, mode: str, chains_only: bool) -> None:
     """A chain format needs ``--mode marginal --chains-only``: a clear error otherwise."""
     if verifier_format in CHAIN_FORMATS and (mode != "marginal" or not chains_only):
-        raise ValueError(f"--format {verifier_format} is a chain rejection sampler's layout: run it with "
-                         "--mode marginal --chains-only")
+        raise ValueError(
+            f"--format {verifier_format} is a chain rejection sampler's layout: run it with "
+            "--mode marginal --chains-only"
+        )
 
 
 def adapt_chain_verifier(fn: Callable, verifier_format: str) -> Callable:
     """``fn`` in ``verifier_format`` as the kit's ``f(tree, probs, draft_probs, rng) -> (exit_node, bonus_token)``."""
     if verifier_format not in CHAIN_FORMATS:
-        raise ValueError(f"unknown chain format {verifier_format!r}; formats: {', '.join(CHAIN_FORMATS)}")
+        raise ValueError(
+            f"unknown chain format {verifier_format!r}; formats: {', '.join(CHAIN_FORMATS)}"
+        )
     try:
         inspect.signature(fn).bind(**dict.fromkeys(VLLM_ARGUMENTS))
     except (TypeError, ValueError) as err:
-        raise ChainFormatError(f"{getattr(fn, '__name__', fn)} cannot be called as a vllm-format sampler "
-                               f"f({', '.join(VLLM_ARGUMENTS)}): {err}") from err
+        raise ChainFormatError(
+            f"{getattr(fn, '__name__', fn)} cannot be called as a vllm-format sampler "
+            f"f({', '.join(VLLM_ARGUMENTS)}): {err}"
+        ) from err
 
-    def adapted(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator):
+    def adapted(
+        tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
+    ):
         args = to_vllm(tree, probs, draft_probs)
         last = np.asarray(probs[tree.num_nodes - 1], dtype=np.float64)
         bonus = np.array([[_draw(last, rng.random())]], dtype=np.int64)
@@ -120,5 +147,13 @@ def adapt_chain_verifier(fn: Callable, verifier_format: str) -> Callable:
     return adapted
 
 
-__all__ = ["CHAIN_FORMATS", "PLACEHOLDER", "VLLM_ARGUMENTS", "ChainFormatError", "to_vllm", "from_vllm_result",
-           "check_chain_format", "adapt_chain_verifier"]
+__all__ = [
+    "CHAIN_FORMATS",
+    "PLACEHOLDER",
+    "VLLM_ARGUMENTS",
+    "ChainFormatError",
+    "to_vllm",
+    "from_vllm_result",
+    "check_chain_format",
+    "adapt_chain_verifier",
+]

@@ -30,6 +30,7 @@ class CheckResult:
     ``max cell`` (the smallest two-sided binomial p-value over the cells, Bonferroni threshold), or
     ``zero cell`` (``statistic`` = count in a zero cell: rejected whatever the sample size), ``z``
     (mean length), ``chi-square sum`` (residual bonus)."""
+
     name: str
     statistic: float
     dof: int
@@ -44,9 +45,18 @@ class CheckResult:
 
 def zero_cell_result(name: str, count: int, alpha: float, worst: dict) -> CheckResult:
     """A count in a zero-probability cell: shown one way everywhere (statistic = that count, p-value 0)."""
-    return CheckResult(name, float(count), 0, 0.0, alpha, True, None,
-                       {**worst, "count": int(count), "expected": 0.0, "reason": "count in a zero cell"},
-                       alpha, "zero cell")
+    return CheckResult(
+        name,
+        float(count),
+        0,
+        0.0,
+        alpha,
+        True,
+        None,
+        {**worst, "count": int(count), "expected": 0.0, "reason": "count in a zero cell"},
+        alpha,
+        "zero cell",
+    )
 
 
 def dist_check(name, counts, probs, alpha, labels, delta) -> list[CheckResult]:
@@ -61,19 +71,49 @@ def dist_check(name, counts, probs, alpha, labels, delta) -> list[CheckResult]:
     # power is a property of the design (all n rounds, the cells n makes large enough), not of the data
     n = int(c.sum())
     big = n * p[pos] >= MIN_EXPECTED
-    cells = int(big.sum()) + int(not big.all())  # the large cells plus one pooled cell of the small ones
+    cells = int(big.sum()) + int(
+        not big.all()
+    )  # the large cells plus one pooled cell of the small ones
     power = chisquare_power(n, max(cells, 2), alpha / 2, delta) if n else None
-    out = [CheckResult(name, chi.statistic, chi.dof, chi.pvalue, alpha, chi.pvalue < alpha / 2, power, {},
-                       alpha / 2, "chi-square")]
+    out = [
+        CheckResult(
+            name,
+            chi.statistic,
+            chi.dof,
+            chi.pvalue,
+            alpha,
+            chi.pvalue < alpha / 2,
+            power,
+            {},
+            alpha / 2,
+            "chi-square",
+        )
+    ]
     if zero_hits.size:
         i = int(zero_hits[0])
         out.append(zero_cell_result(name, int(c[i]), alpha / 2, {"cell": labels(i)}))
         return out
     cell = cell_binomial(counts, probs, alpha=alpha / 2)
     k = int(pos.sum()) or 1
-    out.append(CheckResult(name, round(abs(cell.z), 4), k, cell.pvalue, alpha, bool(cell.flagged), None,
-                           {"cell": labels(cell.cell), "count": cell.count, "expected": round(cell.expected, 3),
-                            "z": round(cell.z, 2)}, alpha / 2 / k, "max cell"))
+    out.append(
+        CheckResult(
+            name,
+            round(abs(cell.z), 4),
+            k,
+            cell.pvalue,
+            alpha,
+            bool(cell.flagged),
+            None,
+            {
+                "cell": labels(cell.cell),
+                "count": cell.count,
+                "expected": round(cell.expected, 3),
+                "z": round(cell.z, 2),
+            },
+            alpha / 2 / k,
+            "max cell",
+        )
+    )
     return out
 
 
@@ -108,19 +148,37 @@ def big_sequences(target, horizon: int, thr: float) -> dict:
     return big
 
 
-def auto_samples(case: Case | MarginalCase, alpha: float, power: float, delta: float, *,
-                 cap: int = 20000) -> int:
+def auto_samples(
+    case: Case | MarginalCase, alpha: float, power: float, delta: float, *, cap: int = 20000
+) -> int:
     """Samples for ``case`` so that the completed-block (every prefix length, at ``alpha / horizon``),
     block and exit chi-squares (at level ``alpha``) all have power ``>= power`` at TV ``delta`` on the
     cells their pooling forms."""
     block = case_block_law(case)[0] if isinstance(case, Case) else None
     n = max(sample_size(30, alpha, power, delta), getattr(case, "min_samples", 0))
-    for _ in range(50):  # more samples -> more unpooled cells -> more samples; converges (cells are finite)
-        need = max(sample_size(len(big_sequences(case.target, k, MIN_EXPECTED / n)) + 1,
-                               alpha / case.horizon, power, delta) for k in range(1, case.horizon + 1))
+    for _ in range(
+        50
+    ):  # more samples -> more unpooled cells -> more samples; converges (cells are finite)
+        need = max(
+            sample_size(
+                len(big_sequences(case.target, k, MIN_EXPECTED / n)) + 1,
+                alpha / case.horizon,
+                power,
+                delta,
+            )
+            for k in range(1, case.horizon + 1)
+        )
         if block is not None:
-            need = max([need] + [sample_size(c, alpha, power, delta) for c in (
-                int((n * block >= MIN_EXPECTED).sum()) + 1, int((n * block.sum(1) >= MIN_EXPECTED).sum()) + 1)])
+            need = max(
+                [need]
+                + [
+                    sample_size(c, alpha, power, delta)
+                    for c in (
+                        int((n * block >= MIN_EXPECTED).sum()) + 1,
+                        int((n * block.sum(1) >= MIN_EXPECTED).sum()) + 1,
+                    )
+                ]
+            )
         need = min(cap, need)
         if need <= n:
             return n
@@ -135,8 +193,9 @@ def _seq_prob(target, seq) -> float:
     return p
 
 
-def completed_check(observed: dict, target, horizon: int, n: int, alpha: float, delta: float,
-                    tree: DraftTree | None) -> list[CheckResult]:
+def completed_check(
+    observed: dict, target, horizon: int, n: int, alpha: float, delta: float, tree: DraftTree | None
+) -> list[CheckResult]:
     """The completed sequences' first ``k`` tokens against the target's ``k``-token law, for every
     ``k = 1..horizon``, each its own pair of rows (:func:`dist_check`) at level ``alpha / horizon``
     (short prefixes have few cells, hence power against bonus-law bugs; the full horizon sees every
@@ -156,12 +215,24 @@ def completed_check(observed: dict, target, horizon: int, n: int, alpha: float, 
         probs = np.array([big[s] for s in seqs] + [max(1.0 - sum(big.values()), 0.0)])
 
         def label(i, seqs=seqs):
-            return {"sequence": "pooled rare sequences"} if i >= len(seqs) else _seq_label(seqs[i], tree)
-        rows = dist_check(f"completed_block k={k}", counts, probs / probs.sum(), level, label, delta)
+            return (
+                {"sequence": "pooled rare sequences"}
+                if i >= len(seqs)
+                else _seq_label(seqs[i], tree)
+            )
+
+        rows = dist_check(
+            f"completed_block k={k}", counts, probs / probs.sum(), level, label, delta
+        )
         if zero:
-            rows = [r for r in rows if r.test == "chi-square"] + [zero_cell_result(
-                f"completed_block k={k}", obs_k[zero[0]], level / 2,
-                {**_seq_label(zero[0], tree), "reason": "count in a zero cell"})]
+            rows = [r for r in rows if r.test == "chi-square"] + [
+                zero_cell_result(
+                    f"completed_block k={k}",
+                    obs_k[zero[0]],
+                    level / 2,
+                    {**_seq_label(zero[0], tree), "reason": "count in a zero cell"},
+                )
+            ]
         for r in rows:
             r.worst["prefix_length"] = k
         results += rows
@@ -195,8 +266,14 @@ def case_block_law(case: Case):
     return block / block.sum(), prefix
 
 
-def check_case(case: Case, exits: np.ndarray, bonus: np.ndarray, alpha: float, delta: float,
-               rng: np.random.Generator) -> tuple[list[CheckResult], dict]:
+def check_case(
+    case: Case,
+    exits: np.ndarray,
+    bonus: np.ndarray,
+    alpha: float,
+    delta: float,
+    rng: np.random.Generator,
+) -> tuple[list[CheckResult], dict]:
     tree, n = case.tree, exits.size
     block, prefix = case_block_law(case)
     counts = np.zeros_like(block)
@@ -222,27 +299,73 @@ def check_case(case: Case, exits: np.ndarray, bonus: np.ndarray, alpha: float, d
         r = block[v] / w[v]
         chi = pooled_chisquare(counts[v], r / r.sum(), min_expected=MIN_EXPECTED)
         if chi.zero_cell_hits:
-            zero_hit = {"node": v, "bonus": chi.zero_cell_hits[0], "reason": "bonus is a child token"}
+            zero_hit = {
+                "node": v,
+                "bonus": chi.zero_cell_hits[0],
+                "reason": "bonus is a child token",
+            }
         stat += chi.statistic if np.isfinite(chi.statistic) else 0.0
         dof += chi.dof
         if chi.dof and chi.pvalue < worst[0]:
             worst = (chi.pvalue, {"node": v, "statistic": round(chi.statistic, 2), "dof": chi.dof})
     p = float(sps.chi2.sf(stat, dof)) if dof else 1.0
     # diagnostic (names the node whose bonus law is off); its power is not claimed
-    res.append(CheckResult("residual_bonus", stat, dof, p, alpha, p < alpha, None, worst[1], alpha, "chi-square sum"))
+    res.append(
+        CheckResult(
+            "residual_bonus",
+            stat,
+            dof,
+            p,
+            alpha,
+            p < alpha,
+            None,
+            worst[1],
+            alpha,
+            "chi-square sum",
+        )
+    )
     if zero_hit:
-        res.append(zero_cell_result("residual_bonus", int(counts[zero_hit["node"], zero_hit["bonus"]]), alpha,
-                                    zero_hit))
+        res.append(
+            zero_cell_result(
+                "residual_bonus", int(counts[zero_hit["node"], zero_hit["bonus"]]), alpha, zero_hit
+            )
+        )
     depth = tree.depth.astype(np.float64)
     mean = float((w * (depth + 1)).sum())
-    var = float((w * (depth + 1) ** 2).sum() - mean ** 2)
+    var = float((w * (depth + 1) ** 2).sum() - mean**2)
     obs = float((tree.depth[exits] + 1).mean())
-    z = (obs - mean) / np.sqrt(var / n) if var > 0 else (0.0 if np.isclose(obs, mean) else np.inf * np.sign(obs - mean))
+    z = (
+        (obs - mean) / np.sqrt(var / n)
+        if var > 0
+        else (0.0 if np.isclose(obs, mean) else np.inf * np.sign(obs - mean))
+    )
     pz = float(2 * sps.norm.sf(abs(z)))
-    res.append(CheckResult("mean_length", float(z), 0, pz, alpha, pz < alpha, None,
-                           {"observed": round(obs, 5), "ceiling": round(mean, 5)}, alpha, "z"))
+    res.append(
+        CheckResult(
+            "mean_length",
+            float(z),
+            0,
+            pz,
+            alpha,
+            pz < alpha,
+            None,
+            {"observed": round(obs, 5), "ceiling": round(mean, 5)},
+            alpha,
+            "z",
+        )
+    )
     return res, {"mean_length": obs, "ceiling": mean, "z": float(z)}
 
 
-__all__ = ["MIN_EXPECTED", "CheckResult", "zero_cell_result", "dist_check", "extend_counts", "big_sequences", "auto_samples",
-           "completed_check", "case_block_law", "check_case"]
+__all__ = [
+    "MIN_EXPECTED",
+    "CheckResult",
+    "zero_cell_result",
+    "dist_check",
+    "extend_counts",
+    "big_sequences",
+    "auto_samples",
+    "completed_check",
+    "case_block_law",
+    "check_case",
+]

@@ -68,13 +68,26 @@ from exitlaw.simulate.kit.chain_formats import check_chain_format
 from exitlaw.simulate.kit.formats import adapt_verifier
 from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL, settings_cases
 
-EXACT_AND_SATURATING, NOT_EXACT, NOT_SATURATING = "exact and saturating", "not exact", "exact but not saturating"
-MARGINALLY_EXACT = "exact averaged over the drafts"  # marginal mode: saturation is a fixed-tree notion
-VERIFIER_FAILED = "verifier failed"            # a call raised or ran past --timeout in some case
-INSUFFICIENT = "insufficient samples"          # no rejection, but computed power below the target
-BAD_INPUT = "bad input"                        # the verifier's module or signature: nothing was run
-EXIT_CODES = {EXACT_AND_SATURATING: 0, MARGINALLY_EXACT: 0, NOT_EXACT: 1, BAD_INPUT: 2, NOT_SATURATING: 3,
-              VERIFIER_FAILED: 4, INSUFFICIENT: 5}
+EXACT_AND_SATURATING, NOT_EXACT, NOT_SATURATING = (
+    "exact and saturating",
+    "not exact",
+    "exact but not saturating",
+)
+MARGINALLY_EXACT = (
+    "exact averaged over the drafts"  # marginal mode: saturation is a fixed-tree notion
+)
+VERIFIER_FAILED = "verifier failed"  # a call raised or ran past --timeout in some case
+INSUFFICIENT = "insufficient samples"  # no rejection, but computed power below the target
+BAD_INPUT = "bad input"  # the verifier's module or signature: nothing was run
+EXIT_CODES = {
+    EXACT_AND_SATURATING: 0,
+    MARGINALLY_EXACT: 0,
+    NOT_EXACT: 1,
+    BAD_INPUT: 2,
+    NOT_SATURATING: 3,
+    VERIFIER_FAILED: 4,
+    INSUFFICIENT: 5,
+}
 # One precedence, whatever the order of the cases: evidence of inexactness first (1), then a case that
 # could not be judged (4), then evidence of lost length (3), then too little power to say "exact" (5);
 # "exact ..." verdicts (0 and 3) need the computed power to reach the target, else 5.
@@ -94,16 +107,22 @@ class KitReport:
     alpha_per_check: float
     delta: float
     power_target: float
-    total_samples: int             # samples drawn by the cases that ran (a failed case draws none it reports)
-    min_power: float | None        # smallest computed power; None when no check ran (nothing was computed)
+    total_samples: int  # samples drawn by the cases that ran (a failed case draws none it reports)
+    min_power: (
+        float | None
+    )  # smallest computed power; None when no check ran (nothing was computed)
     cases: list = field(default_factory=list)
     failure: dict = field(default_factory=dict)
     reproduce: str = ""
-    errors: list = field(default_factory=list)   # one record per case whose calls raised or timed out
+    errors: list = field(
+        default_factory=list
+    )  # one record per case whose calls raised or timed out
     timeout: float | None = None
-    error: str = ""                               # bad input: why nothing was run
-    verifier_format: str = "exitlaw"              # the layout fn was written in (simulate/kit/formats.py)
-    settings: list = field(default_factory=list)  # settings mode: the sampling settings judged (else empty)
+    error: str = ""  # bad input: why nothing was run
+    verifier_format: str = "exitlaw"  # the layout fn was written in (simulate/kit/formats.py)
+    settings: list = field(
+        default_factory=list
+    )  # settings mode: the sampling settings judged (else empty)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -122,11 +141,19 @@ def _verdict(case_results: list, power_ok: bool = True) -> tuple[str, dict]:
         below = mean["rejected"] and mean["statistic"] < 0
         # among rejected rows, report the one that locates the failure: a zero cell, then the worst cell
         where_first = {"zero cell": 0, "max cell": 1}
-        rejected = sorted((c for c in checks if c["rejected"]), key=lambda c: where_first.get(c.get("test"), 2))
+        rejected = sorted(
+            (c for c in checks if c["rejected"]), key=lambda c: where_first.get(c.get("test"), 2)
+        )
         completed = [c for c in rejected if c["name"].startswith("completed_block")]
         law_fail = [c for c in rejected if c["name"] != "mean_length"]
-        info = lambda c: {"case": case["name"], "tree": case["tree"], "check": c["name"],  # noqa: E731
-                          "statistic": c["statistic"], "pvalue": c["pvalue"], **c["worst"]}
+        info = lambda c: {
+            "case": case["name"],
+            "tree": case["tree"],
+            "check": c["name"],  # noqa: E731
+            "statistic": c["statistic"],
+            "pvalue": c["pvalue"],
+            **c["worst"],
+        }
         if completed:
             first_not_exact = first_not_exact or info(completed[0])
         elif above:
@@ -136,9 +163,12 @@ def _verdict(case_results: list, power_ok: bool = True) -> tuple[str, dict]:
             first_unsat = first_unsat or info(law_fail[0] if law_fail else mean)
     # "exact but not saturating" claims exactness: without the stated power it is "insufficient samples"
     # (the rejected law is still reported as the failure)
-    for verdict, found in ((NOT_EXACT, first_not_exact), (VERIFIER_FAILED, first_error),
-                           (NOT_SATURATING if power_ok else INSUFFICIENT, first_unsat),
-                           (INSUFFICIENT, not power_ok)):
+    for verdict, found in (
+        (NOT_EXACT, first_not_exact),
+        (VERIFIER_FAILED, first_error),
+        (NOT_SATURATING if power_ok else INSUFFICIENT, first_unsat),
+        (INSUFFICIENT, not power_ok),
+    ):
         if found:
             return verdict, found if isinstance(found, dict) else {}
     return EXACT_AND_SATURATING, {}
@@ -148,11 +178,25 @@ def _tree_json(tree: DraftTree) -> dict:
     return {"parent": tree.parent.tolist(), "token": tree.token.tolist()}
 
 
-def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", seed: int = 0,
-            budget: int = 8, vocab: int = 4, samples: int | None = None, family_alpha: float = 1e-6,
-            delta: float = 0.1, power: float = 0.999, keep_going: bool = False,
-            chains_only: bool = False, timeout: float | None = 10.0, only_case: str | None = None,
-            verifier_format: str = "exitlaw", settings=None) -> KitReport:
+def run_kit(
+    fn: Callable,
+    *,
+    name: str = "verifier",
+    mode: str = "conditional",
+    seed: int = 0,
+    budget: int = 8,
+    vocab: int = 4,
+    samples: int | None = None,
+    family_alpha: float = 1e-6,
+    delta: float = 0.1,
+    power: float = 0.999,
+    keep_going: bool = False,
+    chains_only: bool = False,
+    timeout: float | None = 10.0,
+    only_case: str | None = None,
+    verifier_format: str = "exitlaw",
+    settings=None,
+) -> KitReport:
     """Run the kit on ``fn`` and return the report (see the module docstring).
 
     Unless ``keep_going``, the remaining cases are skipped once a case shows the
@@ -175,8 +219,10 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
     check_chain_format(verifier_format, mode, chains_only)
     panel = _panel(settings)
     if panel and verifier_format != "exitlaw":
-        raise ValueError(f"settings mode takes verifiers f(tree, logits, [draft_logits,] settings, rng); --format "
-                         f"{verifier_format} is not supported with it")
+        raise ValueError(
+            f"settings mode takes verifiers f(tree, logits, [draft_logits,] settings, rng); --format "
+            f"{verifier_format} is not supported with it"
+        )
     fn = adapt_verifier(fn, verifier_format, mode=mode)
     check_signature(fn, mode, settings=bool(panel))
     root = np.random.SeedSequence(seed)
@@ -185,13 +231,18 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
         cases = [sc.case for sc in scases]
     else:
         scases = None
-        cases = conditional_cases(seed, budget=budget, vocab=vocab) if mode == "conditional" else \
-            marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only)
+        cases = (
+            conditional_cases(seed, budget=budget, vocab=vocab)
+            if mode == "conditional"
+            else marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only)
+        )
     if only_case is not None and only_case not in [c.name for c in cases]:
         raise ValueError(f"no case named {only_case!r}; cases: {', '.join(c.name for c in cases)}")
     checks_per_case = len(CHECKS) if mode == "conditional" else 1
     alpha = family_alpha / (checks_per_case * len(cases))
-    reproduce = f"exitlaw check {name} --mode {mode} --seed {seed} --budget {budget} --vocab {vocab}"
+    reproduce = (
+        f"exitlaw check {name} --mode {mode} --seed {seed} --budget {budget} --vocab {vocab}"
+    )
     if chains_only:
         reproduce += " --chains-only"
     if verifier_format != "exitlaw":
@@ -214,34 +265,84 @@ def run_kit(fn: Callable, *, name: str = "verifier", mode: str = "conditional", 
         try:
             with _call_limit(timeout):
                 if mode == "conditional":
-                    results, lengths = _run_conditional(fn, case, n, rng, kit_rng, alpha, delta, timeout, sc)
+                    results, lengths = _run_conditional(
+                        fn, case, n, rng, kit_rng, alpha, delta, timeout, sc
+                    )
                 else:
-                    results, lengths = _run_marginal(fn, case, n, rng, kit_rng, alpha, delta, timeout, sc)
+                    results, lengths = _run_marginal(
+                        fn, case, n, rng, kit_rng, alpha, delta, timeout, sc
+                    )
         except VerifierCrash as crash:
-            record = {"case": case.name, "tree": tree_json, "seed": int(seed), "check": "call",
-                      "error": str(crash), "reproduce": f"{reproduce} --case {case.name}",
-                      "traceback": crash.__cause__ and "".join(
-                          traceback.format_exception(crash.__cause__))[-4000:] or ""}
+            record = {
+                "case": case.name,
+                "tree": tree_json,
+                "seed": int(seed),
+                "check": "call",
+                "error": str(crash),
+                "reproduce": f"{reproduce} --case {case.name}",
+                "traceback": crash.__cause__
+                and "".join(traceback.format_exception(crash.__cause__))[-4000:]
+                or "",
+            }
             errors.append(record)
-            report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": 0,
-                                 "planned_samples": n, "verifier_seed": int(seed), "checks": [], "error": record,
-                                 **({"settings": sc.settings.as_dict()} if sc else {})})
+            report_cases.append(
+                {
+                    "name": case.name,
+                    "tree": tree_json,
+                    "vocab": _vocab_of(case),
+                    "samples": 0,
+                    "planned_samples": n,
+                    "verifier_seed": int(seed),
+                    "checks": [],
+                    "error": record,
+                    **({"settings": sc.settings.as_dict()} if sc else {}),
+                }
+            )
             continue
         sizes.append(n)
         powers += [r.power for r in results if r.power is not None]
-        report_cases.append({"name": case.name, "tree": tree_json, "vocab": _vocab_of(case), "samples": n,
-                             "verifier_seed": int(seed), "checks": [asdict(r) for r in results], **lengths,
-                             **({"settings": sc.settings.as_dict()} if sc else {})})
+        report_cases.append(
+            {
+                "name": case.name,
+                "tree": tree_json,
+                "vocab": _vocab_of(case),
+                "samples": n,
+                "verifier_seed": int(seed),
+                "checks": [asdict(r) for r in results],
+                **lengths,
+                **({"settings": sc.settings.as_dict()} if sc else {}),
+            }
+        )
         judge = _verdict if mode == "conditional" else _marginal_verdict
         if not keep_going and judge(report_cases[-1:])[0] == NOT_EXACT:
             break
     min_power = float(min(powers)) if powers else None
     power_ok = min_power is not None and min_power >= power - 1e-9
-    verdict, failure = _verdict(report_cases, power_ok) if mode == "conditional" else \
-        _marginal_verdict(report_cases, power_ok)
-    return KitReport(name, mode, verdict, EXIT_CODES[verdict], seed, family_alpha, alpha, delta, power,
-                     int(sum(sizes)), min_power, report_cases, failure, reproduce, errors, timeout,
-                     verifier_format=verifier_format, settings=[st.as_dict() for st in panel])
+    verdict, failure = (
+        _verdict(report_cases, power_ok)
+        if mode == "conditional"
+        else _marginal_verdict(report_cases, power_ok)
+    )
+    return KitReport(
+        name,
+        mode,
+        verdict,
+        EXIT_CODES[verdict],
+        seed,
+        family_alpha,
+        alpha,
+        delta,
+        power,
+        int(sum(sizes)),
+        min_power,
+        report_cases,
+        failure,
+        reproduce,
+        errors,
+        timeout,
+        verifier_format=verifier_format,
+        settings=[st.as_dict() for st in panel],
+    )
 
 
 def check_verifier(spec: str, **kwargs) -> KitReport:
@@ -251,10 +352,22 @@ def check_verifier(spec: str, **kwargs) -> KitReport:
         fn = load_verifier(spec)
         return run_kit(fn, name=spec, **kwargs)
     except VerifierCallError as err:
-        return KitReport(spec, kwargs.get("mode", "conditional"), BAD_INPUT, EXIT_CODES[BAD_INPUT],
-                         kwargs.get("seed", 0), kwargs.get("family_alpha", 1e-6), 0.0, kwargs.get("delta", 0.1),
-                         kwargs.get("power", 0.999), 0, None, error=str(err), timeout=kwargs.get("timeout"),
-                         verifier_format=kwargs.get("verifier_format", "exitlaw"))
+        return KitReport(
+            spec,
+            kwargs.get("mode", "conditional"),
+            BAD_INPUT,
+            EXIT_CODES[BAD_INPUT],
+            kwargs.get("seed", 0),
+            kwargs.get("family_alpha", 1e-6),
+            0.0,
+            kwargs.get("delta", 0.1),
+            kwargs.get("power", 0.999),
+            0,
+            None,
+            error=str(err),
+            timeout=kwargs.get("timeout"),
+            verifier_format=kwargs.get("verifier_format", "exitlaw"),
+        )
 
 
 def _vocab_of(case) -> int:
@@ -267,7 +380,9 @@ def _panel(settings) -> tuple:
         return ()
     panel = (settings,) if isinstance(settings, SamplingSettings) else tuple(settings)
     if not panel or not all(isinstance(st, SamplingSettings) for st in panel):
-        raise ValueError(f"settings must be a SamplingSettings or a non-empty sequence of them, got {settings!r}")
+        raise ValueError(
+            f"settings must be a SamplingSettings or a non-empty sequence of them, got {settings!r}"
+        )
     return panel
 
 
@@ -282,8 +397,13 @@ def settings_flags(panel) -> str:
     for name in ("top_k", "top_p", "min_p"):
         if getattr(st, name) is not None:
             out += f" --{name.replace('_', '-')} {getattr(st, name):g}"
-    return out + ("" if st.order == VLLM_ORDER else " --order hf" if st.order == HF_ORDER else
-                  f" --order {','.join(st.order)}")
+    return out + (
+        ""
+        if st.order == VLLM_ORDER
+        else " --order hf"
+        if st.order == HF_ORDER
+        else f" --order {','.join(st.order)}"
+    )
 
 
 def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout=None, sc=None):
@@ -292,7 +412,9 @@ def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout
     probs = case.probs
     probs.setflags(write=False)
     args = (case.tree, probs, rng)
-    if sc is not None:  # settings mode: raw logits and the settings; judged on the processed rows (case.probs)
+    if (
+        sc is not None
+    ):  # settings mode: raw logits and the settings; judged on the processed rows (case.probs)
         logits = np.stack([sc.logits(case.tree.path(v)) for v in range(case.tree.num_nodes)])
         logits.setflags(write=False)
         args = (case.tree, logits, sc.settings, rng)
@@ -301,7 +423,9 @@ def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout
     return check_case(case, exits, bonus, alpha, delta, kit_rng)
 
 
-def _run_marginal(fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, timeout=None, sc=None):
+def _run_marginal(
+    fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, timeout=None, sc=None
+):
     from exitlaw.simulate.verifiers.sampled_draft import draw_draft
     from exitlaw.simulate.randomness import GeneratorRandomness
 
@@ -339,13 +463,37 @@ def _marginal_verdict(case_results, power_ok: bool = True):
             continue
         c = next((c for c in case["checks"] if c["rejected"]), None)
         if c is not None:
-            return NOT_EXACT, {"case": case["name"], "tree": case["tree"], "check": c["name"],
-                               "statistic": c["statistic"], "pvalue": c["pvalue"], **c["worst"]}
+            return NOT_EXACT, {
+                "case": case["name"],
+                "tree": case["tree"],
+                "check": c["name"],
+                "statistic": c["statistic"],
+                "pvalue": c["pvalue"],
+                **c["worst"],
+            }
     if first_error:
         return VERIFIER_FAILED, first_error
     return (MARGINALLY_EXACT, {}) if power_ok else (INSUFFICIENT, {})
 
 
-__all__ = ["run_kit", "check_verifier", "load_verifier", "VerifierCrash", "CallTimeout", "PRECEDENCE",
-           "VERIFIER_FAILED", "INSUFFICIENT", "BAD_INPUT", "check_signature", "KitReport", "VerifierCallError", "CHECKS",
-           "EXIT_CODES", "EXACT_AND_SATURATING", "MARGINALLY_EXACT", "NOT_EXACT", "NOT_SATURATING", "check_case"]
+__all__ = [
+    "run_kit",
+    "check_verifier",
+    "load_verifier",
+    "VerifierCrash",
+    "CallTimeout",
+    "PRECEDENCE",
+    "VERIFIER_FAILED",
+    "INSUFFICIENT",
+    "BAD_INPUT",
+    "check_signature",
+    "KitReport",
+    "VerifierCallError",
+    "CHECKS",
+    "EXIT_CODES",
+    "EXACT_AND_SATURATING",
+    "MARGINALLY_EXACT",
+    "NOT_EXACT",
+    "NOT_SATURATING",
+    "check_case",
+]

@@ -75,11 +75,13 @@ def _ints(x) -> list[int]:
 # ----- EAGLE -------------------------------------------------------------------------------------
 def to_eagle(tree: DraftTree) -> tuple[np.ndarray, np.ndarray]:
     """``(candidates, retrieve_indices)`` [P, L], one row per leaf path, padded with -1."""
-    paths = sorted((list(tree.path_nodes(int(v))) for v in tree.leaves),
-                   key=lambda p: p + [tree.num_nodes] * (tree.max_depth + 1 - len(p)))
+    paths = sorted(
+        (list(tree.path_nodes(int(v))) for v in tree.leaves),
+        key=lambda p: p + [tree.num_nodes] * (tree.max_depth + 1 - len(p)),
+    )
     ret = np.full((len(paths), tree.max_depth + 1), PAD, dtype=np.int64)
     for r, p in enumerate(paths):
-        ret[r, :len(p)] = p
+        ret[r, : len(p)] = p
     cand = np.where(ret >= 0, np.asarray(tree.token)[np.maximum(ret, 0)], PAD)
     return cand, ret
 
@@ -88,21 +90,25 @@ def from_eagle(candidates, retrieve_indices) -> DraftTree:
     """The tree whose root-to-leaf paths are the rows of ``retrieve_indices`` (tokens from ``candidates``)."""
     cand, ret = np.asarray(candidates), np.asarray(retrieve_indices)
     if cand.shape != ret.shape or ret.ndim != 2 or ret.size == 0:
-        raise VerifierFormatError(f"candidates {cand.shape} and retrieve_indices {ret.shape} must have one "
-                                  "[P, L] shape")
+        raise VerifierFormatError(
+            f"candidates {cand.shape} and retrieve_indices {ret.shape} must have one [P, L] shape"
+        )
     n = int(ret.max()) + 1
     parent, token = np.full(n, -2, dtype=np.int64), np.full(n, -2, dtype=np.int64)
     for r in range(ret.shape[0]):
         row = _ints(ret[r])
         length = row.index(PAD) if PAD in row else len(row)
         if row[0] != 0 or any(x != PAD for x in row[length:]):
-            raise VerifierFormatError(f"retrieve_indices row {r} = {row}: must start at node 0, padding only "
-                                      "at the end")
+            raise VerifierFormatError(
+                f"retrieve_indices row {r} = {row}: must start at node 0, padding only at the end"
+            )
         for k in range(length):
             v, par, tok = row[k], row[k - 1] if k else PAD, int(cand[r, k])
             if token[v] != -2 and (parent[v], token[v]) != (par, tok):
-                raise VerifierFormatError(f"node {v} has parent {parent[v]} token {token[v]} in one path and "
-                                          f"parent {par} token {tok} in row {r}")
+                raise VerifierFormatError(
+                    f"node {v} has parent {parent[v]} token {token[v]} in one path and "
+                    f"parent {par} token {tok} in row {r}"
+                )
             parent[v], token[v] = par, tok
     missing = np.flatnonzero(token == -2)
     if missing.size:
@@ -122,10 +128,14 @@ def from_eagle_result(out, retrieve_indices: np.ndarray, vocab: int) -> tuple[in
     b, k, y = _triple(out, "(best_candidate, accept_length, bonus_token)")
     num_paths, length = retrieve_indices.shape
     if not 0 <= b < num_paths:
-        raise VerifierFormatError(f"best_candidate {b} is outside the {num_paths} paths 0..{num_paths - 1}")
+        raise VerifierFormatError(
+            f"best_candidate {b} is outside the {num_paths} paths 0..{num_paths - 1}"
+        )
     if not 0 <= k < length or retrieve_indices[b, k] == PAD:
         depth = int((retrieve_indices[b] != PAD).sum()) - 1
-        raise VerifierFormatError(f"accept_length {k} is outside path {b}, which has {depth} draft tokens")
+        raise VerifierFormatError(
+            f"accept_length {k} is outside path {b}, which has {depth} draft tokens"
+        )
     return int(retrieve_indices[b, k]), _token(y, vocab, "bonus_token")
 
 
@@ -139,16 +149,24 @@ def to_sglang(tree: DraftTree) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
         if kids:
             first[v] = kids[0]
             sibling[kids[:-1]] = kids[1:]
-    return (np.asarray(tree.token, dtype=np.int64)[None], np.arange(n, dtype=np.int64)[None],
-            first[None], sibling[None])
+    return (
+        np.asarray(tree.token, dtype=np.int64)[None],
+        np.arange(n, dtype=np.int64)[None],
+        first[None],
+        sibling[None],
+    )
 
 
 def from_sglang(candidates, retrive_next_token, retrive_next_sibling) -> DraftTree:
     """The tree of the first-child / next-sibling links (batch of one)."""
-    cand, first, sib = (np.asarray(a) for a in (candidates, retrive_next_token, retrive_next_sibling))
+    cand, first, sib = (
+        np.asarray(a) for a in (candidates, retrive_next_token, retrive_next_sibling)
+    )
     if not cand.shape == first.shape == sib.shape or cand.ndim != 2 or cand.shape[0] != 1:
-        raise VerifierFormatError(f"candidates {cand.shape}, retrive_next_token {first.shape}, retrive_next_sibling "
-                                  f"{sib.shape} must be one [1, N] shape")
+        raise VerifierFormatError(
+            f"candidates {cand.shape}, retrive_next_token {first.shape}, retrive_next_sibling "
+            f"{sib.shape} must be one [1, N] shape"
+        )
     n = cand.shape[1]
     parent = np.full(n, -2, dtype=np.int64)
     parent[0] = PAD
@@ -156,26 +174,40 @@ def from_sglang(candidates, retrive_next_token, retrive_next_sibling) -> DraftTr
         u = int(first[0, v])
         while u != PAD:
             if not 0 < u < n or parent[u] != -2:
-                raise VerifierFormatError(f"the children links of node {v} reach {u}: out of range or seen twice")
+                raise VerifierFormatError(
+                    f"the children links of node {v} reach {u}: out of range or seen twice"
+                )
             parent[u], u = v, int(sib[0, u])
     if (parent == -2).any():
-        raise VerifierFormatError(f"positions {np.flatnonzero(parent == -2).tolist()} are reached by no link")
+        raise VerifierFormatError(
+            f"positions {np.flatnonzero(parent == -2).tolist()} are reached by no link"
+        )
     return DraftTree(parent=parent, token=cand[0])
 
 
-def from_sglang_result(tree: DraftTree, predicts, accept_index, accept_token_num, vocab: int) -> tuple[int, int]:
+def from_sglang_result(
+    tree: DraftTree, predicts, accept_index, accept_token_num, vocab: int
+) -> tuple[int, int]:
     """Outputs written by the verifier -> ``(exit_node, bonus_token)``; the path and predicts must agree."""
     k = _ints(accept_token_num)[0]
     acc = _ints(accept_index)
     if not 0 <= k < len(acc):
-        raise VerifierFormatError(f"accept_token_num {k} is outside 0..{len(acc) - 1} (accept_index has {len(acc)})")
-    path = acc[:k + 1]
-    if path[0] != 0 or any(not 0 <= u < tree.num_nodes or tree.parent[u] != v for v, u in zip(path, path[1:])):
-        raise VerifierFormatError(f"accept_index {acc} with accept_token_num {k}: {path} is not a path from the root")
+        raise VerifierFormatError(
+            f"accept_token_num {k} is outside 0..{len(acc) - 1} (accept_index has {len(acc)})"
+        )
+    path = acc[: k + 1]
+    if path[0] != 0 or any(
+        not 0 <= u < tree.num_nodes or tree.parent[u] != v for v, u in zip(path, path[1:])
+    ):
+        raise VerifierFormatError(
+            f"accept_index {acc} with accept_token_num {k}: {path} is not a path from the root"
+        )
     pred = _ints(predicts)
     for v, u in zip(path, path[1:]):
         if pred[v] != tree.token[u]:
-            raise VerifierFormatError(f"predicts[{v}] = {pred[v]} but accepted position {u} has token {tree.token[u]}")
+            raise VerifierFormatError(
+                f"predicts[{v}] = {pred[v]} but accepted position {u} has token {tree.token[u]}"
+            )
     return path[-1], _token(pred[path[-1]], vocab, f"predicts[{path[-1]}] (the bonus)")
 
 
@@ -183,30 +215,46 @@ def from_sglang_result(tree: DraftTree, predicts, accept_index, accept_token_num
 def to_ddtree(tree: DraftTree) -> dict:
     """DDTree's tree: root token, node tokens / depths (nodes 1..B), parents, child maps, visibility."""
     child_maps = [{int(tree.token[u]): int(u) for u in kids} for kids in tree.children]
-    return {"root_token_id": int(tree.token[0]), "node_token_ids": np.asarray(tree.token[1:], dtype=np.int64),
-            "node_depths": np.asarray(tree.depth[1:], dtype=np.int64), "parents": _ints(tree.parent),
-            "child_maps": child_maps, "visibility": np.array(tree.ancestor_matrix, dtype=bool)}
+    return {
+        "root_token_id": int(tree.token[0]),
+        "node_token_ids": np.asarray(tree.token[1:], dtype=np.int64),
+        "node_depths": np.asarray(tree.depth[1:], dtype=np.int64),
+        "parents": _ints(tree.parent),
+        "child_maps": child_maps,
+        "visibility": np.array(tree.ancestor_matrix, dtype=bool),
+    }
 
 
 def from_ddtree(root_token_id, node_token_ids, parents) -> DraftTree:
     """The tree of DDTree's parents list and node tokens."""
     tokens = [int(root_token_id)] + _ints(node_token_ids)
     if len(parents) != len(tokens):
-        raise VerifierFormatError(f"{len(parents)} parents but {len(tokens)} nodes (root + node_token_ids)")
-    return DraftTree(parent=np.asarray(parents, dtype=np.int64), token=np.asarray(tokens, dtype=np.int64))
+        raise VerifierFormatError(
+            f"{len(parents)} parents but {len(tokens)} nodes (root + node_token_ids)"
+        )
+    return DraftTree(
+        parent=np.asarray(parents, dtype=np.int64), token=np.asarray(tokens, dtype=np.int64)
+    )
 
 
 def from_ddtree_result(out, tree: DraftTree, vocab: int) -> tuple[int, int]:
     """``(accepted_indices, next_token)`` -> ``(exit_node, bonus_token)``; the indices must be a root path."""
     if not (isinstance(out, (tuple, list)) and len(out) == 2 and np.ndim(out[0]) == 1):
-        raise VerifierFormatError(f"the ddtree verifier returned {out!r}; expected (accepted_indices, next_token)")
+        raise VerifierFormatError(
+            f"the ddtree verifier returned {out!r}; expected (accepted_indices, next_token)"
+        )
     try:
         path = _ints(out[0])
     except (TypeError, ValueError) as err:
         raise VerifierFormatError(f"accepted_indices {out[0]!r} is not a list of integers") from err
-    if not path or path[0] != 0 or any(not 0 <= u < tree.num_nodes or tree.parent[u] != v
-                                       for v, u in zip(path, path[1:])):
-        raise VerifierFormatError(f"accepted_indices {path} is not a path of tree nodes from the root 0")
+    if (
+        not path
+        or path[0] != 0
+        or any(not 0 <= u < tree.num_nodes or tree.parent[u] != v for v, u in zip(path, path[1:]))
+    ):
+        raise VerifierFormatError(
+            f"accepted_indices {path} is not a path of tree nodes from the root 0"
+        )
     return path[-1], _token(_triple((out[1],), "next_token")[0], vocab, "next_token")
 
 
@@ -233,11 +281,29 @@ def _token(y: int, vocab: int, what: str) -> int:
 ARGUMENTS = {
     "exitlaw": ("tree", "probs", "rng"),
     "eagle": ("candidates", "retrieve_indices", "probs", "rng"),
-    "sglang": ("predicts", "accept_index", "accept_token_num", "candidates", "retrive_index", "retrive_next_token",
-               "retrive_next_sibling", "uniform_samples", "uniform_samples_for_final_sampling", "target_probs",
-               "draft_probs"),
-    "ddtree": ("root_token_id", "node_token_ids", "node_depths", "parents", "child_maps", "visibility",
-               "target_probs", "rng"),
+    "sglang": (
+        "predicts",
+        "accept_index",
+        "accept_token_num",
+        "candidates",
+        "retrive_index",
+        "retrive_next_token",
+        "retrive_next_sibling",
+        "uniform_samples",
+        "uniform_samples_for_final_sampling",
+        "target_probs",
+        "draft_probs",
+    ),
+    "ddtree": (
+        "root_token_id",
+        "node_token_ids",
+        "node_depths",
+        "parents",
+        "child_maps",
+        "visibility",
+        "target_probs",
+        "rng",
+    ),
 }
 
 
@@ -258,25 +324,35 @@ def adapt_verifier(fn: Callable, verifier_format: str, mode: str = "conditional"
         return fn
     if verifier_format in CHAIN_FORMATS or mode == "marginal":
         if verifier_format not in CHAIN_FORMATS:
-            raise ValueError(f"--format {verifier_format} applies to --mode conditional (fixed-tree verifiers); "
-                             f"marginal-mode formats: exitlaw, {', '.join(CHAIN_FORMATS)}")
+            raise ValueError(
+                f"--format {verifier_format} applies to --mode conditional (fixed-tree verifiers); "
+                f"marginal-mode formats: exitlaw, {', '.join(CHAIN_FORMATS)}"
+            )
         if mode != "marginal":
-            raise ValueError(f"--format {verifier_format} is a chain rejection sampler's layout: run it with "
-                             "--mode marginal --chains-only")
+            raise ValueError(
+                f"--format {verifier_format} is a chain rejection sampler's layout: run it with "
+                "--mode marginal --chains-only"
+            )
         return adapt_chain_verifier(fn, verifier_format)
     if verifier_format not in FORMATS:
-        raise ValueError(f"unknown verifier format {verifier_format!r}; formats: {', '.join(FORMATS + CHAIN_FORMATS)}")
+        raise ValueError(
+            f"unknown verifier format {verifier_format!r}; formats: {', '.join(FORMATS + CHAIN_FORMATS)}"
+        )
     names = ARGUMENTS[verifier_format]
     try:
         inspect.signature(fn).bind(**dict.fromkeys(names))
     except (TypeError, ValueError) as err:
-        raise VerifierFormatError(f"{getattr(fn, '__name__', fn)} cannot be called as a {verifier_format}-format "
-                                  f"verifier f({', '.join(names)}): {err}") from err
+        raise VerifierFormatError(
+            f"{getattr(fn, '__name__', fn)} cannot be called as a {verifier_format}-format "
+            f"verifier f({', '.join(names)}): {err}"
+        ) from err
     cache: dict = {}
 
     def converted(tree: DraftTree, probs: np.ndarray):
         if cache.get("key") != (id(tree), id(probs)):
-            cache.update(key=(id(tree), id(probs)), tree=tree, probs=probs, value=_convert(tree, probs))
+            cache.update(
+                key=(id(tree), id(probs)), tree=tree, probs=probs, value=_convert(tree, probs)
+            )
         return cache["value"]
 
     def _convert(tree, probs):
@@ -298,26 +374,58 @@ def adapt_verifier(fn: Callable, verifier_format: str, mode: str = "conditional"
         if verifier_format == "sglang":
             cand, index, first, sibling, rows = converted(tree, probs)
             n = tree.num_nodes
-            outs = {"predicts": np.full(n, PAD, dtype=np.int64),
-                    "accept_index": np.full((1, tree.max_depth + 1), PAD, dtype=np.int64),
-                    "accept_token_num": np.full(1, PAD, dtype=np.int64)}
-            ret = fn(**outs, candidates=cand, retrive_index=index, retrive_next_token=first,
-                     retrive_next_sibling=sibling, uniform_samples=rng.random((1, n)),
-                     uniform_samples_for_final_sampling=rng.random(1), target_probs=rows,
-                     draft_probs=np.zeros_like(rows))
+            outs = {
+                "predicts": np.full(n, PAD, dtype=np.int64),
+                "accept_index": np.full((1, tree.max_depth + 1), PAD, dtype=np.int64),
+                "accept_token_num": np.full(1, PAD, dtype=np.int64),
+            }
+            ret = fn(
+                **outs,
+                candidates=cand,
+                retrive_index=index,
+                retrive_next_token=first,
+                retrive_next_sibling=sibling,
+                uniform_samples=rng.random((1, n)),
+                uniform_samples_for_final_sampling=rng.random(1),
+                target_probs=rows,
+                draft_probs=np.zeros_like(rows),
+            )
             if ret is not None:
-                raise VerifierFormatError(f"an sglang-format verifier writes predicts, accept_index and "
-                                          f"accept_token_num in place and returns None; it returned {ret!r}")
+                raise VerifierFormatError(
+                    f"an sglang-format verifier writes predicts, accept_index and "
+                    f"accept_token_num in place and returns None; it returned {ret!r}"
+                )
             return from_sglang_result(tree, vocab=vocab, **outs)
         d, rows = converted(tree, probs)
-        out = fn(**{**d, "parents": list(d["parents"]), "child_maps": [dict(m) for m in d["child_maps"]]},
-                 target_probs=rows, rng=rng)
+        out = fn(
+            **{
+                **d,
+                "parents": list(d["parents"]),
+                "child_maps": [dict(m) for m in d["child_maps"]],
+            },
+            target_probs=rows,
+            rng=rng,
+        )
         return from_ddtree_result(out, tree, vocab)
 
     adapted.__name__ = f"{getattr(fn, '__name__', 'verifier')}[{verifier_format}]"
     return adapted
 
 
-__all__ = ["FORMATS", "ARGUMENTS", "PAD", "VerifierFormatError", "adapt_verifier", "to_eagle", "from_eagle",
-           "eagle_probs", "from_eagle_result", "to_sglang", "from_sglang", "from_sglang_result", "to_ddtree",
-           "from_ddtree", "from_ddtree_result"]
+__all__ = [
+    "FORMATS",
+    "ARGUMENTS",
+    "PAD",
+    "VerifierFormatError",
+    "adapt_verifier",
+    "to_eagle",
+    "from_eagle",
+    "eagle_probs",
+    "from_eagle_result",
+    "to_sglang",
+    "from_sglang",
+    "from_sglang_result",
+    "to_ddtree",
+    "from_ddtree",
+    "from_ddtree_result",
+]

@@ -40,7 +40,9 @@ class HashedLogits:
     """``z(. | prefix)``: Gaussian logits of scale ``scale`` hashed from ``(seed, prefix)``, plus ``base(prefix)``
     when given (a drafter that approximates the target: the target's logits plus noise)."""
 
-    def __init__(self, vocab: int, seed: int, scale: float = 2.0, base: "HashedLogits | None" = None):
+    def __init__(
+        self, vocab: int, seed: int, scale: float = 2.0, base: "HashedLogits | None" = None
+    ):
         self.vocab, self.seed, self.scale, self.base = vocab, seed, scale, base
         self._cache: dict = {}
 
@@ -48,7 +50,9 @@ class HashedLogits:
         key = tuple(int(t) for t in prefix)
         z = self._cache.get(key)
         if z is None:
-            z = self.scale * np.random.default_rng([self.seed, 77, len(key), *key]).standard_normal(self.vocab)
+            z = self.scale * np.random.default_rng([self.seed, 77, len(key), *key]).standard_normal(
+                self.vocab
+            )
             if self.base is not None:
                 z = z + self.base(key)
             z.setflags(write=False)
@@ -73,9 +77,16 @@ class ProcessedTarget:
 
 
 def describe(settings: SamplingSettings) -> str:
-    parts = [f"T={settings.temperature:g}"] + [f"{k}={getattr(settings, k):g}" for k in settings.active()]
-    order = "vllm" if settings.order == ("min_p", "top_k", "top_p") else "hf" if settings.order == HF_ORDER else \
-        "/".join(settings.order)
+    parts = [f"T={settings.temperature:g}"] + [
+        f"{k}={getattr(settings, k):g}" for k in settings.active()
+    ]
+    order = (
+        "vllm"
+        if settings.order == ("min_p", "top_k", "top_p")
+        else "hf"
+        if settings.order == HF_ORDER
+        else "/".join(settings.order)
+    )
     return ",".join(parts) + (f",order={order}" if len(settings.active()) > 1 else "")
 
 
@@ -101,7 +112,9 @@ def settings_cases(seed: int, panel, *, mode: str, chains_only: bool = False) ->
     out = []
     for st in panel:
         tag = describe(st)
-        z = HashedLogits(v, s)  # one model pair for every setting; the drafter is the target plus noise
+        z = HashedLogits(
+            v, s
+        )  # one model pair for every setting; the drafter is the target plus noise
         zq = HashedLogits(v, s + 50, scale=1.5, base=z)
         target = ProcessedTarget(z, st)
         if mode == "conditional":
@@ -111,7 +124,9 @@ def settings_cases(seed: int, panel, *, mode: str, chains_only: bool = False) ->
             out.append(SettingsCase(Case(f"tree[{tag}]", tree, target), z, None, st))
             continue
         draft = ProcessedTarget(zq, st)
-        topologies = [("chain", [-1, 0, 1])] + ([] if chains_only else [("siblings", [-1, 0, 0, 1])])
+        topologies = [("chain", [-1, 0, 1])] + (
+            [] if chains_only else [("siblings", [-1, 0, 0, 1])]
+        )
         for name, topo in topologies:
             if name == "siblings" and (draft(()) > 0).sum() < 2:
                 continue  # a filter left one draft token at the root: two siblings cannot be drawn
@@ -119,5 +134,12 @@ def settings_cases(seed: int, panel, *, mode: str, chains_only: bool = False) ->
     return out
 
 
-__all__ = ["SETTINGS_VOCAB", "DEFAULT_PANEL", "HashedLogits", "ProcessedTarget", "SettingsCase", "settings_cases",
-           "describe"]
+__all__ = [
+    "SETTINGS_VOCAB",
+    "DEFAULT_PANEL",
+    "HashedLogits",
+    "ProcessedTarget",
+    "SettingsCase",
+    "settings_cases",
+    "describe",
+]

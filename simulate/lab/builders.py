@@ -30,7 +30,15 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, TreeError, check_budget, check_rows, ddtree_from_rows, oracle_tree, ranked_top_k
+from exitlaw.theory import (
+    DraftTree,
+    TreeError,
+    check_budget,
+    check_rows,
+    ddtree_from_rows,
+    oracle_tree,
+    ranked_top_k,
+)
 
 _NEG_INF = -np.inf
 
@@ -65,7 +73,9 @@ def _ranked(logq_row: np.ndarray, k: int) -> np.ndarray:
     return ranked_top_k(row, min(k, row.shape[1]))[1][0]
 
 
-def ddtree_order(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> tuple[DraftTree, np.ndarray, np.ndarray]:
+def ddtree_order(
+    marginals: np.ndarray, budget: int, *, root_token: int = -1
+) -> tuple[DraftTree, np.ndarray, np.ndarray]:
     """DDTree in best-first order: ``(tree, draft_logprob [N], score [N])``, node ``i`` = ``i``-th prefix.
 
     ``score[u] = sum`` of ``log q_d`` along the path (0 at the root). Any prefix
@@ -88,13 +98,19 @@ def chain(marginals: np.ndarray, budget: int, *, root_token: int = -1) -> Built:
     check_budget(budget)
     logq = _log_marginals(marginals)
     if budget > logq.shape[0]:
-        raise ValueError(f"a chain of budget {budget} needs horizon >= {budget}, the drafter gives {logq.shape[0]}")
+        raise ValueError(
+            f"a chain of budget {budget} needs horizon >= {budget}, the drafter gives {logq.shape[0]}"
+        )
     toks = [int(_ranked(logq[d], 1)[0]) for d in range(budget)]
-    return Built(DraftTree.chain(toks, root_token=root_token),
-                 np.array([0.0] + [logq[d, t] for d, t in enumerate(toks)]))
+    return Built(
+        DraftTree.chain(toks, root_token=root_token),
+        np.array([0.0] + [logq[d, t] for d, t in enumerate(toks)]),
+    )
 
 
-def static_tree(marginals: np.ndarray, budget: int, branching: Sequence[int], *, root_token: int = -1) -> Built:
+def static_tree(
+    marginals: np.ndarray, budget: int, branching: Sequence[int], *, root_token: int = -1
+) -> Built:
     """Fixed shape: every depth-``d`` node has the top ``branching[d]`` tokens of ``q_{d+1}``.
 
     The full shape is laid out breadth first and cut after ``budget`` nodes
@@ -103,7 +119,9 @@ def static_tree(marginals: np.ndarray, budget: int, branching: Sequence[int], *,
     check_budget(budget)
     logq = _log_marginals(marginals)
     if len(branching) > logq.shape[0] or any(int(b) < 1 for b in branching):
-        raise ValueError(f"branching {list(branching)} must have positive entries and at most H={logq.shape[0]} depths")
+        raise ValueError(
+            f"branching {list(branching)} must have positive entries and at most H={logq.shape[0]} depths"
+        )
     parent, token, lp = [-1], [root_token], [0.0]
     frontier = [0]
     for d, k in enumerate(branching):
@@ -117,12 +135,15 @@ def static_tree(marginals: np.ndarray, budget: int, branching: Sequence[int], *,
                 parent.append(par), token.append(int(t)), lp.append(logq[d, t])
         frontier = nxt
     if len(parent) <= budget:
-        raise ValueError(f"static shape {list(branching)} has {len(parent) - 1} nodes, fewer than budget {budget}")
+        raise ValueError(
+            f"static shape {list(branching)} has {len(parent) - 1} nodes, fewer than budget {budget}"
+        )
     return Built(DraftTree(parent=np.array(parent), token=np.array(token)), np.array(lp))
 
 
-def eagle_dynamic(drafter, context: Sequence[int], budget: int, *, depth: int, top_k: int,
-                  root_token: int = -1) -> Built:
+def eagle_dynamic(
+    drafter, context: Sequence[int], budget: int, *, depth: int, top_k: int, root_token: int = -1
+) -> Built:
     """EAGLE-2 dynamic expansion with an autoregressive drafter ``q(. | c, path)``.
 
     Layer ``d``: the ``top_k`` depth-``(d-1)`` candidates of highest cumulative
@@ -148,8 +169,10 @@ def eagle_dynamic(drafter, context: Sequence[int], budget: int, *, depth: int, t
         layer.sort(key=lambda c: (-c[1], c[0]))
         frontier = layer[:top_k]
     if len(cands) < budget:
-        raise ValueError(f"EAGLE expansion (depth={depth}, top_k={top_k}) yields {len(cands)} candidates, "
-                         f"fewer than budget {budget}")
+        raise ValueError(
+            f"EAGLE expansion (depth={depth}, top_k={top_k}) yields {len(cands)} candidates, "
+            f"fewer than budget {budget}"
+        )
     kept = sorted(cands, key=lambda p: (-cands[p][0], len(p), p))[:budget]
     tree = DraftTree.from_paths(kept, root_token=root_token)
     lp = np.array([0.0] + [cands[tree.path(v)][1] for v in range(1, tree.num_nodes)])
@@ -161,7 +184,9 @@ def oracle(target, context: Sequence[int], budget: int, *, root_token: int = -1)
     return Built(oracle_tree(target.prefix_target(context), budget, root_token=root_token), None)
 
 
-def tsubame(marginals: np.ndarray, budget: int, rng: np.random.Generator, *, root_token: int = -1) -> Built:
+def tsubame(
+    marginals: np.ndarray, budget: int, rng: np.random.Generator, *, root_token: int = -1
+) -> Built:
     """Two-pass tree: DDTree topology, then each sibling group re-sampled from ``q_d`` without replacement.
 
     Pass 2 draws, for every node with ``k`` children at depth ``d``, ``k`` distinct
@@ -177,10 +202,12 @@ def tsubame(marginals: np.ndarray, budget: int, rng: np.random.Generator, *, roo
         row = logq[plan.depth[v]]
         support = np.flatnonzero(row > _NEG_INF)
         if support.size < kids.size:
-            raise TreeError(f"q_{plan.depth[v] + 1} has {support.size} tokens of positive mass, "
-                            f"node {v} needs {kids.size} distinct children")
+            raise TreeError(
+                f"q_{plan.depth[v] + 1} has {support.size} tokens of positive mass, "
+                f"node {v} needs {kids.size} distinct children"
+            )
         g = row[support] + rng.gumbel(size=support.size)
-        picks = support[np.argsort(-g, kind="stable")[:kids.size]]
+        picks = support[np.argsort(-g, kind="stable")[: kids.size]]
         token[kids] = picks
     tree = DraftTree(parent=plan.parent, token=token)
     lp = np.zeros(tree.num_nodes)

@@ -102,8 +102,14 @@ def first_decrease_misses(curve: np.ndarray, rtol: float = 1e-12) -> bool:
     return bool(curve[first_decrease(curve)] < curve.max() * (1 - rtol))
 
 
-def caddtree(marginals: np.ndarray, latency: LatencyModel, *, max_budget: int, min_budget: int = 1,
-             root_token: int = -1) -> tuple[Built, int]:
+def caddtree(
+    marginals: np.ndarray,
+    latency: LatencyModel,
+    *,
+    max_budget: int,
+    min_budget: int = 1,
+    root_token: int = -1,
+) -> tuple[Built, int]:
     """Per-round CaDDTree: ``(DDTree at the chosen budget n*, n*)``, ``min_budget <= n* <= max_budget``.
 
     When the drafter admits fewer than ``min_budget`` prefixes, ``n*`` is all of

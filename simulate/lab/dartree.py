@@ -40,8 +40,15 @@ from exitlaw.theory import check_budget, check_rows, top_prefixes
 from exitlaw.simulate.lab.builders import Built, ddtree
 
 
-def dartree(marginals: np.ndarray, drafter, context: Sequence[int], budget: int, *, widen: int = 2,
-            root_token: int = -1) -> Built:
+def dartree(
+    marginals: np.ndarray,
+    drafter,
+    context: Sequence[int],
+    budget: int,
+    *,
+    widen: int = 2,
+    root_token: int = -1,
+) -> Built:
     """Top-``budget`` prefixes of the widened DDTree proposal, rescored by the autoregressive drafter."""
     check_budget(budget)
     if isinstance(widen, bool) or not isinstance(widen, int) or widen < 1:

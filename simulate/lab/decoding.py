@@ -25,7 +25,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, TraceRound, TraceWriter, coverage_under, gather_edge_probs, oracle_tree
+from exitlaw.theory import (
+    DraftTree,
+    TraceRound,
+    TraceWriter,
+    coverage_under,
+    gather_edge_probs,
+    oracle_tree,
+)
 
 from exitlaw.simulate.lab.builders import Built
 from exitlaw.simulate.lab.caddtree import LatencyModel
@@ -33,7 +40,9 @@ from exitlaw.simulate.lab.caddtree import LatencyModel
 Verifier = Callable[[DraftTree, np.ndarray, np.random.Generator], tuple[int, int]]
 BuildFn = Callable[[tuple[int, ...], np.random.Generator], Built]
 
-SampledVerifier = Callable[[DraftTree, np.ndarray, np.ndarray, np.random.Generator], tuple[int, int]]
+SampledVerifier = Callable[
+    [DraftTree, np.ndarray, np.ndarray, np.random.Generator], tuple[int, int]
+]
 
 
 def tree_coverage(tree: DraftTree, edge: np.ndarray) -> float:
@@ -65,7 +74,9 @@ class SimulationResult:
         return {"aggregates": self.aggregates, "rounds": [asdict(r) for r in self.records]}
 
 
-def aggregate(records: Sequence[RoundRecord], latency: LatencyModel | None = None) -> dict[str, Any]:
+def aggregate(
+    records: Sequence[RoundRecord], latency: LatencyModel | None = None
+) -> dict[str, Any]:
     """Summary statistics of a run (see module docstring)."""
     if not records:
         raise ValueError("no rounds to aggregate")
@@ -96,11 +107,22 @@ def aggregate(records: Sequence[RoundRecord], latency: LatencyModel | None = Non
     return out
 
 
-def simulate_decoding(target, build: BuildFn, verifier: Verifier, *, rounds: int, seed: int = 0,
-                      prompt_length: int = 4, oracle: bool = True, latency: LatencyModel | None = None,
-                      trace: TraceWriter | None = None, store_rows: bool = False,
-                      progress: bool = False, desc: str = "simulate",
-                      sampled_verifier: SampledVerifier | None = None) -> SimulationResult:
+def simulate_decoding(
+    target,
+    build: BuildFn,
+    verifier: Verifier,
+    *,
+    rounds: int,
+    seed: int = 0,
+    prompt_length: int = 4,
+    oracle: bool = True,
+    latency: LatencyModel | None = None,
+    trace: TraceWriter | None = None,
+    store_rows: bool = False,
+    progress: bool = False,
+    desc: str = "simulate",
+    sampled_verifier: SampledVerifier | None = None,
+) -> SimulationResult:
     """Run ``rounds`` rounds of builder + verifier against ``target``; optionally write a trace.
 
     With ``sampled_verifier`` (a sampled-draft rule such as recursive rejection), every
@@ -111,7 +133,9 @@ def simulate_decoding(target, build: BuildFn, verifier: Verifier, *, rounds: int
     """
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    prompt_rng, draft_rng, verify_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    prompt_rng, draft_rng, verify_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)
+    )
     window = max(target.context_length, 1)
     context = tuple(int(t) for t in prompt_rng.integers(0, target.vocab, size=prompt_length))
     records: list[RoundRecord] = []
@@ -135,19 +159,32 @@ def simulate_decoding(target, build: BuildFn, verifier: Verifier, *, rounds: int
         if sampled_verifier is None:
             exit_node, bonus = verifier(tree, probs, verify_rng)
         elif built.draft_rows is None:
-            raise ValueError("a sampled-draft verifier needs a builder that reports its draft rows "
-                             "(e.g. 'tsubame'); this builder does not")
+            raise ValueError(
+                "a sampled-draft verifier needs a builder that reports its draft rows "
+                "(e.g. 'tsubame'); this builder does not"
+            )
         else:
             exit_node, bonus = sampled_verifier(tree, probs, built.draft_rows, verify_rng)
         exit_node, bonus = int(exit_node), int(bonus)
         block = tree.path(exit_node) + (bonus,)
-        context = (context + block)[-max(window, prompt_length):]
-        rec = RoundRecord(r, tree.budget, cov, best, gap, exit_node, int(tree.depth[exit_node]), len(block), bonus)
+        context = (context + block)[-max(window, prompt_length) :]
+        rec = RoundRecord(
+            r, tree.budget, cov, best, gap, exit_node, int(tree.depth[exit_node]), len(block), bonus
+        )
         records.append(rec)
         if trace is not None:
             extra = {"coverage": cov, "budget": tree.budget}
             if oracle:
                 extra.update(oracle_coverage=best, allocation_gap=gap)
-            trace.write(TraceRound(tree, edge, built.draft_logprob, exit_node, bonus,
-                                   probs if store_rows else None, extra))
+            trace.write(
+                TraceRound(
+                    tree,
+                    edge,
+                    built.draft_logprob,
+                    exit_node,
+                    bonus,
+                    probs if store_rows else None,
+                    extra,
+                )
+            )
     return SimulationResult(records, aggregate(records, latency))

@@ -41,8 +41,9 @@ def _last_positive(cdf_rows: np.ndarray) -> np.ndarray:
     return cdf_rows.shape[1] - 1 - np.argmax(steps[:, ::-1], axis=1)
 
 
-def _inverse_cdf(cdf_rows: np.ndarray, rows_idx: np.ndarray, u: np.ndarray,
-                 last: np.ndarray | None = None) -> np.ndarray:
+def _inverse_cdf(
+    cdf_rows: np.ndarray, rows_idx: np.ndarray, u: np.ndarray, last: np.ndarray | None = None
+) -> np.ndarray:
     """Token ``y`` with ``cdf[y-1] <= u * total < cdf[y]`` per sample (never a zero-probability token)."""
     if last is None:
         last = _last_positive(cdf_rows)
@@ -127,10 +128,14 @@ def tev_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples: int)
     log_a = np.zeros(tree.num_nodes)
     with np.errstate(divide="ignore"):
         log_a[1:] = np.log(probs[tree.parent[1:], tree.token[1:]])
-    prefix = np.exp(np.where(tree.ancestor_matrix, log_a[None, :], 0.0).sum(axis=1))  # log P = A @ log a
+    prefix = np.exp(
+        np.where(tree.ancestor_matrix, log_a[None, :], 0.0).sum(axis=1)
+    )  # log P = A @ log a
     w = prefix * rest
     w_cdf = np.cumsum(w)
-    exits = _inverse_cdf(w_cdf[None, :], np.zeros(num_samples, dtype=np.int64), exit_rng.random(num_samples))
+    exits = _inverse_cdf(
+        w_cdf[None, :], np.zeros(num_samples, dtype=np.int64), exit_rng.random(num_samples)
+    )
     return exits, _inverse_cdf(res_cdf, exits, bonus_rng.random(num_samples))
 
 
@@ -140,7 +145,9 @@ def greedy_many(tree: DraftTree, probs, rng: np.random.Generator | None, num_sam
     return np.full(num_samples, v, dtype=np.int64), np.full(num_samples, y, dtype=np.int64)
 
 
-def chain_speculative_many(tree: DraftTree, probs, draft_probs, rng: np.random.Generator, num_samples: int):
+def chain_speculative_many(
+    tree: DraftTree, probs, draft_probs, rng: np.random.Generator, num_samples: int
+):
     """Chain speculative sampling on a realised chain, ``S`` rounds at once (twin: ``verify_sampled``).
 
     Depth ``d`` is accepted w.p. ``min(1, p(x) / q(x))``; the first rejection at node ``v`` emits a
@@ -158,12 +165,17 @@ def chain_speculative_many(tree: DraftTree, probs, draft_probs, rng: np.random.G
         ratio[u - 1] = 1.0 if q[v, x] <= 0 else min(1.0, p[v, x] / q[v, x])
     accepted = accept_rng.random((num_samples, n - 1)) < ratio[: n - 1]
     # exit node = number of leading acceptances
-    exits = np.where(accepted.all(axis=1), n - 1, np.argmin(accepted, axis=1)) if n > 1 else \
-        np.zeros(num_samples, dtype=np.int64)
+    exits = (
+        np.where(accepted.all(axis=1), n - 1, np.argmin(accepted, axis=1))
+        if n > 1
+        else np.zeros(num_samples, dtype=np.int64)
+    )
     bonus_rows = np.maximum(p / p.sum(1, keepdims=True) - q / q.sum(1, keepdims=True), 0.0)
     bonus_rows[n - 1] = p[n - 1]  # the leaf: plain target sampling
     cdf = np.cumsum(bonus_rows, axis=1)
-    return exits.astype(np.int64), _inverse_cdf(cdf, exits.astype(np.int64), bonus_rng.random(num_samples))
+    return exits.astype(np.int64), _inverse_cdf(
+        cdf, exits.astype(np.int64), bonus_rng.random(num_samples)
+    )
 
 
 def _rejection_tables(tree: DraftTree, p: np.ndarray, q: np.ndarray, without_replacement: bool):
@@ -199,8 +211,15 @@ def _rejection_tables(tree: DraftTree, p: np.ndarray, q: np.ndarray, without_rep
     return cond, kid, rest
 
 
-def recursive_rejection_many(tree: DraftTree, probs, draft_probs, rng: np.random.Generator, num_samples: int, *,
-                             without_replacement: bool):
+def recursive_rejection_many(
+    tree: DraftTree,
+    probs,
+    draft_probs,
+    rng: np.random.Generator,
+    num_samples: int,
+    *,
+    without_replacement: bool,
+):
     """SpecInfer recursive rejection (``without_replacement``: EAGLE-2 / Sequoia) on a realised tree,
     ``S`` rounds at once (twin: ``verify_sampled``). ``draft_probs[v]`` is the ``q`` that drafted
     ``v``'s children."""
@@ -220,7 +239,19 @@ def recursive_rejection_many(tree: DraftTree, probs, draft_probs, rng: np.random
     return cur, _inverse_cdf(np.cumsum(rest, axis=1), cur, bonus_rng.random(num_samples))
 
 
-FAST_SAMPLERS = {"predraw": predraw_many, "residual": residual_many, "tev": tev_many, "greedy": greedy_many}
+FAST_SAMPLERS = {
+    "predraw": predraw_many,
+    "residual": residual_many,
+    "tev": tev_many,
+    "greedy": greedy_many,
+}
 
-__all__ = ["predraw_many", "residual_many", "tev_many", "greedy_many", "chain_speculative_many",
-           "recursive_rejection_many", "FAST_SAMPLERS"]
+__all__ = [
+    "predraw_many",
+    "residual_many",
+    "tev_many",
+    "greedy_many",
+    "chain_speculative_many",
+    "recursive_rejection_many",
+    "FAST_SAMPLERS",
+]

@@ -44,11 +44,13 @@ from exitlaw.simulate.verifiers import hsd_procedure, univer_procedure, verify_s
 RULES = ("univer", "rrs_wo", "rrs_iid", "hsd", "chain_sd")
 PAIRS = (("univer", "rrs_wo"), ("univer", "rrs_iid"), ("hsd", "chain_sd"))
 SCHEMA = "exitlaw.field-lab"
-NOTES = ("univer is UniVer as read in exitlaw.simulate.verifiers.univer (HSD along each node's first-drawn spine, "
-         "then the stopped level's residual transported onto the later sibling drafts); the source's own algorithm "
-         "was not available, so the measured gain is that of this reading. tau is the exact E[L | T] per drafted "
-         "tree (enumerated), averaged over contexts; rules exact only over the drafts may exceed the realised "
-         "trees' ceiling 1 + C_p(T).")
+NOTES = (
+    "univer is UniVer as read in exitlaw.simulate.verifiers.univer (HSD along each node's first-drawn spine, "
+    "then the stopped level's residual transported onto the later sibling drafts); the source's own algorithm "
+    "was not available, so the measured gain is that of this reading. tau is the exact E[L | T] per drafted "
+    "tree (enumerated), averaged over contexts; rules exact only over the drafts may exceed the realised "
+    "trees' ceiling 1 + C_p(T)."
+)
 
 
 @dataclass(frozen=True)
@@ -122,16 +124,24 @@ def expected_length(procedure, parents, tokens, p_rows, q_rows, **kwargs) -> flo
     depth = [0] * len(parents)
     for u in range(1, len(parents)):
         depth[u] = depth[parents[u]] + 1
-    law = enumerate_law(lambda r: procedure(parents, tokens, p_rows, q_rows, _LengthOnly(r), **kwargs)[0], one=1.0)
+    law = enumerate_law(
+        lambda r: procedure(parents, tokens, p_rows, q_rows, _LengthOnly(r), **kwargs)[0], one=1.0
+    )
     return float(sum(pr * (depth[v] + 1) for v, pr in law.items()))
 
 
 def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]]:
     """Block lengths and ceilings ``{rule: {"L": [...], "ceiling": [...]}}`` for one seed."""
-    target = NGramTarget(cfg.vocab, order=cfg.order, zipf=cfg.zipf, temperature=cfg.temperature,
-                         seed=cfg.target_seed)
-    drafter = PositionWiseDrafter(target, noise=cfg.drafter_noise, temperature=cfg.drafter_temperature,
-                                  eps=cfg.drafter_eps, seed=cfg.drafter_seed)
+    target = NGramTarget(
+        cfg.vocab, order=cfg.order, zipf=cfg.zipf, temperature=cfg.temperature, seed=cfg.target_seed
+    )
+    drafter = PositionWiseDrafter(
+        target,
+        noise=cfg.drafter_noise,
+        temperature=cfg.drafter_temperature,
+        eps=cfg.drafter_eps,
+        seed=cfg.drafter_seed,
+    )
     streams = np.random.SeedSequence([seed, 0xF1E1D]).spawn(3)
     ctx_rng, draft_rng, iid_rng = (np.random.default_rng(s) for s in streams[:3])
     out = {r: {"L": [], "ceiling": []} for r in RULES}
@@ -146,8 +156,10 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
         p = _rows(target, ctx, tree)
         cp = 1.0 + _coverage(tree, p)
         parents, toks = [int(x) for x in tree.parent], [int(x) for x in tree.token]
-        for rule, proc, kw in (("univer", univer_procedure, {}),
-                               ("rrs_wo", verify_sampled, {"without_replacement": True})):
+        for rule, proc, kw in (
+            ("univer", univer_procedure, {}),
+            ("rrs_wo", verify_sampled, {"without_replacement": True}),
+        ):
             out[rule]["L"].append(expected_length(proc, parents, toks, p, q, **kw))
             out[rule]["ceiling"].append(cp)
         iid = _iid_tokens(tree, q, iid_rng)
@@ -155,7 +167,9 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
         for u in range(1, len(parents)):
             paths.append(paths[parents[u]] + (iid[u],))
         p_iid = np.stack([target.probs(ctx + pa) for pa in paths])
-        out["rrs_iid"]["L"].append(expected_length(verify_sampled, parents, iid, p_iid, q, without_replacement=False))
+        out["rrs_iid"]["L"].append(
+            expected_length(verify_sampled, parents, iid, p_iid, q, without_replacement=False)
+        )
         out["rrs_iid"]["ceiling"].append(1.0 + _iid_coverage(target, ctx, parents, iid))
         chain_toks = [int(draft_rng.choice(cfg.vocab, p=marg[d])) for d in range(cfg.horizon)]
         chain = DraftTree.chain(chain_toks)
@@ -163,7 +177,10 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
         qc = np.asarray(marg, dtype=np.float64)[np.minimum(chain.depth, cfg.horizon - 1)]
         ccp = 1.0 + _coverage(chain, pc)
         cpar, ctok = [int(x) for x in chain.parent], [int(x) for x in chain.token]
-        for rule, proc, kw in (("hsd", hsd_procedure, {}), ("chain_sd", verify_sampled, {"without_replacement": False})):
+        for rule, proc, kw in (
+            ("hsd", hsd_procedure, {}),
+            ("chain_sd", verify_sampled, {"without_replacement": False}),
+        ):
             out[rule]["L"].append(expected_length(proc, cpar, ctok, pc, qc, **kw))
             out[rule]["ceiling"].append(ccp)
     return out
@@ -184,26 +201,47 @@ def summarise(cfg: FieldLabConfig, per_seed: list[dict]) -> dict[str, Any]:
     for r in RULES:
         tau = np.array([np.mean(s[r]["L"]) for s in per_seed])
         ceil = np.array([np.mean(s[r]["ceiling"]) for s in per_seed])
-        rules[r] = {"tau": _t_interval(tau), "mean_ceiling": float(ceil.mean()),
-                    "tau_minus_ceiling": _t_interval(tau - ceil)}
+        rules[r] = {
+            "tau": _t_interval(tau),
+            "mean_ceiling": float(ceil.mean()),
+            "tau_minus_ceiling": _t_interval(tau - ceil),
+        }
     records = []
     for a, b in PAIRS:
         ta = np.array([np.mean(s[a]["L"]) for s in per_seed])
         tb = np.array([np.mean(s[b]["L"]) for s in per_seed])
-        records.append({
-            "comparison": f"{a}-{b}", "metric": "tau",
-            "setting": {"lab": "field", "topology": "chain" if a == "hsd" else "tsubame", "vocab": cfg.vocab,
-                        "budget": cfg.horizon if a == "hsd" else cfg.budget, "horizon": cfg.horizon,
-                        "temperature": float(cfg.temperature), "drafter_noise": cfg.drafter_noise},
-            "diff": _t_interval(ta - tb), "rel_pct": _t_interval(100.0 * (ta - tb) / tb), "level": 0.95,
-            "n_seeds": len(per_seed), "n_units": cfg.contexts,
-            "method": "paired on the same drafted trees and contexts; per-seed mean over contexts; "
-                      "t-interval over seeds"})
+        records.append(
+            {
+                "comparison": f"{a}-{b}",
+                "metric": "tau",
+                "setting": {
+                    "lab": "field",
+                    "topology": "chain" if a == "hsd" else "tsubame",
+                    "vocab": cfg.vocab,
+                    "budget": cfg.horizon if a == "hsd" else cfg.budget,
+                    "horizon": cfg.horizon,
+                    "temperature": float(cfg.temperature),
+                    "drafter_noise": cfg.drafter_noise,
+                },
+                "diff": _t_interval(ta - tb),
+                "rel_pct": _t_interval(100.0 * (ta - tb) / tb),
+                "level": 0.95,
+                "n_seeds": len(per_seed),
+                "n_units": cfg.contexts,
+                "method": "paired on the same drafted trees and contexts; per-seed mean over contexts; "
+                "t-interval over seeds",
+            }
+        )
     return {"rules": rules, "paired_effects": records}
 
 
-def run_field_lab(configs: list[FieldLabConfig], out: str | Path, *, overwrite: bool = False,
-                  progress: bool = True) -> dict[str, Any]:
+def run_field_lab(
+    configs: list[FieldLabConfig],
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Run every config, write ``out`` (JSON) and ``out`` with suffix ``.md``; return the results."""
     out = Path(out)
     md = out.with_suffix(".md")
@@ -221,9 +259,15 @@ def run_field_lab(configs: list[FieldLabConfig], out: str | Path, *, overwrite: 
     runs = [{"config": asdict(c), **summarise(c, per[id(c)])} for c in configs]
     from exitlaw import __version__
 
-    result = {"schema": SCHEMA, "version": 1, "exitlaw_version": __version__,
-              "produced_by": "exitlaw.simulate.lab.field_lab.run_field_lab", "notes": NOTES, "runs": runs,
-              "paired_effects": [r for run in runs for r in run["paired_effects"]]}
+    result = {
+        "schema": SCHEMA,
+        "version": 1,
+        "exitlaw_version": __version__,
+        "produced_by": "exitlaw.simulate.lab.field_lab.run_field_lab",
+        "notes": NOTES,
+        "runs": runs,
+        "paired_effects": [r for run in runs for r in run["paired_effects"]],
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(md, render_markdown(result))
     atomic_write_text(out, json.dumps(result, indent=1))
@@ -231,26 +275,48 @@ def run_field_lab(configs: list[FieldLabConfig], out: str | Path, *, overwrite: 
 
 
 def render_markdown(result: dict[str, Any]) -> str:
-    lines = ["# Field lab: UniVer and HSD against recursive rejection sampling", "",
-             "Same drafted trees and contexts per rule (Tsubame two-pass trees; chains for HSD). "
-             "tau = mean block length; 1 + C_p = mean fixed-tree ceiling of the realised trees. "
-             "Intervals: 95 % t over seeds.", "", result.get("notes", ""), ""]
+    lines = [
+        "# Field lab: UniVer and HSD against recursive rejection sampling",
+        "",
+        "Same drafted trees and contexts per rule (Tsubame two-pass trees; chains for HSD). "
+        "tau = mean block length; 1 + C_p = mean fixed-tree ceiling of the realised trees. "
+        "Intervals: 95 % t over seeds.",
+        "",
+        result.get("notes", ""),
+        "",
+    ]
     for run in result["runs"]:
         c = run["config"]
-        lines += [f"## V={c['vocab']} B={c['budget']} H={c['horizon']} T={c['temperature']} "
-                  f"noise={c['drafter_noise']} seeds={c['seeds']} contexts={c['contexts']}", "",
-                  "| rule | tau [95 % CI] | mean 1 + C_p | tau - (1 + C_p) [95 % CI] |", "|---|---|---|---|"]
+        lines += [
+            f"## V={c['vocab']} B={c['budget']} H={c['horizon']} T={c['temperature']} "
+            f"noise={c['drafter_noise']} seeds={c['seeds']} contexts={c['contexts']}",
+            "",
+            "| rule | tau [95 % CI] | mean 1 + C_p | tau - (1 + C_p) [95 % CI] |",
+            "|---|---|---|---|",
+        ]
         for r, v in run["rules"].items():
             t, d = v["tau"], v["tau_minus_ceiling"]
-            lines.append(f"| {r} | {t['mean']:.4f} [{t['lo']:.4f}, {t['hi']:.4f}] | {v['mean_ceiling']:.4f} | "
-                         f"{d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] |")
+            lines.append(
+                f"| {r} | {t['mean']:.4f} [{t['lo']:.4f}, {t['hi']:.4f}] | {v['mean_ceiling']:.4f} | "
+                f"{d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] |"
+            )
         lines += ["", "| comparison | diff [95 % CI] | rel % [95 % CI] |", "|---|---|---|"]
         for rec in run["paired_effects"]:
             d, r = rec["diff"], rec["rel_pct"]
-            lines.append(f"| {rec['comparison']} | {d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] | "
-                         f"{r['mean']:+.2f} [{r['lo']:+.2f}, {r['hi']:+.2f}] |")
+            lines.append(
+                f"| {rec['comparison']} | {d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] | "
+                f"{r['mean']:+.2f} [{r['lo']:+.2f}, {r['hi']:+.2f}] |"
+            )
         lines.append("")
     return "\n".join(lines)
 
 
-__all__ = ["FieldLabConfig", "run_field_lab", "run_seed", "summarise", "render_markdown", "RULES", "PAIRS"]
+__all__ = [
+    "FieldLabConfig",
+    "run_field_lab",
+    "run_seed",
+    "summarise",
+    "render_markdown",
+    "RULES",
+    "PAIRS",
+]

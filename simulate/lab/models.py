@@ -37,7 +37,7 @@ PAD = -1  # token used to left-pad contexts shorter than the model's window
 
 
 def _suffix(context: Sequence[int], length: int) -> tuple[int, ...]:
-    ctx = tuple(int(t) for t in context[len(context) - length:]) if length else ()
+    ctx = tuple(int(t) for t in context[len(context) - length :]) if length else ()
     return (PAD,) * (length - len(ctx)) + ctx
 
 
@@ -79,7 +79,9 @@ def exponent_for_entropy(vocab: int, entropy: float, *, tol: float = 1e-9) -> fl
     while zipf_entropy(vocab, hi) > entropy:
         hi *= 2
         if hi > 1e4:
-            raise ValueError(f"entropy {entropy} is too small to reach with a Zipf spectrum over {vocab} tokens")
+            raise ValueError(
+                f"entropy {entropy} is too small to reach with a Zipf spectrum over {vocab} tokens"
+            )
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if zipf_entropy(vocab, mid) > entropy else (lo, mid)
@@ -89,8 +91,17 @@ def exponent_for_entropy(vocab: int, entropy: float, *, tol: float = 1e-9) -> fl
 class NGramTarget:
     """Hashed n-gram target with a Zipf spectrum: exact ``p(. | c)`` for any context."""
 
-    def __init__(self, vocab: int, *, order: int = 2, zipf: float = 1.1, temperature: float = 1.0,
-                 jitter: float = 0.0, seed: int = 0, cache_mib: float = 128.0):
+    def __init__(
+        self,
+        vocab: int,
+        *,
+        order: int = 2,
+        zipf: float = 1.1,
+        temperature: float = 1.0,
+        jitter: float = 0.0,
+        seed: int = 0,
+        cache_mib: float = 128.0,
+    ):
         if vocab < 2:
             raise ValueError(f"vocab must be >= 2, got {vocab}")
         if order < 1:
@@ -99,7 +110,13 @@ class NGramTarget:
             raise ValueError(f"zipf exponent must be > 0, got {zipf}")
         if jitter < 0:
             raise ValueError(f"jitter must be >= 0, got {jitter}")
-        self.vocab, self.order, self.zipf, self.jitter, self.seed = vocab, order, float(zipf), float(jitter), seed
+        self.vocab, self.order, self.zipf, self.jitter, self.seed = (
+            vocab,
+            order,
+            float(zipf),
+            float(jitter),
+            seed,
+        )
         self.temperature = check_temperature(temperature, allow_zero=True)
         self._spectrum = -self.zipf * np.log(np.arange(1, vocab + 1, dtype=np.float64))
         self._cache = _LRU(int(cache_mib * 2**20))
@@ -110,8 +127,14 @@ class NGramTarget:
         return self.order - 1
 
     def with_temperature(self, temperature: float) -> "NGramTarget":
-        return NGramTarget(self.vocab, order=self.order, zipf=self.zipf, temperature=temperature,
-                           jitter=self.jitter, seed=self.seed)
+        return NGramTarget(
+            self.vocab,
+            order=self.order,
+            zipf=self.zipf,
+            temperature=temperature,
+            jitter=self.jitter,
+            seed=self.seed,
+        )
 
     def logits(self, context: Sequence[int]) -> np.ndarray:
         """``[V]`` logits before temperature for the suffix of ``context``."""
@@ -131,6 +154,7 @@ class NGramTarget:
             row = softmax_with_temperature(self.logits(key), self.temperature)
             row.setflags(write=False)
             return row
+
         return self._cache.get(key, make)
 
     __call__ = probs
@@ -147,9 +171,13 @@ class NGramTarget:
     def transition_matrix(self) -> np.ndarray:
         """``M[a, b] = p(b | a)`` for an order-2 target (``[V, V]``; V at most 4096)."""
         if self.order != 2:
-            raise ValueError(f"a transition matrix exists for order-2 targets only, this one has order {self.order}")
+            raise ValueError(
+                f"a transition matrix exists for order-2 targets only, this one has order {self.order}"
+            )
         if self.vocab > 4096:
-            raise ValueError(f"transition matrix of V={self.vocab} would need {self.vocab ** 2 * 8 / 2**30:.1f} GiB")
+            raise ValueError(
+                f"transition matrix of V={self.vocab} would need {self.vocab**2 * 8 / 2**30:.1f} GiB"
+            )
         return np.stack([self.probs((a,)) for a in range(self.vocab)])
 
     def sample(self, context: Sequence[int], length: int, rng: np.random.Generator) -> list[int]:
@@ -162,7 +190,9 @@ class NGramTarget:
         return out
 
 
-def _mismatch(q: np.ndarray, *, noise: float, temperature: float, eps: float, rng_key: tuple[int, ...]) -> np.ndarray:
+def _mismatch(
+    q: np.ndarray, *, noise: float, temperature: float, eps: float, rng_key: tuple[int, ...]
+) -> np.ndarray:
     """``q ∝ exp((log((1-eps) q + eps/V) + noise * g) / temperature)``, ``g ~ N(0, 1)`` keyed on ``rng_key``."""
     v = q.shape[-1]
     logq = np.log((1.0 - eps) * q + eps / v)
@@ -172,8 +202,16 @@ def _mismatch(q: np.ndarray, *, noise: float, temperature: float, eps: float, rn
 
 
 class _Mismatched:
-    def __init__(self, target: NGramTarget, *, noise: float = 0.5, temperature: float = 1.0, eps: float = 1e-3,
-                 seed: int = 1, cache_mib: float = 128.0):
+    def __init__(
+        self,
+        target: NGramTarget,
+        *,
+        noise: float = 0.5,
+        temperature: float = 1.0,
+        eps: float = 1e-3,
+        seed: int = 1,
+        cache_mib: float = 128.0,
+    ):
         if noise < 0:
             raise ValueError(f"drafter noise must be >= 0, got {noise}")
         check_temperature(temperature, allow_zero=False)
@@ -181,7 +219,13 @@ class _Mismatched:
             raise ValueError(f"eps must lie in [0, 1), got {eps}")
         # a drafter models the target's sampling law; for a greedy (T=0) target that is its T=1 law
         self.base = target if target.temperature > 0 else target.with_temperature(1.0)
-        self.target, self.noise, self.temperature, self.eps, self.seed = target, noise, temperature, eps, seed
+        self.target, self.noise, self.temperature, self.eps, self.seed = (
+            target,
+            noise,
+            temperature,
+            eps,
+            seed,
+        )
         self.vocab = target.vocab
         self._cache = _LRU(int(cache_mib * 2**20))
 
@@ -193,8 +237,16 @@ class _Mismatched:
 class PositionWiseDrafter(_Mismatched):
     """DFlash-like: ``q_d(. | c)`` for ``d = 1..H`` from the context alone (see module docstring)."""
 
-    def __init__(self, target: NGramTarget, *, mode: str = "greedy_path", noise: float = 0.5,
-                 temperature: float = 1.0, eps: float = 1e-3, seed: int = 1):
+    def __init__(
+        self,
+        target: NGramTarget,
+        *,
+        mode: str = "greedy_path",
+        noise: float = 0.5,
+        temperature: float = 1.0,
+        eps: float = 1e-3,
+        seed: int = 1,
+    ):
         if mode not in ("greedy_path", "marginal"):
             raise ValueError(f"mode must be 'greedy_path' or 'marginal', got {mode!r}")
         super().__init__(target, noise=noise, temperature=temperature, eps=eps, seed=seed)
@@ -223,10 +275,16 @@ class PositionWiseDrafter(_Mismatched):
         key = _suffix(context, self.context_length)
 
         def make():
-            q = _mismatch(self.ideal(key, horizon), noise=self.noise, temperature=self.temperature,
-                          eps=self.eps, rng_key=(self.seed, 0xD1F, horizon, *key))
+            q = _mismatch(
+                self.ideal(key, horizon),
+                noise=self.noise,
+                temperature=self.temperature,
+                eps=self.eps,
+                rng_key=(self.seed, 0xD1F, horizon, *key),
+            )
             q.setflags(write=False)
             return q
+
         return self._cache.get((horizon, key), make)
 
 
@@ -237,10 +295,16 @@ class AutoregressiveDrafter(_Mismatched):
         key = _suffix(context, self.context_length)
 
         def make():
-            q = _mismatch(self.base.probs(key), noise=self.noise, temperature=self.temperature,
-                          eps=self.eps, rng_key=(self.seed, 0xEA6, *key))
+            q = _mismatch(
+                self.base.probs(key),
+                noise=self.noise,
+                temperature=self.temperature,
+                eps=self.eps,
+                rng_key=(self.seed, 0xEA6, *key),
+            )
             q.setflags(write=False)
             return q
+
         return self._cache.get(key, make)
 
     __call__ = probs
@@ -250,13 +314,19 @@ def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Row-wise ``KL(p || q)`` in nats (``0 log 0 = 0``); a measure of drafter mismatch."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     safe = np.where(p > 0, p, 1.0)
-    return np.sum(np.where(p > 0, p * (np.log(safe) - np.log(np.where(p > 0, q, 1.0))), 0.0), axis=-1)
+    return np.sum(
+        np.where(p > 0, p * (np.log(safe) - np.log(np.where(p > 0, q, 1.0))), 0.0), axis=-1
+    )
 
 
 def mean_depth1_kl(target: NGramTarget, drafter, contexts: Sequence[Sequence[int]]) -> float:
     """Mean ``KL(p(.|c) || q_1(.|c))`` over contexts: the drafter's mismatch at depth 1."""
     kls = []
     for c in contexts:
-        q = drafter.marginals(c, 1)[0] if isinstance(drafter, PositionWiseDrafter) else drafter.probs(c)
+        q = (
+            drafter.marginals(c, 1)[0]
+            if isinstance(drafter, PositionWiseDrafter)
+            else drafter.probs(c)
+        )
         kls.append(float(kl_divergence(target.probs(c), q)))
     return float(np.mean(kls))

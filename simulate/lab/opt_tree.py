@@ -30,7 +30,14 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, candidate_width, check_budget, check_rows, ranked_top_k, top_prefixes
+from exitlaw.theory import (
+    DraftTree,
+    candidate_width,
+    check_budget,
+    check_rows,
+    ranked_top_k,
+    top_prefixes,
+)
 
 from exitlaw.simulate.lab.builders import Built
 
@@ -40,7 +47,9 @@ def _draft_row(drafter, context: tuple[int, ...], prefix: tuple[int, ...]) -> np
     return check_rows(row[None, :], name=f"draft row after prefix {prefix}")[0]
 
 
-def opt_tree(drafter, context: Sequence[int], budget: int, *, depth: int, root_token: int = -1) -> Built:
+def opt_tree(
+    drafter, context: Sequence[int], budget: int, *, depth: int, root_token: int = -1
+) -> Built:
     """The top-``budget`` prefixes of the autoregressive draft score ``Q`` within ``depth`` levels, eq. (1)."""
     check_budget(budget)
     if depth < 1:

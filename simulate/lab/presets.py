@@ -38,8 +38,19 @@ from exitlaw.simulate.lab.decoding import BuildFn
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.lab.opt_tree import opt_tree
 
-BUILDERS = ("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame", "tsubame-rrs",
-            "opt-tree", "dartree", "tsubame-univer")
+BUILDERS = (
+    "ddtree",
+    "chain",
+    "static",
+    "eagle",
+    "oracle",
+    "caddtree",
+    "tsubame",
+    "tsubame-rrs",
+    "opt-tree",
+    "dartree",
+    "tsubame-univer",
+)
 # builders whose rounds are verified by a sampled-draft rule instead of the config's verifier:
 # Tsubame's own scheme, its re-sampled tree verified by recursive rejection without replacement,
 # and the same re-sampled tree verified by UniVer
@@ -87,11 +98,17 @@ class SimConfig:
         object.__setattr__(self, "static_branching", tuple(int(b) for b in self.static_branching))
         bad = [b for b in self.builders if b not in BUILDERS]
         if bad or not self.builders:
-            raise ValueError(f"unknown builders {bad} (known: {', '.join(BUILDERS)})" if bad else "builders is empty")
+            raise ValueError(
+                f"unknown builders {bad} (known: {', '.join(BUILDERS)})"
+                if bad
+                else "builders is empty"
+            )
         if self.verifier not in VERIFIERS:
             raise ValueError(f"unknown verifier {self.verifier!r} (known: {', '.join(VERIFIERS)})")
         if self.verifier == "greedy" and self.temperature != 0:
-            raise ValueError("the greedy verifier is exact only for a T=0 target; set temperature to 0")
+            raise ValueError(
+                "the greedy verifier is exact only for a T=0 target; set temperature to 0"
+            )
         for name in ("vocab", "horizon", "rounds", "budget", "dartree_widen"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -105,20 +122,33 @@ class SimConfig:
             if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"config field {f.name!r} must be an integer, got {value!r}")
             if kind == "float":
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
-                        or value in (float("inf"), float("-inf")):
-                    raise ValueError(f"config field {f.name!r} must be a finite number, got {value!r}")
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or value != value
+                    or value in (float("inf"), float("-inf"))
+                ):
+                    raise ValueError(
+                        f"config field {f.name!r} must be a finite number, got {value!r}"
+                    )
             if kind == "str" and not isinstance(value, str):
                 raise ValueError(f"config field {f.name!r} must be a string, got {value!r}")
             if kind == "bool" and not isinstance(value, bool):
                 raise ValueError(f"config field {f.name!r} must be true or false, got {value!r}")
             if kind.startswith("tuple[str"):
-                if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
-                    raise ValueError(f"config field {f.name!r} must be a list of names, got {value!r}")
+                if not isinstance(value, (list, tuple)) or not all(
+                    isinstance(x, str) for x in value
+                ):
+                    raise ValueError(
+                        f"config field {f.name!r} must be a list of names, got {value!r}"
+                    )
             if kind.startswith("tuple[int"):
-                if not isinstance(value, (list, tuple)) or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                                   for x in value):
-                    raise ValueError(f"config field {f.name!r} must be a list of integers, got {value!r}")
+                if not isinstance(value, (list, tuple)) or not all(
+                    isinstance(x, int) and not isinstance(x, bool) for x in value
+                ):
+                    raise ValueError(
+                        f"config field {f.name!r} must be a list of integers, got {value!r}"
+                    )
             if kind.startswith("dict") and not isinstance(value, dict):
                 raise ValueError(f"config field {f.name!r} must be a JSON object, got {value!r}")
 
@@ -174,16 +204,29 @@ class SimConfig:
 
     # ----- objects --------------------------------------------------------
     def target(self) -> NGramTarget:
-        return NGramTarget(self.vocab, order=self.order, zipf=self.zipf, temperature=self.temperature,
-                           jitter=self.jitter, seed=self.target_seed)
+        return NGramTarget(
+            self.vocab,
+            order=self.order,
+            zipf=self.zipf,
+            temperature=self.temperature,
+            jitter=self.jitter,
+            seed=self.target_seed,
+        )
 
     def drafters(self, target: NGramTarget) -> tuple[PositionWiseDrafter, AutoregressiveDrafter]:
-        kw = dict(noise=self.drafter_noise, temperature=self.drafter_temperature, eps=self.drafter_eps,
-                  seed=self.drafter_seed)
-        return PositionWiseDrafter(target, mode=self.drafter_mode, **kw), AutoregressiveDrafter(target, **kw)
+        kw = dict(
+            noise=self.drafter_noise,
+            temperature=self.drafter_temperature,
+            eps=self.drafter_eps,
+            seed=self.drafter_seed,
+        )
+        return PositionWiseDrafter(target, mode=self.drafter_mode, **kw), AutoregressiveDrafter(
+            target, **kw
+        )
 
-    def make_builder(self, name: str, target: NGramTarget, pos: PositionWiseDrafter,
-                     ar: AutoregressiveDrafter) -> BuildFn:
+    def make_builder(
+        self, name: str, target: NGramTarget, pos: PositionWiseDrafter, ar: AutoregressiveDrafter
+    ) -> BuildFn:
         """``(context, draft_rng) -> Built`` for builder ``name``."""
         B, H = self.budget, self.horizon
         if name == "ddtree":
@@ -193,12 +236,16 @@ class SimConfig:
         if name == "static":
             return lambda c, rng: static_tree(pos.marginals(c, H), B, self.static_branching)
         if name == "eagle":
-            return lambda c, rng: eagle_dynamic(ar, c, B, depth=self.eagle_depth, top_k=self.eagle_top_k)
+            return lambda c, rng: eagle_dynamic(
+                ar, c, B, depth=self.eagle_depth, top_k=self.eagle_top_k
+            )
         if name == "oracle":
             return lambda c, rng: oracle(target, c, B)
         if name == "caddtree":
             lat = self.latency_model()
-            return lambda c, rng: caddtree(pos.marginals(c, H), lat, max_budget=self.caddtree_max_budget)[0]
+            return lambda c, rng: caddtree(
+                pos.marginals(c, H), lat, max_budget=self.caddtree_max_budget
+            )[0]
         if name in ("tsubame", "tsubame-rrs", "tsubame-univer"):
             return lambda c, rng: tsubame(pos.marginals(c, H), B, rng)
         if name == "opt-tree":
@@ -213,8 +260,8 @@ class SimConfig:
 # oracle's ``budget`` rows. These caps refuse configs that cannot finish on one machine.
 MAX_HORIZON = 512
 MAX_ROUNDS = 1_000_000
-MAX_ROW_FLOATS = 1 << 28          # one round's rows: 2 GiB of float64
-MAX_TOTAL_ROW_FLOATS = 1 << 40    # rows over the whole run: hours of work at ~1e8 floats/s
+MAX_ROW_FLOATS = 1 << 28  # one round's rows: 2 GiB of float64
+MAX_TOTAL_ROW_FLOATS = 1 << 40  # rows over the whole run: hours of work at ~1e8 floats/s
 
 
 class WorkBoundError(ValueError):
@@ -223,53 +270,126 @@ class WorkBoundError(ValueError):
 
 def estimated_work(cfg: "SimConfig") -> dict[str, float]:
     """Per-round and whole-run float counts of the rows a config touches, and the memory of one round."""
-    nodes = max(cfg.budget, cfg.caddtree_max_budget if "caddtree" in cfg.builders else 0, cfg.horizon) + 1
-    per_round = (cfg.horizon + nodes + (nodes if cfg.oracle or "oracle" in cfg.builders else 0)) * cfg.vocab
+    nodes = (
+        max(cfg.budget, cfg.caddtree_max_budget if "caddtree" in cfg.builders else 0, cfg.horizon)
+        + 1
+    )
+    per_round = (
+        cfg.horizon + nodes + (nodes if cfg.oracle or "oracle" in cfg.builders else 0)
+    ) * cfg.vocab
     total = per_round * cfg.rounds * len(cfg.builders)
-    return {"floats_per_round": float(per_round), "bytes_per_round": 8.0 * per_round,
-            "floats_total": float(total), "seconds_at_1e8_floats_per_s": total / 1e8}
+    return {
+        "floats_per_round": float(per_round),
+        "bytes_per_round": 8.0 * per_round,
+        "floats_total": float(total),
+        "seconds_at_1e8_floats_per_s": total / 1e8,
+    }
 
 
 def check_work_bounds(cfg: "SimConfig") -> None:
     """Refuse sizes that cannot finish (:class:`WorkBoundError` with the estimate)."""
     if cfg.horizon > MAX_HORIZON:
-        raise WorkBoundError(f"horizon {cfg.horizon} exceeds {MAX_HORIZON}: every round drafts and verifies "
-                             f"a tree this deep; lower horizon")
+        raise WorkBoundError(
+            f"horizon {cfg.horizon} exceeds {MAX_HORIZON}: every round drafts and verifies "
+            f"a tree this deep; lower horizon"
+        )
     if cfg.rounds > MAX_ROUNDS:
         raise WorkBoundError(f"rounds {cfg.rounds} exceeds {MAX_ROUNDS}; split the run over seeds")
     work = estimated_work(cfg)
     if work["floats_per_round"] > MAX_ROW_FLOATS:
-        raise WorkBoundError(f"one round touches about {work['bytes_per_round'] / 2**30:.1f} GiB of rows "
-                             f"(vocab {cfg.vocab} x nodes, budget {cfg.budget}, horizon {cfg.horizon}); "
-                             f"the limit is {8 * MAX_ROW_FLOATS / 2**30:.0f} GiB: lower vocab or budget")
+        raise WorkBoundError(
+            f"one round touches about {work['bytes_per_round'] / 2**30:.1f} GiB of rows "
+            f"(vocab {cfg.vocab} x nodes, budget {cfg.budget}, horizon {cfg.horizon}); "
+            f"the limit is {8 * MAX_ROW_FLOATS / 2**30:.0f} GiB: lower vocab or budget"
+        )
     if work["floats_total"] > MAX_TOTAL_ROW_FLOATS:
-        raise WorkBoundError(f"the run touches about {work['floats_total']:.3g} row floats, about "
-                             f"{work['seconds_at_1e8_floats_per_s'] / 3600:.0f} hours at 1e8 floats/s; "
-                             f"lower rounds, vocab or budget")
+        raise WorkBoundError(
+            f"the run touches about {work['floats_total']:.3g} row floats, about "
+            f"{work['seconds_at_1e8_floats_per_s'] / 3600:.0f} hours at 1e8 floats/s; "
+            f"lower rounds, vocab or budget"
+        )
 
 
 PRESETS: dict[str, SimConfig] = {
     "small": SimConfig(
-        name="small", vocab=64, order=2, zipf=2.0, horizon=6, budget=16, rounds=150,
-        builders=("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame"),
-        static_branching=(4, 2, 1, 1, 1, 1), eagle_depth=5, eagle_top_k=4, caddtree_max_budget=48),
-    "medium": SimConfig(
-        name="medium", vocab=1000, order=2, zipf=2.0, horizon=8, budget=64, rounds=150,
-        builders=("ddtree", "chain", "oracle", "caddtree"), caddtree_max_budget=128),
-    "greedy": SimConfig(
-        name="greedy", vocab=256, order=3, zipf=1.5, temperature=0.0, drafter_noise=0.5, horizon=8, budget=32,
+        name="small",
+        vocab=64,
+        order=2,
+        zipf=2.0,
+        horizon=6,
+        budget=16,
         rounds=150,
-        builders=("ddtree", "chain", "eagle", "oracle"), verifier="greedy", eagle_depth=6, eagle_top_k=6),
+        builders=("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame"),
+        static_branching=(4, 2, 1, 1, 1, 1),
+        eagle_depth=5,
+        eagle_top_k=4,
+        caddtree_max_budget=48,
+    ),
+    "medium": SimConfig(
+        name="medium",
+        vocab=1000,
+        order=2,
+        zipf=2.0,
+        horizon=8,
+        budget=64,
+        rounds=150,
+        builders=("ddtree", "chain", "oracle", "caddtree"),
+        caddtree_max_budget=128,
+    ),
+    "greedy": SimConfig(
+        name="greedy",
+        vocab=256,
+        order=3,
+        zipf=1.5,
+        temperature=0.0,
+        drafter_noise=0.5,
+        horizon=8,
+        budget=32,
+        rounds=150,
+        builders=("ddtree", "chain", "eagle", "oracle"),
+        verifier="greedy",
+        eagle_depth=6,
+        eagle_top_k=6,
+    ),
     "mismatch": SimConfig(
-        name="mismatch", vocab=128, order=2, zipf=2.0, drafter_noise=1.5, drafter_temperature=1.5,
-        horizon=8, budget=32, rounds=150, builders=("ddtree", "eagle", "oracle", "tsubame", "tsubame-rrs"),
-        eagle_depth=6, eagle_top_k=6),
+        name="mismatch",
+        vocab=128,
+        order=2,
+        zipf=2.0,
+        drafter_noise=1.5,
+        drafter_temperature=1.5,
+        horizon=8,
+        budget=32,
+        rounds=150,
+        builders=("ddtree", "eagle", "oracle", "tsubame", "tsubame-rrs"),
+        eagle_depth=6,
+        eagle_top_k=6,
+    ),
     # the rest of the field beside DDTree / EAGLE-2 / CaDDTree: OPT-Tree and DARTree builders,
     # Tsubame's re-sampled tree under recursive rejection and under UniVer
     "field": SimConfig(
-        name="field", vocab=64, order=2, zipf=2.0, drafter_noise=1.0, horizon=6, budget=16, rounds=150,
-        builders=("ddtree", "eagle", "caddtree", "opt-tree", "dartree", "oracle", "tsubame-rrs", "tsubame-univer"),
-        eagle_depth=5, eagle_top_k=4, caddtree_max_budget=48),
+        name="field",
+        vocab=64,
+        order=2,
+        zipf=2.0,
+        drafter_noise=1.0,
+        horizon=6,
+        budget=16,
+        rounds=150,
+        builders=(
+            "ddtree",
+            "eagle",
+            "caddtree",
+            "opt-tree",
+            "dartree",
+            "oracle",
+            "tsubame-rrs",
+            "tsubame-univer",
+        ),
+        eagle_depth=5,
+        eagle_top_k=4,
+        caddtree_max_budget=48,
+    ),
 }
 
 
@@ -288,6 +408,7 @@ def verifier_fn(name: str):
         def tev_fast(tree, probs, rng):
             exit_node, bonus = tev_many(tree, probs, rng, 1)
             return int(exit_node[0]), int(bonus[0])
+
         return tev_fast
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r} (known: {', '.join(VERIFIERS)})")

@@ -34,9 +34,11 @@ from exitlaw.theory.atomic_io import atomic_write_text
 from exitlaw.simulate.lab.presets import SimConfig
 
 RESULTS_SCHEMA = "exitlaw.simulate-results"
-LATENCY_MODEL = ("round = calls * C_draft + C_verify(n); C_verify(n) = base + linear*(n+1) + quadratic*(n+1)^2 + "
-                 "tile_cost*ceil((n+1)/tile); autoregressive token = C_verify(0); calls = 1 drafter call per round "
-                 "(DFlash-style position-wise drafter), eagle_depth sequential calls for EAGLE-2")
+LATENCY_MODEL = (
+    "round = calls * C_draft + C_verify(n); C_verify(n) = base + linear*(n+1) + quadratic*(n+1)^2 + "
+    "tile_cost*ceil((n+1)/tile); autoregressive token = C_verify(0); calls = 1 drafter call per round "
+    "(DFlash-style position-wise drafter), eagle_depth sequential calls for EAGLE-2"
+)
 MATCHED = "ddtree-matched"
 STAGE = ".simulate-partial"
 
@@ -49,9 +51,13 @@ def commit_outputs(stage: Path, out: Path, traces: list[str]) -> None:
     if old_results.exists():
         try:
             old = json.loads(old_results.read_text(encoding="utf-8"))
-            stale = [out / Path(b["trace"]).name for b in old.get("builders", {}).values() if "trace" in b]
+            stale = [
+                out / Path(b["trace"]).name
+                for b in old.get("builders", {}).values()
+                if "trace" in b
+            ]
         except (ValueError, AttributeError, TypeError, KeyError):
-            stale = []   # an unreadable old results.json names no traces: only it is replaced
+            stale = []  # an unreadable old results.json names no traces: only it is replaced
         old_results.unlink()
     for name in traces:
         (stage / name).replace(out / name)
@@ -76,10 +82,12 @@ def output_paths(cfg: SimConfig, out: Path) -> list[Path]:
 
 
 def table_header(cfg: SimConfig) -> str:
-    return (f"simulate {cfg.name}: V={cfg.vocab} order={cfg.order} zipf={cfg.zipf} T={cfg.temperature} "
-            f"B={cfg.budget} H={cfg.horizon} verifier={cfg.verifier} rounds={cfg.rounds}\n"
-            f"{'builder':>14} {'B':>6} {'tau':>7} {'+-se':>6} {'1+C_p':>7} {'1+C*_p':>7} {'gap':>6} "
-            f"{'z':>6} {'speedup':>7} {'sec':>5}")
+    return (
+        f"simulate {cfg.name}: V={cfg.vocab} order={cfg.order} zipf={cfg.zipf} T={cfg.temperature} "
+        f"B={cfg.budget} H={cfg.horizon} verifier={cfg.verifier} rounds={cfg.rounds}\n"
+        f"{'builder':>14} {'B':>6} {'tau':>7} {'+-se':>6} {'1+C_p':>7} {'1+C*_p':>7} {'gap':>6} "
+        f"{'z':>6} {'speedup':>7} {'sec':>5}"
+    )
 
 
 def _num(x, width: int, digits: int) -> str:
@@ -89,15 +97,26 @@ def _num(x, width: int, digits: int) -> str:
 
 def table_row(name: str, aggregates: dict, seconds: float, oracle: bool) -> str:
     a = aggregates
-    oc = (f"{_num(1 + a['mean_oracle_coverage'], 7, 3)} {_num(a['mean_allocation_gap'], 6, 3)}" if oracle
-          else f"{'-':>7} {'-':>6}")
-    return (f"{name:>14} {_num(a['mean_budget'], 6, 1)} {_num(a['tau'], 7, 3)} {_num(a['tau_stderr'], 6, 3)} "
-            f"{_num(a['mean_ceiling'], 7, 3)} {oc} {_num(a['tau_minus_ceiling_z'], 6, 2)} {_num(a['speedup'], 7, 3)} "
-            f"{seconds:>5.1f}")
+    oc = (
+        f"{_num(1 + a['mean_oracle_coverage'], 7, 3)} {_num(a['mean_allocation_gap'], 6, 3)}"
+        if oracle
+        else f"{'-':>7} {'-':>6}"
+    )
+    return (
+        f"{name:>14} {_num(a['mean_budget'], 6, 1)} {_num(a['tau'], 7, 3)} {_num(a['tau_stderr'], 6, 3)} "
+        f"{_num(a['mean_ceiling'], 7, 3)} {oc} {_num(a['tau_minus_ceiling_z'], 6, 2)} {_num(a['speedup'], 7, 3)} "
+        f"{seconds:>5.1f}"
+    )
 
 
-def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True,
-                   log: Callable[[str], None] = print) -> dict:
+def run_simulation(
+    cfg: SimConfig,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict:
     """Run every builder of ``cfg``; write results and traces into ``out``; return the results dict."""
     from exitlaw.theory import TraceWriter
 
@@ -111,7 +130,9 @@ def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, 
         raise FileExistsError(f"--out {out} is a file, not a directory")
     existing = [str(t) for t in output_paths(cfg, out) if t.exists()]
     if existing and not overwrite:
-        raise FileExistsError(f"{', '.join(existing)} already exist; pass --overwrite to replace them")
+        raise FileExistsError(
+            f"{', '.join(existing)} already exist; pass --overwrite to replace them"
+        )
     verifier = verifier_fn(cfg.verifier)
     target = cfg.target()
     pos, ar = cfg.drafters(target)
@@ -121,41 +142,78 @@ def run_simulation(cfg: SimConfig, out: str | Path, *, overwrite: bool = False, 
         log(f"removing {stage}, left by an interrupted run")
         shutil.rmtree(stage)
     stage.mkdir()
-    results = {"schema": RESULTS_SCHEMA, "version": 1, "config": cfg.to_dict(), "latency_model": LATENCY_MODEL,
-               "builders": {}}
+    results = {
+        "schema": RESULTS_SCHEMA,
+        "version": 1,
+        "config": cfg.to_dict(),
+        "latency_model": LATENCY_MODEL,
+        "builders": {},
+    }
     log(table_header(cfg))
     for name in row_names(cfg):
         t0 = time.perf_counter()
         run_cfg, builder, extra = cfg, name, {}
         if name == MATCHED:  # DDTree at CaDDTree's mean budget, same run, same seed
             matched = max(1, round(results["builders"]["caddtree"]["aggregates"]["mean_budget"]))
-            run_cfg, builder, extra = replace(cfg, budget=matched), "ddtree", {"matched_budget": matched}
+            run_cfg, builder, extra = (
+                replace(cfg, budget=matched),
+                "ddtree",
+                {"matched_budget": matched},
+            )
         meta = {"source": "exitlaw simulate", "builder": name, "config": run_cfg.to_dict()}
         with TraceWriter(stage / f"trace_{name}.jsonl", meta) as tw:
-            res = simulate_decoding(target, run_cfg.make_builder(builder, target, pos, ar), verifier,
-                                    rounds=cfg.rounds, seed=cfg.seed, prompt_length=cfg.prompt_length,
-                                    oracle=cfg.oracle, latency=cfg.builder_latency(builder), trace=tw,
-                                    store_rows=cfg.store_rows, progress=progress, desc=name,
-                                    sampled_verifier=sampled_verifier_fn(name))
+            res = simulate_decoding(
+                target,
+                run_cfg.make_builder(builder, target, pos, ar),
+                verifier,
+                rounds=cfg.rounds,
+                seed=cfg.seed,
+                prompt_length=cfg.prompt_length,
+                oracle=cfg.oracle,
+                latency=cfg.builder_latency(builder),
+                trace=tw,
+                store_rows=cfg.store_rows,
+                progress=progress,
+                desc=name,
+                sampled_verifier=sampled_verifier_fn(name),
+            )
         secs = time.perf_counter() - t0
         label = row_label(name, cfg) if name != MATCHED else f"ddtree@B={extra['matched_budget']}"
-        results["builders"][name] = {**res.to_json(), "seconds": secs, "trace": str(out / f"trace_{name}.jsonl"),
-                                     "label": label, "drafter_calls_per_round": cfg.drafter_calls(builder), **extra}
+        results["builders"][name] = {
+            **res.to_json(),
+            "seconds": secs,
+            "trace": str(out / f"trace_{name}.jsonl"),
+            "label": label,
+            "drafter_calls_per_round": cfg.drafter_calls(builder),
+            **extra,
+        }
         log(table_row(label, res.aggregates, secs, cfg.oracle))
     atomic_write_text(stage / "results.json", json.dumps(results, indent=1))
     commit_outputs(stage, out, [f"trace_{n}.jsonl" for n in row_names(cfg)])
-    log("\nz = mean(L - (1 + C_p)) / s.e.: |z| < 3.3 is expected from an exact saturating verifier (alpha = 0.001)")
+    log(
+        "\nz = mean(L - (1 + C_p)) / s.e.: |z| < 3.3 is expected from an exact saturating verifier (alpha = 0.001)"
+    )
     if "tsubame" in cfg.builders:
-        log(f"{row_label('tsubame', cfg)}: Tsubame's two-pass tree (DDTree topology, re-sampled tokens) verified by "
-            f"{cfg.verifier}, not by Tsubame's own rule (that row is tsubame-rrs)")
+        log(
+            f"{row_label('tsubame', cfg)}: Tsubame's two-pass tree (DDTree topology, re-sampled tokens) verified by "
+            f"{cfg.verifier}, not by Tsubame's own rule (that row is tsubame-rrs)"
+        )
     if "caddtree" in cfg.builders:
-        log(f"ddtree@B={results['builders'][MATCHED]['matched_budget']}: DDTree at CaDDTree's mean budget, rounded "
-            "(matched mean budget, same run and seed)")
+        log(
+            f"ddtree@B={results['builders'][MATCHED]['matched_budget']}: DDTree at CaDDTree's mean budget, rounded "
+            "(matched mean budget, same run and seed)"
+        )
     if "eagle" in cfg.builders:
-        log(f"eagle: speedup charges {cfg.eagle_depth} sequential drafter calls per round (one per depth level)")
+        log(
+            f"eagle: speedup charges {cfg.eagle_depth} sequential drafter calls per round (one per depth level)"
+        )
     if "tsubame-rrs" in cfg.builders:
-        log("tsubame-rrs is verified by recursive rejection on its sampled tree: exact only averaged over drafts, "
-            "so its tau is not bounded by 1 + C_p of the realised trees")
-    log(f"wrote {out / 'results.json'} and {len(row_names(cfg))} traces; read one with: "
-        f"exitlaw law {out / ('trace_' + cfg.builders[0] + '.jsonl')}")
+        log(
+            "tsubame-rrs is verified by recursive rejection on its sampled tree: exact only averaged over drafts, "
+            "so its tau is not bounded by 1 + C_p of the realised trees"
+        )
+    log(
+        f"wrote {out / 'results.json'} and {len(row_names(cfg))} traces; read one with: "
+        f"exitlaw law {out / ('trace_' + cfg.builders[0] + '.jsonl')}"
+    )
     return results

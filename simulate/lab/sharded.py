@@ -28,7 +28,9 @@ def _log(x: jax.Array) -> jax.Array:
 
 
 @partial(jax.jit, static_argnames=("sharding",))
-def _draw(keys: jax.Array, log_w: jax.Array, log_res: jax.Array, sharding) -> tuple[jax.Array, jax.Array]:
+def _draw(
+    keys: jax.Array, log_w: jax.Array, log_res: jax.Array, sharding
+) -> tuple[jax.Array, jax.Array]:
     def one(key):
         k_exit, k_bonus = jax.random.split(key)  # exit and bonus draws never share a stream
         v = jax.random.categorical(k_exit, log_w)
@@ -38,8 +40,14 @@ def _draw(keys: jax.Array, log_w: jax.Array, log_res: jax.Array, sharding) -> tu
     return jax.vmap(one)(keys)
 
 
-def tev_samples(tree: DraftTree, probs, key: jax.Array, num_samples: int, *,
-                devices: Sequence[jax.Device] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def tev_samples(
+    tree: DraftTree,
+    probs,
+    key: jax.Array,
+    num_samples: int,
+    *,
+    devices: Sequence[jax.Device] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``num_samples`` TEV rounds on ``tree``: ``(exit [S], bonus [S])`` as int64 numpy arrays."""
     if num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples}")
@@ -55,8 +63,12 @@ def tev_samples(tree: DraftTree, probs, key: jax.Array, num_samples: int, *,
     padded = -(-num_samples // len(devices)) * len(devices)  # the sample axis splits evenly
     keys = jax.random.split(key, num_samples)
     if padded > num_samples:
-        keys = jnp.concatenate([keys, jax.random.split(jax.random.fold_in(key, 1), padded - num_samples)])
+        keys = jnp.concatenate(
+            [keys, jax.random.split(jax.random.fold_in(key, 1), padded - num_samples)]
+        )
     keys = jax.device_put(keys, sharding)
     exit_node, bonus = _draw(keys, log_w, log_res, sharding)
-    return (np.asarray(exit_node[:num_samples], dtype=np.int64),
-            np.asarray(bonus[:num_samples], dtype=np.int64))
+    return (
+        np.asarray(exit_node[:num_samples], dtype=np.int64),
+        np.asarray(bonus[:num_samples], dtype=np.int64),
+    )

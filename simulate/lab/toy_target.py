@@ -22,8 +22,15 @@ from exitlaw.simulate.randomness import Randomness
 class ToyModel:
     """``p(. | prefix)`` with integer weights in ``[0, max_weight]`` (zeros with prob. ``zero_prob``)."""
 
-    def __init__(self, vocab: int, seed: int, *, max_weight: int = 9, zero_prob: float = 0.25,
-                 exact: bool = True):
+    def __init__(
+        self,
+        vocab: int,
+        seed: int,
+        *,
+        max_weight: int = 9,
+        zero_prob: float = 0.25,
+        exact: bool = True,
+    ):
         if vocab < 2:
             raise ValueError(f"vocab must be >= 2, got {vocab}")
         self.vocab, self.seed, self.max_weight, self.zero_prob = vocab, seed, max_weight, zero_prob
@@ -52,7 +59,11 @@ class ToyModel:
 
     def __call__(self, prefix: Sequence[int]):
         """Exact row when ``exact`` (the default), else a float64 row."""
-        return self.fraction_row(prefix) if self.exact else [float(x) for x in self.fraction_row(prefix)]
+        return (
+            self.fraction_row(prefix)
+            if self.exact
+            else [float(x) for x in self.fraction_row(prefix)]
+        )
 
     def tree_rows(self, tree: DraftTree, context: Sequence[int] = ()) -> list:
         """``rows[v] = p(. | context, path(v))``."""
@@ -77,8 +88,13 @@ def block_tokens(tree: DraftTree, exit_node: int, bonus: int) -> tuple[int, ...]
     return tree.path(exit_node) + (int(bonus),)
 
 
-def complete_block(block: Sequence[int], target: Callable, rand: Randomness, horizon: int,
-                   context: Sequence[int] = ()) -> tuple[int, ...]:
+def complete_block(
+    block: Sequence[int],
+    target: Callable,
+    rand: Randomness,
+    horizon: int,
+    context: Sequence[int] = (),
+) -> tuple[int, ...]:
     """Extend ``block`` by exact target sampling (stream ``extend``) to ``horizon`` tokens."""
     out = tuple(int(t) for t in block)
     if len(out) > horizon:
@@ -88,8 +104,9 @@ def complete_block(block: Sequence[int], target: Callable, rand: Randomness, hor
     return out
 
 
-def decode_rounds(target: Callable, build_tree: Callable, verifier: Callable, rand: Randomness,
-                  num_tokens: int) -> tuple[int, ...]:
+def decode_rounds(
+    target: Callable, build_tree: Callable, verifier: Callable, rand: Randomness, num_tokens: int
+) -> tuple[int, ...]:
     """Multi-round speculative decoding; the first ``num_tokens`` tokens generated.
 
     ``build_tree(context) -> DraftTree``; ``verifier(tree, rows, rand) -> (exit, bonus)``

@@ -51,7 +51,9 @@ from exitlaw.simulate.prove.symbolic import SymbolicError, rows_at, symbolic_one
 from exitlaw.simulate.prove.tree_enum import all_trees, tree_shapes
 
 PROVED, COUNTEREXAMPLE, UNPROVED = "proved", "counterexample", "unproved"
-EXACT_AT_POINTS = "exact_at_points"  # raw-uniform verifiers (:mod:`.prove_raw`): evidence, not a proof
+EXACT_AT_POINTS = (
+    "exact_at_points"  # raw-uniform verifiers (:mod:`.prove_raw`): evidence, not a proof
+)
 EXIT_CODES = {PROVED: 0, COUNTEREXAMPLE: 1, UNPROVED: 3, EXACT_AT_POINTS: 3}
 
 
@@ -78,7 +80,9 @@ def identities(tree: DraftTree, rows, law: dict, one) -> dict:
     impl = [[zero] * vocab for _ in range(n)]
     for (v, y), p in law.items():
         impl[v][y] = impl[v][y] + p
-    canon = [[zero if y in kids[v] else prefix[v] * rows[v][y] for y in range(vocab)] for v in range(n)]
+    canon = [
+        [zero if y in kids[v] else prefix[v] * rows[v][y] for y in range(vocab)] for v in range(n)
+    ]
     block = all(impl[v][y] == canon[v][y] for v in range(n) for y in range(vocab))
     depth = tree.depth
     gap = zero
@@ -106,17 +110,29 @@ def identities(tree: DraftTree, rows, law: dict, one) -> dict:
                 total = total + q * cont
             if total != canon[v][y]:
                 completed = False
-    out = {"block": block, "mean_length": mean_ok, "completed_block": completed, "impl": impl,
-           "canonical": canon, "mean": None, "ceiling": None}
+    out = {
+        "block": block,
+        "mean_length": mean_ok,
+        "completed_block": completed,
+        "impl": impl,
+        "canonical": canon,
+        "mean": None,
+        "ceiling": None,
+    }
     if isinstance(one, Fraction):
-        out["mean"] = sum((impl[v][y] * int(depth[v] + 1) for v in range(n) for y in range(vocab)), zero)
+        out["mean"] = sum(
+            (impl[v][y] * int(depth[v] + 1) for v in range(n) for y in range(vocab)), zero
+        )
         out["ceiling"] = one + sum(prefix[1:], zero)
     return out
 
 
 def child_orders(tree: DraftTree):
     """Every ``child_order`` callable: one permutation of the children of every node (product of ``k_v!``)."""
-    perms = [list(itertools.permutations(int(c) for c in tree.children[v])) for v in range(tree.num_nodes)]
+    perms = [
+        list(itertools.permutations(int(c) for c in tree.children[v]))
+        for v in range(tree.num_nodes)
+    ]
     for choice in itertools.product(*perms):
         yield (lambda v, choice=choice: choice[v]), [list(c) for c in choice]
 
@@ -129,19 +145,21 @@ class ProofReport:
     max_nodes: int
     vocab: int
     source_sha256: str
-    shapes: dict = field(default_factory=dict)        # nodes -> number of shapes
-    trees: dict = field(default_factory=dict)         # "n=..,V=.." -> trees checked
-    variants: int = 0                                 # (tree, child order) runs
-    branches: int = 0                                 # leaves of the enumerated draw trees
-    seconds: float = 0.0                              # wall clock
-    cpu_seconds: float = 0.0                          # CPU time of this process (one core)
+    shapes: dict = field(default_factory=dict)  # nodes -> number of shapes
+    trees: dict = field(default_factory=dict)  # "n=..,V=.." -> trees checked
+    variants: int = 0  # (tree, child order) runs
+    branches: int = 0  # leaves of the enumerated draw trees
+    seconds: float = 0.0  # wall clock
+    cpu_seconds: float = 0.0  # CPU time of this process (one core)
     symbolic: bool = True
     note: str = ""
     counterexample: dict = field(default_factory=dict)
-    scope: str = ("every rooted tree shape with <= max_nodes nodes, every child-token assignment up to a "
-                  "global relabelling of the vocabulary, vocabularies 1..vocab (k and k + 1 for a shape whose "
-                  "largest sibling set k needs more); symbolic interior rows "
-                  "p_v(y) = s_vy / (1 + sum_z s_vz), s > 0; exact arithmetic of the randomness interface")
+    scope: str = (
+        "every rooted tree shape with <= max_nodes nodes, every child-token assignment up to a "
+        "global relabelling of the vocabulary, vocabularies 1..vocab (k and k + 1 for a shape whose "
+        "largest sibling set k needs more); symbolic interior rows "
+        "p_v(y) = s_vy / (1 + sum_z s_vz), s > 0; exact arithmetic of the randomness interface"
+    )
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -158,8 +176,10 @@ def load_procedure(spec: str, *, child_order: bool = False) -> Callable:
         sig.bind("tree", "rows", "rand", **({"child_order": None} if child_order else {}))
     except (TypeError, ValueError) as err:
         want = "f(tree, rows, rand" + (", child_order=...)" if child_order else ")")
-        raise VerifierCallError(f"{spec} cannot be called as {want} (a procedure over exitlaw's randomness "
-                                f"interface): {err}") from err
+        raise VerifierCallError(
+            f"{spec} cannot be called as {want} (a procedure over exitlaw's randomness "
+            f"interface): {err}"
+        ) from err
     return fn
 
 
@@ -188,14 +208,26 @@ def _counterexample(proc, tree, rows, law, ids, kwargs, order, how) -> dict:
     failed = [k for k in ("block", "mean_length", "completed_block") if not ids[k]]
     return {
         "tree": {"parent": tree.parent.tolist(), "token": tree.token.tolist()},
-        "vocab": vocab, "child_order": order, "found_by": how, "failed": failed,
+        "vocab": vocab,
+        "child_order": order,
+        "found_by": how,
+        "failed": failed,
         "verdict": "not exact" if not ids["completed_block"] else "exact but not saturating",
         "rows": [[_fmt(x) for x in r] for r in rows],
-        "implementation_law": {f"{v},{y}": _fmt(ids["impl"][v][y]) for v in range(n) for y in range(vocab)
-                               if ids["impl"][v][y] or ids["canonical"][v][y]},
-        "block_law": {f"{v},{y}": _fmt(ids["canonical"][v][y]) for v in range(n) for y in range(vocab)
-                      if ids["impl"][v][y] or ids["canonical"][v][y]},
-        "mean_length": _fmt(ids["mean"]), "ceiling": _fmt(ids["ceiling"]),
+        "implementation_law": {
+            f"{v},{y}": _fmt(ids["impl"][v][y])
+            for v in range(n)
+            for y in range(vocab)
+            if ids["impl"][v][y] or ids["canonical"][v][y]
+        },
+        "block_law": {
+            f"{v},{y}": _fmt(ids["canonical"][v][y])
+            for v in range(n)
+            for y in range(vocab)
+            if ids["impl"][v][y] or ids["canonical"][v][y]
+        },
+        "mean_length": _fmt(ids["mean"]),
+        "ceiling": _fmt(ids["ceiling"]),
     }
 
 
@@ -203,8 +235,10 @@ def _validate(law: dict, tree: DraftTree, vocab: int) -> None:
     for out in law:
         ok = isinstance(out, tuple) and len(out) == 2 and all(isinstance(x, int) for x in out)
         if not ok or not (0 <= out[0] < tree.num_nodes and 0 <= out[1] < vocab):
-            raise ProofError(f"the verifier returned {out!r}; expected (exit_node, bonus_token) with "
-                             f"0 <= node < {tree.num_nodes}, 0 <= token < {vocab}")
+            raise ProofError(
+                f"the verifier returned {out!r}; expected (exit_node, bonus_token) with "
+                f"0 <= node < {tree.num_nodes}, 0 <= token < {vocab}"
+            )
 
 
 def _point(num_symbols: int, rng: random.Random) -> dict:
@@ -221,9 +255,17 @@ def _witness(proc, tree, vocab, kwargs, rng, tries: int) -> tuple | None:
     return None
 
 
-def prove(proc: Callable, *, name: str = "verifier", max_nodes: int = 6, vocab: int = 3,
-          every_child_order: bool = False, seed: int = 0, search_points: int = 8,
-          progress: Callable | None = None) -> ProofReport:
+def prove(
+    proc: Callable,
+    *,
+    name: str = "verifier",
+    max_nodes: int = 6,
+    vocab: int = 3,
+    every_child_order: bool = False,
+    seed: int = 0,
+    search_points: int = 8,
+    progress: Callable | None = None,
+) -> ProofReport:
     """Bounded-exhaustive proof of ``proc`` (see the module docstring); stops at the first counterexample.
 
     ``every_child_order`` runs ``proc(tree, rows, rand, child_order=...)`` once per permutation of
@@ -235,8 +277,15 @@ def prove(proc: Callable, *, name: str = "verifier", max_nodes: int = 6, vocab: 
     if not 1 <= vocab <= 8:
         raise ProofError(f"--vocab must be in 1..8, got {vocab}")
     rng = random.Random(seed)
-    rep = ProofReport(name, PROVED, 0, max_nodes, vocab, source_sha256(proc),
-                      shapes={str(n): len(tree_shapes(n)) for n in range(1, max_nodes + 1)})
+    rep = ProofReport(
+        name,
+        PROVED,
+        0,
+        max_nodes,
+        vocab,
+        source_sha256(proc),
+        shapes={str(n): len(tree_shapes(n)) for n in range(1, max_nodes + 1)},
+    )
     start, cpu_start = time.perf_counter(), time.process_time()
     for tree, V in all_trees(max_nodes, vocab):
         key = f"n={tree.num_nodes},V={V}"
@@ -260,7 +309,9 @@ def prove(proc: Callable, *, name: str = "verifier", max_nodes: int = 6, vocab: 
     return rep
 
 
-def _one_variant(proc, tree, V, kwargs, order_json, rep: ProofReport, rng, search_points) -> dict | None:
+def _one_variant(
+    proc, tree, V, kwargs, order_json, rep: ProofReport, rng, search_points
+) -> dict | None:
     if rep.symbolic:
         rows = symbolic_rows(tree.num_nodes, V)
         one = symbolic_one(tree.num_nodes, V)
@@ -268,9 +319,11 @@ def _one_variant(proc, tree, V, kwargs, order_json, rep: ProofReport, rng, searc
             law = enumerate_law(lambda r: proc(tree, rows, r, **kwargs), one=one)
         except SymbolicError as err:
             rep.symbolic = False
-            rep.note = (f"not symbolic: {err} (first on tree parent {tree.parent.tolist()} token "
-                        f"{tree.token.tolist()}, V={V}); searched {search_points} exact rational points per "
-                        "tree instead")
+            rep.note = (
+                f"not symbolic: {err} (first on tree parent {tree.parent.tolist()} token "
+                f"{tree.token.tolist()}, V={V}); searched {search_points} exact rational points per "
+                "tree instead"
+            )
         else:
             _validate(law, tree, V)
             rep.branches += len(law)
@@ -280,9 +333,13 @@ def _one_variant(proc, tree, V, kwargs, order_json, rep: ProofReport, rng, searc
             # the difference is a non-zero rational function: random points find a non-root quickly
             hit = _witness(proc, tree, V, kwargs, rng, tries=200)
             if hit is None:
-                raise ProofError(f"identity fails symbolically on tree {tree.parent.tolist()} / "
-                                 f"{tree.token.tolist()} but no rational witness was found in 200 points")
-            return _counterexample(proc, tree, *hit, kwargs, order_json, "symbolic identity, then rational point")
+                raise ProofError(
+                    f"identity fails symbolically on tree {tree.parent.tolist()} / "
+                    f"{tree.token.tolist()} but no rational witness was found in 200 points"
+                )
+            return _counterexample(
+                proc, tree, *hit, kwargs, order_json, "symbolic identity, then rational point"
+            )
     hit = _witness(proc, tree, V, kwargs, rng, tries=search_points)
     if hit is not None:
         return _counterexample(proc, tree, *hit, kwargs, order_json, "search at rational points")
@@ -291,8 +348,11 @@ def _one_variant(proc, tree, V, kwargs, order_json, rep: ProofReport, rng, searc
 
 def report_head(title: str, rep, counts: str) -> list[str]:
     """The first lines of every prover report: what was run, the source hash, what was covered and its time."""
-    out = [title, f"source sha256 {rep.source_sha256}",
-           f"{counts}, {rep.seconds:.2f} s ({rep.cpu_seconds:.2f} s CPU)"]
+    out = [
+        title,
+        f"source sha256 {rep.source_sha256}",
+        f"{counts}, {rep.seconds:.2f} s ({rep.cpu_seconds:.2f} s CPU)",
+    ]
     if rep.note:
         out.append(rep.note)
     return out
@@ -301,23 +361,36 @@ def report_head(title: str, rep, counts: str) -> list[str]:
 def format_proof(rep: ProofReport) -> str:
     """Plain-text summary: status, what was covered, time, and the counterexample if any."""
     total = sum(rep.trees.values())
-    out = report_head(f"exitlaw prove {rep.verifier}   max nodes {rep.max_nodes}   vocabularies 1..{rep.vocab}", rep,
-                      f"shapes per size {rep.shapes}; {total} trees, {rep.variants} runs, {rep.branches} law cells")
+    out = report_head(
+        f"exitlaw prove {rep.verifier}   max nodes {rep.max_nodes}   vocabularies 1..{rep.vocab}",
+        rep,
+        f"shapes per size {rep.shapes}; {total} trees, {rep.variants} runs, {rep.branches} law cells",
+    )
     if rep.status == PROVED:
-        out.append("PROVED: block law = P(v) p_v(y)[y not a child token], E[L] = 1 + C_p and the completed-block "
-                   "law hold as identities of rational functions on every tree listed")
+        out.append(
+            "PROVED: block law = P(v) p_v(y)[y not a child token], E[L] = 1 + C_p and the completed-block "
+            "law hold as identities of rational functions on every tree listed"
+        )
     elif rep.status == UNPROVED:
-        out.append("UNPROVED: no counterexample found, but the verifier could not be run on symbols"
-                   if rep.symbolic is False and not rep.note.startswith("the interval stand-in") else
-                   "UNPROVED: the verifier could not be followed (see above); no verdict")
+        out.append(
+            "UNPROVED: no counterexample found, but the verifier could not be run on symbols"
+            if rep.symbolic is False and not rep.note.startswith("the interval stand-in")
+            else "UNPROVED: the verifier could not be followed (see above); no verdict"
+        )
     elif rep.status == EXACT_AT_POINTS:
-        out.append("EXACT AT THE POINTS SEARCHED (evidence, not a proof): the implementation's exact law equals the "
-                   "block law, E[L] = 1 + C_p, at every rational point tried on every tree listed")
+        out.append(
+            "EXACT AT THE POINTS SEARCHED (evidence, not a proof): the implementation's exact law equals the "
+            "block law, E[L] = 1 + C_p, at every rational point tried on every tree listed"
+        )
     else:
         c = rep.counterexample
-        out.append(f"COUNTEREXAMPLE ({c['verdict']}; fails: {', '.join(c['failed'])}; found by {c['found_by']})")
-        out.append(f"  tree parent {c['tree']['parent']} token {c['tree']['token']}, vocabulary {c['vocab']}"
-                   + (f", child order {c['child_order']}" if c["child_order"] else ""))
+        out.append(
+            f"COUNTEREXAMPLE ({c['verdict']}; fails: {', '.join(c['failed'])}; found by {c['found_by']})"
+        )
+        out.append(
+            f"  tree parent {c['tree']['parent']} token {c['tree']['token']}, vocabulary {c['vocab']}"
+            + (f", child order {c['child_order']}" if c["child_order"] else "")
+        )
         for v, r in enumerate(c["rows"]):
             out.append(f"  p_{v} = [{', '.join(r)}]")
         out.append(f"  {'(exit, bonus)':<14} {'implementation':>16} {'block law':>16}")
@@ -326,10 +399,25 @@ def format_proof(rep: ProofReport) -> str:
             out.append(f"  {k:<14} {c['implementation_law'][k]:>16} {c['block_law'][k]:>16}{mark}")
         out.append(f"  E[L] = {c['mean_length']}   1 + C_p = {c['ceiling']}")
         if "max_deviation" in c:
-            out.append(f"  largest deviation {c['max_deviation']} (= {float(Fraction(c['max_deviation'])):.3g})")
+            out.append(
+                f"  largest deviation {c['max_deviation']} (= {float(Fraction(c['max_deviation'])):.3g})"
+            )
     out.append(f"status: {rep.status}   (exit status {rep.exit_code})")
     return "\n".join(out)
 
 
-__all__ = ["EXACT_AT_POINTS", "prove", "load_procedure", "identities", "child_orders", "format_proof", "source_sha256", "ProofReport",
-           "ProofError", "PROVED", "COUNTEREXAMPLE", "UNPROVED", "EXIT_CODES"]
+__all__ = [
+    "EXACT_AT_POINTS",
+    "prove",
+    "load_procedure",
+    "identities",
+    "child_orders",
+    "format_proof",
+    "source_sha256",
+    "ProofReport",
+    "ProofError",
+    "PROVED",
+    "COUNTEREXAMPLE",
+    "UNPROVED",
+    "EXIT_CODES",
+]

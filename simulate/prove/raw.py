@@ -25,16 +25,28 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, EXACT_AT_POINTS, EXIT_CODES, UNPROVED, ProofError, ProofReport, _counterexample, _validate, \
-    identities, source_sha256
+from exitlaw.simulate.prove.prover import (
+    COUNTEREXAMPLE,
+    EXACT_AT_POINTS,
+    EXIT_CODES,
+    UNPROVED,
+    ProofError,
+    ProofReport,
+    _counterexample,
+    _validate,
+    identities,
+    source_sha256,
+)
 from exitlaw.simulate.prove.tree_enum import all_trees, tree_shapes
 from exitlaw.simulate.prove.uniform_intervals import CannotFollow, TooManyBranches, raw_law
 
 
-RAW_SCOPE = ("every rooted tree shape with <= max_nodes nodes, every child-token assignment up to a global "
-             "relabelling, vocabularies 1..vocab; at each tree the verifier's exact law (real uniforms, interval "
-             "branching; the verifier's float arithmetic on the rows as it is) at search_points dyadic rational "
-             "rows (half interior, half with zero entries); a deviation above the tolerance is a counterexample")
+RAW_SCOPE = (
+    "every rooted tree shape with <= max_nodes nodes, every child-token assignment up to a global "
+    "relabelling, vocabularies 1..vocab; at each tree the verifier's exact law (real uniforms, interval "
+    "branching; the verifier's float arithmetic on the rows as it is) at search_points dyadic rational "
+    "rows (half interior, half with zero entries); a deviation above the tolerance is a counterexample"
+)
 
 
 def takes_generator(fn: Callable) -> bool:
@@ -48,10 +60,11 @@ def takes_generator(fn: Callable) -> bool:
     return len(params) >= 3 and params[2] == "rng"
 
 
-def dyadic_rows(num_nodes: int, vocab: int, rng: random.Random, *, bits: int = 5,
-                zeros: bool = False) -> list[list[Fraction]]:
+def dyadic_rows(
+    num_nodes: int, vocab: int, rng: random.Random, *, bits: int = 5, zeros: bool = False
+) -> list[list[Fraction]]:
     """Rows ``k_y / 2^bits`` (integers ``k_y >= 1``, or ``>= 0`` with at least one zero when ``zeros``)."""
-    total = 2 ** bits
+    total = 2**bits
     rows = []
     for _ in range(num_nodes):
         lo = 0 if zeros and vocab > 1 else 1
@@ -71,8 +84,17 @@ def law_deviation(ids: dict) -> Fraction:
     return max(cells, abs(ids["mean"] - ids["ceiling"]))
 
 
-def prove_raw(fn: Callable, *, name: str = "verifier", max_nodes: int = 3, vocab: int = 2, seed: int = 0,
-              search_points: int = 4, tolerance: float = 1e-9, max_runs: int = 2_000_000) -> ProofReport:
+def prove_raw(
+    fn: Callable,
+    *,
+    name: str = "verifier",
+    max_nodes: int = 3,
+    vocab: int = 2,
+    seed: int = 0,
+    search_points: int = 4,
+    tolerance: float = 1e-9,
+    max_runs: int = 2_000_000,
+) -> ProofReport:
     """Search every tree's exact law at rational points (module docstring); stops at the first counterexample."""
     if not 1 <= max_nodes <= 8:
         raise ProofError(f"--max-nodes must be in 1..8 for a raw-uniform verifier, got {max_nodes}")
@@ -82,9 +104,17 @@ def prove_raw(fn: Callable, *, name: str = "verifier", max_nodes: int = 3, vocab
         raise ProofError(f"search_points must be >= 1, got {search_points}")
     rng = random.Random(seed)
     tol = Fraction(tolerance)
-    rep = ProofReport(name, EXACT_AT_POINTS, EXIT_CODES[EXACT_AT_POINTS], max_nodes, vocab, source_sha256(fn),
-                      shapes={str(n): len(tree_shapes(n)) for n in range(1, max_nodes + 1)}, symbolic=False,
-                      scope=RAW_SCOPE)
+    rep = ProofReport(
+        name,
+        EXACT_AT_POINTS,
+        EXIT_CODES[EXACT_AT_POINTS],
+        max_nodes,
+        vocab,
+        source_sha256(fn),
+        shapes={str(n): len(tree_shapes(n)) for n in range(1, max_nodes + 1)},
+        symbolic=False,
+        scope=RAW_SCOPE,
+    )
     start, cpu_start = time.perf_counter(), time.process_time()
     worst = Fraction(0)
 
@@ -104,8 +134,10 @@ def prove_raw(fn: Callable, *, name: str = "verifier", max_nodes: int = 3, vocab
             try:
                 law = raw_law(fn, tree, probs, max_runs=max_runs)
             except (CannotFollow, TooManyBranches) as err:
-                rep.note = (f"the interval stand-in cannot follow the verifier: {err} (tree parent "
-                            f"{tree.parent.tolist()} token {tree.token.tolist()}, V={V})")
+                rep.note = (
+                    f"the interval stand-in cannot follow the verifier: {err} (tree parent "
+                    f"{tree.parent.tolist()} token {tree.token.tolist()}, V={V})"
+                )
                 return done(UNPROVED)
             _validate(law, tree, V)
             rep.branches += len(law)
@@ -114,17 +146,32 @@ def prove_raw(fn: Callable, *, name: str = "verifier", max_nodes: int = 3, vocab
                 continue
             dev = law_deviation(ids)
             if dev > tol:
-                cex = _counterexample(fn, tree, rows, law, ids, {}, None, "exact law at a dyadic rational point "
-                                      "(interval uniforms)")
+                cex = _counterexample(
+                    fn,
+                    tree,
+                    rows,
+                    law,
+                    ids,
+                    {},
+                    None,
+                    "exact law at a dyadic rational point (interval uniforms)",
+                )
                 cex["max_deviation"] = str(dev)
                 rep.counterexample = cex
                 rep.note = f"raw numpy Generator verifier; law deviation {float(dev):.3g} > tolerance {tolerance:g}"
                 return done(COUNTEREXAMPLE)
             worst = max(worst, dev)
-    rep.note = (f"raw numpy Generator verifier: exact laws at {search_points} rational points per tree agree with "
-                f"the block law" + (f" up to float rounding of the verifier's thresholds (largest deviation "
-                                    f"{float(worst):.3g} <= tolerance {tolerance:g})" if worst else " exactly")
-                + "; evidence at the points searched, not a symbolic proof")
+    rep.note = (
+        f"raw numpy Generator verifier: exact laws at {search_points} rational points per tree agree with "
+        f"the block law"
+        + (
+            f" up to float rounding of the verifier's thresholds (largest deviation "
+            f"{float(worst):.3g} <= tolerance {tolerance:g})"
+            if worst
+            else " exactly"
+        )
+        + "; evidence at the points searched, not a symbolic proof"
+    )
     return done(EXACT_AT_POINTS)
 
 

@@ -24,7 +24,15 @@ import numpy as np
 
 from exitlaw.theory import DraftTree
 
-from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, EXIT_CODES, PROVED, UNPROVED, ProofError, report_head, source_sha256
+from exitlaw.simulate.prove.prover import (
+    COUNTEREXAMPLE,
+    EXIT_CODES,
+    PROVED,
+    UNPROVED,
+    ProofError,
+    report_head,
+    source_sha256,
+)
 from exitlaw.simulate.prove.sampled import marginal_gaps, prefixes
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.prove.symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
@@ -45,9 +53,11 @@ class RoundsReport:
     symbolic: bool = True
     note: str = ""
     counterexample: dict = field(default_factory=dict)
-    scope: str = ("every pair (T1, T2) of trees with <= max_nodes nodes in one vocabulary (every shape, token "
-                  "assignments up to relabelling), T2 verified in the context of the first block; symbolic "
-                  "interior target rows for every prefix shorter than the two-round horizon")
+    scope: str = (
+        "every pair (T1, T2) of trees with <= max_nodes nodes in one vocabulary (every shape, token "
+        "assignments up to relabelling), T2 verified in the context of the first block; symbolic "
+        "interior target rows for every prefix shorter than the two-round horizon"
+    )
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -55,12 +65,19 @@ class RoundsReport:
 
 def trees(max_nodes: int, vocab: int) -> list[DraftTree]:
     """Every tree with ``<= max_nodes`` nodes whose tokens lie in ``0..vocab-1`` (up to relabelling)."""
-    return [DraftTree(parent=np.array(p), token=np.array(t)) for n in range(1, max_nodes + 1)
-            for p in tree_shapes(n) for t in token_assignments(p, vocab)]
+    return [
+        DraftTree(parent=np.array(p), token=np.array(t))
+        for n in range(1, max_nodes + 1)
+        for p in tree_shapes(n)
+        for t in token_assignments(p, vocab)
+    ]
 
 
-def two_round_law(proc: Callable, t1: DraftTree, t2: DraftTree, target: Callable, one, context=None) -> dict:
+def two_round_law(
+    proc: Callable, t1: DraftTree, t2: DraftTree, target: Callable, one, context=None
+) -> dict:
     """Law of the two-round output ``b1 + b2`` (module docstring)."""
+
     def run(rand):
         p1 = [target(t1.path(v)) for v in range(t1.num_nodes)]
         v, y = proc(t1, p1, rand)
@@ -69,6 +86,7 @@ def two_round_law(proc: Callable, t1: DraftTree, t2: DraftTree, target: Callable
         p2 = [target(ctx + t2.path(u)) for u in range(t2.num_nodes)]
         v2, y2 = proc(t2, p2, rand)
         return b1 + t2.path(v2) + (int(y2),)
+
     return enumerate_law(run, one=one)
 
 
@@ -88,8 +106,16 @@ def _concrete(proc, t1, t2, V, H, point, context):
     return law, marginal_gaps(law, target, V, H, one), target
 
 
-def prove_two_rounds(proc: Callable, *, name: str = "verifier", max_nodes: int = 3, vocab: int = 2, seed: int = 0,
-                     context: Callable | None = None, search_points: int = 6) -> RoundsReport:
+def prove_two_rounds(
+    proc: Callable,
+    *,
+    name: str = "verifier",
+    max_nodes: int = 3,
+    vocab: int = 2,
+    seed: int = 0,
+    context: Callable | None = None,
+    search_points: int = 6,
+) -> RoundsReport:
     """Two-round losslessness on every pair of trees (module docstring); stops at the first counterexample."""
     if not 1 <= max_nodes <= 4:
         raise ProofError(f"--max-nodes must be in 1..4 with --rounds 2, got {max_nodes}")
@@ -130,36 +156,59 @@ def prove_two_rounds(proc: Callable, *, name: str = "verifier", max_nodes: int =
                 law, gaps, tg = _concrete(proc, t1, t2, vocab, H, pt, context)
                 bad = {",".join(map(str, s)): str(g) for s, g in gaps.items() if g != 0}
                 if bad:
-                    used = sorted({t1.path(v) for v in range(t1.num_nodes)} | {
-                        b1 + t2.path(u) for b1 in {s[:k] for s in law for k in range(1, len(s))}
-                        for u in range(t2.num_nodes) if len(b1 + t2.path(u)) < H})
+                    used = sorted(
+                        {t1.path(v) for v in range(t1.num_nodes)}
+                        | {
+                            b1 + t2.path(u)
+                            for b1 in {s[:k] for s in law for k in range(1, len(s))}
+                            for u in range(t2.num_nodes)
+                            if len(b1 + t2.path(u)) < H
+                        }
+                    )
                     rep.counterexample = {
                         "tree1": {"parent": t1.parent.tolist(), "token": t1.token.tolist()},
                         "tree2": {"parent": t2.parent.tolist(), "token": t2.token.tolist()},
-                        "vocab": vocab, "horizon": H,
-                        "target_rows": {",".join(map(str, s)) or "()": [str(x) for x in tg(s)] for s in used},
-                        "output_law": {",".join(map(str, b)): str(p) for b, p in sorted(law.items())},
-                        "completed_minus_target": bad}
+                        "vocab": vocab,
+                        "horizon": H,
+                        "target_rows": {
+                            ",".join(map(str, s)) or "()": [str(x) for x in tg(s)] for s in used
+                        },
+                        "output_law": {
+                            ",".join(map(str, b)): str(p) for b, p in sorted(law.items())
+                        },
+                        "completed_minus_target": bad,
+                    }
                     return done(COUNTEREXAMPLE)
             if rep.symbolic:
-                raise ProofError(f"the two-round identity fails symbolically on trees {t1.parent.tolist()} / "
-                                 f"{t2.parent.tolist()} but no rational witness was found in {tries} points")
+                raise ProofError(
+                    f"the two-round identity fails symbolically on trees {t1.parent.tolist()} / "
+                    f"{t2.parent.tolist()} but no rational witness was found in {tries} points"
+                )
     return done(PROVED if rep.symbolic else UNPROVED)
 
 
 def format_rounds(rep: RoundsReport) -> str:
-    out = report_head(f"exitlaw prove --rounds 2 {rep.verifier}   max nodes {rep.max_nodes}   vocabulary {rep.vocab}",
-                      rep, f"{rep.pairs} tree pairs")
+    out = report_head(
+        f"exitlaw prove --rounds 2 {rep.verifier}   max nodes {rep.max_nodes}   vocabulary {rep.vocab}",
+        rep,
+        f"{rep.pairs} tree pairs",
+    )
     if rep.status == PROVED:
-        out.append("PROVED (lossless over two rounds): the two blocks, completed by the target, have the target's "
-                   "law on every horizon-length sequence, as identities of rational functions on every tree pair")
+        out.append(
+            "PROVED (lossless over two rounds): the two blocks, completed by the target, have the target's "
+            "law on every horizon-length sequence, as identities of rational functions on every tree pair"
+        )
     elif rep.status == UNPROVED:
-        out.append("UNPROVED: no counterexample found, but the verifier could not be run on symbols")
+        out.append(
+            "UNPROVED: no counterexample found, but the verifier could not be run on symbols"
+        )
     else:
         c = rep.counterexample
-        out.append(f"COUNTEREXAMPLE (not lossless over two rounds): tree 1 parent {c['tree1']['parent']} token "
-                   f"{c['tree1']['token']}, tree 2 parent {c['tree2']['parent']} token {c['tree2']['token']}, "
-                   f"vocabulary {c['vocab']}, horizon {c['horizon']}")
+        out.append(
+            f"COUNTEREXAMPLE (not lossless over two rounds): tree 1 parent {c['tree1']['parent']} token "
+            f"{c['tree1']['token']}, tree 2 parent {c['tree2']['parent']} token {c['tree2']['token']}, "
+            f"vocabulary {c['vocab']}, horizon {c['horizon']}"
+        )
         for k, r in c["target_rows"].items():
             out.append(f"  p(.|{k}) = [{', '.join(r)}]")
         for s, g in list(c["completed_minus_target"].items())[:8]:

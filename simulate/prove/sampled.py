@@ -42,11 +42,31 @@ import numpy as np
 
 from exitlaw.theory import DistributionError, DraftTree
 
-from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, EXIT_CODES, PROVED, UNPROVED, ProofError, identities, report_head, source_sha256
+from exitlaw.simulate.prove.prover import (
+    COUNTEREXAMPLE,
+    EXIT_CODES,
+    PROVED,
+    UNPROVED,
+    ProofError,
+    identities,
+    report_head,
+    source_sha256,
+)
 from exitlaw.simulate.randomness import enumerate_law
-from exitlaw.simulate.prove.symbolic import Sym, SymbolicError, assuming, rows_at, symbolic_one, symbolic_rows
+from exitlaw.simulate.prove.symbolic import (
+    Sym,
+    SymbolicError,
+    assuming,
+    rows_at,
+    symbolic_one,
+    symbolic_rows,
+)
 from exitlaw.simulate.prove.tree_enum import token_assignments, tree_shapes
-from exitlaw.simulate.verifiers.sampled_draft import speculative_round, tsubame_round, verify_sampled
+from exitlaw.simulate.verifiers.sampled_draft import (
+    speculative_round,
+    tsubame_round,
+    verify_sampled,
+)
 
 
 class RegionLimit(ProofError):
@@ -74,8 +94,12 @@ def tsubame_rule(topology, target, draft, rand):
     return tsubame_round(target, draft, rand, budget=len(topology) - 1)
 
 
-RULES = {"chain": chain_rule, "specinfer": specinfer_rule, "without_replacement": without_replacement_rule,
-         "tsubame": tsubame_rule}
+RULES = {
+    "chain": chain_rule,
+    "specinfer": specinfer_rule,
+    "without_replacement": without_replacement_rule,
+    "tsubame": tsubame_rule,
+}
 
 
 # ----- symbolic rows per prefix ------------------------------------------------------------------------
@@ -113,9 +137,14 @@ def marginal_gaps(law: dict, target, vocab: int, horizon: int, one) -> dict:
     """``{s: M(s) - T(s)}`` over the ``H``-token sequences (module docstring); all zero iff marginally exact."""
     zero = one - one
     for block in law:
-        if not (isinstance(block, tuple) and 1 <= len(block) <= horizon and
-                all(isinstance(y, int) and 0 <= y < vocab for y in block)):
-            raise ProofError(f"the rule returned {block!r}; expected a block of 1..{horizon} tokens in 0..{vocab - 1}")
+        if not (
+            isinstance(block, tuple)
+            and 1 <= len(block) <= horizon
+            and all(isinstance(y, int) and 0 <= y < vocab for y in block)
+        ):
+            raise ProofError(
+                f"the rule returned {block!r}; expected a block of 1..{horizon} tokens in 0..{vocab - 1}"
+            )
     level = {(): (zero, one)}
     for _ in range(horizon):
         nxt = {}
@@ -216,12 +245,15 @@ def by_region(compute: Callable, *, max_regions: int = 4096):
     raise RegionLimit(f"more than {max_regions} sign regions")
 
 
-def point_in_region(assumptions, num_symbols: int, rng: random.Random, also=None, tries: int = 3000):
+def point_in_region(
+    assumptions, num_symbols: int, rng: random.Random, also=None, tries: int = 3000
+):
     """A rational point satisfying every ``(difference, sign)`` (and where ``also`` is non-zero), or ``None``."""
     for _ in range(tries):
         pt = {i: Fraction(rng.randint(1, 19), rng.randint(1, 6)) for i in range(num_symbols)}
-        if all((d.at(pt) > 0) == (s > 0) and d.at(pt) != 0 for d, s in assumptions) and \
-                (also is None or also.at(pt) != 0):
+        if all((d.at(pt) > 0) == (s > 0) and d.at(pt) != 0 for d, s in assumptions) and (
+            also is None or also.at(pt) != 0
+        ):
             return pt
     return None
 
@@ -237,17 +269,19 @@ class MarginalReport:
     source_sha256: str
     topologies: int = 0
     regions: int = 0
-    empty_regions: int = 0     # regions certified empty (contradictory sign assumptions)
-    unresolved: int = 0        # regions where an identity fails but no rational point was found
+    empty_regions: int = 0  # regions certified empty (contradictory sign assumptions)
+    unresolved: int = 0  # regions where an identity fails but no rational point was found
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     symbolic: bool = True
     note: str = ""
     counterexample: dict = field(default_factory=dict)
     conditional_witness: dict = field(default_factory=dict)
-    scope: str = ("every rooted topology with <= max_nodes nodes (chains only for the chain rule), vocabularies "
-                  "2..vocab, symbolic target and draft rows for every prefix shorter than the horizon, interior "
-                  "rows; sign regions of the compared differences are open (boundaries excluded)")
+    scope: str = (
+        "every rooted topology with <= max_nodes nodes (chains only for the chain rule), vocabularies "
+        "2..vocab, symbolic target and draft rows for every prefix shorter than the horizon, interior "
+        "rows; sign regions of the compared differences are open (boundaries excluded)"
+    )
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -267,9 +301,18 @@ def _horizon(proc, topo) -> int:
     return len(topo) if proc is tsubame_rule else horizon_of(topo)
 
 
-def prove_marginal(proc: Callable, *, name: str = "rule", max_nodes: int = 3, vocab: int = 2, seed: int = 0,
-                   search_points: int = 6, witness: bool = True, chains_only: bool | None = None,
-                   max_regions: int = 4096) -> MarginalReport:
+def prove_marginal(
+    proc: Callable,
+    *,
+    name: str = "rule",
+    max_nodes: int = 3,
+    vocab: int = 2,
+    seed: int = 0,
+    search_points: int = 6,
+    witness: bool = True,
+    chains_only: bool | None = None,
+    max_regions: int = 4096,
+) -> MarginalReport:
     """Marginal exactness of ``proc`` on every topology (module docstring); stops at the first counterexample.
 
     With ``witness`` the conditional (fixed-tree) witness is searched too (:func:`conditional_witness`,
@@ -301,14 +344,23 @@ def prove_marginal(proc: Callable, *, name: str = "rule", max_nodes: int = 3, vo
                     rep.counterexample = cex
                     return done(COUNTEREXAMPLE)
     if witness and proc in (chain_rule, specinfer_rule, without_replacement_rule, tsubame_rule):
-        rep.conditional_witness = conditional_witness(max_nodes=max_nodes, vocab=vocab, seed=seed,
-                                                      chains_only=chains_only,
-                                                      without_replacement=proc is not specinfer_rule) or {}
+        rep.conditional_witness = (
+            conditional_witness(
+                max_nodes=max_nodes,
+                vocab=vocab,
+                seed=seed,
+                chains_only=chains_only,
+                without_replacement=proc is not specinfer_rule,
+            )
+            or {}
+        )
     return done(PROVED if rep.symbolic and not rep.unresolved else UNPROVED)
 
 
 def _law(proc, topo, target, draft, one):
-    return enumerate_law(lambda r: tuple(int(y) for y in proc(list(topo), target, draft, r)), one=one)
+    return enumerate_law(
+        lambda r: tuple(int(y) for y in proc(list(topo), target, draft, r)), one=one
+    )
 
 
 def _concrete_gaps(proc, topo, V, H, point):
@@ -323,16 +375,31 @@ def _cex(proc, topo, V, H, point, how, region=None):
         law, gaps, target, draft = _concrete_gaps(proc, topo, V, H, point)
     except (DistributionError, ZeroDivisionError) as err:
         target, draft, _, _ = prefix_rows(V, H, point)
-        return {"topology": list(topo), "vocab": V, "horizon": H, "found_by": how, "error": repr(err),
-                "target_rows": _fmt_rows(target, pre), "draft_rows": _fmt_rows(draft, pre), "block_law": {},
-                "completed_minus_target": {}, **({"region": region} if region is not None else {})}
+        return {
+            "topology": list(topo),
+            "vocab": V,
+            "horizon": H,
+            "found_by": how,
+            "error": repr(err),
+            "target_rows": _fmt_rows(target, pre),
+            "draft_rows": _fmt_rows(draft, pre),
+            "block_law": {},
+            "completed_minus_target": {},
+            **({"region": region} if region is not None else {}),
+        }
     bad = {",".join(map(str, s)): str(g) for s, g in gaps.items() if g != 0}
     if not bad:
         return None
-    out = {"topology": list(topo), "vocab": V, "horizon": H, "found_by": how,
-           "target_rows": _fmt_rows(target, pre), "draft_rows": _fmt_rows(draft, pre),
-           "block_law": {",".join(map(str, b)): str(p) for b, p in sorted(law.items())},
-           "completed_minus_target": bad}
+    out = {
+        "topology": list(topo),
+        "vocab": V,
+        "horizon": H,
+        "found_by": how,
+        "target_rows": _fmt_rows(target, pre),
+        "draft_rows": _fmt_rows(draft, pre),
+        "block_law": {",".join(map(str, b)): str(p) for b, p in sorted(law.items())},
+        "completed_minus_target": bad,
+    }
     if region is not None:
         out["region"] = region
     return out
@@ -352,8 +419,10 @@ def _one_topology(proc, topo, V, rep, rng, search_points, max_regions):
     if rep.symbolic:
         target, draft, one, _ = prefix_rows(V, H)
         try:
-            for assumptions, law in by_region(lambda: _guarded(lambda: _law(proc, topo, target, draft, one)),
-                                              max_regions=max_regions):
+            for assumptions, law in by_region(
+                lambda: _guarded(lambda: _law(proc, topo, target, draft, one)),
+                max_regions=max_regions,
+            ):
                 rep.regions += 1
                 if law is None:
                     rep.empty_regions += 1
@@ -366,19 +435,33 @@ def _one_topology(proc, topo, V, rep, rng, search_points, max_regions):
                 if not bad:
                     continue
                 pt = point_in_region(assumptions, nsym, rng, also=bad[0])
-                if pt is None:  # possibly empty: the proof cannot use it, and there is nothing to report
+                if (
+                    pt is None
+                ):  # possibly empty: the proof cannot use it, and there is nothing to report
                     rep.unresolved += 1
-                    rep.note = rep.note or (f"a sign region where the identity fails has no rational point found "
-                                            f"(possibly empty; topology {list(topo)}, V={V}): not a proof")
+                    rep.note = rep.note or (
+                        f"a sign region where the identity fails has no rational point found "
+                        f"(possibly empty; topology {list(topo)}, V={V}): not a proof"
+                    )
                     continue
                 region = [f"{d} {'>' if s > 0 else '<'} 0" for d, s in assumptions]
-                cex = _cex(proc, topo, V, H, pt, "symbolic identity in a sign region, then rational point", region)
+                cex = _cex(
+                    proc,
+                    topo,
+                    V,
+                    H,
+                    pt,
+                    "symbolic identity in a sign region, then rational point",
+                    region,
+                )
                 if cex:
                     return cex
         except SymbolicError as err:
             rep.symbolic = False
-            rep.note = (f"not symbolic: {err} (topology {list(topo)}, V={V}); searched {search_points} rational "
-                        "points per topology instead")
+            rep.note = (
+                f"not symbolic: {err} (topology {list(topo)}, V={V}); searched {search_points} rational "
+                "points per topology instead"
+            )
         else:
             return None
     for _ in range(search_points):
@@ -389,8 +472,15 @@ def _one_topology(proc, topo, V, rep, rng, search_points, max_regions):
     return None
 
 
-def conditional_witness(*, max_nodes: int = 3, vocab: int = 2, seed: int = 0, chains_only: bool = False,
-                        without_replacement: bool = True, max_regions: int = 4096) -> dict | None:
+def conditional_witness(
+    *,
+    max_nodes: int = 3,
+    vocab: int = 2,
+    seed: int = 0,
+    chains_only: bool = False,
+    without_replacement: bool = True,
+    max_regions: int = 4096,
+) -> dict | None:
     """A drafted tree and rational rows where recursive rejection's ``(exit, bonus)`` law differs from the
     block law (found symbolically in a sign region, confirmed at a rational point), or ``None``."""
     rng = random.Random(seed)
@@ -407,76 +497,124 @@ def conditional_witness(*, max_nodes: int = 3, vocab: int = 2, seed: int = 0, ch
                     q = [draft(tree.path(v)) for v in range(n)]
 
                     def law():
-                        return enumerate_law(lambda r: verify_sampled(topo, tokens, p, q, r,
-                                                                      without_replacement=without_replacement),
-                                             one=one)
+                        return enumerate_law(
+                            lambda r: verify_sampled(
+                                topo, tokens, p, q, r, without_replacement=without_replacement
+                            ),
+                            one=one,
+                        )
+
                     nsym = 2 * len(prefixes(V, H)) * (V - 1)
-                    for assumptions, lw in by_region(lambda: _guarded(law), max_regions=max_regions):
+                    for assumptions, lw in by_region(
+                        lambda: _guarded(law), max_regions=max_regions
+                    ):
                         if lw is None or isinstance(lw, Exception):
                             continue
                         ids = identities(tree, p, lw, one)
                         if ids["block"]:
                             continue
-                        diff = next(ids["impl"][v][y] - ids["canonical"][v][y] for v in range(n) for y in range(V)
-                                    if ids["impl"][v][y] != ids["canonical"][v][y])
+                        diff = next(
+                            ids["impl"][v][y] - ids["canonical"][v][y]
+                            for v in range(n)
+                            for y in range(V)
+                            if ids["impl"][v][y] != ids["canonical"][v][y]
+                        )
                         pt = point_in_region(assumptions, nsym, rng, also=diff)
                         if pt is None:
                             continue
                         tg, dr, one_q, _ = prefix_rows(V, H, pt)
                         pq = [tg(tree.path(v)) for v in range(n)]
                         qq = [dr(tree.path(v)) for v in range(n)]
-                        lq = enumerate_law(lambda r: verify_sampled(topo, tokens, pq, qq, r,
-                                                                    without_replacement=without_replacement),
-                                           one=one_q)
+                        lq = enumerate_law(
+                            lambda r: verify_sampled(
+                                topo, tokens, pq, qq, r, without_replacement=without_replacement
+                            ),
+                            one=one_q,
+                        )
                         idq = identities(tree, pq, lq, one_q)
                         if idq["block"]:
                             continue
-                        return {"tree": {"parent": list(topo), "token": list(tokens)}, "vocab": V,
-                                "target_rows": [[str(x) for x in r] for r in pq],
-                                "draft_rows": [[str(x) for x in r] for r in qq],
-                                "region": [f"{d} {'>' if s > 0 else '<'} 0" for d, s in assumptions],
-                                "implementation_law": {f"{v},{y}": str(idq["impl"][v][y]) for v in range(n)
-                                                       for y in range(V) if idq["impl"][v][y] or
-                                                       idq["canonical"][v][y]},
-                                "block_law": {f"{v},{y}": str(idq["canonical"][v][y]) for v in range(n)
-                                              for y in range(V) if idq["impl"][v][y] or idq["canonical"][v][y]},
-                                "mean_length": str(idq["mean"]), "ceiling": str(idq["ceiling"])}
+                        return {
+                            "tree": {"parent": list(topo), "token": list(tokens)},
+                            "vocab": V,
+                            "target_rows": [[str(x) for x in r] for r in pq],
+                            "draft_rows": [[str(x) for x in r] for r in qq],
+                            "region": [f"{d} {'>' if s > 0 else '<'} 0" for d, s in assumptions],
+                            "implementation_law": {
+                                f"{v},{y}": str(idq["impl"][v][y])
+                                for v in range(n)
+                                for y in range(V)
+                                if idq["impl"][v][y] or idq["canonical"][v][y]
+                            },
+                            "block_law": {
+                                f"{v},{y}": str(idq["canonical"][v][y])
+                                for v in range(n)
+                                for y in range(V)
+                                if idq["impl"][v][y] or idq["canonical"][v][y]
+                            },
+                            "mean_length": str(idq["mean"]),
+                            "ceiling": str(idq["ceiling"]),
+                        }
     return None
 
 
 def format_marginal(rep: MarginalReport) -> str:
-    out = report_head(f"exitlaw prove --mode marginal {rep.rule}   max nodes {rep.max_nodes}   vocabularies 2..{rep.vocab}",
-                      rep, f"{rep.topologies} (topology, vocabulary) pairs, {rep.regions} sign regions")
+    out = report_head(
+        f"exitlaw prove --mode marginal {rep.rule}   max nodes {rep.max_nodes}   vocabularies 2..{rep.vocab}",
+        rep,
+        f"{rep.topologies} (topology, vocabulary) pairs, {rep.regions} sign regions",
+    )
     if rep.status == PROVED:
-        out.append("PROVED (marginally exact): the block completed by the target has the target's law on every "
-                   "horizon-length sequence, averaged over the drafts, as identities of rational functions in "
-                   "every sign region")
+        out.append(
+            "PROVED (marginally exact): the block completed by the target has the target's law on every "
+            "horizon-length sequence, averaged over the drafts, as identities of rational functions in "
+            "every sign region"
+        )
     elif rep.status == UNPROVED:
-        out.append("UNPROVED: no counterexample found, but the rule could not be run on symbols in every region")
+        out.append(
+            "UNPROVED: no counterexample found, but the rule could not be run on symbols in every region"
+        )
     else:
         c = rep.counterexample
         out.append(f"COUNTEREXAMPLE (not marginally exact; found by {c['found_by']})")
         out.append(f"  topology {c['topology']}, vocabulary {c['vocab']}, horizon {c['horizon']}")
         for k, r in c["target_rows"].items():
-            out.append(f"  p(.|{k}) = [{', '.join(r)}]   q(.|{k}) = [{', '.join(c['draft_rows'][k])}]")
+            out.append(
+                f"  p(.|{k}) = [{', '.join(r)}]   q(.|{k}) = [{', '.join(c['draft_rows'][k])}]"
+            )
         if c.get("error"):
             out.append(f"  the rule raises there: {c['error']}")
         for s, g in c["completed_minus_target"].items():
             out.append(f"  sequence {s}: completed block - target = {g}")
     w = rep.conditional_witness
     if w:
-        out.append(f"NOT CONDITIONALLY EXACT (witness): drafted tree parent {w['tree']['parent']} token "
-                   f"{w['tree']['token']}, vocabulary {w['vocab']}")
+        out.append(
+            f"NOT CONDITIONALLY EXACT (witness): drafted tree parent {w['tree']['parent']} token "
+            f"{w['tree']['token']}, vocabulary {w['vocab']}"
+        )
         for v, (pr, qr) in enumerate(zip(w["target_rows"], w["draft_rows"])):
             out.append(f"  p_{v} = [{', '.join(pr)}]   q_{v} = [{', '.join(qr)}]")
         for k in w["block_law"]:
             mark = "" if w["implementation_law"][k] == w["block_law"][k] else "   <-"
-            out.append(f"  (exit, bonus) {k:<6} {w['implementation_law'][k]:>14} {w['block_law'][k]:>14}{mark}")
+            out.append(
+                f"  (exit, bonus) {k:<6} {w['implementation_law'][k]:>14} {w['block_law'][k]:>14}{mark}"
+            )
         out.append(f"  E[L] given the tree = {w['mean_length']}   1 + C_p = {w['ceiling']}")
     out.append(f"status: {rep.status}   (exit status {rep.exit_code})")
     return "\n".join(out)
 
 
-__all__ = ["prove_marginal", "conditional_witness", "format_marginal", "marginal_gaps", "by_region",
-           "prefix_rows", "MarginalReport", "chain_rule", "specinfer_rule", "without_replacement_rule",
-           "tsubame_rule", "RULES"]
+__all__ = [
+    "prove_marginal",
+    "conditional_witness",
+    "format_marginal",
+    "marginal_gaps",
+    "by_region",
+    "prefix_rows",
+    "MarginalReport",
+    "chain_rule",
+    "specinfer_rule",
+    "without_replacement_rule",
+    "tsubame_rule",
+    "RULES",
+]

@@ -58,8 +58,11 @@ def _field(num_nodes: int, vocab: int):
     if not names:  # vocabulary 1: rows are the constant [1]
         names = ["s_unused"]
     K, *gens = field(",".join(names), QQ)
-    per_row = [gens[v * (vocab - 1):(v + 1) * (vocab - 1)] for v in range(num_nodes)] if vocab > 1 else \
-        [[] for _ in range(num_nodes)]
+    per_row = (
+        [gens[v * (vocab - 1) : (v + 1) * (vocab - 1)] for v in range(num_nodes)]
+        if vocab > 1
+        else [[] for _ in range(num_nodes)]
+    )
     return K, per_row
 
 
@@ -103,8 +106,10 @@ class Sym:
             other = int(other)
         if isinstance(other, (int, Fraction)):
             return Sym.of(self.K(QQ(other.numerator, other.denominator)), self.K)
-        raise SymbolicError(f"cannot combine a symbolic probability with {type(other).__name__} {other!r} "
-                            "(a float would make the law inexact)")
+        raise SymbolicError(
+            f"cannot combine a symbolic probability with {type(other).__name__} {other!r} "
+            "(a float would make the law inexact)"
+        )
 
     def _op(self, name: str, a: "Sym", b: "Sym") -> "Sym":
         key = (name, a.id, b.id)
@@ -118,7 +123,9 @@ class Sym:
                 f = a.f * b.f
             else:
                 if not b.f:
-                    raise ZeroDivisionError("division by a symbolic probability that is identically zero")
+                    raise ZeroDivisionError(
+                        "division by a symbolic probability that is identically zero"
+                    )
                 f = a.f / b.f
             out = _MEMO[key] = Sym.of(f, self.K)
         return out
@@ -153,7 +160,7 @@ class Sym:
 
     def __pow__(self, k):
         if isinstance(k, int) and not isinstance(k, bool):
-            return Sym.of(self.f ** k, self.K)
+            return Sym.of(self.f**k, self.K)
         if isinstance(k, Fraction) and k.denominator == 1:
             return Sym.of(self.f ** int(k), self.K)
         raise SymbolicError(f"a symbolic probability raised to the non-integer power {k!r}")
@@ -183,8 +190,10 @@ class Sym:
         if s is None and _ORACLE is not None:
             s = _ORACLE(diff)
         if s is None:
-            raise SymbolicError(f"the sign of ({self}) {op} ({other}) depends on the rows: the verifier "
-                                "branches on a comparison of probabilities")
+            raise SymbolicError(
+                f"the sign of ({self}) {op} ({other}) depends on the rows: the verifier "
+                "branches on a comparison of probabilities"
+            )
         return s
 
     def __lt__(self, o):
@@ -215,7 +224,9 @@ class Sym:
     def _const_or_raise(self, what: str) -> Fraction:
         c = self.constant()
         if c is None:
-            raise SymbolicError(f"{what} of a symbolic probability ({self}): the verifier leaves exact arithmetic")
+            raise SymbolicError(
+                f"{what} of a symbolic probability ({self}): the verifier leaves exact arithmetic"
+            )
         return c
 
     def __float__(self):
@@ -246,8 +257,10 @@ class Sym:
         return self if s >= 0 else -self
 
     def __array__(self, *args, **kwargs):
-        raise SymbolicError("a symbolic probability was converted to a numpy array (numpy float arithmetic "
-                            "is not exact); write the verifier over plain lists or Python numbers")
+        raise SymbolicError(
+            "a symbolic probability was converted to a numpy array (numpy float arithmetic "
+            "is not exact); write the verifier over plain lists or Python numbers"
+        )
 
     def __repr__(self):
         return f"Sym({self.f.as_expr()})"
@@ -265,7 +278,7 @@ class Sym:
                 term = Fraction(int(c.numerator), int(c.denominator))
                 for v, e in zip(vals, monom):
                     if e:
-                        term *= v ** e
+                        term *= v**e
                 total += term
             return total
 
@@ -308,7 +321,9 @@ def _rows(num_nodes: int, vocab: int) -> tuple:
 def symbolic_rows(num_nodes: int, vocab: int) -> list[list[Sym]]:
     """``rows[v][y] = s_{v,y} / (1 + sum_z s_{v,z})`` as :class:`Sym` (shape ``[N][V]``; rows sum to one)."""
     if num_nodes < 1 or vocab < 1:
-        raise ValueError(f"need at least one node and one token, got {num_nodes} nodes, vocabulary {vocab}")
+        raise ValueError(
+            f"need at least one node and one token, got {num_nodes} nodes, vocabulary {vocab}"
+        )
     return [list(r) for r in _rows(num_nodes, vocab)]
 
 

@@ -38,7 +38,9 @@ class CannotFollow(TypeError):
 
 def _exact(x, what: str) -> Fraction:
     if isinstance(x, LazyUniform | LazyUniformArray):
-        raise CannotFollow(f"{what} of two uniforms: only affine maps of one uniform with numbers are followed")
+        raise CannotFollow(
+            f"{what} of two uniforms: only affine maps of one uniform with numbers are followed"
+        )
     if isinstance(x, Fraction):
         return x
     if isinstance(x, (bool, np.bool_)):
@@ -186,8 +188,11 @@ class LazyUniform:
         lo, hi = min(lo, hi), max(lo, hi)
         cuts = []
         for k in range(math.floor(lo) - 1, math.ceil(hi) + 2):
-            l, h = {"floor": (k, k + 1), "ceil": (k - 1, k),
-                    "rint": (k - Fraction(1, 2), k + Fraction(1, 2))}[kind]
+            l, h = {
+                "floor": (k, k + 1),
+                "ceil": (k - 1, k),
+                "rint": (k - Fraction(1, 2), k + Fraction(1, 2)),
+            }[kind]
             l, h = Fraction(l), Fraction(h)
             bl, bh = sorted((self._on_base(l), self._on_base(h)))
             cuts.append((bl, bh, k))
@@ -227,8 +232,10 @@ class LazyUniform:
 
     # ----- what cannot be followed -------------------------------------------------------------
     def _refuse(self, what):
-        raise CannotFollow(f"{what} of a uniform: the stand-in follows only comparisons, floor/ceil/round, "
-                           "np.searchsorted and affine maps")
+        raise CannotFollow(
+            f"{what} of a uniform: the stand-in follows only comparisons, floor/ceil/round, "
+            "np.searchsorted and affine maps"
+        )
 
     def __float__(self):
         self._refuse("float()")
@@ -338,8 +345,10 @@ class LazyUniformArray:
         raise CannotFollow("truth value of an array of uniforms")
 
     def __array__(self, *args, **kwargs):
-        raise CannotFollow("conversion of lazy uniforms to a numpy array: the stand-in follows only "
-                           "comparisons, floor/ceil/round, np.searchsorted and affine maps")
+        raise CannotFollow(
+            "conversion of lazy uniforms to a numpy array: the stand-in follows only "
+            "comparisons, floor/ceil/round, np.searchsorted and affine maps"
+        )
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _ufunc(ufunc, method, inputs, kwargs)
@@ -352,10 +361,18 @@ class LazyUniformArray:
 
 
 _CELLS = {np.floor: "floor", np.ceil: "ceil", np.rint: "rint"}
-_ARITH = {np.add: lambda x, y: x + y, np.subtract: lambda x, y: x - y, np.multiply: lambda x, y: x * y,
-          np.true_divide: lambda x, y: x / y}
-_COMPARE = {np.less: lambda x, y: x < y, np.less_equal: lambda x, y: x <= y,
-            np.greater: lambda x, y: x > y, np.greater_equal: lambda x, y: x >= y}
+_ARITH = {
+    np.add: lambda x, y: x + y,
+    np.subtract: lambda x, y: x - y,
+    np.multiply: lambda x, y: x * y,
+    np.true_divide: lambda x, y: x / y,
+}
+_COMPARE = {
+    np.less: lambda x, y: x < y,
+    np.less_equal: lambda x, y: x <= y,
+    np.greater: lambda x, y: x > y,
+    np.greater_equal: lambda x, y: x >= y,
+}
 
 
 def _lazy(x) -> bool:
@@ -367,7 +384,11 @@ def _ufunc(ufunc, method, inputs, kwargs):
         raise CannotFollow(f"np.{ufunc.__name__}.{method} on a uniform")
     if ufunc in _CELLS and len(inputs) == 1:
         x = inputs[0]
-        return x._cells(_CELLS[ufunc]) if isinstance(x, LazyUniformArray) else np.float64(x.cell(_CELLS[ufunc]))
+        return (
+            x._cells(_CELLS[ufunc])
+            if isinstance(x, LazyUniformArray)
+            else np.float64(x.cell(_CELLS[ufunc]))
+        )
     if ufunc is np.negative:
         return -inputs[0]
     if ufunc in _ARITH and len(inputs) == 2:
@@ -378,8 +399,10 @@ def _ufunc(ufunc, method, inputs, kwargs):
         if isinstance(x, LazyUniformArray) or isinstance(y, LazyUniformArray):
             raise CannotFollow(f"np.{ufunc.__name__} on an array of uniforms")
         return bool(_COMPARE[ufunc](x, y)) if _lazy(x) else _compare_reflected(ufunc, x, y)
-    raise CannotFollow(f"np.{ufunc.__name__} of a uniform: the stand-in follows only comparisons, "
-                       "floor/ceil/rint/round, np.searchsorted and affine maps")
+    raise CannotFollow(
+        f"np.{ufunc.__name__} of a uniform: the stand-in follows only comparisons, "
+        "floor/ceil/rint/round, np.searchsorted and affine maps"
+    )
 
 
 def _compare_reflected(ufunc, x, y):
@@ -405,20 +428,34 @@ def _array_function(func, args, kwargs):
         if kwargs.get("sorter") is not None or _lazy(a):
             raise CannotFollow("np.searchsorted with a sorter or over an array of uniforms")
         if isinstance(v, LazyUniformArray):
-            return np.array([x.index_in(a) if isinstance(x, LazyUniform) else int(np.searchsorted(a, x))
-                             for x in v.items], dtype=np.intp)
+            return np.array(
+                [
+                    x.index_in(a) if isinstance(x, LazyUniform) else int(np.searchsorted(a, x))
+                    for x in v.items
+                ],
+                dtype=np.intp,
+            )
         return np.intp(v.index_in(a))
-    if func in (np.round, np.around) and len(args) == 1 and not kwargs.get("decimals") \
-            and kwargs.get("out") is None:
+    if (
+        func in (np.round, np.around)
+        and len(args) == 1
+        and not kwargs.get("decimals")
+        and kwargs.get("out") is None
+    ):
         x = args[0]
         return x._cells("rint") if isinstance(x, LazyUniformArray) else np.float64(x.cell("rint"))
-    raise CannotFollow(f"np.{func.__name__} of a uniform: the stand-in follows only comparisons, "
-                       "floor/ceil/round, np.searchsorted and affine maps")
+    raise CannotFollow(
+        f"np.{func.__name__} of a uniform: the stand-in follows only comparisons, "
+        "floor/ceil/round, np.searchsorted and affine maps"
+    )
 
 
 def _refuse_method(name):
     def method(self, *args, **kwargs):
-        raise CannotFollow(f"Generator.{name}: the interval stand-in follows only random, uniform and spawn")
+        raise CannotFollow(
+            f"Generator.{name}: the interval stand-in follows only random, uniform and spawn"
+        )
+
     method.__name__ = name
     return method
 
@@ -432,25 +469,34 @@ class IntervalGenerator(np.random.Generator):
 
     def random(self, size=None, dtype=np.float64, out=None):
         if out is not None or np.dtype(dtype) != np.float64:
-            raise CannotFollow("Generator.random with out= or a dtype other than float64 (float32 coins are "
-                               "exitlaw check --boundary's job)")
+            raise CannotFollow(
+                "Generator.random with out= or a dtype other than float64 (float32 coins are "
+                "exitlaw check --boundary's job)"
+            )
         if size is None:
             return LazyUniform(_Base(self._replay))
         n = size if isinstance(size, (int, np.integer)) else (size[0] if len(size) == 1 else None)
         if n is None:
-            raise CannotFollow(f"Generator.random(size={size!r}): only scalars and 1-d sizes are followed")
+            raise CannotFollow(
+                f"Generator.random(size={size!r}): only scalars and 1-d sizes are followed"
+            )
         return LazyUniformArray([LazyUniform(_Base(self._replay)) for _ in range(int(n))])
 
     def uniform(self, low=0.0, high=1.0, size=None):
-        return self.random(size) * (_exact(high, "uniform") - _exact(low, "uniform")) + _exact(low, "uniform")
+        return self.random(size) * (_exact(high, "uniform") - _exact(low, "uniform")) + _exact(
+            low, "uniform"
+        )
 
     def spawn(self, n_children: int):
         return [IntervalGenerator(self._replay) for _ in range(n_children)]
 
 
 for _name in dir(np.random.Generator):
-    if not _name.startswith("_") and _name not in ("random", "uniform", "spawn", "bit_generator") \
-            and callable(getattr(np.random.Generator, _name)):
+    if (
+        not _name.startswith("_")
+        and _name not in ("random", "uniform", "spawn", "bit_generator")
+        and callable(getattr(np.random.Generator, _name))
+    ):
         setattr(IntervalGenerator, _name, _refuse_method(_name))
 
 
@@ -463,13 +509,22 @@ def raw_law(fn, tree, probs, *, max_runs: int = 2_000_000) -> dict:
     from exitlaw.simulate.randomness import enumerate_law
 
     try:
-        return enumerate_law(lambda rep: fn(tree, probs, IntervalGenerator(rep)), one=Fraction(1),
-                             max_runs=max_runs)
+        return enumerate_law(
+            lambda rep: fn(tree, probs, IntervalGenerator(rep)), one=Fraction(1), max_runs=max_runs
+        )
     except ValueError as err:
         if str(err).startswith("enumerate_law: more than"):
-            raise TooManyBranches(f"more than {max_runs} branches (each quantised coin branches into its "
-                                  "cells)") from err
+            raise TooManyBranches(
+                f"more than {max_runs} branches (each quantised coin branches into its cells)"
+            ) from err
         raise
 
 
-__all__ = ["IntervalGenerator", "LazyUniform", "LazyUniformArray", "CannotFollow", "TooManyBranches", "raw_law"]
+__all__ = [
+    "IntervalGenerator",
+    "LazyUniform",
+    "LazyUniformArray",
+    "CannotFollow",
+    "TooManyBranches",
+    "raw_law",
+]

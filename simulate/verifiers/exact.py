@@ -37,7 +37,9 @@ def law_table(law: dict, num_nodes: int, vocab: int, *, one=1.0) -> list[list]:
 
 def implementation_block_law(name_or_procedure, tree: DraftTree, probs, *, one=1.0, **kwargs):
     """Block law of a verifier procedure (by name: predraw, residual, tev, greedy) as a table."""
-    proc = PROCEDURES[name_or_procedure] if isinstance(name_or_procedure, str) else name_or_procedure
+    proc = (
+        PROCEDURES[name_or_procedure] if isinstance(name_or_procedure, str) else name_or_procedure
+    )
     vocab = len(probs[0])
     law = implementation_law(proc, tree, probs, one=one, **kwargs)
     table = law_table(law, tree.num_nodes, vocab, one=one)

@@ -80,7 +80,9 @@ def spine_levels(spine: Sequence[int], tokens: Sequence[int], p_rows, q_rows) ->
         par, x = spine[k - 1], int(tokens[spine[k]])
         qx = _norm_row(q_rows[par], zero)[x]
         if not qx > zero:
-            raise DistributionError(f"node {spine[k]}: drafted token {x} has draft probability 0 under node {par}")
+            raise DistributionError(
+                f"node {spine[k]}: drafted token {x} has draft probability 0 under node {par}"
+            )
         Q.append(Q[-1] * qx)
         ax = A[-1] * p_rows[par][x]
         A.append(ax if ax < Q[-1] else Q[-1])
@@ -114,11 +116,15 @@ def hsd_spine(spine: Sequence[int], tokens: Sequence[int], p_rows, q_rows, rand:
 def _chain_nodes(parents: Sequence[int]) -> list[int]:
     for u in range(1, len(parents)):
         if int(parents[u]) != u - 1:
-            raise ValueError(f"HSD verifies a chain (parent of node u is u - 1); node {u} has parent {parents[u]}")
+            raise ValueError(
+                f"HSD verifies a chain (parent of node u is u - 1); node {u} has parent {parents[u]}"
+            )
     return list(range(len(parents)))
 
 
-def hsd_procedure(parents: Sequence[int], tokens: Sequence[int], p_rows, q_rows, rand: Randomness) -> tuple[int, int]:
+def hsd_procedure(
+    parents: Sequence[int], tokens: Sequence[int], p_rows, q_rows, rand: Randomness
+) -> tuple[int, int]:
     """HSD on a realised chain: returns ``(exit_node, bonus)`` (see the module docstring)."""
     spine = _chain_nodes(parents)
     k, residual = hsd_spine(spine, tokens, p_rows, q_rows, rand)
@@ -126,7 +132,9 @@ def hsd_procedure(parents: Sequence[int], tokens: Sequence[int], p_rows, q_rows,
     return spine[k], rand.categorical(row, stream="bonus")
 
 
-def hsd(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+def hsd(
+    tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
+) -> tuple[int, int]:
     """Sampling form ``f(tree, probs, draft_probs, rng)`` (conformance kit, marginal mode ``--chains-only``).
 
     ``draft_probs[v]`` is the draft law that drew ``v``'s child; the tree must be a chain.

@@ -55,8 +55,12 @@ def predraw_procedure(tree: DraftTree, rows, rand: Randomness) -> tuple[int, int
         v = nxt
 
 
-def residual_procedure(tree: DraftTree, rows, rand: Randomness,
-                       child_order: Callable[[int], Sequence[int]] | None = None) -> tuple[int, int]:
+def residual_procedure(
+    tree: DraftTree,
+    rows,
+    rand: Randomness,
+    child_order: Callable[[int], Sequence[int]] | None = None,
+) -> tuple[int, int]:
     """Sequential residual (EAGLE-style, deterministic children), children in ``child_order(v)``.
 
     ``r = p_v``; accept child ``u_j`` w.p. ``r(x_j) / sum r``; on rejection ``r(x_j) = 0``
@@ -95,7 +99,9 @@ def tev_weights(tree: DraftTree, rows) -> list:
         rest = np.ones(tree.num_nodes)
         internal = tree.internal
         if internal.size:
-            residual = rows[internal].astype(np.float64)  # a copy: the child entries are zeroed below
+            residual = rows[internal].astype(
+                np.float64
+            )  # a copy: the child entries are zeroed below
             slot = np.zeros(tree.num_nodes, dtype=np.int64)
             slot[internal] = np.arange(internal.size)
             residual[slot[tree.parent[1:]], tree.token[1:]] = 0.0

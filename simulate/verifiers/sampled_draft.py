@@ -41,8 +41,15 @@ def _path(parents, tokens, v) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def verify_sampled(parents: Sequence[int], tokens: Sequence[int], p_rows, q_rows, rand: Randomness, *,
-                   without_replacement: bool) -> tuple[int, int]:
+def verify_sampled(
+    parents: Sequence[int],
+    tokens: Sequence[int],
+    p_rows,
+    q_rows,
+    rand: Randomness,
+    *,
+    without_replacement: bool,
+) -> tuple[int, int]:
     """Recursive rejection sampling on a realised draft; returns ``(exit_node, bonus)``.
 
     At node ``v`` with residual ``r = p_v`` and draft ``q = q_v``: accept child ``x``
@@ -75,8 +82,14 @@ def verify_sampled(parents: Sequence[int], tokens: Sequence[int], p_rows, q_rows
         v = accepted
 
 
-def draw_draft(topology: Sequence[int], draft: Callable, rand: Randomness, *,
-               without_replacement: bool, context: Sequence[int] = ()) -> list[int]:
+def draw_draft(
+    topology: Sequence[int],
+    draft: Callable,
+    rand: Randomness,
+    *,
+    without_replacement: bool,
+    context: Sequence[int] = (),
+) -> list[int]:
     """Tokens for a topology (``topology[u]`` = parent of ``u``) drawn from ``q(. | path)``, stream ``draft``."""
     zero_tokens = [0] * len(topology)
     tokens = list(zero_tokens)
@@ -89,15 +102,24 @@ def draw_draft(topology: Sequence[int], draft: Callable, rand: Randomness, *,
             for t in drawn.get(par, []):
                 q[t] = zero
             if not row_sum(q, zero) > zero:
-                raise ValueError(f"node {u}: the draft row under node {par} has fewer positive tokens "
-                                 "than the topology has siblings (without replacement)")
+                raise ValueError(
+                    f"node {u}: the draft row under node {par} has fewer positive tokens "
+                    "than the topology has siblings (without replacement)"
+                )
         tokens[u] = rand.categorical(q, stream="draft")
         drawn.setdefault(par, []).append(tokens[u])
     return tokens
 
 
-def speculative_round(topology: Sequence[int], target: Callable, draft: Callable, rand: Randomness, *,
-                      rule: str, context: Sequence[int] = ()) -> tuple[tuple[int, ...], list[int]]:
+def speculative_round(
+    topology: Sequence[int],
+    target: Callable,
+    draft: Callable,
+    rand: Randomness,
+    *,
+    rule: str,
+    context: Sequence[int] = (),
+) -> tuple[tuple[int, ...], list[int]]:
     """Draft a tree on ``topology`` with ``q``, verify with ``rule``; returns ``(block, tokens)``."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
@@ -116,15 +138,20 @@ def speculative_round(topology: Sequence[int], target: Callable, draft: Callable
 def plan_topology(draft: Callable, budget: int, context: Sequence[int] = ()) -> list[int]:
     """Tsubame pass 1: the top-``budget`` prefixes by draft score (best-first); parents only."""
     ctx = tuple(context)
-    tree = oracle_tree(lambda prefix: np.array([float(x) for x in draft(ctx + tuple(prefix))]), budget)
+    tree = oracle_tree(
+        lambda prefix: np.array([float(x) for x in draft(ctx + tuple(prefix))]), budget
+    )
     return [int(p) for p in tree.parent]
 
 
-def tsubame_round(target: Callable, draft: Callable, rand: Randomness, *, budget: int,
-                  context: Sequence[int] = ()) -> tuple[int, ...]:
+def tsubame_round(
+    target: Callable, draft: Callable, rand: Randomness, *, budget: int, context: Sequence[int] = ()
+) -> tuple[int, ...]:
     """Tsubame-style two-pass: plan a topology from draft scores, re-sample its tokens, verify."""
     topology = plan_topology(draft, budget, context)
-    block, _ = speculative_round(topology, target, draft, rand, rule="without_replacement", context=context)
+    block, _ = speculative_round(
+        topology, target, draft, rand, rule="without_replacement", context=context
+    )
     return block
 
 
@@ -135,27 +162,48 @@ def _check(tree, probs, draft_probs):
     return p, q
 
 
-def chain_speculative(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray,
-                      rng: np.random.Generator) -> tuple[int, int]:
+def chain_speculative(
+    tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
+) -> tuple[int, int]:
     """Chain speculative sampling on a realised chain: accept ``min(1, p/q)``, bonus ``norm((p-q)+)``."""
     if tree.num_nodes > 1 and tree.max_depth != tree.budget:
         raise ValueError("chain_speculative needs a chain (one child per node)")
     p, q = _check(tree, probs, draft_probs)
-    return verify_sampled(list(tree.parent), list(tree.token), p, q, GeneratorRandomness(rng),
-                          without_replacement=False)
+    return verify_sampled(
+        list(tree.parent),
+        list(tree.token),
+        p,
+        q,
+        GeneratorRandomness(rng),
+        without_replacement=False,
+    )
 
 
-def specinfer(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray,
-              rng: np.random.Generator) -> tuple[int, int]:
+def specinfer(
+    tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
+) -> tuple[int, int]:
     """SpecInfer recursive rejection (children assumed i.i.d. from ``q``)."""
     p, q = _check(tree, probs, draft_probs)
-    return verify_sampled(list(tree.parent), list(tree.token), p, q, GeneratorRandomness(rng),
-                          without_replacement=False)
+    return verify_sampled(
+        list(tree.parent),
+        list(tree.token),
+        p,
+        q,
+        GeneratorRandomness(rng),
+        without_replacement=False,
+    )
 
 
-def specinfer_without_replacement(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray,
-                                  rng: np.random.Generator) -> tuple[int, int]:
+def specinfer_without_replacement(
+    tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
+) -> tuple[int, int]:
     """Recursive rejection for siblings drawn without replacement (EAGLE-2 / Sequoia)."""
     p, q = _check(tree, probs, draft_probs)
-    return verify_sampled(list(tree.parent), list(tree.token), p, q, GeneratorRandomness(rng),
-                          without_replacement=True)
+    return verify_sampled(
+        list(tree.parent),
+        list(tree.token),
+        p,
+        q,
+        GeneratorRandomness(rng),
+        without_replacement=True,
+    )

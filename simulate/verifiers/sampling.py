@@ -13,7 +13,12 @@ import numpy as np
 from exitlaw.theory import DraftTree, check_tree_rows
 
 from exitlaw.simulate.randomness import GeneratorRandomness
-from exitlaw.simulate.verifiers.procedures import greedy_procedure, predraw_procedure, residual_procedure, tev_procedure
+from exitlaw.simulate.verifiers.procedures import (
+    greedy_procedure,
+    predraw_procedure,
+    residual_procedure,
+    tev_procedure,
+)
 
 
 def _prepare(tree, probs, validate: bool) -> np.ndarray:
@@ -24,29 +29,37 @@ def _prepare(tree, probs, validate: bool) -> np.ndarray:
     return np.asarray(probs)
 
 
-def predraw(tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *,
-            validate: bool = True) -> tuple[int, int]:
+def predraw(
+    tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *, validate: bool = True
+) -> tuple[int, int]:
     """Predraw-and-follow (DDTree); block law ``P(v) p_v(y) [y not a child token]``."""
     rows = _prepare(tree, probs, validate)
     return predraw_procedure(tree, rows, GeneratorRandomness(rng))
 
 
-def residual(tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *,
-             validate: bool = True) -> tuple[int, int]:
+def residual(
+    tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *, validate: bool = True
+) -> tuple[int, int]:
     """Sequential residual verification with children in node order; canonical block law."""
     rows = _prepare(tree, probs, validate)
     return residual_procedure(tree, rows, GeneratorRandomness(rng))
 
 
-def tev(tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *,
-        validate: bool = True) -> tuple[int, int]:
+def tev(
+    tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *, validate: bool = True
+) -> tuple[int, int]:
     """Tree Exit Verification: ``V ~ w``, bonus ``~ p_V^res``; canonical block law."""
     rows = _prepare(tree, probs, validate)
     return tev_procedure(tree, rows, GeneratorRandomness(rng))
 
 
-def greedy(tree: DraftTree, probs: np.ndarray, rng: np.random.Generator | None = None, *,
-           validate: bool = True) -> tuple[int, int]:
+def greedy(
+    tree: DraftTree,
+    probs: np.ndarray,
+    rng: np.random.Generator | None = None,
+    *,
+    validate: bool = True,
+) -> tuple[int, int]:
     """Greedy (T = 0) verification; deterministic, ``rng`` is accepted for a uniform signature."""
     rows = _prepare(tree, probs, validate)
     return greedy_procedure(tree, rows)

@@ -97,8 +97,10 @@ def sibling_plan(r, q, siblings: Sequence[int], tokens: Sequence[int], rand: Ran
         sr, sq = row_sum(r, zero), row_sum(q, zero)
         rx, qx = r[x] / sr, q[x] / sq
         if not qx > zero:
-            raise DistributionError(f"sibling node {u}: token {x} has draft probability 0 once the earlier "
-                                    "siblings are removed (a repeated sibling, or a token the drafter cannot draw)")
+            raise DistributionError(
+                f"sibling node {u}: token {x} has draft probability 0 once the earlier "
+                "siblings are removed (a repeated sibling, or a token the drafter cannot draw)"
+            )
         if rand.bernoulli(rx / qx, stream="accept"):
             return u, r
         r = [ri / sr - qi / sq for ri, qi in zip(r, q)]
@@ -107,8 +109,9 @@ def sibling_plan(r, q, siblings: Sequence[int], tokens: Sequence[int], rand: Ran
     return None, r
 
 
-def univer_procedure(parents: Sequence[int], tokens: Sequence[int], p_rows, q_rows,
-                     rand: Randomness) -> tuple[int, int]:
+def univer_procedure(
+    parents: Sequence[int], tokens: Sequence[int], p_rows, q_rows, rand: Randomness
+) -> tuple[int, int]:
     """UniVer on a realised sampled tree: returns ``(exit_node, bonus)`` (see the module docstring)."""
     kids = _children(parents)
     zero = p_rows[0][0] - p_rows[0][0]
@@ -120,7 +123,11 @@ def univer_procedure(parents: Sequence[int], tokens: Sequence[int], p_rows, q_ro
         if residual is None:  # the whole spine accepted: node is a leaf
             return node, rand.categorical(p_rows[node], stream="bonus")
         first, rest = kids[node][0], kids[node][1:]
-        q = [float(x) for x in q_rows[node]] if isinstance(q_rows[node], np.ndarray) else row_copy(q_rows[node])
+        q = (
+            [float(x) for x in q_rows[node]]
+            if isinstance(q_rows[node], np.ndarray)
+            else row_copy(q_rows[node])
+        )
         q[int(tokens[first])] = zero
         accepted, r = sibling_plan(list(residual), q, rest, tokens, rand)
         if accepted is None:
@@ -128,7 +135,9 @@ def univer_procedure(parents: Sequence[int], tokens: Sequence[int], p_rows, q_ro
         v = accepted
 
 
-def univer(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+def univer(
+    tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
+) -> tuple[int, int]:
     """Sampling form ``f(tree, probs, draft_probs, rng)`` (conformance kit, marginal mode).
 
     ``draft_probs[v]`` is the law that drew ``v``'s children, siblings without replacement in node order.
@@ -138,7 +147,9 @@ def univer(tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.
     return univer_procedure(list(tree.parent), list(tree.token), p, q, GeneratorRandomness(rng))
 
 
-def univer_fixed_tree(tree: DraftTree, probs: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+def univer_fixed_tree(
+    tree: DraftTree, probs: np.ndarray, rng: np.random.Generator
+) -> tuple[int, int]:
     """UniVer on a *fixed* tree, told its tokens were drawn from the uniform law (kit, conditional mode).
 
     A sampled-draft rule needs a draft law; on a tree that was not sampled there is

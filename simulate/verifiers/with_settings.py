@@ -12,7 +12,10 @@ import numpy as np
 
 from exitlaw.theory import process_logits
 
-from exitlaw.simulate.verifiers.sampled_draft import chain_speculative, specinfer_without_replacement
+from exitlaw.simulate.verifiers.sampled_draft import (
+    chain_speculative,
+    specinfer_without_replacement,
+)
 from exitlaw.simulate.verifiers.sampling import predraw, residual, tev
 
 
@@ -29,13 +32,21 @@ def tev_settings(tree, logits, settings, rng: np.random.Generator):
 
 
 def chain_speculative_settings(tree, logits, draft_logits, settings, rng: np.random.Generator):
-    return chain_speculative(tree, process_logits(logits, settings), process_logits(draft_logits, settings), rng)
+    return chain_speculative(
+        tree, process_logits(logits, settings), process_logits(draft_logits, settings), rng
+    )
 
 
 def without_replacement_settings(tree, logits, draft_logits, settings, rng: np.random.Generator):
-    return specinfer_without_replacement(tree, process_logits(logits, settings),
-                                         process_logits(draft_logits, settings), rng)
+    return specinfer_without_replacement(
+        tree, process_logits(logits, settings), process_logits(draft_logits, settings), rng
+    )
 
 
-__all__ = ["predraw_settings", "residual_settings", "tev_settings", "chain_speculative_settings",
-           "without_replacement_settings"]
+__all__ = [
+    "predraw_settings",
+    "residual_settings",
+    "tev_settings",
+    "chain_speculative_settings",
+    "without_replacement_settings",
+]

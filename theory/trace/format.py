@@ -101,7 +101,16 @@ class Trace:
     rounds: list[TraceRound]
 
 
-_KNOWN = {"round", "parent", "token", "edge_prob", "draft_logprob", "exit_node", "bonus", "target_rows"}
+_KNOWN = {
+    "round",
+    "parent",
+    "token",
+    "edge_prob",
+    "draft_logprob",
+    "exit_node",
+    "bonus",
+    "target_rows",
+}
 
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -109,15 +118,15 @@ END_KEY = "end"
 # one JSON value per line, parsed by the json module's own scanner (``json.loads`` minus its wrappers)
 _scan = json.scanner.make_scanner(json.JSONDecoder())
 _skip_ws = json.decoder.WHITESPACE.match
-try:   # optional, ~4x faster: used for plain round records only (see iter_records' ``fast``)
+try:  # optional, ~4x faster: used for plain round records only (see iter_records' ``fast``)
     from orjson import loads as _fast_loads
-except ImportError:   # pragma: no cover - exercised by forcing _fast_loads = None in the tests
+except ImportError:  # pragma: no cover - exercised by forcing _fast_loads = None in the tests
     _fast_loads = None
 
 
 def _json_line(raw: bytes) -> Any:
     """One line parsed by the json module (the reference parser: exact integers of any size)."""
-    line = raw.decode("utf-8")   # decoded first: json.loads(bytes) would guess UTF-16
+    line = raw.decode("utf-8")  # decoded first: json.loads(bytes) would guess UTF-16
     rec, end = _scan(line, _skip_ws(line, 0).end())
     if _skip_ws(line, end).end() != len(line):
         raise json.JSONDecodeError("Extra data", line, end)
@@ -133,7 +142,9 @@ def _fast_round(raw: bytes, rounds: int) -> dict | None:
     """``raw`` parsed by orjson when it is a round record with the expected index, else None."""
     try:
         rec = _fast_loads(raw)
-    except ValueError:   # NaN, Infinity, lone surrogates, deep nesting, bad JSON: the json module decides
+    except (
+        ValueError
+    ):  # NaN, Infinity, lone surrogates, deep nesting, bad JSON: the json module decides
         return None
     if type(rec) is not dict or END_KEY in rec:
         return None
@@ -149,10 +160,14 @@ def _real_vector(values, name: str, where: str, ndim: int = 1) -> np.ndarray:
     try:
         arr = np.asarray(values)
     except ValueError as err:
-        raise TraceFormatError(f"{where}: {name} is not a rectangular array of numbers ({err})") from None
+        raise TraceFormatError(
+            f"{where}: {name} is not a rectangular array of numbers ({err})"
+        ) from None
     if arr.size and arr.dtype.kind not in "iuf":
         try:
-            as_real_array(arr, name)   # names the first entry that is not a real number (object arrays)
+            as_real_array(
+                arr, name
+            )  # names the first entry that is not a real number (object arrays)
         except ValueError as err:
             raise TraceFormatError(f"{where}: {err}") from None
         raise TraceFormatError(f"{where}: {name} must hold numbers, got dtype {arr.dtype}")
@@ -175,11 +190,15 @@ def parse_round(rec: dict[str, Any], where: str, *, atol: float = ROW_SUM_ATOL) 
     if draft is not None:
         draft = _real_vector(draft, "draft_logprob", where)
         if draft.shape != (tree.num_nodes,):
-            raise TraceFormatError(f"{where}: draft_logprob has shape {draft.shape}, expected ({tree.num_nodes},)")
-        above = np.flatnonzero(~(draft <= atol))   # NaN and positive values: not a log-probability
+            raise TraceFormatError(
+                f"{where}: draft_logprob has shape {draft.shape}, expected ({tree.num_nodes},)"
+            )
+        above = np.flatnonzero(~(draft <= atol))  # NaN and positive values: not a log-probability
         if above.size:
             i = int(above[0])
-            raise TraceFormatError(f"{where}: draft_logprob[{i}] = {float(draft[i])!r} is not a log-probability (must be <= 0)")
+            raise TraceFormatError(
+                f"{where}: draft_logprob[{i}] = {float(draft[i])!r} is not a log-probability (must be <= 0)"
+            )
     exit_node = rec.get("exit_node")
     if exit_node is not None and not (_is_int(exit_node) and 0 <= exit_node < tree.num_nodes):
         raise TraceFormatError(f"{where}: exit_node {exit_node!r} is not a node of the tree")
@@ -190,7 +209,9 @@ def parse_round(rec: dict[str, Any], where: str, *, atol: float = ROW_SUM_ATOL) 
     if rows is not None:
         rows = _real_vector(rows, "target_rows", where, ndim=2)
         if rows.ndim != 2 or rows.shape[0] != tree.num_nodes:
-            raise TraceFormatError(f"{where}: target_rows has shape {rows.shape}, expected ({tree.num_nodes}, V)")
+            raise TraceFormatError(
+                f"{where}: target_rows has shape {rows.shape}, expected ({tree.num_nodes}, V)"
+            )
     extra = {k: v for k, v in rec.items() if k not in _KNOWN}
     return TraceRound(tree, edge, draft, exit_node, bonus, rows, extra)
 
@@ -213,7 +234,9 @@ def json_safe(value: Any, where: str = "meta") -> Any:
         return value.item()
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
-    raise TraceFormatError(f"{where}: {type(value).__name__} value {value!r} cannot be written as JSON")
+    raise TraceFormatError(
+        f"{where}: {type(value).__name__} value {value!r} cannot be written as JSON"
+    )
 
 
 @dataclass(frozen=True)
@@ -240,8 +263,14 @@ def _span_lines(fh, span: Span | None):
         yield raw
 
 
-def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line: bool = False,
-                 span: Span | None = None, fast: bool = False) -> Iterator[tuple]:
+def iter_records(
+    path: str | Path,
+    *,
+    allow_incomplete: bool = False,
+    with_line: bool = False,
+    span: Span | None = None,
+    fast: bool = False,
+) -> Iterator[tuple]:
     """Yield ``(where, record)`` (``(where, record, raw_line)`` with ``with_line``): the header's
     ``meta`` first (``where`` = ``"meta"``), then each round record as parsed JSON. Checks the
     framing: header on line 1, no blank lines, UTF-8, round indices in order, the end marker last
@@ -258,13 +287,15 @@ def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line:
     last = span is None or span.last
     use_fast = fast and _fast_loads is not None
     lineno0 = 1 if span is None else span.first_lineno
-    rounds = 0 if first else lineno0 - 2   # every line between the header and this span is a round
+    rounds = 0 if first else lineno0 - 2  # every line between the header and this span is a round
     ended = None
     lineno = lineno0 - 1
     with path.open("rb") as fh:
         for lineno, raw in enumerate(_span_lines(fh, span), start=lineno0):
             if ended is not None:
-                raise TraceFormatError(f"{path}:{lineno}: content after the end marker on line {ended}")
+                raise TraceFormatError(
+                    f"{path}:{lineno}: content after the end marker on line {ended}"
+                )
             if raw.isspace() or not raw:
                 what = "expected the header" if lineno == 1 else "a trace has no blank lines"
                 raise TraceFormatError(f"{path}:{lineno}: blank line ({what})")
@@ -273,43 +304,65 @@ def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line:
                 if rec is None:
                     rec = _json_line(raw)
             except (UnicodeDecodeError, StopIteration, json.JSONDecodeError) as err:
-                if last and lineno > 1 and not raw.endswith(b"\n"):   # a writer killed mid-line
+                if last and lineno > 1 and not raw.endswith(b"\n"):  # a writer killed mid-line
                     if allow_incomplete:
                         break
-                    raise IncompleteTraceError(f"{path}:{lineno}: incomplete trace: the last line is cut off "
-                                               f"(no newline, no end marker; {rounds} whole rounds before it; "
-                                               "the writer was interrupted)") from None
+                    raise IncompleteTraceError(
+                        f"{path}:{lineno}: incomplete trace: the last line is cut off "
+                        f"(no newline, no end marker; {rounds} whole rounds before it; "
+                        "the writer was interrupted)"
+                    ) from None
                 if isinstance(err, UnicodeDecodeError):
-                    raise TraceFormatError(f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
-                                           f"{raw[err.start:err.start + 1]!r})") from None
-                if isinstance(err, StopIteration):   # the C scanner's "no value here"
-                    raise TraceFormatError(f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})") from None
+                    raise TraceFormatError(
+                        f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
+                        f"{raw[err.start : err.start + 1]!r})"
+                    ) from None
+                if isinstance(err, StopIteration):  # the C scanner's "no value here"
+                    raise TraceFormatError(
+                        f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})"
+                    ) from None
                 raise TraceFormatError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
             except RecursionError:
                 raise TraceFormatError(f"{path}:{lineno}: JSON nested too deeply") from None
             if type(rec) is not dict:
-                raise TraceFormatError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+                raise TraceFormatError(
+                    f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}"
+                )
             if lineno == 1:
                 where = f"{path}:1"
                 if rec.get("schema") != SCHEMA:
-                    raise TraceFormatError(f"{where}: header must have schema {SCHEMA!r}, got {rec.get('schema')!r}")
+                    raise TraceFormatError(
+                        f"{where}: header must have schema {SCHEMA!r}, got {rec.get('schema')!r}"
+                    )
                 if rec.get("version") != VERSION or isinstance(rec.get("version"), bool):
-                    raise TraceFormatError(f"{where}: unsupported trace version {rec.get('version')!r} (this exitlaw reads {VERSION})")
+                    raise TraceFormatError(
+                        f"{where}: unsupported trace version {rec.get('version')!r} (this exitlaw reads {VERSION})"
+                    )
                 meta = rec.get("meta", {})
                 if not isinstance(meta, dict):
-                    raise TraceFormatError(f"{where}: header meta must be a JSON object, got {type(meta).__name__}")
+                    raise TraceFormatError(
+                        f"{where}: header meta must be a JSON object, got {type(meta).__name__}"
+                    )
                 yield ("meta", dict(meta), raw) if with_line else ("meta", dict(meta))
                 continue
             if END_KEY in rec:
-                if rec.get(END_KEY) != SCHEMA or rec.get("rounds") != rounds or isinstance(rec.get("rounds"), bool):
-                    raise TraceFormatError(f"{path}:{lineno}: end marker {rec!r} does not close this trace of "
-                                           f"{rounds} rounds")
+                if (
+                    rec.get(END_KEY) != SCHEMA
+                    or rec.get("rounds") != rounds
+                    or isinstance(rec.get("rounds"), bool)
+                ):
+                    raise TraceFormatError(
+                        f"{path}:{lineno}: end marker {rec!r} does not close this trace of "
+                        f"{rounds} rounds"
+                    )
                 ended = lineno
                 continue
             index = rec.get("round", rounds)
             if index != rounds or type(index) is not int:
-                raise TraceFormatError(f"{path}:{lineno}: round index {index!r}, expected {rounds} "
-                                       "(rounds out of order?)")
+                raise TraceFormatError(
+                    f"{path}:{lineno}: round index {index!r}, expected {rounds} "
+                    "(rounds out of order?)"
+                )
             rounds += 1
             where = f"{path}:{lineno}"
             yield (where, rec, raw) if with_line else (where, rec)
@@ -318,8 +371,10 @@ def iter_records(path: str | Path, *, allow_incomplete: bool = False, with_line:
     if ended is not None and not last:
         raise TraceFormatError(f"{path}:{ended + 1}: content after the end marker on line {ended}")
     if last and ended is None and not allow_incomplete:
-        raise IncompleteTraceError(f"{path}: incomplete trace: no end marker after line {lineno} "
-                                   f"({rounds} rounds read; the writer was interrupted)")
+        raise IncompleteTraceError(
+            f"{path}: incomplete trace: no end marker after line {lineno} "
+            f"({rounds} rounds read; the writer was interrupted)"
+        )
 
 
 def split_spans(path: str | Path, parts: int) -> list[Span]:
@@ -332,7 +387,7 @@ def split_spans(path: str | Path, parts: int) -> list[Span]:
             fh.seek(max(size * k // parts, cuts[-1]))
             if fh.tell() > 0:
                 fh.seek(fh.tell() - 1)
-                fh.readline()          # to the start of the next line
+                fh.readline()  # to the start of the next line
             if fh.tell() > cuts[-1] and fh.tell() < size:
                 cuts.append(fh.tell())
         cuts.append(size)
@@ -349,7 +404,9 @@ def split_spans(path: str | Path, parts: int) -> list[Span]:
     return spans
 
 
-def iter_trace(path: str | Path, *, allow_incomplete: bool = False) -> Iterator[TraceRound | dict[str, Any]]:
+def iter_trace(
+    path: str | Path, *, allow_incomplete: bool = False
+) -> Iterator[TraceRound | dict[str, Any]]:
     """Yield the header's ``meta`` first, then each :class:`TraceRound`, validating as it reads."""
     for where, rec in iter_records(path, allow_incomplete=allow_incomplete):
         yield rec if where == "meta" else parse_round(rec, where)
@@ -372,7 +429,9 @@ class TraceWriter:
     to ``NAME``. Refuses an existing ``NAME`` unless ``overwrite=True`` (then the old file stays intact
     until the new one is complete). A writer left by an exception removes its partial file."""
 
-    def __init__(self, path: str | Path, meta: dict[str, Any] | None = None, *, overwrite: bool = False):
+    def __init__(
+        self, path: str | Path, meta: dict[str, Any] | None = None, *, overwrite: bool = False
+    ):
         self.path = Path(path)
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"{self.path} exists; pass overwrite=True to replace it")
@@ -381,12 +440,16 @@ class TraceWriter:
         if meta is not None and not isinstance(meta, dict):
             raise TraceFormatError(f"meta must be a dict, got {type(meta).__name__}")
         try:  # the header is built before anything is opened: a bad meta writes nothing
-            header = json.dumps({"schema": SCHEMA, "version": VERSION, "meta": json_safe(meta or {})},
-                                allow_nan=False)
+            header = json.dumps(
+                {"schema": SCHEMA, "version": VERSION, "meta": json_safe(meta or {})},
+                allow_nan=False,
+            )
         except TraceFormatError:
             raise
         except ValueError:
-            raise TraceFormatError(f"meta holds NaN or inf, which JSON cannot hold: {meta!r}") from None
+            raise TraceFormatError(
+                f"meta holds NaN or inf, which JSON cannot hold: {meta!r}"
+            ) from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = partial_path(self.path)
         self._fh = self._tmp.open("w", encoding="utf-8")
@@ -395,7 +458,9 @@ class TraceWriter:
         self._closed = False
 
     def write(self, rnd: TraceRound) -> None:
-        self._fh.write(json.dumps(json_safe(rnd.to_json(self._count), f"round {self._count}")) + "\n")
+        self._fh.write(
+            json.dumps(json_safe(rnd.to_json(self._count), f"round {self._count}")) + "\n"
+        )
         self._count += 1
 
     def close(self) -> None:
@@ -435,7 +500,9 @@ class TraceWriter:
             self.abort()
 
 
-def write_trace(path: str | Path, rounds, meta: dict[str, Any] | None = None, *, overwrite: bool = False) -> Path:
+def write_trace(
+    path: str | Path, rounds, meta: dict[str, Any] | None = None, *, overwrite: bool = False
+) -> Path:
     with TraceWriter(path, meta, overwrite=overwrite) as w:
         for r in rounds:
             w.write(r)

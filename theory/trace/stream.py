@@ -40,11 +40,23 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from exitlaw.theory.distributions import ROW_SUM_ATOL
-from exitlaw.theory.trace.format import Span, TraceFormatError, TraceRound, exact_record, iter_records, parse_round, split_spans
+from exitlaw.theory.trace.format import (
+    Span,
+    TraceFormatError,
+    TraceRound,
+    exact_record,
+    iter_records,
+    parse_round,
+    split_spans,
+)
 
-DEFAULT_CHUNK_NODES = 1 << 16   # padded nodes per chunk: ~10 arrays of this many words
-PARALLEL_MIN_BYTES = 16 << 20   # smaller files are read by one process (starting workers costs ~0.3 s)
-_FAST_KEYS = frozenset({"round", "parent", "token", "edge_prob", "exit_node", "bonus", "draft_logprob"})
+DEFAULT_CHUNK_NODES = 1 << 16  # padded nodes per chunk: ~10 arrays of this many words
+PARALLEL_MIN_BYTES = (
+    16 << 20
+)  # smaller files are read by one process (starting workers costs ~0.3 s)
+_FAST_KEYS = frozenset(
+    {"round", "parent", "token", "edge_prob", "exit_node", "bonus", "draft_logprob"}
+)
 
 
 def bucket_size(num_nodes: int) -> int:
@@ -56,16 +68,17 @@ def bucket_size(num_nodes: int) -> int:
 class ChunkLaw:
     """Laws of ``K`` rounds of one bucket: per-round scalars and the exit-depth law summed over them."""
 
-    index: np.ndarray        # [K] round index in the file
-    budget: np.ndarray       # [K] B = N - 1
-    max_depth: np.ndarray    # [K]
-    coverage: np.ndarray     # [K] C_p(T)
-    block_length: np.ndarray # [K] depth(exit) + 1, or -1 when the exit was not recorded
-    depth_law: np.ndarray    # [D + 1] sum over rounds of Pr[depth(V) = d]
+    index: np.ndarray  # [K] round index in the file
+    budget: np.ndarray  # [K] B = N - 1
+    max_depth: np.ndarray  # [K]
+    coverage: np.ndarray  # [K] C_p(T)
+    block_length: np.ndarray  # [K] depth(exit) + 1, or -1 when the exit was not recorded
+    depth_law: np.ndarray  # [D + 1] sum over rounds of Pr[depth(V) = d]
 
 
-def edge_law_batch(parent: np.ndarray, valid: np.ndarray, edge: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def edge_law_batch(
+    parent: np.ndarray, valid: np.ndarray, edge: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(coverage [K], depth [K, b], w [K, b])`` of padded trees (module docstring).
 
     ``parent``: ``[K, b]`` int, root -1, padding 0; ``valid``: ``[K, b]`` bool;
@@ -73,7 +86,7 @@ def edge_law_batch(parent: np.ndarray, valid: np.ndarray, edge: np.ndarray
     """
     k, b = parent.shape
     real = valid.copy()
-    real[:, 0] = False                                   # non-root real nodes
+    real[:, 0] = False  # non-root real nodes
     a = np.where(real, edge, 0.0)
     a[:, 0] = 1.0
     positive = a > 0
@@ -82,15 +95,19 @@ def edge_law_batch(parent: np.ndarray, valid: np.ndarray, edge: np.ndarray
     depth = real.astype(np.int64)
     rows = np.arange(k)[:, None]
     jump = np.maximum(parent, 0)
-    for _ in range(max(1, (b - 1).bit_length())):        # 2^steps >= b > any depth
+    for _ in range(max(1, (b - 1).bit_length())):  # 2^steps >= b > any depth
         log_a = log_a + log_a[rows, jump]
         zeros = zeros + zeros[rows, jump]
         depth = depth + depth[rows, jump]
         jump = jump[rows, jump]
     prefix = np.where(zeros > 0, 0.0, np.exp(log_a))
     flat_parent = np.where(real, parent + rows * b, k * b)  # root and padding go to a spare slot
-    mass = np.bincount(flat_parent.ravel(), weights=a.ravel(), minlength=k * b + 1)[: k * b].reshape(k, b)
-    w = np.where(valid, prefix * np.maximum(1.0 - mass, 0.0), 0.0)  # residual-mass rule, part 2 (theory.law)
+    mass = np.bincount(flat_parent.ravel(), weights=a.ravel(), minlength=k * b + 1)[
+        : k * b
+    ].reshape(k, b)
+    w = np.where(
+        valid, prefix * np.maximum(1.0 - mass, 0.0), 0.0
+    )  # residual-mass rule, part 2 (theory.law)
     coverage = np.where(real, prefix, 0.0).sum(axis=1)
     return coverage, depth, w
 
@@ -100,7 +117,9 @@ class _Bucket:
 
     def __init__(self, size: int, capacity: int):
         self.size, self.capacity = size, capacity
-        self.records: list[tuple[int, str, dict[str, Any], bytes]] = []   # (index, where, record, line)
+        self.records: list[
+            tuple[int, str, dict[str, Any], bytes]
+        ] = []  # (index, where, record, line)
 
     def full(self) -> bool:
         return len(self.records) >= self.capacity
@@ -131,7 +150,9 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
             fd = np.array(list(chain.from_iterable(d for _, d in drafts)))
         except (ValueError, TypeError):
             return _reduce_slow(bucket, atol)
-        if fd.size and (fd.dtype.kind not in "if" or not (fd <= atol).all()):   # NaN, > 0: named by the slow path
+        if fd.size and (
+            fd.dtype.kind not in "if" or not (fd <= atol).all()
+        ):  # NaN, > 0: named by the slow path
             return _reduce_slow(bucket, atol)
     if fp is None or fp.dtype.kind != "i" or ft.dtype.kind != "i" or fe.dtype.kind not in "if":
         return _reduce_slow(bucket, atol)
@@ -160,15 +181,24 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
         _raise_first(bucket, _first_bad(bad), atol)
     coverage, depth, w = edge_law_batch(np.where(valid, parent, 0), valid, edge)
     flat_parent = np.where(real, parent + np.arange(k)[:, None] * b, k * b)
-    mass = np.bincount(flat_parent.ravel(), weights=np.where(real, edge, 0.0).ravel(),
-                       minlength=k * b + 1)[: k * b].reshape(k, b)
+    mass = np.bincount(
+        flat_parent.ravel(), weights=np.where(real, edge, 0.0).ravel(), minlength=k * b + 1
+    )[: k * b].reshape(k, b)
     over = (mass > 1 + atol).any(axis=1)
     if over.any():
         _raise_first(bucket, _first_bad(over), atol)
-    exit_node = np.array([-1 if r[2].get("exit_node") is None else r[2]["exit_node"] for r in recs], dtype=object)
+    exit_node = np.array(
+        [-1 if r[2].get("exit_node") is None else r[2]["exit_node"] for r in recs], dtype=object
+    )
     bonus = [r[2].get("bonus") for r in recs]
-    bad_exit = [i for i, (e, m) in enumerate(zip(exit_node, n)) if not (e == -1 or (type(e) is int and 0 <= e < m))]
-    bad_exit += [i for i, x in enumerate(bonus) if x is not None and not (type(x) is int and 0 <= x < 2 ** 63)]
+    bad_exit = [
+        i
+        for i, (e, m) in enumerate(zip(exit_node, n))
+        if not (e == -1 or (type(e) is int and 0 <= e < m))
+    ]
+    bad_exit += [
+        i for i, x in enumerate(bonus) if x is not None and not (type(x) is int and 0 <= x < 2**63)
+    ]
     if bad_exit:
         _raise_first(bucket, min(bad_exit), atol)
     ex = exit_node.astype(np.int64)
@@ -181,12 +211,16 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
 def _raise_first(bucket: _Bucket, i: int, atol: float) -> None:
     index, where, _, raw = bucket.records[i]
     parse_round(exact_record(raw), where, atol=atol)  # raises the exact, named error
-    raise TraceFormatError(f"{where}: round {index} failed validation")  # twin disagreement: still refuse
+    raise TraceFormatError(
+        f"{where}: round {index} failed validation"
+    )  # twin disagreement: still refuse
 
 
 def _reduce_slow(bucket: _Bucket, atol: float) -> ChunkLaw:
     """Round-by-round twin used when a chunk holds anything the fast path does not read."""
-    rounds = [parse_round(exact_record(raw), where, atol=atol) for _, where, _, raw in bucket.records]
+    rounds = [
+        parse_round(exact_record(raw), where, atol=atol) for _, where, _, raw in bucket.records
+    ]
     return _law_of_rounds([r[0] for r in bucket.records], rounds, bucket.size)
 
 
@@ -200,13 +234,23 @@ def _law_of_rounds(index: list[int], rounds: list[TraceRound], size: int) -> Chu
         parent[i, :m], edge[i, :m], valid[i, :m] = r.tree.parent, r.edge_prob, True
     coverage, depth, w = edge_law_batch(np.where(valid, parent, 0), valid, edge)
     max_depth = np.where(valid, depth, 0).max(axis=1)
-    block = np.array([-1 if r.exit_node is None else r.block_length for r in rounds], dtype=np.int64)
+    block = np.array(
+        [-1 if r.exit_node is None else r.block_length for r in rounds], dtype=np.int64
+    )
     depth_law = np.bincount(depth.ravel(), weights=w.ravel(), minlength=int(max_depth.max()) + 1)
-    return ChunkLaw(np.asarray(index), np.array([r.tree.budget for r in rounds]), max_depth, coverage, block,
-                    depth_law)
+    return ChunkLaw(
+        np.asarray(index),
+        np.array([r.tree.budget for r in rounds]),
+        max_depth,
+        coverage,
+        block,
+        depth_law,
+    )
 
 
-def laws_of_rounds(rounds: list[TraceRound], *, chunk_nodes: int = DEFAULT_CHUNK_NODES) -> Iterator[ChunkLaw]:
+def laws_of_rounds(
+    rounds: list[TraceRound], *, chunk_nodes: int = DEFAULT_CHUNK_NODES
+) -> Iterator[ChunkLaw]:
     """Chunk laws of rounds already in memory (same buckets as the file reader)."""
     by_size: dict[int, list[int]] = {}
     for i, r in enumerate(rounds):
@@ -214,13 +258,20 @@ def laws_of_rounds(rounds: list[TraceRound], *, chunk_nodes: int = DEFAULT_CHUNK
     for size, idx in sorted(by_size.items()):
         step = max(1, chunk_nodes // size)
         for s in range(0, len(idx), step):
-            part = idx[s: s + step]
+            part = idx[s : s + step]
             yield _law_of_rounds(part, [rounds[i] for i in part], size)
 
 
-def stream_trace_laws(path: str | Path, on_meta: Callable[[dict], None], *, allow_incomplete: bool = False,
-                      chunk_nodes: int = DEFAULT_CHUNK_NODES, atol: float = ROW_SUM_ATOL, workers: int = 1,
-                      parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> Iterator[ChunkLaw]:
+def stream_trace_laws(
+    path: str | Path,
+    on_meta: Callable[[dict], None],
+    *,
+    allow_incomplete: bool = False,
+    chunk_nodes: int = DEFAULT_CHUNK_NODES,
+    atol: float = ROW_SUM_ATOL,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+) -> Iterator[ChunkLaw]:
     """Read ``path`` line by line and yield a :class:`ChunkLaw` whenever a bucket fills (then the rest).
 
     ``on_meta`` receives the header's meta first. Every round is validated; errors name the line.
@@ -255,17 +306,23 @@ def _merge(chunks: list[ChunkLaw]) -> ChunkLaw | None:
     for c in chunks:
         law[: c.depth_law.size] += c.depth_law
     cat = lambda f: np.concatenate([getattr(c, f) for c in chunks])  # noqa: E731
-    return ChunkLaw(cat("index"), cat("budget"), cat("max_depth"), cat("coverage"), cat("block_length"), law)
+    return ChunkLaw(
+        cat("index"), cat("budget"), cat("max_depth"), cat("coverage"), cat("block_length"), law
+    )
 
 
 def _span_worker(path: str, span: Span, allow_incomplete: bool, chunk_nodes: int, atol: float):
     """One worker's share: ``(meta or None, its rounds' laws merged into one ChunkLaw or None)``."""
     meta: dict = {}
-    chunks = list(_paused_gc(_stream(Path(path), meta.update, allow_incomplete, chunk_nodes, atol, span)))
+    chunks = list(
+        _paused_gc(_stream(Path(path), meta.update, allow_incomplete, chunk_nodes, atol, span))
+    )
     return (meta if span.first else None), _merge(chunks)
 
 
-def _parallel(path: Path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float, workers: int):
+def _parallel(
+    path: Path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float, workers: int
+):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -276,28 +333,37 @@ def _parallel(path: Path, on_meta, allow_incomplete: bool, chunk_nodes: int, ato
     ctx = multiprocessing.get_context("spawn")
     # the first span is read here while the others' processes start and run: one process fewer to start
     with ProcessPoolExecutor(max_workers=len(spans) - 1, mp_context=ctx) as pool:
-        futures = [pool.submit(_span_worker, str(path), sp, allow_incomplete, chunk_nodes, atol) for sp in spans[1:]]
+        futures = [
+            pool.submit(_span_worker, str(path), sp, allow_incomplete, chunk_nodes, atol)
+            for sp in spans[1:]
+        ]
         try:
             results = [_span_worker(str(path), spans[0], allow_incomplete, chunk_nodes, atol)]
         except BaseException:
             for fut in futures:
                 fut.cancel()
             raise
-        for meta, chunk in results + [fut.result() for fut in futures]:   # in file order: first error wins
+        for meta, chunk in results + [
+            fut.result() for fut in futures
+        ]:  # in file order: first error wins
             if meta is not None:
                 on_meta(meta)
             if chunk is not None:
                 yield chunk
 
 
-def _stream(path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float,
-            span: Span | None) -> Iterator[ChunkLaw]:
+def _stream(
+    path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float, span: Span | None
+) -> Iterator[ChunkLaw]:
     buckets: dict[int, _Bucket] = {}
-    parsed: dict[int, list[tuple[int, TraceRound]]] = {}   # unusual records, read exactly (rows dropped)
+    parsed: dict[
+        int, list[tuple[int, TraceRound]]
+    ] = {}  # unusual records, read exactly (rows dropped)
     index = 0 if span is None or span.first else span.first_lineno - 2
     sizes = [bucket_size(n) for n in range(1025)]
-    for where, rec, raw in iter_records(path, allow_incomplete=allow_incomplete, with_line=True, span=span,
-                                        fast=True):
+    for where, rec, raw in iter_records(
+        path, allow_incomplete=allow_incomplete, with_line=True, span=span, fast=True
+    ):
         if where == "meta":
             on_meta(rec)
             continue
@@ -305,11 +371,20 @@ def _stream(path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float
         parent, token, edge = get("parent"), get("token"), get("edge_prob")
         # the fast path reads plain records only; JSON true/false anywhere (numpy would read a bool in a
         # list of ints as 0/1), optional arrays other than draft_logprob, or odd shapes: the exact reader
-        if not (type(parent) is list and type(token) is list and type(edge) is list
-                and 0 < len(parent) == len(token) == len(edge) and rec.keys() <= _FAST_KEYS
-                and type(get("exit_node", 0)) is int and type(get("bonus", 0)) is int
-                and b"true" not in raw and b"false" not in raw):
-            r = parse_round(exact_record(raw), where, atol=atol)  # unusual: the exact reader (raises when malformed)
+        if not (
+            type(parent) is list
+            and type(token) is list
+            and type(edge) is list
+            and 0 < len(parent) == len(token) == len(edge)
+            and rec.keys() <= _FAST_KEYS
+            and type(get("exit_node", 0)) is int
+            and type(get("bonus", 0)) is int
+            and b"true" not in raw
+            and b"false" not in raw
+        ):
+            r = parse_round(
+                exact_record(raw), where, atol=atol
+            )  # unusual: the exact reader (raises when malformed)
             size = bucket_size(r.tree.num_nodes)
             held = parsed.setdefault(size, [])
             held.append((index, TraceRound(r.tree, r.edge_prob, exit_node=r.exit_node)))
@@ -336,5 +411,11 @@ def _stream(path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float
             yield _law_of_rounds([i for i, _ in parsed[size]], [x for _, x in parsed[size]], size)
 
 
-__all__ = ["ChunkLaw", "DEFAULT_CHUNK_NODES", "bucket_size", "edge_law_batch", "laws_of_rounds",
-           "stream_trace_laws"]
+__all__ = [
+    "ChunkLaw",
+    "DEFAULT_CHUNK_NODES",
+    "bucket_size",
+    "edge_law_batch",
+    "laws_of_rounds",
+    "stream_trace_laws",
+]

@@ -21,7 +21,13 @@ from typing import Any, Iterable
 import numpy as np
 
 from exitlaw.theory.trace.format import Trace
-from exitlaw.theory.trace.stream import DEFAULT_CHUNK_NODES, PARALLEL_MIN_BYTES, ChunkLaw, laws_of_rounds, stream_trace_laws
+from exitlaw.theory.trace.stream import (
+    DEFAULT_CHUNK_NODES,
+    PARALLEL_MIN_BYTES,
+    ChunkLaw,
+    laws_of_rounds,
+    stream_trace_laws,
+)
 
 
 class _Columns:
@@ -48,11 +54,15 @@ class _Columns:
         self.budget[c.index], self.max_depth[c.index] = c.budget, c.max_depth
         self.coverage[c.index], self.block[c.index] = c.coverage, c.block_length
         if c.depth_law.size > self.depth_law.size:
-            self.depth_law = np.concatenate([self.depth_law, np.zeros(c.depth_law.size - self.depth_law.size)])
+            self.depth_law = np.concatenate(
+                [self.depth_law, np.zeros(c.depth_law.size - self.depth_law.size)]
+            )
         self.depth_law[: c.depth_law.size] += c.depth_law
 
 
-def _summary(meta: dict[str, Any], chunks: Iterable[ChunkLaw], keep_rounds: int | None) -> dict[str, Any]:
+def _summary(
+    meta: dict[str, Any], chunks: Iterable[ChunkLaw], keep_rounds: int | None
+) -> dict[str, Any]:
     cols = _Columns()
     for c in chunks:
         cols.add(c)
@@ -62,11 +72,21 @@ def _summary(meta: dict[str, Any], chunks: Iterable[ChunkLaw], keep_rounds: int 
     coverage, block = cols.coverage[:n], cols.block[:n]
     d = int(cols.max_depth[:n].max())
     shown = n if keep_rounds is None else min(n, keep_rounds)
-    rounds = [{"round": i, "budget": int(cols.budget[i]), "max_depth": int(cols.max_depth[i]),
-               "coverage": float(coverage[i]), "ceiling": float(1 + coverage[i]),
-               "block_length": None if block[i] < 0 else int(block[i])} for i in range(shown)]
+    rounds = [
+        {
+            "round": i,
+            "budget": int(cols.budget[i]),
+            "max_depth": int(cols.max_depth[i]),
+            "coverage": float(coverage[i]),
+            "ceiling": float(1 + coverage[i]),
+            "block_length": None if block[i] < 0 else int(block[i]),
+        }
+        for i in range(shown)
+    ]
     seen = block >= 0
-    observed_hist = np.bincount(block[seen] - 1, minlength=d + 1) if seen.any() else np.zeros(d + 1, dtype=int)
+    observed_hist = (
+        np.bincount(block[seen] - 1, minlength=d + 1) if seen.any() else np.zeros(d + 1, dtype=int)
+    )
     expected_hist = np.zeros(d + 1)
     expected_hist[: min(d + 1, cols.depth_law.size)] = cols.depth_law[: d + 1]
     totals: dict[str, Any] = {
@@ -81,7 +101,9 @@ def _summary(meta: dict[str, Any], chunks: Iterable[ChunkLaw], keep_rounds: int 
         totals["tau_observed"] = float(obs.mean())
         totals["tau_ceiling_same_rounds"] = float(ceil_obs.mean())
         totals["tau_over_ceiling"] = float(obs.mean() / ceil_obs.mean())
-        totals["tau_stderr"] = float(obs.std(ddof=1) / math.sqrt(obs.size)) if obs.size > 1 else None
+        totals["tau_stderr"] = (
+            float(obs.std(ddof=1) / math.sqrt(obs.size)) if obs.size > 1 else None
+        )
     return {
         "meta": meta,
         "rounds": rounds,
@@ -101,15 +123,27 @@ def summarize_trace(trace: Trace, *, keep_rounds: int | None = None) -> dict[str
     return _summary(trace.meta, laws_of_rounds(trace.rounds), keep_rounds)
 
 
-def summarize_trace_file(path: str | Path, *, keep_rounds: int | None = None, allow_incomplete: bool = False,
-                         chunk_nodes: int = DEFAULT_CHUNK_NODES, workers: int = 1,
-                         parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> dict[str, Any]:
+def summarize_trace_file(
+    path: str | Path,
+    *,
+    keep_rounds: int | None = None,
+    allow_incomplete: bool = False,
+    chunk_nodes: int = DEFAULT_CHUNK_NODES,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+) -> dict[str, Any]:
     """Summary of a trace file, streamed: memory depends on its largest round, not on its length.
     ``workers > 1`` reads a large file in that many processes (same result)."""
     meta: dict[str, Any] = {}
     # ``meta`` is filled from the header as the stream starts, before the summary is built
-    chunks = stream_trace_laws(path, meta.update, allow_incomplete=allow_incomplete, chunk_nodes=chunk_nodes,
-                               workers=workers, parallel_min_bytes=parallel_min_bytes)
+    chunks = stream_trace_laws(
+        path,
+        meta.update,
+        allow_incomplete=allow_incomplete,
+        chunk_nodes=chunk_nodes,
+        workers=workers,
+        parallel_min_bytes=parallel_min_bytes,
+    )
     return _summary(meta, chunks, keep_rounds)
 
 
@@ -117,11 +151,15 @@ def format_summary(summary: dict[str, Any], max_rows: int = 20) -> str:
     lines = [f"{'round':>5} {'B':>4} {'depth':>5} {'C_p':>9} {'1+C_p':>9} {'L_obs':>5}"]
     for rec in summary["rounds"][:max_rows]:
         obs = "-" if rec["block_length"] is None else str(rec["block_length"])
-        lines.append(f"{rec['round']:>5} {rec['budget']:>4} {rec['max_depth']:>5} "
-                     f"{rec['coverage']:>9.4f} {rec['ceiling']:>9.4f} {obs:>5}")
+        lines.append(
+            f"{rec['round']:>5} {rec['budget']:>4} {rec['max_depth']:>5} "
+            f"{rec['coverage']:>9.4f} {rec['ceiling']:>9.4f} {obs:>5}"
+        )
     total = summary["totals"]["rounds"]
     if total > max_rows:
-        lines.append(f"  ... {total - min(max_rows, len(summary['rounds']))} more rounds (use --json for all)")
+        lines.append(
+            f"  ... {total - min(max_rows, len(summary['rounds']))} more rounds (use --json for all)"
+        )
     h = summary["exit_depth_histogram"]
     lines.append("")
     lines.append("exit depth   observed   expected (exact)")
@@ -129,10 +167,14 @@ def format_summary(summary: dict[str, Any], max_rows: int = 20) -> str:
         lines.append(f"{dd:>10} {o:>10} {e:>10.2f}")
     t = summary["totals"]
     lines.append("")
-    lines.append(f"rounds {t['rounds']}   mean C_p {t['mean_coverage']:.4f}   mean ceiling 1+C_p {t['mean_ceiling']:.4f}")
+    lines.append(
+        f"rounds {t['rounds']}   mean C_p {t['mean_coverage']:.4f}   mean ceiling 1+C_p {t['mean_ceiling']:.4f}"
+    )
     if "tau_observed" in t:
         se = t["tau_stderr"]
         se_txt = f" +- {se:.4f} (s.e.)" if se is not None else ""
-        lines.append(f"tau observed {t['tau_observed']:.4f}{se_txt}   ceiling on the same rounds "
-                     f"{t['tau_ceiling_same_rounds']:.4f}   ratio {t['tau_over_ceiling']:.4f}")
+        lines.append(
+            f"tau observed {t['tau_observed']:.4f}{se_txt}   ceiling on the same rounds "
+            f"{t['tau_ceiling_same_rounds']:.4f}   ratio {t['tau_over_ceiling']:.4f}"
+        )
     return "\n".join(lines)

@@ -7,9 +7,20 @@ import math
 
 import pytest
 
-from exitlaw.engine.bench.compare import CompareError, compare_files, compare_results, format_comparison, t_quantile
+from exitlaw.engine.bench.compare import (
+    CompareError,
+    compare_files,
+    compare_results,
+    format_comparison,
+    t_quantile,
+)
 
-T975 = {1: 12.706204736174705, 2: 4.302652729911275, 4: 2.7764451051977987, 30: 2.0422724563012373}  # tables
+T975 = {
+    1: 12.706204736174705,
+    2: 4.302652729911275,
+    4: 2.7764451051977987,
+    30: 2.0422724563012373,
+}  # tables
 
 
 def _outputs(block, decode, tokens=None, rounds=4, toks=None):
@@ -17,21 +28,47 @@ def _outputs(block, decode, tokens=None, rounds=4, toks=None):
     out = []
     for i, (b, d) in enumerate(zip(block, decode)):
         n = 10 if tokens is None else tokens[i]
-        out.append({"prompt": i, "turn": 0, "tokens": (toks[i] if toks else list(range(n))), "text": "",
-                    "rounds": rounds, "block_tokens": b, "decode_s": d})
+        out.append(
+            {
+                "prompt": i,
+                "turn": 0,
+                "tokens": (toks[i] if toks else list(range(n))),
+                "text": "",
+                "rounds": rounds,
+                "block_tokens": b,
+                "decode_s": d,
+            }
+        )
     return out
 
 
 def _results(prompts, method_block, method_decode, toks=None):
-    ar = {"method": "ar", "verifier": None, "budget": None, "temperature": 0.0,
-          "outputs": _outputs([4] * len(prompts), [1.0] * len(prompts))}
-    run = {"method": "ddtree", "verifier": "tev", "budget": 64, "temperature": 0.0,
-           "outputs": _outputs(method_block, method_decode, toks=toks)}
-    return {"schema": "exitlaw.bench", "version": 2, "prompts": [{"turns": [p]} for p in prompts], "runs": [ar, run]}
+    ar = {
+        "method": "ar",
+        "verifier": None,
+        "budget": None,
+        "temperature": 0.0,
+        "outputs": _outputs([4] * len(prompts), [1.0] * len(prompts)),
+    }
+    run = {
+        "method": "ddtree",
+        "verifier": "tev",
+        "budget": 64,
+        "temperature": 0.0,
+        "outputs": _outputs(method_block, method_decode, toks=toks),
+    }
+    return {
+        "schema": "exitlaw.bench",
+        "version": 2,
+        "prompts": [{"turns": [p]} for p in prompts],
+        "runs": [ar, run],
+    }
 
 
-A = _results(["p1", "p2", "p3"], [8, 12, 10], [0.5, 0.5, 0.5])      # per-prompt tau 2, 3, 2.5; SR 2
-B = _results(["p1", "p2", "p3"], [10, 12, 14], [0.25, 0.5, 0.5])    # per-prompt tau 2.5, 3, 3.5; SR 2.4
+A = _results(["p1", "p2", "p3"], [8, 12, 10], [0.5, 0.5, 0.5])  # per-prompt tau 2, 3, 2.5; SR 2
+B = _results(
+    ["p1", "p2", "p3"], [10, 12, 14], [0.25, 0.5, 0.5]
+)  # per-prompt tau 2.5, 3, 3.5; SR 2.4
 
 
 def test_t_quantile_matches_tables_and_scipy():
@@ -61,7 +98,9 @@ def test_paired_deltas_and_intervals_by_hand():
     # influence of prompt i on SR_B: SR_B (1 - n d_i / D) = 2.4 * (0.4, -0.2, -0.2); SR_A has none (equal prompts)
     psi = [0.96, -0.48, -0.48]
     sd = math.sqrt(sum((x - sum(psi) / 3) ** 2 for x in psi) / 2)
-    assert sr["ci95"] == pytest.approx([0.4 - T975[2] * sd / math.sqrt(3), 0.4 + T975[2] * sd / math.sqrt(3)])
+    assert sr["ci95"] == pytest.approx(
+        [0.4 - T975[2] * sd / math.sqrt(3), 0.4 + T975[2] * sd / math.sqrt(3)]
+    )
     assert row["t0_compared"] == 3 and row["t0_mismatches"] == 0
     text = format_comparison(cmp)
     assert "paired by prompt over the 3 prompts" in text and "all 3 equal" in text
@@ -83,7 +122,11 @@ def test_pairing_follows_prompt_content_not_position():
     # B's prompts reordered and one replaced: only p1 and p2 pair (p2 first in B)
     moved = _results(["p2", "p1", "new"], [12, 10, 99], [0.5, 0.25, 0.1])
     cmp = compare_results(A, moved)
-    assert cmp["pairing"] == "paired" and cmp["prompts"]["matched"] == 2 and "1 only in the first" in cmp["note"]
+    assert (
+        cmp["pairing"] == "paired"
+        and cmp["prompts"]["matched"] == 2
+        and "1 only in the first" in cmp["note"]
+    )
     tau = cmp["rows"][0]["tau"]
     assert (tau["a"], tau["b"]) == pytest.approx(((8 + 12) / 8, (10 + 12) / 8))
 
@@ -91,8 +134,10 @@ def test_pairing_follows_prompt_content_not_position():
 def test_t0_output_mismatches_are_counted_per_prompt():
     same = [list(range(10))] * 3
     diff = [list(range(10)), [0] * 10, list(range(10))]
-    cmp = compare_results(_results(["p1", "p2", "p3"], [8, 12, 10], [0.5] * 3, toks=same),
-                          _results(["p1", "p2", "p3"], [8, 12, 10], [0.5] * 3, toks=diff))
+    cmp = compare_results(
+        _results(["p1", "p2", "p3"], [8, 12, 10], [0.5] * 3, toks=same),
+        _results(["p1", "p2", "p3"], [8, 12, 10], [0.5] * 3, toks=diff),
+    )
     row = cmp["rows"][0]
     assert row["t0_mismatches"] == 1 and row["tau"]["delta"] == 0
     assert "1 of 3 prompts DIFFER" in format_comparison(cmp)
@@ -122,6 +167,8 @@ def test_bench_compare_command_prints_and_keeps_the_comparison(tmp_path, capsys)
     printed = capsys.readouterr().out
     assert "paired by prompt" in printed and "+0.500" in printed
     assert json.loads(out.read_text())["rows"][0]["tau"]["delta"] == pytest.approx(0.5)
-    assert cli_main(["bench", "--compare", str(pa), str(pb), "--out", str(out)]) == 2  # never overwrites silently
+    assert (
+        cli_main(["bench", "--compare", str(pa), str(pb), "--out", str(out)]) == 2
+    )  # never overwrites silently
     assert cli_main(["bench", "--dataset", "gsm8k"]) == 2
     assert "--target and --draft are required" in capsys.readouterr().err

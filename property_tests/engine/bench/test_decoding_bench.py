@@ -28,33 +28,90 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
     from transformers import AutoTokenizer
 
     prompts = tmp_path / "p.jsonl"
-    prompts.write_text('{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n')
+    prompts.write_text(
+        '{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n'
+    )
     out = tmp_path / "results.json"
-    rc = cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-                   "--budget", "6", "--temperature", "0,1", "--verifier", "predraw,tev", "--max-new-tokens", "5",
-                   "--out", str(out), "--trace-dir", str(tmp_path / "traces"), "--no-progress", "--warmup", "0",
-                   "--min-p", "0.05", "--sampling-order", "hf"])
+    rc = cli_main(
+        [
+            "bench",
+            "--target",
+            str(tiny[0]),
+            "--draft",
+            str(tiny[1]),
+            "--dataset",
+            f"jsonl:{prompts}",
+            "--budget",
+            "6",
+            "--temperature",
+            "0,1",
+            "--verifier",
+            "predraw,tev",
+            "--max-new-tokens",
+            "5",
+            "--out",
+            str(out),
+            "--trace-dir",
+            str(tmp_path / "traces"),
+            "--no-progress",
+            "--warmup",
+            "0",
+            "--min-p",
+            "0.05",
+            "--sampling-order",
+            "hf",
+        ]
+    )
     assert rc == 0
     res = json.loads(out.read_text())
-    assert res["config"]["sampling"] == {"top_k": None, "top_p": None, "min_p": 0.05,
-                                         "order": ["top_k", "top_p", "min_p"]}
+    assert res["config"]["sampling"] == {
+        "top_k": None,
+        "top_p": None,
+        "min_p": 0.05,
+        "order": ["top_k", "top_p", "min_p"],
+    }
     assert all((r["top_k"], r["top_p"], r["min_p"]) == (None, None, 0.05) for r in res["runs"])
-    assert res["config"]["num_prompts"] == 2 and res["config"]["budgets"] == [6] and res["config"]["turns"] == 3
-    assert res["prompts"] == [{"turns": ["What is 12 + 30?", "And times two?"]}, {"turns": ["Add two numbers."]}]
+    assert (
+        res["config"]["num_prompts"] == 2
+        and res["config"]["budgets"] == [6]
+        and res["config"]["turns"] == 3
+    )
+    assert res["prompts"] == [
+        {"turns": ["What is 12 + 30?", "And times two?"]},
+        {"turns": ["Add two numbers."]},
+    ]
     runs = res["runs"]
-    assert {(r["method"], r["temperature"]) for r in runs} >= {("ar", 0.0), ("ar", 1.0), ("ddtree", 0.0), ("chain", 1.0)}
+    assert {(r["method"], r["temperature"]) for r in runs} >= {
+        ("ar", 0.0),
+        ("ar", 1.0),
+        ("ddtree", 0.0),
+        ("chain", 1.0),
+    }
     tok = AutoTokenizer.from_pretrained(str(tiny[0]))
     ar_out = {r["temperature"]: r["outputs"] for r in runs if r["method"] == "ar"}
     for r in runs:
         assert r["tau"] >= 1.0 and r["SR"] > 0 and r["tpot_ms"] > 0
         if r["method"] != "ar":
-            assert {"draft", "build", "verify_forward", "decide", "commit", "verifier_stage"} <= set(r["stage_ms"])
+            assert {
+                "draft",
+                "build",
+                "verify_forward",
+                "decide",
+                "commit",
+                "verifier_stage",
+            } <= set(r["stage_ms"])
         outs = r["outputs"]
         assert [(o["prompt"], o["turn"]) for o in outs] == [(0, 0), (0, 1), (1, 0)]
         for o in outs:
-            assert 1 <= len(o["tokens"]) <= 5 and tok.decode(o["tokens"], skip_special_tokens=False) == o["text"]
+            assert (
+                1 <= len(o["tokens"]) <= 5
+                and tok.decode(o["tokens"], skip_special_tokens=False) == o["text"]
+            )
         # the stored outputs are the ones the run's statistics count
-        assert sum(len(o["tokens"]) for o in outs) == r["tokens"] and sum(o["rounds"] for o in outs) == r["rounds"]
+        assert (
+            sum(len(o["tokens"]) for o in outs) == r["tokens"]
+            and sum(o["rounds"] for o in outs) == r["rounds"]
+        )
         assert sum(o["block_tokens"] for o in outs) / r["rounds"] == pytest.approx(r["tau"])
         if r["temperature"] == 0 and r["method"] != "ar":
             assert r["matches_ar"] is True
@@ -63,14 +120,36 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
     assert "tau" in printed and "SR" in printed
     from exitlaw.engine.bench.compare import compare_results
 
-    self_cmp = compare_results(res, res)  # a real results file against itself: paired, no change, T = 0 equal
+    self_cmp = compare_results(
+        res, res
+    )  # a real results file against itself: paired, no change, T = 0 equal
     assert self_cmp["pairing"] == "paired" and len(self_cmp["rows"]) == 2 * 2 * 2
     for row in self_cmp["rows"]:
-        assert row["tau"]["delta"] == 0 and row["SR"]["delta"] == 0 and row["tau"]["ci95"] == [0.0, 0.0]
+        assert (
+            row["tau"]["delta"] == 0
+            and row["SR"]["delta"] == 0
+            and row["tau"]["ci95"] == [0.0, 0.0]
+        )
         assert row.get("t0_mismatches", 0) == 0
-    assert len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 2  # T x verifiers x (chain + 1 budget)
-    assert cli_main(["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-                     "--out", str(out)]) == 2  # refuses to overwrite
+    assert (
+        len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 2
+    )  # T x verifiers x (chain + 1 budget)
+    assert (
+        cli_main(
+            [
+                "bench",
+                "--target",
+                str(tiny[0]),
+                "--draft",
+                str(tiny[1]),
+                "--dataset",
+                f"jsonl:{prompts}",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )  # refuses to overwrite
 
 
 def test_gpu_check_smoke_runs_on_cpu_with_tiny_sizes():
@@ -85,8 +164,20 @@ def test_gpu_check_smoke_runs_on_cpu_with_tiny_sizes():
 
 def test_gpu_check_command_writes_json_and_refuses_to_overwrite(tmp_path, capsys):
     out = tmp_path / "check.json"
-    argv = ["gpu-check", "--tiny", "--device", "cpu", "--budget", "4", "--context", "24", "--reps", "1",
-            "--out", str(out)]
+    argv = [
+        "gpu-check",
+        "--tiny",
+        "--device",
+        "cpu",
+        "--budget",
+        "4",
+        "--context",
+        "24",
+        "--reps",
+        "1",
+        "--out",
+        str(out),
+    ]
     assert cli_main(argv) == 0
     assert json.loads(out.read_text())["rows"] and "TEV/predraw" in capsys.readouterr().out
     assert cli_main(argv) == 2  # refuses to overwrite silently
@@ -100,23 +191,38 @@ def test_multi_turn_conversations_are_decoded_turn_by_turn_with_their_own_histor
     from exitlaw.engine.bench.decoding import outputs_of, run_conversation
 
     path = tmp_path / "mt.jsonl"
-    path.write_text('{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n')
+    path.write_text(
+        '{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n'
+    )
     convs = load_prompt_set(f"jsonl:{path}")
-    assert [p.turns for p in convs] == [("What is 12 + 30?", "And times two?"), ("Add two numbers.",)]
+    assert [p.turns for p in convs] == [
+        ("What is 12 + 30?", "And times two?"),
+        ("Add two numbers.",),
+    ]
     target, drafter = load_pair(tiny[0], tiny[1])
     tok = AutoTokenizer.from_pretrained(str(tiny[0]))
     cfg = DecodeConfig(method="ddtree", verifier="tev", budget=6, temperature=0.0, max_new_tokens=5)
     res = run_conversation(target, drafter, tok, convs[0], cfg, device="cpu")
     assert len(res) == 2
     # the second turn's prompt holds the first answer: replaying it by hand gives the same tokens
-    history = [{"role": "user", "content": convs[0].turns[0]},
-               {"role": "assistant", "content": tok.decode(res[0].tokens, skip_special_tokens=True)},
-               {"role": "user", "content": convs[0].turns[1]}]
+    history = [
+        {"role": "user", "content": convs[0].turns[0]},
+        {"role": "assistant", "content": tok.decode(res[0].tokens, skip_special_tokens=True)},
+        {"role": "user", "content": convs[0].turns[1]},
+    ]
     again = generate(target, drafter, encode_prompt(tok, history, chat=True), cfg)
     assert again.tokens == res[1].tokens
-    ar = run_conversation(target, None, tok, convs[0], DecodeConfig(method="ar", temperature=0.0, max_new_tokens=5),
-                          device="cpu")
-    assert [r.tokens for r in ar] == [r.tokens for r in res]  # T = 0: the same conversation as greedy AR
+    ar = run_conversation(
+        target,
+        None,
+        tok,
+        convs[0],
+        DecodeConfig(method="ar", temperature=0.0, max_new_tokens=5),
+        device="cpu",
+    )
+    assert [r.tokens for r in ar] == [
+        r.tokens for r in res
+    ]  # T = 0: the same conversation as greedy AR
     outs = outputs_of([res], tok)
     assert [(o["turn"], o["tokens"]) for o in outs] == [(0, res[0].tokens), (1, res[1].tokens)]
     bad = tmp_path / "bad.jsonl"
@@ -133,7 +239,9 @@ def test_token_id_prompts_are_decoded_as_given(tiny, tmp_path):
 
     target, drafter = load_pair(tiny[0], tiny[1])
     tok = AutoTokenizer.from_pretrained(str(tiny[0]))
-    cfg = DecodeConfig(method="ddtree", verifier="predraw", budget=6, temperature=0.0, max_new_tokens=4)
+    cfg = DecodeConfig(
+        method="ddtree", verifier="predraw", budget=6, temperature=0.0, max_new_tokens=4
+    )
     ids = [11, 42, 7, 99]
     res = run_conversation(target, drafter, tok, Prompt(ids=tuple(ids)), cfg, device="cpu")
     assert len(res) == 1 and res[0].tokens == generate(target, drafter, ids, cfg).tokens
@@ -145,22 +253,52 @@ def test_round_memory_is_the_four_buffers_of_one_verify_round():
 
     from exitlaw.engine.decode.work_bounds import check_decode_fits, round_memory
 
-    cfg = SimpleNamespace(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
-                          hidden_size=32, vocab_size=100)
+    cfg = SimpleNamespace(
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        hidden_size=32,
+        vocab_size=100,
+    )
     est = round_memory(cfg, budget=3, context=6, rows=2, element_bytes=2)
     assert (est.kv_cache, est.attention_scores, est.tree_mask, est.logits) == (
-        2 * 2 * 2 * 8 * 10 * 2 * 2, 2 * 4 * 4 * 10 * 2, 2 * 4 * 10 * 2, 2 * 4 * 100 * 4)
-    assert check_decode_fits(cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total) == est
-    with pytest.raises(ValueError, match=r"budget 3 with a context of up to 6 tokens for 2 sequences needs at least"):
-        check_decode_fits(cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total - 1)
+        2 * 2 * 2 * 8 * 10 * 2 * 2,
+        2 * 4 * 4 * 10 * 2,
+        2 * 4 * 10 * 2,
+        2 * 4 * 100 * 4,
+    )
+    assert (
+        check_decode_fits(cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total)
+        == est
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"budget 3 with a context of up to 6 tokens for 2 sequences needs at least",
+    ):
+        check_decode_fits(
+            cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total - 1
+        )
     # a heterogeneous config (Gemma-4: per-layer head_dim) sums each layer's own KV width
-    mixed = SimpleNamespace(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
-                            vocab_size=100, per_layer_config=[SimpleNamespace(head_dim=8), SimpleNamespace(head_dim=16)])
+    mixed = SimpleNamespace(
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        hidden_size=32,
+        vocab_size=100,
+        per_layer_config=[SimpleNamespace(head_dim=8), SimpleNamespace(head_dim=16)],
+    )
     assert round_memory(mixed, budget=3, context=6).kv_cache == (2 * 2 * 8 + 2 * 2 * 16) * 10 * 4
 
 
-@pytest.mark.parametrize("flags", [["--budget", "100000000"], ["--max-new-tokens", "1000000000000"],
-                                   ["--batch-size", "1000000000"]])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--budget", "100000000"],
+        ["--max-new-tokens", "1000000000000"],
+        ["--batch-size", "1000000000"],
+    ],
+)
 def test_bench_refuses_a_round_that_cannot_fit_before_decoding(tiny, tmp_path, capsys, flags):
     """A budget, length or batch whose one round exceeds free memory is refused with the estimate, nothing written
     (without the bound, a budget of 10**8 builds trees until the machine stalls)."""
@@ -169,8 +307,22 @@ def test_bench_refuses_a_round_that_cannot_fit_before_decoding(tiny, tmp_path, c
     out = tmp_path / "results.json"
     base = {"--budget": "4", "--max-new-tokens": "4", "--batch-size": "1"}
     base[flags[0]] = flags[1]
-    argv = ["bench", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-            "--device", "cpu", "--out", str(out), "--no-progress", "--warmup", "0"]
+    argv = [
+        "bench",
+        "--target",
+        str(tiny[0]),
+        "--draft",
+        str(tiny[1]),
+        "--dataset",
+        f"jsonl:{prompts}",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--warmup",
+        "0",
+    ]
     for k, v in base.items():
         argv += [k, v]
     assert cli_main(argv) == 2
@@ -186,7 +338,9 @@ def test_free_memory_on_cuda_is_what_the_driver_reports(monkeypatch):
     from exitlaw.engine.decode.work_bounds import available_bytes
 
     calls = []
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: calls.append(device) or (3 << 30, 80 << 30))
+    monkeypatch.setattr(
+        torch.cuda, "mem_get_info", lambda device=None: calls.append(device) or (3 << 30, 80 << 30)
+    )
     assert available_bytes("cuda:0") == 3 << 30 and calls == [torch.device("cuda:0")]
     assert available_bytes("cpu") > 0  # MemAvailable from /proc/meminfo
     assert available_bytes("meta") is None  # unknown devices are not bounded
@@ -197,9 +351,27 @@ def test_batch_bench_refuses_a_batched_round_that_cannot_fit(tiny, tmp_path, cap
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "Add two numbers."}\n')
     out = tmp_path / "batch.json"
-    argv = ["bench-batch", "--target", str(tiny[0]), "--draft", str(tiny[1]), "--dataset", f"jsonl:{prompts}",
-            "--batch-size", "1,1000000000", "--budget", "4", "--max-new-tokens", "4", "--device", "cpu",
-            "--out", str(out), "--warmup", "0"]
+    argv = [
+        "bench-batch",
+        "--target",
+        str(tiny[0]),
+        "--draft",
+        str(tiny[1]),
+        "--dataset",
+        f"jsonl:{prompts}",
+        "--batch-size",
+        "1,1000000000",
+        "--budget",
+        "4",
+        "--max-new-tokens",
+        "4",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--warmup",
+        "0",
+    ]
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
     assert "for 1000000000 sequences needs at least" in err and "GiB free" in err

@@ -11,16 +11,35 @@ from exitlaw.theory.sampling_settings import SamplingSettings
 def test_every_setting_reaches_verify_and_ratios_are_to_temperature_only(monkeypatch):
     seen = []
     real = bench.verify
-    monkeypatch.setattr(bench, "verify", lambda kind, tree, logits, s, gens: seen.append((kind, s)) or
-                        real(kind, tree, logits, s, gens))
-    res = bench.run_settings_bench((6,), 300, kinds=("tev", "residual"), trees=1, repeats=2, depth=3,
-                                   sweep=({"top_k": 5}, {"top_p": 0.5, "min_p": 0.1}), temperature=0.8)
-    want = {SamplingSettings(0.8), SamplingSettings(0.8, top_k=5), SamplingSettings(0.8, top_p=0.5, min_p=0.1)}
+    monkeypatch.setattr(
+        bench,
+        "verify",
+        lambda kind, tree, logits, s, gens: (
+            seen.append((kind, s)) or real(kind, tree, logits, s, gens)
+        ),
+    )
+    res = bench.run_settings_bench(
+        (6,),
+        300,
+        kinds=("tev", "residual"),
+        trees=1,
+        repeats=2,
+        depth=3,
+        sweep=({"top_k": 5}, {"top_p": 0.5, "min_p": 0.1}),
+        temperature=0.8,
+    )
+    want = {
+        SamplingSettings(0.8),
+        SamplingSettings(0.8, top_k=5),
+        SamplingSettings(0.8, top_p=0.5, min_p=0.1),
+    }
     assert {s for k, s in seen if k == "tev"} == want == {s for k, s in seen if k == "residual"}
     rows = res["rows"]
     assert len(rows) == 2 * 3
     for r in rows:
-        base = next(x for x in rows if x["kind"] == r["kind"] and x["setting"] == "temperature only")
+        base = next(
+            x for x in rows if x["kind"] == r["kind"] and x["setting"] == "temperature only"
+        )
         assert r["ratio"] == pytest.approx(r["median_ms"] / base["median_ms"])
     assert "ratio" in res["text"] and "top_p=0.5,min_p=0.1" in res["text"]
     with pytest.raises(ValueError, match="temperature > 0"):
@@ -28,7 +47,28 @@ def test_every_setting_reaches_verify_and_ratios_are_to_temperature_only(monkeyp
 
 
 def test_cli_sampling_sweep_prints_the_table(capsys):
-    assert main(["bench-verifiers", "--sampling-sweep", "--budget", "6", "--vocab", "300", "--trees", "1",
-                 "--repeats", "1", "--depth", "3", "--verifiers", "tev", "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "bench-verifiers",
+                "--sampling-sweep",
+                "--budget",
+                "6",
+                "--vocab",
+                "300",
+                "--trees",
+                "1",
+                "--repeats",
+                "1",
+                "--depth",
+                "3",
+                "--verifiers",
+                "tev",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "temperature only" in out and "top_k=50,top_p=0.9,min_p=0.05" in out

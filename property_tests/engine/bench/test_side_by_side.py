@@ -12,10 +12,21 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from exitlaw.engine.bench.ddtree_reference import (ReferenceError, _check_dependencies, check_same_weights,
-                                                   crop_to_length, legacy_crop_cache_class, load_reference,
-                                                   weight_differences)
-from exitlaw.engine.bench.side_by_side import SideBySideConfig, format_side_by_side, paired_ratio, run_side_by_side
+from exitlaw.engine.bench.ddtree_reference import (
+    ReferenceError,
+    _check_dependencies,
+    check_same_weights,
+    crop_to_length,
+    legacy_crop_cache_class,
+    load_reference,
+    weight_differences,
+)
+from exitlaw.engine.bench.side_by_side import (
+    SideBySideConfig,
+    format_side_by_side,
+    paired_ratio,
+    run_side_by_side,
+)
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 
 TINY_SEED = 1
@@ -46,7 +57,9 @@ def test_weight_differences_name_every_mismatch():
     flipped.view(torch.int32)[0, 0] ^= 1  # one bit
     probs = weight_differences(a, {"w": flipped, "c": torch.zeros(1)})
     assert probs == ["only in exitlaw: b", "only in the reference: c", "w: values differ"]
-    assert weight_differences({"w": torch.ones(2)}, {"w": torch.ones(2, dtype=torch.float64)})[0].startswith("w: (2,)")
+    assert weight_differences({"w": torch.ones(2)}, {"w": torch.ones(2, dtype=torch.float64)})[
+        0
+    ].startswith("w: (2,)")
 
 
 def test_same_weights_check_passes_for_one_pair_and_fails_for_a_changed_tensor(pair):
@@ -78,7 +91,9 @@ def test_crop_shim_keeps_the_first_max_length_positions():
 
 
 def test_bad_clone_and_missing_dependencies_are_named(tmp_path):
-    with pytest.raises(ReferenceError, match="not a clone of liranringel/ddtree: missing ddtree.py"):
+    with pytest.raises(
+        ReferenceError, match="not a clone of liranringel/ddtree: missing ddtree.py"
+    ):
         load_reference(tmp_path)
 
     def importer(name):
@@ -96,13 +111,22 @@ class FakeReference:
         self.target, self.drafter, self.wrong = target, drafter, wrong
 
     def generate(self, prompt, *, method, budget, max_new_tokens, temperature):
-        cfg = DecodeConfig(method=method, verifier="predraw", budget=budget, temperature=temperature,
-                           max_new_tokens=max_new_tokens, seed=int(torch.initial_seed()) % 1000)
+        cfg = DecodeConfig(
+            method=method,
+            verifier="predraw",
+            budget=budget,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            seed=int(torch.initial_seed()) % 1000,
+        )
         res = generate(self.target, self.drafter, prompt, cfg)
         toks = [(t + 1) % 50 if self.wrong and method != "ar" else t for t in res.tokens]
-        return SimpleNamespace(output_ids=torch.tensor([list(prompt) + toks]), num_input_tokens=len(prompt),
-                               decode_rounds=len(res.block_lengths),
-                               stage_times={k: v["total_s"] for k, v in res.stages.items()})
+        return SimpleNamespace(
+            output_ids=torch.tensor([list(prompt) + toks]),
+            num_input_tokens=len(prompt),
+            decode_rounds=len(res.block_lengths),
+            stage_times={k: v["total_s"] for k, v in res.stages.items()},
+        )
 
 
 def test_side_by_side_run_reports_ratios_exactness_and_stages(pair):
@@ -113,7 +137,11 @@ def test_side_by_side_run_reports_ratios_exactness_and_stages(pair):
     names = [(r["name"], r["temperature"]) for r in res["results"]]
     assert names == [("ar", 0.0), ("chain", 0.0), ("ddtree B=4", 0.0), ("ddtree B=4", 1.0)]
     for r in res["results"][1:3]:
-        assert r["exact"] == {"exitlaw greedy": True, "ddtree": True, "deterministic_over_repetitions": True}
+        assert r["exact"] == {
+            "exitlaw greedy": True,
+            "ddtree": True,
+            "deterministic_over_repetitions": True,
+        }
         ratio = r["engines"]["exitlaw greedy"]["ratio_tokens_per_s"]
         assert ratio["lo"] <= ratio["centre"] <= ratio["hi"] and ratio["repeats"] == 2
     hot = res["results"][3]["engines"]
@@ -121,9 +149,17 @@ def test_side_by_side_run_reports_ratios_exactness_and_stages(pair):
     assert "ratio_round_speed" in hot["exitlaw tev"] and hot["ddtree"]["tau"] >= 1.0
     assert res["results"][0]["exact"]["ar_outputs_agree"] is True
     assert "tokens/s exitlaw/DDTree" in format_side_by_side(res)
-    bad = run_side_by_side(target, drafter, FakeReference(target, drafter, wrong=True), prompts[:1],
-                           SideBySideConfig(budgets=(4,), max_new_tokens=5, repeats=2, temperatures=(0.0,)))
-    assert bad["results"][1]["exact"]["ddtree"] is False and bad["results"][1]["exact"]["exitlaw greedy"] is True
+    bad = run_side_by_side(
+        target,
+        drafter,
+        FakeReference(target, drafter, wrong=True),
+        prompts[:1],
+        SideBySideConfig(budgets=(4,), max_new_tokens=5, repeats=2, temperatures=(0.0,)),
+    )
+    assert (
+        bad["results"][1]["exact"]["ddtree"] is False
+        and bad["results"][1]["exact"]["exitlaw greedy"] is True
+    )
 
 
 def test_config_rejects_what_the_interval_cannot_use():

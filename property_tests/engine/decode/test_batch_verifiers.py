@@ -19,7 +19,11 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from exitlaw.engine.decode.batch_tree import to_batch_tree
-from exitlaw.engine.decode.batch_verifiers import _batched_internal_logsumexp, batch_exit_law, verify_batch
+from exitlaw.engine.decode.batch_verifiers import (
+    _batched_internal_logsumexp,
+    batch_exit_law,
+    verify_batch,
+)
 from exitlaw.engine.decode.builders import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import VerifierGenerators, _tev_exit_law, verify_greedy
@@ -126,8 +130,15 @@ class _HostReads(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("kind,settings", [("greedy", None), ("predraw", None), ("tev", None),
-                                           ("tev", SamplingSettings(0.8, top_k=3, top_p=0.9, min_p=0.1))])
+@pytest.mark.parametrize(
+    "kind,settings",
+    [
+        ("greedy", None),
+        ("predraw", None),
+        ("tev", None),
+        ("tev", SamplingSettings(0.8, top_k=3, top_p=0.9, min_p=0.1)),
+    ],
+)
 def test_one_host_transfer_per_batched_call(kind, settings):
     trees = _trees(4)
     bt = to_batch_tree(trees)
@@ -154,7 +165,9 @@ def test_batched_verifier_law_is_the_block_law_of_every_row(kind, seed, temperat
     bt = to_batch_tree(trees)
     logits = _logits(seed, len(trees), bt.width)
     probs = torch.softmax(logits.double() / temperature, dim=-1).numpy()
-    laws = [reference_block_law(t, to_fractions(probs[b, : t.num_nodes])) for b, t in enumerate(trees)]
+    laws = [
+        reference_block_law(t, to_fractions(probs[b, : t.num_nodes])) for b, t in enumerate(trees)
+    ]
     gens = VerifierGenerators(2000 + seed)
     n = 12000
     counts = [Counter() for _ in trees]
@@ -168,15 +181,23 @@ def test_batched_verifier_law_is_the_block_law_of_every_row(kind, seed, temperat
             exits[(v, 0)] += c
         p_exit = _chi_square_p(exits, [[sum(row)] for row in laws[b]])
         p = _chi_square_p(counts[b], laws[b])
-        assert p_exit > level, f"{kind} row {b}: exit chi-square p = {p_exit:.3g} on {tree}, counts {dict(exits)}"
+        assert p_exit > level, (
+            f"{kind} row {b}: exit chi-square p = {p_exit:.3g} on {tree}, counts {dict(exits)}"
+        )
         assert p > level, f"{kind} row {b}: block chi-square p = {p:.3g} on {tree}"
 
 
-SETTINGS = (SamplingSettings(1.0, top_k=2), SamplingSettings(0.7, top_p=0.75), SamplingSettings(1.3, min_p=0.3),
-            SamplingSettings(0.9, top_k=4, top_p=0.9, min_p=0.1, order=HF_ORDER))
+SETTINGS = (
+    SamplingSettings(1.0, top_k=2),
+    SamplingSettings(0.7, top_p=0.75),
+    SamplingSettings(1.3, min_p=0.3),
+    SamplingSettings(0.9, top_k=4, top_p=0.9, min_p=0.1, order=HF_ORDER),
+)
 
 
-@pytest.mark.parametrize("kind", ["tev", "predraw"])  # batched residual is the single one, row by row
+@pytest.mark.parametrize(
+    "kind", ["tev", "predraw"]
+)  # batched residual is the single one, row by row
 @pytest.mark.parametrize("settings", SETTINGS, ids=["top_k", "top_p", "min_p", "all_hf"])
 def test_batched_verifier_law_is_the_processed_block_law_of_every_row(kind, settings):
     """Per row, the block law of theory's processed rows under each setting (a dropped filter fails outright)."""
@@ -184,7 +205,9 @@ def test_batched_verifier_law_is_the_processed_block_law_of_every_row(kind, sett
     bt = to_batch_tree(trees)
     logits = _logits(4, len(trees), bt.width)
     probs = process_logits(logits.double().numpy(), settings)
-    laws = [reference_block_law(t, to_fractions(probs[b, : t.num_nodes])) for b, t in enumerate(trees)]
+    laws = [
+        reference_block_law(t, to_fractions(probs[b, : t.num_nodes])) for b, t in enumerate(trees)
+    ]
     gens = VerifierGenerators(4000)
     n = 1500
     counts = [Counter() for _ in trees]
@@ -204,7 +227,10 @@ def test_batched_tev_draws_are_seeded_and_rows_are_independent_streams_of_one_ca
     b = verify_batch("tev", bt, logits, 1.0, VerifierGenerators(9))
     assert a == b
     gens = VerifierGenerators(9)
-    runs = {tuple((r.exit_node, r.bonus) for r in verify_batch("tev", bt, logits, 1.0, gens)) for _ in range(30)}
+    runs = {
+        tuple((r.exit_node, r.bonus) for r in verify_batch("tev", bt, logits, 1.0, gens))
+        for _ in range(30)
+    }
     assert len(runs) > 1
 
 
@@ -225,7 +251,9 @@ def test_bad_inputs_raise_named_errors():
     bad[2, 0, 0] = float("nan")
     with pytest.raises(DistributionError, match=r"rows \[2\]"):
         verify_batch("tev", bt, bad, 1.0, gens)
-    with pytest.raises(DistributionError, match=r"rows \[2\]"):  # predraw reads every row: names the tree
+    with pytest.raises(
+        DistributionError, match=r"rows \[2\]"
+    ):  # predraw reads every row: names the tree
         verify_batch("predraw", bt, bad, 1.0, gens)
     with pytest.raises(ValueError, match="at least one tree"):
         to_batch_tree([])

@@ -13,7 +13,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers.best_first_twin import SHORTAGE_CASES, TIE_CASES, brute_force_ddtree, ordered_paths, tied_rows
+from helpers.best_first_twin import (
+    SHORTAGE_CASES,
+    TIE_CASES,
+    brute_force_ddtree,
+    ordered_paths,
+    tied_rows,
+)
 from exitlaw.engine.decode.builders import build_chain, build_ddtree
 from exitlaw.simulate.lab.builders import ddtree
 from exitlaw.theory import DistributionError
@@ -30,11 +36,18 @@ def _draft_rows(seed: int, depth: int, vocab: int, *, zero_frac: float = 0.0) ->
 
 
 def _scores(tree, rows: np.ndarray) -> np.ndarray:
-    return np.array([sum(rows[d, y] for d, y in enumerate(tree.path(v))) for v in range(1, tree.num_nodes)])
+    return np.array(
+        [sum(rows[d, y] for d, y in enumerate(tree.path(v))) for v in range(1, tree.num_nodes)]
+    )
 
 
-@given(seed=st.integers(0, 2**32 - 1), depth=st.integers(1, 4), vocab=st.integers(1, 5),
-       budget=st.integers(0, 40), zero_frac=st.sampled_from([0.0, 0.3]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    depth=st.integers(1, 4),
+    vocab=st.integers(1, 5),
+    budget=st.integers(0, 40),
+    zero_frac=st.sampled_from([0.0, 0.3]),
+)
 def test_ddtree_equals_brute_force_top_budget_prefixes(seed, depth, vocab, budget, zero_frac):
     rows = _draft_rows(seed, depth, vocab, zero_frac=zero_frac)
     tree, logq = build_ddtree(rows, budget, root_token=7)
@@ -43,7 +56,9 @@ def test_ddtree_equals_brute_force_top_budget_prefixes(seed, depth, vocab, budge
     assert tree.budget == len(ref) and int(tree.token[0]) == 7
     # per-node draft log-probability is the row entry of the node's own depth
     r = rows.numpy()
-    np.testing.assert_allclose(logq[1:], [r[tree.depth[v] - 1, tree.token[v]] for v in range(1, tree.num_nodes)])
+    np.testing.assert_allclose(
+        logq[1:], [r[tree.depth[v] - 1, tree.token[v]] for v in range(1, tree.num_nodes)]
+    )
     assert logq[0] == 0.0
 
 
@@ -53,7 +68,9 @@ def test_ddtree_pops_in_non_increasing_score_order_parents_first(seed, budget):
     tree, _ = build_ddtree(rows, budget, root_token=0)
     s = _scores(tree, rows.numpy())
     assert np.all(np.diff(s) <= 1e-12)
-    assert np.all(tree.parent[1:] < np.arange(1, tree.num_nodes))  # topological (DraftTree also checks)
+    assert np.all(
+        tree.parent[1:] < np.arange(1, tree.num_nodes)
+    )  # topological (DraftTree also checks)
     assert tree.budget == budget
 
 
@@ -130,12 +147,22 @@ def test_builders_reject_bad_rows():
 def _batched(method, budget):
     from exitlaw.engine.decode.batch_draft import build_trees_batch
 
-    return lambda r: build_trees_batch(torch.stack([r.roll(1, 0), r]), method, budget, [0, 0], [True, True])
+    return lambda r: build_trees_batch(
+        torch.stack([r.roll(1, 0), r]), method, budget, [0, 0], [True, True]
+    )
 
 
-@pytest.mark.parametrize("build", [lambda r: build_ddtree(r, 4, 0), lambda r: build_ddtree(r, 40, 0),
-                                   lambda r: build_chain(r, 0), _batched("ddtree", 4), _batched("chain", 4)],
-                         ids=["ddtree-topk", "ddtree-all", "chain", "batch-ddtree", "batch-chain"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda r: build_ddtree(r, 4, 0),
+        lambda r: build_ddtree(r, 40, 0),
+        lambda r: build_chain(r, 0),
+        _batched("ddtree", 4),
+        _batched("chain", 4),
+    ],
+    ids=["ddtree-topk", "ddtree-all", "chain", "batch-ddtree", "batch-chain"],
+)
 def test_one_bad_entry_anywhere_in_the_rows_is_refused(build):
     """The values check reads only each row's maximum as topk / max return it: a NaN below the
     maximum (of a row that is otherwise fine) and a positive entry off the first row must still be seen."""

@@ -13,7 +13,13 @@ from exitlaw.engine.decode import batch_verifiers as bv
 from exitlaw.engine.decode.batch_generate import _sample_rows
 from exitlaw.engine.decode.loop import exponential_race, sample_token
 
-WEIGHTS = ([0.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.0, 0.0, 1.0], [0.25, 0.25, 0.0, 0.5], [0.5, 0.5, 0.0])
+WEIGHTS = (
+    [0.0, 0.5, 0.5],
+    [0.5, 0.0, 0.5],
+    [0.0, 0.0, 1.0],
+    [0.25, 0.25, 0.0, 0.5],
+    [0.5, 0.5, 0.0],
+)
 BELOW_ONE = float(np.nextafter(1.0, 0.0))
 
 
@@ -25,8 +31,10 @@ def _boundary_uniforms(weights) -> list[float]:
 def test_batched_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight(monkeypatch):
     for weights in WEIGHTS:
         us = _boundary_uniforms(weights)
-        w = torch.tensor([weights] * len(us), dtype=torch.float64)        # one row per boundary uniform
-        monkeypatch.setattr(torch, "rand", lambda *a, _u=us, **k: torch.tensor(_u, dtype=torch.float64)[:, None])
+        w = torch.tensor([weights] * len(us), dtype=torch.float64)  # one row per boundary uniform
+        monkeypatch.setattr(
+            torch, "rand", lambda *a, _u=us, **k: torch.tensor(_u, dtype=torch.float64)[:, None]
+        )
         idx, total = bv._draw_rows(w, torch.Generator())
         monkeypatch.undo()
         for u, i in zip(us, idx.tolist()):
@@ -37,18 +45,22 @@ def test_batched_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight(m
 def test_batched_inverse_cdf_picks_the_entry_whose_interval_holds_the_uniform(monkeypatch):
     weights = [0.25, 0.25, 0.0, 0.5]
     us = [0.0, 0.1, 0.25, 0.49, 0.5, 0.75, BELOW_ONE]
-    want = [0, 0, 1, 1, 3, 3, 3]           # c = [.25, .5, .5, 1]: first i with c[i] > u
+    want = [0, 0, 1, 1, 3, 3, 3]  # c = [.25, .5, .5, 1]: first i with c[i] > u
     w = torch.tensor([weights] * len(us), dtype=torch.float64)
-    monkeypatch.setattr(torch, "rand", lambda *a, **k: torch.tensor(us, dtype=torch.float64)[:, None])
+    monkeypatch.setattr(
+        torch, "rand", lambda *a, **k: torch.tensor(us, dtype=torch.float64)[:, None]
+    )
     idx, _ = bv._draw_rows(w, torch.Generator())
     assert idx.tolist() == want
 
 
 def _exponentials(values):
     """Stand in for ``Tensor.exponential_``: fills with the given values (row-broadcast)."""
+
     def fill(self, *a, **k):
         self.copy_(torch.tensor(values, dtype=self.dtype).expand_as(self))
         return self
+
     return fill
 
 
@@ -84,7 +96,7 @@ def test_the_exponential_race_follows_softmax_and_the_rows_of_a_batch_draw_indep
     joint = np.zeros((4, 4))
     np.add.at(joint, (pairs[:, 0], pairs[:, 1]), 1)
     assert pooled_chisquare(joint, np.outer(p, p)).pvalue > 1e-3
-    assert (pairs[:, 0] != pairs[:, 1]).mean() > 0.3            # not one draw copied into both rows
+    assert (pairs[:, 0] != pairs[:, 1]).mean() > 0.3  # not one draw copied into both rows
 
 
 def test_batched_inverse_cdf_rows_draw_independently():
@@ -104,20 +116,36 @@ def test_batched_inverse_cdf_rows_draw_independently():
 # and the test that checks it at boundary values. A new draw site fails the enumeration until it is listed
 # here with its test (or routed through one of the listed helpers).
 DRAW_SITES = {
-    ("engine/decode/verifiers.py", "_draw_rows"):
-        "property_tests/engine/decode/test_draw_boundaries.py::test_batched_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
-    ("engine/decode/loop.py", "exponential_race"):
-        "property_tests/engine/decode/test_draw_boundaries.py::test_an_exponential_of_zero_next_to_a_minus_inf_logit_never_picks_it",
-    ("simulate/randomness.py", "categorical"):
-        "property_tests/test_planted_bugs.py::test_draws_at_injected_boundary_uniforms_never_land_on_zero_weight",
-    ("simulate/kit/chain_formats.py", "_draw"):
-        "property_tests/engine/decode/test_draw_boundaries.py::test_the_vllm_format_s_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
-    ("simulate/lab/fast_samplers.py", "_inverse_cdf"):
-        "property_tests/engine/decode/test_draw_boundaries.py::test_fast_samplers_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
+    (
+        "engine/decode/verifiers.py",
+        "_draw_rows",
+    ): "property_tests/engine/decode/test_draw_boundaries.py::test_batched_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
+    (
+        "engine/decode/loop.py",
+        "exponential_race",
+    ): "property_tests/engine/decode/test_draw_boundaries.py::test_an_exponential_of_zero_next_to_a_minus_inf_logit_never_picks_it",
+    (
+        "simulate/randomness.py",
+        "categorical",
+    ): "property_tests/test_planted_bugs.py::test_draws_at_injected_boundary_uniforms_never_land_on_zero_weight",
+    (
+        "simulate/kit/chain_formats.py",
+        "_draw",
+    ): "property_tests/engine/decode/test_draw_boundaries.py::test_the_vllm_format_s_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
+    (
+        "simulate/lab/fast_samplers.py",
+        "_inverse_cdf",
+    ): "property_tests/engine/decode/test_draw_boundaries.py::test_fast_samplers_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
 }
 # primitives whose own contract excludes zero-probability outcomes (not inverse CDFs written here)
-LIBRARY_DRAWS = ("torch.multinomial", "rng.choice", ".choice(", "jax.random.categorical", "rng.gumbel",
-                 "random.categorical")
+LIBRARY_DRAWS = (
+    "torch.multinomial",
+    "rng.choice",
+    ".choice(",
+    "jax.random.categorical",
+    "rng.gumbel",
+    "random.categorical",
+)
 PRIMITIVES = ("searchsorted(", "exponential_(")
 
 
@@ -129,10 +157,12 @@ def _sites():
     found = set()
     for part in ("theory", "simulate", "engine"):
         for path in sorted((root / part).rglob("*.py")):
-            if "prove" in path.parts:          # the prover's exact interval stand-in: not a sampler
+            if "prove" in path.parts:  # the prover's exact interval stand-in: not a sampler
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for fn in [
+                n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]:
                 src = ast.get_source_segment(path.read_text(encoding="utf-8"), fn) or ""
                 body = "\n".join(line.split("#")[0] for line in src.splitlines()[1:])
                 if any(p in body for p in PRIMITIVES):
@@ -145,8 +175,12 @@ def test_every_draw_site_of_the_library_has_a_boundary_test():
 
     found = _sites()
     unlisted = sorted(found - set(DRAW_SITES))
-    assert not unlisted, f"draw sites without a boundary test (add one and list it in DRAW_SITES): {unlisted}"
-    assert set(DRAW_SITES) <= found, f"listed draw sites that no longer exist: {sorted(set(DRAW_SITES) - found)}"
+    assert not unlisted, (
+        f"draw sites without a boundary test (add one and list it in DRAW_SITES): {unlisted}"
+    )
+    assert set(DRAW_SITES) <= found, (
+        f"listed draw sites that no longer exist: {sorted(set(DRAW_SITES) - found)}"
+    )
     root = Path(__file__).resolve().parents[3]
     for test in DRAW_SITES.values():
         file, name = test.split("::")
@@ -170,4 +204,9 @@ def test_the_vllm_format_s_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zer
         row = np.asarray(weights, dtype=np.float64)
         for u in _boundary_uniforms(weights):
             assert weights[_draw(row, u)] > 0, (weights, u)
-    assert [_draw(np.array([0.25, 0.25, 0.0, 0.5]), u) for u in (0.0, 0.25, 0.5, BELOW_ONE)] == [0, 1, 3, 3]
+    assert [_draw(np.array([0.25, 0.25, 0.0, 0.5]), u) for u in (0.0, 0.25, 0.5, BELOW_ONE)] == [
+        0,
+        1,
+        3,
+        3,
+    ]

@@ -45,8 +45,17 @@ from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.simulate.stats import chisquare_power, pooled_chisquare, seed_for
 
 from property_tests.helpers.engine_mutants import restart_streams_each_round
-from property_tests.helpers.tiny_law import (K, PROMPT, VOCAB, RoundRecorder, block_tokens, round_block_law,
-                                             sequence_index, sequence_law, tiny_law_pair)
+from property_tests.helpers.tiny_law import (
+    K,
+    PROMPT,
+    VOCAB,
+    RoundRecorder,
+    block_tokens,
+    round_block_law,
+    sequence_index,
+    sequence_law,
+    tiny_law_pair,
+)
 
 ALPHA, POWER, DELTA = 1e-3, 0.9, 0.2
 N_SINGLE, N_BATCH, N_MUTANT = 250, 1000, 100
@@ -61,16 +70,23 @@ def law_pair():
 
 
 def _config(method: str, verifier: str, temperature: float, seed: int) -> DecodeConfig:
-    return DecodeConfig(method=method, verifier=verifier, budget=BUDGET, temperature=temperature,
-                        max_new_tokens=K, seed=seed)
+    return DecodeConfig(
+        method=method,
+        verifier=verifier,
+        budget=BUDGET,
+        temperature=temperature,
+        max_new_tokens=K,
+        seed=seed,
+    )
 
 
 def _seeds(name: str, n: int) -> list[int]:
     return [int(s) for s in seed_for(name).generate_state(n, np.uint32)]
 
 
-def decode_runs(pair, path: str, method: str, verifier: str, temperature: float,
-                n: int | None = None) -> tuple[list, list]:
+def decode_runs(
+    pair, path: str, method: str, verifier: str, temperature: float, n: int | None = None
+) -> tuple[list, list]:
     """``(first K tokens, (round 1, round 2) trace records)`` of every run: ``generate`` over ``n``
     (default ``N_SINGLE``) seeds, or one ``generate_batch`` of ``n`` (``N_BATCH``) rows of the same prompt."""
     target, drafter = pair
@@ -79,15 +95,26 @@ def decode_runs(pair, path: str, method: str, verifier: str, temperature: float,
         tokens, rounds = [], []
         for seed in _seeds(name, n or N_SINGLE):
             rec = RoundRecorder()
-            out = generate(target, drafter, list(PROMPT), _config(method, verifier, temperature, seed), trace=rec)
+            out = generate(
+                target,
+                drafter,
+                list(PROMPT),
+                _config(method, verifier, temperature, seed),
+                trace=rec,
+            )
             tokens.append(out.tokens)
             rounds.append(tuple(rec.rounds[:2]))
         return tokens, rounds
     rec, n = RoundRecorder(), n or N_BATCH
-    out = generate_batch(target, drafter, [list(PROMPT)] * n, _config(method, verifier, temperature, _seeds(name, 1)[0]),
-                         trace=rec)
+    out = generate_batch(
+        target,
+        drafter,
+        [list(PROMPT)] * n,
+        _config(method, verifier, temperature, _seeds(name, 1)[0]),
+        trace=rec,
+    )
     # rows stay active for two rounds (K = 5 > 3 tokens per round): round r's records are rows 0..n-1 in order
-    return out.tokens, list(zip(rec.rounds[:n], rec.rounds[n:2 * n]))
+    return out.tokens, list(zip(rec.rounds[:n], rec.rounds[n : 2 * n]))
 
 
 @pytest.fixture(scope="module")
@@ -100,19 +127,26 @@ def runs(law_pair):
         if key not in memo:
             memo[key] = decode_runs(law_pair, *key)
         return memo[key]
+
     return get
 
 
-def assert_follows_k_token_law(target, tokens: list[list[int]], temperature: float, what: str) -> None:
+def assert_follows_k_token_law(
+    target, tokens: list[list[int]], temperature: float, what: str
+) -> None:
     assert all(len(t) == K for t in tokens), f"{what}: every run must emit exactly K = {K} tokens"
     law = sequence_law(target, PROMPT, K, temperature)
     counts = np.bincount([sequence_index(t, VOCAB) for t in tokens], minlength=law.size)
     res = pooled_chisquare(counts, law)
     power = chisquare_power(len(tokens), max(res.cells, 2), ALPHA, DELTA)
-    assert power >= POWER, f"{what}: calibration: power {power:.3f} < {POWER} at TV {DELTA} with {res.cells} cells"
-    assert not res.rejects(ALPHA), (f"{what}: the first {K} tokens do not follow the target's law: "
-                                    f"chi2={res.statistic:.1f}, dof={res.dof}, p={res.pvalue:.2e}, "
-                                    f"zero-probability sequences seen: {res.zero_cell_hits}")
+    assert power >= POWER, (
+        f"{what}: calibration: power {power:.3f} < {POWER} at TV {DELTA} with {res.cells} cells"
+    )
+    assert not res.rejects(ALPHA), (
+        f"{what}: the first {K} tokens do not follow the target's law: "
+        f"chi2={res.statistic:.1f}, dof={res.dof}, p={res.pvalue:.2e}, "
+        f"zero-probability sequences seen: {res.zero_cell_hits}"
+    )
 
 
 def second_round_pvalue(target, pairs, temperature: float) -> tuple[float, int]:
@@ -139,42 +173,61 @@ def second_round_pvalue(target, pairs, temperature: float) -> tuple[float, int]:
 @pytest.mark.parametrize("verifier", VERIFIERS)
 def test_generate_reproduces_the_targets_k_token_law(law_pair, runs, verifier, temperature):
     tokens, rounds = runs("single", "ddtree", verifier, temperature)
-    assert np.mean([len(block_tokens(r[0])) >= 3 for r in rounds]) > 0.15, \
+    assert np.mean([len(block_tokens(r[0])) >= 3 for r in rounds]) > 0.15, (
         "the first round should often accept two draft nodes (a multi-node commit)"
-    assert_follows_k_token_law(law_pair[0], tokens, temperature, f"generate {verifier} T={temperature}")
+    )
+    assert_follows_k_token_law(
+        law_pair[0], tokens, temperature, f"generate {verifier} T={temperature}"
+    )
 
 
-@pytest.mark.parametrize("method,verifier,temperature",
-                         [("ddtree", v, t) for v in VERIFIERS for t in TEMPERATURES]
-                         + [("chain", "tev", 1.0), ("chain", "predraw", 0.6)] + [("ar", "tev", t) for t in TEMPERATURES])
-def test_generate_batch_rows_reproduce_the_targets_k_token_law(law_pair, runs, method, verifier, temperature):
+@pytest.mark.parametrize(
+    "method,verifier,temperature",
+    [("ddtree", v, t) for v in VERIFIERS for t in TEMPERATURES]
+    + [("chain", "tev", 1.0), ("chain", "predraw", 0.6)]
+    + [("ar", "tev", t) for t in TEMPERATURES],
+)
+def test_generate_batch_rows_reproduce_the_targets_k_token_law(
+    law_pair, runs, method, verifier, temperature
+):
     tokens, _ = runs("batch", method, verifier, temperature)
     assert len(tokens) == N_BATCH
-    assert_follows_k_token_law(law_pair[0], tokens, temperature, f"generate_batch {method} {verifier} T={temperature}")
+    assert_follows_k_token_law(
+        law_pair[0], tokens, temperature, f"generate_batch {method} {verifier} T={temperature}"
+    )
 
 
 # ----------------------------------------------------------------- independence of consecutive rounds
 @pytest.mark.parametrize("temperature", TEMPERATURES)
 @pytest.mark.parametrize("verifier", VERIFIERS)
 @pytest.mark.parametrize("path", ("single", "batch"))
-def test_consecutive_rounds_are_independent_given_the_context(law_pair, runs, path, verifier, temperature):
+def test_consecutive_rounds_are_independent_given_the_context(
+    law_pair, runs, path, verifier, temperature
+):
     _, pairs = runs(path, "ddtree", verifier, temperature)
     p, groups = second_round_pvalue(law_pair[0], pairs, temperature)
     assert groups >= 3, "the first round should end in several different contexts"
-    assert p >= ALPHA, (f"{path} {verifier} T={temperature}: given the context after round 1, round 2 does not "
-                        f"follow its block law (p={p:.2e} over {groups} contexts)")
+    assert p >= ALPHA, (
+        f"{path} {verifier} T={temperature}: given the context after round 1, round 2 does not "
+        f"follow its block law (p={p:.2e} over {groups} contexts)"
+    )
 
 
 @pytest.mark.parametrize("path,verifier", [("batch", v) for v in VERIFIERS] + [("single", "tev")])
-def test_a_decode_loop_restarting_its_streams_each_round_fails_round_independence(law_pair, monkeypatch, path,
-                                                                                   verifier):
+def test_a_decode_loop_restarting_its_streams_each_round_fails_round_independence(
+    law_pair, monkeypatch, path, verifier
+):
     restart_streams_each_round(monkeypatch)
-    _, pairs = decode_runs(law_pair, path, "ddtree", verifier, 1.0, N_MUTANT if path == "single" else None)
+    _, pairs = decode_runs(
+        law_pair, path, "ddtree", verifier, 1.0, N_MUTANT if path == "single" else None
+    )
     p, groups = second_round_pvalue(law_pair[0], pairs, 1.0)
     assert p < ALPHA, f"the stream-restarting mutant ({path} {verifier}) went unnoticed: p={p:.2e}"
 
 
-def test_a_decode_loop_restarting_its_streams_each_round_fails_the_k_token_law(law_pair, monkeypatch):
+def test_a_decode_loop_restarting_its_streams_each_round_fails_the_k_token_law(
+    law_pair, monkeypatch
+):
     """The law test alone also sees the mutant where its effect is large (batched TEV at T = 1)."""
     restart_streams_each_round(monkeypatch)
     tokens, _ = decode_runs(law_pair, "batch", "ddtree", "tev", 1.0)

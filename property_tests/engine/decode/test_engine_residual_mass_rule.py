@@ -16,7 +16,7 @@ from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import LOG_ZERO, VerifierGenerators, _tev_exit_law, verify
 from exitlaw.theory import DraftTree, reference_law
 
-TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])   # the root's children: tokens 0 and 1
+TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])  # the root's children: tokens 0 and 1
 ROOT_ONLY = DraftTree(parent=[-1], token=[4])
 
 
@@ -53,9 +53,11 @@ def assert_root_weight_follows_the_rule(law) -> None:
     for r in (1e-12, 1e-16):
         logits = logits_with_residual(r)
         w = law(dt, logits, 1.0)
-        np.testing.assert_allclose(float(w[0]), expected_root_weight(logits), rtol=1e-5, err_msg=f"r={r}")
+        np.testing.assert_allclose(
+            float(w[0]), expected_root_weight(logits), rtol=1e-5, err_msg=f"r={r}"
+        )
         np.testing.assert_allclose(float(w.sum()), 1.0, atol=1e-6)
-    w = law(dt, logits_with_residual(0.0), 1.0)                # the residual logit is -inf: an exact cover
+    w = law(dt, logits_with_residual(0.0), 1.0)  # the residual logit is -inf: an exact cover
     assert float(w[0]) == 0.0
     assert bool((w >= 0).all())
 

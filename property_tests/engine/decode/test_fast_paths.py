@@ -14,8 +14,14 @@ from hypothesis import given, settings, strategies as st
 from exitlaw.engine.decode.builders import build_ddtree, factorised_best_first
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
-from exitlaw.engine.decode.verifiers import (_follow, _greedy_reference, _walk, verify, verify_greedy,
-                                             verify_greedy_walk)
+from exitlaw.engine.decode.verifiers import (
+    _follow,
+    _greedy_reference,
+    _walk,
+    verify,
+    verify_greedy,
+    verify_greedy_walk,
+)
 from exitlaw.engine.models.dflash import DFlashAttention, attend_grouped, attend_repeated
 from exitlaw.engine.models.target import TargetModel, TreeMaskBuffer, tree_attention_mask
 from exitlaw.theory import DraftTree
@@ -34,8 +40,13 @@ def _rows(rng, depth, vocab, kind):
 
 
 @settings(deadline=None)
-@given(seed=st.integers(0, 2**31), depth=st.integers(1, 7), vocab=st.integers(2, 40), budget=st.integers(0, 70),
-       kind=st.sampled_from(["plain", "ties", "inf"]))
+@given(
+    seed=st.integers(0, 2**31),
+    depth=st.integers(1, 7),
+    vocab=st.integers(2, 40),
+    budget=st.integers(0, 70),
+    kind=st.sampled_from(["plain", "ties", "inf"]),
+)
 def test_factorised_builder_equals_the_general_best_first_rule(seed, depth, vocab, budget, kind):
     rows = _rows(np.random.default_rng(seed), depth, vocab, kind)
     fast_tree, fast_val = build_ddtree(rows, budget, 5)
@@ -52,7 +63,9 @@ def test_factorised_builder_is_the_one_called_and_matches_on_strict_rows():
     vals, idxs = torch.topk(rows, 30)
     tree, val = factorised_best_first(vals.double().numpy(), idxs.numpy(), 40, 9)
     ref_tree, ref_val = build_ddtree(rows, 40, 9, fast=False)
-    assert np.array_equal(tree.parent, ref_tree.parent) and np.array_equal(tree.token, ref_tree.token)
+    assert np.array_equal(tree.parent, ref_tree.parent) and np.array_equal(
+        tree.token, ref_tree.token
+    )
     assert np.array_equal(val, ref_val) and tree.num_nodes == 41
 
 
@@ -63,7 +76,9 @@ def _random_tree(rng, n, vocab):
     for i in range(1, n):
         free = [t for t in range(vocab) if t not in used.setdefault(parent[i], set())]
         t = int(rng.choice(free)) if free else None
-        if t is None:  # no free token under this parent: hang the node under the root's chain instead
+        if (
+            t is None
+        ):  # no free token under this parent: hang the node under the root's chain instead
             return _random_tree(rng, n, vocab)
         used[parent[i]].add(t)
         token.append(t)
@@ -107,15 +122,30 @@ def test_walk_only_and_shape_cached_device_trees_equal_the_full_one(seed, n):
         for name in ("parent", "token", "depth", "ancestor", "draft_logprob"):
             assert torch.equal(getattr(walk_cached, name), getattr(full, name)), name
         cached = to_device_tree(tree, "cpu", logq, cache_shapes=True)
-        for name in ("parent", "token", "depth", "ancestor", "child", "internal", "parent_slot", "child_tokens",
-                     "has_child", "edge_ancestor", "draft_logprob"):
+        for name in (
+            "parent",
+            "token",
+            "depth",
+            "ancestor",
+            "child",
+            "internal",
+            "parent_slot",
+            "child_tokens",
+            "has_child",
+            "edge_ancestor",
+            "draft_logprob",
+        ):
             assert torch.equal(getattr(cached, name), getattr(full, name)), name
 
 
 def test_tree_parts_builds_the_TEV_matrices_only_for_TEV_above_zero_temperature():
     assert tree_parts(DecodeConfig(verifier="tev", temperature=1.0)) == "all"
-    for cfg in (DecodeConfig(verifier="tev", temperature=0.0), DecodeConfig(verifier="greedy"),
-                DecodeConfig(verifier="predraw", temperature=1.0), DecodeConfig(verifier="residual", temperature=1.0)):
+    for cfg in (
+        DecodeConfig(verifier="tev", temperature=0.0),
+        DecodeConfig(verifier="greedy"),
+        DecodeConfig(verifier="predraw", temperature=1.0),
+        DecodeConfig(verifier="residual", temperature=1.0),
+    ):
         assert tree_parts(cfg) == "walk", cfg
     with pytest.raises(ValueError, match="unknown parts"):
         to_device_tree(DraftTree.chain([1, 2]), parts="some")
@@ -128,7 +158,9 @@ def test_reused_mask_buffer_equals_a_fresh_tree_mask_round_after_round():
         tree = _random_tree(rng, int(rng.integers(1, 30)), 40)
         anc = torch.tensor(tree.ancestor_matrix)
         ctx = int(rng.integers(0, 300))
-        assert torch.equal(buf.write(anc, ctx, torch.float32), tree_attention_mask(anc, ctx, torch.float32))
+        assert torch.equal(
+            buf.write(anc, ctx, torch.float32), tree_attention_mask(anc, ctx, torch.float32)
+        )
     with pytest.raises(ValueError, match="bool"):
         buf.write(anc.float(), 3, torch.float32)
 
@@ -138,8 +170,8 @@ def _commit_twin(cache, start, path):
     idx = torch.as_tensor(path)
     for layer in cache.layers:
         src = start + idx
-        layer.keys[..., start:start + len(path), :] = layer.keys[..., src, :]
-        layer.values[..., start:start + len(path), :] = layer.values[..., src, :]
+        layer.keys[..., start : start + len(path), :] = layer.keys[..., src, :]
+        layer.values[..., start : start + len(path), :] = layer.values[..., src, :]
         drop = layer.keys.shape[-2] - (start + len(path))
         if drop:
             layer.crop(-drop)
@@ -149,7 +181,11 @@ def _filled_cache(seed, length):
     g = torch.Generator().manual_seed(seed)
     cache = DynamicCache()
     for layer in range(2):
-        cache.update(torch.randn(1, 2, length, 4, generator=g), torch.randn(1, 2, length, 4, generator=g), layer)
+        cache.update(
+            torch.randn(1, 2, length, 4, generator=g),
+            torch.randn(1, 2, length, 4, generator=g),
+            layer,
+        )
     return cache
 
 
@@ -169,7 +205,11 @@ def test_commit_equals_the_fancy_indexing_twin(path):
 
 def test_grouped_attention_equals_repeated_key_values():
     g = torch.Generator().manual_seed(0)
-    q, k, v = torch.randn(1, 6, 9, 8, generator=g), torch.randn(1, 2, 20, 8, generator=g), torch.randn(1, 2, 20, 8, generator=g)
+    q, k, v = (
+        torch.randn(1, 6, 9, 8, generator=g),
+        torch.randn(1, 2, 20, 8, generator=g),
+        torch.randn(1, 2, 20, 8, generator=g),
+    )
     assert torch.equal(attend_grouped(q, k, v, None, 0.3), attend_repeated(q, k, v, None, 0.3))
 
 
@@ -183,7 +223,9 @@ def test_fused_drafter_attention_is_bit_identical_to_the_unfused_twin(pair):
         cache, start, rows = drafter.new_cache(), 0, []
         for h in feeds:  # a growing draft cache, as in decoding
             start += h.shape[0]
-            rows.append(drafter.draft_logprobs(target.embed_tokens, target.lm_head, 11, h, start, cache))
+            rows.append(
+                drafter.draft_logprobs(target.embed_tokens, target.lm_head, 11, h, start, cache)
+            )
         return rows
 
     fused = run()
@@ -198,10 +240,16 @@ def test_fused_drafter_attention_is_bit_identical_to_the_unfused_twin(pair):
 def test_decode_forwards_run_in_inference_mode_and_training_forwards_keep_autograd(pair):
     target, drafter = pair
     seen = []
-    hook = target.model.register_forward_hook(lambda *_: seen.append(torch.is_inference_mode_enabled()))
+    hook = target.model.register_forward_hook(
+        lambda *_: seen.append(torch.is_inference_mode_enabled())
+    )
     try:
-        generate(target, drafter, [5, 9, 13, 2], DecodeConfig(method="ddtree", verifier="greedy", budget=6,
-                                                             max_new_tokens=4))
+        generate(
+            target,
+            drafter,
+            [5, 9, 13, 2],
+            DecodeConfig(method="ddtree", verifier="greedy", budget=6, max_new_tokens=4),
+        )
         generate(target, None, [5, 9, 13, 2], DecodeConfig(method="ar", max_new_tokens=2))
     finally:
         hook.remove()
@@ -210,8 +258,12 @@ def test_decode_forwards_run_in_inference_mode_and_training_forwards_keep_autogr
     cache = target.new_cache()
     step = target.prefill(cache, torch.tensor([5, 9, 13, 2]))
     assert not step.hidden.is_inference()
-    out = drafter(target.embed_tokens(torch.tensor([[2] * drafter.block_size])), step.hidden[None],
-                  torch.arange(4)[None], torch.arange(4, 4 + drafter.block_size)[None])
+    out = drafter(
+        target.embed_tokens(torch.tensor([[2] * drafter.block_size])),
+        step.hidden[None],
+        torch.arange(4)[None],
+        torch.arange(4, 4 + drafter.block_size)[None],
+    )
     out.sum().backward()
     assert drafter.fc.weight.grad is not None
     tree = DraftTree.chain([3, 4])
@@ -228,8 +280,12 @@ def test_path_forward_equals_the_tree_mask_forward_on_a_chain(pair):
     for path in (True, False):
         cache = target.new_cache()
         target.prefill(cache, torch.tensor([5, 9, 13, 2]))
-        steps.append((target.verify_tree(cache, dt.token, dt.depth, dt.ancestor, path=path),
-                      cache.layers[0].keys.clone()))
+        steps.append(
+            (
+                target.verify_tree(cache, dt.token, dt.depth, dt.ancestor, path=path),
+                cache.layers[0].keys.clone(),
+            )
+        )
     (a, ka), (b, kb) = steps
     torch.testing.assert_close(a.logits, b.logits, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(a.hidden, b.hidden, rtol=1e-5, atol=1e-5)

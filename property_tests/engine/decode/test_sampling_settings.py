@@ -4,7 +4,6 @@ decoding token for token (single and batched, every sampling verifier and AR).""
 
 from __future__ import annotations
 
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -13,24 +12,42 @@ from hypothesis import given, strategies as st
 
 from exitlaw.engine.decode.batch_generate import generate_ar_batch, generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate, sample_token
-from exitlaw.engine.decode.sampling_settings import (as_settings, filter_logits, keep_mask, processed_draft_logprobs,
-                                                     processed_probs)
+from exitlaw.engine.decode.sampling_settings import (
+    as_settings,
+    filter_logits,
+    keep_mask,
+    processed_draft_logprobs,
+    processed_probs,
+)
 from exitlaw.theory import DistributionError
-from exitlaw.theory.sampling_settings import (FILTERS, HF_ORDER, SamplingSettings, process_logits,
-                                              process_rows_exact)
+from exitlaw.theory.sampling_settings import (
+    FILTERS,
+    HF_ORDER,
+    SamplingSettings,
+    process_logits,
+    process_rows_exact,
+)
 
 settings_st = st.builds(
-    SamplingSettings, temperature=st.sampled_from([0.4, 1.0, 1.6]),
-    top_k=st.none() | st.integers(1, 8), top_p=st.none() | st.floats(0.05, 1.0),
-    min_p=st.none() | st.floats(0.0, 0.9), order=st.permutations(FILTERS).map(tuple))
+    SamplingSettings,
+    temperature=st.sampled_from([0.4, 1.0, 1.6]),
+    top_k=st.none() | st.integers(1, 8),
+    top_p=st.none() | st.floats(0.05, 1.0),
+    min_p=st.none() | st.floats(0.0, 0.9),
+    order=st.permutations(FILTERS).map(tuple),
+)
 
 
-@given(seed=st.integers(0, 2**32 - 1), settings=settings_st, dtype=st.sampled_from([torch.float32, torch.float64]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    settings=settings_st,
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
 def test_torch_processing_equals_the_theory_numpy_definition(seed, settings, dtype):
     rng = np.random.default_rng(seed)
     z = rng.normal(0, 2.0, size=(4, 9))
     z[rng.random(z.shape) < 0.15] = -np.inf
-    z[np.arange(4), rng.integers(0, 9, 4)] = 0.5        # never a whole row -inf
+    z[np.arange(4), rng.integers(0, 9, 4)] = 0.5  # never a whole row -inf
     logits = torch.tensor(z, dtype=dtype)
     want = process_logits(logits.double().numpy(), settings)
     got = processed_probs(logits, settings).numpy()
@@ -41,22 +58,35 @@ def test_torch_processing_equals_the_theory_numpy_definition(seed, settings, dty
     assert torch.equal(torch.isfinite(masked), torch.from_numpy(want > 0))
 
 
-@given(row=st.lists(st.integers(0, 6), min_size=1, max_size=8).filter(any),
-       top_k=st.none() | st.integers(1, 6), top_p=st.none() | st.sampled_from([0.125, 0.25, 0.5, 0.625, 0.875]),
-       min_p=st.none() | st.sampled_from([0.125, 0.25, 0.5]), order=st.permutations(FILTERS).map(tuple))
-def test_torch_mask_equals_the_exact_reference_on_tied_integer_rows(row, top_k, top_p, min_p, order):
+@given(
+    row=st.lists(st.integers(0, 6), min_size=1, max_size=8).filter(any),
+    top_k=st.none() | st.integers(1, 6),
+    top_p=st.none() | st.sampled_from([0.125, 0.25, 0.5, 0.625, 0.875]),
+    min_p=st.none() | st.sampled_from([0.125, 0.25, 0.5]),
+    order=st.permutations(FILTERS).map(tuple),
+)
+def test_torch_mask_equals_the_exact_reference_on_tied_integer_rows(
+    row, top_k, top_p, min_p, order
+):
     """Integer weights and dyadic thresholds are exact in float64: the kept set must be the exact one, ties included."""
     s = SamplingSettings(1.0, top_k, top_p, min_p, order)
     exact = process_rows_exact([row], s)[0]
-    assert keep_mask(torch.tensor([row], dtype=torch.float64), s)[0].tolist() == [x > 0 for x in exact]
+    assert keep_mask(torch.tensor([row], dtype=torch.float64), s)[0].tolist() == [
+        x > 0 for x in exact
+    ]
 
 
 def test_no_filter_and_greedy_leave_the_logits_untouched_and_bad_settings_are_named():
     z = torch.randn(3, 7)
-    assert filter_logits(z, 0.8) is z and filter_logits(z, SamplingSettings(0.8, top_p=1.0, min_p=0.0)) is z
+    assert (
+        filter_logits(z, 0.8) is z
+        and filter_logits(z, SamplingSettings(0.8, top_p=1.0, min_p=0.0)) is z
+    )
     assert filter_logits(z, SamplingSettings(0.0, top_k=1)) is z
     assert torch.isneginf(filter_logits(z, SamplingSettings(1.0, top_k=2))).sum() == 3 * 5
-    np.testing.assert_array_equal(processed_probs(z, SamplingSettings(0.0, top_p=0.1)).argmax(-1), z.argmax(-1))
+    np.testing.assert_array_equal(
+        processed_probs(z, SamplingSettings(0.0, top_p=0.1)).argmax(-1), z.argmax(-1)
+    )
     with pytest.raises(DistributionError, match="temperature"):
         as_settings(-1.0)
     with pytest.raises(DistributionError, match="top_p"):
@@ -104,27 +134,46 @@ class NoisyDrafter:
         return None
 
     def draft_logprobs(self, embed_tokens, lm_head, root, pending, start, cache):
-        return torch.log_softmax(torch.randn(self.block_size - 1, self.vocab, generator=self.gen), -1)
+        return torch.log_softmax(
+            torch.randn(self.block_size - 1, self.vocab, generator=self.gen), -1
+        )
 
     def draft_logprobs_batch(self, roots, starts):
-        return torch.log_softmax(torch.randn(len(roots), self.block_size - 1, self.vocab, generator=self.gen), -1)
+        return torch.log_softmax(
+            torch.randn(len(roots), self.block_size - 1, self.vocab, generator=self.gen), -1
+        )
 
 
 def test_top_k_1_at_T1_equals_greedy_ar_token_for_token(pair, greedy_ar):
     """At T = 1 the tiny target's rows are flat (top-1 mass well below 1): sampling without the filter
     leaves the greedy path within a few tokens, so this fails if any stage drops ``top_k``."""
     target, drafter = pair
-    plain = generate(target, None, PROMPT, DecodeConfig(method="ar", temperature=1.0, max_new_tokens=NEW, seed=4))
+    plain = generate(
+        target, None, PROMPT, DecodeConfig(method="ar", temperature=1.0, max_new_tokens=NEW, seed=4)
+    )
     assert plain.tokens != greedy_ar  # the control: T = 1 alone is not greedy
     runs = [DecodeConfig(method="ar", temperature=1.0, top_k=1, max_new_tokens=NEW, seed=4)]
-    runs += [DecodeConfig(method=m, verifier=v, budget=8, temperature=1.0, top_k=1, max_new_tokens=NEW, seed=5)
-             for v in ("predraw", "residual", "tev") for m in ("chain", "ddtree")]
+    runs += [
+        DecodeConfig(
+            method=m, verifier=v, budget=8, temperature=1.0, top_k=1, max_new_tokens=NEW, seed=5
+        )
+        for v in ("predraw", "residual", "tev")
+        for m in ("chain", "ddtree")
+    ]
     for cfg in runs:
         assert generate(target, drafter, PROMPT, cfg).tokens == greedy_ar, cfg
     noisy = NoisyDrafter(target.vocab_size, 2)
     for v in ("predraw", "residual", "tev"):
-        cfg = DecodeConfig(method="ddtree", verifier=v, budget=6, temperature=1.0, top_k=1, top_p=0.95,
-                           max_new_tokens=NEW, seed=6)
+        cfg = DecodeConfig(
+            method="ddtree",
+            verifier=v,
+            budget=6,
+            temperature=1.0,
+            top_k=1,
+            top_p=0.95,
+            max_new_tokens=NEW,
+            seed=6,
+        )
         assert generate(target, noisy, PROMPT, cfg).tokens == greedy_ar, cfg
 
 
@@ -132,12 +181,25 @@ def test_top_k_1_at_T1_equals_greedy_ar_in_batches(pair):
     target, _ = pair
     prompts = [PROMPT, [5], [33, 44, 91]]
     refs = generate_ar_batch(target, prompts, DecodeConfig(method="ar", max_new_tokens=8)).tokens
-    plain = generate_ar_batch(target, prompts, DecodeConfig(method="ar", temperature=1.0, max_new_tokens=8, seed=2))
+    plain = generate_ar_batch(
+        target, prompts, DecodeConfig(method="ar", temperature=1.0, max_new_tokens=8, seed=2)
+    )
     assert plain.tokens != refs
-    got = generate_ar_batch(target, prompts, DecodeConfig(method="ar", temperature=1.0, top_k=1, max_new_tokens=8,
-                                                          seed=2))
+    got = generate_ar_batch(
+        target,
+        prompts,
+        DecodeConfig(method="ar", temperature=1.0, top_k=1, max_new_tokens=8, seed=2),
+    )
     assert got.tokens == refs
     noisy = NoisyDrafter(target.vocab_size, 3)
     for v in ("predraw", "residual", "tev"):
-        cfg = DecodeConfig(method="ddtree", verifier=v, budget=6, temperature=1.0, top_k=1, max_new_tokens=8, seed=7)
+        cfg = DecodeConfig(
+            method="ddtree",
+            verifier=v,
+            budget=6,
+            temperature=1.0,
+            top_k=1,
+            max_new_tokens=8,
+            seed=7,
+        )
         assert generate_batch(target, noisy, prompts, cfg).tokens == refs, cfg

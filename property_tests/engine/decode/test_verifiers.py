@@ -15,28 +15,47 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, note, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
 from exitlaw.engine.decode.builders import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import (
-    KINDS, VerifierGenerators, _draw, _draw_logits, _greedy_reference, _predraw_reference, _tev_exit_law,
-    _tev_reference, verify,
+    KINDS,
+    VerifierGenerators,
+    _draw,
+    _draw_logits,
+    _greedy_reference,
+    _predraw_reference,
+    _tev_exit_law,
+    _tev_reference,
+    verify,
 )
 from exitlaw.simulate.kit.conformance import EXACT_AND_SATURATING, run_kit
 from exitlaw.simulate.stats import pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees
-from exitlaw.theory import DistributionError, DraftTree, reference_block_law, reference_law, to_fractions
+from exitlaw.theory import (
+    DistributionError,
+    DraftTree,
+    reference_block_law,
+    reference_law,
+    to_fractions,
+)
 from exitlaw.theory.sampling_settings import HF_ORDER, SamplingSettings, process_logits
 
 ALPHA = 1e-6
 SAMPLERS = ("predraw", "residual", "tev")
 
 
-def _random_logits(rng: np.random.Generator, tree: DraftTree, vocab: int, *, zero_frac: float = 0.2,
-                   scale: float = 1.5) -> torch.Tensor:
+def _random_logits(
+    rng: np.random.Generator,
+    tree: DraftTree,
+    vocab: int,
+    *,
+    zero_frac: float = 0.2,
+    scale: float = 1.5,
+) -> torch.Tensor:
     """Rows that differ per node; about ``zero_frac`` of entries are ``-inf`` (probability 0), never a whole row."""
     z = rng.normal(0.0, scale, size=(tree.num_nodes, vocab))
     dead = rng.random(z.shape) < zero_frac
@@ -86,14 +105,24 @@ def test_device_verifier_matches_exact_block_law(kind, seed, temperature):
     exits = Counter()
     for (v, _), c in counts.items():
         exits[(v, 0)] += c
-    p_exit = _chi_square_p(exits, [[sum(row)] for row in law], n)  # fewer cells: more power on the exit law
-    assert p_exit > ALPHA / 2, f"{kind}: exit-law chi-square p = {p_exit:.3g} on {tree}, counts {dict(exits)}"
-    assert p > ALPHA / 2, f"{kind}: chi-square p = {p:.3g} <= {ALPHA} on {tree}, counts {dict(counts)}"
+    p_exit = _chi_square_p(
+        exits, [[sum(row)] for row in law], n
+    )  # fewer cells: more power on the exit law
+    assert p_exit > ALPHA / 2, (
+        f"{kind}: exit-law chi-square p = {p_exit:.3g} on {tree}, counts {dict(exits)}"
+    )
+    assert p > ALPHA / 2, (
+        f"{kind}: chi-square p = {p:.3g} <= {ALPHA} on {tree}, counts {dict(counts)}"
+    )
 
 
 # every filter alone, and all three in HF's order (the law is theory's processed target, numpy reference)
-SETTINGS = (SamplingSettings(1.0, top_k=2), SamplingSettings(0.7, top_p=0.75), SamplingSettings(1.3, min_p=0.3),
-            SamplingSettings(0.9, top_k=4, top_p=0.9, min_p=0.1, order=HF_ORDER))
+SETTINGS = (
+    SamplingSettings(1.0, top_k=2),
+    SamplingSettings(0.7, top_p=0.75),
+    SamplingSettings(1.3, min_p=0.3),
+    SamplingSettings(0.9, top_k=4, top_p=0.9, min_p=0.1, order=HF_ORDER),
+)
 
 
 @pytest.mark.parametrize("kind", SAMPLERS)
@@ -162,19 +191,29 @@ def test_device_verifier_matches_exact_block_law_on_tiny_model_rows(kind, tiny_t
     assert _chi_square_p(counts, law, n) > ALPHA / 2
 
 
-@given(tree=draft_trees(max_nodes=10, vocab_size=4), seed=st.integers(0, 2**32 - 1),
-       kind=st.sampled_from(KINDS), temperature=st.sampled_from([0.0, 1.0]))
+@given(
+    tree=draft_trees(max_nodes=10, vocab_size=4),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(KINDS),
+    temperature=st.sampled_from([0.0, 1.0]),
+)
 def test_greedy_limit_follows_the_argmax(tree, seed, kind, temperature):
     """At T = 0 every kind (and the greedy kind at any T) walks the argmax; bonus = argmax of the exit row."""
     logits = _random_logits(np.random.default_rng(seed), tree, 4)
     dt = to_device_tree(tree)
-    got = verify(kind if temperature == 0 else "greedy", dt, logits, temperature, VerifierGenerators(seed))
+    got = verify(
+        kind if temperature == 0 else "greedy", dt, logits, temperature, VerifierGenerators(seed)
+    )
     assert got == _greedy_reference(dt, logits)
     assert got.path_nodes == list(tree.path_nodes(got.exit_node))
 
 
-@given(tree=draft_trees(max_nodes=12, vocab_size=5), seed=st.integers(0, 2**32 - 1),
-       temperature=st.sampled_from([0.5, 1.0, 2.0]), dtype=st.sampled_from([torch.float32, torch.bfloat16]))
+@given(
+    tree=draft_trees(max_nodes=12, vocab_size=5),
+    seed=st.integers(0, 2**32 - 1),
+    temperature=st.sampled_from([0.5, 1.0, 2.0]),
+    dtype=st.sampled_from([torch.float32, torch.bfloat16]),
+)
 def test_tev_exit_law_equals_the_per_node_reference(tree, seed, temperature, dtype):
     """The level-parallel ``w`` (K internal rows only) equals theory.exact's per-node law on full rows."""
     logits = _random_logits(np.random.default_rng(seed), tree, 5).to(dtype)
@@ -194,7 +233,9 @@ def test_tev_draws_equal_the_reference_twin(tree, seed):
         assert verify("tev", dt, logits, 1.0, fast) == _tev_reference(dt, logits, 1.0, ref)
 
 
-@given(tree=draft_trees(max_nodes=12, max_branching=4, vocab_size=6), seed=st.integers(0, 2**32 - 1))
+@given(
+    tree=draft_trees(max_nodes=12, max_branching=4, vocab_size=6), seed=st.integers(0, 2**32 - 1)
+)
 def test_tev_exit_law_is_sibling_order_invariant(tree, seed):
     """Shuffling the children (node ids) leaves the law of (exit path, bonus) unchanged."""
     rng = np.random.default_rng(seed)
@@ -216,7 +257,7 @@ def test_zero_probability_children_and_child_bonus_never_happen(kind):
     tree = DraftTree.from_paths([(0,), (1,), (2,), (0, 1), (0, 3), (1, 0), (0, 1, 2)])
     logits = _random_logits(rng, tree, 4, zero_frac=0.0, scale=0.3)
     node = {tree.path(v): v for v in range(tree.num_nodes)}
-    logits[0, 1] = float("-inf")          # node (1,) unreachable
+    logits[0, 1] = float("-inf")  # node (1,) unreachable
     logits[node[(0,)], 3] = float("-inf")  # node (0, 3) unreachable
     dt, gens = to_device_tree(tree), VerifierGenerators(3)
     probs = _probs64(logits, 1.0)
@@ -243,7 +284,11 @@ def test_predraw_reference_loop_matches_exact_block_law():
 
 def test_float64_draw_never_returns_a_zero_weight():
     g = torch.Generator().manual_seed(0)
-    for weights, allowed in [([0.5, 0.5, 0.0, 0.0], {0, 1}), ([0.0, 0.0, 1.0], {2}), ([0.0, 1e-300, 0.0], {1})]:
+    for weights, allowed in [
+        ([0.5, 0.5, 0.0, 0.0], {0, 1}),
+        ([0.0, 0.0, 1.0], {2}),
+        ([0.0, 1e-300, 0.0], {1}),
+    ]:
         w = torch.tensor(weights, dtype=torch.float64)
         assert {int(_draw(w, g)) for _ in range(300)} <= allowed
 
@@ -262,9 +307,17 @@ def test_bonus_draw_has_no_float32_tail_bias_on_a_large_vocabulary():
     assert stats.binomtest(hits, n, p_tail).pvalue > ALPHA, (hits, n * p_tail)
 
 
-@pytest.mark.parametrize("kind,temperature", [("tev", 1.0), ("tev", 0.7), ("predraw", 1.0), ("greedy", 0.0),
-                                              ("tev", SamplingSettings(0.8, top_k=5, top_p=0.9, min_p=0.05)),
-                                              ("predraw", SamplingSettings(1.0, top_p=0.8))])
+@pytest.mark.parametrize(
+    "kind,temperature",
+    [
+        ("tev", 1.0),
+        ("tev", 0.7),
+        ("predraw", 1.0),
+        ("greedy", 0.0),
+        ("tev", SamplingSettings(0.8, top_k=5, top_p=0.9, min_p=0.05)),
+        ("predraw", SamplingSettings(1.0, top_p=0.8)),
+    ],
+)
 def test_device_verifiers_have_fixed_shapes_and_one_host_transfer(kind, temperature):
     """Every aten op of a round, logged by a dispatch mode: no data-dependent shape (nonzero, masked
     select, boolean indexing), no per-node sampling in TEV (multinomial), no implicit host read (a 0-d tensor used
@@ -279,7 +332,9 @@ def test_device_verifiers_have_fixed_shapes_and_one_host_transfer(kind, temperat
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.overloadpacket.__name__
             if name == "index":
-                assert all(i is None or i.dtype != torch.bool for i in args[1]), "boolean-mask indexing"
+                assert all(i is None or i.dtype != torch.bool for i in args[1]), (
+                    "boolean-mask indexing"
+                )
             self.ops.append(name)
             return func(*args, **(kwargs or {}))
 
@@ -289,10 +344,14 @@ def test_device_verifiers_have_fixed_shapes_and_one_host_transfer(kind, temperat
     transfers = []
     tolist = torch.Tensor.tolist
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(torch.Tensor, "tolist", lambda self: transfers.append(self.shape) or tolist(self))
+        mp.setattr(
+            torch.Tensor, "tolist", lambda self: transfers.append(self.shape) or tolist(self)
+        )
         with Log() as log:
             verify(kind, dt, logits, temperature, VerifierGenerators(0))
-    banned = {"nonzero", "masked_select", "unique", "_local_scalar_dense"} | ({"multinomial"} if kind == "tev" else set())
+    banned = {"nonzero", "masked_select", "unique", "_local_scalar_dense"} | (
+        {"multinomial"} if kind == "tev" else set()
+    )
     assert not banned & set(log.ops)
     assert len(transfers) == 1
 
@@ -342,7 +401,11 @@ def _kit_verifier(kind: str, temperature: float = 0.8):
         if key not in cache:
             with np.errstate(divide="ignore"):
                 logits = torch.tensor(np.log(probs) * temperature, dtype=torch.float32)
-            cache[key] = (to_device_tree(tree), logits, VerifierGenerators(int(rng.integers(2**62))))
+            cache[key] = (
+                to_device_tree(tree),
+                logits,
+                VerifierGenerators(int(rng.integers(2**62))),
+            )
         dt, logits, gens = cache[key]
         res = verify(kind, dt, logits, temperature, gens)
         return res.exit_node, res.bonus

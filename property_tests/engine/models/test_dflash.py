@@ -47,9 +47,17 @@ def test_released_config_layout_is_written(tiny):
     assert cfg["block_size"] == SPEC.block_size
     assert set(cfg["dflash_config"]) == {"mask_token_id", "target_layer_ids"}
     names = set(load_file(str(tiny[1] / "model.safetensors")))
-    for n in ("fc.weight", "hidden_norm.weight", "norm.weight", "layers.0.self_attn.q_proj.weight",
-              "layers.0.self_attn.q_norm.weight", "layers.0.self_attn.k_norm.weight", "layers.0.mlp.gate_proj.weight",
-              "layers.0.input_layernorm.weight", "layers.0.post_attention_layernorm.weight"):
+    for n in (
+        "fc.weight",
+        "hidden_norm.weight",
+        "norm.weight",
+        "layers.0.self_attn.q_proj.weight",
+        "layers.0.self_attn.q_norm.weight",
+        "layers.0.self_attn.k_norm.weight",
+        "layers.0.mlp.gate_proj.weight",
+        "layers.0.input_layernorm.weight",
+        "layers.0.post_attention_layernorm.weight",
+    ):
         assert n in names
     assert not any(n.startswith("model.") or "embed_tokens" in n or "lm_head" in n for n in names)
 
@@ -59,7 +67,9 @@ def test_missing_tensor_error_names_it(tiny, tmp_path):
     t = load_file(str(d / "model.safetensors"))
     del t["layers.0.self_attn.k_norm.weight"]
     save_file(t, str(d / "model.safetensors"))
-    with pytest.raises(ValueError, match=r"missing tensor\(s\): layers\.0\.self_attn\.k_norm\.weight"):
+    with pytest.raises(
+        ValueError, match=r"missing tensor\(s\): layers\.0\.self_attn\.k_norm\.weight"
+    ):
         load_drafter(d)
 
 
@@ -70,7 +80,9 @@ def test_misnamed_tensor_error_names_both_names(tiny, tmp_path):
     save_file(t, str(d / "model.safetensors"))
     with pytest.raises(ValueError) as err:
         load_drafter(d)
-    assert "layers.0.mlp.gate_proj.weight" in str(err.value) and "layers.0.mlp.gate.weight" in str(err.value)
+    assert "layers.0.mlp.gate_proj.weight" in str(err.value) and "layers.0.mlp.gate.weight" in str(
+        err.value
+    )
 
 
 def test_misshaped_tensor_error_names_it(tiny, tmp_path):
@@ -107,19 +119,30 @@ def test_default_target_layer_ids_follow_the_released_rule():
     assert default_target_layer_ids(36, 1) == [18]
 
 
-@given(cuts=st.lists(st.integers(1, 5), min_size=1, max_size=4), root=st.integers(0, SPEC.vocab_size - 1))
+@given(
+    cuts=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    root=st.integers(0, SPEC.vocab_size - 1),
+)
 @settings(max_examples=15)
 def test_incremental_draft_cache_equals_one_call_over_the_whole_context(pair, cuts, root):
     """Feeding the context in chunks across calls (the cache keeps context only) changes nothing."""
     target, drafter = pair
     total = sum(cuts)
-    hidden = torch.randn(total, len(SPEC.target_layer_ids) * SPEC.hidden_size, generator=torch.Generator().manual_seed(total))
+    hidden = torch.randn(
+        total,
+        len(SPEC.target_layer_ids) * SPEC.hidden_size,
+        generator=torch.Generator().manual_seed(total),
+    )
     with torch.no_grad():
-        whole = drafter.block_logits(target.embed_tokens, target.lm_head, root, hidden, total, drafter.new_cache())
+        whole = drafter.block_logits(
+            target.embed_tokens, target.lm_head, root, hidden, total, drafter.new_cache()
+        )
         cache, pos = drafter.new_cache(), 0
         for c in cuts:
             pos += c
-            last = drafter.block_logits(target.embed_tokens, target.lm_head, root, hidden[pos - c:pos], pos, cache)
+            last = drafter.block_logits(
+                target.embed_tokens, target.lm_head, root, hidden[pos - c : pos], pos, cache
+            )
             assert cache.length == pos
     torch.testing.assert_close(last, whole, atol=1e-5, rtol=1e-5)
 
@@ -135,9 +158,13 @@ def test_block_attends_non_causally_and_rows_are_log_probs(pair):
         emb2[0, -1] += 1.0
         out2 = drafter(emb2, h, ctx_pos, blk_pos)
     assert not torch.allclose(out[0, 1], out2[0, 1])  # an earlier position sees a later one
-    rows = drafter.draft_logprobs(target.embed_tokens, target.lm_head, 3, h[0], 4, drafter.new_cache())
+    rows = drafter.draft_logprobs(
+        target.embed_tokens, target.lm_head, 3, h[0], 4, drafter.new_cache()
+    )
     assert rows.shape == (SPEC.block_size - 1, SPEC.vocab_size)
-    torch.testing.assert_close(rows.exp().sum(-1), torch.ones(SPEC.block_size - 1, dtype=rows.dtype))
+    torch.testing.assert_close(
+        rows.exp().sum(-1), torch.ones(SPEC.block_size - 1, dtype=rows.dtype)
+    )
 
 
 def test_cache_length_mismatch_is_an_error(pair):
@@ -151,16 +178,39 @@ def test_a_released_style_qwen3_4b_config_parses_and_names_its_tensors():
     """Config of the shape z-lab/Qwen3-4B-DFlash-b16 ships (Qwen3 fields + block_size + dflash_config)."""
     from exitlaw.engine.models.dflash import DFlashDrafter, expected_tensor_names
 
-    raw = {"architectures": ["DFlashDraftModel"], "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},
-           "model_type": "qwen3", "dtype": "bfloat16", "attention_bias": False, "attention_dropout": 0.0,
-           "hidden_act": "silu", "hidden_size": 2560, "intermediate_size": 9728, "num_attention_heads": 32,
-           "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 5, "num_target_layers": 36,
-           "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_scaling": None, "rope_theta": 1000000,
-           "sliding_window": None, "use_sliding_window": False, "layer_types": ["full_attention"] * 5,
-           "vocab_size": 151936, "block_size": 16,
-           "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 9, 17, 25, 33]}}
+    raw = {
+        "architectures": ["DFlashDraftModel"],
+        "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},
+        "model_type": "qwen3",
+        "dtype": "bfloat16",
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "hidden_act": "silu",
+        "hidden_size": 2560,
+        "intermediate_size": 9728,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "num_hidden_layers": 5,
+        "num_target_layers": 36,
+        "max_position_embeddings": 40960,
+        "rms_norm_eps": 1e-6,
+        "rope_scaling": None,
+        "rope_theta": 1000000,
+        "sliding_window": None,
+        "use_sliding_window": False,
+        "layer_types": ["full_attention"] * 5,
+        "vocab_size": 151936,
+        "block_size": 16,
+        "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 9, 17, 25, 33]},
+    }
     cfg = DFlashConfig.from_dict(raw)
-    assert (cfg.block_size, cfg.mask_token_id, cfg.target_layer_ids, cfg.rope_theta) == (16, 151669, (1, 9, 17, 25, 33), 1e6)
+    assert (cfg.block_size, cfg.mask_token_id, cfg.target_layer_ids, cfg.rope_theta) == (
+        16,
+        151669,
+        (1, 9, 17, 25, 33),
+        1e6,
+    )
     names = expected_tensor_names(cfg)
     assert len(names) == 5 * 11 + 3
     with torch.device("meta"):
@@ -182,7 +232,9 @@ def _reference_block_hidden(drafter, block_embeds, target_hidden, positions):
     from transformers.models.qwen3.modeling_qwen3 import apply_rotary_pos_emb
 
     c = drafter.config
-    d = lambda t: t.detach().to(torch.float64)
+
+    def d(t):
+        return t.detach().to(torch.float64)
 
     def norm(x, mod):
         return d(mod.weight) * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + mod.eps)
@@ -190,7 +242,7 @@ def _reference_block_hidden(drafter, block_embeds, target_hidden, positions):
     inv = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.float64) / c.head_dim))
     ang = positions.to(torch.float64)[..., None] * inv
     emb = torch.cat([ang, ang], dim=-1)
-    cos, sin = emb.cos(), emb.sin()                                       # [1, C + S, D]
+    cos, sin = emb.cos(), emb.sin()  # [1, C + S, D]
     ctx = norm(d(target_hidden) @ d(drafter.fc.weight).T, drafter.hidden_norm)
     x = d(block_embeds)
     n_ctx, s = ctx.shape[1], x.shape[1]
@@ -198,17 +250,25 @@ def _reference_block_hidden(drafter, block_embeds, target_hidden, positions):
         a = layer.self_attn
         xn = norm(x, layer.input_layernorm)
         both = torch.cat([ctx, xn], dim=1)
-        q = norm((xn @ d(a.q_proj.weight).T).view(1, s, a.heads, a.head_dim), a.q_norm).transpose(1, 2)
-        k = norm((both @ d(a.k_proj.weight).T).view(1, n_ctx + s, a.kv_heads, a.head_dim), a.k_norm).transpose(1, 2)
+        q = norm((xn @ d(a.q_proj.weight).T).view(1, s, a.heads, a.head_dim), a.q_norm).transpose(
+            1, 2
+        )
+        k = norm(
+            (both @ d(a.k_proj.weight).T).view(1, n_ctx + s, a.kv_heads, a.head_dim), a.k_norm
+        ).transpose(1, 2)
         v = (both @ d(a.v_proj.weight).T).view(1, n_ctx + s, a.kv_heads, a.head_dim).transpose(1, 2)
         q, _ = apply_rotary_pos_emb(q, q, cos[:, n_ctx:], sin[:, n_ctx:])
         k, _ = apply_rotary_pos_emb(k, k, cos, sin)
         k, v = (t.repeat_interleave(a.heads // a.kv_heads, dim=1) for t in (k, v))
-        att = torch.softmax(q @ k.transpose(-1, -2) / a.head_dim ** 0.5, dim=-1) @ v
+        att = torch.softmax(q @ k.transpose(-1, -2) / a.head_dim**0.5, dim=-1) @ v
         x = x + att.transpose(1, 2).reshape(1, s, -1) @ d(a.o_proj.weight).T
         h = norm(x, layer.post_attention_layernorm)
         m = layer.mlp
-        x = x + (torch.nn.functional.silu(h @ d(m.gate_proj.weight).T) * (h @ d(m.up_proj.weight).T)) @ d(m.down_proj.weight).T
+        x = (
+            x
+            + (torch.nn.functional.silu(h @ d(m.gate_proj.weight).T) * (h @ d(m.up_proj.weight).T))
+            @ d(m.down_proj.weight).T
+        )
     return norm(x, drafter.norm)
 
 

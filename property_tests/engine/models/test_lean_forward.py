@@ -19,15 +19,31 @@ from exitlaw.engine.models.target import TargetModel, batch_attention_mask, tree
 from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
 from exitlaw.theory import DraftTree
 
-SPEC = TinySpec(vocab_size=96, hidden_size=32, intermediate_size=64, target_layers=3, heads=4, kv_heads=2,
-                head_dim=8, block_size=6, target_layer_ids=(0, 2))  # layer 2 is the last: its hidden is normed
+SPEC = TinySpec(
+    vocab_size=96,
+    hidden_size=32,
+    intermediate_size=64,
+    target_layers=3,
+    heads=4,
+    kv_heads=2,
+    head_dim=8,
+    block_size=6,
+    target_layer_ids=(0, 2),
+)  # layer 2 is the last: its hidden is normed
 
 
 def qwen2(seed: int):
     s = SPEC.lm_sizes()
-    cfg = Qwen2Config(vocab_size=s.vocab_size, hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
-                      num_hidden_layers=s.num_layers, num_attention_heads=s.num_heads,
-                      num_key_value_heads=s.num_kv_heads, max_position_embeddings=512, tie_word_embeddings=False)
+    cfg = Qwen2Config(
+        vocab_size=s.vocab_size,
+        hidden_size=s.hidden_size,
+        intermediate_size=s.intermediate_size,
+        num_hidden_layers=s.num_layers,
+        num_attention_heads=s.num_heads,
+        num_key_value_heads=s.num_kv_heads,
+        max_position_embeddings=512,
+        tie_word_embeddings=False,
+    )
     cfg._attn_implementation = "sdpa"
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg).eval()
@@ -56,8 +72,15 @@ def model(request):
 
 
 def hf_forward(model, ids, pos, mask, cache, logits_to_keep=0):
-    out = model(input_ids=ids, position_ids=pos, attention_mask=mask, cache=cache, use_cache=True,
-                output_hidden_states=True, logits_to_keep=logits_to_keep)
+    out = model(
+        input_ids=ids,
+        position_ids=pos,
+        attention_mask=mask,
+        cache=cache,
+        use_cache=True,
+        output_hidden_states=True,
+        logits_to_keep=logits_to_keep,
+    )
     return out.logits, {i: out.hidden_states[i + 1] for i in SPEC.target_layer_ids}
 
 
@@ -79,8 +102,9 @@ def assert_twins(model, prefix, ids, pos, mask, logits_to_keep=0):
     for fused in (True, False):
         c = cache_after(model, prefix)
         with torch.inference_mode():
-            got_logits, got_hidden = LeanForward(model, fused_norm=fused)(ids, pos, mask, c, SPEC.target_layer_ids,
-                                                                          logits_to_keep)
+            got_logits, got_hidden = LeanForward(model, fused_norm=fused)(
+                ids, pos, mask, c, SPEC.target_layer_ids, logits_to_keep
+            )
         assert torch.equal(got_logits, want_logits)
         assert sorted(got_hidden) == sorted(want_hidden)
         assert all(torch.equal(got_hidden[i], want_hidden[i]) for i in want_hidden)
@@ -89,12 +113,23 @@ def assert_twins(model, prefix, ids, pos, mask, logits_to_keep=0):
 
 
 @settings(max_examples=60, deadline=None)
-@given(width=st.sampled_from([1, 7, 8, 16, 32, 96, 128, 257]), rows=st.integers(1, 40),
-       scale=st.sampled_from([1e-3, 1.0, 30.0, 1e4]), seed=st.integers(0, 2**16))
-def test_fused_cpu_norm_and_signed_rotation_are_bit_identical_to_the_transformers_operations(width, rows, scale, seed):
+@given(
+    width=st.sampled_from([1, 7, 8, 16, 32, 96, 128, 257]),
+    rows=st.integers(1, 40),
+    scale=st.sampled_from([1e-3, 1.0, 30.0, 1e4]),
+    seed=st.integers(0, 2**16),
+)
+def test_fused_cpu_norm_and_signed_rotation_are_bit_identical_to_the_transformers_operations(
+    width, rows, scale, seed
+):
     from transformers.models.qwen3.modeling_qwen3 import rotate_half
 
-    from exitlaw.engine.models.layer_ops import fused_rms_norm, rms_norm, rotate_with_sign, signed_sin
+    from exitlaw.engine.models.layer_ops import (
+        fused_rms_norm,
+        rms_norm,
+        rotate_with_sign,
+        signed_sin,
+    )
 
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(rows, width, generator=g) * scale
@@ -119,12 +154,19 @@ def test_causal_forwards_are_bit_identical(model, prefix, new):
 
 
 @settings(max_examples=12, deadline=None)
-@given(prefix=st.lists(st.integers(0, SPEC.vocab_size - 1), min_size=1, max_size=10),
-       parents=st.lists(st.integers(0, 40), min_size=1, max_size=14), data=st.data())
+@given(
+    prefix=st.lists(st.integers(0, SPEC.vocab_size - 1), min_size=1, max_size=10),
+    parents=st.lists(st.integers(0, 40), min_size=1, max_size=14),
+    data=st.data(),
+)
 def test_tree_forward_is_bit_identical(model, prefix, parents, data):
-    parent = [-1] + [p % (i + 1) for i, p in enumerate(parents)]  # any rooted tree, parents before children
+    parent = [-1] + [
+        p % (i + 1) for i, p in enumerate(parents)
+    ]  # any rooted tree, parents before children
     tree = DraftTree(parent=parent, token=list(range(len(parent))))
-    tok = data.draw(st.lists(st.integers(0, SPEC.vocab_size - 1), min_size=len(parent), max_size=len(parent)))
+    tok = data.draw(
+        st.lists(st.integers(0, SPEC.vocab_size - 1), min_size=len(parent), max_size=len(parent))
+    )
     start = len(prefix)
     anc = torch.tensor(tree.ancestor_matrix, dtype=torch.bool)
     mask = tree_attention_mask(anc, start, torch.float32)
@@ -149,7 +191,10 @@ def test_batched_forward_with_per_row_lengths_is_bit_identical(model):
         want, want_h = hf_forward(model, ids, pos, mask, c1, logits_to_keep=at)
         got, got_h = LeanForward(model)(ids, pos, mask, c2, SPEC.target_layer_ids, at)
     assert torch.equal(got, want) and all(torch.equal(got_h[i], want_h[i]) for i in want_h)
-    assert all(torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values) for a, b in zip(c1.layers, c2.layers))
+    assert all(
+        torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+        for a, b in zip(c1.layers, c2.layers)
+    )
 
 
 def test_the_engine_decodes_through_the_lean_path_with_the_same_tokens(model, monkeypatch):
@@ -168,10 +213,14 @@ def test_the_engine_decodes_through_the_lean_path_with_the_same_tokens(model, mo
 
     monkeypatch.setattr(LeanForward, "__call__", spy)
     prompt = [5, 9, 13, 2, 7]
-    for cfg in (DecodeConfig(method="ddtree", verifier="greedy", budget=8, max_new_tokens=12),
-                DecodeConfig(method="chain", verifier="greedy", max_new_tokens=12),
-                DecodeConfig(method="ddtree", verifier="tev", budget=8, temperature=1.0, max_new_tokens=12, seed=3),
-                DecodeConfig(method="ar", max_new_tokens=6)):
+    for cfg in (
+        DecodeConfig(method="ddtree", verifier="greedy", budget=8, max_new_tokens=12),
+        DecodeConfig(method="chain", verifier="greedy", max_new_tokens=12),
+        DecodeConfig(
+            method="ddtree", verifier="tev", budget=8, temperature=1.0, max_new_tokens=12, seed=3
+        ),
+        DecodeConfig(method="ar", max_new_tokens=6),
+    ):
         n = len(calls)
         plain = generate(plain_target, drafter, prompt, cfg)
         assert len(calls) == n  # lean=False never takes it
@@ -183,9 +232,13 @@ def test_the_engine_decodes_through_the_lean_path_with_the_same_tokens(model, mo
 def test_autograd_and_training_mode_take_the_transformers_forward(model, monkeypatch):
     target = TargetModel(model, SPEC.target_layer_ids)
     monkeypatch.setattr(LeanForward, "__call__", lambda *a, **k: pytest.fail("lean path taken"))
-    anc = torch.tensor(DraftTree(parent=[-1, 0, 0], token=[1, 2, 3]).ancestor_matrix, dtype=torch.bool)
+    anc = torch.tensor(
+        DraftTree(parent=[-1, 0, 0], token=[1, 2, 3]).ancestor_matrix, dtype=torch.bool
+    )
     cache = target.new_cache()
-    step = target.tree_forward(cache, torch.tensor([1, 2, 3]), torch.tensor([0, 1, 1]), anc)  # grad enabled
+    step = target.tree_forward(
+        cache, torch.tensor([1, 2, 3]), torch.tensor([0, 1, 1]), anc
+    )  # grad enabled
     assert step.logits.requires_grad or not any(p.requires_grad for p in model.parameters())
     model.train()
     try:
@@ -200,7 +253,9 @@ def test_autograd_and_training_mode_take_the_transformers_forward(model, monkeyp
     finally:
         hook.remove()
     seen = []  # a global module hook (e.g. a profiler's) must see the model's own modules run
-    hook = torch.nn.modules.module.register_module_forward_hook(lambda mod, *_: seen.append(type(mod).__name__))
+    hook = torch.nn.modules.module.register_module_forward_hook(
+        lambda mod, *_: seen.append(type(mod).__name__)
+    )
     try:
         with torch.no_grad():
             target.prefill(target.new_cache(), torch.tensor([1, 2, 3]))
@@ -210,7 +265,9 @@ def test_autograd_and_training_mode_take_the_transformers_forward(model, monkeyp
 
 
 def test_uncovered_models_keep_the_transformers_forward_with_a_reason():
-    gemma = AutoModelForCausalLM.from_config(causal_lm_config("gemma4", SPEC.lm_sizes(), sliding_window=5)).eval()
+    gemma = AutoModelForCausalLM.from_config(
+        causal_lm_config("gemma4", SPEC.lm_sizes(), sliding_window=5)
+    ).eval()
     assert "Gemma" in lean_support(gemma) or "sliding" in lean_support(gemma)
     assert TargetModel(gemma, SPEC.target_layer_ids)._lean is None
     eager = build_tiny_target(SPEC, 0)

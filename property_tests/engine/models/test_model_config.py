@@ -15,13 +15,34 @@ def _fields(cfg) -> dict:
 
 
 def test_qwen3_config_carries_every_size():
-    s = LMSizes(vocab_size=96, hidden_size=32, intermediate_size=48, num_layers=2, num_heads=4, num_kv_heads=2,
-                head_dim=8, max_positions=512, rope_theta=5e5, tie_word_embeddings=True, init_std=0.1,
-                rms_norm_eps=1e-5)
+    s = LMSizes(
+        vocab_size=96,
+        hidden_size=32,
+        intermediate_size=48,
+        num_layers=2,
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=8,
+        max_positions=512,
+        rope_theta=5e5,
+        tie_word_embeddings=True,
+        init_std=0.1,
+        rms_norm_eps=1e-5,
+    )
     c = qwen3_config(s)
-    assert (c.vocab_size, c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
-            c.num_key_value_heads, c.head_dim, c.max_position_embeddings, c.tie_word_embeddings,
-            c.initializer_range, c.rms_norm_eps) == (96, 32, 48, 2, 4, 2, 8, 512, True, 0.1, 1e-5)
+    assert (
+        c.vocab_size,
+        c.hidden_size,
+        c.intermediate_size,
+        c.num_hidden_layers,
+        c.num_attention_heads,
+        c.num_key_value_heads,
+        c.head_dim,
+        c.max_position_embeddings,
+        c.tie_word_embeddings,
+        c.initializer_range,
+        c.rms_norm_eps,
+    ) == (96, 32, 48, 2, 4, 2, 8, 512, True, 0.1, 1e-5)
     assert c.rope_parameters["rope_theta"] == 5e5 and c.rope_parameters["rope_type"] == "default"
     assert QWEN3_4B.num_layers == 36 and QWEN3_4B.vocab_size == 151936
 
@@ -37,18 +58,39 @@ def test_tiny_pair_gpu_check_and_mini_target_share_the_builder():
     assert _fields(tiny) == _fields(qwen3_config(spec.lm_sizes()))
     target, drafter = build_pair(True, "cpu", torch.float32)
     assert _fields(target.model.config) == _fields(qwen3_config(spec.lm_sizes().but(init_std=0.02)))
-    assert drafter.block_size == spec.block_size and tuple(drafter.config.target_layer_ids) == spec.target_layer_ids
-    ts = TargetSpec(hidden_size=32, intermediate_size=48, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8)
+    assert (
+        drafter.block_size == spec.block_size
+        and tuple(drafter.config.target_layer_ids) == spec.target_layer_ids
+    )
+    ts = TargetSpec(
+        hidden_size=32, intermediate_size=48, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8
+    )
     mini = build_target(ts, vocab_size=64, seed=0).config
-    assert _fields(mini) == _fields(qwen3_config(LMSizes(vocab_size=64, hidden_size=32, intermediate_size=48,
-                                                         num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
-                                                         max_positions=2048)))
+    assert _fields(mini) == _fields(
+        qwen3_config(
+            LMSizes(
+                vocab_size=64,
+                hidden_size=32,
+                intermediate_size=48,
+                num_layers=2,
+                num_heads=4,
+                num_kv_heads=2,
+                head_dim=8,
+                max_positions=2048,
+            )
+        )
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_gets_the_sizes(family):
     c = causal_lm_config(family, TinySpec().lm_sizes())
-    assert (c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_key_value_heads) == (320, 64, 3, 2)
+    assert (c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_key_value_heads) == (
+        320,
+        64,
+        3,
+        2,
+    )
 
 
 def test_unknown_family_is_named():

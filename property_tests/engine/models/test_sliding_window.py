@@ -10,7 +10,12 @@ import torch
 from hypothesis import given, settings, strategies as st
 from transformers import AutoModelForCausalLM, DynamicCache
 
-from exitlaw.engine.models.attention_window import in_window, layer_masks, layer_windows, to_additive
+from exitlaw.engine.models.attention_window import (
+    in_window,
+    layer_masks,
+    layer_windows,
+    to_additive,
+)
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.models.config import causal_lm_config
@@ -19,10 +24,21 @@ from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter
 from exitlaw.theory import DraftTree
 
 WINDOW = 5
-SPEC = TinySpec(vocab_size=96, hidden_size=32, intermediate_size=64, target_layers=4, heads=4, kv_heads=2,
-                head_dim=8, block_size=6, target_layer_ids=(0, 2))
+SPEC = TinySpec(
+    vocab_size=96,
+    hidden_size=32,
+    intermediate_size=64,
+    target_layers=4,
+    heads=4,
+    kv_heads=2,
+    head_dim=8,
+    block_size=6,
+    target_layer_ids=(0, 2),
+)
 TOL = dict(atol=1e-4, rtol=1e-4)  # float32; the measured differences are ~1e-5 (MAX_DIFF)
-MAX_DIFF: dict[str, float] = {}  # largest |engine - native| logit difference per check (printed with -s)
+MAX_DIFF: dict[
+    str, float
+] = {}  # largest |engine - native| logit difference per check (printed with -s)
 
 
 def gemma(seed: int = 0, attn: str = "eager"):
@@ -43,7 +59,9 @@ def native_logits(model, tokens: list[int]) -> torch.Tensor:
     cache = DynamicCache(config=model.config)
     assert any(cache.is_sliding)
     with torch.no_grad():
-        return model(input_ids=torch.tensor([tokens]), cache=cache, use_cache=True).logits[0].float()
+        return (
+            model(input_ids=torch.tensor([tokens]), cache=cache, use_cache=True).logits[0].float()
+        )
 
 
 def native_greedy(model, prompt: list[int], n: int) -> list[int]:
@@ -54,8 +72,12 @@ def native_greedy(model, prompt: list[int], n: int) -> list[int]:
         logits = model(input_ids=torch.tensor([prompt]), cache=cache, use_cache=True).logits[0, -1]
         for _ in range(n):
             out.append(int(logits.argmax()))
-            logits = model(input_ids=torch.tensor([[out[-1]]]), cache=cache, use_cache=True).logits[0, -1]
-    assert max(layer.keys.shape[-2] for layer in cache.layers if layer.is_sliding) < len(prompt) + n  # it rolled
+            logits = model(input_ids=torch.tensor([[out[-1]]]), cache=cache, use_cache=True).logits[
+                0, -1
+            ]
+    assert (
+        max(layer.keys.shape[-2] for layer in cache.layers if layer.is_sliding) < len(prompt) + n
+    )  # it rolled
     return out
 
 
@@ -78,7 +100,9 @@ def random_tree(rng: np.random.Generator, n: int, root: int) -> DraftTree:
 
 
 def tree_tensors(tree: DraftTree):
-    return tuple(torch.from_numpy(np.array(a)) for a in (tree.token, tree.depth, tree.ancestor_matrix))
+    return tuple(
+        torch.from_numpy(np.array(a)) for a in (tree.token, tree.depth, tree.ancestor_matrix)
+    )
 
 
 # ----- the window rule and the masks ------------------------------------------------------------------
@@ -93,20 +117,43 @@ def test_the_window_rule_is_transformers_and_the_masks_apply_it_per_layer_type()
     assert windows == {"sliding_attention": WINDOW, "full_attention": None}
     tree = DraftTree(parent=np.array([-1, 0, 1, 2, 0]), token=np.array([1, 2, 3, 4, 5]))
     anc = torch.from_numpy(np.array(tree.ancestor_matrix))
-    masks = tree_attention_mask(anc, 7, torch.float32, depth=torch.from_numpy(np.array(tree.depth)), windows=windows)
+    masks = tree_attention_mask(
+        anc, 7, torch.float32, depth=torch.from_numpy(np.array(tree.depth)), windows=windows
+    )
     full, slid = (masks[t][0, 0] == 0 for t in ("full_attention", "sliding_attention"))
     assert torch.equal(full, torch.cat([torch.ones(5, 7, dtype=torch.bool), anc], 1))
-    pos = 7 + torch.tensor(tree.depth)                                       # node positions 7, 8, 9, 10, 8
+    pos = 7 + torch.tensor(tree.depth)  # node positions 7, 8, 9, 10, 8
     key = torch.cat([torch.arange(7), pos])
     assert torch.equal(slid, full & (key[None] > pos[:, None] - WINDOW))
     assert slid[3, :7].tolist() == [False] * 6 + [True] and slid[3, 7:].all() == bool(anc[3].all())
-    assert not isinstance(tree_attention_mask(anc, 7, torch.float32), dict)  # full-attention targets: one mask
+    assert not isinstance(
+        tree_attention_mask(anc, 7, torch.float32), dict
+    )  # full-attention targets: one mask
     vis = torch.ones(2, 2, 2, dtype=torch.bool).tril()
-    rows = batch_attention_mask(vis, [3, 6], 6, torch.float32, query_pos=torch.tensor([[3, 4], [6, 7]]),
-                                windows=windows)
+    rows = batch_attention_mask(
+        vis, [3, 6], 6, torch.float32, query_pos=torch.tensor([[3, 4], [6, 7]]), windows=windows
+    )
     ok = rows["sliding_attention"][:, 0] == 0
-    assert ok[0, 1].tolist() == [True, True, True, False, False, False, True, True]  # row 0: pos 4 sees 0..4
-    assert ok[1, 1].tolist() == [False, False, False, True, True, True, True, True]   # row 1: pos 7 sees 3..7
+    assert ok[0, 1].tolist() == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        True,
+    ]  # row 0: pos 4 sees 0..4
+    assert ok[1, 1].tolist() == [
+        False,
+        False,
+        False,
+        True,
+        True,
+        True,
+        True,
+        True,
+    ]  # row 1: pos 7 sees 3..7
     with pytest.raises(ValueError, match="query_pos"):
         batch_attention_mask(vis, [3, 6], 6, torch.float32, windows=windows)
     with pytest.raises(ValueError, match="depth"):
@@ -122,19 +169,27 @@ def test_unsupported_layer_types_and_windows_are_named():
         layer_windows(NS(layer_types=["full_attention", "chunked_attention"], sliding_window=None))
     with pytest.raises(ValueError, match="sliding_window >= 1"):
         layer_windows(NS(layer_types=["sliding_attention", "full_attention"], sliding_window=None))
-    assert layer_windows(NS(sliding_window=None)) == {"full_attention": None}  # no layer_types: one full type
+    assert layer_windows(NS(sliding_window=None)) == {
+        "full_attention": None
+    }  # no layer_types: one full type
 
 
 def test_the_window_changes_the_logits_so_these_checks_can_fail():
     model = gemma()
     tokens = np.random.default_rng(0).integers(SPEC.vocab_size, size=4 * WINDOW).tolist()
-    causal = to_additive(torch.ones(1, len(tokens), len(tokens), dtype=torch.bool).tril(), torch.float32)
+    causal = to_additive(
+        torch.ones(1, len(tokens), len(tokens), dtype=torch.bool).tril(), torch.float32
+    )
     with torch.no_grad():  # the same weights with the window dropped from the sliding layers' mask
-        unwindowed = model(input_ids=torch.tensor([tokens]),
-                           attention_mask={"full_attention": causal, "sliding_attention": causal}).logits[0]
+        unwindowed = model(
+            input_ids=torch.tensor([tokens]),
+            attention_mask={"full_attention": causal, "sliding_attention": causal},
+        ).logits[0]
     slid = native_logits(model, tokens)
-    torch.testing.assert_close(slid[:WINDOW], unwindowed[:WINDOW], **TOL)  # inside the window: identical
-    assert float((slid[2 * WINDOW:] - unwindowed[2 * WINDOW:]).abs().max()) > 1e-2
+    torch.testing.assert_close(
+        slid[:WINDOW], unwindowed[:WINDOW], **TOL
+    )  # inside the window: identical
+    assert float((slid[2 * WINDOW :] - unwindowed[2 * WINDOW :]).abs().max()) > 1e-2
 
 
 def test_a_rolling_sliding_window_cache_is_refused_by_commit(target):
@@ -156,7 +211,11 @@ def test_tree_rows_equal_native_causal_logits_of_each_root_to_node_path(target, 
     step = target.verify_tree(cache, *tree_tensors(tree))
     assert cache.get_seq_length() == ctx - 1 + n
     for v in range(n):
-        record("tree rows", step.logits[v], native_logits(target.model, context + list(tree.path(v)))[-1])
+        record(
+            "tree rows",
+            step.logits[v],
+            native_logits(target.model, context + list(tree.path(v)))[-1],
+        )
 
 
 @given(seed=st.integers(0, 2**31), n=st.integers(2, 14), ctx=st.integers(WINDOW, 3 * WINDOW))
@@ -166,7 +225,9 @@ def test_after_commits_the_next_rounds_rows_equal_a_native_recomputation(target,
     committed = rng.integers(SPEC.vocab_size, size=ctx).tolist()
     cache = target.new_cache()
     target.prefill(cache, torch.tensor(committed[:-1]))
-    for _ in range(3):  # three rounds: each commits a path, the next tree is checked against a fresh native forward
+    for _ in range(
+        3
+    ):  # three rounds: each commits a path, the next tree is checked against a fresh native forward
         tree = random_tree(rng, n, committed[-1])
         start = cache.get_seq_length()
         step = target.verify_tree(cache, *tree_tensors(tree))
@@ -177,7 +238,11 @@ def test_after_commits_the_next_rounds_rows_equal_a_native_recomputation(target,
         target.commit(cache, start, list(tree.path_nodes(exit_node)))
         committed += list(tree.path(exit_node)) + [int(rng.integers(SPEC.vocab_size))]
         assert cache.get_seq_length() == len(committed) - 1
-    record("decode after commit", target.decode(cache, committed[-1]), native_logits(target.model, committed)[-1])
+    record(
+        "decode after commit",
+        target.decode(cache, committed[-1]),
+        native_logits(target.model, committed)[-1],
+    )
 
 
 # ----- T = 0 decoding ------------------------------------------------------------------------------------
@@ -218,11 +283,16 @@ def greedy(target):
 
 
 def test_T0_single_sequence_decoding_equals_native_greedy(target, greedy):
-    drafter = build_tiny_drafter(SPEC, mask_token_id=SPEC.vocab_size - 1, seed=0)  # the real DFlash path
+    drafter = build_tiny_drafter(
+        SPEC, mask_token_id=SPEC.vocab_size - 1, seed=0
+    )  # the real DFlash path
     for b, prompt in enumerate(PROMPTS):
         cfg = DecodeConfig(method="ddtree", verifier="tev", budget=10, max_new_tokens=NEW)
         assert generate(target, drafter, prompt, cfg).tokens == greedy[b]
-        assert generate(target, None, prompt, DecodeConfig(method="ar", max_new_tokens=NEW)).tokens == greedy[b]
+        assert (
+            generate(target, None, prompt, DecodeConfig(method="ar", max_new_tokens=NEW)).tokens
+            == greedy[b]
+        )
         teacher = Teacher([prompt + greedy[b]], seed=b)  # long accepted paths through the window
         out = generate(target, teacher, prompt, cfg)
         assert out.tokens == greedy[b] and max(out.block_lengths) >= 3, out.block_lengths
@@ -230,9 +300,11 @@ def test_T0_single_sequence_decoding_equals_native_greedy(target, greedy):
 
 def test_T0_batched_decoding_equals_native_greedy(target, greedy):
     teacher = Teacher([p + g for p, g in zip(PROMPTS, greedy)], seed=2)
-    for cfg in (DecodeConfig(method="ddtree", verifier="tev", budget=10, max_new_tokens=NEW),
-                DecodeConfig(method="chain", verifier="predraw", max_new_tokens=NEW),
-                DecodeConfig(method="ar", max_new_tokens=NEW)):
+    for cfg in (
+        DecodeConfig(method="ddtree", verifier="tev", budget=10, max_new_tokens=NEW),
+        DecodeConfig(method="chain", verifier="predraw", max_new_tokens=NEW),
+        DecodeConfig(method="ar", max_new_tokens=NEW),
+    ):
         out = generate_batch(target, teacher, PROMPTS, cfg)
         assert out.tokens == greedy, cfg.method
         if cfg.method != "ar":
@@ -248,7 +320,9 @@ def test_exittrain_tree_scoring_equals_native_per_path_logits(target):
     cache = target.new_cache()
     step = target.prefill(cache, tokens)
     anchors = torch.tensor([3, 2 * WINDOW, 4 * WINDOW - 2])
-    trees = build_trees(torch.randn(3, SPEC.block_size - 1, SPEC.vocab_size, generator=g) * 6, tokens[anchors], 9)
+    trees = build_trees(
+        torch.randn(3, SPEC.block_size - 1, SPEC.vocab_size, generator=g) * 6, tokens[anchors], 9
+    )
     tables = tree_logit_tables(target, cache, step.logits, anchors, trees)
     assert cache.get_seq_length() == tokens.shape[0]
     for k, tree in enumerate(trees):
@@ -264,12 +338,24 @@ def test_an_exittrain_step_runs_through_the_training_loop(target, tmp_path):
     from exitlaw.engine.training.loop import TrainConfig, train
 
     prompts = [p for p in PROMPTS if len(p) > 1]
-    conts = generate_continuations(target, prompts, max_new_tokens=2 * WINDOW, temperature=0.0, seed=0)
+    conts = generate_continuations(
+        target, prompts, max_new_tokens=2 * WINDOW, temperature=0.0, seed=0
+    )
     greedy = [native_greedy(target.model, p, 2 * WINDOW) for p in prompts]
-    assert conts == greedy  # the continuation generator (left-padded, HF masks on the engine's cache) is native
+    assert (
+        conts == greedy
+    )  # the continuation generator (left-padded, HF masks on the engine's cache) is native
     drafter = build_tiny_drafter(SPEC, mask_token_id=SPEC.vocab_size - 1, seed=0).train()
     before = [p.detach().clone() for p in drafter.parameters()]
-    cfg = TrainConfig(objective="exit", budget=8, steps=2, batch_size=2, anchors_per_seq=3, lr=1e-2, warmup_steps=0)
+    cfg = TrainConfig(
+        objective="exit",
+        budget=8,
+        steps=2,
+        batch_size=2,
+        anchors_per_seq=3,
+        lr=1e-2,
+        warmup_steps=0,
+    )
     train(target, drafter, Sequences(prompts, conts), cfg, tmp_path / "run", progress=False)
     assert (tmp_path / "run" / "final").is_dir()
     assert any(not torch.equal(a, b) for a, b in zip(before, drafter.parameters()))

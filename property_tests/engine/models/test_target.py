@@ -8,7 +8,11 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from exitlaw.engine.models.checkpoint import load_target
-from exitlaw.engine.models.target import TargetModel, check_transformers_version, tree_attention_mask
+from exitlaw.engine.models.target import (
+    TargetModel,
+    check_transformers_version,
+    tree_attention_mask,
+)
 from exitlaw.engine.models.tiny import TinySpec
 from exitlaw.theory import DraftTree
 
@@ -44,7 +48,9 @@ def causal_logits(target: TargetModel, tokens: list[int]) -> torch.Tensor:
 
 
 def tree_tensors(tree: DraftTree):
-    return tuple(torch.from_numpy(np.array(a)) for a in (tree.token, tree.depth, tree.ancestor_matrix))
+    return tuple(
+        torch.from_numpy(np.array(a)) for a in (tree.token, tree.depth, tree.ancestor_matrix)
+    )
 
 
 @given(seed=st.integers(0, 2**31), n=st.integers(1, 24), ctx=st.integers(1, 12))
@@ -87,7 +93,9 @@ def test_kv_commit_then_continuing_equals_recomputing_from_scratch(target, seed,
         torch.testing.assert_close(mine.values, ref.values, atol=2e-5, rtol=1e-4)
     bonus = int(rng.integers(SPEC.vocab_size))
     nxt = target.decode(cache, bonus)
-    torch.testing.assert_close(nxt, causal_logits(target, committed + [bonus])[-1], atol=2e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        nxt, causal_logits(target, committed + [bonus])[-1], atol=2e-4, rtol=1e-4
+    )
 
 
 def test_tree_mask_is_float_additive_with_full_context():
@@ -107,7 +115,9 @@ def test_commit_rejects_a_path_not_starting_at_the_root(target):
         target.commit(cache, 3, [1, 2])
 
 
-@pytest.mark.parametrize("version,ok", [("5.0.0", True), ("5.24.0", True), ("4.57.1", False), ("6.0.0", False)])
+@pytest.mark.parametrize(
+    "version,ok", [("5.0.0", True), ("5.24.0", True), ("4.57.1", False), ("6.0.0", False)]
+)
 def test_transformers_version_range_is_pinned(version, ok):
     if ok:
         check_transformers_version(version)

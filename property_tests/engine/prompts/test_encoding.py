@@ -17,7 +17,7 @@ Q = "What is 12 + 30?"
 RENDERED = {  # one user turn, generation prompt, thinking disabled where the template knows it
     "qwen3": f"<|im_start|>user\n{Q}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
     "llama3": f"<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n{Q}<|eot_id|>"
-              "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "<|start_header_id|>assistant<|end_header_id|>\n\n",
     "gemma": f"<bos><start_of_turn>user\n{Q}<end_of_turn>\n<start_of_turn>model\n",
 }
 FIRST_SPECIAL = {"qwen3": "<|im_start|>", "llama3": "<|begin_of_text|>", "gemma": "<bos>"}
@@ -42,21 +42,29 @@ def test_chat_prompt_encodes_to_the_hand_written_rendering(saved):
     assert type(ids) is list and all(type(t) is int for t in ids)
     assert tok.decode(ids) == RENDERED[style]
     assert ids == _ids(tok, RENDERED[style])
-    assert ids[0] == tok.convert_tokens_to_ids(FIRST_SPECIAL[style])  # special tokens are single ids
+    assert ids[0] == tok.convert_tokens_to_ids(
+        FIRST_SPECIAL[style]
+    )  # special tokens are single ids
     assert len(tok) == 320
 
 
 def test_train_encoder_returns_token_ids_not_batch_encoding_keys(saved):
     """With transformers 5 ``list(apply_chat_template(..., tokenize=True))`` is ['input_ids', 'attention_mask']."""
     style, tok = saved
-    assert encode_prompts(tok, [Q, Prompt(turns=(Q, "later"))], chat=True) == [_ids(tok, RENDERED[style])] * 2
+    assert (
+        encode_prompts(tok, [Q, Prompt(turns=(Q, "later"))], chat=True)
+        == [_ids(tok, RENDERED[style])] * 2
+    )
     assert encode_prompts(tok, [[7, 8, 9], Prompt(ids=(4, 5))], chat=True) == [[7, 8, 9], [4, 5]]
 
 
 def test_plain_encoding_uses_the_tokenizers_own_sequence_start(saved):
     style, tok = saved
     ids = encode_prompt(tok, Q, chat=False)
-    assert tok.decode(ids) == {"qwen3": Q, "llama3": "<|begin_of_text|>" + Q, "gemma": "<bos>" + Q}[style]
+    assert (
+        tok.decode(ids)
+        == {"qwen3": Q, "llama3": "<|begin_of_text|>" + Q, "gemma": "<bos>" + Q}[style]
+    )
 
 
 def test_enable_thinking_reaches_only_templates_that_read_it(saved, monkeypatch):
@@ -79,16 +87,26 @@ def test_enable_thinking_reaches_only_templates_that_read_it(saved, monkeypatch)
 
 def test_multi_turn_history_renders_every_turn():
     tok = build_tokenizer(320, "qwen3")
-    history = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "<think>plan</think>\n\nb"},
-               {"role": "user", "content": "c"}]
+    history = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "<think>plan</think>\n\nb"},
+        {"role": "user", "content": "c"},
+    ]
     assert tok.decode(encode_prompt(tok, history, chat=True)) == (
         "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n<|im_start|>user\nc<|im_end|>\n"
-        "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
     llama = build_tokenizer(320, "llama3")
-    assert llama.decode(encode_prompt(llama, history[:2] + [history[2]], chat=True)).count("<|eot_id|>") == 3
+    assert (
+        llama.decode(encode_prompt(llama, history[:2] + [history[2]], chat=True)).count(
+            "<|eot_id|>"
+        )
+        == 3
+    )
     gemma = build_tokenizer(320, "gemma")
-    assert stop_token_ids(gemma, "gemma") == sorted({gemma.convert_tokens_to_ids("<eos>"),
-                                                     gemma.convert_tokens_to_ids("<end_of_turn>")})
+    assert stop_token_ids(gemma, "gemma") == sorted(
+        {gemma.convert_tokens_to_ids("<eos>"), gemma.convert_tokens_to_ids("<end_of_turn>")}
+    )
 
 
 class _OddTokenizer:
@@ -103,13 +121,16 @@ class _OddTokenizer:
         return self.ret
 
 
-@pytest.mark.parametrize("ret, message", [
-    (["input_ids", "attention_mask"], "not token ids"),   # list() of a BatchEncoding
-    ({"attention_mask": [1]}, "without input_ids"),
-    ("<|im_start|>user", "returned str"),
-    ([[1, 2]], "not token ids"),
-    ([], "no tokens"),
-])
+@pytest.mark.parametrize(
+    "ret, message",
+    [
+        (["input_ids", "attention_mask"], "not token ids"),  # list() of a BatchEncoding
+        ({"attention_mask": [1]}, "without input_ids"),
+        ("<|im_start|>user", "returned str"),
+        ([[1, 2]], "not token ids"),
+        ([], "no tokens"),
+    ],
+)
 def test_anything_but_token_ids_from_the_tokenizer_is_a_named_error(ret, message):
     with pytest.raises(PromptEncodingError, match=message):
         encode_prompt(_OddTokenizer(ret), Q, chat=True)
@@ -121,8 +142,15 @@ def test_bad_prompts_are_named_errors():
     with pytest.raises(PromptEncodingError, match="no chat template"):
         encode_prompt(tok, Q, chat=True)
     with pytest.raises(PromptEncodingError, match="a conversation needs chat=True"):
-        encode_prompt(tok, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                            {"role": "user", "content": "c"}], chat=False)
+        encode_prompt(
+            tok,
+            [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "content": "b"},
+                {"role": "user", "content": "c"},
+            ],
+            chat=False,
+        )
     with pytest.raises(PromptEncodingError, match="message 0 must be"):
         encode_prompt(tok, [{"role": "user"}], chat=False)
     with pytest.raises(PromptEncodingError, match="not token ids"):

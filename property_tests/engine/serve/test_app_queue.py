@@ -20,7 +20,9 @@ class StubEngine:
     def __init__(self, limits):
         self.limits, self.model_name = limits, "stub"
         self.cfg = SimpleNamespace(method="ar", verifier="greedy", budget=1)
-        self.tokenizer = SimpleNamespace(decode=lambda ids, **kw: "".join(chr(97 + t % 26) for t in ids))
+        self.tokenizer = SimpleNamespace(
+            decode=lambda ids, **kw: "".join(chr(97 + t % 26) for t in ids)
+        )
         self.gate, self.started, self.active, self.overlap = threading.Event(), [], 0, False
 
     def encode(self, req):
@@ -71,7 +73,9 @@ def test_requests_past_the_limit_get_429_and_places_are_given_back(stub_server):
     results = {}
 
     def ask(seed):
-        results[seed] = post(url + "/v1/completions", {"prompt": "x", "seed": seed, "max_tokens": 2})
+        results[seed] = post(
+            url + "/v1/completions", {"prompt": "x", "seed": seed, "max_tokens": 2}
+        )
 
     threads = [threading.Thread(target=ask, args=(s,)) for s in (1, 2)]
     for t in threads:
@@ -79,11 +83,15 @@ def test_requests_past_the_limit_get_429_and_places_are_given_back(stub_server):
         while app.held < threads.index(t) + 1:  # each request held before the next is sent
             time.sleep(0.01)
     status, body = post(url + "/v1/completions", {"prompt": "x", "seed": 3, "max_tokens": 2})
-    assert status == 429 and "--max-concurrent" in body["error"]["message"] and body["error"]["code"] == "max_concurrent"
+    assert (
+        status == 429
+        and "--max-concurrent" in body["error"]["message"]
+        and body["error"]["code"] == "max_concurrent"
+    )
     engine.gate.set()
     for t in threads:
         t.join(30)
     assert [results[s][0] for s in (1, 2)] == [200, 200] and app.held == 0
-    assert engine.started == [1, 2] and not engine.overlap    # one at a time, in arrival order
+    assert engine.started == [1, 2] and not engine.overlap  # one at a time, in arrival order
     status, body = post(url + "/v1/completions", {"prompt": "x", "seed": 4, "max_tokens": 2})
     assert status == 200 and body["choices"][0]["token_ids"] == [3, 4]

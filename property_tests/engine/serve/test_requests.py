@@ -12,25 +12,69 @@ from exitlaw.engine.serve.user_verifier import load_user_verifier
 
 def test_openai_defaults_and_fields_are_read():
     r = parse_request({"prompt": "hi"}, chat=False, default_max_tokens=16)
-    assert (r.n, r.max_tokens, r.temperature, r.seed, r.stream, r.logprobs) == (1, 16, 1.0, None, False, None)
-    r = parse_request({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 5, "n": 3,
-                       "seed": 4, "logprobs": True, "top_logprobs": 2, "stop": "x", "temperature": 0},
-                      chat=True, default_max_tokens=99)
-    assert (r.max_tokens, r.n, r.seed, r.logprobs, r.stop, r.temperature, r.chat) == (5, 3, 4, 2, ("x",), 0.0, True)
-    assert parse_request({"prompt": [1, 2, 3]}, chat=False, default_max_tokens=1).prompt == [1, 2, 3]
+    assert (r.n, r.max_tokens, r.temperature, r.seed, r.stream, r.logprobs) == (
+        1,
+        16,
+        1.0,
+        None,
+        False,
+        None,
+    )
+    r = parse_request(
+        {
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_completion_tokens": 5,
+            "n": 3,
+            "seed": 4,
+            "logprobs": True,
+            "top_logprobs": 2,
+            "stop": "x",
+            "temperature": 0,
+        },
+        chat=True,
+        default_max_tokens=99,
+    )
+    assert (r.max_tokens, r.n, r.seed, r.logprobs, r.stop, r.temperature, r.chat) == (
+        5,
+        3,
+        4,
+        2,
+        ("x",),
+        0.0,
+        True,
+    )
+    assert parse_request({"prompt": [1, 2, 3]}, chat=False, default_max_tokens=1).prompt == [
+        1,
+        2,
+        3,
+    ]
 
 
-@pytest.mark.parametrize("body, name", [
-    ({"prompt": ""}, "prompt"), ({"prompt": 3}, "prompt"), ({"prompt": ["a", "b"]}, "prompt"),
-    ({"prompt": "x", "n": 0}, "n"), ({"prompt": "x", "n": True}, "n"), ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
-    ({"prompt": "x", "temperature": -0.5}, "temperature"), ({"prompt": "x", "temperature": "hot"}, "temperature"),
-    ({"prompt": "x", "seed": -1}, "seed"), ({"prompt": "x", "stop": ["a"] * 5}, "stop"),
-    ({"prompt": "x", "logprobs": 21}, "logprobs"), ({"prompt": "x", "top_p": 1.5}, "top_p"),
-    ({"prompt": "x", "top_p": 0}, "top_p"), ({"prompt": "x", "top_k": -2}, "top_k"), ({"prompt": "x", "top_k": 2.5}, "top_k"),
-    ({"prompt": "x", "min_p": 1.0}, "min_p"), ({"prompt": "x", "min_p": -0.1}, "min_p"),
-    ({"prompt": "x", "presence_penalty": 1}, "presence_penalty"), ({"prompt": "x", "verifier": "os:system"}, "verifier"),
-    ({"prompt": "x", "stream_options": {"x": 1}}, "stream_options"),
-])
+@pytest.mark.parametrize(
+    "body, name",
+    [
+        ({"prompt": ""}, "prompt"),
+        ({"prompt": 3}, "prompt"),
+        ({"prompt": ["a", "b"]}, "prompt"),
+        ({"prompt": "x", "n": 0}, "n"),
+        ({"prompt": "x", "n": True}, "n"),
+        ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
+        ({"prompt": "x", "temperature": -0.5}, "temperature"),
+        ({"prompt": "x", "temperature": "hot"}, "temperature"),
+        ({"prompt": "x", "seed": -1}, "seed"),
+        ({"prompt": "x", "stop": ["a"] * 5}, "stop"),
+        ({"prompt": "x", "logprobs": 21}, "logprobs"),
+        ({"prompt": "x", "top_p": 1.5}, "top_p"),
+        ({"prompt": "x", "top_p": 0}, "top_p"),
+        ({"prompt": "x", "top_k": -2}, "top_k"),
+        ({"prompt": "x", "top_k": 2.5}, "top_k"),
+        ({"prompt": "x", "min_p": 1.0}, "min_p"),
+        ({"prompt": "x", "min_p": -0.1}, "min_p"),
+        ({"prompt": "x", "presence_penalty": 1}, "presence_penalty"),
+        ({"prompt": "x", "verifier": "os:system"}, "verifier"),
+        ({"prompt": "x", "stream_options": {"x": 1}}, "stream_options"),
+    ],
+)
 def test_a_bad_field_is_refused_by_name(body, name):
     with pytest.raises(APIError) as err:
         parse_request(body, chat=False, default_max_tokens=16)
@@ -40,7 +84,11 @@ def test_a_bad_field_is_refused_by_name(body, name):
 
 def test_chat_messages_must_be_text_and_limits_name_their_flag():
     with pytest.raises(APIError, match="messages"):
-        parse_request({"messages": [{"role": "user", "content": [{"type": "text"}]}]}, chat=True, default_max_tokens=1)
+        parse_request(
+            {"messages": [{"role": "user", "content": [{"type": "text"}]}]},
+            chat=True,
+            default_max_tokens=1,
+        )
     with pytest.raises(APIError, match="--max-n"):
         check_request_size(ServeLimits(max_n=2), max_tokens=1, n=3)
     with pytest.raises(APIError, match="--max-tokens-limit"):
@@ -65,7 +113,9 @@ def test_only_loopback_addresses_pass_without_a_warning():
 
 
 def test_sampling_settings_are_read_and_their_neutral_values_mean_off():
-    r = parse_request({"prompt": "x", "top_k": 5, "top_p": 0.9, "min_p": 0.1}, chat=False, default_max_tokens=1)
+    r = parse_request(
+        {"prompt": "x", "top_k": 5, "top_p": 0.9, "min_p": 0.1}, chat=False, default_max_tokens=1
+    )
     assert (r.top_k, r.top_p, r.min_p) == (5, 0.9, 0.1)
     for neutral in ({"top_k": 0}, {"top_k": -1}, {"top_p": 1.0}, {"min_p": 0.0}, {}):
         r = parse_request({"prompt": "x", **neutral}, chat=False, default_max_tokens=1)

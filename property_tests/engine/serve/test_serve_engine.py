@@ -16,7 +16,9 @@ from exitlaw.engine.serve.requests import parse_request
 @pytest.fixture(scope="module")
 def engine(tiny):
     target, draft = tiny
-    return ServeEngine(ServeConfig(target=str(target), draft=str(draft), method="ddtree", verifier="tev", budget=4))
+    return ServeEngine(
+        ServeConfig(target=str(target), draft=str(draft), method="ddtree", verifier="tev", budget=4)
+    )
 
 
 def _run(engine, **body):
@@ -26,7 +28,9 @@ def _run(engine, **body):
 
 def test_on_block_sees_every_committed_block_and_decide_replaces_the_verifier(pair):
     target, drafter = pair
-    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=4, temperature=1.0, max_new_tokens=10, seed=3)
+    cfg = DecodeConfig(
+        method="ddtree", verifier="tev", budget=4, temperature=1.0, max_new_tokens=10, seed=3
+    )
     blocks, calls = [], []
 
     def decide(c, dtree, logits, gens):
@@ -35,12 +39,20 @@ def test_on_block_sees_every_committed_block_and_decide_replaces_the_verifier(pa
 
     res = generate(target, drafter, [5, 6, 7], cfg, on_block=blocks.append, decide=decide)
     again = generate(target, drafter, [5, 6, 7], cfg)
-    assert res.tokens == again.tokens                           # the hook's verifier is the same one: same tokens
+    assert res.tokens == again.tokens  # the hook's verifier is the same one: same tokens
     assert [t for b in blocks for t in b][: len(res.tokens)] == res.tokens
-    assert len(blocks) == 1 + len(res.block_lengths) and len(blocks[0]) == 1   # the prefill's token, then rounds
+    assert (
+        len(blocks) == 1 + len(res.block_lengths) and len(blocks[0]) == 1
+    )  # the prefill's token, then rounds
     assert len(calls) == len(res.block_lengths)
     ar_blocks = []
-    ar = generate(target, None, [5, 6, 7], DecodeConfig(method="ar", max_new_tokens=5), on_block=ar_blocks.append)
+    ar = generate(
+        target,
+        None,
+        [5, 6, 7],
+        DecodeConfig(method="ar", max_new_tokens=5),
+        on_block=ar_blocks.append,
+    )
     assert ar_blocks == [[t] for t in ar.tokens]
 
 
@@ -58,7 +70,9 @@ def test_logprobs_are_those_of_the_processed_row_and_stop_strings_cut_the_text(e
         assert lp <= 0 and len(top) == 3 and top[0][1] >= lp - 1e-9
         assert math.fsum(math.exp(v) for _, v in top) <= 1 + 1e-9
     [g] = _run(engine, temperature=0, max_tokens=8)
-    assert len(g.text) >= 3, g.text   # the tiny pair's greedy text for this prompt is long enough to cut
+    assert len(g.text) >= 3, (
+        g.text
+    )  # the tiny pair's greedy text for this prompt is long enough to cut
     stop = g.text[1:3]
     [s] = _run(engine, temperature=0, max_tokens=8, stop=stop)
     assert s.finish_reason == "stop" and s.text == g.text[: g.text.index(stop)]
@@ -69,10 +83,17 @@ def test_top_k_one_at_t_one_serves_the_greedy_tokens_and_logprobs_follow_the_pro
     [g] = _run(engine, temperature=0, max_tokens=8)
     for seed in (1, 2, 3):
         [c] = _run(engine, temperature=1, top_k=1, seed=seed, max_tokens=8, logprobs=2)
-        assert c.tokens == g.tokens                          # top-k = 1 keeps only the argmax: greedy, any seed
-        assert all(lp == 0.0 and [v for _, v in top] == [0.0] for lp, top in c.logprobs)   # filtered tokens: not listed
+        assert c.tokens == g.tokens  # top-k = 1 keeps only the argmax: greedy, any seed
+        assert all(
+            lp == 0.0 and [v for _, v in top] == [0.0] for lp, top in c.logprobs
+        )  # filtered tokens: not listed
     samples = {tuple(c.tokens) for c in _run(engine, temperature=1, seed=5, n=6, max_tokens=8)}
-    assert len(samples) > 1 or samples != {tuple(g.tokens)}  # without the filter T = 1 does not serve greedy
+    assert len(samples) > 1 or samples != {
+        tuple(g.tokens)
+    }  # without the filter T = 1 does not serve greedy
     [m] = _run(engine, temperature=1, min_p=0.5, seed=4, max_tokens=6, logprobs=5)
-    for lp, top in m.logprobs:                               # min-p 0.5 keeps only tokens >= half the max
-        assert all(v >= top[0][1] + math.log(0.5) - 1e-12 for _, v in top) and lp >= top[0][1] + math.log(0.5) - 1e-12
+    for lp, top in m.logprobs:  # min-p 0.5 keeps only tokens >= half the max
+        assert (
+            all(v >= top[0][1] + math.log(0.5) - 1e-12 for _, v in top)
+            and lp >= top[0][1] + math.log(0.5) - 1e-12
+        )

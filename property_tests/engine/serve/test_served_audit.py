@@ -29,14 +29,35 @@ def servers(tmp_path_factory):
     common = ["--max-tokens-limit", "64", "--max-body-bytes", "4096"]
     specs = {
         "ar": ["--target", str(target), "--method", "ar", *common],
-        "ddtree": ["--target", str(target), "--draft", str(draft), "--budget", "8", "--verifier", "tev", *common],
-        "lossy": ["--target", str(target), "--draft", str(draft), "--budget", "8",
-                  "--verifier", "helpers.cli_verifiers:numpy_predraw_temperature_twice", *common],
+        "ddtree": [
+            "--target",
+            str(target),
+            "--draft",
+            str(draft),
+            "--budget",
+            "8",
+            "--verifier",
+            "tev",
+            *common,
+        ],
+        "lossy": [
+            "--target",
+            str(target),
+            "--draft",
+            str(draft),
+            "--budget",
+            "8",
+            "--verifier",
+            "helpers.cli_verifiers:numpy_predraw_temperature_twice",
+            *common,
+        ],
         "other": ["--target", str(other), "--method", "ar", "--model-name", "target", *common],
     }
     found = start_servers(specs, root, env={"ar": {"EXITLAW_API_KEY": KEY}})
     prompts = root / "prompts.jsonl"
-    prompts.write_text('{"prompt": "def add(a, b):"}\n{"messages": [{"role": "user", "content": "hi"}]}\n')
+    prompts.write_text(
+        '{"prompt": "def add(a, b):"}\n{"messages": [{"role": "user", "content": "hi"}]}\n'
+    )
     one = root / "one.jsonl"
     one.write_text('{"prompt": "def add(a, b):"}\n')
     yield {**found, "prompts": prompts, "one": one, "root": root}
@@ -46,29 +67,64 @@ def servers(tmp_path_factory):
 @pytest.fixture
 def _audit(capsys):
     """`exitlaw audit ARGS` in this process (the CLI's own entry point; no interpreter start per audit)."""
+
     def run(*args):
         capsys.readouterr()
         rc = main(["audit", *map(str, args)])
         out, err = capsys.readouterr()
         return rc, out, err
+
     return run
 
 
 def test_ddtree_tev_audited_against_ar_passes_at_t0_under_concurrency(servers, _audit):
     out = servers["root"] / "t0.json"
-    rc, text, err = _audit("--candidate", servers["ddtree"].url, "--reference", servers["ar"].url,
-                           "--reference-api-key", KEY, "--prompts", servers["prompts"], "--temperature", 0,
-                           "--max-tokens", 12, "--concurrency", "1,3", "--out", out)
+    rc, text, err = _audit(
+        "--candidate",
+        servers["ddtree"].url,
+        "--reference",
+        servers["ar"].url,
+        "--reference-api-key",
+        KEY,
+        "--prompts",
+        servers["prompts"],
+        "--temperature",
+        0,
+        "--max-tokens",
+        12,
+        "--concurrency",
+        "1,3",
+        "--out",
+        out,
+    )
     assert rc == 0, text + err
     report = json.loads(out.read_text())
     assert report["verdict"] == "no difference found" and report["divergences"] == []
-    assert report["requests"] == 2 * (2 + 2 * 2)  # both servers: c = 1 (2 prompts), c = 3 (2 prompts x 2)
+    assert report["requests"] == 2 * (
+        2 + 2 * 2
+    )  # both servers: c = 1 (2 prompts), c = 3 (2 prompts x 2)
 
 
 def test_ddtree_tev_audited_against_ar_passes_at_t1_with_the_stated_power(servers, _audit):
-    rc, text, err = _audit("--candidate", servers["ddtree"].url, "--reference", servers["ar"].url,
-                           "--reference-api-key", KEY, "--prompts", servers["prompts"], "--temperature", 1,
-                           "--tv", 0.2, "--alpha", 0.01, "--n-per-request", 64, "--json")
+    rc, text, err = _audit(
+        "--candidate",
+        servers["ddtree"].url,
+        "--reference",
+        servers["ar"].url,
+        "--reference-api-key",
+        KEY,
+        "--prompts",
+        servers["prompts"],
+        "--temperature",
+        1,
+        "--tv",
+        0.2,
+        "--alpha",
+        0.01,
+        "--n-per-request",
+        64,
+        "--json",
+    )
     assert rc == 0, text + err
     report = json.loads(text)
     kinds = sorted(t["kind"] for t in report["tests"])
@@ -78,9 +134,25 @@ def test_ddtree_tev_audited_against_ar_passes_at_t1_with_the_stated_power(server
 
 
 def test_a_server_with_a_lossy_verifier_fails_with_the_computed_power(servers, _audit):
-    rc, text, err = _audit("--candidate", servers["lossy"].url, "--reference", servers["ar"].url,
-                           "--reference-api-key", KEY, "--prompts", servers["one"], "--temperature", 1,
-                           "--tv", 0.2, "--alpha", 0.01, "--first-token-test", "off", "--json")
+    rc, text, err = _audit(
+        "--candidate",
+        servers["lossy"].url,
+        "--reference",
+        servers["ar"].url,
+        "--reference-api-key",
+        KEY,
+        "--prompts",
+        servers["one"],
+        "--temperature",
+        1,
+        "--tv",
+        0.2,
+        "--alpha",
+        0.01,
+        "--first-token-test",
+        "off",
+        "--json",
+    )
     assert rc == 1, text + err
     report = json.loads(text)
     test = next(t for t in report["tests"] if t["kind"] == "two-sample")
@@ -88,23 +160,53 @@ def test_a_server_with_a_lossy_verifier_fails_with_the_computed_power(servers, _
 
 
 def test_an_underpowered_run_says_insufficient_samples_never_a_verdict(servers, _audit):
-    rc, text, err = _audit("--candidate", servers["ddtree"].url, "--reference", servers["ar"].url,
-                           "--reference-api-key", KEY, "--prompts", servers["one"], "--temperature", 1,
-                           "--samples", 8, "--alpha", 1e-6)
+    rc, text, err = _audit(
+        "--candidate",
+        servers["ddtree"].url,
+        "--reference",
+        servers["ar"].url,
+        "--reference-api-key",
+        KEY,
+        "--prompts",
+        servers["one"],
+        "--temperature",
+        1,
+        "--samples",
+        8,
+        "--alpha",
+        1e-6,
+    )
     assert rc == 5, text + err
     assert "INSUFFICIENT SAMPLES" in text and "needs" in text
 
 
 def test_a_reference_with_a_different_model_fails_and_the_t0_divergence_is_named(servers, _audit):
-    rc, text, err = _audit("--candidate", servers["other"].url, "--reference", servers["ar"].url,
-                           "--reference-api-key", KEY, "--prompts", servers["one"], "--temperature", 0,
-                           "--max-tokens", 8, "--json")
+    rc, text, err = _audit(
+        "--candidate",
+        servers["other"].url,
+        "--reference",
+        servers["ar"].url,
+        "--reference-api-key",
+        KEY,
+        "--prompts",
+        servers["one"],
+        "--temperature",
+        0,
+        "--max-tokens",
+        8,
+        "--json",
+    )
     assert rc == 1, text + err
     d = json.loads(text)["divergences"][0]
-    status, ours = post(servers["other"].url + "/v1/completions",
-                        {"prompt": "def add(a, b):", "max_tokens": 8, "temperature": 0})
-    status2, ref = post(servers["ar"].url + "/v1/completions",
-                        {"prompt": "def add(a, b):", "max_tokens": 8, "temperature": 0}, key=KEY)
+    status, ours = post(
+        servers["other"].url + "/v1/completions",
+        {"prompt": "def add(a, b):", "max_tokens": 8, "temperature": 0},
+    )
+    status2, ref = post(
+        servers["ar"].url + "/v1/completions",
+        {"prompt": "def add(a, b):", "max_tokens": 8, "temperature": 0},
+        key=KEY,
+    )
     a, b = ours["choices"][0]["token_ids"], ref["choices"][0]["token_ids"]
     j = next(k for k in range(len(a)) if a[k] != b[k])
     assert (d["prompt"], d["position"], d["candidate"], d["reference"]) == (0, j, a[j], b[j])
@@ -112,9 +214,17 @@ def test_a_reference_with_a_different_model_fails_and_the_t0_divergence_is_named
 
 
 def test_an_unreachable_url_is_a_named_error(servers, _audit):
-    rc, text, err = _audit("--candidate", "http://127.0.0.1:9", "--reference", servers["ddtree"].url,
-                           "--prompts", servers["one"])
-    assert rc == 2 and "http://127.0.0.1:9" in err and "cannot reach" in err and "Traceback" not in err
+    rc, text, err = _audit(
+        "--candidate",
+        "http://127.0.0.1:9",
+        "--reference",
+        servers["ddtree"].url,
+        "--prompts",
+        servers["one"],
+    )
+    assert (
+        rc == 2 and "http://127.0.0.1:9" in err and "cannot reach" in err and "Traceback" not in err
+    )
 
 
 def test_requests_without_the_key_or_over_a_limit_are_refused_and_the_server_keeps_serving(servers):
@@ -126,35 +236,62 @@ def test_requests_without_the_key_or_over_a_limit_are_refused_and_the_server_kee
     assert status == 401
     status, body = post(url, None, key=KEY, raw=json.dumps({**ok, "prompt": "x" * 5000}).encode())
     assert status == 413 and "--max-body-bytes" in body["error"]["message"]
-    for field, value, flag in (("max_tokens", 10 ** 6, "--max-tokens-limit"), ("n", 10 ** 4, "--max-n")):
+    for field, value, flag in (
+        ("max_tokens", 10**6, "--max-tokens-limit"),
+        ("n", 10**4, "--max-n"),
+    ):
         status, body = post(url, {**ok, field: value}, key=KEY)
-        assert status == 400 and flag in body["error"]["message"] and body["error"]["param"] == field
-    for bad, name in (({**ok, "temperature": -1}, "temperature"), ({**ok, "top_p": 1.5}, "top_p"),
-                      ({**ok, "frobnicate": 1}, "frobnicate"), ({**ok, "model": "nope"}, "model")):
+        assert (
+            status == 400 and flag in body["error"]["message"] and body["error"]["param"] == field
+        )
+    for bad, name in (
+        ({**ok, "temperature": -1}, "temperature"),
+        ({**ok, "top_p": 1.5}, "top_p"),
+        ({**ok, "frobnicate": 1}, "frobnicate"),
+        ({**ok, "model": "nope"}, "model"),
+    ):
         status, body = post(url, bad, key=KEY)
         assert 400 <= status < 500 and name in body["error"]["message"], body
     status, body = post(url, None, key=KEY, raw=b"{not json")
-    assert status == 400 and "not valid JSON" in body["error"]["message"] and "Traceback" not in str(body)
+    assert (
+        status == 400
+        and "not valid JSON" in body["error"]["message"]
+        and "Traceback" not in str(body)
+    )
     status, body = post(url, ok, key=KEY)
     assert status == 200 and 1 <= len(body["choices"][0]["token_ids"]) <= 4  # EOS may end it early
 
 
 def test_a_stream_carries_the_same_tokens_as_the_reply_for_one_seed(servers):
     url = servers["ddtree"].url + "/v1/completions"
-    req = {"prompt": "def add(a, b):", "max_tokens": 6, "temperature": 1, "seed": 8}  # a seed whose reply runs rounds
+    req = {
+        "prompt": "def add(a, b):",
+        "max_tokens": 6,
+        "temperature": 1,
+        "seed": 8,
+    }  # a seed whose reply runs rounds
     status, whole = post(url, {**req, "logprobs": 1})
     assert status == 200
     import urllib.request
 
-    r = urllib.request.Request(url, data=json.dumps({**req, "stream": True}).encode(),
-                               headers={"Content-Type": "application/json"}, method="POST")
+    r = urllib.request.Request(
+        url,
+        data=json.dumps({**req, "stream": True}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with urllib.request.urlopen(r, timeout=60) as resp:
-        events = [line[6:] for line in resp.read().decode().splitlines() if line.startswith("data: ")]
+        events = [
+            line[6:] for line in resp.read().decode().splitlines() if line.startswith("data: ")
+        ]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     streamed = [t for c in chunks for ch in c["choices"] for t in ch["token_ids"]]
     choice = whole["choices"][0]
-    assert streamed == choice["token_ids"] and "".join(ch["text"] for c in chunks for ch in c["choices"]) == choice["text"]
+    assert (
+        streamed == choice["token_ids"]
+        and "".join(ch["text"] for c in chunks for ch in c["choices"]) == choice["text"]
+    )
     assert len(choice["logprobs"]["token_logprobs"]) == len(choice["token_ids"]) >= 1
     assert whole["usage"]["acceptance"]["rounds"] >= 1, json.dumps(whole)
 

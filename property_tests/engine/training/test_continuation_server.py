@@ -50,26 +50,50 @@ def _echo(body):
 def test_server_continuations_send_token_prompts_and_cut_at_the_stop_token():
     server, requests, url = _serve(_echo)
     try:
-        out = server_continuations(url, [[97, 98], [120]], CharTokenizer(), model="m", max_new_tokens=8,
-                                   temperature=0.7, seed=5, stop_tokens=[ord("!")])
+        out = server_continuations(
+            url,
+            [[97, 98], [120]],
+            CharTokenizer(),
+            model="m",
+            max_new_tokens=8,
+            temperature=0.7,
+            seed=5,
+            stop_tokens=[ord("!")],
+        )
     finally:
-        server.shutdown(); server.server_close()
+        server.shutdown()
+        server.server_close()
     assert out == [[98, 97, ord("!")], [120, ord("!")]]
     assert [p for p, _ in requests] == ["/v1/completions"] * 2
-    assert requests[0][1] == {"model": "m", "prompt": [97, 98], "max_tokens": 8, "temperature": 0.7, "seed": 5, "n": 1}
+    assert requests[0][1] == {
+        "model": "m",
+        "prompt": [97, 98],
+        "max_tokens": 8,
+        "temperature": 0.7,
+        "seed": 5,
+        "n": 1,
+    }
     assert requests[1][1]["seed"] == 6
 
 
 def test_server_continuations_are_cached_under_their_source(tmp_path):
     server, requests, url = _serve(_echo)
     try:
-        gen = lambda prompts: server_continuations(url, prompts, CharTokenizer(), model="m",  # noqa: E731
-                                                   max_new_tokens=4, temperature=1.0, seed=0)
+        gen = lambda prompts: server_continuations(
+            url,
+            prompts,
+            CharTokenizer(),
+            model="m",  # noqa: E731
+            max_new_tokens=4,
+            temperature=1.0,
+            seed=0,
+        )
         kw = dict(max_new_tokens=4, temperature=1.0, seed=0, generate=gen, source=f"server:{url}:m")
         first = cached_sequences(None, "fp", [[97, 98]], tmp_path, **kw)
         again = cached_sequences(None, "fp", [[97, 98]], tmp_path, **kw)
     finally:
-        server.shutdown(); server.server_close()
+        server.shutdown()
+        server.server_close()
     assert len(requests) == 1  # the second call was served from the cache
     assert first.continuations == again.continuations == [[98, 97, ord("!"), ord("t")]]
 
@@ -78,27 +102,52 @@ def test_http_errors_and_bad_replies_are_named():
     server, _, url = _serve(lambda body: (500, {"error": "boom"}))
     try:
         with pytest.raises(ServerError, match="HTTP 500"):
-            server_continuations(url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0)
+            server_continuations(
+                url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0
+            )
     finally:
-        server.shutdown(); server.server_close()
+        server.shutdown()
+        server.server_close()
     server, _, url = _serve(lambda body: (200, {"nothing": []}))
     try:
         with pytest.raises(ServerError, match="choices"):
-            server_continuations(url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0)
+            server_continuations(
+                url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0
+            )
     finally:
-        server.shutdown(); server.server_close()
+        server.shutdown()
+        server.server_close()
 
 
 def test_unreachable_server_is_a_clear_error():
-    with pytest.raises(ServerError, match="cannot reach the continuation server at http://127.0.0.1:9/v1/completions"):
-        server_continuations("http://127.0.0.1:9", [[1]], CharTokenizer(), model="m", max_new_tokens=2,
-                             temperature=1.0, seed=0, timeout=5)
+    with pytest.raises(
+        ServerError,
+        match="cannot reach the continuation server at http://127.0.0.1:9/v1/completions",
+    ):
+        server_continuations(
+            "http://127.0.0.1:9",
+            [[1]],
+            CharTokenizer(),
+            model="m",
+            max_new_tokens=2,
+            temperature=1.0,
+            seed=0,
+            timeout=5,
+        )
 
 
 def test_generate_and_source_go_together(tmp_path):
     with pytest.raises(ValueError, match="both generate and source"):
-        cached_sequences(None, "fp", [[1]], tmp_path, max_new_tokens=2, temperature=1.0, seed=0,
-                         generate=lambda p: [[1]])
+        cached_sequences(
+            None,
+            "fp",
+            [[1]],
+            tmp_path,
+            max_new_tokens=2,
+            temperature=1.0,
+            seed=0,
+            generate=lambda p: [[1]],
+        )
 
 
 def test_exitlaw_train_takes_continuations_from_the_server(tmp_path):
@@ -107,16 +156,46 @@ def test_exitlaw_train_takes_continuations_from_the_server(tmp_path):
 
     tdir, ddir = write_tiny_models(tmp_path / "models")
     prompts = tmp_path / "p.jsonl"
-    prompts.write_text(json.dumps({"prompt": "def add(a, b):"}) + "\n" + json.dumps({"prompt": "x = 1"}) + "\n")
-    server, requests, url = _serve(lambda body: (200, {"choices": [{"text": " return a + b\n    pass\n"}]}))
+    prompts.write_text(
+        json.dumps({"prompt": "def add(a, b):"}) + "\n" + json.dumps({"prompt": "x = 1"}) + "\n"
+    )
+    server, requests, url = _serve(
+        lambda body: (200, {"choices": [{"text": " return a + b\n    pass\n"}]})
+    )
     try:
-        rc = main(["train", "--target", str(tdir), "--draft", str(ddir), "--prompts", str(prompts),
-                   "--out", str(tmp_path / "run"), "--steps", "1", "--budget", "8", "--batch-size", "1",
-                   "--anchors", "2", "--max-new-tokens", "12", "--no-progress",
-                   "--continuations-server", url, "--server-model", "tiny-target",
-                   "--cache-dir", str(tmp_path / "cache")])
+        rc = main(
+            [
+                "train",
+                "--target",
+                str(tdir),
+                "--draft",
+                str(ddir),
+                "--prompts",
+                str(prompts),
+                "--out",
+                str(tmp_path / "run"),
+                "--steps",
+                "1",
+                "--budget",
+                "8",
+                "--batch-size",
+                "1",
+                "--anchors",
+                "2",
+                "--max-new-tokens",
+                "12",
+                "--no-progress",
+                "--continuations-server",
+                url,
+                "--server-model",
+                "tiny-target",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ]
+        )
     finally:
-        server.shutdown(); server.server_close()
+        server.shutdown()
+        server.server_close()
     assert rc == 0
     assert len(requests) == 2 and all(body["model"] == "tiny-target" for _, body in requests)
     cache = next((tmp_path / "cache").glob("continuations-*.jsonl")).read_text().splitlines()

@@ -20,7 +20,13 @@ from exitlaw.engine.training.exittrain import (
     objective_weights,
     tree_law,
 )
-from exitlaw.engine.training.batch import build_trees, drafter_rows, make_batch, sample_anchors, score_trees
+from exitlaw.engine.training.batch import (
+    build_trees,
+    drafter_rows,
+    make_batch,
+    sample_anchors,
+    score_trees,
+)
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
 from exitlaw.simulate.strategies import draft_trees, trees_with_rows
@@ -29,8 +35,17 @@ from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, re
 TOL = 1e-12
 
 
-SPEC = TinySpec(vocab_size=64, hidden_size=32, intermediate_size=64, target_layers=3, heads=4, kv_heads=2,
-                head_dim=8, block_size=5, target_layer_ids=(0, 1))
+SPEC = TinySpec(
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    target_layers=3,
+    heads=4,
+    kv_heads=2,
+    head_dim=8,
+    block_size=5,
+    target_layer_ids=(0, 1),
+)
 
 
 def _tiny_pair(seed: int = 0):
@@ -79,7 +94,9 @@ def _random_batch(seed: int, k: int = 3, budget: int = 7, vocab: int = 5, depth:
     n = max(t.num_nodes for t in trees)
     edge = torch.zeros(k, n, dtype=torch.float64)
     for i, t in enumerate(trees):
-        rows = torch.softmax(torch.randn(t.num_nodes, vocab, generator=g, dtype=torch.float64) * 2, -1).numpy()
+        rows = torch.softmax(
+            torch.randn(t.num_nodes, vocab, generator=g, dtype=torch.float64) * 2, -1
+        ).numpy()
         e = gather_edge_probs(t, rows)
         edge[i, : e.size] = torch.as_tensor(e)
     targets = torch.randint(0, vocab, (k, depth), generator=g)
@@ -93,15 +110,21 @@ def test_prefix_weights_are_p_rescaled_to_the_exit_total_per_tree_with_the_same_
     we = objective_weights("exit", law, trees)
     wp = objective_weights("prefix", law, trees)
     assert abs(float(we.sum()) - 1.0) < 1e-9 and abs(float(wp.sum()) - 1.0) < 1e-9
-    np.testing.assert_allclose(we.sum(-1).numpy(), wp.sum(-1).numpy(), atol=1e-12)  # per-tree totals match
+    np.testing.assert_allclose(
+        we.sum(-1).numpy(), wp.sum(-1).numpy(), atol=1e-12
+    )  # per-tree totals match
     nonroot = trees.nonroot
     z = float(torch.where(nonroot, law.w, 0.0).sum())
     np.testing.assert_allclose(we.numpy(), torch.where(nonroot, law.w, 0.0).numpy() / z, atol=1e-12)
-    for i in range(trees.valid.shape[0]):   # within a tree, prefix weights are proportional to P
+    for i in range(trees.valid.shape[0]):  # within a tree, prefix weights are proportional to P
         p = torch.where(nonroot[i], law.prefix[i], 0.0)
         if float(p.sum()) > 0:
-            np.testing.assert_allclose(wp[i].numpy(), (p / p.sum() * we[i].sum()).numpy(), atol=1e-12)
-    assert float(we[:, 0].abs().sum()) == 0.0 and float(wp[:, 0].abs().sum()) == 0.0  # never the root
+            np.testing.assert_allclose(
+                wp[i].numpy(), (p / p.sum() * we[i].sum()).numpy(), atol=1e-12
+            )
+    assert (
+        float(we[:, 0].abs().sum()) == 0.0 and float(wp[:, 0].abs().sum()) == 0.0
+    )  # never the root
 
 
 @given(st.integers(0, 10_000))
@@ -117,8 +140,12 @@ def test_tree_normalisation_gives_every_tree_equal_total_weight(seed):
         np.testing.assert_allclose(totals[live.numpy()], 1.0 / trees.valid.shape[0], atol=1e-12)
         np.testing.assert_allclose(totals[~live.numpy()], 0.0, atol=0)
         batch = objective_weights(objective, law, trees, "batch")
-        for i in np.flatnonzero(live.numpy()):  # within a tree the two normalisations are proportional
-            np.testing.assert_allclose(wt[i].numpy(), (batch[i] / batch[i].sum() * totals[i]).numpy(), atol=1e-12)
+        for i in np.flatnonzero(
+            live.numpy()
+        ):  # within a tree the two normalisations are proportional
+            np.testing.assert_allclose(
+                wt[i].numpy(), (batch[i] / batch[i].sum() * totals[i]).numpy(), atol=1e-12
+            )
     with pytest.raises(ValueError, match="normalisation"):
         objective_weights("exit", law, trees, "per-node")
 
@@ -129,8 +156,12 @@ def test_exit_and_prefix_weights_differ_where_exit_mass_is_not_prefix_mass():
     trees = TreeBatch.from_trees([tree])
     law = tree_law(trees, edge)
     # w = [0.1, 0.45, 0.45]; P = [1, 0.9, 0.45]
-    np.testing.assert_allclose(objective_weights("exit", law, trees)[0].numpy(), [0, 0.5, 0.5], atol=1e-12)
-    np.testing.assert_allclose(objective_weights("prefix", law, trees)[0].numpy(), [0, 2 / 3, 1 / 3], atol=1e-12)
+    np.testing.assert_allclose(
+        objective_weights("exit", law, trees)[0].numpy(), [0, 0.5, 0.5], atol=1e-12
+    )
+    np.testing.assert_allclose(
+        objective_weights("prefix", law, trees)[0].numpy(), [0, 2 / 3, 1 / 3], atol=1e-12
+    )
 
 
 @given(st.integers(0, 10_000))
@@ -146,7 +177,9 @@ def test_tree_term_from_gathered_logits_equals_full_log_softmax_reference(seed):
         for k in range(trees.valid.shape[0]):
             for v in range(trees.valid.shape[1]):
                 if trees.nonroot[k, v]:
-                    ref_tree -= float(wt[k, v]) * float(logq.detach()[k, trees.depth[k, v] - 1, trees.token[k, v]])
+                    ref_tree -= float(wt[k, v]) * float(
+                        logq.detach()[k, trees.depth[k, v] - 1, trees.token[k, v]]
+                    )
         ref_ce = -float(logq.detach().gather(2, targets[..., None]).mean())
         assert abs(terms.tree.item() - ref_tree) < 1e-5
         assert abs(terms.ce.item() - ref_ce) < 1e-5
@@ -159,7 +192,7 @@ def test_token_objective_uses_lambda_zero_and_still_reports_the_tree_term():
     tok = exittrain_loss(logits, targets, valid, trees, edge, objective="token", lam=2.0)
     ex = exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=2.0)
     assert tok.lam == 0.0 and tok.total.item() == tok.ce.item()
-    assert tok.tree.item() == pytest.approx(ex.tree.item())   # same work, logged, not trained on
+    assert tok.tree.item() == pytest.approx(ex.tree.item())  # same work, logged, not trained on
     assert ex.lam == 2.0 and ex.total.item() == pytest.approx(ex.ce.item() + 2 * ex.tree.item())
 
 
@@ -175,8 +208,15 @@ def test_loss_rejects_unknown_objective_and_negative_lambda():
 def test_weights_are_detached_from_the_edge_probabilities():
     logits, targets, trees, edge = _random_batch(1)
     edge = edge.clone().requires_grad_(True)
-    terms = exittrain_loss(logits, targets, torch.ones_like(targets, dtype=torch.bool), trees, edge,
-                           objective="exit", lam=1.0)
+    terms = exittrain_loss(
+        logits,
+        targets,
+        torch.ones_like(targets, dtype=torch.bool),
+        trees,
+        edge,
+        objective="exit",
+        lam=1.0,
+    )
     terms.total.backward()
     assert edge.grad is None and logits.grad is not None
 
@@ -193,8 +233,14 @@ def test_training_layout_rows_equal_the_inference_drafter_rows():
     with torch.no_grad():
         rows = drafter_rows(drafter, target, tokens, step.hidden, anchors)
         for k, a in enumerate(anchors.tolist()):
-            ref = drafter.block_logits(target.embed_tokens, target.lm_head, int(tokens[a]), step.hidden[:a], a,
-                                       drafter.new_cache())
+            ref = drafter.block_logits(
+                target.embed_tokens,
+                target.lm_head,
+                int(tokens[a]),
+                step.hidden[:a],
+                a,
+                drafter.new_cache(),
+            )
             torch.testing.assert_close(rows[k], ref, atol=1e-5, rtol=1e-5)
 
 
@@ -205,7 +251,9 @@ def test_tree_scoring_edges_equal_causal_per_path_probabilities():
     cache = target.new_cache()
     step = target.prefill(cache, tokens)
     anchors = torch.tensor([4, 11])
-    peaked = torch.randn(2, SPEC.block_size - 1, SPEC.vocab_size, generator=g) * 6  # deep, branching trees
+    peaked = (
+        torch.randn(2, SPEC.block_size - 1, SPEC.vocab_size, generator=g) * 6
+    )  # deep, branching trees
     trees = build_trees(peaked, tokens[anchors], 9)
     edges = score_trees(target, cache, step.logits, anchors, trees)
     assert cache.get_seq_length() == tokens.shape[0]
@@ -233,8 +281,15 @@ def test_gradient_reaches_only_the_drafter():
     g = torch.Generator().manual_seed(2)
     seqs = [(torch.randint(0, SPEC.vocab_size - 1, (18,), generator=g), 6)]
     batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0))
-    terms = exittrain_loss(batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge,
-                           objective="exit", lam=1.0)
+    terms = exittrain_loss(
+        batch.logits,
+        batch.targets,
+        batch.target_valid,
+        batch.trees,
+        batch.edge,
+        objective="exit",
+        lam=1.0,
+    )
     terms.total.backward()
     assert all(p.grad is None for p in target.model.parameters())
     grads = [p.grad for p in drafter.parameters()]
@@ -250,8 +305,16 @@ def test_every_objective_gives_a_finite_loss_with_gradient_on_a_tiny_model(objec
     seqs = [(torch.randint(0, SPEC.vocab_size - 1, (18,), generator=g), 6)]
     chain_rng = np.random.default_rng(1) if objective == "draft-opd" else None
     batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0), chain_rng=chain_rng)
-    terms = exittrain_loss(batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge,
-                           objective=objective, lam=1.0, opd=batch.opd)
+    terms = exittrain_loss(
+        batch.logits,
+        batch.targets,
+        batch.target_valid,
+        batch.trees,
+        batch.edge,
+        objective=objective,
+        lam=1.0,
+        opd=batch.opd,
+    )
     assert np.isfinite(terms.total.item()) and terms.nodes > 0 and 0 < terms.coverage
     assert 0 <= terms.mean_w <= 1 + 1e-9
     terms.total.backward()
@@ -273,20 +336,36 @@ def test_resume_reaches_the_uninterrupted_parameters_bit_for_bit(tmp_path):
     from exitlaw.engine.training.loop import TrainConfig, train
 
     data = _train_fixture()
-    cfg = TrainConfig(objective="exit", budget=8, steps=6, batch_size=2, anchors_per_seq=3, lr=1e-3,
-                      checkpoint_every=2, warmup_steps=1)
+    cfg = TrainConfig(
+        objective="exit",
+        budget=8,
+        steps=6,
+        batch_size=2,
+        anchors_per_seq=3,
+        lr=1e-3,
+        checkpoint_every=2,
+        warmup_steps=1,
+    )
     target, straight = _tiny_pair(5)
     train(target, straight, data, cfg, tmp_path / "straight", progress=False)
     target, first = _tiny_pair(5)
-    train(target, first, data, cfg, tmp_path / "resumed", progress=False, stop_after=3)  # "killed" after step 3
+    train(
+        target, first, data, cfg, tmp_path / "resumed", progress=False, stop_after=3
+    )  # "killed" after step 3
     assert not (tmp_path / "resumed" / "final").exists()
-    target, resumed = _tiny_pair(5)   # a fresh process: weights come only from the checkpoint of step 2
+    target, resumed = _tiny_pair(
+        5
+    )  # a fresh process: weights come only from the checkpoint of step 2
     train(target, resumed, data, cfg, tmp_path / "resumed", progress=False, resume=True)
     for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name
-    strip = lambda p: [{k: v for k, v in json.loads(x).items() if "per_s" not in k}  # noqa: E731
-                       for x in p.read_text().splitlines()]
-    assert strip(tmp_path / "straight" / "metrics.jsonl") == strip(tmp_path / "resumed" / "metrics.jsonl")
+    strip = lambda p: [
+        {k: v for k, v in json.loads(x).items() if "per_s" not in k}  # noqa: E731
+        for x in p.read_text().splitlines()
+    ]
+    assert strip(tmp_path / "straight" / "metrics.jsonl") == strip(
+        tmp_path / "resumed" / "metrics.jsonl"
+    )
 
 
 def test_training_refuses_a_nonempty_output_directory_and_a_changed_resume(tmp_path):
@@ -302,8 +381,15 @@ def test_training_refuses_a_nonempty_output_directory_and_a_changed_resume(tmp_p
     assert (tmp_path / "run" / "keep.txt").read_text() == "mine"
     train(target, drafter, data, cfg, tmp_path / "ok", progress=False)
     with pytest.raises(ValueError, match="differs"):
-        train(target, drafter, data, TrainConfig(objective="exit", budget=8, steps=1, batch_size=1,
-                                                 anchors_per_seq=2), tmp_path / "ok", progress=False, resume=True)
+        train(
+            target,
+            drafter,
+            data,
+            TrainConfig(objective="exit", budget=8, steps=1, batch_size=1, anchors_per_seq=2),
+            tmp_path / "ok",
+            progress=False,
+            resume=True,
+        )
 
 
 @pytest.mark.slow
@@ -317,18 +403,57 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
 
     torchrun = shutil.which("torchrun") or str(Path(sys.executable).with_name("torchrun"))
     if not Path(torchrun).is_file():
-        pytest.skip("torchrun is not installed next to this Python (needed for the 2-process FSDP smoke test)")
+        pytest.skip(
+            "torchrun is not installed next to this Python (needed for the 2-process FSDP smoke test)"
+        )
     from exitlaw.engine.models.tiny import write_tiny_models
 
     tdir, ddir = write_tiny_models(tmp_path / "models")
     prompts = tmp_path / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range", "x = 1"]))
-    base = [torchrun, "--nproc_per_node", "2", "-m", "exitlaw.cli", "train", "--target", str(tdir), "--draft",
-            str(ddir), "--prompts", str(prompts), "--budget", "12", "--batch-size", "1", "--anchors", "3",
-            "--max-new-tokens", "16", "--checkpoint-every", "2", "--steps", "3", "--no-progress",
-            "--cache-dir", str(tmp_path / "cache"), "--gen-batch", "1"]
+    prompts.write_text(
+        "".join(
+            json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range", "x = 1"]
+        )
+    )
+    base = [
+        torchrun,
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "exitlaw.cli",
+        "train",
+        "--target",
+        str(tdir),
+        "--draft",
+        str(ddir),
+        "--prompts",
+        str(prompts),
+        "--budget",
+        "12",
+        "--batch-size",
+        "1",
+        "--anchors",
+        "3",
+        "--max-new-tokens",
+        "16",
+        "--checkpoint-every",
+        "2",
+        "--steps",
+        "3",
+        "--no-progress",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--gen-batch",
+        "1",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    run = subprocess.run(base + ["--out", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=240)
+    run = subprocess.run(
+        base + ["--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [1, 2, 3]
@@ -341,21 +466,39 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
 
     tok = AutoTokenizer.from_pretrained(str(tdir))
     enc = encode_prompts(tok, load_prompts(str(prompts)))
-    alone = generate_continuations(load_target(tdir), enc, max_new_tokens=16, temperature=1.0, seed=0, batch_size=1,
-                                   stop_tokens=[tok.eos_token_id] if tok.eos_token_id is not None else [])
+    alone = generate_continuations(
+        load_target(tdir),
+        enc,
+        max_new_tokens=16,
+        temperature=1.0,
+        seed=0,
+        batch_size=1,
+        stop_tokens=[tok.eos_token_id] if tok.eos_token_id is not None else [],
+    )
     cache = next((tmp_path / "cache").glob("continuations-*.jsonl")).read_text().splitlines()[1:]
     assert [json.loads(x)["completion_ids"] for x in cache] == alone
     trained = load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
     start = load_file(str(ddir / "model.safetensors"))
     assert set(trained) == set(start) and any(not torch.equal(trained[k], start[k]) for k in start)
     # --resume under FSDP loads the step-3 checkpoint into the sharded drafter and writes the same final weights
-    resumed = subprocess.run(base + ["--out", str(tmp_path / "run"), "--resume"], capture_output=True, text=True,
-                             env=env, timeout=240)
+    resumed = subprocess.run(
+        base + ["--out", str(tmp_path / "run"), "--resume"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     again_final = load_file(str(tmp_path / "run" / "final" / "model.safetensors"))
     assert all(torch.equal(again_final[k], trained[k]) for k in trained)
     # a second launch into the same directory refuses instead of overwriting the run
-    again = subprocess.run(base + ["--out", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=240)
+    again = subprocess.run(
+        base + ["--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     assert again.returncode != 0 and "not empty" in again.stderr
 
 
@@ -364,7 +507,9 @@ def test_prompts_load_from_jsonl_in_every_supported_shape_and_bad_lines_are_name
     from exitlaw.engine.training.data import load_prompts
 
     good = tmp_path / "p.jsonl"
-    good.write_text('{"prompt": "a"}\n\n{"text": "b"}\n{"turns": ["c", "d"]}\n{"prompt_ids": [1, 2]}\n')
+    good.write_text(
+        '{"prompt": "a"}\n\n{"text": "b"}\n{"turns": ["c", "d"]}\n{"prompt_ids": [1, 2]}\n'
+    )
     assert load_prompts(f"jsonl:{good}") == ["a", "b", "c", [1, 2]]
     assert load_prompts(str(good), limit=2) == ["a", "b"]
     bad = tmp_path / "bad.jsonl"
@@ -382,13 +527,15 @@ def test_batched_left_padded_greedy_continuations_equal_one_by_one_greedy_decodi
 
     target, _ = _tiny_pair(7)
     prompts = [[5, 6, 7], [8, 9, 10, 11, 12], [3]]
-    batched = generate_continuations(target, prompts, max_new_tokens=5, temperature=0.0, seed=0, batch_size=3)
+    batched = generate_continuations(
+        target, prompts, max_new_tokens=5, temperature=0.0, seed=0, batch_size=3
+    )
     for p, cont in zip(prompts, batched):
         ids = list(p)
         with torch.no_grad():
             for _ in range(5):
                 ids.append(int(target.model(input_ids=torch.tensor([ids])).logits[0, -1].argmax()))
-        assert ids[len(p):] == cont
+        assert ids[len(p) :] == cont
 
 
 def test_continuations_are_cached_on_disk_and_reused(tmp_path):
@@ -396,16 +543,22 @@ def test_continuations_are_cached_on_disk_and_reused(tmp_path):
 
     target, _ = _tiny_pair(8)
     prompts = [[1, 2, 3], [4, 5]]
-    first = cached_sequences(target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3)
+    first = cached_sequences(
+        target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3
+    )
     assert len(list(tmp_path.glob("continuations-*.jsonl"))) == 1
 
     class NoTarget:  # a second call must not generate again
         def __getattr__(self, name):
             raise AssertionError("the target was used although the continuations are cached")
 
-    again = cached_sequences(NoTarget(), "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3)
+    again = cached_sequences(
+        NoTarget(), "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3
+    )
     assert again == first
-    other = cached_sequences(target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=4)
+    other = cached_sequences(
+        target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=4
+    )
     assert len(list(tmp_path.glob("continuations-*.jsonl"))) == 2 and other.prompts == first.prompts
 
 
@@ -414,11 +567,16 @@ def test_generating_one_batch_alone_with_its_index_gives_the_same_draws():
 
     target, _ = _tiny_pair(4)
     g = torch.Generator().manual_seed(1)
-    prompts = [torch.randint(0, SPEC.vocab_size - 2, (4 + i,), generator=g).tolist() for i in range(5)]
+    prompts = [
+        torch.randint(0, SPEC.vocab_size - 2, (4 + i,), generator=g).tolist() for i in range(5)
+    ]
     kw = dict(max_new_tokens=6, temperature=1.0, seed=3, batch_size=2)
     whole = generate_continuations(target, prompts, **kw)
-    pieces = [c for b, lo in enumerate(range(0, 5, 2))
-              for c in generate_continuations(target, prompts[lo:lo + 2], first_batch=b, **kw)]
+    pieces = [
+        c
+        for b, lo in enumerate(range(0, 5, 2))
+        for c in generate_continuations(target, prompts[lo : lo + 2], first_batch=b, **kw)
+    ]
     assert pieces == whole
     shifted = generate_continuations(target, prompts[2:4], **kw)  # without the index: other draws
     assert shifted != whole[2:4]
@@ -429,14 +587,24 @@ def test_weight_normalisation_reaches_the_loss_and_the_config_checks_it():
 
     logits, targets, trees, edge = _random_batch(7)
     valid = torch.ones_like(targets, dtype=torch.bool)
-    by_batch = exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=1.0, normalisation="batch")
-    by_tree = exittrain_loss(logits, targets, valid, trees, edge, objective="exit", lam=1.0, normalisation="tree")
+    by_batch = exittrain_loss(
+        logits, targets, valid, trees, edge, objective="exit", lam=1.0, normalisation="batch"
+    )
+    by_tree = exittrain_loss(
+        logits, targets, valid, trees, edge, objective="exit", lam=1.0, normalisation="tree"
+    )
     law = tree_law(trees, edge)
     logq = torch.log_softmax(logits.detach().double(), -1)
     wt = objective_weights("exit", law, trees, "tree")
-    ref = sum(float(wt[k, v]) * -float(logq[k, int(trees.depth[k, v]) - 1, int(trees.token[k, v])])
-              for k in range(wt.shape[0]) for v in range(wt.shape[1]) if bool(trees.nonroot[k, v]))
+    ref = sum(
+        float(wt[k, v]) * -float(logq[k, int(trees.depth[k, v]) - 1, int(trees.token[k, v])])
+        for k in range(wt.shape[0])
+        for v in range(wt.shape[1])
+        if bool(trees.nonroot[k, v])
+    )
     assert abs(float(by_tree.tree.detach()) - ref) < 1e-4
-    assert abs(float(by_tree.tree.detach()) - float(by_batch.tree.detach())) > 1e-6  # the normalisations differ
+    assert (
+        abs(float(by_tree.tree.detach()) - float(by_batch.tree.detach())) > 1e-6
+    )  # the normalisations differ
     with pytest.raises(ValueError, match="normalisation"):
         TrainConfig(weight_norm="per-node")

@@ -12,7 +12,7 @@ import torch
 from exitlaw.engine.training.law import TreeBatch, tree_law
 from exitlaw.theory import DistributionError, DraftTree
 
-TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])   # the root's children: nodes 1 and 2
+TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])  # the root's children: nodes 1 and 2
 
 
 def edges(second: float) -> torch.Tensor:
@@ -28,7 +28,9 @@ def test_exittrain_rho_is_the_edge_residual_never_negative(floor, r):
     assert bool((rho >= 0).all()) and bool((law.w >= 0).all())
     assert abs(float(rho[0]) - max(r, 0.0)) <= 4e-16
     if r == 1e-12:
-        assert float(law.w[0, 0]) == pytest.approx(1e-12, rel=1e-3)   # a real weight, not rounded to 0
+        assert float(law.w[0, 0]) == pytest.approx(
+            1e-12, rel=1e-3
+        )  # a real weight, not rounded to 0
     assert float(rho[1]) == pytest.approx(0.5, rel=1e-12) and float(rho[2]) == 1.0
 
 

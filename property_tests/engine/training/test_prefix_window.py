@@ -39,20 +39,35 @@ def test_each_windowed_row_is_the_target_run_causally_over_window_anchor_and_pat
     target, _ = pair
     torch.manual_seed(0)
     tokens = torch.randint(0, target.vocab_size, (20,))
-    anchors = [2, 9, 15]                       # the first anchor's window is cut by the sequence start
+    anchors = [2, 9, 15]  # the first anchor's window is cut by the sequence start
     trees = _trees(target.vocab_size, tokens, anchors)
-    tables = windowed_tree_logit_tables(target, tokens, torch.tensor(anchors), trees, window, temperature=0.7)
+    tables = windowed_tree_logit_tables(
+        target, tokens, torch.tensor(anchors), trees, window, temperature=0.7
+    )
     for k, (a, t) in enumerate(zip(anchors, trees)):
         left = max(0, a - window)
         for v in range(t.num_nodes):
             path = _path(t, v)
-            ids = [int(x) for x in tokens[left: a + 1]] + [int(t.token[u]) for u in path]
+            ids = [int(x) for x in tokens[left : a + 1]] + [int(t.token[u]) for u in path]
             pos = list(range(left, a + 1)) + [a + int(t.depth[u]) for u in path]
             with torch.no_grad():
-                ref = target.model(input_ids=torch.tensor([ids]), position_ids=torch.tensor([pos]),
-                                   use_cache=False).logits[0, -1].float() / 0.7
-            torch.testing.assert_close(tables[k][v], ref, rtol=1e-4, atol=1e-4,
-                                       msg=f"window {window}, anchor {a}, node {v}")
+                ref = (
+                    target.model(
+                        input_ids=torch.tensor([ids]),
+                        position_ids=torch.tensor([pos]),
+                        use_cache=False,
+                    )
+                    .logits[0, -1]
+                    .float()
+                    / 0.7
+                )
+            torch.testing.assert_close(
+                tables[k][v],
+                ref,
+                rtol=1e-4,
+                atol=1e-4,
+                msg=f"window {window}, anchor {a}, node {v}",
+            )
 
 
 def test_a_window_covering_the_context_gives_the_full_context_rows(pair):
@@ -64,7 +79,9 @@ def test_a_window_covering_the_context_gives_the_full_context_rows(pair):
     cache = target.new_cache()
     step = target.prefill(cache, tokens)
     full = tree_logit_tables(target, cache, step.logits, anchors, trees, temperature=1.0)
-    windowed = windowed_tree_logit_tables(target, tokens, anchors, trees, window=64, temperature=1.0)
+    windowed = windowed_tree_logit_tables(
+        target, tokens, anchors, trees, window=64, temperature=1.0
+    )
     for f, w in zip(full, windowed):
         torch.testing.assert_close(w, f, rtol=1e-4, atol=1e-4)
 
@@ -80,14 +97,21 @@ def test_a_short_window_changes_the_rows_so_the_window_is_really_applied(pair):
     assert (wide[0] - narrow[0]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("window, temperature, message", [(0, 1.0, "window must be >= 1"),
-                                                         (4, 0.0, "temperature > 0")])
+@pytest.mark.parametrize(
+    "window, temperature, message", [(0, 1.0, "window must be >= 1"), (4, 0.0, "temperature > 0")]
+)
 def test_bad_window_or_temperature_is_a_named_error(pair, window, temperature, message):
     target, _ = pair
     tokens = torch.zeros(8, dtype=torch.long)
     with pytest.raises(ValueError, match=message):
-        windowed_tree_logit_tables(target, tokens, torch.tensor([3]), _trees(target.vocab_size, tokens, [3]),
-                                   window, temperature)
+        windowed_tree_logit_tables(
+            target,
+            tokens,
+            torch.tensor([3]),
+            _trees(target.vocab_size, tokens, [3]),
+            window,
+            temperature,
+        )
 
 
 def test_train_config_refuses_a_bad_window():
@@ -105,11 +129,38 @@ def test_exitlaw_train_scoring_temperature_and_prefix_window_reach_the_run(tmp_p
 
     tdir, ddir = tiny
     prompts = tmp_path / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"]))
+    prompts.write_text(
+        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"])
+    )
     out = tmp_path / "run"
-    argv = ["train", "--target", str(tdir), "--draft", str(ddir), "--prompts", str(prompts), "--out", str(out),
-            "--steps", "2", "--batch-size", "1", "--anchors", "2", "--max-new-tokens", "10", "--gen-batch", "2",
-            "--no-progress", "--preset", "authors-code", "--scoring-temperature", "0.5", "--prefix-window", "4"]
+    argv = [
+        "train",
+        "--target",
+        str(tdir),
+        "--draft",
+        str(ddir),
+        "--prompts",
+        str(prompts),
+        "--out",
+        str(out),
+        "--steps",
+        "2",
+        "--batch-size",
+        "1",
+        "--anchors",
+        "2",
+        "--max-new-tokens",
+        "10",
+        "--gen-batch",
+        "2",
+        "--no-progress",
+        "--preset",
+        "authors-code",
+        "--scoring-temperature",
+        "0.5",
+        "--prefix-window",
+        "4",
+    ]
     assert main(argv) == 0
     saved = json.loads((out / "config.json").read_text())
     cfg = saved["train"]

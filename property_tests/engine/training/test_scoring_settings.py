@@ -21,9 +21,16 @@ from exitlaw.theory import DistributionError, gather_edge_probs, reference_law
 from exitlaw.theory.sampling_settings import HF_ORDER, SamplingSettings, process_logits
 
 
-@pytest.mark.parametrize("settings", [SamplingSettings(0.5), SamplingSettings(0.5, top_k=3),
-                                      SamplingSettings(1.0, top_p=0.7), SamplingSettings(1.5, min_p=0.2),
-                                      SamplingSettings(0.8, top_k=5, top_p=0.8, min_p=0.05, order=HF_ORDER)])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        SamplingSettings(0.5),
+        SamplingSettings(0.5, top_k=3),
+        SamplingSettings(1.0, top_p=0.7),
+        SamplingSettings(1.5, min_p=0.2),
+        SamplingSettings(0.8, top_k=5, top_p=0.8, min_p=0.05, order=HF_ORDER),
+    ],
+)
 def test_scoring_edges_and_exit_law_are_the_processed_targets(settings):
     rng = np.random.default_rng(3)
     draft = torch.log_softmax(torch.tensor(rng.normal(0, 2, size=(4, 12))), -1)
@@ -32,18 +39,24 @@ def test_scoring_edges_and_exit_law_are_the_processed_targets(settings):
     edges = edge_probabilities(tree, scoring_table(logits, settings))
     rows = process_logits(logits.double().numpy(), settings)
     np.testing.assert_allclose(edges, gather_edge_probs(tree, rows), rtol=1e-5, atol=1e-7)
-    law = tree_law(TreeBatch.from_trees([tree], "cpu", tree.num_nodes), torch.as_tensor(edges)[None])
+    law = tree_law(
+        TreeBatch.from_trees([tree], "cpu", tree.num_nodes), torch.as_tensor(edges)[None]
+    )
     ref = reference_law(tree, rows.tolist(), one=1.0)
     np.testing.assert_allclose(law.w[0].numpy(), ref.w, atol=1e-6)
-    if settings.filtered:   # the filters change the law (a dropped setting would be seen)
+    if settings.filtered:  # the filters change the law (a dropped setting would be seen)
         plain = edge_probabilities(tree, logits / settings.temperature)
         assert not np.allclose(edges, plain, atol=1e-4)
 
 
 def test_train_config_carries_the_scoring_settings_and_names_bad_ones():
-    cfg = TrainConfig(target_temperature=0.7, target_top_k=4, target_min_p=0.1, target_sampling_order="hf")
+    cfg = TrainConfig(
+        target_temperature=0.7, target_top_k=4, target_min_p=0.1, target_sampling_order="hf"
+    )
     assert cfg.scoring_settings == SamplingSettings(0.7, top_k=4, min_p=0.1, order=HF_ORDER)
-    assert TrainConfig.from_saved({"objective": "exit"}).scoring_settings == SamplingSettings(1.0)  # old runs
+    assert TrainConfig.from_saved({"objective": "exit"}).scoring_settings == SamplingSettings(
+        1.0
+    )  # old runs
     with pytest.raises(DistributionError, match="top_p"):
         TrainConfig(target_top_p=0.0)
     with pytest.raises(ValueError, match="vllm or hf"):
@@ -61,8 +74,12 @@ def test_continuations_under_top_k_1_at_T1_are_greedy(pair):
     greedy = generate_continuations(target, prompts, max_new_tokens=8, temperature=0.0, seed=0)
     plain = generate_continuations(target, prompts, max_new_tokens=8, temperature=1.0, seed=0)
     assert plain != greedy
-    assert generate_continuations(target, prompts, max_new_tokens=8, temperature=1.0, seed=0,
-                                  filters={"top_k": 1}) == greedy
+    assert (
+        generate_continuations(
+            target, prompts, max_new_tokens=8, temperature=1.0, seed=0, filters={"top_k": 1}
+        )
+        == greedy
+    )
 
 
 def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatch):
@@ -71,7 +88,9 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
 
     kw = dict(max_new_tokens=4, temperature=1.0, seed=0, generate=gen, source="s")
     cached_sequences(None, "fp", [[3]], tmp_path / "a", **kw)
-    cached_sequences(None, "fp", [[3]], tmp_path / "a", **kw, filters={"top_p": 1.0, "min_p": 0.0})  # inactive
+    cached_sequences(
+        None, "fp", [[3]], tmp_path / "a", **kw, filters={"top_p": 1.0, "min_p": 0.0}
+    )  # inactive
     assert len(list((tmp_path / "a").iterdir())) == 1
     cached_sequences(None, "fp", [[3]], tmp_path / "a", **kw, filters={"top_k": 5})
     files = sorted((tmp_path / "a").iterdir())
@@ -81,28 +100,93 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
 
     sent = []
     from exitlaw.engine.training import continuation_server as cs
-    monkeypatch.setattr(cs, "_post", lambda url, body, timeout: sent.append(body) or {"choices": [{"text": "ab"}]})
+
+    monkeypatch.setattr(
+        cs, "_post", lambda url, body, timeout: sent.append(body) or {"choices": [{"text": "ab"}]}
+    )
 
     def tok(text, add_special_tokens=False):
         return {"input_ids": [ord(c) for c in text]}
-    server_continuations("http://x", [[1]], tok, model="m", max_new_tokens=2, temperature=0.8, seed=0,
-                         filters={"top_k": 7, "min_p": 0.1})
+
+    server_continuations(
+        "http://x",
+        [[1]],
+        tok,
+        model="m",
+        max_new_tokens=2,
+        temperature=0.8,
+        seed=0,
+        filters={"top_k": 7, "min_p": 0.1},
+    )
     assert sent[-1]["top_k"] == 7 and sent[-1]["min_p"] == 0.1 and "top_p" not in sent[-1]
     with pytest.raises(ValueError, match="own filter order"):
-        server_continuations("http://x", [[1]], tok, model="m", max_new_tokens=2, temperature=0.8, seed=0,
-                             filters={"top_p": 0.9, "min_p": 0.1, "order": HF_ORDER})
+        server_continuations(
+            "http://x",
+            [[1]],
+            tok,
+            model="m",
+            max_new_tokens=2,
+            temperature=0.8,
+            seed=0,
+            filters={"top_p": 0.9, "min_p": 0.1, "order": HF_ORDER},
+        )
 
 
 def test_train_flags_reach_the_scoring_law_and_the_continuations(monkeypatch, tmp_path):
     from exitlaw.engine.training import run as training_run
+
     calls = []
-    monkeypatch.setattr(training_run, "run_training",
-                        lambda spec, data=None: calls.append(spec) or {"final_drafter": "F", "last": {}, "rank": 0})
-    assert main(["train", "--target", "t", "--draft", "d", "--prompts", "p.jsonl", "--out", str(tmp_path / "o"),
-                 "--top-k", "20", "--top-p", "0.9", "--sampling-order", "hf", "--scoring-temperature", "0.5",
-                 "--gen-temperature", "0.8"]) == 0
+    monkeypatch.setattr(
+        training_run,
+        "run_training",
+        lambda spec, data=None: calls.append(spec) or {"final_drafter": "F", "last": {}, "rank": 0},
+    )
+    assert (
+        main(
+            [
+                "train",
+                "--target",
+                "t",
+                "--draft",
+                "d",
+                "--prompts",
+                "p.jsonl",
+                "--out",
+                str(tmp_path / "o"),
+                "--top-k",
+                "20",
+                "--top-p",
+                "0.9",
+                "--sampling-order",
+                "hf",
+                "--scoring-temperature",
+                "0.5",
+                "--gen-temperature",
+                "0.8",
+            ]
+        )
+        == 0
+    )
     spec = calls[-1]
-    assert spec.config.scoring_settings == SamplingSettings(0.5, top_k=20, top_p=0.9, order=HF_ORDER)
-    assert SamplingSettings(spec.gen_temperature, **spec.gen_filters()) == SamplingSettings(0.8, 20, 0.9, None, HF_ORDER)
+    assert spec.config.scoring_settings == SamplingSettings(
+        0.5, top_k=20, top_p=0.9, order=HF_ORDER
+    )
+    assert SamplingSettings(spec.gen_temperature, **spec.gen_filters()) == SamplingSettings(
+        0.8, 20, 0.9, None, HF_ORDER
+    )
     with pytest.raises(SystemExit):
-        main(["train", "--target", "t", "--draft", "d", "--prompts", "p", "--out", str(tmp_path / "x"), "--min-p", "1"])
+        main(
+            [
+                "train",
+                "--target",
+                "t",
+                "--draft",
+                "d",
+                "--prompts",
+                "p",
+                "--out",
+                str(tmp_path / "x"),
+                "--min-p",
+                "1",
+            ]
+        )

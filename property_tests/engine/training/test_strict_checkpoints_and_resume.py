@@ -11,7 +11,11 @@ import pytest
 import torch
 
 from exitlaw.engine.models.checkpoint import load_drafter, load_pair, load_target
-from exitlaw.engine.training.checkpoint import latest_checkpoint, truncate_metrics, verify_checkpoint
+from exitlaw.engine.training.checkpoint import (
+    latest_checkpoint,
+    truncate_metrics,
+    verify_checkpoint,
+)
 from exitlaw.engine.training.config import preset_config
 from exitlaw.engine.training.run import TrainingRunSpec, check_resume, run_settings, run_training
 
@@ -30,12 +34,17 @@ def _edit_tensors(folder, edit):
     save_file(tensors, str(path), metadata={"format": "pt"})
 
 
-@pytest.mark.parametrize("edit, names", [
-    (lambda t: t.pop("lm_head.weight"), ["missing", "lm_head.weight"]),
-    (lambda t: t.__setitem__("model.norm.weightX", t.pop("model.norm.weight")),
-     ["missing", "model.norm.weight", "unexpected", "model.norm.weightX"]),
-    (lambda t: t.__setitem__("extra.bias", torch.zeros(3)), ["unexpected", "extra.bias"]),
-])
+@pytest.mark.parametrize(
+    "edit, names",
+    [
+        (lambda t: t.pop("lm_head.weight"), ["missing", "lm_head.weight"]),
+        (
+            lambda t: t.__setitem__("model.norm.weightX", t.pop("model.norm.weight")),
+            ["missing", "model.norm.weight", "unexpected", "model.norm.weightX"],
+        ),
+        (lambda t: t.__setitem__("extra.bias", torch.zeros(3)), ["unexpected", "extra.bias"]),
+    ],
+)
 def test_target_with_a_missing_or_renamed_tensor_is_refused_naming_it(tiny, tmp_path, edit, names):
     target = _copy(tiny[0], tmp_path / "target")
     _edit_tensors(target, edit)
@@ -46,7 +55,12 @@ def test_target_with_a_missing_or_renamed_tensor_is_refused_naming_it(tiny, tmp_
 
 def test_target_with_a_misshaped_tensor_is_refused(tiny, tmp_path):
     target = _copy(tiny[0], tmp_path / "target")
-    _edit_tensors(target, lambda t: t.__setitem__("model.norm.weight", torch.ones(t["model.norm.weight"].numel() + 1)))
+    _edit_tensors(
+        target,
+        lambda t: t.__setitem__(
+            "model.norm.weight", torch.ones(t["model.norm.weight"].numel() + 1)
+        ),
+    )
     with pytest.raises(ValueError, match="model.norm.weight"):
         load_target(target)
 
@@ -60,10 +74,13 @@ def test_truncated_safetensors_name_the_checkpoint(tiny, tmp_path, which):
         (load_target if which == "target" else load_drafter)(folder)
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("vocab_size", 999, "drafter vocab_size 999 != target vocab_size"),
-    ("hidden_size", 48, r"fc.weight has shape \(64, 128\), expected \(48, 96\)"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("vocab_size", 999, "drafter vocab_size 999 != target vocab_size"),
+        ("hidden_size", 48, r"fc.weight has shape \(64, 128\), expected \(48, 96\)"),
+    ],
+)
 def test_drafter_that_does_not_fit_the_target_is_refused(tiny, tmp_path, field, value, message):
     draft = _copy(tiny[1], tmp_path / "draft")
     cfg = json.loads((draft / "config.json").read_text())
@@ -87,19 +104,33 @@ def test_drafter_layer_ids_outside_the_target_are_refused(tiny, tmp_path):
 def finished_run(tiny, tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
     prompts = root / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range"]))
-    cfg = preset_config("paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=1)
-    spec = TrainingRunSpec(target=str(tiny[0]), draft=str(tiny[1]), out=str(root / "run"), config=cfg,
-                           prompts=str(prompts), max_new_tokens=8, gen_batch=2, cache_dir=str(root / "cache"),
-                           progress=False)
+    prompts.write_text(
+        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range"])
+    )
+    cfg = preset_config(
+        "paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=1
+    )
+    spec = TrainingRunSpec(
+        target=str(tiny[0]),
+        draft=str(tiny[1]),
+        out=str(root / "run"),
+        config=cfg,
+        prompts=str(prompts),
+        max_new_tokens=8,
+        gen_batch=2,
+        cache_dir=str(root / "cache"),
+        progress=False,
+    )
     run_training(spec)
     return spec, root
 
 
 def _changed(spec, root, what):
-    if what == "target":   # a different target: same files, one weight changed (a corrupted copy)
+    if what == "target":  # a different target: same files, one weight changed (a corrupted copy)
         target = _copy(spec.target, root / f"target-{len(list(root.iterdir()))}")
-        _edit_tensors(target, lambda t: t.__setitem__("model.norm.weight", t["model.norm.weight"] + 1))
+        _edit_tensors(
+            target, lambda t: t.__setitem__("model.norm.weight", t["model.norm.weight"] + 1)
+        )
         return replace(spec, target=str(target)), "target_fingerprint"
     if what == "draft":
         draft = _copy(spec.draft, root / f"draft-{len(list(root.iterdir()))}")
@@ -109,15 +140,45 @@ def _changed(spec, root, what):
         other = root / "other.jsonl"
         other.write_text(json.dumps({"prompt": "while True:"}) + "\n")
         return replace(spec, prompts=str(other)), "prompts"
-    changes = {"max_new_tokens": 9, "gen_temperature": 0.5, "dtype": "bfloat16", "prompt_limit": 1, "chat": True}
+    changes = {
+        "max_new_tokens": 9,
+        "gen_temperature": 0.5,
+        "dtype": "bfloat16",
+        "prompt_limit": 1,
+        "chat": True,
+    }
     if what in changes:
         return replace(spec, **{what: changes[what]}), what
-    train_changes = {"objective": "prefix", "lam": 0.5, "weight_norm": "nodes", "budget": 7, "edge_floor": 0.1}
-    return replace(spec, config=replace(spec.config, **{what: train_changes[what]})), f"train.{what}"
+    train_changes = {
+        "objective": "prefix",
+        "lam": 0.5,
+        "weight_norm": "nodes",
+        "budget": 7,
+        "edge_floor": 0.1,
+    }
+    return replace(
+        spec, config=replace(spec.config, **{what: train_changes[what]})
+    ), f"train.{what}"
 
 
-@pytest.mark.parametrize("what", ["target", "draft", "prompts", "max_new_tokens", "gen_temperature", "dtype",
-                                  "prompt_limit", "chat", "objective", "lam", "weight_norm", "budget", "edge_floor"])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "target",
+        "draft",
+        "prompts",
+        "max_new_tokens",
+        "gen_temperature",
+        "dtype",
+        "prompt_limit",
+        "chat",
+        "objective",
+        "lam",
+        "weight_norm",
+        "budget",
+        "edge_floor",
+    ],
+)
 def test_resume_with_a_different_setting_is_refused_naming_it(finished_run, what):
     spec, root = finished_run
     out = root / "run"
@@ -125,7 +186,7 @@ def test_resume_with_a_different_setting_is_refused_naming_it(finished_run, what
     changed, key = _changed(spec, root, what)
     with pytest.raises(ValueError, match=f"{key}: saved"):
         run_training(replace(changed, resume=True))
-    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before   # nothing written
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before  # nothing written
 
 
 def test_resume_with_the_same_settings_passes_the_check(finished_run):
@@ -163,7 +224,9 @@ def test_final_and_checkpoints_carry_the_completion_marker(finished_run):
 
 
 @pytest.mark.parametrize("damage", ["trainer", "weights", "missing"])
-def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one_loudly(finished_run, tmp_path, damage):
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one_loudly(
+    finished_run, tmp_path, damage
+):
     spec, _ = finished_run
     out = _copy(spec.out, tmp_path / "run")
     latest = out / "checkpoints" / "step_000002"
@@ -197,8 +260,15 @@ def test_pair_check_names_every_difference(tiny):
     from exitlaw.engine.models.checkpoint import check_pair
 
     draft = load_drafter(tiny[1]).config
-    target = SimpleNamespace(num_hidden_layers=1, vocab_size=draft.mask_token_id, hidden_size=draft.hidden_size + 8)
+    target = SimpleNamespace(
+        num_hidden_layers=1, vocab_size=draft.mask_token_id, hidden_size=draft.hidden_size + 8
+    )
     with pytest.raises(ValueError) as info:
         check_pair(draft, target)
     text = str(info.value)
-    assert "vocab_size" in text and "hidden_size" in text and "target_layer_ids" in text and "mask_token_id" in text
+    assert (
+        "vocab_size" in text
+        and "hidden_size" in text
+        and "target_layer_ids" in text
+        and "mask_token_id" in text
+    )

@@ -18,18 +18,41 @@ def tiny_files(tmp_path_factory):
     root = tmp_path_factory.mktemp("train_cli")
     tdir, ddir = write_tiny_models(root / "models")
     prompts = root / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"]))
+    prompts.write_text(
+        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"])
+    )
     return root, tdir, ddir, prompts
 
 
 def _argv(tdir, ddir, prompts, out, *extra):
-    return ["train", "--target", str(tdir), "--draft", str(ddir), "--prompts", str(prompts), "--out", str(out),
-            "--steps", "2", "--batch-size", "1", "--anchors", "2", "--max-new-tokens", "10", "--gen-batch", "2",
-            "--no-progress", *extra]
+    return [
+        "train",
+        "--target",
+        str(tdir),
+        "--draft",
+        str(ddir),
+        "--prompts",
+        str(prompts),
+        "--out",
+        str(out),
+        "--steps",
+        "2",
+        "--batch-size",
+        "1",
+        "--anchors",
+        "2",
+        "--max-new-tokens",
+        "10",
+        "--gen-batch",
+        "2",
+        "--no-progress",
+        *extra,
+    ]
 
 
 def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypatch, tiny_files):
     from exitlaw.engine.training import run as training_run
+
     root, tdir, ddir, prompts = tiny_files
     calls = []
 
@@ -38,20 +61,76 @@ def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypat
         return {"final_drafter": "F", "last": {"step": 2}, "rank": 0, "world_size": 1}
 
     monkeypatch.setattr(training_run, "run_training", spy)
-    assert main(_argv(tdir, ddir, prompts, root / "a", "--preset", "authors-code", "--objective", "exit-depth",
-                      "--chat", "--cache-dir", str(root / "c"))) == 0
+    assert (
+        main(
+            _argv(
+                tdir,
+                ddir,
+                prompts,
+                root / "a",
+                "--preset",
+                "authors-code",
+                "--objective",
+                "exit-depth",
+                "--chat",
+                "--cache-dir",
+                str(root / "c"),
+            )
+        )
+        == 0
+    )
     spec = calls[-1]
-    assert isinstance(spec, training_run.TrainingRunSpec) and spec.chat and spec.cache_dir == str(root / "c")
+    assert (
+        isinstance(spec, training_run.TrainingRunSpec)
+        and spec.chat
+        and spec.cache_dir == str(root / "c")
+    )
     cfg = spec.config
-    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == ("exit-depth", "nodes", 0.1, 1e-4, 32)
-    assert (cfg.steps, cfg.batch_size, cfg.anchors_per_seq) == (2, 1, 2) and spec.prompts == str(prompts)
-    main(_argv(tdir, ddir, prompts, root / "b", "--preset", "authors-code", "--edge-floor", "none", "--lam", "0.5",
-               "--budget", "12", "--weight-norm", "tree"))
+    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == (
+        "exit-depth",
+        "nodes",
+        0.1,
+        1e-4,
+        32,
+    )
+    assert (cfg.steps, cfg.batch_size, cfg.anchors_per_seq) == (2, 1, 2) and spec.prompts == str(
+        prompts
+    )
+    main(
+        _argv(
+            tdir,
+            ddir,
+            prompts,
+            root / "b",
+            "--preset",
+            "authors-code",
+            "--edge-floor",
+            "none",
+            "--lam",
+            "0.5",
+            "--budget",
+            "12",
+            "--weight-norm",
+            "tree",
+        )
+    )
     cfg = calls[-1].config
-    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == ("prefix", "tree", 0.5, None, 12)
-    main(_argv(tdir, ddir, prompts, root / "c"))   # no preset: the paper's reading
+    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == (
+        "prefix",
+        "tree",
+        0.5,
+        None,
+        12,
+    )
+    main(_argv(tdir, ddir, prompts, root / "c"))  # no preset: the paper's reading
     cfg = calls[-1].config
-    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == ("exit", "batch", 1.0, None, 64)
+    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == (
+        "exit",
+        "batch",
+        1.0,
+        None,
+        64,
+    )
     with pytest.raises(SystemExit):
         main(_argv(tdir, ddir, prompts, root / "d", "--edge-floor", "tiny"))
 
@@ -62,7 +141,10 @@ def test_exitlaw_train_runs_every_objective_on_the_tiny_models(tiny_files, objec
     out = root / f"run_{objective}"
     extra = ["--budget", "6", "--cache-dir", str(root / "cache")]
     if objective == "exit-depth":
-        extra += ["--preset", "authors-code"]   # exit-depth with nodes, lambda 0.1 and the edge floor
+        extra += [
+            "--preset",
+            "authors-code",
+        ]  # exit-depth with nodes, lambda 0.1 and the edge floor
     assert main(_argv(tdir, ddir, prompts, out, "--objective", objective, *extra)) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed["final_drafter"] == str(out / "final") and printed["last"]["step"] == 2
@@ -73,20 +155,53 @@ def test_exitlaw_train_runs_every_objective_on_the_tiny_models(tiny_files, objec
         assert (saved["weight_norm"], saved["lam"], saved["edge_floor"]) == ("nodes", 0.1, 1e-4)
     assert (out / "final" / "model.safetensors").is_file()
     # an undefined combination is a named error, not a guess
-    assert main(_argv(tdir, ddir, prompts, root / "bad", "--objective", "draft-opd", "--weight-norm", "nodes")) == 2
+    assert (
+        main(
+            _argv(
+                tdir,
+                ddir,
+                prompts,
+                root / "bad",
+                "--objective",
+                "draft-opd",
+                "--weight-norm",
+                "nodes",
+            )
+        )
+        == 2
+    )
     assert "draft-opd" in capsys.readouterr().err and not (root / "bad").exists()
 
 
-def test_exitlaw_train_vat_logs_its_reweighted_term_and_rejects_undefined_combinations(tiny_files, capsys):
+def test_exitlaw_train_vat_logs_its_reweighted_term_and_rejects_undefined_combinations(
+    tiny_files, capsys
+):
     root, tdir, ddir, prompts = tiny_files
     out = root / "run_vat_lam"
-    assert main(_argv(tdir, ddir, prompts, out, "--objective", "vat", "--lam", "0.5", "--budget", "6",
-                      "--cache-dir", str(root / "cache"))) == 0
+    assert (
+        main(
+            _argv(
+                tdir,
+                ddir,
+                prompts,
+                out,
+                "--objective",
+                "vat",
+                "--lam",
+                "0.5",
+                "--budget",
+                "6",
+                "--cache-dir",
+                str(root / "cache"),
+            )
+        )
+        == 0
+    )
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["last"]
     # loss = CE + lambda * vat term; the term is a weighted mean of draft NLLs (> 0), the trees still scored
     assert last["objective"] == "vat" and last["lambda"] == 0.5 and last["tree"] > 0
     assert last["loss"] == pytest.approx(last["ce"] + 0.5 * last["tree"], rel=1e-5)
-    assert last["coverage"] == last["coverage"]   # not NaN: trees were scored and logged
+    assert last["coverage"] == last["coverage"]  # not NaN: trees were scored and logged
     for extra, word in ((["--weight-norm", "tree"], "vat"), (["--edge-floor", "1e-4"], "floor")):
         assert main(_argv(tdir, ddir, prompts, root / "bad_vat", "--objective", "vat", *extra)) == 2
         assert word in capsys.readouterr().err and not (root / "bad_vat").exists()

@@ -17,8 +17,17 @@ from exitlaw.engine.training.config import TrainConfig, preset_config
 from exitlaw.engine.training.data import Sequences
 from exitlaw.engine.training.loop import METRIC_KEYS, train
 
-SPEC = TinySpec(vocab_size=64, hidden_size=32, intermediate_size=64, target_layers=3, heads=4, kv_heads=2,
-                head_dim=8, block_size=5, target_layer_ids=(0, 1))
+SPEC = TinySpec(
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    target_layers=3,
+    heads=4,
+    kv_heads=2,
+    head_dim=8,
+    block_size=5,
+    target_layer_ids=(0, 1),
+)
 
 
 def _pair(seed: int):
@@ -39,35 +48,71 @@ def _metrics(run):
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_every_objective_lowers_its_loss_on_a_fixed_batch(tmp_path, objective):
     # one sequence and more anchors than positions: every step sees the same anchors (trees follow the drafter)
-    cfg = TrainConfig(objective=objective, lam=1.0, budget=6, steps=6, batch_size=1, anchors_per_seq=64, lr=3e-3,
-                      min_lr_ratio=1.0, checkpoint_every=6)
+    cfg = TrainConfig(
+        objective=objective,
+        lam=1.0,
+        budget=6,
+        steps=6,
+        batch_size=1,
+        anchors_per_seq=64,
+        lr=3e-3,
+        min_lr_ratio=1.0,
+        checkpoint_every=6,
+    )
     target, drafter = _pair(20)
     train(target, drafter, _one_sequence(20), cfg, tmp_path / objective, progress=False)
     lines = _metrics(tmp_path / objective)
-    assert [x["step"] for x in lines] == list(range(1, 7)) and all(set(x) == set(METRIC_KEYS) for x in lines)
+    assert [x["step"] for x in lines] == list(range(1, 7)) and all(
+        set(x) == set(METRIC_KEYS) for x in lines
+    )
     assert lines[-1]["loss"] < lines[0]["loss"] and lines[-1]["ce"] < lines[0]["ce"]
     assert lines[0]["lambda"] == (0.0 if objective == "token" else 1.0)
-    if objective != "token":   # the trained term itself goes down too
+    if objective != "token":  # the trained term itself goes down too
         assert lines[-1]["tree"] < lines[0]["tree"]
 
 
-@pytest.mark.parametrize("cfg", [
-    TrainConfig(objective="draft-opd", budget=6, steps=4, batch_size=2, anchors_per_seq=3, lr=1e-3,
-                checkpoint_every=2, warmup_steps=1),
-    preset_config("authors-code", objective="exit-depth", budget=6, steps=4, batch_size=2, anchors_per_seq=3,
-                  lr=1e-3, checkpoint_every=2, warmup_steps=1),
-], ids=["draft-opd", "authors-code-exit-depth"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        TrainConfig(
+            objective="draft-opd",
+            budget=6,
+            steps=4,
+            batch_size=2,
+            anchors_per_seq=3,
+            lr=1e-3,
+            checkpoint_every=2,
+            warmup_steps=1,
+        ),
+        preset_config(
+            "authors-code",
+            objective="exit-depth",
+            budget=6,
+            steps=4,
+            batch_size=2,
+            anchors_per_seq=3,
+            lr=1e-3,
+            checkpoint_every=2,
+            warmup_steps=1,
+        ),
+    ],
+    ids=["draft-opd", "authors-code-exit-depth"],
+)
 def test_resume_is_bit_for_bit_for_draft_opd_and_the_authors_reading(tmp_path, cfg):
     from exitlaw.engine.training.data import generate_continuations
 
     target, _ = _pair(21)
     g = torch.Generator().manual_seed(21)
     prompts = [torch.randint(0, SPEC.vocab_size - 2, (5,), generator=g).tolist() for _ in range(4)]
-    data = Sequences(prompts, generate_continuations(target, prompts, max_new_tokens=10, temperature=1.0, seed=0))
+    data = Sequences(
+        prompts, generate_continuations(target, prompts, max_new_tokens=10, temperature=1.0, seed=0)
+    )
     target, straight = _pair(22)
     train(target, straight, data, cfg, tmp_path / "straight", progress=False)
     target, first = _pair(22)
-    train(target, first, data, cfg, tmp_path / "resumed", progress=False, stop_after=3)   # killed after step 3
+    train(
+        target, first, data, cfg, tmp_path / "resumed", progress=False, stop_after=3
+    )  # killed after step 3
     target, resumed = _pair(22)
     train(target, resumed, data, cfg, tmp_path / "resumed", progress=False, resume=True)
     for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
@@ -77,16 +122,18 @@ def test_resume_is_bit_for_bit_for_draft_opd_and_the_authors_reading(tmp_path, c
 
 
 def test_a_run_saved_before_the_edge_floor_existed_resumes_with_its_default(tmp_path):
-    cfg = TrainConfig(objective="exit", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=1)
+    cfg = TrainConfig(
+        objective="exit", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=1
+    )
     target, drafter = _pair(23)
     data = _one_sequence(23)
     train(target, drafter, data, cfg, tmp_path / "run", progress=False, stop_after=1)
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
-    del saved["train"]["edge_floor"]      # as written by a trainer without the option
+    del saved["train"]["edge_floor"]  # as written by a trainer without the option
     (tmp_path / "run" / "config.json").write_text(json.dumps(saved))
     train(target, drafter, data, cfg, tmp_path / "run", progress=False, resume=True)
     assert [x["step"] for x in _metrics(tmp_path / "run")] == [1, 2]
-    saved["train"]["lam"] = 0.5           # a real difference is still refused
+    saved["train"]["lam"] = 0.5  # a real difference is still refused
     (tmp_path / "run" / "config.json").write_text(json.dumps(saved))
     with pytest.raises(ValueError, match="lam"):
         train(target, drafter, data, cfg, tmp_path / "run", progress=False, resume=True)
@@ -97,7 +144,9 @@ def _tiny_run_files(tmp_path):
 
     tdir, ddir = write_tiny_models(tmp_path / "models")
     prompts = tmp_path / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range"]))
+    prompts.write_text(
+        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range"])
+    )
     return tdir, ddir, prompts
 
 
@@ -105,10 +154,21 @@ def test_run_training_does_a_whole_run_from_a_prompt_file(tmp_path):
     from exitlaw.engine.training.run import TrainingRunSpec, run_training
 
     tdir, ddir, prompts = _tiny_run_files(tmp_path)
-    cfg = preset_config("paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=2)
-    spec = TrainingRunSpec(target=str(tdir), draft=str(ddir), out=str(tmp_path / "run"), config=cfg,
-                           prompts=str(prompts), max_new_tokens=8, gen_batch=2, cache_dir=str(tmp_path / "cache"),
-                           progress=False, run_info={"note": "test"})
+    cfg = preset_config(
+        "paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=2
+    )
+    spec = TrainingRunSpec(
+        target=str(tdir),
+        draft=str(ddir),
+        out=str(tmp_path / "run"),
+        config=cfg,
+        prompts=str(prompts),
+        max_new_tokens=8,
+        gen_batch=2,
+        cache_dir=str(tmp_path / "cache"),
+        progress=False,
+        run_info={"note": "test"},
+    )
     result = run_training(spec)
     assert result["final_drafter"] == str(tmp_path / "run" / "final") and result["rank"] == 0
     assert result["last"]["step"] == 2 and result["last"]["objective"] == "exit"
@@ -117,8 +177,15 @@ def test_run_training_does_a_whole_run_from_a_prompt_file(tmp_path):
     assert (tmp_path / "run" / "final" / "model.safetensors").is_file()
     assert len(list((tmp_path / "cache").glob("continuations-*.jsonl"))) == 1
     with pytest.raises(ValueError, match="prompts"):
-        run_training(TrainingRunSpec(target=str(tdir), draft=str(ddir), out=str(tmp_path / "other"), config=cfg,
-                                     progress=False))
+        run_training(
+            TrainingRunSpec(
+                target=str(tdir),
+                draft=str(ddir),
+                out=str(tmp_path / "other"),
+                config=cfg,
+                progress=False,
+            )
+        )
 
 
 def test_train_step_passes_every_objective_option_to_the_loss(tmp_path):
@@ -130,13 +197,17 @@ def test_train_step_passes_every_objective_option_to_the_loss(tmp_path):
 
     data = _one_sequence(24)
     base = dict(budget=6, steps=1, batch_size=1, anchors_per_seq=4)
-    configs = [TrainConfig(objective=o, **base) for o in ("exit", "prefix", "exit-depth", "draft-opd")]
+    configs = [
+        TrainConfig(objective=o, **base) for o in ("exit", "prefix", "exit-depth", "draft-opd")
+    ]
     configs += [TrainConfig(objective="exit", weight_norm=n, **base) for n in ("tree", "nodes")]
-    configs += [TrainConfig(objective="exit", weight_norm="nodes", edge_floor=0.2, **base),
-                TrainConfig(objective="exit", lam=0.3, **base)]
+    configs += [
+        TrainConfig(objective="exit", weight_norm="nodes", edge_floor=0.2, **base),
+        TrainConfig(objective="exit", lam=0.3, **base),
+    ]
     seen = []
 
-    def pair():   # a peaked drafter, so trees branch below the root and the weights differ from each other
+    def pair():  # a peaked drafter, so trees branch below the root and the weights differ from each other
         target, drafter = _pair(24)
         with torch.no_grad():
             drafter.norm.weight.mul_(8.0)
@@ -144,15 +215,32 @@ def test_train_step_passes_every_objective_option_to_the_loss(tmp_path):
 
     for i, cfg in enumerate(configs):
         target, drafter = pair()
-        state = setup_training(target, drafter, data, cfg, tmp_path / str(i), resume=False, run_info=None)
+        state = setup_training(
+            target, drafter, data, cfg, tmp_path / str(i), resume=False, run_info=None
+        )
         got = train_step(state, target, data, cfg, 0)
-        target, drafter = pair()   # the same step recomputed from the options, outside the loop
+        target, drafter = pair()  # the same step recomputed from the options, outside the loop
         seqs, rng = step_sequences(data, cfg, 0, 0)
-        chains = np.random.default_rng([cfg.seed, 0, 0, 1]) if cfg.objective == "draft-opd" else None
-        batch = make_batch(drafter, target, seqs, cfg.anchors_per_seq, cfg.budget, rng, chain_rng=chains)
-        ref = exittrain_loss(batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge,
-                             objective=cfg.objective, lam=cfg.lam, normalisation=cfg.weight_norm,
-                             edge_floor=cfg.edge_floor, opd=batch.opd)
-        assert got.tree == pytest.approx(ref.tree.item(), rel=1e-5) and got.loss == pytest.approx(ref.total.item(), rel=1e-5)
+        chains = (
+            np.random.default_rng([cfg.seed, 0, 0, 1]) if cfg.objective == "draft-opd" else None
+        )
+        batch = make_batch(
+            drafter, target, seqs, cfg.anchors_per_seq, cfg.budget, rng, chain_rng=chains
+        )
+        ref = exittrain_loss(
+            batch.logits,
+            batch.targets,
+            batch.target_valid,
+            batch.trees,
+            batch.edge,
+            objective=cfg.objective,
+            lam=cfg.lam,
+            normalisation=cfg.weight_norm,
+            edge_floor=cfg.edge_floor,
+            opd=batch.opd,
+        )
+        assert got.tree == pytest.approx(ref.tree.item(), rel=1e-5) and got.loss == pytest.approx(
+            ref.total.item(), rel=1e-5
+        )
         seen.append((round(got.tree, 6), round(got.loss, 6)))
-    assert len(set(seen)) == len(configs)   # every option changes the trained quantity
+    assert len(set(seen)) == len(configs)  # every option changes the trained quantity

@@ -38,8 +38,15 @@ def test_split_is_deterministic_disjoint_and_complete():
     assert make_split(seed=4).heldout_code != a.heldout_code
 
 
-@given(st.lists(st.text(alphabet="abcdefghij/_.", min_size=1, max_size=12), min_size=2, max_size=40, unique=True),
-       st.randoms())
+@given(
+    st.lists(
+        st.text(alphabet="abcdefghij/_.", min_size=1, max_size=12),
+        min_size=2,
+        max_size=40,
+        unique=True,
+    ),
+    st.randoms(),
+)
 def test_split_does_not_depend_on_order_or_on_other_files(names, rnd):
     train, held = split_names(names, 0.3, seed=1)
     shuffled = list(names)

@@ -39,14 +39,22 @@ def _argv(out):
 
 def _deterministic_files(out: Path) -> dict[str, bytes]:
     """Every artefact that must be byte-equal across runs (weights, token stream, tokenizer, continuations)."""
-    pats = ["target/model.safetensors", "drafter_init/model.safetensors", "*/final/model.safetensors",
-            "corpus/train_tokens.npy", "corpus/tokenizer/tokenizer.json", "data/continuations-*.jsonl"]
+    pats = [
+        "target/model.safetensors",
+        "drafter_init/model.safetensors",
+        "*/final/model.safetensors",
+        "corpus/train_tokens.npy",
+        "corpus/tokenizer/tokenizer.json",
+        "data/continuations-*.jsonl",
+    ]
     return {str(p.relative_to(out)): p.read_bytes() for pat in pats for p in sorted(out.glob(pat))}
 
 
 def _scrub(x):
     if isinstance(x, dict):
-        return {k: _scrub(v) for k, v in x.items() if k not in WALL_CLOCK and not k.endswith("_per_s")}
+        return {
+            k: _scrub(v) for k, v in x.items() if k not in WALL_CLOCK and not k.endswith("_per_s")
+        }
     if isinstance(x, list):
         return [_scrub(v) for v in x]
     return x
@@ -56,7 +64,9 @@ def _report(out: Path):
     from exitlaw.paper_repro.mini.table import format_markdown
 
     res = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert (out / "results.md").read_text(encoding="utf-8") == format_markdown(res)   # the table of this json
+    assert (out / "results.md").read_text(encoding="utf-8") == format_markdown(
+        res
+    )  # the table of this json
     return _scrub(res)
 
 
@@ -72,11 +82,15 @@ def mini_reference(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig,case", [(signal.SIGINT, 0), (signal.SIGKILL, 0), (signal.SIGKILL, 1)])
-def test_mini_interrupted_then_rerun_equals_an_uninterrupted_run(tmp_path, mini_reference, sig, case):
+def test_mini_interrupted_then_rerun_equals_an_uninterrupted_run(
+    tmp_path, mini_reference, sig, case
+):
     ref_files, ref_report = mini_reference
     out = tmp_path / "run"
     delay = float(np.random.default_rng([int(sig), case, 7]).uniform(3.0, 25.0))
-    proc = subprocess.Popen(_argv(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    proc = subprocess.Popen(
+        _argv(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
+    )
     time.sleep(delay)
     if proc.poll() is None:
         proc.send_signal(sig)

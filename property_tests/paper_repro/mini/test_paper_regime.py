@@ -10,8 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exitlaw.paper_repro.mini.paper_regime import (ARMS, PAPER_REGIME, PAPER_REGIME_QUICK, PaperRegimeConfig,
-                                                   arm_config, arm_by_name, cell_key, eval_plan, run_names)
+from exitlaw.paper_repro.mini.paper_regime import (
+    ARMS,
+    PAPER_REGIME,
+    PAPER_REGIME_QUICK,
+    PaperRegimeConfig,
+    arm_config,
+    arm_by_name,
+    cell_key,
+    eval_plan,
+    run_names,
+)
 from exitlaw.paper_repro.mini.paper_regime_run import fresh_prompts
 from exitlaw.paper_repro.mini.paper_regime_report import OUTSIDE, analyse
 from exitlaw.paper_repro.paired_effects import paired_interval, records
@@ -19,17 +28,37 @@ from exitlaw.paper_repro.paired_effects import paired_interval, records
 
 def test_the_preset_holds_the_numbers_its_design_file_fixes():
     cfg = PAPER_REGIME
-    assert cfg.scoring_temperature == 0.5 and cfg.fallback_temperature == 0.25 and cfg.informative_coverage == 1.0
+    assert (
+        cfg.scoring_temperature == 0.5
+        and cfg.fallback_temperature == 0.25
+        and cfg.informative_coverage == 1.0
+    )
     assert cfg.lr_grid == (5e-5, 1e-4, 2e-4, 3e-4) and max(cfg.lr_grid) <= cfg.base.distill_lr / 6
     assert cfg.steps == 512 and cfg.seeds == tuple(range(8)) and len(cfg.arms) == 9
     assert cfg.margins_pct == {"exit-prefix": 4.4, "exit-token": 5.9} and cfg.primary_level == 0.975
     lit = arm_config(cfg, arm_by_name("authors"), 3, 2e-4, 0.5)
-    assert (lit.budget, lit.anchors_per_seq, lit.lr, lit.prefix_window, lit.weight_norm, lit.lam, lit.edge_floor,
-            lit.objective, lit.warmup_steps, lit.min_lr_ratio) == (32, 32, 1e-4, 64, "nodes", 0.1, 1e-4, "prefix",
-                                                                   3, 0.0)
+    assert (
+        lit.budget,
+        lit.anchors_per_seq,
+        lit.lr,
+        lit.prefix_window,
+        lit.weight_norm,
+        lit.lam,
+        lit.edge_floor,
+        lit.objective,
+        lit.warmup_steps,
+        lit.min_lr_ratio,
+    ) == (32, 32, 1e-4, 64, "nodes", 0.1, 1e-4, "prefix", 3, 0.0)
     ex = arm_config(cfg, arm_by_name("exit"), 3, 2e-4, 0.5)
-    assert (ex.budget, ex.anchors_per_seq, ex.lr, ex.prefix_window, ex.target_temperature, ex.seed,
-            ex.warmup_steps) == (64, 8, 2e-4, None, 0.5, 103, 26)
+    assert (
+        ex.budget,
+        ex.anchors_per_seq,
+        ex.lr,
+        ex.prefix_window,
+        ex.target_temperature,
+        ex.seed,
+        ex.warmup_steps,
+    ) == (64, 8, 2e-4, None, 0.5, 103, 26)
     text = (Path(__file__).resolve().parents[3] / "paper_repro" / "PAPER_REGIME.md").read_text()
     for arm in ARMS:
         assert f"`{arm.name}`" in text, f"arm {arm.name} is not in the design file"
@@ -54,15 +83,19 @@ def test_fresh_prompts_never_repeat_a_distillation_prompt_and_keep_the_prose_sha
     prose = ["the quick brown fox jumps over the lazy dog " * 4]
     first, _ = fresh_prompts(cfg, _WordTokenizer(), code, prose, [])
     assert len(first) == 40 and len({tuple(p) for p in first}) == 40
-    planted = first[:5]                            # pretend distillation used these windows
+    planted = first[:5]  # pretend distillation used these windows
     again, dropped = fresh_prompts(cfg, _WordTokenizer(), code, prose, planted)
     assert dropped >= 5 and len(again) == 40
     assert not {tuple(p) for p in again} & {tuple(p) for p in planted}
-    prose_ids = {tuple(ord(c) % 97 for c in prose[0][i:i + length]) for i in range(len(prose[0]) - length)}
+    prose_ids = {
+        tuple(ord(c) % 97 for c in prose[0][i : i + length]) for i in range(len(prose[0]) - length)
+    }
     assert sum(tuple(p) in prose_ids for p in again) == 10
 
 
-def _cells(cfg: PaperRegimeConfig, t_s: float, effect: dict[str, float], prompts: int = 12, seed: int = 0) -> dict:
+def _cells(
+    cfg: PaperRegimeConfig, t_s: float, effect: dict[str, float], prompts: int = 12, seed: int = 0
+) -> dict:
     """Synthetic cells: per-prompt values = prompt level + arm effect + seed noise."""
     rng = np.random.default_rng(seed)
     level = 3 + rng.normal(0, 0.3, prompts)
@@ -70,19 +103,30 @@ def _cells(cfg: PaperRegimeConfig, t_s: float, effect: dict[str, float], prompts
     for drafter, domain, t, b in eval_plan(cfg, t_s):
         arm = "base" if drafter == "base" else drafter.rsplit("-s", 1)[0]
         vals = level * (1 + effect.get(arm, 0.0)) + rng.normal(0, 0.01, prompts)
-        rec = {f: list(vals) for f in ("per_prompt_rb_tau", "per_prompt_tau", "per_prompt_ceiling_ts",
-                                         "per_prompt_depth")}
+        rec = {
+            f: list(vals)
+            for f in (
+                "per_prompt_rb_tau",
+                "per_prompt_tau",
+                "per_prompt_ceiling_ts",
+                "per_prompt_depth",
+            )
+        }
         cells[cell_key(drafter, domain, t, b)] = rec
     return cells
 
 
 def test_outside_the_papers_regime_every_exittrain_verdict_is_inconclusive():
     cfg = replace(PAPER_REGIME, seeds=(0, 1, 2))
-    cells = _cells(cfg, 0.5, {"token": -0.02, "prefix": -0.02, "exit": 0.10})   # fine-tuning harms: token < base
+    cells = _cells(
+        cfg, 0.5, {"token": -0.02, "prefix": -0.02, "exit": 0.10}
+    )  # fine-tuning harms: token < base
     res = analyse(cells, cfg, 0.5)
     assert res["precondition"]["holds"] is False
     assert {r["verdict"] for r in res["primary"].values()} == {OUTSIDE}
-    assert res["primary"]["exit-prefix"]["pair_verdict"] == "A > B"   # the data would have said otherwise
+    assert (
+        res["primary"]["exit-prefix"]["pair_verdict"] == "A > B"
+    )  # the data would have said otherwise
 
 
 def test_in_the_papers_regime_the_primary_rule_decides_at_97_5_percent():
@@ -90,22 +134,40 @@ def test_in_the_papers_regime_the_primary_rule_decides_at_97_5_percent():
     cells = _cells(cfg, 0.5, {"token": 0.05, "prefix": 0.06, "exit": 0.15})
     res = analyse(cells, cfg, 0.5)
     assert res["precondition"]["holds"] is True
-    assert res["primary"]["exit-prefix"]["verdict"] == "reproduced" and res["primary"]["exit-prefix"]["level"] == 0.975
+    assert (
+        res["primary"]["exit-prefix"]["verdict"] == "reproduced"
+        and res["primary"]["exit-prefix"]["level"] == 0.975
+    )
     cells = _cells(cfg, 0.5, {"token": 0.05, "prefix": 0.05, "exit": 0.05})
     res = analyse(cells, cfg, 0.5)
-    assert res["primary"]["exit-token"]["verdict"] == "contradicted"   # no effect: below the paper's 5.9 %
-    rows = {(r["a"], r["b"], r["domain"], r["temperature"], r["estimand"]) for r in res["secondary"]}
-    assert ("exit-depth", "prefix-nodes", "code", 0.0, "rb_tau") in rows and ("authors", "authors-token", "prose",
-                                                                               0.5, "tau") in rows
-    iv, hits = paired_interval({"paired_effects": res["paired_effects"]}, "exit-prefix",
-                               {"regime": "paper", "role": "primary"}, 1)
+    assert (
+        res["primary"]["exit-token"]["verdict"] == "contradicted"
+    )  # no effect: below the paper's 5.9 %
+    rows = {
+        (r["a"], r["b"], r["domain"], r["temperature"], r["estimand"]) for r in res["secondary"]
+    }
+    assert ("exit-depth", "prefix-nodes", "code", 0.0, "rb_tau") in rows and (
+        "authors",
+        "authors-token",
+        "prose",
+        0.5,
+        "tau",
+    ) in rows
+    iv, hits = paired_interval(
+        {"paired_effects": res["paired_effects"]},
+        "exit-prefix",
+        {"regime": "paper", "role": "primary"},
+        1,
+    )
     assert hits[0]["level"] == 0.975 and iv.lo <= iv.estimate <= iv.hi
 
 
 def test_every_run_and_cell_of_the_design_is_planned_once():
     cfg = PAPER_REGIME
     runs = run_names(cfg)
-    assert len(runs) == len(set(runs)) == 9 * 8 and runs[0][1] == 0 and runs[-1][1] == 7   # seeds outermost
+    assert (
+        len(runs) == len(set(runs)) == 9 * 8 and runs[0][1] == 0 and runs[-1][1] == 7
+    )  # seeds outermost
     plan = eval_plan(cfg, 0.5)
     assert len(plan) == len(set(plan))
     assert ("base", "code", 0.5, 64) in plan and ("exit-s7", "code", 0.5, 128) in plan
@@ -118,20 +180,33 @@ def test_the_ci_sized_pipeline_runs_resumes_and_writes_the_ledgers_records(tmp_p
     from exitlaw.cli import main
 
     out = tmp_path / "pr"
-    assert main(["repro", "mini", "--preset", "paper-regime-quick", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            ["repro", "mini", "--preset", "paper-regime-quick", "--out", str(out), "--no-progress"]
+        )
+        == 0
+    )
     res = json.loads((out / "results.json").read_text())
     assert res["schema"] == "exitlaw.paper_regime/1" and "precondition" in res["analysis"]
     assert set(res["analysis"]["primary"]) == {"exit-prefix", "exit-token"}
     assert (out / "scoring_temperature.json").is_file() and (out / "calibration.json").is_file()
     calib = json.loads((out / "calibration.json").read_text())
-    assert calib["chosen_lr"] in PAPER_REGIME_QUICK.lr_grid and set(calib["grid"]) == {"5e-05", "0.0001"}
+    assert calib["chosen_lr"] in PAPER_REGIME_QUICK.lr_grid and set(calib["grid"]) == {
+        "5e-05",
+        "0.0001",
+    }
     assert records(res) and all(r["setting"]["regime"] == "paper" for r in records(res))
     finals = sorted((out / "arms").glob("*/final/model.safetensors"))
     assert len(finals) == 9 * 2
     stamp = {p: p.stat().st_mtime_ns for p in finals}
     capsys.readouterr()
-    assert main(["repro", "mini", "--preset", "paper-regime-quick", "--out", str(out), "--no-progress"]) == 0
-    assert {p: p.stat().st_mtime_ns for p in finals} == stamp       # resumed: nothing retrained
+    assert (
+        main(
+            ["repro", "mini", "--preset", "paper-regime-quick", "--out", str(out), "--no-progress"]
+        )
+        == 0
+    )
+    assert {p: p.stat().st_mtime_ns for p in finals} == stamp  # resumed: nothing retrained
     assert "Precondition" in capsys.readouterr().out
     from exitlaw.paper_repro.mini.paper_regime_ship import rebuild, ship
 
@@ -146,8 +221,9 @@ def test_the_ci_sized_pipeline_runs_resumes_and_writes_the_ledgers_records(tmp_p
 
 def _write_cells(folder, name, cells):
     (folder / "eval").mkdir(exist_ok=True)
-    (folder / "eval" / name).write_text("".join(json.dumps({"key": cell_key(*c), "result": {}}) + "\n"
-                                                for c in cells))
+    (folder / "eval" / name).write_text(
+        "".join(json.dumps({"key": cell_key(*c), "result": {}}) + "\n" for c in cells)
+    )
 
 
 def test_shipping_keeps_a_drafter_s_cells_only_when_every_cell_of_that_drafter_is_done(tmp_path):
@@ -160,18 +236,23 @@ def test_shipping_keeps_a_drafter_s_cells_only_when_every_cell_of_that_drafter_i
     seed0 = [c for c in plan if c[0].endswith("-s0")]
     seed1 = [c for c in plan if c[0].endswith("-s1")]
     _write_cells(tmp_path, "cells-s0.jsonl", seed0)
-    _write_cells(tmp_path, "cells-s1.jsonl", seed1[:-1])      # the last arm one cell short: still evaluated
+    _write_cells(
+        tmp_path, "cells-s1.jsonl", seed1[:-1]
+    )  # the last arm one cell short: still evaluated
     kept = finished_cells(tmp_path, cfg)
     assert sorted(kept) == ["eval/cells-s0.jsonl", "eval/cells-s1.jsonl", "eval/cells.jsonl"]
     assert len(kept["eval/cells-s0.jsonl"]) == len(seed0)
     last = seed1[-1][0]
-    assert {json.loads(ln)["key"] for ln in kept["eval/cells-s1.jsonl"]} == \
-        {cell_key(*c) for c in seed1 if c[0] != last}         # the unfinished arm only is left out
+    assert {json.loads(ln)["key"] for ln in kept["eval/cells-s1.jsonl"]} == {
+        cell_key(*c) for c in seed1 if c[0] != last
+    }  # the unfinished arm only is left out
     _write_cells(tmp_path, "cells-s1.jsonl", seed1)
     assert len(finished_cells(tmp_path, cfg)["eval/cells-s1.jsonl"]) == len(seed1)
     _write_cells(tmp_path, "cells-s2.jsonl", [c for c in plan if c[0].endswith("-s2")][:1])
     assert "eval/cells-s2.jsonl" not in finished_cells(tmp_path, cfg)
-    (tmp_path / "eval" / "cells-s3.jsonl").write_text(json.dumps({"key": "no-such-cell", "result": {}}) + "\n")
+    (tmp_path / "eval" / "cells-s3.jsonl").write_text(
+        json.dumps({"key": "no-such-cell", "result": {}}) + "\n"
+    )
     with pytest.raises(ValueError, match="not in the paper-regime evaluation plan"):
         finished_cells(tmp_path, cfg)
     (tmp_path / "eval" / "cells-s3.jsonl").unlink()

@@ -31,8 +31,12 @@ def test_crossed_interval_covers_the_true_mean_at_its_nominal_rate(sig_seed, sig
     rng = np.random.default_rng(1)
     n, hits = 600, 0
     for _ in range(n):
-        d = (0.2 + rng.normal(0, sig_seed, (3, 1)) + rng.normal(0, sig_prompt, (1, 40))
-             + rng.normal(0, 0.3, (3, 40)))
+        d = (
+            0.2
+            + rng.normal(0, sig_seed, (3, 1))
+            + rng.normal(0, sig_prompt, (1, 40))
+            + rng.normal(0, 0.3, (3, 40))
+        )
         r = crossed_mean_ci(d)
         hits += r["lo"] <= 0.2 <= r["hi"]
     se = np.sqrt(0.95 * 0.05 / n)
@@ -43,15 +47,17 @@ def test_crossed_interval_covers_the_true_mean_at_its_nominal_rate(sig_seed, sig
 def test_a_seed_effect_widens_the_interval_a_prompt_only_interval_would_miss():
     rng = np.random.default_rng(2)
     noise = rng.normal(0, 0.1, (3, 40))
-    shifted = noise + np.array([[-1.0], [0.0], [1.0]])     # seeds disagree strongly
+    shifted = noise + np.array([[-1.0], [0.0], [1.0]])  # seeds disagree strongly
     narrow, wide = crossed_mean_ci(noise), crossed_mean_ci(shifted)
     assert wide["hi"] - wide["lo"] > 10 * (narrow["hi"] - narrow["lo"])
-    assert wide["df"] < 3                                  # Satterthwaite: dominated by the 2-df seed term
+    assert wide["df"] < 3  # Satterthwaite: dominated by the 2-df seed term
 
 
 def test_mde_is_the_power_multiple_of_the_standard_error():
     r = crossed_mean_ci(np.random.default_rng(3).normal(size=(3, 40)))
-    assert r["mde"] == pytest.approx((stats.t.ppf(0.975, r["df"]) + stats.t.ppf(0.8, r["df"])) * r["se"])
+    assert r["mde"] == pytest.approx(
+        (stats.t.ppf(0.975, r["df"]) + stats.t.ppf(0.8, r["df"])) * r["se"]
+    )
 
 
 def test_paired_difference_is_relative_to_the_second_arm_and_checks_pairing():
@@ -67,13 +73,16 @@ def test_paired_difference_is_relative_to_the_second_arm_and_checks_pairing():
         crossed_mean_ci(np.ones((2, 1)))
 
 
-@pytest.mark.parametrize("lo,hi,pair,claim", [
-    (0.5, 6.0, "A > B", "reproduced"),
-    (-6.0, -0.5, "A < B", "contradicted"),
-    (-2.0, 3.0, "smaller than the paper's effect", "contradicted"),
-    (-2.0, 5.0, "inconclusive", "inconclusive"),
-    (-9.0, 4.0, "inconclusive", "inconclusive"),
-])
+@pytest.mark.parametrize(
+    "lo,hi,pair,claim",
+    [
+        (0.5, 6.0, "A > B", "reproduced"),
+        (-6.0, -0.5, "A < B", "contradicted"),
+        (-2.0, 3.0, "smaller than the paper's effect", "contradicted"),
+        (-2.0, 5.0, "inconclusive", "inconclusive"),
+        (-9.0, 4.0, "inconclusive", "inconclusive"),
+    ],
+)
 def test_verdict_rule(lo, hi, pair, claim):
     assert pair_verdict(lo, hi, 4.0) == pair and claim_verdict(pair) == claim
     assert pair in VERDICTS

@@ -21,59 +21,107 @@ def _script(monkeypatch, answer):
     monkeypatch.setattr(Client, "sample", lambda self, prompt, **kw: answer(self.name, prompt, kw))
 
 
-REF = Sample((5, 6, 7, 8), ({5: -0.1, 1: -3.0}, {6: -0.2, 2: -2.0}, {7: -0.70, 9: -0.71}, {8: -0.1, 3: -4.0}))
+REF = Sample(
+    (5, 6, 7, 8), ({5: -0.1, 1: -3.0}, {6: -0.2, 2: -2.0}, {7: -0.70, 9: -0.71}, {8: -0.1, 3: -4.0})
+)
 
 
-@pytest.mark.parametrize("diverge_at, strict, verdict, ties", [
-    (2, False, "no difference found", 1),   # margin 0.01 < 0.05: a near-tie, reported apart
-    (2, True, "lossy", 0),                  # --strict-ties counts it
-    (1, False, "lossy", 0),                 # margin 1.8: a real divergence
-])
-def test_t0_divergences_at_near_ties_are_reported_apart(monkeypatch, prompts, diverge_at, strict, verdict, ties):
+@pytest.mark.parametrize(
+    "diverge_at, strict, verdict, ties",
+    [
+        (2, False, "no difference found", 1),  # margin 0.01 < 0.05: a near-tie, reported apart
+        (2, True, "lossy", 0),  # --strict-ties counts it
+        (1, False, "lossy", 0),  # margin 1.8: a real divergence
+    ],
+)
+def test_t0_divergences_at_near_ties_are_reported_apart(
+    monkeypatch, prompts, diverge_at, strict, verdict, ties
+):
     cand = list(REF.tokens)
     cand[diverge_at] = 9
-    _script(monkeypatch, lambda who, p, kw: [REF if who == "reference" or p == "a" else Sample(tuple(cand), REF.top)])
-    r = run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, strict_ties=strict))
+    _script(
+        monkeypatch,
+        lambda who, p, kw: [
+            REF if who == "reference" or p == "a" else Sample(tuple(cand), REF.top)
+        ],
+    )
+    r = run_audit(
+        AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, strict_ties=strict)
+    )
     assert r.verdict == verdict and len(r.near_ties) == ties
     found = (r.near_ties or r.divergences)[0]
-    assert (found.prompt, found.position, found.candidate, found.reference) == (1, diverge_at, 9, REF.tokens[diverge_at])
+    assert (found.prompt, found.position, found.candidate, found.reference) == (
+        1,
+        diverge_at,
+        9,
+        REF.tokens[diverge_at],
+    )
 
 
-def test_a_server_failing_mid_run_is_exit_4_and_a_refused_request_is_a_usage_error(monkeypatch, prompts):
+def test_a_server_failing_mid_run_is_exit_4_and_a_refused_request_is_a_usage_error(
+    monkeypatch, prompts
+):
     def fail(who, p, kw):
         raise ServerFailed("candidate server x", "answered HTTP 500: boom")
+
     _script(monkeypatch, fail)
     r = run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts))
     assert r.exit_code == 4 and "boom" in r.failure
 
     def refuse(who, p, kw):
-        raise ServerRefused("candidate server x", "answered HTTP 400: n 32 exceeds this server's limit", 400)
+        raise ServerRefused(
+            "candidate server x", "answered HTTP 400: n 32 exceeds this server's limit", 400
+        )
+
     _script(monkeypatch, refuse)
     with pytest.raises(AuditUsageError, match="n-per-request"):
         run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0))
 
 
-def test_t1_with_identical_answers_but_too_few_samples_is_insufficient_not_lossless(monkeypatch, prompts):
+def test_t1_with_identical_answers_but_too_few_samples_is_insufficient_not_lossless(
+    monkeypatch, prompts
+):
     _script(monkeypatch, lambda who, p, kw: [Sample((1, 2), ({1: -0.5, 3: -1.0},))] * kw["n"])
-    r = run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=0.7, samples=10))
+    r = run_audit(
+        AuditConfig(
+            "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=0.7, samples=10
+        )
+    )
     assert r.exit_code == 5 and r.verdict == "insufficient samples"
     r = run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=0.7))
     assert r.exit_code == 0 and r.samples == r.planned_samples
 
 
 def test_sampling_settings_go_with_every_sampling_request_and_turn_the_unfiltered_first_token_test_off(
-        monkeypatch, prompts):
+    monkeypatch, prompts
+):
     seen = []
 
     def answer(who, p, kw):
         seen.append(kw)
         return [Sample((1, 2), ({1: -0.5, 3: -1.0},))] * kw["n"]
+
     _script(monkeypatch, answer)
-    cfg = AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0, samples=10, top_k=5, min_p=0.1)
+    cfg = AuditConfig(
+        "http://127.0.0.1:1",
+        "http://127.0.0.1:2",
+        prompts,
+        temperature=1.0,
+        samples=10,
+        top_k=5,
+        min_p=0.1,
+    )
     assert not cfg.first_token and cfg.public()["top_k"] == 5
     run_audit(cfg)
     assert seen and all(kw["settings"] == {"top_k": 5, "min_p": 0.1} for kw in seen)
-    assert AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0).first_token
-    for bad in (dict(top_k=0), dict(top_p=1.5), dict(min_p=1.0), dict(top_p=0.9, first_token_test="on")):
+    assert AuditConfig(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0
+    ).first_token
+    for bad in (
+        dict(top_k=0),
+        dict(top_p=1.5),
+        dict(min_p=1.0),
+        dict(top_p=0.9, first_token_test="on"),
+    ):
         with pytest.raises(AuditUsageError):
             AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0, **bad)

@@ -11,7 +11,11 @@ import numpy as np
 import pytest
 
 from exitlaw.simulate.audit.client import _sample
-from exitlaw.simulate.audit.two_sample import (two_sample_chisquare, two_sample_power, two_sample_size)
+from exitlaw.simulate.audit.two_sample import (
+    two_sample_chisquare,
+    two_sample_power,
+    two_sample_size,
+)
 from exitlaw.simulate.stats import sample_size
 
 
@@ -26,14 +30,19 @@ def _rate(p, q, n, reps, alpha, seed, max_cells=6):
 
 
 def test_the_two_sample_test_holds_its_level_with_cells_chosen_from_combined_counts():
-    p = np.array([0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.03, 0.02])   # more outcomes than cells: pooling runs
+    p = np.array(
+        [0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.03, 0.02]
+    )  # more outcomes than cells: pooling runs
     rate = _rate(p, p, n=120, reps=600, alpha=0.05, seed=1)
-    assert 0.025 <= rate <= 0.08, rate    # 0.05 +- ~3.4 standard errors
+    assert 0.025 <= rate <= 0.08, rate  # 0.05 +- ~3.4 standard errors
 
 
 def test_the_power_bound_holds_at_the_stated_tv_and_the_one_sample_bound_would_overstate_it():
     delta, alpha, power = 0.2, 0.05, 0.8
-    p, q = np.array([0.5, 0.5]), np.array([0.5 + delta, 0.5 - delta])  # TV delta, the bound nearly tight
+    p, q = (
+        np.array([0.5, 0.5]),
+        np.array([0.5 + delta, 0.5 - delta]),
+    )  # TV delta, the bound nearly tight
     n = two_sample_size(cells=2, alpha=alpha, power=power, delta=delta)
     assert two_sample_power(n, n, cells=2, alpha=alpha, delta=delta) >= power
     assert _rate(p, q, n, reps=300, alpha=alpha, seed=2, max_cells=2) >= power - 0.07
@@ -55,11 +64,24 @@ def test_the_test_is_symmetric_and_degenerate_samples_give_no_evidence():
 
 def test_token_ids_come_from_token_ids_or_from_vllm_token_id_strings():
     assert _sample({"token_ids": [5, 6], "text": "ab"}, False, "s").tokens == (5, 6)
-    lp = {"tokens": ["token_id:9", "token_id:3"], "top_logprobs": [{"token_id:9": -0.1, "token_id:4": -2.5}, {}]}
+    lp = {
+        "tokens": ["token_id:9", "token_id:3"],
+        "top_logprobs": [{"token_id:9": -0.1, "token_id:4": -2.5}, {}],
+    }
     s = _sample({"text": "xy", "logprobs": lp}, False, "s")
     assert s.tokens == (9, 3) and s.top[0] == {9: -0.1, 4: -2.5}
-    chat = {"message": {"content": "x"}, "logprobs": {"content": [
-        {"token": "token_id:11", "logprob": -1.0, "top_logprobs": [{"token": "token_id:11", "logprob": -1.0}]}]}}
+    chat = {
+        "message": {"content": "x"},
+        "logprobs": {
+            "content": [
+                {
+                    "token": "token_id:11",
+                    "logprob": -1.0,
+                    "top_logprobs": [{"token": "token_id:11", "logprob": -1.0}],
+                }
+            ]
+        },
+    }
     assert _sample(chat, True, "s").tokens == (11,)
     from exitlaw.simulate.audit.client import ServerRefused
 
@@ -68,8 +90,10 @@ def test_token_ids_come_from_token_ids_or_from_vllm_token_id_strings():
 
 
 def test_the_audit_imports_neither_torch_nor_jax():
-    code = ("import sys; import exitlaw.simulate.audit.run, exitlaw.cli.serve; from exitlaw.cli import build_parser; "
-            "build_parser(); heavy = [m for m in ('torch', 'jax') if m in sys.modules]; print(heavy); "
-            "sys.exit(1 if heavy else 0)")
+    code = (
+        "import sys; import exitlaw.simulate.audit.run, exitlaw.cli.serve; from exitlaw.cli import build_parser; "
+        "build_parser(); heavy = [m for m in ('torch', 'jax') if m in sys.modules]; print(heavy); "
+        "sys.exit(1 if heavy else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

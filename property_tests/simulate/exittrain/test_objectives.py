@@ -26,9 +26,16 @@ EDGE_B = np.array([1.0, 0.8, 0.5, 0.0, 0.0])
 
 def _law(tree, edge, alpha):
     t = tree.padded(5)
-    log_floored = np.where(np.arange(5) == 0, 0.0, np.log(np.maximum(np.where(t.valid, edge, 1.0), alpha)))
-    p, rho = prefix_and_exit(jnp.asarray(log_floored), jnp.asarray(np.where(t.valid, edge, 0.0)),
-                             jnp.asarray(t.ancestor), jnp.asarray(t.child), alpha)
+    log_floored = np.where(
+        np.arange(5) == 0, 0.0, np.log(np.maximum(np.where(t.valid, edge, 1.0), alpha))
+    )
+    p, rho = prefix_and_exit(
+        jnp.asarray(log_floored),
+        jnp.asarray(np.where(t.valid, edge, 0.0)),
+        jnp.asarray(t.ancestor),
+        jnp.asarray(t.child),
+        alpha,
+    )
     return np.asarray(p), np.asarray(rho), t
 
 
@@ -47,30 +54,55 @@ def _batch(alpha=0.0):
     pa, ra, ta = _law(TREE_A, EDGE_A, alpha)
     pb, rb, tb = _law(TREE_B, EDGE_B, alpha)
     mask = np.stack([ta.valid, tb.valid]) & (np.arange(5) > 0)
-    return np.stack([pa, pb]), np.stack([ra, rb]), np.stack([ta.depth, tb.depth]).astype(float), mask
+    return (
+        np.stack([pa, pb]),
+        np.stack([ra, rb]),
+        np.stack([ta.depth, tb.depth]).astype(float),
+        mask,
+    )
 
 
 # Hand-computed coefficients c(v) (node order 0..4; root and padding 0).
 HAND = {
     # s = P; tree: each tree's non-root P sums to 1 (A: 1.050015, B: 1.2), then / 2 trees
-    ("prefix", "tree"): [[0, 0.5 / 2.10003, 0.25 / 2.10003, 0.3 / 2.10003, 1.5e-5 / 2.10003], [0, 1 / 3, 1 / 6, 0, 0]],
+    ("prefix", "tree"): [
+        [0, 0.5 / 2.10003, 0.25 / 2.10003, 0.3 / 2.10003, 1.5e-5 / 2.10003],
+        [0, 1 / 3, 1 / 6, 0, 0],
+    ],
     # batch, the paper's matched control: P * (W_t / sum_t P) / (W_A + W_B) with W_A = .75, W_B = .8, so
     # A: P * (.75 / 1.050015) / 1.55; B: P * (.8 / 1.2) / 1.55 = [.8, .4] * (2/3) / 1.55
-    ("prefix", "batch"): [[0, 0.5 * 0.75 / 1.050015 / 1.55, 0.25 * 0.75 / 1.050015 / 1.55,
-                           0.3 * 0.75 / 1.050015 / 1.55, 1.5e-5 * 0.75 / 1.050015 / 1.55],
-                          [0, 0.8 * 2 / 3 / 1.55, 0.4 * 2 / 3 / 1.55, 0, 0]],
+    ("prefix", "batch"): [
+        [
+            0,
+            0.5 * 0.75 / 1.050015 / 1.55,
+            0.25 * 0.75 / 1.050015 / 1.55,
+            0.3 * 0.75 / 1.050015 / 1.55,
+            1.5e-5 * 0.75 / 1.050015 / 1.55,
+        ],
+        [0, 0.8 * 2 / 3 / 1.55, 0.4 * 2 / 3 / 1.55, 0, 0],
+    ],
     # nodes: / 6 non-root nodes, no rescaling
     ("prefix", "nodes"): [[0, 0.5 / 6, 0.25 / 6, 0.05, 2.5e-6], [0, 0.8 / 6, 0.4 / 6, 0, 0]],
     # s = w; A's non-root w sums to .75, B's to .8
     ("exit", "tree"): [[0, 0.2 / 1.5, 0.25 / 1.5, 0.19999, 1e-5], [0, 0.25, 0.25, 0, 0]],
-    ("exit", "batch"): [[0, 0.2 / 1.55, 0.25 / 1.55, 0.299985 / 1.55, 1.5e-5 / 1.55], [0, 0.4 / 1.55, 0.4 / 1.55, 0, 0]],
+    ("exit", "batch"): [
+        [0, 0.2 / 1.55, 0.25 / 1.55, 0.299985 / 1.55, 1.5e-5 / 1.55],
+        [0, 0.4 / 1.55, 0.4 / 1.55, 0, 0],
+    ],
     ("exit", "nodes"): [[0, 0.2 / 6, 0.25 / 6, 0.299985 / 6, 2.5e-6], [0, 0.4 / 6, 0.4 / 6, 0, 0]],
     # s = w * depth: A [.2, .25, .59997, 4.5e-5] (sum 1.050015), B [.4, .8] (sum 1.2)
-    ("exit-depth", "tree"): [[0, 0.2 / 2.10003, 0.25 / 2.10003, 0.59997 / 2.10003, 4.5e-5 / 2.10003],
-                             [0, 1 / 6, 1 / 3, 0, 0]],
-    ("exit-depth", "batch"): [[0, 0.2 / 2.250015, 0.25 / 2.250015, 0.59997 / 2.250015, 4.5e-5 / 2.250015],
-                              [0, 0.4 / 2.250015, 0.8 / 2.250015, 0, 0]],
-    ("exit-depth", "nodes"): [[0, 0.2 / 6, 0.25 / 6, 0.099995, 7.5e-6], [0, 0.4 / 6, 0.8 / 6, 0, 0]],
+    ("exit-depth", "tree"): [
+        [0, 0.2 / 2.10003, 0.25 / 2.10003, 0.59997 / 2.10003, 4.5e-5 / 2.10003],
+        [0, 1 / 6, 1 / 3, 0, 0],
+    ],
+    ("exit-depth", "batch"): [
+        [0, 0.2 / 2.250015, 0.25 / 2.250015, 0.59997 / 2.250015, 4.5e-5 / 2.250015],
+        [0, 0.4 / 2.250015, 0.8 / 2.250015, 0, 0],
+    ],
+    ("exit-depth", "nodes"): [
+        [0, 0.2 / 6, 0.25 / 6, 0.099995, 7.5e-6],
+        [0, 0.4 / 6, 0.8 / 6, 0, 0],
+    ],
 }
 
 
@@ -82,9 +114,15 @@ def test_node_coefficients_match_hand_numbers(weight, norm):
 
 def test_authors_configuration_floors_p_then_divides_by_the_node_count():
     # exit-depth, nodes, alpha 1e-4: node 4 of A gets 3e-5 * 1 * 3 / 6 = 1.5e-5 (raw P would give 7.5e-6)
-    got = np.asarray(node_coefficients(Objective("exit-depth", "nodes", 0.1, AUTHORS_ALPHA), *_batch(AUTHORS_ALPHA)))
+    got = np.asarray(
+        node_coefficients(
+            Objective("exit-depth", "nodes", 0.1, AUTHORS_ALPHA), *_batch(AUTHORS_ALPHA)
+        )
+    )
     np.testing.assert_allclose(got[0], [0, 0.2 / 6, 0.25 / 6, 0.099995, 1.5e-5], rtol=1e-10)
-    got = np.asarray(node_coefficients(Objective("prefix", "nodes", 0.1, AUTHORS_ALPHA), *_batch(AUTHORS_ALPHA)))
+    got = np.asarray(
+        node_coefficients(Objective("prefix", "nodes", 0.1, AUTHORS_ALPHA), *_batch(AUTHORS_ALPHA))
+    )
     np.testing.assert_allclose(got[0], [0, 0.5 / 6, 0.25 / 6, 0.05, 5e-6], rtol=1e-10)
 
 
@@ -104,25 +142,39 @@ def test_matched_prefix_control_gives_each_tree_its_exit_total_and_a_dead_tree_n
     # per-tree totals are those of exit/batch: W_A / 1.55 and W_B / 1.55
     np.testing.assert_allclose(got.sum(1), [0.75 / 1.55, 0.8 / 1.55], rtol=1e-12)
     rho0 = rho.copy()
-    rho0[1] = 0.0  # tree B keeps its prefix mass but has zero exit mass: it gets nothing, A gets everything
+    rho0[1] = (
+        0.0  # tree B keeps its prefix mass but has zero exit mass: it gets nothing, A gets everything
+    )
     got = np.asarray(node_coefficients(Objective("prefix", "batch"), p, rho0, depth, mask))
     assert np.all(got[1] == 0)
-    np.testing.assert_allclose(got[0, 1:], np.array([0.5, 0.25, 0.3, 1.5e-5]) / 1.050015, rtol=1e-12)
+    np.testing.assert_allclose(
+        got[0, 1:], np.array([0.5, 0.25, 0.3, 1.5e-5]) / 1.050015, rtol=1e-12
+    )
     rho0[0] = 0.0  # every tree dead: all zero, never NaN
     got = np.asarray(node_coefficients(Objective("prefix", "batch"), p, rho0, depth, mask))
     assert np.all(got == 0)
 
 
 def test_objective_names_round_trip_and_bad_objectives_are_named_errors():
-    objs = [Objective("token"), Objective("exit", "tree", 0.1), Objective("exit-depth", "nodes", 0.1, AUTHORS_ALPHA),
-            Objective("draft-opd", "batch", 1.0), Objective("prefix", "batch", 1.0)]
+    objs = [
+        Objective("token"),
+        Objective("exit", "tree", 0.1),
+        Objective("exit-depth", "nodes", 0.1, AUTHORS_ALPHA),
+        Objective("draft-opd", "batch", 1.0),
+        Objective("prefix", "batch", 1.0),
+    ]
     for o in objs:
         assert parse_objective(o.name) == (o if o.weight != "token" else Objective("token"))
     assert objs[2].name == "exit-depth/nodes/lambda=0.1/floor=0.0001"
     assert Objective("token", lam=1.0).code()[6] == 0.0  # token ignores lambda
-    for bad in (dict(weight="exitt"), dict(weight="exit", norm="mean"), dict(weight="exit", lam=-1.0),
-                dict(weight="exit", edge_floor=1.0), dict(weight="token", edge_floor=1e-4),
-                dict(weight="draft-opd", norm="tree")):
+    for bad in (
+        dict(weight="exitt"),
+        dict(weight="exit", norm="mean"),
+        dict(weight="exit", lam=-1.0),
+        dict(weight="exit", edge_floor=1.0),
+        dict(weight="token", edge_floor=1e-4),
+        dict(weight="draft-opd", norm="tree"),
+    ):
         with pytest.raises(ObjectiveError):
             Objective(**bad)
     for bad in ("exit", "exit/tree/0.1", "exit/tree/lambda=x"):

@@ -29,9 +29,18 @@ def kit_power(mutant, case, n: int, alpha: float) -> dict:
     for (v, y), p in law.items():
         block[v, y] += p
     canonical = case_block_law(case)[0]
-    completed = enumerate_law(lambda r: complete_block(
-        block_tokens(case.tree, *mutant.procedure(case.tree, rows, r)), case.target, r, case.horizon), one=1.0)
-    level = alpha / 2 / case.horizon  # the kit tests every prefix length k at alpha / horizon, half each
+    completed = enumerate_law(
+        lambda r: complete_block(
+            block_tokens(case.tree, *mutant.procedure(case.tree, rows, r)),
+            case.target,
+            r,
+            case.horizon,
+        ),
+        one=1.0,
+    )
+    level = (
+        alpha / 2 / case.horizon
+    )  # the kit tests every prefix length k at alpha / horizon, half each
     best = 0.0
     for k in range(1, case.horizon + 1):
         truncated: dict = {}
@@ -49,9 +58,13 @@ def kit_power(mutant, case, n: int, alpha: float) -> dict:
         best = max(best, power_against(n, p_all, q_all, level), cell_power(n, p_all, q_all, level))
     # the kit rejects if the chi-square (alpha / 2) or a Bonferroni cell (alpha / 2) rejects:
     # the larger of the powers is a lower bound on the power of the check
-    return {"completed_block": best,
-            "block": max(power_against(n, canonical, block / block.sum(), alpha / 2),
-                         cell_power(n, canonical, block / block.sum(), alpha / 2))}
+    return {
+        "completed_block": best,
+        "block": max(
+            power_against(n, canonical, block / block.sum(), alpha / 2),
+            cell_power(n, canonical, block / block.sum(), alpha / 2),
+        ),
+    }
 
 
 def _prob(target, seq) -> float:
@@ -65,10 +78,13 @@ def _prob(target, seq) -> float:
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_kit_rejects_mutant_with_the_right_verdict_and_computed_power(mutant, seed_below):
     seed = seed_below(1000)
-    rep = run_kit(mutant.sample, name=f"property_tests.helpers.mutants:{mutant.name}_verifier", seed=seed)
+    rep = run_kit(
+        mutant.sample, name=f"property_tests.helpers.mutants:{mutant.name}_verifier", seed=seed
+    )
     assert rep.verdict == mutant.expected, (
         f"{mutant.name} ({mutant.bug}): verdict {rep.verdict!r}, expected {mutant.expected!r}; "
-        f"seed {seed}; failure {rep.failure}")
+        f"seed {seed}; failure {rep.failure}"
+    )
     assert rep.exit_code != 0
     failed = rep.failure
     assert {"case", "tree", "check", "statistic", "pvalue"} <= set(failed)
@@ -89,11 +105,15 @@ def test_kit_rejects_mutant_with_the_right_verdict_and_computed_power(mutant, se
         if 1.0 - miss >= 0.999:
             break
     print(f"{mutant.name}: computed power of the kit {1 - miss:.6f} (per case {per_case})")
-    assert 1.0 - miss >= 0.999, f"{mutant.name}: computed power {1 - miss} (per case {per_case}) at seed {seed}"
+    assert 1.0 - miss >= 0.999, (
+        f"{mutant.name}: computed power {1 - miss} (per case {per_case}) at seed {seed}"
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.procedure is None], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "mutant", [m for m in MUTANTS if m.procedure is None], ids=lambda m: m.name
+)
 def test_kit_rejects_raw_uniform_mutants_on_a_second_seed(mutant, seed_below):
     seed = seed_below(1000) + 1
     rep = run_kit(mutant.sample, name=mutant.name, seed=seed)

@@ -29,9 +29,13 @@ from helpers.settings_mutants import EXACT, SETTINGS_MUTANTS, completed_law, com
 ALL_THREE = DEFAULT_PANEL[3]  # T = 1.2, top-k 3, top-p 0.8, min-p 0.1, HF order
 # per mutant, a setting of the panel under which its bug shows (each bug class needs its filter active), and
 # the power target the kit is run at (the residual bug is the subtlest: the kit is asked for more power)
-WHERE = {"q_unfiltered": (DEFAULT_PANEL[0], 0.999), "drafter_returns_raw": (DEFAULT_PANEL[0], 0.999),
-         "target_rows_split": (DEFAULT_PANEL[1], 0.999), "setting_on_bonus_only": (DEFAULT_PANEL[2], 0.999),
-         "residual_zeroes_token": (ALL_THREE, 0.99999)}
+WHERE = {
+    "q_unfiltered": (DEFAULT_PANEL[0], 0.999),
+    "drafter_returns_raw": (DEFAULT_PANEL[0], 0.999),
+    "target_rows_split": (DEFAULT_PANEL[1], 0.999),
+    "setting_on_bonus_only": (DEFAULT_PANEL[2], 0.999),
+    "residual_zeroes_token": (ALL_THREE, 0.99999),
+}
 
 
 def test_the_settings_cases_bite():
@@ -48,7 +52,11 @@ def test_exitlaw_verifiers_pass_settings_mode():
     """About 15 s: the chain sampler (marginal) and the sequential residual (conditional) under all three filters."""
     rep = run_kit(chain_speculative_settings, mode="marginal", chains_only=True, settings=ALL_THREE)
     assert rep.verdict == MARGINALLY_EXACT and rep.min_power >= 0.999, rep.failure
-    assert rep.settings == [ALL_THREE.as_dict()] and "--top-k 3" in rep.reproduce and "--order hf" in rep.reproduce
+    assert (
+        rep.settings == [ALL_THREE.as_dict()]
+        and "--top-k 3" in rep.reproduce
+        and "--order hf" in rep.reproduce
+    )
     assert all(c["settings"] == ALL_THREE.as_dict() for c in rep.cases)
     rep = run_kit(residual_settings, settings=ALL_THREE)
     assert rep.verdict == EXACT_AND_SATURATING and rep.min_power >= 0.999, rep.failure
@@ -59,14 +67,24 @@ def test_exitlaw_verifiers_pass_settings_mode():
 def test_kit_rejects_each_settings_bug_with_computed_power(mutant):
     """About 4 s each: rejected, and the kit's power against the mutant's exact law is >= 0.999."""
     st, target = WHERE[mutant.name]
-    rep = run_kit(mutant.sample, name=mutant.name, mode="marginal", chains_only=True, settings=st, power=target)
-    assert rep.verdict == NOT_EXACT and rep.exit_code == 1, f"{mutant.name} ({mutant.bug}): {rep.failure}"
+    rep = run_kit(
+        mutant.sample,
+        name=mutant.name,
+        mode="marginal",
+        chains_only=True,
+        settings=st,
+        power=target,
+    )
+    assert rep.verdict == NOT_EXACT and rep.exit_code == 1, (
+        f"{mutant.name} ({mutant.bug}): {rep.failure}"
+    )
     assert rep.failure["check"].startswith("completed_block")
     (sc,) = settings_cases(0, [st], mode="marginal", chains_only=True)
     n = auto_samples(sc.case, rep.alpha_per_check / 2, rep.power_target, rep.delta)
     assert rep.cases[0]["samples"] == n
-    power = completed_power(completed_law(mutant.procedure, sc), sc.case.target, sc.case.horizon, n,
-                            rep.alpha_per_check)
+    power = completed_power(
+        completed_law(mutant.procedure, sc), sc.case.target, sc.case.horizon, n, rep.alpha_per_check
+    )
     print(f"{mutant.name}: computed power {power:.6f} under {st.as_dict()}")
     assert power >= 0.999, f"{mutant.name}: computed power {power}"
 
@@ -74,13 +92,20 @@ def test_kit_rejects_each_settings_bug_with_computed_power(mutant):
 def test_the_power_computation_sees_no_deviation_in_the_exact_chain():
     """The power calculation can fail: on the exact procedure (the null) it is the level, not ~1."""
     (sc,) = settings_cases(0, [DEFAULT_PANEL[0]], mode="marginal", chains_only=True)
-    power = completed_power(completed_law(EXACT.procedure, sc), sc.case.target, sc.case.horizon, 3000, 1e-6)
+    power = completed_power(
+        completed_law(EXACT.procedure, sc), sc.case.target, sc.case.horizon, 3000, 1e-6
+    )
     assert power < 1e-3
 
 
 def test_settings_mode_signature_and_input_errors():
-    rep = check_verifier("exitlaw.simulate.verifiers:chain_speculative", mode="marginal", chains_only=True,
-                         settings=ALL_THREE, samples=50)
+    rep = check_verifier(
+        "exitlaw.simulate.verifiers:chain_speculative",
+        mode="marginal",
+        chains_only=True,
+        settings=ALL_THREE,
+        samples=50,
+    )
     assert rep.verdict == BAD_INPUT and "settings" in rep.error and "draft_logits" in rep.error
     with pytest.raises(ValueError, match="settings must be a SamplingSettings"):
         run_kit(chain_speculative_settings, mode="marginal", settings=[{"temperature": 1}])
@@ -89,8 +114,20 @@ def test_settings_mode_signature_and_input_errors():
 
 
 def test_check_command_in_settings_mode(capsys):
-    code = main(["check", "helpers.settings_mutants:setting_on_bonus_only_verifier", "--mode", "marginal",
-                 "--chains-only", "--temperature", "0.8", "--top-k", "2", "--json"])
+    code = main(
+        [
+            "check",
+            "helpers.settings_mutants:setting_on_bonus_only_verifier",
+            "--mode",
+            "marginal",
+            "--chains-only",
+            "--temperature",
+            "0.8",
+            "--top-k",
+            "2",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["verdict"] == NOT_EXACT and out["settings"][0]["top_k"] == 2
     assert "--temperature 0.8 --top-k 2" in out["reproduce"]
@@ -111,12 +148,20 @@ def test_conditional_settings_mode_rejects_a_filter_dropped_on_the_verified_toke
         residual_setting_on_bonus_only,
         residual_setting_on_bonus_only_verifier,
     )
+
     st = DEFAULT_PANEL[0]
     rep = run_kit(residual_setting_on_bonus_only_verifier, settings=st)
-    assert rep.verdict == NOT_EXACT and rep.failure["check"].startswith("completed_block"), rep.failure
+    assert rep.verdict == NOT_EXACT and rep.failure["check"].startswith("completed_block"), (
+        rep.failure
+    )
     (sc,) = settings_cases(0, [st], mode="conditional")
     n = rep.cases[0]["samples"]
-    power = completed_power(fixed_tree_completed_law(residual_setting_on_bonus_only, sc), sc.case.target,
-                            sc.case.horizon, n, rep.alpha_per_check)
+    power = completed_power(
+        fixed_tree_completed_law(residual_setting_on_bonus_only, sc),
+        sc.case.target,
+        sc.case.horizon,
+        n,
+        rep.alpha_per_check,
+    )
     print(f"residual_setting_on_bonus_only: computed power {power:.6f}")
     assert power >= 0.999

@@ -59,7 +59,9 @@ def test_sglang_tree_roundtrip(tree):
     assert from_sglang(cand, first, sibling) == tree
     assert cand.shape == index.shape == first.shape == sibling.shape == (1, tree.num_nodes)
     assert (index[0] == np.arange(tree.num_nodes)).all()
-    for v, kids in enumerate(tree.children):  # walking the links gives the children, in increasing position
+    for v, kids in enumerate(
+        tree.children
+    ):  # walking the links gives the children, in increasing position
         walk, u = [], int(first[0, v])
         while u != PAD:
             walk.append(u)
@@ -72,7 +74,9 @@ def test_ddtree_tree_roundtrip(tree):
     d = to_ddtree(tree)
     assert from_ddtree(d["root_token_id"], d["node_token_ids"], d["parents"]) == tree
     n = tree.num_nodes
-    assert d["parents"][0] == -1 and len(d["parents"]) == n and d["node_token_ids"].shape == (n - 1,)
+    assert (
+        d["parents"][0] == -1 and len(d["parents"]) == n and d["node_token_ids"].shape == (n - 1,)
+    )
     assert (d["node_depths"] == tree.depth[1:]).all()
     for v in range(n):  # DDTree's visibility: row v sees its ancestors and itself
         assert set(np.flatnonzero(d["visibility"][v]).tolist()) == set(tree.path_nodes(v))
@@ -106,9 +110,11 @@ def test_malformed_trees_in_a_format_are_named():
 
 
 # ----- the kit through the adapter -----------------------------------------------------------------
-PAIRS = [("eagle", fv.eagle_residual, fv.eagle_bonus_full_row),
-         ("sglang", fv.sglang_target_only, fv.sglang_coin_not_cumulative),
-         ("ddtree", fv.ddtree_predraw, fv.ddtree_rows_shifted)]
+PAIRS = [
+    ("eagle", fv.eagle_residual, fv.eagle_bonus_full_row),
+    ("sglang", fv.sglang_target_only, fv.sglang_coin_not_cumulative),
+    ("ddtree", fv.ddtree_predraw, fv.ddtree_rows_shifted),
+]
 
 
 @pytest.mark.parametrize("fmt,exact,mutant", PAIRS, ids=[p[0] for p in PAIRS])
@@ -121,8 +127,13 @@ def test_kit_passes_the_exact_verifier_and_fails_the_mutant_in_each_format(fmt, 
     assert bad.failure["check"].startswith("completed_block")
 
 
-@pytest.mark.parametrize("fmt,exact,leq", [("eagle", fv.eagle_residual, fv.eagle_leq_coin),
-                                           ("sglang", fv.sglang_target_only, fv.sglang_leq_coin)])
+@pytest.mark.parametrize(
+    "fmt,exact,leq",
+    [
+        ("eagle", fv.eagle_residual, fv.eagle_leq_coin),
+        ("sglang", fv.sglang_target_only, fv.sglang_leq_coin),
+    ],
+)
 def test_boundary_coins_through_the_adapter_flag_leq_acceptance(fmt, exact, leq):
     # SGLang's layout reads all N + 1 coins at once, so no earlier-draw pattern is pruned: 4 positions (15
     # patterns per value, about 10 s) instead of the default 8 (255 per value)
@@ -132,13 +143,28 @@ def test_boundary_coins_through_the_adapter_flag_leq_acceptance(fmt, exact, leq)
     assert bad.exit_code == 1 and "zero-probability child was accepted" in bad.flagged[0]["why"]
 
 
-@pytest.mark.parametrize("spec,fmt,message", [
-    ("helpers.format_verifiers:eagle_accept_length_with_root", "eagle", "accept_length"),
-    ("helpers.format_verifiers:sglang_forgets_accept_token_num", "sglang", "accept_token_num -1"),
-    ("helpers.format_verifiers:ddtree_skips_root", "ddtree", "not a path of tree nodes from the root"),
-    ("exitlaw.simulate.verifiers:tev", "eagle", "cannot be called as a eagle-format verifier"),
-    ("helpers.format_verifiers:eagle_residual", "ddtree", "cannot be called as a ddtree-format verifier"),
-])
+@pytest.mark.parametrize(
+    "spec,fmt,message",
+    [
+        ("helpers.format_verifiers:eagle_accept_length_with_root", "eagle", "accept_length"),
+        (
+            "helpers.format_verifiers:sglang_forgets_accept_token_num",
+            "sglang",
+            "accept_token_num -1",
+        ),
+        (
+            "helpers.format_verifiers:ddtree_skips_root",
+            "ddtree",
+            "not a path of tree nodes from the root",
+        ),
+        ("exitlaw.simulate.verifiers:tev", "eagle", "cannot be called as a eagle-format verifier"),
+        (
+            "helpers.format_verifiers:eagle_residual",
+            "ddtree",
+            "cannot be called as a ddtree-format verifier",
+        ),
+    ],
+)
 def test_malformed_results_and_signatures_are_bad_input_with_the_reason(spec, fmt, message):
     rep = check_verifier(spec, seed=0, samples=200, verifier_format=fmt)
     assert rep.verdict == BAD_INPUT and rep.exit_code == 2
@@ -150,12 +176,16 @@ def test_result_checks_name_what_is_wrong():
     _, ret = to_eagle(tree)
     with pytest.raises(VerifierFormatError, match="best_candidate 7 is outside"):
         from_eagle_result((7, 0, 1), ret, 4)
-    with pytest.raises(VerifierFormatError, match="expected .best_candidate, accept_length, bonus_token"):
+    with pytest.raises(
+        VerifierFormatError, match="expected .best_candidate, accept_length, bonus_token"
+    ):
         from_eagle_result((0, 0.5, 1), ret, 4)
     with pytest.raises(VerifierFormatError, match="bonus_token is 4, outside the vocabulary"):
         from_eagle_result((0, 0, 4), ret, 4)
     assert from_eagle_result((0, 2, 3), ret, 4) == (int(ret[0, 2]), 3)
-    with pytest.raises(VerifierFormatError, match=r"predicts\[0\] = 3 but accepted position 1 has token 1"):
+    with pytest.raises(
+        VerifierFormatError, match=r"predicts\[0\] = 3 but accepted position 1 has token 1"
+    ):
         from_sglang_result(tree, [3, 0, 0, 0], [[0, 1, -1]], [1], 4)
     with pytest.raises(VerifierFormatError, match="not a path from the root"):
         from_sglang_result(tree, [1, 0, 0, 0], [[0, 3, -1]], [1], 4)
@@ -169,6 +199,7 @@ def test_result_checks_name_what_is_wrong():
 def test_an_sglang_verifier_that_returns_its_outputs_is_told_to_write_them_in_place():
     def returns(**kw):
         return kw["predicts"], kw["accept_index"], kw["accept_token_num"]
+
     f = adapt_verifier(returns, "sglang")
     tree = DraftTree.chain([1, 2], root_token=0)
     with pytest.raises(VerifierFormatError, match="returns None"):
@@ -189,13 +220,19 @@ def test_format_is_refused_in_marginal_mode_and_unknown_formats_are_named():
 # ----- vLLM's chain layout -------------------------------------------------------------------------
 def test_vllm_layout_of_a_chain_and_its_results():
     tree = DraftTree.chain([2, 0, 1], root_token=0)
-    p, q = np.full((4, 3), 1 / 3), np.array([[.5, .25, .25]] * 4)
+    p, q = np.full((4, 3), 1 / 3), np.array([[0.5, 0.25, 0.25]] * 4)
     d = to_vllm(tree, p, q)
     assert d["draft_token_ids"].tolist() == [2, 0, 1] and d["cu_num_draft_tokens"].tolist() == [3]
     assert d["draft_probs"].shape == d["target_probs"].shape == (3, 3)
     assert not d["target_probs"].flags.writeable
-    assert from_vllm_result([[2, 0, 1, 2]], d["draft_token_ids"], 3) == (3, 2)   # all accepted, bonus 2
-    assert from_vllm_result([[2, 1, -1, -1]], d["draft_token_ids"], 3) == (1, 1)  # rejected at 1, recovered 1
+    assert from_vllm_result([[2, 0, 1, 2]], d["draft_token_ids"], 3) == (
+        3,
+        2,
+    )  # all accepted, bonus 2
+    assert from_vllm_result([[2, 1, -1, -1]], d["draft_token_ids"], 3) == (
+        1,
+        1,
+    )  # rejected at 1, recovered 1
     assert from_vllm_result(np.array([[0, -1, -1, -1]]), d["draft_token_ids"], 3) == (0, 0)
     with pytest.raises(ChainFormatError, match="then only the placeholder"):
         from_vllm_result([[2, -1, 1, -1]], d["draft_token_ids"], 3)
@@ -210,36 +247,57 @@ def test_vllm_layout_of_a_chain_and_its_results():
 
 
 def test_kit_passes_a_vllm_layout_chain_sampler_and_fails_its_mutant():
-    good = run_kit(fv.vllm_chain, name="vllm_chain", mode="marginal", chains_only=True, verifier_format="vllm")
+    good = run_kit(
+        fv.vllm_chain, name="vllm_chain", mode="marginal", chains_only=True, verifier_format="vllm"
+    )
     assert good.verdict == MARGINALLY_EXACT and good.exit_code == 0 and good.min_power >= 0.999
     assert "--format vllm" in good.reproduce
-    bad = run_kit(fv.vllm_recovered_from_target, mode="marginal", chains_only=True, verifier_format="vllm")
+    bad = run_kit(
+        fv.vllm_recovered_from_target, mode="marginal", chains_only=True, verifier_format="vllm"
+    )
     assert bad.verdict == NOT_EXACT and bad.failure["check"].startswith("completed_block")
 
 
 def test_boundary_coins_reach_the_vllm_layout_through_the_pre_drawn_uniforms():
-    bad = run_boundary(adapt_verifier(fv.vllm_leq_coin, "vllm", mode="marginal"), mode="marginal", chains_only=True)
+    bad = run_boundary(
+        adapt_verifier(fv.vllm_leq_coin, "vllm", mode="marginal"), mode="marginal", chains_only=True
+    )
     assert bad.exit_code == 1 and float.fromhex(bad.flagged[0]["coin"]) == 0.0
     assert "zero-probability child was accepted" in bad.flagged[0]["why"]
     # the exact twin: positions 4 covers the bonus draw and the three coins (about 5 s)
-    ok = run_boundary(adapt_verifier(fv.vllm_chain, "vllm", mode="marginal"), mode="marginal", chains_only=True,
-                      positions=4)
+    ok = run_boundary(
+        adapt_verifier(fv.vllm_chain, "vllm", mode="marginal"),
+        mode="marginal",
+        chains_only=True,
+        positions=4,
+    )
     assert ok.exit_code == 0 and not ok.flagged and not ok.errors and ok.calls_ok == ok.runs > 1000
 
 
 def test_malformed_vllm_output_is_bad_input_with_the_reason():
-    rep = check_verifier("helpers.format_verifiers:vllm_writes_after_rejection", mode="marginal", chains_only=True,
-                         samples=300, verifier_format="vllm")
+    rep = check_verifier(
+        "helpers.format_verifiers:vllm_writes_after_rejection",
+        mode="marginal",
+        chains_only=True,
+        samples=300,
+        verifier_format="vllm",
+    )
     assert rep.verdict == BAD_INPUT and "then only the placeholder -1" in rep.error
-    rep = check_verifier("helpers.format_verifiers:eagle_residual", mode="marginal", chains_only=True,
-                         samples=300, verifier_format="vllm")
+    rep = check_verifier(
+        "helpers.format_verifiers:eagle_residual",
+        mode="marginal",
+        chains_only=True,
+        samples=300,
+        verifier_format="vllm",
+    )
     assert rep.verdict == BAD_INPUT and "cannot be called as a vllm-format sampler" in rep.error
 
 
 # ----- the command line ----------------------------------------------------------------------------
 def test_check_command_with_format_eagle_end_to_end(tmp_path, monkeypatch, capsys):
     (tmp_path / "my_eagle_verifiers.py").write_text(
-        "from helpers.format_verifiers import eagle_residual as verify, eagle_bonus_full_row as broken\n")
+        "from helpers.format_verifiers import eagle_residual as verify, eagle_bonus_full_row as broken\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["check", "my_eagle_verifiers:verify", "--format", "eagle", "--seed", "4"]) == 0
     out = capsys.readouterr().out
@@ -249,5 +307,10 @@ def test_check_command_with_format_eagle_end_to_end(tmp_path, monkeypatch, capsy
     assert "verdict: NOT EXACT" in out and "--format eagle" in out
     assert main(["check", "my_eagle_verifiers:verify", "--format", "sglang"]) == 2
     assert "cannot be called as a sglang-format verifier" in capsys.readouterr().err
-    assert main(["check", "helpers.format_verifiers:eagle_leq_coin", "--format", "eagle", "--boundary"]) == 1
+    assert (
+        main(
+            ["check", "helpers.format_verifiers:eagle_leq_coin", "--format", "eagle", "--boundary"]
+        )
+        == 1
+    )
     assert main(["check", "my_eagle_verifiers:verify", "--format", "eagle", "--boundary"]) == 0

@@ -9,7 +9,15 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree, coverage_under
-from exitlaw.simulate.lab.builders import chain, ddtree, ddtree_order, eagle_dynamic, oracle, static_tree, tsubame
+from exitlaw.simulate.lab.builders import (
+    chain,
+    ddtree,
+    ddtree_order,
+    eagle_dynamic,
+    oracle,
+    static_tree,
+    tsubame,
+)
 from exitlaw.simulate.lab.caddtree import (
     LatencyModel,
     caddtree,
@@ -56,7 +64,9 @@ def test_ddtree_is_the_top_budget_prefixes_of_the_factorised_draft_score(q, data
     B = data.draw(st.integers(0, len(scores)))
     built = ddtree(q, B)
     _check_shape(built.tree, B, q.shape[1], q.shape[0])
-    chosen = sorted((scores[built.tree.path(v)] for v in range(1, built.tree.num_nodes)), reverse=True)
+    chosen = sorted(
+        (scores[built.tree.path(v)] for v in range(1, built.tree.num_nodes)), reverse=True
+    )
     best = sorted(scores.values(), reverse=True)[:B]
     note(f"chosen {chosen}\nbest {best}")
     np.testing.assert_allclose(chosen, best, rtol=0, atol=1e-9)
@@ -84,15 +94,17 @@ def test_chain_static_and_tsubame_return_prefix_closed_trees_of_exactly_the_budg
     _check_shape(c.tree, c.tree.budget, V, H)
     assert c.tree.num_nodes == 1 or c.tree.max_depth == c.tree.budget
     branching = data.draw(st.lists(st.integers(1, V), min_size=1, max_size=H))
-    full = sum(int(np.prod(branching[:k + 1])) for k in range(len(branching)))
+    full = sum(int(np.prod(branching[: k + 1])) for k in range(len(branching)))
     B = data.draw(st.integers(0, full))
     _check_shape(static_tree(q, B, branching).tree, B, V, H)
-    total = sum(V ** d for d in range(1, H + 1))
+    total = sum(V**d for d in range(1, H + 1))
     B = data.draw(st.integers(0, total))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     ts = tsubame(q, B, rng)
     _check_shape(ts.tree, B, V, H)
-    np.testing.assert_array_equal(ts.tree.parent, ddtree(q, B).tree.parent)  # pass 1 topology is kept
+    np.testing.assert_array_equal(
+        ts.tree.parent, ddtree(q, B).tree.parent
+    )  # pass 1 topology is kept
 
 
 def test_tsubame_second_pass_samples_tokens_from_the_draft_rows():
@@ -104,8 +116,12 @@ def test_tsubame_second_pass_samples_tokens_from_the_draft_rows():
     assert np.all(np.abs(freq - q[0]) < 5 * np.sqrt(q[0] * (1 - q[0]) / first.size))
 
 
-@given(seed=st.integers(0, 10_000), B=st.integers(1, 30), noise=st.sampled_from([0.0, 0.5, 2.0]),
-       order=st.integers(2, 3))
+@given(
+    seed=st.integers(0, 10_000),
+    B=st.integers(1, 30),
+    noise=st.sampled_from([0.0, 0.5, 2.0]),
+    order=st.integers(2, 3),
+)
 def test_oracle_coverage_bounds_every_builder(seed, B, noise, order):
     target = NGramTarget(6, order=order, zipf=1.0, seed=seed)
     pos = PositionWiseDrafter(target, noise=noise, seed=seed + 1)
@@ -118,11 +134,14 @@ def test_oracle_coverage_bounds_every_builder(seed, B, noise, order):
     _check_shape(best.tree, B, 6, B)
     c_star = coverage_under(ptarget, best.tree)
     lat = LatencyModel(draft=1.0, base=5.0, linear=0.1, quadratic=0.01)
-    trees = {"ddtree": ddtree(q, B).tree, "chain": chain(q, min(B, H)).tree,
-             "static": static_tree(q, B, (3, 3, 3, 2)).tree,
-             "eagle": eagle_dynamic(ar, ctx, B, depth=4, top_k=4).tree,
-             "tsubame": tsubame(q, B, np.random.default_rng(seed)).tree,
-             "caddtree": caddtree(q, lat, max_budget=B)[0].tree}
+    trees = {
+        "ddtree": ddtree(q, B).tree,
+        "chain": chain(q, min(B, H)).tree,
+        "static": static_tree(q, B, (3, 3, 3, 2)).tree,
+        "eagle": eagle_dynamic(ar, ctx, B, depth=4, top_k=4).tree,
+        "tsubame": tsubame(q, B, np.random.default_rng(seed)).tree,
+        "caddtree": caddtree(q, lat, max_budget=B)[0].tree,
+    }
     for name, tree in trees.items():
         if name != "chain" and name != "caddtree":
             _check_shape(tree, B, 6, H)
@@ -142,7 +161,9 @@ def test_eagle_keeps_the_top_budget_candidates_by_cumulative_draft_score():
     score = np.zeros(t.num_nodes)
     for v in range(1, t.num_nodes):
         score[v] = score[t.parent[v]] + built.draft_logprob[v]
-        assert built.draft_logprob[v] == pytest.approx(np.log(ar.probs((3,) + t.path(t.parent[v]))[t.token[v]]))
+        assert built.draft_logprob[v] == pytest.approx(
+            np.log(ar.probs((3,) + t.path(t.parent[v]))[t.token[v]])
+        )
     # every kept node scores at least as well as every expanded candidate that was dropped
     kept = {t.path(v) for v in range(1, t.num_nodes)}
     frontier, dropped = [((), 0.0)], []
@@ -160,9 +181,17 @@ def test_eagle_keeps_the_top_budget_candidates_by_cumulative_draft_score():
     assert min(score[1:]) >= max(dropped) - 1e-12
 
 
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 200), draft=st.floats(0.01, 10),
-       base=st.floats(0.01, 50), linear=st.floats(0, 2), quadratic=st.floats(0, 0.1))
-def test_caddtree_first_decrease_is_the_global_maximum_under_convex_verify_cost(seed, n, draft, base, linear, quadratic):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 200),
+    draft=st.floats(0.01, 10),
+    base=st.floats(0.01, 50),
+    linear=st.floats(0, 2),
+    quadratic=st.floats(0, 0.1),
+)
+def test_caddtree_first_decrease_is_the_global_maximum_under_convex_verify_cost(
+    seed, n, draft, base, linear, quadratic
+):
     rng = np.random.default_rng(seed)
     scores = np.concatenate([[0.0], np.sort(np.log(rng.uniform(1e-6, 1.0, size=n)))[::-1]])
     lat = LatencyModel(draft=draft, base=base, linear=linear, quadratic=quadratic)
@@ -180,7 +209,9 @@ def test_caddtree_first_decrease_fails_under_a_tiled_non_convex_cost():
     curve = throughput_curve(scores, lat)
     stop, best = first_decrease(curve), int(np.argmax(curve))
     assert first_decrease_misses(curve)
-    assert stop == 15 and best == 31  # stops at a full first tile (16 tokens), misses the full second tile
+    assert (
+        stop == 15 and best == 31
+    )  # stops at a full first tile (16 tokens), misses the full second tile
     assert curve[best] > 1.2 * curve[stop]
 
 
@@ -188,8 +219,12 @@ def test_caddtree_first_decrease_fails_under_a_tiled_non_convex_cost():
 def test_caddtree_returns_the_ddtree_at_its_chosen_budget(q, data):
     total = sum(q.shape[1] ** d for d in range(1, q.shape[0] + 1))
     max_b = data.draw(st.integers(1, total))
-    lat = LatencyModel(draft=data.draw(st.floats(0.1, 5)), base=5.0, linear=data.draw(st.floats(0, 1)),
-                       quadratic=data.draw(st.floats(0, 0.05)))
+    lat = LatencyModel(
+        draft=data.draw(st.floats(0.1, 5)),
+        base=5.0,
+        linear=data.draw(st.floats(0, 1)),
+        quadratic=data.draw(st.floats(0, 0.05)),
+    )
     built, n = caddtree(q, lat, max_budget=max_b)
     assert 1 <= n <= max_b and built.tree.budget == n
     assert built.tree == ddtree(q, n).tree
@@ -220,10 +255,14 @@ def test_ddtree_short_of_candidates_returns_every_possible_prefix():
     q0 = np.array([[0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
     tree = ddtree(q0, 20).tree
     assert tree.budget == 8
-    assert {tree.path(v) for v in range(1, 9)} == {(a,) for a in (0, 1)} | {(a, b) for a in (0, 1) for b in range(3)}
+    assert {tree.path(v) for v in range(1, 9)} == {(a,) for a in (0, 1)} | {
+        (a, b) for a in (0, 1) for b in range(3)
+    }
     ts = tsubame(q0, 20, np.random.default_rng(0))
     assert ts.tree.budget == 8
-    built, n = caddtree(q0, LatencyModel(draft=0.0, base=1.0, linear=0.0, quadratic=0.0), max_budget=20)
+    built, n = caddtree(
+        q0, LatencyModel(draft=0.0, base=1.0, linear=0.0, quadratic=0.0), max_budget=20
+    )
     assert n == 8 and built.tree.budget == 8  # free verification: the whole tree
     built, n = caddtree(q0, LatencyModel(), max_budget=20, min_budget=10)
     assert n == 8 and built.tree.budget == 8  # min_budget above the candidates: the whole tree

@@ -58,8 +58,9 @@ def test_greedy_decoding_of_a_greedy_target_realises_the_ceiling_every_round():
 
 def test_round_records_are_consistent_with_the_tree_and_the_oracle():
     target, build = _setup()
-    res = simulate_decoding(target, build, verifiers.tev, rounds=40, seed=2, oracle=True,
-                            latency=LatencyModel())
+    res = simulate_decoding(
+        target, build, verifiers.tev, rounds=40, seed=2, oracle=True, latency=LatencyModel()
+    )
     for r in res.records:
         assert r.block_length == r.exit_depth + 1
         assert r.budget == 12
@@ -69,7 +70,9 @@ def test_round_records_are_consistent_with_the_tree_and_the_oracle():
     assert a["tokens"] == sum(r.block_length for r in res.records)
     assert sum(a["exit_depth_histogram"]) == 40
     # the oracle builder has zero allocation gap
-    orc = simulate_decoding(target, lambda c, rng: oracle(target, c, 12), verifiers.tev, rounds=20, seed=2)
+    orc = simulate_decoding(
+        target, lambda c, rng: oracle(target, c, 12), verifiers.tev, rounds=20, seed=2
+    )
     assert all(abs(r.allocation_gap) < 1e-12 for r in orc.records)
 
 
@@ -80,7 +83,8 @@ def test_tree_coverage_matches_the_numpy_reference():
         tree = build(ctx, rng).tree
         probs = np.stack([target.probs(ctx + tree.path(v)) for v in range(tree.num_nodes)])
         assert tree_coverage(tree, gather_edge_probs(tree, probs)) == pytest.approx(
-            coverage_under(target.prefix_target(ctx), tree), abs=1e-12)
+            coverage_under(target.prefix_target(ctx), tree), abs=1e-12
+        )
 
 
 def test_speedup_follows_the_stated_latency_model():
@@ -104,7 +108,7 @@ def test_every_preset_builds_every_builder():
     for cfg in PRESETS.values():
         target = cfg.target()
         pos, ar = cfg.drafters(target)
-        ctx = (1, 2)[-target.context_length:]
+        ctx = (1, 2)[-target.context_length :]
         for name in cfg.builders:
             built = cfg.make_builder(name, target, pos, ar)(ctx, np.random.default_rng(0))
             expected = {"chain": cfg.horizon, "caddtree": built.tree.budget}.get(name, cfg.budget)
@@ -129,8 +133,18 @@ def test_config_json_rejects_unknown_keys_and_bad_values(tmp_path):
 
 def test_simulate_cli_writes_results_and_traces_that_exitlaw_law_reads(tmp_path, capsys):
     out = tmp_path / "run"
-    argv = ["simulate", "--preset", "small", "--rounds", "25", "--builders", "ddtree,oracle",
-            "--out", str(out), "--no-progress"]
+    argv = [
+        "simulate",
+        "--preset",
+        "small",
+        "--rounds",
+        "25",
+        "--builders",
+        "ddtree,oracle",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert cli_main(argv) == 0
     results = json.loads((out / "results.json").read_text())
     agg = results["builders"]["ddtree"]["aggregates"]
@@ -160,13 +174,16 @@ def test_sampled_draft_builder_hands_its_draft_rows_to_the_sampled_verifier():
         return verifiers.specinfer_without_replacement(tree, probs, draft_rows, rng)
 
     build = lambda c, rng: tsubame(drafter.marginals(c, 4), 10, rng)  # noqa: E731
-    res = simulate_decoding(target, build, verifier_fn("tev"), rounds=20, seed=3, oracle=False,
-                            sampled_verifier=spy)
+    res = simulate_decoding(
+        target, build, verifier_fn("tev"), rounds=20, seed=3, oracle=False, sampled_verifier=spy
+    )
     assert len(seen) == 20 and len(res.records) == 20
     for tree, rows in seen:
         for v in tree.internal:
             kids = tree.children[v]
-            assert np.all(rows[v][tree.token[kids]] > 0)  # every child token had positive draft mass
+            assert np.all(
+                rows[v][tree.token[kids]] > 0
+            )  # every child token had positive draft mass
         assert rows.shape[0] == tree.num_nodes
         np.testing.assert_allclose(rows.sum(1), 1.0)
 
@@ -174,8 +191,15 @@ def test_sampled_draft_builder_hands_its_draft_rows_to_the_sampled_verifier():
 def test_sampled_verifier_needs_a_builder_with_draft_rows():
     target, build = _setup()
     with pytest.raises(ValueError, match="draft rows"):
-        simulate_decoding(target, build, verifier_fn("tev"), rounds=1, seed=0, oracle=False,
-                          sampled_verifier=verifiers.specinfer_without_replacement)
+        simulate_decoding(
+            target,
+            build,
+            verifier_fn("tev"),
+            rounds=1,
+            seed=0,
+            oracle=False,
+            sampled_verifier=verifiers.specinfer_without_replacement,
+        )
 
 
 def test_tsubame_rrs_is_marginally_exact_over_the_first_tokens():
@@ -191,8 +215,12 @@ def test_tsubame_rrs_is_marginally_exact_over_the_first_tokens():
     counts = np.zeros(8)
     for _ in range(n):
         built = tsubame(drafter.marginals(context, 3), 6, rng_d)
-        probs = np.stack([target.probs(context + built.tree.path(v)) for v in range(built.tree.num_nodes)])
-        exit_node, bonus = verifiers.specinfer_without_replacement(built.tree, probs, built.draft_rows, rng_v)
+        probs = np.stack(
+            [target.probs(context + built.tree.path(v)) for v in range(built.tree.num_nodes)]
+        )
+        exit_node, bonus = verifiers.specinfer_without_replacement(
+            built.tree, probs, built.draft_rows, rng_v
+        )
         block = built.tree.path(exit_node) + (bonus,)
         counts[block[0]] += 1
     keep = p * n >= 20

@@ -14,17 +14,33 @@ import time
 import numpy as np
 import pytest
 
-ARGS = ["simulate", "--preset", "small", "--builders", "ddtree,chain", "--rounds", "120", "--no-progress"]
+ARGS = [
+    "simulate",
+    "--preset",
+    "small",
+    "--builders",
+    "ddtree,chain",
+    "--rounds",
+    "120",
+    "--no-progress",
+]
 
 
 def _run(out, *extra, timeout=600):
-    return subprocess.run([sys.executable, "-m", "exitlaw", *ARGS, "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "exitlaw", *ARGS, "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _interrupted(out, sig, delay, *extra):
-    proc = subprocess.Popen([sys.executable, "-m", "exitlaw", *ARGS, "--out", str(out), *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exitlaw", *ARGS, "--out", str(out), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(delay)
     if proc.poll() is None:
         proc.send_signal(sig)
@@ -65,10 +81,10 @@ def test_simulate_interrupted_then_rerun_equals_an_uninterrupted_run(tmp_path, r
     delay = float(np.random.default_rng(int(sig)).uniform(1.0, 6.0))
     code = _interrupted(out, sig, delay)
     files = _outputs(out) if out.exists() else {}
-    if code != 0:   # interrupted: nothing under the output names (the staging folder is hidden)
+    if code != 0:  # interrupted: nothing under the output names (the staging folder is hidden)
         assert files == {}, sorted(files)
     proc = _run(out)
-    if code == 0:   # it finished before the signal: the rerun must refuse, the folder stays complete
+    if code == 0:  # it finished before the signal: the rerun must refuse, the folder stays complete
         assert proc.returncode == 2 and "already exist" in proc.stderr
     else:
         assert proc.returncode == 0, proc.stderr
@@ -86,7 +102,7 @@ def test_simulate_overwrite_interrupted_keeps_the_old_run_intact(tmp_path, refer
     left = _outputs(out)
     assert _run(out, "--overwrite", "--seed", "7").returncode == 0
     new = _comparable(_outputs(out))
-    assert set(new) == set(reference) and new != reference   # a complete folder of the new seed
+    assert set(new) == set(reference) and new != reference  # a complete folder of the new seed
     if code != 0:
         # killed before the commit: the old complete run byte for byte; after it (the kill landed while the
         # staging folder was being dropped): the new complete run; inside the renames: no results.json, so
@@ -98,10 +114,38 @@ def test_simulate_overwrite_interrupted_keeps_the_old_run_intact(tmp_path, refer
 
 # ----- train: SIGKILL / SIGINT mid-run, then --resume -------------------------------------------
 def _train_argv(tdir, ddir, prompts, out, cache, *extra):
-    return [sys.executable, "-m", "exitlaw", "train", "--target", str(tdir), "--draft", str(ddir), "--prompts",
-            str(prompts), "--out", str(out), "--steps", "8", "--batch-size", "1", "--anchors", "2", "--budget", "6",
-            "--max-new-tokens", "10", "--gen-batch", "2", "--checkpoint-every", "1", "--cache-dir", str(cache),
-            "--no-progress", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "exitlaw",
+        "train",
+        "--target",
+        str(tdir),
+        "--draft",
+        str(ddir),
+        "--prompts",
+        str(prompts),
+        "--out",
+        str(out),
+        "--steps",
+        "8",
+        "--batch-size",
+        "1",
+        "--anchors",
+        "2",
+        "--budget",
+        "6",
+        "--max-new-tokens",
+        "10",
+        "--gen-batch",
+        "2",
+        "--checkpoint-every",
+        "1",
+        "--cache-dir",
+        str(cache),
+        "--no-progress",
+        *extra,
+    ]
 
 
 _ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -117,9 +161,16 @@ def _weights(folder):
 def train_reference(tiny, tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
     prompts = root / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"]))
-    proc = subprocess.run(_train_argv(*tiny, prompts, root / "ref", root / "cache"), capture_output=True, text=True,
-                          timeout=900, env=_ONE_THREAD)
+    prompts.write_text(
+        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"])
+    )
+    proc = subprocess.run(
+        _train_argv(*tiny, prompts, root / "ref", root / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_ONE_THREAD,
+    )
     assert proc.returncode == 0, proc.stderr
     return root, prompts, _weights(root / "ref" / "final")
 
@@ -131,9 +182,11 @@ def test_train_interrupted_then_resumed_equals_an_uninterrupted_run(tiny, train_
     root, prompts, reference = train_reference
     out = root / f"run_{int(sig)}"
     argv = _train_argv(*tiny, prompts, out, root / "cache")
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_ONE_THREAD)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_ONE_THREAD
+    )
     deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:   # kill after the second checkpoint lands
+    while time.time() < deadline and proc.poll() is None:  # kill after the second checkpoint lands
         if (out / "checkpoints" / "step_000002").is_dir():
             proc.send_signal(sig)
             break
@@ -141,29 +194,53 @@ def test_train_interrupted_then_resumed_equals_an_uninterrupted_run(tiny, train_
     proc.wait(timeout=120)
     interrupted = proc.returncode != 0
     if interrupted:
-        assert not (out / "final").exists()     # an interrupted run has no final drafter
-    resumed = subprocess.run(argv + ["--resume"], capture_output=True, text=True, timeout=900, env=_ONE_THREAD)
+        assert not (out / "final").exists()  # an interrupted run has no final drafter
+    resumed = subprocess.run(
+        argv + ["--resume"], capture_output=True, text=True, timeout=900, env=_ONE_THREAD
+    )
     assert resumed.returncode == 0, resumed.stderr
     got = _weights(out / "final")
     assert set(got) == set(reference) and all(torch.equal(got[k], reference[k]) for k in got)
     assert (out / "final" / ".complete").is_file()
     # a save cut by SIGKILL can leave only a hidden ".step_N.partial-PID" folder, never a step_N that looks whole
-    assert all(p.name.startswith(".") or (p / ".complete").is_file() for p in (out / "checkpoints").iterdir())
+    assert all(
+        p.name.startswith(".") or (p / ".complete").is_file()
+        for p in (out / "checkpoints").iterdir()
+    )
 
 
 # ----- figures: SIGINT / SIGKILL mid-run, then rerun ---------------------------------------------
-FIGS = ["verifier_equivalence", "sampled_exactness", "caddtree_throughput"]   # deterministic to the byte
+FIGS = [
+    "verifier_equivalence",
+    "sampled_exactness",
+    "caddtree_throughput",
+]  # deterministic to the byte
 
 
 def _figures_argv(out, *extra):
-    return [sys.executable, "-m", "exitlaw", "figures", "--quick", "--only", ",".join(FIGS), "--out", str(out),
-            *extra]
+    return [
+        sys.executable,
+        "-m",
+        "exitlaw",
+        "figures",
+        "--quick",
+        "--only",
+        ",".join(FIGS),
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def _figure_triples(out) -> dict[str, tuple[bytes | None, ...]]:
     """Per figure: (png, pdf, json) bytes, None where a file is absent."""
-    return {n: tuple((out / f"{n}.{ext}").read_bytes() if (out / f"{n}.{ext}").is_file() else None
-                     for ext in ("png", "pdf", "json")) for n in FIGS}
+    return {
+        n: tuple(
+            (out / f"{n}.{ext}").read_bytes() if (out / f"{n}.{ext}").is_file() else None
+            for ext in ("png", "pdf", "json")
+        )
+        for n in FIGS
+    }
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +248,9 @@ def figure_references(tmp_path_factory):
     refs = {}
     for seed in (0, 1):
         out = tmp_path_factory.mktemp(f"figs{seed}")
-        proc = subprocess.run(_figures_argv(out, "--seed", str(seed)), capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            _figures_argv(out, "--seed", str(seed)), capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr
         refs[seed] = _figure_triples(out)
         assert all(None not in t for t in refs[seed].values())
@@ -198,18 +277,24 @@ def _assert_no_mixed_figure(out, *allowed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig,case", [(signal.SIGINT, 0), (signal.SIGKILL, 0), (signal.SIGKILL, 1)])
-def test_figures_interrupted_then_rerun_equals_an_uninterrupted_run(tmp_path, figure_references, sig, case):
+def test_figures_interrupted_then_rerun_equals_an_uninterrupted_run(
+    tmp_path, figure_references, sig, case
+):
     ref = figure_references[0]
     out = tmp_path / "figs"
     delay = float(np.random.default_rng([int(sig), case]).uniform(1.0, 9.0))
-    code = _kill_at(_figures_argv(out), sig, delay)
+    _kill_at(_figures_argv(out), sig, delay)
     if out.exists():
         _assert_no_mixed_figure(out, ref)
     proc = subprocess.run(_figures_argv(out), capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:   # a figure finished before the signal: refused up front, naming it
-        assert proc.returncode == 2 and "already exist" in proc.stderr and "--overwrite" in proc.stderr
+    if proc.returncode != 0:  # a figure finished before the signal: refused up front, naming it
+        assert (
+            proc.returncode == 2 and "already exist" in proc.stderr and "--overwrite" in proc.stderr
+        )
         _assert_no_mixed_figure(out, ref)
-        proc = subprocess.run(_figures_argv(out, "--overwrite"), capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            _figures_argv(out, "--overwrite"), capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr
     assert _figure_triples(out) == ref
     assert not (out / ".figures-partial").exists()
@@ -217,14 +302,20 @@ def test_figures_interrupted_then_rerun_equals_an_uninterrupted_run(tmp_path, fi
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_figures_overwrite_interrupted_never_pairs_new_data_with_old_images(tmp_path, figure_references, sig):
+def test_figures_overwrite_interrupted_never_pairs_new_data_with_old_images(
+    tmp_path, figure_references, sig
+):
     out = tmp_path / "figs"
     assert subprocess.run(_figures_argv(out), capture_output=True, timeout=600).returncode == 0
     delay = float(np.random.default_rng(20 + int(sig)).uniform(1.0, 9.0))
     _kill_at(_figures_argv(out, "--overwrite", "--seed", "1"), sig, delay)
     _assert_no_mixed_figure(out, figure_references[0], figure_references[1])
-    proc = subprocess.run(_figures_argv(out, "--overwrite", "--seed", "1"), capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        _figures_argv(out, "--overwrite", "--seed", "1"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     assert _figure_triples(out) == figure_references[1]
     assert not (out / ".figures-partial").exists()

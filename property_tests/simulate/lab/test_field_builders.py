@@ -37,8 +37,12 @@ def _prefix_closed(tree: DraftTree) -> bool:
 
 
 @settings(max_examples=15)
-@given(seed=st.integers(0, 10 ** 4), budget=st.integers(1, 24), depth=st.integers(1, 6),
-       noise=st.sampled_from([0.0, 0.5, 1.5]))
+@given(
+    seed=st.integers(0, 10**4),
+    budget=st.integers(1, 24),
+    depth=st.integers(1, 6),
+    noise=st.sampled_from([0.0, 0.5, 1.5]),
+)
 def test_opt_tree_is_valid_and_beats_other_builders_on_its_objective(seed, budget, depth, noise):
     target, pos, ar = _models(32, seed, noise)
     ctx = (seed % 32, (seed // 32) % 32)
@@ -46,16 +50,23 @@ def test_opt_tree_is_valid_and_beats_other_builders_on_its_objective(seed, budge
     tree = built.tree
     assert tree.budget == budget and tree.max_depth <= depth and _prefix_closed(tree)
     e_opt = draft_expected_acceptance(ar, ctx, tree)
-    others = [ddtree(pos.marginals(ctx, depth), budget).tree,
-              dartree(pos.marginals(ctx, depth), ar, ctx, budget).tree]
+    others = [
+        ddtree(pos.marginals(ctx, depth), budget).tree,
+        dartree(pos.marginals(ctx, depth), ar, ctx, budget).tree,
+    ]
     if depth >= 1 and budget <= 4 ** min(depth, 3):
         others.append(eagle_dynamic(ar, ctx, budget, depth=depth, top_k=4).tree)
     for other in others:
         assert other.budget <= budget and other.max_depth <= depth
         assert e_opt >= draft_expected_acceptance(ar, ctx, other) - 1e-12
     # the node's own log q is recorded
-    assert np.allclose(np.exp(built.draft_logprob[1:]),
-                       [ar.probs(ctx + tree.path(int(tree.parent[u])))[tree.token[u]] for u in range(1, tree.num_nodes)])
+    assert np.allclose(
+        np.exp(built.draft_logprob[1:]),
+        [
+            ar.probs(ctx + tree.path(int(tree.parent[u])))[tree.token[u]]
+            for u in range(1, tree.num_nodes)
+        ],
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -69,15 +80,23 @@ def test_opt_tree_matches_brute_force_over_all_prefix_closed_trees(seed, budget)
     for subset in combinations(prefixes, budget):
         s = set(subset)
         if all(p[:-1] in s for p in s if len(p) > 1):
-            best = max(best, draft_expected_acceptance(ar, ctx, DraftTree.from_paths(sorted(s, key=len))))
+            best = max(
+                best, draft_expected_acceptance(ar, ctx, DraftTree.from_paths(sorted(s, key=len)))
+            )
     got = draft_expected_acceptance(ar, ctx, opt_tree(ar, ctx, budget, depth=depth).tree)
     assert got == pytest.approx(best, rel=1e-12)
 
 
 @settings(max_examples=15)
-@given(seed=st.integers(0, 10 ** 4), budget=st.integers(1, 20), widen=st.integers(1, 3),
-       noise=st.sampled_from([0.0, 0.5, 1.5]))
-def test_dartree_is_a_valid_subtree_of_its_proposal_and_no_worse_than_ddtree(seed, budget, widen, noise):
+@given(
+    seed=st.integers(0, 10**4),
+    budget=st.integers(1, 20),
+    widen=st.integers(1, 3),
+    noise=st.sampled_from([0.0, 0.5, 1.5]),
+)
+def test_dartree_is_a_valid_subtree_of_its_proposal_and_no_worse_than_ddtree(
+    seed, budget, widen, noise
+):
     target, pos, ar = _models(24, seed, noise)
     ctx = (seed % 24,)
     marg = pos.marginals(ctx, 5)
@@ -85,10 +104,16 @@ def test_dartree_is_a_valid_subtree_of_its_proposal_and_no_worse_than_ddtree(see
     proposal = ddtree(marg, widen * budget).tree
     dd = ddtree(marg, budget).tree
     assert tree.budget == min(budget, proposal.budget) and _prefix_closed(tree)
-    assert {tree.path(v) for v in range(tree.num_nodes)} <= {proposal.path(v) for v in range(proposal.num_nodes)}
-    assert draft_expected_acceptance(ar, ctx, tree) >= draft_expected_acceptance(ar, ctx, dd) - 1e-12
+    assert {tree.path(v) for v in range(tree.num_nodes)} <= {
+        proposal.path(v) for v in range(proposal.num_nodes)
+    }
+    assert (
+        draft_expected_acceptance(ar, ctx, tree) >= draft_expected_acceptance(ar, ctx, dd) - 1e-12
+    )
     if widen == 1:
-        assert {tree.path(v) for v in range(tree.num_nodes)} == {dd.path(v) for v in range(dd.num_nodes)}
+        assert {tree.path(v) for v in range(tree.num_nodes)} == {
+            dd.path(v) for v in range(dd.num_nodes)
+        }
 
 
 def test_builders_reject_bad_arguments():
@@ -106,7 +131,9 @@ def test_field_preset_runs_the_new_builders_beside_ddtree_eagle_and_caddtree(tmp
     from exitlaw.simulate.lab.presets import with_overrides
 
     cfg = with_overrides(get_preset("field"), rounds=6)
-    assert {"ddtree", "eagle", "caddtree", "opt-tree", "dartree", "tsubame-univer"} <= set(cfg.builders)
+    assert {"ddtree", "eagle", "caddtree", "opt-tree", "dartree", "tsubame-univer"} <= set(
+        cfg.builders
+    )
     res = run_simulation(cfg, tmp_path, progress=False, log=lambda s: None)
     for name in ("opt-tree", "dartree"):
         agg = res["builders"][name]["aggregates"]

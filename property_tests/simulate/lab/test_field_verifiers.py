@@ -20,7 +20,14 @@ from hypothesis import strategies as st
 from exitlaw.simulate.lab.field_lab import FieldLabConfig, expected_length, run_seed, summarise
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.lab.toy_target import ToyModel, complete_block
-from exitlaw.simulate.verifiers import hsd, hsd_procedure, univer, univer_fixed_tree, univer_procedure, verify_sampled
+from exitlaw.simulate.verifiers import (
+    hsd,
+    hsd_procedure,
+    univer,
+    univer_fixed_tree,
+    univer_procedure,
+    verify_sampled,
+)
 from exitlaw.simulate.verifiers.sampled_draft import _path, draw_draft
 from exitlaw.theory import DistributionError, DraftTree, reference_law
 from exitlaw.paper_repro.paired_effects import records
@@ -29,7 +36,14 @@ from exitlaw.paper_repro.paired_effects import records
 hsd_module = import_module("exitlaw.simulate.verifiers.hsd")
 univer_module = import_module("exitlaw.simulate.verifiers.univer")
 ONE = Fraction(1)
-TREES = ([-1, 0, 0], [-1, 0, 0, 1], [-1, 0, 0, 1, 1], [-1, 0, 0, 1, 2], [-1, 0, 1, 0], [-1, 0, 0, 0])
+TREES = (
+    [-1, 0, 0],
+    [-1, 0, 0, 1],
+    [-1, 0, 0, 1, 1],
+    [-1, 0, 0, 1, 2],
+    [-1, 0, 1, 0],
+    [-1, 0, 0, 0],
+)
 
 
 def _depth(topology):
@@ -54,18 +68,22 @@ def completed_law(procedure, topology, target, drafter, *, without_replacement: 
 
 
 @settings(max_examples=12)
-@given(seed=st.integers(0, 10 ** 6), depth=st.integers(1, 3), vocab=st.integers(2, 4))
+@given(seed=st.integers(0, 10**6), depth=st.integers(1, 3), vocab=st.integers(2, 4))
 def test_hsd_completed_block_law_equals_target_law(seed, depth, vocab):
     target, drafter = ToyModel(vocab, seed), ToyModel(vocab, seed + 7, zero_prob=0.3)
-    law, truth = completed_law(hsd_procedure, list(range(-1, depth)), target, drafter, without_replacement=False)
+    law, truth = completed_law(
+        hsd_procedure, list(range(-1, depth)), target, drafter, without_replacement=False
+    )
     assert law == truth
 
 
 @settings(max_examples=10)
-@given(seed=st.integers(0, 10 ** 6), shape=st.sampled_from(TREES), vocab=st.integers(3, 4))
+@given(seed=st.integers(0, 10**6), shape=st.sampled_from(TREES), vocab=st.integers(3, 4))
 def test_univer_completed_block_law_equals_target_law(seed, shape, vocab):
     target, drafter = ToyModel(vocab, seed), ToyModel(vocab, seed + 7, zero_prob=0.0)
-    law, truth = completed_law(univer_procedure, list(shape), target, drafter, without_replacement=True)
+    law, truth = completed_law(
+        univer_procedure, list(shape), target, drafter, without_replacement=True
+    )
     assert law == truth
 
 
@@ -105,8 +123,13 @@ def test_hsd_mutant_without_the_recursive_cap_is_caught(monkeypatch):
     monkeypatch.setattr(hsd_module, "spine_levels", _uncapped_levels)
     caught = 0
     for seed in range(6):
-        law, truth = completed_law(hsd_procedure, [-1, 0, 1], ToyModel(2, seed), ToyModel(2, seed + 7, zero_prob=0.3),
-                                   without_replacement=False)
+        law, truth = completed_law(
+            hsd_procedure,
+            [-1, 0, 1],
+            ToyModel(2, seed),
+            ToyModel(2, seed + 7, zero_prob=0.3),
+            without_replacement=False,
+        )
         caught += law != truth
     assert caught >= 1
 
@@ -115,8 +138,13 @@ def test_univer_mutant_with_replacement_siblings_is_caught(monkeypatch):
     monkeypatch.setattr(univer_module, "sibling_plan", _sibling_plan_with_replacement)
     caught = 0
     for seed in range(6):
-        law, truth = completed_law(univer_procedure, [-1, 0, 0, 0], ToyModel(4, seed),
-                                   ToyModel(4, seed + 7, zero_prob=0.0), without_replacement=True)
+        law, truth = completed_law(
+            univer_procedure,
+            [-1, 0, 0, 0],
+            ToyModel(4, seed),
+            ToyModel(4, seed + 7, zero_prob=0.0),
+            without_replacement=True,
+        )
         caught += law != truth
     assert caught >= 1
 
@@ -125,7 +153,9 @@ def test_univer_mutant_with_replacement_siblings_is_caught(monkeypatch):
 def test_hsd_conditional_length_exceeds_the_fixed_tree_ceiling():
     """p = q uniform on a one-token chain: HSD accepts surely, E[L] = 2 > 1 + C_p = 1.5."""
     half = [Fraction(1, 2)] * 2
-    law = enumerate_law(lambda r: hsd_procedure([-1, 0], [-1, 0], [half, half], [half, half], r), one=ONE)
+    law = enumerate_law(
+        lambda r: hsd_procedure([-1, 0], [-1, 0], [half, half], [half, half], r), one=ONE
+    )
     tree = DraftTree.chain([0])
     mean_len = sum((v + 1) * p for (v, _), p in law.items())
     assert mean_len == 2 and reference_law(tree, [half, half]).expected_length == Fraction(3, 2)
@@ -154,9 +184,13 @@ def test_expected_length_is_the_mean_of_the_enumerated_law():
     law = enumerate_law(lambda r: univer_procedure(topo, toks, p, q, r), one=1.0)
     full = sum(p_ * (_depth(topo)[v] + 1) for (v, _), p_ in law.items())
     assert expected_length(univer_procedure, topo, toks, p, q) == pytest.approx(full, abs=1e-12)
-    law = enumerate_law(lambda r: verify_sampled(topo, toks, p, q, r, without_replacement=True), one=1.0)
+    law = enumerate_law(
+        lambda r: verify_sampled(topo, toks, p, q, r, without_replacement=True), one=1.0
+    )
     full = sum(p_ * (_depth(topo)[v] + 1) for (v, _), p_ in law.items())
-    assert expected_length(verify_sampled, topo, toks, p, q, without_replacement=True) == pytest.approx(full, abs=1e-12)
+    assert expected_length(
+        verify_sampled, topo, toks, p, q, without_replacement=True
+    ) == pytest.approx(full, abs=1e-12)
 
 
 def test_field_lab_writes_ledger_records():
@@ -188,8 +222,28 @@ def test_field_lab_command_writes_the_record_file(tmp_path, capsys):
     from exitlaw.cli import main
 
     out = tmp_path / "lab.json"
-    assert main(["field-lab", "--out", str(out), "--seeds", "2", "--contexts", "2", "--budget", "3",
-                 "--horizon", "2", "--vocab", "12", "--noise", "1.0"]) == 0
+    assert (
+        main(
+            [
+                "field-lab",
+                "--out",
+                str(out),
+                "--seeds",
+                "2",
+                "--contexts",
+                "2",
+                "--budget",
+                "3",
+                "--horizon",
+                "2",
+                "--vocab",
+                "12",
+                "--noise",
+                "1.0",
+            ]
+        )
+        == 0
+    )
     assert "univer-rrs_wo" in capsys.readouterr().out
     assert len(records(json.loads(out.read_text()))) == 3
 
@@ -200,4 +254,6 @@ def test_univer_rejects_a_repeated_sibling():
     rows = [[Fraction(1, 4), Fraction(3, 4)]] + [half] * 3
     with pytest.raises(DistributionError, match="repeated sibling"):
         # root children 0, 0 (node 2 repeats node 1): reached when the spine walks back to the root
-        enumerate_law(lambda r: univer_procedure([-1, 0, 0, 1], [-1, 0, 0, 1], rows, [half] * 4, r), one=ONE)
+        enumerate_law(
+            lambda r: univer_procedure([-1, 0, 0, 1], [-1, 0, 0, 1], rows, [half] * 4, r), one=ONE
+        )

@@ -21,7 +21,12 @@ from exitlaw.simulate.lab.models import (
 contexts = st.lists(st.integers(0, 11), min_size=0, max_size=6).map(tuple)
 
 
-@given(ctx=contexts, order=st.integers(1, 4), zipf=st.floats(0.3, 3.0), temp=st.sampled_from([0.0, 0.5, 1.0, 2.0]))
+@given(
+    ctx=contexts,
+    order=st.integers(1, 4),
+    zipf=st.floats(0.3, 3.0),
+    temp=st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+)
 def test_target_rows_are_distributions_determined_by_the_context_suffix(ctx, order, zipf, temp):
     t = NGramTarget(12, order=order, zipf=zipf, temperature=temp, seed=3)
     row = t.probs(ctx)
@@ -30,7 +35,9 @@ def test_target_rows_are_distributions_determined_by_the_context_suffix(ctx, ord
     if len(ctx) >= order - 1:
         np.testing.assert_array_equal(row, t.probs(padded))
     # a fresh object (empty cache) reproduces the row exactly
-    np.testing.assert_array_equal(row, NGramTarget(12, order=order, zipf=zipf, temperature=temp, seed=3).probs(ctx))
+    np.testing.assert_array_equal(
+        row, NGramTarget(12, order=order, zipf=zipf, temperature=temp, seed=3).probs(ctx)
+    )
 
 
 def test_target_rows_follow_a_permuted_zipf_spectrum_and_differ_across_contexts():
@@ -96,7 +103,10 @@ def test_autoregressive_drafter_without_mismatch_is_the_target_and_mismatch_grow
     exact = AutoregressiveDrafter(t, noise=0.0, temperature=1.0, eps=0.0)
     np.testing.assert_allclose(exact.probs((3, 5)), t.probs((5,)), atol=1e-15)
     assert mean_depth1_kl(t, exact, ctxs) < 1e-12
-    kls = [mean_depth1_kl(t, AutoregressiveDrafter(t, noise=s, eps=1e-3), ctxs) for s in (0.0, 0.5, 1.5)]
+    kls = [
+        mean_depth1_kl(t, AutoregressiveDrafter(t, noise=s, eps=1e-3), ctxs)
+        for s in (0.0, 0.5, 1.5)
+    ]
     assert kls[0] < kls[1] < kls[2]
     hot = mean_depth1_kl(t, AutoregressiveDrafter(t, noise=0.0, temperature=2.0, eps=0.0), ctxs)
     assert hot > 0.01
@@ -105,8 +115,10 @@ def test_autoregressive_drafter_without_mismatch_is_the_target_and_mismatch_grow
 def test_drafters_of_a_greedy_target_model_its_temperature_one_law():
     t1 = NGramTarget(30, order=2, zipf=1.2, seed=8)
     t0 = t1.with_temperature(0.0)
-    for kind in (lambda t: AutoregressiveDrafter(t, noise=0.3, seed=2).probs((4,)),
-                 lambda t: PositionWiseDrafter(t, noise=0.3, seed=2).marginals((4,), 3)):
+    for kind in (
+        lambda t: AutoregressiveDrafter(t, noise=0.3, seed=2).probs((4,)),
+        lambda t: PositionWiseDrafter(t, noise=0.3, seed=2).marginals((4,), 3),
+    ):
         np.testing.assert_array_equal(kind(t0), kind(t1))
 
 

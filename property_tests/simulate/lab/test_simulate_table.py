@@ -14,9 +14,27 @@ from exitlaw.simulate.lab.run import MATCHED, output_paths, row_names, run_simul
 
 
 def _cfg(**kw) -> SimConfig:
-    base = dict(name="t", vocab=32, order=2, zipf=2.0, horizon=4, budget=8, rounds=12, eagle_depth=3, eagle_top_k=3,
-                caddtree_max_budget=24, oracle=False, latency={"draft": 2.0, "base": 10.0, "linear": 0.5,
-                                                                "quadratic": 0.0, "tile": 0, "tile_cost": 0.0})
+    base = dict(
+        name="t",
+        vocab=32,
+        order=2,
+        zipf=2.0,
+        horizon=4,
+        budget=8,
+        rounds=12,
+        eagle_depth=3,
+        eagle_top_k=3,
+        caddtree_max_budget=24,
+        oracle=False,
+        latency={
+            "draft": 2.0,
+            "base": 10.0,
+            "linear": 0.5,
+            "quadratic": 0.0,
+            "tile": 0,
+            "tile_cost": 0.0,
+        },
+    )
     return SimConfig(**{**base, **kw})
 
 
@@ -32,13 +50,18 @@ def test_eagle_latency_charges_one_drafter_call_per_depth_level():
 def test_run_rows_label_tsubame_match_caddtree_and_charge_eagle(tmp_path):
     cfg = _cfg(builders=("eagle", "caddtree", "tsubame"))
     assert row_names(cfg) == ["eagle", "caddtree", MATCHED, "tsubame"]
-    assert [p.name for p in output_paths(cfg, tmp_path)][1:] == [f"trace_{b}.jsonl" for b in row_names(cfg)]
+    assert [p.name for p in output_paths(cfg, tmp_path)][1:] == [
+        f"trace_{b}.jsonl" for b in row_names(cfg)
+    ]
     lines = []
     res = run_simulation(cfg, tmp_path, progress=False, log=lines.append)
     text = "\n".join(lines)
     b = res["builders"]
     # Tsubame's tree under the config's verifier, and the label says so
-    assert b["tsubame"]["label"] == row_label("tsubame", cfg) == "tsubame+tev" and "tsubame+tev" in text
+    assert (
+        b["tsubame"]["label"] == row_label("tsubame", cfg) == "tsubame+tev"
+        and "tsubame+tev" in text
+    )
     # DDTree at round(CaDDTree's mean budget), same run: every round uses exactly that budget
     matched = round(b["caddtree"]["aggregates"]["mean_budget"])
     assert b[MATCHED]["matched_budget"] == matched
@@ -52,4 +75,7 @@ def test_run_rows_label_tsubame_match_caddtree_and_charge_eagle(tmp_path):
     assert b["eagle"]["aggregates"]["speedup"] == pytest.approx(want)
     assert b["eagle"]["aggregates"]["speedup"] < one.speedup(L, n)
     assert b["eagle"]["drafter_calls_per_round"] == 3
-    assert json.loads((tmp_path / "results.json").read_text())["builders"][MATCHED]["label"] == f"ddtree@B={matched}"
+    assert (
+        json.loads((tmp_path / "results.json").read_text())["builders"][MATCHED]["label"]
+        == f"ddtree@B={matched}"
+    )

@@ -15,7 +15,12 @@ from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, PROVED, UNPROVED, iden
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.prove.symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
 from exitlaw.simulate.prove.tree_enum import all_trees, token_assignments, tree_shapes
-from exitlaw.simulate.verifiers import greedy_procedure, predraw_procedure, residual_procedure, tev_procedure
+from exitlaw.simulate.verifiers import (
+    greedy_procedure,
+    predraw_procedure,
+    residual_procedure,
+    tev_procedure,
+)
 from exitlaw.theory import DraftTree
 from exitlaw.theory.exact import reference_block_law, reference_law
 
@@ -28,7 +33,9 @@ def test_tree_shapes_are_the_rooted_trees_counted_by_a000081():
     for n in range(1, 7):
         shapes = tree_shapes(n)
         for parent in shapes:
-            DraftTree(parent=np.array(parent), token=np.array([-1] + list(range(n - 1))))  # valid topology
+            DraftTree(
+                parent=np.array(parent), token=np.array([-1] + list(range(n - 1)))
+            )  # valid topology
         assert len({_canon(p) for p in shapes}) == len(shapes)  # pairwise non-isomorphic
 
 
@@ -39,6 +46,7 @@ def _canon(parent):
 
     def c(v):
         return tuple(sorted(c(u) for u in kids[v]))
+
     return c(0)
 
 
@@ -56,8 +64,11 @@ def test_token_assignments_meet_every_relabelling_orbit(vocab):
     for parent in tree_shapes(5):
         listed = [tuple(t) for t in token_assignments(parent, vocab)]
         kids = [[u for u in range(1, len(parent)) if parent[u] == v] for v in range(len(parent))]
-        every = [(-1,) + t for t in itertools.product(range(vocab), repeat=len(parent) - 1)
-                 if all(len({t[u - 1] for u in k}) == len(k) for k in kids)]
+        every = [
+            (-1,) + t
+            for t in itertools.product(range(vocab), repeat=len(parent) - 1)
+            if all(len({t[u - 1] for u in k}) == len(k) for k in kids)
+        ]
         assert set(listed) <= set(every)
         assert {tuple(_canon_tokens(parent, t)) for t in every} == set(listed)
 
@@ -89,9 +100,14 @@ def test_identities_match_the_exact_reference_on_rational_rows():
     assert ids["ceiling"] == reference_law(tree, rows, one).expected_length == ids["mean"]
 
 
-@pytest.mark.parametrize("name,proc,orders", [("predraw", predraw_procedure, False),
-                                              ("residual", residual_procedure, True),
-                                              ("tev", tev_procedure, False)])
+@pytest.mark.parametrize(
+    "name,proc,orders",
+    [
+        ("predraw", predraw_procedure, False),
+        ("residual", residual_procedure, True),
+        ("tev", tev_procedure, False),
+    ],
+)
 def test_exact_verifiers_are_proved_on_every_tree_up_to_six_nodes(name, proc, orders):
     rep = prove(proc, name=name, max_nodes=6, vocab=2, every_child_order=orders)
     assert rep.status == PROVED and rep.exit_code == 0, rep.counterexample
@@ -99,8 +115,10 @@ def test_exact_verifiers_are_proved_on_every_tree_up_to_six_nodes(name, proc, or
     assert sum(rep.trees.values()) == sum(1 for _ in all_trees(6, 2))
     if orders:
         assert rep.variants > sum(rep.trees.values())  # more than one child order was run
-    print(f"{name}: proved on {sum(rep.trees.values())} trees ({rep.variants} runs) in {rep.seconds:.1f} s "
-          f"({rep.cpu_seconds:.1f} s CPU)")
+    print(
+        f"{name}: proved on {sum(rep.trees.values())} trees ({rep.variants} runs) in {rep.seconds:.1f} s "
+        f"({rep.cpu_seconds:.1f} s CPU)"
+    )
 
 
 def test_greedy_is_not_symbolic_and_a_rational_counterexample_is_found():
@@ -116,7 +134,10 @@ def test_every_enumerable_mutant_gets_a_checked_rational_counterexample(mutant):
     rep = prove(mutant.procedure, name=mutant.name, max_nodes=4, vocab=3)
     assert rep.status == COUNTEREXAMPLE and rep.exit_code == 1, rep.note
     c = rep.counterexample
-    assert c["verdict"] == {NOT_EXACT: "not exact", NOT_SATURATING: "exact but not saturating"}[mutant.expected]
+    assert (
+        c["verdict"]
+        == {NOT_EXACT: "not exact", NOT_SATURATING: "exact but not saturating"}[mutant.expected]
+    )
     # re-check the counterexample independently: exact enumeration at the printed rational rows
     tree = DraftTree(parent=np.array(c["tree"]["parent"]), token=np.array(c["tree"]["token"]))
     rows = [[Fraction(x) for x in r] for r in c["rows"]]
@@ -127,8 +148,9 @@ def test_every_enumerable_mutant_gets_a_checked_rational_counterexample(mutant):
     for k, p in law.items():
         impl[k] += p
     assert any(impl[(v, y)] != canon[v][y] for v, y in impl)
-    assert {k: str(v) for k, v in impl.items() if v or canon[k[0]][k[1]]} == \
-        {tuple(map(int, k.split(","))): v for k, v in c["implementation_law"].items()}
+    assert {k: str(v) for k, v in impl.items() if v or canon[k[0]][k[1]]} == {
+        tuple(map(int, k.split(","))): v for k, v in c["implementation_law"].items()
+    }
 
 
 def _compares_probabilities(tree, rows, rand):
@@ -145,14 +167,39 @@ def test_a_verifier_that_compares_probabilities_is_unproved_not_proved():
 
 def test_prove_command_writes_a_certificate(tmp_path, capsys):
     out = tmp_path / "cert.json"
-    assert main(["prove", "exitlaw.simulate.verifiers:tev_procedure", "--max-nodes", "4", "--vocab", "2",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "prove",
+                "exitlaw.simulate.verifiers:tev_procedure",
+                "--max-nodes",
+                "4",
+                "--vocab",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "PROVED" in capsys.readouterr().out
     cert = json.loads(out.read_text())
     assert cert["status"] == PROVED and len(cert["source_sha256"]) == 64 and cert["seconds"] > 0
     assert 0 < cert["cpu_seconds"]
     assert cert["shapes"] == {"1": 1, "2": 1, "3": 2, "4": 4} and sum(cert["trees"].values()) > 4
-    assert main(["prove", "exitlaw.simulate.verifiers:tev_procedure", "--max-nodes", "2", "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "prove",
+                "exitlaw.simulate.verifiers:tev_procedure",
+                "--max-nodes",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
 
 
 def test_prove_command_prints_the_counterexample_of_a_mutant(capsys):
@@ -161,10 +208,13 @@ def test_prove_command_prints_the_counterexample_of_a_mutant(capsys):
     assert "COUNTEREXAMPLE (not exact" in out and "p_0 = [" in out and "<-" in out
 
 
-@pytest.mark.parametrize("spec,message", [
-    ("exitlaw.simulate.verifiers:chain_speculative", "cannot be called as f(tree, rows, rand"),
-    ("no_such_module_xyz:f", "cannot import module"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("exitlaw.simulate.verifiers:chain_speculative", "cannot be called as f(tree, rows, rand"),
+        ("no_such_module_xyz:f", "cannot import module"),
+    ],
+)
 def test_prove_command_rejects_what_it_cannot_prove(spec, message, capsys):
     assert main(["prove", spec, "--max-nodes", "2"]) == 2
     assert message in capsys.readouterr().err
@@ -173,15 +223,20 @@ def test_prove_command_rejects_what_it_cannot_prove(spec, message, capsys):
 def _specinfer_uniform_draft(tree, rows, rand):
     """Recursive rejection (without replacement) against a uniform drafter, on the realised tree."""
     from exitlaw.simulate.verifiers.sampled_draft import verify_sampled
+
     vocab = len(rows[0])
     q = [[Fraction(1, vocab)] * vocab for _ in rows]
-    return verify_sampled(list(tree.parent), list(tree.token), rows, q, rand, without_replacement=True)
+    return verify_sampled(
+        list(tree.parent), list(tree.token), rows, q, rand, without_replacement=True
+    )
 
 
 def test_sampled_draft_rule_gets_an_exact_witness_that_it_is_not_conditionally_exact():
     rep = prove(_specinfer_uniform_draft, max_nodes=3, vocab=2, search_points=20)
     assert rep.status == COUNTEREXAMPLE, rep.note
-    assert "not symbolic" in rep.note  # it branches on the sign of p - q, so rational points were searched
+    assert (
+        "not symbolic" in rep.note
+    )  # it branches on the sign of p - q, so rational points were searched
     assert "block" in rep.counterexample["failed"]
 
 
@@ -193,12 +248,34 @@ def test_installed_script_imports_a_verifier_module_from_the_current_directory(t
     from pathlib import Path
 
     script = Path(sys.executable).parent / "exitlaw"
-    (tmp_path / "myver.py").write_text("from exitlaw.simulate.verifiers import tev_procedure as proc\n")
-    done = subprocess.run([str(script), "prove", "myver:proc", "--max-nodes", "2", "--vocab", "2"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    (tmp_path / "myver.py").write_text(
+        "from exitlaw.simulate.verifiers import tev_procedure as proc\n"
+    )
+    done = subprocess.run(
+        [str(script), "prove", "myver:proc", "--max-nodes", "2", "--vocab", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "status: proved" in done.stdout
-    root = Path(__file__).resolve().parents[3]   # the repository root
-    done = subprocess.run([str(script), "prove", "property_tests.helpers.mutants:shared_uniform_across_levels_verifier",
-                           "--max-nodes", "3", "--vocab", "2"], cwd=root, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1 and "status: counterexample" in done.stdout, done.stdout + done.stderr
+    root = Path(__file__).resolve().parents[3]  # the repository root
+    done = subprocess.run(
+        [
+            str(script),
+            "prove",
+            "property_tests.helpers.mutants:shared_uniform_across_levels_verifier",
+            "--max-nodes",
+            "3",
+            "--vocab",
+            "2",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "status: counterexample" in done.stdout, (
+        done.stdout + done.stderr
+    )

@@ -18,8 +18,10 @@ from exitlaw.theory import DraftTree
 from helpers.mutants import residual_no_renormalise
 
 
-@pytest.mark.parametrize("name,proc", [("residual", residual_procedure), ("predraw", predraw_procedure),
-                                       ("tev", tev_procedure)])
+@pytest.mark.parametrize(
+    "name,proc",
+    [("residual", residual_procedure), ("predraw", predraw_procedure), ("tev", tev_procedure)],
+)
 def test_exact_verifiers_are_lossless_over_two_rounds(name, proc):
     rep = prove_two_rounds(proc, name=name, max_nodes=3, vocab=2)
     assert rep.status == PROVED and rep.exit_code == 0 and rep.symbolic
@@ -29,11 +31,15 @@ def test_exact_verifiers_are_lossless_over_two_rounds(name, proc):
 def _recheck(proc, c, context=None):
     t1 = DraftTree(parent=np.array(c["tree1"]["parent"]), token=np.array(c["tree1"]["token"]))
     t2 = DraftTree(parent=np.array(c["tree2"]["parent"]), token=np.array(c["tree2"]["token"]))
-    rows = {tuple(int(x) for x in k.split(",")) if k != "()" else (): [Fraction(x) for x in r]
-            for k, r in c["target_rows"].items()}
+    rows = {
+        tuple(int(x) for x in k.split(",")) if k != "()" else (): [Fraction(x) for x in r]
+        for k, r in c["target_rows"].items()
+    }
     law = two_round_law(proc, t1, t2, lambda s: rows[tuple(s)], Fraction(1), context)
     gaps = marginal_gaps(law, lambda s: rows[tuple(s)], c["vocab"], c["horizon"], Fraction(1))
-    assert {",".join(map(str, s)): str(g) for s, g in gaps.items() if g} == c["completed_minus_target"]
+    assert {",".join(map(str, s)): str(g) for s, g in gaps.items() if g} == c[
+        "completed_minus_target"
+    ]
 
 
 def test_a_mutant_verifier_is_refuted_over_two_rounds():
@@ -50,7 +56,19 @@ def test_a_dropped_context_in_round_two_is_refuted():
 
 
 def test_prove_command_two_rounds(capsys):
-    assert main(["prove", "exitlaw.simulate.verifiers:tev_procedure", "--rounds", "2", "--max-nodes", "2"]) == 0
+    assert (
+        main(
+            [
+                "prove",
+                "exitlaw.simulate.verifiers:tev_procedure",
+                "--rounds",
+                "2",
+                "--max-nodes",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "PROVED (lossless over two rounds)" in capsys.readouterr().out
     assert main(["prove", "helpers.mutants:residual_no_renormalise", "--rounds", "2"]) == 1
     assert "COUNTEREXAMPLE (not lossless over two rounds)" in capsys.readouterr().out

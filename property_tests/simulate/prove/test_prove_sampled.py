@@ -10,8 +10,13 @@ import pytest
 
 from exitlaw.cli import main
 from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, PROVED, UNPROVED, identities
-from exitlaw.simulate.prove.sampled import (RULES, chain_rule, conditional_witness, marginal_gaps, prefix_rows,
-                                            prove_marginal, without_replacement_rule)
+from exitlaw.simulate.prove.sampled import (
+    RULES,
+    conditional_witness,
+    marginal_gaps,
+    prefix_rows,
+    prove_marginal,
+)
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers.sampled_draft import verify_sampled
 from exitlaw.theory import DraftTree
@@ -23,14 +28,20 @@ from helpers.cli_verifiers import rrs_bonus_from_target
 def test_sampled_draft_rules_are_proved_marginally_exact_with_symbolic_drafts(name):
     rep = prove_marginal(RULES[name], name=name, max_nodes=3, vocab=2)
     assert rep.status == PROVED and rep.exit_code == 0, rep.note
-    assert rep.regions > rep.topologies  # the rules compare p with q: more than one sign region was checked
+    assert (
+        rep.regions > rep.topologies
+    )  # the rules compare p with q: more than one sign region was checked
     w = rep.conditional_witness  # and on a fixed drafted tree they are not exact
     assert w and any(w["implementation_law"][k] != w["block_law"][k] for k in w["block_law"])
     tree = DraftTree(parent=np.array(w["tree"]["parent"]), token=np.array(w["tree"]["token"]))
     p = [[Fraction(x) for x in r] for r in w["target_rows"]]
     q = [[Fraction(x) for x in r] for r in w["draft_rows"]]
-    law = enumerate_law(lambda r: verify_sampled(list(tree.parent), list(tree.token), p, q, r,
-                                                 without_replacement=name != "specinfer"), one=Fraction(1))
+    law = enumerate_law(
+        lambda r: verify_sampled(
+            list(tree.parent), list(tree.token), p, q, r, without_replacement=name != "specinfer"
+        ),
+        one=Fraction(1),
+    )
     assert not identities(tree, p, law, Fraction(1))["block"]  # re-checked at the printed rows
 
 
@@ -40,14 +51,24 @@ def test_a_mutant_rule_gets_a_checked_rational_counterexample():
     c = rep.counterexample
     assert c["region"] and c["completed_minus_target"]
     target, draft, one, _ = prefix_rows(c["vocab"], c["horizon"])
-    pt_rows = {tuple(int(t) for t in k.split(",") if t) if k != "()" else (): [Fraction(x) for x in r]
-               for k, r in c["target_rows"].items()}
-    q_rows = {tuple(int(t) for t in k.split(",") if t) if k != "()" else (): [Fraction(x) for x in r]
-              for k, r in c["draft_rows"].items()}
-    law = enumerate_law(lambda r: rrs_bonus_from_target(c["topology"], lambda s: pt_rows[tuple(s)],
-                                                        lambda s: q_rows[tuple(s)], r), one=Fraction(1))
+    pt_rows = {
+        tuple(int(t) for t in k.split(",") if t) if k != "()" else (): [Fraction(x) for x in r]
+        for k, r in c["target_rows"].items()
+    }
+    q_rows = {
+        tuple(int(t) for t in k.split(",") if t) if k != "()" else (): [Fraction(x) for x in r]
+        for k, r in c["draft_rows"].items()
+    }
+    law = enumerate_law(
+        lambda r: rrs_bonus_from_target(
+            c["topology"], lambda s: pt_rows[tuple(s)], lambda s: q_rows[tuple(s)], r
+        ),
+        one=Fraction(1),
+    )
     gaps = marginal_gaps(law, lambda s: pt_rows[tuple(s)], c["vocab"], c["horizon"], Fraction(1))
-    assert {",".join(map(str, s)): str(g) for s, g in gaps.items() if g} == c["completed_minus_target"]
+    assert {",".join(map(str, s)): str(g) for s, g in gaps.items() if g} == c[
+        "completed_minus_target"
+    ]
 
 
 def test_marginal_identity_is_the_target_law_for_exact_sampling():
@@ -59,7 +80,9 @@ def test_marginal_identity_is_the_target_law_for_exact_sampling():
 
 
 def test_tsubame_is_searched_at_rational_points_not_proved():
-    rep = prove_marginal(RULES["tsubame"], name="tsubame", max_nodes=3, vocab=2, search_points=2, witness=False)
+    rep = prove_marginal(
+        RULES["tsubame"], name="tsubame", max_nodes=3, vocab=2, search_points=2, witness=False
+    )
     assert rep.status == UNPROVED and "not symbolic" in rep.note
 
 
@@ -72,7 +95,10 @@ def test_three_tokens_need_the_emptiness_certificates_and_are_proved(name):
 
 def test_a_region_without_a_rational_point_makes_it_unproved_not_proved(monkeypatch):
     import exitlaw.simulate.prove.sampled as ps
-    monkeypatch.setattr(ps, "point_in_region", lambda *a, **k: None)  # as if every failing region were empty
+
+    monkeypatch.setattr(
+        ps, "point_in_region", lambda *a, **k: None
+    )  # as if every failing region were empty
     rep = prove_marginal(rrs_bonus_from_target, max_nodes=2, vocab=2, witness=False)
     assert rep.status == UNPROVED and rep.unresolved > 0 and "not a proof" in rep.note
 
@@ -83,10 +109,36 @@ def test_conditional_witness_exceeds_the_ceiling_or_breaks_the_block_law():
 
 
 def test_prove_command_marginal_mode(capsys):
-    assert main(["prove", "exitlaw.simulate.prove.sampled:without_replacement_rule", "--mode", "marginal",
-                 "--max-nodes", "3", "--vocab", "2"]) == 0
+    assert (
+        main(
+            [
+                "prove",
+                "exitlaw.simulate.prove.sampled:without_replacement_rule",
+                "--mode",
+                "marginal",
+                "--max-nodes",
+                "3",
+                "--vocab",
+                "2",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "PROVED (marginally exact)" in out and "NOT CONDITIONALLY EXACT (witness)" in out
-    assert main(["prove", "helpers.cli_verifiers:rrs_bonus_from_target", "--mode", "marginal", "--max-nodes", "2",
-                 "--vocab", "2"]) == 1
+    assert (
+        main(
+            [
+                "prove",
+                "helpers.cli_verifiers:rrs_bonus_from_target",
+                "--mode",
+                "marginal",
+                "--max-nodes",
+                "2",
+                "--vocab",
+                "2",
+            ]
+        )
+        == 1
+    )
     assert "COUNTEREXAMPLE (not marginally exact" in capsys.readouterr().out
