@@ -182,7 +182,12 @@ def paired_interval(
         raise PairedEffectError(
             f"a '{comparison}' record has no usable rel_pct interval: {err}"
         ) from None
-    return pool(ivs), hits
+    levels = sorted({iv.level for iv in ivs})
+    if len(levels) != 1:
+        raise PairedEffectError(
+            f"the '{comparison}' records mix interval levels {levels}: pool one level at a time"
+        )
+    return pool(ivs, level=levels[0]), hits
 
 
 __all__ = ["records", "readable", "paired_interval", "PairedEffectError", "SWEEP_SCHEMA"]
