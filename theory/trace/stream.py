@@ -187,21 +187,20 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
     over = (mass > 1 + atol).any(axis=1)
     if over.any():
         _raise_first(bucket, _first_bad(over), atol)
-    exit_node = np.array(
-        [-1 if r[2].get("exit_node") is None else r[2]["exit_node"] for r in recs], dtype=object
-    )
+    written = [r[2].get("exit_node") for r in recs]  # None: no exit recorded
     bonus = [r[2].get("bonus") for r in recs]
+    # checked as written, before -1 stands for "no exit": a written -1 is not a node
     bad_exit = [
         i
-        for i, (e, m) in enumerate(zip(exit_node, n))
-        if not (e == -1 or (type(e) is int and 0 <= e < m))
+        for i, (e, m) in enumerate(zip(written, n))
+        if not (e is None or (type(e) is int and 0 <= e < m))
     ]
     bad_exit += [
         i for i, x in enumerate(bonus) if x is not None and not (type(x) is int and 0 <= x < 2**63)
     ]
     if bad_exit:
         _raise_first(bucket, min(bad_exit), atol)
-    ex = exit_node.astype(np.int64)
+    ex = np.array([-1 if e is None else e for e in written], dtype=np.int64)
     block = np.where(ex >= 0, depth[np.arange(k), np.maximum(ex, 0)] + 1, -1)
     max_depth = np.where(valid, depth, 0).max(axis=1)
     depth_law = np.bincount(depth.ravel(), weights=w.ravel(), minlength=int(max_depth.max()) + 1)
