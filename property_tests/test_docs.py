@@ -198,3 +198,22 @@ def test_the_checks_catch_planted_mistakes(tmp_path):
         "§42",
     ]
     assert any("docs/nowhere.md" in s for s in sections)
+
+
+def test_the_api_reference_sees_every_part_at_its_dotted_place(tmp_path):
+    """The MkDocs hook lays ``package-dir`` out as ``exitlaw/<part>`` for mkdocstrings."""
+    pytest.importorskip("mkdocs")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("source_tree", DOCS / "hooks" / "source_tree.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    layout = hook.package_layout(ROOT)
+    assert {"exitlaw", "exitlaw.theory", "exitlaw.simulate", "exitlaw.engine"} <= set(layout)
+    tree = hook.link_tree(ROOT, tmp_path / "src")
+    for name, folder in layout.items():
+        init = tree.joinpath(*name.split("."), "__init__.py")
+        assert init.resolve() == (folder / "__init__.py").resolve(), name
+    assert (
+        tree / "exitlaw" / "cli" / "__init__.py"
+    ).resolve() == ROOT / "exitlaw" / "cli" / "__init__.py"

@@ -9,20 +9,30 @@ at it. Nothing is imported and nothing in the repository is written.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
-import tomllib
 from mkdocs.plugins import event_priority
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: read the one table this hook needs by hand
+    tomllib = None
 
 _TREES: list[Path] = []
 
 
 def package_layout(root: Path) -> dict[str, Path]:
     """``{dotted package: folder}`` from ``[tool.setuptools] package-dir`` in ``pyproject.toml``."""
-    with open(root / "pyproject.toml", "rb") as f:
-        mapping = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+    if tomllib is not None:
+        with open(root / "pyproject.toml", "rb") as f:
+            mapping = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+    else:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+        line = re.search(r"^package-dir\s*=\s*\{(.*)\}\s*$", text, re.M).group(1)
+        mapping = dict(re.findall(r'"([\w.]+)"\s*=\s*"([\w./-]+)"', line))
     return {name: (root / folder).resolve() for name, folder in mapping.items()}
 
 
