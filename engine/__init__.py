@@ -1,4 +1,4 @@
-"""exitlaw.engine: real tree speculative decoding in PyTorch (DESIGN.md section 2).
+"""exitlaw.engine: real tree speculative decoding in PyTorch (docs/architecture.md §1).
 
 Never imports JAX. Public names load their module (and torch) on first access,
 so ``exitlaw --help`` and the JAX-only commands do not pay for importing torch.

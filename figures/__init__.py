@@ -1,4 +1,4 @@
-"""exitlaw.figures (see DESIGN.md section 2): one module per figure, data in, PNG + PDF out.
+"""exitlaw.figures (see docs/architecture.md §1): one module per figure, data in, PNG + PDF out.
 
 ``exitlaw figures [--out DIR] [--only NAME] [--overwrite]`` regenerates them all.
 """

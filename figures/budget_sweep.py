@@ -7,7 +7,7 @@ tau (mean block length, with its standard error), the mean ceiling
 ``1 + C_p(T)`` of the trees it built, and the mean oracle ceiling
 ``1 + C*_p(B)`` at the same budget, and the per-round allocation gap's mean and
 standard error (over rounds); the shaded band between DDTree's ceiling
-and the oracle's is the allocation gap (DESIGN.md, "Oracle tree"). Chain
+and the oracle's is the allocation gap (docs/design.md §1.5, "Oracle tree"). Chain
 always drafts ``horizon`` tokens, so its points do not move with ``B``.
 """
 

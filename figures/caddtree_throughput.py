@@ -1,4 +1,4 @@
-"""Figure: CaDDTree's expected tokens per unit time against the budget (DESIGN.md, Builders).
+"""Figure: CaDDTree's expected tokens per unit time against the budget (docs/design.md §1.9, Builders).
 
 For a few contexts of one synthetic pair, DDTree pops ``n = 0..n_max``
 prefixes; ``f(n) = (1 + Phi(n)) / (C_draft + C_verify(n))`` is computed by

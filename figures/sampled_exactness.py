@@ -1,4 +1,4 @@
-"""Figure: sampled-draft verifiers are exact marginally, not conditionally (DESIGN.md, sampled drafts).
+"""Figure: sampled-draft verifiers are exact marginally, not conditionally (docs/design.md §1.8, sampled drafts).
 
 A chain of ``H`` tokens is drafted from ``q`` (a :class:`~exitlaw.simulate.lab.toy_target.ToyModel`)
 and verified by chain speculative sampling (:func:`exitlaw.simulate.verifiers.verify_sampled`,

@@ -1,4 +1,4 @@
-"""exitlaw.paper_repro (see DESIGN.md section 2)."""
+"""exitlaw.paper_repro (see docs/architecture.md §1)."""
 
 # --- mini-scale reproduction on the stdlib corpus; torch is imported only when run
 from exitlaw.paper_repro.mini.pipeline import PRESETS as MINI_PRESETS, MiniConfig, run_mini

@@ -1,4 +1,4 @@
-"""Verdict rules of the claims ledger, fixed before any data is read (DESIGN.md, "Claims and verdicts").
+"""Verdict rules of the claims ledger, fixed before any data is read (docs/design.md §1.11, "Claims and verdicts").
 
 A claim is decided from ONE interval: the confidence interval (two-sided, level
 ``1 - alpha``, alpha = 0.05 unless the claim table says otherwise) of its primary

@@ -1,4 +1,4 @@
-"""Architecture rules of DESIGN.md section 2 that a refactor could silently break."""
+"""Architecture rules of docs/architecture.md §1 and §2 that a refactor could silently break."""
 
 import subprocess
 import sys
@@ -63,7 +63,7 @@ def test_cli_help_imports_neither_torch_nor_jax():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-# ----- static import rules (DESIGN section 2), read from the source: function-local imports count too ---------
+# ----- static import rules (docs/architecture.md §1), read from the source: function-local imports count too --
 import ast  # noqa: E402
 import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -208,7 +208,7 @@ def test_the_cycle_finder_finds_a_planted_cycle():
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-# ----- sub-package rules (DESIGN section 2): inside a part, which room may use which ---------------------
+# ----- sub-package rules (docs/architecture.md §2): inside a part, which room may use which -----------
 # part -> sub-package -> the sub-packages of the same part it may import. "." is the part's own top-level
 # modules (simulate: the randomness interface, statistics, Hypothesis strategies, shared by every room).
 # A part's __init__.py is its public face and may re-export from every room; sub-packages' __init__ files

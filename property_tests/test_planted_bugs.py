@@ -3,7 +3,7 @@ after the property it pins; ``property_tests/self_mutation.py`` plants the bugs 
 
 * exit law independent of padding: any padded size (not only powers of two) and deep chains;
 * exact path sets on constructed ties: the oracle and DDTree break score ties toward the shallower
-  prefix (DESIGN.md section 1, "Oracle tree");
+  prefix (docs/design.md §1.5, "Oracle tree");
 * draws at injected boundary uniforms never land on a zero weight;
 * the drafter's context equals a causal prefill of the committed tokens (commit keeps the hidden
   states of the accepted path, not of nodes ``0..k-1``);

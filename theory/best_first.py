@@ -1,13 +1,13 @@
-"""The one best-first rule: the top-``B`` prefixes of a tree-structured score (DESIGN.md section 2).
+"""The one best-first rule: the top-``B`` prefixes of a tree-structured score (docs/architecture.md §4).
 
 A *tree-structured score* gives every token prefix ``x = x_1..x_d`` a score
 built edge by edge, ``s(x) = combine(s(x_1..x_{d-1}), v(x_d | x_1..x_{d-1}))``
 from ``s(()) = root_score``, and never increases along a path:
 
 * DDTree: ``v = log q_d(x_d)`` (one draft row per depth), ``combine = +``,
-  ``s(x) = sum_{i<=d} log q_i(x_i)`` (DESIGN.md section 1, "Builders");
+  ``s(x) = sum_{i<=d} log q_i(x_i)`` (docs/design.md §1.9, "Builders");
 * the oracle tree: ``v = p(x_d | c, x_<d)`` (a target row per prefix),
-  ``combine = *``, ``s(x) = P(x)`` (DESIGN.md section 1, "Oracle").
+  ``combine = *``, ``s(x) = P(x)`` (docs/design.md §1.5, "Oracle").
 
 **Order (total, so the result is deterministic).** A node's children are
 *ranked* best first: higher value, then lower token. Prefix ``x`` comes before
@@ -209,7 +209,7 @@ def ddtree_prefixes(
 ) -> BestFirst:
     """DDTree from per-depth candidates: ``values[d], tokens[d]`` (``[D, k]``) list row ``d+1``'s best entries.
 
-    ``s(x) = sum_d log q_d(x_d)`` (DESIGN.md section 1, "Builders"). Row ``d``
+    ``s(x) = sum_d log q_d(x_d)`` (docs/design.md §1.9, "Builders"). Row ``d``
     must list its ``k >= min(B, V)`` best tokens under the tie rule
     (:func:`ranked_top_k`, or a device ``topk`` whose boundary ties were
     resolved), in any order: they are ranked here. ``-inf`` entries are never

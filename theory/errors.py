@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 class TreeError(ValueError):
-    """A draft tree violates the contract of DESIGN.md section 1.
+    """A draft tree violates the contract of docs/design.md §1.1.
 
     Raised for: parent out of range or not before its child, cycles, a second
     root, duplicate sibling tokens, negative tokens, length mismatches.

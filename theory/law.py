@@ -1,4 +1,4 @@
-"""Exact exit laws on a fixed draft tree, in JAX (DESIGN.md section 1).
+"""Exact exit laws on a fixed draft tree, in JAX (docs/design.md §1.2).
 
 For a tree with edge probabilities ``a(u) = p_par(u)(x_u)``:
 
@@ -16,7 +16,7 @@ TEV ``simulate.verifiers.procedures.tev_weights`` and ``simulate.lab.fast_sample
 the engine's TEV ``engine.decode.verifiers._tev_exit_law`` and ``batch_verifiers.batch_exit_law``,
 ExitTrain's ``engine.training.law.tree_law`` and ``simulate.exittrain.fast.level_law``).
 ``rho(v)`` is the mass of ``p_v`` off ``v``'s child tokens, ``sum_{y not a child token} p_v(y)``
-(DESIGN.md section 1: the exit marginal of the block law).
+(docs/design.md §1.2: the exit marginal of the block law).
 
 1. *With the rows at hand* ``rho(v)`` is that sum of non-negative entries, summed directly,
    never the difference ``1 - m(v)``: the difference carries the row's rounding (up to the

@@ -8,7 +8,7 @@ then the lexicographically smaller token sequence. Rows are queried lazily,
 one per chosen node, and only their top ``B`` tokens are ranked. Zero-probability
 prefixes are candidates (score 0, not ``-inf``), and there is no horizon, so
 the oracle always fills its budget. ``C*_p(B) - C_p(T)`` is the allocation gap
-of a tree ``T`` (DESIGN.md). Numpy only.
+of a tree ``T`` (docs/design.md §1.5). Numpy only.
 """
 
 from __future__ import annotations

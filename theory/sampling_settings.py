@@ -1,6 +1,6 @@
 """The processed target distribution: temperature, then top-k, top-p and min-p (numpy and Fraction).
 
-One definition (DESIGN.md section 1 takes ``p_v`` as given; this module says which ``p_v`` a
+One definition (docs/design.md §1.7; §1.1 takes ``p_v`` as given, this module says which ``p_v`` a
 sampling setting gives). From logits ``z`` and :class:`SamplingSettings`:
 
 1. **temperature** first (both vLLM and HF do so): ``p = softmax(z / T)``; ``T = 0`` is the
@@ -31,7 +31,7 @@ argmax and threshold on the ranking), so the two engines differ only where ``top
 :func:`process_rows_exact` is the exact reference of step 2 on rational rows given after the
 temperature; :func:`process_rows` its float64 twin (the same comparisons, in floating point);
 :func:`process_logits` steps 1 and 2 from logits; :func:`processed_exit_law` the exit law
-(``w = P rho``, DESIGN.md section 1) of a tree under processed rows, and :func:`processed_target`
+(``w = P rho``, docs/design.md §1.2) of a tree under processed rows, and :func:`processed_target`
 a prefix target for coverage and the oracle ceiling ``C*_p(B)`` under processed rows.
 """
 

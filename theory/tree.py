@@ -121,7 +121,7 @@ def _raise_first_error(parent: np.ndarray, token: np.ndarray) -> None:
 
 @dataclass(frozen=True, eq=False)
 class DraftTree:
-    """A validated, prefix-closed draft tree (DESIGN.md section 1).
+    """A validated, prefix-closed draft tree (docs/design.md §1.1).
 
     ``parent[0] == -1``; ``0 <= parent[i] < i`` for ``i >= 1``; siblings carry
     distinct non-negative tokens. ``token[0]`` (the last committed token) is

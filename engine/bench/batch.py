@@ -10,7 +10,7 @@ and alternating methods (so load drifts hit all alike). Every batch holds exactl
   per-round stage time (prefill excluded), and their ratio ``speedup``;
 * ``tau`` -- mean block length per row and round;
 * ``stage_ms_per_round`` -- per batched round: draft, build, verify_forward, decide,
-  commit, and ``verifier_stage`` = decide + commit (DESIGN.md, Metrics: decision +
+  commit, and ``verifier_stage`` = decide + commit (docs/design.md §1.12, Metrics: decision +
   bonus + cache commit, the target forward excluded), i.e. the verifier stage **per
   batch**; ``ar_step_ms`` likewise per batched AR step;
 * ``matches_ar`` at T = 0 (every row equal to its AR row).

@@ -2,7 +2,7 @@
 
 For every temperature, each prompt is decoded by the autoregressive baseline
 (same target, same runtime) and by DFlash chain and DDTree (each budget) with
-each verifier. Reported per configuration (DESIGN.md section 1, "Metrics"):
+each verifier. Reported per configuration (docs/design.md §1.12, "Metrics"):
 
 * ``tau``  -- mean output-block length per round (bonus included);
 * ``tpot_ms`` -- decode seconds per generated token (prefill excluded);

@@ -4,7 +4,7 @@ For each budget ``B`` we build a few DDTree trees (:func:`build_ddtree`) from
 draft rows that *resemble the target* -- every depth has a handful of hot tokens
 that the target also favours -- so paths get accepted and the trees are deep
 with many internal nodes, as real drafters produce. On every tree we time, from
-the outside, **the paper's interval** (DESIGN.md, Metrics: decision + bonus +
+the outside, **the paper's interval** (docs/design.md §1.12, Metrics: decision + bonus +
 cache commit, the target's tree forward excluded) for predraw, residual and TEV:
 one :func:`verify` call followed by a real :meth:`TargetModel.commit` of the
 returned path on a real ``DynamicCache`` whose layers hold cache-shaped K/V

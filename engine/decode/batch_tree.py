@@ -1,7 +1,7 @@
 """``B`` draft trees of different shapes padded into one set of device tensors.
 
-The batched analogue of :class:`~exitlaw.engine.decode.device_tree.DeviceTree` (DESIGN.md
-section 1, "TEV"): row ``b`` holds tree ``b``'s ``N_b`` nodes at slots
+The batched analogue of :class:`~exitlaw.engine.decode.device_tree.DeviceTree` (docs/design.md
+§1.6, "TEV"): row ``b`` holds tree ``b``'s ``N_b`` nodes at slots
 ``0 .. N_b - 1`` and *padding* slots ``N_b .. N - 1`` (``N = max_b N_b``). A padding
 slot is its own only ancestor (so its attention row sees itself and is never empty),
 is nobody's child, carries token 0 at depth 0, and is marked ``valid = False``; the

@@ -1,6 +1,6 @@
 """Tree verifiers for a batch of ``B`` padded trees in one set of device calls.
 
-The batched twins of :mod:`exitlaw.engine.decode.verifiers` (DESIGN.md section 1,
+The batched twins of :mod:`exitlaw.engine.decode.verifiers` (docs/design.md §1.6,
 "Verifiers on a fixed tree"). Row ``b`` of ``logits [B, N, V]`` is the target's
 tree forward for :class:`~exitlaw.engine.decode.batch_tree.BatchTree` row ``b``; padding
 slots are ignored. Per row, every verifier here has the law of its single-tree

@@ -1,4 +1,4 @@
-"""Draft-tree builders from a drafter's per-depth rows (DESIGN.md section 1, "Builders").
+"""Draft-tree builders from a drafter's per-depth rows (docs/design.md §1.9, "Builders").
 
 The drafter (DFlash) gives one log-probability row ``log q_d`` per depth
 ``d = 1..D``, shared by every node of that depth, so the score of a prefix

@@ -1,5 +1,5 @@
 """A :class:`~exitlaw.theory.DraftTree` moved onto a torch device, with the index
-tensors the device verifiers need (DESIGN.md section 1, "TEV").
+tensors the device verifiers need (docs/design.md §1.6, "TEV").
 
 Vocabulary: ``N`` nodes, ``K`` internal nodes (nodes with at least one child),
 ``M`` the largest number of children of one node. Everything here is built once

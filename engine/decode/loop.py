@@ -10,7 +10,7 @@ outside by a :class:`~exitlaw.engine.decode.timing.StageTimer`:
     commit  -- compact the target KV cache, advance the state   (:func:`commit_stage`)
 
 Output block of a round = the exit node's path tokens, then the bonus (length
-``depth(exit) + 1``, DESIGN.md section 1). Cache convention: see
+``depth(exit) + 1``, docs/design.md §1.2). Cache convention: see
 :mod:`exitlaw.engine.models.target`.
 """
 

@@ -1,4 +1,4 @@
-"""Tree verifiers on a torch device (DESIGN.md section 1, "Verifiers on a fixed tree").
+"""Tree verifiers on a torch device (docs/design.md §1.6, "Verifiers on a fixed tree").
 
 Every verifier here is a *conditionally exact, saturating* path verifier: given
 the realised tree and the target rows ``p_v = softmax(logits[v] / T)`` its

@@ -4,7 +4,7 @@ Cache convention (shared by the whole engine): the KV cache holds the committed
 context *excluding* the last committed token. A round's tree has that token at
 its root, at position ``start = cache length``; node ``v`` sits at position
 ``start + depth(v)`` and sees the whole context plus its ancestors-or-self
-(DESIGN.md section 1). Row ``v`` of the tree logits is ``p_v`` before softmax.
+(docs/design.md §1.1). Row ``v`` of the tree logits is ``p_v`` before softmax.
 After the verifier picks the exit, :meth:`TargetModel.commit` keeps the K/V of
 root + accepted path nodes and drops the rest; the bonus token becomes the next
 root.

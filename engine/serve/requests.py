@@ -29,7 +29,7 @@ COMMON = {
     "return_token_ids",
     "return_tokens_as_token_ids",
     "stop_token_ids",
-    # sampling settings (DESIGN section 1): processed before every draw, read in ``_sampling_settings``
+    # sampling settings (docs/design.md §1.7): processed before every draw, read in ``_sampling_settings``
     "top_p",
     "top_k",
     "min_p",

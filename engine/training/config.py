@@ -2,7 +2,7 @@
 
 Presets (:data:`PRESETS`; explicit options override them, :func:`preset_config`):
 
-* ``paper``: the paper's reading (DESIGN.md, ExitTrain): weight ``exit`` (``w = P rho``),
+* ``paper``: the paper's reading (docs/design.md §1.10, ExitTrain): weight ``exit`` (``w = P rho``),
   normalisation ``batch`` (weights sum to one over the batch), ``lam = 1`` (the
   extracted paper text lost lambda's value; 1 is exitlaw's reading of "weights summing
   to one beside CE"), no edge floor, training budget 64 (the paper's Table 2, ``B = 64``).

@@ -1,4 +1,4 @@
-"""ExitTrain: the exit-guided drafter loss (DESIGN.md section 1, "ExitTrain").
+"""ExitTrain: the exit-guided drafter loss (docs/design.md §1.10, "ExitTrain").
 
 For a batch of ``K`` anchors, each with the drafter's per-depth logits
 ``[D, V]`` and a draft tree of ``N`` (padded) nodes scored by the frozen target:

@@ -1,4 +1,4 @@
-"""The exit law of a batch of draft trees and the ExitTrain node weights (DESIGN.md section 1).
+"""The exit law of a batch of draft trees and the ExitTrain node weights (docs/design.md §1.2 and §1.10).
 
 Exit law (detached, float64) from the frozen target's edge probabilities ``a``:
 ``P = exp(A @ log a)``, ``rho = max(1 - C @ a, 0)``, ``w = P rho``; a leaf (horizon leaves

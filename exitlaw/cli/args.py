@@ -202,7 +202,7 @@ def set_torch_threads(threads: int | None) -> None:
 
 
 def enable_x64() -> None:
-    """Exact-law commands compute in float64 (DESIGN: x64 where exactness matters)."""
+    """Exact-law commands compute in float64 (docs/architecture.md §1: x64 where exactness matters)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)

@@ -22,7 +22,7 @@ import numpy as np
 
 
 def coverage(parent: np.ndarray, edge_prob: np.ndarray) -> float:
-    """``C_p = sum_{v != root} P(v)``, ``P(v) = P(parent) a(v)`` (nodes in topological order, DESIGN section 1)."""
+    """``C_p = sum_{v != root} P(v)``, ``P(v) = P(parent) a(v)`` (nodes in topological order, docs/design.md §1.2)."""
     prefix = np.ones(len(parent))
     for v in range(1, len(parent)):
         prefix[v] = prefix[parent[v]] * edge_prob[v]

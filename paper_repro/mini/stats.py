@@ -141,7 +141,7 @@ def pair_verdict(rel_lo: float, rel_hi: float, margin_pct: float) -> str:
 
 
 def claim_verdict(pair: str) -> str:
-    """An ``A beats B`` claim from :func:`pair_verdict` (DESIGN.md "Claims and verdicts").
+    """An ``A beats B`` claim from :func:`pair_verdict` (docs/design.md §1.11, "Claims and verdicts").
 
     ``reproduced`` when the interval excludes zero on the paper's side, ``contradicted``
     when it excludes the paper's effect from below (``A < B`` or smaller than the

@@ -3,7 +3,7 @@
 ``restart_streams_each_round`` gives every round of ``generate`` and ``generate_batch`` fresh
 streams seeded with ``cfg.seed``: each round's verifier reuses the first round's uniforms. Every
 per-round law and every T = 0 test still pass; the rounds are no longer independent given the
-context, so the output is not the target's autoregressive law (DESIGN.md section 1).
+context, so the output is not the target's autoregressive law (docs/design.md §1.3).
 """
 
 from __future__ import annotations

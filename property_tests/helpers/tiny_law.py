@@ -1,6 +1,6 @@
 """A target small enough to enumerate: its exact ``k``-token law and the block law of a round.
 
-The end-to-end losslessness tests (DESIGN.md section 1: repeating rounds reproduces the
+The end-to-end losslessness tests (docs/design.md §1.3: repeating rounds reproduces the
 target's autoregressive law ``prod_t p(y_t | c, y_<t)``) compare the real engine with laws
 computed here from the target's *own causal forward passes*, never from the engine's tree
 logits:

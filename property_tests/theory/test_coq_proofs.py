@@ -1,4 +1,4 @@
-"""Machine-checked (Coq + MathComp) proofs of DESIGN section 1's fixed-tree results.
+"""Machine-checked (Coq + MathComp) proofs of docs/design.md §1's fixed-tree results.
 
 The sources live in ``theory/coq/`` (see its README.md for what each theorem says).
 These tests compile them in a temporary copy (no build products land in the repository),
@@ -50,7 +50,7 @@ MAIN_THEOREMS = [
     "seqres_kernel",  # 5 sequential residual kernel, any child order
     "seqres_kernel_order_independent",  # 5 ... does not depend on the order
     "seqres_realises_block",  # 5 sequential residual realises the block law
-    "eagle_step_point_mass",  # 5 EAGLE step with point-mass draft row = DESIGN step
+    "eagle_step_point_mass",  # 5 EAGLE step with point-mass draft row = docs/design.md §1.6 step
     "eagle_seqres_realises_block",  # 5 EAGLE-form sequential residual realises the block law
     "tev_realises_block",  # 6 TEV realises the block law
     "exit_law_subtree_mass",  # 7 under w, subtree of u entered w.p. P(u)

@@ -1,4 +1,4 @@
-"""Properties of the canonical exit law (DESIGN.md section 1), JAX against the Fraction oracle."""
+"""Properties of the canonical exit law (docs/design.md §1.2), JAX against the Fraction oracle."""
 
 from fractions import Fraction
 from functools import partial

@@ -6,7 +6,7 @@ checks that they agree). Everything here is one instance (one drafter, one
 objective); seeds and objectives are batched with ``jax.vmap`` outside.
 
 **DDTree in levels.** With factorised scores ``score(x_1..x_d) = sum_k log q_k(x_k)``
-the top-``B`` prefixes (DESIGN.md, Builders) are found level by level: the
+the top-``B`` prefixes (docs/design.md §1.9, Builders) are found level by level: the
 ``B`` best length-``d`` prefixes extend only the ``B`` best length-``(d-1)``
 ones (a prefix outside that set is beaten by ``>= B`` prefixes of its length,
 each extended by the same token), and of the pairs (parent rank ``i``, token

@@ -5,7 +5,7 @@ chain with Zipf rows), so every tree-parent row is exact. Drafter: a
 position-wise model ``q_d(. | c) = softmax(logits_d(c_last))`` for
 ``d = 1..H`` (a full table ``[H, V, V]``, or low rank ``E[c] W_d + b_d``).
 
-Training step (DESIGN.md, ExitTrain), for a batch of contexts ``c`` drawn from
+Training step (docs/design.md §1.10, ExitTrain), for a batch of contexts ``c`` drawn from
 the target chain's stationary law and continuations ``y ~ p(. | c)``:
 
 1. the current drafter and the inference builder (DDTree, budget ``B_train``)

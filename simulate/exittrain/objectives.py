@@ -1,6 +1,6 @@
 """ExitTrain objectives: one vocabulary of node weights, normalisations, lambda and edge floor.
 
-The loss of every objective (DESIGN.md, ExitTrain) is
+The loss of every objective (docs/design.md §1.10, ExitTrain) is
 
     loss = CE(target continuation) + lambda * tree_term,
     tree_term = sum_{trees t} sum_{v in t, v != root} c(v) * (-log q_{depth(v)}(x_v | c_t)),

@@ -5,7 +5,7 @@ accepted by ``coin <= p`` (or ``coin <= p / q``) when ``p = 0``, or a coin so cl
 ``coin * total`` rounds up to the last cumulative sum and an inverse-CDF loop falls off its end.
 This mode drives the verifier's ``numpy.random.Generator`` with such values and applies the
 **zero-probability rule**, which follows exactness: an exact verifier never emits a block whose
-tokens the target gives probability 0, ``P(v) p_v(y) = 0`` (DESIGN.md section 1), for any coin
+tokens the target gives probability 0, ``P(v) p_v(y) = 0`` (docs/design.md §1.2), for any coin
 values ``Generator.random()`` can return (each has probability ``>= 2^-53`` per draw), and, in
 marginal mode, for any draft the drafter gives positive probability. An exact verifier that does not
 saturate (emits a child token of ``v`` as the bonus, e.g. one that follows only some children) is

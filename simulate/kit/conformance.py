@@ -21,7 +21,7 @@ exact, saturating verifier with probability at most the family rate. Power: the
 sample size per case makes each chi-square reject every alternative at total
 variation ``>= delta`` (on the pooled cells) with probability ``>= power``.
 
-Verdicts (by the fixed-tree ceiling theorem, DESIGN.md section 1):
+Verdicts (by the fixed-tree ceiling theorem, docs/design.md §1.3):
 ``not exact`` if the completed-block law fails (exactness is defined by it) or
 ``E[L] > 1 + C_p`` (impossible for an exact verifier); ``exact but not saturating`` if
 the completed-block law holds but the block, exit or residual law, or ``E[L] = 1 + C_p``,

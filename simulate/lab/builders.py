@@ -8,7 +8,7 @@ that DDTree (and Tsubame, which plans with it) follows the best-first rule's
 shortage rule: when fewer than ``B`` prefixes within the horizon have positive
 draft probability, it returns all of them (``exitlaw.theory.best_first``).
 
-* :func:`ddtree` (DESIGN.md, Builders): position-wise rows ``q_d``; the score of
+* :func:`ddtree` (docs/design.md §1.9, Builders): position-wise rows ``q_d``; the score of
   a prefix is ``sum_d log q_d(x_d)``; the top ``B`` prefixes under the one
   best-first rule (``exitlaw.theory.ddtree_from_rows``): ties go to the
   shallower prefix, then the lexicographically smaller token sequence; nodes

@@ -10,7 +10,7 @@ decoding costs ``C_verify(0)`` per token (a one-token forward, no drafter), so
 the simulated speedup of a run is ``sum_r L_r * C_verify(0) / sum_r (C_draft + C_verify(n_r))``.
 With ``tile_cost = 0`` and non-negative coefficients ``C_verify`` is convex and increasing.
 
-CaDDTree (DESIGN.md, Builders): DDTree pops prefixes in decreasing draft score;
+CaDDTree (docs/design.md §1.9, Builders): DDTree pops prefixes in decreasing draft score;
 ``Phi(n) = sum_{i <= n} exp(score_i)`` is the draft-side expected coverage of
 the first ``n`` pops (increments never increase, so ``Phi`` is concave). The
 round picks ``n`` maximising ``f(n) = (1 + Phi(n)) / (C_draft + C_verify(n))``,

@@ -1,6 +1,6 @@
 """Multi-round simulated tree speculative decoding on a synthetic target.
 
-One round (DESIGN.md section 1): the builder drafts a tree ``T`` from the
+One round (docs/design.md §1.2): the builder drafts a tree ``T`` from the
 committed context; the exact target rows ``p_v = p(. | c, path(v))`` are
 queried for every node; the verifier returns ``(exit, bonus)``; the block
 ``path(exit) + (bonus,)`` of length ``L = depth(exit) + 1`` is committed.

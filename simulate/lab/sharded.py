@@ -1,7 +1,7 @@
 """TEV Monte-Carlo rounds in JAX with the sample axis sharded over devices.
 
 For large sweeps on one fixed tree: ``S`` independent TEV rounds (exit ``V ~ w``,
-then bonus ``~ p_V^res``; DESIGN.md, "TEV"), one PRNG key per round. Keys come
+then bonus ``~ p_V^res``; docs/design.md §1.6, "TEV"), one PRNG key per round. Keys come
 from ``jax.random.split(key, S)`` and every round uses only its own key, so the
 samples are identical whatever the number of devices (tested). Sharding uses a
 1-D :class:`jax.sharding.Mesh` over ``devices`` (default: all of them); on a CPU,

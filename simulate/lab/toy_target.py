@@ -4,7 +4,7 @@
 a deterministic function of ``(seed, prefix)``: rows differ per node and per
 parent, and some entries are exactly zero (hard cases). ``float_row`` gives the
 same row in float64. Also here: the completed-block extension and multi-round
-decoding used by the losslessness properties (DESIGN.md, "completed-block law").
+decoding used by the losslessness properties (docs/design.md §1.3, "completed-block law").
 """
 
 from __future__ import annotations

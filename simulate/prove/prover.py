@@ -7,7 +7,7 @@ assignment up to relabelling, every vocabulary ``1..V``) with **symbolic** rows
 (:mod:`.symbolic`: each entry a rational function of free positive symbols, rows summing
 to one identically), the implementation's branches are enumerated
 (:func:`~.randomness.enumerate_law` with ``one`` symbolic) and three identities of
-rational functions are checked (DESIGN.md section 1):
+rational functions are checked (docs/design.md §1.2 and §1.3):
 
 (a) block law      ``Pr[exit = v, bonus = y] = P(v) p_v(y) [y not a child token of v]``;
 (b) mean length    ``E[L] = sum_v (depth v + 1) Pr[exit = v] = 1 + C_p``;
@@ -68,7 +68,7 @@ def identities(tree: DraftTree, rows, law: dict, one) -> dict:
     "completed_block": bool, "impl", "canonical": [N][V] tables, "mean": E[L], "ceiling": 1 + C_p}``
     (``mean`` and ``ceiling`` only for ``Fraction``). (b) is checked as
     ``sum_v (depth v + 1) (Pr[exit = v] - w(v)) = 0``, equivalent since ``sum_v (depth v + 1) w(v) = 1 + C_p``
-    (DESIGN.md section 1), which keeps the symbolic sums small.
+    (docs/design.md §1.2), which keeps the symbolic sums small.
     """
     n, vocab = tree.num_nodes, len(rows[0])
     zero = one - one

@@ -3,7 +3,7 @@ symbolic target **and** draft rows, and a symbolic witness that they are not exa
 
 A rule is a procedure ``f(topology, target, draft, rand) -> block`` (a tuple of emitted tokens):
 ``target(prefix)`` and ``draft(prefix)`` give the rows ``p(. | prefix)`` and ``q(. | prefix)``; the rule
-draws the tree's tokens from ``q`` (stream ``draft``) and verifies them (DESIGN.md, "Verifiers over
+draws the tree's tokens from ``q`` (stream ``draft``) and verifies them (docs/design.md §1.8, "Verifiers over
 sampled drafts"). :func:`chain_rule`, :func:`specinfer_rule`, :func:`without_replacement_rule` and
 :func:`tsubame_rule` wrap :mod:`.verifiers.sampled_draft`.
 

@@ -3,7 +3,7 @@
 Each procedure takes a :class:`DraftTree`, per-node target rows ``rows[v] = p_v``
 (numpy rows, or nested lists of ``float`` / ``Fraction`` for exact enumeration)
 and a randomness object, and returns ``(exit_node, bonus_token)``.
-DESIGN.md section 1 ("Verifiers on a fixed tree") states each rule; all three
+docs/design.md §1.6 ("Verifiers on a fixed tree") states each rule; all three
 stochastic ones have the canonical block law ``P(v) p_v(y) [y not a child token]``.
 """
 

@@ -1,4 +1,4 @@
-"""Verifiers over *sampled* drafts (DESIGN.md, "Verifiers over sampled drafts").
+"""Verifiers over *sampled* drafts (docs/design.md §1.8, "Verifiers over sampled drafts").
 
 The tree's tokens are drawn from the drafter ``q`` and verified with rules that
 use ``q``: chain speculative sampling, SpecInfer recursive rejection (i.i.d.

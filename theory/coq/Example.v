@@ -35,7 +35,7 @@ Proof. by rewrite /Cp big_mkcond /ex_N !big_ord_recr big_ord0 /=. Qed.
 (* Why Theorem 5 uses point-mass draft rows: with a general draft row q the
    EAGLE acceptance probability of a proposed token x is min(1, p(x)/q(x)),
    which differs from p(x), so conditionally on the realised tree the law is
-   not the block law (DESIGN: such rules are exact only on average over the
+   not the block law (docs/design.md §1.8: such rules are exact only on average over the
    draft randomness).  Here p = (1/2, 1/2), q(true) = 3/4: accept w.p. 2/3. *)
 Example ex_general_draft_row_not_conditionally_exact :
   eagle_accept (fun _ : bool => 2%:R^-1 : rat)

@@ -1,8 +1,8 @@
 (* ========================================================================= *)
 (*  exitlaw: machine-checked fixed-tree results (Coq 8.16 + MathComp 1.15).  *)
 (*                                                                           *)
-(*  Mirrors section 1 of DESIGN.md.  A draft tree is given exactly as in     *)
-(*  DESIGN: nodes are the naturals 0..N-1, node 0 is the root, every other   *)
+(*  Mirrors docs/design.md §1.  A draft tree is given exactly as in §1.1:    *)
+(*  nodes are the naturals 0..N-1, node 0 is the root, every other           *)
 (*  node u has a parent par u < u (topological order) and a token tok u in   *)
 (*  a finite vocabulary V, and siblings carry distinct tokens.  Every node v *)
 (*  has a target row p v : V -> R, a distribution (non-negative, sums to 1), *)
@@ -13,7 +13,7 @@
 (*  Functions defined by recursion towards the root (prefix probability P,   *)
 (*  depth, ancestor test) use one generic combinator [up]: it satisfies      *)
 (*  up 0 = base and up v = step v (up (par v)) for 0 < v < N (lemmas up0,    *)
-(*  upS), which are exactly DESIGN's recursive definitions.  Induction over  *)
+(*  upS), exactly the recursive definitions of §1.2.  Induction over         *)
 (*  the tree is [node_ind] (from the root outwards).                         *)
 (*                                                                           *)
 (*  Everything is stated inside Section Tree; when the section closes, every *)
@@ -84,7 +84,7 @@ Hypothesis p_sum1 : forall v, (v < N)%N -> \sum_(y : V) p v y = 1.
 Hypothesis sib_distinct : forall u1 u2, (0 < u1 < N)%N -> (0 < u2 < N)%N ->
   par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2.
 
-(** ** DESIGN section 1, the table *)
+(** ** docs/design.md §1.2, the table *)
 (* u is a child of v *)
 Definition isch (v u : nat) : bool := (0 < u)%N && (par u == v).
 (* edge probability a(u) = p_{par u}(x_u) *)
@@ -523,7 +523,7 @@ Qed.
 End Ceiling.
 
 
-(** ** Theorem 5: sequential residual verification (DESIGN form, the tree's
+(** ** Theorem 5: sequential residual verification (docs/design.md §1.6 form, the tree's
     children are deterministic).  At node v, with the children listed in any
     order l and r := p_v: accept child c with probability r(x_c); on rejection
     set r(x_c) := 0 and renormalise (rmask); if all children are rejected,

@@ -16,7 +16,7 @@ further line is one verification round::
      "target_rows": [[...], ...]}      # optional: full rows p_v (small V only)
 
 Only ``parent``, ``token`` and ``edge_prob`` are required; they determine the
-exit law exactly (DESIGN.md section 1). The last line is the end marker::
+exit law exactly (docs/design.md §1.2). The last line is the end marker::
 
     {"end": "exitlaw.tree-trace", "rounds": 2}
 

@@ -8,7 +8,7 @@ bucket is validated and reduced at once, then dropped. Peak memory is a few
 chunks plus the largest single round, whatever the number of rounds.
 
 Per chunk (``K`` rounds padded to ``b`` nodes, padding hangs under the root with
-edge 0, DESIGN.md section 1):
+edge 0, docs/design.md §1.2):
 
 * depth and ``log P(v) = sum_{u in path(v)} log a(u)`` by pointer doubling,
   ``log2 b`` steps (``b`` a power of two covers every depth ``< b``); zero edges

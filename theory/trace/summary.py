@@ -1,7 +1,7 @@
 """Summaries of recorded traces: per-round coverage, ceiling, observed block length.
 
 The ceiling of a round is ``1 + C_p(T)`` computed from its edge probabilities
-(DESIGN.md, fixed-tree theorem). Observed block length is ``depth(exit) + 1``.
+(docs/design.md §1.3, fixed-tree theorem). Observed block length is ``depth(exit) + 1``.
 The expected exit-depth histogram is the sum over rounds of the exact law of
 ``depth(V)``, ``V ~ w``; it is printed beside the observed histogram.
 

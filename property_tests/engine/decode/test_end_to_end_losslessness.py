@@ -1,4 +1,4 @@
-"""End-to-end losslessness of the engine at T > 0 (DESIGN.md section 1: repeating rounds reproduces the
+"""End-to-end losslessness of the engine at T > 0 (docs/design.md §1.3: repeating rounds reproduces the
 target's autoregressive law ``prod_t p(y_t | c, y_<t)``).
 
 A random Qwen3-architecture target with a vocabulary of 3 and a random DFlash drafter of block 3

@@ -1,6 +1,6 @@
 """The simulated (JAX) and the engine (torch) ExitTrain trainers give identical node weights on the same inputs.
 
-``exitlaw.simulate`` may not import ``exitlaw.engine`` nor the reverse (DESIGN.md section 2), so each
+``exitlaw.simulate`` may not import ``exitlaw.engine`` nor the reverse (docs/architecture.md §1), so each
 keeps its own formula; this test pins them to each other on a hand-made batch that holds a dead tree
 (zero exit mass), with and without the authors' edge floor, for every weight and normalisation.
 """

@@ -1,6 +1,6 @@
 """UniVer and HSD: exact laws of the implementations (enumeration of every draw), mutants caught.
 
-Marginal exactness (DESIGN.md, "Verifiers over sampled drafts"): the tree's tokens are
+Marginal exactness (docs/design.md §1.8, "Verifiers over sampled drafts"): the tree's tokens are
 drawn from the drafter inside the enumerated procedure, the emitted block is completed
 by exact target sampling, and the law of the completed block must be the target's law.
 Rows are exact rationals (``ToyModel``), so equality is exact.
