@@ -1,41 +1,53 @@
-"""Benchmarks of the engine (they print numbers, never assert): ``exitlaw bench``, compare, batched decoding, the verifier stage and the GPU check.
+"""Benchmarks of the engine (they print numbers, never assert): ``exitlaw bench``, compare, batched decoding, the verifier stage and the GPU check."""
 
-Public names load their module on first access.
-``exitlaw.engine.bench`` was one module before it became this package: its public names are still
-reachable here (they live in ``exitlaw.engine.bench.decoding``).
-"""
+from .batch import (
+    format_batch_bench,
+    format_batch_verifier_stage,
+    run_batch_bench,
+    run_batch_decode_bench,
+    run_batch_verifier_bench,
+    run_batched_bench,
+)
+from .compare import (
+    compare_files,
+    compare_results,
+    CompareError,
+    format_comparison,
+    load_results,
+    per_prompt,
+    t_quantile,
+)
+from .decoding import format_bench, outputs_of, run_bench, run_conversation, STAGES
+from .gpu_check import build_pair, deep_rows, format_check, run_check
+from .verifiers import BenchCase, floor_stage, KVShape, make_cases, run_verifier_bench, StandInCache
 
-from exitlaw.theory.module_faces import lazy_exports
-
-_EXPORTS = {
-    "run_batch_decode_bench": "batch",
-    "run_batch_verifier_bench": "batch",
-    "run_batch_bench": "batch",
-    "run_batched_bench": "batch",
-    "format_batch_bench": "batch",
-    "format_batch_verifier_stage": "batch",
-    "CompareError": "compare",
-    "compare_results": "compare",
-    "compare_files": "compare",
-    "format_comparison": "compare",
-    "load_results": "compare",
-    "per_prompt": "compare",
-    "t_quantile": "compare",
-    "run_bench": "decoding",
-    "run_conversation": "decoding",
-    "outputs_of": "decoding",
-    "format_bench": "decoding",
-    "STAGES": "decoding",
-    "build_pair": "gpu_check",
-    "deep_rows": "gpu_check",
-    "run_check": "gpu_check",
-    "format_check": "gpu_check",
-    "run_verifier_bench": "verifiers",
-    "make_cases": "verifiers",
-    "floor_stage": "verifiers",
-    "BenchCase": "verifiers",
-    "KVShape": "verifiers",
-    "StandInCache": "verifiers",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, former_module="decoding")
-__all__ = list(_EXPORTS)
+__all__ = [
+    "run_batch_decode_bench",
+    "run_batch_verifier_bench",
+    "run_batch_bench",
+    "run_batched_bench",
+    "format_batch_bench",
+    "format_batch_verifier_stage",
+    "CompareError",
+    "compare_results",
+    "compare_files",
+    "format_comparison",
+    "load_results",
+    "per_prompt",
+    "t_quantile",
+    "run_bench",
+    "run_conversation",
+    "outputs_of",
+    "format_bench",
+    "STAGES",
+    "build_pair",
+    "deep_rows",
+    "run_check",
+    "format_check",
+    "run_verifier_bench",
+    "make_cases",
+    "floor_stage",
+    "BenchCase",
+    "KVShape",
+    "StandInCache",
+]
