@@ -188,6 +188,27 @@ def test_no_source_file_touches_the_import_machinery():
     assert not offenders, offenders
 
 
+# Light import paths: a static face must not pull these heavy libraries in through a sibling module.
+LIGHT = {
+    "exitlaw.theory": ("jax", "torch"),  # the numpy parts, used by the torch engine
+    "exitlaw.simulate": ("jax", "scipy", "sympy", "torch"),  # JAX on first law evaluation only
+    "exitlaw.engine.models.config": ("torch",),  # `exitlaw --help` reads the model families
+    "exitlaw.engine.training.config": ("torch",),  # ... and the training presets
+    "exitlaw.engine.bench.compare": ("torch",),  # comparing two result files
+}
+
+
+@pytest.mark.parametrize("module, heavy", sorted(LIGHT.items()))
+def test_a_light_import_path_stays_light(module, heavy):
+    code = (
+        f"import sys, {module}\n"
+        f"loaded = [m for m in {heavy!r} if m in sys.modules]\n"
+        "print(loaded); sys.exit(1 if loaded else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # Modules of exitlaw 0.1 that moved once, each importable at its new path only (no alias, no hook).
 MOVED = {
     **{
