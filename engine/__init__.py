@@ -7,8 +7,54 @@ so ``exitlaw --help`` and the JAX-only commands do not pay for importing torch.
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
+if TYPE_CHECKING:
+    from .bench.compare import (
+        compare_files as compare_bench_files,
+        compare_results,
+        format_comparison,
+    )
+    from .bench.verifiers import run_verifier_bench as run_verifier_stage_bench
+    from .decode.batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
+    from .decode.batch_generate import (
+        BatchGenerationResult,
+        BatchState,
+        batch_round,
+        generate_ar_batch,
+        generate_batch,
+        prefill_batch,
+        row_cache,
+    )
+    from .decode.batch_tree import BatchTree, to_batch_tree
+    from .decode.batch_verifiers import batch_exit_law, verify_batch
+    from .decode.builders import build_chain, build_ddtree
+    from .decode.device_tree import DeviceTree, to_device_tree
+    from .decode.loop import DecodeConfig, GenerationResult, Generators, generate, generate_ar
+    from .decode.timing import NullTimer, StageTimer
+    from .decode.verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, verify
+    from .models.attention_window import layer_windows
+    from .models.checkpoint import load_drafter, load_pair, load_target, save_drafter
+    from .models.config import LMSizes, causal_lm_config, qwen3_config
+    from .models.dflash import DFlashConfig, DFlashDrafter, DraftCache
+    from .models.target import TargetModel, TargetStep, batch_attention_mask, tree_attention_mask
+    from .models.tiny import TinySpec, write_tiny_models
+    from .models.tiny_tokenizer import build_tokenizer
+    from .prompts.encoding import PromptEncodingError, encode_prompt, encode_prompts
+    from .prompts.records import Prompt, PromptRecordError, load_prompt_set
+    from .training.batch import SequenceBatch, make_batch, score_trees
+    from .training.config import PRESETS as TRAIN_PRESETS, TrainConfig, cosine_factor, preset_config
+    from .training.data import Sequences, cached_sequences, generate_continuations, load_prompts
+    from .training.draft_opd import OPDChains, draft_opd_term, sample_chains
+    from .training.exittrain import LossTerms, exittrain_loss
+    from .training.law import TreeBatch, TreeLaw, objective_weights, raw_weights, tree_law
+    from .training.loop import StepMetrics, train
+    from .training.objectives import NORMALISATIONS, OBJECTIVES, ObjectiveError, check_objective
+    from .training.run import TrainingRunSpec, run_training
+    from .training.vat import first_rejection, vat_position_weights, vat_term
+
+# PEP 562: every name loads its module (and torch) on first access (static tools read the block above)
+_LAZY = {
     # tree builders, device trees and verifiers
     "build_chain": ("decode.builders", "build_chain"),
     "build_ddtree": ("decode.builders", "build_ddtree"),
@@ -107,58 +153,104 @@ _EXPORTS = {
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS:
-        module, attr = _EXPORTS[name]
+    if name in _LAZY:
+        module, attr = _LAZY[name]
         return getattr(import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_EXPORTS))
+    return sorted({*globals(), *_LAZY})
 
 
-__all__ = list(_EXPORTS)
-
-# Modules that moved into sub-packages keep their former dotted paths (users' imports and
-# `--verifier module:callable` command lines): the same module objects, under their new names.
-from exitlaw.theory.module_faces import alias_moved_modules  # noqa: E402
-
-alias_moved_modules(
-    __name__,
-    {
-        "target": "models.target",
-        "dflash": "models.dflash",
-        "attention_window": "models.attention_window",
-        "model_config": "models.config",
-        "checkpoint": "models.checkpoint",
-        "tiny": "models.tiny",
-        "tiny_tokenizer": "models.tiny_tokenizer",
-        "device_tree": "decode.device_tree",
-        "builders": "decode.builders",
-        "verifiers": "decode.verifiers",
-        "batch_decode": "decode.batch_generate",
-        "batch_draft": "decode.batch_draft",
-        "batch_tree": "decode.batch_tree",
-        "batch_verifiers": "decode.batch_verifiers",
-        "timing": "decode.timing",
-        "work_bounds": "decode.work_bounds",
-        "exittrain": "training.exittrain",
-        "exittrain_batch": "training.batch",
-        "exittrain_law": "training.law",
-        "objectives": "training.objectives",
-        "train_checkpoint": "training.checkpoint",
-        "train_config": "training.config",
-        "train_data": "training.data",
-        "train_loop": "training.loop",
-        "training_run": "training.run",
-        "draft_opd": "training.draft_opd",
-        "vat": "training.vat",
-        "continuation_server": "training.continuation_server",
-        "bench_compare": "bench.compare",
-        "batch_bench": "bench.batch",
-        "verifier_bench": "bench.verifiers",
-        "gpu_check": "bench.gpu_check",
-        "prompt_encoding": "prompts.encoding",
-        "prompt_records": "prompts.records",
-    },
-)
+__all__ = [
+    "build_chain",
+    "build_ddtree",
+    "DeviceTree",
+    "to_device_tree",
+    "VERIFIER_KINDS",
+    "VerifierGenerators",
+    "VerifyResult",
+    "verify",
+    "run_verifier_stage_bench",
+    "BatchTree",
+    "to_batch_tree",
+    "verify_batch",
+    "batch_exit_law",
+    "BatchDraftCache",
+    "dflash_draft_batch",
+    "build_trees_batch",
+    "BatchState",
+    "BatchGenerationResult",
+    "prefill_batch",
+    "batch_round",
+    "generate_batch",
+    "generate_ar_batch",
+    "row_cache",
+    "batch_attention_mask",
+    "load_drafter",
+    "load_pair",
+    "load_target",
+    "save_drafter",
+    "DFlashConfig",
+    "DFlashDrafter",
+    "DraftCache",
+    "DecodeConfig",
+    "GenerationResult",
+    "Generators",
+    "generate",
+    "generate_ar",
+    "TargetModel",
+    "TargetStep",
+    "tree_attention_mask",
+    "layer_windows",
+    "NullTimer",
+    "StageTimer",
+    "TinySpec",
+    "write_tiny_models",
+    "build_tokenizer",
+    "LMSizes",
+    "qwen3_config",
+    "causal_lm_config",
+    "Prompt",
+    "PromptRecordError",
+    "load_prompt_set",
+    "PromptEncodingError",
+    "encode_prompt",
+    "encode_prompts",
+    "compare_results",
+    "compare_bench_files",
+    "format_comparison",
+    "OBJECTIVES",
+    "NORMALISATIONS",
+    "ObjectiveError",
+    "check_objective",
+    "LossTerms",
+    "TreeBatch",
+    "TreeLaw",
+    "exittrain_loss",
+    "objective_weights",
+    "tree_law",
+    "raw_weights",
+    "OPDChains",
+    "sample_chains",
+    "draft_opd_term",
+    "vat_term",
+    "vat_position_weights",
+    "first_rejection",
+    "SequenceBatch",
+    "make_batch",
+    "score_trees",
+    "Sequences",
+    "cached_sequences",
+    "generate_continuations",
+    "load_prompts",
+    "TrainConfig",
+    "TRAIN_PRESETS",
+    "preset_config",
+    "cosine_factor",
+    "StepMetrics",
+    "train",
+    "TrainingRunSpec",
+    "run_training",
+]

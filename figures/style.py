@@ -18,7 +18,7 @@ matplotlib.use("Agg")  # headless; set before pyplot is imported anywhere in thi
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from exitlaw.theory.atomic_io import atomic_write_text  # noqa: E402
+from exitlaw.theory.infra.atomic_io import atomic_write_text  # noqa: E402
 
 # one colour per concept, used by every figure
 COLORS = {

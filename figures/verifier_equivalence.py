@@ -2,7 +2,7 @@
 
 On one DDTree from the simulation lab (n-gram target, position-wise drafter),
 each verifier is run ``S`` times on the *same* tree and target rows with the
-vectorised samplers of :mod:`exitlaw.simulate.lab.fast_samplers`; the histogram of
+vectorised samplers of :mod:`exitlaw.simulate.verifiers.fast`; the histogram of
 the output-block length ``L = depth(exit) + 1`` is drawn against the exact law
 ``Pr[L = d + 1] = sum_{depth(v) = d} w(v)`` (:func:`exitlaw.theory.exit_depth_law`).
 The dashed line marks ``E[L] = 1 + C_p(T)``. A pooled chi-square
@@ -32,7 +32,7 @@ def compute(
 ) -> dict:
     """Sample every verifier on one simulated tree; return counts and the exact depth law."""
     from exitlaw.simulate import PositionWiseDrafter, NGramTarget, ddtree
-    from exitlaw.simulate.lab.fast_samplers import predraw_many, residual_many, tev_many
+    from exitlaw.simulate.verifiers.fast import predraw_many, residual_many, tev_many
     from exitlaw.simulate.stats import pooled_chisquare
     from exitlaw.theory import exit_depth_law, exit_law, gather_edge_probs
 

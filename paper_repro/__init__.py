@@ -43,18 +43,43 @@ from exitlaw.paper_repro.full_scale_dry_run import (
     format_dry_run,
 )
 
-# Modules that moved into sub-packages keep their former dotted paths (users' imports and
-# `--verifier module:callable` command lines): the same module objects, under their new names.
-from exitlaw.theory.module_faces import alias_moved_modules  # noqa: E402
-
-alias_moved_modules(
-    __name__,
-    {
-        "mini_corpus": "mini.corpus",
-        "mini_eval": "mini.evaluate",
-        "mini_report": "mini.report",
-        "mini_stats": "mini.stats",
-        "mini_table": "mini.table",
-        "mini_target": "mini.target",
-    },
-)
+__all__ = [
+    "MINI_PRESETS",
+    "MiniConfig",
+    "run_mini",
+    "stage_base_drafter",
+    "stage_corpus",
+    "stage_data",
+    "stage_eval",
+    "stage_objectives",
+    "stage_report",
+    "stage_target",
+    "claim_verdict",
+    "crossed_mean_ci",
+    "pair_verdict",
+    "paired_difference",
+    "CorpusSplit",
+    "load_tokenizer",
+    "make_split",
+    "train_tokenizer",
+    "full_scale_commands",
+    "load_full_scale_config",
+    "CLAIMS",
+    "STATUSES",
+    "VERDICTS",
+    "build_ledger",
+    "format_ledger",
+    "write_ledger",
+    "ledger_from_shipped",
+    "make_shipped_inputs",
+    "paired_interval",
+    "paired_effect_records",
+    "Interval",
+    "Rule",
+    "Verdict",
+    "decide",
+    "decide_test",
+    "DryRunError",
+    "full_scale_dry_run",
+    "format_dry_run",
+]

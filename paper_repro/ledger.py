@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from exitlaw.theory.atomic_io import atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.paper_repro.paired_effects import PairedEffectError, paired_interval
 from exitlaw.paper_repro.verdicts import (

@@ -37,8 +37,8 @@ import json
 import platform
 from pathlib import Path
 
-from exitlaw.theory.atomic_io import atomic_write_text
-from exitlaw.theory.provenance import git_commit as _git_commit
+from exitlaw.theory.infra.atomic_io import atomic_write_text
+from exitlaw.theory.infra.provenance import git_commit as _git_commit
 
 FIGURE_INPUTS = ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency")
 NEEDED = FIGURE_INPUTS  # figure data a ledger over a run directory computes when missing

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from exitlaw.theory.atomic_io import atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 VERIFIERS = ("predraw", "residual", "tev")
 

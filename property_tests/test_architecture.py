@@ -47,7 +47,7 @@ def test_every_engine_export_is_the_named_object_even_after_submodule_imports():
 
     for mod in pkgutil.walk_packages(engine.__path__, "exitlaw.engine."):
         importlib.import_module(mod.name)  # may bind submodules as package attributes
-    for name, (module, attr) in engine._EXPORTS.items():
+    for name, (module, attr) in engine._LAZY.items():
         want = getattr(importlib.import_module(f"exitlaw.engine.{module}"), attr)
         assert getattr(engine, name) is want, (
             f"exitlaw.engine.{name} is shadowed (a submodule of that name?)"
@@ -211,9 +211,14 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 # ----- sub-package rules (docs/architecture.md §2): inside a part, which room may use which -----------
 # part -> sub-package -> the sub-packages of the same part it may import. "." is the part's own top-level
 # modules (simulate: the randomness interface, statistics, Hypothesis strategies, shared by every room).
-# A part's __init__.py is its public face and may re-export from every room; sub-packages' __init__ files
-# only list names (loaded lazily).
+# A part's __init__.py is its public face and may re-export from every room; a sub-package's __init__
+# re-exports its own modules' names (property_tests/test_faces.py checks every face).
 SUBPACKAGE_RULES = {
+    "theory": {
+        ".": {".", "trace", "infra"},
+        "trace": {"."},
+        "infra": set(),  # atomic writes, provenance, MODULE:CALLABLE specs: nothing else of theory
+    },
     "simulate": {
         ".": {"."},
         "verifiers": {"."},
@@ -305,6 +310,8 @@ def test_sub_packages_import_only_the_rooms_their_rules_allow():
         ("paper_repro/mini/evaluate.py", "from exitlaw.paper_repro.ledger import CLAIMS"),
         ("engine/decode/loop.py", "from exitlaw.engine.serve.app import ServeApp"),
         ("simulate/audit/run.py", "from exitlaw.simulate.kit.conformance import run_kit"),
+        ("theory/infra/atomic_io.py", "from exitlaw.theory.tree import DraftTree"),
+        ("simulate/verifiers/fast.py", "from exitlaw.simulate.lab.models import NGramTarget"),
     ],
 )
 def test_a_planted_import_that_breaks_a_sub_package_rule_is_found(tmp_path, file, planted):

@@ -844,7 +844,7 @@ def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
 
 # ----- results files: written atomically; a truncated or corrupt one is an error naming it --------
 def test_bench_results_written_atomically_keep_the_old_file_when_cut(tmp_path, monkeypatch):
-    import exitlaw.theory.atomic_io as atomic_io
+    import exitlaw.theory.infra.atomic_io as atomic_io
     from exitlaw.cli.engine import _write_json
 
     path = tmp_path / "res.json"
@@ -896,7 +896,7 @@ def test_truncated_latency_json_is_named_by_figures(tmp_path, capsys, flag):
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "2-D"])
 def test_a_damaged_mini_token_array_is_an_error_naming_the_file(tmp_path, damage):
     from exitlaw.paper_repro.mini.corpus import load_token_array
-    from exitlaw.theory.atomic_io import atomic_save_npy
+    from exitlaw.theory.infra.atomic_io import atomic_save_npy
 
     path = atomic_save_npy(tmp_path / "train_tokens.npy", np.arange(1000, dtype=np.int32))
     assert np.array_equal(load_token_array(path), np.arange(1000))

@@ -101,7 +101,7 @@ def test_every_sub_package_imports_from_the_installed_wheel(wheel, tmp_path):
         f"for name in {sorted(_source_packages())!r}:\n"
         "    m = importlib.import_module(name)\n"
         "    assert m.__file__.startswith(" + repr(str(env_dir)) + "), m.__file__\n"
-        "import exitlaw.simulate.prove_sampled, exitlaw.engine.verifiers\n"
+        "import exitlaw.simulate.prove.sampled, exitlaw.engine.decode.verifiers\n"
         "from exitlaw.cli import build_parser; build_parser()\n"
         "print('ok', len(sys.modules))\n"
     )

@@ -3,6 +3,9 @@ calibrated statistics, Hypothesis strategies (``exitlaw.simulate.strategies``)
 and the conformance kit. Submodules are imported explicitly by their users.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 # Synthetic models, builders, simulated decoding (numpy; JAX loads on first law evaluation).
 from exitlaw.simulate.lab.builders import (
     Built,
@@ -26,9 +29,10 @@ from exitlaw.simulate.lab.models import (
     zipf_entropy,
 )
 from exitlaw.simulate.lab.presets import PRESETS, SimConfig, get_preset, verifier_fn
+from exitlaw.simulate.lab.field_lab import FieldLabConfig, run_field_lab
 
-# Verifiers written once (sampling + exact enumeration), fast samplers (numpy).
-from exitlaw.simulate.lab.fast_samplers import (
+# Verifiers written once (sampling + exact enumeration), their fast samplers (numpy).
+from exitlaw.simulate.verifiers.fast import (
     FAST_SAMPLERS,
     greedy_many,
     predraw_many,
@@ -38,79 +42,115 @@ from exitlaw.simulate.lab.fast_samplers import (
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness, enumerate_law
 from exitlaw.simulate.verifiers import greedy, hsd, predraw, residual, tev, univer
 
-# Calibrated statistics, the conformance kit (scipy) and the prover (sympy): loaded on first access.
+if TYPE_CHECKING:
+    from exitlaw.simulate.kit.boundary import run_boundary
+    from exitlaw.simulate.kit.conformance import KitReport, check_verifier, load_verifier, run_kit
+    from exitlaw.simulate.kit.formats import VerifierFormatError, adapt_verifier
+    from exitlaw.simulate.prove.prover import ProofReport, format_proof
+    from exitlaw.simulate.prove.prover import prove as prove_verifier
+    from exitlaw.simulate.prove.raw import prove_raw as prove_raw_verifier
+    from exitlaw.simulate.stats import (
+        cell_binomial,
+        chisquare_power,
+        dkw_check,
+        pooled_chisquare,
+        sample_size,
+        seed_for,
+    )
+
+# PEP 562: names whose module imports scipy or sympy load on first access (static tools read the block
+# above). `prove_verifier` and `prove_raw_verifier` differ from the names in their modules.
 _LAZY = {
-    "run_kit": "kit.conformance",
-    "load_verifier": "kit.conformance",
-    "KitReport": "kit.conformance",
-    "adapt_verifier": "kit.formats",
-    "VerifierFormatError": "kit.formats",
-    "check_verifier": "kit.conformance",
-    "run_boundary": "kit.boundary",
-    # the bounded-exhaustive prover imports sympy: loaded on first access too. Exported under names that
-    # differ from its submodules (``exitlaw.simulate.prove.prover`` is the module once anything imports it).
+    "run_kit": ("kit.conformance", "run_kit"),
+    "load_verifier": ("kit.conformance", "load_verifier"),
+    "KitReport": ("kit.conformance", "KitReport"),
+    "check_verifier": ("kit.conformance", "check_verifier"),
+    "adapt_verifier": ("kit.formats", "adapt_verifier"),
+    "VerifierFormatError": ("kit.formats", "VerifierFormatError"),
+    "run_boundary": ("kit.boundary", "run_boundary"),
     "prove_verifier": ("prove.prover", "prove"),
     "prove_raw_verifier": ("prove.raw", "prove_raw"),
-    "format_proof": "prove.prover",
-    "ProofReport": "prove.prover",
-    "pooled_chisquare": "stats",
-    "cell_binomial": "stats",
-    "dkw_check": "stats",
-    "chisquare_power": "stats",
-    "sample_size": "stats",
-    "seed_for": "stats",
-    "FieldLabConfig": "lab.field_lab",
-    "run_field_lab": "lab.field_lab",
+    "format_proof": ("prove.prover", "format_proof"),
+    "ProofReport": ("prove.prover", "ProofReport"),
+    "pooled_chisquare": ("stats", "pooled_chisquare"),
+    "cell_binomial": ("stats", "cell_binomial"),
+    "dkw_check": ("stats", "dkw_check"),
+    "chisquare_power": ("stats", "chisquare_power"),
+    "sample_size": ("stats", "sample_size"),
+    "seed_for": ("stats", "seed_for"),
 }
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        from importlib import import_module
-
-        module, attr = _LAZY[name] if isinstance(_LAZY[name], tuple) else (_LAZY[name], name)
+        module, attr = _LAZY[name]
         return getattr(import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# Modules that moved into sub-packages keep their former dotted paths (users' imports and
-# `--verifier module:callable` command lines): the same module objects, under their new names.
-from exitlaw.theory.module_faces import alias_moved_modules  # noqa: E402
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
-alias_moved_modules(
-    __name__,
-    {
-        "builders": "lab.builders",
-        "caddtree": "lab.caddtree",
-        "dartree": "lab.dartree",
-        "opt_tree": "lab.opt_tree",
-        "decoding": "lab.decoding",
-        "models": "lab.models",
-        "toy_target": "lab.toy_target",
-        "presets": "lab.presets",
-        "run": "lab.run",
-        "field_lab": "lab.field_lab",
-        "fast_samplers": "lab.fast_samplers",
-        "sharded": "lab.sharded",
-        "conformance": "kit.conformance",
-        "conformance_boundary": "kit.boundary",
-        "conformance_calls": "kit.calls",
-        "conformance_cases": "kit.cases",
-        "conformance_checks": "kit.checks",
-        "conformance_format": "kit.report",
-        "verifier_formats": "kit.formats",
-        "prove_raw": "prove.raw",
-        "prove_rounds": "prove.rounds",
-        "prove_sampled": "prove.sampled",
-        "symbolic": "prove.symbolic",
-        "tree_enum": "prove.tree_enum",
-        "uniform_intervals": "prove.uniform_intervals",
-        "exittrain_fast": "exittrain.fast",
-        "exittrain_mini": "exittrain.mini",
-        "exittrain_objectives": "exittrain.objectives",
-        "exittrain_sweep": "exittrain.sweep",
-        "exittrain_vat": "exittrain.vat",
-        "sim_bench": "bench.rounds",
-        "verifier_bench": "bench.verifiers",
-    },
-)
+
+__all__ = [
+    "Built",
+    "chain",
+    "ddtree",
+    "ddtree_order",
+    "eagle_dynamic",
+    "oracle",
+    "static_tree",
+    "tsubame",
+    "LatencyModel",
+    "caddtree",
+    "first_decrease",
+    "throughput_curve",
+    "dartree",
+    "draft_expected_acceptance",
+    "opt_tree",
+    "RoundRecord",
+    "SimulationResult",
+    "simulate_decoding",
+    "AutoregressiveDrafter",
+    "NGramTarget",
+    "PositionWiseDrafter",
+    "exponent_for_entropy",
+    "zipf_entropy",
+    "PRESETS",
+    "SimConfig",
+    "get_preset",
+    "verifier_fn",
+    "FAST_SAMPLERS",
+    "greedy_many",
+    "predraw_many",
+    "residual_many",
+    "tev_many",
+    "GeneratorRandomness",
+    "Randomness",
+    "enumerate_law",
+    "greedy",
+    "hsd",
+    "predraw",
+    "residual",
+    "tev",
+    "univer",
+    "FieldLabConfig",
+    "run_field_lab",
+    "run_kit",
+    "load_verifier",
+    "KitReport",
+    "check_verifier",
+    "adapt_verifier",
+    "VerifierFormatError",
+    "run_boundary",
+    "prove_verifier",
+    "prove_raw_verifier",
+    "format_proof",
+    "ProofReport",
+    "pooled_chisquare",
+    "cell_binomial",
+    "dkw_check",
+    "chisquare_power",
+    "sample_size",
+    "seed_for",
+]

@@ -2,12 +2,15 @@
 
 The numpy-only parts (trees, validation, traces, the exact-rational reference,
 oracle trees) import without JAX, so the torch engine can use them. The JAX
-laws (``exit_law``, ``block_law``, ...) are loaded on first access.
+laws (``exit_law``, ``block_law``, ...) are loaded on first access. Theory's
+infrastructure (atomic writes, provenance, ``MODULE:CALLABLE`` specs) lives in
+:mod:`exitlaw.theory.infra`.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from .best_first import (
     BestFirst,
@@ -19,7 +22,7 @@ from .best_first import (
     ranked_top_k,
     top_prefixes,
 )
-from .callable_spec import CallableSpecError, load_callable
+from .infra.callable_spec import CallableSpecError, load_callable
 from .distributions import (
     ROW_SUM_ATOL,
     check_edge_probs,
@@ -51,44 +54,56 @@ from .trace.format import (
 )
 from .tree import DraftTree, PaddedTree, stack_trees
 
-_JAX_EXPORTS = {
-    "ExitLaw": "law",
-    "exit_law": "law",
-    "exit_law_from_edges": "law",
-    "exit_law_from_logits": "law",
-    "probs_from_logits": "law",
-    "block_law": "law",
-    "residual_rows": "law",
-    "exit_depth_law": "law",
-}
-
-
 # the processed target distribution (numpy and Fraction; ``processed_exit_law`` loads JAX when called)
-_SETTINGS_EXPORTS = {
-    name: "sampling_settings"
-    for name in (
-        "SamplingSettings",
-        "FILTERS",
-        "VLLM_ORDER",
-        "HF_ORDER",
-        "DEFAULT_ORDER",
-        "check_settings",
-        "process_rows_exact",
-        "process_rows",
-        "keep_mask",
-        "process_logits",
-        "processed_exit_law",
-        "processed_target",
+from .sampling_settings import (
+    DEFAULT_ORDER,
+    FILTERS,
+    HF_ORDER,
+    VLLM_ORDER,
+    SamplingSettings,
+    check_settings,
+    keep_mask,
+    process_logits,
+    process_rows,
+    process_rows_exact,
+    processed_exit_law,
+    processed_target,
+)
+
+if TYPE_CHECKING:
+    from .law import (
+        ExitLaw,
+        block_law,
+        exit_depth_law,
+        exit_law,
+        exit_law_from_edges,
+        exit_law_from_logits,
+        probs_from_logits,
+        residual_rows,
     )
+
+# PEP 562: names whose module imports JAX load on first access (static tools read the block above)
+_LAZY = {
+    "ExitLaw": ("law", "ExitLaw"),
+    "exit_law": ("law", "exit_law"),
+    "exit_law_from_edges": ("law", "exit_law_from_edges"),
+    "exit_law_from_logits": ("law", "exit_law_from_logits"),
+    "probs_from_logits": ("law", "probs_from_logits"),
+    "block_law": ("law", "block_law"),
+    "residual_rows": ("law", "residual_rows"),
+    "exit_depth_law": ("law", "exit_depth_law"),
 }
 
 
 def __getattr__(name: str):
-    if name in _JAX_EXPORTS:
-        return getattr(import_module(f".{_JAX_EXPORTS[name]}", __name__), name)
-    if name in _SETTINGS_EXPORTS:
-        return getattr(import_module(f".{_SETTINGS_EXPORTS[name]}", __name__), name)
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [
@@ -132,14 +147,24 @@ __all__ = [
     "json_safe",
     "CallableSpecError",
     "load_callable",
-    *_JAX_EXPORTS,
-    *_SETTINGS_EXPORTS,
+    "ExitLaw",
+    "exit_law",
+    "exit_law_from_edges",
+    "exit_law_from_logits",
+    "probs_from_logits",
+    "block_law",
+    "residual_rows",
+    "exit_depth_law",
+    "SamplingSettings",
+    "FILTERS",
+    "VLLM_ORDER",
+    "HF_ORDER",
+    "DEFAULT_ORDER",
+    "check_settings",
+    "process_rows_exact",
+    "process_rows",
+    "keep_mask",
+    "process_logits",
+    "processed_exit_law",
+    "processed_target",
 ]
-
-# Modules that moved into the trace sub-package keep their former dotted paths.
-from .module_faces import alias_moved_modules  # noqa: E402
-
-alias_moved_modules(
-    __name__,
-    {"trace_stream": "trace.stream", "trace_bench": "trace.bench", "summary": "trace.summary"},
-)

@@ -1,26 +1,39 @@
-"""Prompts: the one reader of prompt sources and the one encoder, shared by bench and train.
+"""Prompts: the one reader of prompt sources and the one encoder, shared by bench and train."""
 
-Public names load their module on first access.
-"""
+from .encoding import (
+    chat_template_source,
+    encode_prompt,
+    encode_prompts,
+    has_chat_template,
+    PromptEncodingError,
+)
+from .records import (
+    check_prompt_ids,
+    DATASETS,
+    iter_jsonl_objects,
+    load_prompt_set,
+    named_set_prompt,
+    Prompt,
+    PromptRecordError,
+    read_record,
+    TEXT_FIELDS,
+    user_turns,
+)
 
-from exitlaw.theory.module_faces import lazy_exports
-
-_EXPORTS = {
-    "PromptEncodingError": "encoding",
-    "encode_prompt": "encoding",
-    "encode_prompts": "encoding",
-    "has_chat_template": "encoding",
-    "chat_template_source": "encoding",
-    "DATASETS": "records",
-    "check_prompt_ids": "records",
-    "TEXT_FIELDS": "records",
-    "Prompt": "records",
-    "PromptRecordError": "records",
-    "iter_jsonl_objects": "records",
-    "user_turns": "records",
-    "read_record": "records",
-    "named_set_prompt": "records",
-    "load_prompt_set": "records",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__all__ = [
+    "PromptEncodingError",
+    "encode_prompt",
+    "encode_prompts",
+    "has_chat_template",
+    "chat_template_source",
+    "DATASETS",
+    "check_prompt_ids",
+    "TEXT_FIELDS",
+    "Prompt",
+    "PromptRecordError",
+    "iter_jsonl_objects",
+    "user_turns",
+    "read_record",
+    "named_set_prompt",
+    "load_prompt_set",
+]

@@ -16,7 +16,7 @@ import torch
 
 from exitlaw.engine.decode.sampling_settings import processed_probs
 from exitlaw.engine.decode.verifiers import KINDS, VerifyResult, verify
-from exitlaw.theory.callable_spec import CallableSpecError, load_callable
+from exitlaw.theory.infra.callable_spec import CallableSpecError, load_callable
 
 
 class UserVerifierError(RuntimeError):

@@ -3,7 +3,7 @@
 A checkpoint ``out/checkpoints/step_000050/`` holds the drafter in the released
 DFlash format (float32 safetensors + config.json) and ``trainer.pt`` (optimizer,
 scheduler, step). It is written into a temporary folder, closed by a completion
-marker and renamed (:func:`exitlaw.theory.atomic_io.atomic_dir`), so a killed save
+marker and renamed (:func:`exitlaw.theory.infra.atomic_io.atomic_dir`), so a killed save
 never looks complete; a leftover of the same name is kept aside, never deleted.
 ``final/`` is written the same way. On resume the newest checkpoint that verifies
 (both files present, the safetensors header consistent with the file size,
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from exitlaw.theory.atomic_io import atomic_dir, atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_dir, atomic_write_text
 
 from exitlaw.engine.models.checkpoint import WEIGHTS
 from exitlaw.engine.models.dflash import DFlashDrafter

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from exitlaw.theory.atomic_io import atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.training.exittrain import exittrain_loss

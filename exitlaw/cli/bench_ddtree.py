@@ -220,7 +220,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res, indent=1))
     if args.out:
-        from exitlaw.theory.atomic_io import atomic_write_json
+        from exitlaw.theory.infra.atomic_io import atomic_write_json
 
         atomic_write_json(args.out, res, indent=1)
         print(f"wrote {args.out}")

@@ -255,7 +255,7 @@ def _refuse_existing(path: str | None, overwrite: bool) -> None:
 
 def _write_json(path: str, data: dict) -> None:
     """Results through a temporary name and a rename: a cut run leaves the old file or none, never half."""
-    from exitlaw.theory.atomic_io import atomic_write_json
+    from exitlaw.theory.infra.atomic_io import atomic_write_json
 
     atomic_write_json(path, data, indent=1)
     print(f"wrote {path}")

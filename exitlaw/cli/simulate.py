@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from exitlaw.theory.atomic_io import atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from .args import enable_x64, positive_int
 
@@ -492,7 +492,7 @@ def _check_boundary(args: argparse.Namespace) -> int:
 def _prove(args: argparse.Namespace) -> int:
     from exitlaw.simulate.prove.prover import format_proof, load_procedure, prove
     from exitlaw.simulate.prove.raw import prove_raw, takes_generator
-    from exitlaw.theory.atomic_io import atomic_write_text
+    from exitlaw.theory.infra.atomic_io import atomic_write_text
 
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not args.overwrite:

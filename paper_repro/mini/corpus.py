@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.atomic_io import atomic_dir
+from exitlaw.theory.infra.atomic_io import atomic_dir
 
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
 from exitlaw.paper_repro.mini.stats import (
     claim_verdict,
@@ -397,7 +397,7 @@ def format_markdown(res: dict) -> str:
 def write_report(
     out: Path, cfg, cells: dict, t_s: float, lr: float, timings: dict, files: dict
 ) -> dict:
-    from exitlaw.theory.provenance import cpu_fields, git_commit
+    from exitlaw.theory.infra.provenance import cpu_fields, git_commit
 
     provenance = {"git_commit": git_commit(Path(__file__).resolve().parent), **cpu_fields()}
     res = {

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from exitlaw.theory.atomic_io import atomic_write_json
+from exitlaw.theory.infra.atomic_io import atomic_write_json
 
 from exitlaw.paper_repro.mini.paper_regime import (
     PAPER_REGIME,

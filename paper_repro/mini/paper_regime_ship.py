@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from exitlaw.theory.atomic_io import atomic_write_json
+from exitlaw.theory.infra.atomic_io import atomic_write_json
 
 from exitlaw.paper_repro.mini.paper_regime import cell_key, config_from_json, eval_plan
 from exitlaw.paper_repro.mini.paper_regime_run import read_all_cells

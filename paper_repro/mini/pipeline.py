@@ -54,7 +54,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from exitlaw.theory.atomic_io import atomic_save_npy, atomic_write_json, atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_save_npy, atomic_write_json, atomic_write_text
 
 from exitlaw.paper_repro.mini.target import TargetSpec
 

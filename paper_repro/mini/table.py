@@ -37,7 +37,7 @@ def machine_info() -> dict:
 
     import torch
 
-    from exitlaw.theory.provenance import cpu_fields
+    from exitlaw.theory.infra.provenance import cpu_fields
 
     cpu = cpu_fields()
     return {
@@ -65,7 +65,7 @@ def build_results(
     import transformers
 
     from exitlaw import __version__
-    from exitlaw.theory.provenance import git_commit
+    from exitlaw.theory.infra.provenance import git_commit
 
     rows = []
     for key, c in sorted(cells.items()):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.atomic_io import atomic_dir
+from exitlaw.theory.infra.atomic_io import atomic_dir
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from exitlaw.simulate.lab.fast_samplers import _residual_cdf, tev_many
+from exitlaw.simulate.verifiers.fast import _residual_cdf, tev_many
 from exitlaw.simulate.verifiers import tev, tev_weights
 from exitlaw.theory import DraftTree
 

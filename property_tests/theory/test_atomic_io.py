@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from exitlaw.theory.atomic_io import (
+from exitlaw.theory.infra.atomic_io import (
     atomic_dir,
     atomic_write_text,
     is_complete_dir,

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from exitlaw.theory.callable_spec import CallableSpecError, load_callable
+from exitlaw.theory.infra.callable_spec import CallableSpecError, load_callable
 
 
 @pytest.fixture

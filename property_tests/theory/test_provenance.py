@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from exitlaw.theory import provenance
+from exitlaw.theory.infra import provenance
 
 
 def test_cpu_fields_reads_first_cpu_only(tmp_path, monkeypatch):

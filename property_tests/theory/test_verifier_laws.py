@@ -17,7 +17,7 @@ from hypothesis import assume, example, given, note, settings
 from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree, block_law, oracle_tree, reference_block_law, reference_law
-from exitlaw.simulate.lab.fast_samplers import FAST_SAMPLERS, chain_speculative_many
+from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS, chain_speculative_many
 from exitlaw.simulate.randomness import GeneratorRandomness, enumerate_law
 from exitlaw.simulate.stats import describe_seed, dkw_check, pooled_chisquare, seed_for
 from exitlaw.simulate.strategies import draft_trees, logits_rows, trees_with_rows

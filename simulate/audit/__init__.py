@@ -3,27 +3,29 @@
 An HTTP client plus the kit's calibrated statistics (no torch, no JAX); public names load on first access.
 """
 
-from exitlaw.theory.module_faces import lazy_exports
+from .client import Client, ServerFailed, ServerRefused, Unreachable
+from .plan import AuditConfig, AuditUsageError, Budget, plan_budget, read_prompts
+from .report import AuditReport, Divergence, format_audit, TestResult
+from .run import run_audit
+from .two_sample import pooled_power, two_sample_chisquare, two_sample_power, two_sample_size
 
-_EXPORTS = {
-    "AuditConfig": "plan",
-    "AuditUsageError": "plan",
-    "Budget": "plan",
-    "plan_budget": "plan",
-    "read_prompts": "plan",
-    "AuditReport": "report",
-    "Divergence": "report",
-    "TestResult": "report",
-    "format_audit": "report",
-    "run_audit": "run",
-    "Client": "client",
-    "Unreachable": "client",
-    "ServerRefused": "client",
-    "ServerFailed": "client",
-    "two_sample_chisquare": "two_sample",
-    "two_sample_power": "two_sample",
-    "two_sample_size": "two_sample",
-    "pooled_power": "two_sample",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__all__ = [
+    "AuditConfig",
+    "AuditUsageError",
+    "Budget",
+    "plan_budget",
+    "read_prompts",
+    "AuditReport",
+    "Divergence",
+    "TestResult",
+    "format_audit",
+    "run_audit",
+    "Client",
+    "Unreachable",
+    "ServerRefused",
+    "ServerFailed",
+    "two_sample_chisquare",
+    "two_sample_power",
+    "two_sample_size",
+    "pooled_power",
+]

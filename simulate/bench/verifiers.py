@@ -13,7 +13,7 @@ import numpy as np
 
 from exitlaw.theory import oracle_tree
 
-from exitlaw.simulate.lab.fast_samplers import FAST_SAMPLERS
+from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
 
 
 class ZipfRows:

@@ -65,8 +65,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from exitlaw.theory.atomic_io import atomic_write_text
-from exitlaw.theory.provenance import cpu_info, git_commit
+from exitlaw.theory.infra.atomic_io import atomic_write_text
+from exitlaw.theory.infra.provenance import cpu_info, git_commit
 
 from exitlaw.simulate.exittrain.fast import make_pretrainer, make_trainer, rollouts, tau_table
 from exitlaw.simulate.exittrain.mini import Regime, draft_logprobs, init_params, stationary

@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from exitlaw.theory import DraftTree
-from exitlaw.theory.callable_spec import CallableSpecError, load_callable
+from exitlaw.theory.infra.callable_spec import CallableSpecError, load_callable
 
 
 class VerifierCallError(ValueError):
@@ -36,7 +36,7 @@ class CallTimeout(Exception):
 
 
 def load_verifier(spec: str) -> Callable:
-    """``MODULE:CALLABLE`` -> the callable (:func:`~exitlaw.theory.callable_spec.load_callable`), with its
+    """``MODULE:CALLABLE`` -> the callable (:func:`~exitlaw.theory.infra.callable_spec.load_callable`), with its
     error as a :class:`VerifierCallError`.
 
     Modules are looked up on ``sys.path`` with the current directory in front (as ``python -m``

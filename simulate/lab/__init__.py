@@ -1,70 +1,126 @@
-"""The lab: synthetic targets and drafters, tree builders (DDTree, CaDDTree, OPT-Tree, DARTree, ...), multi-round simulated decoding, presets and runs, the field lab, fast samplers and sharded Monte Carlo.
+"""The lab: synthetic targets and drafters, tree builders (DDTree, CaDDTree, OPT-Tree, DARTree, ...), multi-round simulated decoding, presets and runs, the field lab and sharded Monte Carlo (the fast samplers live beside their verifiers, in :mod:`exitlaw.simulate.verifiers.fast`).
 
-Public names load their module on first access.
+The JAX-backed sharded sampler loads on first access.
 """
 
-from exitlaw.theory.module_faces import lazy_exports
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "Built": "builders",
-    "ddtree_order": "builders",
-    "ddtree": "builders",
-    "chain": "builders",
-    "static_tree": "builders",
-    "eagle_dynamic": "builders",
-    "oracle": "builders",
-    "tsubame": "builders",
-    "LatencyModel": "caddtree",
-    "throughput_curve": "caddtree",
-    "first_decrease": "caddtree",
-    "first_decrease_misses": "caddtree",
-    "tree_coverage": "decoding",
-    "RoundRecord": "decoding",
-    "SimulationResult": "decoding",
-    "aggregate": "decoding",
-    "simulate_decoding": "decoding",
-    "predraw_many": "fast_samplers",
-    "residual_many": "fast_samplers",
-    "tev_many": "fast_samplers",
-    "greedy_many": "fast_samplers",
-    "chain_speculative_many": "fast_samplers",
-    "recursive_rejection_many": "fast_samplers",
-    "FAST_SAMPLERS": "fast_samplers",
-    "FieldLabConfig": "field_lab",
-    "run_field_lab": "field_lab",
-    "run_seed": "field_lab",
-    "summarise": "field_lab",
-    "render_markdown": "field_lab",
-    "RULES": "field_lab",
-    "PAIRS": "field_lab",
-    "zipf_entropy": "models",
-    "exponent_for_entropy": "models",
-    "NGramTarget": "models",
-    "PositionWiseDrafter": "models",
-    "AutoregressiveDrafter": "models",
-    "kl_divergence": "models",
-    "mean_depth1_kl": "models",
-    "draft_expected_acceptance": "opt_tree",
-    "SimConfig": "presets",
-    "WorkBoundError": "presets",
-    "estimated_work": "presets",
-    "check_work_bounds": "presets",
-    "row_label": "presets",
-    "verifier_fn": "presets",
-    "sampled_verifier_fn": "presets",
-    "get_preset": "presets",
-    "with_overrides": "presets",
-    "commit_outputs": "run",
-    "row_names": "run",
-    "output_paths": "run",
-    "table_header": "run",
-    "table_row": "run",
-    "run_simulation": "run",
-    "tev_samples": "sharded",
-    "ToyModel": "toy_target",
-    "block_tokens": "toy_target",
-    "complete_block": "toy_target",
-    "decode_rounds": "toy_target",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+from .builders import (
+    Built,
+    chain,
+    ddtree,
+    ddtree_order,
+    eagle_dynamic,
+    oracle,
+    static_tree,
+    tsubame,
+)
+from .caddtree import first_decrease, first_decrease_misses, LatencyModel, throughput_curve
+from .decoding import aggregate, RoundRecord, simulate_decoding, SimulationResult, tree_coverage
+from .field_lab import (
+    FieldLabConfig,
+    PAIRS,
+    render_markdown,
+    RULES,
+    run_field_lab,
+    run_seed,
+    summarise,
+)
+from .models import (
+    AutoregressiveDrafter,
+    exponent_for_entropy,
+    kl_divergence,
+    mean_depth1_kl,
+    NGramTarget,
+    PositionWiseDrafter,
+    zipf_entropy,
+)
+from .opt_tree import draft_expected_acceptance
+from .presets import (
+    check_work_bounds,
+    estimated_work,
+    get_preset,
+    row_label,
+    sampled_verifier_fn,
+    SimConfig,
+    verifier_fn,
+    with_overrides,
+    WorkBoundError,
+)
+from .run import commit_outputs, output_paths, row_names, run_simulation, table_header, table_row
+from .toy_target import block_tokens, complete_block, decode_rounds, ToyModel
+
+if TYPE_CHECKING:
+    from .sharded import tev_samples
+
+
+# PEP 562: names whose module imports JAX load on first access (static tools read the block above)
+_LAZY = {"tev_samples": ("sharded", "tev_samples")}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = [
+    "Built",
+    "ddtree_order",
+    "ddtree",
+    "chain",
+    "static_tree",
+    "eagle_dynamic",
+    "oracle",
+    "tsubame",
+    "LatencyModel",
+    "throughput_curve",
+    "first_decrease",
+    "first_decrease_misses",
+    "tree_coverage",
+    "RoundRecord",
+    "SimulationResult",
+    "aggregate",
+    "simulate_decoding",
+    "FieldLabConfig",
+    "run_field_lab",
+    "run_seed",
+    "summarise",
+    "render_markdown",
+    "RULES",
+    "PAIRS",
+    "zipf_entropy",
+    "exponent_for_entropy",
+    "NGramTarget",
+    "PositionWiseDrafter",
+    "AutoregressiveDrafter",
+    "kl_divergence",
+    "mean_depth1_kl",
+    "draft_expected_acceptance",
+    "SimConfig",
+    "WorkBoundError",
+    "estimated_work",
+    "check_work_bounds",
+    "row_label",
+    "verifier_fn",
+    "sampled_verifier_fn",
+    "get_preset",
+    "with_overrides",
+    "commit_outputs",
+    "row_names",
+    "output_paths",
+    "table_header",
+    "table_row",
+    "run_simulation",
+    "tev_samples",
+    "ToyModel",
+    "block_tokens",
+    "complete_block",
+    "decode_rounds",
+]

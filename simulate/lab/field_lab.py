@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from exitlaw.theory import DraftTree, gather_edge_probs
-from exitlaw.theory.atomic_io import atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.simulate.lab.builders import tsubame
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter

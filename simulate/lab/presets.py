@@ -7,7 +7,7 @@ by ``eagle``, ``opt-tree`` and DARTree's correction: ``simulate.opt_tree``,
 ``simulate.dartree``),
 the builders to compare, the verifier (by name: ``tev``, ``predraw``,
 ``residual``, ``greedy`` from ``exitlaw.simulate.verifiers``, or ``tev-fast``,
-the vectorised twin ``fast_samplers.tev_many`` with one sample, for large V),
+the vectorised twin ``verifiers.fast.tev_many`` with one sample, for large V),
 the number of rounds and the latency model.
 ``chain`` always drafts ``horizon`` tokens (DFlash's default); ``caddtree``
 picks its budget per round in ``[1, caddtree_max_budget]``; every other
@@ -403,7 +403,7 @@ def row_label(name: str, cfg: SimConfig) -> str:
 def verifier_fn(name: str):
     """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``."""
     if name == "tev-fast":
-        from exitlaw.simulate.lab.fast_samplers import tev_many
+        from exitlaw.simulate.verifiers.fast import tev_many
 
         def tev_fast(tree, probs, rng):
             exit_node, bonus = tev_many(tree, probs, rng, 1)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from exitlaw.theory.atomic_io import atomic_write_text
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.simulate.lab.presets import SimConfig
 

@@ -4,8 +4,19 @@ Public sampling forms ``f(tree, probs, rng) -> (exit_node, bonus_token)``:
 :func:`predraw`, :func:`residual`, :func:`tev`, :func:`greedy`; in settings mode (raw logits plus
 :class:`~exitlaw.theory.SamplingSettings`): :func:`predraw_settings`, :func:`residual_settings`,
 :func:`tev_settings`, :func:`chain_speculative_settings`, :func:`without_replacement_settings`.
+Their vectorised numpy twins (``S`` rounds on one tree at once, :data:`FAST_SAMPLERS`) live in
+:mod:`.fast`.
 """
 
+from exitlaw.simulate.verifiers.fast import (
+    FAST_SAMPLERS,
+    chain_speculative_many,
+    greedy_many,
+    predraw_many,
+    recursive_rejection_many,
+    residual_many,
+    tev_many,
+)
 from exitlaw.simulate.verifiers.exact import implementation_block_law, implementation_law, law_table
 from exitlaw.simulate.verifiers.procedures import (
     PROCEDURES,
@@ -73,4 +84,11 @@ __all__ = [
     "tev_settings",
     "chain_speculative_settings",
     "without_replacement_settings",
+    "predraw_many",
+    "residual_many",
+    "tev_many",
+    "greedy_many",
+    "chain_speculative_many",
+    "recursive_rejection_many",
+    "FAST_SAMPLERS",
 ]

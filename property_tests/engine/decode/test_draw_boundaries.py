@@ -133,7 +133,7 @@ DRAW_SITES = {
         "_draw",
     ): "property_tests/engine/decode/test_draw_boundaries.py::test_the_vllm_format_s_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
     (
-        "simulate/lab/fast_samplers.py",
+        "simulate/verifiers/fast.py",
         "_inverse_cdf",
     ): "property_tests/engine/decode/test_draw_boundaries.py::test_fast_samplers_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
 }
@@ -188,7 +188,7 @@ def test_every_draw_site_of_the_library_has_a_boundary_test():
 
 
 def test_fast_samplers_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight():
-    from exitlaw.simulate.lab import fast_samplers as fs
+    from exitlaw.simulate.verifiers import fast as fs
 
     for weights in WEIGHTS:
         cdf = np.cumsum(np.asarray(weights, dtype=np.float64))[None, :]

@@ -5,7 +5,7 @@ import os
 import numpy as np
 from hypothesis import given, note, strategies as st
 
-from exitlaw.simulate.lab.fast_samplers import recursive_rejection_many
+from exitlaw.simulate.verifiers.fast import recursive_rejection_many
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.stats import describe_seed, pooled_chisquare, seed_for
 from exitlaw.simulate.strategies import draft_trees
@@ -63,7 +63,7 @@ def test_fast_recursive_rejection_follows_its_exact_twin(tree, wor, data):
 def test_with_and_without_replacement_differ_on_a_star():
     """Two children with the same draft row: the second acceptance probability depends on the rule."""
     from exitlaw.theory import DraftTree
-    from exitlaw.simulate.lab.fast_samplers import _rejection_tables
+    from exitlaw.simulate.verifiers.fast import _rejection_tables
 
     tree = DraftTree(parent=[-1, 0, 0], token=[0, 0, 1])
     p = np.array([[0.2, 0.5, 0.3], [1 / 3] * 3, [1 / 3] * 3])
