@@ -1,4 +1,4 @@
-"""Benchmarks of the engine (they print numbers, never assert): ``exitlaw bench``, compare, batched decoding, the verifier stage and the GPU check.
+"""Benchmarks of the engine (they print numbers, never assert): ``exitlaw bench decoding``, compare, batched decoding, the verifier stage and the GPU check.
 
 Public names load their module on first access.
 ``exitlaw.engine.bench`` was one module before it became this package: its public names are still
