@@ -95,7 +95,7 @@ def out_dir(args: argparse.Namespace) -> Path | None:
         return None
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is an existing file; --out names a folder")
+        raise ValueError(f"--out {out} is a file, not a directory (--out names a folder)")
     return out
 
 
