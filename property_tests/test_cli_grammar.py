@@ -73,7 +73,10 @@ CONCEPTS = {
     "repetitions": ("--repeats", {"--reps", "--repetitions", "--n-repeats"}),
     "number of prompts": ("--num-prompts", {"--prompt-limit", "--n-prompts", "--max-prompts"}),
     "new tokens": ("--max-new-tokens", {"--max-tokens", "--new-tokens", "--num-tokens"}),
-    "output folder": ("--out", {"--output", "--out-dir", "--output-dir", "--workdir", "--json-out"}),
+    "output folder": (
+        "--out",
+        {"--output", "--out-dir", "--output-dir", "--workdir", "--json-out"},
+    ),
     "overwrite": ("--overwrite", {"--force", "--replace", "--clobber"}),
     "vocabulary": ("--vocab", {"--vocab-size", "--vocabulary"}),
     "threads": ("--threads", {"--num-threads", "--torch-threads", "--cpu-threads"}),
@@ -246,9 +249,7 @@ def test_one_spelling_per_concept(concept):
     canonical, variants = CONCEPTS[concept]
     seen = _spellings()
     assert canonical in seen, f"{concept}: {canonical} is used by no command (stale table?)"
-    wrong = {
-        (path, v) for v in variants for path in seen.get(v, ()) if (path, v) not in PENDING
-    }
+    wrong = {(path, v) for v in variants for path in seen.get(v, ()) if (path, v) not in PENDING}
     assert not wrong, f"{concept} is spelled {canonical}, not: {sorted(wrong)}"
 
 

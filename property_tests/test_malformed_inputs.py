@@ -597,15 +597,35 @@ def _cli(argv, capsys) -> tuple[int, str]:
 
 _M = ["--target", "T", "--draft", "D"]
 CLI_CASES = [
-    ("bench num-prompts 0", ["bench", "decoding", *_M, "--num-prompts", "0"], "expected an integer >= 1"),
-    ("bench num-prompts -1", ["bench", "decoding", *_M, "--num-prompts", "-1"], "expected an integer >= 1"),
+    (
+        "bench num-prompts 0",
+        ["bench", "decoding", *_M, "--num-prompts", "0"],
+        "expected an integer >= 1",
+    ),
+    (
+        "bench num-prompts -1",
+        ["bench", "decoding", *_M, "--num-prompts", "-1"],
+        "expected an integer >= 1",
+    ),
     ("bench budget empty", ["bench", "decoding", *_M, "--budget", ""], "positive integers"),
     ("bench budget zero", ["bench", "decoding", *_M, "--budget", "0,32"], "positive integers"),
-    ("bench budget word", ["bench", "decoding", *_M, "--budget", "big"], "comma-separated integers"),
+    (
+        "bench budget word",
+        ["bench", "decoding", *_M, "--budget", "big"],
+        "comma-separated integers",
+    ),
     ("bench temperature nan", ["bench", "decoding", *_M, "--temperature", "nan"], "finite numbers"),
     ("bench temperature empty", ["bench", "decoding", *_M, "--temperature", ","], "finite numbers"),
-    ("bench verifier empty", ["bench", "decoding", *_M, "--verifier", " , "], "comma-separated names"),
-    ("bench max-new-tokens 0", ["bench", "decoding", *_M, "--max-new-tokens", "0"], "expected an integer >= 1"),
+    (
+        "bench verifier empty",
+        ["bench", "decoding", *_M, "--verifier", " , "],
+        "comma-separated names",
+    ),
+    (
+        "bench max-new-tokens 0",
+        ["bench", "decoding", *_M, "--max-new-tokens", "0"],
+        "expected an integer >= 1",
+    ),
     ("bench warmup -1", ["bench", "decoding", *_M, "--warmup", "-1"], "expected an integer >= 0"),
     ("bench threads 0", ["bench", "decoding", *_M, "--threads", "0"], "expected an integer >= 1"),
     (

@@ -14,12 +14,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from exitlaw.engine.bench.ddtree_reference import (
-    SHIMS,
-    check_same_weights,
-    load_reference,
-    load_reference_models,
-)
+from exitlaw.engine.bench.ddtree_reference import SHIMS, check_same_weights, load_reference_models
 from exitlaw.engine.bench.side_by_side import SideBySideConfig, machine_info, run_side_by_side
 from exitlaw.engine.models.checkpoint import load_pair
 from exitlaw.theory.provenance import git_commit

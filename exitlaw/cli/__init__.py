@@ -44,7 +44,16 @@ COMMAND_FAMILIES = [
     "exitlaw.cli.bench_ddtree",  # bench ddtree
     "exitlaw.cli.repro",  # repro mini|all|full, figures, ledger
 ]
-BENCH_ORDER = ("law", "simulate", "sim-verifiers", "verifiers", "decoding", "batch", "ddtree", "serve")
+BENCH_ORDER = (
+    "law",
+    "simulate",
+    "sim-verifiers",
+    "verifiers",
+    "decoding",
+    "batch",
+    "ddtree",
+    "serve",
+)
 
 
 def command_tree() -> list:

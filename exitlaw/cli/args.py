@@ -207,7 +207,11 @@ def out_args(what: str, default: str | None = None, required: bool = False):
         else:
             where = f" (default {default})"
         parser.add_argument(
-            "--out", metavar="DIR", default=default, required=required, help=f"folder: {what}{where}"
+            "--out",
+            metavar="DIR",
+            default=default,
+            required=required,
+            help=f"folder: {what}{where}",
         )
         parser.add_argument(
             "--overwrite", action="store_true", help="replace files a former run wrote in --out"
@@ -233,7 +237,9 @@ def seed_arg(default: int | None = 0, help: str | None = None):
     return lambda parser: parser.add_argument("--seed", type=int, default=default, help=text)
 
 
-def model_pair_args(required: bool = True, draft_help: str = "DFlash drafter checkpoint directory or Hub id"):
+def model_pair_args(
+    required: bool = True, draft_help: str = "DFlash drafter checkpoint directory or Hub id"
+):
     """``--target`` and ``--draft`` (checkpoint directories or Hub ids)."""
 
     def add(parser: argparse.ArgumentParser) -> None:

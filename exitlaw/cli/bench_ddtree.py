@@ -83,7 +83,9 @@ def _pair_source(p: argparse.ArgumentParser) -> None:
         "drafter_base/final and held-out code prompts",
     )
     src.add_argument(
-        "--quick", action="store_true", help="train the quick mini pair first (into --work) and use it"
+        "--quick",
+        action="store_true",
+        help="train the quick mini pair first (into --work) and use it",
     )
 
 
@@ -99,7 +101,11 @@ BENCH_DDTREE = Command(
     pieces=(
         opt("--ddtree", required=True, help="path of a local clone of liranringel/ddtree"),
         _pair_source,
-        opt("--target", default=None, help="target checkpoint folder (with --draft, instead of --mini)"),
+        opt(
+            "--target",
+            default=None,
+            help="target checkpoint folder (with --draft, instead of --mini)",
+        ),
         opt("--draft", default=None, help="DFlash drafter checkpoint folder"),
         opt(
             "--prompts",
@@ -107,12 +113,18 @@ BENCH_DDTREE = Command(
             help="JSON file: a list of prompts, each a list of token ids "
             "(default: held-out code prompts of the run's corpus)",
         ),
-        opt("--work", default=None, help="--quick: where to write the quick pair (default: a temp folder)"),
+        opt(
+            "--work",
+            default=None,
+            help="--quick: where to write the quick pair (default: a temp folder)",
+        ),
         opt("--num-prompts", type=positive_int, default=12),
         opt("--prompt-tokens", type=positive_int, default=64),
         opt("--max-new-tokens", type=positive_int, default=64),
         opt("--budget", type=int_list, default=[32, 64], help="DDTree budgets at T = 0"),
-        opt("--hot-budget", type=positive_int, default=64, help="the budget of the T = 1 comparison"),
+        opt(
+            "--hot-budget", type=positive_int, default=64, help="the budget of the T = 1 comparison"
+        ),
         opt("--repeats", type=positive_int, default=5, help="interleaved repetitions (>= 2)"),
         opt("--temperature", type=float_list, default=[0.0, 1.0], help="0, 1 or 0,1"),
         opt("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)"),

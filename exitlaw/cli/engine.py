@@ -355,7 +355,9 @@ BENCH_DECODING = Command(
         model_pair_args(required=False),  # not with --compare
         opt("--dataset", default="gsm8k", help=_DATASET_HELP),
         opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
-        opt("--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"),
+        opt(
+            "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
+        ),
         opt("--temperature", type=float_list, default=[0.0, 1.0], help="e.g. 0,1"),
         opt(
             "--verifier",
@@ -385,7 +387,9 @@ BENCH_DECODING = Command(
             "apply). B = 1 (default): the per-prompt bench",
         ),
         _decoding_sampling_args,
-        opt("--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here"),
+        opt(
+            "--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here"
+        ),
         result_out_args,
         add_threads,
         no_progress_arg,
@@ -402,7 +406,9 @@ BENCH_DECODING = Command(
 
 
 def _family_arg(t: argparse.ArgumentParser) -> None:
-    from exitlaw.engine.models.config import FAMILIES  # no torch: configs are built inside functions
+    from exitlaw.engine.models.config import (
+        FAMILIES,
+    )  # no torch: configs are built inside functions
 
     t.add_argument(
         "--family",
@@ -439,10 +445,22 @@ BENCH_VERIFIERS = Command(
         ),
         opt("--vocab", type=int, default=151936, help="vocabulary size V (default 151936, Qwen3)"),
         opt("--device", default="cpu", help="torch device: cpu or cuda (default cpu)"),
-        opt("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="logit dtype"),
+        opt(
+            "--dtype",
+            default="float32",
+            choices=["float32", "bfloat16", "float16"],
+            help="logit dtype",
+        ),
         opt("--temperature", type=float, default=1.0),
-        opt("--trees", type=int, default=None, help="realised trees per budget (default 3; not with --batch-size)"),
-        opt("--repeats", type=int, default=15, help="timed calls per tree and verifier (default 15)"),
+        opt(
+            "--trees",
+            type=int,
+            default=None,
+            help="realised trees per budget (default 3; not with --batch-size)",
+        ),
+        opt(
+            "--repeats", type=int, default=15, help="timed calls per tree and verifier (default 15)"
+        ),
         opt("--depth", type=int, default=15, help="draft horizon H (default 15, DFlash block 16)"),
         opt(
             "--verifier",
@@ -500,7 +518,9 @@ BENCH_BATCH = Command(
     "batched verifier call against B single-tree calls on synthetic deep trees.",
     pieces=(
         model_pair_args(),
-        opt("--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE"),
+        opt(
+            "--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE"
+        ),
         opt("--num-prompts", type=int, default=None, help="use only the first N prompts"),
         opt(
             "--batch-size",
@@ -509,14 +529,21 @@ BENCH_BATCH = Command(
             help="comma-separated batch sizes (default 1,4,8)",
         ),
         opt("--budget", type=int, default=32, help="DDTree budget per sequence (default 32)"),
-        opt("--verifier", type=name_list, default=["tev"], help="e.g. tev,predraw (also greedy, residual)"),
+        opt(
+            "--verifier",
+            type=name_list,
+            default=["tev"],
+            help="e.g. tev,predraw (also greedy, residual)",
+        ),
         opt("--temperature", type=float, default=0.0),
         opt("--max-new-tokens", type=int, default=64),
         _batch_sampling_args,
         seed_arg(0),
         device_args(),
         opt("--warmup", type=int, default=1, help="untimed warm-up generations per batch size"),
-        opt("--verifier-repeats", type=int, default=10, help="timed calls per batched-verifier row"),
+        opt(
+            "--verifier-repeats", type=int, default=10, help="timed calls per batched-verifier row"
+        ),
         result_out_args,
         add_threads,
     ),

@@ -235,9 +235,7 @@ MINI = Command(
             help="paper-regime: processes for the training runs and evaluation cells (one torch "
             "thread each; results do not depend on it)",
         ),
-        _run_args(
-            "if --out holds a run of another configuration, move it aside and start again"
-        ),
+        _run_args("if --out holds a run of another configuration, move it aside and start again"),
     ),
 )
 
@@ -249,8 +247,17 @@ ALL = Command(
     "`repro mini`, every figure (drawn from the mini run) and the claims ledger, "
     "each stage cached under --out (a rerun resumes).",
     pieces=(
-        opt("--out", metavar="DIR", default="runs/repro", help="folder: the run (default runs/repro)"),
-        opt("--quick", action="store_true", help="small presets everywhere (smoke test, a few minutes)"),
+        opt(
+            "--out",
+            metavar="DIR",
+            default="runs/repro",
+            help="folder: the run (default runs/repro)",
+        ),
+        opt(
+            "--quick",
+            action="store_true",
+            help="small presets everywhere (smoke test, a few minutes)",
+        ),
         _run_args(
             "if --out holds a run of another configuration, start again (old mini runs are "
             "moved aside)"
@@ -270,8 +277,14 @@ FULL = Command(
     "verifiers and objectives as configured.",
     pieces=(
         opt("configs", nargs="*", help="config files (default: all in paper_repro/configs)"),
-        opt("--runs", default="runs/full", help="where the printed commands write runs and results"),
-        opt("--dry-run", action="store_true", help="execute every command on tiny CPU stand-ins (see above)"),
+        opt(
+            "--runs", default="runs/full", help="where the printed commands write runs and results"
+        ),
+        opt(
+            "--dry-run",
+            action="store_true",
+            help="execute every command on tiny CPU stand-ins (see above)",
+        ),
         out_args(
             "--dry-run: models, data and runs; new or empty, --overwrite moves a former one aside "
             "(default: a new temp folder)"
@@ -302,8 +315,16 @@ FIGURES = Command(
         out_args("the figures and their data (default runs/figures)", default="runs/figures"),
         opt("--only", default=None, help="comma-separated figure names (default: all)"),
         seed_arg(0),
-        opt("--quick", action="store_true", help="smaller samples and runs (smoke test, under a minute)"),
-        opt("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory to draw from"),
+        opt(
+            "--quick",
+            action="store_true",
+            help="smaller samples and runs (smoke test, under a minute)",
+        ),
+        opt(
+            "--mini",
+            default=None,
+            help="an `exitlaw repro mini --out DIR` run directory to draw from",
+        ),
         opt(
             "--latency-json",
             default=None,
@@ -350,8 +371,16 @@ LEDGER = Command(
             "missing; a folder given here must exist)",
         ),
         opt("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory"),
-        opt("--checks", default=None, help="a directory of conformance-kit reports (predraw/residual/tev.json)"),
-        opt("--mini-deep", default=None, help="a deep mini paired-effect JSON (default: the shipped one)"),
+        opt(
+            "--checks",
+            default=None,
+            help="a directory of conformance-kit reports (predraw/residual/tev.json)",
+        ),
+        opt(
+            "--mini-deep",
+            default=None,
+            help="a deep mini paired-effect JSON (default: the shipped one)",
+        ),
         opt(
             "--sweep",
             default=None,

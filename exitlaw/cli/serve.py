@@ -141,12 +141,28 @@ SERVE = Command(
             "f(tree, probs, rng) -> (exit_node, bonus_token)",
         ),
         opt("--budget", type=positive_int, default=32, help="DDTree node budget (default 32)"),
-        opt("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"),
-        opt("--port", type=port_number, default=8000, help="port (0: a free one, printed when ready)"),
+        opt(
+            "--host",
+            default="127.0.0.1",
+            help="address to bind (default 127.0.0.1: this machine only)",
+        ),
+        opt(
+            "--port",
+            type=port_number,
+            default=8000,
+            help="port (0: a free one, printed when ready)",
+        ),
         opt("--api-key", default=None, help=f"require this key (default: ${API_KEY_ENV} if set)"),
-        opt("--model-name", default=None, help="model id served (default: the target folder's name)"),
+        opt(
+            "--model-name", default=None, help="model id served (default: the target folder's name)"
+        ),
         device_args(default="cpu"),
-        opt("--max-body-bytes", type=positive_int, default=1 << 20, help="request body limit (413 beyond)"),
+        opt(
+            "--max-body-bytes",
+            type=positive_int,
+            default=1 << 20,
+            help="request body limit (413 beyond)",
+        ),
         opt("--max-prompt-tokens", type=positive_int, default=4096),
         opt(
             "--max-tokens-limit",
@@ -186,7 +202,11 @@ AUDIT = Command(
     "Exit 0: no difference found with the stated power; 1: lossy; 4: a server failed during the run; "
     "5: insufficient samples (power below --power); 2: bad usage or unreachable server.",
     pieces=(
-        opt("--candidate", required=True, help="base URL of the server audited, e.g. http://127.0.0.1:8001"),
+        opt(
+            "--candidate",
+            required=True,
+            help="base URL of the server audited, e.g. http://127.0.0.1:8001",
+        ),
         opt("--reference", required=True, help="base URL of the reference (autoregressive) server"),
         opt(
             "--prompts",
@@ -194,17 +214,43 @@ AUDIT = Command(
             help='JSONL file: one {"prompt": str} | {"prompt_ids": [int]} | {"messages": [...]} per line',
         ),
         opt("--temperature", type=nonneg_float, default=0.0),
-        opt("--model", default=None, help="model id on both servers (default: each server's first)"),
+        opt(
+            "--model", default=None, help="model id on both servers (default: each server's first)"
+        ),
         opt("--candidate-model", default=None),
         opt("--reference-model", default=None),
-        opt("--api-key", default=None, help=f"key for both servers (default ${API_KEY_ENV}, else none)"),
+        opt(
+            "--api-key",
+            default=None,
+            help=f"key for both servers (default ${API_KEY_ENV}, else none)",
+        ),
         opt("--candidate-api-key", default=None),
         opt("--reference-api-key", default=None),
-        opt("--max-new-tokens", type=positive_int, default=32, help="T = 0: tokens compared per prompt"),
-        opt("--tokens", type=positive_int, default=2, help="T > 0: the first k tokens are one outcome"),
-        opt("--alpha", type=open_unit_float, default=1e-3, help="false-failure rate of the whole run"),
+        opt(
+            "--max-new-tokens",
+            type=positive_int,
+            default=32,
+            help="T = 0: tokens compared per prompt",
+        ),
+        opt(
+            "--tokens",
+            type=positive_int,
+            default=2,
+            help="T > 0: the first k tokens are one outcome",
+        ),
+        opt(
+            "--alpha",
+            type=open_unit_float,
+            default=1e-3,
+            help="false-failure rate of the whole run",
+        ),
         opt("--power", type=open_unit_float, default=0.9),
-        opt("--tv", type=open_unit_float, default=0.2, help="total variation the power is stated for"),
+        opt(
+            "--tv",
+            type=open_unit_float,
+            default=0.2,
+            help="total variation the power is stated for",
+        ),
         opt(
             "--max-cells",
             type=positive_int,

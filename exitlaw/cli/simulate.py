@@ -204,6 +204,7 @@ def _check_boundary(args: argparse.Namespace) -> int:
 def _prove(args: argparse.Namespace) -> int:
     from exitlaw.simulate.prove.prover import format_proof, load_procedure, prove
     from exitlaw.simulate.prove.raw import prove_raw, takes_generator
+
     path = result_path(args)
     if args.rounds == 2 and (args.mode == "marginal" or args.raw or args.every_child_order):
         raise ValueError(
@@ -287,7 +288,11 @@ SIMULATE_RUN = Command(
     description="Run builders + a verifier for many rounds on a synthetic n-gram target with "
     "exact conditionals; write JSON results and tree traces.",
     pieces=(
-        opt("config", nargs="?", help="JSON config file (keys of SimConfig; may name a base 'preset')"),
+        opt(
+            "config",
+            nargs="?",
+            help="JSON config file (keys of SimConfig; may name a base 'preset')",
+        ),
         opt("--preset", help="named preset (small, medium, greedy, mismatch, field)"),
         out_args("results and traces (default runs/simulate/<config name>)"),
         opt("--rounds", type=positive_int, help="override the number of rounds"),
@@ -339,7 +344,13 @@ FIELD_LAB = Command(
     "effects with 95 %% t-intervals over seeds, in the ledger's record shape.",
     pieces=(
         out_args("field_lab.json and its table field_lab.md", default="runs/field_lab"),
-        opt("--noise", type=float, nargs="+", default=[1.0, 0.5], help="drafter noise, one run per value"),
+        opt(
+            "--noise",
+            type=float,
+            nargs="+",
+            default=[1.0, 0.5],
+            help="drafter noise, one run per value",
+        ),
         opt("--seeds", type=int, default=20),
         opt("--contexts", type=int, default=400, help="contexts (drafted trees) per seed"),
         opt("--budget", type=int, default=16),
@@ -421,7 +432,12 @@ CHECK = Command(
             "and bonus drawn by the kit). See simulate/kit/formats.py and simulate/kit/chain_formats.py",
         ),
         seed_arg(0, help="seed of the cases and of every draw (default 0)"),
-        opt("--budget", type=int, default=8, help="node budget B of the random tree case (default 8)"),
+        opt(
+            "--budget",
+            type=int,
+            default=8,
+            help="node budget B of the random tree case (default 8)",
+        ),
         opt("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)"),
         opt(
             "--samples",
@@ -429,15 +445,24 @@ CHECK = Command(
             default=None,
             help="rounds per case (default: chosen from --alpha, --power and --delta)",
         ),
-        opt("--alpha", type=float, default=1e-6, help="false-failure rate of the whole run (default 1e-6)"),
-        opt("--delta", type=float, default=0.1, help="total-variation distance for the power claim"),
+        opt(
+            "--alpha",
+            type=float,
+            default=1e-6,
+            help="false-failure rate of the whole run (default 1e-6)",
+        ),
+        opt(
+            "--delta", type=float, default=0.1, help="total-variation distance for the power claim"
+        ),
         opt("--power", type=float, default=0.999, help="power per distribution check at --delta"),
         opt(
             "--chains-only",
             action="store_true",
             help="marginal mode: draft chains only (for chain speculative sampling)",
         ),
-        opt("--keep-going", action="store_true", help="run every case even after a 'not exact' case"),
+        opt(
+            "--keep-going", action="store_true", help="run every case even after a 'not exact' case"
+        ),
         opt(
             "--timeout",
             type=float,
@@ -539,7 +564,9 @@ BENCH_SIMULATE = Command(
         opt("--budget", type=int, default=64),
         opt("--vocab", type=int, nargs="+", default=[1000, 32000]),
         opt("--rounds", type=int, default=30),
-        opt("--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)"),
+        opt(
+            "--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)"
+        ),
         result_out_args,
     ),
 )

@@ -62,7 +62,9 @@ LAW = Command(
     "exit-depth histogram of a tree trace (JSON lines).",
     pieces=(
         opt("trace", nargs="?", help="path of a tree trace (.jsonl)"),
-        opt("--demo", action="store_true", help="use an embedded synthetic trace instead of a file"),
+        opt(
+            "--demo", action="store_true", help="use an embedded synthetic trace instead of a file"
+        ),
         opt("--json", action="store_true", help="print the full summary as JSON"),
         opt(
             "--workers",
@@ -86,11 +88,21 @@ BENCH_LAW = Command(
     "and peak memory of `exitlaw law` on that file.",
     pieces=(
         opt("--trace", default=None, help="time the streaming summary of this trace file instead"),
-        opt("--workers", type=positive_int, default=1, help="with --trace: reading processes (default 1)"),
+        opt(
+            "--workers",
+            type=positive_int,
+            default=1,
+            help="with --trace: reading processes (default 1)",
+        ),
         opt("--trees", type=positive_int, default=4096),
         opt("--budget", type=positive_int, default=64),
         opt("--vocab", type=positive_int, default=32000),
-        opt("--row-batch", type=positive_int, default=64, help="trees per chunk for the full-row case"),
+        opt(
+            "--row-batch",
+            type=positive_int,
+            default=64,
+            help="trees per chunk for the full-row case",
+        ),
         result_out_args,
     ),
 )

@@ -141,7 +141,11 @@ TRAIN = Command(
             "the training run (new or empty unless --resume; --overwrite moves a former run aside)",
             required=True,
         ),
-        opt("--resume", action="store_true", help="continue the run in --out from its latest checkpoint"),
+        opt(
+            "--resume",
+            action="store_true",
+            help="continue the run in --out from its latest checkpoint",
+        ),
         opt(
             "--preset",
             choices=tuple(PRESETS),
@@ -160,7 +164,12 @@ TRAIN = Command(
             "(verification-aware training: CE reweighted at simulated first-rejection positions; "
             "batch normalisation)",
         ),
-        opt("--lam", type=finite_float, default=None, help="weight of the tree term (forced to 0 for token)"),
+        opt(
+            "--lam",
+            type=finite_float,
+            default=None,
+            help="weight of the tree term (forced to 0 for token)",
+        ),
         opt(
             "--weight-norm",
             choices=NORMALISATIONS,
@@ -176,7 +185,12 @@ TRAIN = Command(
             help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
             "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off",
         ),
-        opt("--budget", type=positive_int, default=None, help="DDTree budget of the trained trees (default 64)"),
+        opt(
+            "--budget",
+            type=positive_int,
+            default=None,
+            help="DDTree budget of the trained trees (default 64)",
+        ),
         opt(
             "--scoring-temperature",
             type=_positive_float,
@@ -210,8 +224,15 @@ TRAIN = Command(
             help="bf16 autocast (auto: on CUDA devices that support it)",
         ),
         opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
-        opt("--chat", action="store_true", help="wrap string prompts in the target's chat template"),
-        opt("--max-new-tokens", type=positive_int, default=256, help="length of the target continuations"),
+        opt(
+            "--chat", action="store_true", help="wrap string prompts in the target's chat template"
+        ),
+        opt(
+            "--max-new-tokens",
+            type=positive_int,
+            default=256,
+            help="length of the target continuations",
+        ),
         opt(
             "--gen-temperature",
             type=nonneg_float,
@@ -227,8 +248,12 @@ TRAIN = Command(
             help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
             "target) at URL instead of decoding locally",
         ),
-        opt("--server-model", default=None, help="model name the server expects (default: --target)"),
-        opt("--cache-dir", default=None, help="continuation cache (default: OUT/../.exitlaw-cache)"),
+        opt(
+            "--server-model", default=None, help="model name the server expects (default: --target)"
+        ),
+        opt(
+            "--cache-dir", default=None, help="continuation cache (default: OUT/../.exitlaw-cache)"
+        ),
         device_args(
             dtypes=("float32", "bfloat16", "float16"),
             dtype_default="float32",

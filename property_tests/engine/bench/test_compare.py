@@ -166,7 +166,9 @@ def test_bench_compare_command_prints_and_keeps_the_comparison(tmp_path, capsys)
     assert cli_main(["bench", "decoding", "--compare", str(pa), str(pb), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "paired by prompt" in printed and "+0.500" in printed
-    assert json.loads((out / "results.json").read_text())["rows"][0]["tau"]["delta"] == pytest.approx(0.5)
+    assert json.loads((out / "results.json").read_text())["rows"][0]["tau"][
+        "delta"
+    ] == pytest.approx(0.5)
     assert (
         cli_main(["bench", "decoding", "--compare", str(pa), str(pb), "--out", str(out)]) == 2
     )  # never overwrites silently
