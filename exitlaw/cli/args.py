@@ -200,7 +200,7 @@ def out_args(what: str, default: str | None = None, required: bool = False):
     """``--out DIR`` (a folder; ``what`` says what is written there) and ``--overwrite``."""
 
     def add(parser: argparse.ArgumentParser) -> None:
-        if required:
+        if required or "(default" in what:  # ``what`` states its own default
             where = ""
         elif default is None:
             where = " (default: write nothing)"

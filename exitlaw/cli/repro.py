@@ -312,7 +312,7 @@ FIGURES = Command(
     description="Each figure is computed from embedded defaults (simulation, the engine on tiny "
     "models, or a mini-scale run when --mini is given) and drawn with matplotlib.",
     pieces=(
-        out_args("the figures and their data (default runs/figures)", default="runs/figures"),
+        out_args("the figures and their data", default="runs/figures"),
         opt("--only", default=None, help="comma-separated figure names (default: all)"),
         seed_arg(0),
         opt(
