@@ -450,6 +450,50 @@ def run_batched_bench(
     }
 
 
+def run_batch_verifier_stage(
+    batch: int,
+    budgets: Sequence[int],
+    vocab: int,
+    *,
+    kinds: Sequence[str],
+    temperature: float = 1.0,
+    device: str = "cpu",
+    depth: int = 7,
+    repeats: int = 10,
+    seed: int = 0,
+    dtype: str = "float32",
+) -> dict[str, Any]:
+    """``exitlaw bench verifiers --batch-size B``: :func:`run_batch_verifier_bench` at one batch size
+    for every budget; ``{"config", "rows"}``."""
+    rows = []
+    for budget in budgets:
+        rows += run_batch_verifier_bench(
+            (batch,),
+            int(budget),
+            vocab,
+            kinds=tuple(kinds),
+            temperature=temperature,
+            device=device,
+            depth=depth,
+            repeats=repeats,
+            seed=seed,
+            dtype=dtype,
+        )
+    config = {
+        "batch": batch,
+        "budgets": list(budgets),
+        "vocab": vocab,
+        "device": device,
+        "dtype": dtype,
+        "temperature": temperature,
+        "depth": depth,
+        "repeats": repeats,
+        "verifiers": list(kinds),
+        "seed": seed,
+    }
+    return {"config": config, "rows": rows}
+
+
 def format_batch_verifier_stage(rows: list[dict[str, Any]]) -> str:
     """Table of :func:`run_batch_verifier_bench` rows: one batched call vs ``B`` single-tree calls (ms per batch)."""
     lines = [
@@ -485,6 +529,7 @@ def format_batch_bench(result: dict[str, Any]) -> str:
 
 
 __all__ = [
+    "run_batch_verifier_stage",
     "run_batch_decode_bench",
     "run_batch_verifier_bench",
     "run_batch_bench",

@@ -7,6 +7,8 @@ free of torch and JAX.
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def int_list(text: str) -> list[int]:
@@ -184,6 +186,20 @@ def set_torch_threads(threads: int | None) -> None:
         import torch
 
         torch.set_num_threads(threads)
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Apply ``--threads`` for the block and restore torch's setting after it (a benchmark called in
+    a process that goes on, such as the test suite)."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads(threads)
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def enable_x64() -> None:

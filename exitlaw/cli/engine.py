@@ -23,6 +23,7 @@ from .args import (
     sampling_filters,
     seed_arg,
     set_torch_threads,
+    torch_threads,
 )
 from .grammar import Command, emit, opt, out_dir, result_path
 
@@ -147,8 +148,6 @@ def _tiny(args: argparse.Namespace) -> int:
 
 
 def _verifier_bench(args: argparse.Namespace) -> int:
-    import torch
-
     from exitlaw.engine.bench.verifiers import run_verifier_bench
 
     if args.vocab < 2:
@@ -171,9 +170,7 @@ def _verifier_bench(args: argparse.Namespace) -> int:
         raise ValueError("--trees and --repeats must be >= 1")
     path = result_path(args)
     _check_device(args.device)
-    before = torch.get_num_threads()
-    try:
-        set_torch_threads(args.threads)
+    with torch_threads(args.threads):
         res = run_verifier_bench(
             args.budget,
             args.vocab,
@@ -186,21 +183,15 @@ def _verifier_bench(args: argparse.Namespace) -> int:
             kinds=tuple(args.verifier),
             seed=args.seed,
         )
-    finally:
-        torch.set_num_threads(before)
     emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
     return 0
 
 
 def _settings_bench(args: argparse.Namespace, path: Path | None) -> int:
-    import torch
-
     from exitlaw.engine.bench.settings import run_settings_bench
 
     _check_device(args.device)
-    before = torch.get_num_threads()
-    try:
-        set_torch_threads(args.threads)
+    with torch_threads(args.threads):
         res = run_settings_bench(
             args.budget,
             args.vocab,
@@ -213,16 +204,12 @@ def _settings_bench(args: argparse.Namespace, path: Path | None) -> int:
             dtype=args.dtype,
             seed=args.seed,
         )
-    finally:
-        torch.set_num_threads(before)
     emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
     return 0
 
 
 def _verifier_bench_batched(args: argparse.Namespace, path: Path | None) -> int:
-    import torch
-
-    from exitlaw.engine.bench.batch import format_batch_verifier_stage, run_batch_verifier_bench
+    from exitlaw.engine.bench.batch import format_batch_verifier_stage, run_batch_verifier_stage
     from exitlaw.engine.decode.verifiers import KINDS
 
     bad = [v for v in args.verifier if v not in KINDS]
@@ -231,38 +218,20 @@ def _verifier_bench_batched(args: argparse.Namespace, path: Path | None) -> int:
     if args.repeats < 1 or min(args.budget) < 1:
         raise ValueError("--repeats and --budget values must be >= 1")
     _check_device(args.device)
-    before = torch.get_num_threads()
-    try:
-        set_torch_threads(args.threads)
-        rows = []
-        for budget in args.budget:
-            rows += run_batch_verifier_bench(
-                (args.batch_size,),
-                int(budget),
-                args.vocab,
-                kinds=tuple(args.verifier),
-                temperature=args.temperature,
-                device=args.device,
-                depth=args.depth,
-                repeats=args.repeats,
-                seed=args.seed,
-                dtype=args.dtype,
-            )
-    finally:
-        torch.set_num_threads(before)
-    config = {
-        "batch": args.batch_size,
-        "budgets": list(args.budget),
-        "vocab": args.vocab,
-        "device": args.device,
-        "dtype": args.dtype,
-        "temperature": args.temperature,
-        "depth": args.depth,
-        "repeats": args.repeats,
-        "verifiers": list(args.verifier),
-        "seed": args.seed,
-    }
-    emit(args, {"config": config, "rows": rows}, format_batch_verifier_stage(rows), path)
+    with torch_threads(args.threads):
+        res = run_batch_verifier_stage(
+            args.batch_size,
+            args.budget,
+            args.vocab,
+            kinds=args.verifier,
+            temperature=args.temperature,
+            device=args.device,
+            depth=args.depth,
+            repeats=args.repeats,
+            seed=args.seed,
+            dtype=args.dtype,
+        )
+    emit(args, res, format_batch_verifier_stage(res["rows"]), path)
     return 0
 
 
