@@ -677,7 +677,7 @@ CLI_CASES = [
         "unknown builders ['', '']",
     ),
     ("simulate unknown preset", ["simulate", "run", "--preset", "nope"], "unknown preset"),
-    ("simulate no config", ["simulate"], "give either a CONFIG file or --preset"),
+    ("simulate no config", ["simulate", "run"], "give either a CONFIG file or --preset"),
     ("law no trace", ["law"], "give either a TRACE path or --demo"),
     ("law missing file", ["law", "missing.jsonl"], "does not exist"),
     ("bench-law trees 0", ["bench", "law", "--trees", "0"], "expected an integer >= 1"),
