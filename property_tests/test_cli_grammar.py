@@ -230,6 +230,30 @@ def test_gpu_check_out_writes_results_json_and_json_prints(tmp_path, capsys):
     assert "TEV/predraw" in out and "wrote" in err
 
 
+def test_overwrite_of_a_whole_run_folder_moves_the_former_run_aside(tmp_path, capsys):
+    from exitlaw.cli.grammar import move_aside
+
+    run = tmp_path / "run"
+    assert move_aside(run) is None  # nothing there: nothing moved
+    run.mkdir()
+    assert move_aside(run) is None and run.is_dir()  # empty: kept
+    (run / "config.json").write_text("old")
+    aside = move_aside(run)
+    assert aside.parent == tmp_path and aside.name.startswith("run.old-")
+    assert (aside / "config.json").read_text() == "old" and not run.exists()
+    assert str(aside) in capsys.readouterr().err
+
+
+def test_train_overwrite_does_not_go_with_resume_and_moves_nothing(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("old")
+    argv = ["train", "--target", "T", "--draft", "D", "--prompts", "p", "--out", str(run)]
+    assert main([*argv, "--overwrite", "--resume"]) == 2
+    assert "does not go with --resume" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
 def test_repro_full_out_is_the_dry_run_folder():
     args = build_parser().parse_args(["repro", "full", "--dry-run", "--out", "X", "--overwrite"])
     assert (args.out, args.overwrite, args.command) == ("X", True, "repro full")
