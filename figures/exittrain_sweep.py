@@ -8,7 +8,7 @@ comparison (the paper's normalisation ``tree``; the authors' floored ``nodes``
 configuration for exit-depth vs prefix), with six points: eval budgets 32/64/128
 at the first evaluation temperature (filled: T = 0 in the default sweep, T = 0.5 in `matched`) and the others (open). The shaded band is the paper's claimed
 effect (4-8 % in tau). Not in the registry: its data come from a ~20-minute sweep
-(``exitlaw simulate-exittrain --sweep all``), not from embedded defaults.
+(``exitlaw simulate exittrain --sweep all``), not from embedded defaults.
 """
 
 from __future__ import annotations

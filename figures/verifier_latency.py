@@ -6,11 +6,11 @@ verifier in the same run. Two sources, normalised to rows ``{shape, budget,
 internal, ms: {verifier: median ms}, reduction_pct, samples_ms}`` (``samples_ms``:
 the paired per-call times, when the source has them):
 
-* ``exitlaw bench-verifiers`` (:func:`exitlaw.engine.bench.verifiers.run_verifier_bench`,
+* ``exitlaw bench verifiers`` (:func:`exitlaw.engine.bench.verifiers.run_verifier_bench`,
   the default: DDTree trees from draft rows that resemble the target, V = 151936,
   the commit a real ``TargetModel.commit`` on a Qwen3-4B-shaped cache, and the
   floor = one pass over the K internal rows + one draw + a one-position commit);
-* ``exitlaw gpu-check --out`` (random Qwen3-4B-shaped pair,
+* ``exitlaw gpu-check --out DIR`` (random Qwen3-4B-shaped pair,
   stage includes the KV-cache commit; rows per tree shape).
 
 Either JSON can be passed as ``source``. ``reduction_pct = 100 (1 - TEV / predraw)``.

@@ -137,7 +137,7 @@ class Shrink:
     train_steps: int = 2
     train_batch: int = 2
     train_anchors: int = 2
-    train_prompts: int = 4  # --prompt-limit (the local mixture holds four records, one per shape)
+    train_prompts: int = 4  # --num-prompts (the local mixture holds four records, one per shape)
     train_new_tokens: int = 8  # target continuation length
     context: int = 160  # gpu-check: must exceed the largest tree (B + 1 = 129)
     all_repeats: bool = False  # bench repeats with seeds 1.. differ from seed 0 only in the seed
@@ -191,10 +191,10 @@ class StandIns:
         released drafter, the datasets, device and dtype replaced, the :class:`Shrink` sizes set; every other
         flag (budgets, temperatures, verifiers, objective, lambda, lr, seed, output paths) kept."""
         s, v = self.shrink, flag_values(argv)
-        cmd = argv[1]
+        cmd = command_of(argv)
         if cmd == "gpu-check":
             out = _set(
-                _set(_set(argv, "--device", "cpu"), "--context", str(s.context)), "--reps", "1"
+                _set(_set(argv, "--device", "cpu"), "--context", str(s.context)), "--repeats", "1"
             )
             return out + ["--tiny"]
         target, released = self.pair(family)
@@ -202,7 +202,7 @@ class StandIns:
         if v["--draft"] == cfg["released_draft"]:
             out = _set(out, "--draft", str(released))
         out = _set(out, "--dtype", "float32")
-        if cmd == "bench":
+        if cmd == "bench decoding":
             out = _set(out, "--dataset", self.source(v["--dataset"]))
             out = _set(out, "--device", "cpu")
             out = _set(out, "--num-prompts", str(min(int(v["--num-prompts"]), s.num_prompts)))
@@ -215,7 +215,7 @@ class StandIns:
                 ("--batch-size", s.train_batch),
                 ("--anchors", s.train_anchors),
                 ("--max-new-tokens", s.train_new_tokens),
-                ("--prompt-limit", s.train_prompts),
+                ("--num-prompts", s.train_prompts),
                 ("--device", "cpu"),
             ):
                 out = _set(out, flag, str(value))
@@ -223,7 +223,13 @@ class StandIns:
         raise DryRunError(f"the dry run does not know the command {cmd!r}")
 
 
+def command_of(argv: list[str]) -> str:
+    """The command of ``exitlaw ...`` argv: ``"train"``, ``"gpu-check"``, ``"bench decoding"``."""
+    return " ".join(argv[1:3]) if argv[1] == "bench" else argv[1]
+
+
 __all__ = [
+    "command_of",
     "ROWS",
     "TRAIN_ROWS",
     "TRAIN_SOURCE",

@@ -3,7 +3,7 @@
 ``figure_inputs(name, mini_dir=, latency_json=)`` returns the keyword inputs of
 ``exitlaw.figures.<name>.compute``: the mini run's target and base drafter for
 ``tree_exit``, its ``results.json`` for ``exittrain_ablation``, a latency JSON
-(``exitlaw bench-verifiers --json`` or ``exitlaw gpu-check --out``) for
+(``exitlaw bench verifiers --json`` or ``--out DIR``/results.json) for
 ``verifier_latency``. Figures themselves never import ``paper_repro``.
 """
 

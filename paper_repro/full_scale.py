@@ -1,7 +1,7 @@
 """Full-scale (GPU, Hugging Face Hub) commands for the paper's Tables 1-5, generated from ``configs/*.json``.
 
 ``exitlaw repro full [CONFIG ...] [--runs DIR]`` prints the shell commands,
-using only the flags ``exitlaw train``, ``exitlaw bench`` and
+using only the flags ``exitlaw train``, ``exitlaw bench decoding`` and
 ``exitlaw gpu-check`` define. Repeats are separate bench runs
 with seeds ``0..repeats-1``; trained drafters land in ``RUNS/MODEL/train_OBJ/final``.
 """
@@ -97,6 +97,7 @@ def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
                     [
                         "exitlaw",
                         "bench",
+                        "decoding",
                         "--target",
                         cfg["target"],
                         "--draft",
@@ -122,7 +123,7 @@ def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
                         "--warmup",
                         str(ev["warmup"]),
                         "--out",
-                        f"{tag}.json",
+                        tag,
                     ]
                 )
     return out
@@ -139,12 +140,12 @@ def latency_commands(cfg: dict, runs: str) -> list[list[str]]:
             _csv(cfg["budgets"]),
             "--context",
             str(cfg["context"]),
-            "--reps",
+            "--repeats",
             str(cfg["reps"]),
             "--temperature",
             f"{t:g}",
             "--out",
-            f"{runs}/{cfg['model']}/table3/latency_T{t:g}.json",
+            f"{runs}/{cfg['model']}/table3/latency_T{t:g}",
         ]
         for t in cfg["temperatures"]
     ]

@@ -2,7 +2,7 @@
 
 ``dry_run(workdir, run_command=exitlaw.cli.main)`` takes the commands
 :func:`.full_scale.commands` generates for each config (``exitlaw train``, ``exitlaw
-bench``, ``exitlaw gpu-check``) and runs each one through exitlaw's own command line, in
+bench decoding``, ``exitlaw gpu-check``) and runs each one through exitlaw's own command line, in
 this process. What differs from a GPU run is
 only what a CPU and no network force, each substitution made on the command line:
 
@@ -37,8 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from exitlaw.paper_repro.dry_run_stand_ins import DryRunError, Shrink, StandIns, flag_values
+from exitlaw.paper_repro.dry_run_stand_ins import (
+    DryRunError,
+    Shrink,
+    StandIns,
+    command_of,
+    flag_values,
+)
 from exitlaw.paper_repro.full_scale import commands, config_paths, load_config
+
+RESULTS = "results.json"  # what `--out DIR` of bench decoding and gpu-check holds
 
 TARGET_FAMILIES = {  # Hub id of each config's target -> the transformers family of its stand-in
     "Qwen/Qwen3-4B": "qwen3",
@@ -89,7 +97,7 @@ def _check_train(argv: list[str]) -> str:
     tok = AutoTokenizer.from_pretrained(v["--target"])
     want = [
         _rendered_prompt_ids(tok, p)
-        for p in load_prompts(v["--prompts"], limit=int(v["--prompt-limit"]))
+        for p in load_prompts(v["--prompts"], limit=int(v["--num-prompts"]))
     ]
     for cache in sorted((out.parent / ".exitlaw-cache").glob("continuations-*.jsonl")):
         got = [
@@ -104,7 +112,7 @@ def _check_train(argv: list[str]) -> str:
 
 
 def _check_bench(argv: list[str]) -> str:
-    res = json.loads(Path(flag_values(argv)["--out"]).read_text(encoding="utf-8"))
+    res = json.loads((Path(flag_values(argv)["--out"]) / RESULTS).read_text(encoding="utf-8"))
     if not res["config"].get("chat_template"):
         raise DryRunError("bench did not encode the prompts with the chat template")
     turns = sum(len(p.get("turns", [0])) for p in res["prompts"])
@@ -123,13 +131,15 @@ def _check_bench(argv: list[str]) -> str:
 
 
 def _check_gpu_check(argv: list[str]) -> str:
-    rows = json.loads(Path(flag_values(argv)["--out"]).read_text(encoding="utf-8"))["rows"]
+    rows = json.loads((Path(flag_values(argv)["--out"]) / RESULTS).read_text(encoding="utf-8"))[
+        "rows"
+    ]
     if not rows:
         raise DryRunError("gpu-check wrote no rows")
     return f"{len(rows)} latency rows"
 
 
-_CHECKS = {"train": _check_train, "bench": _check_bench, "gpu-check": _check_gpu_check}
+_CHECKS = {"train": _check_train, "bench decoding": _check_bench, "gpu-check": _check_gpu_check}
 
 
 @dataclass(frozen=True)
@@ -171,7 +181,7 @@ def _run_config(
         seed = flag_values(argv).get("--seed", "0")
         if tuple(argv) in seen:
             rec.update(status="same command as in " + seen[tuple(argv)], seconds=0.0)
-        elif argv[1] == "bench" and seed != "0" and not shrink.all_repeats:
+        elif command_of(argv) == "bench decoding" and seed != "0" and not shrink.all_repeats:
             rec.update(
                 status=f"repeat with seed {seed} of the seed-0 command (not run; all_repeats runs it)",
                 seconds=0.0,
@@ -201,7 +211,7 @@ def _run_config(
                     raise _Limited(family, log.strip().splitlines()[-1])
                 raise DryRunError(f"{name}: `{shlex.join(run)}` exited {rc}:\n{log[-2000:]}")
             try:
-                rec["status"] = "ok: " + _CHECKS[argv[1]](run)
+                rec["status"] = "ok: " + _CHECKS[command_of(run)](run)
             except DryRunError as err:
                 raise DryRunError(f"{name}: `{shlex.join(run)}`: {err}") from None
             rec.update(executed=shlex.join(run), seconds=time.perf_counter() - t1)

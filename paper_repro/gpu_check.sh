@@ -9,6 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ " $* " == *" --tiny "* ]]; then
-  exec timeout 600 exitlaw gpu-check --context 200 --reps 5 "$@"
+  exec timeout 600 exitlaw gpu-check --context 200 --repeats 5 "$@"
 fi
 exec timeout 600 exitlaw gpu-check "$@"

@@ -12,7 +12,7 @@ quoted as data; nothing here holds exitlaw's numbers.
 
 Inputs (``inputs[name]``; how they are gathered and hashed: :mod:`.ledger_inputs`):
 ``verifier_equivalence``, ``budget_sweep``, ``sampled_exactness`` (figure data),
-``verifier_latency`` (``exitlaw bench-verifiers --json``), ``mini`` (a shallow
+``verifier_latency`` (``exitlaw bench verifiers --json``), ``mini`` (a shallow
 ``exitlaw repro mini`` results.json), ``checks`` (conformance-kit reports by
 verifier), and the paired-effect files ``sim_exittrain_sweep`` (a list of
 files), ``mini_deep`` (one file) and ``mini_deep_budgets`` (the deep run re-run with
@@ -214,7 +214,7 @@ def _log_ratios(row: dict) -> list[float]:
     if "tev" not in s or "predraw" not in s or len(s["tev"]) != len(s["predraw"]):
         raise MeasureError(
             "the latency row has no paired per-call samples (samples_ms) for predraw and TEV; "
-            "rerun `exitlaw bench-verifiers --json`"
+            "rerun `exitlaw bench verifiers --json`"
         )
     return [math.log(t / p) for t, p in zip(s["tev"], s["predraw"])]
 

@@ -597,17 +597,37 @@ def _cli(argv, capsys) -> tuple[int, str]:
 
 _M = ["--target", "T", "--draft", "D"]
 CLI_CASES = [
-    ("bench num-prompts 0", ["bench", *_M, "--num-prompts", "0"], "expected an integer >= 1"),
-    ("bench num-prompts -1", ["bench", *_M, "--num-prompts", "-1"], "expected an integer >= 1"),
-    ("bench budget empty", ["bench", *_M, "--budget", ""], "positive integers"),
-    ("bench budget zero", ["bench", *_M, "--budget", "0,32"], "positive integers"),
-    ("bench budget word", ["bench", *_M, "--budget", "big"], "comma-separated integers"),
-    ("bench temperature nan", ["bench", *_M, "--temperature", "nan"], "finite numbers"),
-    ("bench temperature empty", ["bench", *_M, "--temperature", ","], "finite numbers"),
-    ("bench verifier empty", ["bench", *_M, "--verifier", " , "], "comma-separated names"),
-    ("bench max-new-tokens 0", ["bench", *_M, "--max-new-tokens", "0"], "expected an integer >= 1"),
-    ("bench warmup -1", ["bench", *_M, "--warmup", "-1"], "expected an integer >= 0"),
-    ("bench threads 0", ["bench", *_M, "--threads", "0"], "expected an integer >= 1"),
+    (
+        "bench num-prompts 0",
+        ["bench", "decoding", *_M, "--num-prompts", "0"],
+        "expected an integer >= 1",
+    ),
+    (
+        "bench num-prompts -1",
+        ["bench", "decoding", *_M, "--num-prompts", "-1"],
+        "expected an integer >= 1",
+    ),
+    ("bench budget empty", ["bench", "decoding", *_M, "--budget", ""], "positive integers"),
+    ("bench budget zero", ["bench", "decoding", *_M, "--budget", "0,32"], "positive integers"),
+    (
+        "bench budget word",
+        ["bench", "decoding", *_M, "--budget", "big"],
+        "comma-separated integers",
+    ),
+    ("bench temperature nan", ["bench", "decoding", *_M, "--temperature", "nan"], "finite numbers"),
+    ("bench temperature empty", ["bench", "decoding", *_M, "--temperature", ","], "finite numbers"),
+    (
+        "bench verifier empty",
+        ["bench", "decoding", *_M, "--verifier", " , "],
+        "comma-separated names",
+    ),
+    (
+        "bench max-new-tokens 0",
+        ["bench", "decoding", *_M, "--max-new-tokens", "0"],
+        "expected an integer >= 1",
+    ),
+    ("bench warmup -1", ["bench", "decoding", *_M, "--warmup", "-1"], "expected an integer >= 0"),
+    ("bench threads 0", ["bench", "decoding", *_M, "--threads", "0"], "expected an integer >= 1"),
     (
         "train gen-temperature nan",
         ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "nan"],
@@ -633,7 +653,7 @@ CLI_CASES = [
     ("train lam inf", ["train", *_M, "--prompts", "p", "--out", "o", "--lam", "inf"], "finite"),
     (
         "train prompt-limit 0",
-        ["train", *_M, "--prompts", "p", "--out", "o", "--prompt-limit", "0"],
+        ["train", *_M, "--prompts", "p", "--out", "o", "--num-prompts", "0"],
         ">= 1",
     ),
     (
@@ -643,25 +663,25 @@ CLI_CASES = [
     ),
     (
         "simulate rounds 0",
-        ["simulate", "--preset", "small", "--rounds", "0"],
+        ["simulate", "run", "--preset", "small", "--rounds", "0"],
         "expected an integer >= 1",
     ),
     (
         "simulate rounds -5",
-        ["simulate", "--preset", "small", "--rounds", "-5"],
+        ["simulate", "run", "--preset", "small", "--rounds", "-5"],
         "expected an integer >= 1",
     ),
     (
         "simulate builders empty",
-        ["simulate", "--preset", "small", "--builders", ","],
+        ["simulate", "run", "--preset", "small", "--builders", ","],
         "unknown builders ['', '']",
     ),
-    ("simulate unknown preset", ["simulate", "--preset", "nope"], "unknown preset"),
-    ("simulate no config", ["simulate"], "give either a CONFIG file or --preset"),
+    ("simulate unknown preset", ["simulate", "run", "--preset", "nope"], "unknown preset"),
+    ("simulate no config", ["simulate", "run"], "give either a CONFIG file or --preset"),
     ("law no trace", ["law"], "give either a TRACE path or --demo"),
     ("law missing file", ["law", "missing.jsonl"], "does not exist"),
-    ("bench-law trees 0", ["bench-law", "--trees", "0"], "expected an integer >= 1"),
-    ("bench-law missing trace", ["bench-law", "--trace", "missing.jsonl"], "does not exist"),
+    ("bench-law trees 0", ["bench", "law", "--trees", "0"], "expected an integer >= 1"),
+    ("bench-law missing trace", ["bench", "law", "--trace", "missing.jsonl"], "does not exist"),
 ]
 
 
@@ -695,7 +715,7 @@ def test_bad_simulate_config_file_is_refused_before_any_output(tmp_path, capsys,
     cfg = tmp_path / "cfg.json"
     cfg.write_text(text, encoding="utf-8")
     code, err = _cli(
-        ["simulate", str(cfg), "--out", str(tmp_path / "out"), "--no-progress"], capsys
+        ["simulate", "run", str(cfg), "--out", str(tmp_path / "out"), "--no-progress"], capsys
     )
     assert code == 2 and message in err, err
     assert _files(tmp_path) == {"cfg.json"}
@@ -704,7 +724,7 @@ def test_bad_simulate_config_file_is_refused_before_any_output(tmp_path, capsys,
 def test_simulate_config_not_utf8_is_named(tmp_path, capsys):
     cfg = tmp_path / "cfg.json"
     cfg.write_bytes(b'{"budget": "\xff"}')
-    code, err = _cli(["simulate", str(cfg), "--out", str(tmp_path / "out")], capsys)
+    code, err = _cli(["simulate", "run", str(cfg), "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and "not UTF-8" in err and str(cfg) in err
 
 
@@ -713,6 +733,7 @@ def test_simulate_out_naming_a_file_is_refused(tmp_path, capsys):
     code, err = _cli(
         [
             "simulate",
+            "run",
             "--preset",
             "small",
             "--rounds",
@@ -797,7 +818,7 @@ BENCH_INPUT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", ["bench", "bench-batch"])
+@pytest.mark.parametrize("command", ["bench decoding", "bench batch"])
 @pytest.mark.parametrize("case", BENCH_INPUT_CASES, ids=[c[0] for c in BENCH_INPUT_CASES])
 def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
     tiny, tmp_path, monkeypatch, capsys, case, command
@@ -822,7 +843,7 @@ def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
     out = tmp_path / "res.json"
     code, err = _cli(
         [
-            command,
+            *command.split(),
             "--target",
             str(tiny[0]),
             "--draft",
@@ -831,7 +852,7 @@ def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
             f"jsonl:{prompts}",
             "--out",
             str(out),
-            *(["--no-progress"] if command == "bench" else ["--warmup", "0"]),
+            *(["--no-progress"] if command == "bench decoding" else ["--warmup", "0"]),
             *extra,
         ],
         capsys,
@@ -845,10 +866,10 @@ def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
 # ----- results files: written atomically; a truncated or corrupt one is an error naming it --------
 def test_bench_results_written_atomically_keep_the_old_file_when_cut(tmp_path, monkeypatch):
     import exitlaw.theory.infra.atomic_io as atomic_io
-    from exitlaw.cli.engine import _write_json
+    from exitlaw.cli.grammar import write_json
 
     path = tmp_path / "res.json"
-    _write_json(str(path), {"old": True})
+    write_json(str(path), {"old": True})
     before = path.read_bytes()
 
     def cut(*a):  # the new content is on disk under the temporary name when the run is cut
@@ -856,7 +877,7 @@ def test_bench_results_written_atomically_keep_the_old_file_when_cut(tmp_path, m
 
     monkeypatch.setattr(atomic_io, "_fsync_file", cut)
     with pytest.raises(KeyboardInterrupt):
-        _write_json(str(path), {"new": True})
+        write_json(str(path), {"new": True})
     assert path.read_bytes() == before and _files(tmp_path) == {"res.json"}
 
 
@@ -872,7 +893,7 @@ def test_truncated_bench_results_are_named_by_bench_compare(tmp_path, capsys):
     )
     b.write_bytes(a.read_bytes())
     _truncate(a)
-    code, err = _cli(["bench", "--compare", str(a), str(b)], capsys)
+    code, err = _cli(["bench", "decoding", "--compare", str(a), str(b)], capsys)
     assert code == 2 and str(a) in err and "not valid JSON" in err, err
 
 

@@ -1,4 +1,4 @@
-"""Benchmarks of the engine (they print numbers, never assert): ``exitlaw bench``, compare, batched decoding, the verifier stage and the GPU check.
+"""Benchmarks of the engine (they print numbers, never assert): ``exitlaw bench decoding``, compare, batched decoding, the verifier stage and the GPU check.
 
 Names from modules that import torch load on first access (comparing two result files needs no torch).
 """

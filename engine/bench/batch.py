@@ -21,8 +21,8 @@ the padded ``[B, N, V]`` logits against ``B`` single-tree :func:`verify` calls, 
 and minimum over repeats, per kind (on a shared CPU the minimum is the cleaner number:
 a descheduled call costs tens of ms). Nothing is asserted here; timing is from the outside.
 
-:func:`run_batched_bench` is ``exitlaw bench --batch-size B``: the decode bench at one
-batch size for every budget and temperature of a ``bench`` run (``exitlaw bench-batch``
+:func:`run_batched_bench` is ``exitlaw bench decoding --batch-size B``: the decode bench at one
+batch size for every budget and temperature of a ``bench`` run (``exitlaw bench batch``
 is :func:`run_batch_bench`: several batch sizes, one budget, plus the verifier stage).
 """
 
@@ -252,7 +252,7 @@ def run_batch_bench(
 ) -> dict[str, Any]:
     """Load the pair, encode first-turn prompts, run both benchmarks; JSON-ready result with its config.
 
-    Prompts are read and encoded as ``exitlaw bench`` does (``prompt_records``, ``prompt_encoding``:
+    Prompts are read and encoded as ``exitlaw bench decoding`` does (``prompt_records``, ``prompt_encoding``:
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
     sampling = sampling_filters(filters)  # before loading models
@@ -322,7 +322,7 @@ def run_batch_bench(
 def _load_inputs(
     target: str, draft: str, dataset: str, num_prompts: int | None, device: str | None, dtype: str
 ):
-    """``(target model, drafter, first-turn prompt ids, stop tokens, chat, device)`` as ``exitlaw bench`` reads them."""
+    """``(target model, drafter, first-turn prompt ids, stop tokens, chat, device)`` as ``exitlaw bench decoding`` reads them."""
     from transformers import AutoTokenizer
 
     from exitlaw.engine.bench.decoding import _stop_tokens
@@ -384,7 +384,7 @@ def run_batched_bench(
     method: str = "ddtree",
     filters: dict | None = None,
 ) -> dict[str, Any]:
-    """``exitlaw bench --batch-size B``: batched tree decoding vs batched AR, one row per (budget, T, verifier).
+    """``exitlaw bench decoding --batch-size B``: batched tree decoding vs batched AR, one row per (budget, T, verifier).
 
     Every ``(budget, T)`` runs :func:`run_batch_decode_bench` at batch size ``B`` (AR and tree
     decoding alternating batch by batch in the same run); ``verifier_stage`` stays empty.
@@ -450,6 +450,50 @@ def run_batched_bench(
     }
 
 
+def run_batch_verifier_stage(
+    batch: int,
+    budgets: Sequence[int],
+    vocab: int,
+    *,
+    kinds: Sequence[str],
+    temperature: float = 1.0,
+    device: str = "cpu",
+    depth: int = 7,
+    repeats: int = 10,
+    seed: int = 0,
+    dtype: str = "float32",
+) -> dict[str, Any]:
+    """``exitlaw bench verifiers --batch-size B``: :func:`run_batch_verifier_bench` at one batch size
+    for every budget; ``{"config", "rows"}``."""
+    rows = []
+    for budget in budgets:
+        rows += run_batch_verifier_bench(
+            (batch,),
+            int(budget),
+            vocab,
+            kinds=tuple(kinds),
+            temperature=temperature,
+            device=device,
+            depth=depth,
+            repeats=repeats,
+            seed=seed,
+            dtype=dtype,
+        )
+    config = {
+        "batch": batch,
+        "budgets": list(budgets),
+        "vocab": vocab,
+        "device": device,
+        "dtype": dtype,
+        "temperature": temperature,
+        "depth": depth,
+        "repeats": repeats,
+        "verifiers": list(kinds),
+        "seed": seed,
+    }
+    return {"config": config, "rows": rows}
+
+
 def format_batch_verifier_stage(rows: list[dict[str, Any]]) -> str:
     """Table of :func:`run_batch_verifier_bench` rows: one batched call vs ``B`` single-tree calls (ms per batch)."""
     lines = [
@@ -485,6 +529,7 @@ def format_batch_bench(result: dict[str, Any]) -> str:
 
 
 __all__ = [
+    "run_batch_verifier_stage",
     "run_batch_decode_bench",
     "run_batch_verifier_bench",
     "run_batch_bench",

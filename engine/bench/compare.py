@@ -1,4 +1,4 @@
-"""Compare two ``exitlaw bench`` results files: tau / SR deltas with 95 % intervals, T = 0 output agreement.
+"""Compare two ``exitlaw bench decoding`` results files: tau / SR deltas with 95 % intervals, T = 0 output agreement.
 
 For every configuration ``(method, verifier, budget, temperature)`` that both files hold
 (the AR baseline excluded), with ``A`` the first file and ``B`` the second:
@@ -80,7 +80,7 @@ def _check(res: dict, where: str) -> None:
         raise CompareError(f"{where} is not an exitlaw bench results file (schema {SCHEMA!r})")
     if "prompts" not in res or any("outputs" not in r for r in res.get("runs", [])):
         raise CompareError(
-            f"{where} stores no outputs (written before bench kept them); rerun exitlaw bench"
+            f"{where} stores no outputs (written before bench kept them); rerun exitlaw bench decoding"
         )
 
 

@@ -1,4 +1,4 @@
-"""``exitlaw bench``: tau, speedup and stage latencies of real tree speculative decoding.
+"""``exitlaw bench decoding``: tau, speedup and stage latencies of real tree speculative decoding.
 
 For every temperature, each prompt is decoded by the autoregressive baseline
 (same target, same runtime) and by DFlash chain and DDTree (each budget) with

@@ -1,4 +1,4 @@
-"""``exitlaw bench-verifiers --sampling-sweep``: the verifier stage's cost under each sampling setting,
+"""``exitlaw bench verifiers --sampling-sweep``: the verifier stage's cost under each sampling setting,
 as a ratio to temperature-only, in the same run on the same trees.
 
 The trees and target rows are :func:`~exitlaw.engine.bench.verifiers.make_cases`' (DDTree trees

@@ -1,4 +1,4 @@
-"""exitlaw's decode engine against DDTree's own engine on the same weights, in one run (``exitlaw bench-ddtree``).
+"""exitlaw's decode engine against DDTree's own engine on the same weights, in one run (``exitlaw bench ddtree``).
 
 Single sequence, whole ``generate`` calls timed from the outside (wall clock around each call,
 prefill included, on both sides). Per configuration (AR, DFlash chain, DDTree at each budget; T = 0,

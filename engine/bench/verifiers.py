@@ -1,4 +1,4 @@
-"""``exitlaw bench-verifiers``: the verifier stage (decision + KV-cache commit) on the same realised trees.
+"""``exitlaw bench verifiers``: the verifier stage (decision + KV-cache commit) on the same realised trees.
 
 For each budget ``B`` we build a few DDTree trees (:func:`build_ddtree`) from
 draft rows that *resemble the target* -- every depth has a handful of hot tokens

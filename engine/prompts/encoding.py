@@ -1,4 +1,4 @@
-"""The one prompt encoder of ``exitlaw bench`` and ``exitlaw train``: text or a conversation -> token ids.
+"""The one prompt encoder of ``exitlaw bench decoding`` and ``exitlaw train``: text or a conversation -> token ids.
 
 Two modes, chosen by the caller:
 

@@ -1,4 +1,4 @@
-"""Prompt records: the one reader of prompt sources for ``exitlaw bench`` and ``exitlaw train``.
+"""Prompt records: the one reader of prompt sources for ``exitlaw bench decoding`` and ``exitlaw train``.
 
 Sources (:func:`load_prompt_set`):
 

@@ -7,21 +7,8 @@ free of torch and JAX.
 from __future__ import annotations
 
 import argparse
-
-
-class FormerOption(argparse.Action):
-    """A former spelling of an option: stores into the current option's ``dest`` and prints a one-line
-    notice on stderr (``exitlaw repro full --workdir DIR`` is now ``--out DIR``)."""
-
-    def __init__(self, option_strings, dest, current: str, **kwargs):
-        self.current = current
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        import sys
-
-        print(f"exitlaw: note: `{option_string}` is now `{self.current}`", file=sys.stderr)
-        setattr(namespace, self.dest, values)
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def int_list(text: str) -> list[int]:
@@ -201,8 +188,102 @@ def set_torch_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Apply ``--threads`` for the block and restore torch's setting after it (a benchmark called in
+    a process that goes on, such as the test suite)."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads(threads)
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def enable_x64() -> None:
     """Exact-law commands compute in float64 (docs/architecture.md §1: x64 where exactness matters)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
+
+
+# ----- shared argument groups: pieces of a Command (exitlaw.cli.grammar) --------------------------------
+
+
+def out_args(what: str, default: str | None = None, required: bool = False):
+    """``--out DIR`` (a folder; ``what`` says what is written there) and ``--overwrite``."""
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        if required or "(default" in what:  # ``what`` states its own default
+            where = ""
+        elif default is None:
+            where = " (default: write nothing)"
+        else:
+            where = f" (default {default})"
+        parser.add_argument(
+            "--out",
+            metavar="DIR",
+            default=default,
+            required=required,
+            help=f"folder: {what}{where}",
+        )
+        parser.add_argument(
+            "--overwrite", action="store_true", help="replace files a former run wrote in --out"
+        )
+
+    return add
+
+
+def result_out_args(parser: argparse.ArgumentParser) -> None:
+    """``--out DIR`` writing ``DIR/results.json``, ``--overwrite`` and ``--json`` (every benchmark)."""
+    out_args("the results as results.json")(parser)
+    json_arg(parser)
+
+
+def json_arg(parser: argparse.ArgumentParser) -> None:
+    """``--json``: print the JSON result on stdout instead of the text."""
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def seed_arg(default: int | None = 0, help: str | None = None):
+    """``--seed N``."""
+    text = help or (f"random seed (default {default})" if default is not None else "random seed")
+    return lambda parser: parser.add_argument("--seed", type=int, default=default, help=text)
+
+
+def model_pair_args(
+    required: bool = True, draft_help: str = "DFlash drafter checkpoint directory or Hub id"
+):
+    """``--target`` and ``--draft`` (checkpoint directories or Hub ids)."""
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--target", required=required, help="target checkpoint directory or Hub id"
+        )
+        parser.add_argument("--draft", required=required, help=draft_help)
+
+    return add
+
+
+def device_args(
+    default: str | None = None,
+    dtypes=("auto", "float32", "bfloat16", "float16"),
+    dtype_default="auto",
+    help: str | None = None,
+):
+    """``--device`` (``None``: cuda if available) and ``--dtype``."""
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        where = "cuda if available" if default is None else default
+        text = help or f"cpu | cuda (default: {where})"
+        parser.add_argument("--device", default=default, help=text)
+        parser.add_argument("--dtype", default=dtype_default, choices=list(dtypes))
+
+    return add
+
+
+def no_progress_arg(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``: hide progress bars."""
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -1,264 +1,31 @@
-"""The real engine: ``bench``, ``tiny-models``, ``bench-verifiers`` and ``gpu-check``
-(torch is imported inside the handlers; nothing here imports JAX)."""
+"""The real engine: ``bench decoding``, ``bench verifiers``, ``bench batch``, ``tiny-models`` and
+``gpu-check`` (torch is imported inside the handlers; nothing here imports JAX)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from .args import (
     add_sampling_flags,
     add_threads,
+    device_args,
     float_list,
     int_list,
+    model_pair_args,
     name_list,
+    no_progress_arg,
     nonneg_int,
+    out_args,
     positive_int,
+    result_out_args,
     sampling_filters,
+    seed_arg,
     set_torch_threads,
+    torch_threads,
 )
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    b = sub.add_parser(
-        "bench",
-        help="tau, SR and stage latencies of DFlash chain / DDTree vs autoregressive",
-        description="Decode prompts with the autoregressive baseline, DFlash chain and DDTree "
-        "(each budget and verifier) on a target + DFlash drafter; print tau, SR, TPOT "
-        "and per-round stage latencies, and write JSON results.",
-    )
-    b.add_argument(
-        "--target", help="target checkpoint directory or Hub id (required unless --compare)"
-    )
-    b.add_argument(
-        "--draft", help="DFlash drafter checkpoint directory or Hub id (required unless --compare)"
-    )
-    b.add_argument(
-        "--dataset",
-        default="gsm8k",
-        help="gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the set's rows) "
-        "| jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]",
-    )
-    b.add_argument(
-        "--num-prompts", type=positive_int, default=None, help="use only the first N prompts"
-    )
-    b.add_argument(
-        "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
-    )
-    b.add_argument("--temperature", type=float_list, default=[0.0, 1.0], help="e.g. 0,1")
-    b.add_argument(
-        "--verifier",
-        type=name_list,
-        default=["predraw", "tev"],
-        help="e.g. predraw,tev (also greedy, residual)",
-    )
-    b.add_argument("--max-new-tokens", type=positive_int, default=256, help="per turn")
-    b.add_argument(
-        "--max-turns",
-        type=int,
-        default=None,
-        help="keep only the first N user turns of multi-turn sets such as mt-bench (default: all)",
-    )
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
-    b.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    b.add_argument("--warmup", type=nonneg_int, default=1, help="untimed warm-up generations")
-    b.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=1,
-        metavar="B",
-        help="B > 1: decode the prompts B at a time (first user turns, taken cyclically so every batch "
-        "is full) with batched DDTree decoding and batched autoregressive decoding in the same run, "
-        "alternating batch by batch, and print tokens/s side by side per budget, temperature and "
-        "verifier (no traces; --trace-dir, --max-turns and --compare do not apply). "
-        "B = 1 (default): the per-prompt bench",
-    )
-    add_sampling_flags(b, "the target (every method, AR included, at every --temperature)")
-    b.add_argument(
-        "--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here"
-    )
-    b.add_argument("--out", default=None, help="results JSON path")
-    b.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    add_threads(b)
-    b.add_argument("--no-progress", action="store_true")
-    b.add_argument(
-        "--compare",
-        nargs=2,
-        metavar=("A.json", "B.json"),
-        default=None,
-        help="decode nothing: compare two results files (tau/SR deltas B - A with 95%% intervals, "
-        "paired by prompt when they share prompts; whether T = 0 outputs match); --out keeps it",
-    )
-    b.set_defaults(func=_bench)
-
-    t = sub.add_parser(
-        "tiny-models",
-        help="write a random tiny Qwen3 target + DFlash drafter (real on-disk formats)",
-        description="Writes OUT/target (Qwen3ForCausalLM via save_pretrained, with a small tokenizer "
-        "and chat template) and OUT/draft (DFlash drafter in the released format).",
-    )
-    t.add_argument("--out", required=True)
-    from exitlaw.engine.models.config import (
-        FAMILIES,
-    )  # no torch: configs are built inside functions
-
-    t.add_argument(
-        "--family",
-        default="qwen3",
-        choices=FAMILIES,
-        help="target architecture, with that family's tokenizer conventions and chat template",
-    )
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--overwrite", action="store_true")
-    t.set_defaults(func=_tiny)
-
-    v = sub.add_parser(
-        "bench-verifiers",
-        help="verifier-stage latency: predraw vs residual vs TEV vs the floor, same trees",
-        description="Builds DDTree trees from draft rows that resemble the target (deep, many internal nodes) "
-        "and times one verifier call per round (decision + bonus + commit indices; the target "
-        "forward is excluded) for predraw, residual and TEV on the same trees, next to the floor: "
-        "a logsumexp over the K internal rows plus one float64 categorical draw from one row. "
-        "Medians over trees and repeats; stages alternate call by call.",
-    )
-    v.add_argument(
-        "--budget",
-        type=int_list,
-        default=[32, 64, 128],
-        help="comma-separated budgets B (default 32,64,128)",
-    )
-    v.add_argument(
-        "--vocab", type=int, default=151936, help="vocabulary size V (default 151936, Qwen3)"
-    )
-    v.add_argument("--device", default="cpu", help="torch device: cpu or cuda (default cpu)")
-    v.add_argument(
-        "--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="logit dtype"
-    )
-    v.add_argument("--temperature", type=float, default=1.0)
-    v.add_argument(
-        "--trees",
-        type=int,
-        default=None,
-        help="realised trees per budget (default 3; not with --batch)",
-    )
-    v.add_argument(
-        "--repeats", type=int, default=15, help="timed calls per tree and verifier (default 15)"
-    )
-    v.add_argument(
-        "--depth", type=int, default=15, help="draft horizon H (default 15, DFlash block 16)"
-    )
-    v.add_argument(
-        "--verifiers",
-        type=name_list,
-        default=["predraw", "residual", "tev"],
-        help="comma-separated subset of predraw,residual,tev",
-    )
-    v.add_argument(
-        "--batch",
-        type=positive_int,
-        default=1,
-        metavar="B",
-        help="B > 1: time the verifier stage per batch of B trees: one batched call on the padded "
-        "[B, N, V] logits against B single-tree calls, per budget and verifier (median and min ms). "
-        "B = 1 (default): the per-tree stage bench against the floor",
-    )
-    add_threads(v)
-    v.add_argument("--seed", type=int, default=0)
-    v.add_argument(
-        "--sampling-sweep",
-        action="store_true",
-        help="time each verifier under top-k 50, top-p 0.9, min-p 0.05 and all three at --temperature, "
-        "as ratios to temperature only in the same run (processing + decision + bonus)",
-    )
-    v.add_argument("--json", action="store_true", help="print the results (and config) as JSON")
-    v.set_defaults(func=_verifier_bench)
-
-    g = sub.add_parser(
-        "gpu-check",
-        help="latencies of the real engine on a random-weight Qwen3-4B-shaped pair",
-        description="Draft forward, tree-attention verify forward and the verifier stage (decision "
-        "+ bonus + KV commit) of predraw and TEV at each budget, on random weights in "
-        "bf16 (no downloads). --tiny swaps in tiny sizes for a CPU smoke test.",
-    )
-    g.add_argument("--tiny", action="store_true", help="tiny sizes (CPU smoke test)")
-    g.add_argument("--device", default=None, help="default: cuda if available, else cpu")
-    g.add_argument("--budget", type=int_list, default=[32, 64, 128])
-    g.add_argument("--context", type=int, default=512)
-    g.add_argument("--reps", type=int, default=20)
-    g.add_argument("--temperature", type=float, default=1.0)
-    g.add_argument("--out", default=None, help="write the results (JSON) here")
-    g.add_argument(
-        "--json",
-        nargs="?",
-        const=True,
-        default=False,
-        help="print the results as JSON (the former `--json FILE` still writes FILE, as --out does)",
-    )
-    g.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    g.set_defaults(func=_gpu_check)
-
-    bb = sub.add_parser(
-        "bench-batch",
-        help="batched tree decoding vs batched autoregressive decoding: tokens/s per batch size",
-        description="Decodes the prompts B at a time (cyclically, every batch full) with batched autoregressive "
-        "decoding and with batched DDTree decoding (one padded tree-attention forward per round), "
-        "alternating batch by batch; prints tokens/s side by side, tau and the verifier stage "
-        "(decision + bonus + KV commit) per batched round, then the decision latency of one "
-        "batched verifier call against B single-tree calls on synthetic deep trees.",
-    )
-    bb.add_argument("--target", required=True, help="target checkpoint directory or Hub id")
-    bb.add_argument("--draft", required=True, help="DFlash drafter checkpoint directory or Hub id")
-    bb.add_argument(
-        "--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE"
-    )
-    bb.add_argument("--num-prompts", type=int, default=None, help="use only the first N prompts")
-    bb.add_argument(
-        "--batch-size",
-        type=int_list,
-        default=[1, 4, 8],
-        help="comma-separated batch sizes (default 1,4,8)",
-    )
-    bb.add_argument(
-        "--budget", type=int, default=32, help="DDTree budget per sequence (default 32)"
-    )
-    bb.add_argument(
-        "--verifier",
-        type=name_list,
-        default=["tev"],
-        help="e.g. tev,predraw (also greedy, residual)",
-    )
-    bb.add_argument("--temperature", type=float, default=0.0)
-    bb.add_argument("--max-new-tokens", type=int, default=64)
-    add_sampling_flags(bb, "the target (tree decoding and AR)")
-    bb.add_argument("--seed", type=int, default=0)
-    bb.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
-    bb.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    bb.add_argument(
-        "--warmup", type=int, default=1, help="untimed warm-up generations per batch size"
-    )
-    bb.add_argument(
-        "--verifier-repeats", type=int, default=10, help="timed calls per batched-verifier row"
-    )
-    bb.add_argument("--out", default=None, help="results JSON path")
-    bb.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    add_threads(bb)
-    bb.set_defaults(func=_batch_bench)
-
-
-def _refuse_existing(path: str | None, overwrite: bool) -> None:
-    if path and Path(path).exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
-
-
-def _write_json(path: str, data: dict) -> None:
-    """Results through a temporary name and a rename: a cut run leaves the old file or none, never half."""
-    from exitlaw.theory.infra.atomic_io import atomic_write_json
-
-    atomic_write_json(path, data, indent=1)
-    print(f"wrote {path}")
+from .grammar import Command, emit, opt, out_dir, result_path
 
 
 def _check_device(device: str | None) -> None:
@@ -291,7 +58,7 @@ def _bench(args: argparse.Namespace) -> int:
         return _bench_compare(args)
     from exitlaw.engine.bench.decoding import format_bench, run_bench
 
-    _bench_preflight(args, " (unless --compare A.json B.json)")
+    path = _bench_preflight(args, " (unless --compare A.json B.json)")
     result = run_bench(
         args.target,
         args.draft,
@@ -312,14 +79,13 @@ def _bench(args: argparse.Namespace) -> int:
     )
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
-    print(format_bench(result))
-    if args.out:
-        _write_json(args.out, result)
+    emit(args, result, format_bench(result), path)
     return 0
 
 
-def _bench_preflight(args: argparse.Namespace, hint: str = "") -> None:
-    """Checks shared by the bench commands, before any model is loaded or file written."""
+def _bench_preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
+    """Checks shared by the bench commands, before any model is loaded or file written; the
+    results path in ``--out``."""
     from exitlaw.engine.decode.verifiers import KINDS
 
     if not args.target or not args.draft:
@@ -327,9 +93,10 @@ def _bench_preflight(args: argparse.Namespace, hint: str = "") -> None:
     bad = [v for v in args.verifier if v not in KINDS]
     if bad:
         raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
-    _refuse_existing(args.out, args.overwrite)
+    path = result_path(args)
     _check_device(args.device)
     set_torch_threads(args.threads)
+    return path
 
 
 def _bench_batched(args: argparse.Namespace) -> int:
@@ -337,7 +104,7 @@ def _bench_batched(args: argparse.Namespace) -> int:
 
     if min(args.budget) < 1:
         raise ValueError(f"--budget values must be >= 1, got {args.budget}")
-    _bench_preflight(args)
+    path = _bench_preflight(args)
     result = run_batched_bench(
         args.target,
         args.draft,
@@ -356,30 +123,23 @@ def _bench_batched(args: argparse.Namespace) -> int:
     )
     if args.threads is not None:
         result["config"]["threads"] = args.threads
-    print(format_batch_bench(result))
-    if args.out:
-        _write_json(args.out, result)
+    emit(args, result, format_batch_bench(result), path)
     return 0
 
 
 def _bench_compare(args: argparse.Namespace) -> int:
     from exitlaw.engine.bench.compare import compare_files, format_comparison
 
-    _refuse_existing(args.out, args.overwrite)
+    path = result_path(args)
     cmp = compare_files(*args.compare)
-    print(format_comparison(cmp))
-    if args.out:
-        _write_json(args.out, cmp)
+    emit(args, cmp, format_comparison(cmp), path)
     return 0
 
 
 def _tiny(args: argparse.Namespace) -> int:
     from exitlaw.engine.models.tiny import write_tiny_models
 
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(
-            f"--out {args.out} is an existing file; tiny-models writes a directory (target/ and draft/)"
-        )
+    out_dir(args)  # an existing file is refused: --out names a folder (target/ and draft/)
     target, draft = write_tiny_models(
         args.out, seed=args.seed, overwrite=args.overwrite, family=args.family
     )
@@ -388,31 +148,29 @@ def _tiny(args: argparse.Namespace) -> int:
 
 
 def _verifier_bench(args: argparse.Namespace) -> int:
-    import torch
-
     from exitlaw.engine.bench.verifiers import run_verifier_bench
 
     if args.vocab < 2:
         raise ValueError(f"--vocab must be >= 2, got {args.vocab}")
-    if args.batch > 1:
+    if args.batch_size > 1:
         if args.trees is not None:
             raise ValueError(
-                f"--trees does not apply with --batch {args.batch} (every batch holds B trees)"
+                f"--trees does not apply with --batch-size {args.batch_size} "
+                "(every batch holds B trees)"
             )
         if args.sampling_sweep:
             raise ValueError(
-                f"--sampling-sweep times single trees; it does not take --batch {args.batch}"
+                f"--sampling-sweep times single trees; it does not take --batch-size {args.batch_size}"
             )
-        return _verifier_bench_batched(args)
+        return _verifier_bench_batched(args, result_path(args))
     if args.sampling_sweep:
-        return _settings_bench(args)
+        return _settings_bench(args, result_path(args))
     trees = 3 if args.trees is None else args.trees
     if trees < 1 or args.repeats < 1:
         raise ValueError("--trees and --repeats must be >= 1")
+    path = result_path(args)
     _check_device(args.device)
-    before = torch.get_num_threads()
-    try:
-        set_torch_threads(args.threads)
+    with torch_threads(args.threads):
         res = run_verifier_bench(
             args.budget,
             args.vocab,
@@ -422,33 +180,23 @@ def _verifier_bench(args: argparse.Namespace) -> int:
             depth=args.depth,
             temperature=args.temperature,
             dtype=args.dtype,
-            kinds=tuple(args.verifiers),
+            kinds=tuple(args.verifier),
             seed=args.seed,
         )
-    finally:
-        torch.set_num_threads(before)
-    print(
-        json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1)
-        if args.json
-        else res["text"]
-    )
+    emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
     return 0
 
 
-def _settings_bench(args: argparse.Namespace) -> int:
-    import torch
-
+def _settings_bench(args: argparse.Namespace, path: Path | None) -> int:
     from exitlaw.engine.bench.settings import run_settings_bench
 
     _check_device(args.device)
-    before = torch.get_num_threads()
-    try:
-        set_torch_threads(args.threads)
+    with torch_threads(args.threads):
         res = run_settings_bench(
             args.budget,
             args.vocab,
             temperature=args.temperature,
-            kinds=tuple(args.verifiers),
+            kinds=tuple(args.verifier),
             device=args.device,
             trees=2 if args.trees is None else args.trees,
             repeats=args.repeats,
@@ -456,64 +204,34 @@ def _settings_bench(args: argparse.Namespace) -> int:
             dtype=args.dtype,
             seed=args.seed,
         )
-    finally:
-        torch.set_num_threads(before)
-    print(
-        json.dumps({k: v for k, v in res.items() if k != "text"}, indent=1)
-        if args.json
-        else res["text"]
-    )
+    emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
     return 0
 
 
-def _verifier_bench_batched(args: argparse.Namespace) -> int:
-    import torch
-
-    from exitlaw.engine.bench.batch import format_batch_verifier_stage, run_batch_verifier_bench
+def _verifier_bench_batched(args: argparse.Namespace, path: Path | None) -> int:
+    from exitlaw.engine.bench.batch import format_batch_verifier_stage, run_batch_verifier_stage
     from exitlaw.engine.decode.verifiers import KINDS
 
-    bad = [v for v in args.verifiers if v not in KINDS]
+    bad = [v for v in args.verifier if v not in KINDS]
     if bad:
         raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
     if args.repeats < 1 or min(args.budget) < 1:
         raise ValueError("--repeats and --budget values must be >= 1")
     _check_device(args.device)
-    before = torch.get_num_threads()
-    try:
-        set_torch_threads(args.threads)
-        rows = []
-        for budget in args.budget:
-            rows += run_batch_verifier_bench(
-                (args.batch,),
-                int(budget),
-                args.vocab,
-                kinds=tuple(args.verifiers),
-                temperature=args.temperature,
-                device=args.device,
-                depth=args.depth,
-                repeats=args.repeats,
-                seed=args.seed,
-                dtype=args.dtype,
-            )
-    finally:
-        torch.set_num_threads(before)
-    config = {
-        "batch": args.batch,
-        "budgets": list(args.budget),
-        "vocab": args.vocab,
-        "device": args.device,
-        "dtype": args.dtype,
-        "temperature": args.temperature,
-        "depth": args.depth,
-        "repeats": args.repeats,
-        "verifiers": list(args.verifiers),
-        "seed": args.seed,
-    }
-    print(
-        json.dumps({"config": config, "rows": rows}, indent=1)
-        if args.json
-        else format_batch_verifier_stage(rows)
-    )
+    with torch_threads(args.threads):
+        res = run_batch_verifier_stage(
+            args.batch_size,
+            args.budget,
+            args.vocab,
+            kinds=args.verifier,
+            temperature=args.temperature,
+            device=args.device,
+            depth=args.depth,
+            repeats=args.repeats,
+            seed=args.seed,
+            dtype=args.dtype,
+        )
+    emit(args, res, format_batch_verifier_stage(res["rows"]), path)
     return 0
 
 
@@ -533,7 +251,7 @@ def _batch_bench(args: argparse.Namespace) -> int:
         raise ValueError(
             "--batch-size, --budget, --max-new-tokens and --verifier-repeats must be >= 1"
         )
-    _refuse_existing(args.out, args.overwrite)
+    path = result_path(args)
     _check_device(args.device)
     set_torch_threads(args.threads)
     result = run_batch_bench(
@@ -553,9 +271,7 @@ def _batch_bench(args: argparse.Namespace) -> int:
         verifier_repeats=args.verifier_repeats,
         filters=sampling_filters(args),
     )
-    print(format_batch_bench(result))
-    if args.out:
-        _write_json(args.out, result)
+    emit(args, result, format_batch_bench(result), path)
     return 0
 
 
@@ -564,12 +280,7 @@ def _gpu_check(args: argparse.Namespace) -> int:
 
     from exitlaw.engine.bench.gpu_check import format_check, run_check
 
-    if isinstance(args.json, str):
-        print(
-            "exitlaw: note: `gpu-check --json FILE` is now `gpu-check --out FILE`", file=sys.stderr
-        )
-        args.out, args.json = args.json, False
-    _refuse_existing(args.out, args.overwrite)
+    path = result_path(args)
     _check_device(args.device)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cpu" and not args.tiny:
@@ -582,10 +293,230 @@ def _gpu_check(args: argparse.Namespace) -> int:
         device=device,
         budgets=tuple(args.budget),
         context=args.context,
-        reps=args.reps,
+        reps=args.repeats,
         temperature=args.temperature,
     )
-    print(json.dumps(res, indent=2) if args.json else format_check(res))
-    if args.out:
-        _write_json(args.out, res)
+    emit(args, res, format_check(res), path)
     return 0
+
+
+def _decoding_sampling_args(b: argparse.ArgumentParser) -> None:
+    add_sampling_flags(b, "the target (every method, AR included, at every --temperature)")
+
+
+def _batch_sampling_args(bb: argparse.ArgumentParser) -> None:
+    add_sampling_flags(bb, "the target (tree decoding and AR)")
+
+
+_DATASET_HELP = (
+    "gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the set's rows) "
+    "| jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]"
+)
+
+BENCH_DECODING = Command(
+    "decoding",
+    _bench,
+    help="tau, SR and stage latencies of DFlash chain / DDTree vs autoregressive decoding",
+    description="Decode prompts with the autoregressive baseline, DFlash chain and DDTree "
+    "(each budget and verifier) on a target + DFlash drafter; print tau, SR, TPOT "
+    "and per-round stage latencies, and write JSON results.",
+    pieces=(
+        model_pair_args(required=False),  # not with --compare
+        opt("--dataset", default="gsm8k", help=_DATASET_HELP),
+        opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
+        opt(
+            "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
+        ),
+        opt("--temperature", type=float_list, default=[0.0, 1.0], help="e.g. 0,1"),
+        opt(
+            "--verifier",
+            type=name_list,
+            default=["predraw", "tev"],
+            help="e.g. predraw,tev (also greedy, residual)",
+        ),
+        opt("--max-new-tokens", type=positive_int, default=256, help="per turn"),
+        opt(
+            "--max-turns",
+            type=int,
+            default=None,
+            help="keep only the first N user turns of multi-turn sets such as mt-bench (default: all)",
+        ),
+        seed_arg(0),
+        device_args(),
+        opt("--warmup", type=nonneg_int, default=1, help="untimed warm-up generations"),
+        opt(
+            "--batch-size",
+            type=positive_int,
+            default=1,
+            metavar="B",
+            help="B > 1: decode the prompts B at a time (first user turns, taken cyclically so every "
+            "batch is full) with batched DDTree decoding and batched autoregressive decoding in the "
+            "same run, alternating batch by batch, and print tokens/s side by side per budget, "
+            "temperature and verifier (no traces; --trace-dir, --max-turns and --compare do not "
+            "apply). B = 1 (default): the per-prompt bench",
+        ),
+        _decoding_sampling_args,
+        opt(
+            "--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here"
+        ),
+        result_out_args,
+        add_threads,
+        no_progress_arg,
+        opt(
+            "--compare",
+            nargs=2,
+            metavar=("A.json", "B.json"),
+            default=None,
+            help="decode nothing: compare two results files (tau/SR deltas B - A with 95%% "
+            "intervals, paired by prompt when they share prompts; whether T = 0 outputs match)",
+        ),
+    ),
+)
+
+
+def _family_arg(t: argparse.ArgumentParser) -> None:
+    from exitlaw.engine.models.config import (
+        FAMILIES,
+    )  # no torch: configs are built inside functions
+
+    t.add_argument(
+        "--family",
+        default="qwen3",
+        choices=FAMILIES,
+        help="target architecture, with that family's tokenizer conventions and chat template",
+    )
+
+
+TINY_MODELS = Command(
+    "tiny-models",
+    _tiny,
+    help="write a random tiny target + DFlash drafter pair",
+    description="Writes OUT/target (Qwen3ForCausalLM via save_pretrained, with a small tokenizer "
+    "and chat template) and OUT/draft (DFlash drafter in the released format).",
+    pieces=(out_args("target/ and draft/", required=True), _family_arg, seed_arg(0)),
+)
+
+BENCH_VERIFIERS = Command(
+    "verifiers",
+    _verifier_bench,
+    help="verifier-stage latency: predraw vs residual vs TEV vs the floor, same trees",
+    description="Builds DDTree trees from draft rows that resemble the target (deep, many internal "
+    "nodes) and times one verifier call per round (decision + bonus + commit indices; the target "
+    "forward is excluded) for predraw, residual and TEV on the same trees, next to the floor: "
+    "a logsumexp over the K internal rows plus one float64 categorical draw from one row. "
+    "Medians over trees and repeats; stages alternate call by call.",
+    pieces=(
+        opt(
+            "--budget",
+            type=int_list,
+            default=[32, 64, 128],
+            help="comma-separated budgets B (default 32,64,128)",
+        ),
+        opt("--vocab", type=int, default=151936, help="vocabulary size V (default 151936, Qwen3)"),
+        opt("--device", default="cpu", help="torch device: cpu or cuda (default cpu)"),
+        opt(
+            "--dtype",
+            default="float32",
+            choices=["float32", "bfloat16", "float16"],
+            help="logit dtype",
+        ),
+        opt("--temperature", type=float, default=1.0),
+        opt(
+            "--trees",
+            type=int,
+            default=None,
+            help="realised trees per budget (default 3; not with --batch-size)",
+        ),
+        opt(
+            "--repeats", type=int, default=15, help="timed calls per tree and verifier (default 15)"
+        ),
+        opt("--depth", type=int, default=15, help="draft horizon H (default 15, DFlash block 16)"),
+        opt(
+            "--verifier",
+            type=name_list,
+            default=["predraw", "residual", "tev"],
+            help="comma-separated subset of predraw,residual,tev",
+        ),
+        opt(
+            "--batch-size",
+            type=positive_int,
+            default=1,
+            metavar="B",
+            help="B > 1: time the verifier stage per batch of B trees: one batched call on the padded "
+            "[B, N, V] logits against B single-tree calls, per budget and verifier (median and min "
+            "ms). B = 1 (default): the per-tree stage bench against the floor",
+        ),
+        add_threads,
+        seed_arg(0),
+        opt(
+            "--sampling-sweep",
+            action="store_true",
+            help="time each verifier under top-k 50, top-p 0.9, min-p 0.05 and all three at "
+            "--temperature, as ratios to temperature only in the same run (processing + decision + bonus)",
+        ),
+        result_out_args,
+    ),
+)
+
+GPU_CHECK = Command(
+    "gpu-check",
+    _gpu_check,
+    help="engine latencies on a random Qwen3-4B-shaped pair",
+    description="Draft forward, tree-attention verify forward and the verifier stage (decision "
+    "+ bonus + KV commit) of predraw and TEV at each budget, on random weights in "
+    "bf16 (no downloads). --tiny swaps in tiny sizes for a CPU smoke test.",
+    pieces=(
+        opt("--tiny", action="store_true", help="tiny sizes (CPU smoke test)"),
+        opt("--device", default=None, help="default: cuda if available, else cpu"),
+        opt("--budget", type=int_list, default=[32, 64, 128]),
+        opt("--context", type=int, default=512),
+        opt("--repeats", type=int, default=20, help="timed repetitions per cell (default 20)"),
+        opt("--temperature", type=float, default=1.0),
+        result_out_args,
+    ),
+)
+
+BENCH_BATCH = Command(
+    "batch",
+    _batch_bench,
+    help="batched tree decoding vs batched autoregressive decoding: tokens/s per batch size",
+    description="Decodes the prompts B at a time (cyclically, every batch full) with batched "
+    "autoregressive decoding and with batched DDTree decoding (one padded tree-attention forward "
+    "per round), alternating batch by batch; prints tokens/s side by side, tau and the verifier "
+    "stage (decision + bonus + KV commit) per batched round, then the decision latency of one "
+    "batched verifier call against B single-tree calls on synthetic deep trees.",
+    pieces=(
+        model_pair_args(),
+        opt(
+            "--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE"
+        ),
+        opt("--num-prompts", type=int, default=None, help="use only the first N prompts"),
+        opt(
+            "--batch-size",
+            type=int_list,
+            default=[1, 4, 8],
+            help="comma-separated batch sizes (default 1,4,8)",
+        ),
+        opt("--budget", type=int, default=32, help="DDTree budget per sequence (default 32)"),
+        opt(
+            "--verifier",
+            type=name_list,
+            default=["tev"],
+            help="e.g. tev,predraw (also greedy, residual)",
+        ),
+        opt("--temperature", type=float, default=0.0),
+        opt("--max-new-tokens", type=int, default=64),
+        _batch_sampling_args,
+        seed_arg(0),
+        device_args(),
+        opt("--warmup", type=int, default=1, help="untimed warm-up generations per batch size"),
+        opt(
+            "--verifier-repeats", type=int, default=10, help="timed calls per batched-verifier row"
+        ),
+        result_out_args,
+        add_threads,
+    ),
+)
+
+COMMANDS = (TINY_MODELS, GPU_CHECK)
+BENCH = (BENCH_DECODING, BENCH_VERIFIERS, BENCH_BATCH)

@@ -6,204 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
-from .args import FormerOption, add_threads, positive_int, set_torch_threads
-
-
-def _add_run_flags(parser: argparse.ArgumentParser, overwrite_help: str) -> None:
-    """The flags of a resumable run in ``--out``: ``--seed``, ``--overwrite`` (``overwrite_help`` says what it
-    replaces), ``--threads`` (default 1) and ``--no-progress``."""
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--overwrite", action="store_true", help=overwrite_help)
-    add_threads(parser, default=1)
-    parser.add_argument("--no-progress", action="store_true")
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "repro", help="reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus)"
-    )
-    rsub = p.add_subparsers(dest="repro_command", metavar="EXPERIMENT")
-    m = rsub.add_parser(
-        "mini",
-        help="train a small target and DFlash drafter on the stdlib, compare objectives",
-        description="Target LM on the Python standard library, a distilled DFlash drafter, then "
-        "token-only / prefix-weighted / exit-guided training with matched compute; tau "
-        "and CPU speedup at B = 32/64/128, T = 0/1, predraw and TEV, on held-out code "
-        "and prose. Artefacts are cached in --out; rerunning resumes.",
-    )
-    m.add_argument(
-        "--out", required=True, help="run directory (resumed if it holds the same configuration)"
-    )
-    m.add_argument(
-        "--quick",
-        action="store_true",
-        help="tiny preset for smoke tests (about a minute on 2 cores); same as --preset quick",
-    )
-    m.add_argument(
-        "--preset",
-        choices=("quick", "full", "deep", "deep-budgets", "paper-regime", "paper-regime-quick"),
-        default=None,
-        help="full (default: README's main run, shallow trees; a smoke run of the pipeline, not "
-        "evidence), quick (smoke test), deep (deep trees, 3 training seeds, the first pre-registered "
-        "ExitTrain run, outside the paper's regime), deep-budgets (deep at B = 32/64/128), or "
-        "paper-regime (ExitTrain decided in the paper's regime: fresh fine-tuning data, a calibrated "
-        "rate, the scoring temperature evaluated, the authors' strength and literal recipe; design "
-        "in paper_repro/PAPER_REGIME.md; hours) and its CI-sized twin paper-regime-quick",
-    )
-    m.add_argument(
-        "--workers",
-        type=positive_int,
-        default=1,
-        help="paper-regime: processes for the training runs and evaluation cells (one torch thread "
-        "each; results do not depend on it)",
-    )
-    _add_run_flags(
-        m,
-        overwrite_help="if --out holds a run of another configuration, move it aside and start again",
-    )
-    m.set_defaults(func=_mini)
-
-    a = rsub.add_parser(
-        "all",
-        help="the kit on predraw/residual/TEV, the mini run, every figure and the ledger",
-        description="One command on a CPU: conformance checks of exitlaw's own verifiers, "
-        "`repro mini`, every figure (drawn from the mini run) and the claims ledger, "
-        "each stage cached under --out (a rerun resumes).",
-    )
-    a.add_argument("--out", default="runs/repro", help="run directory (default runs/repro)")
-    a.add_argument(
-        "--quick", action="store_true", help="small presets everywhere (smoke test, a few minutes)"
-    )
-    _add_run_flags(
-        a,
-        overwrite_help="if --out holds a run of another configuration, start again (old mini runs are "
-        "moved aside)",
-    )
-    a.set_defaults(func=_all)
-
-    f = rsub.add_parser(
-        "full",
-        help="the GPU commands for the paper's Tables 1-5 (from paper_repro/configs)",
-        description="Prints the `exitlaw train`, `exitlaw bench` and `exitlaw gpu-check` commands "
-        "of each full-scale config (default: every shipped config). --dry-run executes "
-        "them on a CPU instead: random-weight stand-ins of each target's architecture "
-        "family at tiny sizes, real tokenizers with chat templates, local datasets in "
-        "the Hub rows' shapes, shrunk lengths and steps; budgets, temperatures, "
-        "verifiers and objectives as configured.",
-    )
-    f.add_argument("configs", nargs="*", help="config files (default: all in paper_repro/configs)")
-    f.add_argument("--runs", default="runs/full", help="where runs and results go")
-    f.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="execute every command on tiny CPU stand-ins (see above)",
-    )
-    f.add_argument(
-        "--out",
-        default=None,
-        dest="workdir",
-        help="--dry-run: a new or empty directory for models, data and runs (default: a new temp dir)",
-    )
-    f.add_argument("--workdir", action=FormerOption, current="--out", dest="workdir")
-    f.add_argument(
-        "--all-repeats",
-        action="store_true",
-        help="--dry-run: also run bench repeats that differ from seed 0 only in the seed",
-    )
-    add_threads(f, default=1)
-    f.set_defaults(func=_full)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
-
-    g = sub.add_parser(
-        "figures",
-        help="regenerate the figures (PNG + PDF + data JSON) on a CPU",
-        description="Each figure is computed from embedded defaults (simulation, the engine on tiny "
-        "models, or a mini-scale run when --mini is given) and drawn with matplotlib.",
-    )
-    g.add_argument("--out", default="runs/figures", help="output directory (default: runs/figures)")
-    g.add_argument("--only", default=None, help="comma-separated figure names (default: all)")
-    g.add_argument("--overwrite", action="store_true", help="replace existing figure files")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument(
-        "--quick", action="store_true", help="smaller samples and runs (smoke test, under a minute)"
-    )
-    g.add_argument(
-        "--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory to draw from"
-    )
-    g.add_argument(
-        "--latency-json",
-        default=None,
-        help="verifier-stage latencies: the JSON of `exitlaw bench-verifiers --json` or of "
-        "`exitlaw gpu-check --out FILE` (default: run bench-verifiers on this CPU)",
-    )
-    g.add_argument(
-        "--ledger",
-        action="store_true",
-        help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures",
-    )
-    g.add_argument("--list", action="store_true", help="list the figure names and exit")
-    g.set_defaults(func=_figures)
-
-    le = sub.add_parser(
-        "ledger",
-        help="claims ledger: paper's numbers vs exitlaw's, a verdict per claim by a "
-        "rule fixed in advance",
-        description="Reads FIGURES/NAME.json written by `exitlaw figures` (computing and drawing any "
-        "missing one first), with --mini the mini run's results.json, with --checks the "
-        "conformance-kit reports, and the paired-effect files of the deep mini preset "
-        "and the simulation sweep (default: the shipped ones). --from-shipped rebuilds "
-        "the shipped ledger (paper_repro/results/ledger.md/json) from shipped inputs only.",
-    )
-    le.add_argument(
-        "--out",
-        default=None,
-        help="directory for ledger.md and ledger.json (default: runs/ledger; "
-        "with --from-shipped: paper_repro/results)",
-    )
-    le.add_argument(
-        "--from-shipped",
-        action="store_true",
-        help="build from the shipped inputs in paper_repro/results only (byte for byte reproducible)",
-    )
-    le.add_argument(
-        "--make-shipped-inputs",
-        action="store_true",
-        help="recompute the shipped CPU inputs (figure data, verifier bench, kit reports) first; "
-        "needs --overwrite when they exist (minutes)",
-    )
-    le.add_argument(
-        "--figures",
-        default=None,
-        help="figure data directory (default: runs/figures, created when "
-        "missing; a folder given here must exist)",
-    )
-    le.add_argument("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory")
-    le.add_argument(
-        "--checks",
-        default=None,
-        help="a directory of conformance-kit reports (predraw/residual/tev.json)",
-    )
-    le.add_argument(
-        "--mini-deep",
-        default=None,
-        help="a deep mini paired-effect JSON (default: the shipped one)",
-    )
-    le.add_argument(
-        "--sweep",
-        default=None,
-        help="a directory of simulation-sweep paired-effect JSONs (default: the shipped one)",
-    )
-    le.add_argument(
-        "--latency-json",
-        default=None,
-        help="bench-verifiers / gpu-check JSON for the latency claim",
-    )
-    le.add_argument(
-        "--quick", action="store_true", help="quick sizes for figure data computed here"
-    )
-    le.add_argument("--seed", type=int, default=0)
-    le.add_argument("--overwrite", action="store_true", help="replace an existing ledger")
-    le.set_defaults(func=_ledger)
+from .args import add_threads, no_progress_arg, out_args, positive_int, seed_arg, set_torch_threads
+from .grammar import Command, Group, move_aside, opt, out_dir
 
 
 def _mini(args: argparse.Namespace) -> int:
@@ -268,7 +72,9 @@ def _full_dry_run(args: argparse.Namespace) -> int:
     from exitlaw.paper_repro.full_scale_dry_run import Shrink, dry_run, format_dry_run
 
     set_torch_threads(args.threads)
-    workdir = args.workdir or tempfile.mkdtemp(prefix="exitlaw-dry-run-")
+    if args.overwrite:
+        move_aside(out_dir(args))
+    workdir = args.out or tempfile.mkdtemp(prefix="exitlaw-dry-run-")
 
     def show(rec: dict) -> None:
         print(f"{rec['config']}: {rec['command'].split(' --')[0]}: {rec['status']}", flush=True)
@@ -372,3 +178,223 @@ def _ledger(args: argparse.Namespace) -> int:
     print(Path(md).read_text(encoding="utf-8"))
     print(f"ledger: {md} and {js}")
     return 0
+
+
+def _run_args(overwrite_help: str):
+    """The flags of a resumable run in ``--out``: ``--seed``, ``--overwrite`` (``overwrite_help`` says
+    what it replaces), ``--threads`` (default 1) and ``--no-progress``."""
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        seed_arg(0)(parser)
+        parser.add_argument("--overwrite", action="store_true", help=overwrite_help)
+        add_threads(parser, default=1)
+        no_progress_arg(parser)
+
+    return add
+
+
+_MINI_PRESET_HELP = (
+    "full (default: README's main run, shallow trees; a smoke run of the pipeline, not "
+    "evidence), quick (smoke test), deep (deep trees, 3 training seeds, the first pre-registered "
+    "ExitTrain run, outside the paper's regime), deep-budgets (deep at B = 32/64/128), or "
+    "paper-regime (ExitTrain decided in the paper's regime: fresh fine-tuning data, a calibrated "
+    "rate, the scoring temperature evaluated, the authors' strength and literal recipe; design "
+    "in paper_repro/PAPER_REGIME.md; hours) and its CI-sized twin paper-regime-quick"
+)
+
+MINI = Command(
+    "mini",
+    _mini,
+    help="train a small target and DFlash drafter on the stdlib, compare objectives",
+    description="Target LM on the Python standard library, a distilled DFlash drafter, then "
+    "token-only / prefix-weighted / exit-guided training with matched compute; tau "
+    "and CPU speedup at B = 32/64/128, T = 0/1, predraw and TEV, on held-out code "
+    "and prose. Artefacts are cached in --out; rerunning resumes.",
+    pieces=(
+        opt(
+            "--out",
+            metavar="DIR",
+            required=True,
+            help="folder: the run (resumed if it holds the same configuration)",
+        ),
+        opt(
+            "--quick",
+            action="store_true",
+            help="tiny preset for smoke tests (about a minute on 2 cores); same as --preset quick",
+        ),
+        opt(
+            "--preset",
+            choices=("quick", "full", "deep", "deep-budgets", "paper-regime", "paper-regime-quick"),
+            default=None,
+            help=_MINI_PRESET_HELP,
+        ),
+        opt(
+            "--workers",
+            type=positive_int,
+            default=1,
+            help="paper-regime: processes for the training runs and evaluation cells (one torch "
+            "thread each; results do not depend on it)",
+        ),
+        _run_args("if --out holds a run of another configuration, move it aside and start again"),
+    ),
+)
+
+ALL = Command(
+    "all",
+    _all,
+    help="the kit on predraw/residual/TEV, the mini run, every figure and the ledger",
+    description="One command on a CPU: conformance checks of exitlaw's own verifiers, "
+    "`repro mini`, every figure (drawn from the mini run) and the claims ledger, "
+    "each stage cached under --out (a rerun resumes).",
+    pieces=(
+        opt(
+            "--out",
+            metavar="DIR",
+            default="runs/repro",
+            help="folder: the run (default runs/repro)",
+        ),
+        opt(
+            "--quick",
+            action="store_true",
+            help="small presets everywhere (smoke test, a few minutes)",
+        ),
+        _run_args(
+            "if --out holds a run of another configuration, start again (old mini runs are "
+            "moved aside)"
+        ),
+    ),
+)
+
+FULL = Command(
+    "full",
+    _full,
+    help="the GPU commands for the paper's Tables 1-5 (from paper_repro/configs)",
+    description="Prints the `exitlaw train`, `exitlaw bench decoding` and `exitlaw gpu-check` "
+    "commands of each full-scale config (default: every shipped config). --dry-run executes "
+    "them on a CPU instead: random-weight stand-ins of each target's architecture "
+    "family at tiny sizes, real tokenizers with chat templates, local datasets in "
+    "the Hub rows' shapes, shrunk lengths and steps; budgets, temperatures, "
+    "verifiers and objectives as configured.",
+    pieces=(
+        opt("configs", nargs="*", help="config files (default: all in paper_repro/configs)"),
+        opt(
+            "--runs", default="runs/full", help="where the printed commands write runs and results"
+        ),
+        opt(
+            "--dry-run",
+            action="store_true",
+            help="execute every command on tiny CPU stand-ins (see above)",
+        ),
+        out_args(
+            "--dry-run: models, data and runs; new or empty, --overwrite moves a former one aside "
+            "(default: a new temp folder)"
+        ),
+        opt(
+            "--all-repeats",
+            action="store_true",
+            help="--dry-run: also run bench repeats that differ from seed 0 only in the seed",
+        ),
+        lambda parser: add_threads(parser, default=1),
+    ),
+)
+
+REPRO = Group(
+    "repro",
+    help="reproduce the paper's experiments: mini, all, full",
+    description="Reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus).",
+    commands=(MINI, ALL, FULL),
+)
+
+FIGURES = Command(
+    "figures",
+    _figures,
+    help="regenerate the figures (PNG + PDF + data JSON) on a CPU",
+    description="Each figure is computed from embedded defaults (simulation, the engine on tiny "
+    "models, or a mini-scale run when --mini is given) and drawn with matplotlib.",
+    pieces=(
+        out_args("the figures and their data", default="runs/figures"),
+        opt("--only", default=None, help="comma-separated figure names (default: all)"),
+        seed_arg(0),
+        opt(
+            "--quick",
+            action="store_true",
+            help="smaller samples and runs (smoke test, under a minute)",
+        ),
+        opt(
+            "--mini",
+            default=None,
+            help="an `exitlaw repro mini --out DIR` run directory to draw from",
+        ),
+        opt(
+            "--latency-json",
+            default=None,
+            help="verifier-stage latencies: the results.json of `exitlaw bench verifiers --out DIR` "
+            "or of `exitlaw gpu-check --out DIR` (default: run bench verifiers on this CPU)",
+        ),
+        opt(
+            "--ledger",
+            action="store_true",
+            help="afterwards write the claims ledger (ledger.md, ledger.json) into --out from these figures",
+        ),
+        opt("--list", action="store_true", help="list the figure names and exit"),
+    ),
+)
+
+LEDGER = Command(
+    "ledger",
+    _ledger,
+    help="claims ledger: the paper's numbers vs exitlaw's, with verdicts",
+    description="A verdict per claim by a rule fixed in advance. Reads FIGURES/NAME.json written by `exitlaw figures` (computing and drawing any "
+    "missing one first), with --mini the mini run's results.json, with --checks the "
+    "conformance-kit reports, and the paired-effect files of the deep mini preset "
+    "and the simulation sweep (default: the shipped ones). --from-shipped rebuilds "
+    "the shipped ledger (paper_repro/results/ledger.md/json) from shipped inputs only.",
+    pieces=(
+        out_args(
+            "ledger.md and ledger.json (default runs/ledger; with --from-shipped: paper_repro/results)"
+        ),
+        opt(
+            "--from-shipped",
+            action="store_true",
+            help="build from the shipped inputs in paper_repro/results only (byte for byte reproducible)",
+        ),
+        opt(
+            "--make-shipped-inputs",
+            action="store_true",
+            help="recompute the shipped CPU inputs (figure data, verifier bench, kit reports) first; "
+            "needs --overwrite when they exist (minutes)",
+        ),
+        opt(
+            "--figures",
+            default=None,
+            help="figure data directory (default: runs/figures, created when "
+            "missing; a folder given here must exist)",
+        ),
+        opt("--mini", default=None, help="an `exitlaw repro mini --out DIR` run directory"),
+        opt(
+            "--checks",
+            default=None,
+            help="a directory of conformance-kit reports (predraw/residual/tev.json)",
+        ),
+        opt(
+            "--mini-deep",
+            default=None,
+            help="a deep mini paired-effect JSON (default: the shipped one)",
+        ),
+        opt(
+            "--sweep",
+            default=None,
+            help="a directory of simulation-sweep paired-effect JSONs (default: the shipped one)",
+        ),
+        opt(
+            "--latency-json",
+            default=None,
+            help="the results.json of bench verifiers / gpu-check for the latency claim",
+        ),
+        opt("--quick", action="store_true", help="quick sizes for figure data computed here"),
+        seed_arg(0),
+    ),
+)
+
+COMMANDS = (REPRO, FIGURES, LEDGER)
+BENCH = ()

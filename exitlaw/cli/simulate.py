@@ -1,5 +1,5 @@
-"""The simulation lab and the conformance kit: ``simulate``, ``simulate-exittrain``,
-``bench-simulate``, ``field-lab``, ``check``, ``prove`` and ``bench-sim-verifiers`` (JAX is imported inside the handlers)."""
+"""The simulation lab and the conformance kit: ``simulate run|exittrain|field-lab``, ``check``,
+``prove``, ``bench simulate`` and ``bench sim-verifiers`` (JAX is imported inside the handlers)."""
 
 from __future__ import annotations
 
@@ -7,303 +7,16 @@ import argparse
 import json
 from pathlib import Path
 
-from exitlaw.theory.infra.atomic_io import atomic_write_text
-
-from .args import enable_x64, positive_int
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "simulate",
-        help="simulated tree speculative decoding on a synthetic target",
-        description="Run builders + a verifier for many rounds on a synthetic n-gram target with "
-        "exact conditionals; write JSON results and tree traces.",
-    )
-    p.add_argument(
-        "config", nargs="?", help="JSON config file (keys of SimConfig; may name a base 'preset')"
-    )
-    p.add_argument("--preset", help="named preset (small, medium, greedy, mismatch, field)")
-    p.add_argument("--out", help="output directory (default: runs/simulate/<config name>)")
-    p.add_argument(
-        "--overwrite", action="store_true", help="replace existing results in the output directory"
-    )
-    p.add_argument("--rounds", type=positive_int, help="override the number of rounds")
-    p.add_argument("--seed", type=int, help="override the decoding seed")
-    p.add_argument("--builders", help="comma-separated builders to run (override)")
-    p.add_argument(
-        "--verifier", help="override the verifier (tev, predraw, residual, greedy, tev-fast)"
-    )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument("--list-presets", action="store_true", help="print the presets as JSON and exit")
-    p.set_defaults(func=_simulate)
-
-    e = sub.add_parser(
-        "simulate-exittrain",
-        help="ExitTrain in miniature: token-only vs prefix-weighted vs exit-guided",
-        description="Train a parametric position-wise drafter (JAX + optax) against a synthetic target "
-        "under three objectives with matched compute; evaluate tau = 1 + C_p at budgets "
-        "32/64/128 and T in {0, 1}.",
-    )
-    e.add_argument("--out", help="write the table and settings as JSON to this file")
-    e.add_argument("--overwrite", action="store_true")
-    e.add_argument(
-        "--regime",
-        default="lowrank-peaked",
-        help="named regime (lowrank, lowrank-peaked, lowrank-flat, lowrank-deep, overconfident, "
-        "underconfident, table), or 'all' (about a minute each)",
-    )
-    e.add_argument("--steps", type=int, help="override training steps")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument(
-        "--sweep",
-        metavar="PRESET|CONFIG.json",
-        help="instead: the paired seed sweep of every objective (token, prefix, exit, exit-depth, "
-        "draft-opd, vat x normalisations x lambda 0.1/1), preset deep, shallow, all (~20 min), matched (trained and judged at T = 0.5) or quick, "
-        "or a sweep's config.json to rerun it; needs --out DIR (sweep.json, sweep.md, config.json, "
-        "exittrain_sweep.png/.pdf); float32",
-    )
-    e.set_defaults(func=_exittrain)
-
-    b = sub.add_parser("bench-simulate", help="benchmark: simulated decoding rounds per second")
-    b.add_argument("--budget", type=int, default=64)
-    b.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
-    b.add_argument("--rounds", type=int, default=30)
-    b.add_argument(
-        "--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)"
-    )
-    b.add_argument("--json", action="store_true")
-    b.set_defaults(func=_sim_bench)
-
-    f = sub.add_parser(
-        "field-lab",
-        help="UniVer and HSD against recursive rejection on the same drafted trees",
-        description="Exact E[L | T] of UniVer, RRS without / with replacement (Tsubame trees) and HSD, "
-        "chain speculative sampling (chains) on the same contexts and drafts; paired "
-        "effects with 95 %% t-intervals over seeds, in the ledger's record shape.",
-    )
-    f.add_argument(
-        "--out",
-        default="runs/field_lab.json",
-        help="JSON output (a .md table is written beside it)",
-    )
-    f.add_argument("--overwrite", action="store_true")
-    f.add_argument(
-        "--noise",
-        type=float,
-        nargs="+",
-        default=[1.0, 0.5],
-        help="drafter noise, one run per value",
-    )
-    f.add_argument("--seeds", type=int, default=20)
-    f.add_argument("--contexts", type=int, default=400, help="contexts (drafted trees) per seed")
-    f.add_argument("--budget", type=int, default=16)
-    f.add_argument("--horizon", type=int, default=6)
-    f.add_argument("--vocab", type=int, default=64)
-    f.set_defaults(func=_field_lab)
-
-    c = sub.add_parser(
-        "check",
-        help="conformance kit: is a verifier exact and saturating?",
-        description="Loads MODULE:CALLABLE with the signature f(tree, probs, rng) -> (exit_node, bonus_token) "
-        "(marginal mode: f(tree, probs, draft_probs, rng)), samples it on hard-case trees and "
-        "runs calibrated checks. Exit status, first that applies whatever the case order: "
-        "2 bad input (the module cannot be imported -- ImportError, SyntaxError, sys.exit or any "
-        "error at import -- or the callable has the wrong signature or returns no (node, token)); "
-        "1 not exact (some case showed it); 4 verifier failed (a call raised or ran past --timeout; "
-        "the case, tree, seed, reproduce command and traceback are reported and the other cases "
-        "still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
-        "computed power is below --power, so no exactness verdict); 0 exact and saturating. "
-        "With --json the report is printed in every case.",
-    )
-    c.add_argument("verifier", metavar="MODULE:CALLABLE")
-    c.add_argument(
-        "--mode",
-        choices=("conditional", "marginal"),
-        default="conditional",
-        help="conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)",
-    )
-    c.add_argument(
-        "--format",
-        dest="verifier_format",
-        choices=("exitlaw", "eagle", "sglang", "ddtree", "vllm"),
-        default="exitlaw",
-        help="the layout the verifier is written in (conditional mode): exitlaw f(tree, probs, rng); "
-        "eagle f(candidates, retrieve_indices, probs, rng) -> (best_candidate, accept_length, "
-        "bonus_token); sglang tree_speculative_sampling_target_only's arguments (bs 1, outputs "
-        "written in place, coins drawn by the kit); ddtree f(root_token_id, node_token_ids, "
-        "node_depths, parents, child_maps, visibility, target_probs, rng) -> (accepted_indices, "
-        "next_token); with --mode marginal --chains-only, vllm: a chain rejection sampler "
-        "f(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "
-        "uniform_probs, rng) -> output_token_ids [1, K + 1], -1 after the first rejection (coins and "
-        "bonus drawn by the kit). See simulate/kit/formats.py and simulate/kit/chain_formats.py",
-    )
-    c.add_argument(
-        "--seed", type=int, default=0, help="seed of the cases and of every draw (default 0)"
-    )
-    c.add_argument(
-        "--budget", type=int, default=8, help="node budget B of the random tree case (default 8)"
-    )
-    c.add_argument(
-        "--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)"
-    )
-    c.add_argument(
-        "--samples",
-        type=int,
-        default=None,
-        help="rounds per case (default: chosen from --alpha, --power and --delta)",
-    )
-    c.add_argument(
-        "--alpha",
-        type=float,
-        default=1e-6,
-        help="false-failure rate of the whole run (default 1e-6)",
-    )
-    c.add_argument(
-        "--delta", type=float, default=0.1, help="total-variation distance for the power claim"
-    )
-    c.add_argument(
-        "--power", type=float, default=0.999, help="power per distribution check at --delta"
-    )
-    c.add_argument(
-        "--chains-only",
-        action="store_true",
-        help="marginal mode: draft chains only (for chain speculative sampling)",
-    )
-    c.add_argument(
-        "--keep-going", action="store_true", help="run every case even after a 'not exact' case"
-    )
-    c.add_argument(
-        "--timeout",
-        type=float,
-        default=10.0,
-        help="seconds one verifier call may take before its case is reported as failed (default 10)",
-    )
-    c.add_argument(
-        "--case", help="run only the case of this name (as printed in a reproduce command)"
-    )
-    c.add_argument(
-        "--boundary",
-        action="store_true",
-        help="boundary-coin mode: drive the verifier's Generator with 0, the largest double and "
-        "float32 below 1, exact cumulative boundaries (and, with --mode marginal, acceptance ratios "
-        "p/q on every draft of positive probability of hard cases where the target gives 0 to a "
-        "drafted token), on systematic schedules, and flag any emitted block of target "
-        "probability 0 (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
-        "only Generator.random/uniform/spawn are driven",
-    )
-    c.add_argument(
-        "--settings",
-        action="store_true",
-        help="settings mode: the verifier takes raw logits and the sampling settings, f(tree, logits, "
-        "settings, rng) or, with --mode marginal, f(tree, logits, draft_logits, settings, rng); the kit "
-        "drafts from the processed draft rows and judges against the processed target law. Alone: a "
-        "panel of one setting per filter plus all three (simulate/kit/settings_cases.py)",
-    )
-    c.add_argument(
-        "--temperature",
-        type=float,
-        default=None,
-        help="settings mode with this one setting (default temperature 1 when a filter is given)",
-    )
-    c.add_argument(
-        "--top-k", type=int, default=None, help="settings mode: top-k (ties at the k-th place kept)"
-    )
-    c.add_argument("--top-p", type=float, default=None, help="settings mode: top-p (nucleus)")
-    c.add_argument("--min-p", type=float, default=None, help="settings mode: min-p")
-    c.add_argument(
-        "--order",
-        choices=("vllm", "hf"),
-        default=None,
-        help="settings mode: filter order, vllm (min-p, top-k, top-p; default) or hf (top-k, top-p, min-p)",
-    )
-    c.add_argument("--json", action="store_true", help="print the full report as JSON")
-    c.set_defaults(func=_check)
-
-    pv = sub.add_parser(
-        "prove",
-        help="bounded-exhaustive symbolic proof that a verifier procedure is exact and saturating",
-        description="Loads MODULE:CALLABLE written over exitlaw's randomness interface, f(tree, rows, rand) -> "
-        "(exit_node, bonus_token), runs it with symbolic target rows on every tree shape with <= N "
-        "nodes and every child-token assignment up to relabelling, and proves the block law, "
-        "E[L] = 1 + C_p and the completed-block law as identities of rational functions, or prints a "
-        "counterexample with rational rows. A raw verifier f(tree, probs, rng) over a numpy Generator "
-        "gets its exact law at dyadic rational rows instead (interval uniforms). "
-        "Exit status: 0 proved, 1 counterexample, 3 unproved or exact only at the points searched "
-        "(the verifier compares probabilities, so it was only searched at rational points), "
-        "2 usage error.",
-    )
-    pv.add_argument("verifier", metavar="MODULE:CALLABLE")
-    pv.add_argument(
-        "--max-nodes",
-        type=positive_int,
-        default=None,
-        help="largest tree size N (default 6, 8 with --thorough; 3 for raw verifiers, --mode "
-        "marginal and --rounds 2)",
-    )
-    pv.add_argument(
-        "--vocab",
-        type=positive_int,
-        default=None,
-        help="largest vocabulary V (default 3, 2 in marginal mode; shapes with larger sibling sets get "
-        "k and k + 1)",
-    )
-    pv.add_argument(
-        "--thorough", action="store_true", help="the long run: --max-nodes 8 unless given"
-    )
-    pv.add_argument(
-        "--every-child-order",
-        action="store_true",
-        help="call f(tree, rows, rand, child_order=...) once per permutation of every node's children",
-    )
-    pv.add_argument(
-        "--seed", type=int, default=0, help="seed of the rational points tried for counterexamples"
-    )
-    pv.add_argument(
-        "--raw",
-        action="store_true",
-        help="the verifier is f(tree, probs, rng) over a numpy Generator (automatic when its third "
-        "parameter is named rng): its exact law is searched at dyadic rational rows with interval "
-        "uniforms; no counterexample gives status exact_at_points (exit 3: evidence, not a proof)",
-    )
-    pv.add_argument(
-        "--mode",
-        choices=("conditional", "marginal"),
-        default="conditional",
-        help="marginal: a sampled-draft rule f(topology, target, draft, rand) -> block (e.g. "
-        "exitlaw.simulate.prove.sampled:without_replacement_rule), proved exact averaged over the "
-        "drafts with symbolic target and draft rows, plus a fixed-tree witness for the built-in "
-        "rules (default --max-nodes 3, --vocab 2)",
-    )
-    pv.add_argument(
-        "--rounds",
-        type=int,
-        choices=(1, 2),
-        default=1,
-        help="2: two-round losslessness of f(tree, rows, rand) (a second tree verified in the context of "
-        "the first block), with symbolic target rows (default --max-nodes 3, --vocab 2)",
-    )
-    pv.add_argument(
-        "--points",
-        type=positive_int,
-        default=4,
-        help="rational points per tree for raw verifiers (default 4)",
-    )
-    pv.add_argument("--out", help="write the certificate (JSON) to this file")
-    pv.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    pv.add_argument("--json", action="store_true", help="print the certificate as JSON")
-    pv.set_defaults(func=_prove)
-
-    vb = sub.add_parser(
-        "bench-sim-verifiers",
-        help="benchmark: samples/s of the simulated verifier samplers and the kit's wall time",
-    )
-    vb.add_argument("--budget", type=int, default=64)
-    vb.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
-    vb.add_argument("--samples", type=int, default=100_000, help="rounds per vectorised call")
-    vb.add_argument("--calls", type=int, default=500, help="calls of each per-call public form")
-    vb.add_argument("--no-kit", action="store_true", help="skip timing the conformance kit")
-    vb.add_argument("--json", action="store_true")
-    vb.set_defaults(func=_verifier_sim_bench)
+from .args import (
+    enable_x64,
+    json_arg,
+    no_progress_arg,
+    out_args,
+    positive_int,
+    result_out_args,
+    seed_arg,
+)
+from .grammar import Command, Group, emit, opt, out_dir, out_files, result_path, write_json
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -319,7 +32,7 @@ def _simulate(args: argparse.Namespace) -> int:
     cfg = with_overrides(
         cfg, rounds=args.rounds, seed=args.seed, builders=builders, verifier=args.verifier
     )
-    out = Path(args.out) if args.out else Path("runs") / "simulate" / cfg.name
+    out = out_dir(args) or Path("runs") / "simulate" / cfg.name
     enable_x64()
     from exitlaw.simulate.lab.run import run_simulation
 
@@ -328,7 +41,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _exittrain_sweep(args: argparse.Namespace) -> int:
-    if not args.out:
+    if out_dir(args) is None:
         raise ValueError("--sweep needs --out DIR")
     from exitlaw.figures.exittrain_sweep import draw
     from exitlaw.simulate.exittrain.sweep import sweep_to_dir
@@ -351,9 +64,7 @@ def _exittrain_sweep(args: argparse.Namespace) -> int:
 def _exittrain(args: argparse.Namespace) -> int:
     if args.sweep is not None:
         return _exittrain_sweep(args)
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not args.overwrite:
-        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    path = result_path(args)
     enable_x64()
     from exitlaw.simulate.exittrain.mini import REGIMES, format_table, run_exittrain_mini
 
@@ -365,20 +76,20 @@ def _exittrain(args: argparse.Namespace) -> int:
     for n in names:
         report[n] = run_exittrain_mini(REGIMES[n], steps=args.steps, seed=args.seed, progress=True)
         print(format_table(report[n]) + "\n")
-    if out is not None:
-        atomic_write_text(out, json.dumps(report, indent=1))
-        print(f"wrote {out}")
+    if path is not None:
+        write_json(path, report)
     return 0
 
 
 def _sim_bench(args: argparse.Namespace) -> int:
+    path = result_path(args)
     enable_x64()
     from exitlaw.simulate.bench.rounds import run_sim_bench
 
     res = run_sim_bench(
         budget=args.budget, vocabs=args.vocab, rounds=args.rounds, verifier=args.verifier
     )
-    print(json.dumps(res, indent=1) if args.json else res["text"])
+    emit(args, res, res["text"], path)
     return 0
 
 
@@ -396,7 +107,8 @@ def _field_lab(args: argparse.Namespace) -> int:
         )
         for n in args.noise
     ]
-    print(render_markdown(run_field_lab(configs, args.out, overwrite=args.overwrite)))
+    json_path, _ = out_files(args, "field_lab.json", "field_lab.md")
+    print(render_markdown(run_field_lab(configs, json_path, overwrite=args.overwrite)))
     return 0
 
 
@@ -492,11 +204,8 @@ def _check_boundary(args: argparse.Namespace) -> int:
 def _prove(args: argparse.Namespace) -> int:
     from exitlaw.simulate.prove.prover import format_proof, load_procedure, prove
     from exitlaw.simulate.prove.raw import prove_raw, takes_generator
-    from exitlaw.theory.infra.atomic_io import atomic_write_text
 
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not args.overwrite:
-        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    path = result_path(args)
     if args.rounds == 2 and (args.mode == "marginal" or args.raw or args.every_child_order):
         raise ValueError(
             "--rounds 2 applies to fixed-tree procedures f(tree, rows, rand): not with --mode marginal, "
@@ -514,10 +223,7 @@ def _prove(args: argparse.Namespace) -> int:
             vocab=args.vocab or 2,
             seed=args.seed,
         )
-        text = json.dumps(mrep.to_json(), indent=1)
-        if out is not None:
-            atomic_write_text(out, text + "\n")
-        print(text if args.json else format_marginal(mrep))
+        emit(args, mrep.to_json(), format_marginal(mrep), path)
         return mrep.exit_code
     proc = load_procedure(args.verifier, child_order=args.every_child_order)
     if args.rounds == 2:
@@ -530,10 +236,7 @@ def _prove(args: argparse.Namespace) -> int:
             vocab=args.vocab or 2,
             seed=args.seed,
         )
-        text = json.dumps(rrep.to_json(), indent=1)
-        if out is not None:
-            atomic_write_text(out, text + "\n")
-        print(text if args.json else format_rounds(rrep))
+        emit(args, rrep.to_json(), format_rounds(rrep), path)
         return rrep.exit_code
     if args.raw or takes_generator(proc):
         if args.every_child_order:
@@ -559,14 +262,12 @@ def _prove(args: argparse.Namespace) -> int:
             every_child_order=args.every_child_order,
             seed=args.seed,
         )
-    text = json.dumps(rep.to_json(), indent=1)
-    if out is not None:
-        atomic_write_text(out, text + "\n")
-    print(text if args.json else format_proof(rep))
+    emit(args, rep.to_json(), format_proof(rep), path)
     return rep.exit_code
 
 
 def _verifier_sim_bench(args: argparse.Namespace) -> int:
+    path = result_path(args)
     from exitlaw.simulate.bench.verifiers import run_verifier_bench
 
     res = run_verifier_bench(
@@ -576,5 +277,313 @@ def _verifier_sim_bench(args: argparse.Namespace) -> int:
         calls=args.calls,
         kit=not args.no_kit,
     )
-    print(json.dumps(res, indent=1) if args.json else res["text"])
+    emit(args, res, res["text"], path)
     return 0
+
+
+SIMULATE_RUN = Command(
+    "run",
+    _simulate,
+    help="simulated tree speculative decoding on a synthetic target",
+    description="Run builders + a verifier for many rounds on a synthetic n-gram target with "
+    "exact conditionals; write JSON results and tree traces.",
+    pieces=(
+        opt(
+            "config",
+            nargs="?",
+            help="JSON config file (keys of SimConfig; may name a base 'preset')",
+        ),
+        opt("--preset", help="named preset (small, medium, greedy, mismatch, field)"),
+        out_args("results and traces (default runs/simulate/<config name>)"),
+        opt("--rounds", type=positive_int, help="override the number of rounds"),
+        seed_arg(None, help="override the decoding seed"),
+        opt("--builders", help="comma-separated builders to run (override)"),
+        opt("--verifier", help="override the verifier (tev, predraw, residual, greedy, tev-fast)"),
+        no_progress_arg,
+        opt("--list-presets", action="store_true", help="print the presets as JSON and exit"),
+    ),
+)
+
+EXITTRAIN = Command(
+    "exittrain",
+    _exittrain,
+    help="ExitTrain in miniature: token-only vs prefix-weighted vs exit-guided",
+    description="Train a parametric position-wise drafter (JAX + optax) against a synthetic target "
+    "under three objectives with matched compute; evaluate tau = 1 + C_p at budgets "
+    "32/64/128 and T in {0, 1}.",
+    pieces=(
+        out_args(
+            "the table and settings as results.json; with --sweep: sweep.json, sweep.md, "
+            "config.json, exittrain_sweep.png/.pdf"
+        ),
+        opt(
+            "--regime",
+            default="lowrank-peaked",
+            help="named regime (lowrank, lowrank-peaked, lowrank-flat, lowrank-deep, overconfident, "
+            "underconfident, table), or 'all' (about a minute each)",
+        ),
+        opt("--steps", type=int, help="override training steps"),
+        seed_arg(0),
+        opt(
+            "--sweep",
+            metavar="PRESET|CONFIG.json",
+            help="instead: the paired seed sweep of every objective (token, prefix, exit, exit-depth, "
+            "draft-opd, vat x normalisations x lambda 0.1/1), preset deep, shallow, all (~20 min), "
+            "matched (trained and judged at T = 0.5) or quick, or a sweep's config.json to rerun it; "
+            "needs --out DIR; float32",
+        ),
+    ),
+)
+
+FIELD_LAB = Command(
+    "field-lab",
+    _field_lab,
+    help="UniVer and HSD against recursive rejection on the same drafted trees",
+    description="Exact E[L | T] of UniVer, RRS without / with replacement (Tsubame trees) and HSD, "
+    "chain speculative sampling (chains) on the same contexts and drafts; paired "
+    "effects with 95 %% t-intervals over seeds, in the ledger's record shape.",
+    pieces=(
+        out_args("field_lab.json and its table field_lab.md", default="runs/field_lab"),
+        opt(
+            "--noise",
+            type=float,
+            nargs="+",
+            default=[1.0, 0.5],
+            help="drafter noise, one run per value",
+        ),
+        opt("--seeds", type=int, default=20),
+        opt("--contexts", type=int, default=400, help="contexts (drafted trees) per seed"),
+        opt("--budget", type=int, default=16),
+        opt("--horizon", type=int, default=6),
+        opt("--vocab", type=int, default=64),
+    ),
+)
+
+SIMULATE = Group(
+    "simulate",
+    help="the simulation lab: run, exittrain, field-lab",
+    commands=(SIMULATE_RUN, EXITTRAIN, FIELD_LAB),
+)
+
+
+def _check_settings_args(c: argparse.ArgumentParser) -> None:
+    """Settings mode of ``check``: one sampling setting (kept as written for the sampling-flags merge)."""
+    c.add_argument(
+        "--settings",
+        action="store_true",
+        help="settings mode: the verifier takes raw logits and the sampling settings, f(tree, logits, "
+        "settings, rng) or, with --mode marginal, f(tree, logits, draft_logits, settings, rng); the kit "
+        "drafts from the processed draft rows and judges against the processed target law. Alone: a "
+        "panel of one setting per filter plus all three (simulate/kit/settings_cases.py)",
+    )
+    c.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="settings mode with this one setting (default temperature 1 when a filter is given)",
+    )
+    c.add_argument(
+        "--top-k", type=int, default=None, help="settings mode: top-k (ties at the k-th place kept)"
+    )
+    c.add_argument("--top-p", type=float, default=None, help="settings mode: top-p (nucleus)")
+    c.add_argument("--min-p", type=float, default=None, help="settings mode: min-p")
+    c.add_argument(
+        "--order",
+        choices=("vllm", "hf"),
+        default=None,
+        help="settings mode: filter order, vllm (min-p, top-k, top-p; default) or hf (top-k, top-p, min-p)",
+    )
+
+
+_MODE_HELP = (
+    "conditional: fixed-tree verifier; marginal: sampled-draft verifier (trees drawn by the kit)"
+)
+
+CHECK = Command(
+    "check",
+    _check,
+    help="conformance kit: is a verifier exact and saturating?",
+    description="Loads MODULE:CALLABLE with the signature f(tree, probs, rng) -> (exit_node, bonus_token) "
+    "(marginal mode: f(tree, probs, draft_probs, rng)), samples it on hard-case trees and "
+    "runs calibrated checks. Exit status, first that applies whatever the case order: "
+    "2 bad input (the module cannot be imported -- ImportError, SyntaxError, sys.exit or any "
+    "error at import -- or the callable has the wrong signature or returns no (node, token)); "
+    "1 not exact (some case showed it); 4 verifier failed (a call raised or ran past --timeout; "
+    "the case, tree, seed, reproduce command and traceback are reported and the other cases "
+    "still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
+    "computed power is below --power, so no exactness verdict); 0 exact and saturating. "
+    "With --json the report is printed in every case.",
+    pieces=(
+        opt("verifier", metavar="MODULE:CALLABLE"),
+        opt("--mode", choices=("conditional", "marginal"), default="conditional", help=_MODE_HELP),
+        opt(
+            "--format",
+            dest="verifier_format",
+            choices=("exitlaw", "eagle", "sglang", "ddtree", "vllm"),
+            default="exitlaw",
+            help="the layout the verifier is written in (conditional mode): exitlaw f(tree, probs, rng); "
+            "eagle f(candidates, retrieve_indices, probs, rng) -> (best_candidate, accept_length, "
+            "bonus_token); sglang tree_speculative_sampling_target_only's arguments (bs 1, outputs "
+            "written in place, coins drawn by the kit); ddtree f(root_token_id, node_token_ids, "
+            "node_depths, parents, child_maps, visibility, target_probs, rng) -> (accepted_indices, "
+            "next_token); with --mode marginal --chains-only, vllm: a chain rejection sampler "
+            "f(draft_token_ids, cu_num_draft_tokens, draft_probs, target_probs, bonus_token_ids, "
+            "uniform_probs, rng) -> output_token_ids [1, K + 1], -1 after the first rejection (coins "
+            "and bonus drawn by the kit). See simulate/kit/formats.py and simulate/kit/chain_formats.py",
+        ),
+        seed_arg(0, help="seed of the cases and of every draw (default 0)"),
+        opt(
+            "--budget",
+            type=int,
+            default=8,
+            help="node budget B of the random tree case (default 8)",
+        ),
+        opt("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)"),
+        opt(
+            "--samples",
+            type=int,
+            default=None,
+            help="rounds per case (default: chosen from --alpha, --power and --delta)",
+        ),
+        opt(
+            "--alpha",
+            type=float,
+            default=1e-6,
+            help="false-failure rate of the whole run (default 1e-6)",
+        ),
+        opt(
+            "--delta", type=float, default=0.1, help="total-variation distance for the power claim"
+        ),
+        opt("--power", type=float, default=0.999, help="power per distribution check at --delta"),
+        opt(
+            "--chains-only",
+            action="store_true",
+            help="marginal mode: draft chains only (for chain speculative sampling)",
+        ),
+        opt(
+            "--keep-going", action="store_true", help="run every case even after a 'not exact' case"
+        ),
+        opt(
+            "--timeout",
+            type=float,
+            default=10.0,
+            help="seconds one verifier call may take before its case is reported as failed (default 10)",
+        ),
+        opt("--case", help="run only the case of this name (as printed in a reproduce command)"),
+        opt(
+            "--boundary",
+            action="store_true",
+            help="boundary-coin mode: drive the verifier's Generator with 0, the largest double and "
+            "float32 below 1, exact cumulative boundaries (and, with --mode marginal, acceptance ratios "
+            "p/q on every draft of positive probability of hard cases where the target gives 0 to a "
+            "drafted token), on systematic schedules, and flag any emitted block of target "
+            "probability 0 (exit status 0 passes, 1 flagged, 4 verifier failed, 2 bad input); "
+            "only Generator.random/uniform/spawn are driven",
+        ),
+        _check_settings_args,
+        opt("--json", action="store_true", help="print the full report as JSON"),
+    ),
+)
+
+PROVE = Command(
+    "prove",
+    _prove,
+    help="symbolic proof that a verifier is exact and saturating",
+    description="Bounded-exhaustive symbolic proof that a verifier procedure is exact and saturating. Loads MODULE:CALLABLE written over exitlaw's randomness interface, f(tree, rows, rand) -> "
+    "(exit_node, bonus_token), runs it with symbolic target rows on every tree shape with <= N "
+    "nodes and every child-token assignment up to relabelling, and proves the block law, "
+    "E[L] = 1 + C_p and the completed-block law as identities of rational functions, or prints a "
+    "counterexample with rational rows. A raw verifier f(tree, probs, rng) over a numpy Generator "
+    "gets its exact law at dyadic rational rows instead (interval uniforms). "
+    "Exit status: 0 proved, 1 counterexample, 3 unproved or exact only at the points searched "
+    "(the verifier compares probabilities, so it was only searched at rational points), "
+    "2 usage error.",
+    pieces=(
+        opt("verifier", metavar="MODULE:CALLABLE"),
+        opt(
+            "--max-nodes",
+            type=positive_int,
+            default=None,
+            help="largest tree size N (default 6, 8 with --thorough; 3 for raw verifiers, --mode "
+            "marginal and --rounds 2)",
+        ),
+        opt(
+            "--vocab",
+            type=positive_int,
+            default=None,
+            help="largest vocabulary V (default 3, 2 in marginal mode; shapes with larger sibling sets "
+            "get k and k + 1)",
+        ),
+        opt("--thorough", action="store_true", help="the long run: --max-nodes 8 unless given"),
+        opt(
+            "--every-child-order",
+            action="store_true",
+            help="call f(tree, rows, rand, child_order=...) once per permutation of every node's children",
+        ),
+        seed_arg(0, help="seed of the rational points tried for counterexamples"),
+        opt(
+            "--raw",
+            action="store_true",
+            help="the verifier is f(tree, probs, rng) over a numpy Generator (automatic when its third "
+            "parameter is named rng): its exact law is searched at dyadic rational rows with interval "
+            "uniforms; no counterexample gives status exact_at_points (exit 3: evidence, not a proof)",
+        ),
+        opt(
+            "--mode",
+            choices=("conditional", "marginal"),
+            default="conditional",
+            help="marginal: a sampled-draft rule f(topology, target, draft, rand) -> block (e.g. "
+            "exitlaw.simulate.prove.sampled:without_replacement_rule), proved exact averaged over the "
+            "drafts with symbolic target and draft rows, plus a fixed-tree witness for the built-in "
+            "rules (default --max-nodes 3, --vocab 2)",
+        ),
+        opt(
+            "--rounds",
+            type=int,
+            choices=(1, 2),
+            default=1,
+            help="2: two-round losslessness of f(tree, rows, rand) (a second tree verified in the context "
+            "of the first block), with symbolic target rows (default --max-nodes 3, --vocab 2)",
+        ),
+        opt(
+            "--points",
+            type=positive_int,
+            default=4,
+            help="rational points per tree for raw verifiers (default 4)",
+        ),
+        out_args("the certificate as results.json"),
+        json_arg,
+    ),
+)
+
+BENCH_SIMULATE = Command(
+    "simulate",
+    _sim_bench,
+    help="simulated decoding rounds per second",
+    pieces=(
+        opt("--budget", type=int, default=64),
+        opt("--vocab", type=int, nargs="+", default=[1000, 32000]),
+        opt("--rounds", type=int, default=30),
+        opt(
+            "--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)"
+        ),
+        result_out_args,
+    ),
+)
+
+BENCH_SIM_VERIFIERS = Command(
+    "sim-verifiers",
+    _verifier_sim_bench,
+    help="samples/s of the simulated verifier samplers and the kit's wall time",
+    pieces=(
+        opt("--budget", type=int, default=64),
+        opt("--vocab", type=int, nargs="+", default=[1000, 32000]),
+        opt("--samples", type=int, default=100_000, help="rounds per vectorised call"),
+        opt("--calls", type=int, default=500, help="calls of each per-call public form"),
+        opt("--no-kit", action="store_true", help="skip timing the conformance kit"),
+        result_out_args,
+    ),
+)
+
+COMMANDS = (SIMULATE, CHECK, PROVE)
+BENCH = (BENCH_SIMULATE, BENCH_SIM_VERIFIERS)

@@ -1,60 +1,12 @@
-"""``exitlaw law`` and ``exitlaw bench-law``: exact laws of recorded trees, and their benchmark."""
+"""``exitlaw law`` and ``exitlaw bench law``: exact laws of recorded trees, and their benchmark."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from .args import enable_x64, positive_int
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "law",
-        help="exit law, coverage and ceiling of recorded tree traces",
-        description="Per-round C_p, ceiling 1 + C_p, observed block lengths and the "
-        "exit-depth histogram of a tree trace (JSON lines).",
-    )
-    p.add_argument("trace", nargs="?", help="path of a tree trace (.jsonl)")
-    p.add_argument(
-        "--demo", action="store_true", help="use an embedded synthetic trace instead of a file"
-    )
-    p.add_argument("--json", action="store_true", help="print the full summary as JSON")
-    p.add_argument(
-        "--workers",
-        type=positive_int,
-        default=1,
-        help="processes reading a large trace (files of 16 MiB or more; default 1)",
-    )
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a trace that lacks its end marker (an interrupted writer); said in the output",
-    )
-    p.set_defaults(func=_law)
-
-    b = sub.add_parser(
-        "bench-law",
-        help="benchmark: exit laws per second, jit+vmap vs a per-node loop; "
-        "with --trace, rounds/s and peak memory of `exitlaw law` on a file",
-    )
-    b.add_argument(
-        "--trace", default=None, help="time the streaming summary of this trace file instead"
-    )
-    b.add_argument(
-        "--workers",
-        type=positive_int,
-        default=1,
-        help="with --trace: reading processes (default 1)",
-    )
-    b.add_argument("--trees", type=positive_int, default=4096)
-    b.add_argument("--budget", type=positive_int, default=64)
-    b.add_argument("--vocab", type=positive_int, default=32000)
-    b.add_argument(
-        "--row-batch", type=positive_int, default=64, help="trees per chunk for the full-row case"
-    )
-    b.add_argument("--json", action="store_true")
-    b.set_defaults(func=_bench)
+from .args import enable_x64, positive_int, result_out_args
+from .grammar import Command, emit, opt, result_path
 
 
 def _law(args: argparse.Namespace) -> int:
@@ -86,17 +38,74 @@ def _law(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    path = result_path(args)
     if args.trace is not None:
         from exitlaw.theory.trace.bench import run_trace_bench
 
         result = run_trace_bench(args.trace, workers=args.workers)
-        print(json.dumps(result, indent=1) if args.json else result["text"])
-        return 0
-    enable_x64()
-    from exitlaw.theory.bench import run_law_bench
+    else:
+        enable_x64()
+        from exitlaw.theory.bench import run_law_bench
 
-    result = run_law_bench(
-        trees=args.trees, budget=args.budget, vocab=args.vocab, row_batch=args.row_batch
-    )
-    print(json.dumps(result, indent=1) if args.json else result["text"])
+        result = run_law_bench(
+            trees=args.trees, budget=args.budget, vocab=args.vocab, row_batch=args.row_batch
+        )
+    emit(args, result, result["text"], path)
     return 0
+
+
+LAW = Command(
+    "law",
+    _law,
+    help="exit law, coverage and ceiling of recorded tree traces",
+    description="Per-round C_p, ceiling 1 + C_p, observed block lengths and the "
+    "exit-depth histogram of a tree trace (JSON lines).",
+    pieces=(
+        opt("trace", nargs="?", help="path of a tree trace (.jsonl)"),
+        opt(
+            "--demo", action="store_true", help="use an embedded synthetic trace instead of a file"
+        ),
+        opt("--json", action="store_true", help="print the full summary as JSON"),
+        opt(
+            "--workers",
+            type=positive_int,
+            default=1,
+            help="processes reading a large trace (files of 16 MiB or more; default 1)",
+        ),
+        opt(
+            "--allow-incomplete",
+            action="store_true",
+            help="read a trace that lacks its end marker (an interrupted writer); said in the output",
+        ),
+    ),
+)
+
+BENCH_LAW = Command(
+    "law",
+    _bench,
+    help="exit laws per second, jit+vmap vs a per-node loop (--trace: `exitlaw law` on a file)",
+    description="Exit laws per second, jit+vmap against a per-node loop; with --trace, rounds/s "
+    "and peak memory of `exitlaw law` on that file.",
+    pieces=(
+        opt("--trace", default=None, help="time the streaming summary of this trace file instead"),
+        opt(
+            "--workers",
+            type=positive_int,
+            default=1,
+            help="with --trace: reading processes (default 1)",
+        ),
+        opt("--trees", type=positive_int, default=4096),
+        opt("--budget", type=positive_int, default=64),
+        opt("--vocab", type=positive_int, default=32000),
+        opt(
+            "--row-batch",
+            type=positive_int,
+            default=64,
+            help="trees per chunk for the full-row case",
+        ),
+        result_out_args,
+    ),
+)
+
+COMMANDS = (LAW,)
+BENCH = (BENCH_LAW,)

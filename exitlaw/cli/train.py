@@ -8,157 +8,21 @@ import json
 from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 from exitlaw.engine.training.config import PRESETS
 
-from .args import add_sampling_flags, finite_float, nonneg_float, nonneg_int, positive_int
+from .args import (
+    add_sampling_flags,
+    device_args,
+    finite_float,
+    model_pair_args,
+    no_progress_arg,
+    nonneg_float,
+    nonneg_int,
+    out_args,
+    positive_int,
+    seed_arg,
+)
+from .grammar import Command, move_aside, opt, out_dir
 
 _NO_FLOOR = object()  # --edge-floor none: a preset's floor turned off
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "train",
-        help="ExitTrain: train a DFlash drafter (exit, exit-depth, prefix, token-only, draft-opd or vat objective)",
-        description="Continuations of the prompts are sampled from the frozen target (cached on disk); each "
-        "step builds the inference DDTree at every anchor, scores it with the target under tree "
-        "attention and minimises CE + lambda * sum_v w~(v) (-log q_depth(v)(x_v)). Under "
-        "`torchrun --nproc_per_node N` the drafter is sharded with FSDP (gloo on CPU).",
-    )
-    p.add_argument(
-        "--target", required=True, help="target checkpoint directory or Hub id (with its tokenizer)"
-    )
-    p.add_argument(
-        "--draft", required=True, help="DFlash drafter checkpoint to start from (released format)"
-    )
-    p.add_argument(
-        "--prompts",
-        required=True,
-        help="jsonl:FILE, FILE.jsonl, hf:NAME[:SPLIT] or a named set (gsm8k, NAME=FILE.jsonl, ...); "
-        "records: prompt_ids, turns, conversations, messages, prompt/text/question/problem",
-    )
-    p.add_argument(
-        "--out", required=True, help="output directory (must be new or empty unless --resume)"
-    )
-    p.add_argument(
-        "--resume", action="store_true", help="continue the run in --out from its latest checkpoint"
-    )
-    p.add_argument(
-        "--preset",
-        choices=tuple(PRESETS),
-        default=None,
-        help="a named reading of ExitTrain: 'paper' (exit weight, batch normalisation, lambda 1, no "
-        "edge floor, budget 64) or 'authors-code' (the authors' public code: prefix weight as "
-        "their configs ship, nodes normalisation, lambda 0.1, edge floor 1e-4, budget 32); the "
-        "flags below override it (default: the paper's reading)",
-    )
-    p.add_argument(
-        "--objective",
-        choices=OBJECTIVES,
-        default=None,
-        help="token (lambda 0), prefix (P), exit (w = P rho, the paper), exit-depth (w * depth, the "
-        "authors' code), draft-opd (on-policy position-wise distillation baseline), vat (verification-aware "
-        "training: CE reweighted at simulated first-rejection positions; batch normalisation)",
-    )
-    p.add_argument(
-        "--lam",
-        type=finite_float,
-        default=None,
-        help="weight of the tree term (forced to 0 for token)",
-    )
-    p.add_argument(
-        "--weight-norm",
-        choices=NORMALISATIONS,
-        default=None,
-        help="batch: weights sum to one over the batch; tree: every tree counts equally; nodes: "
-        "summed and divided by the number of tree nodes (the authors' code)",
-    )
-    p.add_argument(
-        "--edge-floor",
-        type=_edge_floor,
-        default=None,
-        metavar="ALPHA",
-        help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
-        "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off",
-    )
-    p.add_argument(
-        "--budget",
-        type=positive_int,
-        default=None,
-        help="DDTree budget of the trained trees (default 64)",
-    )
-    p.add_argument(
-        "--scoring-temperature",
-        type=_positive_float,
-        default=1.0,
-        metavar="T_S",
-        help="temperature of the target law the node weights come from (P, w, rho; default 1)",
-    )
-    p.add_argument(
-        "--prefix-window",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="score each tree over only the last N context tokens, as the authors' code does (64); "
-        "default: the whole context",
-    )
-    p.add_argument("--steps", type=positive_int, default=100)
-    p.add_argument("--batch-size", type=positive_int, default=4, help="sequences per step and rank")
-    p.add_argument("--anchors", type=positive_int, default=8, help="anchors per sequence")
-    p.add_argument("--lr", type=nonneg_float, default=1e-4)
-    p.add_argument("--min-lr-ratio", type=nonneg_float, default=0.1)
-    p.add_argument("--warmup", type=nonneg_int, default=0)
-    p.add_argument("--weight-decay", type=nonneg_float, default=0.01)
-    p.add_argument("--grad-clip", type=nonneg_float, default=1.0)
-    p.add_argument("--checkpoint-every", type=positive_int, default=50)
-    p.add_argument("--log-every", type=positive_int, default=1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--amp",
-        choices=("auto", "bf16", "off"),
-        default="auto",
-        help="bf16 autocast (auto: on CUDA devices that support it)",
-    )
-    p.add_argument("--prompt-limit", type=positive_int, default=None)
-    p.add_argument(
-        "--chat", action="store_true", help="wrap string prompts in the target's chat template"
-    )
-    p.add_argument(
-        "--max-new-tokens",
-        type=positive_int,
-        default=256,
-        help="length of the target continuations",
-    )
-    p.add_argument(
-        "--gen-temperature",
-        type=nonneg_float,
-        default=1.0,
-        help="temperature of the target continuations",
-    )
-    add_sampling_flags(
-        p,
-        "the target continuations (at --gen-temperature) and the scoring law (at "
-        "--scoring-temperature): the setting the drafter is trained for",
-    )
-    p.add_argument("--gen-batch", type=positive_int, default=16)
-    p.add_argument(
-        "--continuations-server",
-        default=None,
-        metavar="URL",
-        help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
-        "target) at URL instead of decoding locally",
-    )
-    p.add_argument(
-        "--server-model", default=None, help="model name the server expects (default: --target)"
-    )
-    p.add_argument(
-        "--cache-dir", default=None, help="continuation cache (default: OUT/../.exitlaw-cache)"
-    )
-    p.add_argument(
-        "--device",
-        default=None,
-        help="cpu, cuda, cuda:1 ... (default: cuda:LOCAL_RANK if available)",
-    )
-    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_train)
 
 
 def _positive_float(text: str) -> float:
@@ -182,6 +46,12 @@ def _edge_floor(text: str):
 def _train(args: argparse.Namespace) -> int:
     from exitlaw.engine.training.config import preset_config
     from exitlaw.engine.training.run import TrainingRunSpec, run_training
+
+    out = out_dir(args)
+    if args.overwrite:
+        if args.resume:
+            raise ValueError("--overwrite starts again; it does not go with --resume")
+        move_aside(out)
 
     chosen = {
         "objective": args.objective,
@@ -220,7 +90,7 @@ def _train(args: argparse.Namespace) -> int:
         config=cfg,
         prompts=args.prompts,
         resume=args.resume,
-        prompt_limit=args.prompt_limit,
+        prompt_limit=args.num_prompts,
         chat=args.chat,
         max_new_tokens=args.max_new_tokens,
         gen_temperature=args.gen_temperature,
@@ -241,3 +111,157 @@ def _train(args: argparse.Namespace) -> int:
     if result["rank"] == 0:
         print(json.dumps({"final_drafter": result["final_drafter"], "last": result["last"]}))
     return 0
+
+
+def _train_sampling_args(p: argparse.ArgumentParser) -> None:
+    add_sampling_flags(
+        p,
+        "the target continuations (at --gen-temperature) and the scoring law (at "
+        "--scoring-temperature): the setting the drafter is trained for",
+    )
+
+
+TRAIN = Command(
+    "train",
+    _train,
+    help="ExitTrain: train a DFlash drafter on a target",
+    description="ExitTrain with the exit, exit-depth, prefix, token, draft-opd or vat objective. Continuations of the prompts are sampled from the frozen target (cached on disk); each "
+    "step builds the inference DDTree at every anchor, scores it with the target under tree "
+    "attention and minimises CE + lambda * sum_v w~(v) (-log q_depth(v)(x_v)). Under "
+    "`torchrun --nproc_per_node N` the drafter is sharded with FSDP (gloo on CPU).",
+    pieces=(
+        model_pair_args(draft_help="DFlash drafter checkpoint to start from (released format)"),
+        opt(
+            "--prompts",
+            required=True,
+            help="jsonl:FILE, FILE.jsonl, hf:NAME[:SPLIT] or a named set (gsm8k, NAME=FILE.jsonl, ...); "
+            "records: prompt_ids, turns, conversations, messages, prompt/text/question/problem",
+        ),
+        out_args(
+            "the training run (new or empty unless --resume; --overwrite moves a former run aside)",
+            required=True,
+        ),
+        opt(
+            "--resume",
+            action="store_true",
+            help="continue the run in --out from its latest checkpoint",
+        ),
+        opt(
+            "--preset",
+            choices=tuple(PRESETS),
+            default=None,
+            help="a named reading of ExitTrain: 'paper' (exit weight, batch normalisation, lambda 1, no "
+            "edge floor, budget 64) or 'authors-code' (the authors' public code: prefix weight as "
+            "their configs ship, nodes normalisation, lambda 0.1, edge floor 1e-4, budget 32); the "
+            "flags below override it (default: the paper's reading)",
+        ),
+        opt(
+            "--objective",
+            choices=OBJECTIVES,
+            default=None,
+            help="token (lambda 0), prefix (P), exit (w = P rho, the paper), exit-depth (w * depth, the "
+            "authors' code), draft-opd (on-policy position-wise distillation baseline), vat "
+            "(verification-aware training: CE reweighted at simulated first-rejection positions; "
+            "batch normalisation)",
+        ),
+        opt(
+            "--lam",
+            type=finite_float,
+            default=None,
+            help="weight of the tree term (forced to 0 for token)",
+        ),
+        opt(
+            "--weight-norm",
+            choices=NORMALISATIONS,
+            default=None,
+            help="batch: weights sum to one over the batch; tree: every tree counts equally; nodes: "
+            "summed and divided by the number of tree nodes (the authors' code)",
+        ),
+        opt(
+            "--edge-floor",
+            type=_edge_floor,
+            default=None,
+            metavar="ALPHA",
+            help="build P from edge probabilities floored at ALPHA, rho from the raw ones clipped to "
+            "[0, 1] (the authors' code uses 1e-4); 'none' turns a preset's floor off",
+        ),
+        opt(
+            "--budget",
+            type=positive_int,
+            default=None,
+            help="DDTree budget of the trained trees (default 64)",
+        ),
+        opt(
+            "--scoring-temperature",
+            type=_positive_float,
+            default=1.0,
+            metavar="T_S",
+            help="temperature of the target law the node weights come from (P, w, rho; default 1)",
+        ),
+        opt(
+            "--prefix-window",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="score each tree over only the last N context tokens, as the authors' code does (64); "
+            "default: the whole context",
+        ),
+        opt("--steps", type=positive_int, default=100),
+        opt("--batch-size", type=positive_int, default=4, help="sequences per step and rank"),
+        opt("--anchors", type=positive_int, default=8, help="anchors per sequence"),
+        opt("--lr", type=nonneg_float, default=1e-4),
+        opt("--min-lr-ratio", type=nonneg_float, default=0.1),
+        opt("--warmup", type=nonneg_int, default=0),
+        opt("--weight-decay", type=nonneg_float, default=0.01),
+        opt("--grad-clip", type=nonneg_float, default=1.0),
+        opt("--checkpoint-every", type=positive_int, default=50),
+        opt("--log-every", type=positive_int, default=1),
+        seed_arg(0),
+        opt(
+            "--amp",
+            choices=("auto", "bf16", "off"),
+            default="auto",
+            help="bf16 autocast (auto: on CUDA devices that support it)",
+        ),
+        opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
+        opt(
+            "--chat", action="store_true", help="wrap string prompts in the target's chat template"
+        ),
+        opt(
+            "--max-new-tokens",
+            type=positive_int,
+            default=256,
+            help="length of the target continuations",
+        ),
+        opt(
+            "--gen-temperature",
+            type=nonneg_float,
+            default=1.0,
+            help="temperature of the target continuations",
+        ),
+        _train_sampling_args,
+        opt("--gen-batch", type=positive_int, default=16),
+        opt(
+            "--continuations-server",
+            default=None,
+            metavar="URL",
+            help="take target continuations from an OpenAI-compatible server (e.g. vLLM serving the "
+            "target) at URL instead of decoding locally",
+        ),
+        opt(
+            "--server-model", default=None, help="model name the server expects (default: --target)"
+        ),
+        opt(
+            "--cache-dir", default=None, help="continuation cache (default: OUT/../.exitlaw-cache)"
+        ),
+        device_args(
+            dtypes=("float32", "bfloat16", "float16"),
+            dtype_default="float32",
+            help="cpu, cuda, cuda:1 ... (default: cuda:LOCAL_RANK if available)",
+        ),
+        no_progress_arg,
+    ),
+)
+
+COMMANDS = (TRAIN,)
+BENCH = ()

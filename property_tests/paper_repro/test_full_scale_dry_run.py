@@ -56,7 +56,7 @@ def test_every_shipped_config_runs_end_to_end(tmp_path):
     for name in ("gsm8k=", "humaneval=", "math500=", "mt-bench="):
         assert any(name in b for b in benches)
     mt = next(b for b in benches if "mt-bench=" in b and "llama" in b)
-    res = json.loads(Path(mt.split("--out ")[1].split()[0]).read_text())
+    res = json.loads((Path(mt.split("--out ")[1].split()[0]) / "results.json").read_text())
     assert {o["turn"] for r in res["runs"] for o in r["outputs"]} == {0, 1}
 
 
@@ -73,7 +73,7 @@ def test_the_gemma4_config_runs_on_its_sliding_window_stand_in(tmp_path):
     cfg = AutoConfig.from_pretrained(tmp_path / "dry" / "models" / "gemma4" / "target")
     assert "sliding_attention" in cfg.layer_types and "full_attention" in cfg.layer_types
     bench = [r["executed"] for r in ran if r["command"].split()[1] == "bench"]
-    res = json.loads(Path(bench[0].split("--out ")[1].split()[0]).read_text())
+    res = json.loads((Path(bench[0].split("--out ")[1].split()[0]) / "results.json").read_text())
     tok = AutoTokenizer.from_pretrained(tmp_path / "dry" / "models" / "gemma4" / "target")
     texts = [
         tok.apply_chat_template(
@@ -230,7 +230,7 @@ def test_a_command_is_moved_onto_the_stand_ins_and_keeps_the_configs_settings(tm
     for flag in ("--objective", "--lam", "--budget", "--lr", "--gen-temperature", "--out"):
         assert new[flag] == old[flag]
     assert new["--prompts"] == f"jsonl:{tmp_path / 'data' / 'open-perfectblend.jsonl'}"
-    assert (new["--steps"], new["--batch-size"], new["--anchors"], new["--prompt-limit"]) == (
+    assert (new["--steps"], new["--batch-size"], new["--anchors"], new["--num-prompts"]) == (
         "2",
         "2",
         "2",

@@ -660,8 +660,8 @@ def test_full_scale_commands_parse_with_the_real_cli():
         for argv in cmds:
             if argv[0] == "exitlaw":
                 args = parser.parse_args(argv[1:])
-                assert args.command in ("train", "bench", "gpu-check")
-                if args.command == "bench":
+                assert args.command in ("train", "bench decoding", "gpu-check")
+                if args.command == "bench decoding":
                     assert args.budget == cfg["budgets"] and args.max_new_tokens == 2048
                 if args.command == "gpu-check":
                     assert args.budget == cfg["budgets"] and cfg["table"] == "3"

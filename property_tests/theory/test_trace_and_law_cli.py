@@ -131,7 +131,8 @@ def test_help_lists_subcommands():
         [sys.executable, "-m", "exitlaw", "--help"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0
-    assert "law" in proc.stdout and "bench-law" in proc.stdout
+    commands = {x.split()[0] for x in proc.stdout.splitlines() if x.startswith("    ")}
+    assert {"law", "bench"} <= commands and "benchmarks: law" in proc.stdout
 
 
 @given(
@@ -224,14 +225,14 @@ def test_law_bench_trace_reports_rounds_per_second_and_cpu_seconds(tmp_path, cap
     from exitlaw.theory.trace.bench import make_bench_trace
 
     path = make_bench_trace(tmp_path / "b.jsonl", rounds=60, max_budget=8, vocab=100)
-    assert main(["bench-law", "--trace", str(path), "--workers", str(workers), "--json"]) == 0
+    assert main(["bench", "law", "--trace", str(path), "--workers", str(workers), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["rounds"] == 60 and res["workers"] == workers
     assert res["seconds"] > 0 and res["rounds_per_s"] == pytest.approx(60 / res["seconds"])
     assert res["cpu_seconds"] > 0 and res["rounds_per_cpu_s"] == pytest.approx(
         60 / res["cpu_seconds"]
     )
-    assert main(["bench-law", "--trace", str(path), "--workers", str(workers)]) == 0
+    assert main(["bench", "law", "--trace", str(path), "--workers", str(workers)]) == 0
     text = capsys.readouterr().out
     assert (
         "60 rounds in" in text

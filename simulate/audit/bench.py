@@ -1,4 +1,4 @@
-"""``exitlaw bench-serve``: requests/s and tokens/s of ``exitlaw serve`` (AR and DDTree) per concurrency,
+"""``exitlaw bench serve``: requests/s and tokens/s of ``exitlaw serve`` (AR and DDTree) per concurrency,
 and the wall time of an audit of the one against the other.
 
 Both servers are started on 127.0.0.1 (free ports) as ``exitlaw serve`` processes and stopped with SIGTERM

@@ -1,4 +1,4 @@
-"""``exitlaw bench-law --trace FILE``: rounds per second and peak memory of the streaming summary.
+"""``exitlaw bench law --trace FILE``: rounds per second and peak memory of the streaming summary.
 
 Peak memory is the process's peak resident set size (``getrusage``, Linux: KiB),
 measured in this process, which has imported numpy and the summary only (no

@@ -1,4 +1,4 @@
-"""Batched throughput benchmark (exitlaw.engine.bench.batch) and ``exitlaw bench-batch``: shapes and
+"""Batched throughput benchmark (exitlaw.engine.bench.batch) and ``exitlaw bench batch``: shapes and
 consistency of the report, never timings."""
 
 from __future__ import annotations
@@ -77,9 +77,10 @@ def test_batch_bench_command_prints_the_table_writes_json_and_refuses_to_overwri
     prompts.write_text(
         '{"turns": ["What is 12 + 30?"]}\n{"prompt": "Add two numbers."}\n{"prompt": "Hi"}\n'
     )
-    out = tmp_path / "batch.json"
+    out = tmp_path / "batch"
     argv = [
-        "bench-batch",
+        "bench",
+        "batch",
         "--target",
         str(tiny[0]),
         "--draft",
@@ -106,7 +107,7 @@ def test_batch_bench_command_prints_the_table_writes_json_and_refuses_to_overwri
     assert cli_main(argv) == 0
     printed = capsys.readouterr().out
     assert "AR tok/s" in printed and "tree tok/s" in printed and "verifier ms/batch" in printed
-    res = json.loads(out.read_text())
+    res = json.loads((out / "results.json").read_text())
     assert res["schema"] == "exitlaw.batch_bench" and res["config"]["num_prompts"] == 3
     assert [r["batch_size"] for r in res["decode"]] == [1, 2]
     assert res["config"]["sampling"] == {
@@ -124,6 +125,7 @@ def test_batch_bench_command_prints_the_table_writes_json_and_refuses_to_overwri
 def _bench_argv(tiny, prompts, *extra):
     return [
         "bench",
+        "decoding",
         "--target",
         str(tiny[0]),
         "--draft",
@@ -151,7 +153,7 @@ def test_bench_batch_size_runs_batched_tree_and_ar_decoding_side_by_side(tiny, t
         '{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n'
         '{"prompt": "Hi"}\n'
     )
-    out = tmp_path / "batched.json"
+    out = tmp_path / "batched"
     assert (
         cli_main(
             _bench_argv(tiny, prompts, "--batch-size", "2", "--top-p", "0.8", "--out", str(out))
@@ -160,7 +162,7 @@ def test_bench_batch_size_runs_batched_tree_and_ar_decoding_side_by_side(tiny, t
     )
     printed = capsys.readouterr().out
     assert "AR tok/s" in printed and "tree tok/s" in printed and "budget" in printed
-    res = json.loads(out.read_text())
+    res = json.loads((out / "results.json").read_text())
     assert res["schema"] == "exitlaw.batch_bench" and res["config"]["batch_sizes"] == [2]
     assert res["config"]["sampling"]["top_p"] == 0.8 and all(
         r["top_p"] == 0.8 for r in res["decode"]
@@ -187,9 +189,9 @@ def test_bench_batch_size_runs_batched_tree_and_ar_decoding_side_by_side(tiny, t
         if r["temperature"] == 0:
             assert r["matches_ar"] is True
     # B = 1 keeps the per-prompt bench (its own results schema, per-method runs)
-    single = tmp_path / "single.json"
+    single = tmp_path / "single"
     assert cli_main(_bench_argv(tiny, prompts, "--batch-size", "1", "--out", str(single))) == 0
-    res1 = json.loads(single.read_text())
+    res1 = json.loads((single / "results.json").read_text())
     assert (
         "runs" in res1
         and "decode" not in res1
@@ -207,8 +209,8 @@ def test_bench_and_verifier_bench_reject_a_bad_batch_size_with_a_named_error(
         cli_main(_bench_argv(tiny, prompts, "--batch-size", bad))
     assert exc.value.code == 2 and "--batch-size" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        cli_main(["bench-verifiers", "--batch", bad, "--vocab", "50", "--budget", "6"])
-    assert exc.value.code == 2 and "--batch" in capsys.readouterr().err
+        cli_main(["bench", "verifiers", "--batch-size", bad, "--vocab", "50", "--budget", "6"])
+    assert exc.value.code == 2 and "--batch-size" in capsys.readouterr().err
 
 
 def test_bench_batch_size_refuses_options_it_does_not_take(tiny, tmp_path, capsys):
@@ -227,8 +229,9 @@ def test_bench_batch_size_refuses_options_it_does_not_take(tiny, tmp_path, capsy
 
 def test_verifier_bench_batch_times_the_stage_per_batch(capsys):
     argv = [
-        "bench-verifiers",
-        "--batch",
+        "bench",
+        "verifiers",
+        "--batch-size",
         "3",
         "--vocab",
         "50",
@@ -238,7 +241,7 @@ def test_verifier_bench_batch_times_the_stage_per_batch(capsys):
         "4",
         "--repeats",
         "2",
-        "--verifiers",
+        "--verifier",
         "predraw,tev",
     ]
     assert cli_main(argv) == 0
@@ -255,4 +258,4 @@ def test_verifier_bench_batch_times_the_stage_per_batch(capsys):
     assert all(r["batched_ms"] > 0 and r["looped_ms"] > 0 for r in res["rows"])
     assert cli_main([*argv, "--trees", "2"]) == 2  # a batch holds B trees: --trees does not apply
     assert "--trees" in capsys.readouterr().err
-    assert cli_main([*argv[:-2], "--verifiers", "sequoia"]) == 2
+    assert cli_main([*argv[:-2], "--verifier", "sequoia"]) == 2

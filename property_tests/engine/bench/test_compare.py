@@ -160,15 +160,17 @@ def test_files_without_outputs_or_of_another_kind_are_named(tmp_path):
 def test_bench_compare_command_prints_and_keeps_the_comparison(tmp_path, capsys):
     from exitlaw.cli import main as cli_main
 
-    pa, pb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "cmp.json"
+    pa, pb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "cmp"
     pa.write_text(json.dumps(A))
     pb.write_text(json.dumps(B))
-    assert cli_main(["bench", "--compare", str(pa), str(pb), "--out", str(out)]) == 0
+    assert cli_main(["bench", "decoding", "--compare", str(pa), str(pb), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "paired by prompt" in printed and "+0.500" in printed
-    assert json.loads(out.read_text())["rows"][0]["tau"]["delta"] == pytest.approx(0.5)
+    assert json.loads((out / "results.json").read_text())["rows"][0]["tau"][
+        "delta"
+    ] == pytest.approx(0.5)
     assert (
-        cli_main(["bench", "--compare", str(pa), str(pb), "--out", str(out)]) == 2
+        cli_main(["bench", "decoding", "--compare", str(pa), str(pb), "--out", str(out)]) == 2
     )  # never overwrites silently
-    assert cli_main(["bench", "--dataset", "gsm8k"]) == 2
+    assert cli_main(["bench", "decoding", "--dataset", "gsm8k"]) == 2
     assert "--target and --draft are required" in capsys.readouterr().err

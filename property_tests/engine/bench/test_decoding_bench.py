@@ -31,10 +31,11 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
     prompts.write_text(
         '{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n'
     )
-    out = tmp_path / "results.json"
+    out = tmp_path / "bench"
     rc = cli_main(
         [
             "bench",
+            "decoding",
             "--target",
             str(tiny[0]),
             "--draft",
@@ -63,7 +64,7 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
         ]
     )
     assert rc == 0
-    res = json.loads(out.read_text())
+    res = json.loads((out / "results.json").read_text())
     assert res["config"]["sampling"] == {
         "top_k": None,
         "top_p": None,
@@ -138,6 +139,7 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
         cli_main(
             [
                 "bench",
+                "decoding",
                 "--target",
                 str(tiny[0]),
                 "--draft",
@@ -163,7 +165,7 @@ def test_gpu_check_smoke_runs_on_cpu_with_tiny_sizes():
 
 
 def test_gpu_check_command_writes_json_and_refuses_to_overwrite(tmp_path, capsys):
-    out = tmp_path / "check.json"
+    out = tmp_path / "check"
     argv = [
         "gpu-check",
         "--tiny",
@@ -173,13 +175,16 @@ def test_gpu_check_command_writes_json_and_refuses_to_overwrite(tmp_path, capsys
         "4",
         "--context",
         "24",
-        "--reps",
+        "--repeats",
         "1",
         "--out",
         str(out),
     ]
     assert cli_main(argv) == 0
-    assert json.loads(out.read_text())["rows"] and "TEV/predraw" in capsys.readouterr().out
+    assert (
+        json.loads((out / "results.json").read_text())["rows"]
+        and "TEV/predraw" in capsys.readouterr().out
+    )
     assert cli_main(argv) == 2  # refuses to overwrite silently
     assert "exists" in capsys.readouterr().err
     assert cli_main(argv + ["--overwrite"]) == 0
@@ -304,11 +309,12 @@ def test_bench_refuses_a_round_that_cannot_fit_before_decoding(tiny, tmp_path, c
     (without the bound, a budget of 10**8 builds trees until the machine stalls)."""
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "Add two numbers."}\n')
-    out = tmp_path / "results.json"
+    out = tmp_path / "bench"
     base = {"--budget": "4", "--max-new-tokens": "4", "--batch-size": "1"}
     base[flags[0]] = flags[1]
     argv = [
         "bench",
+        "decoding",
         "--target",
         str(tiny[0]),
         "--draft",
@@ -347,12 +353,13 @@ def test_free_memory_on_cuda_is_what_the_driver_reports(monkeypatch):
 
 
 def test_batch_bench_refuses_a_batched_round_that_cannot_fit(tiny, tmp_path, capsys):
-    """``exitlaw bench-batch`` goes through its own loader: the same refusal, counted over the largest batch."""
+    """``exitlaw bench batch`` goes through its own loader: the same refusal, counted over the largest batch."""
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "Add two numbers."}\n')
-    out = tmp_path / "batch.json"
+    out = tmp_path / "batch"
     argv = [
-        "bench-batch",
+        "bench",
+        "batch",
         "--target",
         str(tiny[0]),
         "--draft",

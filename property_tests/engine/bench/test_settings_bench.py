@@ -50,7 +50,8 @@ def test_cli_sampling_sweep_prints_the_table(capsys):
     assert (
         main(
             [
-                "bench-verifiers",
+                "bench",
+                "verifiers",
                 "--sampling-sweep",
                 "--budget",
                 "6",
@@ -62,7 +63,7 @@ def test_cli_sampling_sweep_prints_the_table(capsys):
                 "1",
                 "--depth",
                 "3",
-                "--verifiers",
+                "--verifier",
                 "tev",
                 "--threads",
                 "1",

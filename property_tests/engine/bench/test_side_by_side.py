@@ -1,4 +1,4 @@
-"""The project side of ``exitlaw bench-ddtree`` without DDTree: the paired ratio interval, the weight
+"""The project side of ``exitlaw bench ddtree`` without DDTree: the paired ratio interval, the weight
 identity check, the transformers-4 ``crop`` shim, the clone/dependency errors, and a whole run against a
 fake reference (exitlaw itself behind DDTree's output format; then one that emits wrong tokens)."""
 

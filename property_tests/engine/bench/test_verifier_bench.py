@@ -1,4 +1,4 @@
-"""``exitlaw bench-verifiers``: runs, reports every stage and the floor, and its trees get accepted."""
+"""``exitlaw bench verifiers``: runs, reports every stage and the floor, and its trees get accepted."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ def test_verifier_bench_reports_floor_ratios_on_deep_accepted_trees(capsys):
     assert (
         main(
             [
-                "bench-verifiers",
+                "bench",
+                "verifiers",
                 "--budget",
                 "16,32",
                 "--vocab",
@@ -52,7 +53,8 @@ def test_verifier_bench_text_and_bad_arguments(capsys):
     assert (
         main(
             [
-                "bench-verifiers",
+                "bench",
+                "verifiers",
                 "--budget",
                 "8",
                 "--vocab",
@@ -61,7 +63,7 @@ def test_verifier_bench_text_and_bad_arguments(capsys):
                 "1",
                 "--repeats",
                 "1",
-                "--verifiers",
+                "--verifier",
                 "tev",
             ]
         )
@@ -70,7 +72,7 @@ def test_verifier_bench_text_and_bad_arguments(capsys):
     out = capsys.readouterr().out
     assert "TEV/floor" in out and "median ms" in out
     assert (
-        main(["bench-verifiers", "--budget", "8", "--vocab", "300", "--verifiers", "greedy"]) == 2
+        main(["bench", "verifiers", "--budget", "8", "--vocab", "300", "--verifier", "greedy"]) == 2
     )
     assert "unknown verifier" in capsys.readouterr().err
 

@@ -78,7 +78,7 @@ def _audit(capsys):
 
 
 def test_ddtree_tev_audited_against_ar_passes_at_t0_under_concurrency(servers, _audit):
-    out = servers["root"] / "t0.json"
+    out = servers["root"] / "t0"
     rc, text, err = _audit(
         "--candidate",
         servers["ddtree"].url,
@@ -90,7 +90,7 @@ def test_ddtree_tev_audited_against_ar_passes_at_t0_under_concurrency(servers, _
         servers["prompts"],
         "--temperature",
         0,
-        "--max-tokens",
+        "--max-new-tokens",
         12,
         "--concurrency",
         "1,3",
@@ -98,7 +98,7 @@ def test_ddtree_tev_audited_against_ar_passes_at_t0_under_concurrency(servers, _
         out,
     )
     assert rc == 0, text + err
-    report = json.loads(out.read_text())
+    report = json.loads((out / "results.json").read_text())
     assert report["verdict"] == "no difference found" and report["divergences"] == []
     assert report["requests"] == 2 * (
         2 + 2 * 2
@@ -192,7 +192,7 @@ def test_a_reference_with_a_different_model_fails_and_the_t0_divergence_is_named
         servers["one"],
         "--temperature",
         0,
-        "--max-tokens",
+        "--max-new-tokens",
         8,
         "--json",
     )

@@ -173,14 +173,16 @@ def test_tiny_sweep_writes_valid_json_and_shares_random_numbers_across_objective
     assert tau.shape == (2, 1, 2) and np.all((tau >= 1) & (tau <= 1 + TINY.horizon))
     # the command line reruns the shipped config.json: the same numbers (same process, same machine)
     assert (
-        main(["simulate-exittrain", "--sweep", str(paths[2]), "--out", str(tmp_path / "cli")]) == 0
+        main(["simulate", "exittrain", "--sweep", str(paths[2]), "--out", str(tmp_path / "cli")])
+        == 0
     )
     again = read_sweep(tmp_path / "cli" / "sweep.json")
     assert again["rows"] == back["rows"] and (tmp_path / "cli" / "exittrain_sweep.png").is_file()
     assert (
-        main(["simulate-exittrain", "--sweep", str(paths[2]), "--out", str(tmp_path / "cli")]) == 2
+        main(["simulate", "exittrain", "--sweep", str(paths[2]), "--out", str(tmp_path / "cli")])
+        == 2
     )  # no overwrite
-    assert main(["simulate-exittrain", "--sweep", "quick"]) == 2  # --out is required
+    assert main(["simulate", "exittrain", "--sweep", "quick"]) == 2  # --out is required
     # the figure draws from the JSON alone
     pics = draw(back, tmp_path / "fig")
     assert [p.name for p in pics] == ["exittrain_sweep.png", "exittrain_sweep.pdf"] and all(

@@ -241,7 +241,8 @@ def test_verifier_sim_bench_prints_rates(capsys):
     assert (
         main(
             [
-                "bench-sim-verifiers",
+                "bench",
+                "sim-verifiers",
                 "--vocab",
                 "50",
                 "--budget",

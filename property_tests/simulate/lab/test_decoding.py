@@ -135,6 +135,7 @@ def test_simulate_cli_writes_results_and_traces_that_exitlaw_law_reads(tmp_path,
     out = tmp_path / "run"
     argv = [
         "simulate",
+        "run",
         "--preset",
         "small",
         "--rounds",

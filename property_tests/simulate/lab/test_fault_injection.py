@@ -1,4 +1,4 @@
-"""Fault injection: ``exitlaw simulate`` interrupted by SIGINT or SIGKILL at a random point, then
+"""Fault injection: ``exitlaw simulate run`` interrupted by SIGINT or SIGKILL at a random point, then
 rerun. The folder is never mixed: it holds the old complete run or nothing under the output names
 (results.json marks a complete folder), and the rerun's outputs equal an uninterrupted run's."""
 
@@ -16,6 +16,7 @@ import pytest
 
 ARGS = [
     "simulate",
+    "run",
     "--preset",
     "small",
     "--builders",

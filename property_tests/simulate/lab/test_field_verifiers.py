@@ -221,10 +221,11 @@ def test_field_lab_writes_json_and_markdown_and_never_overwrites(tmp_path):
 def test_field_lab_command_writes_the_record_file(tmp_path, capsys):
     from exitlaw.cli import main
 
-    out = tmp_path / "lab.json"
+    out = tmp_path / "lab"
     assert (
         main(
             [
+                "simulate",
                 "field-lab",
                 "--out",
                 str(out),
@@ -245,7 +246,8 @@ def test_field_lab_command_writes_the_record_file(tmp_path, capsys):
         == 0
     )
     assert "univer-rrs_wo" in capsys.readouterr().out
-    assert len(records(json.loads(out.read_text()))) == 3
+    assert len(records(json.loads((out / "field_lab.json").read_text()))) == 3
+    assert (out / "field_lab.md").is_file()
 
 
 def test_univer_rejects_a_repeated_sibling():

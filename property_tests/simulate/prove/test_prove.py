@@ -166,7 +166,7 @@ def test_a_verifier_that_compares_probabilities_is_unproved_not_proved():
 
 
 def test_prove_command_writes_a_certificate(tmp_path, capsys):
-    out = tmp_path / "cert.json"
+    out = tmp_path / "cert"
     assert (
         main(
             [
@@ -183,7 +183,7 @@ def test_prove_command_writes_a_certificate(tmp_path, capsys):
         == 0
     )
     assert "PROVED" in capsys.readouterr().out
-    cert = json.loads(out.read_text())
+    cert = json.loads((out / "results.json").read_text())
     assert cert["status"] == PROVED and len(cert["source_sha256"]) == 64 and cert["seconds"] > 0
     assert 0 < cert["cpu_seconds"]
     assert cert["shapes"] == {"1": 1, "2": 1, "3": 2, "4": 4} and sum(cert["trees"].values()) > 4
