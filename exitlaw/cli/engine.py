@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 from .args import (
-    add_sampling_flags,
+    add_sampling_args,
     add_threads,
     float_list,
     int_list,
     name_list,
     nonneg_int,
     positive_int,
-    sampling_filters,
+    sampling_settings_from,
     set_torch_threads,
 )
 
@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verifier (no traces; --trace-dir, --max-turns and --compare do not apply). "
         "B = 1 (default): the per-prompt bench",
     )
-    add_sampling_flags(b, "the target (every method, AR included, at every --temperature)")
+    add_sampling_args(b, "the target (every method, AR included, at every --temperature)")
     b.add_argument(
         "--trace-dir", default=None, help="write one tree trace (.jsonl) per configuration here"
     )
@@ -232,7 +232,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     bb.add_argument("--temperature", type=float, default=0.0)
     bb.add_argument("--max-new-tokens", type=int, default=64)
-    add_sampling_flags(bb, "the target (tree decoding and AR)")
+    add_sampling_args(bb, "the target (tree decoding and AR)")
     bb.add_argument("--seed", type=int, default=0)
     bb.add_argument("--device", default=None, help="cpu | cuda (default: cuda if available)")
     bb.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
@@ -308,7 +308,7 @@ def _bench(args: argparse.Namespace) -> int:
         trace_dir=args.trace_dir,
         progress=not args.no_progress,
         max_turns=args.max_turns,
-        filters=sampling_filters(args),
+        filters=sampling_settings_from(args),
     )
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
@@ -352,7 +352,7 @@ def _bench_batched(args: argparse.Namespace) -> int:
         device=args.device,
         dtype=args.dtype,
         warmup=args.warmup,
-        filters=sampling_filters(args),
+        filters=sampling_settings_from(args),
     )
     if args.threads is not None:
         result["config"]["threads"] = args.threads
@@ -551,7 +551,7 @@ def _batch_bench(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         warmup=args.warmup,
         verifier_repeats=args.verifier_repeats,
-        filters=sampling_filters(args),
+        filters=sampling_settings_from(args),
     )
     print(format_batch_bench(result))
     if args.out:

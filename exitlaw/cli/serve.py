@@ -12,13 +12,14 @@ import os
 import sys
 
 from .args import (
-    add_sampling_flags,
+    add_sampling_args,
     add_threads,
     int_list,
     nonneg_float,
     open_unit_float,
     port_number,
     positive_int,
+    sampling_settings_from,
     set_torch_threads,
 )
 
@@ -170,7 +171,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "at T = 1 (raw and processed agree), on = the reference returns processed ones (vLLM: "
         "--logprobs-mode processed_logprobs)",
     )
-    add_sampling_flags(
+    add_sampling_args(
         a, what="every sampling request (T > 0), sent as a request field", with_order=False
     )
     a.add_argument("--timeout", type=nonneg_float, default=120.0, help="seconds per request")
@@ -253,7 +254,7 @@ def _audit(args) -> int:
         candidate=args.candidate,
         reference=args.reference,
         prompts=args.prompts,
-        temperature=args.temperature,
+        sampling=sampling_settings_from(args, args.temperature),
         candidate_model=args.candidate_model or args.model,
         reference_model=args.reference_model or args.model,
         candidate_key=args.candidate_api_key or key,
@@ -272,9 +273,6 @@ def _audit(args) -> int:
         first_token_test=args.first_token_test,
         timeout=args.timeout,
         seed=args.seed,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        min_p=args.min_p,
     )
     if args.out and not args.overwrite:
         from pathlib import Path

@@ -9,7 +9,13 @@ from pathlib import Path
 
 from exitlaw.theory.atomic_io import atomic_write_text
 
-from .args import enable_x64, positive_int
+from .args import (
+    add_sampling_args,
+    enable_x64,
+    positive_int,
+    sampling_given,
+    sampling_settings_from,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -205,17 +211,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="settings mode with this one setting (default temperature 1 when a filter is given)",
     )
-    c.add_argument(
-        "--top-k", type=int, default=None, help="settings mode: top-k (ties at the k-th place kept)"
-    )
-    c.add_argument("--top-p", type=float, default=None, help="settings mode: top-p (nucleus)")
-    c.add_argument("--min-p", type=float, default=None, help="settings mode: min-p")
-    c.add_argument(
-        "--order",
-        choices=("vllm", "hf"),
-        default=None,
-        help="settings mode: filter order, vllm (min-p, top-k, top-p; default) or hf (top-k, top-p, min-p)",
-    )
+    add_sampling_args(c, "the target and draft rows (settings mode with this one setting)")
     c.add_argument("--json", action="store_true", help="print the full report as JSON")
     c.set_defaults(func=_check)
 
@@ -446,26 +442,18 @@ def _check(args: argparse.Namespace) -> int:
 
 def _check_settings(args: argparse.Namespace):
     """``None`` (probability rows), the default panel (``--settings`` alone), or the one setting given."""
-    from exitlaw.theory import HF_ORDER, VLLM_ORDER, SamplingSettings
-
-    given = [args.temperature, args.top_k, args.top_p, args.min_p]
-    if all(x is None for x in given):
-        if args.order is not None:
+    if args.temperature is None and not sampling_given(args):
+        if args.sampling_order is not None:
             raise ValueError(
-                "--order needs settings mode (--settings or a --temperature/--top-k/--top-p/--min-p)"
+                "--sampling-order needs settings mode "
+                "(--settings or a --temperature/--top-k/--top-p/--min-p)"
             )
         if not args.settings:
             return None
         from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL
 
         return DEFAULT_PANEL
-    return SamplingSettings(
-        1.0 if args.temperature is None else args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        min_p=args.min_p,
-        order=HF_ORDER if args.order == "hf" else VLLM_ORDER,
-    )
+    return sampling_settings_from(args, 1.0 if args.temperature is None else args.temperature)
 
 
 def _check_boundary(args: argparse.Namespace) -> int:

@@ -8,7 +8,14 @@ import json
 from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 from exitlaw.engine.training.config import PRESETS
 
-from .args import add_sampling_flags, finite_float, nonneg_float, nonneg_int, positive_int
+from .args import (
+    add_sampling_args,
+    finite_float,
+    nonneg_float,
+    nonneg_int,
+    positive_int,
+    sampling_settings_from,
+)
 
 _NO_FLOOR = object()  # --edge-floor none: a preset's floor turned off
 
@@ -132,7 +139,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1.0,
         help="temperature of the target continuations",
     )
-    add_sampling_flags(
+    add_sampling_args(
         p,
         "the target continuations (at --gen-temperature) and the scoring law (at "
         "--scoring-temperature): the setting the drafter is trained for",
@@ -205,11 +212,7 @@ def _train(args: argparse.Namespace) -> int:
         log_every=args.log_every,
         seed=args.seed,
         amp=args.amp,
-        target_temperature=args.scoring_temperature,
-        target_top_k=args.top_k,
-        target_top_p=args.top_p,
-        target_min_p=args.min_p,
-        target_sampling_order=args.sampling_order,
+        scoring=sampling_settings_from(args, args.scoring_temperature),
         prefix_window=args.prefix_window,
         **overrides,
     )
@@ -223,11 +226,7 @@ def _train(args: argparse.Namespace) -> int:
         prompt_limit=args.prompt_limit,
         chat=args.chat,
         max_new_tokens=args.max_new_tokens,
-        gen_temperature=args.gen_temperature,
-        gen_top_k=args.top_k,
-        gen_top_p=args.top_p,
-        gen_min_p=args.min_p,
-        gen_sampling_order=args.sampling_order,
+        generation=sampling_settings_from(args, args.gen_temperature),
         gen_batch=args.gen_batch,
         continuations_server=args.continuations_server,
         server_model=args.server_model,
