@@ -61,6 +61,19 @@ def _only(seen, given_settings):
     assert set(seen) == {given_settings}
 
 
+# ----------------------------------------------------------------- records
+@given(s=filtered)
+def test_a_record_of_the_settings_reads_back_whole(s):
+    """``as_dict`` and ``filters`` (bench results, training records) read back as the same settings."""
+    import json
+
+    assert SamplingSettings.from_record(json.loads(json.dumps(s.as_dict()))) == s
+    assert SamplingSettings.from_record(s.filters(), temperature=s.temperature) == s
+    assert s.at(0.25) == SamplingSettings(0.25, s.top_k, s.top_p, s.min_p, s.order)
+    with pytest.raises(ValueError, match="typical_p"):
+        SamplingSettings.from_record({**s.as_dict(), "typical_p": 0.9})
+
+
 # ----------------------------------------------------------------- decode configs
 @pytest.mark.parametrize("method", ["ar", "chain", "ddtree"])
 @few
