@@ -56,6 +56,7 @@ def compute(
     from transformers import AutoTokenizer
 
     from exitlaw.engine import DecodeConfig, generate, load_pair
+    from exitlaw.theory import SamplingSettings
     from exitlaw.theory import TraceWriter, exit_law_from_edges, read_trace
 
     torch.manual_seed(seed)
@@ -68,7 +69,7 @@ def compute(
             method="ddtree",
             verifier="tev",
             budget=budget,
-            temperature=temperature,
+            settings=SamplingSettings(temperature),
             max_new_tokens=max_new_tokens or (12 if quick else 48),
             seed=seed,
         )

@@ -89,9 +89,8 @@ CONCEPTS = {
     "progress bar": ("--no-progress", {"--quiet", "--progress", "--no-tqdm"}),
     "mini run": ("--mini", {"--run", "--mini-dir", "--mini-run"}),
 }
-# Spellings another part of issue 32 renames (the sampling flags travel whole through one helper):
-# each entry must still be there -- delete it when the rename lands.
-PENDING = {("check", "--order")}
+# Spellings awaiting a rename (none today): each entry must still be there -- delete it when it lands.
+PENDING: set[tuple[str, str]] = set()
 
 
 # ----- every command ---------------------------------------------------------------------------------

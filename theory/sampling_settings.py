@@ -38,7 +38,7 @@ a prefix target for coverage and the oracle ceiling ``C*_p(B)`` under processed 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from numbers import Integral, Real
 
@@ -50,6 +50,7 @@ FILTERS = ("top_k", "top_p", "min_p")
 VLLM_ORDER = ("min_p", "top_k", "top_p")
 HF_ORDER = ("top_k", "top_p", "min_p")
 DEFAULT_ORDER = VLLM_ORDER
+_OFF = dict(zip(FILTERS, ((None,), (None, 1.0), (None, 0.0))))  # values at which a filter is off
 
 
 def _real(value, name: str) -> float:
@@ -127,26 +128,43 @@ class SamplingSettings:
 
     def active(self) -> tuple[str, ...]:
         """The filters that can remove a token, in order (``top_p = 1`` and ``min_p = 0`` cannot)."""
-        on = {
-            "top_k": self.top_k is not None,
-            "top_p": self.top_p is not None and self.top_p < 1,
-            "min_p": self.min_p is not None and self.min_p > 0,
-        }
-        return tuple(f for f in self.order if on[f])
+        return tuple(f for f in self.order if getattr(self, f) not in _OFF[f])
 
     @property
     def filtered(self) -> bool:
         return bool(self.active())
 
+    def filters(self) -> dict:
+        """JSON-ready record of the filters and their order, without the temperature (bench runs,
+        training records and cache keys)."""
+        return {**{f: getattr(self, f) for f in FILTERS}, "order": list(self.order)}
+
     def as_dict(self) -> dict:
         """JSON-ready record (bench results, training configs)."""
-        return {
-            "temperature": self.temperature,
-            "top_k": self.top_k,
-            "top_p": self.top_p,
-            "min_p": self.min_p,
-            "order": list(self.order),
-        }
+        return {"temperature": self.temperature, **self.filters()}
+
+    def at(self, temperature: float) -> "SamplingSettings":
+        """The same filters at another temperature."""
+        return replace(self, temperature=temperature)
+
+    @classmethod
+    def from_record(
+        cls, record: dict | None, temperature: float | None = None
+    ) -> "SamplingSettings":
+        """Settings from a record of :meth:`as_dict` or :meth:`filters` (``order`` a list, filters
+        absent or ``None`` for off); ``temperature`` given when the record has none. Unknown keys are
+        refused by name."""
+        record = dict(record or {})
+        if temperature is not None:
+            record.setdefault("temperature", temperature)
+        unknown = sorted(set(record) - {"temperature", "order", *FILTERS})
+        if unknown:
+            raise DistributionError(
+                f"unknown sampling setting(s) {unknown}; use temperature, {', '.join(FILTERS)}, order"
+            )
+        if "order" in record and not isinstance(record["order"], str):
+            record["order"] = tuple(record["order"])
+        return cls(**record)
 
 
 def check_settings(settings) -> SamplingSettings:

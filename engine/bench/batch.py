@@ -44,7 +44,8 @@ from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.batch_verifiers import verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig
 from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.bench.decoding import sampling_filters
+from exitlaw.engine.bench.decoding import filter_knobs, sampling_filters
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.bench.verifiers import make_cases
 from exitlaw.engine.decode.verifiers import VerifierGenerators, verify
 from exitlaw.engine.decode.work_bounds import check_decode_fits
@@ -90,19 +91,17 @@ def run_batch_decode_bench(
     stop_tokens: Sequence[int] = (),
     seed: int = 0,
     warmup: int = 1,
-    filters: dict | None = None,
+    filters: SamplingSettings | None = None,
 ) -> list[dict[str, Any]]:
     """One row per ``(batch size, verifier)``: batched tree decoding vs batched AR on the same batches
-    (``filters``: top_k / top_p / min_p / order for both, recorded in every row)."""
+    (``filters``: the settings' filters at ``temperature`` for both, recorded in every row)."""
     sampling = sampling_filters(filters)
-    knobs = {k: sampling[k] for k in ("top_k", "top_p", "min_p")}
+    knobs = filter_knobs(sampling)
     base = dict(
-        temperature=float(temperature),
+        settings=sampling.at(float(temperature)),
         max_new_tokens=max_new_tokens,
         stop_tokens=tuple(stop_tokens),
         seed=seed,
-        **knobs,
-        order=tuple(sampling["order"]),
     )
     cfgs = {v: DecodeConfig(method=method, verifier=v, budget=budget, **base) for v in verifiers}
     ar_cfg = DecodeConfig(method="ar", **base)
@@ -248,7 +247,7 @@ def run_batch_bench(
     dtype: str = "auto",
     warmup: int = 1,
     verifier_repeats: int = 10,
-    filters: dict | None = None,
+    filters: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Load the pair, encode first-turn prompts, run both benchmarks; JSON-ready result with its config.
 
@@ -282,7 +281,7 @@ def run_batch_bench(
         "device": device,
         "dtype": str(tgt.dtype),
         "stop_tokens": list(stop),
-        "sampling": sampling,
+        "sampling": sampling.filters(),
     }
     decode = run_batch_decode_bench(
         tgt,
@@ -382,7 +381,7 @@ def run_batched_bench(
     dtype: str = "auto",
     warmup: int = 1,
     method: str = "ddtree",
-    filters: dict | None = None,
+    filters: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """``exitlaw bench decoding --batch-size B``: batched tree decoding vs batched AR, one row per (budget, T, verifier).
 
@@ -421,7 +420,7 @@ def run_batched_bench(
         "device": device,
         "dtype": str(tgt.dtype),
         "stop_tokens": list(stop),
-        "sampling": sampling,
+        "sampling": sampling.filters(),
     }
     decode = []
     for budget in budgets:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import platform
 from contextlib import nullcontext
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,6 +39,7 @@ from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
 from exitlaw.engine.prompts.records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
 from exitlaw.engine.decode.timing import StageTimer
 from exitlaw.engine.decode.work_bounds import check_decode_fits
+from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings, check_settings
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
 
@@ -168,19 +169,17 @@ def _decode_set(
     return per_prompt
 
 
-def sampling_filters(filters: dict | None) -> dict[str, Any]:
-    """The filters (``top_k``, ``top_p``, ``min_p``, ``order``; :class:`~exitlaw.theory.SamplingSettings`)
-    validated, as the JSON record a bench result keeps and the keyword arguments of :class:`DecodeConfig`."""
-    from exitlaw.theory.sampling_settings import SamplingSettings
+def sampling_filters(filters) -> SamplingSettings:
+    """The filters of a bench (a :class:`~exitlaw.theory.SamplingSettings`, whose temperature each
+    bench temperature replaces, or ``None``: off), checked before any model is loaded."""
+    if filters is None:
+        return SamplingSettings(1.0)
+    return check_settings(filters)
 
-    filters = dict(filters or {})
-    unknown = set(filters) - {"top_k", "top_p", "min_p", "order"}
-    if unknown:
-        raise ValueError(
-            f"unknown sampling filter(s) {sorted(unknown)}; use top_k, top_p, min_p, order"
-        )
-    s = SamplingSettings(1.0, **filters)
-    return {"top_k": s.top_k, "top_p": s.top_p, "min_p": s.min_p, "order": list(s.order)}
+
+def filter_knobs(settings: SamplingSettings) -> dict[str, Any]:
+    """The filter values a bench row records (``order`` is in the result's ``config.sampling``)."""
+    return {f: getattr(settings, f) for f in FILTERS}
 
 
 def run_bench(
@@ -200,12 +199,13 @@ def run_bench(
     trace_dir: str | None = None,
     progress: bool = True,
     max_turns: int | None = None,
-    filters: dict | None = None,
+    filters: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result (config, prompts, runs with their outputs).
 
-    ``filters`` (``top_k``, ``top_p``, ``min_p``, ``order``) apply to every run, AR included, at every
-    temperature; the result records them (``config.sampling`` and each run).
+    ``filters`` (a :class:`~exitlaw.theory.SamplingSettings`; its temperature is replaced by each of
+    ``temperatures``) apply to every run, AR included; the result records them (``config.sampling``
+    and each run).
 
     Multi-turn sets (MT-Bench) are decoded turn by turn, each method answering with its own
     history; ``max_turns`` keeps only the first turns. Stats pool every turn. Every run keeps
@@ -261,7 +261,7 @@ def run_bench(
         "chat_template": chat,
         "block_size": drafter.block_size,
         "stop_tokens": list(stop),
-        "sampling": sampling,
+        "sampling": sampling.filters(),
     }
     for _ in range(warmup):  # compile kernels, fill allocator caches
         generate(
@@ -279,13 +279,12 @@ def run_bench(
     kw = dict(device=device, chat=chat, stop=stop, trace_dir=trace_dir, config=config, bar=bar)
     for temp in temperatures:
         base = dict(
-            temperature=float(temp),
+            settings=sampling.at(float(temp)),
             max_new_tokens=max_new_tokens,
             stop_tokens=stop,
             seed=seed,
-            **{k: (tuple(v) if k == "order" else v) for k, v in sampling.items()},
         )
-        knobs = {k: sampling[k] for k in ("top_k", "top_p", "min_p")}
+        knobs = filter_knobs(sampling)
         ar = _decode_set(tgt, drafter, tokenizer, prompts, DecodeConfig(method="ar", **base), **kw)
         ar_flat = [r for conv in ar for r in conv]
         ar_stats = _aggregate(ar_flat)
@@ -361,11 +360,23 @@ def _trace_writer(trace_dir: str | None, cfg: DecodeConfig, config: dict):
     from exitlaw.theory import TraceWriter
 
     name = f"{cfg.method}_{cfg.verifier}_B{cfg.budget}_T{cfg.temperature:g}.jsonl"
-    meta = {
-        **config,
-        "decode": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()},
-    }
+    meta = {**config, "decode": decode_record(cfg)}
     return TraceWriter(Path(trace_dir) / name, meta)
+
+
+def decode_record(cfg: DecodeConfig) -> dict[str, Any]:
+    """JSON record of a decode config, its settings spelled out flat (the trace header's format)."""
+    settings = cfg.settings.as_dict()
+    return {
+        "method": cfg.method,
+        "verifier": cfg.verifier,
+        "budget": cfg.budget,
+        "temperature": settings.pop("temperature"),
+        "max_new_tokens": cfg.max_new_tokens,
+        "stop_tokens": list(cfg.stop_tokens),
+        "seed": cfg.seed,
+        **settings,
+    }
 
 
 def format_bench(result: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ import torch
 
 from exitlaw.engine.bench.compare import t_quantile
 from exitlaw.engine.decode.loop import DecodeConfig, generate
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.timing import StageTimer
 
 
@@ -192,7 +193,7 @@ def run_side_by_side(
                 method=spec["method"],
                 verifier=verifier,
                 budget=spec["budget"],
-                temperature=t,
+                settings=SamplingSettings(t),
                 max_new_tokens=cfg.max_new_tokens,
                 seed=seed,
             )

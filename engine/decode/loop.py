@@ -16,7 +16,6 @@ Output block of a round = the exit node's path tokens, then the bonus (length
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -24,7 +23,7 @@ import numpy as np
 import torch
 
 from exitlaw.theory import DraftTree, TraceRound, check_temperature
-from exitlaw.theory.sampling_settings import DEFAULT_ORDER, SamplingSettings
+from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
 from exitlaw.engine.decode.builders import build_chain, build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
@@ -46,25 +45,24 @@ from exitlaw.engine.decode.verifiers import (
 METHODS = ("ar", "chain", "ddtree")
 
 
+GREEDY = SamplingSettings(0.0)
+
+
 @dataclass(frozen=True)
 class DecodeConfig:
     """What to run: ``method`` in ar|chain|ddtree; ``verifier`` in greedy|predraw|residual|tev.
 
-    ``top_k`` / ``top_p`` / ``min_p`` (off by default) and ``order`` make the target law the
-    processed one (:class:`~exitlaw.theory.SamplingSettings`, :attr:`settings`).
+    ``settings`` (:class:`~exitlaw.theory.SamplingSettings`, default greedy): the temperature and
+    the filters that make the target law the processed one every verifier uses.
     """
 
     method: str = "ddtree"
     verifier: str = "tev"
     budget: int = 64
-    temperature: float = 0.0
+    settings: SamplingSettings = GREEDY
     max_new_tokens: int = 64
     stop_tokens: tuple[int, ...] = ()
     seed: int = 0
-    top_k: int | None = None
-    top_p: float | None = None
-    min_p: float | None = None
-    order: tuple[str, ...] = DEFAULT_ORDER
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -73,23 +71,16 @@ class DecodeConfig:
             raise ValueError(
                 f"unknown verifier {self.verifier!r}; choose one of {', '.join(VERIFIER_KINDS)}"
             )
+        check_settings(self.settings)
         check_temperature(self.temperature, allow_zero=True)
-        object.__setattr__(self, "order", self.settings.order)  # validates the filters too
         if self.budget < 1 or self.max_new_tokens < 1:
             raise ValueError(
                 f"budget and max_new_tokens must be >= 1, got {self.budget}, {self.max_new_tokens}"
             )
 
     @property
-    def settings(self) -> SamplingSettings:
-        """The sampling settings: temperature and filters (the processed target every verifier uses)."""
-        return _settings(self.temperature, self.top_k, self.top_p, self.min_p, tuple(self.order))
-
-
-@functools.lru_cache(maxsize=256)
-def _settings(temperature, top_k, top_p, min_p, order) -> SamplingSettings:
-    """One validated SamplingSettings per distinct value (rounds read a config's settings twice each)."""
-    return SamplingSettings(temperature, top_k, top_p, min_p, order)
+    def temperature(self) -> float:
+        return self.settings.temperature
 
 
 class Generators:

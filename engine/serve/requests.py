@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from exitlaw.theory.errors import DistributionError
+from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
+
 from exitlaw.engine.serve.errors import bad_request
 
 COMMON = {
@@ -30,9 +33,7 @@ COMMON = {
     "return_tokens_as_token_ids",
     "stop_token_ids",
     # sampling settings (docs/design.md §1.7): processed before every draw, read in ``_sampling_settings``
-    "top_p",
-    "top_k",
-    "min_p",
+    *FILTERS,
 }
 COMPLETION_FIELDS = COMMON | {"prompt", "echo"}
 CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"}
@@ -48,21 +49,20 @@ class DecodeRequest:
     model: str | None
     n: int = 1
     max_tokens: int = 16
-    temperature: float = 1.0
+    settings: SamplingSettings = SamplingSettings(1.0)  # temperature and filters (vLLM's order)
     seed: int | None = None
     stop: tuple[str, ...] = ()
     stop_token_ids: tuple[int, ...] = ()
     stream: bool = False
     include_usage: bool = False
     logprobs: int | None = None  # None: none; k >= 0: the sampled token's and the top-k
-    top_k: int | None = (
-        None  # sampling settings (None: off), applied after temperature in vLLM's order
-    )
-    top_p: float | None = None
-    min_p: float | None = None
     token_ids_as_text: bool = (
         False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
     )
+
+    @property
+    def temperature(self) -> float:
+        return self.settings.temperature
 
 
 def _int(body: dict, name: str, default: int | None, lo: int | None = None) -> int | None:
@@ -94,30 +94,32 @@ def _number(body: dict, name: str, default: float) -> float:
     return float(v)
 
 
-def _sampling_settings(body: dict) -> tuple[int | None, float | None, float | None]:
-    """``(top_k, top_p, min_p)`` of a request, ``None`` for a filter that is off: the engine processes the
-    target's rows with them (and the temperature) before every draw, in vLLM's order
-    (:mod:`exitlaw.theory.sampling_settings`). The OpenAI/vLLM neutral values mean off: ``top_k`` 0 or -1,
-    ``top_p`` 1, ``min_p`` 0. Any other value out of range is refused by name."""
-    top_k = _int(body, "top_k", None)
-    if top_k is not None and top_k < 1:
-        if top_k not in (0, -1):
-            raise bad_request(
-                f"top_k must be >= 1, or 0 / -1 for no top-k filter, got {top_k}", "top_k"
-            )
-        top_k = None
-    top_p = _number(body, "top_p", 1.0)
-    if not 0.0 < top_p <= 1.0:
-        raise bad_request(f"top_p must be in (0, 1], got {top_p}", "top_p")
-    min_p = _number(body, "min_p", 0.0)
-    if not 0.0 <= min_p < 1.0:
-        raise bad_request(f"min_p must be in [0, 1), got {min_p}", "min_p")
+# the OpenAI/vLLM neutral value(s) of each filter: a filter sent at one of them is off
+NEUTRAL = dict(zip(FILTERS, ((0, -1), (1,), (0,))))
+
+
+def _sampling_settings(body: dict, temperature: float) -> SamplingSettings:
+    """The request's :class:`~exitlaw.theory.SamplingSettings`: the engine processes the target's rows
+    with the temperature and the filters before every draw, in vLLM's order
+    (:mod:`exitlaw.theory.sampling_settings`). The OpenAI/vLLM neutral values (:data:`NEUTRAL`:
+    ``top_k`` 0 or -1, ``top_p`` 1, ``min_p`` 0) mean off. Any other value out of range is refused
+    by name."""
     for name in ("presence_penalty", "frequency_penalty"):
         if body.get(name) not in (None, 0, 0.0):
             raise bad_request(
                 f"{name} is not supported (it changes the sampled law)", name, "unsupported"
             )
-    return top_k, (top_p if top_p < 1.0 else None), (min_p if min_p > 0.0 else None)
+    given = {}
+    for name in FILTERS:
+        value = _int(body, name, None) if name == "top_k" else _number(body, name, None)
+        if value is None or value in NEUTRAL[name]:
+            continue
+        try:
+            SamplingSettings(1.0, **{name: value})
+        except DistributionError as err:
+            raise bad_request(str(err), name) from None
+        given[name] = value
+    return SamplingSettings(temperature, **given)
 
 
 def _stop(body: dict) -> tuple[str, ...]:
@@ -183,7 +185,6 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         raise bad_request(
             f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported"
         )
-    top_k, top_p, min_p = _sampling_settings(body)
     if not chat and body.get("echo"):
         raise bad_request("echo is not supported", "echo", "unsupported")
     model = body.get("model")
@@ -195,6 +196,7 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
     temperature = _number(body, "temperature", 1.0)
     if temperature < 0:
         raise bad_request(f"temperature must be >= 0, got {temperature}", "temperature")
+    settings = _sampling_settings(body, temperature)
     seed = _int(body, "seed", None)
     if seed is not None and not 0 <= seed < 2**63:
         raise bad_request(f"seed must be in [0, 2**63), got {seed}", "seed")
@@ -225,7 +227,7 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         model=model,
         n=_int(body, "n", 1, 1),
         max_tokens=max_tokens if max_tokens is not None else default_max_tokens,
-        temperature=temperature,
+        settings=settings,
         seed=seed,
         stop=_stop(body),
         stop_token_ids=tuple(stop_ids),
@@ -233,9 +235,6 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         include_usage=_bool(opts, "include_usage"),
         logprobs=logprobs,
         token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
-        top_k=top_k,
-        top_p=top_p,
-        min_p=min_p,
     )
 
 

@@ -20,11 +20,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
-from exitlaw.theory.sampling_settings import HF_ORDER, VLLM_ORDER, SamplingSettings
+from exitlaw.theory.sampling_settings import (
+    FILTERS,
+    HF_ORDER,
+    VLLM_ORDER,
+    SamplingSettings,
+    check_settings,
+)
 
 from exitlaw.engine.training.objectives import AUTHORS_EDGE_FLOOR, AUTHORS_LAMBDA, check_objective
 
 SAMPLING_ORDERS = {"vllm": VLLM_ORDER, "hf": HF_ORDER}
+# the flat fields runs saved before ``TrainConfig.scoring`` (read by ``from_saved``)
+LEGACY_SCORING = {f"target_{k}": k for k in ("temperature", *FILTERS, "sampling_order")}
 
 PRESETS: dict[str, dict] = {
     "paper": {
@@ -67,17 +75,9 @@ class TrainConfig:
     log_every: int = 1
     seed: int = 0
     score_trees: bool = True  # False only for token-only warm-up/distillation (not matched compute)
-    target_temperature: float = (
-        1.0  # the scoring temperature T_s: the target law the node weights come from
-    )
-    target_top_k: int | None = (
-        None  # filters of the scoring law (exitlaw.theory.SamplingSettings): the node
-    )
-    target_top_p: float | None = (
-        None  # weights come from the processed target at T_s (off by default)
-    )
-    target_min_p: float | None = None
-    target_sampling_order: str = "vllm"  # vllm (min-p, top-k, top-p) or hf (top-k, top-p, min-p)
+    # the scoring law: the node weights come from the target processed at the scoring temperature T_s
+    # and its filters (off by default)
+    scoring: SamplingSettings = SamplingSettings(1.0)
     prefix_window: int | None = (
         None  # score trees over only the last N context tokens (the authors' code: 64)
     )
@@ -104,8 +104,9 @@ class TrainConfig:
             or not self.lam >= 0
         ):
             raise ValueError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0, lam >= 0")
-        if self.warmup_steps < 0 or self.target_temperature <= 0:
-            raise ValueError("need warmup_steps >= 0 and target_temperature > 0")
+        check_settings(self.scoring)
+        if self.warmup_steps < 0 or self.scoring.temperature <= 0:
+            raise ValueError("need warmup_steps >= 0 and a scoring temperature > 0")
         if self.prefix_window is not None and (
             isinstance(self.prefix_window, bool) or self.prefix_window < 1
         ):
@@ -114,29 +115,28 @@ class TrainConfig:
             raise ValueError("prefix_window scores trees only: it does not combine with draft-opd")
         if self.amp not in ("auto", "bf16", "off"):
             raise ValueError(f"amp must be auto, bf16 or off, got {self.amp!r}")
-        if self.target_sampling_order not in SAMPLING_ORDERS:
-            raise ValueError(
-                f"target_sampling_order must be vllm or hf, got {self.target_sampling_order!r}"
-            )
-        if self.scoring_settings.filtered and self.objective == "draft-opd":
+        if self.scoring.filtered and self.objective == "draft-opd":
             raise ValueError(
                 "draft-opd scores sampled chains with full target rows: it does not take scoring filters"
             )
 
-    @property
-    def scoring_settings(self) -> SamplingSettings:
-        """The scoring law's settings: ``T_s`` and the target filters (validated, named errors)."""
-        return SamplingSettings(
-            self.target_temperature,
-            self.target_top_k,
-            self.target_top_p,
-            self.target_min_p,
-            SAMPLING_ORDERS[self.target_sampling_order],
-        )
-
     @classmethod
     def from_saved(cls, saved: dict) -> "TrainConfig":
-        """The config of a saved run; fields a run saved before they existed take their defaults."""
+        """The config of a saved run (``asdict`` of it, as ``config.json`` records it); fields a run
+        saved before they existed take their defaults. Runs saved before the scoring law was one
+        :class:`SamplingSettings` spelled it as flat ``target_*`` fields: read too."""
+        saved = dict(saved)
+        old = {k: saved.pop(k) for k in LEGACY_SCORING if k in saved}
+        if old:
+            if "scoring" in saved:
+                raise ValueError("saved training config has both scoring and target_* fields")
+            order = old.pop("target_sampling_order", "vllm")
+            if order not in SAMPLING_ORDERS:
+                raise ValueError(f"target_sampling_order must be vllm or hf, got {order!r}")
+            saved["scoring"] = {"order": SAMPLING_ORDERS[order]}
+            saved["scoring"].update({LEGACY_SCORING[k]: v for k, v in old.items()})
+        if "scoring" in saved:
+            saved["scoring"] = SamplingSettings.from_record(saved["scoring"], temperature=1.0)
         unknown = sorted(set(saved) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"saved training config has unknown fields {unknown}")

@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from typing import Sequence
 
-from exitlaw.theory.sampling_settings import VLLM_ORDER, SamplingSettings
+from exitlaw.theory.sampling_settings import FILTERS, VLLM_ORDER, SamplingSettings
 
 
 class ServerError(RuntimeError):
@@ -51,34 +51,29 @@ def server_continuations(
     *,
     model: str,
     max_new_tokens: int,
-    temperature: float,
+    temperature: float | SamplingSettings,
     seed: int,
     stop_tokens: Sequence[int] = (),
     timeout: float = 600.0,
-    filters: dict | None = None,
 ) -> list[list[int]]:
     """One completion per prompt from ``{base_url}/v1/completions``, as target token ids.
 
     Request ``i`` carries ``seed + i`` so a server that honours seeds reproduces the
     data. Tokenizing the returned text can differ from the ids the server sampled at
     token boundaries; the training data is the text the target produced either way.
+    ``temperature``: a number or a :class:`~exitlaw.theory.SamplingSettings`, whose active filters
+    go with every request (the server applies vLLM's order).
     """
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if temperature < 0:
+    if isinstance(temperature, SamplingSettings):
+        settings = temperature
+    elif temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
-    settings = SamplingSettings(temperature, **(filters or {}))
-    knobs = {
-        k: getattr(settings, k)
-        for k in ("top_k", "top_p", "min_p")
-        if getattr(settings, k) is not None
-    }
-    if (
-        knobs
-        and settings.order != VLLM_ORDER
-        and settings.top_p is not None
-        and settings.min_p is not None
-    ):
+    else:
+        settings = SamplingSettings(temperature)
+    knobs = {f: getattr(settings, f) for f in FILTERS if getattr(settings, f) is not None}
+    if settings.order != VLLM_ORDER and {"top_p", "min_p"} <= set(knobs):
         raise ValueError(
             "a server applies its own filter order (vLLM: min-p, then top-k/top-p); "
             "the hf order with both top_p and min_p cannot be requested"
@@ -95,7 +90,7 @@ def server_continuations(
                 "model": model,
                 "prompt": [int(t) for t in prompt],
                 "max_tokens": int(max_new_tokens),
-                "temperature": float(temperature),
+                "temperature": settings.temperature,
                 "seed": int(seed) + i,
                 "n": 1,
                 **knobs,

@@ -25,7 +25,7 @@ import torch
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.engine.decode.loop import exponential_race
-from exitlaw.engine.decode.sampling_settings import filter_logits
+from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits
 from exitlaw.engine.prompts.encoding import encode_prompts
 from exitlaw.engine.prompts.records import load_prompt_set
 from exitlaw.engine.models.target import TargetModel
@@ -48,23 +48,23 @@ def generate_continuations(
     prompts: Sequence[Sequence[int]],
     *,
     max_new_tokens: int,
-    temperature: float,
+    temperature: float | SamplingSettings,
     seed: int,
     batch_size: int = 16,
     stop_tokens: Sequence[int] = (),
     pad_id: int = 0,
     first_batch: int = 0,
-    filters: dict | None = None,
 ) -> list[list[int]]:
     """Sample a continuation of every prompt from the target (cut after the first stop token).
 
     Prompts are left-padded into batches of ``batch_size``; batch ``b`` draws from
     ``torch.Generator().manual_seed(seed * 1_000_003 + first_batch + b)`` (``first_batch``
     lets a caller generate batch ``k`` of a larger list alone, with the same draws).
-    ``temperature = 0`` is greedy. ``filters`` (``top_k``, ``top_p``, ``min_p``, ``order``): every token
-    is drawn from the processed target (:class:`~exitlaw.theory.SamplingSettings`).
+    ``temperature``: a number (no filters; ``0`` is greedy) or a
+    :class:`~exitlaw.theory.SamplingSettings`, whose processed target every token is drawn from.
     """
-    settings = SamplingSettings(temperature, **(filters or {}))
+    settings = as_settings(temperature)
+    temperature = settings.temperature
     if max_new_tokens < 1 or batch_size < 1:
         raise ValueError(
             f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens}, {batch_size}"
@@ -177,28 +177,25 @@ def cached_sequences(
     cache_dir: str | Path,
     *,
     max_new_tokens: int,
-    temperature: float,
+    temperature: float | SamplingSettings,
     seed: int,
     batch_size: int = 16,
     stop_tokens: Sequence[int] = (),
     progress: bool = False,
     generate=None,
     source: str | None = None,
-    filters: dict | None = None,
 ) -> Sequences:
     """:func:`generate_continuations`, read from ``cache_dir`` when the same request was made before.
 
     ``generate(prompts) -> continuations`` replaces local decoding (e.g. an external
-    server, :mod:`.continuation_server`); ``source`` names it in the cache key. ``filters``: the
-    sampling filters of the local decoding, in the cache key when one is active (so caches made
-    without filters keep their keys).
+    server, :mod:`.continuation_server`); ``source`` names it in the cache key. ``temperature``: a
+    number or a :class:`~exitlaw.theory.SamplingSettings`; its filters are in the cache key when one
+    is active (so caches made without filters keep their keys).
     """
-    active = SamplingSettings(temperature, **(filters or {}))
-    extra = (
-        {"filters": {k: v for k, v in active.as_dict().items() if k != "temperature"}}
-        if active.filtered
-        else {}
-    )
+    settings = as_settings(temperature)
+    if settings is temperature:
+        temperature = settings.temperature  # the number the keys and the cache header record
+    extra = {"filters": settings.filters()} if settings.filtered else {}
     if (generate is None) != (source is None):
         raise ValueError(
             "pass both generate and source (an external generator and its name), or neither"
@@ -240,11 +237,10 @@ def cached_sequences(
             target,
             prompts,
             max_new_tokens=max_new_tokens,
-            temperature=temperature,
+            temperature=settings,
             seed=seed,
             batch_size=batch_size,
             stop_tokens=stop_tokens,
-            filters=filters,
         )
     import torch.distributed as dist
 

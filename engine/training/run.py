@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -27,9 +26,9 @@ import torch
 
 from exitlaw.engine.models.checkpoint import checkpoint_fingerprint, load_pair, resolve_checkpoint
 from exitlaw.engine.training.checkpoint import dist_group, init_distributed
-from exitlaw.theory.sampling_settings import SamplingSettings
+from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
-from exitlaw.engine.training.config import SAMPLING_ORDERS, TrainConfig
+from exitlaw.engine.training.config import TrainConfig
 from exitlaw.engine.training.data import (
     Sequences,
     cached_sequences,
@@ -58,13 +57,9 @@ class TrainingRunSpec:
     prompt_limit: int | None = None
     chat: bool = False  # wrap string prompts in the target's chat template
     max_new_tokens: int = 256  # length of the target continuations
-    gen_temperature: float = 1.0
-    gen_top_k: int | None = (
-        None  # filters of the continuations (exitlaw.theory.SamplingSettings; off)
-    )
-    gen_top_p: float | None = None
-    gen_min_p: float | None = None
-    gen_sampling_order: str = "vllm"  # vllm | hf
+    generation: SamplingSettings = SamplingSettings(
+        1.0
+    )  # temperature and filters of the continuations
     gen_batch: int = 16
     continuations_server: str | None = None  # OpenAI-compatible server URL serving the target
     server_model: str | None = None  # model name the server expects (default: target)
@@ -81,14 +76,7 @@ class TrainingRunSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        t = self.gen_temperature
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            raise ValueError(f"gen_temperature must be a finite number >= 0, got {t!r}")
-        if self.gen_sampling_order not in SAMPLING_ORDERS:
-            raise ValueError(
-                f"gen_sampling_order must be vllm or hf, got {self.gen_sampling_order!r}"
-            )
-        SamplingSettings(t, **self.gen_filters())  # named errors for bad filters
+        check_settings(self.generation)
         if self.prompt_limit is not None and (
             isinstance(self.prompt_limit, bool)
             or not isinstance(self.prompt_limit, int)
@@ -97,15 +85,6 @@ class TrainingRunSpec:
             raise ValueError(
                 f"prompt_limit must be an integer >= 1 (or None: all prompts), got {self.prompt_limit!r}"
             )
-
-    def gen_filters(self) -> dict:
-        """The continuations' filters as keyword arguments of :class:`~exitlaw.theory.SamplingSettings`."""
-        return {
-            "top_k": self.gen_top_k,
-            "top_p": self.gen_top_p,
-            "min_p": self.gen_min_p,
-            "order": SAMPLING_ORDERS[self.gen_sampling_order],
-        }
 
 
 # settings that change what is trained; a resumed run must match the saved run in every one
@@ -132,7 +111,7 @@ def run_settings(spec: TrainingRunSpec) -> dict:
         "prompt_limit": spec.prompt_limit,
         "chat": spec.chat,
         "max_new_tokens": spec.max_new_tokens,
-        "gen_temperature": float(spec.gen_temperature),
+        "gen_temperature": spec.generation.temperature,
         "continuations_server": spec.continuations_server,
         "server_model": spec.server_model,
         "dtype": spec.dtype,
@@ -142,12 +121,8 @@ def run_settings(spec: TrainingRunSpec) -> dict:
 
 def _filter_record(spec: TrainingRunSpec) -> dict:
     """``gen_filters`` when a continuation filter is on (absent otherwise, so runs saved before it resume)."""
-    s = SamplingSettings(spec.gen_temperature, **spec.gen_filters())
-    return (
-        {"gen_filters": {k: v for k, v in s.as_dict().items() if k != "temperature"}}
-        if s.filtered
-        else {}
-    )
+    s = spec.generation
+    return {"gen_filters": s.filters()} if s.filtered else {}
 
 
 def data_fingerprint(data: Sequences) -> str:
@@ -247,10 +222,9 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
             tokenizer=tokenizer,
             model=model,
             max_new_tokens=spec.max_new_tokens,
-            temperature=spec.gen_temperature,
+            temperature=spec.generation,
             seed=spec.config.seed,
             stop_tokens=stops,
-            filters=spec.gen_filters(),
         )
         source = f"server:{spec.continuations_server}:{model}"
     return cached_sequences(
@@ -259,13 +233,12 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
         prompts,
         cache_dir,
         max_new_tokens=spec.max_new_tokens,
-        temperature=spec.gen_temperature,
+        temperature=spec.generation,
         seed=spec.config.seed,
         batch_size=spec.gen_batch,
         stop_tokens=stops,
         generate=generate,
         source=source,
-        filters=spec.gen_filters(),
     )
 
 

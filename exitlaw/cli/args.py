@@ -121,48 +121,50 @@ def port_number(text: str) -> int:
     return value
 
 
-def add_sampling_flags(
+ORDERS = {"vllm": "min-p, top-k, top-p", "hf": "top-k, top-p, min-p"}  # --sampling-order choices
+
+
+def add_sampling_args(
     parser: argparse.ArgumentParser, what: str = "every decoded token", with_order: bool = True
 ) -> None:
-    """``--top-k``, ``--top-p``, ``--min-p`` and (``with_order``) ``--sampling-order``
-    (exitlaw.theory.SamplingSettings)."""
-    parser.add_argument(
-        "--top-k",
-        type=positive_int,
-        default=None,
-        metavar="K",
-        help=f"keep the K most likely tokens (ties kept) for {what} (default: off)",
-    )
-    parser.add_argument(
-        "--top-p",
-        type=top_p_value,
-        default=None,
-        metavar="P",
-        help=f"keep the smallest head of mass >= P (ties kept) for {what} (default: off)",
-    )
-    parser.add_argument(
-        "--min-p",
-        type=min_p_value,
-        default=None,
-        metavar="M",
-        help=f"keep tokens with probability >= M x the largest for {what} (default: off)",
-    )
+    """The sampling filters of every command, one spelling: ``--top-k``, ``--top-p``, ``--min-p`` and
+    (``with_order``) ``--sampling-order`` (:class:`exitlaw.theory.SamplingSettings`; each value
+    checked by argparse). The temperature is each command's own flag; :func:`sampling_settings_from`
+    joins them into one ``SamplingSettings``."""
+    for flag, kind, metavar, text in (
+        ("--top-k", positive_int, "K", "keep the K most likely tokens (ties kept)"),
+        ("--top-p", top_p_value, "P", "keep the smallest head of mass >= P (ties kept)"),
+        ("--min-p", min_p_value, "M", "keep tokens with probability >= M x the largest"),
+    ):
+        parser.add_argument(
+            flag, type=kind, default=None, metavar=metavar, help=f"{text} for {what} (default: off)"
+        )
     if with_order:
         parser.add_argument(
             "--sampling-order",
-            choices=("vllm", "hf"),
-            default="vllm",
-            help="filter order after the temperature: vllm = min-p, top-k, top-p (default); "
-            "hf = top-k, top-p, min-p (transformers' warpers)",
+            choices=tuple(ORDERS),
+            default=None,
+            help="filter order after the temperature: "
+            + "; ".join(f"{k} = {v}" for k, v in ORDERS.items())
+            + " (default vllm, vLLM's sampler; hf: transformers' warpers)",
         )
 
 
-def sampling_filters(args: argparse.Namespace) -> dict:
-    """The filters of :func:`add_sampling_flags` as keyword arguments (``top_k``, ``top_p``, ``min_p``, ``order``)."""
-    from exitlaw.theory.sampling_settings import HF_ORDER, VLLM_ORDER
+def sampling_given(args: argparse.Namespace) -> bool:
+    """Whether any filter flag of :func:`add_sampling_args` was given."""
+    from exitlaw.theory.sampling_settings import FILTERS
 
-    order = {"vllm": VLLM_ORDER, "hf": HF_ORDER}[args.sampling_order]
-    return {"top_k": args.top_k, "top_p": args.top_p, "min_p": args.min_p, "order": order}
+    return any(getattr(args, f, None) is not None for f in FILTERS)
+
+
+def sampling_settings_from(args: argparse.Namespace, temperature: float = 1.0):
+    """One :class:`~exitlaw.theory.SamplingSettings` from the flags of :func:`add_sampling_args` at
+    ``temperature`` (the command's own temperature flag). Bad values raise the named
+    ``DistributionError``."""
+    from exitlaw.theory.sampling_settings import FILTERS, HF_ORDER, VLLM_ORDER, SamplingSettings
+
+    order = HF_ORDER if getattr(args, "sampling_order", None) == "hf" else VLLM_ORDER
+    return SamplingSettings(temperature, **{f: getattr(args, f) for f in FILTERS}, order=order)
 
 
 def add_threads(

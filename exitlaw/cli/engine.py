@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .args import (
-    add_sampling_flags,
+    add_sampling_args,
     add_threads,
     device_args,
     float_list,
@@ -20,7 +20,7 @@ from .args import (
     out_args,
     positive_int,
     result_out_args,
-    sampling_filters,
+    sampling_settings_from,
     seed_arg,
     set_torch_threads,
     torch_threads,
@@ -75,7 +75,7 @@ def _bench(args: argparse.Namespace) -> int:
         trace_dir=args.trace_dir,
         progress=not args.no_progress,
         max_turns=args.max_turns,
-        filters=sampling_filters(args),
+        filters=sampling_settings_from(args),
     )
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
@@ -119,7 +119,7 @@ def _bench_batched(args: argparse.Namespace) -> int:
         device=args.device,
         dtype=args.dtype,
         warmup=args.warmup,
-        filters=sampling_filters(args),
+        filters=sampling_settings_from(args),
     )
     if args.threads is not None:
         result["config"]["threads"] = args.threads
@@ -269,7 +269,7 @@ def _batch_bench(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         warmup=args.warmup,
         verifier_repeats=args.verifier_repeats,
-        filters=sampling_filters(args),
+        filters=sampling_settings_from(args),
     )
     emit(args, result, format_batch_bench(result), path)
     return 0
@@ -301,11 +301,11 @@ def _gpu_check(args: argparse.Namespace) -> int:
 
 
 def _decoding_sampling_args(b: argparse.ArgumentParser) -> None:
-    add_sampling_flags(b, "the target (every method, AR included, at every --temperature)")
+    add_sampling_args(b, "the target (every method, AR included, at every --temperature)")
 
 
 def _batch_sampling_args(bb: argparse.ArgumentParser) -> None:
-    add_sampling_flags(bb, "the target (tree decoding and AR)")
+    add_sampling_args(bb, "the target (tree decoding and AR)")
 
 
 _DATASET_HELP = (

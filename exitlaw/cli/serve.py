@@ -11,7 +11,8 @@ import os
 import sys
 
 from .args import (
-    add_sampling_flags,
+    add_sampling_args,
+    sampling_settings_from,
     add_threads,
     device_args,
     int_list,
@@ -66,7 +67,7 @@ def _audit(args) -> int:
         candidate=args.candidate,
         reference=args.reference,
         prompts=args.prompts,
-        temperature=args.temperature,
+        sampling=sampling_settings_from(args, args.temperature),
         candidate_model=args.candidate_model or args.model,
         reference_model=args.reference_model or args.model,
         candidate_key=args.candidate_api_key or key,
@@ -85,9 +86,6 @@ def _audit(args) -> int:
         first_token_test=args.first_token_test,
         timeout=args.timeout,
         seed=args.seed,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        min_p=args.min_p,
     )
     path = result_path(args)
     try:
@@ -183,7 +181,7 @@ SERVE = Command(
 
 
 def _audit_sampling_args(a: argparse.ArgumentParser) -> None:
-    add_sampling_flags(
+    add_sampling_args(
         a, what="every sampling request (T > 0), sent as a request field", with_order=False
     )
 

@@ -8,12 +8,15 @@ import json
 from pathlib import Path
 
 from .args import (
+    add_sampling_args,
     enable_x64,
     json_arg,
     no_progress_arg,
     out_args,
     positive_int,
     result_out_args,
+    sampling_given,
+    sampling_settings_from,
     seed_arg,
 )
 from .grammar import Command, Group, emit, opt, out_dir, out_files, result_path, write_json
@@ -158,26 +161,18 @@ def _check(args: argparse.Namespace) -> int:
 
 def _check_settings(args: argparse.Namespace):
     """``None`` (probability rows), the default panel (``--settings`` alone), or the one setting given."""
-    from exitlaw.theory import HF_ORDER, VLLM_ORDER, SamplingSettings
-
-    given = [args.temperature, args.top_k, args.top_p, args.min_p]
-    if all(x is None for x in given):
-        if args.order is not None:
+    if args.temperature is None and not sampling_given(args):
+        if args.sampling_order is not None:
             raise ValueError(
-                "--order needs settings mode (--settings or a --temperature/--top-k/--top-p/--min-p)"
+                "--sampling-order needs settings mode "
+                "(--settings or a --temperature/--top-k/--top-p/--min-p)"
             )
         if not args.settings:
             return None
         from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL
 
         return DEFAULT_PANEL
-    return SamplingSettings(
-        1.0 if args.temperature is None else args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        min_p=args.min_p,
-        order=HF_ORDER if args.order == "hf" else VLLM_ORDER,
-    )
+    return sampling_settings_from(args, 1.0 if args.temperature is None else args.temperature)
 
 
 def _check_boundary(args: argparse.Namespace) -> int:
@@ -367,7 +362,7 @@ SIMULATE = Group(
 
 
 def _check_settings_args(c: argparse.ArgumentParser) -> None:
-    """Settings mode of ``check``: one sampling setting (kept as written for the sampling-flags merge)."""
+    """Settings mode of ``check``: the default panel, or one sampling setting (the shared sampling flags)."""
     c.add_argument(
         "--settings",
         action="store_true",
@@ -382,17 +377,7 @@ def _check_settings_args(c: argparse.ArgumentParser) -> None:
         default=None,
         help="settings mode with this one setting (default temperature 1 when a filter is given)",
     )
-    c.add_argument(
-        "--top-k", type=int, default=None, help="settings mode: top-k (ties at the k-th place kept)"
-    )
-    c.add_argument("--top-p", type=float, default=None, help="settings mode: top-p (nucleus)")
-    c.add_argument("--min-p", type=float, default=None, help="settings mode: min-p")
-    c.add_argument(
-        "--order",
-        choices=("vllm", "hf"),
-        default=None,
-        help="settings mode: filter order, vllm (min-p, top-k, top-p; default) or hf (top-k, top-p, min-p)",
-    )
+    add_sampling_args(c, "the target and draft rows (settings mode with this one setting)")
 
 
 _MODE_HELP = (

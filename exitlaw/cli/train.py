@@ -9,7 +9,8 @@ from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # tor
 from exitlaw.engine.training.config import PRESETS
 
 from .args import (
-    add_sampling_flags,
+    add_sampling_args,
+    sampling_settings_from,
     device_args,
     finite_float,
     model_pair_args,
@@ -75,11 +76,7 @@ def _train(args: argparse.Namespace) -> int:
         log_every=args.log_every,
         seed=args.seed,
         amp=args.amp,
-        target_temperature=args.scoring_temperature,
-        target_top_k=args.top_k,
-        target_top_p=args.top_p,
-        target_min_p=args.min_p,
-        target_sampling_order=args.sampling_order,
+        scoring=sampling_settings_from(args, args.scoring_temperature),
         prefix_window=args.prefix_window,
         **overrides,
     )
@@ -93,11 +90,7 @@ def _train(args: argparse.Namespace) -> int:
         prompt_limit=args.num_prompts,
         chat=args.chat,
         max_new_tokens=args.max_new_tokens,
-        gen_temperature=args.gen_temperature,
-        gen_top_k=args.top_k,
-        gen_top_p=args.top_p,
-        gen_min_p=args.min_p,
-        gen_sampling_order=args.sampling_order,
+        generation=sampling_settings_from(args, args.gen_temperature),
         gen_batch=args.gen_batch,
         continuations_server=args.continuations_server,
         server_model=args.server_model,
@@ -114,7 +107,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_sampling_args(p: argparse.ArgumentParser) -> None:
-    add_sampling_flags(
+    add_sampling_args(
         p,
         "the target continuations (at --gen-temperature) and the scoring law (at "
         "--scoring-temperature): the setting the drafter is trained for",

@@ -75,6 +75,7 @@ def eval_cell(
     each the mean over the prompt's rounds (:class:`RoundLaws`).
     """
     from exitlaw.engine.decode.loop import DecodeConfig, generate
+    from exitlaw.theory.sampling_settings import SamplingSettings
 
     lengths: list[int] = []
     per_prompt: list[float] = []
@@ -85,7 +86,7 @@ def eval_cell(
             method="ddtree",
             verifier=verifier,
             budget=budget,
-            temperature=temperature,
+            settings=SamplingSettings(temperature),
             max_new_tokens=max_new_tokens,
             seed=seed + i,
         )
@@ -130,11 +131,15 @@ def eval_ar(
 ) -> dict:
     """Autoregressive baseline on the same prompts: decode seconds per token."""
     from exitlaw.engine.decode.loop import DecodeConfig, generate_ar
+    from exitlaw.theory.sampling_settings import SamplingSettings
 
     seconds, tokens = 0.0, 0
     for i, prompt in enumerate(prompts):
         cfg = DecodeConfig(
-            method="ar", temperature=temperature, max_new_tokens=max_new_tokens, seed=seed + i
+            method="ar",
+            settings=SamplingSettings(temperature),
+            max_new_tokens=max_new_tokens,
+            seed=seed + i,
         )
         res = generate_ar(target, list(prompt), cfg)
         seconds += res.decode_seconds

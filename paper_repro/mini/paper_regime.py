@@ -154,6 +154,7 @@ def arm_by_name(name: str) -> Arm:
 def arm_config(cfg: PaperRegimeConfig, arm: Arm, seed: int, lr: float, t_s: float):
     """The engine's ``TrainConfig`` of ``arm`` with training seed ``seed`` (engine seed 100 + seed)."""
     from exitlaw.engine.training.config import TrainConfig
+    from exitlaw.theory.sampling_settings import SamplingSettings
 
     steps = cfg.steps
     warm = cfg.literal_warmup_ratio if arm.literal else cfg.warmup_ratio
@@ -172,7 +173,7 @@ def arm_config(cfg: PaperRegimeConfig, arm: Arm, seed: int, lr: float, t_s: floa
         checkpoint_every=max(1, steps // 4),
         seed=100 + seed,
         score_trees=True,
-        target_temperature=t_s,
+        scoring=SamplingSettings(t_s),
         prefix_window=cfg.literal_window if arm.literal else None,
     )
 

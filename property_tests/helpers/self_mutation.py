@@ -136,7 +136,7 @@ MUTANTS = [
     Mutant(
         "resume: generation temperature not compared",
         "engine/training/run.py",
-        '"gen_temperature": float(spec.gen_temperature), ',
+        '"gen_temperature": spec.generation.temperature,',
         "",
         (
             _PT

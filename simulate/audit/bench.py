@@ -18,6 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from exitlaw.theory.sampling_settings import SamplingSettings
+
 from exitlaw.simulate.audit.client import Client
 from exitlaw.simulate.audit.plan import AuditConfig, read_prompts
 
@@ -134,7 +136,7 @@ def run_serve_bench(
                 candidate=dd_url,
                 reference=ar_url,
                 prompts=prompts,
-                temperature=audit_temperature,
+                sampling=SamplingSettings(audit_temperature),
                 concurrency=(1,),
             )
         )

@@ -123,8 +123,8 @@ class Client:
         top_logprobs: int | None,
         settings: dict | None = None,
     ) -> list[Sample]:
-        """``n`` choices for one prompt (text, token ids, or chat messages); ``settings``: sampling settings
-        (``top_k`` / ``top_p`` / ``min_p``) sent as request fields."""
+        """``n`` choices for one prompt (text, token ids, or chat messages); ``settings``: the active
+        filters of the plan's sampling settings (``AuditConfig.settings``), sent as request fields."""
         chat = isinstance(prompt, list) and prompt and isinstance(prompt[0], dict)
         payload = {
             "model": model,

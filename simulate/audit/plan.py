@@ -9,9 +9,10 @@ smallest with power ``>= power`` at total variation ``tv`` for one per-prompt tw
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+
+from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
 
 from exitlaw.simulate.audit.two_sample import two_sample_size
 
@@ -25,7 +26,10 @@ class AuditConfig:
     candidate: str
     reference: str
     prompts: str
-    temperature: float = 0.0
+    # temperature and the filters sent with every T > 0 request (a filter that is off is not sent): both
+    # servers sample from the same processed law, so the audit judges them under it; each server applies
+    # its own filter order
+    sampling: SamplingSettings = SamplingSettings(0.0)
     candidate_model: str | None = None
     reference_model: str | None = None
     candidate_key: str | None = None
@@ -44,20 +48,15 @@ class AuditConfig:
     first_token_test: str = "auto"  # auto | on | off
     timeout: float = 120.0
     seed: int = 0
-    # sampling settings sent with every T > 0 request (None: the field is not sent): both servers sample from
-    # the same processed law, so the audit judges them under it
-    top_k: int | None = None
-    top_p: float | None = None
-    min_p: float | None = None
 
     def __post_init__(self):
         if not 0 < self.alpha < 1 or not 0 < self.power < 1 or not 0 < self.tv <= 1:
             raise AuditUsageError(
                 f"need 0 < alpha, power < 1 and 0 < tv <= 1 (got {self.alpha}, {self.power}, {self.tv})"
             )
-        if self.temperature < 0 or not math.isfinite(self.temperature):
+        if not isinstance(self.sampling, SamplingSettings):
             raise AuditUsageError(
-                f"temperature must be a finite number >= 0, got {self.temperature}"
+                f"sampling must be a SamplingSettings, got {type(self.sampling).__name__}"
             )
         if self.max_cells < 2:
             raise AuditUsageError(f"max_cells must be >= 2, got {self.max_cells}")
@@ -69,25 +68,21 @@ class AuditConfig:
             )
         if min(self.max_tokens, self.tokens, self.n_per_request) < 1:
             raise AuditUsageError("max_tokens, tokens and n_per_request must be >= 1")
-        if self.top_k is not None and self.top_k < 1:
-            raise AuditUsageError(f"top_k must be >= 1, got {self.top_k}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise AuditUsageError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.min_p is not None and not 0 <= self.min_p < 1:
-            raise AuditUsageError(f"min_p must be in [0, 1), got {self.min_p}")
         if self.first_token_test == "on" and self.settings:
             raise AuditUsageError(
                 "the first-token test compares with the reference's log-probabilities, which "
-                "servers return unfiltered; it cannot run with top_k / top_p / min_p"
+                f"servers return unfiltered; it cannot run with {' / '.join(FILTERS)}"
             )
 
     @property
+    def temperature(self) -> float:
+        return self.sampling.temperature
+
+    @property
     def settings(self) -> dict:
-        """The sampling settings sent with each sampling request (only those set)."""
+        """The filters sent with each sampling request (only those set)."""
         return {
-            k: v
-            for k, v in (("top_k", self.top_k), ("top_p", self.top_p), ("min_p", self.min_p))
-            if v is not None
+            f: getattr(self.sampling, f) for f in FILTERS if getattr(self.sampling, f) is not None
         }
 
     @property
@@ -98,7 +93,12 @@ class AuditConfig:
 
     def public(self) -> dict:
         """The settings without the API keys (for the report)."""
-        d = asdict(self)
+        d = {  # the report's flat record: the temperature in the settings' place, the filters last
+            ("temperature" if f.name == "sampling" else f.name): getattr(self, f.name)
+            for f in fields(self)
+        }
+        d.update(temperature=self.temperature, **self.sampling.filters())
+        del d["order"]  # each server applies its own order
         for k in ("candidate_key", "reference_key"):
             d[k] = "set" if d[k] else None
         d["concurrency"] = list(self.concurrency)

@@ -52,6 +52,7 @@ from typing import Callable
 import numpy as np
 
 from exitlaw.theory import HF_ORDER, VLLM_ORDER, DraftTree, SamplingSettings
+from exitlaw.theory.sampling_settings import FILTERS
 
 from exitlaw.simulate.kit.calls import (
     CallTimeout,
@@ -394,15 +395,15 @@ def settings_flags(panel) -> str:
         return " --settings (a custom panel: see the report's settings)"
     st = panel[0]
     out = f" --temperature {st.temperature:g}"
-    for name in ("top_k", "top_p", "min_p"):
+    for name in FILTERS:
         if getattr(st, name) is not None:
             out += f" --{name.replace('_', '-')} {getattr(st, name):g}"
     return out + (
         ""
         if st.order == VLLM_ORDER
-        else " --order hf"
+        else " --sampling-order hf"
         if st.order == HF_ORDER
-        else f" --order {','.join(st.order)}"
+        else f" --sampling-order {','.join(st.order)}"
     )
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, HF_ORDER, SamplingSettings, process_logits
+from exitlaw.theory import HF_ORDER, VLLM_ORDER, DraftTree, SamplingSettings, process_logits
 
 from exitlaw.simulate.kit.cases import Case, MarginalCase
 
@@ -82,7 +82,7 @@ def describe(settings: SamplingSettings) -> str:
     ]
     order = (
         "vllm"
-        if settings.order == ("min_p", "top_k", "top_p")
+        if settings.order == VLLM_ORDER
         else "hf"
         if settings.order == HF_ORDER
         else "/".join(settings.order)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.cli import main as cli_main
 from exitlaw.engine.models.checkpoint import load_pair
 from exitlaw.engine.decode.loop import DecodeConfig, generate
@@ -206,7 +207,9 @@ def test_multi_turn_conversations_are_decoded_turn_by_turn_with_their_own_histor
     ]
     target, drafter = load_pair(tiny[0], tiny[1])
     tok = AutoTokenizer.from_pretrained(str(tiny[0]))
-    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=6, temperature=0.0, max_new_tokens=5)
+    cfg = DecodeConfig(
+        method="ddtree", verifier="tev", budget=6, settings=SamplingSettings(0.0), max_new_tokens=5
+    )
     res = run_conversation(target, drafter, tok, convs[0], cfg, device="cpu")
     assert len(res) == 2
     # the second turn's prompt holds the first answer: replaying it by hand gives the same tokens
@@ -222,7 +225,7 @@ def test_multi_turn_conversations_are_decoded_turn_by_turn_with_their_own_histor
         None,
         tok,
         convs[0],
-        DecodeConfig(method="ar", temperature=0.0, max_new_tokens=5),
+        DecodeConfig(method="ar", settings=SamplingSettings(0.0), max_new_tokens=5),
         device="cpu",
     )
     assert [r.tokens for r in ar] == [
@@ -245,7 +248,11 @@ def test_token_id_prompts_are_decoded_as_given(tiny, tmp_path):
     target, drafter = load_pair(tiny[0], tiny[1])
     tok = AutoTokenizer.from_pretrained(str(tiny[0]))
     cfg = DecodeConfig(
-        method="ddtree", verifier="predraw", budget=6, temperature=0.0, max_new_tokens=4
+        method="ddtree",
+        verifier="predraw",
+        budget=6,
+        settings=SamplingSettings(0.0),
+        max_new_tokens=4,
     )
     ids = [11, 42, 7, 99]
     res = run_conversation(target, drafter, tok, Prompt(ids=tuple(ids)), cfg, device="cpu")

@@ -12,6 +12,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.bench.ddtree_reference import (
     ReferenceError,
     _check_dependencies,
@@ -115,7 +116,7 @@ class FakeReference:
             method=method,
             verifier="predraw",
             budget=budget,
-            temperature=temperature,
+            settings=SamplingSettings(temperature),
             max_new_tokens=max_new_tokens,
             seed=int(torch.initial_seed()) % 1000,
         )

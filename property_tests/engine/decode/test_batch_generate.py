@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.batch_generate import (
     BatchState,
     batch_round,
@@ -134,7 +135,7 @@ def test_batched_AR_baseline_equals_single_AR_and_is_seeded(pair, ar_refs):
     assert all(x == 1 for r in out.block_lengths for x in r)
     assert out.rounds == max(LIMITS) - 1  # the first token comes from the prefill
     assert [len(r) for r in out.block_lengths] == [n - 1 for n in LIMITS]
-    cfg = DecodeConfig(method="ar", temperature=1.0, max_new_tokens=6, seed=3)
+    cfg = DecodeConfig(method="ar", settings=SamplingSettings(1.0), max_new_tokens=6, seed=3)
     a = generate_ar_batch(target, PROMPTS[:3], cfg).tokens
     assert generate_ar_batch(target, PROMPTS[:3], cfg).tokens == a
     assert (
@@ -146,7 +147,12 @@ def test_batched_AR_baseline_equals_single_AR_and_is_seeded(pair, ar_refs):
 def test_seeded_sampling_with_the_real_drafter_is_reproducible(pair):
     target, drafter = pair
     cfg = DecodeConfig(
-        method="ddtree", verifier="tev", budget=8, temperature=1.0, max_new_tokens=8, seed=7
+        method="ddtree",
+        verifier="tev",
+        budget=8,
+        settings=SamplingSettings(1.0),
+        max_new_tokens=8,
+        seed=7,
     )
     a = generate_batch(target, drafter, PROMPTS[:4], cfg)
     assert generate_batch(target, drafter, PROMPTS[:4], cfg).tokens == a.tokens
@@ -246,7 +252,12 @@ def test_batched_traces_are_readable_by_theory_one_round_per_active_row(pair, ar
 
     target, _ = pair
     cfg = DecodeConfig(
-        method="ddtree", verifier="tev", budget=10, temperature=1.0, max_new_tokens=8, seed=2
+        method="ddtree",
+        verifier="tev",
+        budget=10,
+        settings=SamplingSettings(1.0),
+        max_new_tokens=8,
+        seed=2,
     )
     with TraceWriter(tmp_path / "b.jsonl", {"test": True}) as writer:
         out = generate_batch(

@@ -40,6 +40,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.simulate.stats import chisquare_power, pooled_chisquare, seed_for
@@ -74,7 +75,7 @@ def _config(method: str, verifier: str, temperature: float, seed: int) -> Decode
         method=method,
         verifier=verifier,
         budget=BUDGET,
-        temperature=temperature,
+        settings=SamplingSettings(temperature),
         max_new_tokens=K,
         seed=seed,
     )

@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.builders import build_ddtree, factorised_best_first
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
@@ -139,12 +140,12 @@ def test_walk_only_and_shape_cached_device_trees_equal_the_full_one(seed, n):
 
 
 def test_tree_parts_builds_the_TEV_matrices_only_for_TEV_above_zero_temperature():
-    assert tree_parts(DecodeConfig(verifier="tev", temperature=1.0)) == "all"
+    assert tree_parts(DecodeConfig(verifier="tev", settings=SamplingSettings(1.0))) == "all"
     for cfg in (
-        DecodeConfig(verifier="tev", temperature=0.0),
+        DecodeConfig(verifier="tev", settings=SamplingSettings(0.0)),
         DecodeConfig(verifier="greedy"),
-        DecodeConfig(verifier="predraw", temperature=1.0),
-        DecodeConfig(verifier="residual", temperature=1.0),
+        DecodeConfig(verifier="predraw", settings=SamplingSettings(1.0)),
+        DecodeConfig(verifier="residual", settings=SamplingSettings(1.0)),
     ):
         assert tree_parts(cfg) == "walk", cfg
     with pytest.raises(ValueError, match="unknown parts"):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, Generators, generate
 from exitlaw.theory import TraceWriter, read_trace
 
@@ -98,7 +99,12 @@ def test_stop_token_ends_generation_exactly_like_AR(pair, ar_tokens):
 def test_seeded_sampling_is_reproducible_and_seed_dependent(pair):
     target, drafter = pair
     cfg = DecodeConfig(
-        method="ddtree", verifier="tev", budget=8, temperature=1.0, max_new_tokens=10, seed=7
+        method="ddtree",
+        verifier="tev",
+        budget=8,
+        settings=SamplingSettings(1.0),
+        max_new_tokens=10,
+        seed=7,
     )
     a = generate(target, drafter, PROMPT, cfg).tokens
     assert generate(target, drafter, PROMPT, cfg).tokens == a
@@ -123,7 +129,12 @@ def test_tree_traces_are_readable_by_theory_and_match_the_rounds(pair, ar_tokens
     target, _ = pair
     teacher = TeacherDrafter(PROMPT + ar_tokens, target.vocab_size, seed=5)
     cfg = DecodeConfig(
-        method="ddtree", verifier="tev", budget=10, temperature=1.0, max_new_tokens=NEW, seed=1
+        method="ddtree",
+        verifier="tev",
+        budget=10,
+        settings=SamplingSettings(1.0),
+        max_new_tokens=NEW,
+        seed=1,
     )
     with TraceWriter(tmp_path / "t.jsonl", {"test": True}) as writer:
         out = generate(target, teacher, PROMPT, cfg, trace=writer)
@@ -148,7 +159,12 @@ def test_sampling_at_a_tiny_temperature_follows_the_greedy_path(pair, ar_tokens,
     target, _ = pair
     teacher = TeacherDrafter(PROMPT + ar_tokens, target.vocab_size, seed=6)
     cfg = DecodeConfig(
-        method="ddtree", verifier=verifier, budget=10, temperature=1e-3, max_new_tokens=NEW, seed=3
+        method="ddtree",
+        verifier=verifier,
+        budget=10,
+        settings=SamplingSettings(1e-3),
+        max_new_tokens=NEW,
+        seed=3,
     )
     out = generate(target, teacher, PROMPT, cfg)
     assert out.tokens == ar_tokens

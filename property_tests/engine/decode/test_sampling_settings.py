@@ -90,9 +90,9 @@ def test_no_filter_and_greedy_leave_the_logits_untouched_and_bad_settings_are_na
     with pytest.raises(DistributionError, match="temperature"):
         as_settings(-1.0)
     with pytest.raises(DistributionError, match="top_p"):
-        DecodeConfig(temperature=1.0, top_p=0.0)
+        DecodeConfig(settings=SamplingSettings(1.0, top_p=0.0))
     with pytest.raises(DistributionError, match="unknown filter"):
-        DecodeConfig(temperature=1.0, order=("top_k", "top_p", "typical_p"))
+        DecodeConfig(settings=SamplingSettings(1.0, order=("top_k", "top_p", "typical_p")))
 
 
 def test_draft_rows_are_processed_with_the_same_settings():
@@ -149,13 +149,25 @@ def test_top_k_1_at_T1_equals_greedy_ar_token_for_token(pair, greedy_ar):
     leaves the greedy path within a few tokens, so this fails if any stage drops ``top_k``."""
     target, drafter = pair
     plain = generate(
-        target, None, PROMPT, DecodeConfig(method="ar", temperature=1.0, max_new_tokens=NEW, seed=4)
+        target,
+        None,
+        PROMPT,
+        DecodeConfig(method="ar", settings=SamplingSettings(1.0), max_new_tokens=NEW, seed=4),
     )
     assert plain.tokens != greedy_ar  # the control: T = 1 alone is not greedy
-    runs = [DecodeConfig(method="ar", temperature=1.0, top_k=1, max_new_tokens=NEW, seed=4)]
+    runs = [
+        DecodeConfig(
+            method="ar", settings=SamplingSettings(1.0, top_k=1), max_new_tokens=NEW, seed=4
+        )
+    ]
     runs += [
         DecodeConfig(
-            method=m, verifier=v, budget=8, temperature=1.0, top_k=1, max_new_tokens=NEW, seed=5
+            method=m,
+            verifier=v,
+            budget=8,
+            settings=SamplingSettings(1.0, top_k=1),
+            max_new_tokens=NEW,
+            seed=5,
         )
         for v in ("predraw", "residual", "tev")
         for m in ("chain", "ddtree")
@@ -168,9 +180,7 @@ def test_top_k_1_at_T1_equals_greedy_ar_token_for_token(pair, greedy_ar):
             method="ddtree",
             verifier=v,
             budget=6,
-            temperature=1.0,
-            top_k=1,
-            top_p=0.95,
+            settings=SamplingSettings(1.0, top_k=1, top_p=0.95),
             max_new_tokens=NEW,
             seed=6,
         )
@@ -182,13 +192,17 @@ def test_top_k_1_at_T1_equals_greedy_ar_in_batches(pair):
     prompts = [PROMPT, [5], [33, 44, 91]]
     refs = generate_ar_batch(target, prompts, DecodeConfig(method="ar", max_new_tokens=8)).tokens
     plain = generate_ar_batch(
-        target, prompts, DecodeConfig(method="ar", temperature=1.0, max_new_tokens=8, seed=2)
+        target,
+        prompts,
+        DecodeConfig(method="ar", settings=SamplingSettings(1.0), max_new_tokens=8, seed=2),
     )
     assert plain.tokens != refs
     got = generate_ar_batch(
         target,
         prompts,
-        DecodeConfig(method="ar", temperature=1.0, top_k=1, max_new_tokens=8, seed=2),
+        DecodeConfig(
+            method="ar", settings=SamplingSettings(1.0, top_k=1), max_new_tokens=8, seed=2
+        ),
     )
     assert got.tokens == refs
     noisy = NoisyDrafter(target.vocab_size, 3)
@@ -197,8 +211,7 @@ def test_top_k_1_at_T1_equals_greedy_ar_in_batches(pair):
             method="ddtree",
             verifier=v,
             budget=6,
-            temperature=1.0,
-            top_k=1,
+            settings=SamplingSettings(1.0, top_k=1),
             max_new_tokens=8,
             seed=7,
         )

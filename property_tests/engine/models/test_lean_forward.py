@@ -12,6 +12,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.models.config import causal_lm_config
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
@@ -217,7 +218,12 @@ def test_the_engine_decodes_through_the_lean_path_with_the_same_tokens(model, mo
         DecodeConfig(method="ddtree", verifier="greedy", budget=8, max_new_tokens=12),
         DecodeConfig(method="chain", verifier="greedy", max_new_tokens=12),
         DecodeConfig(
-            method="ddtree", verifier="tev", budget=8, temperature=1.0, max_new_tokens=12, seed=3
+            method="ddtree",
+            verifier="tev",
+            budget=8,
+            settings=SamplingSettings(1.0),
+            max_new_tokens=12,
+            seed=3,
         ),
         DecodeConfig(method="ar", max_new_tokens=6),
     ):

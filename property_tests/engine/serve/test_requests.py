@@ -116,7 +116,7 @@ def test_sampling_settings_are_read_and_their_neutral_values_mean_off():
     r = parse_request(
         {"prompt": "x", "top_k": 5, "top_p": 0.9, "min_p": 0.1}, chat=False, default_max_tokens=1
     )
-    assert (r.top_k, r.top_p, r.min_p) == (5, 0.9, 0.1)
+    assert (r.settings.top_k, r.settings.top_p, r.settings.min_p) == (5, 0.9, 0.1)
     for neutral in ({"top_k": 0}, {"top_k": -1}, {"top_p": 1.0}, {"min_p": 0.0}, {}):
         r = parse_request({"prompt": "x", **neutral}, chat=False, default_max_tokens=1)
-        assert (r.top_k, r.top_p, r.min_p) == (None, None, None), neutral
+        assert (r.settings.top_k, r.settings.top_p, r.settings.min_p) == (None, None, None), neutral

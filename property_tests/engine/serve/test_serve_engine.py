@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.decode.verifiers import verify
 from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
@@ -29,7 +30,12 @@ def _run(engine, **body):
 def test_on_block_sees_every_committed_block_and_decide_replaces_the_verifier(pair):
     target, drafter = pair
     cfg = DecodeConfig(
-        method="ddtree", verifier="tev", budget=4, temperature=1.0, max_new_tokens=10, seed=3
+        method="ddtree",
+        verifier="tev",
+        budget=4,
+        settings=SamplingSettings(1.0),
+        max_new_tokens=10,
+        seed=3,
     )
     blocks, calls = [], []
 

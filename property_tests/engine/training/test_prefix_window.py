@@ -164,6 +164,6 @@ def test_exitlaw_train_scoring_temperature_and_prefix_window_reach_the_run(tmp_p
     assert main(argv) == 0
     saved = json.loads((out / "config.json").read_text())
     cfg = saved["train"]
-    assert cfg["target_temperature"] == 0.5 and cfg["prefix_window"] == 4
+    assert cfg["scoring"]["temperature"] == 0.5 and cfg["prefix_window"] == 4
     with pytest.raises(SystemExit):
         main(argv[:-4] + ["--scoring-temperature", "0"])

@@ -5,6 +5,7 @@ greedy), the settings reach the cache key, the server request and the config, an
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -50,19 +51,23 @@ def test_scoring_edges_and_exit_law_are_the_processed_targets(settings):
 
 
 def test_train_config_carries_the_scoring_settings_and_names_bad_ones():
-    cfg = TrainConfig(
-        target_temperature=0.7, target_top_k=4, target_min_p=0.1, target_sampling_order="hf"
-    )
-    assert cfg.scoring_settings == SamplingSettings(0.7, top_k=4, min_p=0.1, order=HF_ORDER)
-    assert TrainConfig.from_saved({"objective": "exit"}).scoring_settings == SamplingSettings(
+    cfg = TrainConfig(scoring=SamplingSettings(0.7, top_k=4, min_p=0.1, order=HF_ORDER))
+    assert cfg.scoring == SamplingSettings(0.7, top_k=4, min_p=0.1, order=HF_ORDER)
+    saved = json.loads(json.dumps(asdict(cfg)))  # config.json's record reads back whole
+    assert TrainConfig.from_saved(saved) == cfg
+    assert TrainConfig.from_saved({"objective": "exit"}).scoring == SamplingSettings(
         1.0
     )  # old runs
+    old = {"target_temperature": 0.7, "target_top_k": 4, "target_min_p": 0.1}
+    assert TrainConfig.from_saved({**old, "target_sampling_order": "hf"}) == cfg  # flat records
     with pytest.raises(DistributionError, match="top_p"):
-        TrainConfig(target_top_p=0.0)
+        TrainConfig.from_saved({"scoring": {"temperature": 1.0, "top_p": 0.0}})
     with pytest.raises(ValueError, match="vllm or hf"):
-        TrainConfig(target_sampling_order="sglang")
+        TrainConfig.from_saved({"target_sampling_order": "sglang"})
     with pytest.raises(ValueError, match="draft-opd"):
-        TrainConfig(objective="draft-opd", target_top_k=5)
+        TrainConfig(objective="draft-opd", scoring=SamplingSettings(1.0, top_k=5))
+    with pytest.raises(ValueError, match="scoring temperature > 0"):
+        TrainConfig(scoring=SamplingSettings(0.0))
 
 
 TINY_SEED = 1
@@ -76,7 +81,7 @@ def test_continuations_under_top_k_1_at_T1_are_greedy(pair):
     assert plain != greedy
     assert (
         generate_continuations(
-            target, prompts, max_new_tokens=8, temperature=1.0, seed=0, filters={"top_k": 1}
+            target, prompts, max_new_tokens=8, temperature=SamplingSettings(1.0, top_k=1), seed=0
         )
         == greedy
     )
@@ -86,13 +91,20 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
     def gen(prompts):
         return [[1, 2]] * len(prompts)
 
-    kw = dict(max_new_tokens=4, temperature=1.0, seed=0, generate=gen, source="s")
-    cached_sequences(None, "fp", [[3]], tmp_path / "a", **kw)
+    kw = dict(max_new_tokens=4, seed=0, generate=gen, source="s")
+    cached_sequences(None, "fp", [[3]], tmp_path / "a", temperature=1.0, **kw)
     cached_sequences(
-        None, "fp", [[3]], tmp_path / "a", **kw, filters={"top_p": 1.0, "min_p": 0.0}
+        None,
+        "fp",
+        [[3]],
+        tmp_path / "a",
+        temperature=SamplingSettings(1.0, top_p=1.0, min_p=0.0),
+        **kw,
     )  # inactive
     assert len(list((tmp_path / "a").iterdir())) == 1
-    cached_sequences(None, "fp", [[3]], tmp_path / "a", **kw, filters={"top_k": 5})
+    cached_sequences(
+        None, "fp", [[3]], tmp_path / "a", temperature=SamplingSettings(1.0, top_k=5), **kw
+    )
     files = sorted((tmp_path / "a").iterdir())
     assert len(files) == 2
     heads = [json.loads(f.read_text().splitlines()[0]) for f in files]
@@ -114,9 +126,8 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
         tok,
         model="m",
         max_new_tokens=2,
-        temperature=0.8,
+        temperature=SamplingSettings(0.8, top_k=7, min_p=0.1),
         seed=0,
-        filters={"top_k": 7, "min_p": 0.1},
     )
     assert sent[-1]["top_k"] == 7 and sent[-1]["min_p"] == 0.1 and "top_p" not in sent[-1]
     with pytest.raises(ValueError, match="own filter order"):
@@ -126,9 +137,8 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
             tok,
             model="m",
             max_new_tokens=2,
-            temperature=0.8,
+            temperature=SamplingSettings(0.8, top_p=0.9, min_p=0.1, order=HF_ORDER),
             seed=0,
-            filters={"top_p": 0.9, "min_p": 0.1, "order": HF_ORDER},
         )
 
 
@@ -168,12 +178,8 @@ def test_train_flags_reach_the_scoring_law_and_the_continuations(monkeypatch, tm
         == 0
     )
     spec = calls[-1]
-    assert spec.config.scoring_settings == SamplingSettings(
-        0.5, top_k=20, top_p=0.9, order=HF_ORDER
-    )
-    assert SamplingSettings(spec.gen_temperature, **spec.gen_filters()) == SamplingSettings(
-        0.8, 20, 0.9, None, HF_ORDER
-    )
+    assert spec.config.scoring == SamplingSettings(0.5, top_k=20, top_p=0.9, order=HF_ORDER)
+    assert spec.generation == SamplingSettings(0.8, 20, 0.9, None, HF_ORDER)
     with pytest.raises(SystemExit):
         main(
             [

@@ -18,6 +18,7 @@ from exitlaw.engine.training.checkpoint import (
 )
 from exitlaw.engine.training.config import preset_config
 from exitlaw.engine.training.run import TrainingRunSpec, check_resume, run_settings, run_training
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 
 def _copy(src, dst):
@@ -140,13 +141,9 @@ def _changed(spec, root, what):
         other = root / "other.jsonl"
         other.write_text(json.dumps({"prompt": "while True:"}) + "\n")
         return replace(spec, prompts=str(other)), "prompts"
-    changes = {
-        "max_new_tokens": 9,
-        "gen_temperature": 0.5,
-        "dtype": "bfloat16",
-        "prompt_limit": 1,
-        "chat": True,
-    }
+    if what == "gen_temperature":
+        return replace(spec, generation=SamplingSettings(0.5)), what
+    changes = {"max_new_tokens": 9, "dtype": "bfloat16", "prompt_limit": 1, "chat": True}
     if what in changes:
         return replace(spec, **{what: changes[what]}), what
     train_changes = {

@@ -8,6 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.theory import DraftTree, reference_law_from_edges
 from exitlaw.paper_repro.mini.evaluate import RoundLaws, coverage, eval_cell
 
@@ -62,7 +63,12 @@ def test_each_round_law_is_the_exact_expected_length_of_its_tree(pair):
         drafter,
         _prompts(target.vocab_size)[0],
         DecodeConfig(
-            method="ddtree", verifier="tev", budget=8, temperature=1.0, max_new_tokens=10, seed=3
+            method="ddtree",
+            verifier="tev",
+            budget=8,
+            settings=SamplingSettings(1.0),
+            max_new_tokens=10,
+            seed=3,
         ),
         on_round=on_round,
     )

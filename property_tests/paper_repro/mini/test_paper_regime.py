@@ -55,7 +55,7 @@ def test_the_preset_holds_the_numbers_its_design_file_fixes():
         ex.anchors_per_seq,
         ex.lr,
         ex.prefix_window,
-        ex.target_temperature,
+        ex.scoring.temperature,
         ex.seed,
         ex.warmup_steps,
     ) == (64, 8, 2e-4, None, 0.5, 103, 26)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from exitlaw.simulate.audit import AuditConfig, AuditUsageError, run_audit
+from exitlaw.theory import DistributionError, SamplingSettings
 from exitlaw.simulate.audit.client import Client, Sample, ServerFailed, ServerRefused
 
 
@@ -75,7 +76,11 @@ def test_a_server_failing_mid_run_is_exit_4_and_a_refused_request_is_a_usage_err
 
     _script(monkeypatch, refuse)
     with pytest.raises(AuditUsageError, match="n-per-request"):
-        run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0))
+        run_audit(
+            AuditConfig(
+                "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, sampling=SamplingSettings(1.0)
+            )
+        )
 
 
 def test_t1_with_identical_answers_but_too_few_samples_is_insufficient_not_lossless(
@@ -84,11 +89,19 @@ def test_t1_with_identical_answers_but_too_few_samples_is_insufficient_not_lossl
     _script(monkeypatch, lambda who, p, kw: [Sample((1, 2), ({1: -0.5, 3: -1.0},))] * kw["n"])
     r = run_audit(
         AuditConfig(
-            "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=0.7, samples=10
+            "http://127.0.0.1:1",
+            "http://127.0.0.1:2",
+            prompts,
+            sampling=SamplingSettings(0.7),
+            samples=10,
         )
     )
     assert r.exit_code == 5 and r.verdict == "insufficient samples"
-    r = run_audit(AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=0.7))
+    r = run_audit(
+        AuditConfig(
+            "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, sampling=SamplingSettings(0.7)
+        )
+    )
     assert r.exit_code == 0 and r.samples == r.planned_samples
 
 
@@ -106,22 +119,25 @@ def test_sampling_settings_go_with_every_sampling_request_and_turn_the_unfiltere
         "http://127.0.0.1:1",
         "http://127.0.0.1:2",
         prompts,
-        temperature=1.0,
+        sampling=SamplingSettings(1.0, top_k=5, min_p=0.1),
         samples=10,
-        top_k=5,
-        min_p=0.1,
     )
     assert not cfg.first_token and cfg.public()["top_k"] == 5
     run_audit(cfg)
     assert seen and all(kw["settings"] == {"top_k": 5, "min_p": 0.1} for kw in seen)
     assert AuditConfig(
-        "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0
+        "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, sampling=SamplingSettings(1.0)
     ).first_token
-    for bad in (
-        dict(top_k=0),
-        dict(top_p=1.5),
-        dict(min_p=1.0),
-        dict(top_p=0.9, first_token_test="on"),
-    ):
-        with pytest.raises(AuditUsageError):
-            AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", prompts, temperature=1.0, **bad)
+    for bad in (dict(top_k=0), dict(top_p=1.5), dict(min_p=1.0)):
+        with pytest.raises(DistributionError, match=next(iter(bad))):
+            AuditConfig(
+                "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, SamplingSettings(1.0, **bad)
+            )
+    with pytest.raises(AuditUsageError):
+        AuditConfig(
+            "http://127.0.0.1:1",
+            "http://127.0.0.1:2",
+            prompts,
+            sampling=SamplingSettings(1.0, top_p=0.9),
+            first_token_test="on",
+        )

@@ -55,7 +55,7 @@ def test_exitlaw_verifiers_pass_settings_mode():
     assert (
         rep.settings == [ALL_THREE.as_dict()]
         and "--top-k 3" in rep.reproduce
-        and "--order hf" in rep.reproduce
+        and "--sampling-order hf" in rep.reproduce
     )
     assert all(c["settings"] == ALL_THREE.as_dict() for c in rep.cases)
     rep = run_kit(residual_settings, settings=ALL_THREE)
@@ -131,12 +131,14 @@ def test_check_command_in_settings_mode(capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["verdict"] == NOT_EXACT and out["settings"][0]["top_k"] == 2
     assert "--temperature 0.8 --top-k 2" in out["reproduce"]
-    assert main(["check", "exitlaw.simulate.verifiers:tev", "--order", "hf"]) == 2
-    assert "--order needs settings mode" in capsys.readouterr().err
+    assert main(["check", "exitlaw.simulate.verifiers:tev", "--sampling-order", "hf"]) == 2
+    assert "--sampling-order needs settings mode" in capsys.readouterr().err
     assert main(["check", "exitlaw.simulate.verifiers:tev", "--boundary", "--top-k", "2"]) == 2
     assert "statistical only" in capsys.readouterr().err
-    assert main(["check", "exitlaw.simulate.verifiers:tev", "--top-p", "1.5"]) == 2
-    assert "top_p must be in (0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # the one sampling-flag parser of every command
+        main(["check", "exitlaw.simulate.verifiers:tev", "--top-p", "1.5"])
+    assert refused.value.code == 2
+    assert "expected a top-p in (0, 1]" in capsys.readouterr().err
 
 
 @pytest.mark.slow
