@@ -277,7 +277,10 @@ def test_the_bench_commands_hand_their_filters_to_the_bench(s, batch, monkeypatc
     ):
         monkeypatch_session.setattr(module, name, stop)
     pair_args = ["--target", "t", "--draft", "d"]
-    for argv in (["bench", *pair_args, "--batch-size", str(batch)], ["bench-batch", *pair_args]):
+    for argv in (
+        ["bench", "decoding", *pair_args, "--batch-size", str(batch)],
+        ["bench", "batch", *pair_args],
+    ):
         with pytest.raises(ZeroDivisionError):
             _main(argv + _flags(s))
         assert got[-1].filters() == _as_cli(s).filters()  # the bench's temperatures replace T
