@@ -82,9 +82,8 @@ class GeneratorRandomness:
                 f"categorical weights must be finite, >= 0 and not all zero (sum {total!r})"
             )
         u = g.random() * total
-        i = int(
-            np.searchsorted(cdf, u, side="right")
-        )  # cdf[i-1] <= u < cdf[i]: never a zero weight
+        # cdf[i-1] <= u < cdf[i]: never a zero weight
+        i = int(np.searchsorted(cdf, u, side="right"))
         if i >= w.size:  # u rounded up to the total: take the last positive weight
             i = int(np.flatnonzero(w > 0)[-1])
         return i
