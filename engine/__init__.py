@@ -10,8 +10,8 @@ from importlib import import_module
 
 _EXPORTS = {
     # tree builders, device trees and verifiers
-    "build_chain": ("decode.builders", "build_chain"),
-    "build_ddtree": ("decode.builders", "build_ddtree"),
+    "build_chain": ("builders.single", "build_chain"),
+    "build_ddtree": ("builders.single", "build_ddtree"),
     "DeviceTree": ("decode.device_tree", "DeviceTree"),
     "to_device_tree": ("decode.device_tree", "to_device_tree"),
     "VERIFIER_KINDS": ("decode.verifiers", "KINDS"),
@@ -26,7 +26,7 @@ _EXPORTS = {
     "batch_exit_law": ("decode.batch_verifiers", "batch_exit_law"),
     "BatchDraftCache": ("decode.batch_draft", "BatchDraftCache"),
     "dflash_draft_batch": ("decode.batch_draft", "dflash_draft_batch"),
-    "build_trees_batch": ("decode.batch_draft", "build_trees_batch"),
+    "build_trees_batch": ("builders.batched", "build_trees_batch"),
     "BatchState": ("decode.batch_generate", "BatchState"),
     "BatchGenerationResult": ("decode.batch_generate", "BatchGenerationResult"),
     "prefill_batch": ("decode.batch_generate", "prefill_batch"),
@@ -134,7 +134,6 @@ alias_moved_modules(
         "tiny": "models.tiny",
         "tiny_tokenizer": "models.tiny_tokenizer",
         "device_tree": "decode.device_tree",
-        "builders": "decode.builders",
         "verifiers": "decode.verifiers",
         "batch_decode": "decode.batch_generate",
         "batch_draft": "decode.batch_draft",

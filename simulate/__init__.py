@@ -4,7 +4,7 @@ and the conformance kit. Submodules are imported explicitly by their users.
 """
 
 # Synthetic models, builders, simulated decoding (numpy; JAX loads on first law evaluation).
-from exitlaw.simulate.lab.builders import (
+from exitlaw.simulate.builders.trees import (
     Built,
     chain,
     ddtree,
@@ -14,9 +14,14 @@ from exitlaw.simulate.lab.builders import (
     static_tree,
     tsubame,
 )
-from exitlaw.simulate.lab.caddtree import LatencyModel, caddtree, first_decrease, throughput_curve
-from exitlaw.simulate.lab.dartree import dartree
-from exitlaw.simulate.lab.opt_tree import draft_expected_acceptance, opt_tree
+from exitlaw.simulate.builders.caddtree import (
+    LatencyModel,
+    caddtree,
+    first_decrease,
+    throughput_curve,
+)
+from exitlaw.simulate.builders.dartree import dartree
+from exitlaw.simulate.builders.opt_tree import draft_expected_acceptance, opt_tree
 from exitlaw.simulate.lab.decoding import RoundRecord, SimulationResult, simulate_decoding
 from exitlaw.simulate.lab.models import (
     AutoregressiveDrafter,
@@ -80,10 +85,9 @@ from exitlaw.theory.module_faces import alias_moved_modules  # noqa: E402
 alias_moved_modules(
     __name__,
     {
-        "builders": "lab.builders",
-        "caddtree": "lab.caddtree",
-        "dartree": "lab.dartree",
-        "opt_tree": "lab.opt_tree",
+        "caddtree": "builders.caddtree",
+        "dartree": "builders.dartree",
+        "opt_tree": "builders.opt_tree",
         "decoding": "lab.decoding",
         "models": "lab.models",
         "toy_target": "lab.toy_target",

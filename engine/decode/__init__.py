@@ -1,4 +1,4 @@
-"""Decoding: device trees, builders, sampling settings, verifiers, the generate loop, their batched twins, stage timing and bounds on work.
+"""Decoding: device trees, sampling settings, verifiers, the generate loop, their batched twins, stage timing and bounds on work.
 
 Public names load their module on first access.
 ``exitlaw.engine.decode`` was one module before it became this package: its public names are still
@@ -10,7 +10,6 @@ from exitlaw.theory.module_faces import lazy_exports
 _EXPORTS = {
     "BatchDraftCache": "batch_draft",
     "dflash_draft_batch": "batch_draft",
-    "build_trees_batch": "batch_draft",
     "BatchState": "batch_generate",
     "BatchGenerationResult": "batch_generate",
     "prefill_batch": "batch_generate",
@@ -33,9 +32,9 @@ _EXPORTS = {
     "verify_batch_predraw": "batch_verifiers",
     "verify_batch_tev": "batch_verifiers",
     "verify_batch_residual": "batch_verifiers",
-    "build_ddtree": "builders",
-    "build_chain": "builders",
     "DeviceTree": "device_tree",
+    "DISPATCH": "dispatch",
+    "EngineVerifier": "dispatch",
     "to_device_tree": "device_tree",
     "DecodeConfig": "loop",
     "Generators": "loop",

@@ -24,9 +24,10 @@ import numpy as np
 import torch
 
 from exitlaw.theory import DraftTree, TraceRound, check_temperature
+from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import DEFAULT_ORDER, SamplingSettings
 
-from exitlaw.engine.decode.builders import build_chain, build_ddtree
+from exitlaw.engine.builders.single import build_chain, build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.decode.sampling_settings import (
     as_settings,
@@ -36,14 +37,11 @@ from exitlaw.engine.decode.sampling_settings import (
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
 from exitlaw.engine.models.target import TargetModel, TargetStep
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
-from exitlaw.engine.decode.verifiers import (
-    KINDS as VERIFIER_KINDS,
-    VerifierGenerators,
-    VerifyResult,
-    verify,
-)
+from exitlaw.engine.decode.dispatch import DISPATCH, verify
+from exitlaw.engine.decode.dispatch import KINDS as VERIFIER_KINDS
+from exitlaw.engine.decode.verifiers import VerifierGenerators, VerifyResult
 
-METHODS = ("ar", "chain", "ddtree")
+METHODS = method_names()
 
 
 @dataclass(frozen=True)
@@ -232,9 +230,10 @@ def build_stage(draft_logprobs: torch.Tensor, cfg: DecodeConfig, root: int, devi
 
 
 def tree_parts(cfg: DecodeConfig) -> str:
-    """What the round's verifier reads of the device tree: TEV at T > 0 reads every tensor
-    (``"all"``); greedy, predraw and residual walk the host tree (``"walk"``: no TEV matrices)."""
-    return "all" if cfg.verifier == "tev" and cfg.temperature > 0 else "walk"
+    """What the round's verifier reads of the device tree at T > 0 (its dispatch entry's ``tree``, a
+    registry fact): TEV reads every tensor (``"all"``); greedy, predraw and residual walk the host
+    tree (``"walk"``: no TEV matrices). At T = 0 every verifier is the greedy walk."""
+    return DISPATCH[cfg.verifier].tree if cfg.temperature > 0 else "walk"
 
 
 def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree) -> TargetStep:

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from exitlaw.theory.registry import ENGINE, ENGINE_BATCHED, verifier_names
+
 from .args import (
     add_sampling_flags,
     add_threads,
@@ -51,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--verifier",
         type=name_list,
+        choices=verifier_names(implemented=ENGINE),
+        metavar="VERIFIER",
         default=["predraw", "tev"],
         help="e.g. predraw,tev (also greedy, residual)",
     )
@@ -153,6 +157,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--verifiers",
         type=name_list,
+        choices=verifier_names(implemented=ENGINE),
+        metavar="VERIFIERS",
         default=["predraw", "residual", "tev"],
         help="comma-separated subset of predraw,residual,tev",
     )
@@ -227,6 +233,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bb.add_argument(
         "--verifier",
         type=name_list,
+        choices=verifier_names(implemented=ENGINE_BATCHED),
+        metavar="VERIFIER",
         default=["tev"],
         help="e.g. tev,predraw (also greedy, residual)",
     )

@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from exitlaw.theory.registry import method_names
+
 from .args import (
     add_sampling_flags,
     add_threads,
@@ -40,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument(
         "--draft", default=None, help="DFlash drafter checkpoint (needed by chain and ddtree)"
     )
-    s.add_argument("--method", default="ddtree", choices=["ar", "chain", "ddtree"])
+    s.add_argument("--method", default="ddtree", choices=method_names())
     s.add_argument(
         "--verifier",
         default="tev",

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from exitlaw.theory.atomic_io import atomic_write_text
+from exitlaw.theory.registry import FIXED_TREE, SIMULATOR, verifier_names
 
 from .args import enable_x64, positive_int
 
@@ -31,7 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="override the decoding seed")
     p.add_argument("--builders", help="comma-separated builders to run (override)")
     p.add_argument(
-        "--verifier", help="override the verifier (tev, predraw, residual, greedy, tev-fast)"
+        "--verifier",
+        choices=verifier_names(kind=FIXED_TREE, implemented=SIMULATOR),
+        metavar="VERIFIER",
+        help="override the verifier (tev, predraw, residual, greedy, tev-fast)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--list-presets", action="store_true", help="print the presets as JSON and exit")
@@ -69,7 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--vocab", type=int, nargs="+", default=[1000, 32000])
     b.add_argument("--rounds", type=int, default=30)
     b.add_argument(
-        "--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)"
+        "--verifier",
+        default="tev",
+        choices=verifier_names(kind=FIXED_TREE, implemented=SIMULATOR),
+        metavar="VERIFIER",
+        help="verifier to time (tev, tev-fast, predraw, residual)",
     )
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_sim_bench)

@@ -1,4 +1,4 @@
-"""The lab: synthetic targets and drafters, tree builders (DDTree, CaDDTree, OPT-Tree, DARTree, ...), multi-round simulated decoding, presets and runs, the field lab, fast samplers and sharded Monte Carlo.
+"""The lab: synthetic targets and drafters, multi-round simulated decoding with the builders of ``exitlaw.simulate.builders``, presets and runs, the field lab, fast samplers and sharded Monte Carlo.
 
 Public names load their module on first access.
 """
@@ -6,18 +6,6 @@ Public names load their module on first access.
 from exitlaw.theory.module_faces import lazy_exports
 
 _EXPORTS = {
-    "Built": "builders",
-    "ddtree_order": "builders",
-    "ddtree": "builders",
-    "chain": "builders",
-    "static_tree": "builders",
-    "eagle_dynamic": "builders",
-    "oracle": "builders",
-    "tsubame": "builders",
-    "LatencyModel": "caddtree",
-    "throughput_curve": "caddtree",
-    "first_decrease": "caddtree",
-    "first_decrease_misses": "caddtree",
     "tree_coverage": "decoding",
     "RoundRecord": "decoding",
     "SimulationResult": "decoding",
@@ -44,7 +32,6 @@ _EXPORTS = {
     "AutoregressiveDrafter": "models",
     "kl_divergence": "models",
     "mean_depth1_kl": "models",
-    "draft_expected_acceptance": "opt_tree",
     "SimConfig": "presets",
     "WorkBoundError": "presets",
     "estimated_work": "presets",

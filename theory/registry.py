@@ -1,0 +1,366 @@
+"""One table of names: every verifier, decoding method and tree builder, each named once with its facts.
+
+Pure Python (no numpy, torch or JAX), so the theory, the simulator, the engine, the command line and
+``paper_repro`` all read it, and ``exitlaw --help`` pays nothing for it. Every place that offers a
+choice of verifier, method or builder (simulator presets, the engine's dispatch table, the bench
+lists, the command line's ``choices``, ``paper_repro``) takes its names from here, and
+``property_tests/test_registry.py`` checks both directions: every registered name is offered where
+the registry says it is implemented, and every name offered is registered.
+
+Where each kind of name is implemented (the ``implemented_in`` sets):
+
+* ``SIMULATOR``: a sampling form ``f(tree, probs, rng)`` (fixed-tree verifiers) or
+  ``f(tree, probs, draft_rows, rng)`` (sampled-draft rules) in :mod:`exitlaw.simulate.verifiers`,
+  named by :attr:`Verifier.function`; for builders, an entry of
+  :data:`exitlaw.simulate.builders.table.SIM_BUILDERS`.
+* ``PROCEDURE``: an exact-enumeration procedure in ``exitlaw.simulate.verifiers.PROCEDURES``.
+* ``FAST``: a vectorised sampler in ``exitlaw.simulate.lab.fast_samplers.FAST_SAMPLERS``.
+* ``ENGINE`` / ``ENGINE_BATCHED``: an entry of the engine's one dispatch table
+  (:data:`exitlaw.engine.decode.dispatch.DISPATCH`, a single-tree and a batched implementation);
+  for builders, the engine's :mod:`exitlaw.engine.builders`.
+
+Adding a verifier (source files touched; plus tests):
+
+1. its module (e.g. ``simulate/verifiers/<name>.py`` with the sampling form, or the engine's
+   ``engine/decode/verifiers.py`` + ``engine/decode/batch_verifiers.py`` pair for a device twin),
+2. ``theory/registry.py``: one :class:`Verifier` entry with its facts,
+3. the one table that runs it: ``simulate/verifiers/__init__.py`` (export) for the simulator, or
+   ``engine/decode/dispatch.py`` (one :class:`~exitlaw.engine.decode.dispatch.EngineVerifier`
+   entry) for the engine.
+
+Presets, bench lists, command-line choices and ``paper_repro`` pick it up from here.
+
+Adding a builder (source files touched; plus tests):
+
+1. its module in ``simulate/builders/`` (or ``engine/builders/``),
+2. ``theory/registry.py``: one :class:`Builder` entry,
+3. the builder table: ``simulate/builders/table.py`` (one entry keyed by the registry name) or, in
+   the engine, ``engine/builders/__init__.py`` (its exports; :data:`exitlaw.engine.builders.BUILDERS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# verifier kinds
+FIXED_TREE = "fixed-tree"  # conditionally exact on the realised tree (DESIGN section 1)
+SAMPLED_DRAFT = "sampled-draft"  # exact only averaged over the draft randomness
+
+# where a name is implemented
+SIMULATOR = "simulator"
+PROCEDURE = "procedure"
+FAST = "fast"
+SETTINGS = "settings"
+ENGINE = "engine"
+ENGINE_BATCHED = "engine-batched"
+PLACES = (SIMULATOR, PROCEDURE, FAST, SETTINGS, ENGINE, ENGINE_BATCHED)
+
+# what a verifier reads
+TARGET_ROWS = "target rows"  # every node's processed target row p_v
+PATH_ROWS = "target rows on the path"  # only the rows its walk visits
+INTERNAL_ROWS = "internal target rows"  # the K internal rows (the exit law) and the exit row
+DRAFT_ROWS = "draft rows"  # the drafter's rows q (sampled-draft rules)
+UNIFORMS = "uniforms"  # random draws (acceptance and bonus streams)
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A verifier and its facts.
+
+    ``saturating``: its exit law is the block law, so ``E[L] = 1 + C_p(T)`` (a fixed-tree notion;
+    False for every sampled-draft rule). ``greedy_only``: exact only for a ``T = 0`` target.
+    ``sequential``: a data-dependent loop (the engine's batched form runs it row by row).
+    ``engine_rows``: which rows the engine's sampling settings process before the call, ``"all"``
+    (every row, up front) or ``"read"`` (only the rows the verifier reads, through a processor).
+    ``engine_tree``: what it reads of the device tree at ``T > 0``: ``"all"`` (the level-parallel
+    matrices) or ``"walk"`` (the host tree only). ``twin_of``: the registered verifier whose law a
+    fast twin reproduces. ``function``: its name in :mod:`exitlaw.simulate.verifiers`;
+    ``rule``: its key in the sampled-draft rule tables (:data:`~exitlaw.simulate.verifiers.RULES`,
+    the prover's ``RULES``); ``field_label``: its column in the field lab's outputs.
+    """
+
+    name: str
+    kind: str
+    saturating: bool
+    reads: tuple[str, ...]
+    implemented_in: frozenset[str]
+    summary: str
+    greedy_only: bool = False
+    sequential: bool = False
+    engine_rows: str | None = None
+    engine_tree: str | None = None
+    twin_of: str | None = None
+    function: str | None = None
+    rule: str | None = None
+    field_label: str | None = None
+
+
+@dataclass(frozen=True)
+class Method:
+    """A decoding method: ``builder`` names the registered builder that drafts its tree (None: no tree)."""
+
+    name: str
+    builder: str | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class Builder:
+    """A tree builder: ``drafter`` is what it reads (``position-wise`` per-depth rows, an
+    ``autoregressive`` drafter, ``both``, or the ``target`` itself); ``sampled_draft_rule`` names the
+    registered sampled-draft verifier that verifies its rounds instead of the configured verifier."""
+
+    name: str
+    implemented_in: frozenset[str]
+    drafter: str
+    summary: str
+    sampled_draft_rule: str | None = None
+
+
+_ALL_SIM = frozenset({SIMULATOR, PROCEDURE, FAST, ENGINE, ENGINE_BATCHED})
+
+VERIFIERS: tuple[Verifier, ...] = (
+    Verifier(
+        "greedy",
+        FIXED_TREE,
+        saturating=True,
+        reads=(PATH_ROWS,),
+        implemented_in=_ALL_SIM,
+        summary="follow the argmax (T = 0; every fixed-tree verifier reduces to it)",
+        greedy_only=True,
+        engine_tree="walk",
+        function="greedy",
+    ),
+    Verifier(
+        "predraw",
+        FIXED_TREE,
+        saturating=True,
+        reads=(TARGET_ROWS, UNIFORMS),
+        implemented_in=_ALL_SIM | {SETTINGS},
+        summary="DDTree: draw R_v ~ p_v at every node, follow the matching child",
+        engine_rows="all",
+        engine_tree="walk",
+        function="predraw",
+    ),
+    Verifier(
+        "residual",
+        FIXED_TREE,
+        saturating=True,
+        reads=(PATH_ROWS, UNIFORMS),
+        implemented_in=_ALL_SIM | {SETTINGS},
+        summary="EAGLE-style sequential residual: accept children in turn, renormalise on rejection",
+        sequential=True,
+        engine_rows="read",
+        engine_tree="walk",
+        function="residual",
+    ),
+    Verifier(
+        "tev",
+        FIXED_TREE,
+        saturating=True,
+        reads=(INTERNAL_ROWS, UNIFORMS),
+        implemented_in=_ALL_SIM | {SETTINGS},
+        summary="Tree Exit Verification: exit V ~ w, bonus from V's residual row",
+        engine_rows="read",
+        engine_tree="all",
+        function="tev",
+    ),
+    Verifier(
+        "tev-fast",
+        FIXED_TREE,
+        saturating=True,
+        reads=(INTERNAL_ROWS, UNIFORMS),
+        implemented_in=frozenset({SIMULATOR}),
+        summary="TEV's vectorised twin (fast_samplers.tev_many, one sample): for large V",
+        twin_of="tev",
+    ),
+    # sampled-draft rules (sampled_draft.RULES takes their ``rule`` keys in this order)
+    Verifier(
+        "chain-speculative",
+        SAMPLED_DRAFT,
+        saturating=False,
+        reads=(TARGET_ROWS, DRAFT_ROWS, UNIFORMS),
+        implemented_in=frozenset({SIMULATOR, SETTINGS}),
+        summary="chain speculative sampling: accept x ~ q w.p. min(1, p/q), bonus from (p - q)+",
+        function="chain_speculative",
+        rule="chain",
+        field_label="chain_sd",
+    ),
+    Verifier(
+        "specinfer",
+        SAMPLED_DRAFT,
+        saturating=False,
+        reads=(TARGET_ROWS, DRAFT_ROWS, UNIFORMS),
+        implemented_in=frozenset({SIMULATOR}),
+        summary="SpecInfer recursive rejection sampling with i.i.d. children",
+        function="specinfer",
+        rule="specinfer",
+        field_label="rrs_iid",
+    ),
+    Verifier(
+        "specinfer-without-replacement",
+        SAMPLED_DRAFT,
+        saturating=False,
+        reads=(TARGET_ROWS, DRAFT_ROWS, UNIFORMS),
+        implemented_in=frozenset({SIMULATOR, SETTINGS}),
+        summary="recursive rejection, siblings drawn without replacement (EAGLE-2 / Sequoia)",
+        function="specinfer_without_replacement",
+        rule="without_replacement",
+        field_label="rrs_wo",
+    ),
+    Verifier(
+        "hsd",
+        SAMPLED_DRAFT,
+        saturating=False,
+        reads=(TARGET_ROWS, DRAFT_ROWS, UNIFORMS),
+        implemented_in=frozenset({SIMULATOR}),
+        summary="hierarchical speculative decoding of a sampled chain",
+        function="hsd",
+        field_label="hsd",
+    ),
+    Verifier(
+        "univer",
+        SAMPLED_DRAFT,
+        saturating=False,
+        reads=(TARGET_ROWS, DRAFT_ROWS, UNIFORMS),
+        implemented_in=frozenset({SIMULATOR}),
+        summary="UniVer as read here: HSD along each spine, the residual transported onto siblings",
+        function="univer",
+        field_label="univer",
+    ),
+    Verifier(
+        "tsubame",
+        SAMPLED_DRAFT,
+        saturating=False,
+        reads=(DRAFT_ROWS, TARGET_ROWS, UNIFORMS),
+        implemented_in=frozenset({SIMULATOR}),
+        summary="Tsubame's two-pass round: plan from draft scores, re-sample, verify without replacement",
+        function="tsubame_round",
+    ),
+)
+
+METHODS: tuple[Method, ...] = (
+    Method("ar", None, "autoregressive decoding (the baseline; no drafter)"),
+    Method("chain", "chain", "DFlash chain: the top-1 token per depth"),
+    Method("ddtree", "ddtree", "DDTree: the budget's best-first prefixes of the draft rows"),
+)
+
+_SIM = frozenset({SIMULATOR})
+_BOTH = frozenset({SIMULATOR, ENGINE})
+
+BUILDERS: tuple[Builder, ...] = (
+    Builder("ddtree", _BOTH, "position-wise", "DDTree best-first over per-depth rows"),
+    Builder("chain", _BOTH, "position-wise", "top-1 per depth (DFlash's default)"),
+    Builder("static", _SIM, "position-wise", "a fixed branching shape per depth"),
+    Builder("eagle", _SIM, "autoregressive", "EAGLE-2 dynamic expansion, one call per depth"),
+    Builder("oracle", _SIM, "target", "the top-B target prefixes: the coverage ceiling"),
+    Builder("caddtree", _SIM, "position-wise", "CaDDTree: the budget chosen per round"),
+    Builder("tsubame", _SIM, "position-wise", "Tsubame's tree, verified by the config's verifier"),
+    Builder(
+        "tsubame-rrs",
+        _SIM,
+        "position-wise",
+        "Tsubame's tree under its own sampled-draft rule",
+        sampled_draft_rule="specinfer-without-replacement",
+    ),
+    Builder("opt-tree", _SIM, "autoregressive", "OPT-Tree: expected acceptance, layer by layer"),
+    Builder("dartree", _SIM, "both", "DARTree: a diffusion proposal, an autoregressive correction"),
+    Builder(
+        "tsubame-univer",
+        _SIM,
+        "position-wise",
+        "Tsubame's re-sampled tree under UniVer",
+        sampled_draft_rule="univer",
+    ),
+)
+
+
+class Names(tuple):
+    """A tuple of registered names that is also an ``argparse`` ``choices`` container for
+    comma-separated lists: ``["tev", "predraw"] in names`` holds when every item is a name."""
+
+    def __contains__(self, value: object) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(tuple.__contains__(self, v) for v in value)
+        return tuple.__contains__(self, value)
+
+
+def _pick(entries, name: str, what: str):
+    for e in entries:
+        if e.name == name:
+            return e
+    raise ValueError(f"unknown {what} {name!r}; registered: {', '.join(e.name for e in entries)}")
+
+
+def verifier(name: str) -> Verifier:
+    """The registered verifier called ``name`` (``ValueError`` naming the registered ones)."""
+    return _pick(VERIFIERS, name, "verifier")
+
+
+def method(name: str) -> Method:
+    return _pick(METHODS, name, "method")
+
+
+def builder(name: str) -> Builder:
+    return _pick(BUILDERS, name, "builder")
+
+
+def verifier_names(
+    *,
+    implemented: str | None = None,
+    kind: str | None = None,
+    saturating: bool | None = None,
+    sampling: bool | None = None,
+    sequential: bool | None = None,
+) -> Names:
+    """Registered verifier names in registry order, filtered by the facts given.
+
+    ``implemented``: one of :data:`PLACES`; ``sampling``: True keeps the verifiers that sample at
+    ``T > 0`` (not ``greedy_only``), False keeps the greedy ones."""
+    if implemented is not None and implemented not in PLACES:
+        raise ValueError(f"unknown place {implemented!r}; places: {', '.join(PLACES)}")
+    return Names(
+        v.name
+        for v in VERIFIERS
+        if (implemented is None or implemented in v.implemented_in)
+        and (kind is None or v.kind == kind)
+        and (saturating is None or v.saturating == saturating)
+        and (sampling is None or (not v.greedy_only) == sampling)
+        and (sequential is None or v.sequential == sequential)
+    )
+
+
+def method_names(*, tree: bool | None = None) -> Names:
+    """Registered decoding methods; ``tree=True`` keeps those that draft a tree."""
+    return Names(m.name for m in METHODS if tree is None or (m.builder is not None) == tree)
+
+
+def builder_names(*, implemented: str | None = None) -> Names:
+    """Registered builders in registry order; ``implemented``: ``SIMULATOR`` or ``ENGINE``."""
+    return Names(b.name for b in BUILDERS if implemented is None or implemented in b.implemented_in)
+
+
+__all__ = [
+    "FIXED_TREE",
+    "SAMPLED_DRAFT",
+    "SIMULATOR",
+    "PROCEDURE",
+    "FAST",
+    "SETTINGS",
+    "ENGINE",
+    "ENGINE_BATCHED",
+    "PLACES",
+    "Verifier",
+    "Method",
+    "Builder",
+    "VERIFIERS",
+    "METHODS",
+    "BUILDERS",
+    "Names",
+    "verifier",
+    "method",
+    "builder",
+    "verifier_names",
+    "method_names",
+    "builder_names",
+]
