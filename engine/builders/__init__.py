@@ -9,7 +9,7 @@ from exitlaw.engine.builders.single import (
 )
 
 # registered builder name -> its single-sequence builder (build_trees_batch takes the same names)
-BUILDERS = {"chain": build_chain, "ddtree": build_ddtree}
+BUILDERS = {"ddtree": build_ddtree, "chain": build_chain}
 
 __all__ = [
     "BUILDERS",
