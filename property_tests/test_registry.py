@@ -163,8 +163,9 @@ def test_the_engine_dispatch_table_holds_the_registered_engine_verifiers_single_
         assert entry.name == name and callable(entry.single)
         assert (entry.rows, entry.tree) == (fact.engine_rows, fact.engine_tree)
         assert (ENGINE_BATCHED in fact.implemented_in) == callable(entry.batched), name
-        assert entry.single.__module__ == verifiers.__name__
-        assert entry.batched.__module__ == batch_verifiers.__name__
+        assert entry.single is getattr(verifiers, fact.engine_single)
+        if entry.batched is not None:
+            assert entry.batched is getattr(batch_verifiers, fact.engine_batched)
 
 
 def test_engine_methods_and_builders_are_the_registered_ones():
@@ -181,6 +182,23 @@ def test_engine_methods_and_builders_are_the_registered_ones():
         DecodeConfig(verifier=v)
     with pytest.raises(ValueError, match="unknown method"):
         DecodeConfig(method="sequoia")
+
+
+def test_every_registered_engine_builder_builds_single_and_batched_trees():
+    import torch
+
+    from exitlaw.engine.builders import BUILDERS, build_trees_batch
+
+    rows = torch.log_softmax(torch.randn(2, 3, 10, generator=torch.Generator().manual_seed(1)), -1)
+    for name in builder_names(implemented=ENGINE):
+        tree, logq = BUILDERS[name](rows[0], 5, 7)
+        assert tree.num_nodes >= 2 and len(logq) == tree.num_nodes, name
+        if ENGINE_BATCHED in registry.builder(name).implemented_in:
+            trees, _ = build_trees_batch(rows, name, 5, [7, 7], [True, True])
+            assert np.array_equal(trees[0].parent, tree.parent), name
+            assert np.array_equal(trees[0].token, tree.token), name
+    with pytest.raises(ValueError, match="unknown tree method"):
+        build_trees_batch(rows, "sequoia", 5, [7, 7], [True, True])
 
 
 def test_a_walk_only_device_tree_serves_every_verifier_whose_fact_says_walk():

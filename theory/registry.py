@@ -7,35 +7,45 @@ lists, the command line's ``choices``, ``paper_repro``) takes its names from her
 ``property_tests/test_registry.py`` checks both directions: every registered name is offered where
 the registry says it is implemented, and every name offered is registered.
 
-Where each kind of name is implemented (the ``implemented_in`` sets):
+Where each name is implemented (the ``implemented_in`` sets):
 
-* ``SIMULATOR``: a sampling form ``f(tree, probs, rng)`` (fixed-tree verifiers) or
-  ``f(tree, probs, draft_rows, rng)`` (sampled-draft rules) in :mod:`exitlaw.simulate.verifiers`,
-  named by :attr:`Verifier.function`; for builders, an entry of
-  :data:`exitlaw.simulate.builders.table.SIM_BUILDERS`.
+* ``SIMULATOR``: a function of :mod:`exitlaw.simulate.verifiers` named by :attr:`Verifier.function`
+  (fixed-tree sampling forms ``f(tree, probs, rng)``; sampled-draft rules); for builders, an entry
+  of :data:`exitlaw.simulate.builders.table.SIM_BUILDERS`.
 * ``PROCEDURE``: an exact-enumeration procedure in ``exitlaw.simulate.verifiers.PROCEDURES``.
 * ``FAST``: a vectorised sampler in ``exitlaw.simulate.lab.fast_samplers.FAST_SAMPLERS``.
-* ``ENGINE`` / ``ENGINE_BATCHED``: an entry of the engine's one dispatch table
-  (:data:`exitlaw.engine.decode.dispatch.DISPATCH`, a single-tree and a batched implementation);
-  for builders, the engine's :mod:`exitlaw.engine.builders`.
+* ``SETTINGS``: a settings-mode form (raw logits plus sampling settings) in
+  :mod:`exitlaw.simulate.verifiers.with_settings`.
+* ``ENGINE`` / ``ENGINE_BATCHED``: the functions named by :attr:`Verifier.engine_single` /
+  :attr:`Verifier.engine_batched`, from which the engine's one dispatch table
+  (:data:`exitlaw.engine.decode.dispatch.DISPATCH`) is built; for builders, an entry of
+  :data:`exitlaw.engine.builders.BUILDERS` / a name :func:`exitlaw.engine.builders.build_trees_batch`
+  takes.
 
-Adding a verifier (source files touched; plus tests):
+Every place that offers a choice reads its names here: simulator presets
+(``simulate/lab/presets.py``), the builder tables, the engine's dispatch table and methods
+(``engine/decode/dispatch.py``, ``engine/decode/loop.py``, ``engine/serve/engine.py``), the bench
+lists (``engine/bench/verifiers.py``, ``engine/bench/batch.py``, ``simulate/bench/verifiers.py``),
+the command line's ``choices`` (``exitlaw/cli/engine.py``, ``simulate.py``, ``serve.py``),
+``paper_repro`` (``reproduce.py``, ``ledger_inputs.py``) and the figures' lists.
 
-1. its module (e.g. ``simulate/verifiers/<name>.py`` with the sampling form, or the engine's
-   ``engine/decode/verifiers.py`` + ``engine/decode/batch_verifiers.py`` pair for a device twin),
-2. ``theory/registry.py``: one :class:`Verifier` entry with its facts,
-3. the one table that runs it: ``simulate/verifiers/__init__.py`` (export) for the simulator, or
-   ``engine/decode/dispatch.py`` (one :class:`~exitlaw.engine.decode.dispatch.EngineVerifier`
-   entry) for the engine.
+**Adding a verifier** touches at most three source files (plus tests):
 
-Presets, bench lists, command-line choices and ``paper_repro`` pick it up from here.
+* in the simulator: (1) its module in ``simulate/verifiers/`` (sampling form, and procedure, as
+  ``hsd.py`` holds both), (2) one :class:`Verifier` entry here, (3) its export in
+  ``simulate/verifiers/__init__.py``; presets, the bench lists, the command line and ``paper_repro``
+  pick it up from its facts (a procedure written in ``procedures.py`` goes in its ``PROCEDURES``
+  table there, a fast twin in ``lab/fast_samplers.py``: places it then lists in ``implemented_in``);
+* in the engine: (1) ``engine/decode/verifiers.py`` (single tree), (2)
+  ``engine/decode/batch_verifiers.py`` (its batched twin), (3) one :class:`Verifier` entry here
+  naming both (``engine_single``, ``engine_batched``) with its ``engine_rows`` / ``engine_tree``
+  facts; the dispatch table, ``DecodeConfig``, the bench lists and the command line follow.
 
-Adding a builder (source files touched; plus tests):
-
-1. its module in ``simulate/builders/`` (or ``engine/builders/``),
-2. ``theory/registry.py``: one :class:`Builder` entry,
-3. the builder table: ``simulate/builders/table.py`` (one entry keyed by the registry name) or, in
-   the engine, ``engine/builders/__init__.py`` (its exports; :data:`exitlaw.engine.builders.BUILDERS`).
+**Adding a builder** touches at most three source files (plus tests): (1) its module in
+``simulate/builders/`` (or ``engine/builders/``), (2) one :class:`Builder` entry here, (3) its
+entry in ``simulate/builders/table.py`` (or ``engine/builders/__init__.py``'s ``BUILDERS``); the
+presets and ``SimConfig`` validation follow. An engine builder drafted by a decoding method also
+needs its :class:`Method` entry here.
 """
 
 from __future__ import annotations
@@ -74,7 +84,9 @@ class Verifier:
     (every row, up front) or ``"read"`` (only the rows the verifier reads, through a processor).
     ``engine_tree``: what it reads of the device tree at ``T > 0``: ``"all"`` (the level-parallel
     matrices) or ``"walk"`` (the host tree only). ``twin_of``: the registered verifier whose law a
-    fast twin reproduces. ``function``: its name in :mod:`exitlaw.simulate.verifiers`;
+    fast twin reproduces. ``engine_single`` / ``engine_batched``: its functions in
+    :mod:`exitlaw.engine.decode.verifiers` / :mod:`exitlaw.engine.decode.batch_verifiers` (the
+    dispatch table is built from them). ``function``: its name in :mod:`exitlaw.simulate.verifiers`;
     ``rule``: its key in the sampled-draft rule tables (:data:`~exitlaw.simulate.verifiers.RULES`,
     the prover's ``RULES``); ``field_label``: its column in the field lab's outputs.
     """
@@ -90,6 +102,8 @@ class Verifier:
     engine_rows: str | None = None
     engine_tree: str | None = None
     twin_of: str | None = None
+    engine_single: str | None = None
+    engine_batched: str | None = None
     function: str | None = None
     rule: str | None = None
     field_label: str | None = None
@@ -117,7 +131,7 @@ class Builder:
     sampled_draft_rule: str | None = None
 
 
-_ALL_SIM = frozenset({SIMULATOR, PROCEDURE, FAST, ENGINE, ENGINE_BATCHED})
+_EVERYWHERE = frozenset({SIMULATOR, PROCEDURE, FAST, ENGINE, ENGINE_BATCHED})
 
 VERIFIERS: tuple[Verifier, ...] = (
     Verifier(
@@ -125,10 +139,12 @@ VERIFIERS: tuple[Verifier, ...] = (
         FIXED_TREE,
         saturating=True,
         reads=(PATH_ROWS,),
-        implemented_in=_ALL_SIM,
+        implemented_in=_EVERYWHERE,
         summary="follow the argmax (T = 0; every fixed-tree verifier reduces to it)",
         greedy_only=True,
         engine_tree="walk",
+        engine_single="verify_greedy_walk",
+        engine_batched="verify_batch_greedy",
         function="greedy",
     ),
     Verifier(
@@ -136,10 +152,12 @@ VERIFIERS: tuple[Verifier, ...] = (
         FIXED_TREE,
         saturating=True,
         reads=(TARGET_ROWS, UNIFORMS),
-        implemented_in=_ALL_SIM | {SETTINGS},
+        implemented_in=_EVERYWHERE | {SETTINGS},
         summary="DDTree: draw R_v ~ p_v at every node, follow the matching child",
         engine_rows="all",
         engine_tree="walk",
+        engine_single="verify_predraw",
+        engine_batched="verify_batch_predraw",
         function="predraw",
     ),
     Verifier(
@@ -147,11 +165,13 @@ VERIFIERS: tuple[Verifier, ...] = (
         FIXED_TREE,
         saturating=True,
         reads=(PATH_ROWS, UNIFORMS),
-        implemented_in=_ALL_SIM | {SETTINGS},
+        implemented_in=_EVERYWHERE | {SETTINGS},
         summary="EAGLE-style sequential residual: accept children in turn, renormalise on rejection",
         sequential=True,
         engine_rows="read",
         engine_tree="walk",
+        engine_single="verify_residual",
+        engine_batched="verify_batch_residual",
         function="residual",
     ),
     Verifier(
@@ -159,10 +179,12 @@ VERIFIERS: tuple[Verifier, ...] = (
         FIXED_TREE,
         saturating=True,
         reads=(INTERNAL_ROWS, UNIFORMS),
-        implemented_in=_ALL_SIM | {SETTINGS},
+        implemented_in=_EVERYWHERE | {SETTINGS},
         summary="Tree Exit Verification: exit V ~ w, bonus from V's residual row",
         engine_rows="read",
         engine_tree="all",
+        engine_single="verify_tev",
+        engine_batched="verify_batch_tev",
         function="tev",
     ),
     Verifier(
@@ -246,7 +268,7 @@ METHODS: tuple[Method, ...] = (
 )
 
 _SIM = frozenset({SIMULATOR})
-_BOTH = frozenset({SIMULATOR, ENGINE})
+_BOTH = frozenset({SIMULATOR, ENGINE, ENGINE_BATCHED})
 
 BUILDERS: tuple[Builder, ...] = (
     Builder("ddtree", _BOTH, "position-wise", "DDTree best-first over per-depth rows"),

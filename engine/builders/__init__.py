@@ -8,8 +8,14 @@ from exitlaw.engine.builders.single import (
     factorised_best_first,
 )
 
-# registered builder name -> its single-sequence builder (build_trees_batch takes the same names)
-BUILDERS = {"ddtree": build_ddtree, "chain": build_chain}
+
+def _chain(draft_logprobs, budget: int, root_token: int):
+    return build_chain(draft_logprobs, root_token)  # a chain drafts every depth: no budget
+
+
+# registered builder name -> ``(draft_logprobs [D, V], budget, root_token) -> (tree, logq)``;
+# build_trees_batch (batched.py) takes the registry's ENGINE_BATCHED builder names
+BUILDERS = {"ddtree": build_ddtree, "chain": _chain}
 
 __all__ = [
     "BUILDERS",

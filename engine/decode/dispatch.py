@@ -22,37 +22,23 @@ from typing import Callable
 import torch
 
 from exitlaw.theory import DistributionError
-from exitlaw.theory.registry import verifier
+from exitlaw.theory.registry import ENGINE, VERIFIERS, verifier
 
+from exitlaw.engine.decode import batch_verifiers, verifiers
 from exitlaw.engine.decode.batch_tree import BatchTree
-from exitlaw.engine.decode.batch_verifiers import (
-    verify_batch_greedy,
-    verify_batch_predraw,
-    verify_batch_residual,
-    verify_batch_tev,
-)
 from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, rows_processor
-from exitlaw.engine.decode.verifiers import (
-    KINDS,
-    VerifierGenerators,
-    VerifyResult,
-    _check,
-    verify_greedy_walk,
-    verify_predraw,
-    verify_residual,
-    verify_tev,
-)
+from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators, VerifyResult, _check
 
 
 @dataclass(frozen=True)
 class EngineVerifier:
     """One registered verifier on the device: ``single(tree, logits, T, gens[, process])`` and its
-    batched twin ``batched(batch_tree, logits, T, gens[, process])``; ``rows`` and ``tree`` are the
-    registry's ``engine_rows`` / ``engine_tree`` facts (greedy: called as ``f(tree, logits)``)."""
+    batched twin ``batched(batch_tree, logits, T, gens[, process])`` (None: not batched); ``rows``
+    and ``tree`` are the registry's ``engine_rows`` / ``engine_tree`` facts (greedy: ``f(tree, logits)``)."""
 
     name: str
     single: Callable[..., VerifyResult]
-    batched: Callable[..., list[VerifyResult]]
+    batched: Callable[..., list[VerifyResult]] | None
 
     @property
     def rows(self) -> str | None:
@@ -67,11 +53,15 @@ class EngineVerifier:
         return verifier(self.name).greedy_only
 
 
+# keyed by registry name; the functions are the ones the registry names (engine_single / engine_batched)
 DISPATCH: dict[str, EngineVerifier] = {
-    "greedy": EngineVerifier("greedy", verify_greedy_walk, verify_batch_greedy),
-    "predraw": EngineVerifier("predraw", verify_predraw, verify_batch_predraw),
-    "residual": EngineVerifier("residual", verify_residual, verify_batch_residual),
-    "tev": EngineVerifier("tev", verify_tev, verify_batch_tev),
+    v.name: EngineVerifier(
+        v.name,
+        getattr(verifiers, v.engine_single),
+        getattr(batch_verifiers, v.engine_batched) if v.engine_batched else None,
+    )
+    for v in VERIFIERS
+    if ENGINE in v.implemented_in
 }
 
 
@@ -83,6 +73,8 @@ def _run(kind: str, batched: bool, tree, logits: torch.Tensor, settings, generat
     if generators is None:
         raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
     fn = entry.batched if batched else entry.single
+    if fn is None:
+        raise ValueError(f"verifier {kind!r} has no batched form")
     if entry.rows == "all":  # draws at every node: every row is processed
         return fn(tree, filter_logits(logits, settings), t, generators)
     return fn(tree, logits, t, generators, rows_processor(settings))

@@ -24,10 +24,11 @@ import numpy as np
 import torch
 
 from exitlaw.theory import DraftTree, TraceRound, check_temperature
+from exitlaw.theory.registry import method as registry_method
 from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import DEFAULT_ORDER, SamplingSettings
 
-from exitlaw.engine.builders.single import build_chain, build_ddtree
+from exitlaw.engine.builders import BUILDERS
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.decode.sampling_settings import (
     as_settings,
@@ -222,10 +223,8 @@ def build_stage(draft_logprobs: torch.Tensor, cfg: DecodeConfig, root: int, devi
     not read ``q``, so the law is the processed target's block law for any tree.
     """
     draft_logprobs = processed_draft_logprobs(draft_logprobs, cfg.settings)
-    if cfg.method == "chain":
-        tree, logq = build_chain(draft_logprobs, root)
-    else:
-        tree, logq = build_ddtree(draft_logprobs, cfg.budget, root)
+    build = BUILDERS[registry_method(cfg.method).builder]  # chain or ddtree
+    tree, logq = build(draft_logprobs, cfg.budget, root)
     return to_device_tree(tree, device, logq, parts=tree_parts(cfg), cache_shapes=True)
 
 

@@ -97,9 +97,9 @@ class SimConfig:
             )
         if self.verifier not in VERIFIERS:
             raise ValueError(f"unknown verifier {self.verifier!r} (known: {', '.join(VERIFIERS)})")
-        if self.verifier == "greedy" and self.temperature != 0:
+        if registry.verifier(self.verifier).greedy_only and self.temperature != 0:
             raise ValueError(
-                "the greedy verifier is exact only for a T=0 target; set temperature to 0"
+                f"the {self.verifier} verifier is exact only for a T=0 target; set temperature to 0"
             )
         for name in ("vocab", "horizon", "rounds", "budget", "dartree_widen"):
             if getattr(self, name) < 1:
@@ -372,20 +372,25 @@ def row_label(name: str, cfg: SimConfig) -> str:
 
 
 def verifier_fn(name: str):
-    """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``."""
-    if name == "tev-fast":
-        from exitlaw.simulate.lab.fast_samplers import tev_many
-
-        def tev_fast(tree, probs, rng):
-            exit_node, bonus = tev_many(tree, probs, rng, 1)
-            return int(exit_node[0]), int(bonus[0])
-
-        return tev_fast
+    """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``: its
+    function in ``exitlaw.simulate.verifiers``, or for a fast twin (``tev-fast``) its vectorised
+    sampler (``fast_samplers``) with one sample."""
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r} (known: {', '.join(VERIFIERS)})")
+    fact = registry.verifier(name)
+    if fact.twin_of is not None:
+        from exitlaw.simulate.lab.fast_samplers import FAST_SAMPLERS
+
+        many = FAST_SAMPLERS[fact.twin_of]
+
+        def fast_twin(tree, probs, rng):
+            exit_node, bonus = many(tree, probs, rng, 1)
+            return int(exit_node[0]), int(bonus[0])
+
+        return fast_twin
     from exitlaw.simulate import verifiers
 
-    return getattr(verifiers, name)
+    return getattr(verifiers, fact.function)
 
 
 def sampled_verifier_fn(builder: str):
