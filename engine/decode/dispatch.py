@@ -24,7 +24,8 @@ import torch
 from exitlaw.theory import DistributionError
 from exitlaw.theory.registry import ENGINE, VERIFIERS, verifier
 
-from exitlaw.engine.decode import batch_verifiers, verifiers
+import exitlaw.engine.decode.batch_verifiers as batch_verifiers
+import exitlaw.engine.decode.verifiers as verifiers
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, rows_processor
 from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators, VerifyResult, _check

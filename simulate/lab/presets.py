@@ -220,9 +220,7 @@ class SimConfig:
         self, name: str, target: NGramTarget, pos: PositionWiseDrafter, ar: AutoregressiveDrafter
     ) -> BuildFn:
         """``(context, draft_rng) -> Built`` for builder ``name`` (the table in
-        :mod:`exitlaw.simulate.builders.table`)."""
-        if name not in BUILDERS:
-            raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
+        :mod:`exitlaw.simulate.builders.table`; ``ValueError`` for an unregistered name)."""
         return _make_builder(name, self, target, pos, ar)
 
 
