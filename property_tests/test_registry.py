@@ -319,7 +319,8 @@ def cli_offered(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
 
 
 def cli_choice_offenders(parser: argparse.ArgumentParser) -> list[str]:
-    """Every verifier / method / builder choice offered on the command line that is not registered."""
+    """Every verifier / method / builder choice offered on the command line that is not registered, and
+    every default outside its option's choices."""
     offenders = []
     for path, action in _choice_actions(parser):
         if action.choices is None or action.dest not in CLI_KINDS:
@@ -327,6 +328,9 @@ def cli_choice_offenders(parser: argparse.ArgumentParser) -> list[str]:
         bad = sorted(set(action.choices) - CLI_KINDS[action.dest])
         if bad:
             offenders.append(f"{path} {action.option_strings}: unregistered {bad}")
+        default = action.default
+        if default is not None and default not in action.choices:
+            offenders.append(f"{path} {action.option_strings}: default {default!r} not offered")
     return offenders
 
 
