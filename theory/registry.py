@@ -1,7 +1,8 @@
 """One table of names: every verifier, decoding method and tree builder, each named once with its facts.
 
-Pure Python (no numpy, torch or JAX), so the theory, the simulator, the engine, the command line and
-``paper_repro`` all read it, and ``exitlaw --help`` pays nothing for it. Every place that offers a
+Pure Python (it imports nothing; its package, ``exitlaw.theory``, loads numpy but never torch or JAX),
+so the theory, the simulator, the engine, the command line and ``paper_repro`` all read it, and
+``exitlaw --help`` pays nothing for it. Every place that offers a
 choice of verifier, method or builder (simulator presets, the engine's dispatch table, the bench
 lists, the command line's ``choices``, ``paper_repro``) takes its names from here, and
 ``property_tests/test_registry.py`` checks both directions: every registered name is offered where
@@ -88,7 +89,8 @@ class Verifier:
     :mod:`exitlaw.engine.decode.verifiers` / :mod:`exitlaw.engine.decode.batch_verifiers` (the
     dispatch table is built from them). ``function``: its name in :mod:`exitlaw.simulate.verifiers`;
     ``rule``: its key in the sampled-draft rule tables (:data:`~exitlaw.simulate.verifiers.RULES`,
-    the prover's ``RULES``); ``field_label``: its column in the field lab's outputs.
+    the prover's ``RULES``, which keys Tsubame's round by its registry name); ``field_label``: its
+    column in the field lab's outputs.
     """
 
     name: str
