@@ -308,6 +308,19 @@ class Names(tuple):
             return all(tuple.__contains__(self, v) for v in value)
         return tuple.__contains__(self, value)
 
+    def checked_by_the_command(self) -> "CheckedNames":
+        """These names as the ``choices`` of a comma-list option whose command checks each name itself."""
+        return CheckedNames(self)
+
+
+class CheckedNames(Names):
+    """The names a comma-list option offers (``choices``, for ``--help`` and the registry test), where
+    the command checks each name against the same registry query and reports the unknown ones
+    (``unknown verifier(s) [...]``, exit status 2): ``argparse`` lets every list through to it."""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, list) or Names.__contains__(self, value)
+
 
 def _pick(entries, name: str, what: str):
     for e in entries:
@@ -381,6 +394,7 @@ __all__ = [
     "METHODS",
     "BUILDERS",
     "Names",
+    "CheckedNames",
     "verifier",
     "method",
     "builder",

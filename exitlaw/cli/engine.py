@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--verifier",
         type=name_list,
-        choices=verifier_names(implemented=ENGINE),
+        choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
         metavar="VERIFIER",
         default=["predraw", "tev"],
         help="e.g. predraw,tev (also greedy, residual)",
@@ -157,7 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--verifiers",
         type=name_list,
-        choices=verifier_names(implemented=ENGINE),
+        choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
         metavar="VERIFIERS",
         default=["predraw", "residual", "tev"],
         help="comma-separated subset of predraw,residual,tev",
@@ -233,7 +233,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bb.add_argument(
         "--verifier",
         type=name_list,
-        choices=verifier_names(implemented=ENGINE_BATCHED),
+        choices=verifier_names(implemented=ENGINE_BATCHED).checked_by_the_command(),
         metavar="VERIFIER",
         default=["tev"],
         help="e.g. tev,predraw (also greedy, residual)",
