@@ -16,7 +16,8 @@ if TYPE_CHECKING:
         format_comparison,
     )
     from .bench.verifiers import run_verifier_bench as run_verifier_stage_bench
-    from .decode.batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
+    from .builders.batched import build_trees_batch
+    from .decode.batch_draft import BatchDraftCache, dflash_draft_batch
     from .decode.batch_generate import (
         BatchGenerationResult,
         BatchState,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     )
     from .decode.batch_tree import BatchTree, to_batch_tree
     from .decode.batch_verifiers import batch_exit_law, verify_batch
-    from .decode.builders import build_chain, build_ddtree
+    from .builders.single import build_chain, build_ddtree
     from .decode.device_tree import DeviceTree, to_device_tree
     from .decode.loop import DecodeConfig, GenerationResult, Generators, generate, generate_ar
     from .decode.timing import NullTimer, StageTimer
@@ -56,8 +57,8 @@ if TYPE_CHECKING:
 # PEP 562: every name loads its module (and torch) on first access (static tools read the block above)
 _LAZY = {
     # tree builders, device trees and verifiers
-    "build_chain": ("decode.builders", "build_chain"),
-    "build_ddtree": ("decode.builders", "build_ddtree"),
+    "build_chain": ("builders.single", "build_chain"),
+    "build_ddtree": ("builders.single", "build_ddtree"),
     "DeviceTree": ("decode.device_tree", "DeviceTree"),
     "to_device_tree": ("decode.device_tree", "to_device_tree"),
     "VERIFIER_KINDS": ("decode.verifiers", "KINDS"),
@@ -72,7 +73,7 @@ _LAZY = {
     "batch_exit_law": ("decode.batch_verifiers", "batch_exit_law"),
     "BatchDraftCache": ("decode.batch_draft", "BatchDraftCache"),
     "dflash_draft_batch": ("decode.batch_draft", "dflash_draft_batch"),
-    "build_trees_batch": ("decode.batch_draft", "build_trees_batch"),
+    "build_trees_batch": ("builders.batched", "build_trees_batch"),
     "BatchState": ("decode.batch_generate", "BatchState"),
     "BatchGenerationResult": ("decode.batch_generate", "BatchGenerationResult"),
     "prefill_batch": ("decode.batch_generate", "prefill_batch"),

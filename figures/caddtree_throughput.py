@@ -41,7 +41,7 @@ def compute(
         first_decrease,
     )
     from exitlaw.simulate import throughput_curve
-    from exitlaw.simulate.lab.caddtree import first_decrease_misses
+    from exitlaw.simulate.builders.caddtree import first_decrease_misses
 
     contexts = contexts or (3 if quick else 6)
     target = NGramTarget(vocab, order=2, zipf=2.0, seed=seed)

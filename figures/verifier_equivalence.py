@@ -15,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.theory.registry import FAST, verifier_names
+
 from .style import COLORS, new_figure, require, save
 
 NAME = "verifier_equivalence"
-VERIFIERS = ("predraw", "residual", "tev")
+VERIFIERS = verifier_names(implemented=FAST, sampling=True)  # predraw, residual, tev
 
 
 def compute(
@@ -32,7 +34,7 @@ def compute(
 ) -> dict:
     """Sample every verifier on one simulated tree; return counts and the exact depth law."""
     from exitlaw.simulate import PositionWiseDrafter, NGramTarget, ddtree
-    from exitlaw.simulate.verifiers.fast import predraw_many, residual_many, tev_many
+    from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
     from exitlaw.simulate.stats import pooled_chisquare
     from exitlaw.theory import exit_depth_law, exit_law, gather_edge_probs
 
@@ -47,7 +49,7 @@ def compute(
     depth_law = depth_law / depth_law.sum()
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0xE9]))
     streams = dict(zip(VERIFIERS, rng.spawn(len(VERIFIERS))))
-    fns = {"predraw": predraw_many, "residual": residual_many, "tev": tev_many}
+    fns = FAST_SAMPLERS
     counts, mean_length, chi = {}, {}, {}
     for name in VERIFIERS:
         exits, _ = fns[name](tree, probs, streams[name], samples)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.theory.registry import ENGINE, verifier_names
+
 from .style import COLORS, new_figure, read_data, require, save
 
 NAME = "verifier_latency"
@@ -31,8 +33,9 @@ PAPER_REDUCTION = {
     "T=0.6": {32: 12.9, 64: 15.2, 128: 24.3},
     "T=1.0": {32: 12.0, 64: 14.0, 128: 17.1},
 }
-ORDER = ("predraw", "residual", "tev", "floor")
-BAR_COLORS = {**{k: COLORS[k] for k in ("predraw", "residual", "tev")}, "floor": "#7f7f7f"}
+STAGES = verifier_names(implemented=ENGINE, sampling=True)  # the bench-verifiers stages
+ORDER = (*STAGES, "floor")
+BAR_COLORS = {**{k: COLORS[k] for k in STAGES}, "floor": "#7f7f7f"}
 
 
 def _k_text(internal) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.infra.provenance import git_commit as _git_commit
+from exitlaw.theory.registry import FIXED_TREE, PROCEDURE, verifier_names
 
 FIGURE_INPUTS = ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency")
 NEEDED = FIGURE_INPUTS  # figure data a ledger over a run directory computes when missing
@@ -55,7 +56,7 @@ SHIPPED = {
     "sim_exittrain_matched": "sim_exittrain_matched/sweep.json",
     "field_lab": "field_lab.json",
 }
-KIT_VERIFIERS = ("predraw", "residual", "tev")
+KIT_VERIFIERS = verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE)
 
 
 # ----- provenance ------------------------------------------------------------------------------------------

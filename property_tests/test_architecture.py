@@ -222,20 +222,22 @@ SUBPACKAGE_RULES = {
     "simulate": {
         ".": {"."},
         "verifiers": {"."},
-        "lab": {".", "verifiers"},  # the lab never uses the kit or the prover
+        "builders": {"."},  # builders read rows and drafters they are given: no lab, no verifier
+        "lab": {".", "verifiers", "builders"},  # the lab never uses the kit or the prover
         "kit": {".", "verifiers"},  # the kit never uses the lab's presets or models
         "prove": {".", "verifiers", "kit"},  # the prover loads procedures as the kit does
-        "exittrain": {".", "lab"},
-        "bench": {".", "verifiers", "lab", "kit"},
+        "exittrain": {".", "lab", "builders"},
+        "bench": {".", "verifiers", "lab", "kit", "builders"},
         "audit": {"."},  # the server audit: an HTTP client + the shared statistics
     },
     "engine": {
         ".": set(),
         "models": set(),  # models know nothing of decoding or training
         "prompts": set(),
-        "decode": {"models"},  # decoding never imports training or benchmarks
-        "training": {"models", "decode", "prompts"},
-        "bench": {"models", "decode", "prompts"},
+        "builders": set(),  # builders turn draft rows into trees: no models, no decoding
+        "decode": {"models", "builders"},  # decoding never imports training or benchmarks
+        "training": {"models", "decode", "prompts", "builders"},
+        "bench": {"models", "decode", "prompts", "builders"},
         "serve": {"models", "decode", "prompts"},  # the HTTP server runs the engine's entry points
     },
     "paper_repro": {
@@ -303,7 +305,10 @@ def test_sub_packages_import_only_the_rooms_their_rules_allow():
 @pytest.mark.parametrize(
     "file, planted",
     [
-        ("simulate/lab/builders.py", "from exitlaw.simulate.kit import conformance"),
+        ("simulate/builders/trees.py", "from exitlaw.simulate.kit import conformance"),
+        ("simulate/builders/caddtree.py", "from exitlaw.simulate.lab.presets import SimConfig"),
+        ("engine/builders/single.py", "from exitlaw.engine.decode.loop import DecodeConfig"),
+        ("engine/builders/batched.py", "from exitlaw.engine.models.target import compact_rows_"),
         ("simulate/kit/cases.py", "from ..lab.presets import SimConfig"),
         ("engine/decode/loop.py", "import exitlaw.engine.training.loop"),
         ("engine/models/target.py", "from exitlaw.engine.decode.verifiers import verify"),

@@ -93,8 +93,8 @@ def test_oracle_exact_path_set_breaks_ties_toward_the_shallower_prefix():
 
 
 def test_ddtree_exact_path_set_breaks_ties_toward_the_shallower_prefix():
-    from exitlaw.engine.decode.builders import build_ddtree
-    from exitlaw.simulate.lab.builders import ddtree
+    from exitlaw.engine.builders.single import build_ddtree
+    from exitlaw.simulate.builders.trees import ddtree
 
     # q_1 = [0.5, 0.5, 0], q_2 = [1, 0, 0]: score((0, 0)) = log 0.5 = score((1,))
     marginals = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
@@ -155,7 +155,7 @@ def test_engine_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(mo
 def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
     import torch
 
-    from exitlaw.engine.decode.builders import build_ddtree
+    from exitlaw.engine.builders.single import build_ddtree
     from exitlaw.engine.decode.loop import (
         commit_stage,
         draft_stage,

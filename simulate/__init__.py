@@ -6,8 +6,8 @@ and the conformance kit. Submodules are imported explicitly by their users.
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-# Synthetic models, builders, simulated decoding (numpy; JAX loads on first law evaluation).
-from exitlaw.simulate.lab.builders import (
+# Builders (simulate/builders), synthetic models, simulated decoding (numpy; JAX loads on first law evaluation).
+from exitlaw.simulate.builders.trees import (
     Built,
     chain,
     ddtree,
@@ -17,9 +17,14 @@ from exitlaw.simulate.lab.builders import (
     static_tree,
     tsubame,
 )
-from exitlaw.simulate.lab.caddtree import LatencyModel, caddtree, first_decrease, throughput_curve
-from exitlaw.simulate.lab.dartree import dartree
-from exitlaw.simulate.lab.opt_tree import draft_expected_acceptance, opt_tree
+from exitlaw.simulate.builders.caddtree import (
+    LatencyModel,
+    caddtree,
+    first_decrease,
+    throughput_curve,
+)
+from exitlaw.simulate.builders.dartree import dartree
+from exitlaw.simulate.builders.opt_tree import draft_expected_acceptance, opt_tree
 from exitlaw.simulate.lab.decoding import RoundRecord, SimulationResult, simulate_decoding
 from exitlaw.simulate.lab.models import (
     AutoregressiveDrafter,

@@ -35,19 +35,21 @@ from typing import Any, Sequence
 
 import torch
 
+from exitlaw.theory.registry import ENGINE_BATCHED, verifier_names
+
 from exitlaw.engine.decode.batch_generate import (
     BatchGenerationResult,
     generate_ar_batch,
     generate_batch,
 )
 from exitlaw.engine.decode.batch_tree import to_batch_tree
-from exitlaw.engine.decode.batch_verifiers import verify_batch
+from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.bench.decoding import filter_knobs, sampling_filters
 from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.bench.verifiers import make_cases
-from exitlaw.engine.decode.verifiers import VerifierGenerators, verify
+from exitlaw.engine.decode.verifiers import VerifierGenerators
 from exitlaw.engine.decode.work_bounds import check_decode_fits
 
 
@@ -177,7 +179,7 @@ def run_batch_verifier_bench(
     budget: int = 32,
     vocab: int = 151936,
     *,
-    kinds: Sequence[str] = ("greedy", "predraw", "tev"),
+    kinds: Sequence[str] = verifier_names(implemented=ENGINE_BATCHED, sequential=False),
     temperature: float = 1.0,
     device: str = "cpu",
     depth: int = 7,
@@ -297,7 +299,8 @@ def run_batch_bench(
         warmup=warmup,
         filters=filters,
     )
-    kinds = [k for k in ("greedy", "predraw", "tev") if k in verifiers] or ["tev"]
+    batched = verifier_names(implemented=ENGINE_BATCHED, sequential=False)  # one call per batch
+    kinds = [k for k in batched if k in verifiers] or ["tev"]
     stage = run_batch_verifier_bench(
         batch_sizes,
         budget,

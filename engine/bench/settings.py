@@ -23,7 +23,8 @@ from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.engine.bench.verifiers import BENCH_KINDS, make_cases
 from exitlaw.engine.decode.timing import interleaved_ms
-from exitlaw.engine.decode.verifiers import VerifierGenerators, verify
+from exitlaw.engine.decode.dispatch import verify
+from exitlaw.engine.decode.verifiers import VerifierGenerators
 
 DEFAULT_SWEEP = (
     {"top_k": 50},

@@ -42,13 +42,16 @@ from typing import Any, Callable
 
 import torch
 
-from exitlaw.engine.decode.builders import build_ddtree
+from exitlaw.theory.registry import ENGINE, verifier_names
+
+from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.decode.timing import interleaved_ms
-from exitlaw.engine.decode.verifiers import VerifierGenerators, _draw_logits, verify
+from exitlaw.engine.decode.dispatch import verify
+from exitlaw.engine.decode.verifiers import VerifierGenerators, _draw_logits
 
-BENCH_KINDS = ("predraw", "residual", "tev")
+BENCH_KINDS = verifier_names(implemented=ENGINE, sampling=True)  # predraw, residual, tev
 HOT = 4  # hot tokens per depth shared by drafter and target
 
 

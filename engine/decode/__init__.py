@@ -1,6 +1,6 @@
-"""Decoding: device trees, builders, sampling settings, verifiers, the generate loop, their batched twins, stage timing and bounds on work."""
+"""Decoding: device trees, sampling settings, verifiers and their one dispatch table, the generate loop, their batched twins, stage timing and bounds on work."""
 
-from .batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
+from .batch_draft import BatchDraftCache, dflash_draft_batch
 from .batch_generate import (
     ar_step_batch,
     batch_round,
@@ -26,8 +26,8 @@ from .batch_verifiers import (
     verify_batch_residual,
     verify_batch_tev,
 )
-from .builders import build_chain, build_ddtree
 from .device_tree import DeviceTree, to_device_tree
+from .dispatch import DISPATCH, EngineVerifier
 from .loop import (
     build_stage,
     commit_stage,
@@ -69,7 +69,6 @@ from .work_bounds import available_bytes, check_decode_fits, round_memory, Round
 __all__ = [
     "BatchDraftCache",
     "dflash_draft_batch",
-    "build_trees_batch",
     "BatchState",
     "BatchGenerationResult",
     "prefill_batch",
@@ -92,9 +91,9 @@ __all__ = [
     "verify_batch_predraw",
     "verify_batch_tev",
     "verify_batch_residual",
-    "build_ddtree",
-    "build_chain",
     "DeviceTree",
+    "DISPATCH",
+    "EngineVerifier",
     "to_device_tree",
     "DecodeConfig",
     "Generators",

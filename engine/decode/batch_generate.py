@@ -42,9 +42,10 @@ import torch
 
 from exitlaw.theory import TraceRound
 
-from exitlaw.engine.decode.batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
+from exitlaw.engine.builders.batched import build_trees_batch
+from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batch
 from exitlaw.engine.decode.batch_tree import BatchTree, to_batch_tree
-from exitlaw.engine.decode.batch_verifiers import verify_batch
+from exitlaw.engine.decode.dispatch import verify_batch
 from exitlaw.engine.decode.loop import (
     DecodeConfig,
     Generators,

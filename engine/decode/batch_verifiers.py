@@ -34,14 +34,8 @@ from exitlaw.theory import DistributionError
 
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.decode.sampling_settings import (
-    as_settings,
-    filter_logits,
-    processed_rows,
-    rows_processor,
-)
+from exitlaw.engine.decode.sampling_settings import processed_rows
 from exitlaw.engine.decode.verifiers import (
-    KINDS,
     LOG_ZERO,
     VerifierGenerators,
     VerifyResult,
@@ -216,35 +210,11 @@ def verify_batch(
     temperature,
     generators: VerifierGenerators | None,
 ) -> list[VerifyResult]:
-    """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row.
+    """Verify one batched round through the one dispatch table
+    (:func:`exitlaw.engine.decode.dispatch.verify_batch`: ``logits [B, N, V]``, one result per row)."""
+    from exitlaw.engine.decode.dispatch import verify_batch as dispatch_verify_batch
 
-    ``temperature``: a float or a :class:`~exitlaw.theory.SamplingSettings`; the rows each verifier
-    reads are processed first (:func:`~exitlaw.engine.decode.sampling_settings.filter_logits`), as in ``verify``.
-    """
-    if kind not in KINDS:
-        raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
-    settings = as_settings(temperature)
-    t = settings.temperature
-    if not isinstance(bt, BatchTree):
-        raise TypeError(
-            f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}"
-        )
-    if logits.ndim != 3 or tuple(logits.shape[:2]) != (bt.batch_size, bt.width):
-        raise DistributionError(
-            f"logits must have shape [B={bt.batch_size}, N={bt.width}, V], got {tuple(logits.shape)}"
-        )
-    if not torch.is_floating_point(logits):
-        raise DistributionError(f"logits must be floating point, got {logits.dtype}")
-    for tree in bt.trees:
-        tree.check_vocab(int(logits.shape[2]))
-    if t == 0 or kind == "greedy":
-        return verify_batch_greedy(bt, logits)
-    if generators is None:
-        raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
-    if kind == "predraw":  # draws at every node: every row is processed
-        return verify_batch_predraw(bt, filter_logits(logits, settings), t, generators)
-    fn = {"residual": verify_batch_residual, "tev": verify_batch_tev}[kind]
-    return fn(bt, logits, t, generators, rows_processor(settings))
+    return dispatch_verify_batch(kind, bt, logits, temperature, generators)
 
 
 __all__ = [

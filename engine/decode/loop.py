@@ -23,9 +23,11 @@ import numpy as np
 import torch
 
 from exitlaw.theory import DraftTree, TraceRound, check_temperature
+from exitlaw.theory.registry import method as registry_method
+from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
-from exitlaw.engine.decode.builders import build_chain, build_ddtree
+from exitlaw.engine.builders import BUILDERS
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.decode.sampling_settings import (
     as_settings,
@@ -35,14 +37,11 @@ from exitlaw.engine.decode.sampling_settings import (
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
 from exitlaw.engine.models.target import TargetModel, TargetStep
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
-from exitlaw.engine.decode.verifiers import (
-    KINDS as VERIFIER_KINDS,
-    VerifierGenerators,
-    VerifyResult,
-    verify,
-)
+from exitlaw.engine.decode.dispatch import DISPATCH, verify
+from exitlaw.engine.decode.dispatch import KINDS as VERIFIER_KINDS
+from exitlaw.engine.decode.verifiers import VerifierGenerators, VerifyResult
 
-METHODS = ("ar", "chain", "ddtree")
+METHODS = method_names()
 
 
 GREEDY = SamplingSettings(0.0)
@@ -215,17 +214,16 @@ def build_stage(draft_logprobs: torch.Tensor, cfg: DecodeConfig, root: int, devi
     not read ``q``, so the law is the processed target's block law for any tree.
     """
     draft_logprobs = processed_draft_logprobs(draft_logprobs, cfg.settings)
-    if cfg.method == "chain":
-        tree, logq = build_chain(draft_logprobs, root)
-    else:
-        tree, logq = build_ddtree(draft_logprobs, cfg.budget, root)
+    build = BUILDERS[registry_method(cfg.method).builder]  # chain or ddtree
+    tree, logq = build(draft_logprobs, cfg.budget, root)
     return to_device_tree(tree, device, logq, parts=tree_parts(cfg), cache_shapes=True)
 
 
 def tree_parts(cfg: DecodeConfig) -> str:
-    """What the round's verifier reads of the device tree: TEV at T > 0 reads every tensor
-    (``"all"``); greedy, predraw and residual walk the host tree (``"walk"``: no TEV matrices)."""
-    return "all" if cfg.verifier == "tev" and cfg.temperature > 0 else "walk"
+    """What the round's verifier reads of the device tree at T > 0 (its dispatch entry's ``tree``, a
+    registry fact): TEV reads every tensor (``"all"``); greedy, predraw and residual walk the host
+    tree (``"walk"``: no TEV matrices). At T = 0 every verifier is the greedy walk."""
+    return DISPATCH[cfg.verifier].tree if cfg.temperature > 0 else "walk"
 
 
 def verify_forward_stage(state: DecodeState, target: TargetModel, dtree: DeviceTree) -> TargetStep:

@@ -35,16 +35,12 @@ import numpy as np
 import torch
 
 from exitlaw.theory import DistributionError
+from exitlaw.theory.registry import ENGINE, verifier_names
 
 from exitlaw.engine.decode.device_tree import DeviceTree
-from exitlaw.engine.decode.sampling_settings import (
-    as_settings,
-    filter_logits,
-    processed_rows,
-    rows_processor,
-)
+from exitlaw.engine.decode.sampling_settings import processed_rows
 
-KINDS = ("greedy", "predraw", "residual", "tev")
+KINDS = verifier_names(implemented=ENGINE)  # the registry's engine verifiers (dispatch.DISPATCH)
 
 
 class VerifierGenerators:
@@ -360,26 +356,11 @@ def verify(
     temperature,
     generators: VerifierGenerators | None,
 ) -> VerifyResult:
-    """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype).
+    """Verify one round through the one dispatch table (:func:`exitlaw.engine.decode.dispatch.verify`:
+    ``logits [N, V]``; ``temperature`` a float or a :class:`~exitlaw.theory.SamplingSettings`)."""
+    from exitlaw.engine.decode.dispatch import verify as dispatch_verify  # it imports this module
 
-    ``temperature``: a float, or a :class:`~exitlaw.theory.SamplingSettings` (temperature plus
-    top-k / top-p / min-p): the rows a verifier reads are processed first (:func:`filter_logits`,
-    filtered tokens at ``-inf``; predraw all ``N``, TEV the ``K`` internal rows and the exit row,
-    residual its path), then verified at the settings' temperature, so ``p_v`` is the processed target.
-    """
-    if kind not in KINDS:
-        raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
-    settings = as_settings(temperature)
-    t = settings.temperature
-    _check(tree, logits)
-    if t == 0 or kind == "greedy":
-        return verify_greedy_walk(tree, logits)
-    if generators is None:
-        raise ValueError(f"verifier {kind!r} at T={t} needs VerifierGenerators")
-    if kind == "predraw":  # draws at every node: every row is processed
-        return verify_predraw(tree, filter_logits(logits, settings), t, generators)
-    fn = {"residual": verify_residual, "tev": verify_tev}[kind]
-    return fn(tree, logits, t, generators, rows_processor(settings))
+    return dispatch_verify(kind, tree, logits, temperature, generators)
 
 
 # ----------------------------------------------------------------- reference twins (tests only)

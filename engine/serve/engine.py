@@ -26,13 +26,14 @@ import torch
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.decode.sampling_settings import processed_probs
-from exitlaw.engine.decode.verifiers import KINDS
+from exitlaw.engine.decode.dispatch import KINDS
 from exitlaw.engine.models.checkpoint import load_pair, load_target
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
 from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import ServeLimits, check_request_work
 from exitlaw.engine.serve.requests import DecodeRequest
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
+from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 
@@ -69,8 +70,11 @@ class ServeEngine:
 
         from transformers import AutoTokenizer
 
-        if cfg.method not in ("ar", "chain", "ddtree"):
-            raise ValueError(f"--method must be ar, chain or ddtree, got {cfg.method!r}")
+        if cfg.method not in method_names():
+            raise ValueError(
+                f"--method must be {', '.join(method_names()[:-1])} or {method_names()[-1]}, "
+                f"got {cfg.method!r}"
+            )
         if cfg.method != "ar" and not cfg.draft:
             raise ValueError(f"--method {cfg.method} needs --draft (a DFlash drafter)")
         self.user_fn = load_user_verifier(cfg.verifier) if is_user_verifier(cfg.verifier) else None

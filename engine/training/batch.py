@@ -9,7 +9,7 @@ continuation) and anchors ``a_1 .. a_K``:
    the block ``[x_a, MASK x (D)]`` at positions ``a .. a + D``: all ``K`` blocks go in
    one forward with a block-diagonal mask (block ``k`` sees context columns ``< a_k``
    and its own block, non-causally), giving rows ``[K, D, V]``;
-3. the *inference* builder (:func:`~exitlaw.engine.decode.builders.build_ddtree`, same
+3. the *inference* builder (:func:`~exitlaw.engine.builders.single.build_ddtree`, same
    budget) builds each anchor's tree from the detached ``log_softmax`` rows;
 4. the target scores every non-root node under its actual tree-parent context over
    the full context: one forward of all ``K`` trees' nodes against the cached
@@ -32,7 +32,7 @@ from exitlaw.theory import DraftTree
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.engine.models.attention_window import layer_masks, mask_to
-from exitlaw.engine.decode.builders import build_ddtree
+from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.training.draft_opd import OPDChains, sample_chains

@@ -25,6 +25,8 @@ from .args import (
     set_torch_threads,
     torch_threads,
 )
+from exitlaw.theory.registry import ENGINE, ENGINE_BATCHED, verifier_names
+
 from .grammar import Command, emit, opt, out_dir, result_path
 
 
@@ -331,6 +333,8 @@ BENCH_DECODING = Command(
         opt(
             "--verifier",
             type=name_list,
+            choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
+            metavar="VERIFIER",
             default=["predraw", "tev"],
             help="e.g. predraw,tev (also greedy, residual)",
         ),
@@ -434,6 +438,8 @@ BENCH_VERIFIERS = Command(
         opt(
             "--verifier",
             type=name_list,
+            choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
+            metavar="VERIFIERS",
             default=["predraw", "residual", "tev"],
             help="comma-separated subset of predraw,residual,tev",
         ),
@@ -501,6 +507,8 @@ BENCH_BATCH = Command(
         opt(
             "--verifier",
             type=name_list,
+            choices=verifier_names(implemented=ENGINE_BATCHED).checked_by_the_command(),
+            metavar="VERIFIER",
             default=["tev"],
             help="e.g. tev,predraw (also greedy, residual)",
         ),

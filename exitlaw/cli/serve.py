@@ -10,6 +10,8 @@ import argparse
 import os
 import sys
 
+from exitlaw.theory.registry import method_names
+
 from .args import (
     add_sampling_args,
     sampling_settings_from,
@@ -131,7 +133,7 @@ SERVE = Command(
     pieces=(
         opt("--target", required=True, help="target checkpoint directory or Hub id"),
         opt("--draft", default=None, help="DFlash drafter checkpoint (needed by chain and ddtree)"),
-        opt("--method", default="ddtree", choices=["ar", "chain", "ddtree"]),
+        opt("--method", default="ddtree", choices=method_names()),
         opt(
             "--verifier",
             default="tev",

@@ -19,6 +19,8 @@ from .args import (
     sampling_settings_from,
     seed_arg,
 )
+from exitlaw.theory.registry import FIXED_TREE, SIMULATOR, verifier_names
+
 from .grammar import Command, Group, emit, opt, out_dir, out_files, result_path, write_json
 
 
@@ -293,7 +295,12 @@ SIMULATE_RUN = Command(
         opt("--rounds", type=positive_int, help="override the number of rounds"),
         seed_arg(None, help="override the decoding seed"),
         opt("--builders", help="comma-separated builders to run (override)"),
-        opt("--verifier", help="override the verifier (tev, predraw, residual, greedy, tev-fast)"),
+        opt(
+            "--verifier",
+            choices=verifier_names(kind=FIXED_TREE, implemented=SIMULATOR),
+            metavar="VERIFIER",
+            help="override the verifier (tev, predraw, residual, greedy, tev-fast)",
+        ),
         no_progress_arg,
         opt("--list-presets", action="store_true", help="print the presets as JSON and exit"),
     ),
@@ -550,7 +557,11 @@ BENCH_SIMULATE = Command(
         opt("--vocab", type=int, nargs="+", default=[1000, 32000]),
         opt("--rounds", type=int, default=30),
         opt(
-            "--verifier", default="tev", help="verifier to time (tev, tev-fast, predraw, residual)"
+            "--verifier",
+            default="tev",
+            choices=verifier_names(kind=FIXED_TREE, implemented=SIMULATOR),
+            metavar="VERIFIER",
+            help="verifier to time (tev, tev-fast, predraw, residual)",
         ),
         result_out_args,
     ),

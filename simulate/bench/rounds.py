@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from exitlaw.simulate.lab.builders import ddtree
+from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.simulate.lab.decoding import simulate_decoding
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
 

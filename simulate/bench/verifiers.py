@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from exitlaw.theory import oracle_tree
+from exitlaw.theory.registry import FIXED_TREE, PROCEDURE, verifier_names
 
 from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
 
@@ -74,7 +75,7 @@ def run_verifier_bench(
             fn(tree, probs, rng, 16)  # warm caches
             r = _rate(lambda: fn(tree, probs, rng, samples), samples)
             rows.append({"vocab": vocab, "sampler": f"{name}_many", "samples_per_s": r})
-        for name in ("predraw", "residual", "tev", "greedy"):
+        for name in verifier_names(kind=FIXED_TREE, implemented=PROCEDURE):
             fn = getattr(verifiers, name)
             r = _rate(lambda: [fn(tree, probs, rng, validate=False) for _ in range(calls)], calls)
             rows.append({"vocab": vocab, "sampler": name, "samples_per_s": r})
@@ -89,7 +90,7 @@ def run_verifier_bench(
         lines.append(
             "conformance kit time per verifier (default settings, seed 0): wall and CPU seconds"
         )
-        for name in ("predraw", "residual", "tev"):
+        for name in verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE):
             t, c = time.perf_counter(), time.process_time()
             rep = run_kit(getattr(verifiers, name), name=f"exitlaw.simulate.verifiers:{name}")
             dt, dc = time.perf_counter() - t, time.process_time() - c

@@ -48,7 +48,7 @@ import optax
 
 from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
 
-from exitlaw.simulate.lab.builders import ddtree
+from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.simulate.exittrain.objectives import (
     Objective,
     ObjectiveError,

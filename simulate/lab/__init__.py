@@ -1,4 +1,4 @@
-"""The lab: synthetic targets and drafters, tree builders (DDTree, CaDDTree, OPT-Tree, DARTree, ...), multi-round simulated decoding, presets and runs, the field lab and sharded Monte Carlo (the fast samplers live beside their verifiers, in :mod:`exitlaw.simulate.verifiers.fast`).
+"""The lab: synthetic targets and drafters, multi-round simulated decoding with the builders of :mod:`exitlaw.simulate.builders`, presets and runs, the field lab and sharded Monte Carlo (the fast samplers live beside their verifiers, in :mod:`exitlaw.simulate.verifiers.fast`).
 
 The JAX-backed sharded sampler loads on first access.
 """
@@ -6,17 +6,6 @@ The JAX-backed sharded sampler loads on first access.
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from .builders import (
-    Built,
-    chain,
-    ddtree,
-    ddtree_order,
-    eagle_dynamic,
-    oracle,
-    static_tree,
-    tsubame,
-)
-from .caddtree import first_decrease, first_decrease_misses, LatencyModel, throughput_curve
 from .decoding import aggregate, RoundRecord, simulate_decoding, SimulationResult, tree_coverage
 from .field_lab import (
     FieldLabConfig,
@@ -36,7 +25,6 @@ from .models import (
     PositionWiseDrafter,
     zipf_entropy,
 )
-from .opt_tree import draft_expected_acceptance
 from .presets import (
     check_work_bounds,
     estimated_work,
@@ -71,18 +59,6 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Built",
-    "ddtree_order",
-    "ddtree",
-    "chain",
-    "static_tree",
-    "eagle_dynamic",
-    "oracle",
-    "tsubame",
-    "LatencyModel",
-    "throughput_curve",
-    "first_decrease",
-    "first_decrease_misses",
     "tree_coverage",
     "RoundRecord",
     "SimulationResult",
@@ -102,7 +78,6 @@ __all__ = [
     "AutoregressiveDrafter",
     "kl_divergence",
     "mean_depth1_kl",
-    "draft_expected_acceptance",
     "SimConfig",
     "WorkBoundError",
     "estimated_work",

@@ -11,7 +11,7 @@ and the block length. Aggregates: ``tau = mean L`` with its standard error,
 mean coverage, mean ``1 + C_p`` (the fixed-tree ceiling of each round), the
 z-score of ``mean(L - (1 + C_p))`` (near 0 for a saturating exact verifier,
 since ``E[L | T] = 1 + C_p(T)``), and the simulated speedup under a
-:class:`~exitlaw.simulate.lab.caddtree.LatencyModel`.
+:class:`~exitlaw.simulate.builders.caddtree.LatencyModel`.
 
 Randomness: one ``SeedSequence`` spawns independent streams for the prompt,
 the builder's draft draws and the verifier; they never share a stream.
@@ -34,8 +34,8 @@ from exitlaw.theory import (
     oracle_tree,
 )
 
-from exitlaw.simulate.lab.builders import Built
-from exitlaw.simulate.lab.caddtree import LatencyModel
+from exitlaw.simulate.builders.trees import Built
+from exitlaw.simulate.builders.caddtree import LatencyModel
 
 Verifier = Callable[[DraftTree, np.ndarray, np.random.Generator], tuple[int, int]]
 BuildFn = Callable[[tuple[int, ...], np.random.Generator], Built]

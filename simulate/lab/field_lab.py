@@ -35,13 +35,18 @@ import numpy as np
 
 from exitlaw.theory import DraftTree, gather_edge_probs
 from exitlaw.theory.infra.atomic_io import atomic_write_text
+from exitlaw.theory.registry import verifier
 
-from exitlaw.simulate.lab.builders import tsubame
+from exitlaw.simulate.builders.trees import tsubame
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers import hsd_procedure, univer_procedure, verify_sampled
 
-RULES = ("univer", "rrs_wo", "rrs_iid", "hsd", "chain_sd")
+# output columns: the registry's field labels of these sampled-draft rules, in this order
+RULES = tuple(
+    verifier(name).field_label
+    for name in ("univer", "specinfer-without-replacement", "specinfer", "hsd", "chain-speculative")
+)
 PAIRS = (("univer", "rrs_wo"), ("univer", "rrs_iid"), ("hsd", "chain_sd"))
 SCHEMA = "exitlaw.field-lab"
 NOTES = (

@@ -31,31 +31,23 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from exitlaw.simulate.lab.builders import chain, ddtree, eagle_dynamic, oracle, static_tree, tsubame
-from exitlaw.simulate.lab.caddtree import LatencyModel, caddtree
-from exitlaw.simulate.lab.dartree import dartree
-from exitlaw.simulate.lab.decoding import BuildFn
-from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
-from exitlaw.simulate.lab.opt_tree import opt_tree
+from exitlaw.theory import registry
 
-BUILDERS = (
-    "ddtree",
-    "chain",
-    "static",
-    "eagle",
-    "oracle",
-    "caddtree",
-    "tsubame",
-    "tsubame-rrs",
-    "opt-tree",
-    "dartree",
-    "tsubame-univer",
-)
+from exitlaw.simulate.builders.caddtree import LatencyModel
+from exitlaw.simulate.builders.table import BuildFn
+from exitlaw.simulate.builders.table import make_builder as _make_builder
+from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
+
+BUILDERS = registry.builder_names(implemented=registry.SIMULATOR)
 # builders whose rounds are verified by a sampled-draft rule instead of the config's verifier:
 # Tsubame's own scheme, its re-sampled tree verified by recursive rejection without replacement,
-# and the same re-sampled tree verified by UniVer
-SAMPLED_DRAFT_RULES = {"tsubame-rrs": "specinfer_without_replacement", "tsubame-univer": "univer"}
-VERIFIERS = ("tev", "predraw", "residual", "greedy", "tev-fast")
+# and the same re-sampled tree verified by UniVer (builder -> function in exitlaw.simulate.verifiers)
+SAMPLED_DRAFT_RULES = {
+    b.name: registry.verifier(b.sampled_draft_rule).function
+    for b in registry.BUILDERS
+    if b.sampled_draft_rule is not None
+}
+VERIFIERS = registry.verifier_names(kind=registry.FIXED_TREE, implemented=registry.SIMULATOR)
 
 
 @dataclass(frozen=True)
@@ -105,9 +97,9 @@ class SimConfig:
             )
         if self.verifier not in VERIFIERS:
             raise ValueError(f"unknown verifier {self.verifier!r} (known: {', '.join(VERIFIERS)})")
-        if self.verifier == "greedy" and self.temperature != 0:
+        if registry.verifier(self.verifier).greedy_only and self.temperature != 0:
             raise ValueError(
-                "the greedy verifier is exact only for a T=0 target; set temperature to 0"
+                f"the {self.verifier} verifier is exact only for a T=0 target; set temperature to 0"
             )
         for name in ("vocab", "horizon", "rounds", "budget", "dartree_widen"):
             if getattr(self, name) < 1:
@@ -227,32 +219,9 @@ class SimConfig:
     def make_builder(
         self, name: str, target: NGramTarget, pos: PositionWiseDrafter, ar: AutoregressiveDrafter
     ) -> BuildFn:
-        """``(context, draft_rng) -> Built`` for builder ``name``."""
-        B, H = self.budget, self.horizon
-        if name == "ddtree":
-            return lambda c, rng: ddtree(pos.marginals(c, H), B)
-        if name == "chain":
-            return lambda c, rng: chain(pos.marginals(c, H), H)
-        if name == "static":
-            return lambda c, rng: static_tree(pos.marginals(c, H), B, self.static_branching)
-        if name == "eagle":
-            return lambda c, rng: eagle_dynamic(
-                ar, c, B, depth=self.eagle_depth, top_k=self.eagle_top_k
-            )
-        if name == "oracle":
-            return lambda c, rng: oracle(target, c, B)
-        if name == "caddtree":
-            lat = self.latency_model()
-            return lambda c, rng: caddtree(
-                pos.marginals(c, H), lat, max_budget=self.caddtree_max_budget
-            )[0]
-        if name in ("tsubame", "tsubame-rrs", "tsubame-univer"):
-            return lambda c, rng: tsubame(pos.marginals(c, H), B, rng)
-        if name == "opt-tree":
-            return lambda c, rng: opt_tree(ar, c, B, depth=H)
-        if name == "dartree":
-            return lambda c, rng: dartree(pos.marginals(c, H), ar, c, B, widen=self.dartree_widen)
-        raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
+        """``(context, draft_rng) -> Built`` for builder ``name`` (the table in
+        :mod:`exitlaw.simulate.builders.table`; ``ValueError`` for an unregistered name)."""
+        return _make_builder(name, self, target, pos, ar)
 
 
 # Work bounds. A round of the exact simulation builds and verifies trees over rows of
@@ -401,20 +370,25 @@ def row_label(name: str, cfg: SimConfig) -> str:
 
 
 def verifier_fn(name: str):
-    """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``."""
-    if name == "tev-fast":
-        from exitlaw.simulate.verifiers.fast import tev_many
-
-        def tev_fast(tree, probs, rng):
-            exit_node, bonus = tev_many(tree, probs, rng, 1)
-            return int(exit_node[0]), int(bonus[0])
-
-        return tev_fast
+    """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``: its
+    function in ``exitlaw.simulate.verifiers``, or for a fast twin (``tev-fast``) its vectorised
+    sampler (``exitlaw.simulate.verifiers.fast``) with one sample."""
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r} (known: {', '.join(VERIFIERS)})")
+    fact = registry.verifier(name)
+    if fact.twin_of is not None:
+        from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
+
+        many = FAST_SAMPLERS[fact.twin_of]
+
+        def fast_twin(tree, probs, rng):
+            exit_node, bonus = many(tree, probs, rng, 1)
+            return int(exit_node[0]), int(bonus[0])
+
+        return fast_twin
     from exitlaw.simulate import verifiers
 
-    return getattr(verifiers, name)
+    return getattr(verifiers, fact.function)
 
 
 def sampled_verifier_fn(builder: str):

@@ -19,11 +19,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from exitlaw.theory import DraftTree, check_tree_rows, oracle_tree
+from exitlaw.theory.registry import VERIFIERS
 
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
 
-RULES = ("chain", "specinfer", "without_replacement")
+RULES = tuple(
+    v.rule for v in VERIFIERS if v.rule is not None
+)  # chain, specinfer, without_replacement
 
 
 def _children(parents: Sequence[int]) -> list[list[int]]:

@@ -19,8 +19,9 @@ from exitlaw.engine.decode.batch_generate import (
     prefill_batch,
     row_cache,
 )
-from exitlaw.engine.decode.batch_draft import BatchDraftCache, build_trees_batch, dflash_draft_batch
-from exitlaw.engine.decode.builders import build_chain, build_ddtree
+from exitlaw.engine.builders.batched import build_trees_batch
+from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batch
+from exitlaw.engine.builders.single import build_chain, build_ddtree
 from exitlaw.engine.decode.loop import DecodeConfig, Generators, generate
 from exitlaw.engine.models.target import batch_attention_mask, compact_rows_
 

@@ -24,7 +24,7 @@ from exitlaw.engine.decode.batch_verifiers import (
     batch_exit_law,
     verify_batch,
 )
-from exitlaw.engine.decode.builders import build_ddtree
+from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import VerifierGenerators, _tev_exit_law, verify_greedy
 from exitlaw.simulate.stats import pooled_chisquare

@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.engine.decode.builders import build_ddtree, factorised_best_first
+from exitlaw.engine.builders.single import build_ddtree, factorised_best_first
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
 from exitlaw.engine.decode.verifiers import (

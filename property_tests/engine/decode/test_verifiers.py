@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from exitlaw.engine.decode.builders import build_ddtree
+from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import (
     KINDS,

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from exitlaw.cli import main
-from exitlaw.engine.decode.builders import build_ddtree
+from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.training.batch import edge_probabilities, scoring_table
 from exitlaw.engine.training.config import TrainConfig
 from exitlaw.engine.training.continuation_server import server_continuations

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exitlaw.simulate.lab.builders import ddtree
+from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.simulate.exittrain.mini import (
     OBJECTIVES,
     Regime,

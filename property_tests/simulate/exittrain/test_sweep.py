@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from exitlaw.cli import main
 from exitlaw.figures.exittrain_sweep import draw
-from exitlaw.simulate.lab.builders import ddtree
+from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.simulate.exittrain.fast import ddtree_levels, level_law, pair_grid, tau_table
 from exitlaw.simulate.exittrain.mini import (
     Regime,

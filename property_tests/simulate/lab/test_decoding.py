@@ -9,8 +9,8 @@ from scipy import stats
 
 from exitlaw.cli import main as cli_main
 from exitlaw.simulate import verifiers
-from exitlaw.simulate.lab.builders import ddtree, oracle
-from exitlaw.simulate.lab.caddtree import LatencyModel
+from exitlaw.simulate.builders.trees import ddtree, oracle
+from exitlaw.simulate.builders.caddtree import LatencyModel
 from exitlaw.simulate.lab.decoding import aggregate, simulate_decoding, tree_coverage
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.lab.presets import PRESETS, SimConfig, get_preset, verifier_fn
@@ -164,7 +164,7 @@ def test_simulate_cli_writes_results_and_traces_that_exitlaw_law_reads(tmp_path,
 
 def test_sampled_draft_builder_hands_its_draft_rows_to_the_sampled_verifier():
     """Tsubame + recursive rejection: row v given to the rule is the q that sampled v's children."""
-    from exitlaw.simulate.lab.builders import tsubame
+    from exitlaw.simulate.builders.trees import tsubame
 
     target = NGramTarget(32, order=2, zipf=1.6, seed=11)
     drafter = PositionWiseDrafter(target, noise=0.6, seed=12)
@@ -205,7 +205,7 @@ def test_sampled_verifier_needs_a_builder_with_draft_rows():
 
 def test_tsubame_rrs_is_marginally_exact_over_the_first_tokens():
     """Recursive rejection on Tsubame trees: the first emitted token follows p(. | context)."""
-    from exitlaw.simulate.lab.builders import tsubame
+    from exitlaw.simulate.builders.trees import tsubame
 
     target = NGramTarget(8, order=1, zipf=1.2, seed=4)
     drafter = PositionWiseDrafter(target, noise=0.8, seed=5)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from exitlaw.simulate.lab.caddtree import LatencyModel
+from exitlaw.simulate.builders.caddtree import LatencyModel
 from exitlaw.simulate.lab.presets import SimConfig, row_label
 from exitlaw.simulate.lab.run import MATCHED, output_paths, row_names, run_simulation
 

@@ -9,7 +9,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree, coverage_under
-from exitlaw.simulate.lab.builders import (
+from exitlaw.simulate.builders.trees import (
     chain,
     ddtree,
     ddtree_order,
@@ -18,7 +18,7 @@ from exitlaw.simulate.lab.builders import (
     static_tree,
     tsubame,
 )
-from exitlaw.simulate.lab.caddtree import (
+from exitlaw.simulate.builders.caddtree import (
     LatencyModel,
     caddtree,
     first_decrease,

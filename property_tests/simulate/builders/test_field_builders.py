@@ -1,7 +1,7 @@
 """OPT-Tree and DARTree: valid prefix-closed trees within budget; OPT-Tree optimal on its objective.
 
 OPT-Tree's objective is ``E_q(T) = sum_{u != root} Q(u)`` under the autoregressive
-drafter (:mod:`exitlaw.simulate.lab.opt_tree`, eq. 1): it must match a brute-force
+drafter (:mod:`exitlaw.simulate.builders.opt_tree`, eq. 1): it must match a brute-force
 maximum over all prefix-closed trees on a small vocabulary, and be at least the
 objective of DDTree, EAGLE-2 and DARTree trees of the same budget. DARTree keeps
 only candidates of its widened DDTree proposal and maximises ``E_q`` among them,
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exitlaw.simulate.lab.builders import ddtree, eagle_dynamic
-from exitlaw.simulate.lab.dartree import dartree
+from exitlaw.simulate.builders.trees import ddtree, eagle_dynamic
+from exitlaw.simulate.builders.dartree import dartree
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
-from exitlaw.simulate.lab.opt_tree import draft_expected_acceptance, opt_tree
+from exitlaw.simulate.builders.opt_tree import draft_expected_acceptance, opt_tree
 from exitlaw.simulate.lab.presets import get_preset
 from exitlaw.theory import DraftTree
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from exitlaw.theory import check_budget, check_rows, top_prefixes
 
-from exitlaw.simulate.lab.builders import Built, ddtree
+from exitlaw.simulate.builders.trees import Built, ddtree
 
 
 def dartree(

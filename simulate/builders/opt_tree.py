@@ -39,7 +39,7 @@ from exitlaw.theory import (
     top_prefixes,
 )
 
-from exitlaw.simulate.lab.builders import Built
+from exitlaw.simulate.builders.trees import Built
 
 
 def _draft_row(drafter, context: tuple[int, ...], prefix: tuple[int, ...]) -> np.ndarray:

@@ -30,7 +30,7 @@ import numpy as np
 
 from exitlaw.theory import DraftTree
 
-from exitlaw.simulate.lab.builders import Built, ddtree_order
+from exitlaw.simulate.builders.trees import Built, ddtree_order
 
 
 @dataclass(frozen=True)

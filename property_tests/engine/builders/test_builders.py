@@ -1,4 +1,4 @@
-"""Tree builders (exitlaw.engine.decode.builders): DDTree best-first and chain.
+"""Tree builders (exitlaw.engine.builders.single): DDTree best-first and chain.
 
 The engine's DDTree computes only the per-depth ``topk`` and hands it to the
 numpy rule, so it must build the very tree the simulated builder does on the
@@ -20,8 +20,8 @@ from helpers.best_first_twin import (
     ordered_paths,
     tied_rows,
 )
-from exitlaw.engine.decode.builders import build_chain, build_ddtree
-from exitlaw.simulate.lab.builders import ddtree
+from exitlaw.engine.builders.single import build_chain, build_ddtree
+from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.theory import DistributionError
 
 
@@ -145,7 +145,7 @@ def test_builders_reject_bad_rows():
 
 
 def _batched(method, budget):
-    from exitlaw.engine.decode.batch_draft import build_trees_batch
+    from exitlaw.engine.builders.batched import build_trees_batch
 
     return lambda r: build_trees_batch(
         torch.stack([r.roll(1, 0), r]), method, budget, [0, 0], [True, True]

@@ -1,0 +1,86 @@
+"""Tree building for ``B`` sequences at once: the batched twin of :mod:`exitlaw.engine.builders.single`.
+
+:func:`build_trees_batch` -- chain or DDTree trees for every row from the ``[B, D, V]`` draft rows
+with one device ``topk``/``max`` and one host transfer for the batch; the best-first rule itself is
+:func:`exitlaw.theory.ddtree_prefixes`, as in :func:`~exitlaw.engine.builders.single.build_ddtree`
+(same tie handling).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from exitlaw.theory import (
+    DistributionError,
+    DraftTree,
+    candidate_width,
+    ddtree_prefixes,
+    ranked_top_k,
+)
+from exitlaw.theory.registry import method_names
+
+from exitlaw.engine.builders.single import check_row_maxima
+
+
+def build_trees_batch(
+    rows: torch.Tensor, method: str, budget: int, roots: Sequence[int], active: Sequence[bool]
+) -> tuple[list[DraftTree], list[np.ndarray]]:
+    """One tree per row: ``method`` chain (top-1 per depth) or ddtree (``budget`` best-first prefixes).
+
+    Inactive (finished) rows get the root-only tree. ``rows [B, D, V]`` are log-probabilities.
+    Returns the trees and, per row, each node's draft log-probability ``log q_depth(u)(x_u)``
+    (float64, 0 at the root), as :func:`~exitlaw.engine.builders.single.build_ddtree` does.
+    """
+    if rows.ndim != 3 or 0 in rows.shape:
+        raise DistributionError(
+            f"draft rows must have shape [B, D, V] with B, D, V >= 1, got {tuple(rows.shape)}"
+        )
+    if method not in method_names(tree=True):
+        raise ValueError(
+            f"unknown tree method {method!r}; choose {' or '.join(method_names(tree=True))}"
+        )
+    bsz, _, vocab = rows.shape
+    if method == "chain":
+        val, idx = rows.max(dim=-1)  # [B, D]
+        k, vals, idxs = 1, val[..., None], idx[..., None]
+    else:
+        k = candidate_width(budget, vocab)
+        extra = int(k < vocab)
+        vals, idxs = torch.topk(rows, k + extra, dim=-1)  # [B, D, k + extra]
+    shape = tuple(vals.shape)
+    host = (
+        torch.cat([vals.detach().double().flatten(), idxs.double().flatten()]).cpu().numpy()
+    )  # the one transfer
+    half = vals.numel()
+    vals, idxs = host[:half].reshape(shape), host[half:].reshape(shape).astype(np.int64)
+    check_row_maxima(vals[..., 0])  # every row's maximum (topk / max rank a NaN first)
+    trees, logq = [], []
+    for b in range(bsz):
+        if not active[b]:
+            trees.append(DraftTree.chain([], root_token=int(roots[b])))
+            logq.append(np.zeros(1))
+            continue
+        v, t = vals[b].copy(), idxs[b].copy()
+        if method == "chain":
+            finite = np.isfinite(v[:, 0])
+            n = int(np.argmin(finite)) if not finite.all() else v.shape[0]
+            trees.append(DraftTree.chain(t[:n, 0].tolist(), root_token=int(roots[b])))
+            logq.append(np.concatenate([[0.0], v[:n, 0]]))
+            continue
+        if v.shape[1] > k:
+            for d in np.flatnonzero((v[:, k] == v[:, k - 1]) & np.isfinite(v[:, k])):
+                # tokens tied across the k-th place: rank this depth exactly, as build_ddtree does
+                exact = rows[b, d].detach().to("cpu", torch.float64).numpy()[None, :]
+                ev, et = ranked_top_k(exact, k)
+                v[d, :k], t[d, :k] = ev[0], et[0]
+            v, t = v[:, :k], t[:, :k]
+        bf = ddtree_prefixes(v, t, budget, root_token=int(roots[b]))
+        trees.append(bf.tree)
+        logq.append(np.asarray(bf.value, dtype=np.float64))
+    return trees, logq
+
+
+__all__ = ["build_trees_batch"]

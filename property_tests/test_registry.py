@@ -1,0 +1,402 @@
+"""One registry of names (exitlaw.theory.registry): every verifier, method and builder it lists is
+offered where the registry says it is implemented (simulator presets and tables, the engine's one
+dispatch table, the bench lists, the command line's choices, paper_repro), every name those places
+offer is registered, and the registry's facts agree with the code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from exitlaw.theory import registry
+from exitlaw.theory.registry import (
+    ENGINE,
+    ENGINE_BATCHED,
+    FAST,
+    FIXED_TREE,
+    PROCEDURE,
+    SAMPLED_DRAFT,
+    SETTINGS,
+    SIMULATOR,
+    builder_names,
+    method_names,
+    verifier_names,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+VERIFIER_NAMES = set(verifier_names())
+METHOD_NAMES = set(method_names())
+BUILDER_NAMES = set(builder_names())
+
+
+# ----- the registry itself ---------------------------------------------------------------------------------
+def test_every_name_is_registered_once_and_every_fact_is_from_its_vocabulary():
+    for entries in (registry.VERIFIERS, registry.METHODS, registry.BUILDERS):
+        names = [e.name for e in entries]
+        assert len(names) == len(set(names)), names
+    for v in registry.VERIFIERS:
+        assert v.kind in (FIXED_TREE, SAMPLED_DRAFT), v
+        assert v.implemented_in and v.implemented_in <= set(registry.PLACES), v
+        assert v.engine_rows in (None, "all", "read") and v.engine_tree in (None, "all", "walk"), v
+        if ENGINE in v.implemented_in:  # the engine calls it: it says how
+            assert v.engine_tree is not None and (v.greedy_only or v.engine_rows is not None), v
+        if v.kind == SAMPLED_DRAFT:  # saturation is a fixed-tree notion
+            assert not v.saturating and ENGINE not in v.implemented_in, v
+        if v.twin_of is not None:
+            assert registry.verifier(v.twin_of).kind == v.kind, v
+    assert registry.ENGINE_BATCHED not in set().union(
+        *(v.implemented_in for v in registry.VERIFIERS if ENGINE not in v.implemented_in)
+    )
+    for m in registry.METHODS:
+        if m.builder is not None:
+            assert ENGINE in registry.builder(m.builder).implemented_in, m
+    for b in registry.BUILDERS:
+        if b.sampled_draft_rule is not None:
+            assert registry.verifier(b.sampled_draft_rule).kind == SAMPLED_DRAFT, b
+
+
+def test_queries_filter_by_facts_and_unknown_names_are_refused_with_the_registered_ones():
+    assert verifier_names(implemented=ENGINE) == ("greedy", "predraw", "residual", "tev")
+    assert verifier_names(implemented=ENGINE, sampling=True) == ("predraw", "residual", "tev")
+    assert verifier_names(implemented=ENGINE_BATCHED, sequential=False) == (
+        "greedy",
+        "predraw",
+        "tev",
+    )
+    assert method_names(tree=True) == ("chain", "ddtree")
+    assert set(builder_names(implemented=ENGINE)) == {"chain", "ddtree"}
+    with pytest.raises(ValueError, match="unknown verifier 'sequoia'; registered: greedy"):
+        registry.verifier("sequoia")
+    with pytest.raises(ValueError, match="unknown place"):
+        verifier_names(implemented="gpu")
+    names = verifier_names()
+    assert ["tev", "predraw"] in names and "tev" in names
+    assert ["tev", "sequoia"] not in names and "sequoia" not in names
+
+
+def test_the_registry_imports_nothing_heavy():
+    code = (
+        "import sys, exitlaw.theory.registry\n"
+        "heavy = [m for m in ('torch', 'jax', 'scipy') if m in sys.modules]\n"
+        "sys.exit(1 if heavy else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], timeout=300).returncode == 0
+
+
+# ----- the simulator ----------------------------------------------------------------------------------------
+def test_simulator_presets_offer_exactly_the_registered_names():
+    from exitlaw.simulate.builders.table import SIM_BUILDERS
+    from exitlaw.simulate.lab import presets
+
+    assert presets.VERIFIERS == verifier_names(kind=FIXED_TREE, implemented=SIMULATOR)
+    assert presets.BUILDERS == builder_names(implemented=SIMULATOR)
+    assert tuple(SIM_BUILDERS) == builder_names(implemented=SIMULATOR)
+    for cfg in presets.PRESETS.values():
+        assert set(cfg.builders) <= BUILDER_NAMES and cfg.verifier in VERIFIER_NAMES, cfg.name
+    for name, fn in presets.SAMPLED_DRAFT_RULES.items():
+        rule = registry.verifier(registry.builder(name).sampled_draft_rule)
+        assert fn == rule.function
+
+
+def test_every_simulator_builder_builds_a_tree_from_the_table():
+    from exitlaw.simulate.lab.presets import SimConfig
+
+    cfg = SimConfig(
+        vocab=16,
+        horizon=3,
+        budget=5,
+        caddtree_max_budget=8,
+        rounds=2,
+        eagle_depth=2,
+        static_branching=(2, 2, 1),
+    )
+    target = cfg.target()
+    pos, ar = cfg.drafters(target)
+    for name in builder_names(implemented=SIMULATOR):
+        built = cfg.make_builder(name, target, pos, ar)((1, 2), np.random.default_rng(0))
+        assert built.tree.num_nodes >= 2, name
+    with pytest.raises(ValueError, match="unknown builder 'sequoia'"):
+        cfg.make_builder("sequoia", target, pos, ar)
+
+
+def test_simulator_implementation_tables_hold_the_registered_verifiers():
+    from exitlaw.simulate import verifiers
+    from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
+    from exitlaw.simulate.lab.field_lab import RULES as FIELD_COLUMNS
+    from exitlaw.simulate.lab.presets import verifier_fn
+    from exitlaw.simulate.prove.sampled import RULES as PROVER_RULES
+    from exitlaw.simulate.verifiers import with_settings
+
+    assert set(verifiers.PROCEDURES) == set(verifier_names(implemented=PROCEDURE))
+    assert set(FAST_SAMPLERS) == set(verifier_names(implemented=FAST))
+    for name in verifier_names(implemented=SIMULATOR):
+        v = registry.verifier(name)
+        fn = getattr(verifiers, v.function) if v.function else verifier_fn(name)
+        assert callable(fn), name
+    settings_forms = {n for n in with_settings.__all__ if n.endswith("_settings")}
+    for name in verifier_names(implemented=SETTINGS):
+        v = registry.verifier(name)
+        assert {f"{v.function}_settings", f"{v.rule}_settings"} & settings_forms, name
+    assert len(settings_forms) == len(verifier_names(implemented=SETTINGS))
+    rules = {v.rule: v.name for v in registry.VERIFIERS if v.rule}
+    assert set(verifiers.RULES) == set(rules)
+    assert set(PROVER_RULES) <= set(rules) | VERIFIER_NAMES
+    labels = {v.field_label for v in registry.VERIFIERS if v.field_label}
+    assert set(FIELD_COLUMNS) == labels
+
+
+# ----- the engine -------------------------------------------------------------------------------------------
+def test_the_engine_dispatch_table_holds_the_registered_engine_verifiers_single_and_batched():
+    from exitlaw.engine.decode import batch_verifiers, verifiers
+    from exitlaw.engine.decode.dispatch import DISPATCH, KINDS
+
+    assert tuple(DISPATCH) == verifier_names(implemented=ENGINE) == KINDS == verifiers.KINDS
+    for name, entry in DISPATCH.items():
+        fact = registry.verifier(name)
+        assert entry.name == name and callable(entry.single)
+        assert (entry.rows, entry.tree) == (fact.engine_rows, fact.engine_tree)
+        assert (ENGINE_BATCHED in fact.implemented_in) == callable(entry.batched), name
+        assert entry.single is getattr(verifiers, fact.engine_single)
+        if entry.batched is not None:
+            assert entry.batched is getattr(batch_verifiers, fact.engine_batched)
+
+
+def test_engine_methods_and_builders_are_the_registered_ones():
+    from exitlaw.engine.builders import BUILDERS
+    from exitlaw.engine.decode.loop import METHODS, DecodeConfig
+
+    assert METHODS == method_names()
+    assert tuple(BUILDERS) == builder_names(implemented=ENGINE)
+    for m in method_names():
+        DecodeConfig(method=m)
+        if registry.method(m).builder:
+            assert registry.method(m).builder in BUILDERS
+    for v in verifier_names(implemented=ENGINE):
+        DecodeConfig(verifier=v)
+    with pytest.raises(ValueError, match="unknown method"):
+        DecodeConfig(method="sequoia")
+
+
+def test_every_registered_engine_builder_builds_single_and_batched_trees():
+    import torch
+
+    from exitlaw.engine.builders import BUILDERS, build_trees_batch
+
+    rows = torch.log_softmax(torch.randn(2, 3, 10, generator=torch.Generator().manual_seed(1)), -1)
+    for name in builder_names(implemented=ENGINE):
+        tree, logq = BUILDERS[name](rows[0], 5, 7)
+        assert tree.num_nodes >= 2 and len(logq) == tree.num_nodes, name
+        if ENGINE_BATCHED in registry.builder(name).implemented_in:
+            trees, _ = build_trees_batch(rows, name, 5, [7, 7], [True, True])
+            assert np.array_equal(trees[0].parent, tree.parent), name
+            assert np.array_equal(trees[0].token, tree.token), name
+    with pytest.raises(ValueError, match="unknown tree method"):
+        build_trees_batch(rows, "sequoia", 5, [7, 7], [True, True])
+
+
+def test_a_walk_only_device_tree_serves_every_verifier_whose_fact_says_walk():
+    """The ``engine_tree`` fact decides which device tensors a round builds (``loop.tree_parts``): a
+    verifier marked ``walk`` gives the same result on a walk-only tree as on the full one."""
+    import torch
+
+    from exitlaw.engine.builders.single import build_ddtree
+    from exitlaw.engine.decode.device_tree import to_device_tree
+    from exitlaw.engine.decode.dispatch import DISPATCH, verify
+    from exitlaw.engine.decode.loop import DecodeConfig, tree_parts
+    from exitlaw.engine.decode.verifiers import VerifierGenerators
+
+    g = torch.Generator().manual_seed(0)
+    rows = torch.log_softmax(torch.randn(4, 12, generator=g) * 2, dim=-1)
+    tree, logq = build_ddtree(rows, 9, 0)
+    logits = torch.randn(tree.num_nodes, 12, generator=g)
+    for name, entry in DISPATCH.items():
+        assert tree_parts(DecodeConfig(verifier=name, temperature=1.0)) == entry.tree
+        assert tree_parts(DecodeConfig(verifier=name, temperature=0.0)) == "walk"
+        if entry.tree != "walk":
+            continue
+        full = verify(name, to_device_tree(tree, "cpu", logq), logits, 1.0, VerifierGenerators(3))
+        walk = to_device_tree(tree, "cpu", logq, parts="walk")
+        assert verify(name, walk, logits, 1.0, VerifierGenerators(3)) == full, name
+
+
+# ----- bench lists, paper_repro, figures ---------------------------------------------------------------------
+def test_bench_lists_offer_registered_names_and_every_one_the_registry_puts_there():
+    import inspect
+
+    from exitlaw.engine.bench import batch, side_by_side
+    from exitlaw.engine.bench.verifiers import BENCH_KINDS
+
+    assert BENCH_KINDS == verifier_names(implemented=ENGINE, sampling=True)
+    default = inspect.signature(batch.run_batch_verifier_bench).parameters["kinds"].default
+    assert tuple(default) == verifier_names(implemented=ENGINE_BATCHED, sequential=False)
+    params = inspect.signature(batch.run_batch_decode_bench).parameters
+    assert set(params["verifiers"].default) <= set(verifier_names(implemented=ENGINE_BATCHED))
+    assert params["method"].default in method_names(tree=True)
+    assert set(side_by_side.SideBySideConfig().t1_verifiers) <= set(
+        verifier_names(implemented=ENGINE)
+    )
+
+
+def test_paper_repro_and_figures_offer_the_registered_kit_verifiers():
+    from exitlaw.figures import verifier_equivalence, verifier_latency
+    from exitlaw.figures.style import COLORS
+    from exitlaw.paper_repro import ledger_inputs, reproduce
+    from exitlaw.paper_repro.mini.paper_regime import PaperRegimeConfig
+    from exitlaw.paper_repro.mini.pipeline import MiniConfig
+
+    kit = verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE, saturating=True)
+    assert reproduce.VERIFIERS == ledger_inputs.KIT_VERIFIERS == kit
+    assert verifier_equivalence.VERIFIERS == verifier_names(implemented=FAST, sampling=True)
+    assert verifier_latency.STAGES == verifier_names(implemented=ENGINE, sampling=True)
+    assert set(kit) <= set(COLORS)
+    assert set(MiniConfig().verifiers) <= set(verifier_names(implemented=ENGINE))
+    assert PaperRegimeConfig.__dataclass_fields__["verifier"].default in VERIFIER_NAMES
+
+
+def test_a_verifier_marked_saturating_is_exact_and_saturating_in_the_kits_shipped_checks():
+    """The kit's shipped reports (paper_repro) say "exact and saturating" of every saturating verifier
+    that samples, and the exact enumeration of each saturating procedure is the block law."""
+    from exitlaw.simulate.kit.conformance import EXACT_AND_SATURATING
+    from exitlaw.simulate.verifiers import implementation_block_law
+    from exitlaw.theory import DraftTree, reference_block_law
+
+    checks = ROOT / "paper_repro" / "results" / "ledger_inputs" / "checks"
+    for name in verifier_names(kind=FIXED_TREE, saturating=True, sampling=True):
+        if PROCEDURE not in registry.verifier(name).implemented_in:
+            continue
+        report = json.loads((checks / f"{name}.json").read_text(encoding="utf-8"))
+        assert report["verdict"] == EXACT_AND_SATURATING, name
+    tree = DraftTree(np.array([-1, 0, 0, 1]), np.array([0, 1, 2, 0]))
+    soft = [[Fraction(1, 4), Fraction(1, 4), Fraction(1, 2)], [Fraction(1, 3)] * 3] * 2
+    onehot = [[Fraction(0), Fraction(1), Fraction(0)], [Fraction(1), Fraction(0), Fraction(0)]] * 2
+    for name in verifier_names(implemented=PROCEDURE, saturating=True):
+        rows = onehot if registry.verifier(name).greedy_only else soft
+        got = implementation_block_law(name, tree, rows, one=Fraction(1))
+        assert got == reference_block_law(tree, rows), name
+
+
+def test_the_greedy_only_fact_is_what_the_simulator_enforces():
+    from exitlaw.simulate.lab.presets import SimConfig
+
+    for name in verifier_names(kind=FIXED_TREE, implemented=SIMULATOR):
+        if registry.verifier(name).greedy_only:
+            with pytest.raises(ValueError, match="T=0"):
+                SimConfig(verifier=name, temperature=1.0)
+        else:
+            SimConfig(verifier=name, temperature=1.0)
+
+
+# ----- the command line -------------------------------------------------------------------------------------
+# an option's destination -> the registered names its choices must come from
+CLI_KINDS = {"verifier": VERIFIER_NAMES, "verifiers": VERIFIER_NAMES, "method": METHOD_NAMES}
+CLI_KINDS.update(builder=BUILDER_NAMES, builders=BUILDER_NAMES)
+
+
+def _choice_actions(parser: argparse.ArgumentParser, path: str = "exitlaw"):
+    """``(command path, action)`` for every option of every (nested) sub-command."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _choice_actions(sub, f"{path} {name}")
+        else:
+            yield path, action
+
+
+def cli_offered(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
+    """Every registered kind -> the names the command line offers as ``choices`` for it."""
+    out: dict[str, set[str]] = {"verifier": set(), "method": set(), "builder": set()}
+    for _, action in _choice_actions(parser):
+        if action.choices is not None and action.dest in CLI_KINDS:
+            out[action.dest.rstrip("s")] |= set(action.choices)
+    return out
+
+
+def cli_choice_offenders(parser: argparse.ArgumentParser) -> list[str]:
+    """Every verifier / method / builder choice offered on the command line that is not registered, and
+    every default outside its option's choices."""
+    offenders = []
+    for path, action in _choice_actions(parser):
+        if action.choices is None or action.dest not in CLI_KINDS:
+            continue
+        bad = sorted(set(action.choices) - CLI_KINDS[action.dest])
+        if bad:
+            offenders.append(f"{path} {action.option_strings}: unregistered {bad}")
+        default = action.default
+        listed = default if isinstance(default, list) else [default]
+        if default is not None and not set(listed) <= set(action.choices):
+            offenders.append(f"{path} {action.option_strings}: default {default!r} not offered")
+    return offenders
+
+
+def test_every_cli_choice_of_verifier_method_or_builder_is_registered():
+    from exitlaw.cli import build_parser
+
+    assert cli_choice_offenders(build_parser()) == []
+
+
+def test_every_registered_engine_and_simulator_verifier_and_every_method_is_offered_on_the_cli():
+    from exitlaw.cli import build_parser
+
+    offered = cli_offered(build_parser())
+    assert set(verifier_names(implemented=ENGINE)) <= offered["verifier"]
+    assert set(verifier_names(kind=FIXED_TREE, implemented=SIMULATOR)) <= offered["verifier"]
+    assert offered["method"] == METHOD_NAMES
+
+
+def test_cli_verifier_choices_are_the_registry_queries_of_their_commands():
+    from exitlaw.cli import build_parser
+
+    engine, batched = verifier_names(implemented=ENGINE), verifier_names(implemented=ENGINE_BATCHED)
+    sim = verifier_names(kind=FIXED_TREE, implemented=SIMULATOR)
+    found = {
+        (path.split()[-1], action.dest): tuple(action.choices)
+        for path, action in _choice_actions(build_parser())
+        if action.choices is not None and action.dest in CLI_KINDS
+    }
+    expected = {
+        ("bench", "verifier"): engine,
+        ("bench-verifiers", "verifiers"): engine,
+        ("bench-batch", "verifier"): batched,
+        ("simulate", "verifier"): sim,
+        ("bench-simulate", "verifier"): sim,
+        ("serve", "method"): method_names(),
+    }
+    for key, names in found.items():
+        if key in expected:
+            assert names == expected[key], key
+    assert len(found) >= len(expected)
+
+
+def test_a_planted_unregistered_verifier_in_a_cli_choice_list_is_found():
+    from exitlaw.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    planted = sub.add_parser("planted")
+    planted.add_argument("--verifier", choices=(*verifier_names(implemented=ENGINE), "sequoia"))
+    found = cli_choice_offenders(parser)
+    assert len(found) == 1 and "sequoia" in found[0] and "planted" in found[0], found
+
+
+def test_a_comma_list_of_registered_names_parses_and_an_unregistered_one_is_refused(capsys):
+    """A comma-list option offers the registry's names; its command refuses any other (exit 2)."""
+    from exitlaw.cli import build_parser, main
+
+    parser = build_parser()
+    args = parser.parse_args(["bench-verifiers", "--verifiers", "tev,predraw"])
+    assert args.verifiers == ["tev", "predraw"]
+    argv = ["bench-verifiers", "--batch", "2", "--budget", "4", "--vocab", "50", "--repeats", "1"]
+    assert main([*argv, "--verifiers", "tev,sequoia"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown verifier" in err and "sequoia" in err
+    for query in (verifier_names(implemented=ENGINE), method_names()):
+        offered = query.checked_by_the_command()
+        assert tuple(offered) == tuple(query) and ["sequoia"] in offered
+        assert "sequoia" not in offered and query[0] in offered
