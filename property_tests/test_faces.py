@@ -225,10 +225,14 @@ MOVED = {
     **{
         f"exitlaw.simulate.{old}": f"exitlaw.simulate.{new}"
         for old, new in {
-            "builders": "lab.builders",
-            "caddtree": "lab.caddtree",
-            "dartree": "lab.dartree",
-            "opt_tree": "lab.opt_tree",
+            # the builders' room (exitlaw.simulate.builders is now that package itself)
+            "lab.builders": "builders.trees",
+            "caddtree": "builders.caddtree",
+            "lab.caddtree": "builders.caddtree",
+            "dartree": "builders.dartree",
+            "lab.dartree": "builders.dartree",
+            "opt_tree": "builders.opt_tree",
+            "lab.opt_tree": "builders.opt_tree",
             "decoding": "lab.decoding",
             "models": "lab.models",
             "toy_target": "lab.toy_target",
@@ -271,7 +275,8 @@ MOVED = {
             "tiny": "models.tiny",
             "tiny_tokenizer": "models.tiny_tokenizer",
             "device_tree": "decode.device_tree",
-            "builders": "decode.builders",
+            # the builders' room (exitlaw.engine.builders is now that package itself)
+            "decode.builders": "builders.single",
             "verifiers": "decode.verifiers",
             "batch_decode": "decode.batch_generate",
             "batch_draft": "decode.batch_draft",

@@ -211,14 +211,15 @@ def test_a_walk_only_device_tree_serves_every_verifier_whose_fact_says_walk():
     from exitlaw.engine.decode.dispatch import DISPATCH, verify
     from exitlaw.engine.decode.loop import DecodeConfig, tree_parts
     from exitlaw.engine.decode.verifiers import VerifierGenerators
+    from exitlaw.theory.sampling_settings import SamplingSettings
 
     g = torch.Generator().manual_seed(0)
     rows = torch.log_softmax(torch.randn(4, 12, generator=g) * 2, dim=-1)
     tree, logq = build_ddtree(rows, 9, 0)
     logits = torch.randn(tree.num_nodes, 12, generator=g)
     for name, entry in DISPATCH.items():
-        assert tree_parts(DecodeConfig(verifier=name, temperature=1.0)) == entry.tree
-        assert tree_parts(DecodeConfig(verifier=name, temperature=0.0)) == "walk"
+        assert tree_parts(DecodeConfig(verifier=name, settings=SamplingSettings(1.0))) == entry.tree
+        assert tree_parts(DecodeConfig(verifier=name, settings=SamplingSettings(0.0))) == "walk"
         if entry.tree != "walk":
             continue
         full = verify(name, to_device_tree(tree, "cpu", logq), logits, 1.0, VerifierGenerators(3))

@@ -54,7 +54,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # verifier kinds
-FIXED_TREE = "fixed-tree"  # conditionally exact on the realised tree (DESIGN section 1)
+FIXED_TREE = "fixed-tree"  # conditionally exact on the realised tree (docs/design.md §1.6)
 SAMPLED_DRAFT = "sampled-draft"  # exact only averaged over the draft randomness
 
 # where a name is implemented
