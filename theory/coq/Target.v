@@ -140,6 +140,52 @@ rewrite (ancS par_lt) // => /orP[/eqP -> |/IH hp]; first by rewrite prefix_refl.
 by rewrite (pathS h); apply: prefix_trans hp (prefix_rcons _ _).
 Qed.
 
+(** ** The canonical space: H-tuples of tokens weighted by the chain rule.
+    It carries a target continuation (the tuple itself) with the chain-rule
+    prefix law, for every target and horizon: the hypotheses below on
+    (Omega, mu, Z) are satisfiable. *)
+Lemma val_cons_tuple n y (t : n.-tuple V) : val (cons_tuple y t) = y :: val t.
+Proof. by []. Qed.
+
+Lemma sum_tuple_cons n (F : n.+1.-tuple V -> R) :
+  \sum_(t : n.+1.-tuple V) F t = \sum_(y : V) \sum_(t : n.-tuple V) F (cons_tuple y t).
+Proof.
+rewrite pair_bigA /= (reindex (fun i : V * n.-tuple V => cons_tuple i.1 i.2)) //=.
+exists (fun t : n.+1.-tuple V => (thead t, behead_tuple t)) => [[y t] _|t _].
+  by congr pair; apply: val_inj.
+by apply: val_inj; rewrite /= [in RHS](tuple_eta t).
+Qed.
+
+Lemma tuple_chain n : forall pre s, (size s <= n)%N ->
+  \sum_(t : n.-tuple V) chainf pre t * (prefix s t)%:R = chainf pre s.
+Proof.
+elim: n => [|n IH] pre s hs.
+  move: hs; rewrite leqn0 size_eq0 => /eqP ->.
+  rewrite (bigD1 [tuple]) //= big1 ?addr0 ?mulr1 // => t ht.
+  by case/eqP: ht; exact: tuple0.
+rewrite sum_tuple_cons; case: s hs => [|y0 s] hs.
+  rewrite [RHS]/= -[RHS](q_sum1 pre); apply: eq_bigr => y _.
+  have h := IH (rcons pre y) [::] isT; rewrite [RHS]/= in h.
+  rewrite -[RHS]mulr1 -[X in _ = _ * X]h mulr_sumr; apply: eq_bigr => t _.
+  by rewrite val_cons_tuple /= prefix0s mulrA.
+rewrite (bigD1 y0) //= [X in _ + X]big1 ?addr0 => [|y hy]; last first.
+  rewrite big1 // => t _.
+  by rewrite eq_sym (negbTE hy) mulr0.
+rewrite [RHS]/= -(IH (rcons pre y0) s) // mulr_sumr; apply: eq_bigr => t _.
+by rewrite eqxx /= mulrA.
+Qed.
+
+Theorem canonical_space n :
+  (forall t : n.-tuple V, 0 <= chain t) /\ (\sum_(t : n.-tuple V) chain t = 1) /\
+  (forall s, (size s <= n)%N ->
+     \sum_(t : n.-tuple V) chain t * (prefix s t)%:R = chain s).
+Proof.
+split=> [t|]; first exact: chainf_ge0.
+split=> [|s hs]; last exact: tuple_chain.
+apply: etrans (@tuple_chain n [::] [::] isT).
+by apply: eq_bigr => t _; rewrite prefix0s mulr1.
+Qed.
+
 (** ** The probability space, the target continuation Z and its law *)
 Variable Omega : finType.
 Variable mu : Omega -> R.
@@ -397,5 +443,90 @@ by split=> h v y vN; rewrite h // target_block_law.
 Qed.
 
 End Verifier.
+
+(** ** Two exact verifiers, on any space whose Z is at least H tokens long:
+    following Z through the tree (exit V*, bonus Y*: saturating) and stopping
+    at the root (exit root, bonus Z_1: exact, E[L] = 1). *)
+Section TwoVerifiers.
+Hypothesis Z_size : forall o, (H <= size (Z o))%N.
+Variable y0 : V.   (* a default token for nth; never read (Z is long enough) *)
+
+Lemma pd_next_some v y c : pd_next N par tok v y = Some c ->
+  (0 < c < N)%N /\ par c = v /\ tok c = y.
+Proof.
+rewrite /pd_next; case: pickP => [c' /andP[/andP[c0 /eqP pc] /eqP tc]|] // [<-].
+by rewrite c0 ltn_ord.
+Qed.
+
+Lemma walk_lt u z : (u < N)%N -> (walkf u z < N)%N.
+Proof.
+elim: z u => [|y z IH] u uN //=.
+by case: (pd_next N par tok u y) => [c|] //; apply: IH.
+Qed.
+
+Lemma walk_path u z : (u < N)%N -> prefix (path (walkf u z)) (path u ++ z).
+Proof.
+elim: z u => [|y z IH] u uN /=; first by rewrite cats0 prefix_refl.
+case e: (pd_next N par tok u y) => [c|]; last exact: prefix_prefix.
+have [hc [pc tc]] := pd_next_some e.
+by rewrite -cat_rcons -pc -tc -pathS //; apply: IH.
+Qed.
+
+Lemma vstar_lt z : (vstar z < N)%N. Proof. exact: walk_lt. Qed.
+Lemma vstar_prefix z : prefix (path (vstar z)) z.
+Proof. by have := walk_path z N_gt0. Qed.
+
+Lemma vstar_short o : (dep (vstar (Z o)) < size (Z o))%N.
+Proof.
+apply: leq_ltn_trans (depth_le (vstar_lt _)) _.
+by apply: leq_trans (vstar_lt _) (leq_trans N_le_H (Z_size o)).
+Qed.
+
+(* following Z: exit V*(Z), bonus the next token of Z *)
+Definition fex (o : Omega) : 'I_N := insubd (Ordinal N_gt0) (vstar (Z o)).
+Definition fb (o : Omega) : V := nth y0 (Z o) (dep (vstar (Z o))).
+
+Lemma val_fex o : val (fex o) = vstar (Z o).
+Proof. by rewrite val_insubd vstar_lt. Qed.
+
+Theorem follow_exact : exact_prefix fex fb.
+Proof.
+move=> o _; rewrite /emitted /fb val_fex.
+have hp := vstar_prefix (Z o); have hs := vstar_short o; have hx := vstar_lt (Z o).
+move: (vstar (Z o)) hp hs hx => x /prefixP [s e] hs hx.
+rewrite e -(size_path hx) in hs *.
+case: s e hs => [|y s] _ hs; first by rewrite cats0 ltnn in hs.
+by rewrite nth_cat ltnn subnn /= -cat_rcons prefix_prefix.
+Qed.
+
+Lemma ystar_fb o : ystar (Z o) = Some (fb o).
+Proof. by rewrite /ystar /fb (drop_nth y0 (vstar_short o)). Qed.
+
+Theorem follow_law v y : (v < N)%N -> vlaw fex fb v y = blockt v y.
+Proof.
+move=> vN; rewrite -target_block_law //; apply: eq_bigr => o _.
+by rewrite val_fex ystar_fb.
+Qed.
+
+Theorem follow_saturates : EL fex = 1 + Cpt.
+Proof. exact: (proj2 (exact_verifier_ceiling_equality follow_exact) follow_law). Qed.
+
+(* stopping at the root: exit root, bonus Z_1; L = 1 is a stopping time *)
+Definition rex (o : Omega) : 'I_N := Ordinal N_gt0.
+Definition rb (o : Omega) : V := nth y0 (Z o) 0.
+
+Theorem root_exact : exact_verifier rex rb (fun _ => tt).
+Proof.
+split=> [o _|t o o' _ _] //.
+rewrite /emitted /rb /=; have := Z_size o.
+case: (Z o) => [|z s] /=; last by rewrite eqxx prefix0s.
+rewrite leqn0 => /eqP H0; have := leq_trans N_gt0 N_le_H.
+by rewrite H0.
+Qed.
+
+Theorem root_length : EL rex = 1.
+Proof. by rewrite /EL /L /= -[RHS]mu_sum1; apply: eq_bigr => o _; rewrite mulr1. Qed.
+
+End TwoVerifiers.
 
 End Target.
