@@ -245,10 +245,11 @@ Check (@canonical_space :
   (forall s : seq V, \sum_y q s y = 1) ->
   forall n : nat,
   (forall t : n.-tuple V, 0 <= chain (V:=V) (R:=R) q t) /\
-  \sum_t chain (V:=V) (R:=R) q t = 1 /\
+  (\sum_(t : n.-tuple V) chain (V:=V) (R:=R) q t = 1) /\
   (forall s : seq V,
    (size s <= n)%N ->
-   \sum_t chain (V:=V) (R:=R) q t * (prefix (T:=V) s t)%:R = chain (V:=V) (R:=R) q s)).
+   \sum_(t : n.-tuple V) chain (V:=V) (R:=R) q t * (prefix (T:=V) s t)%:R =
+   chain (V:=V) (R:=R) q s)).
 
 Check (@target_exit_law :
   forall (N : nat) (par : nat -> nat),
