@@ -58,6 +58,8 @@ MAIN_THEOREMS = [
     "eagle_step_point_mass",  # 5 EAGLE step with point-mass draft row = DESIGN step
     "eagle_seqres_realises_block",  # 5 EAGLE-form sequential residual realises the block law
     "tev_realises_block",  # 6 TEV realises the block law
+    "tev_algorithm_realises_block",  # 6 TEV's Algorithm 1 (mask products, m = C a) = block law
+    "tev_exit_draw_is_exit_law",  # 6 ... its exit weights are w
     "exit_law_subtree_mass",  # 7 under w, subtree of u entered w.p. P(u)
     "fixed_tree_ceiling",  # 7 E[L] <= 1 + C_p (per-node hypothesis)
     "fixed_tree_ceiling_equality",  # 7 equality iff exit law = w
@@ -75,6 +77,7 @@ MAIN_THEOREMS = [
     "follow_saturates",  # 11 ... and E[L] = 1 + C_p
     "root_exact",  # 11 stopping at the root is exact (with the stopping-time condition)
     "root_length",  # 11 ... and has E[L] = 1
+    "tev_exact_coupling",  # 11 TEV's law is that of an exact, saturating coupling with Z
     # Example.v: every hypothesis discharged on concrete trees over rat
     "ex_exit_law_is_distribution",
     "ex_target_exit_law",
@@ -86,6 +89,7 @@ MAIN_THEOREMS = [
     "ex_root_exact",
     "ex_root_ceiling",
     "ex_root_strict",
+    "ex_tev_exact_coupling",
 ]
 PIN_FILES = ("Statements.v", "StatementsExample.v")
 

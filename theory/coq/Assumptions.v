@@ -36,6 +36,10 @@ Goal True. idtac "@@ eagle_seqres_realises_block". Abort.
 Print Assumptions eagle_seqres_realises_block.
 Goal True. idtac "@@ tev_realises_block". Abort.
 Print Assumptions tev_realises_block.
+Goal True. idtac "@@ tev_algorithm_realises_block". Abort.
+Print Assumptions tev_algorithm_realises_block.
+Goal True. idtac "@@ tev_exit_draw_is_exit_law". Abort.
+Print Assumptions tev_exit_draw_is_exit_law.
 Goal True. idtac "@@ exit_law_subtree_mass". Abort.
 Print Assumptions exit_law_subtree_mass.
 Goal True. idtac "@@ fixed_tree_ceiling". Abort.
@@ -68,6 +72,8 @@ Goal True. idtac "@@ root_exact". Abort.
 Print Assumptions root_exact.
 Goal True. idtac "@@ root_length". Abort.
 Print Assumptions root_length.
+Goal True. idtac "@@ tev_exact_coupling". Abort.
+Print Assumptions tev_exact_coupling.
 Goal True. idtac "@@ ex_exit_law_is_distribution". Abort.
 Print Assumptions ex_exit_law_is_distribution.
 Goal True. idtac "@@ ex_target_exit_law". Abort.
@@ -88,3 +94,5 @@ Goal True. idtac "@@ ex_root_ceiling". Abort.
 Print Assumptions ex_root_ceiling.
 Goal True. idtac "@@ ex_root_strict". Abort.
 Print Assumptions ex_root_strict.
+Goal True. idtac "@@ ex_tev_exact_coupling". Abort.
+Print Assumptions ex_tev_exact_coupling.

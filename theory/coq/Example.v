@@ -144,3 +144,9 @@ Qed.
 Lemma ex_root_strict : EL t_par t_mu (@rex t_N t_N_gt0 _) = 1 /\ 1 < 1 + 5%:R / 4%:R :> rat.
 Proof. by split=> //; exact: (root_length t_par t_N_gt0 t_mu_sum1). Qed.
 
+
+(* TEV's algorithm on this tree: its law is realised by an exact verifier
+   coupled with Z, which saturates (E[L] = 1 + C_p) *)
+Definition ex_tev_exact_coupling :=
+  @tev_exact_coupling _ _ t_N_gt0 t_par_lt _ _ t_sib_distinct _ _ t_q_ge0 t_q_sum1
+                      _ _ t_mu_ge0 t_mu_sum1 _ t_N_le_H _ t_Z_law t_Z_size true.

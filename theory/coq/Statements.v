@@ -455,3 +455,60 @@ Check (@root_length :
     (Omega : finType) (mu : Omega -> R),
   \sum_o mu o = 1 -> EL par (R:=R) (Omega:=Omega) mu (rex (N:=N) N_gt0 (Omega:=Omega)) = 1).
 
+Check (@name : type)` fails to compile if the theorem's statement changes
+   (weakened, or given an extra premise such as a section Hypothesis).
+   Generated from `Check @name` and reviewed by hand; see README.md. *)
+From mathcomp Require Import all_ssreflect all_algebra.
+From ExitLaw Require Import ExitLaw Target.
+Import GRing.Theory Num.Theory.
+Local Open Scope ring_scope.
+
+Check (@tev_algorithm_realises_block :
+  forall (N : nat) (par : nat -> nat),
+  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+  forall (V : finType) (tok : nat -> V) (R : realFieldType) (p : nat -> V -> R),
+  (forall (v : nat) (y : V), (v < N)%N -> 0 <= p v y) ->
+  (forall v : nat, (v < N)%N -> \sum_y p v y = 1) ->
+  (forall u1 u2 : nat,
+   (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+  forall (v : nat) (y : V),
+  (v < N)%N -> tev_alg N par (V:=V) tok (R:=R) p v y = block N par (V:=V) tok (R:=R) p v y).
+
+Check (@tev_exit_draw_is_exit_law :
+  forall (N : nat) (par : nat -> nat),
+  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+  forall (V : finType) (tok : nat -> V) (R : realFieldType) (p : nat -> V -> R) (v : nat),
+  (v < N)%N -> wtev N par (V:=V) tok (R:=R) p v = w N par (V:=V) tok (R:=R) p v).
+
+Check (@tev_exact_coupling :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+  forall (V : finType) (tok : nat -> V),
+  (forall u1 u2 : nat,
+   (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+  forall (R : realFieldType) (q : seq V -> V -> R),
+  (forall (s : seq V) (y : V), 0 <= q s y) ->
+  (forall s : seq V, \sum_y q s y = 1) ->
+  forall (Omega : finType) (mu : Omega -> R),
+  (forall o : Omega, 0 <= mu o) ->
+  \sum_o mu o = 1 ->
+  forall H : nat,
+  (N <= H)%N ->
+  forall Z : Omega -> seq V,
+  (forall s : seq V,
+   (size s <= H)%N ->
+   Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
+   chain (V:=V) (R:=R) q s) ->
+  (forall o : Omega, (H <= size (Z o))%N) ->
+  forall y0 : V,
+  exact_prefix par (V:=V) tok (R:=R) (Omega:=Omega) mu Z
+    (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
+    (fb N par (V:=V) tok (Omega:=Omega) Z y0) /\
+  (forall (v : nat) (y : V),
+   (v < N)%N ->
+   vlaw (V:=V) (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
+     (fb N par (V:=V) tok (Omega:=Omega) Z y0) v y =
+   tev_alg N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) /\
+  EL par (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z) =
+  1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+

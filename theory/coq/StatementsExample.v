@@ -69,3 +69,21 @@ Check (@ex_root_strict :
     (rex (N:=t_N) t_N_gt0 (Omega:=tuple_finType t_H bool_finType)) = 1 /\ 
   1 < 1 + 5 / 4).
 
+Check (@ex_tev_exact_coupling :
+  exact_prefix t_par (V:=bool_finType) t_tok (R:=rat_realFieldType)
+    (Omega:=tuple_finType t_H bool_finType) t_mu t_Z
+    (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+       (Omega:=tuple_finType t_H bool_finType) t_Z)
+    (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true) /\
+  (forall (v : nat) (y : bool_finType),
+   (v < t_N)%N ->
+   vlaw (V:=bool_finType) (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+     (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+        (Omega:=tuple_finType t_H bool_finType) t_Z)
+     (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true) v
+     y = tev_alg t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p v y) /\
+  EL t_par (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+    (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+       (Omega:=tuple_finType t_H bool_finType) t_Z) =
+  1 + Cp t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p).
+

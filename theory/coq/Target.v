@@ -511,6 +511,23 @@ Qed.
 Theorem follow_saturates : EL fex = 1 + Cpt.
 Proof. exact: (proj2 (exact_verifier_ceiling_equality follow_exact) follow_law). Qed.
 
+(* TEV (paper Algorithm 1, ExitLaw.tev_alg: ancestor-mask prefix products,
+   m = C a, an exit draw from w, a bonus draw from the masked exit row) has the
+   law of (vstar Z, ystar Z): the verifier following Z is an exact coupling of TEV's
+   output with the target continuation, and it saturates (paper B.1). *)
+Theorem tev_exact_coupling :
+  exact_prefix fex fb /\
+  (forall v y, (v < N)%N -> vlaw fex fb v y = tev_alg N par tok prow v y) /\
+  EL fex = 1 + Cpt.
+Proof.
+split; first exact: follow_exact.
+split; last exact: follow_saturates.
+move=> v y vN; rewrite follow_law // tev_algorithm_realises_block //.
+  by move=> u z _; apply: q_ge0.
+by move=> u _; apply: q_sum1.
+
+Qed.
+
 (* stopping at the root: exit root, bonus Z_1; L = 1 is a stopping time *)
 Definition rex (o : Omega) : 'I_N := Ordinal N_gt0.
 Definition rb (o : Omega) : V := nth y0 (Z o) 0.
