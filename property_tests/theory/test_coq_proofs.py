@@ -361,7 +361,9 @@ def _plant_section_hypothesis(work):
     start = text.index("Theorem exact_verifier_ceiling :")
     proof = text.index("Proof.", start)
     end = text.index("Qed.", proof) + len("Qed.")
-    text = text[:proof] + "Proof. by move=> _; move/eqP: one_eq0; rewrite oner_eq0. Qed." + text[end:]
+    text = (
+        text[:proof] + "Proof. by move=> _; move/eqP: one_eq0; rewrite oner_eq0. Qed." + text[end:]
+    )
     path.write_text(text, encoding="utf-8")
 
 

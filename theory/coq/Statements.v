@@ -455,14 +455,6 @@ Check (@root_length :
     (Omega : finType) (mu : Omega -> R),
   \sum_o mu o = 1 -> EL par (R:=R) (Omega:=Omega) mu (rex (N:=N) N_gt0 (Omega:=Omega)) = 1).
 
-Check (@name : type)` fails to compile if the theorem's statement changes
-   (weakened, or given an extra premise such as a section Hypothesis).
-   Generated from `Check @name` and reviewed by hand; see README.md. *)
-From mathcomp Require Import all_ssreflect all_algebra.
-From ExitLaw Require Import ExitLaw Target.
-Import GRing.Theory Num.Theory.
-Local Open Scope ring_scope.
-
 Check (@tev_algorithm_realises_block :
   forall (N : nat) (par : nat -> nat),
   (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
@@ -511,4 +503,3 @@ Check (@tev_exact_coupling :
    tev_alg N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) /\
   EL par (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z) =
   1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
-
