@@ -355,14 +355,16 @@ def _plant_section_hypothesis(work):
     """Add a section Hypothesis (1 : R) = 0 and prove Theorem 1's ceiling from it."""
     path = work / "Target.v"
     text = path.read_text(encoding="utf-8")
-    anchor = "Hypothesis q_sum1 : forall s, \\sum_(y : V) q s y = 1.\n"
-    assert anchor in text, "plant target moved: update _plant_section_hypothesis"
-    text = text.replace(anchor, anchor + "Hypothesis one_eq0 : (1 : R) = 0.\n")
     start = text.index("Theorem exact_verifier_ceiling :")
     proof = text.index("Proof.", start)
     end = text.index("Qed.", proof) + len("Qed.")
+    cheat = "Proof. by move=> _; move/eqP: one_eq0; rewrite oner_eq0. Qed."
     text = (
-        text[:proof] + "Proof. by move=> _; move/eqP: one_eq0; rewrite oner_eq0. Qed." + text[end:]
+        text[:start]
+        + "Hypothesis one_eq0 : (1 : R) = 0.\n"
+        + text[start:proof]
+        + cheat
+        + text[end:]
     )
     path.write_text(text, encoding="utf-8")
 
