@@ -75,6 +75,8 @@ MAIN_THEOREMS = [
     "follow_exact",  # 11 the verifier following Z is exact ...
     "follow_law",  # 11 ... has the block law ...
     "follow_saturates",  # 11 ... and E[L] = 1 + C_p
+    "follow_stopping_time",  # 11 ... its length is a stopping time ...
+    "follow_exact_verifier",  # 11 ... so it is an exact verifier in the paper's full sense
     "root_exact",  # 11 stopping at the root is exact (with the stopping-time condition)
     "root_length",  # 11 ... and has E[L] = 1
     "tev_exact_coupling",  # 11 TEV's law is that of an exact, saturating coupling with Z
@@ -90,6 +92,7 @@ MAIN_THEOREMS = [
     "ex_root_ceiling",
     "ex_root_strict",
     "ex_tev_exact_coupling",
+    "ex_follow_exact_verifier",
 ]
 PIN_FILES = ("Statements.v", "StatementsExample.v")
 

@@ -68,6 +68,10 @@ Goal True. idtac "@@ follow_law". Abort.
 Print Assumptions follow_law.
 Goal True. idtac "@@ follow_saturates". Abort.
 Print Assumptions follow_saturates.
+Goal True. idtac "@@ follow_stopping_time". Abort.
+Print Assumptions follow_stopping_time.
+Goal True. idtac "@@ follow_exact_verifier". Abort.
+Print Assumptions follow_exact_verifier.
 Goal True. idtac "@@ root_exact". Abort.
 Print Assumptions root_exact.
 Goal True. idtac "@@ root_length". Abort.
@@ -96,3 +100,5 @@ Goal True. idtac "@@ ex_root_strict". Abort.
 Print Assumptions ex_root_strict.
 Goal True. idtac "@@ ex_tev_exact_coupling". Abort.
 Print Assumptions ex_tev_exact_coupling.
+Goal True. idtac "@@ ex_follow_exact_verifier". Abort.
+Print Assumptions ex_follow_exact_verifier.

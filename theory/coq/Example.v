@@ -150,3 +150,12 @@ Proof. by split=> //; exact: (root_length t_par t_N_gt0 t_mu_sum1). Qed.
 Definition ex_tev_exact_coupling :=
   @tev_exact_coupling _ _ t_N_gt0 t_par_lt _ _ t_sib_distinct _ _ t_q_ge0 t_q_sum1
                       _ _ t_mu_ge0 t_mu_sum1 _ t_N_le_H _ t_Z_law t_Z_size true.
+
+(* the verifier following Z is exact in the paper's full sense: its block is a
+   prefix of Z and its length is a stopping time *)
+Lemma ex_follow_exact_verifier : exact_verifier t_par t_tok t_mu t_Z
+  (fex t_par t_N_gt0 t_tok t_Z) (fb t_N t_par t_tok t_Z true) (fun _ => tt).
+Proof.
+exact: (follow_exact_verifier t_N_gt0 t_par_lt t_tok t_mu t_N_le_H t_Z_size
+          true (fun _ => tt)).
+Qed.

@@ -503,3 +503,24 @@ Check (@tev_exact_coupling :
    tev_alg N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) /\
   EL par (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z) =
   1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@follow_stopping_time :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+  forall (V : finType) (tok : nat -> V) (Omega : finType) (Z : Omega -> seq V) 
+    (A : Type) (U : Omega -> A),
+  stopping_time par (V:=V) (Omega:=Omega) Z (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
+    U).
+
+Check (@follow_exact_verifier :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+  forall (V : finType) (tok : nat -> V) (R : realFieldType) (Omega : finType)
+    (mu : Omega -> R) (H : nat),
+  (N <= H)%N ->
+  forall Z : Omega -> seq V,
+  (forall o : Omega, (H <= size (Z o))%N) ->
+  forall (y0 : V) (A : Type) (U : Omega -> A),
+  exact_verifier par (V:=V) tok (R:=R) (Omega:=Omega) mu Z
+    (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
+    (fb N par (V:=V) tok (Omega:=Omega) Z y0) U).

@@ -87,3 +87,10 @@ Check (@ex_tev_exact_coupling :
        (Omega:=tuple_finType t_H bool_finType) t_Z) =
   1 + Cp t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p).
 
+Check (@ex_follow_exact_verifier :
+  exact_verifier t_par (V:=bool_finType) t_tok (R:=rat_realFieldType)
+  (Omega:=tuple_finType t_H bool_finType) t_mu t_Z
+  (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+     (Omega:=tuple_finType t_H bool_finType) t_Z)
+  (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true)
+  (fun=> tt)).

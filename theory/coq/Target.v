@@ -511,6 +511,38 @@ Qed.
 Theorem follow_saturates : EL fex = 1 + Cpt.
 Proof. exact: (proj2 (exact_verifier_ceiling_equality follow_exact) follow_law). Qed.
 
+(* the walk only reads the tokens it matches, plus one: L* = depth(V* Z) + 1
+   is a stopping time (whether L* <= t is decided by Z_{1:t}) *)
+Lemma walk_depth_le u z : (u < N)%N -> (dep u <= dep (walkf u z))%N.
+Proof.
+elim: z u => [|y z IH] u uN //=.
+case e: (pd_next N par tok u y) => [c|] //.
+have [hc [pc _]] := pd_next_some e.
+by apply: leq_trans (IH _ (ltn_ord c)); rewrite (depthS par_lt hc) pc.
+Qed.
+
+Lemma walk_take u z t : (u < N)%N ->
+  (dep (walkf u z) < dep u + t)%N = (dep (walkf u (take t z)) < dep u + t)%N.
+Proof.
+elim: z u t => [|y z IH] u t uN //.
+case: t => [|t]; first by rewrite addn0 take0 ltnn ltnNge walk_depth_le.
+rewrite /=; case e: (pd_next N par tok u y) => [c|] //.
+have [hc [pc _]] := pd_next_some e.
+have dc : dep c = (dep u).+1 by rewrite (depthS par_lt hc) pc.
+by rewrite addnS -addSn -dc; apply: IH.
+Qed.
+
+Theorem follow_stopping_time (A : Type) (U : Omega -> A) : stopping_time fex U.
+Proof.
+move=> t o o' _ e; rewrite /L !val_fex.
+have h1 := walk_take (Z o) t N_gt0; have h2 := walk_take (Z o') t N_gt0.
+rewrite (depth0 par) !add0n in h1 h2.
+by rewrite /vstar h1 h2 e.
+Qed.
+
+Theorem follow_exact_verifier (A : Type) (U : Omega -> A) : exact_verifier fex fb U.
+Proof. by split; [exact: follow_exact | exact: follow_stopping_time]. Qed.
+
 (* TEV (paper Algorithm 1, ExitLaw.tev_alg: ancestor-mask prefix products,
    m = C a, an exit draw from w, a bonus draw from the masked exit row) has the
    law of (vstar Z, ystar Z): the verifier following Z is an exact coupling of TEV's
