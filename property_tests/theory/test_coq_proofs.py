@@ -93,6 +93,8 @@ MAIN_THEOREMS = [
     "ex_root_strict",
     "ex_tev_exact_coupling",
     "ex_follow_exact_verifier",
+    "ex_sampled_exact_on_average",  # A.5: a sampled chain verifier is exact on average ...
+    "ex_sampled_conditionally_exceeds",  # ... but exceeds 1 + C_p(T) given the realised draft
 ]
 PIN_FILES = ("Statements.v", "StatementsExample.v")
 

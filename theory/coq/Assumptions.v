@@ -102,3 +102,7 @@ Goal True. idtac "@@ ex_tev_exact_coupling". Abort.
 Print Assumptions ex_tev_exact_coupling.
 Goal True. idtac "@@ ex_follow_exact_verifier". Abort.
 Print Assumptions ex_follow_exact_verifier.
+Goal True. idtac "@@ ex_sampled_exact_on_average". Abort.
+Print Assumptions ex_sampled_exact_on_average.
+Goal True. idtac "@@ ex_sampled_conditionally_exceeds". Abort.
+Print Assumptions ex_sampled_conditionally_exceeds.

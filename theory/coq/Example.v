@@ -159,3 +159,42 @@ Proof.
 exact: (follow_exact_verifier t_N_gt0 t_par_lt t_tok t_mu t_N_le_H t_Z_size
           true (fun _ => tt)).
 Qed.
+
+(* The sampled-draft remark (paper A.5).  A sampled chain verifier: draft one
+   token x ~ q, accept it w.p. min(1, p(x)/q(x)); on rejection the next token
+   is drawn from norm((p - q)+) (s_first x y: law of the first emitted token
+   given the draft x).  Here p = (1/2, 1/2) at every prefix, q(true) = 1/4.
+   On average over the draft it is exact (ex_sampled_exact_on_average: the
+   first token has law p).  Conditionally on the realised draft x = true
+   (realised tree T: the chain root -true-> 1, C_p(T) = 1/2) it accepts with
+   probability 1, so E[L | T] = 2 > 3/2 = 1 + C_p(T), and its first token is
+   never false although p(false) = 1/2: it is not exact on T
+   (ex_sampled_conditionally_exceeds).  Theorem 1 is about verifiers that are
+   exact conditionally on the realised tree. *)
+Definition s_p (y : bool) : rat := 2%:R^-1.
+Definition s_q (y : bool) : rat := if y then 4%:R^-1 else 3%:R / 4%:R.
+Lemma s_acc_true : eagle_accept s_p s_q true = 1. Proof. by []. Qed.
+Lemma s_acc_false : eagle_accept s_p s_q false = 2%:R / 3%:R. Proof. by []. Qed.
+Lemma s_res_sum : \sum_(z : bool) Num.max 0 (s_p z - s_q z) = 4%:R^-1.
+Proof. by rewrite big_bool. Qed.
+Lemma s_res_true : eagle_residual s_p s_q true = 1.
+Proof. by rewrite /eagle_residual s_res_sum. Qed.
+Lemma s_res_false : eagle_residual s_p s_q false = 0.
+Proof. by rewrite /eagle_residual s_res_sum. Qed.
+Definition s_first (x y : bool) : rat :=
+  eagle_accept s_p s_q x * (x == y)%:R +
+  (1 - eagle_accept s_p s_q x) * eagle_residual s_p s_q y.
+Lemma ex_sampled_exact_on_average y : \sum_(x : bool) s_q x * s_first x y = s_p y.
+Proof.
+rewrite big_bool /s_first s_acc_true s_acc_false.
+by case: y; rewrite ?s_res_true ?s_res_false.
+Qed.
+Definition s_N : nat := 2.
+Definition s_par (u : nat) : nat := 0.
+Definition s_tok (u : nat) : bool := true.
+Lemma s_Cp : Cp s_N s_par s_tok (fun _ => s_p) = 2%:R^-1.
+Proof. by rewrite /Cp big_mkcond /s_N !big_ord_recr big_ord0 /=. Qed.
+Lemma ex_sampled_conditionally_exceeds :
+  1 + Cp s_N s_par s_tok (fun _ => s_p) < 1 + eagle_accept s_p s_q true /\
+  s_first true false = 0 /\ s_p false = 2%:R^-1.
+Proof. by rewrite s_Cp /s_first s_acc_true s_res_false. Qed.

@@ -94,3 +94,11 @@ Check (@ex_follow_exact_verifier :
      (Omega:=tuple_finType t_H bool_finType) t_Z)
   (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true)
   (fun=> tt)).
+
+Check (@ex_sampled_exact_on_average :
+  forall y : bool, \sum_x s_q x * s_first x y = s_p y).
+
+Check (@ex_sampled_conditionally_exceeds :
+  1 + Cp s_N s_par (V:=bool_finType) s_tok (R:=rat_realFieldType) (fun=> s_p) <
+  1 + eagle_accept (V:=bool_finType) (R:=rat_realFieldType) s_p s_q true /\
+  s_first true false = 0 /\ s_p false = 2^-1).
