@@ -3,9 +3,13 @@
 The sources live in ``theory/coq/`` (see its README.md for what each theorem says).
 These tests compile them in a temporary copy (no build products land in the repository),
 refuse any admitted proof or axiom in the sources, ask Coq (``Print Assumptions``)
-that every main theorem is closed under the global context, and plant an
-``Admitted.`` in a copy to show that the checks can fail.  Coq is required: without
-``coqc`` every test fails with the install command (CI installs it in ``.ci/run``).
+that every main theorem is closed under the global context, check that the statement
+of every main theorem is pinned (``Statements.v`` / ``StatementsExample.v``:
+``Check (@name : type)``, compiled against the proofs), and plant three changes in
+copies to show that the checks can fail: an ``Admitted.``, a weakened statement and a
+section ``Hypothesis`` (not an axiom, so only the pinned statement catches it).  Coq
+is required: without ``coqc`` every test fails with the install command (CI installs
+it in ``.ci/run``).
 """
 
 import functools
@@ -38,6 +42,7 @@ COQC_TIMEOUT_S = 900
 # The theorems the issue asks for (numbered as in theory/coq/README.md), plus a
 # concrete instance showing that their hypotheses are satisfiable.
 MAIN_THEOREMS = [
+    # ExitLaw.v: the algebra for arbitrary rows (numbered as in theory/coq/README.md)
     "exit_law_is_distribution",  # 1 conservation: w >= 0, sum w = 1
     "coverage_identity",  # 2 C_p = sum_v depth(v) w(v)
     "block_law_is_distribution",  # 3 block law: a distribution ...
@@ -53,13 +58,45 @@ MAIN_THEOREMS = [
     "eagle_step_point_mass",  # 5 EAGLE step with point-mass draft row = docs/design.md §1.6 step
     "eagle_seqres_realises_block",  # 5 EAGLE-form sequential residual realises the block law
     "tev_realises_block",  # 6 TEV realises the block law
+    "tev_algorithm_realises_block",  # 6 TEV's Algorithm 1 (mask products, m = C a) = block law
+    "tev_exit_draw_is_exit_law",  # 6 ... its exit weights are w
     "exit_law_subtree_mass",  # 7 under w, subtree of u entered w.p. P(u)
-    "fixed_tree_ceiling",  # 7 E[L] <= 1 + C_p
+    "fixed_tree_ceiling",  # 7 E[L] <= 1 + C_p (per-node hypothesis)
     "fixed_tree_ceiling_equality",  # 7 equality iff exit law = w
     "fixed_tree_ceiling_joint",  # 7 joint (exit, bonus) form of the ceiling
     "fixed_tree_ceiling_joint_equality",  # 7 equality iff (exit, bonus) law = block law
-    "ex_exit_law_is_distribution",  # the hypotheses hold for a concrete tree over rat
+    # Target.v: the paper's statements over a finite probability space carrying Z
+    "canonical_space",  # 8 a space with the chain-rule prefix law exists
+    "target_exit_law",  # 9 Lemma 1: V*(Z) has law w
+    "target_block_law",  # 9 Lemma 1: (V*, Y*) has the block law
+    "exact_verifier_ceiling",  # 10 Theorem 1: exact => E[L] <= 1 + C_p
+    "exact_verifier_ceiling_equality",  # 10 ... equality iff law = block law
+    "exact_verifier_saturates_iff_target_law",  # 10 ... iff law = law of (V*, Y*)
+    "follow_exact",  # 11 the verifier following Z is exact ...
+    "follow_law",  # 11 ... has the block law ...
+    "follow_saturates",  # 11 ... and E[L] = 1 + C_p
+    "follow_stopping_time",  # 11 ... its length is a stopping time ...
+    "follow_exact_verifier",  # 11 ... so it is an exact verifier in the paper's full sense
+    "root_exact",  # 11 stopping at the root is exact (with the stopping-time condition)
+    "root_length",  # 11 ... and has E[L] = 1
+    "tev_exact_coupling",  # 11 TEV's law is that of an exact, saturating coupling with Z
+    # Example.v: every hypothesis discharged on concrete trees over rat
+    "ex_exit_law_is_distribution",
+    "ex_target_exit_law",
+    "ex_target_block_law",
+    "ex_follow_exact",
+    "ex_follow_saturates",
+    "ex_follow_ceiling",
+    "ex_follow_block_law",
+    "ex_root_exact",
+    "ex_root_ceiling",
+    "ex_root_strict",
+    "ex_tev_exact_coupling",
+    "ex_follow_exact_verifier",
+    "ex_sampled_exact_on_average",  # A.5: a sampled chain verifier is exact on average ...
+    "ex_sampled_conditionally_exceeds",  # ... but exceeds 1 + C_p(T) given the realised draft
 ]
+PIN_FILES = ("Statements.v", "StatementsExample.v")
 
 FORBIDDEN_WORDS = re.compile(
     r"\b(Admitted|admit|Admit|Axiom|Axioms|Parameter|Parameters|Conjecture|give_up)\b"
@@ -154,7 +191,7 @@ def _coqc(workdir, flags, source):
 def _assumptions_source(theorems):
     lines = [
         "From mathcomp Require Import all_ssreflect all_algebra.",
-        "From ExitLaw Require Import ExitLaw Example.",
+        "From ExitLaw Require Import ExitLaw Target Example.",
     ]
     for thm in theorems:
         lines += [f'Goal True. idtac "@@ {thm}". Abort.', f"Print Assumptions {thm}."]
@@ -275,3 +312,85 @@ def test_a_planted_admitted_proof_compiles_but_is_caught():
     report = blocks.get("coverage_identity", "")
     assert "Closed under the global context" not in report
     assert "Axioms:" in report and "coverage_identity" in report, report
+
+
+def _pinned_statements():
+    """{theorem: pinned type text} from the ``Check (@name : type).`` lines of the pin files."""
+    pins = {}
+    for f in PIN_FILES:
+        code = _strip_comments_and_strings((COQ_DIR / f).read_text(encoding="utf-8"))
+        for match in re.finditer(r"\bCheck\s*\(\s*@(\w+)\s*:(.*?)\)\s*\.(?:\s|$)", code, re.S):
+            pins.setdefault(match.group(1), []).append(match.group(2))
+    return pins
+
+
+def test_every_main_theorem_statement_is_pinned_once_and_the_pins_are_compiled():
+    _, files = _coq_project()
+    pins = _pinned_statements()
+    missing = [t for t in MAIN_THEOREMS if t not in pins]
+    assert not missing, f"main theorems without a pinned statement in {PIN_FILES}: {missing}"
+    assert all(len(v) == 1 for v in pins.values()), {k: len(v) for k, v in pins.items()}
+    for thm in MAIN_THEOREMS:
+        body = pins[thm][0]
+        # a real statement, not a hole that would accept any type
+        assert "forall" in body or "=" in body or "<=" in body or "<->" in body, (thm, body)
+        assert not re.search(r"(^|[\s(:])_([\s)]|$)", body), (thm, body)
+    # the pin files are part of the build (so test_fixed_tree_proofs_compile checks them)
+    for f in PIN_FILES:
+        assert f in files, f"{f} is not compiled (missing from _CoqProject)"
+
+
+def _plant_weakened_tev(work):
+    """Weaken TEV's theorem to a tautology (its proof still ends in Qed)."""
+    path = work / "ExitLaw.v"
+    text = path.read_text(encoding="utf-8")
+    old = (
+        "Theorem tev_realises_block v y : (v < N)%N -> tev_law v y = block v y.\n"
+        "Proof. by move=> vN; rewrite block_bonus_is_residual. Qed."
+    )
+    assert old in text, "plant target moved: update _plant_weakened_tev"
+    new = (
+        "Theorem tev_realises_block v y : (v < N)%N -> tev_law v y = tev_law v y.\n"
+        "Proof. by []. Qed."
+    )
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _plant_section_hypothesis(work):
+    """Add a section Hypothesis (1 : R) = 0 and prove Theorem 1's ceiling from it."""
+    path = work / "Target.v"
+    text = path.read_text(encoding="utf-8")
+    start = text.index("Theorem exact_verifier_ceiling :")
+    proof = text.index("Proof.", start)
+    end = text.index("Qed.", proof) + len("Qed.")
+    cheat = "Proof. by move=> _; move/eqP: one_eq0; rewrite oner_eq0. Qed."
+    text = (
+        text[:start]
+        + "Hypothesis one_eq0 : (1 : R) = 0.\n"
+        + text[start:proof]
+        + cheat
+        + text[end:]
+    )
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "plant, theorem",
+    [
+        (_plant_weakened_tev, "tev_realises_block"),
+        (_plant_section_hypothesis, "exact_verifier_ceiling"),
+    ],
+    ids=["weakened-tev-statement", "section-hypothesis-in-the-ceiling"],
+)
+def test_a_planted_weakened_statement_or_section_hypothesis_fails_the_suite(plant, theorem):
+    _require_coqc()
+    log, codes, _, sources = _build(COQ_DIR, plant=plant, theorems=[theorem])
+    # the planted proofs themselves compile, and the source scanner finds nothing:
+    # no Admitted, no Axiom, and a Hypothesis inside a Section is allowed ...
+    assert codes.get("ExitLaw.v") == 0 and codes.get("Target.v") == 0, log[-6000:]
+    for f, text in sources.items():
+        assert scan_for_unproved(text, f) == [], f
+    # ... but the pinned statement no longer matches, so the build (and the suite) fails
+    assert codes.get("Statements.v", 0) != 0, log[-6000:]
+    pin_log = log.split("== coqc Statements.v", 1)[1]
+    assert "Error" in pin_log and theorem in pin_log.split("Error", 1)[1], log[-6000:]

@@ -1,8 +1,10 @@
 (* Prints the axioms each main theorem depends on; every one must report
    "Closed under the global context" (no axiom, no admitted lemma).
-   property_tests/theory/test_coq_proofs.py checks the same list. *)
+   property_tests/theory/test_coq_proofs.py checks the same list.  (A section
+   Hypothesis is not an axiom: it shows up as a premise of the statement, which
+   Statements.v pins.) *)
 From mathcomp Require Import all_ssreflect all_algebra.
-From ExitLaw Require Import ExitLaw Example.
+From ExitLaw Require Import ExitLaw Target Example.
 
 Goal True. idtac "@@ exit_law_is_distribution". Abort.
 Print Assumptions exit_law_is_distribution.
@@ -34,6 +36,10 @@ Goal True. idtac "@@ eagle_seqres_realises_block". Abort.
 Print Assumptions eagle_seqres_realises_block.
 Goal True. idtac "@@ tev_realises_block". Abort.
 Print Assumptions tev_realises_block.
+Goal True. idtac "@@ tev_algorithm_realises_block". Abort.
+Print Assumptions tev_algorithm_realises_block.
+Goal True. idtac "@@ tev_exit_draw_is_exit_law". Abort.
+Print Assumptions tev_exit_draw_is_exit_law.
 Goal True. idtac "@@ exit_law_subtree_mass". Abort.
 Print Assumptions exit_law_subtree_mass.
 Goal True. idtac "@@ fixed_tree_ceiling". Abort.
@@ -44,5 +50,59 @@ Goal True. idtac "@@ fixed_tree_ceiling_joint". Abort.
 Print Assumptions fixed_tree_ceiling_joint.
 Goal True. idtac "@@ fixed_tree_ceiling_joint_equality". Abort.
 Print Assumptions fixed_tree_ceiling_joint_equality.
+Goal True. idtac "@@ canonical_space". Abort.
+Print Assumptions canonical_space.
+Goal True. idtac "@@ target_exit_law". Abort.
+Print Assumptions target_exit_law.
+Goal True. idtac "@@ target_block_law". Abort.
+Print Assumptions target_block_law.
+Goal True. idtac "@@ exact_verifier_ceiling". Abort.
+Print Assumptions exact_verifier_ceiling.
+Goal True. idtac "@@ exact_verifier_ceiling_equality". Abort.
+Print Assumptions exact_verifier_ceiling_equality.
+Goal True. idtac "@@ exact_verifier_saturates_iff_target_law". Abort.
+Print Assumptions exact_verifier_saturates_iff_target_law.
+Goal True. idtac "@@ follow_exact". Abort.
+Print Assumptions follow_exact.
+Goal True. idtac "@@ follow_law". Abort.
+Print Assumptions follow_law.
+Goal True. idtac "@@ follow_saturates". Abort.
+Print Assumptions follow_saturates.
+Goal True. idtac "@@ follow_stopping_time". Abort.
+Print Assumptions follow_stopping_time.
+Goal True. idtac "@@ follow_exact_verifier". Abort.
+Print Assumptions follow_exact_verifier.
+Goal True. idtac "@@ root_exact". Abort.
+Print Assumptions root_exact.
+Goal True. idtac "@@ root_length". Abort.
+Print Assumptions root_length.
+Goal True. idtac "@@ tev_exact_coupling". Abort.
+Print Assumptions tev_exact_coupling.
 Goal True. idtac "@@ ex_exit_law_is_distribution". Abort.
 Print Assumptions ex_exit_law_is_distribution.
+Goal True. idtac "@@ ex_target_exit_law". Abort.
+Print Assumptions ex_target_exit_law.
+Goal True. idtac "@@ ex_target_block_law". Abort.
+Print Assumptions ex_target_block_law.
+Goal True. idtac "@@ ex_follow_exact". Abort.
+Print Assumptions ex_follow_exact.
+Goal True. idtac "@@ ex_follow_saturates". Abort.
+Print Assumptions ex_follow_saturates.
+Goal True. idtac "@@ ex_follow_ceiling". Abort.
+Print Assumptions ex_follow_ceiling.
+Goal True. idtac "@@ ex_follow_block_law". Abort.
+Print Assumptions ex_follow_block_law.
+Goal True. idtac "@@ ex_root_exact". Abort.
+Print Assumptions ex_root_exact.
+Goal True. idtac "@@ ex_root_ceiling". Abort.
+Print Assumptions ex_root_ceiling.
+Goal True. idtac "@@ ex_root_strict". Abort.
+Print Assumptions ex_root_strict.
+Goal True. idtac "@@ ex_tev_exact_coupling". Abort.
+Print Assumptions ex_tev_exact_coupling.
+Goal True. idtac "@@ ex_follow_exact_verifier". Abort.
+Print Assumptions ex_follow_exact_verifier.
+Goal True. idtac "@@ ex_sampled_exact_on_average". Abort.
+Print Assumptions ex_sampled_exact_on_average.
+Goal True. idtac "@@ ex_sampled_conditionally_exceeds". Abort.
+Print Assumptions ex_sampled_conditionally_exceeds.

@@ -42,3 +42,159 @@ Example ex_general_draft_row_not_conditionally_exact :
                (fun y : bool => if y then 3%:R / 4%:R else 4%:R^-1) true = 2%:R / 3%:R
   /\ 2%:R / 3%:R != 2%:R^-1 :> rat.
 Proof. by split. Qed.
+
+(* ------------------------------------------------------------------------- *)
+(* Lemma 1 and Theorem 1 as probability statements (Target.v) on a concrete  *)
+(* tree of depth 2 with a branching node, over rat:                          *)
+(*     0 --true--> 1 --true--> 3        0 --false--> 2                       *)
+(* target: every row uniform on bool (q s y = 1/2 for every prefix s).       *)
+(* Probability space: the 4-tuples of tokens weighted by the chain rule      *)
+(* (canonical_space), Z = the tuple.  Every hypothesis of the theorems is    *)
+(* discharged, so none is vacuous.  Values: P = (1, 1/2, 1/2, 1/4),          *)
+(* w = (0, 1/4, 1/2, 1/4), C_p = 5/4.                                        *)
+(* ------------------------------------------------------------------------- *)
+From ExitLaw Require Import Target.
+
+Definition t_N : nat := 4.
+Definition t_par (u : nat) : nat := if u == 3%N then 1%N else 0%N.
+Definition t_tok (u : nat) : bool := u != 2%N.
+Definition t_q (s : seq bool) (y : bool) : rat := 2%:R^-1.
+Definition t_H : nat := 4.
+Definition t_mu (t : t_H.-tuple bool) : rat := chain t_q t.
+Definition t_Z (t : t_H.-tuple bool) : seq bool := val t.
+Notation t_p := (prow t_par t_tok t_q).
+
+Lemma t_N_gt0 : (0 < t_N)%N. Proof. by []. Qed.
+Lemma t_par_lt u : (0 < u < t_N)%N -> (t_par u < u)%N.
+Proof. by case: u => [|[|[|[|u]]]]. Qed.
+Lemma t_sib_distinct u1 u2 : (0 < u1 < t_N)%N -> (0 < u2 < t_N)%N ->
+  t_par u1 = t_par u2 -> t_tok u1 = t_tok u2 -> u1 = u2.
+Proof. by case: u1 => [|[|[|[|u1]]]] //; case: u2 => [|[|[|[|u2]]]]. Qed.
+Lemma t_q_ge0 s y : 0 <= t_q s y. Proof. by []. Qed.
+Lemma t_q_sum1 s : \sum_(y : bool) t_q s y = 1. Proof. by rewrite big_bool. Qed.
+Lemma t_N_le_H : (t_N <= t_H)%N. Proof. by []. Qed.
+Lemma t_mu_ge0 t : 0 <= t_mu t.
+Proof. exact: (proj1 (canonical_space t_q_ge0 t_q_sum1 t_H)). Qed.
+Lemma t_mu_sum1 : \sum_t t_mu t = 1.
+Proof. exact: (proj1 (proj2 (canonical_space t_q_ge0 t_q_sum1 t_H))). Qed.
+Lemma t_Z_law s : (size s <= t_H)%N ->
+  Pr t_mu (fun o => prefix s (t_Z o)) = chain t_q s.
+Proof. exact: (proj2 (proj2 (canonical_space t_q_ge0 t_q_sum1 t_H))). Qed.
+Lemma t_Z_size o : (t_H <= size (t_Z o))%N. Proof. by rewrite size_tuple. Qed.
+
+Lemma t_Cp : Cp t_N t_par t_tok t_p = 5%:R / 4%:R.
+Proof. by rewrite /Cp big_mkcond /t_N !big_ord_recr big_ord0 /=. Qed.
+Lemma t_w : [/\ w t_N t_par t_tok t_p 0 = 0, w t_N t_par t_tok t_p 1 = 4%:R^-1,
+               w t_N t_par t_tok t_p 2 = 2%:R^-1 & w t_N t_par t_tok t_p 3 = 4%:R^-1].
+Proof. by split; rewrite /w /rho /m big_mkcond /t_N !big_ord_recr big_ord0 /=. Qed.
+
+(* Lemma 1 on this tree: vstar Z has law w, (vstar Z, ystar Z) the block law *)
+Definition ex_target_exit_law :=
+  target_exit_law t_N_gt0 t_par_lt t_sib_distinct t_q_sum1 t_mu_ge0 t_mu_sum1
+                  t_N_le_H t_Z_law.
+Definition ex_target_block_law :=
+  target_block_law t_N_gt0 t_par_lt t_sib_distinct t_q_sum1 t_mu_ge0 t_mu_sum1
+                   t_N_le_H t_Z_law.
+
+(* the verifier that follows Z (exit vstar Z, bonus its next token) is exact and saturates:
+   E[L] = 1 + C_p = 9/4 *)
+Lemma ex_follow_exact : exact_prefix t_par t_tok t_mu t_Z
+  (fex t_par t_N_gt0 t_tok t_Z) (fb t_N t_par t_tok t_Z true).
+Proof. exact: (follow_exact t_N_gt0 t_par_lt t_tok (mu := t_mu) t_N_le_H t_Z_size true). Qed.
+
+Lemma ex_follow_saturates :
+  EL t_par t_mu (fex t_par t_N_gt0 t_tok t_Z) = 1 + 5%:R / 4%:R.
+Proof.
+by rewrite (follow_saturates t_N_gt0 t_par_lt t_sib_distinct t_q_sum1 t_mu_ge0
+             t_mu_sum1 t_N_le_H t_Z_law t_Z_size true) t_Cp.
+Qed.
+
+(* Theorem 1 applied to the saturating verifier: the ceiling, and its law is
+   the block law *)
+Lemma ex_follow_ceiling : EL t_par t_mu (fex t_par t_N_gt0 t_tok t_Z) <= 1 + 5%:R / 4%:R.
+Proof.
+have := exact_verifier_ceiling t_par_lt t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law ex_follow_exact.
+by rewrite t_Cp.
+Qed.
+
+Lemma ex_follow_block_law v y : (v < t_N)%N ->
+  vlaw t_mu (fex t_par t_N_gt0 t_tok t_Z) (fb t_N t_par t_tok t_Z true) v y =
+  block t_N t_par t_tok t_p v y.
+Proof.
+move=> vN.
+have := exact_verifier_ceiling_equality t_N_gt0 t_par_lt t_sib_distinct t_q_sum1
+          t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law ex_follow_exact.
+by case=> h _; apply: h => //; rewrite ex_follow_saturates t_Cp.
+Qed.
+
+(* a non-saturating exact verifier: exit at the root, bonus Z_1.  It is exact
+   (with the stopping-time condition), Theorem 1 applies, and
+   E[L] = 1 < 9/4 = 1 + C_p *)
+Lemma ex_root_exact : exact_verifier t_par t_tok t_mu t_Z
+  (@rex t_N t_N_gt0 _) (rb t_Z true) (fun _ => tt).
+Proof. exact: (root_exact t_par t_N_gt0 t_tok t_mu t_N_le_H t_Z_size true). Qed.
+
+Lemma ex_root_ceiling : EL t_par t_mu (@rex t_N t_N_gt0 _) <= 1 + 5%:R / 4%:R.
+Proof.
+have := exact_verifier_ceiling t_par_lt t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law
+          (proj1 ex_root_exact).
+by rewrite t_Cp.
+Qed.
+
+Lemma ex_root_strict : EL t_par t_mu (@rex t_N t_N_gt0 _) = 1 /\ 1 < 1 + 5%:R / 4%:R :> rat.
+Proof. by split=> //; exact: (root_length t_par t_N_gt0 t_mu_sum1). Qed.
+
+
+(* TEV's algorithm on this tree: its law is realised by an exact verifier
+   coupled with Z, which saturates (E[L] = 1 + C_p) *)
+Definition ex_tev_exact_coupling :=
+  @tev_exact_coupling _ _ t_N_gt0 t_par_lt _ _ t_sib_distinct _ _ t_q_ge0 t_q_sum1
+                      _ _ t_mu_ge0 t_mu_sum1 _ t_N_le_H _ t_Z_law t_Z_size true.
+
+(* the verifier following Z is exact in the paper's full sense: its block is a
+   prefix of Z and its length is a stopping time *)
+Lemma ex_follow_exact_verifier : exact_verifier t_par t_tok t_mu t_Z
+  (fex t_par t_N_gt0 t_tok t_Z) (fb t_N t_par t_tok t_Z true) (fun _ => tt).
+Proof.
+exact: (follow_exact_verifier t_N_gt0 t_par_lt t_tok t_mu t_N_le_H t_Z_size
+          true (fun _ => tt)).
+Qed.
+
+(* The sampled-draft remark (paper A.5).  A sampled chain verifier: draft one
+   token x ~ q, accept it w.p. min(1, p(x)/q(x)); on rejection the next token
+   is drawn from norm((p - q)+) (s_first x y: law of the first emitted token
+   given the draft x).  Here p = (1/2, 1/2) at every prefix, q(true) = 1/4.
+   On average over the draft it is exact (ex_sampled_exact_on_average: the
+   first token has law p).  Conditionally on the realised draft x = true
+   (realised tree T: the chain root -true-> 1, C_p(T) = 1/2) it accepts with
+   probability 1, so E[L | T] = 2 > 3/2 = 1 + C_p(T), and its first token is
+   never false although p(false) = 1/2: it is not exact on T
+   (ex_sampled_conditionally_exceeds).  Theorem 1 is about verifiers that are
+   exact conditionally on the realised tree. *)
+Definition s_p (y : bool) : rat := 2%:R^-1.
+Definition s_q (y : bool) : rat := if y then 4%:R^-1 else 3%:R / 4%:R.
+Lemma s_acc_true : eagle_accept s_p s_q true = 1. Proof. by []. Qed.
+Lemma s_acc_false : eagle_accept s_p s_q false = 2%:R / 3%:R. Proof. by []. Qed.
+Lemma s_res_sum : \sum_(z : bool) Num.max 0 (s_p z - s_q z) = 4%:R^-1.
+Proof. by rewrite big_bool. Qed.
+Lemma s_res_true : eagle_residual s_p s_q true = 1.
+Proof. by rewrite /eagle_residual s_res_sum. Qed.
+Lemma s_res_false : eagle_residual s_p s_q false = 0.
+Proof. by rewrite /eagle_residual s_res_sum. Qed.
+Definition s_first (x y : bool) : rat :=
+  eagle_accept s_p s_q x * (x == y)%:R +
+  (1 - eagle_accept s_p s_q x) * eagle_residual s_p s_q y.
+Lemma ex_sampled_exact_on_average y : \sum_(x : bool) s_q x * s_first x y = s_p y.
+Proof.
+rewrite big_bool /s_first s_acc_true s_acc_false.
+by case: y; rewrite ?s_res_true ?s_res_false.
+Qed.
+Definition s_N : nat := 2.
+Definition s_par (u : nat) : nat := 0.
+Definition s_tok (u : nat) : bool := true.
+Lemma s_Cp : Cp s_N s_par s_tok (fun _ => s_p) = 2%:R^-1.
+Proof. by rewrite /Cp big_mkcond /s_N !big_ord_recr big_ord0 /=. Qed.
+Lemma ex_sampled_conditionally_exceeds :
+  1 + Cp s_N s_par s_tok (fun _ => s_p) < 1 + eagle_accept s_p s_q true /\
+  s_first true false = 0 /\ s_p false = 2%:R^-1.
+Proof. by rewrite s_Cp /s_first s_acc_true s_res_false. Qed.

@@ -425,6 +425,48 @@ case: (eqVneq (par x) v) => [<-|_]; last by rewrite add0r andbT.
 by rewrite anc_refl ?par_ltN // andbF addr0.
 Qed.
 
+(** ** TEV as its algorithm (paper Algorithm 1).  Prefix probabilities as
+    products over the ancestor mask (log P = A @ log a), child mass from the
+    child-incidence matrix (m = C a), exit weights w = P (1 - m), one draw of
+    the exit node from w, one draw of the bonus from the exit row with the
+    child tokens masked out and renormalised.  The law of the two draws is
+    exit weight * bonus weight; it is the block law. *)
+Definition Pmask (v : nat) : R := \prod_(u < N | (0 < u)%N && anc u v) a u.
+Definition mC (v : nat) : R := \sum_(u < N) (isch v u)%:R * a u.
+Definition wtev (v : nat) : R := Pmask v * (1 - mC v).
+Definition bonus_draw (v : nat) (y : V) : R := pstop v y / \sum_(z : V) pstop v z.
+Definition tev_alg (v : nat) (y : V) : R := wtev v * bonus_draw v y.
+
+(* ancestor-mask products are the prefix
+   probabilities, C a is the child mass, and the two draws have the block law *)
+Lemma Pmask_P v : (v < N)%N -> Pmask v = P v.
+Proof.
+move: v; apply: (@node_ind (fun v => Pmask v = P v)).
+  rewrite /Pmask big1 // => u /andP[u0]; rewrite anc0 => /eqP hu.
+  by rewrite hu in u0.
+move=> v h IH; rewrite PS // -IH /Pmask (bigD1 (Ordinal (proj2 (andP h)))) /=; last first.
+  by rewrite (andP h).1 anc_refl // (proj2 (andP h)).
+rewrite mulrC; congr (_ * _); apply: eq_bigl => u.
+rewrite (ancS _ h) -val_eqE /=.
+case: (eqVneq (val u) v) => [e|ne] /=; last by rewrite andbT.
+by rewrite andbF e anc_par_self // andbF.
+Qed.
+
+Lemma mC_m v : mC v = m v.
+Proof.
+rewrite /mC /m [RHS]big_mkcond; apply: eq_bigr => u _.
+by case: (isch v u); rewrite ?mul1r ?mul0r.
+Qed.
+
+Theorem tev_algorithm_realises_block v y : (v < N)%N -> tev_alg v y = block v y.
+Proof.
+move=> vN; rewrite block_bonus_is_residual // /tev_alg /wtev Pmask_P // mC_m.
+by rewrite /bonus_draw -rhoE.
+Qed.
+
+Theorem tev_exit_draw_is_exit_law v : (v < N)%N -> wtev v = w v.
+Proof. by move=> vN; rewrite /wtev Pmask_P // mC_m. Qed.
+
 Definition subtree_mass (mu : nat -> R) (u : nat) : R := \sum_(x < N | anc u x) mu x.
 
 Lemma subtree_massE mu u : subtree_mass mu u = \sum_(x < N) (anc u x)%:R * mu x.

@@ -1,0 +1,104 @@
+(* Pinned statements of the concrete instances in Example.v (see Statements.v). *)
+From mathcomp Require Import all_ssreflect all_algebra.
+From ExitLaw Require Import ExitLaw Target Example.
+Import GRing.Theory Num.Theory.
+Local Open Scope ring_scope.
+
+Check (@ex_exit_law_is_distribution :
+  (forall v : nat,
+   (v < ex_N)%N -> 0 <= w ex_N ex_par (V:=bool_finType) ex_tok (R:=rat_realFieldType) ex_p v) /\
+  \sum_(v < ex_N) w ex_N ex_par (V:=bool_finType) ex_tok (R:=rat_realFieldType) ex_p v = 1).
+
+Check (@ex_target_exit_law :
+  forall v : nat,
+  (v < t_N)%N ->
+  Pr (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+    (fun o : tuple_finType t_H bool_finType =>
+     vstar t_N t_par (V:=bool_finType) t_tok (t_Z o) == v) =
+  w t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p v).
+
+Check (@ex_target_block_law :
+  forall (v : nat) (y : bool_finType),
+  (v < t_N)%N ->
+  Pr (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+    (fun o : tuple_finType t_H bool_finType =>
+     (vstar t_N t_par (V:=bool_finType) t_tok (t_Z o) == v) &&
+     (ystar t_N t_par (V:=bool_finType) t_tok (t_Z o) == Some y)) =
+  block t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p v y).
+
+Check (@ex_follow_exact :
+  exact_prefix t_par (V:=bool_finType) t_tok (R:=rat_realFieldType)
+  (Omega:=tuple_finType t_H bool_finType) t_mu t_Z
+  (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+     (Omega:=tuple_finType t_H bool_finType) t_Z)
+  (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true)).
+
+Check (@ex_follow_saturates :
+  EL t_par (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+  (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+     (Omega:=tuple_finType t_H bool_finType) t_Z) = 1 + 5 / 4).
+
+Check (@ex_follow_ceiling :
+  EL t_par (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+  (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+     (Omega:=tuple_finType t_H bool_finType) t_Z) <= 1 + 5 / 4).
+
+Check (@ex_follow_block_law :
+  forall (v : nat) (y : bool_finType),
+  (v < t_N)%N ->
+  vlaw (V:=bool_finType) (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+    (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+       (Omega:=tuple_finType t_H bool_finType) t_Z)
+    (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true) v
+    y = block t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p v y).
+
+Check (@ex_root_exact :
+  exact_verifier t_par (V:=bool_finType) t_tok (R:=rat_realFieldType)
+  (Omega:=tuple_finType t_H bool_finType) t_mu t_Z
+  (rex (N:=t_N) t_N_gt0 (Omega:=tuple_finType t_H bool_finType))
+  (rb (V:=bool_finType) (Omega:=tuple_finType t_H bool_finType) t_Z true) 
+  (fun=> tt)).
+
+Check (@ex_root_ceiling :
+  EL t_par (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+    (rex (N:=t_N) t_N_gt0 (Omega:=tuple_finType t_H bool_finType)) <= 
+  1 + 5 / 4).
+
+Check (@ex_root_strict :
+  EL t_par (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+    (rex (N:=t_N) t_N_gt0 (Omega:=tuple_finType t_H bool_finType)) = 1 /\ 
+  1 < 1 + 5 / 4).
+
+Check (@ex_tev_exact_coupling :
+  exact_prefix t_par (V:=bool_finType) t_tok (R:=rat_realFieldType)
+    (Omega:=tuple_finType t_H bool_finType) t_mu t_Z
+    (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+       (Omega:=tuple_finType t_H bool_finType) t_Z)
+    (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true) /\
+  (forall (v : nat) (y : bool_finType),
+   (v < t_N)%N ->
+   vlaw (V:=bool_finType) (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+     (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+        (Omega:=tuple_finType t_H bool_finType) t_Z)
+     (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true) v
+     y = tev_alg t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p v y) /\
+  EL t_par (R:=rat_realFieldType) (Omega:=tuple_finType t_H bool_finType) t_mu
+    (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+       (Omega:=tuple_finType t_H bool_finType) t_Z) =
+  1 + Cp t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p).
+
+Check (@ex_follow_exact_verifier :
+  exact_verifier t_par (V:=bool_finType) t_tok (R:=rat_realFieldType)
+  (Omega:=tuple_finType t_H bool_finType) t_mu t_Z
+  (fex (N:=t_N) t_par t_N_gt0 (V:=bool_finType) t_tok
+     (Omega:=tuple_finType t_H bool_finType) t_Z)
+  (fb t_N t_par (V:=bool_finType) t_tok (Omega:=tuple_finType t_H bool_finType) t_Z true)
+  (fun=> tt)).
+
+Check (@ex_sampled_exact_on_average :
+  forall y : bool, \sum_x s_q x * s_first x y = s_p y).
+
+Check (@ex_sampled_conditionally_exceeds :
+  1 + Cp s_N s_par (V:=bool_finType) s_tok (R:=rat_realFieldType) (fun=> s_p) <
+  1 + eagle_accept (V:=bool_finType) (R:=rat_realFieldType) s_p s_q true /\
+  s_first true false = 0 /\ s_p false = 2^-1).
