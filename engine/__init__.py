@@ -6,8 +6,9 @@ so ``exitlaw --help`` and the JAX-only commands do not pay for importing torch.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from exitlaw.theory.infra.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .bench.compare import (
@@ -153,15 +154,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(import_module(f".{module}", __name__), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

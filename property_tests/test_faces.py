@@ -3,8 +3,10 @@
 A face (a package's ``__init__``) re-exports its names statically (``from .module import name``).
 Names whose module would load torch or JAX where a light import needs the face (``exitlaw --help``,
 theory's numpy parts, the scipy-free ``exitlaw.simulate``) load on first access through one PEP 562
-idiom, written the same way in every face: a ``_LAZY`` table ``name -> (module, attribute)``, the same
-names imported under ``if TYPE_CHECKING:`` for static tools, and ``__all__`` listing every name.
+helper, called the same way in every face: a ``_LAZY`` table ``name -> (module, attribute)``, the same
+names imported under ``if TYPE_CHECKING:`` for static tools, ``__getattr__, __dir__ =
+lazy_attributes(__name__, _LAZY)`` (:mod:`exitlaw.theory.infra.lazy`), and ``__all__`` listing every
+name.
 No package installs an import hook: a module that moved is importable at its new path only.
 """
 
@@ -55,6 +57,9 @@ def _is_type_checking(node: ast.stmt) -> bool:
     )
 
 
+LAZY_HELPER = "exitlaw.theory.infra.lazy"
+
+
 class Face:
     """What a face's source says: its static re-exports, its TYPE_CHECKING imports, ``_LAZY``, ``__all__``."""
 
@@ -66,8 +71,10 @@ class Face:
         self.lazy: dict[str, tuple[str, str]] | None = None
         self.all: list[str] | None = None
         self.defined: set[str] = set()
-        self.getattr_def: ast.FunctionDef | None = None
+        self.getattr_def: ast.AST | None = None  # the face's __getattr__ (its helper call)
         for node in self.tree.body:
+            if isinstance(node, ast.ImportFrom) and _absolute(name, node) == LAZY_HELPER:
+                continue  # the one helper, not a public name
             if isinstance(node, ast.ImportFrom) and _absolute(name, node).startswith("exitlaw."):
                 for a in node.names:
                     self.static[a.asname or a.name] = (_absolute(name, node), a.name)
@@ -78,6 +85,13 @@ class Face:
                     )
                     for a in sub.names:
                         self.type_checking[a.asname or a.name] = (_absolute(name, sub), a.name)
+            elif (
+                isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Tuple)
+                and [getattr(e, "id", None) for e in node.targets[0].elts]
+                == ["__getattr__", "__dir__"]
+            ):
+                self.getattr_def = node.value  # the helper's call: compared across faces
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
                 target = node.targets[0].id
                 if target == "_LAZY":

@@ -3,8 +3,9 @@ calibrated statistics, Hypothesis strategies (``exitlaw.simulate.strategies``)
 and the conformance kit. Submodules are imported explicitly by their users.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from exitlaw.theory.infra.lazy import lazy_attributes
 
 # Builders (simulate/builders), synthetic models, simulated decoding (numpy; JAX loads on first law evaluation).
 from exitlaw.simulate.builders.trees import (
@@ -86,15 +87,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(import_module(f".{module}", __name__), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

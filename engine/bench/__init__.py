@@ -3,8 +3,9 @@
 Names from modules that import torch load on first access (comparing two result files needs no torch).
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from exitlaw.theory.infra.lazy import lazy_attributes
 
 from .compare import (
     compare_files,
@@ -63,15 +64,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(import_module(f".{module}", __name__), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

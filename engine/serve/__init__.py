@@ -1,7 +1,8 @@
 """Serving: the engine behind an OpenAI-compatible HTTP API (``exitlaw serve``), safe by default."""
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from exitlaw.theory.infra.lazy import lazy_attributes
 
 from .engine import Choice, ServeConfig, ServeEngine
 from .errors import APIError
@@ -18,15 +19,7 @@ if TYPE_CHECKING:
 _LAZY = {"ServeApp": ("app", "ServeApp"), "serve": ("server", "serve"), "bind": ("server", "bind")}
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(import_module(f".{module}", __name__), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

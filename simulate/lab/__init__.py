@@ -3,8 +3,9 @@
 The JAX-backed sharded sampler loads on first access.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from exitlaw.theory.infra.lazy import lazy_attributes
 
 from .decoding import aggregate, RoundRecord, simulate_decoding, SimulationResult, tree_coverage
 from .field_lab import (
@@ -47,15 +48,7 @@ if TYPE_CHECKING:
 _LAZY = {"tev_samples": ("sharded", "tev_samples")}
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(import_module(f".{module}", __name__), attr)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [
