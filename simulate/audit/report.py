@@ -53,6 +53,7 @@ class AuditReport:
     samples: int | None = None
     planned_samples: int | None = None
     alpha_each: float | None = None
+    planned_tests: int | None = None  # the Bonferroni denominator: alpha for the run / alpha_each
     pooled_detectable_tv: dict = field(default_factory=dict)
     requests: int = 0
     wall_s: float = 0.0
@@ -75,6 +76,8 @@ class AuditReport:
             "samples_per_prompt_and_server": self.samples,
             "planned_samples": self.planned_samples,
             "alpha_per_test": self.alpha_each,
+            "planned_tests": self.planned_tests,
+            "tests_run": len(self.tests),
             "pooled_detectable_tv": self.pooled_detectable_tv,
             "divergences": [row(d) for d in self.divergences],
             "near_tie_divergences": [row(d) for d in self.near_ties],
@@ -111,12 +114,13 @@ def format_audit(r: AuditReport) -> str:
         lines.append(
             f"  T > 0: first {c['tokens']} token(s) per sample; {r.samples} samples per prompt and server "
             f"(power {c['power']:g} at TV {c['tv']:g} needs {r.planned_samples}); false-failure rate "
-            f"{c['alpha']:g} for the run = {len(r.tests)} tests x {r.alpha_each:.3g}"
+            f"{c['alpha']:g} for the run = {r.planned_tests} planned tests x {r.alpha_each:.3g} "
+            f"({len(r.tests)} run)"
         )
         for t in r.tests:
             where = f"prompt {t.prompt}" if t.prompt is not None else "all prompts"
             lines.append(
-                f"  {'REJECT' if t.rejects else 'pass  '} {t.kind:<11} c={t.level:<3} {where:<12} "
+                f"  {'REJECT' if t.rejects else 'pass  ' if t.power > 0 else 'NO-POW'} {t.kind:<11} c={t.level:<3} {where:<12} "
                 f"chi2 {t.statistic:9.3f} df {t.dof:<3} p {t.pvalue:.3g}  power {t.power:.3f}"
             )
         for level, tv in r.pooled_detectable_tv.items():

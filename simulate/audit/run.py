@@ -30,7 +30,7 @@ from exitlaw.simulate.audit.two_sample import (
     pooled_detectable_tv,
     pooled_power,
     two_sample_chisquare,
-    two_sample_power,
+    realised_power,
 )
 from exitlaw.simulate.stats import chisquare_power, pooled_chisquare
 
@@ -153,7 +153,8 @@ def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -
         counts[index.get(s.tokens[0], len(toks)) if s.tokens else len(toks)] += 1
     res = pooled_chisquare(counts, probs)
     n = int(counts.sum())
-    power = chisquare_power(n, max(res.cells, 2), budget.alpha_each, cfg.tv)
+    # one cell (every candidate token outside the reference's listed ones): no test, no power
+    power = chisquare_power(n, res.cells, budget.alpha_each, cfg.tv) if res.cells >= 2 else 0.0
     return TestResult(
         "first-token",
         level,
@@ -175,6 +176,7 @@ def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -
 def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
     cfg = run.cfg
     budget = plan_budget(cfg, len(prompts))
+    report.planned_tests = budget.tests
     report.samples, report.planned_samples, report.alpha_each = (
         budget.samples,
         budget.planned,
@@ -235,9 +237,14 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
         for i in range(len(prompts)):
             a, b = got[("c", i)], got[("r", i)]
             res = two_sample_chisquare(_outcomes(a), _outcomes(b), max_cells=cfg.max_cells)
-            power = two_sample_power(
-                len(a), len(b), cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv
+            power = realised_power(
+                res, len(a), len(b), cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv
             )
+            if len(res.cells) < 2:
+                report.reasons.append(
+                    f"concurrency {level}, prompt {i}: all {len(a) + len(b)} samples fell into one "
+                    "cell (no outcome common enough to stand alone): this test has no power"
+                )
             report.tests.append(
                 TestResult(
                     "two-sample",
@@ -257,7 +264,8 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
                 )
             )
             stat, dof = stat + res.statistic, dof + res.dof
-            sizes.append((len(a), len(b)))
+            if len(res.cells) >= 2:  # a one-cell test adds nothing to the pooled statistic
+                sizes.append((len(a), len(b)))
             if cfg.first_token:
                 t = _first_token_test(a, tops.get(i, {}), budget, cfg, level, i)
                 if t is not None:

@@ -12,7 +12,9 @@ Power at total variation ``delta`` (measured on the cells): the noncentrality is
 ``lambda = (a b / N) sum_c (p_c - q_c)^2 / pi_c`` with ``pi = (a p + b q) / N``, and by Cauchy-Schwarz
 ``sum (p - q)^2 / pi >= (sum |p - q|)^2 / sum pi = 4 delta^2``, so ``lambda >= 4 delta^2 a b / N``
 (``2 n delta^2`` for ``a = b = n``). Power decreases with ``df`` at fixed ``lambda``, so the bound at
-``df = C - 1`` holds for every realised number of cells up to ``C``. With ``a = b = n`` this is the
+``df = C - 1`` holds for every realised number of cells from 2 up to ``C``. A test whose samples fall
+into fewer than two cells (every outcome too rare to stand alone, all pooled) has no statistic at all:
+its cell laws are equal whatever the servers do, so it has no power (:func:`realised_power`). With ``a = b = n`` this is the
 one-sample bound of :func:`~exitlaw.simulate.stats.chisquare_power` at ``delta / sqrt 2``, and the sample size
 comes from :func:`~exitlaw.simulate.stats.sample_size` the same way.
 """
@@ -84,6 +86,16 @@ def two_sample_power(na: int, nb: int, *, cells: int, alpha: float, delta: float
     return float(sps.ncx2.sf(sps.chi2.isf(alpha, df), df, 4.0 * delta**2 * n_eff))
 
 
+def realised_power(
+    res: TwoSampleResult, na: int, nb: int, *, cells: int, alpha: float, delta: float
+) -> float:
+    """The power bound of the test ``res`` actually ran: :func:`two_sample_power` when its samples fell
+    into at least two cells, else 0 (one cell detects nothing)."""
+    if len(res.cells) < 2:
+        return 0.0
+    return two_sample_power(na, nb, cells=cells, alpha=alpha, delta=delta)
+
+
 def two_sample_size(*, cells: int, alpha: float, power: float, delta: float) -> int:
     """Smallest equal size ``n`` per sample with :func:`two_sample_power` ``>= power``."""
     return sample_size(cells, alpha, power, delta / math.sqrt(2.0))
@@ -118,6 +130,7 @@ __all__ = [
     "TwoSampleResult",
     "two_sample_chisquare",
     "two_sample_power",
+    "realised_power",
     "two_sample_size",
     "pooled_power",
     "pooled_detectable_tv",

@@ -4,6 +4,7 @@ mid-run is exit 4, a refused request is a usage error, and T > 0 never says loss
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exitlaw.simulate.audit import AuditConfig, AuditUsageError, run_audit
 from exitlaw.theory import DistributionError, SamplingSettings
@@ -97,12 +98,16 @@ def test_t1_with_identical_answers_but_too_few_samples_is_insufficient_not_lossl
         )
     )
     assert r.exit_code == 5 and r.verdict == "insufficient samples"
+    # enough samples, the same two outcomes in the same proportions from both servers: a pass
+    two = [Sample((1, 2), ({1: -0.5, 3: -1.0},)), Sample((1, 3), ({1: -0.5, 3: -1.0},))]
+    _script(monkeypatch, lambda who, p, kw: [two[j % 2] for j in range(kw["n"])])
     r = run_audit(
         AuditConfig(
             "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, sampling=SamplingSettings(0.7)
         )
     )
     assert r.exit_code == 0 and r.samples == r.planned_samples
+    assert all(len(t.detail["cells"]) == 2 for t in r.tests if t.kind == "two-sample")
 
 
 def test_sampling_settings_go_with_every_sampling_request_and_turn_the_unfiltered_first_token_test_off(
@@ -141,3 +146,71 @@ def test_sampling_settings_go_with_every_sampling_request_and_turn_the_unfiltere
             sampling=SamplingSettings(1.0, top_p=0.9),
             first_token_test="on",
         )
+
+
+def test_a_server_whose_samples_all_fall_outside_the_cells_gets_no_pass(monkeypatch, prompts):
+    """Every sample a new outcome (as at T = 1 over many tokens): no outcome is common enough to be a
+    cell, each prompt's test has one cell and no statistic; it is reported as having no power and the
+    run is 'insufficient samples', never a pass, whatever the servers do."""
+    from exitlaw.simulate.audit import format_audit
+
+    counter = iter(range(10**9))
+    _script(
+        monkeypatch, lambda who, p, kw: [Sample((next(counter),), ({},)) for _ in range(kw["n"])]
+    )
+    r = run_audit(
+        AuditConfig(
+            "http://127.0.0.1:1",
+            "http://127.0.0.1:2",
+            prompts,
+            sampling=SamplingSettings(1.0, top_k=50),  # settings: the first-token test is off
+            tv=0.2,
+        )
+    )
+    pair = [t for t in r.tests if t.kind == "two-sample"]
+    assert pair and all(t.dof == 0 and t.power == 0.0 for t in pair)
+    assert r.verdict == "insufficient samples" and r.exit_code == 5
+    assert any("no power" in reason for reason in r.reasons)
+    text = format_audit(r)
+    assert "NO-POW" in text and not any(
+        line.lstrip().startswith("pass") and "two-sample" in line for line in text.splitlines()
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_prompts=st.integers(1, 4),
+    levels=st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True),
+    first_token=st.sampled_from(["on", "off"]),
+    alpha=st.sampled_from([0.001, 0.01, 0.05]),
+    tops=st.booleans(),
+)
+def test_the_stated_run_wide_rate_bounds_the_tests_run_for_any_plan(
+    tmp_path_factory, n_prompts, levels, first_token, alpha, tops
+):
+    """For any plan (prompts, concurrency levels, first-token tests on or off, a reference that does or
+    does not return log-probabilities): alpha per test x tests run <= the run-wide rate the header
+    states, and the header's arithmetic is planned tests x alpha per test = that rate."""
+    from exitlaw.simulate.audit import format_audit
+
+    path = tmp_path_factory.mktemp("plan") / "p.jsonl"
+    path.write_text("".join(f'{{"prompt": "p{i}"}}\n' for i in range(n_prompts)))
+    top = ({1: -0.5, 2: -1.0},) if tops else ({},)
+    two = [Sample((1, 2), top), Sample((2, 1), top)]
+    with pytest.MonkeyPatch.context() as mp:
+        _script(mp, lambda who, p, kw: [two[j % 2] for j in range(kw["n"])])
+        cfg = AuditConfig(
+            "http://127.0.0.1:1",
+            "http://127.0.0.1:2",
+            str(path),
+            sampling=SamplingSettings(1.0),
+            samples=20,
+            alpha=alpha,
+            concurrency=tuple(levels),
+            first_token_test=first_token,
+        )
+        r = run_audit(cfg)
+    assert r.planned_tests * r.alpha_each == pytest.approx(alpha)
+    assert len(r.tests) * r.alpha_each <= alpha * (1 + 1e-12)
+    assert len(r.tests) <= r.planned_tests
+    assert f"{alpha:g} for the run = {r.planned_tests} planned tests x" in format_audit(r)
