@@ -345,14 +345,14 @@ SIM_DEEP = {
     "weight_norm": "tree",
     "edge_floor": None,
 }
-SIM_SWEEP = "simulation sweep (exact tau), `exitlaw simulate-exittrain --sweep`"
+SIM_SWEEP = "simulation sweep (exact tau), `exitlaw simulate exittrain --sweep`"
 # the same setting as SIM_DEEP, in the sweep trained and judged at T_m = 0.5 (its matched cell, rule 5)
 SIM_MATCHED = {**SIM_DEEP, "temperature": 0.5}
 SIM_SWEEP_MATCHED = (
-    "simulation sweep trained and judged at T = 0.5, `exitlaw simulate-exittrain --sweep matched`"
+    "simulation sweep trained and judged at T = 0.5, `exitlaw simulate exittrain --sweep matched`"
 )
 GPU_ONLY = ("gpu",)
-FIELD_LAB = "field lab (exact E[L | T] per drafted tree), `exitlaw field-lab`"
+FIELD_LAB = "field lab (exact E[L | T] per drafted tree), `exitlaw simulate field-lab`"
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
@@ -429,7 +429,7 @@ CLAIMS: tuple[Claim, ...] = (
         "tev_stage_savings",
         "TEV cuts verifier-stage latency (decision + bonus + KV commit) vs predraw",
         "Table 3 (Qwen3-4B, GPU): -12.9/-15.2/-24.3% at T=0.6; -12.0/-14.0/-17.1% at T=1 (B = 32/64/128)",
-        "`exitlaw bench-verifiers --json` (CPU) or `exitlaw gpu-check --out`",
+        "`exitlaw bench verifiers --json` (CPU) or `exitlaw gpu-check --out`",
         _dir("%", 12.0),
         "100 (1 - geometric mean of TEV/predraw stage time), paired calls pooled over B = 32/64/128, "
         "bootstrap 95 % CI",
@@ -563,7 +563,7 @@ CLAIMS: tuple[Claim, ...] = (
         "exittrain_sr_gain",
         "ExitTrain raises end-to-end speedup SR over the starting drafter at B=64",
         "Table 1: +11.5..+13.8% avg SR (Qwen3-4B/8B); Table 4: +12.1/+12.5%",
-        "`exitlaw bench` at full scale (paper_repro/FULL_SCALE.md)",
+        "`exitlaw bench decoding` at full scale (paper_repro/FULL_SCALE.md)",
         _dir("%", 11.5, at=GPU_ONLY),
         "relative SR, exit-guided vs starting drafter, paper-scale models",
         (),
@@ -573,7 +573,7 @@ CLAIMS: tuple[Claim, ...] = (
         "end_to_end_speedup",
         "ExitTrain + TEV speeds up decoding by ~14% over DDTree (paper-scale models)",
         "Abstract, Table 1: +14% decode throughput",
-        "paper_repro/FULL_SCALE.md (exitlaw bench on a GPU)",
+        "paper_repro/FULL_SCALE.md (exitlaw bench decoding on a GPU)",
         _dir("%", 14.0, at=GPU_ONLY),
         "relative decode throughput, ExitTrain + TEV vs DDTree",
         (),
