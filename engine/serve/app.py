@@ -105,27 +105,37 @@ class ServeApp:
     async def health(self, request: Request):
         return JSONResponse({"status": "ok"})
 
+    def _card(self) -> dict:
+        """The served model as ``/v1/models`` lists it."""
+        return {
+            "id": self.engine.model_name,
+            "object": "model",
+            "created": self.created,
+            "owned_by": "exitlaw",
+            "method": self.engine.cfg.method,
+            # an AR server runs no verifier and no tree
+            "verifier": self.engine.cfg.verifier if self.engine.cfg.method != "ar" else None,
+            "budget": self.engine.cfg.budget if self.engine.cfg.method != "ar" else None,
+        }
+
     @_guard
     async def models(self, request: Request):
         self._authorize(request)
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": self.engine.model_name,
-                        "object": "model",
-                        "created": self.created,
-                        "owned_by": "exitlaw",
-                        "method": self.engine.cfg.method,
-                        "verifier": self.engine.cfg.verifier,
-                        "budget": self.engine.cfg.budget
-                        if self.engine.cfg.method != "ar"
-                        else None,
-                    }
-                ],
-            }
-        )
+        return JSONResponse({"object": "list", "data": [self._card()]})
+
+    @_guard
+    async def model(self, request: Request):
+        """``GET /v1/models/{id}``: the served model's card, 404 naming the id for any other."""
+        self._authorize(request)
+        wanted = request.path_params["model_id"]
+        if wanted != self.engine.model_name:
+            raise APIError(
+                404,
+                f"model {wanted!r} does not exist; this server serves {self.engine.model_name!r}",
+                param="model",
+                code="model_not_found",
+            )
+        return JSONResponse(self._card())
 
     @_guard
     async def completions(self, request: Request):
@@ -360,6 +370,7 @@ class ServeApp:
         routes = [
             Route("/health", self.health, methods=["GET"]),
             Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/v1/completions", self.completions, methods=["POST"]),
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
         ]

@@ -35,8 +35,25 @@ COMMON = {
     # sampling settings (docs/design.md §1.7): processed before every draw, read in ``_sampling_settings``
     *FILTERS,
 }
-COMPLETION_FIELDS = COMMON | {"prompt", "echo"}
-CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"}
+# Fields common clients send at a value that changes nothing here (LangChain, the openai SDK, chat UIs):
+# accepted at exactly these values, refused by name at any other (a silently ignored tool list or
+# bias would change what the user thinks the server does).
+NEUTRAL_FIELDS = {
+    "parallel_tool_calls": (None, True, False),  # without tools it has no effect
+    "logit_bias": (None, {}),
+    "response_format": (None, {"type": "text"}),
+    "tools": (None, []),
+    "tool_choice": (None, "none"),
+    "functions": (None, []),
+    "function_call": (None, "none"),
+    "store": (None, False),
+    "metadata": (None, {}),
+}
+COMPLETION_NEUTRAL = {"best_of": (None, 1), "suffix": (None, "")}
+COMPLETION_FIELDS = COMMON | {"prompt", "echo"} | set(NEUTRAL_FIELDS) | set(COMPLETION_NEUTRAL)
+CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"} | set(NEUTRAL_FIELDS)
+# text parts of a message's content list are joined as vLLM joins them
+PART_SEPARATOR = "\n"
 MAX_TOP_LOGPROBS = 20
 
 
@@ -157,22 +174,62 @@ def _prompt(body: dict):
     )
 
 
+def _neutral(body: dict, fields: dict) -> None:
+    """Refuse, by name, a client field sent at a value that would change the request (NEUTRAL_FIELDS)."""
+    for name, neutral in fields.items():
+        if name in body and not any(
+            body[name] == v and type(body[name]) is type(v) for v in neutral
+        ):
+            allowed = " or ".join("null" if v is None else repr(v) for v in neutral)
+            raise bad_request(
+                f"{name} = {body[name]!r} is not supported (accepted: {allowed})",
+                name,
+                "unsupported",
+            )
+
+
+def _content(m: dict, i: int) -> str:
+    """A message's text: a string; a list of text parts (``{"type": "text", "text": ...}``) joined with
+    :data:`PART_SEPARATOR`; ``null`` on an assistant turn (empty). Any other part is refused by name."""
+    content = m.get("content")
+    if isinstance(content, str):
+        return content
+    if content is None and m.get("role") == "assistant":
+        return ""
+    if isinstance(content, list) and content:
+        texts = []
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind != "text" or not isinstance(part.get("text"), str):
+                raise bad_request(
+                    f"messages[{i}].content[{j}]: only text parts are supported, got "
+                    f"{kind if kind is not None else type(part).__name__!r}",
+                    "messages",
+                    "unsupported",
+                )
+            texts.append(part["text"])
+        return PART_SEPARATOR.join(texts)
+    raise bad_request(
+        f"messages[{i}].content must be a string, a non-empty list of text parts, or null on an "
+        "assistant turn",
+        "messages",
+    )
+
+
 def _messages(body: dict) -> list[dict]:
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs:
         raise bad_request("messages must be a non-empty list", "messages")
     out = []
     for i, m in enumerate(msgs):
-        if (
-            not isinstance(m, dict)
-            or not isinstance(m.get("role"), str)
-            or not isinstance(m.get("content"), str)
-        ):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise bad_request(f"messages[{i}] must be an object with a string role", "messages")
+        extra = sorted(set(m) - {"role", "content", "name"})
+        if extra:
             raise bad_request(
-                f"messages[{i}] must be {{'role': str, 'content': str}} (text content only)",
-                "messages",
+                f"messages[{i}]: unsupported field(s) {', '.join(extra)}", "messages", "unsupported"
             )
-        out.append({"role": m["role"], "content": m["content"]})
+        out.append({"role": m["role"], "content": _content(m, i)})
     return out
 
 
@@ -185,6 +242,7 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         raise bad_request(
             f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported"
         )
+    _neutral(body, NEUTRAL_FIELDS if chat else {**NEUTRAL_FIELDS, **COMPLETION_NEUTRAL})
     if not chat and body.get("echo"):
         raise bad_request("echo is not supported", "echo", "unsupported")
     model = body.get("model")

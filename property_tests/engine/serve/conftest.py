@@ -1,0 +1,66 @@
+"""The HTTP layer's stub engine (no model), shared by the queue and client tests."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from exitlaw.engine.serve.limits import ServeLimits
+
+
+class StubEngine:
+    """Decodes nothing: each run blocks until released, and records the order runs started in."""
+
+    def __init__(self, limits):
+        self.limits, self.model_name = limits, "stub"
+        self.cfg = SimpleNamespace(method="ar", verifier="greedy", budget=1)
+        self.tokenizer = SimpleNamespace(
+            decode=lambda ids, **kw: "".join(chr(97 + t % 26) for t in ids)
+        )
+        self.gate, self.started, self.active, self.overlap = threading.Event(), [], 0, False
+
+    def encode(self, req):
+        return [1, 2]
+
+    def check(self, req, ids):
+        pass
+
+    def run(self, req, ids, emit=None):
+        from exitlaw.engine.serve.engine import Choice
+
+        self.active += 1
+        self.overlap |= self.active > 1
+        self.started.append(req.seed)
+        self.gate.wait(30)
+        self.active -= 1
+        return [Choice([3, 4], "de", "length", [1, 1])]
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def stub_server():
+    import uvicorn
+
+    from exitlaw.engine.serve.app import ServeApp
+    from exitlaw.engine.serve.server import bind
+
+    engine = StubEngine(ServeLimits(max_concurrent=2))
+    app = ServeApp(engine)
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app.starlette(), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}", engine, app
+    engine.gate.set()
+    server.should_exit = True
+    thread.join(30)
+    app.close()
+    sock.close()

@@ -1,0 +1,157 @@
+"""What real clients send, accepted as written: message content as a list of text parts (LangChain,
+the openai SDK, chat UIs), null assistant content, neutral values of fields this server does not
+implement (``parallel_tool_calls``, ``logit_bias: {}``, ``best_of: 1``, ``response_format`` text), and
+``GET /v1/models/{id}``; every non-neutral value still refused by name. The last tests drive the HTTP
+layer with the official ``openai`` client (a test dependency) on a stub engine."""
+
+from __future__ import annotations
+
+import openai  # the official client: a test dependency (pyproject's test extra)
+import pytest
+
+from exitlaw.engine.serve.errors import APIError
+from exitlaw.engine.serve.requests import (
+    COMPLETION_NEUTRAL,
+    NEUTRAL_FIELDS,
+    PART_SEPARATOR,
+    parse_request,
+)
+
+USER = {"role": "user", "content": "hi"}
+
+
+def _chat(**body):
+    return parse_request({"messages": [USER], **body}, chat=True, default_max_tokens=8)
+
+
+def _refused(call, param: str) -> APIError:
+    with pytest.raises(APIError) as err:
+        call()
+    assert err.value.status == 400 and err.value.param == param, err.value
+    return err.value
+
+
+def test_text_parts_are_joined_and_null_assistant_content_is_empty():
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    msgs = [
+        {"role": "system", "content": [{"type": "text", "text": "s"}]},
+        {"role": "user", "content": parts},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "c", "name": "u1"},
+    ]
+    r = parse_request({"messages": msgs}, chat=True, default_max_tokens=8)
+    assert [m["content"] for m in r.prompt] == ["s", "a" + PART_SEPARATOR + "b", "", "c"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "image_url", "image_url": {"url": "data:,"}}],
+        [{"type": "text", "text": "a"}, {"type": "input_audio", "input_audio": {}}],
+        [{"type": "text"}],  # a text part without its text
+        ["a"],
+        [],
+    ],
+)
+def test_other_content_parts_are_refused_by_name(content):
+    err = _refused(
+        lambda: parse_request(
+            {"messages": [{"role": "user", "content": content}]}, chat=True, default_max_tokens=8
+        ),
+        "messages",
+    )
+    assert "messages[0].content" in str(err)
+
+
+def test_null_content_is_empty_only_on_an_assistant_turn_and_message_extras_are_named():
+    _refused(lambda: _chat(messages=[{"role": "user", "content": None}]), "messages")
+    err = _refused(
+        lambda: _chat(messages=[{"role": "assistant", "content": None, "tool_calls": [{}]}]),
+        "messages",
+    )
+    assert "tool_calls" in str(err)
+
+
+ALL_NEUTRAL = {**NEUTRAL_FIELDS, **COMPLETION_NEUTRAL}
+
+
+@pytest.mark.parametrize(
+    "name,value", [(n, v) for n, values in ALL_NEUTRAL.items() for v in values]
+)
+def test_every_neutral_value_is_accepted_and_changes_nothing(name, value):
+    chat = name not in COMPLETION_NEUTRAL
+    base = {"messages": [USER]} if chat else {"prompt": "hi"}
+    plain = parse_request(base, chat=chat, default_max_tokens=8)
+    assert parse_request({**base, name: value}, chat=chat, default_max_tokens=8) == plain
+
+
+NOT_NEUTRAL = {
+    "parallel_tool_calls": 1,
+    "logit_bias": {"5": 10},
+    "response_format": {"type": "json_object"},
+    "tools": [{"type": "function", "function": {"name": "f"}}],
+    "tool_choice": "auto",
+    "functions": [{"name": "f"}],
+    "function_call": "auto",
+    "store": True,
+    "metadata": {"k": "v"},
+    "best_of": 2,
+    "suffix": "x",
+}
+
+
+def test_the_neutral_table_and_its_counterexamples_cover_the_same_fields():
+    assert set(NOT_NEUTRAL) == set(ALL_NEUTRAL)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_NEUTRAL))
+def test_a_field_at_any_other_value_is_refused_by_name(name):
+    chat = name not in COMPLETION_NEUTRAL
+    base = {"messages": [USER]} if chat else {"prompt": "hi"}
+    err = _refused(
+        lambda: parse_request({**base, name: NOT_NEUTRAL[name]}, chat=chat, default_max_tokens=8),
+        name,
+    )
+    assert err.code == "unsupported" and name in str(err)
+
+
+# ----- the official client, through HTTP, on a stub engine -----------------------------------------
+
+
+@pytest.fixture
+def client(stub_server):
+    url, engine, app = stub_server
+    engine.gate.set()  # the stub decodes at once
+    return openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=30)
+
+
+def test_the_openai_client_lists_and_retrieves_the_model(client):
+    assert [m.id for m in client.models.list().data] == ["stub"]
+    assert client.models.retrieve("stub").id == "stub"
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        client.models.retrieve("other")
+
+
+def test_the_openai_client_sends_content_parts_and_neutral_fields(client):
+    out = client.chat.completions.create(
+        model="stub",
+        messages=[
+            {"role": "system", "content": [{"type": "text", "text": "be brief"}]},
+            {"role": "assistant", "content": None},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        ],
+        max_tokens=2,
+        logit_bias={},
+        parallel_tool_calls=None,
+        response_format={"type": "text"},
+    )
+    assert out.choices[0].message.content == "de"
+    done = client.completions.create(model="stub", prompt="x", max_tokens=2, best_of=1)
+    assert done.choices[0].text == "de"
+
+
+def test_the_openai_client_gets_a_named_400_for_a_non_neutral_field(client):
+    with pytest.raises(openai.BadRequestError, match="logit_bias"):
+        client.chat.completions.create(
+            model="stub", messages=[USER], max_tokens=2, logit_bias={"5": 10}
+        )
