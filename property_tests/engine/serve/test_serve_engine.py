@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, generate
@@ -103,3 +104,48 @@ def test_top_k_one_at_t_one_serves_the_greedy_tokens_and_logprobs_follow_the_pro
             all(v >= top[0][1] + math.log(0.5) - 1e-12 for _, v in top)
             and lp >= top[0][1] + math.log(0.5) - 1e-12
         )
+
+
+# every decide path the server offers: AR, chain and DDTree with each built-in verifier, and a user's
+# MODULE:CALLABLE verifier (the kit's sampling form)
+DECIDE_PATHS = [
+    ("ar", "greedy"),
+    ("chain", "predraw"),
+    ("ddtree", "predraw"),
+    ("ddtree", "residual"),
+    ("ddtree", "tev"),
+    ("ddtree", "exitlaw.simulate.verifiers:tev"),
+]
+
+
+@pytest.fixture(scope="module", params=DECIDE_PATHS, ids=["/".join(p) for p in DECIDE_PATHS])
+def any_engine(request, tiny):
+    target, draft = tiny
+    method, verifier = request.param
+    return ServeEngine(
+        ServeConfig(
+            target=str(target),
+            draft=None if method == "ar" else str(draft),
+            method=method,
+            verifier=verifier,
+            budget=4,
+        )
+    )
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.one_of(st.sampled_from([0, 1, 2**63 - 1]), st.integers(0, 2**63 - 1)))
+def test_every_valid_seed_makes_a_request_reproducible_on_every_decide_path(any_engine, seed):
+    """Edges included: seed 0 (falsy, valid) and the largest accepted seed, 2**63 - 1."""
+    a = _run(any_engine, temperature=1, seed=seed, max_tokens=4)
+    b = _run(any_engine, temperature=1, seed=seed, max_tokens=4)
+    assert [c.tokens for c in a] == [c.tokens for c in b]
+
+
+def test_top_k_one_serves_the_greedy_tokens_on_every_decide_path(any_engine):
+    """Every decide path receives the processed row of the request's settings: under top-k = 1 only the
+    argmax survives, so every path serves the greedy tokens at T = 1, whatever the seed."""
+    [g] = _run(any_engine, temperature=0, max_tokens=6)
+    for seed in (0, 7):
+        [c] = _run(any_engine, temperature=1, top_k=1, seed=seed, max_tokens=6)
+        assert c.tokens == g.tokens
