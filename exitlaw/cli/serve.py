@@ -7,6 +7,7 @@ the kit's statistics)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -65,35 +66,39 @@ def _audit(args) -> int:
     from exitlaw.simulate.audit import AuditConfig, AuditUsageError, format_audit, run_audit
 
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
-    cfg = AuditConfig(
-        candidate=args.candidate,
-        reference=args.reference,
-        prompts=args.prompts,
-        sampling=sampling_settings_from(args, args.temperature),
-        candidate_model=args.candidate_model or args.model,
-        reference_model=args.reference_model or args.model,
-        candidate_key=args.candidate_api_key or key,
-        reference_key=args.reference_api_key or key,
-        max_tokens=args.max_new_tokens,
-        tokens=args.tokens,
-        alpha=args.alpha,
-        power=args.power,
-        tv=args.tv,
-        max_cells=args.max_cells,
-        samples=args.samples,
-        n_per_request=args.n_per_request,
-        concurrency=tuple(args.concurrency),
-        tie_margin=args.tie_margin,
-        strict_ties=args.strict_ties,
-        first_token_test=args.first_token_test,
-        timeout=args.timeout,
-        seed=args.seed,
-    )
-    path = result_path(args)
     try:
+        cfg = AuditConfig(
+            candidate=args.candidate,
+            reference=args.reference,
+            prompts=args.prompts,
+            sampling=sampling_settings_from(args, args.temperature),
+            candidate_model=args.candidate_model or args.model,
+            reference_model=args.reference_model or args.model,
+            candidate_key=args.candidate_api_key or key,
+            reference_key=args.reference_api_key or key,
+            max_tokens=args.max_new_tokens,
+            tokens=args.tokens,
+            alpha=args.alpha,
+            power=args.power,
+            tv=args.tv,
+            max_cells=args.max_cells,
+            samples=args.samples,
+            n_per_request=args.n_per_request,
+            concurrency=tuple(args.concurrency),
+            tie_margin=args.tie_margin,
+            strict_ties=args.strict_ties,
+            first_token_test=args.first_token_test,
+            timeout=args.timeout,
+            seed=args.seed,
+        )
+        path = result_path(args)
         report = run_audit(cfg)
-    except AuditUsageError as err:
-        print(f"exitlaw audit: error: {err}", file=sys.stderr)
+    # a bad setting is a DistributionError, a ValueError
+    except (AuditUsageError, ValueError) as err:
+        if args.json:  # --json: the error is JSON too, on stdout
+            print(json.dumps({"error": str(err), "exit_code": 2}))
+        else:
+            print(f"exitlaw audit: error: {err}", file=sys.stderr)
         return 2
     emit(args, report.to_json(), format_audit(report), path)
     return report.exit_code

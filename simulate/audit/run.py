@@ -306,6 +306,23 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
         )
 
 
+def _advice(err: ServerRefused) -> str:
+    """What to change for a refused request, by its cause (the server's own message comes first)."""
+    text = str(err)
+    if err.status in (401, 403):
+        return " (check --api-key, or the candidate's / reference's own key)"
+    if err.status == 404:
+        return " (check the server URL and --model)"
+    if err.status == 422:
+        return (
+            " (the server refuses a field this audit sends: it asks for token ids back, vLLM's "
+            "return_token_ids, which a strictly validating server may not accept)"
+        )
+    if err.status == 413 or any(k in text for k in ("max_tokens", "max_n", " n ", "too long")):
+        return " (lower --n-per-request or --max-new-tokens)"
+    return ""
+
+
 def run_audit(cfg: AuditConfig) -> AuditReport:
     """Audit ``cfg.candidate`` against ``cfg.reference``; raises :class:`AuditUsageError` for exit 2."""
     t0 = time.perf_counter()
@@ -319,10 +336,7 @@ def run_audit(cfg: AuditConfig) -> AuditReport:
     try:
         (_greedy if cfg.temperature == 0 else _sampled)(run, prompts, models, report)
     except ServerRefused as err:
-        raise AuditUsageError(
-            f"{err} (the audit's request was refused: lower --n-per-request or --max-tokens, "
-            "or check the key and model)"
-        ) from None
+        raise AuditUsageError(f"{err}{_advice(err)}") from None
     except (ServerFailed, Unreachable) as err:
         report.verdict, report.failure = "server failed", str(err)
         report.reasons.append("a server failed during the run")

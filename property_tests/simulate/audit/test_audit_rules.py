@@ -214,3 +214,52 @@ def test_the_stated_run_wide_rate_bounds_the_tests_run_for_any_plan(
     assert len(r.tests) * r.alpha_each <= alpha * (1 + 1e-12)
     assert len(r.tests) <= r.planned_tests
     assert f"{alpha:g} for the run = {r.planned_tests} planned tests x" in format_audit(r)
+
+
+@pytest.mark.parametrize(
+    "status, message, advice, not_advice",
+    [
+        (401, "answered HTTP 401: missing key", "--api-key", "n-per-request"),
+        (404, "answered HTTP 404: no such model", "--model", "n-per-request"),
+        (422, "answered HTTP 422: extra field return_token_ids", "return_token_ids", "--api-key"),
+        (
+            400,
+            "answered HTTP 400: max_tokens 99 exceeds the limit",
+            "--max-new-tokens",
+            "--api-key",
+        ),
+        (
+            400,
+            "the server returns neither token_ids nor logprob tokens",
+            "token_ids",
+            "n-per-request",
+        ),
+    ],
+)
+def test_a_refused_request_names_its_real_cause(
+    monkeypatch, prompts, status, message, advice, not_advice
+):
+    def refuse(who, p, kw):
+        raise ServerRefused("candidate server x", message, status)
+
+    _script(monkeypatch, refuse)
+    with pytest.raises(AuditUsageError) as err:
+        run_audit(
+            AuditConfig(
+                "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, sampling=SamplingSettings(1.0)
+            )
+        )
+    assert advice in str(err.value) and not_advice not in str(err.value)
+
+
+def test_with_json_a_usage_error_found_by_the_audit_is_json(tmp_path, capsys):
+    """(Errors argparse finds in a flag's own value stay argparse's text, before any handler runs.)"""
+    import json
+
+    from exitlaw.cli import main
+
+    argv = ["audit", "--candidate", "http://127.0.0.1:1", "--reference", "http://127.0.0.1:2"]
+    missing = str(tmp_path / "none.jsonl")
+    code = main([*argv, "--prompts", missing, "--temperature", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and out["exit_code"] == 2 and "none.jsonl" in out["error"]
