@@ -1,5 +1,6 @@
 """Serving and auditing: ``serve`` (the engine as an OpenAI-compatible server), ``audit`` (a calibrated
-losslessness audit of any OpenAI-compatible server against a reference) and ``bench serve``.
+losslessness audit of an OpenAI-compatible server that returns token ids, against a reference) and
+``bench serve``.
 
 ``serve`` imports torch inside its handler; ``audit`` never imports torch or JAX (an HTTP client plus
 the kit's statistics)."""
