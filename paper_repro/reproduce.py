@@ -5,8 +5,9 @@ overwritten without ``overwrite=True``):
 
 1. ``checks/``: the conformance kit on exitlaw's own predraw, residual and TEV
    (``exitlaw check``; 1e-6 false-failure rate per verifier);
-2. ``mini/``: ``exitlaw repro mini`` (target, distilled DFlash drafter, three
-   training objectives, tau and CPU speedup at B = 32/64/128, T = 0/1);
+2. ``mini/``: ``exitlaw repro mini --preset smoke`` (from the shipped base pair: three training
+   objectives, tau and CPU speedup at B = 32/64/128, T = 0/1; ``--from-scratch`` trains the target
+   and drafter too, preset ``full``);
 3. ``figures/``: every figure of :mod:`exitlaw.figures`, drawing from ``mini/``;
 4. ``ledger.md`` / ``ledger.json``: one row per claim of the paper (the kit's reports are one claim's input).
 """
@@ -73,10 +74,22 @@ def run_figures(
     return done
 
 
+# what each stage of ``exitlaw repro all`` shows, printed with its counter
+STAGES = {
+    "checks": "the conformance kit: are exitlaw's predraw, residual and TEV exact and saturating "
+    "(family false-failure rate 1e-6)?",
+    "mini": "the mini-scale pipeline on the stdlib: objectives trained, tau and speed-up of predraw "
+    "and TEV measured (a pipeline check, not evidence)",
+    "figures": "every figure of the paper, from this run and from exact laws and simulation",
+    "ledger": "one row per claim of the paper: its source, scale and verdict",
+}
+
+
 def reproduce(
     out: str | Path,
     *,
     quick: bool = False,
+    from_scratch: bool = False,
     seed: int = 0,
     overwrite: bool = False,
     progress: bool = True,
@@ -85,45 +98,73 @@ def reproduce(
 ) -> dict[str, Any]:
     """Run every stage into ``out`` and return a summary (also written to ``out/summary.json``).
 
-    ``mini_config`` replaces the mini run's preset (``quick`` or ``full``); tests pass a micro one.
+    The mini stage runs preset ``smoke`` (from the shipped base pair), ``full`` with ``from_scratch``
+    (target and drafter trained here) or ``quick``; ``mini_config`` replaces it (tests pass a micro one).
+    ``summary["times"]`` keeps each stage's seconds from the run that did its work; a rerun that finds a
+    stage finished records it under ``rerun_times`` only.
     """
     from exitlaw.paper_repro.ledger_inputs import make_ledger
     from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
 
+    if quick and from_scratch:
+        raise ValueError("--quick and --from-scratch contradict each other: pick one preset")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary_path = out / "summary.json"
-    marker = {"quick": quick, "seed": seed}
-    if summary_path.is_file() and not overwrite:
+    marker = {"quick": quick, "seed": seed, "from_scratch": from_scratch}
+    previous: dict[str, Any] = {}
+    if summary_path.is_file():
         previous = json.loads(summary_path.read_text(encoding="utf-8"))
-        if previous.get("config") != marker:
+        old = {"from_scratch": False, **previous.get("config", {})}
+        if old != marker and not overwrite:
             raise FileExistsError(
                 f"{out} holds a run with config {previous.get('config')}, not {marker}; "
                 "use another --out or pass --overwrite"
             )
-    times: dict[str, float] = {}
+        if old != marker:
+            previous = {}
+    times: dict[str, float] = dict(previous.get("times", {}))
+    rerun: dict[str, float] = {}
+    mini_dir, fig_dir = out / "mini", out / "figures"
+    from exitlaw.figures.registry import FIGURES
 
-    t0 = time.perf_counter()
+    finished = {
+        "checks": all((out / "checks" / f"{v}.json").is_file() for v in VERIFIERS),
+        "mini": (mini_dir / "results.json").is_file() and not overwrite,
+        "figures": all((fig_dir / f"{f}.json").is_file() for f in FIGURES),
+        "ledger": False,
+    }
+
+    def stage(i: int, name: str):
+        log(f"stage {i}/{len(STAGES)} {name}: {STAGES[name]}")
+        return time.perf_counter()
+
+    def took(name: str, t0: float) -> None:
+        s = time.perf_counter() - t0
+        if finished[name] and f"{name}_s" in times:
+            rerun[f"{name}_s"] = s
+            log(f"stage {name}: already finished ({s:.0f} s to check)")
+        else:
+            times[f"{name}_s"] = s
+            log(f"stage {name}: {s:.0f} s")
+
+    t0 = stage(1, "checks")
     verdicts = run_checks(out / "checks", seed=seed, log=log)
-    times["checks_s"] = time.perf_counter() - t0
+    took("checks", t0)
 
-    t0 = time.perf_counter()
-    mini_dir = out / "mini"
-    cfg = (
-        mini_config
-        if mini_config is not None
-        else config_for("quick" if quick else "full", seed=seed)
-    )
-    run_mini(mini_dir, cfg, overwrite=overwrite, progress=progress)
-    times["mini_s"] = time.perf_counter() - t0
+    t0 = stage(2, "mini")
+    preset = "quick" if quick else "full" if from_scratch else "smoke"
+    cfg = mini_config if mini_config is not None else config_for(preset, seed=seed)
+    run_mini(mini_dir, cfg, overwrite=overwrite, progress=progress, log=log)
+    took("mini", t0)
     log(f"mini-scale run: {mini_dir / 'results.md'}")
 
-    t0 = time.perf_counter()
-    fig_dir = out / "figures"
+    t0 = stage(3, "figures")
     run_figures(fig_dir, mini_dir, seed=seed, quick=quick, log=log)
-    times["figures_s"] = time.perf_counter() - t0
+    took("figures", t0)
 
     # the ledger is derived data: always refreshed
+    t0 = stage(4, "ledger")
     _, md, js = make_ledger(
         fig_dir,
         out,
@@ -133,10 +174,13 @@ def reproduce(
         seed=seed,
         overwrite=True,
     )
+    took("ledger", t0)
     summary = {
         "config": marker,
+        "mini_preset": cfg.preset,
         "checks": verdicts,
         "times": times,
+        "rerun_times": rerun,
         "ledger": [str(md), str(js)],
         "figures": str(fig_dir),
         "mini": str(mini_dir),

@@ -325,7 +325,11 @@ def train(
             save_checkpoint(out, done, state.drafter, state.optimizer, state.scheduler, state.rank)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(loss=f"{m.loss:.3f}", cov=f"{m.coverage:.2f}")
+            # coverage exists only when trees are scored (distillation builds none)
+            shown = {"loss": f"{m.loss:.3f}"}
+            if cfg.score_trees:
+                shown["cov"] = f"{m.coverage:.2f}"
+            bar.set_postfix(**shown)
     if bar is not None:
         bar.close()
     final = out / "final"

@@ -7,6 +7,8 @@ free of torch and JAX.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -287,5 +289,24 @@ def device_args(
 
 
 def no_progress_arg(parser: argparse.ArgumentParser) -> None:
-    """``--no-progress``: hide progress bars."""
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    """``--no-progress``: hide progress bars (they are drawn only on a terminal anyway)."""
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide the progress bars (drawn only when stderr is a terminal)",
+    )
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars only on a terminal: a log file gets the plain stage lines, not carriage returns.
+
+    Without bars, the libraries' own bars (transformers' weight loading) are turned off too.
+    """
+    shown = not args.no_progress and sys.stderr.isatty()
+    if not shown:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when transformers is imported
+        if "transformers" in sys.modules:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+    return shown

@@ -17,8 +17,11 @@ the old directory aside, never deletes it). One function per stage:
 7. :func:`stage_report`: ``results.json`` + ``results.md``: the table, seeds, configurations, machine,
    timings, and (with >= 2 training seeds) the paired comparisons of :mod:`.mini_stats`.
 
-Presets: ``quick`` (CI smoke size), ``full`` (README's main command, ~30 min, shallow trees:
-base tau ~2), ``deep`` (below).
+Presets: ``smoke`` (README's main command, ``exitlaw repro all``: starts from the shipped base pair
+of the paper-regime run, ``paper_repro/results/paper_regime/base``, so stages 2 and 4 are copies;
+a few minutes; a check that the pipeline runs, not evidence), ``quick`` (CI size, a minute),
+``full`` (the same pipeline trained from scratch on a CPU, ~25 min, shallow trees: base tau ~2;
+``exitlaw repro all --from-scratch``), ``deep`` (below).
 
 The ``deep`` preset and its verdict rule (fixed before any objective result was seen)
 ------------------------------------------------------------------------------------
@@ -53,6 +56,7 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from exitlaw.theory.infra.atomic_io import atomic_save_npy, atomic_write_json, atomic_write_text
 
@@ -133,6 +137,9 @@ class MiniConfig:
     temperatures: tuple[float, ...] = (0.0, 1.0)
     verifiers: tuple[str, ...] = ("predraw", "tev")
     margin_pct: float = 4.0  # the verdict rule's margin: the smallest effect the paper reports (%)
+    # a folder holding a finished base pair (target/, drafter_base/final/, corpus/tokenizer/,
+    # mini_config.json), relative to paper_repro/results/ or absolute: stages 2 and 4 copy it
+    base_pair: str | None = None
 
     def __post_init__(self):
         if (
@@ -236,7 +243,58 @@ DEEP = MiniConfig(
 # in the claims ledger before this run. Training is identical to ``deep``; its B = 64 cell is a replication.
 DEEP_BUDGETS = replace(DEEP, preset="deep-budgets", budgets=(32, 64, 128))
 
-PRESETS = {"full": MiniConfig(), "quick": QUICK, "deep": DEEP, "deep-budgets": DEEP_BUDGETS}
+# README's main job: the ``deep`` sizes, starting from the base pair the paper-regime run shipped (target and
+# drafter distilled for 3000 steps: ~55 CPU-minutes it does not redo), then each objective once from it on
+# 128 fresh greedy continuations, evaluated at B = 32/64/128, T = 0/1 with predraw and TEV on 4 held-out
+# prompts per domain. A few minutes; it shows that every stage runs, it decides nothing.
+SMOKE = replace(
+    DEEP,
+    preset="smoke",
+    base_pair="paper_regime/base",
+    train_prompts=128,
+    ft_seeds=(0,),
+    eval_prompts=4,
+    eval_new_tokens=32,
+    budgets=(32, 64, 128),
+    temperatures=(0.0, 1.0),
+    verifiers=("predraw", "tev"),
+)
+
+PRESETS = {
+    "smoke": SMOKE,
+    "full": MiniConfig(),
+    "quick": QUICK,
+    "deep": DEEP,
+    "deep-budgets": DEEP_BUDGETS,
+}
+
+# where shipped results live (``base_pair`` is read relative to it)
+SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+# the configuration fields that made a base pair (target and distilled drafter): a run that starts
+# from a shipped pair must agree with it on each of them
+BASE_PAIR_FIELDS = (
+    "seed",
+    "vocab_size",
+    "heldout_fraction",
+    "tokenizer_docs",
+    "train_tokens",
+    "target",
+    "draft_layers",
+    "draft_intermediate",
+    "block_size",
+    "target_layer_ids",
+    "context_init_scale",
+    "prompt_tokens",
+    "continuation_tokens",
+    "gen_temperature",
+    "distill_steps",
+    "distill_batch",
+    "distill_anchors",
+    "distill_lr",
+)
+# what each pair's parts are, inside a base-pair folder and inside a run
+BASE_PAIR_PARTS = ("target", "drafter_base/final", "corpus/tokenizer")
 
 
 def _write_json(path: Path, obj) -> None:
@@ -288,20 +346,28 @@ class Corpus:
 
 
 class StageTimes:
-    """Seconds per stage, accumulated across resumed runs in ``out/timings.json``."""
+    """Seconds per stage, accumulated across resumed runs in ``out/timings.json``, and one plain line
+    per stage (``mini i/n name: what it does``, then its time) through ``log``."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, total: int = 0, log: Callable[[str], None] | None = None):
         self.path = out / "timings.json"
         self.times: dict[str, float] = (
             _read_json(self.path, "stage timings") if self.path.is_file() else {}
         )
+        self.total, self.log, self.done = total, log, 0
 
     @contextmanager
-    def __call__(self, name: str):
+    def __call__(self, name: str, what: str = ""):
+        self.done += 1
+        if self.log is not None:
+            self.log(f"  mini {self.done}/{self.total} {name}" + (f": {what}" if what else ""))
         t0 = time.perf_counter()
         yield
-        self.times[name] = self.times.get(name, 0.0) + time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        self.times[name] = self.times.get(name, 0.0) + took
         _write_json(self.path, self.times)
+        if self.log is not None:
+            self.log(f"  mini {self.done}/{self.total} {name}: {took:.0f} s")
 
 
 def drafter_name(objective: str, ft_seed: int, cfg: MiniConfig) -> str:
@@ -318,8 +384,58 @@ def drafter_names(cfg: MiniConfig) -> dict[str, tuple[str, int | None]]:
     return names
 
 
-def stage_corpus(out: Path, cfg: MiniConfig) -> Corpus:
-    """Split, BPE tokenizer (fitted on ``tokenizer_docs`` training files + training prose), training stream."""
+def base_pair_dir(cfg: MiniConfig) -> Path:
+    """The folder ``cfg.base_pair`` names (relative to the shipped results, or absolute)."""
+    path = Path(cfg.base_pair)
+    return path if path.is_absolute() else SHIPPED_RESULTS / path
+
+
+def stage_base_pair(out: Path, cfg: MiniConfig) -> dict:
+    """Copy the base pair ``cfg.base_pair`` names into ``out`` (target, distilled drafter, tokenizer) and
+    record where it came from in ``out/base_pair.json``; refuse a pair made with other base settings."""
+    import shutil
+
+    src = base_pair_dir(cfg)
+    made_with = src / "mini_config.json"
+    if not made_with.is_file():
+        raise FileNotFoundError(
+            f"base pair {str(src)!r} has no mini_config.json: not a finished base pair"
+        )
+    shipped = _read_json(made_with, "the base pair's configuration")
+    ours = cfg.to_json()
+    differ = [k for k in BASE_PAIR_FIELDS if shipped.get(k) != ours[k]]
+    if differ:
+        raise ValueError(
+            f"base pair {str(src)!r} was made with other settings ({', '.join(differ)}) than "
+            f"preset {cfg.preset!r}; start from scratch or use a matching pair"
+        )
+    for part in BASE_PAIR_PARTS:
+        if (
+            not (src / part / "config.json").is_file()
+            and not (src / part / "tokenizer.json").is_file()
+        ):
+            raise FileNotFoundError(f"base pair {str(src)!r} lacks {part}/")
+        dst = out / part
+        if not dst.exists():
+            tmp = dst.with_name(dst.name + ".partial")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(src / part, tmp)
+            tmp.rename(dst)
+    timings = src / "timings.json"
+    record = {
+        "source": cfg.base_pair,
+        "config": shipped,
+        "timings_s": _read_json(timings, "the base pair's stage times")
+        if timings.is_file()
+        else {},
+    }
+    _write_json(out / "base_pair.json", record)
+    return record
+
+
+def stage_corpus(out: Path, cfg: MiniConfig, *, stream: bool = True) -> Corpus:
+    """Split, BPE tokenizer (fitted on ``tokenizer_docs`` training files + training prose), training stream
+    (only with ``stream``: the target's training data; ``train_tokens`` is ``None`` otherwise)."""
     import numpy as np
 
     from exitlaw.paper_repro.mini import corpus as mc
@@ -338,7 +454,9 @@ def stage_corpus(out: Path, cfg: MiniConfig) -> Corpus:
         ] + prose_train
         tok = mc.train_tokenizer(docs, cfg.vocab_size, corpus / "tokenizer")
     tokens_path = corpus / "train_tokens.npy"
-    if tokens_path.is_file():
+    if not stream:
+        train_tokens = None
+    elif tokens_path.is_file():
         train_tokens = mc.load_token_array(tokens_path)
     else:
         rng = np.random.default_rng([cfg.seed, 1])
@@ -424,6 +542,8 @@ def stage_base_drafter(
     from exitlaw.engine.training.loop import TrainConfig
 
     init_dir = out / "drafter_init"
+    if (out / "drafter_base" / "final" / "model.safetensors").is_file():
+        return out / "drafter_base" / "final"
     if not (init_dir / "config.json").is_file():
         tc = target.model.config
         mask = _mask_token_id(tdir)
@@ -498,7 +618,8 @@ def stage_objectives(
     for name, (objective, ft_seed) in drafter_names(cfg).items():
         if objective == "base":
             continue
-        with times(f"train_{name}") if times is not None else nullcontext():
+        what = f"{objective} objective, {cfg.ft_steps} steps from the base drafter"
+        with times(f"train_{name}", what) if times is not None else nullcontext():
             finals[name] = _train_stage(
                 out / f"ft_{name}",
                 tdir,
@@ -623,25 +744,46 @@ def stage_report(out: Path, cfg: MiniConfig, cells: dict, ar: dict, timings: dic
 
 
 def run_mini(
-    out: str | Path, cfg: MiniConfig, *, overwrite: bool = False, progress: bool = True
+    out: str | Path,
+    cfg: MiniConfig,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
 ) -> dict:
-    """Run (or resume) the whole pipeline; returns the results dict also written to ``out/results.json``."""
+    """Run (or resume) the whole pipeline; returns the results dict also written to ``out/results.json``.
+
+    ``log`` receives one plain line as each stage starts and ends (``mini i/n ...``); ``progress``
+    adds the bars of the long stages.
+    """
     from exitlaw.engine.models.checkpoint import load_target
 
     out = Path(out)
     prepare_out(out, cfg, overwrite)
-    times = StageTimes(out)
-    with times("corpus"):
-        corpus = stage_corpus(out, cfg)
-    with times("target"):
+    trained = len(drafter_names(cfg)) - 1
+    times = StageTimes(out, total=5 + trained + (cfg.base_pair is not None), log=log)
+    if cfg.base_pair is not None:
+        with times(
+            "base_pair", f"copy the base pair made by the paper-regime run ({cfg.base_pair})"
+        ):
+            stage_base_pair(out, cfg)
+    shipped_target = (out / "target" / "mini_target.json").is_file()
+    with times(
+        "corpus", "stdlib split and tokenizer" + ("" if shipped_target else ", training stream")
+    ):
+        corpus = stage_corpus(out, cfg, stream=not shipped_target)
+    with times("target", "train the target LM" if not shipped_target else "the copied target"):
         tdir = stage_target(out, cfg, corpus, progress)
-    with times("continuations"):
+    with times("continuations", f"the target continues {cfg.train_prompts} training prompts"):
         target = load_target(tdir, layer_ids=cfg.target_layer_ids)
         data = stage_data(out, cfg, corpus, target, tdir)
-    with times("distill"):
+    with times(
+        "distill", "distil the base drafter" if cfg.base_pair is None else "the copied drafter"
+    ):
         base = stage_base_drafter(out, cfg, target, tdir, data, progress)
     finals = stage_objectives(out, cfg, tdir, base, data, progress, times)
-    with times("eval"):
+    what = f"tau and speed-up, B = {'/'.join(map(str, cfg.budgets))}, T = {'/'.join(f'{t:g}' for t in cfg.temperatures)}"
+    with times("eval", what):
         cells, ar = stage_eval(out, cfg, target, finals, eval_domains(cfg, corpus), progress)
     return stage_report(out, cfg, cells, ar, times.times)
 

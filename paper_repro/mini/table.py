@@ -88,6 +88,7 @@ def build_results(
                 summary.setdefault(name, {})[f"mean_tau_{verifier}"] = float(np.mean(taus))
     order = sorted(summary, key=lambda n: summary[n].get(f"mean_tau_{cfg.verifiers[-1]}", 0.0))
     split = json.loads((out / "corpus" / "split.json").read_text(encoding="utf-8"))
+    base_pair = out / "base_pair.json"
     return {
         "schema": SCHEMA,
         "config": cfg.to_json(),
@@ -116,6 +117,9 @@ def build_results(
             "heldout_prose_topics": len(split["heldout_prose"]),
         },
         "target": target_info,
+        "base_pair": (
+            json.loads(base_pair.read_text(encoding="utf-8")) if base_pair.is_file() else None
+        ),
         "training": training,
         "cells": rows,
         "ar": ar,
@@ -166,10 +170,29 @@ def format_markdown(res: dict) -> str:
         f"{cfg['ft_steps']} steps each from the same distilled drafter at B = {cfg['ft_budget']}.",
         "",
     ]
+    bp = res.get("base_pair")
+    if bp:
+        made = bp["config"]
+        lines += [
+            f"Base pair (target and distilled drafter) copied from the shipped `{bp['source']}` "
+            f"(preset `{made['preset']}`: drafter distilled {made['distill_steps']} steps on "
+            f"{made['train_prompts']} prompts); this run trained only the objectives.",
+            "",
+        ]
+    if cfg["preset"] in ("smoke", "quick"):
+        lines += [
+            f"**A pipeline check, not evidence**: one training seed and {cfg['eval_prompts']} prompts "
+            "per domain show that every stage runs; they decide nothing about ExitTrain (the decisive "
+            "run: `exitlaw repro mini --preset paper-regime`, docs/evidence.md).",
+            "",
+        ]
     lines += [
         "tau = mean output-block length per round including the bonus (+- standard error over rounds); "
         "SR = autoregressive s/token over speculative s/token (CPU, same process). At T = 0 predraw and "
-        "TEV are both greedy and share one run.",
+        "TEV are both greedy and share one run. SR below 1 means speculative decoding is slower than "
+        "plain decoding here: at this scale a target forward costs about as much as drafting and "
+        "building the tree, so speculation cannot pay on a CPU; tau (tokens per target forward) is the "
+        "quantity that carries over to a large target.",
         "",
     ]
     verifiers = cfg["verifiers"]
