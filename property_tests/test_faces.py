@@ -491,3 +491,17 @@ def test_the_cli_loads_a_verifier_by_its_module_path(capsys):
     )
     out = capsys.readouterr().out
     assert rc == 0, out
+
+
+def test_the_lazy_table_reads_one_entry_per_module_with_renames_and_refuses_a_slip():
+    table = lazy_table(
+        {"decode.loop": "generate, DecodeConfig", "decode.verifiers": "KINDS as KINDS2"}
+    )
+    assert table == {
+        "generate": ("decode.loop", "generate"),
+        "DecodeConfig": ("decode.loop", "DecodeConfig"),
+        "KINDS2": ("decode.verifiers", "KINDS"),
+    }
+    for bad in ({"m": "a b"}, {"m": "a,"}, {"m": "a as"}, {"m": "a", "n": "b as a"}):
+        with pytest.raises(ValueError):
+            lazy_table(bad)
