@@ -1,10 +1,12 @@
 """A package face's names that load their module on first access (PEP 562), written once.
 
 A face re-exports its light names statically: ``from .module import *`` where it takes a module's
-whole ``__all__`` (its ``__all__`` then splices ``*module.__all__``), ``from .module import name``
-where it picks. A name whose module would load torch or JAX where a light import needs the face
+whole ``__all__`` (its ``__all__`` then splices ``*module.__all__``, the module bound by ``from .
+import module``, or as ``_module`` from a deeper package), ``from .module import name`` where it
+picks (its ``__all__`` lists the picked names, sorted: griffe renders on the API pages what
+``__all__`` lists). A name whose module would load torch or JAX where a light import needs the face
 (``exitlaw --help``, theory's numpy parts) is imported under ``TYPE_CHECKING`` (static tools follow
-it) and named once more, at runtime, in one entry per module::
+it), listed in ``__all__`` and named at runtime in one entry per module::
 
     __getattr__, __dir__ = lazy_attributes(__name__, {"decode.loop": "generate, DecodeConfig",
                                                       "decode.verifiers": "KINDS as VERIFIER_KINDS"})
