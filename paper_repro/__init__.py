@@ -1,8 +1,10 @@
 """exitlaw.paper_repro (see docs/architecture.md §1)."""
 
 # --- mini-scale reproduction on the stdlib corpus; torch is imported only when run
-from exitlaw.paper_repro.mini.pipeline import PRESETS as MINI_PRESETS, MiniConfig, run_mini
-from exitlaw.paper_repro.mini.pipeline import (
+from .mini.pipeline import (
+    PRESETS as MINI_PRESETS,
+    MiniConfig,
+    run_mini,
     stage_base_drafter,
     stage_corpus,
     stage_data,
@@ -11,20 +13,12 @@ from exitlaw.paper_repro.mini.pipeline import (
     stage_report,
     stage_target,
 )
-from exitlaw.paper_repro.mini.stats import (
-    claim_verdict,
-    crossed_mean_ci,
-    pair_verdict,
-    paired_difference,
-)
-from exitlaw.paper_repro.mini.corpus import CorpusSplit, load_tokenizer, make_split, train_tokenizer
+from .mini.stats import claim_verdict, crossed_mean_ci, pair_verdict, paired_difference
+from .mini.corpus import CorpusSplit, load_tokenizer, make_split, train_tokenizer
 
 # --- claims ledger and full-scale commands
-from exitlaw.paper_repro.full_scale import (
-    commands as full_scale_commands,
-    load_config as load_full_scale_config,
-)
-from exitlaw.paper_repro.ledger import (
+from .full_scale import commands as full_scale_commands, load_config as load_full_scale_config
+from .ledger import (
     CLAIMS,
     STATUSES,
     VERDICTS,
@@ -32,20 +26,42 @@ from exitlaw.paper_repro.ledger import (
     format_markdown as format_ledger,
     write_ledger,
 )
-from exitlaw.paper_repro.ledger_inputs import ledger_from_shipped, make_shipped_inputs
-from exitlaw.paper_repro.paired_effects import paired_interval, records as paired_effect_records
-from exitlaw.paper_repro.verdicts import Interval, Rule, Verdict, decide, decide_test
+from .ledger_inputs import ledger_from_shipped, make_shipped_inputs
+from .paired_effects import paired_interval, records as paired_effect_records
+from .verdicts import Interval, Rule, Verdict, decide, decide_test
 
 # --- the full-scale commands executed on a CPU with tiny stand-ins
-from exitlaw.paper_repro.full_scale_dry_run import (
-    DryRunError,
-    dry_run as full_scale_dry_run,
-    format_dry_run,
-)
+from .full_scale_dry_run import DryRunError, dry_run as full_scale_dry_run, format_dry_run
 
 __all__ = [
+    "CLAIMS",
+    "CorpusSplit",
+    "DryRunError",
+    "Interval",
     "MINI_PRESETS",
     "MiniConfig",
+    "Rule",
+    "STATUSES",
+    "VERDICTS",
+    "Verdict",
+    "build_ledger",
+    "claim_verdict",
+    "crossed_mean_ci",
+    "decide",
+    "decide_test",
+    "format_dry_run",
+    "format_ledger",
+    "full_scale_commands",
+    "full_scale_dry_run",
+    "ledger_from_shipped",
+    "load_full_scale_config",
+    "load_tokenizer",
+    "make_shipped_inputs",
+    "make_split",
+    "pair_verdict",
+    "paired_difference",
+    "paired_effect_records",
+    "paired_interval",
     "run_mini",
     "stage_base_drafter",
     "stage_corpus",
@@ -54,32 +70,6 @@ __all__ = [
     "stage_objectives",
     "stage_report",
     "stage_target",
-    "claim_verdict",
-    "crossed_mean_ci",
-    "pair_verdict",
-    "paired_difference",
-    "CorpusSplit",
-    "load_tokenizer",
-    "make_split",
     "train_tokenizer",
-    "full_scale_commands",
-    "load_full_scale_config",
-    "CLAIMS",
-    "STATUSES",
-    "VERDICTS",
-    "build_ledger",
-    "format_ledger",
     "write_ledger",
-    "ledger_from_shipped",
-    "make_shipped_inputs",
-    "paired_interval",
-    "paired_effect_records",
-    "Interval",
-    "Rule",
-    "Verdict",
-    "decide",
-    "decide_test",
-    "DryRunError",
-    "full_scale_dry_run",
-    "format_dry_run",
 ]

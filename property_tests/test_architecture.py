@@ -44,10 +44,22 @@ def test_every_engine_export_is_the_named_object_even_after_submodule_imports():
     import pkgutil
 
     import exitlaw.engine as engine
+    from exitlaw.theory.infra.lazy import lazy_table
 
+    # the face's lazy table, as its source writes it: lazy_attributes(__name__, {module: names})
+    source = ast.parse(Path(engine.__file__).read_text(encoding="utf-8"))
+    call = next(
+        node.value
+        for node in source.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", None) == "lazy_attributes"
+    )
+    table = lazy_table(ast.literal_eval(call.args[1]))
+    assert sorted(table) == sorted(engine.__all__)
     for mod in pkgutil.walk_packages(engine.__path__, "exitlaw.engine."):
         importlib.import_module(mod.name)  # may bind submodules as package attributes
-    for name, (module, attr) in engine._LAZY.items():
+    for name, (module, attr) in table.items():
         want = getattr(importlib.import_module(f"exitlaw.engine.{module}"), attr)
         assert getattr(engine, name) is want, (
             f"exitlaw.engine.{name} is shadowed (a submodule of that name?)"

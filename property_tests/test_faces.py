@@ -1,12 +1,13 @@
 """Each module has one dotted path, and every package shows its public names one way.
 
-A face (a package's ``__init__``) re-exports its names statically (``from .module import name``).
-Names whose module would load torch or JAX where a light import needs the face (``exitlaw --help``,
-theory's numpy parts, the scipy-free ``exitlaw.simulate``) load on first access through one PEP 562
-helper, called the same way in every face: a ``_LAZY`` table ``name -> (module, attribute)``, the same
-names imported under ``if TYPE_CHECKING:`` for static tools, ``__getattr__, __dir__ =
-lazy_attributes(__name__, _LAZY)`` (:mod:`exitlaw.theory.infra.lazy`), and ``__all__`` listing every
-name.
+A face (a package's ``__init__``) re-exports its names statically: ``from .module import *`` where it
+takes a module's whole ``__all__`` (and its ``__all__`` splices ``*module.__all__``), ``from .module
+import name`` where it picks (and its ``__all__`` lists the picked names, sorted). Names whose module
+would load torch or JAX where a light import needs the face (``exitlaw --help``, theory's numpy parts,
+the scipy-free ``exitlaw.simulate``) load on first access through one PEP 562 helper, called the same
+way in every face: the names imported under ``if TYPE_CHECKING:`` for static tools, and at runtime
+``__getattr__, __dir__ = lazy_attributes(__name__, {"module": "name, attribute as name"})``
+(:mod:`exitlaw.theory.infra.lazy`), one entry per module.
 No package installs an import hook: a module that moved is importable at its new path only.
 """
 
@@ -19,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from exitlaw.theory.infra.lazy import lazy_table
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = {
@@ -60,24 +63,72 @@ def _is_type_checking(node: ast.stmt) -> bool:
 LAZY_HELPER = "exitlaw.theory.infra.lazy"
 
 
+def _source(module: str) -> Path:
+    """The file that defines ``module`` (a module or a package), found from PARTS without importing it."""
+    for package, folder in PARTS.items():
+        if module == package or module.startswith(package + "."):
+            base = folder.joinpath(*module[len(package) :].strip(".").split("."))
+            return (
+                base.with_suffix(".py")
+                if base.with_suffix(".py").is_file()
+                else base / "__init__.py"
+            )
+    raise AssertionError(f"{module} is not in one of {sorted(PARTS)}")
+
+
+def _module_all(module: str) -> list[str]:
+    """A module's ``__all__``, read from its source: the list ``from module import *`` takes."""
+    if module in FACES:
+        return Face(module).all or []
+    for node in ast.parse(_source(module).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "__all__":
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{module} has no literal __all__ (a face star-imports it)")
+
+
+def _lazy_call(face: str, call: ast.expr) -> dict[str, tuple[str, str]]:
+    """``{name: (module, attribute)}`` from ``lazy_attributes(__name__, {"module": "a, b as c"})``."""
+    assert (
+        isinstance(call, ast.Call) and len(call.args) == 2 and isinstance(call.args[1], ast.Dict)
+    ), (
+        f"{face}: __getattr__, __dir__ = lazy_attributes(__name__, {{module: names}}), a literal table"
+    )
+    table = lazy_table(ast.literal_eval(call.args[1]))
+    return {name: (f"{face}.{module}", attr) for name, (module, attr) in table.items()}
+
+
 class Face:
-    """What a face's source says: its static re-exports, its TYPE_CHECKING imports, ``_LAZY``, ``__all__``."""
+    """What a face's source says: its static re-exports (``*`` expanded), the submodules it binds, its
+    TYPE_CHECKING imports, its lazy table and its ``__all__`` (``*module.__all__`` expanded)."""
 
     def __init__(self, name: str):
         self.name = name
         self.tree = ast.parse(FACES[name].read_text(encoding="utf-8"))
         self.static: dict[str, tuple[str, str]] = {}
+        self.starred: list[str] = []  # modules re-exported whole: ``from .module import *``
+        self.modules: dict[str, str] = {}  # ``from . import module``: bound name -> module
         self.type_checking: dict[str, tuple[str, str]] = {}
         self.lazy: dict[str, tuple[str, str]] | None = None
         self.all: list[str] | None = None
+        self.spliced: list[str] = []  # modules whose __all__ the face's __all__ splices in
+        self.picked: list[str] = []  # the names __all__ lists one by one
         self.defined: set[str] = set()
         self.getattr_def: ast.AST | None = None  # the face's __getattr__ (its helper call)
         for node in self.tree.body:
             if isinstance(node, ast.ImportFrom) and _absolute(name, node) == LAZY_HELPER:
                 continue  # the one helper, not a public name
             if isinstance(node, ast.ImportFrom) and _absolute(name, node).startswith("exitlaw."):
+                module = _absolute(name, node)
                 for a in node.names:
-                    self.static[a.asname or a.name] = (_absolute(name, node), a.name)
+                    if a.name == "*":
+                        self.starred.append(module)
+                        self.static.update({n: (module, n) for n in _module_all(module)})
+                    else:
+                        self.static[a.asname or a.name] = (module, a.name)
+                        if _source(
+                            f"{module}.{a.name}"
+                        ).exists():  # a submodule, or a name it shadows
+                            self.modules[a.asname or a.name] = f"{module}.{a.name}"
             elif _is_type_checking(node):
                 for sub in node.body:
                     assert isinstance(sub, ast.ImportFrom), (
@@ -92,20 +143,42 @@ class Face:
                 == ["__getattr__", "__dir__"]
             ):
                 self.getattr_def = node.value  # the helper's call: compared across faces
+                self.lazy = _lazy_call(name, node.value)
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
                 target = node.targets[0].id
-                if target == "_LAZY":
-                    self.lazy = {
-                        k: (f"{name}.{m}", a) for k, (m, a) in ast.literal_eval(node.value).items()
-                    }
-                elif target == "__all__":
-                    self.all = ast.literal_eval(node.value)  # a literal list: static tools read it
+                if target == "__all__":
+                    self.all = self._read_all(node.value)
                 else:
                     self.defined.add(target)
             elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
                 if node.name == "__getattr__":
                     self.getattr_def = node
+        bases = {m: n for n, m in self.modules.items() if m in self.spliced}
+        self.modules = {n: m for m, n in bases.items()}  # the submodules bound for __all__ only
+        for n in self.modules:
+            del self.static[n]
+
+    def _read_all(self, value: ast.expr) -> list[str]:
+        """``__all__ = [*module.__all__, ..., "name", ...]``, as static tools (griffe) read it."""
+        assert isinstance(value, ast.List), f"{self.name}: __all__ is not a list"
+        names = []
+        for elt in value.elts:
+            if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                self.picked.append(elt.value)
+                names.append(elt.value)
+                continue
+            assert (
+                isinstance(elt, ast.Starred)
+                and isinstance(elt.value, ast.Attribute)
+                and elt.value.attr == "__all__"
+                and isinstance(elt.value.value, ast.Name)
+                and elt.value.value.id in self.modules
+            ), f"{self.name}: __all__ holds {ast.unparse(elt)}, not a name or *submodule.__all__"
+            module = self.modules[elt.value.value.id]
+            self.spliced.append(module)
+            names += _module_all(module)
+        return names
 
     def origin(self, name: str) -> tuple[str, str] | None:
         """``(module, attribute)`` the face says ``name`` comes from (None: defined in the face)."""
@@ -113,9 +186,9 @@ class Face:
 
 
 @pytest.mark.parametrize("face", sorted(FACES))
-def test_a_face_lists_every_public_name_in_a_literal_all_and_each_has_one_origin(face):
+def test_a_face_lists_every_public_name_in_a_static_all_and_each_has_one_origin(face):
     f = Face(face)
-    assert f.all is not None, f"{face}: no literal __all__"
+    assert f.all is not None, f"{face}: no __all__"
     assert all(isinstance(n, str) for n in f.all) and len(f.all) == len(set(f.all)), face
     unknown = [n for n in f.all if f.origin(n) is None and n not in f.defined]
     assert not unknown, f"{face}: __all__ names nothing imports or defines: {unknown}"
@@ -127,20 +200,48 @@ def test_a_face_lists_every_public_name_in_a_literal_all_and_each_has_one_origin
 
 
 @pytest.mark.parametrize("face", sorted(FACES))
+def test_a_face_states_each_name_once_where_it_can(face):
+    """A module re-exported whole is star-imported and its ``__all__`` spliced in, not restated;
+    the names picked one by one are sorted (the face's own index, not a copy of a module's list)."""
+    f = Face(face)
+    assert sorted(f.spliced) == sorted(f.starred), (
+        f"{face}: star-imported {sorted(f.starred)} but splices {sorted(f.spliced)} into __all__"
+    )
+    assert f.picked == sorted(f.picked), (
+        f"{face}: the names __all__ lists one by one are not sorted"
+    )
+    by_module: dict[str, set[str]] = {}
+    for name, (module, attr) in f.static.items():
+        if name == attr and module not in f.starred and module.startswith(face + "."):
+            by_module.setdefault(module, set()).add(name)
+    for module, names in by_module.items():
+        try:
+            whole = set(_module_all(module))
+        except AssertionError:
+            continue  # no __all__: the face picks
+        if names == whole and module.rpartition(".")[2] not in whole:
+            raise AssertionError(
+                f"{face}: takes all of {module}.__all__ name by name (star-import it)"
+            )
+
+
+@pytest.mark.parametrize("face", sorted(FACES))
 def test_a_lazy_face_uses_the_one_idiom_and_its_table_matches_what_static_tools_read(face):
     f = Face(face)
     if f.getattr_def is None:
         assert f.lazy is None and not f.type_checking, (
-            f"{face}: _LAZY or TYPE_CHECKING without __getattr__"
+            f"{face}: a lazy table or TYPE_CHECKING without __getattr__"
         )
         return
-    assert f.lazy, f"{face}: a __getattr__ without a _LAZY table"
+    assert f.lazy, f"{face}: a __getattr__ without a lazy table"
     assert f.type_checking == f.lazy, (
-        f"{face}: the TYPE_CHECKING imports and _LAZY disagree: "
+        f"{face}: the TYPE_CHECKING imports and the lazy table disagree: "
         f"{sorted(set(f.type_checking.items()) ^ set(f.lazy.items()))}"
     )
     reference = Face("exitlaw.theory").getattr_def
-    assert ast.dump(f.getattr_def) == ast.dump(reference), (
+    assert isinstance(f.getattr_def, ast.Call) and [
+        ast.dump(n) for n in (f.getattr_def.func, f.getattr_def.args[0])
+    ] == [ast.dump(n) for n in (reference.func, reference.args[0])], (
         f"{face}: __getattr__ differs from the one idiom (see exitlaw.theory)"
     )
 
@@ -390,3 +491,17 @@ def test_the_cli_loads_a_verifier_by_its_module_path(capsys):
     )
     out = capsys.readouterr().out
     assert rc == 0, out
+
+
+def test_the_lazy_table_reads_one_entry_per_module_with_renames_and_refuses_a_slip():
+    table = lazy_table(
+        {"decode.loop": "generate, DecodeConfig", "decode.verifiers": "KINDS as KINDS2"}
+    )
+    assert table == {
+        "generate": ("decode.loop", "generate"),
+        "DecodeConfig": ("decode.loop", "DecodeConfig"),
+        "KINDS2": ("decode.verifiers", "KINDS"),
+    }
+    for bad in ({"m": "a b"}, {"m": "a,"}, {"m": "a as"}, {"m": "a", "n": "b as a"}):
+        with pytest.raises(ValueError):
+            lazy_table(bad)

@@ -13,17 +13,8 @@ from typing import TYPE_CHECKING
 
 from .infra.lazy import lazy_attributes
 
-from .best_first import (
-    BestFirst,
-    RankingError,
-    candidate_width,
-    check_budget,
-    ddtree_from_rows,
-    ddtree_prefixes,
-    ranked_top_k,
-    top_prefixes,
-)
-from .infra.callable_spec import CallableSpecError, load_callable
+from .best_first import *
+from .infra.callable_spec import *
 from .distributions import (
     ROW_SUM_ATOL,
     check_edge_probs,
@@ -56,20 +47,9 @@ from .trace.format import (
 from .tree import DraftTree, PaddedTree, stack_trees
 
 # the processed target distribution (numpy and Fraction; ``processed_exit_law`` loads JAX when called)
-from .sampling_settings import (
-    DEFAULT_ORDER,
-    FILTERS,
-    HF_ORDER,
-    VLLM_ORDER,
-    SamplingSettings,
-    check_settings,
-    keep_mask,
-    process_logits,
-    process_rows,
-    process_rows_exact,
-    processed_exit_law,
-    processed_target,
-)
+from .sampling_settings import *
+from . import best_first, sampling_settings
+from .infra import callable_spec as _callable_spec
 
 if TYPE_CHECKING:
     from .law import (
@@ -83,81 +63,56 @@ if TYPE_CHECKING:
         residual_rows,
     )
 
+
 # PEP 562: names whose module imports JAX load on first access (static tools read the block above)
-_LAZY = {
-    "ExitLaw": ("law", "ExitLaw"),
-    "exit_law": ("law", "exit_law"),
-    "exit_law_from_edges": ("law", "exit_law_from_edges"),
-    "exit_law_from_logits": ("law", "exit_law_from_logits"),
-    "probs_from_logits": ("law", "probs_from_logits"),
-    "block_law": ("law", "block_law"),
-    "residual_rows": ("law", "residual_rows"),
-    "exit_depth_law": ("law", "exit_depth_law"),
-}
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "law": "ExitLaw, block_law, exit_depth_law, exit_law, exit_law_from_edges, exit_law_from_logits, probs_from_logits, residual_rows"
+    },
+)
 
 
 __all__ = [
-    "DraftTree",
-    "PaddedTree",
-    "stack_trees",
-    "TreeError",
+    *best_first.__all__,
+    *_callable_spec.__all__,
+    *sampling_settings.__all__,
     "DistributionError",
+    "DraftTree",
+    "ExitLaw",
+    "IncompleteTraceError",
+    "PaddedTree",
     "ROW_SUM_ATOL",
-    "check_rows",
-    "check_tree_rows",
-    "check_edge_probs",
-    "check_temperature",
-    "softmax_with_temperature",
-    "gather_edge_probs",
     "ReferenceLaw",
-    "reference_law",
-    "reference_law_from_edges",
-    "reference_block_law",
-    "to_fractions",
-    "oracle_tree",
-    "tree_rows",
-    "coverage_under",
-    "allocation_gap",
-    "BestFirst",
-    "RankingError",
-    "candidate_width",
-    "check_budget",
-    "ddtree_from_rows",
-    "ddtree_prefixes",
-    "ranked_top_k",
-    "top_prefixes",
     "Trace",
+    "TraceFormatError",
     "TraceRound",
     "TraceWriter",
-    "TraceFormatError",
-    "IncompleteTraceError",
-    "read_trace",
-    "iter_trace",
-    "write_trace",
-    "json_safe",
-    "CallableSpecError",
-    "load_callable",
-    "ExitLaw",
+    "TreeError",
+    "allocation_gap",
+    "block_law",
+    "check_edge_probs",
+    "check_rows",
+    "check_temperature",
+    "check_tree_rows",
+    "coverage_under",
+    "exit_depth_law",
     "exit_law",
     "exit_law_from_edges",
     "exit_law_from_logits",
+    "gather_edge_probs",
+    "iter_trace",
+    "json_safe",
+    "oracle_tree",
     "probs_from_logits",
-    "block_law",
+    "read_trace",
+    "reference_block_law",
+    "reference_law",
+    "reference_law_from_edges",
     "residual_rows",
-    "exit_depth_law",
-    "SamplingSettings",
-    "FILTERS",
-    "VLLM_ORDER",
-    "HF_ORDER",
-    "DEFAULT_ORDER",
-    "check_settings",
-    "process_rows_exact",
-    "process_rows",
-    "keep_mask",
-    "process_logits",
-    "processed_exit_law",
-    "processed_target",
+    "softmax_with_temperature",
+    "stack_trees",
+    "to_fractions",
+    "tree_rows",
+    "write_trace",
 ]

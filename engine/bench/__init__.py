@@ -7,15 +7,8 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
-from .compare import (
-    compare_files,
-    compare_results,
-    CompareError,
-    format_comparison,
-    load_results,
-    per_prompt,
-    t_quantile,
-)
+from .compare import *
+from . import compare
 
 if TYPE_CHECKING:
     from .batch import (
@@ -39,61 +32,38 @@ if TYPE_CHECKING:
 
 
 # PEP 562: names whose module imports torch load on first access (static tools read the block above)
-_LAZY = {
-    "run_batch_decode_bench": ("batch", "run_batch_decode_bench"),
-    "run_batch_verifier_bench": ("batch", "run_batch_verifier_bench"),
-    "run_batch_bench": ("batch", "run_batch_bench"),
-    "run_batched_bench": ("batch", "run_batched_bench"),
-    "format_batch_bench": ("batch", "format_batch_bench"),
-    "format_batch_verifier_stage": ("batch", "format_batch_verifier_stage"),
-    "run_bench": ("decoding", "run_bench"),
-    "run_conversation": ("decoding", "run_conversation"),
-    "outputs_of": ("decoding", "outputs_of"),
-    "format_bench": ("decoding", "format_bench"),
-    "STAGES": ("decoding", "STAGES"),
-    "build_pair": ("gpu_check", "build_pair"),
-    "deep_rows": ("gpu_check", "deep_rows"),
-    "run_check": ("gpu_check", "run_check"),
-    "format_check": ("gpu_check", "format_check"),
-    "run_verifier_bench": ("verifiers", "run_verifier_bench"),
-    "make_cases": ("verifiers", "make_cases"),
-    "floor_stage": ("verifiers", "floor_stage"),
-    "BenchCase": ("verifiers", "BenchCase"),
-    "KVShape": ("verifiers", "KVShape"),
-    "StandInCache": ("verifiers", "StandInCache"),
-}
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "batch": "format_batch_bench, format_batch_verifier_stage, run_batch_bench, run_batch_decode_bench, run_batch_verifier_bench, run_batched_bench",
+        "decoding": "format_bench, outputs_of, run_bench, run_conversation, STAGES",
+        "gpu_check": "build_pair, deep_rows, format_check, run_check",
+        "verifiers": "BenchCase, floor_stage, KVShape, make_cases, run_verifier_bench, StandInCache",
+    },
+)
 
 
 __all__ = [
-    "run_batch_decode_bench",
-    "run_batch_verifier_bench",
-    "run_batch_bench",
-    "run_batched_bench",
-    "format_batch_bench",
-    "format_batch_verifier_stage",
-    "CompareError",
-    "compare_results",
-    "compare_files",
-    "format_comparison",
-    "load_results",
-    "per_prompt",
-    "t_quantile",
-    "run_bench",
-    "run_conversation",
-    "outputs_of",
-    "format_bench",
-    "STAGES",
-    "build_pair",
-    "deep_rows",
-    "run_check",
-    "format_check",
-    "run_verifier_bench",
-    "make_cases",
-    "floor_stage",
+    *compare.__all__,
     "BenchCase",
     "KVShape",
+    "STAGES",
     "StandInCache",
+    "build_pair",
+    "deep_rows",
+    "floor_stage",
+    "format_batch_bench",
+    "format_batch_verifier_stage",
+    "format_bench",
+    "format_check",
+    "make_cases",
+    "outputs_of",
+    "run_batch_bench",
+    "run_batch_decode_bench",
+    "run_batch_verifier_bench",
+    "run_batched_bench",
+    "run_bench",
+    "run_check",
+    "run_conversation",
+    "run_verifier_bench",
 ]

@@ -1,12 +1,8 @@
 """Builders: the engine's draft trees (chain and DDTree) from a drafter's per-depth rows, one sequence or a batch."""
 
-from exitlaw.engine.builders.batched import build_trees_batch
-from exitlaw.engine.builders.single import (
-    build_chain,
-    build_ddtree,
-    check_row_maxima,
-    factorised_best_first,
-)
+from .batched import *
+from .single import build_chain, build_ddtree, check_row_maxima, factorised_best_first
+from . import batched
 
 
 def _chain(draft_logprobs, budget: int, root_token: int):
@@ -18,10 +14,10 @@ def _chain(draft_logprobs, budget: int, root_token: int):
 BUILDERS = {"ddtree": build_ddtree, "chain": _chain}
 
 __all__ = [
+    *batched.__all__,
     "BUILDERS",
     "build_chain",
     "build_ddtree",
-    "build_trees_batch",
     "check_row_maxima",
     "factorised_best_first",
 ]

@@ -1,31 +1,9 @@
 """Decoding: device trees, sampling settings, verifiers and their one dispatch table, the generate loop, their batched twins, stage timing and bounds on work."""
 
-from .batch_draft import BatchDraftCache, dflash_draft_batch
-from .batch_generate import (
-    ar_step_batch,
-    batch_round,
-    BatchGenerationResult,
-    BatchState,
-    build_batch_stage,
-    commit_batch_stage,
-    decide_batch_stage,
-    draft_batch_stage,
-    generate_ar_batch,
-    generate_batch,
-    prefill_batch,
-    row_cache,
-    trace_batch_round,
-    verify_forward_batch_stage,
-)
-from .batch_tree import BatchTree, to_batch_tree
-from .batch_verifiers import (
-    batch_exit_law,
-    verify_batch,
-    verify_batch_greedy,
-    verify_batch_predraw,
-    verify_batch_residual,
-    verify_batch_tev,
-)
+from .batch_draft import *
+from .batch_generate import *
+from .batch_tree import *
+from .batch_verifiers import *
 from .device_tree import DeviceTree, to_device_tree
 from .dispatch import DISPATCH, EngineVerifier
 from .loop import (
@@ -53,7 +31,7 @@ from .sampling_settings import (
     processed_probs,
     rows_processor,
 )
-from .timing import interleaved_ms, median_ms, NullTimer, StageTimer
+from .timing import *
 from .verifiers import (
     KINDS,
     VerifierGenerators,
@@ -64,72 +42,47 @@ from .verifiers import (
     verify_tev,
     VerifyResult,
 )
-from .work_bounds import available_bytes, check_decode_fits, round_memory, RoundMemory
+from .work_bounds import *
+from . import batch_draft, batch_generate, batch_tree, batch_verifiers, timing, work_bounds
 
 __all__ = [
-    "BatchDraftCache",
-    "dflash_draft_batch",
-    "BatchState",
-    "BatchGenerationResult",
-    "prefill_batch",
-    "draft_batch_stage",
-    "build_batch_stage",
-    "verify_forward_batch_stage",
-    "decide_batch_stage",
-    "commit_batch_stage",
-    "batch_round",
-    "trace_batch_round",
-    "generate_batch",
-    "generate_ar_batch",
-    "ar_step_batch",
-    "row_cache",
-    "BatchTree",
-    "to_batch_tree",
-    "verify_batch",
-    "batch_exit_law",
-    "verify_batch_greedy",
-    "verify_batch_predraw",
-    "verify_batch_tev",
-    "verify_batch_residual",
-    "DeviceTree",
+    *batch_draft.__all__,
+    *batch_generate.__all__,
+    *batch_tree.__all__,
+    *batch_verifiers.__all__,
+    *timing.__all__,
+    *work_bounds.__all__,
     "DISPATCH",
-    "EngineVerifier",
-    "to_device_tree",
     "DecodeConfig",
-    "Generators",
     "DecodeState",
+    "DeviceTree",
+    "EngineVerifier",
     "GenerationResult",
-    "RoundRecord",
-    "METHODS",
-    "prefill_stage",
-    "draft_stage",
-    "build_stage",
-    "verify_forward_stage",
-    "decide_stage",
-    "commit_stage",
-    "speculative_round",
-    "generate",
-    "generate_ar",
-    "sample_token",
-    "trace_round",
-    "filter_logits",
-    "processed_probs",
-    "processed_draft_logprobs",
-    "rows_processor",
-    "StageTimer",
-    "NullTimer",
-    "interleaved_ms",
-    "median_ms",
+    "Generators",
     "KINDS",
+    "METHODS",
+    "RoundRecord",
     "VerifierGenerators",
     "VerifyResult",
+    "build_stage",
+    "commit_stage",
+    "decide_stage",
+    "draft_stage",
+    "filter_logits",
+    "generate",
+    "generate_ar",
+    "prefill_stage",
+    "processed_draft_logprobs",
+    "processed_probs",
+    "rows_processor",
+    "sample_token",
+    "speculative_round",
+    "to_device_tree",
+    "trace_round",
     "verify",
+    "verify_forward_stage",
     "verify_greedy",
     "verify_predraw",
     "verify_residual",
     "verify_tev",
-    "RoundMemory",
-    "round_memory",
-    "available_bytes",
-    "check_decode_fits",
 ]

@@ -4,11 +4,12 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
-from .engine import Choice, ServeConfig, ServeEngine
+from .engine import *
 from .errors import APIError
 from .limits import check_request_size, check_request_work, ServeLimits
 from .requests import DecodeRequest, parse_request
 from .user_verifier import load_user_verifier, user_decide, UserVerifierError
+from . import engine
 
 if TYPE_CHECKING:
     from .app import ServeApp
@@ -16,26 +17,21 @@ if TYPE_CHECKING:
 
 
 # PEP 562: names whose module imports Starlette or uvicorn load on first access (static tools read the block above)
-_LAZY = {"ServeApp": ("app", "ServeApp"), "serve": ("server", "serve"), "bind": ("server", "bind")}
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, {"app": "ServeApp", "server": "bind, serve"})
 
 
 __all__ = [
+    *engine.__all__,
     "APIError",
+    "DecodeRequest",
+    "ServeApp",
     "ServeLimits",
+    "UserVerifierError",
+    "bind",
     "check_request_size",
     "check_request_work",
-    "DecodeRequest",
-    "parse_request",
-    "UserVerifierError",
     "load_user_verifier",
-    "user_decide",
-    "ServeConfig",
-    "ServeEngine",
-    "Choice",
-    "ServeApp",
+    "parse_request",
     "serve",
-    "bind",
+    "user_decide",
 ]

@@ -4,28 +4,25 @@ An HTTP client plus the kit's calibrated statistics (no torch, no JAX); public n
 """
 
 from .client import Client, ServerFailed, ServerRefused, Unreachable
-from .plan import AuditConfig, AuditUsageError, Budget, plan_budget, read_prompts
+from .plan import *
 from .report import AuditReport, Divergence, format_audit, TestResult
-from .run import run_audit
+from .run import *
 from .two_sample import pooled_power, two_sample_chisquare, two_sample_power, two_sample_size
+from . import plan, run
 
 __all__ = [
-    "AuditConfig",
-    "AuditUsageError",
-    "Budget",
-    "plan_budget",
-    "read_prompts",
+    *plan.__all__,
+    *run.__all__,
     "AuditReport",
-    "Divergence",
-    "TestResult",
-    "format_audit",
-    "run_audit",
     "Client",
-    "Unreachable",
-    "ServerRefused",
+    "Divergence",
     "ServerFailed",
+    "ServerRefused",
+    "TestResult",
+    "Unreachable",
+    "format_audit",
+    "pooled_power",
     "two_sample_chisquare",
     "two_sample_power",
     "two_sample_size",
-    "pooled_power",
 ]

@@ -216,3 +216,15 @@ def tsubame(
     # no children, so any valid row will do for them (the last one)
     rows = np.asarray(marginals, dtype=np.float64)[np.minimum(tree.depth, len(marginals) - 1)]
     return Built(tree, lp, rows)
+
+
+__all__ = [
+    "Built",
+    "ddtree_order",
+    "ddtree",
+    "chain",
+    "static_tree",
+    "eagle_dynamic",
+    "oracle",
+    "tsubame",
+]

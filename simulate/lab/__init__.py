@@ -8,15 +8,7 @@ from typing import TYPE_CHECKING
 from exitlaw.theory.infra.lazy import lazy_attributes
 
 from .decoding import aggregate, RoundRecord, simulate_decoding, SimulationResult, tree_coverage
-from .field_lab import (
-    FieldLabConfig,
-    PAIRS,
-    render_markdown,
-    RULES,
-    run_field_lab,
-    run_seed,
-    summarise,
-)
+from .field_lab import *
 from .models import (
     AutoregressiveDrafter,
     exponent_for_entropy,
@@ -38,57 +30,46 @@ from .presets import (
     WorkBoundError,
 )
 from .run import commit_outputs, output_paths, row_names, run_simulation, table_header, table_row
-from .toy_target import block_tokens, complete_block, decode_rounds, ToyModel
+from .toy_target import *
+from . import field_lab, toy_target
 
 if TYPE_CHECKING:
     from .sharded import tev_samples
 
 
 # PEP 562: names whose module imports JAX load on first access (static tools read the block above)
-_LAZY = {"tev_samples": ("sharded", "tev_samples")}
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, {"sharded": "tev_samples"})
 
 
 __all__ = [
-    "tree_coverage",
-    "RoundRecord",
-    "SimulationResult",
-    "aggregate",
-    "simulate_decoding",
-    "FieldLabConfig",
-    "run_field_lab",
-    "run_seed",
-    "summarise",
-    "render_markdown",
-    "RULES",
-    "PAIRS",
-    "zipf_entropy",
-    "exponent_for_entropy",
+    *field_lab.__all__,
+    *toy_target.__all__,
+    "AutoregressiveDrafter",
     "NGramTarget",
     "PositionWiseDrafter",
-    "AutoregressiveDrafter",
+    "RoundRecord",
+    "SimConfig",
+    "SimulationResult",
+    "WorkBoundError",
+    "aggregate",
+    "check_work_bounds",
+    "commit_outputs",
+    "estimated_work",
+    "exponent_for_entropy",
+    "get_preset",
     "kl_divergence",
     "mean_depth1_kl",
-    "SimConfig",
-    "WorkBoundError",
-    "estimated_work",
-    "check_work_bounds",
-    "row_label",
-    "verifier_fn",
-    "sampled_verifier_fn",
-    "get_preset",
-    "with_overrides",
-    "commit_outputs",
-    "row_names",
     "output_paths",
+    "row_label",
+    "row_names",
+    "run_simulation",
+    "sampled_verifier_fn",
+    "simulate_decoding",
     "table_header",
     "table_row",
-    "run_simulation",
     "tev_samples",
-    "ToyModel",
-    "block_tokens",
-    "complete_block",
-    "decode_rounds",
+    "tree_coverage",
+    "verifier_fn",
+    "with_overrides",
+    "zipf_entropy",
 ]

@@ -8,17 +8,9 @@ Their vectorised numpy twins (``S`` rounds on one tree at once, :data:`FAST_SAMP
 :mod:`.fast`.
 """
 
-from exitlaw.simulate.verifiers.fast import (
-    FAST_SAMPLERS,
-    chain_speculative_many,
-    greedy_many,
-    predraw_many,
-    recursive_rejection_many,
-    residual_many,
-    tev_many,
-)
-from exitlaw.simulate.verifiers.exact import implementation_block_law, implementation_law, law_table
-from exitlaw.simulate.verifiers.procedures import (
+from .fast import *
+from .exact import implementation_block_law, implementation_law, law_table
+from .procedures import (
     PROCEDURES,
     child_lookup,
     greedy_procedure,
@@ -27,7 +19,7 @@ from exitlaw.simulate.verifiers.procedures import (
     tev_procedure,
     tev_weights,
 )
-from exitlaw.simulate.verifiers.sampled_draft import (
+from .sampled_draft import (
     RULES,
     chain_speculative,
     draw_draft,
@@ -38,57 +30,42 @@ from exitlaw.simulate.verifiers.sampled_draft import (
     tsubame_round,
     verify_sampled,
 )
-from exitlaw.simulate.verifiers.sampling import greedy, predraw, residual, tev
-from exitlaw.simulate.verifiers.hsd import hsd, hsd_procedure, hsd_spine
-from exitlaw.simulate.verifiers.univer import univer, univer_fixed_tree, univer_procedure
-from exitlaw.simulate.verifiers.with_settings import (
-    chain_speculative_settings,
-    predraw_settings,
-    residual_settings,
-    tev_settings,
-    without_replacement_settings,
-)
+from .sampling import greedy, predraw, residual, tev
+from .hsd import hsd, hsd_procedure, hsd_spine
+from .univer import univer, univer_fixed_tree, univer_procedure
+from .with_settings import *
+from . import fast, with_settings
 
 __all__ = [
-    "predraw",
-    "residual",
-    "tev",
-    "greedy",
-    "predraw_procedure",
-    "residual_procedure",
-    "tev_procedure",
-    "greedy_procedure",
+    *fast.__all__,
+    *with_settings.__all__,
     "PROCEDURES",
-    "child_lookup",
-    "tev_weights",
-    "implementation_law",
-    "implementation_block_law",
-    "law_table",
     "RULES",
-    "verify_sampled",
-    "draw_draft",
-    "speculative_round",
-    "plan_topology",
-    "tsubame_round",
     "chain_speculative",
-    "specinfer",
-    "specinfer_without_replacement",
+    "child_lookup",
+    "draw_draft",
+    "greedy",
+    "greedy_procedure",
     "hsd",
     "hsd_procedure",
     "hsd_spine",
+    "implementation_block_law",
+    "implementation_law",
+    "law_table",
+    "plan_topology",
+    "predraw",
+    "predraw_procedure",
+    "residual",
+    "residual_procedure",
+    "specinfer",
+    "specinfer_without_replacement",
+    "speculative_round",
+    "tev",
+    "tev_procedure",
+    "tev_weights",
+    "tsubame_round",
     "univer",
-    "univer_procedure",
     "univer_fixed_tree",
-    "predraw_settings",
-    "residual_settings",
-    "tev_settings",
-    "chain_speculative_settings",
-    "without_replacement_settings",
-    "predraw_many",
-    "residual_many",
-    "tev_many",
-    "greedy_many",
-    "chain_speculative_many",
-    "recursive_rejection_many",
-    "FAST_SAMPLERS",
+    "univer_procedure",
+    "verify_sampled",
 ]

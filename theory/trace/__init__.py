@@ -1,6 +1,6 @@
 """Tree traces: the on-disk format (the bridge from the engine to theory), streaming exact laws in bounded memory, per-round summaries and the trace-reading benchmark."""
 
-from .bench import make_bench_trace, peak_rss_mb, run_trace_bench
+from .bench import *
 from .format import (
     exact_record,
     IncompleteTraceError,
@@ -18,42 +18,29 @@ from .format import (
     TraceWriter,
     write_trace,
 )
-from .stream import (
-    bucket_size,
-    ChunkLaw,
-    DEFAULT_CHUNK_NODES,
-    edge_law_batch,
-    laws_of_rounds,
-    stream_trace_laws,
-)
+from .stream import *
 from .summary import format_summary, summarize_trace, summarize_trace_file
+from . import bench, stream
 
 __all__ = [
-    "run_trace_bench",
-    "make_bench_trace",
-    "peak_rss_mb",
-    "TraceFormatError",
+    *bench.__all__,
+    *stream.__all__,
     "IncompleteTraceError",
-    "TraceRound",
-    "Trace",
-    "exact_record",
-    "parse_round",
-    "json_safe",
     "Span",
-    "iter_records",
-    "split_spans",
-    "iter_trace",
-    "read_trace",
-    "partial_path",
+    "Trace",
+    "TraceFormatError",
+    "TraceRound",
     "TraceWriter",
-    "write_trace",
-    "ChunkLaw",
-    "DEFAULT_CHUNK_NODES",
-    "bucket_size",
-    "edge_law_batch",
-    "laws_of_rounds",
-    "stream_trace_laws",
+    "exact_record",
+    "format_summary",
+    "iter_records",
+    "iter_trace",
+    "json_safe",
+    "parse_round",
+    "partial_path",
+    "read_trace",
+    "split_spans",
     "summarize_trace",
     "summarize_trace_file",
-    "format_summary",
+    "write_trace",
 ]
