@@ -97,6 +97,8 @@ def test_computed_intervals_test_and_scale_rules():
 def test_pool_and_bootstrap_by_hand():
     p = pool([Interval.normal(1.0, 3.0), Interval.normal(3.0, 4.0)])
     assert p.estimate == pytest.approx(2.0) and p.se == pytest.approx(2.5)  # sqrt(9 + 16) / 2
+    c = pool([Interval.normal(1.0, 3.0), Interval.normal(3.0, 4.0)], correlated=True)
+    assert c.estimate == pytest.approx(2.0) and c.se == pytest.approx(3.5)  # (3 + 4) / 2
     x = [0.0, 1.0, 2.0, 3.0, 4.0]
     a = bootstrap_interval(x, statistic=lambda v: float(v.mean()), seed=3)
     assert a == bootstrap_interval(
@@ -516,9 +518,9 @@ def test_engine_tau_equal_pools_the_t1_cells():
                 )
     row = _rows(_inputs(mini={"config": {"preset": "t"}, "cells": cells}))["engine_tau_equal"]
     assert row["verdict"] == REPRODUCED and row["ci"]["estimate"] == pytest.approx(0.01)
-    assert row["ci"]["hi"] - row["ci"]["estimate"] == pytest.approx(
-        Z975 * math.hypot(0.004, 0.004) / math.sqrt(2)
-    )
+    # the cells share prompts and models: the interval holds under any correlation, se = mean of the se's
+    assert row["ci"]["hi"] - row["ci"]["estimate"] == pytest.approx(Z975 * math.hypot(0.004, 0.004))
+    assert "treated as independent" in row["exitlaw"]
     for c in cells:
         c["tau_se"] = 0.05
     assert "underpowered" in _rows(_inputs(mini={"cells": cells}))["engine_tau_equal"]["reason"]
@@ -575,7 +577,8 @@ SHIPPED_VERDICTS = {
     "kit_exact_saturating": REPRODUCED,
     "fixed_tree_ceiling": REPRODUCED,
     "same_exit_law": REPRODUCED,
-    "engine_tau_equal": REPRODUCED,
+    # 24 correlated cells: the interval that holds under any correlation is too wide for the 0.03 margin
+    "engine_tau_equal": INCONCLUSIVE,
     "allocation_gap": REPRODUCED,
     "sampled_drafts_exceed": REPRODUCED,
     "sampled_drafts_marginal": REPRODUCED,
