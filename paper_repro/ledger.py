@@ -652,7 +652,7 @@ def row_source(claim: Claim, provenance: dict, measured: bool, scale: str = "cpu
     for n in claim.inputs:
         p = provenance.get(n)
         if p is None:
-            parts.append(f"{n}: absent")
+            parts.append(f"missing ({n}: not an input of this ledger)")
             continue
         commit = str(p.get("git_commit", "unknown"))
         dirty = ", DIRTY: made from uncommitted changes" if "dirty" in commit else ""

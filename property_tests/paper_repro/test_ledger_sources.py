@@ -23,7 +23,7 @@ from exitlaw.paper_repro.verdicts import (
     scaled_verdict,
 )
 
-SOURCE = re.compile(r"^(this run \(|shipped \(|GPU, not run)")
+SOURCE = re.compile(r"^(this run \(|shipped \(|missing \(|GPU, not run)")
 SCALED = ("simulation", "mini-scale", "CPU", "GPU, not run")
 
 
