@@ -307,7 +307,12 @@ def _paired_claim(
         )
         return Measurement(
             f"{comparison} tau: {ci.text(2, ' %')}"
-            + (f" (pooled over {cells_text})" if cells > 1 else "")
+            + (
+                f" (pooled over {cells_text}; the cells share seeds: the interval holds under any "
+                "correlation between them)"
+                if cells > 1
+                else ""
+            )
             + f"; seeds {seeds}, units {units}",
             label,
             ci=ci,
