@@ -6,7 +6,8 @@ DFlash-like drafter), TEV verifier, at budgets 32/64/128. Per builder it reports
 tau (mean block length, with its standard error), the mean ceiling
 ``1 + C_p(T)`` of the trees it built, and the mean oracle ceiling
 ``1 + C*_p(B)`` at the same budget, and the per-round allocation gap's mean and
-standard error (over rounds); the shaded band between DDTree's ceiling
+standard error (over rounds); both panels are simulation, which the title says
+(docs/design.md §1.11); the shaded band between DDTree's ceiling
 and the oracle's is the allocation gap (docs/design.md §1.5, "Oracle tree"). Chain
 always drafts ``horizon`` tokens, so its points do not move with ``B``.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import COLORS, new_figure, require, save
+from .style import COLORS, headline, new_figure, require, save
 
 NAME = "budget_sweep"
 BUILDERS = ("ddtree", "chain", "oracle")
@@ -84,6 +85,18 @@ def compute(
         "verifier": "tev",
         "budgets": [int(b) for b in budgets],
         "rows": rows,
+        "title": (
+            f"Both panels: simulation, {rounds} decoding rounds per B on a synthetic tree drafter "
+            f"(n-gram target, position-wise drafter, V = {vocab}), TEV verifier"
+        ),
+        "symbols": {
+            "tau": "mean block length per round incl. the bonus token",
+            "B": "tree budget (non-root nodes)",
+            "C_p(T)": "coverage of the built tree T: sum of the target prefix probabilities of its nodes",
+            "1 + C_p(T)": "the fixed-tree ceiling of E[L] for any exact verifier",
+            "C*_p(B)": "coverage of the oracle tree (top-B target prefixes)",
+            "H": "draft horizon (chain drafts H tokens whatever B)",
+        },
     }
 
 
@@ -93,7 +106,7 @@ def _series(rows, builder, key):
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
-    require(data, ("rows", "budgets"), NAME)
+    require(data, ("rows", "budgets", "title"), NAME)
     rows = data["rows"]
     fig, (ax, axg) = new_figure(2, width=4.0, height=3.5)
     offsets = {"ddtree": -1.5, "chain": 0.0, "oracle": 1.5}
@@ -145,12 +158,13 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     ax.set_xlabel("tree budget B (non-root nodes)")
     ax.set_ylabel("tokens per round")
     ax.set_title(
-        f"tau vs fixed-tree ceiling ({data.get('rounds')} rounds, V = {data.get('vocab')})"
+        f"simulated tau vs fixed-tree ceiling ({data.get('rounds')} rounds, V = {data.get('vocab')})"
     )
     ax.legend(loc="upper left", frameon=False, fontsize=7)
     lo, hi = ax.get_ylim()
-    ax.set_ylim(lo, hi + 0.45 * (hi - lo))
+    ax.set_ylim(0, hi + 0.45 * hi)
     axg.set_xlabel("tree budget B (non-root nodes)")
     axg.set_ylabel("C*_p(B) - C_p(DDTree) (tokens per round)")
     axg.set_title("allocation gap of DDTree (simulation)")
+    headline(fig, data)
     return save(fig, out_dir, NAME, overwrite=overwrite)

@@ -7,7 +7,8 @@ prefixes; ``f(n) = (1 + Phi(n)) / (C_draft + C_verify(n))`` is computed by
 unimodal, so the first decrease, :func:`exitlaw.simulate.first_decrease`, is
 the maximum) and a tiled one (steps every ``tile`` tokens; ``f`` has several
 local maxima and the first-decrease rule can stop early). Budgets 32/64/128
-are marked.
+are marked. Both cost models are hypothetical (chosen to show the two shapes, not measured on any
+machine); the data carry ``title``, ``symbols`` and ``notes`` saying so (docs/design.md §1.9, §1.11).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import new_figure, require, save
+from .style import headline, new_figure, require, save
 
 NAME = "caddtree_throughput"
 CONVEX = dict(draft=3.0, base=20.0, linear=0.05, quadratic=0.0005)
@@ -54,6 +55,21 @@ def compute(
         "horizon": horizon,
         "max_budget": max_budget,
         "models": {},
+        "title": (
+            f"CaDDTree's stopping rule, simulation on a synthetic tree drafter (n-gram target, V = {vocab}, "
+            f"H = {horizon}) under two hypothetical latency models"
+        ),
+        "symbols": {
+            "n": "tree size: the number of DDTree pops (non-root nodes)",
+            "Phi(n)": "cumulative draft-score mass of the first n pops (the drafter's expected accepted "
+            "tokens), so 1 + Phi(n) is the expected block length the builder plans for",
+            "C(n)": "C_draft + C_verify(n), the modelled time of one round in ms",
+            "B": "the fixed budgets 32, 64, 128 (dotted)",
+        },
+        "notes": [
+            "The cost models are hypothetical, not measured: they show where the first-decrease rule "
+            "finds the maximum (convex cost) and where it stops early (tiled cost)."
+        ],
     }
     for label, params in (("convex", CONVEX), ("tiled", TILED)):
         lat = LatencyModel(**params)
@@ -75,7 +91,7 @@ def compute(
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
-    require(data, ("models",), NAME)
+    require(data, ("models", "title"), NAME)
     fig, axes = new_figure(2, width=4.8, height=3.7)
     colors = [
         "#1f77b4",
@@ -104,20 +120,22 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         misses = sum(c["misses"] for c in model["curves"])
         if label == "convex":
             cost = f"C = {lat['draft']:g} + {lat['base']:g} + {lat['linear']:g}(n+1) + {lat['quadratic']:g}(n+1)^2 ms"
-            title = "convex cost: unimodal"
+            title = "hypothetical convex cost: unimodal"
         else:
             cost = (
                 f"C = {lat['draft']:g} + {lat['base']:g} + {lat['linear']:g}(n+1) + "
                 f"{lat['tile_cost']:g} ceil((n+1)/{lat['tile']}) ms"
             )
-            title = "tiled cost: several local maxima"
+            title = "hypothetical tiled cost: several local maxima"
         ax.set_title(
             f"{title}\n{cost}\nfirst decrease misses the maximum in {misses}/{len(model['curves'])} contexts",
             fontsize=8,
         )
         ax.set_xlabel("tree size n (DDTree pops; dotted: B = 32, 64, 128)")
         ax.set_ylabel("expected tokens / s: (1 + Phi(n)) / C(n)")
+        ax.set_ylim(bottom=0)
     axes[0].plot([], [], "kv", mfc="none", label="first decrease (CaDDTree stop)")
     axes[0].plot([], [], "k*", label="global maximum")
     axes[0].legend(loc="lower right", frameon=False, fontsize=7, ncol=2)
+    headline(fig, data)
     return save(fig, out_dir, NAME, overwrite=overwrite)

@@ -32,6 +32,18 @@ FIGURES: dict[str, str] = {
 }
 
 
+def provenance() -> dict:
+    """The exitlaw version and git commit (``-dirty`` with uncommitted changes) the data are made with
+    (docs/design.md §1.11: every verdict carries its inputs' provenance)."""
+    from exitlaw import __version__
+    from exitlaw.theory.infra.provenance import git_commit
+
+    return {
+        "exitlaw_version": __version__,
+        "git_commit": git_commit(Path(__file__).resolve().parent),
+    }
+
+
 def figure_module(name: str) -> ModuleType:
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; figures: {', '.join(FIGURES)}")
@@ -52,6 +64,7 @@ def make(
     check_out(out_dir, name, overwrite)  # fail before a long computation
     data = mod.compute(seed=seed, quick=quick, **(inputs or {}))
     data["quick"] = quick
+    data.setdefault("provenance", provenance())
     stage = Path(out_dir) / STAGE / name
     shutil.rmtree(stage, ignore_errors=True)  # what an interrupted earlier attempt left
     mod.draw(data, stage, overwrite=True)

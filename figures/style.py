@@ -63,6 +63,32 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: fl
     return fig, axes.ravel()
 
 
+# the words that say a figure's scale and setting (docs/design.md §1.11: a result says its scale)
+SCALE_WORDS = ("simulation", "CPU", "mini-scale", "synthetic tree", "exact enumeration")
+
+
+def scale_words(text: str) -> list[str]:
+    """The scale words :data:`SCALE_WORDS` that ``text`` contains (case-insensitive)."""
+    low = str(text).lower()
+    return [w for w in SCALE_WORDS if w.lower() in low]
+
+
+def headline(fig, data: dict, *, fontsize: float = 8.5) -> None:
+    """The figure's title (``data["title"]``, which must name its scale) and, below the axes, the
+    definitions of its symbols (``data["symbols"]``) and its notes (``data["notes"]``)."""
+    title = str(data.get("title", ""))
+    if not scale_words(title):
+        raise ValueError(
+            f"figure {data.get('figure')!r}: its title {title!r} names no scale "
+            f"({', '.join(SCALE_WORDS)})"
+        )
+    fig.suptitle(title, fontsize=fontsize)
+    lines = [f"{k}: {v}" for k, v in (data.get("symbols") or {}).items()]
+    lines += list(data.get("notes") or ())
+    if lines:
+        fig.text(0.01, 0.0, "\n".join(lines), fontsize=6.5, va="top", ha="left", wrap=True)
+
+
 def figure_paths(out_dir: str | Path, name: str) -> tuple[Path, Path, Path]:
     """``NAME.png``, ``NAME.pdf`` and ``NAME.json`` (the data, written last: it marks a complete figure)."""
     out = Path(out_dir)
@@ -102,8 +128,10 @@ def commit_figure(stage: str | Path, out_dir: str | Path, name: str) -> list[Pat
 def save(fig, out_dir: str | Path, name: str, *, overwrite: bool = False) -> list[Path]:
     """Write ``fig`` as PNG and PDF (deterministic metadata) and close it."""
     png, pdf = check_out(out_dir, name, overwrite)
-    fig.savefig(png, metadata={"Software": None})
-    fig.savefig(pdf, metadata={"Creator": None, "Producer": None, "CreationDate": None})
+    fig.savefig(png, metadata={"Software": None}, bbox_inches="tight")
+    fig.savefig(
+        pdf, metadata={"Creator": None, "Producer": None, "CreationDate": None}, bbox_inches="tight"
+    )
     plt.close(fig)
     return [png, pdf]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import new_figure, require, save
+from .style import headline, new_figure, require, save
 
 NAME = "tree_exit"
 PROMPT = 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n    if n < 2:\n        return n\n'
@@ -94,6 +94,26 @@ def compute(
         "token": rd.tree.token.tolist(),
         "edge_prob": np.asarray(rd.edge_prob, dtype=np.float64).tolist(),
         "exit_node": rd.exit_node,
+    } | _words(label, budget, temperature)
+
+
+def _words(label: str, budget, temperature) -> dict:
+    """Title (scale and setting), symbols and notes of the figure (docs/design.md §1.11)."""
+    trained = "mini-scale" in label
+    return {
+        "title": (
+            f"One DDTree round recorded by the engine on a CPU (B = {budget}, T = {temperature}): {label}"
+        ),
+        "symbols": {
+            "P(v)": "prefix probability: the target's probability of the path root..v",
+            "rho(v)": "1 - target mass on v's drafted children",
+            "w(v)": "exit law P(v) rho(v): the mass that reaches v and leaves the tree there",
+            "C_p(T)": "coverage: sum of P(v) over non-root nodes; 1 + C_p(T) = E[L]",
+            "B, T": "tree budget (non-root nodes), sampling temperature",
+        },
+        "notes": []
+        if trained
+        else ["Random untrained models: a pipeline check of the drawing, not evidence."],
     }
 
 
@@ -192,9 +212,6 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     ax.set_title(f"exit mass by depth; 1 + C_p(T) = {float(law.expected_length):.3f}")
     ax.set_ylim(0, max(float((w_int + w_leaf).max()), 1e-9) * 1.45)
     ax.legend(loc="upper right", frameon=False, fontsize=7)
-    fig.suptitle(
-        f"A recorded DDTree round (B = {tree.budget}, T = {data.get('temperature')}, "
-        f"round {data.get('round')} of {data.get('rounds')}): {data['models']}",
-        fontsize=9,
-    )
+    words = _words(data["models"], tree.budget, data.get("temperature"))
+    headline(fig, {**words, **{k: data[k] for k in words if k in data}, "figure": NAME})
     return save(fig, out_dir, NAME, overwrite=overwrite)

@@ -17,7 +17,7 @@ import numpy as np
 
 from exitlaw.theory.registry import FAST, verifier_names
 
-from .style import COLORS, new_figure, require, save
+from .style import COLORS, headline, new_figure, require, save
 
 NAME = "verifier_equivalence"
 VERIFIERS = verifier_names(implemented=FAST, sampling=True)  # predraw, residual, tev
@@ -74,11 +74,26 @@ def compute(
         "counts": counts,
         "mean_length": mean_length,
         "chisquare": chi,
+        "title": (
+            f"Simulation on one synthetic tree (DDTree, B = {budget}, V = {vocab}, n-gram target): "
+            f"predraw = residual = TEV, {samples:,} draws each"
+        ),
+        "symbols": {
+            "L": "output-block length: depth of the exit node + 1 (the bonus token)",
+            "w(v)": "exit law: P(v) rho(v), the probability that a round exits at node v",
+            "C_p(T)": "coverage: sum of the target prefix probabilities of the tree's nodes",
+            "B": "tree budget (non-root nodes); V: vocabulary size",
+            "p": "chi-square p-value of the sampled depth histogram against the exact law",
+        },
     }
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
-    require(data, ("exact_depth_law", "counts", "expected_length", "samples", "mean_length"), NAME)
+    require(
+        data,
+        ("exact_depth_law", "counts", "expected_length", "samples", "mean_length", "title"),
+        NAME,
+    )
     law = np.asarray(data["exact_depth_law"], dtype=np.float64)
     L = np.arange(1, law.size + 1)
     fig, (ax,) = new_figure(width=6.0, height=3.6)
@@ -116,4 +131,5 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
         f"V = {data.get('vocab')}, {data['samples']:,} draws each)"
     )
     ax.legend(loc="upper right", frameon=False)
+    headline(fig, data)
     return save(fig, out_dir, NAME, overwrite=overwrite)

@@ -45,6 +45,7 @@ from exitlaw.paper_repro.verdicts import (
     missing,
     not_decidable,
     pool,
+    scaled_verdict,
 )
 
 SCHEMA = "exitlaw.ledger/2"
@@ -199,24 +200,29 @@ def engine_tau_equal(inputs: dict) -> Measurement:
         diffs.append(Interval.normal(c["tau"] - o["tau"], math.hypot(c["tau_se"], o["tau_se"])))
     if not diffs:
         raise MeasureError("the mini run has no T=1 predraw/TEV cell pairs")
-    ci = pool(diffs)
+    # the cells share their prompts, models and seed: correlated, so the interval is the one that holds
+    # under any correlation between them (verdicts.pool, correlated=True); the independent one beside it
+    ci = pool(diffs, correlated=True)
+    naive = pool(diffs)
     worst = max(diffs, key=lambda c: abs(c.estimate))
     return Measurement(
-        f"mean over {len(diffs)} T=1 cells of tau(TEV) - tau(predraw): {ci.text(4)} tokens; "
-        f"largest single-cell |difference| {abs(worst.estimate):.3f}",
+        f"mean over {len(diffs)} T=1 cells of tau(TEV) - tau(predraw): {ci.text(4)} tokens "
+        f"(interval valid under any correlation between the cells, which share prompts, models and "
+        f"seed; treated as independent it would read {naive.text(4)}); largest single-cell "
+        f"|difference| {abs(worst.estimate):.3f}",
         f"mini-scale engine run (CPU, preset {mini.get('config', {}).get('preset', '?')})",
         ci=ci,
     )
 
 
-def _log_ratios(row: dict) -> list[float]:
+def _log_ratios(row: dict, predraw: str = "predraw") -> list[float]:
     s = row.get("samples_ms") or {}
-    if "tev" not in s or "predraw" not in s or len(s["tev"]) != len(s["predraw"]):
+    if "tev" not in s or predraw not in s or len(s["tev"]) != len(s[predraw]):
         raise MeasureError(
             "the latency row has no paired per-call samples (samples_ms) for predraw and TEV; "
             "rerun `exitlaw bench verifiers --json`"
         )
-    return [math.log(t / p) for t, p in zip(s["tev"], s["predraw"])]
+    return [math.log(t / p) for t, p in zip(s["tev"], s[predraw])]
 
 
 def latency(inputs: dict) -> Measurement:
@@ -228,16 +234,36 @@ def latency(inputs: dict) -> Measurement:
         )
     rows = sorted(lat["rows"], key=lambda r: r["budget"])
     logs = [x for r in rows for x in _log_ratios(r)]
-    ci = bootstrap_interval(
-        logs, statistic=lambda x: 100.0 * (1.0 - math.exp(float(x.mean()))), seed=0
-    )
-    per_b = ", ".join(
-        f"B={r['budget']} {r['ms']['predraw']:.2f} vs {r['ms']['tev']:.2f} ms "
-        f"(TEV/predraw {r['ms']['tev'] / r['ms']['predraw']:.3f})"
-        for r in rows
-    )
+
+    def saving(xs):
+        return bootstrap_interval(
+            xs, statistic=lambda x: 100.0 * (1.0 - math.exp(float(x.mean()))), seed=0
+        )
+
+    ci = saving(logs)
+    multi = "predraw_multinomial"
+    if all(multi in (r.get("samples_ms") or {}) for r in rows):
+        which = "exitlaw's fast predraw (one inverse-CDF draw per row, as the engine runs it)"
+        other = (
+            f"; vs DDTree's multinomial predraw: "
+            f"{saving([x for r in rows for x in _log_ratios(r, multi)]).text(1, ' %')}"
+        )
+        per_b = ", ".join(
+            f"B={r['budget']} {r['ms'][multi]:.2f} / {r['ms']['predraw']:.2f} / {r['ms']['tev']:.2f} ms"
+            for r in rows
+        )
+        medians = "medians DDTree multinomial / exitlaw predraw / TEV"
+    else:
+        which = (
+            "the input's predraw (it predates the two-predraw bench: which path is not recorded)"
+        )
+        other = ""
+        per_b = ", ".join(
+            f"B={r['budget']} {r['ms']['predraw']:.2f} vs {r['ms']['tev']:.2f} ms" for r in rows
+        )
+        medians = "medians predraw vs TEV"
     return Measurement(
-        f"TEV saving vs predraw, decision + KV commit: {ci.text(1, ' %')}; medians predraw vs TEV: "
+        f"TEV saving vs {which}, decision + KV commit: {ci.text(1, ' %')}{other}; {medians}: "
         f"{per_b}",
         f"{cfg.get('device', '?')}, V={cfg.get('vocab', '?')}, T={cfg.get('temperature')}, "
         f"{cfg.get('trees')} trees x {cfg.get('repeats')} repeats per B, {len(logs)} paired calls",
@@ -281,7 +307,12 @@ def _paired_claim(
         )
         return Measurement(
             f"{comparison} tau: {ci.text(2, ' %')}"
-            + (f" (pooled over {cells_text})" if cells > 1 else "")
+            + (
+                f" (pooled over {cells_text}; the cells share seeds: the interval holds under any "
+                "correlation between them)"
+                if cells > 1
+                else ""
+            )
             + f"; seeds {seeds}, units {units}",
             label,
             ci=ci,
@@ -431,8 +462,10 @@ CLAIMS: tuple[Claim, ...] = (
         "Table 3 (Qwen3-4B, GPU): -12.9/-15.2/-24.3% at T=0.6; -12.0/-14.0/-17.1% at T=1 (B = 32/64/128)",
         "`exitlaw bench verifiers --json` (CPU) or `exitlaw gpu-check --out`",
         _dir("%", 12.0),
-        "100 (1 - geometric mean of TEV/predraw stage time), paired calls pooled over B = 32/64/128, "
-        "bootstrap 95 % CI",
+        "100 (1 - geometric mean of TEV/predraw stage time), predraw = exitlaw's fast predraw as the engine "
+        "runs it (DDTree's multinomial path reported beside it), paired calls pooled over B = 32/64/128, "
+        "bootstrap 95 % CI over calls (calls on one tree are correlated and are not clustered: the "
+        "interval is narrower than one over trees would be)",
         ("verifier_latency",),
         latency,
     ),
@@ -610,12 +643,38 @@ def _sig(x: float) -> float:
     return float(f"{x:.9g}")
 
 
+NOT_RUN = "GPU, not run"
+
+
+def row_source(claim: Claim, provenance: dict, measured: bool, scale: str = "cpu") -> str:
+    """Where a row comes from: ``this run (input)`` or ``shipped (file, commit)`` per input, dirty commits
+    flagged; ``GPU, not run`` for a claim decidable on a GPU only (docs/design.md §1.11)."""
+    if scale not in claim.rule.decidable_at:
+        return NOT_RUN if scale != "gpu" else f"not decidable at {scale}"
+    if not claim.inputs:
+        return "no input at this scale"
+    parts = []
+    for n in claim.inputs:
+        p = provenance.get(n)
+        if p is None:
+            parts.append(f"missing ({n}: not an input of this ledger)")
+            continue
+        commit = str(p.get("git_commit", "unknown"))
+        dirty = ", DIRTY: made from uncommitted changes" if "dirty" in commit else ""
+        if p.get("origin") == "this run":
+            parts.append(f"this run ({n}, {p.get('path')}{dirty})")
+        else:
+            parts.append(f"shipped ({p.get('path')}, commit {commit[:12]}{dirty})")
+    return "; ".join(parts) + ("" if measured else " (not measured)")
+
+
 def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "cpu") -> list[dict]:
-    """One dict per claim; ``provenance`` maps input names to their records (``sha256`` etc.)."""
+    """One dict per claim; ``provenance`` maps input names to their records (``sha256``, ``origin`` etc.)."""
     provenance = provenance or {}
     rows = []
     for c in CLAIMS:
         v, m = evaluate(c, inputs, scale=scale)
+        where = m.scale if m else (NOT_RUN if scale not in c.rule.decidable_at else "-")
         ci = (
             None
             if m is None or m.ci is None
@@ -635,10 +694,14 @@ def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "
                 "check": c.check,
                 "rule": c.rule.text(),
                 "estimand": c.estimand,
-                "exitlaw": m.value if m else "not measured",
-                "scale": m.scale if m else "-",
+                "exitlaw": m.value
+                if m
+                else ("not run (GPU only)" if where == NOT_RUN else "not measured"),
+                "scale": where,
+                "source": row_source(c, provenance, m is not None, scale),
                 "ci": ci,
                 "verdict": v.verdict,
+                "verdict_text": scaled_verdict(c.rule, v.verdict, where),
                 "reason": v.reason,
                 "mde": None if v.mde is None else _sig(v.mde),
                 "inputs": {n: provenance.get(n, {}).get("sha256", "absent") for n in c.inputs},
@@ -666,8 +729,8 @@ def format_markdown(
     if header:
         lines += [", ".join(f"{k}: {v}" for k, v in header.items()), ""]
     lines += [
-        "| claim | paper | rule | exitlaw | scale | verdict | reason | inputs |",
-        "|---|---|---|---|---|---|---|---|",
+        "| claim | paper | rule | exitlaw | scale | verdict | reason | source | inputs |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ins = ", ".join(f"{n} {h[:12]}" for n, h in r["inputs"].items()) or "-"
@@ -681,8 +744,9 @@ def format_markdown(
                     r["rule"] + "; estimand: " + r["estimand"],
                     r["exitlaw"],
                     r["scale"],
-                    f"**{r['verdict']}**",
+                    f"**{r.get('verdict_text', r['verdict'])}**",
                     r["reason"],
+                    r.get("source", "-"),
                     ins,
                 )
             )
@@ -693,8 +757,8 @@ def format_markdown(
             "",
             "## Inputs",
             "",
-            "| input | file | sha256 | exitlaw | git commit | config |",
-            "|---|---|---|---|---|---|",
+            "| input | origin | file | sha256 | exitlaw | git commit | config |",
+            "|---|---|---|---|---|---|---|",
         ]
         for name, p in provenance.items():
             lines.append(
@@ -703,10 +767,17 @@ def format_markdown(
                     cell(x)
                     for x in (
                         name,
+                        p.get("origin", "-"),
                         p.get("path"),
                         p.get("sha256"),
                         p.get("exitlaw_version"),
-                        p.get("git_commit"),
+                        str(p.get("git_commit"))
+                        + (
+                            " (DIRTY: uncommitted changes)"
+                            if "dirty" in str(p.get("git_commit"))
+                            else ""
+                        )
+                        + (f" ({p['filled']})" if p.get("filled") else ""),
                         p.get("config_sha256"),
                     )
                 )

@@ -28,6 +28,12 @@ the exitlaw version and git commit it records (``versions.exitlaw`` /
 ``provenance.exitlaw_version``, ``provenance.git_commit``), else ``"unknown"``.
 The shipped ledger holds no timestamps and no absolute paths, so
 :func:`ledger_from_shipped` regenerates it byte for byte.
+
+Every record also says its ``origin`` (docs/design.md §1.11): ``shipped`` (a file under
+``paper_repro/results``) or ``this run`` (a file a run made). Where a file of this run records no
+exitlaw version or commit (a mini run's ``results.json`` records no commit), the ledger fills them
+from the checkout it runs in and says so (``filled``); a commit ending in ``-dirty`` is flagged in the
+ledger.
 """
 
 from __future__ import annotations
@@ -95,6 +101,14 @@ def _recorded(data) -> tuple[str, str, dict | str]:
     return str(version), str(commit), config or "unknown"
 
 
+def _origin(path: Path) -> str:
+    try:
+        Path(path).resolve().relative_to(RESULTS)
+        return "shipped"
+    except ValueError:
+        return "this run"
+
+
 def file_provenance(path: str | Path) -> dict:
     path = Path(path)
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -106,6 +120,7 @@ def file_provenance(path: str | Path) -> dict:
     )
     return {
         "path": _rel(path),
+        "origin": _origin(path),
         "sha256": _sha256(path),
         "exitlaw_version": version,
         "git_commit": commit,
@@ -122,8 +137,10 @@ def group_provenance(paths: list[Path], label: str) -> dict:
     ).hexdigest()
     versions = sorted({f["exitlaw_version"] for f in files})
     commits = sorted({f["git_commit"] for f in files})
+    origins = sorted({f["origin"] for f in files})
     return {
         "path": label,
+        "origin": ", ".join(origins),
         "sha256": combined,
         "exitlaw_version": ", ".join(versions),
         "git_commit": ", ".join(commits),
@@ -241,7 +258,34 @@ def gather_shipped(results_dir: str | Path = RESULTS) -> tuple[dict, dict]:
     if kit:
         prov["checks"] = kit
     _read_paired(root / SHIPPED["mini_deep"], root / SHIPPED["sim_exittrain_sweep"], inputs, prov)
+    for p in prov.values():
+        p["origin"] = "shipped"
+        for f in p.get("files", ()):
+            f["origin"] = "shipped"
     return inputs, prov
+
+
+def fill_this_run(prov: dict) -> dict:
+    """Version and commit of this run's inputs that record none: the checkout's, marked ``filled``."""
+    from exitlaw import __version__
+
+    head = None
+    for p in prov.values():
+        if p.get("origin") != "this run":
+            continue
+        filled = []
+        if p.get("exitlaw_version") in (None, "unknown"):
+            p["exitlaw_version"] = __version__
+            filled.append("version")
+        if p.get("git_commit") in (None, "unknown"):
+            head = head or git_commit()
+            p["git_commit"] = head
+            filled.append("commit")
+        if filled:
+            p["filled"] = (
+                f"{' and '.join(filled)} of the checkout at ledger time (the file records none)"
+            )
+    return prov
 
 
 def gather_inputs(
@@ -290,16 +334,23 @@ def gather_inputs(
         inputs,
         prov,
     )
-    return inputs, prov
+    return inputs, fill_this_run(prov)
 
 
-def _header(source: str) -> dict:
+def _header(prov: dict) -> dict:
+    """The ledger's header: which inputs this run made and which are shipped (docs/design.md §1.11)."""
     from exitlaw import __version__
 
+    def names(origin: str) -> str:
+        return ", ".join(n for n, p in prov.items() if origin in str(p.get("origin"))) or "none"
+
+    dirty = [n for n, p in prov.items() if "dirty" in str(p.get("git_commit"))]
     return {
         "exitlaw_version": __version__,
         "scale": "cpu",
-        "inputs": source,
+        "inputs from this run": names("this run"),
+        "inputs shipped (paper_repro/results)": names("shipped"),
+        "inputs from uncommitted code (dirty)": ", ".join(dirty) or "none",
         "rules": "paper_repro/verdicts.py (R0-R5), claim table paper_repro/ledger.py",
     }
 
@@ -331,9 +382,7 @@ def make_ledger(
         seed=seed,
     )
     rows = build_ledger(inputs, prov)
-    md, js = write_ledger(
-        rows, out_dir, prov, header=_header("a run directory"), overwrite=overwrite
-    )
+    md, js = write_ledger(rows, out_dir, prov, header=_header(prov), overwrite=overwrite)
     return rows, md, js
 
 
@@ -345,9 +394,7 @@ def ledger_from_shipped(
 
     inputs, prov = gather_shipped(results_dir)
     rows = build_ledger(inputs, prov)
-    md, js = write_ledger(
-        rows, out_dir, prov, header=_header("shipped (paper_repro/results)"), overwrite=overwrite
-    )
+    md, js = write_ledger(rows, out_dir, prov, header=_header(prov), overwrite=overwrite)
     return rows, md, js
 
 

@@ -26,7 +26,10 @@ that :func:`records` converts:
 
 :func:`paired_interval` selects records by a selector (key -> value, or a tuple
 of allowed values; an absent key reads as ``None``) and pools them
-(:func:`exitlaw.paper_repro.verdicts.pool`).
+(:func:`exitlaw.paper_repro.verdicts.pool`). Cells of one comparison share their training seeds
+(the sweep judges one trained drafter at T = 0 and T = 1; the field lab's noise cells reuse its
+seeds), so several cells are pooled with the interval that holds under any correlation between
+them (``correlated=True``, docs/design.md §1.11).
 """
 
 from __future__ import annotations
@@ -187,7 +190,7 @@ def paired_interval(
         raise PairedEffectError(
             f"the '{comparison}' records mix interval levels {levels}: pool one level at a time"
         )
-    return pool(ivs, level=levels[0]), hits
+    return pool(ivs, level=levels[0], correlated=len(ivs) > 1), hits
 
 
 __all__ = ["records", "readable", "paired_interval", "PairedEffectError", "SWEEP_SCHEMA"]

@@ -36,7 +36,14 @@ true effect a two-sided level-alpha test would detect with 80 % power,
 
 Pooling (when a claim table declares several cells as one estimand):
 :func:`pool` takes the equal-weight mean of the cells' estimates with
-``se = sqrt(sum se_i^2) / k`` (independent cells, normal approximation).
+``se = sqrt(sum se_i^2) / k`` (independent cells, normal approximation); cells that share
+their prompts, seeds or models are correlated, and ``correlated=True`` then uses
+``se = sum se_i / k``, the largest standard error the mean can have under any correlation
+between the cells (Minkowski), so the interval holds whatever the correlation, at the price of width.
+
+Scale words (docs/design.md §1.11: a verdict says its scale): :func:`scaled_verdict` is the verdict
+as the ledger prints it, e.g. ``direction reproduced (size not comparable: CPU)`` for a direction
+rule met at a scale that is not the paper's, ``contradicted (mini-scale, CPU)`` otherwise.
 """
 
 from __future__ import annotations
@@ -126,8 +133,9 @@ class Interval:
         )
 
 
-def pool(cells: list[Interval], level: float = 0.95) -> Interval:
-    """Equal-weight mean of independent cells, ``se = sqrt(sum se_i^2) / k`` (module docstring)."""
+def pool(cells: list[Interval], level: float = 0.95, *, correlated: bool = False) -> Interval:
+    """Equal-weight mean of the cells: ``se = sqrt(sum se_i^2) / k`` for independent cells, ``sum se_i / k``
+    (the bound under any correlation) with ``correlated`` (module docstring)."""
     if not cells:
         raise VerdictError("nothing to pool: no cells")
     k = len(cells)
@@ -137,8 +145,36 @@ def pool(cells: list[Interval], level: float = 0.95) -> Interval:
         return Interval.computed(
             sum(c.estimate for c in cells) / k, max(c.hi - c.estimate for c in cells)
         )
-    se = math.sqrt(sum(c.se**2 for c in cells)) / k
+    se = (sum(c.se for c in cells) if correlated else math.sqrt(sum(c.se**2 for c in cells))) / k
     return Interval.normal(sum(c.estimate for c in cells) / k, se, level)
+
+
+# the scales a row can be measured at, as the ledger names them (docs/design.md §1.11)
+SCALE_KINDS = ("simulation", "mini-scale, CPU", "CPU", "GPU, not run")
+
+
+def scale_kind(scale: str) -> str:
+    """The kind of a row's scale text: ``simulation`` (simulation, exact enumeration, the kit),
+    ``mini-scale, CPU``, ``CPU``, or ``GPU, not run`` (nothing measured)."""
+    low = str(scale).lower()
+    if low in ("", "-") or "not run" in low:
+        return "GPU, not run"
+    if any(w in low for w in ("simulation", "enumeration", "conformance kit", "field lab")):
+        return "simulation"
+    if "mini" in low:
+        return "mini-scale, CPU"
+    return "CPU"
+
+
+def scaled_verdict(rule: "Rule", verdict: str, scale: str) -> str:
+    """The verdict with its scale: a direction rule met at a scale not the paper's reads
+    ``direction reproduced (size not comparable: KIND)``; every other verdict ``VERDICT (KIND)``."""
+    kind = scale_kind(scale)
+    if rule.kind == "direction" and verdict == REPRODUCED and kind != "GPU, not run":
+        if rule.paper_effect is None:
+            return f"direction reproduced ({kind}; the paper states no size)"
+        return f"direction reproduced (size not comparable: {kind})"
+    return f"{verdict} ({kind})"
 
 
 @dataclass(frozen=True)
@@ -344,6 +380,9 @@ __all__ = [
     "decide",
     "decide_test",
     "pool",
+    "scale_kind",
+    "scaled_verdict",
+    "SCALE_KINDS",
     "mde",
     "not_decidable",
     "missing",

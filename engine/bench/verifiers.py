@@ -16,10 +16,17 @@ the state a tree forward leaves (the buffer's contents are stand-ins; the
 commit's gathers, copies and crops are the real ones). ``commit=False`` times the
 decision alone.
 
-Next to them the **floor**: one ``logsumexp`` over the rows of the tree's ``K``
-internal nodes, one float64 categorical draw from a single row, one host
-transfer and the commit of the root alone -- the least a stage that needs every
-edge probability ``a(u)`` (as TEV does) has to do.
+Beside them two more stages (docs/design.md §1.6, §1.12):
+
+* ``predraw_multinomial`` -- **DDTree's own predraw path**: a float32 ``softmax`` of all ``N``
+  rows and ``torch.multinomial(probs, 1)`` (on a CPU it draws ``N V`` random numbers), one transfer,
+  the host walk and the commit. Same law as ``predraw``, which is **exitlaw's fast predraw** as the
+  engine runs it (:func:`exitlaw.engine.decode.verifiers.predraw_rows`: one float64 inverse-CDF
+  uniform per row). A TEV saving is quoted against both; only the fast one is exitlaw's predraw.
+* ``floor`` -- **TEV's floor**: the ``logsumexp`` of the ``K`` internal rows by TEV's own function
+  (:func:`~exitlaw.engine.decode.verifiers._internal_logsumexp`, without the residual masses), one
+  host transfer and the commit of the root alone: a strict subset of TEV's work, so TEV cannot beat
+  it. It is a floor for TEV only: residual reads only the rows on its path and may well be faster.
 
 Every stage alternates call by call on the same tree (so load drifts hit all of
 them alike); each row keeps the per-call times (``samples_ms``, aligned across
@@ -27,9 +34,11 @@ stages: entry ``i`` of every stage is the same tree and repeat), their medians
 and minima, and ``tev_over_predraw`` = median TEV / median predraw. The ledger
 bootstraps its interval from the paired samples. Nothing is asserted here.
 
-Reading the numbers: TEV and the floor read the ``K`` internal rows; sequential
+Reading the numbers: TEV and its floor read the ``K`` internal rows; sequential
 residual reads only the rows on the accepted path but syncs with the host once
-per level, and predraw draws from all ``N`` rows. TEV's fixed shape (no
+per level, and both predraws draw from all ``N`` rows (the multinomial path with ``V``
+random numbers per row on a CPU, which is why TEV's saving against it is far larger
+than against the fast predraw). TEV's fixed shape (no
 data-dependent loop, one host sync) is aimed at GPUs, where reading K rows costs
 little more than reading one. On a shared CPU prefer ``--threads 1``.
 """
@@ -49,7 +58,7 @@ from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.decode.timing import interleaved_ms
 from exitlaw.engine.decode.dispatch import verify
-from exitlaw.engine.decode.verifiers import VerifierGenerators, _draw_logits
+from exitlaw.engine.decode.verifiers import VerifierGenerators, _internal_logsumexp, _walk
 
 BENCH_KINDS = verifier_names(implemented=ENGINE, sampling=True)  # predraw, residual, tev
 HOT = 4  # hot tokens per depth shared by drafter and target
@@ -157,14 +166,26 @@ def make_cases(
     return out
 
 
+FLOOR_OF = "tev"  # the verifier whose floor ``floor_stage`` is (a strict subset of its work)
+MULTINOMIAL = "predraw_multinomial"  # DDTree's predraw: float32 softmax + torch.multinomial per row
+
+
 def floor_stage(case: BenchCase, gens: VerifierGenerators, temperature: float = 1.0) -> int:
-    """The floor's decision: ``logsumexp`` of the K internal rows (at temperature ``T``) + one float64 draw
-    from one row + one transfer."""
-    rows = case.logits.index_select(0, case.tree.internal).float()
-    lse = torch.logsumexp(rows if temperature == 1.0 else rows * (1.0 / temperature), dim=-1)
-    z = case.logits[-1].to(torch.float64, copy=True)
-    y, _ = _draw_logits(z if temperature == 1.0 else z.mul_(1.0 / temperature), gens.bonus)
-    return int(torch.stack([lse[0].to(torch.float64), y.to(torch.float64)])[1])
+    """TEV's floor: TEV's own ``logsumexp`` of the K internal rows (at temperature ``T``, without the
+    residual masses) + one transfer; a strict subset of :func:`verify_tev`'s work (docs/design.md §1.6)."""
+    lse = _internal_logsumexp(case.logits, case.tree.internal, 1.0 / temperature)
+    return int(lse[:1].tolist()[0] > float("-inf"))
+
+
+def multinomial_predraw(
+    case: BenchCase, gens: VerifierGenerators, temperature: float = 1.0
+) -> list[int]:
+    """DDTree's predraw path (docs/design.md §1.6): ``R_v ~ softmax(logits[v] / T)`` for all N rows by a
+    float32 ``softmax`` and ``torch.multinomial``, one transfer, the host walk; returns the path."""
+    z = case.logits.float()
+    probs = torch.softmax(z if temperature == 1.0 else z * (1.0 / temperature), dim=-1)
+    draw = torch.multinomial(probs, 1, generator=gens.acceptance).reshape(-1).tolist()
+    return list(case.tree.tree.path_nodes(_walk(case.tree.tree, draw)))
 
 
 def _stage(
@@ -177,6 +198,22 @@ def _stage(
 ) -> Callable[[], None]:
     def run() -> None:
         path = verify(kind, case.tree, case.logits, temperature, gens).path_nodes
+        if cache is not None:
+            cache.commit(path)
+        lengths.append(len(path))
+
+    return run
+
+
+def _multinomial(
+    case: BenchCase,
+    temperature: float,
+    gens: VerifierGenerators,
+    cache: StandInCache | None,
+    lengths: list[int],
+) -> Callable[[], None]:
+    def run() -> None:
+        path = multinomial_predraw(case, gens, temperature)
         if cache is not None:
             cache.commit(path)
         lengths.append(len(path))
@@ -210,7 +247,8 @@ def run_verifier_bench(
     commit: bool = True,
     kv: KVShape | None = None,
 ) -> dict[str, Any]:
-    """Time each stage (``kinds`` and the floor) on the same trees; see the module docstring."""
+    """Time each stage (``kinds``, DDTree's multinomial predraw when ``predraw`` is among them, and TEV's
+    floor) on the same trees; see the module docstring."""
     dev = torch.device(device)
     dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
     if dt is None:
@@ -229,13 +267,18 @@ def run_verifier_bench(
             int(b), int(vocab), trees=trees, depth=depth, device=dev, dtype=dt, seed=seed + int(b)
         )
         gens = VerifierGenerators(seed, dev)
-        ms: dict[str, list[float]] = {k: [] for k in (*kinds, "floor")}
-        lengths: dict[str, list[int]] = {k: [] for k in kinds}
+        extra = (MULTINOMIAL,) if "predraw" in kinds else ()
+        ms: dict[str, list[float]] = {k: [] for k in (*kinds, *extra, "floor")}
+        lengths: dict[str, list[int]] = {k: [] for k in (*kinds, *extra)}
         for case in cases:
             cache = StandInCache(kv, case.tree.num_nodes, dev, dt) if commit else None
             fns = {"floor": _floor(case, temperature, gens, cache)}
             for k in kinds:
                 fns[k] = _stage(k, case, temperature, gens, cache, lengths[k])
+            if extra:
+                fns[MULTINOMIAL] = _multinomial(
+                    case, temperature, gens, cache, lengths[MULTINOMIAL]
+                )
             for k, v in interleaved_ms(
                 fns, dev, repeats, setup=cache.refill if cache is not None else None
             ).items():
@@ -257,7 +300,7 @@ def run_verifier_bench(
             row["tev_over_floor_min"] = (
                 best["tev"] / best["floor"]
             )  # robust to load spikes on a shared machine
-            for k in kinds:
+            for k in (*kinds, *extra):
                 if k != "tev":
                     row[f"tev_over_{k}"] = med["tev"] / med[k]
         rows.append(row)
@@ -272,6 +315,11 @@ def run_verifier_bench(
         "temperature": temperature,
         "dtype": dtype,
         "kinds": list(kinds),
+        "extra_stages": list(extra),
+        "floor_of": FLOOR_OF,
+        "floor": "TEV's floor: its K-row logsumexp (no residual masses) + 1 transfer + 1-position commit",
+        "predraw": "exitlaw's fast predraw (engine predraw_rows: one float64 inverse-CDF draw per row)",
+        "predraw_multinomial": "DDTree's predraw (float32 softmax + torch.multinomial over all N rows)",
         "seed": seed,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -289,7 +337,7 @@ def run_verifier_bench(
 
 
 def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
-    kinds = config["kinds"]
+    kinds = [*config["kinds"], *config.get("extra_stages", ())]
     kv = config.get("kv_shape")
     kv_text = (
         f", KV {kv['layers']}x{kv['kv_heads']}x{kv['head_dim']} ctx {kv['context']}" if kv else ""
@@ -299,10 +347,19 @@ def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         f"V={config['vocab']}, {config['dtype']}, T={config['temperature']}, {config['device']}, "
         f"{config['threads']} threads, {config['trees']} trees x {config['repeats']} repeats{kv_text}"
     )
-    cols = f"{'B':>4} {'K':>9} {'depth':>6} {'floor':>8} " + " ".join(f"{k:>9}" for k in kinds)
-    cols += f" {'TEV/floor':>9}" + "".join(f" {'TEV/' + k:>12}" for k in kinds if k != "tev")
+    name = {MULTINOMIAL: "multinom."}
+    cols = f"{'B':>4} {'K':>9} {'depth':>6} {'TEVfloor':>8} "
+    cols += " ".join(f"{name.get(k, k):>9}" for k in kinds)
+    cols += f" {'TEV/floor':>9}" + "".join(
+        f" {'TEV/' + name.get(k, k):>14}" for k in kinds if k != "tev"
+    )
     cols += f" {'TEV/floor(min)':>14}" if "tev" in kinds else ""
-    lines = [head, cols]
+    lines = [
+        head,
+        "predraw = exitlaw's fast predraw (one inverse-CDF draw per row); multinom. = DDTree's "
+        "multinomial predraw; TEVfloor = a strict subset of TEV's work (a floor for TEV only)",
+        cols,
+    ]
     for r in rows:
         m = r["median_ms"]
         k_rng = f"{min(r['internal'])}-{max(r['internal'])}"
@@ -310,7 +367,7 @@ def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         line += " ".join(f"{m[k]:>9.3f}" for k in kinds)
         if "tev_over_floor" in r:
             line += f" {r['tev_over_floor']:>9.2f}" + "".join(
-                f" {r['tev_over_' + k]:>12.3f}" for k in kinds if k != "tev"
+                f" {r['tev_over_' + k]:>14.3f}" for k in kinds if k != "tev"
             )
             line += f" {r['tev_over_floor_min']:>14.2f}"
         lines.append(line)
@@ -321,6 +378,9 @@ __all__ = [
     "run_verifier_bench",
     "make_cases",
     "floor_stage",
+    "multinomial_predraw",
+    "FLOOR_OF",
+    "MULTINOMIAL",
     "BenchCase",
     "KVShape",
     "StandInCache",

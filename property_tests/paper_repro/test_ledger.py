@@ -97,6 +97,8 @@ def test_computed_intervals_test_and_scale_rules():
 def test_pool_and_bootstrap_by_hand():
     p = pool([Interval.normal(1.0, 3.0), Interval.normal(3.0, 4.0)])
     assert p.estimate == pytest.approx(2.0) and p.se == pytest.approx(2.5)  # sqrt(9 + 16) / 2
+    c = pool([Interval.normal(1.0, 3.0), Interval.normal(3.0, 4.0)], correlated=True)
+    assert c.estimate == pytest.approx(2.0) and c.se == pytest.approx(3.5)  # (3 + 4) / 2
     x = [0.0, 1.0, 2.0, 3.0, 4.0]
     a = bootstrap_interval(x, statistic=lambda v: float(v.mean()), seed=3)
     assert a == bootstrap_interval(
@@ -516,9 +518,9 @@ def test_engine_tau_equal_pools_the_t1_cells():
                 )
     row = _rows(_inputs(mini={"config": {"preset": "t"}, "cells": cells}))["engine_tau_equal"]
     assert row["verdict"] == REPRODUCED and row["ci"]["estimate"] == pytest.approx(0.01)
-    assert row["ci"]["hi"] - row["ci"]["estimate"] == pytest.approx(
-        Z975 * math.hypot(0.004, 0.004) / math.sqrt(2)
-    )
+    # the cells share prompts and models: the interval holds under any correlation, se = mean of the se's
+    assert row["ci"]["hi"] - row["ci"]["estimate"] == pytest.approx(Z975 * math.hypot(0.004, 0.004))
+    assert "treated as independent" in row["exitlaw"]
     for c in cells:
         c["tau_se"] = 0.05
     assert "underpowered" in _rows(_inputs(mini={"cells": cells}))["engine_tau_equal"]["reason"]
@@ -575,7 +577,8 @@ SHIPPED_VERDICTS = {
     "kit_exact_saturating": REPRODUCED,
     "fixed_tree_ceiling": REPRODUCED,
     "same_exit_law": REPRODUCED,
-    "engine_tau_equal": REPRODUCED,
+    # 24 correlated cells: the interval that holds under any correlation is too wide for the 0.03 margin
+    "engine_tau_equal": INCONCLUSIVE,
     "allocation_gap": REPRODUCED,
     "sampled_drafts_exceed": REPRODUCED,
     "sampled_drafts_marginal": REPRODUCED,
@@ -586,8 +589,8 @@ SHIPPED_VERDICTS = {
     "budget_robustness": REPRODUCED,  # exit - base +12.1 % [+9.1, +15.1] over B = 32/64/128
     "exit_vs_token": CONTRADICTED,  # exit - token +0.5 % [-2.6, +3.6] (97.5 %), below the paper's +5.9 %
     "exit_vs_prefix": CONTRADICTED,  # exit - prefix +0.1 % [-2.1, +2.3] (97.5 %), below the paper's +4.4 %
-    "exit_vs_token_sim": REPRODUCED,  # sweep: exit - token +4.3 % [+3.9, +4.8] (deep, lambda 0.1, tree norm)
-    "exit_vs_prefix_sim": CONTRADICTED,  # sweep: exit - prefix -0.2 % [-0.8, +0.3], below the paper's +4.4 %
+    "exit_vs_token_sim": REPRODUCED,  # sweep: exit - token +4.3 % [+3.7, +5.0] (deep, lambda 0.1, tree norm)
+    "exit_vs_prefix_sim": CONTRADICTED,  # sweep: exit - prefix -0.2 % [-1.0, +0.5], below the paper's +4.4 %
     # the same setting trained and judged at T = 0.5 (sim_exittrain_matched/): the direction holds, far below +5.9 %
     "exit_vs_token_sim_matched": REPRODUCED,  # exit - token +0.47 % [+0.15, +0.79]
     "exit_vs_prefix_sim_matched": CONTRADICTED,  # exit - prefix +0.10 % [-0.10, +0.30], below the paper's +4.4 %

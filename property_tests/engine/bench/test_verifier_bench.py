@@ -38,7 +38,7 @@ def test_verifier_bench_reports_floor_ratios_on_deep_accepted_trees(capsys):
         assert (
             set(row["median_ms"])
             == set(row["samples_ms"])
-            == {"floor", "predraw", "residual", "tev"}
+            == {"floor", "predraw", "predraw_multinomial", "residual", "tev"}
         )
         assert (
             row["tev_over_floor"] > 0 and "tev_over_predraw" in row and "tev_over_residual" in row
