@@ -257,23 +257,14 @@ def run_batch_bench(
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
     tgt, drafter, prompts, stop, config = _load_inputs(
-        target,
-        draft,
-        dataset,
-        num_prompts,
-        device,
-        dtype,
-        filters,
-        budget=budget,
-        rows=max(batch_sizes),
-        max_new_tokens=max_new_tokens,
+        (target, draft, dataset, num_prompts, device, dtype, filters),
+        fits=(budget, max(batch_sizes), max_new_tokens),
         seed=seed,
         settings={
             "batch_sizes": list(batch_sizes),
             "budget": budget,
             "verifiers": list(verifiers),
             "temperature": float(temperature),
-            "max_new_tokens": max_new_tokens,
         },
     )
     decode = run_batch_decode_bench(
@@ -312,24 +303,11 @@ def run_batch_bench(
     }
 
 
-def _load_inputs(
-    target: str,
-    draft: str,
-    dataset: str,
-    num_prompts: int | None,
-    device: str | None,
-    dtype: str,
-    filters: SamplingSettings | None,
-    *,
-    budget: int,
-    rows: int,
-    max_new_tokens: int,
-    seed: int,
-    settings: dict[str, Any],
-):
+def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settings: dict[str, Any]):
     """``(target model, drafter, first-turn prompt ids, stop tokens, config)`` as ``exitlaw bench decoding``
-    reads them, refused before decoding when the largest round cannot fit; ``config`` records the inputs
-    with the run's ``settings``."""
+    reads them from ``source = (target, draft, dataset, num_prompts, device, dtype, filters)``, refused
+    before decoding when the largest round, ``fits = (budget, rows, max_new_tokens)``, cannot fit;
+    ``config`` records the inputs with the run's ``settings``."""
     from transformers import AutoTokenizer
 
     from exitlaw.engine.bench.decoding import _stop_tokens
@@ -337,6 +315,8 @@ def _load_inputs(
     from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
     from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
 
+    target, draft, dataset, num_prompts, device, dtype, filters = source
+    budget, rows, max_new_tokens = fits
     sampling = sampling_filters(filters)  # before loading models
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
@@ -360,6 +340,7 @@ def _load_inputs(
         "draft": str(draft),
         "dataset": dataset,
         **settings,
+        "max_new_tokens": max_new_tokens,
         "num_prompts": len(prompts),
         "chat": chat,
         "seed": seed,
@@ -419,16 +400,8 @@ def run_batched_bench(
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
     tgt, drafter, prompts, stop, config = _load_inputs(
-        target,
-        draft,
-        dataset,
-        num_prompts,
-        device,
-        dtype,
-        filters,
-        budget=max(budgets),
-        rows=int(batch_size),
-        max_new_tokens=max_new_tokens,
+        (target, draft, dataset, num_prompts, device, dtype, filters),
+        fits=(max(budgets), int(batch_size), max_new_tokens),
         seed=seed,
         settings={
             "batch_sizes": [int(batch_size)],
@@ -436,7 +409,6 @@ def run_batched_bench(
             "temperatures": [float(t) for t in temperatures],
             "verifiers": list(verifiers),
             "method": method,
-            "max_new_tokens": max_new_tokens,
         },
     )
     decode = []

@@ -58,28 +58,18 @@ def prompt_sets(cfg: PaperRegimeConfig, corpus) -> dict[str, list[list[int]]]:
     calib_files = [names[i] for i in sorted(order[half:])]
     root = Path(split.root)
     read = lambda files: [(root / n).read_text(encoding="utf-8", errors="replace") for n in files]  # noqa: E731
+    sets = {
+        "code": (read(eval_files), cfg.eval_seed_code),
+        "prose": (split.prose_texts("heldout"), cfg.eval_seed_prose),
+        "calibration": (read(calib_files), cfg.calibration_seed_prompts),
+    }
     return {
-        "code": mc.sample_prompts(
-            tok,
-            read(eval_files),
-            count=cfg.eval_prompts,
-            prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.eval_seed_code,
-        ),
-        "prose": mc.sample_prompts(
-            tok,
-            split.prose_texts("heldout"),
-            count=cfg.eval_prompts,
-            prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.eval_seed_prose,
-        ),
-        "calibration": mc.sample_prompts(
-            tok,
-            read(calib_files),
-            count=cfg.eval_prompts,
-            prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.calibration_seed_prompts,
-        ),
+        **{
+            name: mc.sample_prompts(
+                tok, texts, count=cfg.eval_prompts, prompt_tokens=cfg.eval_prompt_tokens, seed=seed
+            )
+            for name, (texts, seed) in sets.items()
+        },
         "_files": {"evaluation": eval_files, "calibration": calib_files},
     }
 

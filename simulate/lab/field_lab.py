@@ -135,6 +135,13 @@ def expected_length(procedure, parents, tokens, p_rows, q_rows, **kwargs) -> flo
     return float(sum(pr * (depth[v] + 1) for v, pr in law.items()))
 
 
+def _record(out: dict, rules, parents, tokens, p, q, ceiling: float) -> None:
+    """Each rule's exact ``E[L]`` on one realised tree, beside the tree's ceiling ``1 + C_p``."""
+    for rule, proc, kw in rules:
+        out[rule]["L"].append(expected_length(proc, parents, tokens, p, q, **kw))
+        out[rule]["ceiling"].append(ceiling)
+
+
 def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]]:
     """Block lengths and ceilings ``{rule: {"L": [...], "ceiling": [...]}}`` for one seed."""
     target = NGramTarget(
@@ -161,12 +168,11 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
         p = _rows(target, ctx, tree)
         cp = 1.0 + _coverage(tree, p)
         parents, toks = [int(x) for x in tree.parent], [int(x) for x in tree.token]
-        for rule, proc, kw in (
+        rules = (
             ("univer", univer_procedure, {}),
             ("rrs_wo", verify_sampled, {"without_replacement": True}),
-        ):
-            out[rule]["L"].append(expected_length(proc, parents, toks, p, q, **kw))
-            out[rule]["ceiling"].append(cp)
+        )
+        _record(out, rules, parents, toks, p, q, cp)
         iid = _iid_tokens(tree, q, iid_rng)
         paths = [()]
         for u in range(1, len(parents)):
@@ -182,12 +188,11 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
         qc = np.asarray(marg, dtype=np.float64)[np.minimum(chain.depth, cfg.horizon - 1)]
         ccp = 1.0 + _coverage(chain, pc)
         cpar, ctok = [int(x) for x in chain.parent], [int(x) for x in chain.token]
-        for rule, proc, kw in (
+        rules = (
             ("hsd", hsd_procedure, {}),
             ("chain_sd", verify_sampled, {"without_replacement": False}),
-        ):
-            out[rule]["L"].append(expected_length(proc, cpar, ctok, pc, qc, **kw))
-            out[rule]["ceiling"].append(ccp)
+        )
+        _record(out, rules, cpar, ctok, pc, qc, ccp)
     return out
 
 
