@@ -325,3 +325,27 @@ def test_the_shipped_paper_regime_run_is_rebuilt_the_same_from_its_cells(tmp_pat
     )
     assert got.pop("provenance") and want.pop("provenance") and got == want
     assert (dest / "results.md").read_bytes() == (shipped / "results.md").read_bytes()
+
+
+def test_plan_run_report_and_ship_import_one_way():
+    """The plan imports none of the others, the report neither the run nor shipping, the run not
+    shipping: plan <- report <- run <- ship, no module calls back into one that uses it."""
+    import ast
+
+    folder = Path(__file__).resolve().parents[3] / "paper_repro" / "mini"
+    names = ("paper_regime", "paper_regime_report", "paper_regime_run", "paper_regime_ship")
+    uses = {}
+    for name in names:
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module.rsplit(".", 1)[-1])  # from .paper_regime import x
+                found.update(a.name for a in node.names)  # from exitlaw.paper_repro.mini import m
+        uses[name] = found & set(names)
+    assert uses == {
+        "paper_regime": set(),
+        "paper_regime_report": {"paper_regime"},
+        "paper_regime_run": {"paper_regime", "paper_regime_report"},
+        "paper_regime_ship": {"paper_regime", "paper_regime_report", "paper_regime_run"},
+    }
