@@ -37,6 +37,11 @@ def _csv(xs) -> str:
     return ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in xs)
 
 
+def _options(values: dict, *keys: str) -> list[str]:
+    """``--key value`` for each of ``keys`` (``_`` written ``-``), the value as ``str`` writes it."""
+    return [x for k in keys for x in (f"--{k.replace('_', '-')}", str(values[k]))]
+
+
 def train_commands(cfg: dict, runs: str) -> list[list[str]]:
     tr = cfg["train"]
     out = []
@@ -56,22 +61,17 @@ def train_commands(cfg: dict, runs: str) -> list[list[str]]:
             obj,
             "--lam",
             str(0.0 if obj == "token" else tr["lam"]),
-            "--budget",
-            str(tr["budget"]),
-            "--steps",
-            str(tr["steps"]),
-            "--batch-size",
-            str(tr["batch_size"]),
-            "--anchors",
-            str(tr["anchors"]),
-            "--lr",
-            str(tr["lr"]),
-            "--max-new-tokens",
-            str(tr["max_new_tokens"]),
-            "--gen-temperature",
-            str(tr["gen_temperature"]),
-            "--dtype",
-            tr["dtype"],
+            *_options(
+                tr,
+                "budget",
+                "steps",
+                "batch_size",
+                "anchors",
+                "lr",
+                "max_new_tokens",
+                "gen_temperature",
+                "dtype",
+            ),
             "--chat",
         ]
         out.append(argv)
@@ -104,24 +104,17 @@ def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
                         drafter_path(cfg, drafter, runs),
                         "--dataset",
                         ds["name"],
-                        "--num-prompts",
-                        str(ds["num_prompts"]),
+                        *_options(ds, "num_prompts"),
                         "--budget",
                         _csv(cfg["budgets"]),
                         "--temperature",
                         _csv(cfg["temperatures"]),
                         "--verifier",
                         ",".join(cfg["verifiers"]),
-                        "--max-new-tokens",
-                        str(ev["max_new_tokens"]),
+                        *_options(ev, "max_new_tokens"),
                         "--seed",
                         str(seed),
-                        "--device",
-                        ev["device"],
-                        "--dtype",
-                        ev["dtype"],
-                        "--warmup",
-                        str(ev["warmup"]),
+                        *_options(ev, "device", "dtype", "warmup"),
                         "--out",
                         tag,
                     ]
@@ -138,8 +131,7 @@ def latency_commands(cfg: dict, runs: str) -> list[list[str]]:
             "cuda",
             "--budget",
             _csv(cfg["budgets"]),
-            "--context",
-            str(cfg["context"]),
+            *_options(cfg, "context"),
             "--repeats",
             str(cfg["reps"]),
             "--temperature",

@@ -257,20 +257,9 @@ def dry_run(
                 f"{name}: no stand-in family for target {cfg['target']!r}; add it to TARGET_FAMILIES"
             )
         family = TARGET_FAMILIES[cfg["target"]]
+        shared = (stand, shrink, seen, train_outs, report, progress, run_command)
         try:
-            _run_config(
-                cfg,
-                name,
-                family,
-                workdir / "runs",
-                stand,
-                shrink,
-                seen,
-                train_outs,
-                report,
-                progress,
-                run_command,
-            )
+            _run_config(cfg, name, family, workdir / "runs", *shared)
         except _Limited as lim:
             known = KNOWN_LIMITATIONS[lim.family]
             report.limitations.append(
@@ -282,19 +271,7 @@ def dry_run(
                     "fallback": known.fallback,
                 }
             )
-            _run_config(
-                cfg,
-                name,
-                known.fallback,
-                workdir / f"runs-{known.fallback}",
-                stand,
-                shrink,
-                seen,
-                train_outs,
-                report,
-                progress,
-                run_command,
-            )
+            _run_config(cfg, name, known.fallback, workdir / f"runs-{known.fallback}", *shared)
     report.seconds = time.perf_counter() - t0
     return report
 

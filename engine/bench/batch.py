@@ -256,35 +256,17 @@ def run_batch_bench(
     Prompts are read and encoded as ``exitlaw bench decoding`` does (``prompt_records``, ``prompt_encoding``:
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
-    sampling = sampling_filters(filters)  # before loading models
-    tgt, drafter, prompts, stop, chat, device = _load_inputs(
-        target, draft, dataset, num_prompts, device, dtype
+    tgt, drafter, prompts, stop, config = _load_inputs(
+        (target, draft, dataset, num_prompts, device, dtype, filters),
+        fits=(budget, max(batch_sizes), max_new_tokens),
+        seed=seed,
+        settings={
+            "batch_sizes": list(batch_sizes),
+            "budget": budget,
+            "verifiers": list(verifiers),
+            "temperature": float(temperature),
+        },
     )
-    _check_fits(
-        tgt,
-        prompts,
-        budget=budget,
-        rows=max(batch_sizes),
-        max_new_tokens=max_new_tokens,
-        device=device,
-    )
-    config = {
-        "target": str(target),
-        "draft": str(draft),
-        "dataset": dataset,
-        "batch_sizes": list(batch_sizes),
-        "budget": budget,
-        "verifiers": list(verifiers),
-        "temperature": float(temperature),
-        "max_new_tokens": max_new_tokens,
-        "num_prompts": len(prompts),
-        "chat": chat,
-        "seed": seed,
-        "device": device,
-        "dtype": str(tgt.dtype),
-        "stop_tokens": list(stop),
-        "sampling": sampling.filters(),
-    }
     decode = run_batch_decode_bench(
         tgt,
         drafter,
@@ -307,7 +289,7 @@ def run_batch_bench(
         tgt.vocab_size,
         kinds=kinds,
         temperature=temperature if temperature > 0 else 1.0,
-        device=device,
+        device=config["device"],
         depth=drafter.block_size - 1,
         repeats=verifier_repeats,
         seed=seed,
@@ -321,10 +303,11 @@ def run_batch_bench(
     }
 
 
-def _load_inputs(
-    target: str, draft: str, dataset: str, num_prompts: int | None, device: str | None, dtype: str
-):
-    """``(target model, drafter, first-turn prompt ids, stop tokens, chat, device)`` as ``exitlaw bench decoding`` reads them."""
+def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settings: dict[str, Any]):
+    """``(target model, drafter, first-turn prompt ids, stop tokens, config)`` as ``exitlaw bench decoding``
+    reads them from ``source = (target, draft, dataset, num_prompts, device, dtype, filters)``, refused
+    before decoding when the largest round, ``fits = (budget, rows, max_new_tokens)``, cannot fit;
+    ``config`` records the inputs with the run's ``settings``."""
     from transformers import AutoTokenizer
 
     from exitlaw.engine.bench.decoding import _stop_tokens
@@ -332,6 +315,9 @@ def _load_inputs(
     from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
     from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
 
+    target, draft, dataset, num_prompts, device, dtype, filters = source
+    budget, rows, max_new_tokens = fits
+    sampling = sampling_filters(filters)  # before loading models
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(
@@ -345,7 +331,25 @@ def _load_inputs(
     prompts = [
         encode_prompt(tokenizer, r, chat=chat) for r in records
     ]  # first user turn (or the ids)
-    return tgt, drafter, prompts, _stop_tokens(tokenizer, tgt), chat, device
+    stop = _stop_tokens(tokenizer, tgt)
+    _check_fits(
+        tgt, prompts, budget=budget, rows=rows, max_new_tokens=max_new_tokens, device=device
+    )
+    config = {
+        "target": str(target),
+        "draft": str(draft),
+        "dataset": dataset,
+        **settings,
+        "max_new_tokens": max_new_tokens,
+        "num_prompts": len(prompts),
+        "chat": chat,
+        "seed": seed,
+        "device": device,
+        "dtype": str(tgt.dtype),
+        "stop_tokens": list(stop),
+        "sampling": sampling.filters(),
+    }
+    return tgt, drafter, prompts, stop, config
 
 
 def _check_fits(
@@ -395,36 +399,18 @@ def run_batched_bench(
         raise ValueError(f"batch size must be a positive integer, got {batch_size!r}")
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
-    sampling = sampling_filters(filters)  # before loading models
-    tgt, drafter, prompts, stop, chat, device = _load_inputs(
-        target, draft, dataset, num_prompts, device, dtype
+    tgt, drafter, prompts, stop, config = _load_inputs(
+        (target, draft, dataset, num_prompts, device, dtype, filters),
+        fits=(max(budgets), int(batch_size), max_new_tokens),
+        seed=seed,
+        settings={
+            "batch_sizes": [int(batch_size)],
+            "budgets": list(budgets),
+            "temperatures": [float(t) for t in temperatures],
+            "verifiers": list(verifiers),
+            "method": method,
+        },
     )
-    _check_fits(
-        tgt,
-        prompts,
-        budget=max(budgets),
-        rows=int(batch_size),
-        max_new_tokens=max_new_tokens,
-        device=device,
-    )
-    config = {
-        "target": str(target),
-        "draft": str(draft),
-        "dataset": dataset,
-        "batch_sizes": [int(batch_size)],
-        "budgets": list(budgets),
-        "temperatures": [float(t) for t in temperatures],
-        "verifiers": list(verifiers),
-        "method": method,
-        "max_new_tokens": max_new_tokens,
-        "num_prompts": len(prompts),
-        "chat": chat,
-        "seed": seed,
-        "device": device,
-        "dtype": str(tgt.dtype),
-        "stop_tokens": list(stop),
-        "sampling": sampling.filters(),
-    }
     decode = []
     for budget in budgets:
         for temperature in temperatures:

@@ -383,6 +383,20 @@ def generate_batch(
         return generate_ar_batch(target, prompts, cfg, max_new_tokens=max_new_tokens, timer=timer)
     if drafter is None:
         raise ValueError(f"method {cfg.method!r} needs a drafter")
+    return _decode(
+        target,
+        drafter,
+        prompts,
+        cfg,
+        max_new_tokens,
+        timer,
+        lambda state, gens: batch_round(state, target, drafter, cfg, gens, timer, trace),
+    )
+
+
+def _decode(target, drafter, prompts, cfg, max_new_tokens, timer, step) -> BatchGenerationResult:
+    """Prefill the batch, sample each row's first token, then ``step(state, gens)`` (one round of every
+    active row) until every row has finished."""
     limits = _limits(prompts, max_new_tokens)
     gens = Generators(cfg.seed, target.device)
     state = timer.call("prefill", prefill_batch, target, drafter, prompts, cfg, gens)
@@ -390,7 +404,7 @@ def generate_batch(
     first_tokens(state, cfg)
     rounds = 0
     while not all(state.done):
-        batch_round(state, target, drafter, cfg, gens, timer, trace)
+        step(state, gens)
         rounds += 1
     return _result(state, rounds, timer)
 
@@ -459,16 +473,15 @@ def generate_ar_batch(
 ) -> BatchGenerationResult:
     """Batched autoregressive baseline in the same cache layout; samples use the bonus stream."""
     timer = timer if timer is not None else StageTimer(target.device)
-    limits = _limits(prompts, max_new_tokens)
-    gens = Generators(cfg.seed, target.device)
-    state = timer.call("prefill", prefill_batch, target, None, prompts, cfg, gens)
-    state.limits = limits
-    first_tokens(state, cfg)
-    rounds = 0
-    while not all(state.done):
-        ar_step_batch(state, target, cfg, gens, timer)
-        rounds += 1
-    return _result(state, rounds, timer)
+    return _decode(
+        target,
+        None,
+        prompts,
+        cfg,
+        max_new_tokens,
+        timer,
+        lambda state, gens: ar_step_batch(state, target, cfg, gens, timer),
+    )
 
 
 def row_cache(state: BatchState, b: int) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -1,16 +1,22 @@
-"""``exitlaw repro mini --preset paper-regime``: ExitTrain decided in the paper's regime, its settings.
+"""``exitlaw repro mini --preset paper-regime``: ExitTrain decided in the paper's regime, its plan.
 
 The design, the verdict rules and the precondition were fixed before any objective result, in
 ``paper_repro/PAPER_REGIME.md``; :class:`PaperRegimeConfig` holds every number it fixes, :data:`ARMS` the
-arms, :func:`arm_config` each run's trainer settings and :func:`eval_plan` every evaluation cell. The
-stages are in :mod:`.paper_regime_run`, the report in :mod:`.paper_regime_report`, shipping and
-rebuilding from shipped results in :mod:`.paper_regime_ship`.
+arms, :func:`arm_config` each run's trainer settings, :func:`eval_plan` every evaluation cell,
+:class:`Paths` where a run keeps each product, and :func:`make_plan` all of it as one :class:`Plan`.
+This module is data only and imports none of the others:
+
+* :mod:`.paper_regime_run` executes a plan and writes its records;
+* :mod:`.paper_regime_report` reads the records (and the plan) and renders the report;
+* :mod:`.paper_regime_ship` copies a run's small products and rebuilds the report from them.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import NamedTuple
 
 from exitlaw.paper_repro.mini.pipeline import DEEP, QUICK, MiniConfig
 
@@ -183,24 +189,160 @@ def run_names(cfg: PaperRegimeConfig) -> list[tuple[str, int]]:
     return [(a, s) for s in cfg.seeds for a in cfg.arms]
 
 
-def eval_plan(cfg: PaperRegimeConfig, t_s: float) -> list[tuple[str, str, float, int]]:
+def cell_key(drafter: str, domain: str, temperature: float, budget: int) -> str:
+    return f"{drafter}|{domain}|T{temperature:g}|B{budget}"
+
+
+class Cell(NamedTuple):
+    """One evaluation cell: a drafter decoded on one domain at one temperature and budget."""
+
+    drafter: str
+    domain: str
+    temperature: float
+    budget: int
+
+    @property
+    def key(self) -> str:
+        """Its key in the cell records (``cells*.jsonl``)."""
+        return cell_key(*self)
+
+
+def eval_plan(cfg: PaperRegimeConfig, t_s: float) -> list[Cell]:
     """Every evaluation cell ``(drafter, domain, temperature, budget)`` of the design."""
     drafters = ["base"] + [f"{a}-s{s}" for a, s in run_names(cfg)]
     plan = []
     for d in drafters:
         arm = d.rsplit("-s", 1)[0] if d != "base" else "base"
         for t in (t_s, 0.0, 1.0):
-            plan.append((d, "code", t, cfg.eval_budget))
-        plan.append((d, "prose", t_s, cfg.eval_budget))
+            plan.append(Cell(d, "code", t, cfg.eval_budget))
+        plan.append(Cell(d, "prose", t_s, cfg.eval_budget))
         if arm in cfg.budget_row_drafters:
-            plan += [(d, "code", t_s, b) for b in cfg.budget_row if b != cfg.eval_budget]
+            plan += [Cell(d, "code", t_s, b) for b in cfg.budget_row if b != cfg.eval_budget]
         if arm in ("authors", "authors-token") and cfg.literal_eval_budget != cfg.eval_budget:
-            plan.append((d, "code", t_s, cfg.literal_eval_budget))
+            plan.append(Cell(d, "code", t_s, cfg.literal_eval_budget))
     return plan
 
 
-def cell_key(drafter: str, domain: str, temperature: float, budget: int) -> str:
-    return f"{drafter}|{domain}|T{temperature:g}|B{budget}"
+@dataclass(frozen=True)
+class Paths:
+    """Where a run keeps each product under ``out`` (the stages of ``paper_repro/PAPER_REGIME.md``)."""
+
+    out: Path
+
+    @property
+    def config(self) -> Path:
+        return self.out / "paper_regime_config.json"
+
+    @property
+    def base(self) -> Path:
+        return self.out / "base"
+
+    @property
+    def prompt_sets(self) -> Path:
+        return self.out / "prompt_sets.json"
+
+    @property
+    def scoring_temperature(self) -> Path:
+        return self.out / "scoring_temperature.json"
+
+    @property
+    def ft_data(self) -> Path:
+        return self.out / "ft_data"
+
+    @property
+    def fresh_prompts(self) -> Path:
+        return self.ft_data / "fresh_prompts.json"
+
+    @property
+    def calibration(self) -> Path:
+        return self.out / "calibration.json"
+
+    @property
+    def eval(self) -> Path:
+        return self.out / "eval"
+
+    @property
+    def training(self) -> Path:
+        """Per-run training summaries of a shipped folder (its arms' folders are not shipped)."""
+        return self.out / "training.json"
+
+    @property
+    def results_json(self) -> Path:
+        return self.out / "results.json"
+
+    @property
+    def results_md(self) -> Path:
+        return self.out / "results.md"
+
+    def calibration_run(self, lr: float) -> Path:
+        return self.out / "calibration" / f"token-lr{lr:g}"
+
+    def arm_run(self, name: str) -> Path:
+        return self.out / "arms" / name
+
+    def cells(self, shard: str = "") -> Path:
+        """The cell records of one evaluation worker: ``""`` (the base drafter) or ``"-s<seed>"``."""
+        return self.eval / f"cells{shard}.jsonl"
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One fine-tuning run from the base drafter: its name, arm, training seed, folder and settings."""
+
+    name: str
+    arm: str
+    seed: int
+    dir: Path
+    config: object  # the engine's TrainConfig (:func:`arm_config`)
+
+
+def calibration_runs(cfg: PaperRegimeConfig, paths: Paths, t_s: float) -> tuple[TrainingRun, ...]:
+    """Token-only at every rate of the grid, calibration seed (stage 4, before any prefix or exit arm)."""
+    token = arm_by_name("token")
+    return tuple(
+        TrainingRun(
+            f"token-lr{lr:g}",
+            "token",
+            cfg.calibration_seed,
+            paths.calibration_run(lr),
+            replace(arm_config(cfg, token, 0, lr, t_s), seed=cfg.calibration_seed),
+        )
+        for lr in cfg.lr_grid
+    )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every unit of a run once ``T_s`` and the rate are known: the training runs (seeds outermost), the
+    evaluation cells (:func:`eval_plan`) and, per drafter, its cells."""
+
+    cfg: PaperRegimeConfig
+    paths: Paths
+    t_s: float
+    lr: float
+    runs: tuple[TrainingRun, ...]
+    cells: tuple[Cell, ...]
+    cells_of: dict[str, tuple[Cell, ...]]
+
+
+def make_plan(cfg: PaperRegimeConfig, out: str | Path, t_s: float, lr: float) -> Plan:
+    """The plan of a run in ``out`` at scoring temperature ``t_s`` and fine-tuning rate ``lr``."""
+    paths = Paths(Path(out))
+    runs = tuple(
+        TrainingRun(
+            f"{a}-s{s}",
+            a,
+            s,
+            paths.arm_run(f"{a}-s{s}"),
+            arm_config(cfg, arm_by_name(a), s, lr, t_s),
+        )
+        for a, s in run_names(cfg)
+    )
+    cells = tuple(eval_plan(cfg, t_s))
+    cells_of: dict[str, list[Cell]] = {}
+    for c in cells:
+        cells_of.setdefault(c.drafter, []).append(c)
+    return Plan(cfg, paths, t_s, lr, runs, cells, {d: tuple(cs) for d, cs in cells_of.items()})
 
 
 def config_from_json(data: dict) -> PaperRegimeConfig:

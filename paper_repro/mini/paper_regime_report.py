@@ -5,7 +5,8 @@ Implements the "Evaluation and estimands" and "Verdict rules" sections of
 ``A - B`` over training seeds and prompts (:func:`~exitlaw.paper_repro.mini.stats.paired_difference`,
 crossed seed x prompt intervals), the precondition *token beats base at the primary cell*, the two
 primary comparisons at 97.5 %, every secondary one at 95 %, and ``paired_effects`` records in the
-shape the claims ledger reads (:mod:`exitlaw.paper_repro.paired_effects`).
+shape the claims ledger reads (:mod:`exitlaw.paper_repro.paired_effects`). Reads the cell records and
+the plan (:mod:`.paper_regime`); imports neither the run nor shipping.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
+from exitlaw.paper_repro.mini.paper_regime import Paths, Plan, arm_by_name, cell_key
 from exitlaw.paper_repro.mini.stats import (
     claim_verdict,
     crossed_mean_ci,
@@ -48,19 +50,15 @@ SECONDARY = (
 )
 
 
-def _key(drafter: str, domain: str, t: float, b: int) -> str:
-    return f"{drafter}|{domain}|T{t:g}|B{b}"
-
-
 def arm_values(
     cells: dict, cfg, arm: str, domain: str, t: float, b: int, estimand: str
 ) -> dict[int, list]:
     """``{seed: per-prompt values}`` of ``arm`` in one cell (``base``: its one run under every seed)."""
     field = ESTIMANDS[estimand]
     if arm == "base":
-        vals = cells[_key("base", domain, t, b)][field]
+        vals = cells[cell_key("base", domain, t, b)][field]
         return {s: list(vals) for s in cfg.seeds}
-    return {s: list(cells[_key(f"{arm}-s{s}", domain, t, b)][field]) for s in cfg.seeds}
+    return {s: list(cells[cell_key(f"{arm}-s{s}", domain, t, b)][field]) for s in cfg.seeds}
 
 
 def compare(
@@ -83,7 +81,7 @@ def compare(
 
 def _available(cells: dict, cfg, arms, domain, t, b) -> bool:
     return all(
-        _key("base" if x == "base" else f"{x}-s{s}", domain, t, b) in cells
+        cell_key("base" if x == "base" else f"{x}-s{s}", domain, t, b) in cells
         for x in arms
         for s in cfg.seeds
     )
@@ -277,16 +275,15 @@ def arm_table(cells: dict, cfg, t_s: float) -> list[dict]:
     return rows
 
 
-def training_runs(out: Path, cfg) -> dict[str, dict]:
+def training_runs(paths: Paths, cfg) -> dict[str, dict]:
     """Per finished run ``<arm>-s<seed>``: the mean of its last 10 steps' CE, tree term and training-tree
-    coverage, and its seconds; from ``out/arms`` and from ``out/training.json`` (runs shipped earlier)."""
+    coverage, and its seconds; from the run folders and from ``training.json`` (runs shipped earlier)."""
     runs = {}
-    shipped = out / "training.json"
-    if shipped.is_file():
-        runs.update(json.loads(shipped.read_text(encoding="utf-8")).get("runs", {}))
+    if paths.training.is_file():
+        runs.update(json.loads(paths.training.read_text(encoding="utf-8")).get("runs", {}))
     for arm in cfg.arms:
         for s in cfg.seeds:
-            run = out / "arms" / f"{arm}-s{s}"
+            run = paths.arm_run(f"{arm}-s{s}")
             path = run / "metrics.jsonl"
             if not (run / "final" / "model.safetensors").is_file() or not path.is_file():
                 continue
@@ -307,8 +304,6 @@ def training_runs(out: Path, cfg) -> dict[str, dict]:
 
 def training_summary(runs: dict[str, dict], cfg) -> dict:
     """Per arm: mean over its runs of CE, the tree term, lambda x tree / CE, coverage and seconds."""
-    from exitlaw.paper_repro.mini.paper_regime import arm_by_name
-
     summary = {}
     for arm in cfg.arms:
         mine = [r for name, r in runs.items() if name.rsplit("-s", 1)[0] == arm]
@@ -394,25 +389,25 @@ def format_markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(
-    out: Path, cfg, cells: dict, t_s: float, lr: float, timings: dict, files: dict
-) -> dict:
+def write_report(plan: Plan, cells: dict, timings: dict, files: dict) -> dict:
+    """``results.json`` and ``results.md`` of the plan's run from its finished ``cells``."""
     from exitlaw.theory.infra.provenance import cpu_fields, git_commit
 
+    cfg, t_s = plan.cfg, plan.t_s
     provenance = {"git_commit": git_commit(Path(__file__).resolve().parent), **cpu_fields()}
     res = {
         "schema": SCHEMA,
         "config": cfg.to_json(),
         "T_s": t_s,
-        "lr": lr,
+        "lr": plan.lr,
         "prompt_files": files,
         "analysis": analyse(cells, cfg, t_s),
         "arms": arm_table(cells, cfg, t_s),
-        "training": training_summary(training_runs(out, cfg), cfg),
+        "training": training_summary(training_runs(plan.paths, cfg), cfg),
         "timings_s": timings,
         "provenance": provenance,
     }
     res["paired_effects"] = res["analysis"]["paired_effects"]
-    atomic_write_text(out / "results.md", format_markdown(res))
-    atomic_write_json(out / "results.json", res, indent=1)
+    atomic_write_text(plan.paths.results_md, format_markdown(res))
+    atomic_write_json(plan.paths.results_json, res, indent=1)
     return res

@@ -1,6 +1,9 @@
-"""The paper-regime run's stages (settings: :mod:`.paper_regime`; design: ``paper_repro/PAPER_REGIME.md``).
+"""The paper-regime run: executes the plan of :mod:`.paper_regime` and writes its records.
 
-Cached under ``OUT``; a rerun skips finished work and resumes an interrupted training run:
+Design: ``paper_repro/PAPER_REGIME.md``. Where each product lives is :class:`~.paper_regime.Paths`; once
+``T_s`` and the rate are known, every training run and evaluation cell is read from one
+:class:`~.paper_regime.Plan`, built once. Cached under ``OUT``; a rerun skips finished work and resumes
+an interrupted training run:
 
 1. :func:`stage_base`: the ``deep`` preset's corpus, target, distillation data and distilled drafter
    (:mod:`.pipeline`'s stages 1-4, same settings) in ``OUT/base``;
@@ -21,20 +24,22 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
 from exitlaw.paper_repro.mini.paper_regime import (
     PAPER_REGIME,
+    Cell,
     PaperRegimeConfig,
-    arm_by_name,
-    arm_config,
-    cell_key,
-    eval_plan,
-    run_names,
+    Paths,
+    Plan,
+    TrainingRun,
+    calibration_runs,
+    make_plan,
 )
+from exitlaw.paper_repro.mini.paper_regime_report import write_report
 from exitlaw.paper_repro.mini.pipeline import StageTimes, read_cells
 
 
@@ -53,28 +58,18 @@ def prompt_sets(cfg: PaperRegimeConfig, corpus) -> dict[str, list[list[int]]]:
     calib_files = [names[i] for i in sorted(order[half:])]
     root = Path(split.root)
     read = lambda files: [(root / n).read_text(encoding="utf-8", errors="replace") for n in files]  # noqa: E731
+    sets = {
+        "code": (read(eval_files), cfg.eval_seed_code),
+        "prose": (split.prose_texts("heldout"), cfg.eval_seed_prose),
+        "calibration": (read(calib_files), cfg.calibration_seed_prompts),
+    }
     return {
-        "code": mc.sample_prompts(
-            tok,
-            read(eval_files),
-            count=cfg.eval_prompts,
-            prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.eval_seed_code,
-        ),
-        "prose": mc.sample_prompts(
-            tok,
-            split.prose_texts("heldout"),
-            count=cfg.eval_prompts,
-            prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.eval_seed_prose,
-        ),
-        "calibration": mc.sample_prompts(
-            tok,
-            read(calib_files),
-            count=cfg.eval_prompts,
-            prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.calibration_seed_prompts,
-        ),
+        **{
+            name: mc.sample_prompts(
+                tok, texts, count=cfg.eval_prompts, prompt_tokens=cfg.eval_prompt_tokens, seed=seed
+            )
+            for name, (texts, seed) in sets.items()
+        },
         "_files": {"evaluation": eval_files, "calibration": calib_files},
     }
 
@@ -91,8 +86,8 @@ class Base:
     drafter_dir: Path
 
 
-def stage_base(out: Path, cfg: PaperRegimeConfig, progress: bool) -> Base:
-    """The ``deep`` preset's stages 1-4 in ``out/base`` (resumed; a finished one is only read)."""
+def stage_base(paths: Paths, cfg: PaperRegimeConfig, progress: bool) -> Base:
+    """The ``deep`` preset's stages 1-4 in ``paths.base`` (resumed; a finished one is only read)."""
     from exitlaw.engine.models.checkpoint import load_target
 
     from exitlaw.paper_repro.mini.pipeline import (
@@ -103,7 +98,7 @@ def stage_base(out: Path, cfg: PaperRegimeConfig, progress: bool) -> Base:
         stage_target,
     )
 
-    bdir = out / "base"
+    bdir = paths.base
     prepare_out(bdir, cfg.base, overwrite=False)
     times = StageTimes(bdir)
     with times("corpus"):
@@ -151,23 +146,28 @@ def _eval(
     )
 
 
+def _eval_at(base: Base, drafter_dir: Path, prompts, cfg: PaperRegimeConfig, t: float) -> dict:
+    """A cell of ``drafter_dir`` at temperature ``t``, the evaluation budget, scored at ``t`` (stages 2, 4)."""
+    return _eval(
+        base.target,
+        drafter_dir,
+        prompts,
+        cfg,
+        temperature=t,
+        budget=cfg.eval_budget,
+        scoring_temperature=t,
+    )
+
+
 def stage_scoring_temperature(
-    out: Path, cfg: PaperRegimeConfig, base: Base, prompts: dict
+    paths: Paths, cfg: PaperRegimeConfig, base: Base, prompts: dict
 ) -> float:
     """``T_s`` by the design's rule: ``scoring_temperature`` unless the base drafter's calibration trees
     have mean ``C_p`` below ``informative_coverage`` there, then ``fallback_temperature``."""
-    path = out / "scoring_temperature.json"
+    path = paths.scoring_temperature
     if path.is_file():
         return float(json.loads(path.read_text(encoding="utf-8"))["T_s"])
-    res = _eval(
-        base.target,
-        base.drafter_dir,
-        prompts["calibration"],
-        cfg,
-        temperature=cfg.scoring_temperature,
-        budget=cfg.eval_budget,
-        scoring_temperature=cfg.scoring_temperature,
-    )
+    res = _eval_at(base, base.drafter_dir, prompts["calibration"], cfg, cfg.scoring_temperature)
     mean_cp = res["ceiling_ts"] - 1.0
     informative = mean_cp >= cfg.informative_coverage
     t_s = cfg.scoring_temperature if informative else cfg.fallback_temperature
@@ -225,8 +225,8 @@ def fresh_prompts(
     return out, dropped
 
 
-def stage_fresh_data(out: Path, cfg: PaperRegimeConfig, base: Base, t_s: float):
-    """Fresh prompts and the target's continuations at ``T_s`` (cached in ``out/ft_data``)."""
+def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: float):
+    """Fresh prompts and the target's continuations at ``T_s`` (cached in ``paths.ft_data``)."""
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 
     split = base.corpus.split
@@ -237,7 +237,7 @@ def stage_fresh_data(out: Path, cfg: PaperRegimeConfig, base: Base, t_s: float):
         split.prose_texts("train"),
         _distill_prompts(base),
     )
-    meta = out / "ft_data" / "fresh_prompts.json"
+    meta = paths.fresh_prompts
     if not meta.is_file():
         atomic_write_json(
             meta,
@@ -254,7 +254,7 @@ def stage_fresh_data(out: Path, cfg: PaperRegimeConfig, base: Base, t_s: float):
         base.target,
         target_fingerprint(base.target_dir),
         prompts,
-        out / "ft_data",
+        paths.ft_data,
         max_new_tokens=cfg.ft_continuation_tokens,
         temperature=t_s,
         seed=cfg.ft_gen_seed,
@@ -283,40 +283,33 @@ def _distill_prompts(base: Base) -> list[list[int]]:
     )
 
 
-def _train(run_dir: Path, base: Base, data, tcfg, progress: bool) -> Path:
+def _train(base: Base, data, run: TrainingRun, progress: bool) -> Path:
     from exitlaw.paper_repro.mini.pipeline import _train_stage
 
-    return _train_stage(run_dir, base.target_dir, base.drafter_dir, data, tcfg, progress)
+    return _train_stage(run.dir, base.target_dir, base.drafter_dir, data, run.config, progress)
 
 
 def stage_calibration(
-    out: Path, cfg: PaperRegimeConfig, base: Base, data, prompts: dict, t_s: float, progress: bool
+    paths: Paths,
+    cfg: PaperRegimeConfig,
+    base: Base,
+    data,
+    prompts: dict,
+    runs: tuple[TrainingRun, ...],
+    t_s: float,
+    progress: bool,
 ) -> float:
-    """Token-only at each rate of the grid (calibration seed), judged on the calibration prompts at ``T_s``."""
+    """The calibration ``runs`` (token-only at each rate of the grid, calibration seed), judged on the
+    calibration prompts at ``T_s``; the chosen rate."""
     import numpy as np
 
-    path = out / "calibration.json"
+    path = paths.calibration
     if path.is_file():
         return float(json.loads(path.read_text(encoding="utf-8"))["chosen_lr"])
-    token = arm_by_name("token")
     rows = {}
-    for lr in cfg.lr_grid:
-        final = _train(
-            out / "calibration" / f"token-lr{lr:g}",
-            base,
-            data,
-            replace(arm_config(cfg, token, 0, lr, t_s), seed=cfg.calibration_seed),
-            progress,
-        )
-        res = _eval(
-            base.target,
-            final,
-            prompts["calibration"],
-            cfg,
-            temperature=t_s,
-            budget=cfg.eval_budget,
-            scoring_temperature=t_s,
-        )
+    for run in runs:
+        lr = run.config.lr
+        res = _eval_at(base, _train(base, data, run, progress), prompts["calibration"], cfg, t_s)
         rows[f"{lr:g}"] = {
             "lr": lr,
             "mean_rb_tau": float(np.mean(res["per_prompt_rb_tau"])),
@@ -325,15 +318,7 @@ def stage_calibration(
     best = max(r["mean_rb_tau"] for r in rows.values())
     near = [r["lr"] for r in rows.values() if r["mean_rb_tau"] >= best * (1 - cfg.tie_tolerance)]
     chosen = min(near)
-    base_cell = _eval(
-        base.target,
-        base.drafter_dir,
-        prompts["calibration"],
-        cfg,
-        temperature=t_s,
-        budget=cfg.eval_budget,
-        scoring_temperature=t_s,
-    )
+    base_cell = _eval_at(base, base.drafter_dir, prompts["calibration"], cfg, t_s)
     atomic_write_json(
         path,
         {
@@ -349,30 +334,17 @@ def stage_calibration(
     return chosen
 
 
-def stage_arms(
-    out: Path,
-    cfg: PaperRegimeConfig,
-    base: Base,
-    data,
-    lr: float,
-    t_s: float,
-    progress: bool,
-    only: list[tuple[str, int]] | None = None,
-) -> dict[str, Path]:
-    """Train every ``(arm, seed)`` (or those in ``only``) from the base drafter; ``name -> final drafter``.
-    Each run's seconds are recorded in its own ``seconds.json`` (also when runs are spread over workers)."""
+def stage_arms(base: Base, data, runs: tuple[TrainingRun, ...], progress: bool) -> dict[str, Path]:
+    """Train every run of ``runs`` from the base drafter; ``name -> final drafter``. Each run's seconds
+    are recorded in its own ``seconds.json`` (also when runs are spread over workers)."""
     finals = {}
-    for arm, seed in only if only is not None else run_names(cfg):
-        name = f"{arm}-s{seed}"
-        run_dir = out / "arms" / name
-        fresh = not (run_dir / "final" / "model.safetensors").is_file()
+    for run in runs:
+        fresh = not (run.dir / "final" / "model.safetensors").is_file()
         t0 = time.perf_counter()
-        finals[name] = _train(
-            run_dir, base, data, arm_config(cfg, arm_by_name(arm), seed, lr, t_s), progress
-        )
+        finals[run.name] = _train(base, data, run, progress)
         if fresh:
             atomic_write_json(
-                run_dir / "seconds.json", {"seconds": time.perf_counter() - t0}, indent=1
+                run.dir / "seconds.json", {"seconds": time.perf_counter() - t0}, indent=1
             )
     return finals
 
@@ -380,77 +352,77 @@ def stage_arms(
 def read_all_cells(out: Path) -> dict:
     """Every finished cell of ``out/eval/cells*.jsonl`` (one file per evaluation worker)."""
     done = {}
-    for path in sorted((out / "eval").glob("cells*.jsonl")):
+    for path in sorted(Paths(Path(out)).eval.glob("cells*.jsonl")):
         done.update(read_cells(path))
     return done
 
 
 def stage_evaluation(
-    out: Path,
-    cfg: PaperRegimeConfig,
+    plan: Plan,
     base: Base,
     prompts: dict,
-    t_s: float,
     drafter_dirs: dict[str, Path],
     progress: bool,
-    only: list | None = None,
+    cells: tuple[Cell, ...] | None = None,
     shard: str = "",
 ) -> dict:
-    """Every cell of :func:`eval_plan` (or of ``only``) not yet finished, appended one line per cell to
-    ``out/eval/cells{shard}.jsonl``; returns every finished cell."""
-    path = out / "eval" / f"cells{shard}.jsonl"
+    """Every cell of the plan (or of ``cells``) not yet finished, appended one line per cell to
+    ``cells{shard}.jsonl``; returns every finished cell."""
+    path = plan.paths.cells(shard)
     path.parent.mkdir(parents=True, exist_ok=True)
-    done = read_all_cells(out)
-    todo = [
-        c for c in (only if only is not None else eval_plan(cfg, t_s)) if cell_key(*c) not in done
-    ]
+    done = read_all_cells(plan.paths.out)
+    todo = [c for c in (plan.cells if cells is None else cells) if c.key not in done]
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), desc="eval", unit="cell")
-    for drafter, domain, t, b in todo:
+    for c in todo:
         res = _eval(
             base.target,
-            drafter_dirs[drafter],
-            prompts[domain],
-            cfg,
-            temperature=t,
-            budget=b,
-            scoring_temperature=t_s,
+            drafter_dirs[c.drafter],
+            prompts[c.domain],
+            plan.cfg,
+            temperature=c.temperature,
+            budget=c.budget,
+            scoring_temperature=plan.t_s,
         )
-        res.update({"drafter": drafter, "domain": domain, "temperature": t, "budget": b})
-        key = cell_key(drafter, domain, t, b)
-        done[key] = res
+        res.update(
+            {
+                "drafter": c.drafter,
+                "domain": c.domain,
+                "temperature": c.temperature,
+                "budget": c.budget,
+            }
+        )
+        done[c.key] = res
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"key": key, "result": res}) + "\n")
+            fh.write(json.dumps({"key": c.key, "result": res}) + "\n")
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
-    return read_all_cells(out)
+    return read_all_cells(plan.paths.out)
 
 
-def drafter_dirs(out: Path, cfg: PaperRegimeConfig, base: Base) -> dict[str, Path]:
-    dirs = {"base": base.drafter_dir}
-    for a, s in run_names(cfg):
-        dirs[f"{a}-s{s}"] = out / "arms" / f"{a}-s{s}" / "final"
-    return dirs
+def drafter_dirs(plan: Plan, base: Base) -> dict[str, Path]:
+    """Every drafter to evaluate: the base drafter of stage 1 and each planned run's final drafter."""
+    return {"base": base.drafter_dir, **{r.name: r.dir / "final" for r in plan.runs}}
 
 
-def prepare(out: Path, cfg: PaperRegimeConfig) -> None:
-    """Create ``out`` or check it holds a run of this configuration (never overwritten)."""
-    marker = out / "paper_regime_config.json"
+def prepare(paths: Paths, cfg: PaperRegimeConfig) -> None:
+    """Create ``paths.out`` or check it holds a run of this configuration (never overwritten)."""
+    marker = paths.config
     if marker.is_file():
         old = json.loads(marker.read_text(encoding="utf-8"))
         if old != cfg.to_json():
             diff = sorted(k for k in old if old[k] != cfg.to_json().get(k))
             raise FileExistsError(
-                f"{out} holds a paper-regime run of another configuration (differs in {diff}); "
+                f"{paths.out} holds a paper-regime run of another configuration (differs in {diff}); "
                 "choose another --out"
             )
         return
-    out.mkdir(parents=True, exist_ok=True)
+    paths.out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(marker, cfg.to_json(), indent=1)
 
 
@@ -462,77 +434,56 @@ def run_paper_regime(
     workers: int = 1,
 ) -> dict:
     """Run (or resume) every stage; returns the report written to ``out/results.json``."""
-    from exitlaw.paper_repro.mini.paper_regime_report import write_report
-
-    out = Path(out)
-    prepare(out, cfg)
-    times = StageTimes(out)
+    paths = Paths(Path(out))
+    prepare(paths, cfg)
+    times = StageTimes(paths.out)
     t0 = time.perf_counter()
-    base = stage_base(out, cfg, progress)
+    base = stage_base(paths, cfg, progress)
     _stage_done("base", t0)
     prompts = prompt_sets(cfg, base.corpus)
-    if not (out / "prompt_sets.json").is_file():
-        atomic_write_json(out / "prompt_sets.json", prompts)
+    if not paths.prompt_sets.is_file():
+        atomic_write_json(paths.prompt_sets, prompts)
     with times("scoring_temperature"):
-        t_s = stage_scoring_temperature(out, cfg, base, prompts)
+        t_s = stage_scoring_temperature(paths, cfg, base, prompts)
     with times("fresh_data"):
-        data = stage_fresh_data(out, cfg, base, t_s)
+        data = stage_fresh_data(paths, cfg, base, t_s)
     with times("calibration"):
-        lr = stage_calibration(out, cfg, base, data, prompts, t_s, progress)
-    _stage_done("calibration", t0)
-    plan = eval_plan(cfg, t_s)
-    dirs = drafter_dirs(out, cfg, base)
-    with times("evaluation_base"):
-        stage_evaluation(
-            out, cfg, base, prompts, t_s, dirs, progress, only=[c for c in plan if c[0] == "base"]
+        lr = stage_calibration(
+            paths, cfg, base, data, prompts, calibration_runs(cfg, paths, t_s), t_s, progress
         )
+    _stage_done("calibration", t0)
+    plan = make_plan(cfg, paths.out, t_s, lr)
+    dirs = drafter_dirs(plan, base)
+    with times("evaluation_base"):
+        stage_evaluation(plan, base, prompts, dirs, progress, cells=plan.cells_of["base"])
     with times("seeds"):
         if workers > 1:
-            run_parallel(out, cfg, workers, [[s] for s in cfg.seeds])
+            run_parallel(plan, workers, [[s] for s in cfg.seeds])
         else:
             for seed in cfg.seeds:
-                seed_job(out, cfg, base, data, prompts, lr, t_s, seed, progress)
+                seed_job(plan, base, data, prompts, seed, progress)
     _stage_done("arms and evaluation", t0)
-    cells = stage_evaluation(out, cfg, base, prompts, t_s, dirs, progress)
-    return write_report(out, cfg, cells, t_s, lr, times.times, prompts["_files"])
+    cells = stage_evaluation(plan, base, prompts, dirs, progress)
+    return write_report(plan, cells, times.times, prompts["_files"])
 
 
-def seed_job(
-    out: Path,
-    cfg: PaperRegimeConfig,
-    base: Base,
-    data,
-    prompts: dict,
-    lr: float,
-    t_s: float,
-    seed: int,
-    progress: bool,
-) -> None:
+def seed_job(plan: Plan, base: Base, data, prompts: dict, seed: int, progress: bool) -> None:
     """One training seed, arm by arm: each arm trained, then every cell of its drafter evaluated
     (``cells-s<seed>.jsonl``) before the next arm trains, so an interrupted seed keeps every finished arm
     on disk as cells (shippable without weights); an arm whose cells are all done is not retrained.
     Every run and cell is seeded by itself, so the order changes no result."""
-    plan = eval_plan(cfg, t_s)
-    for arm in cfg.arms:
-        name = f"{arm}-s{seed}"
-        cells = [c for c in plan if c[0] == name]
-        if all(cell_key(*c) in read_all_cells(out) for c in cells):
+    for run in (r for r in plan.runs if r.seed == seed):
+        cells = plan.cells_of[run.name]
+        done = read_all_cells(plan.paths.out)
+        if all(c.key in done for c in cells):
             continue  # evaluated (perhaps in an earlier session)
-        stage_arms(out, cfg, base, data, lr, t_s, progress, only=[(arm, seed)])
+        stage_arms(base, data, (run,), progress)
         stage_evaluation(
-            out,
-            cfg,
-            base,
-            prompts,
-            t_s,
-            drafter_dirs(out, cfg, base),
-            progress,
-            only=cells,
-            shard=f"-s{seed}",
+            plan, base, prompts, drafter_dirs(plan, base), progress, cells=cells, shard=f"-s{seed}"
         )
 
 
-def run_parallel(out: Path, cfg: PaperRegimeConfig, workers: int, jobs: list) -> None:
+def run_parallel(plan: Plan, workers: int, jobs: list) -> None:
     """Spread seed jobs (:func:`seed_job`) over ``workers`` processes of one torch thread each.
 
     Each worker resumes the cached stages (nothing is recomputed), then takes its share round-robin.
@@ -541,9 +492,7 @@ def run_parallel(out: Path, cfg: PaperRegimeConfig, workers: int, jobs: list) ->
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    procs = [
-        ctx.Process(target=_worker, args=(str(out), cfg, jobs[k::workers])) for k in range(workers)
-    ]
+    procs = [ctx.Process(target=_worker, args=(plan, jobs[k::workers])) for k in range(workers)]
     for p in procs:
         p.start()
     for p in procs:
@@ -555,18 +504,15 @@ def run_parallel(out: Path, cfg: PaperRegimeConfig, workers: int, jobs: list) ->
         )
 
 
-def _worker(out: str, cfg: PaperRegimeConfig, jobs: list) -> None:
+def _worker(plan: Plan, jobs: list) -> None:
     import torch
 
     torch.set_num_threads(1)
-    out_p = Path(out)
-    base = stage_base(out_p, cfg, progress=False)
-    prompts = prompt_sets(cfg, base.corpus)
-    t_s = stage_scoring_temperature(out_p, cfg, base, prompts)
-    data = stage_fresh_data(out_p, cfg, base, t_s)
-    lr = stage_calibration(out_p, cfg, base, data, prompts, t_s, progress=False)
+    base = stage_base(plan.paths, plan.cfg, progress=False)
+    prompts = prompt_sets(plan.cfg, base.corpus)
+    data = stage_fresh_data(plan.paths, plan.cfg, base, plan.t_s)
     for (seed,) in jobs:
-        seed_job(out_p, cfg, base, data, prompts, lr, t_s, seed, progress=False)
+        seed_job(plan, base, data, prompts, seed, progress=False)
 
 
 def _stage_done(name: str, t0: float) -> None:

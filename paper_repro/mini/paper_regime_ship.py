@@ -2,7 +2,8 @@
 
 :func:`ship` copies what the report needs (configuration, prompt sets, ``T_s`` check, calibration,
 every evaluation cell, per-run training summaries) and, with ``with_base``, the base a later
-session resumes from; :func:`rebuild` recomputes ``results.json`` / ``results.md`` from a shipped folder.
+session resumes from; :func:`rebuild` recomputes ``results.json`` / ``results.md`` from a shipped folder
+(the report of :mod:`.paper_regime_report`, over the plan of :mod:`.paper_regime`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
-from exitlaw.paper_repro.mini.paper_regime import cell_key, config_from_json, eval_plan
+from exitlaw.paper_repro.mini.paper_regime import (
+    PaperRegimeConfig,
+    Paths,
+    config_from_json,
+    eval_plan,
+    make_plan,
+)
+from exitlaw.paper_repro.mini.paper_regime_report import (
+    training_runs,
+    training_summary,
+    write_report,
+)
 from exitlaw.paper_repro.mini.paper_regime_run import read_all_cells
 
 SHIPPED = (
@@ -43,12 +55,8 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
     Nothing is deleted; existing files in ``dest`` are replaced by the run's newer ones."""
     import shutil
 
-    from exitlaw.paper_repro.mini.paper_regime_report import training_runs, training_summary
-
     out, dest = Path(out), Path(dest)
-    cfg = config_from_json(
-        json.loads((out / "paper_regime_config.json").read_text(encoding="utf-8"))
-    )
+    cfg = _config(Paths(out))
     written = []
     for rel, lines in finished_cells(out, cfg).items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +77,7 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, target)
                 written.append(target)
-    runs = training_runs(out, cfg)
+    runs = training_runs(Paths(out), cfg)
     atomic_write_json(
         dest / "training.json", {"runs": runs, "summary": training_summary(runs, cfg)}, indent=1
     )
@@ -81,9 +89,7 @@ def finished_cells(out: Path, cfg) -> dict[str, list[str]]:
     """The finished drafters' cell lines of ``out/eval``, per cell file relative to ``out``: a line is kept
     when every cell of its drafter (the base, or one arm of one seed) is in that file, so a shipped folder
     never holds half a drafter; an arm still being evaluated is left out and evaluated again on resumption."""
-    t_s = float(json.loads((out / "scoring_temperature.json").read_text(encoding="utf-8"))["T_s"])
-    plan = eval_plan(cfg, t_s)
-    drafter_of = {cell_key(*c): c[0] for c in plan}
+    drafter_of = {c.key: c.drafter for c in eval_plan(cfg, _t_s(Paths(out)))}
     keep = {}
     for path in sorted((out / "eval").glob("cells*.jsonl")):
         shard = path.stem[len("cells") :]
@@ -111,20 +117,21 @@ def finished_cells(out: Path, cfg) -> dict[str, list[str]]:
 
 def rebuild(shipped: str | Path) -> dict:
     """Recompute ``results.json`` / ``results.md`` in a shipped folder from its cells and summaries only."""
-    from exitlaw.paper_repro.mini.paper_regime_report import write_report
+    paths = Paths(Path(shipped))
+    lr = float(_read(paths.calibration)["chosen_lr"])
+    plan = make_plan(_config(paths), paths.out, _t_s(paths), lr)
+    timings = _read(paths.out / "timings.json") if (paths.out / "timings.json").is_file() else {}
+    files = _read(paths.prompt_sets)["_files"]
+    return write_report(plan, read_all_cells(paths.out), timings, files)
 
-    shipped = Path(shipped)
-    cfg = config_from_json(
-        json.loads((shipped / "paper_regime_config.json").read_text(encoding="utf-8"))
-    )
-    t_s = float(
-        json.loads((shipped / "scoring_temperature.json").read_text(encoding="utf-8"))["T_s"]
-    )
-    lr = float(json.loads((shipped / "calibration.json").read_text(encoding="utf-8"))["chosen_lr"])
-    timings = (
-        json.loads((shipped / "timings.json").read_text(encoding="utf-8"))
-        if (shipped / "timings.json").is_file()
-        else {}
-    )
-    files = json.loads((shipped / "prompt_sets.json").read_text(encoding="utf-8"))["_files"]
-    return write_report(shipped, cfg, read_all_cells(shipped), t_s, lr, timings, files)
+
+def _read(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _config(paths: Paths) -> PaperRegimeConfig:
+    return config_from_json(_read(paths.config))
+
+
+def _t_s(paths: Paths) -> float:
+    return float(_read(paths.scoring_temperature)["T_s"])

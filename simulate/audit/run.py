@@ -139,6 +139,22 @@ def _outcomes(samples) -> Counter:
     return Counter(tuple(s.tokens) for s in samples)
 
 
+def _test_result(kind: str, level: int, prompt, res, alpha: float, power: float, detail: dict):
+    """The :class:`TestResult` of a chi-square test ``res`` judged at ``alpha``."""
+    return TestResult(
+        kind,
+        level,
+        prompt,
+        res.statistic,
+        res.dof,
+        res.pvalue,
+        alpha,
+        power,
+        res.rejects(alpha),
+        detail,
+    )
+
+
 def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -> TestResult | None:
     if not ref_top:
         return None
@@ -155,16 +171,13 @@ def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -
     n = int(counts.sum())
     # one cell (every candidate token outside the reference's listed ones): no test, no power
     power = chisquare_power(n, res.cells, budget.alpha_each, cfg.tv) if res.cells >= 2 else 0.0
-    return TestResult(
+    return _test_result(
         "first-token",
         level,
         prompt,
-        res.statistic,
-        res.dof,
-        res.pvalue,
+        res,
         budget.alpha_each,
         power,
-        res.rejects(budget.alpha_each),
         {
             "reference_tokens": len(toks),
             "tail_mass": float(tail),
@@ -246,16 +259,13 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
                     "cell (no outcome common enough to stand alone): this test has no power"
                 )
             report.tests.append(
-                TestResult(
+                _test_result(
                     "two-sample",
                     level,
                     i,
-                    res.statistic,
-                    res.dof,
-                    res.pvalue,
+                    res,
                     budget.alpha_each,
                     power,
-                    res.rejects(budget.alpha_each),
                     {
                         "cells": [list(c) if isinstance(c, tuple) else c for c in res.cells],
                         "candidate": res.counts_a,

@@ -338,22 +338,31 @@ def run_boundary(
         raise ValueError(f"positions must be >= 1, got {positions}")
     check_signature(fn, mode)
     rep = BoundaryReport(name, BOUNDARY_OK, 0, seed, mode, positions=positions)
+
+    def probe(call: Callable, case, tree: DraftTree, values) -> bool:
+        """Probe one call at every boundary schedule of ``values``; True once enough are flagged."""
+        rep.values += len(values)
+        _probe(
+            rep,
+            call,
+            {"case": case.name, "tree": _tree_json(tree)},
+            values,
+            case.target,
+            positions,
+            max_flags,
+        )
+        return len(rep.flagged) >= max_flags
+
     if mode == "conditional":
         for case in conditional_cases(seed, budget=budget, vocab=vocab):
             probs = case.probs
             probs.setflags(write=False)
-            values = boundary_values(probs)
-            rep.values += len(values)
-            _probe(
-                rep,
+            if probe(
                 lambda g, case=case, probs=probs: (case.tree, fn(case.tree, probs, g), case.vocab),
-                {"case": case.name, "tree": _tree_json(case.tree)},
-                values,
-                case.target,
-                positions,
-                max_flags,
-            )
-            if len(rep.flagged) >= max_flags:
+                case,
+                case.tree,
+                boundary_values(probs),
+            ):
                 break
     else:
         for case in boundary_marginal_cases(seed, vocab=vocab, chains_only=chains_only):
@@ -363,19 +372,13 @@ def run_boundary(
                 q = np.stack([case.draft(tree.path(v)) for v in range(tree.num_nodes)])
                 p.setflags(write=False)
                 q.setflags(write=False)
-                values = _marginal_values(tree, p, q)
-                rep.values += len(values)
                 rep.drafts += 1
-                _probe(
-                    rep,
+                if probe(
                     lambda g, tree=tree, p=p, q=q: (tree, fn(tree, p, q, g), p.shape[1]),
-                    {"case": case.name, "tree": _tree_json(tree)},
-                    values,
-                    case.target,
-                    positions,
-                    max_flags,
-                )
-                if len(rep.flagged) >= max_flags:
+                    case,
+                    tree,
+                    _marginal_values(tree, p, q),
+                ):
                     break
             if len(rep.flagged) >= max_flags:
                 break

@@ -117,19 +117,23 @@ def check_chain_format(verifier_format: str, mode: str, chains_only: bool) -> No
         )
 
 
+def check_callable_as(fn: Callable, names, what: str, error: type[Exception]) -> None:
+    """Refuse (``error``) a ``fn`` that cannot take keyword arguments ``names``, before any call."""
+    try:
+        inspect.signature(fn).bind(**dict.fromkeys(names))
+    except (TypeError, ValueError) as err:
+        raise error(
+            f"{getattr(fn, '__name__', fn)} cannot be called as {what} f({', '.join(names)}): {err}"
+        ) from err
+
+
 def adapt_chain_verifier(fn: Callable, verifier_format: str) -> Callable:
     """``fn`` in ``verifier_format`` as the kit's ``f(tree, probs, draft_probs, rng) -> (exit_node, bonus_token)``."""
     if verifier_format not in CHAIN_FORMATS:
         raise ValueError(
             f"unknown chain format {verifier_format!r}; formats: {', '.join(CHAIN_FORMATS)}"
         )
-    try:
-        inspect.signature(fn).bind(**dict.fromkeys(VLLM_ARGUMENTS))
-    except (TypeError, ValueError) as err:
-        raise ChainFormatError(
-            f"{getattr(fn, '__name__', fn)} cannot be called as a vllm-format sampler "
-            f"f({', '.join(VLLM_ARGUMENTS)}): {err}"
-        ) from err
+    check_callable_as(fn, VLLM_ARGUMENTS, "a vllm-format sampler", ChainFormatError)
 
     def adapted(
         tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator

@@ -50,7 +50,6 @@ accepted path; ``next_token`` the bonus).
 
 from __future__ import annotations
 
-import inspect
 from typing import Callable
 
 import numpy as np
@@ -58,7 +57,12 @@ import numpy as np
 from exitlaw.theory import DraftTree
 
 from exitlaw.simulate.kit.calls import VerifierCallError
-from exitlaw.simulate.kit.chain_formats import CHAIN_FORMATS, adapt_chain_verifier
+from exitlaw.simulate.kit.chain_formats import (
+    CHAIN_FORMATS,
+    adapt_chain_verifier,
+    check_callable_as,
+    check_chain_format,
+)
 
 FORMATS = ("exitlaw", "eagle", "sglang", "ddtree")
 PAD = -1  # padding of EAGLE's paths and SGLang's links and outputs, DDTree's root parent
@@ -328,24 +332,14 @@ def adapt_verifier(fn: Callable, verifier_format: str, mode: str = "conditional"
                 f"--format {verifier_format} applies to --mode conditional (fixed-tree verifiers); "
                 f"marginal-mode formats: exitlaw, {', '.join(CHAIN_FORMATS)}"
             )
-        if mode != "marginal":
-            raise ValueError(
-                f"--format {verifier_format} is a chain rejection sampler's layout: run it with "
-                "--mode marginal --chains-only"
-            )
+        check_chain_format(verifier_format, mode, chains_only=True)
         return adapt_chain_verifier(fn, verifier_format)
     if verifier_format not in FORMATS:
         raise ValueError(
             f"unknown verifier format {verifier_format!r}; formats: {', '.join(FORMATS + CHAIN_FORMATS)}"
         )
     names = ARGUMENTS[verifier_format]
-    try:
-        inspect.signature(fn).bind(**dict.fromkeys(names))
-    except (TypeError, ValueError) as err:
-        raise VerifierFormatError(
-            f"{getattr(fn, '__name__', fn)} cannot be called as a {verifier_format}-format "
-            f"verifier f({', '.join(names)}): {err}"
-        ) from err
+    check_callable_as(fn, names, f"a {verifier_format}-format verifier", VerifierFormatError)
     cache: dict = {}
 
     def converted(tree: DraftTree, probs: np.ndarray):

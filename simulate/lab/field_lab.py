@@ -135,6 +135,18 @@ def expected_length(procedure, parents, tokens, p_rows, q_rows, **kwargs) -> flo
     return float(sum(pr * (depth[v] + 1) for v, pr in law.items()))
 
 
+def _record(out: dict, rules, target, ctx, tree: DraftTree, q) -> list[int]:
+    """Each rule's exact ``E[L]`` on one realised tree (draft rows ``q``), beside the tree's ceiling
+    ``1 + C_p`` under the target after ``ctx``; returns the tree's parents."""
+    p = _rows(target, ctx, tree)
+    ceiling = 1.0 + _coverage(tree, p)
+    parents, tokens = [int(x) for x in tree.parent], [int(x) for x in tree.token]
+    for rule, proc, kw in rules:
+        out[rule]["L"].append(expected_length(proc, parents, tokens, p, q, **kw))
+        out[rule]["ceiling"].append(ceiling)
+    return parents
+
+
 def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]]:
     """Block lengths and ceilings ``{rule: {"L": [...], "ceiling": [...]}}`` for one seed."""
     target = NGramTarget(
@@ -158,15 +170,11 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
         marg = drafter.marginals(ctx, cfg.horizon)
         built = tsubame(marg, cfg.budget, draft_rng)
         tree, q = built.tree, built.draft_rows
-        p = _rows(target, ctx, tree)
-        cp = 1.0 + _coverage(tree, p)
-        parents, toks = [int(x) for x in tree.parent], [int(x) for x in tree.token]
-        for rule, proc, kw in (
+        rules = (
             ("univer", univer_procedure, {}),
             ("rrs_wo", verify_sampled, {"without_replacement": True}),
-        ):
-            out[rule]["L"].append(expected_length(proc, parents, toks, p, q, **kw))
-            out[rule]["ceiling"].append(cp)
+        )
+        parents = _record(out, rules, target, ctx, tree, q)
         iid = _iid_tokens(tree, q, iid_rng)
         paths = [()]
         for u in range(1, len(parents)):
@@ -178,16 +186,12 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
         out["rrs_iid"]["ceiling"].append(1.0 + _iid_coverage(target, ctx, parents, iid))
         chain_toks = [int(draft_rng.choice(cfg.vocab, p=marg[d])) for d in range(cfg.horizon)]
         chain = DraftTree.chain(chain_toks)
-        pc = _rows(target, ctx, chain)
         qc = np.asarray(marg, dtype=np.float64)[np.minimum(chain.depth, cfg.horizon - 1)]
-        ccp = 1.0 + _coverage(chain, pc)
-        cpar, ctok = [int(x) for x in chain.parent], [int(x) for x in chain.token]
-        for rule, proc, kw in (
+        rules = (
             ("hsd", hsd_procedure, {}),
             ("chain_sd", verify_sampled, {"without_replacement": False}),
-        ):
-            out[rule]["L"].append(expected_length(proc, cpar, ctok, pc, qc, **kw))
-            out[rule]["ceiling"].append(ccp)
+        )
+        _record(out, rules, target, ctx, chain, qc)
     return out
 
 

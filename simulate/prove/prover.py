@@ -214,20 +214,24 @@ def _counterexample(proc, tree, rows, law, ids, kwargs, order, how) -> dict:
         "failed": failed,
         "verdict": "not exact" if not ids["completed_block"] else "exact but not saturating",
         "rows": [[_fmt(x) for x in r] for r in rows],
-        "implementation_law": {
-            f"{v},{y}": _fmt(ids["impl"][v][y])
-            for v in range(n)
-            for y in range(vocab)
-            if ids["impl"][v][y] or ids["canonical"][v][y]
-        },
-        "block_law": {
-            f"{v},{y}": _fmt(ids["canonical"][v][y])
-            for v in range(n)
-            for y in range(vocab)
-            if ids["impl"][v][y] or ids["canonical"][v][y]
-        },
-        "mean_length": _fmt(ids["mean"]),
-        "ceiling": _fmt(ids["ceiling"]),
+        **laws_compared(ids, n, vocab, _fmt),
+    }
+
+
+def laws_compared(ids: dict, n: int, vocab: int, fmt: Callable) -> dict:
+    """A counterexample's laws from :func:`identities`: the implementation's and the block law on every
+    ``(v, y)`` where either is non-zero, then ``E[L]`` and the ceiling ``1 + C_p``, each written by ``fmt``."""
+    cells = [
+        (v, y)
+        for v in range(n)
+        for y in range(vocab)
+        if ids["impl"][v][y] or ids["canonical"][v][y]
+    ]
+    return {
+        "implementation_law": {f"{v},{y}": fmt(ids["impl"][v][y]) for v, y in cells},
+        "block_law": {f"{v},{y}": fmt(ids["canonical"][v][y]) for v, y in cells},
+        "mean_length": fmt(ids["mean"]),
+        "ceiling": fmt(ids["ceiling"]),
     }
 
 

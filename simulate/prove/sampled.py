@@ -49,6 +49,7 @@ from exitlaw.simulate.prove.prover import (
     UNPROVED,
     ProofError,
     identities,
+    laws_compared,
     report_head,
     source_sha256,
 )
@@ -540,20 +541,7 @@ def conditional_witness(
                             "target_rows": [[str(x) for x in r] for r in pq],
                             "draft_rows": [[str(x) for x in r] for r in qq],
                             "region": [f"{d} {'>' if s > 0 else '<'} 0" for d, s in assumptions],
-                            "implementation_law": {
-                                f"{v},{y}": str(idq["impl"][v][y])
-                                for v in range(n)
-                                for y in range(V)
-                                if idq["impl"][v][y] or idq["canonical"][v][y]
-                            },
-                            "block_law": {
-                                f"{v},{y}": str(idq["canonical"][v][y])
-                                for v in range(n)
-                                for y in range(V)
-                                if idq["impl"][v][y] or idq["canonical"][v][y]
-                            },
-                            "mean_length": str(idq["mean"]),
-                            "ceiling": str(idq["ceiling"]),
+                            **laws_compared(idq, n, V, str),
                         }
     return None
 

@@ -159,10 +159,22 @@ def tsubame_round(
 
 
 # ----- conditional sampling forms on a realised DraftTree ------------------------------
-def _check(tree, probs, draft_probs):
-    p = check_tree_rows(tree, probs)
-    q = check_tree_rows(tree, draft_probs)
-    return p, q
+def _verify_tree(
+    tree: DraftTree,
+    probs: np.ndarray,
+    draft_probs: np.ndarray,
+    rng: np.random.Generator,
+    without_replacement: bool,
+) -> tuple[int, int]:
+    """Recursive rejection on a realised tree (:func:`verify_sampled`), rows checked against it."""
+    return verify_sampled(
+        list(tree.parent),
+        list(tree.token),
+        check_tree_rows(tree, probs),
+        check_tree_rows(tree, draft_probs),
+        GeneratorRandomness(rng),
+        without_replacement=without_replacement,
+    )
 
 
 def chain_speculative(
@@ -171,42 +183,18 @@ def chain_speculative(
     """Chain speculative sampling on a realised chain: accept ``min(1, p/q)``, bonus ``norm((p-q)+)``."""
     if tree.num_nodes > 1 and tree.max_depth != tree.budget:
         raise ValueError("chain_speculative needs a chain (one child per node)")
-    p, q = _check(tree, probs, draft_probs)
-    return verify_sampled(
-        list(tree.parent),
-        list(tree.token),
-        p,
-        q,
-        GeneratorRandomness(rng),
-        without_replacement=False,
-    )
+    return _verify_tree(tree, probs, draft_probs, rng, without_replacement=False)
 
 
 def specinfer(
     tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
 ) -> tuple[int, int]:
     """SpecInfer recursive rejection (children assumed i.i.d. from ``q``)."""
-    p, q = _check(tree, probs, draft_probs)
-    return verify_sampled(
-        list(tree.parent),
-        list(tree.token),
-        p,
-        q,
-        GeneratorRandomness(rng),
-        without_replacement=False,
-    )
+    return _verify_tree(tree, probs, draft_probs, rng, without_replacement=False)
 
 
 def specinfer_without_replacement(
     tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
 ) -> tuple[int, int]:
     """Recursive rejection for siblings drawn without replacement (EAGLE-2 / Sequoia)."""
-    p, q = _check(tree, probs, draft_probs)
-    return verify_sampled(
-        list(tree.parent),
-        list(tree.token),
-        p,
-        q,
-        GeneratorRandomness(rng),
-        without_replacement=True,
-    )
+    return _verify_tree(tree, probs, draft_probs, rng, without_replacement=True)

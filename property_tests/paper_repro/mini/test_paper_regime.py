@@ -17,8 +17,10 @@ from exitlaw.paper_repro.mini.paper_regime import (
     PaperRegimeConfig,
     arm_config,
     arm_by_name,
+    calibration_runs,
     cell_key,
     eval_plan,
+    make_plan,
     run_names,
 )
 from exitlaw.paper_repro.mini.paper_regime_run import fresh_prompts
@@ -265,22 +267,85 @@ def test_a_seed_trains_and_evaluates_arm_by_arm_and_skips_finished_arms(tmp_path
     from exitlaw.paper_repro.mini import paper_regime_run as run
 
     cfg = PAPER_REGIME
-    plan = eval_plan(cfg, 0.5)
+    plan = make_plan(cfg, tmp_path, 0.5, 3e-4)
     first = f"{cfg.arms[0]}-s3"
-    _write_cells(tmp_path, "cells-s3.jsonl", [c for c in plan if c[0] == first])
+    _write_cells(tmp_path, "cells-s3.jsonl", plan.cells_of[first])
     calls = []
 
-    def fake_arms(out, cfg_, base, data, lr, t_s, progress, only):
-        calls.append(("train", only))
+    def fake_arms(base, data, runs, progress):
+        calls.append(("train", [(r.arm, r.seed) for r in runs]))
 
-    def fake_eval(out, cfg_, base, prompts, t_s, dirs, progress, only, shard):
-        calls.append(("eval", sorted({c[0] for c in only}), shard))
+    def fake_eval(plan_, base, prompts, dirs, progress, cells, shard):
+        calls.append(("eval", sorted({c.drafter for c in cells}), shard))
 
     monkeypatch.setattr(run, "stage_arms", fake_arms)
     monkeypatch.setattr(run, "stage_evaluation", fake_eval)
-    monkeypatch.setattr(run, "drafter_dirs", lambda out, cfg_, base: {})
-    run.seed_job(tmp_path, cfg, None, None, {}, 3e-4, 0.5, 3, progress=False)
+    monkeypatch.setattr(run, "drafter_dirs", lambda plan_, base: {})
+    run.seed_job(plan, None, None, {}, 3, progress=False)
     expected = []
     for arm in cfg.arms[1:]:
         expected += [("train", [(arm, 3)]), ("eval", [f"{arm}-s3"], "-s3")]
     assert calls == expected
+
+
+def test_the_plan_is_the_design_read_once():
+    """The plan holds every run with its trainer settings, every cell once, each drafter's cells, and the
+    folders a run writes; it crosses a process boundary (the seed workers receive it)."""
+    import pickle
+
+    cfg = PAPER_REGIME
+    plan = make_plan(cfg, tmp := Path("/nonexistent/run"), 0.5, 2e-4)
+    assert [(r.arm, r.seed) for r in plan.runs] == run_names(cfg)
+    assert all(
+        r.config == arm_config(cfg, arm_by_name(r.arm), r.seed, 2e-4, 0.5) for r in plan.runs
+    )
+    assert list(plan.cells) == eval_plan(cfg, 0.5)
+    assert sum(map(len, plan.cells_of.values())) == len(plan.cells)
+    assert plan.runs[0].dir == tmp / "arms" / "token-s0"
+    assert plan.paths.cells("-s3") == tmp / "eval" / "cells-s3.jsonl"
+    assert pickle.loads(pickle.dumps(plan)) == plan
+    calib = calibration_runs(cfg, plan.paths, 0.5)
+    assert [r.config.lr for r in calib] == list(cfg.lr_grid)
+    assert {r.config.seed for r in calib} == {cfg.calibration_seed}
+
+
+def test_the_shipped_paper_regime_run_is_rebuilt_the_same_from_its_cells(tmp_path):
+    """The report recomputed from the shipped cells and summaries alone equals the shipped one (but for
+    the provenance of the run that wrote it), ``results.md`` byte for byte."""
+    import shutil
+
+    from exitlaw.paper_repro.mini.paper_regime_ship import rebuild
+
+    shipped = Path(__file__).resolve().parents[3] / "paper_repro" / "results" / "paper_regime"
+    dest = tmp_path / "paper_regime"
+    shutil.copytree(shipped, dest, ignore=shutil.ignore_patterns("base"))
+    rebuild(dest)
+    got, want = (
+        json.loads((d / "results.json").read_text(encoding="utf-8")) for d in (dest, shipped)
+    )
+    assert got.pop("provenance") and want.pop("provenance") and got == want
+    assert (dest / "results.md").read_bytes() == (shipped / "results.md").read_bytes()
+
+
+def test_plan_run_report_and_ship_import_one_way():
+    """The plan imports none of the others, the report neither the run nor shipping, the run not
+    shipping: plan <- report <- run <- ship, no module calls back into one that uses it."""
+    import ast
+
+    folder = Path(__file__).resolve().parents[3] / "paper_repro" / "mini"
+    names = ("paper_regime", "paper_regime_report", "paper_regime_run", "paper_regime_ship")
+    uses = {}
+    for name in names:
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module.rsplit(".", 1)[-1])  # from .paper_regime import x
+                found.update(a.name for a in node.names)  # from exitlaw.paper_repro.mini import m
+        uses[name] = found & set(names)
+    assert uses == {
+        "paper_regime": set(),
+        "paper_regime_report": {"paper_regime"},
+        "paper_regime_run": {"paper_regime", "paper_regime_report"},
+        "paper_regime_ship": {"paper_regime", "paper_regime_report", "paper_regime_run"},
+    }
