@@ -244,14 +244,15 @@ DEEP = MiniConfig(
 DEEP_BUDGETS = replace(DEEP, preset="deep-budgets", budgets=(32, 64, 128))
 
 # README's main job: the ``deep`` sizes, starting from the base pair the paper-regime run shipped (target and
-# drafter distilled for 3000 steps: ~55 CPU-minutes it does not redo), then each objective once from it on
-# 128 fresh greedy continuations, evaluated at B = 32/64/128, T = 0/1 with predraw and TEV on 4 held-out
+# drafter distilled for 3000 steps: ~55 CPU-minutes it does not redo), then each objective once from it (60
+# steps) on 96 fresh greedy continuations, evaluated at B = 32/64/128, T = 0/1 with predraw and TEV on 4 held-out
 # prompts per domain. A few minutes; it shows that every stage runs, it decides nothing.
 SMOKE = replace(
     DEEP,
     preset="smoke",
     base_pair="paper_regime/base",
-    train_prompts=128,
+    train_prompts=96,
+    ft_steps=60,
     ft_seeds=(0,),
     eval_prompts=4,
     eval_new_tokens=32,
