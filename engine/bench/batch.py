@@ -328,10 +328,11 @@ def _load_inputs(
     from transformers import AutoTokenizer
 
     from exitlaw.engine.bench.decoding import _stop_tokens
-    from exitlaw.engine.models.checkpoint import load_pair
+    from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
     from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
     from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
 
+    check_model_paths(target, draft)  # one line naming the path, before anything is read
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(

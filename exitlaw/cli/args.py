@@ -39,6 +39,16 @@ def float_list(text: str) -> list[float]:
     return out
 
 
+def nonneg_float_list(text: str) -> list[float]:
+    """``"0,1"`` -> ``[0.0, 1.0]``; at least one finite number, each ``>= 0`` (temperatures)."""
+    out = float_list(text)
+    if min(out) < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated finite numbers >= 0, got {text!r}"
+        )
+    return out
+
+
 def name_list(text: str) -> list[str]:
     """``"predraw, tev"`` -> ``["predraw", "tev"]``; at least one name."""
     out = [x.strip() for x in text.split(",") if x.strip()]
@@ -55,6 +65,11 @@ def _int_at_least(text: str, low: int) -> int:
     if value < low:
         raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
     return value
+
+
+def vocab_size(text: str) -> int:
+    """A vocabulary size: an integer ``>= 2``."""
+    return _int_at_least(text, 2)
 
 
 def positive_int(text: str) -> int:

@@ -106,8 +106,10 @@ def _audit(args) -> int:
 
 
 def _bench_serve(args) -> int:
+    from exitlaw.engine.models.checkpoint import check_model_paths
     from exitlaw.simulate.audit.bench import format_bench, run_serve_bench
 
+    check_model_paths(args.target, args.draft)  # before a server is started
     path = result_path(args)
     result = run_serve_bench(
         target=args.target,

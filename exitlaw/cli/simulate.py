@@ -12,6 +12,7 @@ from .args import (
     enable_x64,
     json_arg,
     no_progress_arg,
+    nonneg_float,
     out_args,
     positive_int,
     result_out_args,
@@ -380,7 +381,7 @@ def _check_settings_args(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument(
         "--temperature",
-        type=float,
+        type=nonneg_float,
         default=None,
         help="settings mode with this one setting (default temperature 1 when a filter is given)",
     )

@@ -105,4 +105,3 @@ def format_report(rep) -> str:
             out.append("  where: " + ", ".join(f"{k} {_fmt(v)}" for k, v in where.items()))
         out.append(f"  reproduce: {rep.reproduce}")
     return "\n".join(out)
-
