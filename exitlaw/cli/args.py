@@ -284,6 +284,21 @@ def model_pair_args(
     return add
 
 
+def prompt_set_arg(default: str | None = None, required: bool = False):
+    """``--prompts``: a prompt set, as every command that decodes prompts from a set reads it
+    (:func:`exitlaw.engine.prompts.records.load_prompt_set`: ``bench decoding``, ``bench batch``,
+    ``train``)."""
+    where = f" (default {default})" if default else ""
+    text = (
+        "a prompt set: gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the "
+        "set's rows) | jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]; records: prompt_ids, turns, "
+        f"conversations, messages, prompt/text/question/problem{where}"
+    )
+    return lambda parser: parser.add_argument(
+        "--prompts", default=default, required=required, metavar="SET", help=text
+    )
+
+
 def device_args(
     default: str | None = None,
     dtypes=("auto", "float32", "bfloat16", "float16"),

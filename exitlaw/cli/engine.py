@@ -20,6 +20,7 @@ from .args import (
     nonneg_int,
     out_args,
     positive_int,
+    prompt_set_arg,
     result_out_args,
     sampling_settings_from,
     seed_arg,
@@ -66,7 +67,7 @@ def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
 def _decoding_kwargs(args: argparse.Namespace) -> dict:
     """What ``bench decoding`` (single and batched) and ``bench batch`` hand to their run alike."""
     return dict(
-        dataset=args.dataset,
+        dataset=args.prompts,
         verifiers=args.verifier,
         max_new_tokens=args.max_new_tokens,
         num_prompts=args.num_prompts,
@@ -221,11 +222,6 @@ def _batch_sampling_args(bb: argparse.ArgumentParser) -> None:
     add_sampling_args(bb, "the target (tree decoding and AR)")
 
 
-_DATASET_HELP = (
-    "gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the set's rows) "
-    "| jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]"
-)
-
 BENCH_DECODING = Command(
     "decoding",
     _bench,
@@ -235,7 +231,7 @@ BENCH_DECODING = Command(
     "and per-round stage latencies, and write JSON results.",
     pieces=(
         model_pair_args(required=False),  # not with --compare
-        opt("--dataset", default="gsm8k", help=_DATASET_HELP),
+        prompt_set_arg(default="gsm8k"),
         opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
         opt(
             "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
@@ -422,9 +418,7 @@ BENCH_BATCH = Command(
     "batched verifier call against B single-tree calls on synthetic deep trees.",
     pieces=(
         model_pair_args(),
-        opt(
-            "--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE"
-        ),
+        prompt_set_arg(default="gsm8k"),
         opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
         opt(
             "--batch-size",

@@ -19,6 +19,7 @@ from .args import (
     nonneg_int,
     out_args,
     positive_int,
+    prompt_set_arg,
     seed_arg,
 )
 from .grammar import Command, move_aside, opt, out_dir
@@ -124,12 +125,7 @@ TRAIN = Command(
     "`torchrun --nproc_per_node N` the drafter is sharded with FSDP (gloo on CPU).",
     pieces=(
         model_pair_args(draft_help="DFlash drafter checkpoint to start from (released format)"),
-        opt(
-            "--prompts",
-            required=True,
-            help="jsonl:FILE, FILE.jsonl, hf:NAME[:SPLIT] or a named set (gsm8k, NAME=FILE.jsonl, ...); "
-            "records: prompt_ids, turns, conversations, messages, prompt/text/question/problem",
-        ),
+        prompt_set_arg(required=True),
         out_args(
             "the training run (new or empty unless --resume; --overwrite moves a former run aside)",
             required=True,
