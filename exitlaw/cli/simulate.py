@@ -126,8 +126,6 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.chains_only and args.mode != "marginal":
         raise ValueError("--chains-only applies to --mode marginal")
-    if args.samples is not None and args.samples < 1:
-        raise ValueError(f"--samples must be >= 1, got {args.samples}")
     settings = _check_settings(args)
     if args.boundary:
         if settings is not None:
@@ -200,67 +198,22 @@ def _check_boundary(args: argparse.Namespace) -> int:
 
 
 def _prove(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.prove.prover import format_proof, load_procedure, prove
-    from exitlaw.simulate.prove.raw import prove_raw, takes_generator
+    from exitlaw.simulate.prove.prover import run_prove
 
     path = result_path(args)
-    if args.rounds == 2 and (args.mode == "marginal" or args.raw or args.every_child_order):
-        raise ValueError(
-            "--rounds 2 applies to fixed-tree procedures f(tree, rows, rand): not with --mode marginal, "
-            "--raw or --every-child-order"
-        )
-    if args.mode == "marginal":
-        from exitlaw.simulate.kit.conformance import load_verifier
-        from exitlaw.simulate.prove.sampled import format_marginal, prove_marginal
-
-        rule = load_verifier(args.verifier)
-        mrep = prove_marginal(
-            rule,
-            name=args.verifier,
-            max_nodes=args.max_nodes or 3,
-            vocab=args.vocab or 2,
-            seed=args.seed,
-        )
-        emit(args, mrep.to_json(), format_marginal(mrep), path)
-        return mrep.exit_code
-    proc = load_procedure(args.verifier, child_order=args.every_child_order)
-    if args.rounds == 2:
-        from exitlaw.simulate.prove.rounds import format_rounds, prove_two_rounds
-
-        rrep = prove_two_rounds(
-            proc,
-            name=args.verifier,
-            max_nodes=args.max_nodes or 3,
-            vocab=args.vocab or 2,
-            seed=args.seed,
-        )
-        emit(args, rrep.to_json(), format_rounds(rrep), path)
-        return rrep.exit_code
-    if args.raw or takes_generator(proc):
-        if args.every_child_order:
-            raise ValueError(
-                "--every-child-order applies to procedures over the randomness interface, not to "
-                "raw numpy Generator verifiers"
-            )
-        rep = prove_raw(
-            proc,
-            name=args.verifier,
-            max_nodes=args.max_nodes or 3,
-            vocab=args.vocab or 3,
-            seed=args.seed,
-            search_points=args.points,
-        )
-    else:
-        max_nodes = args.max_nodes or (8 if args.thorough else 6)
-        rep = prove(
-            proc,
-            name=args.verifier,
-            max_nodes=max_nodes,
-            vocab=args.vocab or 3,
-            every_child_order=args.every_child_order,
-            seed=args.seed,
-        )
-    emit(args, rep.to_json(), format_proof(rep), path)
+    rep, text = run_prove(
+        args.verifier,
+        mode=args.mode,
+        rounds=args.rounds,
+        raw=args.raw,
+        every_child_order=args.every_child_order,
+        thorough=args.thorough,
+        max_nodes=args.max_nodes,
+        vocab=args.vocab,
+        points=args.points,
+        seed=args.seed,
+    )
+    emit(args, rep.to_json(), text, path)
     return rep.exit_code
 
 
@@ -434,7 +387,7 @@ CHECK = Command(
         opt("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)"),
         opt(
             "--samples",
-            type=int,
+            type=positive_int,
             default=None,
             help="rounds per case (default: chosen from --alpha, --power and --delta)",
         ),
