@@ -299,6 +299,29 @@ def prompt_set_arg(default: str | None = None, required: bool = False):
     )
 
 
+def num_prompts_arg(default: int | None = None):
+    """``--num-prompts N``: use only the first N prompts."""
+    where = "all" if default is None else str(default)
+    return lambda parser: parser.add_argument(
+        "--num-prompts",
+        type=positive_int,
+        default=default,
+        metavar="N",
+        help=f"use only the first N prompts (default {where})",
+    )
+
+
+def max_new_tokens_arg(default: int, what: str = "tokens decoded per prompt"):
+    """``--max-new-tokens N``: how many tokens are decoded (``what`` says per what)."""
+    return lambda parser: parser.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=default,
+        metavar="N",
+        help=f"{what} (default {default})",
+    )
+
+
 def device_args(
     default: str | None = None,
     dtypes=("auto", "float32", "bfloat16", "float16"),
@@ -311,7 +334,12 @@ def device_args(
         where = "cuda if available" if default is None else default
         text = help or f"cpu | cuda (default: {where})"
         parser.add_argument("--device", default=default, help=text)
-        parser.add_argument("--dtype", default=dtype_default, choices=list(dtypes))
+        parser.add_argument(
+            "--dtype",
+            default=dtype_default,
+            choices=list(dtypes),
+            help=f"tensor dtype (default {dtype_default})",
+        )
 
     return add
 

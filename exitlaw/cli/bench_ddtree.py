@@ -9,7 +9,14 @@ import json
 import sys
 from pathlib import Path
 
-from .args import int_list, nonneg_float_list, positive_int, result_out_args
+from .args import (
+    int_list,
+    max_new_tokens_arg,
+    nonneg_float_list,
+    num_prompts_arg,
+    positive_int,
+    result_out_args,
+)
 from .grammar import Command, emit, opt, result_path
 
 
@@ -138,9 +145,9 @@ BENCH_DDTREE = Command(
             default=None,
             help="--quick: where to write the quick pair (default: a temp folder)",
         ),
-        opt("--num-prompts", type=positive_int, default=12),
+        num_prompts_arg(12),
         opt("--prompt-tokens", type=positive_int, default=64),
-        opt("--max-new-tokens", type=positive_int, default=64),
+        max_new_tokens_arg(64),
         opt("--budget", type=int_list, default=[32, 64], help="DDTree budgets at T = 0"),
         opt(
             "--hot-budget", type=positive_int, default=64, help="the budget of the T = 1 comparison"

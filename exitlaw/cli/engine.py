@@ -19,6 +19,8 @@ from .args import (
     nonneg_float_list,
     nonneg_int,
     out_args,
+    max_new_tokens_arg,
+    num_prompts_arg,
     positive_int,
     prompt_set_arg,
     result_out_args,
@@ -232,7 +234,7 @@ BENCH_DECODING = Command(
     pieces=(
         model_pair_args(required=False),  # not with --compare
         prompt_set_arg(default="gsm8k"),
-        opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
+        num_prompts_arg(),
         opt(
             "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
         ),
@@ -245,7 +247,7 @@ BENCH_DECODING = Command(
             default=["predraw", "tev"],
             help="e.g. predraw,tev (also greedy, residual)",
         ),
-        opt("--max-new-tokens", type=positive_int, default=256, help="per turn"),
+        max_new_tokens_arg(256, "tokens decoded per turn"),
         opt(
             "--max-turns",
             type=positive_int,
@@ -329,12 +331,8 @@ BENCH_VERIFIERS = Command(
             default=151936,
             help="vocabulary size V (default 151936, Qwen3)",
         ),
-        opt("--device", default="cpu", help="torch device: cpu or cuda (default cpu)"),
-        opt(
-            "--dtype",
-            default="float32",
-            choices=["float32", "bfloat16", "float16"],
-            help="logit dtype",
+        device_args(
+            default="cpu", dtypes=("float32", "bfloat16", "float16"), dtype_default="float32"
         ),
         opt("--temperature", type=nonneg_float, default=1.0),
         opt(
@@ -419,7 +417,7 @@ BENCH_BATCH = Command(
     pieces=(
         model_pair_args(),
         prompt_set_arg(default="gsm8k"),
-        opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
+        num_prompts_arg(),
         opt(
             "--batch-size",
             type=int_list,
@@ -441,7 +439,7 @@ BENCH_BATCH = Command(
             help="e.g. tev,predraw (also greedy, residual)",
         ),
         opt("--temperature", type=nonneg_float, default=0.0),
-        opt("--max-new-tokens", type=positive_int, default=64),
+        max_new_tokens_arg(64),
         _batch_sampling_args,
         seed_arg(0),
         device_args(),

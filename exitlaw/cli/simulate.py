@@ -427,7 +427,7 @@ CHECK = Command(
             "only Generator.random/uniform/spawn are driven",
         ),
         _check_settings_args,
-        opt("--json", action="store_true", help="print the full report as JSON"),
+        json_arg,
     ),
 )
 

@@ -18,6 +18,8 @@ from .args import (
     nonneg_float,
     nonneg_int,
     out_args,
+    max_new_tokens_arg,
+    num_prompts_arg,
     positive_int,
     prompt_set_arg,
     seed_arg,
@@ -198,16 +200,11 @@ TRAIN = Command(
             default="auto",
             help="bf16 autocast (auto: on CUDA devices that support it)",
         ),
-        opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
+        num_prompts_arg(),
         opt(
             "--chat", action="store_true", help="wrap string prompts in the target's chat template"
         ),
-        opt(
-            "--max-new-tokens",
-            type=positive_int,
-            default=256,
-            help="length of the target continuations",
-        ),
+        max_new_tokens_arg(256, "length of the target continuations"),
         opt(
             "--gen-temperature",
             type=nonneg_float,
