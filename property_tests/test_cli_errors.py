@@ -182,3 +182,8 @@ def test_every_flag_the_table_points_at_a_config_for_is_a_field_and_not_a_flag()
     run = run._subparsers._group_actions[0].choices["run"]
     own = {s for a in run._actions for s in a.option_strings}
     assert flags and all(f[2:].replace("-", "_") in names and f not in own for f in flags)
+
+
+def test_bench_ddtree_with_an_unusable_clone_is_one_line_naming_it(no_loading, capsys):
+    line = _one_line_error(["bench", "ddtree", "--ddtree", "NOCLONE", "--quick"], capsys)
+    assert "--ddtree NOCLONE:" in line and "not a clone" in line

@@ -32,7 +32,7 @@ from .args import (
 )
 from exitlaw.theory.registry import ENGINE, ENGINE_BATCHED, verifier_names
 
-from .grammar import Command, emit, opt, out_dir, result_path
+from .grammar import Command, emit, opt, out_dir, pick, result_path
 
 
 def _check_device(device: str | None) -> None:
@@ -68,15 +68,9 @@ def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
 
 def _decoding_kwargs(args: argparse.Namespace) -> dict:
     """What ``bench decoding`` (single and batched) and ``bench batch`` hand to their run alike."""
+    names = ("max_new_tokens", "num_prompts", "seed", "device", "dtype", "warmup")
     return dict(
-        dataset=args.prompts,
-        verifiers=args.verifier,
-        max_new_tokens=args.max_new_tokens,
-        num_prompts=args.num_prompts,
-        seed=args.seed,
-        device=args.device,
-        dtype=args.dtype,
-        warmup=args.warmup,
+        **pick(args, *names, dataset="prompts", verifiers="verifier"),
         filters=sampling_settings_from(args),
     )
 
@@ -178,15 +172,8 @@ def _batch_bench(args: argparse.Namespace) -> int:
     from exitlaw.engine.bench.batch import format_batch_bench, run_batch_bench
 
     path = _preflight(args)
-    result = run_batch_bench(
-        args.target,
-        args.draft,
-        batch_sizes=args.batch_size,
-        budget=args.budget,
-        temperature=args.temperature,
-        verifier_repeats=args.verifier_repeats,
-        **_decoding_kwargs(args),
-    )
+    given = pick(args, "budget", "temperature", "verifier_repeats", batch_sizes="batch_size")
+    result = run_batch_bench(args.target, args.draft, **given, **_decoding_kwargs(args))
     emit(args, result, format_batch_bench(result), path)
     return 0
 
@@ -204,14 +191,8 @@ def _gpu_check(args: argparse.Namespace) -> int:
             "note: no GPU; the Qwen3-4B-sized check on a CPU is very slow (use --tiny for a smoke test)",
             file=sys.stderr,
         )
-    res = run_check(
-        tiny=args.tiny,
-        device=device,
-        budgets=tuple(args.budget),
-        context=args.context,
-        reps=args.repeats,
-        temperature=args.temperature,
-    )
+    given = pick(args, "tiny", "context", "temperature", budgets="budget", reps="repeats")
+    res = run_check(device=device, **given)
     emit(args, res, format_check(res), path)
     return 0
 

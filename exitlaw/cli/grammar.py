@@ -134,6 +134,16 @@ def _group_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace
     return show
 
 
+def pick(args: argparse.Namespace, *names: str, **renamed: str) -> dict[str, Any]:
+    """The flags ``names`` as keyword arguments of the same names, and ``renamed`` as
+    ``{keyword: flag}`` (``pick(args, "seed", family_alpha="alpha")``): a handler hands its flags to
+    its one library call by name, once."""
+    return {
+        **{n: getattr(args, n) for n in names},
+        **{k: getattr(args, f) for k, f in renamed.items()},
+    }
+
+
 def refuse_overwrite(paths: Iterable[str | Path], overwrite: bool) -> None:
     """The one guard: refuse to replace any of ``paths`` unless ``overwrite``."""
     for path in paths:

@@ -32,7 +32,7 @@ from .args import (
     seed_arg,
     set_torch_threads,
 )
-from .grammar import Command, emit, opt, result_path
+from .grammar import Command, emit, opt, pick, result_path
 
 API_KEY_ENV = "EXITLAW_API_KEY"
 
@@ -43,21 +43,17 @@ def _serve(args) -> int:
     from exitlaw.engine.serve.limits import ServeLimits
     from exitlaw.engine.serve.server import serve
 
-    key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
-    cfg = ServeConfig(
-        target=args.target,
-        draft=args.draft,
-        method=args.method,
-        verifier=args.verifier,
-        budget=args.budget,
-        device=args.device,
-        dtype=args.dtype,
-        model_name=args.model_name,
-    )
+    names = ("target", "draft", "method", "verifier", "budget", "device", "dtype", "model_name")
+    cfg = ServeConfig(**pick(args, *names))
     limits = ServeLimits(
         **{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in LIMITS}
     )
-    return serve(cfg, host=args.host, port=args.port, api_key=key, limits=limits)
+    return serve(cfg, host=args.host, port=args.port, api_key=_api_key(args), limits=limits)
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """``--api-key``, else ``$EXITLAW_API_KEY``, else none."""
+    return args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
 
 
 # the server's limits: flag, ServeLimits field, default (ServeLimits', pinned by a test), help
@@ -85,7 +81,7 @@ def _limit_args(parser: argparse.ArgumentParser) -> None:
 def _audit(args) -> int:
     from exitlaw.simulate.audit import AuditConfig, AuditUsageError, format_audit, run_audit
 
-    key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
+    key = _api_key(args)
     try:
         cfg = AuditConfig(
             candidate=args.candidate,
@@ -130,19 +126,9 @@ def _bench_serve(args) -> int:
 
     check_model_paths(args.target, args.draft)  # before a server is started
     path = result_path(args)
-    result = run_serve_bench(
-        target=args.target,
-        draft=args.draft,
-        prompts=args.prompts,
-        concurrency=args.concurrency,
-        requests=args.requests,
-        max_tokens=args.max_new_tokens,
-        budget=args.budget,
-        verifier=args.verifier,
-        temperature=args.temperature,
-        audit_temperature=args.audit_temperature,
-        threads=args.threads,
-    )
+    names = ("target", "draft", "prompts", "concurrency", "requests", "budget", "verifier")
+    more = ("temperature", "audit_temperature", "threads")
+    result = run_serve_bench(**pick(args, *names, *more, max_tokens="max_new_tokens"))
     emit(args, result, format_bench(result), path)
     return 0
 

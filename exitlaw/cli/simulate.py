@@ -22,7 +22,7 @@ from .args import (
 )
 from exitlaw.theory.registry import FIXED_TREE, SIMULATOR, verifier_names
 
-from .grammar import Command, Group, emit, opt, out_dir, out_files, result_path, write_json
+from .grammar import Command, Group, emit, opt, out_dir, out_files, pick, result_path, write_json
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -102,17 +102,8 @@ def _sim_bench(args: argparse.Namespace) -> int:
 def _field_lab(args: argparse.Namespace) -> int:
     from exitlaw.simulate.lab.field_lab import FieldLabConfig, render_markdown, run_field_lab
 
-    configs = [
-        FieldLabConfig(
-            vocab=args.vocab,
-            budget=args.budget,
-            horizon=args.horizon,
-            drafter_noise=n,
-            seeds=args.seeds,
-            contexts=args.contexts,
-        )
-        for n in args.noise
-    ]
+    given = pick(args, "vocab", "budget", "horizon", "seeds", "contexts")
+    configs = [FieldLabConfig(drafter_noise=n, **given) for n in args.noise]
     json_path, _ = out_files(args, "field_lab.json", "field_lab.md")
     print(render_markdown(run_field_lab(configs, json_path, overwrite=args.overwrite)))
     return 0
@@ -134,23 +125,10 @@ def _check(args: argparse.Namespace) -> int:
                 "--top-k, --top-p, --min-p) is statistical only"
             )
         return _check_boundary(args)
-    report = check_verifier(
-        args.verifier,
-        mode=args.mode,
-        seed=args.seed,
-        budget=args.budget,
-        vocab=args.vocab,
-        samples=args.samples,
-        family_alpha=args.alpha,
-        delta=args.delta,
-        power=args.power,
-        keep_going=args.keep_going,
-        chains_only=args.chains_only,
-        timeout=args.timeout,
-        only_case=args.case,
-        verifier_format=args.verifier_format,
-        settings=settings,
-    )
+    names = ("mode", "seed", "budget", "vocab", "samples", "delta", "power", "keep_going")
+    names += ("chains_only", "timeout", "verifier_format")
+    given = pick(args, *names, family_alpha="alpha", only_case="case")
+    report = check_verifier(args.verifier, settings=settings, **given)
     if report.verdict == BAD_INPUT:
         print(f"exitlaw check: error: {report.error}", file=sys.stderr)
     if args.json:
@@ -184,15 +162,8 @@ def _check_boundary(args: argparse.Namespace) -> int:
 
     check_chain_format(args.verifier_format, args.mode, args.chains_only)
     fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format, mode=args.mode)
-    rep = run_boundary(
-        fn,
-        name=args.verifier,
-        mode=args.mode,
-        seed=args.seed,
-        budget=args.budget,
-        vocab=args.vocab,
-        chains_only=args.chains_only,
-    )
+    given = pick(args, "mode", "seed", "budget", "vocab", "chains_only", name="verifier")
+    rep = run_boundary(fn, **given)
     print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
     return rep.exit_code
 
@@ -201,18 +172,8 @@ def _prove(args: argparse.Namespace) -> int:
     from exitlaw.simulate.prove.prover import run_prove
 
     path = result_path(args)
-    rep, text = run_prove(
-        args.verifier,
-        mode=args.mode,
-        rounds=args.rounds,
-        raw=args.raw,
-        every_child_order=args.every_child_order,
-        thorough=args.thorough,
-        max_nodes=args.max_nodes,
-        vocab=args.vocab,
-        points=args.points,
-        seed=args.seed,
-    )
+    names = ("mode", "rounds", "raw", "every_child_order", "thorough", "max_nodes", "vocab")
+    rep, text = run_prove(args.verifier, **pick(args, *names, "points", "seed"))
     emit(args, rep.to_json(), text, path)
     return rep.exit_code
 
