@@ -197,6 +197,19 @@ def _gpu_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verifiers_arg(implemented: str, default: list[str]):
+    """``--verifier A,B``: engine verifiers (each name checked by the command, :func:`_check_kinds`)."""
+    names = verifier_names(implemented=implemented).checked_by_the_command()
+    return opt(
+        "--verifier",
+        type=name_list,
+        choices=names,
+        metavar="VERIFIERS",
+        default=default,
+        help=f"comma-separated, of {','.join(names)} (default {','.join(default)})",
+    )
+
+
 def _decoding_sampling_args(b: argparse.ArgumentParser) -> None:
     add_sampling_args(b, "the target (every method, AR included, at every --temperature)")
 
@@ -220,14 +233,7 @@ BENCH_DECODING = Command(
             "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
         ),
         opt("--temperature", type=nonneg_float_list, default=[0.0, 1.0], help="e.g. 0,1"),
-        opt(
-            "--verifier",
-            type=name_list,
-            choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
-            metavar="VERIFIER",
-            default=["predraw", "tev"],
-            help="e.g. predraw,tev (also greedy, residual)",
-        ),
+        _verifiers_arg(ENGINE, ["predraw", "tev"]),
         max_new_tokens_arg(256, "tokens decoded per turn"),
         opt(
             "--max-turns",
@@ -334,14 +340,7 @@ BENCH_VERIFIERS = Command(
             default=15,
             help="draft horizon H (default 15, DFlash block 16)",
         ),
-        opt(
-            "--verifier",
-            type=name_list,
-            choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
-            metavar="VERIFIERS",
-            default=["predraw", "residual", "tev"],
-            help="comma-separated subset of predraw,residual,tev",
-        ),
+        _verifiers_arg(ENGINE, ["predraw", "residual", "tev"]),
         opt(
             "--batch-size",
             type=positive_int,
@@ -411,14 +410,7 @@ BENCH_BATCH = Command(
             default=32,
             help="DDTree budget per sequence (default 32)",
         ),
-        opt(
-            "--verifier",
-            type=name_list,
-            choices=verifier_names(implemented=ENGINE_BATCHED).checked_by_the_command(),
-            metavar="VERIFIER",
-            default=["tev"],
-            help="e.g. tev,predraw (also greedy, residual)",
-        ),
+        _verifiers_arg(ENGINE_BATCHED, ["tev"]),
         opt("--temperature", type=nonneg_float, default=0.0),
         max_new_tokens_arg(64),
         _batch_sampling_args,
