@@ -316,8 +316,8 @@ CHECK = Command(
     "2 bad input (the module cannot be imported -- ImportError, SyntaxError, sys.exit or any "
     "error at import -- or the callable has the wrong signature or returns no (node, token)); "
     "1 not exact (some case showed it); 4 verifier failed (a call raised or ran past --timeout; "
-    "the case, tree, seed, reproduce command and traceback are reported and the other cases "
-    "still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
+    "the case, tree, seed, reproduce command and traceback are reported, a traceback repeated "
+    "across cases once, and the other cases still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
     "computed power is below --power, so no exactness verdict); 0 exact and saturating. "
     "With --json the report is printed in every case.",
     pieces=(
