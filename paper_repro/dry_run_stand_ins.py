@@ -203,7 +203,7 @@ class StandIns:
             out = _set(out, "--draft", str(released))
         out = _set(out, "--dtype", "float32")
         if cmd == "bench decoding":
-            out = _set(out, "--dataset", self.source(v["--dataset"]))
+            out = _set(out, "--prompts", self.source(v["--prompts"]))
             out = _set(out, "--device", "cpu")
             out = _set(out, "--num-prompts", str(min(int(v["--num-prompts"]), s.num_prompts)))
             out = _set(out, "--max-new-tokens", str(s.max_new_tokens))

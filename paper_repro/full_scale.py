@@ -102,7 +102,7 @@ def bench_commands(cfg: dict, runs: str) -> list[list[str]]:
                         cfg["target"],
                         "--draft",
                         drafter_path(cfg, drafter, runs),
-                        "--dataset",
+                        "--prompts",
                         ds["name"],
                         *_options(ds, "num_prompts"),
                         "--budget",

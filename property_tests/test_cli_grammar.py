@@ -88,6 +88,10 @@ CONCEPTS = {
     "dtype": ("--dtype", {"--precision", "--dtypes"}),
     "progress bar": ("--no-progress", {"--quiet", "--progress", "--no-tqdm"}),
     "mini run": ("--mini", {"--run", "--mini-dir", "--mini-run"}),
+    "prompt file or set": (
+        "--prompts",
+        {"--dataset", "--datasets", "--prompt-file", "--prompt-set", "--prompts-file"},
+    ),
 }
 # Spellings awaiting a rename (none today): each entry must still be there -- delete it when it lands.
 PENDING: set[tuple[str, str]] = set()
@@ -276,6 +280,15 @@ def test_one_spelling_per_concept(concept):
     assert not wrong, f"{concept} is spelled {canonical}, not: {sorted(wrong)}"
 
 
+def test_no_two_concepts_share_a_spelling_and_no_spelling_is_two_concepts():
+    """The table itself: a canonical flag is no other concept's variant, and no variant is listed
+    under two concepts (the same concept must not have two flag names)."""
+    canonical = {c for c, _ in CONCEPTS.values()}
+    variants = [v for _, vs in CONCEPTS.values() for v in vs]
+    assert len(canonical) == len(CONCEPTS) and not canonical & set(variants)
+    assert len(variants) == len(set(variants))
+
+
 def test_pending_spellings_are_still_pending():
     seen = _spellings()
     for path, option in PENDING:
@@ -317,6 +330,8 @@ def test_a_former_command_name_is_refused_and_the_current_one_exists(former, cur
         ["train", "--target", "t", "--draft", "d", "--prompts", "p", "--out", "o"]
         + ["--prompt-limit", "2"],
         ["bench", "ddtree", "--ddtree", "D", "--run", "R"],
+        ["bench", "decoding", "--target", "t", "--draft", "d", "--dataset", "gsm8k"],
+        ["bench", "batch", "--target", "t", "--draft", "d", "--dataset", "gsm8k"],
         ["audit", "--candidate", "c", "--reference", "r", "--prompts", "p", "--max-tokens", "4"],
     ],
     ids=lambda a: " ".join(a[:2]),

@@ -848,7 +848,7 @@ def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
             str(tiny[0]),
             "--draft",
             str(tiny[1]),
-            "--dataset",
+            "--prompts",
             f"jsonl:{prompts}",
             "--out",
             str(out),

@@ -311,13 +311,14 @@ def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settin
     from transformers import AutoTokenizer
 
     from exitlaw.engine.bench.decoding import _stop_tokens
-    from exitlaw.engine.models.checkpoint import load_pair
+    from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
     from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
     from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
 
     target, draft, dataset, num_prompts, device, dtype, filters = source
     budget, rows, max_new_tokens = fits
     sampling = sampling_filters(filters)  # before loading models
+    check_model_paths(target, draft)  # one line naming the path, before anything is read
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(

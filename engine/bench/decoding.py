@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import torch
 
-from exitlaw.engine.models.checkpoint import load_pair
+from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
 from exitlaw.engine.decode.loop import DecodeConfig, GenerationResult, generate
 from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
 from exitlaw.engine.prompts.records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
@@ -214,6 +214,7 @@ def run_bench(
     from tqdm.auto import tqdm
     from transformers import AutoTokenizer
 
+    check_model_paths(target, draft)  # one line naming the path, before anything is read
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch_dtype = None if dtype == "auto" else getattr(torch, dtype)
     if max_turns is not None and max_turns < 1:

@@ -43,9 +43,56 @@ def resolve_checkpoint(path_or_id: str | Path) -> Path:
             return Path(snapshot_download(text))
         except Exception as err:  # network/auth errors of many kinds: re-raise with the id named
             raise FileNotFoundError(
-                f"{text!r} is not a local directory and could not be fetched from the Hub: {err}"
+                f"{text!r} is not a local directory and could not be fetched from the Hub: "
+                + (str(err).strip().splitlines() or [type(err).__name__])[0]
             ) from err
     raise FileNotFoundError(f"checkpoint directory {text!r} does not exist")
+
+
+def _hub_id(text: str) -> bool:
+    """``owner/name`` that is no local path: no leading ``.``/``/``/``~`` and no local ``owner`` folder."""
+    return (
+        text.count("/") == 1
+        and not text.startswith((".", "/", "~"))
+        and not Path(text).parent.exists()
+    )
+
+
+def check_model_path(path_or_id: str | Path | None, flag: str = "--target") -> None:
+    """The one up-front check of a ``--target`` / ``--draft`` argument, before any tokenizer or
+    weight is read: a local folder with a readable ``config.json`` of the right kind (a DFlash
+    drafter for ``--draft``, anything else for ``--target``), or a Hub id ``owner/name`` (fetched
+    later by :func:`resolve_checkpoint`). Raises a one-line ``FileNotFoundError`` / ``ValueError``
+    naming the flag and the path. ``None`` (the flag not given) passes."""
+    if path_or_id is None:
+        return
+    text = str(path_or_id)
+    p = Path(text).expanduser()
+    if not p.exists():
+        if _hub_id(text):
+            return
+        raise FileNotFoundError(f"{flag} {text}: no such folder (and not a Hub id owner/name)")
+    if not p.is_dir():
+        raise ValueError(f"{flag} {text}: a file, not a model folder (a folder with config.json)")
+    if not (p / "config.json").is_file():
+        raise ValueError(f"{flag} {text}: not a model folder (it has no config.json)")
+    try:
+        raw = json.loads((p / "config.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{flag} {text}: config.json is not valid JSON ({err})") from None
+    drafter = isinstance(raw, dict) and ("dflash_config" in raw or "block_size" in raw)
+    if flag == "--draft" and not drafter:
+        raise ValueError(
+            f"{flag} {text}: not a DFlash drafter (config.json has neither block_size nor dflash_config)"
+        )
+    if flag != "--draft" and drafter:
+        raise ValueError(f"{flag} {text}: a DFlash drafter checkpoint, not a target model")
+
+
+def check_model_paths(target: str | Path | None, draft: str | Path | None = None) -> None:
+    """:func:`check_model_path` of ``--target`` and ``--draft`` (either may be ``None``)."""
+    check_model_path(target, "--target")
+    check_model_path(draft, "--draft")
 
 
 def _read_config(path: Path, what: str) -> dict:
@@ -291,5 +338,7 @@ __all__ = [
     "checkpoint_fingerprint",
     "check_loading_info",
     "resolve_checkpoint",
+    "check_model_path",
+    "check_model_paths",
     "expected_tensor_names",
 ]

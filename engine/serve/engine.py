@@ -27,7 +27,12 @@ from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.decode.sampling_settings import processed_probs
 from exitlaw.engine.decode.dispatch import KINDS
-from exitlaw.engine.models.checkpoint import load_pair, load_target
+from exitlaw.engine.models.checkpoint import (
+    check_model_paths,
+    load_pair,
+    load_target,
+    resolve_checkpoint,
+)
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
 from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import ServeLimits, check_request_work
@@ -70,6 +75,7 @@ class ServeEngine:
 
         from transformers import AutoTokenizer
 
+        check_model_paths(cfg.target, cfg.draft)  # one line naming the path, before any load
         if cfg.method not in method_names():
             raise ValueError(
                 f"--method must be {', '.join(method_names()[:-1])} or {method_names()[-1]}, "
@@ -86,7 +92,8 @@ class ServeEngine:
             raise ValueError(f"--budget must be >= 1, got {cfg.budget}")
         dtype = None if cfg.dtype == "auto" else getattr(torch, cfg.dtype)
         self.cfg, self.limits = cfg, limits
-        self.tokenizer = AutoTokenizer.from_pretrained(str(cfg.target))
+        # a Hub id is fetched here (one line if it cannot be); the tokenizer reads the folder
+        self.tokenizer = AutoTokenizer.from_pretrained(str(resolve_checkpoint(cfg.target)))
         if cfg.method == "ar":
             self.target, self.drafter = (
                 load_target(cfg.target, device=cfg.device, dtype=dtype),

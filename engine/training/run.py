@@ -24,7 +24,12 @@ from pathlib import Path
 
 import torch
 
-from exitlaw.engine.models.checkpoint import checkpoint_fingerprint, load_pair, resolve_checkpoint
+from exitlaw.engine.models.checkpoint import (
+    check_model_paths,
+    checkpoint_fingerprint,
+    load_pair,
+    resolve_checkpoint,
+)
 from exitlaw.engine.training.checkpoint import dist_group, init_distributed
 from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
@@ -264,6 +269,7 @@ def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {out} is a file, not a directory")
     device = choose_device(spec.device)
+    check_model_paths(spec.target, spec.draft)  # one line naming the path, before any load
     settings = run_settings(spec)
     if spec.resume:  # before any model is loaded or data generated
         check_resume(spec.out, settings, spec.config)

@@ -41,6 +41,16 @@ def float_list(text: str) -> list[float]:
     return out
 
 
+def nonneg_float_list(text: str) -> list[float]:
+    """``"0,1"`` -> ``[0.0, 1.0]``; at least one finite number, each ``>= 0`` (temperatures)."""
+    out = float_list(text)
+    if min(out) < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated finite numbers >= 0, got {text!r}"
+        )
+    return out
+
+
 def name_list(text: str) -> list[str]:
     """``"predraw, tev"`` -> ``["predraw", "tev"]``; at least one name."""
     out = [x.strip() for x in text.split(",") if x.strip()]
@@ -57,6 +67,11 @@ def _int_at_least(text: str, low: int) -> int:
     if value < low:
         raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
     return value
+
+
+def vocab_size(text: str) -> int:
+    """A vocabulary size: an integer ``>= 2``."""
+    return _int_at_least(text, 2)
 
 
 def positive_int(text: str) -> int:
@@ -271,6 +286,44 @@ def model_pair_args(
     return add
 
 
+def prompt_set_arg(default: str | None = None, required: bool = False):
+    """``--prompts``: a prompt set, as every command that decodes prompts from a set reads it
+    (:func:`exitlaw.engine.prompts.records.load_prompt_set`: ``bench decoding``, ``bench batch``,
+    ``train``)."""
+    where = f" (default {default})" if default else ""
+    text = (
+        "a prompt set: gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the "
+        "set's rows) | jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]; records: prompt_ids, turns, "
+        f"conversations, messages, prompt/text/question/problem{where}"
+    )
+    return lambda parser: parser.add_argument(
+        "--prompts", default=default, required=required, metavar="SET", help=text
+    )
+
+
+def num_prompts_arg(default: int | None = None):
+    """``--num-prompts N``: use only the first N prompts."""
+    where = "all" if default is None else str(default)
+    return lambda parser: parser.add_argument(
+        "--num-prompts",
+        type=positive_int,
+        default=default,
+        metavar="N",
+        help=f"use only the first N prompts (default {where})",
+    )
+
+
+def max_new_tokens_arg(default: int, what: str = "tokens decoded per prompt"):
+    """``--max-new-tokens N``: how many tokens are decoded (``what`` says per what)."""
+    return lambda parser: parser.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=default,
+        metavar="N",
+        help=f"{what} (default {default})",
+    )
+
+
 def device_args(
     default: str | None = None,
     dtypes=("auto", "float32", "bfloat16", "float16"),
@@ -283,7 +336,12 @@ def device_args(
         where = "cuda if available" if default is None else default
         text = help or f"cpu | cuda (default: {where})"
         parser.add_argument("--device", default=default, help=text)
-        parser.add_argument("--dtype", default=dtype_default, choices=list(dtypes))
+        parser.add_argument(
+            "--dtype",
+            default=dtype_default,
+            choices=list(dtypes),
+            help=f"tensor dtype (default {dtype_default})",
+        )
 
     return add
 

@@ -9,8 +9,25 @@ import json
 import sys
 from pathlib import Path
 
-from .args import float_list, int_list, positive_int, result_out_args
+from .args import (
+    int_list,
+    max_new_tokens_arg,
+    nonneg_float_list,
+    num_prompts_arg,
+    positive_int,
+    result_out_args,
+)
 from .grammar import Command, emit, opt, result_path
+
+
+def _two_or_more(text: str) -> int:
+    """``--repeats``: the paired interval needs two."""
+    value = positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= 2 (a paired interval), got {text!r}"
+        )
+    return value
 
 
 def _pair(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
@@ -24,48 +41,58 @@ def _pair(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
         return (*quick_pair(work), work)
     if args.mini:
         return (*mini_pair(args.mini), Path(args.mini))
-    if not (args.target and args.draft):
-        raise ValueError("give --mini DIR, --quick, or both --target and --draft")
     return Path(args.target), Path(args.draft), None
 
 
-def _run(args: argparse.Namespace) -> int:
-    temps = tuple(sorted(set(args.temperature)))
-    path = result_path(args)
-    if args.repeats < 2:
-        raise ValueError(
-            f"--repeats must be >= 2 (the paired interval needs two), got {args.repeats}"
-        )
+def _check_pair_source(args: argparse.Namespace) -> None:
+    """Before anything loads: one source of the pair, and its paths usable."""
     if args.target and args.mini:
         raise ValueError("--target/--draft and --mini are exclusive")
+    if not (args.quick or args.mini or (args.target and args.draft)):
+        raise ValueError("give --mini DIR, --quick, or both --target and --draft")
+    if args.target:
+        from exitlaw.engine.models.checkpoint import check_model_paths
+
+        check_model_paths(args.target, args.draft)
+
+
+def _prompts(args: argparse.Namespace, target_dir: Path, run: Path | None) -> list:
+    """``--prompts`` (a JSON list of token-id lists), else held-out code prompts of the run."""
+    if args.prompts:
+        return json.loads(Path(args.prompts).read_text())[: args.num_prompts]
+    from exitlaw.paper_repro.mini.pair import mini_prompts
+
+    where = run if run is not None else target_dir.parent
+    return mini_prompts(where, args.num_prompts, args.prompt_tokens)[: args.num_prompts]
+
+
+def _run(args: argparse.Namespace) -> int:
+    path = result_path(args)
+    _check_pair_source(args)
     import torch
 
-    from exitlaw.engine.bench.ddtree_reference import load_reference
+    from exitlaw.engine.bench.ddtree_reference import ReferenceError, load_reference
     from exitlaw.engine.bench.ddtree_run import run_ddtree_bench
     from exitlaw.engine.bench.side_by_side import SideBySideConfig, format_side_by_side
-    from exitlaw.paper_repro.mini.pair import mini_prompts
 
     cfg = SideBySideConfig(
         budgets=tuple(args.budget),
         max_new_tokens=args.max_new_tokens,
         repeats=args.repeats,
         hot_budget=args.hot_budget,
-        temperatures=temps,
+        temperatures=tuple(sorted(set(args.temperature))),
     )
     torch.set_num_threads(args.threads)
-    ref = load_reference(args.ddtree, cpp_compact=not args.no_cpp_compact)  # fails early
+    try:
+        ref = load_reference(args.ddtree, cpp_compact=not args.no_cpp_compact)  # fails early
+    except ReferenceError as err:  # a usage error: the clone named cannot be used
+        raise ValueError(f"--ddtree {args.ddtree}: {err}") from None
     target_dir, draft_dir, run = _pair(args)
-    if args.prompts:
-        prompts = json.loads(Path(args.prompts).read_text())
-    else:
-        prompts = mini_prompts(
-            run if run is not None else target_dir.parent, args.num_prompts, args.prompt_tokens
-        )
     res = run_ddtree_bench(
         ref,
         target_dir,
         draft_dir,
-        prompts[: args.num_prompts],
+        _prompts(args, target_dir, run),
         cfg,
         ddtree_commit=args.ddtree_commit,
         progress=lambda m: print(m, file=sys.stderr, flush=True),
@@ -118,15 +145,15 @@ BENCH_DDTREE = Command(
             default=None,
             help="--quick: where to write the quick pair (default: a temp folder)",
         ),
-        opt("--num-prompts", type=positive_int, default=12),
+        num_prompts_arg(12),
         opt("--prompt-tokens", type=positive_int, default=64),
-        opt("--max-new-tokens", type=positive_int, default=64),
+        max_new_tokens_arg(64),
         opt("--budget", type=int_list, default=[32, 64], help="DDTree budgets at T = 0"),
         opt(
             "--hot-budget", type=positive_int, default=64, help="the budget of the T = 1 comparison"
         ),
-        opt("--repeats", type=positive_int, default=5, help="interleaved repetitions (>= 2)"),
-        opt("--temperature", type=float_list, default=[0.0, 1.0], help="0, 1 or 0,1"),
+        opt("--repeats", type=_two_or_more, default=5, help="interleaved repetitions (>= 2)"),
+        opt("--temperature", type=nonneg_float_list, default=[0.0, 1.0], help="0, 1 or 0,1"),
         opt("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)"),
         opt(
             "--ddtree-commit",

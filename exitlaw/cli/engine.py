@@ -11,23 +11,28 @@ from .args import (
     add_sampling_args,
     add_threads,
     device_args,
-    float_list,
     int_list,
     model_pair_args,
     name_list,
     no_progress_arg,
+    nonneg_float,
+    nonneg_float_list,
     nonneg_int,
     out_args,
+    max_new_tokens_arg,
+    num_prompts_arg,
     positive_int,
+    prompt_set_arg,
     result_out_args,
     sampling_settings_from,
     seed_arg,
     set_torch_threads,
     torch_threads,
+    vocab_size,
 )
 from exitlaw.theory.registry import ENGINE, ENGINE_BATCHED, verifier_names
 
-from .grammar import Command, emit, opt, out_dir, result_path
+from .grammar import Command, emit, opt, out_dir, pick, result_path
 
 
 def _check_device(device: str | None) -> None:
@@ -40,93 +45,77 @@ def _check_device(device: str | None) -> None:
             )
 
 
-def _bench(args: argparse.Namespace) -> int:
-    if args.batch_size > 1:
-        clash = [
-            flag
-            for flag, on in (
-                ("--compare", args.compare),
-                ("--trace-dir", args.trace_dir),
-                ("--max-turns", args.max_turns is not None),
-            )
-            if on
-        ]
-        if clash:
-            raise ValueError(
-                f"--batch-size {args.batch_size} (batched decoding) does not take {', '.join(clash)}"
-            )
-        return _bench_batched(args)
-    if args.compare:
-        return _bench_compare(args)
-    from exitlaw.engine.bench.decoding import format_bench, run_bench
-
-    path = _bench_preflight(args, " (unless --compare A.json B.json)")
-    result = run_bench(
-        args.target,
-        args.draft,
-        dataset=args.dataset,
-        budgets=args.budget,
-        temperatures=args.temperature,
-        verifiers=args.verifier,
-        max_new_tokens=args.max_new_tokens,
-        num_prompts=args.num_prompts,
-        seed=args.seed,
-        device=args.device,
-        dtype=args.dtype,
-        warmup=args.warmup,
-        trace_dir=args.trace_dir,
-        progress=not args.no_progress,
-        max_turns=args.max_turns,
-        filters=sampling_settings_from(args),
-    )
-    if args.threads is not None:
-        result.setdefault("config", {})["threads"] = args.threads
-    emit(args, result, format_bench(result), path)
-    return 0
-
-
-def _bench_preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
-    """Checks shared by the bench commands, before any model is loaded or file written; the
-    results path in ``--out``."""
+def _check_kinds(verifiers) -> None:
     from exitlaw.engine.decode.verifiers import KINDS
 
-    if not args.target or not args.draft:
-        raise ValueError(f"--target and --draft are required{hint}")
-    bad = [v for v in args.verifier if v not in KINDS]
+    bad = [v for v in verifiers if v not in KINDS]
     if bad:
         raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
+
+
+def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
+    """Checks shared by the decoding benches, before any model is loaded or file written (the
+    verifiers, the device; the runs check the model paths first); applies ``--threads``; the
+    results path in ``--out``."""
+    if not args.target or not args.draft:
+        raise ValueError(f"--target and --draft are required{hint}")
+    _check_kinds(args.verifier)
     path = result_path(args)
     _check_device(args.device)
     set_torch_threads(args.threads)
     return path
 
 
-def _bench_batched(args: argparse.Namespace) -> int:
-    from exitlaw.engine.bench.batch import format_batch_bench, run_batched_bench
-
-    if min(args.budget) < 1:
-        raise ValueError(f"--budget values must be >= 1, got {args.budget}")
-    path = _bench_preflight(args)
-    result = run_batched_bench(
-        args.target,
-        args.draft,
-        dataset=args.dataset,
-        batch_size=args.batch_size,
-        budgets=args.budget,
-        temperatures=args.temperature,
-        verifiers=args.verifier,
-        max_new_tokens=args.max_new_tokens,
-        num_prompts=args.num_prompts,
-        seed=args.seed,
-        device=args.device,
-        dtype=args.dtype,
-        warmup=args.warmup,
+def _decoding_kwargs(args: argparse.Namespace) -> dict:
+    """What ``bench decoding`` (single and batched) and ``bench batch`` hand to their run alike."""
+    names = ("max_new_tokens", "num_prompts", "seed", "device", "dtype", "warmup")
+    return dict(
+        **pick(args, *names, dataset="prompts", verifiers="verifier"),
         filters=sampling_settings_from(args),
     )
+
+
+def _bench(args: argparse.Namespace) -> int:
+    _check_decoding_flags(args)
+    if args.compare:
+        return _bench_compare(args)
+    from exitlaw.engine.bench import batch, decoding
+
+    path = _preflight(args, " (unless --compare A.json B.json)")
+    common = dict(budgets=args.budget, temperatures=args.temperature, **_decoding_kwargs(args))
+    if args.batch_size > 1:
+        result = batch.run_batched_bench(
+            args.target, args.draft, batch_size=args.batch_size, **common
+        )
+        text = batch.format_batch_bench(result)
+    else:
+        result = decoding.run_bench(
+            args.target,
+            args.draft,
+            trace_dir=args.trace_dir,
+            progress=not args.no_progress,
+            max_turns=args.max_turns,
+            **common,
+        )
+        text = decoding.format_bench(result)
     if args.threads is not None:
-        result["config"]["threads"] = args.threads
-    emit(args, result, format_batch_bench(result), path)
+        result.setdefault("config", {})["threads"] = args.threads
+    emit(args, result, text, path)
     return 0
+
+
+def _check_decoding_flags(args: argparse.Namespace) -> None:
+    """``bench decoding``: the flags batched decoding (``--batch-size`` > 1) does not take."""
+    given = (
+        ("--compare", args.compare),
+        ("--trace-dir", args.trace_dir),
+        ("--max-turns", args.max_turns is not None),
+    )
+    clash = [flag for flag, on in given if on]
+    if args.batch_size > 1 and clash:
+        raise ValueError(
+            f"--batch-size {args.batch_size} (batched decoding) does not take {', '.join(clash)}"
+        )
 
 
 def _bench_compare(args: argparse.Namespace) -> int:
@@ -150,129 +139,41 @@ def _tiny(args: argparse.Namespace) -> int:
 
 
 def _verifier_bench(args: argparse.Namespace) -> int:
-    from exitlaw.engine.bench.verifiers import run_verifier_bench
+    from exitlaw.engine.bench import batch, settings, verifiers
 
-    if args.vocab < 2:
-        raise ValueError(f"--vocab must be >= 2, got {args.vocab}")
-    if args.batch_size > 1:
-        if args.trees is not None:
-            raise ValueError(
-                f"--trees does not apply with --batch-size {args.batch_size} "
-                "(every batch holds B trees)"
-            )
-        if args.sampling_sweep:
-            raise ValueError(
-                f"--sampling-sweep times single trees; it does not take --batch-size {args.batch_size}"
-            )
-        return _verifier_bench_batched(args, result_path(args))
-    if args.sampling_sweep:
-        return _settings_bench(args, result_path(args))
-    trees = 3 if args.trees is None else args.trees
-    if trees < 1 or args.repeats < 1:
-        raise ValueError("--trees and --repeats must be >= 1")
+    if args.batch_size > 1 and args.trees is not None:
+        raise ValueError(
+            f"--trees does not apply with --batch-size {args.batch_size} (every batch holds B trees)"
+        )
+    if args.batch_size > 1 and args.sampling_sweep:
+        raise ValueError(
+            f"--sampling-sweep times single trees; it does not take --batch-size {args.batch_size}"
+        )
+    _check_kinds(args.verifier)
     path = result_path(args)
     _check_device(args.device)
+    common = dict(temperature=args.temperature, device=args.device, depth=args.depth)
+    common.update(repeats=args.repeats, dtype=args.dtype, seed=args.seed)
     with torch_threads(args.threads):
-        res = run_verifier_bench(
-            args.budget,
-            args.vocab,
-            device=args.device,
-            trees=trees,
-            repeats=args.repeats,
-            depth=args.depth,
-            temperature=args.temperature,
-            dtype=args.dtype,
-            kinds=tuple(args.verifier),
-            seed=args.seed,
-        )
+        if args.batch_size > 1:
+            res = batch.run_batch_verifier_stage(
+                args.batch_size, args.budget, args.vocab, kinds=args.verifier, **common
+            )
+            emit(args, res, batch.format_batch_verifier_stage(res["rows"]), path)
+            return 0
+        run = settings.run_settings_bench if args.sampling_sweep else verifiers.run_verifier_bench
+        trees = args.trees or (2 if args.sampling_sweep else 3)
+        res = run(args.budget, args.vocab, kinds=tuple(args.verifier), trees=trees, **common)
     emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
-    return 0
-
-
-def _settings_bench(args: argparse.Namespace, path: Path | None) -> int:
-    from exitlaw.engine.bench.settings import run_settings_bench
-
-    _check_device(args.device)
-    with torch_threads(args.threads):
-        res = run_settings_bench(
-            args.budget,
-            args.vocab,
-            temperature=args.temperature,
-            kinds=tuple(args.verifier),
-            device=args.device,
-            trees=2 if args.trees is None else args.trees,
-            repeats=args.repeats,
-            depth=args.depth,
-            dtype=args.dtype,
-            seed=args.seed,
-        )
-    emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
-    return 0
-
-
-def _verifier_bench_batched(args: argparse.Namespace, path: Path | None) -> int:
-    from exitlaw.engine.bench.batch import format_batch_verifier_stage, run_batch_verifier_stage
-    from exitlaw.engine.decode.verifiers import KINDS
-
-    bad = [v for v in args.verifier if v not in KINDS]
-    if bad:
-        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
-    if args.repeats < 1 or min(args.budget) < 1:
-        raise ValueError("--repeats and --budget values must be >= 1")
-    _check_device(args.device)
-    with torch_threads(args.threads):
-        res = run_batch_verifier_stage(
-            args.batch_size,
-            args.budget,
-            args.vocab,
-            kinds=args.verifier,
-            temperature=args.temperature,
-            device=args.device,
-            depth=args.depth,
-            repeats=args.repeats,
-            seed=args.seed,
-            dtype=args.dtype,
-        )
-    emit(args, res, format_batch_verifier_stage(res["rows"]), path)
     return 0
 
 
 def _batch_bench(args: argparse.Namespace) -> int:
     from exitlaw.engine.bench.batch import format_batch_bench, run_batch_bench
-    from exitlaw.engine.decode.verifiers import KINDS
 
-    bad = [v for v in args.verifier if v not in KINDS]
-    if bad:
-        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
-    if (
-        min(args.batch_size) < 1
-        or args.budget < 1
-        or args.max_new_tokens < 1
-        or args.verifier_repeats < 1
-    ):
-        raise ValueError(
-            "--batch-size, --budget, --max-new-tokens and --verifier-repeats must be >= 1"
-        )
-    path = result_path(args)
-    _check_device(args.device)
-    set_torch_threads(args.threads)
-    result = run_batch_bench(
-        args.target,
-        args.draft,
-        dataset=args.dataset,
-        batch_sizes=args.batch_size,
-        budget=args.budget,
-        verifiers=args.verifier,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        num_prompts=args.num_prompts,
-        seed=args.seed,
-        device=args.device,
-        dtype=args.dtype,
-        warmup=args.warmup,
-        verifier_repeats=args.verifier_repeats,
-        filters=sampling_settings_from(args),
-    )
+    path = _preflight(args)
+    given = pick(args, "budget", "temperature", "verifier_repeats", batch_sizes="batch_size")
+    result = run_batch_bench(args.target, args.draft, **given, **_decoding_kwargs(args))
     emit(args, result, format_batch_bench(result), path)
     return 0
 
@@ -290,16 +191,23 @@ def _gpu_check(args: argparse.Namespace) -> int:
             "note: no GPU; the Qwen3-4B-sized check on a CPU is very slow (use --tiny for a smoke test)",
             file=sys.stderr,
         )
-    res = run_check(
-        tiny=args.tiny,
-        device=device,
-        budgets=tuple(args.budget),
-        context=args.context,
-        reps=args.repeats,
-        temperature=args.temperature,
-    )
+    given = pick(args, "tiny", "context", "temperature", budgets="budget", reps="repeats")
+    res = run_check(device=device, **given)
     emit(args, res, format_check(res), path)
     return 0
+
+
+def _verifiers_arg(implemented: str, default: list[str]):
+    """``--verifier A,B``: engine verifiers (each name checked by the command, :func:`_check_kinds`)."""
+    names = verifier_names(implemented=implemented).checked_by_the_command()
+    return opt(
+        "--verifier",
+        type=name_list,
+        choices=names,
+        metavar="VERIFIERS",
+        default=default,
+        help=f"comma-separated, of {','.join(names)} (default {','.join(default)})",
+    )
 
 
 def _decoding_sampling_args(b: argparse.ArgumentParser) -> None:
@@ -310,11 +218,6 @@ def _batch_sampling_args(bb: argparse.ArgumentParser) -> None:
     add_sampling_args(bb, "the target (tree decoding and AR)")
 
 
-_DATASET_HELP = (
-    "gsm8k | humaneval | math500 | mt-bench (NAME=FILE.jsonl: a local copy of the set's rows) "
-    "| jsonl:FILE | FILE.jsonl | hf:NAME[:SPLIT]"
-)
-
 BENCH_DECODING = Command(
     "decoding",
     _bench,
@@ -324,24 +227,17 @@ BENCH_DECODING = Command(
     "and per-round stage latencies, and write JSON results.",
     pieces=(
         model_pair_args(required=False),  # not with --compare
-        opt("--dataset", default="gsm8k", help=_DATASET_HELP),
-        opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
+        prompt_set_arg(default="gsm8k"),
+        num_prompts_arg(),
         opt(
             "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
         ),
-        opt("--temperature", type=float_list, default=[0.0, 1.0], help="e.g. 0,1"),
-        opt(
-            "--verifier",
-            type=name_list,
-            choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
-            metavar="VERIFIER",
-            default=["predraw", "tev"],
-            help="e.g. predraw,tev (also greedy, residual)",
-        ),
-        opt("--max-new-tokens", type=positive_int, default=256, help="per turn"),
+        opt("--temperature", type=nonneg_float_list, default=[0.0, 1.0], help="e.g. 0,1"),
+        _verifiers_arg(ENGINE, ["predraw", "tev"]),
+        max_new_tokens_arg(256, "tokens decoded per turn"),
         opt(
             "--max-turns",
-            type=int,
+            type=positive_int,
             default=None,
             help="keep only the first N user turns of multi-turn sets such as mt-bench (default: all)",
         ),
@@ -416,33 +312,35 @@ BENCH_VERIFIERS = Command(
             default=[32, 64, 128],
             help="comma-separated budgets B (default 32,64,128)",
         ),
-        opt("--vocab", type=int, default=151936, help="vocabulary size V (default 151936, Qwen3)"),
-        opt("--device", default="cpu", help="torch device: cpu or cuda (default cpu)"),
         opt(
-            "--dtype",
-            default="float32",
-            choices=["float32", "bfloat16", "float16"],
-            help="logit dtype",
+            "--vocab",
+            type=vocab_size,
+            default=151936,
+            help="vocabulary size V (default 151936, Qwen3)",
         ),
-        opt("--temperature", type=float, default=1.0),
+        device_args(
+            default="cpu", dtypes=("float32", "bfloat16", "float16"), dtype_default="float32"
+        ),
+        opt("--temperature", type=nonneg_float, default=1.0),
         opt(
             "--trees",
-            type=int,
+            type=positive_int,
             default=None,
             help="realised trees per budget (default 3; not with --batch-size)",
         ),
         opt(
-            "--repeats", type=int, default=15, help="timed calls per tree and verifier (default 15)"
+            "--repeats",
+            type=positive_int,
+            default=15,
+            help="timed calls per tree and verifier (default 15)",
         ),
-        opt("--depth", type=int, default=15, help="draft horizon H (default 15, DFlash block 16)"),
         opt(
-            "--verifier",
-            type=name_list,
-            choices=verifier_names(implemented=ENGINE).checked_by_the_command(),
-            metavar="VERIFIERS",
-            default=["predraw", "residual", "tev"],
-            help="comma-separated subset of predraw,residual,tev",
+            "--depth",
+            type=positive_int,
+            default=15,
+            help="draft horizon H (default 15, DFlash block 16)",
         ),
+        _verifiers_arg(ENGINE, ["predraw", "residual", "tev"]),
         opt(
             "--batch-size",
             type=positive_int,
@@ -475,9 +373,14 @@ GPU_CHECK = Command(
         opt("--tiny", action="store_true", help="tiny sizes (CPU smoke test)"),
         opt("--device", default=None, help="default: cuda if available, else cpu"),
         opt("--budget", type=int_list, default=[32, 64, 128]),
-        opt("--context", type=int, default=512),
-        opt("--repeats", type=int, default=20, help="timed repetitions per cell (default 20)"),
-        opt("--temperature", type=float, default=1.0),
+        opt("--context", type=positive_int, default=512),
+        opt(
+            "--repeats",
+            type=positive_int,
+            default=20,
+            help="timed repetitions per cell (default 20)",
+        ),
+        opt("--temperature", type=nonneg_float, default=1.0),
         result_out_args,
     ),
 )
@@ -493,33 +396,37 @@ BENCH_BATCH = Command(
     "batched verifier call against B single-tree calls on synthetic deep trees.",
     pieces=(
         model_pair_args(),
-        opt(
-            "--dataset", default="gsm8k", help="gsm8k | humaneval | math500 | mt-bench | jsonl:FILE"
-        ),
-        opt("--num-prompts", type=int, default=None, help="use only the first N prompts"),
+        prompt_set_arg(default="gsm8k"),
+        num_prompts_arg(),
         opt(
             "--batch-size",
             type=int_list,
             default=[1, 4, 8],
             help="comma-separated batch sizes (default 1,4,8)",
         ),
-        opt("--budget", type=int, default=32, help="DDTree budget per sequence (default 32)"),
         opt(
-            "--verifier",
-            type=name_list,
-            choices=verifier_names(implemented=ENGINE_BATCHED).checked_by_the_command(),
-            metavar="VERIFIER",
-            default=["tev"],
-            help="e.g. tev,predraw (also greedy, residual)",
+            "--budget",
+            type=positive_int,
+            default=32,
+            help="DDTree budget per sequence (default 32)",
         ),
-        opt("--temperature", type=float, default=0.0),
-        opt("--max-new-tokens", type=int, default=64),
+        _verifiers_arg(ENGINE_BATCHED, ["tev"]),
+        opt("--temperature", type=nonneg_float, default=0.0),
+        max_new_tokens_arg(64),
         _batch_sampling_args,
         seed_arg(0),
         device_args(),
-        opt("--warmup", type=int, default=1, help="untimed warm-up generations per batch size"),
         opt(
-            "--verifier-repeats", type=int, default=10, help="timed calls per batched-verifier row"
+            "--warmup",
+            type=nonneg_int,
+            default=1,
+            help="untimed warm-up generations per batch size",
+        ),
+        opt(
+            "--verifier-repeats",
+            type=positive_int,
+            default=10,
+            help="timed calls per batched-verifier row",
         ),
         result_out_args,
         add_threads,

@@ -55,10 +55,62 @@ class Group:
     description: str | None = None
 
 
+# An unknown flag whose setting lives in a config file: the command, the flags, where the setting is.
+IN_A_CONFIG = {
+    "simulate run": (
+        (
+            "--budget",
+            "--vocab",
+            "--horizon",
+            "--temperature",
+            "--order",
+            "--zipf",
+            "--jitter",
+            "--drafter-mode",
+            "--drafter-noise",
+            "--drafter-temperature",
+            "--oracle",
+            "--prompt-length",
+            "--target-seed",
+            "--drafter-seed",
+            "--store-rows",
+        ),
+        "is a field of the simulation config, not a flag: write it in a JSON CONFIG file "
+        '(keys of SimConfig, simulate/lab/presets.py; e.g. {{"preset": "small", "{field}": ...}}) '
+        "and run `exitlaw simulate run CONFIG`; `--list-presets` prints every field's value",
+    )
+}
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser: an error is one line, ``exitlaw COMMAND: error: ...`` (exit status 2),
+    an unknown flag is refused by the command itself, and one whose setting lives in a config file
+    (:data:`IN_A_CONFIG`) says which file and field hold it."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, extra = super().parse_known_args(args, namespace)
+        if extra and not self._subparsers:  # a command (a group passes its command's extras on)
+            self.error(f"unrecognized arguments: {' '.join(extra)}" + _config_hint(self, extra))
+        return ns, extra
+
+
+def _config_hint(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    command = parser.prog.removeprefix("exitlaw ")
+    flags, where = IN_A_CONFIG.get(command, ((), ""))
+    known = [f for f in (e.split("=")[0] for e in extra) if f in flags]
+    if not known:
+        return ""
+    return f"; {known[0]} " + where.format(field=known[0][2:].replace("-", "_"))
+
+
 def add_commands(
     sub: argparse._SubParsersAction, entries: Iterable[Command | Group], path: str = ""
 ) -> None:
     """Register ``entries`` under ``sub``; ``args.command`` is the full path (``"bench law"``)."""
+    sub._parser_class = CommandParser  # every command's parser (argparse takes it from the action)
     for entry in entries:
         name = f"{path}{entry.name}"
         parser = sub.add_parser(
@@ -80,6 +132,16 @@ def _group_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace
         return 2
 
     return show
+
+
+def pick(args: argparse.Namespace, *names: str, **renamed: str) -> dict[str, Any]:
+    """The flags ``names`` as keyword arguments of the same names, and ``renamed`` as
+    ``{keyword: flag}`` (``pick(args, "seed", family_alpha="alpha")``): a handler hands its flags to
+    its one library call by name, once."""
+    return {
+        **{n: getattr(args, n) for n in names},
+        **{k: getattr(args, f) for k, f in renamed.items()},
+    }
 
 
 def refuse_overwrite(paths: Iterable[str | Path], overwrite: bool) -> None:

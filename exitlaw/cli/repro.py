@@ -139,24 +139,15 @@ def _figures(args: argparse.Namespace) -> int:
             f"{name:<22} {time.perf_counter() - t0:6.1f} s  " + "  ".join(str(p) for p in paths),
             flush=True,
         )
-    if args.ledger:
-        _ledger(
-            argparse.Namespace(
-                figures=args.out,
-                out=args.out,
-                mini=args.mini,
-                latency_json=args.latency_json,
-                quick=args.quick,
-                seed=args.seed,
-                overwrite=args.overwrite,
-                from_shipped=False,
-                make_shipped_inputs=False,
-                checks=None,
-                mini_deep=None,
-                sweep=None,
-            )
-        )
+    if args.ledger:  # the ledger of these figures, its other inputs the defaults
+        same = {k: getattr(args, k) for k in ("mini", "latency_json", "quick", "seed", "overwrite")}
+        _ledger(argparse.Namespace(figures=args.out, out=args.out, **same, **_LEDGER_DEFAULTS))
     return 0
+
+
+_LEDGER_DEFAULTS = dict(
+    from_shipped=False, make_shipped_inputs=False, checks=None, mini_deep=None, sweep=None
+)
 
 
 def _ledger(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from .args import (
     device_args,
     int_list,
     json_arg,
+    max_new_tokens_arg,
     model_pair_args,
     nonneg_float,
     open_unit_float,
@@ -31,7 +32,7 @@ from .args import (
     seed_arg,
     set_torch_threads,
 )
-from .grammar import Command, emit, opt, result_path
+from .grammar import Command, emit, opt, pick, result_path
 
 API_KEY_ENV = "EXITLAW_API_KEY"
 
@@ -42,31 +43,45 @@ def _serve(args) -> int:
     from exitlaw.engine.serve.limits import ServeLimits
     from exitlaw.engine.serve.server import serve
 
-    key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
-    cfg = ServeConfig(
-        target=args.target,
-        draft=args.draft,
-        method=args.method,
-        verifier=args.verifier,
-        budget=args.budget,
-        device=args.device,
-        dtype=args.dtype,
-        model_name=args.model_name,
-    )
+    names = ("target", "draft", "method", "verifier", "budget", "device", "dtype", "model_name")
+    cfg = ServeConfig(**pick(args, *names))
     limits = ServeLimits(
-        max_body_bytes=args.max_body_bytes,
-        max_prompt_tokens=args.max_prompt_tokens,
-        max_tokens=args.max_tokens_limit,
-        max_n=args.max_n,
-        max_concurrent=args.max_concurrent,
+        **{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in LIMITS}
     )
-    return serve(cfg, host=args.host, port=args.port, api_key=key, limits=limits)
+    return serve(cfg, host=args.host, port=args.port, api_key=_api_key(args), limits=limits)
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """``--api-key``, else ``$EXITLAW_API_KEY``, else none."""
+    return args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
+
+
+# the server's limits: flag, ServeLimits field, default (ServeLimits', pinned by a test), help
+LIMITS = (
+    ("--max-body-bytes", "max_body_bytes", 1 << 20, "request body limit (413 beyond)"),
+    ("--max-prompt-tokens", "max_prompt_tokens", 4096, "longest prompt, in tokens"),
+    ("--max-tokens-limit", "max_tokens", 1024, "largest max_tokens a request may ask"),
+    ("--max-n", "max_n", 64, "largest n a request may ask"),
+    (
+        "--max-concurrent",
+        "max_concurrent",
+        32,
+        "requests held at once, in flight or queued (429 beyond)",
+    ),
+)
+
+
+def _limit_args(parser: argparse.ArgumentParser) -> None:
+    for flag, _, default, text in LIMITS:
+        parser.add_argument(
+            flag, type=positive_int, default=default, help=f"{text} (default {default})"
+        )
 
 
 def _audit(args) -> int:
     from exitlaw.simulate.audit import AuditConfig, AuditUsageError, format_audit, run_audit
 
-    key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
+    key = _api_key(args)
     try:
         cfg = AuditConfig(
             candidate=args.candidate,
@@ -106,22 +121,14 @@ def _audit(args) -> int:
 
 
 def _bench_serve(args) -> int:
+    from exitlaw.engine.models.checkpoint import check_model_paths
     from exitlaw.simulate.audit.bench import format_bench, run_serve_bench
 
+    check_model_paths(args.target, args.draft)  # before a server is started
     path = result_path(args)
-    result = run_serve_bench(
-        target=args.target,
-        draft=args.draft,
-        prompts=args.prompts,
-        concurrency=args.concurrency,
-        requests=args.requests,
-        max_tokens=args.max_new_tokens,
-        budget=args.budget,
-        verifier=args.verifier,
-        temperature=args.temperature,
-        audit_temperature=args.audit_temperature,
-        threads=args.threads,
-    )
+    names = ("target", "draft", "prompts", "concurrency", "requests", "budget", "verifier")
+    more = ("temperature", "audit_temperature", "threads")
+    result = run_serve_bench(**pick(args, *names, *more, max_tokens="max_new_tokens"))
     emit(args, result, format_bench(result), path)
     return 0
 
@@ -163,26 +170,7 @@ SERVE = Command(
             "--model-name", default=None, help="model id served (default: the target folder's name)"
         ),
         device_args(default="cpu"),
-        opt(
-            "--max-body-bytes",
-            type=positive_int,
-            default=1 << 20,
-            help="request body limit (413 beyond)",
-        ),
-        opt("--max-prompt-tokens", type=positive_int, default=4096),
-        opt(
-            "--max-tokens-limit",
-            type=positive_int,
-            default=1024,
-            help="largest max_tokens a request may ask",
-        ),
-        opt("--max-n", type=positive_int, default=64, help="largest n a request may ask"),
-        opt(
-            "--max-concurrent",
-            type=positive_int,
-            default=32,
-            help="requests held at once, in flight or queued (429 beyond)",
-        ),
+        _limit_args,
         add_threads,
     ),
 )
@@ -232,12 +220,7 @@ AUDIT = Command(
         ),
         opt("--candidate-api-key", default=None),
         opt("--reference-api-key", default=None),
-        opt(
-            "--max-new-tokens",
-            type=positive_int,
-            default=32,
-            help="T = 0: tokens compared per prompt",
-        ),
+        max_new_tokens_arg(32, "T = 0: tokens compared per prompt"),
         opt(
             "--tokens",
             type=positive_int,
@@ -306,7 +289,7 @@ BENCH_SERVE = Command(
         opt("--prompts", required=True, help="JSONL prompts (as for audit)"),
         opt("--concurrency", type=int_list, default=[1, 4, 8]),
         opt("--requests", type=positive_int, default=16, help="requests per level"),
-        opt("--max-new-tokens", type=positive_int, default=32),
+        max_new_tokens_arg(32, "tokens per request"),
         opt("--budget", type=positive_int, default=32),
         opt("--verifier", default="tev"),
         opt("--temperature", type=nonneg_float, default=0.0),

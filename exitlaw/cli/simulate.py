@@ -12,6 +12,7 @@ from .args import (
     enable_x64,
     json_arg,
     no_progress_arg,
+    nonneg_float,
     out_args,
     positive_int,
     result_out_args,
@@ -21,7 +22,7 @@ from .args import (
 )
 from exitlaw.theory.registry import FIXED_TREE, SIMULATOR, verifier_names
 
-from .grammar import Command, Group, emit, opt, out_dir, out_files, result_path, write_json
+from .grammar import Command, Group, emit, opt, out_dir, out_files, pick, result_path, write_json
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -101,17 +102,8 @@ def _sim_bench(args: argparse.Namespace) -> int:
 def _field_lab(args: argparse.Namespace) -> int:
     from exitlaw.simulate.lab.field_lab import FieldLabConfig, render_markdown, run_field_lab
 
-    configs = [
-        FieldLabConfig(
-            vocab=args.vocab,
-            budget=args.budget,
-            horizon=args.horizon,
-            drafter_noise=n,
-            seeds=args.seeds,
-            contexts=args.contexts,
-        )
-        for n in args.noise
-    ]
+    given = pick(args, "vocab", "budget", "horizon", "seeds", "contexts")
+    configs = [FieldLabConfig(drafter_noise=n, **given) for n in args.noise]
     json_path, _ = out_files(args, "field_lab.json", "field_lab.md")
     print(render_markdown(run_field_lab(configs, json_path, overwrite=args.overwrite)))
     return 0
@@ -125,8 +117,6 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.chains_only and args.mode != "marginal":
         raise ValueError("--chains-only applies to --mode marginal")
-    if args.samples is not None and args.samples < 1:
-        raise ValueError(f"--samples must be >= 1, got {args.samples}")
     settings = _check_settings(args)
     if args.boundary:
         if settings is not None:
@@ -135,23 +125,10 @@ def _check(args: argparse.Namespace) -> int:
                 "--top-k, --top-p, --min-p) is statistical only"
             )
         return _check_boundary(args)
-    report = check_verifier(
-        args.verifier,
-        mode=args.mode,
-        seed=args.seed,
-        budget=args.budget,
-        vocab=args.vocab,
-        samples=args.samples,
-        family_alpha=args.alpha,
-        delta=args.delta,
-        power=args.power,
-        keep_going=args.keep_going,
-        chains_only=args.chains_only,
-        timeout=args.timeout,
-        only_case=args.case,
-        verifier_format=args.verifier_format,
-        settings=settings,
-    )
+    names = ("mode", "seed", "budget", "vocab", "samples", "delta", "power", "keep_going")
+    names += ("chains_only", "timeout", "verifier_format")
+    given = pick(args, *names, family_alpha="alpha", only_case="case")
+    report = check_verifier(args.verifier, settings=settings, **given)
     if report.verdict == BAD_INPUT:
         print(f"exitlaw check: error: {report.error}", file=sys.stderr)
     if args.json:
@@ -185,81 +162,19 @@ def _check_boundary(args: argparse.Namespace) -> int:
 
     check_chain_format(args.verifier_format, args.mode, args.chains_only)
     fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format, mode=args.mode)
-    rep = run_boundary(
-        fn,
-        name=args.verifier,
-        mode=args.mode,
-        seed=args.seed,
-        budget=args.budget,
-        vocab=args.vocab,
-        chains_only=args.chains_only,
-    )
+    given = pick(args, "mode", "seed", "budget", "vocab", "chains_only", name="verifier")
+    rep = run_boundary(fn, **given)
     print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
     return rep.exit_code
 
 
 def _prove(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.prove.prover import format_proof, load_procedure, prove
-    from exitlaw.simulate.prove.raw import prove_raw, takes_generator
+    from exitlaw.simulate.prove.prover import run_prove
 
     path = result_path(args)
-    if args.rounds == 2 and (args.mode == "marginal" or args.raw or args.every_child_order):
-        raise ValueError(
-            "--rounds 2 applies to fixed-tree procedures f(tree, rows, rand): not with --mode marginal, "
-            "--raw or --every-child-order"
-        )
-    if args.mode == "marginal":
-        from exitlaw.simulate.kit.conformance import load_verifier
-        from exitlaw.simulate.prove.sampled import format_marginal, prove_marginal
-
-        rule = load_verifier(args.verifier)
-        mrep = prove_marginal(
-            rule,
-            name=args.verifier,
-            max_nodes=args.max_nodes or 3,
-            vocab=args.vocab or 2,
-            seed=args.seed,
-        )
-        emit(args, mrep.to_json(), format_marginal(mrep), path)
-        return mrep.exit_code
-    proc = load_procedure(args.verifier, child_order=args.every_child_order)
-    if args.rounds == 2:
-        from exitlaw.simulate.prove.rounds import format_rounds, prove_two_rounds
-
-        rrep = prove_two_rounds(
-            proc,
-            name=args.verifier,
-            max_nodes=args.max_nodes or 3,
-            vocab=args.vocab or 2,
-            seed=args.seed,
-        )
-        emit(args, rrep.to_json(), format_rounds(rrep), path)
-        return rrep.exit_code
-    if args.raw or takes_generator(proc):
-        if args.every_child_order:
-            raise ValueError(
-                "--every-child-order applies to procedures over the randomness interface, not to "
-                "raw numpy Generator verifiers"
-            )
-        rep = prove_raw(
-            proc,
-            name=args.verifier,
-            max_nodes=args.max_nodes or 3,
-            vocab=args.vocab or 3,
-            seed=args.seed,
-            search_points=args.points,
-        )
-    else:
-        max_nodes = args.max_nodes or (8 if args.thorough else 6)
-        rep = prove(
-            proc,
-            name=args.verifier,
-            max_nodes=max_nodes,
-            vocab=args.vocab or 3,
-            every_child_order=args.every_child_order,
-            seed=args.seed,
-        )
-    emit(args, rep.to_json(), format_proof(rep), path)
+    names = ("mode", "rounds", "raw", "every_child_order", "thorough", "max_nodes", "vocab")
+    rep, text = run_prove(args.verifier, **pick(args, *names, "points", "seed"))
+    emit(args, rep.to_json(), text, path)
     return rep.exit_code
 
 
@@ -380,7 +295,7 @@ def _check_settings_args(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument(
         "--temperature",
-        type=float,
+        type=nonneg_float,
         default=None,
         help="settings mode with this one setting (default temperature 1 when a filter is given)",
     )
@@ -401,8 +316,8 @@ CHECK = Command(
     "2 bad input (the module cannot be imported -- ImportError, SyntaxError, sys.exit or any "
     "error at import -- or the callable has the wrong signature or returns no (node, token)); "
     "1 not exact (some case showed it); 4 verifier failed (a call raised or ran past --timeout; "
-    "the case, tree, seed, reproduce command and traceback are reported and the other cases "
-    "still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
+    "the case, tree, seed, reproduce command and traceback are reported, a traceback repeated "
+    "across cases once, and the other cases still run); 3 exact but not saturating; 5 insufficient samples (no rejection, but the "
     "computed power is below --power, so no exactness verdict); 0 exact and saturating. "
     "With --json the report is printed in every case.",
     pieces=(
@@ -433,7 +348,7 @@ CHECK = Command(
         opt("--vocab", type=int, default=4, help="vocabulary of the random cases (default 4)"),
         opt(
             "--samples",
-            type=int,
+            type=positive_int,
             default=None,
             help="rounds per case (default: chosen from --alpha, --power and --delta)",
         ),
@@ -473,7 +388,7 @@ CHECK = Command(
             "only Generator.random/uniform/spawn are driven",
         ),
         _check_settings_args,
-        opt("--json", action="store_true", help="print the full report as JSON"),
+        json_arg,
     ),
 )
 

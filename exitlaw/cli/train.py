@@ -18,7 +18,10 @@ from .args import (
     nonneg_float,
     nonneg_int,
     out_args,
+    max_new_tokens_arg,
+    num_prompts_arg,
     positive_int,
+    prompt_set_arg,
     seed_arg,
 )
 from .grammar import Command, move_aside, opt, out_dir
@@ -44,6 +47,28 @@ def _edge_floor(text: str):
         ) from None
 
 
+# flag -> TrainConfig field, always passed (the flag's default is the run's)
+_CONFIG = {
+    **{f: f for f in ("steps", "batch_size", "lr", "min_lr_ratio", "weight_decay", "grad_clip")},
+    **{f: f for f in ("checkpoint_every", "log_every", "seed", "amp", "prefix_window")},
+    "anchors": "anchors_per_seq",
+    "warmup": "warmup_steps",
+}
+# flags a --preset sets: passed only when given (None: the preset's value)
+_PRESET_FIELDS = ("objective", "lam", "weight_norm", "edge_floor", "budget")
+# flag -> TrainingRunSpec field
+_SPEC = {
+    **{f: f for f in ("target", "draft", "out", "prompts", "resume", "chat", "max_new_tokens")},
+    **{f: f for f in ("gen_batch", "continuations_server", "server_model", "cache_dir")},
+    **{f: f for f in ("device", "dtype")},
+    "num_prompts": "prompt_limit",
+}
+
+
+def _fields(args: argparse.Namespace, table: dict[str, str]) -> dict:
+    return {field: getattr(args, flag) for flag, field in table.items()}
+
+
 def _train(args: argparse.Namespace) -> int:
     from exitlaw.engine.training.config import preset_config
     from exitlaw.engine.training.run import TrainingRunSpec, run_training
@@ -53,52 +78,16 @@ def _train(args: argparse.Namespace) -> int:
         if args.resume:
             raise ValueError("--overwrite starts again; it does not go with --resume")
         move_aside(out)
-
-    chosen = {
-        "objective": args.objective,
-        "lam": args.lam,
-        "weight_norm": args.weight_norm,
-        "edge_floor": args.edge_floor,
-        "budget": args.budget,
-    }
-    overrides = {k: (None if v is _NO_FLOOR else v) for k, v in chosen.items() if v is not None}
-    cfg = preset_config(
-        args.preset,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        anchors_per_seq=args.anchors,
-        lr=args.lr,
-        min_lr_ratio=args.min_lr_ratio,
-        warmup_steps=args.warmup,
-        weight_decay=args.weight_decay,
-        grad_clip=args.grad_clip,
-        checkpoint_every=args.checkpoint_every,
-        log_every=args.log_every,
-        seed=args.seed,
-        amp=args.amp,
-        scoring=sampling_settings_from(args, args.scoring_temperature),
-        prefix_window=args.prefix_window,
-        **overrides,
-    )
+    given = {f: getattr(args, f) for f in _PRESET_FIELDS if getattr(args, f) is not None}
+    overrides = {f: (None if v is _NO_FLOOR else v) for f, v in given.items()}
+    scoring = sampling_settings_from(args, args.scoring_temperature)
+    cfg = preset_config(args.preset, scoring=scoring, **_fields(args, _CONFIG), **overrides)
     spec = TrainingRunSpec(
-        target=args.target,
-        draft=args.draft,
-        out=args.out,
         config=cfg,
-        prompts=args.prompts,
-        resume=args.resume,
-        prompt_limit=args.num_prompts,
-        chat=args.chat,
-        max_new_tokens=args.max_new_tokens,
         generation=sampling_settings_from(args, args.gen_temperature),
-        gen_batch=args.gen_batch,
-        continuations_server=args.continuations_server,
-        server_model=args.server_model,
-        cache_dir=args.cache_dir,
-        device=args.device,
-        dtype=args.dtype,
         progress=not args.no_progress,
         run_info={"preset": args.preset},
+        **_fields(args, _SPEC),
     )
     result = run_training(spec)
     if result["rank"] == 0:
@@ -124,12 +113,7 @@ TRAIN = Command(
     "`torchrun --nproc_per_node N` the drafter is sharded with FSDP (gloo on CPU).",
     pieces=(
         model_pair_args(draft_help="DFlash drafter checkpoint to start from (released format)"),
-        opt(
-            "--prompts",
-            required=True,
-            help="jsonl:FILE, FILE.jsonl, hf:NAME[:SPLIT] or a named set (gsm8k, NAME=FILE.jsonl, ...); "
-            "records: prompt_ids, turns, conversations, messages, prompt/text/question/problem",
-        ),
+        prompt_set_arg(required=True),
         out_args(
             "the training run (new or empty unless --resume; --overwrite moves a former run aside)",
             required=True,
@@ -216,16 +200,11 @@ TRAIN = Command(
             default="auto",
             help="bf16 autocast (auto: on CUDA devices that support it)",
         ),
-        opt("--num-prompts", type=positive_int, default=None, help="use only the first N prompts"),
+        num_prompts_arg(),
         opt(
             "--chat", action="store_true", help="wrap string prompts in the target's chat template"
         ),
-        opt(
-            "--max-new-tokens",
-            type=positive_int,
-            default=256,
-            help="length of the target continuations",
-        ),
+        max_new_tokens_arg(256, "length of the target continuations"),
         opt(
             "--gen-temperature",
             type=nonneg_float,

@@ -223,7 +223,7 @@ def test_a_command_is_moved_onto_the_stand_ins_and_keeps_the_configs_settings(tm
         new["--draft"] == str(tmp_path / "models" / "qwen3" / "draft")
         and new["--dtype"] == "float32"
     )
-    assert new["--dataset"] == f"{old['--dataset']}={tmp_path / 'data' / old['--dataset']}.jsonl"
+    assert new["--prompts"] == f"{old['--prompts']}={tmp_path / 'data' / old['--prompts']}.jsonl"
     assert (new["--num-prompts"], new["--max-new-tokens"]) == ("1", "3")
     train = train_commands(cfg, "RUNS")[0]
     new, old = flag_values(stand.rewrite(train, cfg, "qwen3")), flag_values(train)

@@ -673,7 +673,7 @@ def test_full_scale_commands_parse_with_the_real_cli():
         if cfg["table"] != "3":
             bench = [a for a in cmds if a[1] == "bench"]
             seeds = {
-                (a[a.index("--draft") + 1], a[a.index("--dataset") + 1], a[a.index("--seed") + 1])
+                (a[a.index("--draft") + 1], a[a.index("--prompts") + 1], a[a.index("--seed") + 1])
                 for a in bench
             }
             assert (

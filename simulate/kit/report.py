@@ -75,12 +75,18 @@ def format_report(rep) -> str:
     out.append(
         f"verdict: {rep.verdict.upper() if rep.exit_code else rep.verdict}   (exit status {rep.exit_code})"
     )
+    shown: dict[str, str] = {}  # traceback text -> the case it was printed under (printed once)
     for err in rep.errors:
         out.append(
             f"  case {err['case']} failed: {err['error']}   (tree {err['tree']}, seed {err['seed']})"
         )
         out.append(f"  reproduce: {err['reproduce']}")
-        out.extend("    " + line for line in err["traceback"].rstrip().splitlines()[-6:])
+        tb = (err["traceback"] or "").rstrip()
+        if tb in shown:
+            out.append(f"    (same traceback as case {shown[tb]})")
+        elif tb:
+            shown[tb] = err["case"]
+            out.extend("    " + line for line in tb.splitlines()[-6:])
     if rep.failure and rep.failure.get("check") != "call":
         f = dict(rep.failure)
         out.append(f"  case {f.pop('case')}: tree {f.pop('tree')}")

@@ -172,5 +172,5 @@ def test_bench_compare_command_prints_and_keeps_the_comparison(tmp_path, capsys)
     assert (
         cli_main(["bench", "decoding", "--compare", str(pa), str(pb), "--out", str(out)]) == 2
     )  # never overwrites silently
-    assert cli_main(["bench", "decoding", "--dataset", "gsm8k"]) == 2
+    assert cli_main(["bench", "decoding", "--prompts", "gsm8k"]) == 2
     assert "--target and --draft are required" in capsys.readouterr().err

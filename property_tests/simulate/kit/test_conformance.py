@@ -331,3 +331,20 @@ def test_a_run_where_every_call_fails_reports_no_samples_and_no_power():
     text = format_report(KitReport(**rep))
     assert "power: none computed (every call of the verifier failed; 0 samples judged)" in text
     assert "power >=" not in text and "smallest computed" not in text
+
+
+def test_a_crash_repeated_in_every_case_prints_its_traceback_once():
+    """Eight cases failing the same way print one traceback; a different crash prints its own."""
+    from exitlaw.simulate.kit.report import format_report
+
+    def crash_by_size(tree, probs, rng):
+        if tree.num_nodes == 9:  # the random case only
+            raise KeyError("the other crash")
+        raise RuntimeError("kaboom")
+
+    rep = run_kit(crash_by_size, name="m:crash", samples=10, seed=7)
+    text = format_report(rep)
+    assert len(rep.errors) == len(conditional_cases(7)) > 2
+    assert text.count('raise RuntimeError("kaboom")') == 1
+    assert text.count('raise KeyError("the other crash")') == 1
+    assert text.count("(same traceback as case ") == len(rep.errors) - 2

@@ -142,3 +142,18 @@ def test_prove_command_marginal_mode(capsys):
         == 1
     )
     assert "COUNTEREXAMPLE (not marginally exact" in capsys.readouterr().out
+
+
+def test_prove_command_dispatches_marginal_mode_with_its_default_sizes(capsys):
+    """``exitlaw prove --mode marginal`` (library: ``run_prove``) proves a sampled-draft rule at the
+    marginal defaults (3 nodes, vocabulary 2), and refuses ``--rounds 2`` with it before any work."""
+    import json
+
+    from exitlaw.cli import main
+
+    spec = "exitlaw.simulate.prove.sampled:without_replacement_rule"
+    assert main(["prove", spec, "--mode", "marginal", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["max_nodes"] == 3 and rep["vocab"] == 2, rep
+    assert main(["prove", spec, "--mode", "marginal", "--rounds", "2"]) == 2
+    assert "--rounds 2 applies to fixed-tree procedures" in capsys.readouterr().err
