@@ -29,6 +29,7 @@ from .args import (
     set_torch_threads,
     torch_threads,
     vocab_size,
+    show_progress,
 )
 from exitlaw.theory.registry import ENGINE, ENGINE_BATCHED, verifier_names
 
@@ -93,7 +94,7 @@ def _bench(args: argparse.Namespace) -> int:
             args.target,
             args.draft,
             trace_dir=args.trace_dir,
-            progress=not args.no_progress,
+            progress=show_progress(args),
             max_turns=args.max_turns,
             **common,
         )

@@ -19,6 +19,7 @@ from .args import (
     sampling_given,
     sampling_settings_from,
     seed_arg,
+    show_progress,
 )
 from exitlaw.theory.registry import FIXED_TREE, SIMULATOR, verifier_names
 
@@ -42,7 +43,7 @@ def _simulate(args: argparse.Namespace) -> int:
     enable_x64()
     from exitlaw.simulate.lab.run import run_simulation
 
-    run_simulation(cfg, out, overwrite=args.overwrite, progress=not args.no_progress)
+    run_simulation(cfg, out, overwrite=args.overwrite, progress=show_progress(args))
     return 0
 
 

@@ -23,6 +23,7 @@ from .args import (
     positive_int,
     prompt_set_arg,
     seed_arg,
+    show_progress,
 )
 from .grammar import Command, move_aside, opt, out_dir
 
@@ -85,7 +86,7 @@ def _train(args: argparse.Namespace) -> int:
     spec = TrainingRunSpec(
         config=cfg,
         generation=sampling_settings_from(args, args.gen_temperature),
-        progress=not args.no_progress,
+        progress=show_progress(args),
         run_info={"preset": args.preset},
         **_fields(args, _SPEC),
     )
