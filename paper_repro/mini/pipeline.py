@@ -158,7 +158,11 @@ class MiniConfig:
             )
 
     def to_json(self) -> dict:
-        return json.loads(json.dumps(asdict(self)))
+        """The configuration as JSON; ``base_pair`` only when set (runs made before it existed compare equal)."""
+        out = json.loads(json.dumps(asdict(self)))
+        if out["base_pair"] is None:
+            del out["base_pair"]
+        return out
 
 
 QUICK = MiniConfig(
