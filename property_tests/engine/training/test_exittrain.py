@@ -31,6 +31,7 @@ from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
 from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, reference_law
+from helpers.cli_argv import train_argv, write_prompts
 
 TOL = 1e-12
 
@@ -409,43 +410,11 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
     from exitlaw.engine.models.tiny import write_tiny_models
 
     tdir, ddir = write_tiny_models(tmp_path / "models")
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text(
-        "".join(
-            json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range", "x = 1"]
-        )
-    )
-    base = [
-        torchrun,
-        "--nproc_per_node",
-        "2",
-        "-m",
-        "exitlaw.cli",
-        "train",
-        "--target",
-        str(tdir),
-        "--draft",
-        str(ddir),
-        "--prompts",
-        str(prompts),
-        "--budget",
-        "12",
-        "--batch-size",
-        "1",
-        "--anchors",
-        "3",
-        "--max-new-tokens",
-        "16",
-        "--checkpoint-every",
-        "2",
-        "--steps",
-        "3",
-        "--no-progress",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--gen-batch",
-        "1",
-    ]
+    prompts = write_prompts(tmp_path / "p.jsonl", ["def add(a, b):", "for i in range", "x = 1"])
+    run = dict(budget=12, batch_size=1, anchors=3, max_new_tokens=16, steps=3, gen_batch=1)
+    flags = dict(checkpoint_every=2, no_progress=True, cache_dir=tmp_path / "cache")
+    torchrun_2 = [torchrun, "--nproc_per_node", "2", "-m", "exitlaw.cli"]
+    base = torchrun_2 + train_argv(tdir, ddir, prompts, **run, **flags)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     run = subprocess.run(
         base + ["--out", str(tmp_path / "run")],

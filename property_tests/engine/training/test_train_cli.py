@@ -9,45 +9,22 @@ import pytest
 
 from exitlaw.cli import main
 from exitlaw.engine.training.objectives import OBJECTIVES
+from helpers.cli_argv import TINY_RUN, train_argv, write_prompts
 
 
 @pytest.fixture(scope="module")
 def tiny_files(tmp_path_factory):
+    """The tiny models and a two-prompt file, written once for the module."""
     from exitlaw.engine.models.tiny import write_tiny_models
 
     root = tmp_path_factory.mktemp("train_cli")
     tdir, ddir = write_tiny_models(root / "models")
-    prompts = root / "p.jsonl"
-    prompts.write_text(
-        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"])
-    )
-    return root, tdir, ddir, prompts
+    return root, tdir, ddir, write_prompts(root / "p.jsonl")
 
 
-def _argv(tdir, ddir, prompts, out, *extra):
-    return [
-        "train",
-        "--target",
-        str(tdir),
-        "--draft",
-        str(ddir),
-        "--prompts",
-        str(prompts),
-        "--out",
-        str(out),
-        "--steps",
-        "2",
-        "--batch-size",
-        "1",
-        "--anchors",
-        "2",
-        "--max-new-tokens",
-        "10",
-        "--gen-batch",
-        "2",
-        "--no-progress",
-        *extra,
-    ]
+def _argv(tdir, ddir, prompts, out, *extra, **flags):
+    """The tiny two-step run writing to ``out``, then ``flags`` and ``extra``."""
+    return train_argv(tdir, ddir, prompts, *extra, out=out, **TINY_RUN, **flags)
 
 
 def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypatch, tiny_files):
@@ -68,13 +45,10 @@ def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypat
                 ddir,
                 prompts,
                 root / "a",
-                "--preset",
-                "authors-code",
-                "--objective",
-                "exit-depth",
-                "--chat",
-                "--cache-dir",
-                str(root / "c"),
+                preset="authors-code",
+                objective="exit-depth",
+                chat=True,
+                cache_dir=root / "c",
             )
         )
         == 0
@@ -102,16 +76,11 @@ def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypat
             ddir,
             prompts,
             root / "b",
-            "--preset",
-            "authors-code",
-            "--edge-floor",
-            "none",
-            "--lam",
-            "0.5",
-            "--budget",
-            "12",
-            "--weight-norm",
-            "tree",
+            preset="authors-code",
+            edge_floor="none",
+            lam=0.5,
+            budget=12,
+            weight_norm="tree",
         )
     )
     cfg = calls[-1].config
@@ -139,13 +108,10 @@ def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypat
 def test_exitlaw_train_runs_every_objective_on_the_tiny_models(tiny_files, objective, capsys):
     root, tdir, ddir, prompts = tiny_files
     out = root / f"run_{objective}"
-    extra = ["--budget", "6", "--cache-dir", str(root / "cache")]
-    if objective == "exit-depth":
-        extra += [
-            "--preset",
-            "authors-code",
-        ]  # exit-depth with nodes, lambda 0.1 and the edge floor
-    assert main(_argv(tdir, ddir, prompts, out, "--objective", objective, *extra)) == 0
+    # exit-depth runs with the preset: nodes, lambda 0.1 and the edge floor
+    preset = {"preset": "authors-code"} if objective == "exit-depth" else {}
+    flags = dict(objective=objective, budget=6, cache_dir=root / "cache", **preset)
+    assert main(_argv(tdir, ddir, prompts, out, **flags)) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed["final_drafter"] == str(out / "final") and printed["last"]["step"] == 2
     assert printed["last"]["objective"] == objective
@@ -156,18 +122,7 @@ def test_exitlaw_train_runs_every_objective_on_the_tiny_models(tiny_files, objec
     assert (out / "final" / "model.safetensors").is_file()
     # an undefined combination is a named error, not a guess
     assert (
-        main(
-            _argv(
-                tdir,
-                ddir,
-                prompts,
-                root / "bad",
-                "--objective",
-                "draft-opd",
-                "--weight-norm",
-                "nodes",
-            )
-        )
+        main(_argv(tdir, ddir, prompts, root / "bad", objective="draft-opd", weight_norm="nodes"))
         == 2
     )
     assert "draft-opd" in capsys.readouterr().err and not (root / "bad").exists()
@@ -185,14 +140,10 @@ def test_exitlaw_train_vat_logs_its_reweighted_term_and_rejects_undefined_combin
                 ddir,
                 prompts,
                 out,
-                "--objective",
-                "vat",
-                "--lam",
-                "0.5",
-                "--budget",
-                "6",
-                "--cache-dir",
-                str(root / "cache"),
+                objective="vat",
+                lam=0.5,
+                budget=6,
+                cache_dir=root / "cache",
             )
         )
         == 0
