@@ -28,25 +28,13 @@ from exitlaw.engine.training.batch import (
     score_trees,
 )
 from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
+from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
+from helpers.tiny_specs import SMALL_SPEC as SPEC
 from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, reference_law
 from helpers.cli_argv import train_argv, write_prompts
 
 TOL = 1e-12
-
-
-SPEC = TinySpec(
-    vocab_size=64,
-    hidden_size=32,
-    intermediate_size=64,
-    target_layers=3,
-    heads=4,
-    kv_heads=2,
-    head_dim=8,
-    block_size=5,
-    target_layer_ids=(0, 1),
-)
 
 
 def _tiny_pair(seed: int = 0):

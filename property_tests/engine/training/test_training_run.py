@@ -12,22 +12,11 @@ import torch
 
 from exitlaw.engine.training.objectives import OBJECTIVES
 from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
+from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
+from helpers.tiny_specs import SMALL_SPEC as SPEC
 from exitlaw.engine.training.config import TrainConfig, preset_config
 from exitlaw.engine.training.data import Sequences
 from exitlaw.engine.training.loop import METRIC_KEYS, train
-
-SPEC = TinySpec(
-    vocab_size=64,
-    hidden_size=32,
-    intermediate_size=64,
-    target_layers=3,
-    heads=4,
-    kv_heads=2,
-    head_dim=8,
-    block_size=5,
-    target_layer_ids=(0, 1),
-)
 
 
 def _pair(seed: int):
