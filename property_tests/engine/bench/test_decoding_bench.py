@@ -225,14 +225,8 @@ def test_round_memory_is_the_four_buffers_of_one_verify_round():
 
     from exitlaw.engine.decode.work_bounds import check_decode_fits, round_memory
 
-    cfg = SimpleNamespace(
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        hidden_size=32,
-        vocab_size=100,
-    )
+    shape = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32)
+    cfg = SimpleNamespace(**shape, head_dim=8, vocab_size=100)
     est = round_memory(cfg, budget=3, context=6, rows=2, element_bytes=2)
     assert (est.kv_cache, est.attention_scores, est.tree_mask, est.logits) == (
         2 * 2 * 2 * 8 * 10 * 2 * 2,
@@ -252,14 +246,8 @@ def test_round_memory_is_the_four_buffers_of_one_verify_round():
             cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total - 1
         )
     # a heterogeneous config (Gemma-4: per-layer head_dim) sums each layer's own KV width
-    mixed = SimpleNamespace(
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        hidden_size=32,
-        vocab_size=100,
-        per_layer_config=[SimpleNamespace(head_dim=8), SimpleNamespace(head_dim=16)],
-    )
+    per_layer = [SimpleNamespace(head_dim=8), SimpleNamespace(head_dim=16)]
+    mixed = SimpleNamespace(**shape, vocab_size=100, per_layer_config=per_layer)
     assert round_memory(mixed, budget=3, context=6).kv_cache == (2 * 2 * 8 + 2 * 2 * 16) * 10 * 4
 
 
