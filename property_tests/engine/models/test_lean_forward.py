@@ -21,6 +21,7 @@ from exitlaw.engine.models.target import TargetModel, batch_attention_mask, tree
 from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
 from exitlaw.theory import DraftTree
 from helpers.decode_configs import sampled_tree
+from helpers.hf_forward import transformers_forward
 from helpers.tiny_specs import SMALL_SPEC
 
 # layer 2 is the last: its hidden is normed
@@ -67,16 +68,7 @@ def model(request):
 
 
 def hf_forward(model, ids, pos, mask, cache, logits_to_keep=0):
-    out = model(
-        input_ids=ids,
-        position_ids=pos,
-        attention_mask=mask,
-        cache=cache,
-        use_cache=True,
-        output_hidden_states=True,
-        logits_to_keep=logits_to_keep,
-    )
-    return out.logits, {i: out.hidden_states[i + 1] for i in SPEC.target_layer_ids}
+    return transformers_forward(model, ids, pos, mask, cache, SPEC.target_layer_ids, logits_to_keep)
 
 
 def cache_after(model, prefix: list[int]):
