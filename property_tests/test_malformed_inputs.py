@@ -531,6 +531,7 @@ def test_an_interrupted_writer_leaves_no_trace_under_its_name(tmp_path):
 
 # ----- trace files: read_trace and `exitlaw law` both refuse, naming the file and line -------
 from helpers.trace_cases import HEAD, R0, TRACE_CASES, _end, _round, _write_lines  # noqa: E402
+from helpers.cli_argv import cli_argv, pair_flags  # noqa: E402
 
 
 @pytest.mark.parametrize("case", TRACE_CASES, ids=[c[0] for c in TRACE_CASES])
@@ -596,86 +597,45 @@ def _cli(argv, capsys) -> tuple[int, str]:
 
 
 _M = ["--target", "T", "--draft", "D"]
+_BENCH = ["bench", "decoding", *_M]
+_TRAIN = ["train", *_M, "--prompts", "p", "--out", "o"]
+_SIM = ["simulate", "run", "--preset", "small"]
 CLI_CASES = [
-    (
-        "bench num-prompts 0",
-        ["bench", "decoding", *_M, "--num-prompts", "0"],
-        "expected an integer >= 1",
-    ),
-    (
-        "bench num-prompts -1",
-        ["bench", "decoding", *_M, "--num-prompts", "-1"],
-        "expected an integer >= 1",
-    ),
-    ("bench budget empty", ["bench", "decoding", *_M, "--budget", ""], "positive integers"),
-    ("bench budget zero", ["bench", "decoding", *_M, "--budget", "0,32"], "positive integers"),
-    (
-        "bench budget word",
-        ["bench", "decoding", *_M, "--budget", "big"],
-        "comma-separated integers",
-    ),
-    ("bench temperature nan", ["bench", "decoding", *_M, "--temperature", "nan"], "finite numbers"),
-    ("bench temperature empty", ["bench", "decoding", *_M, "--temperature", ","], "finite numbers"),
-    (
-        "bench verifier empty",
-        ["bench", "decoding", *_M, "--verifier", " , "],
-        "comma-separated names",
-    ),
-    (
-        "bench max-new-tokens 0",
-        ["bench", "decoding", *_M, "--max-new-tokens", "0"],
-        "expected an integer >= 1",
-    ),
-    ("bench warmup -1", ["bench", "decoding", *_M, "--warmup", "-1"], "expected an integer >= 0"),
-    ("bench threads 0", ["bench", "decoding", *_M, "--threads", "0"], "expected an integer >= 1"),
+    ("bench num-prompts 0", [*_BENCH, "--num-prompts", "0"], "expected an integer >= 1"),
+    ("bench num-prompts -1", [*_BENCH, "--num-prompts", "-1"], "expected an integer >= 1"),
+    ("bench budget empty", [*_BENCH, "--budget", ""], "positive integers"),
+    ("bench budget zero", [*_BENCH, "--budget", "0,32"], "positive integers"),
+    ("bench budget word", [*_BENCH, "--budget", "big"], "comma-separated integers"),
+    ("bench temperature nan", [*_BENCH, "--temperature", "nan"], "finite numbers"),
+    ("bench temperature empty", [*_BENCH, "--temperature", ","], "finite numbers"),
+    ("bench verifier empty", [*_BENCH, "--verifier", " , "], "comma-separated names"),
+    ("bench max-new-tokens 0", [*_BENCH, "--max-new-tokens", "0"], "expected an integer >= 1"),
+    ("bench warmup -1", [*_BENCH, "--warmup", "-1"], "expected an integer >= 0"),
+    ("bench threads 0", [*_BENCH, "--threads", "0"], "expected an integer >= 1"),
     (
         "train gen-temperature nan",
-        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "nan"],
+        [*_TRAIN, "--gen-temperature", "nan"],
         "expected a finite number",
     ),
     (
         "train gen-temperature -1",
-        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "-1"],
+        [*_TRAIN, "--gen-temperature", "-1"],
         "expected a finite number >= 0",
     ),
     (
         "train gen-temperature inf",
-        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-temperature", "inf"],
+        [*_TRAIN, "--gen-temperature", "inf"],
         "expected a finite number",
     ),
-    (
-        "train max-new-tokens 0",
-        ["train", *_M, "--prompts", "p", "--out", "o", "--max-new-tokens", "0"],
-        ">= 1",
-    ),
-    ("train steps 0", ["train", *_M, "--prompts", "p", "--out", "o", "--steps", "0"], ">= 1"),
-    ("train lr nan", ["train", *_M, "--prompts", "p", "--out", "o", "--lr", "nan"], "finite"),
-    ("train lam inf", ["train", *_M, "--prompts", "p", "--out", "o", "--lam", "inf"], "finite"),
-    (
-        "train prompt-limit 0",
-        ["train", *_M, "--prompts", "p", "--out", "o", "--num-prompts", "0"],
-        ">= 1",
-    ),
-    (
-        "train gen-batch -2",
-        ["train", *_M, "--prompts", "p", "--out", "o", "--gen-batch", "-2"],
-        ">= 1",
-    ),
-    (
-        "simulate rounds 0",
-        ["simulate", "run", "--preset", "small", "--rounds", "0"],
-        "expected an integer >= 1",
-    ),
-    (
-        "simulate rounds -5",
-        ["simulate", "run", "--preset", "small", "--rounds", "-5"],
-        "expected an integer >= 1",
-    ),
-    (
-        "simulate builders empty",
-        ["simulate", "run", "--preset", "small", "--builders", ","],
-        "unknown builders ['', '']",
-    ),
+    ("train max-new-tokens 0", [*_TRAIN, "--max-new-tokens", "0"], ">= 1"),
+    ("train steps 0", [*_TRAIN, "--steps", "0"], ">= 1"),
+    ("train lr nan", [*_TRAIN, "--lr", "nan"], "finite"),
+    ("train lam inf", [*_TRAIN, "--lam", "inf"], "finite"),
+    ("train prompt-limit 0", [*_TRAIN, "--num-prompts", "0"], ">= 1"),
+    ("train gen-batch -2", [*_TRAIN, "--gen-batch", "-2"], ">= 1"),
+    ("simulate rounds 0", [*_SIM, "--rounds", "0"], "expected an integer >= 1"),
+    ("simulate rounds -5", [*_SIM, "--rounds", "-5"], "expected an integer >= 1"),
+    ("simulate builders empty", [*_SIM, "--builders", ","], "unknown builders ['', '']"),
     ("simulate unknown preset", ["simulate", "run", "--preset", "nope"], "unknown preset"),
     ("simulate no config", ["simulate", "run"], "give either a CONFIG file or --preset"),
     ("law no trace", ["law"], "give either a TRACE path or --demo"),
@@ -841,22 +801,9 @@ def test_bench_bad_prompt_ids_or_device_is_a_named_error_before_any_decoding(
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"prompt_ids": ids(v)}) + "\n")
     out = tmp_path / "res.json"
-    code, err = _cli(
-        [
-            *command.split(),
-            "--target",
-            str(tiny[0]),
-            "--draft",
-            str(tiny[1]),
-            "--prompts",
-            f"jsonl:{prompts}",
-            "--out",
-            str(out),
-            *(["--no-progress"] if command == "bench decoding" else ["--warmup", "0"]),
-            *extra,
-        ],
-        capsys,
-    )
+    quiet = {"no_progress": True} if command == "bench decoding" else {"warmup": 0}
+    argv = cli_argv(*command.split(), **pair_flags(tiny, prompts), out=out, **quiet)
+    code, err = _cli([*argv, *extra], capsys)
     assert code == 2 and message.format(v=v) in err, err
     if "--device" not in extra:
         assert f"{prompts}:1" in err  # the record is named

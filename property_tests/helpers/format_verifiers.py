@@ -4,7 +4,24 @@ semantics; none is upstream code."""
 
 from __future__ import annotations
 
+import inspect
+from types import SimpleNamespace
+
 import numpy as np
+
+from exitlaw.simulate.kit.chain_formats import VLLM_ARGUMENTS
+from exitlaw.simulate.kit.formats import ARGUMENTS
+
+
+def _layout(names):
+    """Give a ``**arrays`` verifier the signature of a format's layout (the adapters bind to it)."""
+
+    def wrap(fn):
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        fn.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in names])
+        return fn
+
+    return wrap
 
 
 def _draw(row, u: float) -> int:
@@ -64,133 +81,58 @@ def eagle_accept_length_with_root(candidates, retrieve_indices, probs, rng):
 
 
 # ----- SGLang: one coin per position, cumulative over the siblings ---------------------------------
-def _sglang(
-    predicts,
-    accept_index,
-    accept_token_num,
-    candidates,
-    retrive_index,
-    retrive_next_token,
-    retrive_next_sibling,
-    uniform_samples,
-    uniform_samples_for_final_sampling,
-    target_probs,
-    draft_probs,
-    cumulative=True,
-):
+def _sglang(*, cumulative=True, leq=False, **arrays):
+    """Walk SGLang's links with one coin per position; writes predicts, accept_index, accept_token_num."""
+    a = SimpleNamespace(**arrays)
     cur, num = 0, 0
-    coin = uniform_samples[0, 0]
-    last = int(retrive_index[0, 0])
-    accept_index[0, 0] = last
-    for _ in range(1, accept_index.shape[1]):
-        child, acc = int(retrive_next_token[0, cur]), 0.0
+    coin = a.uniform_samples[0, 0]
+    last = int(a.retrive_index[0, 0])
+    a.accept_index[0, 0] = last
+    for _ in range(1, a.accept_index.shape[1]):
+        child, acc = int(a.retrive_next_token[0, cur]), 0.0
         while child != -1:
-            x = int(candidates[0, child])
-            p = target_probs[0, cur, x]
+            x = int(a.candidates[0, child])
+            p = a.target_probs[0, cur, x]
             acc = acc + p if cumulative else p
-            if coin < acc:
-                predicts[last] = x
+            if coin < acc or (leq and coin == acc):
+                a.predicts[last] = x
                 num += 1
-                last = int(retrive_index[0, child])
-                accept_index[0, num] = last
-                cur, coin = child, uniform_samples[0, child]
+                last = int(a.retrive_index[0, child])
+                a.accept_index[0, num] = last
+                cur, coin = child, a.uniform_samples[0, child]
                 break
-            draft_probs[0, cur, x] = p  # rejected: its target mass leaves the residual
-            child = int(retrive_next_sibling[0, child])
+            a.draft_probs[0, cur, x] = p  # rejected: its target mass leaves the residual
+            child = int(a.retrive_next_sibling[0, child])
         if child == -1:
             break
-    accept_token_num[0] = num
-    residual = np.maximum(target_probs[0, cur] - draft_probs[0, cur], 0.0)
-    predicts[last] = _draw(residual, uniform_samples_for_final_sampling[0])
+    a.accept_token_num[0] = num
+    residual = np.maximum(a.target_probs[0, cur] - a.draft_probs[0, cur], 0.0)
+    a.predicts[last] = _draw(residual, a.uniform_samples_for_final_sampling[0])
 
 
-def sglang_target_only(
-    predicts,
-    accept_index,
-    accept_token_num,
-    candidates,
-    retrive_index,
-    retrive_next_token,
-    retrive_next_sibling,
-    uniform_samples,
-    uniform_samples_for_final_sampling,
-    target_probs,
-    draft_probs,
-):
+@_layout(ARGUMENTS["sglang"])
+def sglang_target_only(**arrays):
     """Coin-driven residual in SGLang's layout: exact and saturating."""
-    _sglang(
-        predicts,
-        accept_index,
-        accept_token_num,
-        candidates,
-        retrive_index,
-        retrive_next_token,
-        retrive_next_sibling,
-        uniform_samples,
-        uniform_samples_for_final_sampling,
-        target_probs,
-        draft_probs,
-    )
+    _sglang(**arrays)
 
 
-def sglang_coin_not_cumulative(
-    predicts,
-    accept_index,
-    accept_token_num,
-    candidates,
-    retrive_index,
-    retrive_next_token,
-    retrive_next_sibling,
-    uniform_samples,
-    uniform_samples_for_final_sampling,
-    target_probs,
-    draft_probs,
-):
+@_layout(ARGUMENTS["sglang"])
+def sglang_coin_not_cumulative(**arrays):
     """Mutant: the node's one coin compared with each sibling's own probability, not the running sum."""
-    _sglang(
-        predicts,
-        accept_index,
-        accept_token_num,
-        candidates,
-        retrive_index,
-        retrive_next_token,
-        retrive_next_sibling,
-        uniform_samples,
-        uniform_samples_for_final_sampling,
-        target_probs,
-        draft_probs,
-        cumulative=False,
-    )
+    _sglang(cumulative=False, **arrays)
 
 
-def sglang_forgets_accept_token_num(
-    predicts,
-    accept_index,
-    accept_token_num,
-    candidates,
-    retrive_index,
-    retrive_next_token,
-    retrive_next_sibling,
-    uniform_samples,
-    uniform_samples_for_final_sampling,
-    target_probs,
-    draft_probs,
-):
+@_layout(ARGUMENTS["sglang"])
+def sglang_forgets_accept_token_num(**arrays):
     """Malformed: never writes accept_token_num (it stays at the kit's -1)."""
-    n = np.array(accept_token_num)
-    _sglang(
-        predicts,
-        accept_index,
-        n,
-        candidates,
-        retrive_index,
-        retrive_next_token,
-        retrive_next_sibling,
-        uniform_samples,
-        uniform_samples_for_final_sampling,
-        target_probs,
-        draft_probs,
-    )
+    _sglang(**{**arrays, "accept_token_num": np.array(arrays["accept_token_num"])})
+
+
+@_layout(ARGUMENTS["sglang"])
+def sglang_leq_coin(**arrays):
+    """Boundary mutant: ``coin <= running sum`` (as the upstream kernel compares): a coin of exactly 0
+    accepts a zero-probability first child. No sample size sees it; ``check --boundary`` does."""
+    _sglang(leq=True, **arrays)
 
 
 # ----- DDTree: predraw one token per node, follow the child maps -----------------------------------
@@ -228,47 +170,9 @@ def ddtree_skips_root(
     return accepted[1:], token
 
 
-def sglang_leq_coin(
-    predicts,
-    accept_index,
-    accept_token_num,
-    candidates,
-    retrive_index,
-    retrive_next_token,
-    retrive_next_sibling,
-    uniform_samples,
-    uniform_samples_for_final_sampling,
-    target_probs,
-    draft_probs,
-):
-    """Boundary mutant: ``coin <= running sum`` (as the upstream kernel compares): a coin of exactly 0
-    accepts a zero-probability first child. No sample size sees it; ``check --boundary`` does."""
-    cur, num = 0, 0
-    coin, last = uniform_samples[0, 0], int(retrive_index[0, 0])
-    accept_index[0, 0] = last
-    for _ in range(1, accept_index.shape[1]):
-        child, acc = int(retrive_next_token[0, cur]), 0.0
-        while child != -1:
-            x = int(candidates[0, child])
-            acc += target_probs[0, cur, x]
-            if coin <= acc:
-                predicts[last], num, last = x, num + 1, int(retrive_index[0, child])
-                accept_index[0, num] = last
-                cur, coin = child, uniform_samples[0, child]
-                break
-            draft_probs[0, cur, x] = target_probs[0, cur, x]
-            child = int(retrive_next_sibling[0, child])
-        if child == -1:
-            break
-    accept_token_num[0] = num
-    predicts[last] = _draw(
-        np.maximum(target_probs[0, cur] - draft_probs[0, cur], 0.0),
-        uniform_samples_for_final_sampling[0],
-    )
-
-
 # ----- vLLM: chain rejection sampler, pre-drawn coins, placeholder after the first rejection ------------
 def _vllm(
+    *,
     draft_token_ids,
     draft_probs,
     target_probs,
@@ -277,6 +181,7 @@ def _vllm(
     rng,
     leq=False,
     recovered_from_target=False,
+    **_unused,
 ):
     k = int(draft_token_ids.shape[0])
     out = np.full((1, k + 1), -1, dtype=np.int64)
@@ -304,66 +209,28 @@ def _draw_safe(row, u: float) -> int:
     return min(int(np.searchsorted(c, u * c[-1], side="right")), int(np.flatnonzero(row > 0)[-1]))
 
 
-def vllm_chain(
-    draft_token_ids,
-    cu_num_draft_tokens,
-    draft_probs,
-    target_probs,
-    bonus_token_ids,
-    uniform_probs,
-    rng,
-):
+@_layout(VLLM_ARGUMENTS)
+def vllm_chain(**arrays):
     """Chain rejection sampling in vLLM's layout, accept iff ``coin < p / q``, recovered ~ norm((p - q)+): exact."""
-    return _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng)
+    return _vllm(**arrays)
 
 
-def vllm_recovered_from_target(
-    draft_token_ids,
-    cu_num_draft_tokens,
-    draft_probs,
-    target_probs,
-    bonus_token_ids,
-    uniform_probs,
-    rng,
-):
+@_layout(VLLM_ARGUMENTS)
+def vllm_recovered_from_target(**arrays):
     """Mutant: the recovered token drawn from the target row p instead of the residual (p - q)+: not exact."""
-    return _vllm(
-        draft_token_ids,
-        draft_probs,
-        target_probs,
-        bonus_token_ids,
-        uniform_probs,
-        rng,
-        recovered_from_target=True,
-    )
+    return _vllm(recovered_from_target=True, **arrays)
 
 
-def vllm_leq_coin(
-    draft_token_ids,
-    cu_num_draft_tokens,
-    draft_probs,
-    target_probs,
-    bonus_token_ids,
-    uniform_probs,
-    rng,
-):
+@_layout(VLLM_ARGUMENTS)
+def vllm_leq_coin(**arrays):
     """Boundary mutant: accept iff ``p / q >= coin`` (the comparison of vLLM's kernel at 0097a7bbf1d9): a coin of
     exactly 0 accepts a draft token the target gives 0. No sample size sees it; ``check --boundary`` does."""
-    return _vllm(
-        draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng, leq=True
-    )
+    return _vllm(leq=True, **arrays)
 
 
-def vllm_writes_after_rejection(
-    draft_token_ids,
-    cu_num_draft_tokens,
-    draft_probs,
-    target_probs,
-    bonus_token_ids,
-    uniform_probs,
-    rng,
-):
+@_layout(VLLM_ARGUMENTS)
+def vllm_writes_after_rejection(**arrays):
     """Malformed: writes the bonus after a rejected position instead of the placeholder."""
-    out = _vllm(draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, rng)
-    out[0, -1] = int(bonus_token_ids[0, 0])
+    out = _vllm(**arrays)
+    out[0, -1] = int(arrays["bonus_token_ids"][0, 0])
     return out

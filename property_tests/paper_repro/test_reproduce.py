@@ -4,36 +4,8 @@ import json
 
 import pytest
 
-from exitlaw.paper_repro.mini.pipeline import config_for
-from exitlaw.paper_repro.mini.target import TargetSpec
 from exitlaw.paper_repro.reproduce import reproduce
-
-
-def _micro(seed=0):
-    return config_for(
-        "quick",
-        seed=seed,
-        target=TargetSpec(
-            hidden_size=32,
-            intermediate_size=64,
-            num_layers=2,
-            num_heads=2,
-            num_kv_heads=1,
-            head_dim=16,
-            steps=20,
-            batch_size=4,
-            seq_len=64,
-        ),
-        train_tokens=60_000,
-        tokenizer_docs=20,
-        train_prompts=12,
-        continuation_tokens=24,
-        distill_steps=6,
-        ft_steps=3,
-        eval_prompts=1,
-        eval_new_tokens=8,
-        budgets=(32, 64),
-    )
+from helpers.mini_configs import micro_config
 
 
 @pytest.mark.slow
@@ -45,7 +17,9 @@ def test_repro_all_writes_kit_verdicts_figures_and_ledger_and_resumes(tmp_path):
     torch.set_num_threads(1)
     out = tmp_path / "repro"
     lines: list[str] = []
-    summary = reproduce(out, quick=True, mini_config=_micro(), progress=False, log=lines.append)
+    summary = reproduce(
+        out, quick=True, mini_config=micro_config(), progress=False, log=lines.append
+    )
     counted = [ln.split(":")[0] for ln in lines if ln.startswith("stage ") and "/" in ln]
     assert counted == [
         "stage 1/4 checks",
@@ -64,7 +38,9 @@ def test_repro_all_writes_kit_verdicts_figures_and_ledger_and_resumes(tmp_path):
     assert first["key"] == "kit_exact_saturating" and first["verdict"] == "reproduced"
     assert len(ledger["rows"]) > 5 and {"mini", "checks"} <= set(ledger["inputs"])
     stamp = (out / "checks" / "tev.json").stat().st_mtime_ns
-    again = reproduce(out, quick=True, mini_config=_micro(), progress=False, log=lambda s: None)
+    again = reproduce(
+        out, quick=True, mini_config=micro_config(), progress=False, log=lambda s: None
+    )
     assert (out / "checks" / "tev.json").stat().st_mtime_ns == stamp  # cached, not rerun
     assert again["checks"] == summary["checks"]
     # the first run's stage times survive a cached rerun; the rerun's own are kept apart
@@ -75,4 +51,4 @@ def test_repro_all_writes_kit_verdicts_figures_and_ledger_and_resumes(tmp_path):
     assert json.loads((out / "summary.json").read_text())["times"] == again["times"]
     assert {"checks_s", "mini_s", "figures_s"} <= set(again["rerun_times"])
     with pytest.raises(FileExistsError, match="holds a run with config"):
-        reproduce(out, quick=False, mini_config=_micro(), progress=False, log=lambda s: None)
+        reproduce(out, quick=False, mini_config=micro_config(), progress=False, log=lambda s: None)

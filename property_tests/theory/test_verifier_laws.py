@@ -7,7 +7,6 @@ Rows differ per node and per parent (strategies and ``ToyModel``).
 
 from __future__ import annotations
 
-import os
 from fractions import Fraction
 
 import jax
@@ -19,9 +18,10 @@ from hypothesis import strategies as st
 from exitlaw.theory import DraftTree, block_law, oracle_tree, reference_block_law, reference_law
 from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS, chain_speculative_many
 from exitlaw.simulate.randomness import GeneratorRandomness, enumerate_law
-from exitlaw.simulate.stats import describe_seed, dkw_check, pooled_chisquare, seed_for
+from exitlaw.simulate.stats import describe_seed, dkw_check, pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees, logits_rows, trees_with_rows
 from exitlaw.simulate.lab.toy_target import ToyModel, block_tokens, complete_block, decode_rounds
+from helpers.sampled_law import exact_exit_bonus_law, int_rows, seed_of_test
 from exitlaw.simulate.verifiers import (
     chain_speculative,
     greedy,
@@ -299,10 +299,7 @@ def test_chain_speculative_rejects_a_branching_tree():
 def test_fast_samplers_follow_the_exact_law_of_their_twin(case, name):
     """Pooled chi-square (alpha 1e-6, zero cells fail at once) and DKW on the exit depth (alpha 1e-6)."""
     tree, floats, _ = case
-    seq = seed_for(
-        f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{floats.tobytes().hex()}|{name}"
-    )
-    note(describe_seed(seq))
+    seq = seed_of_test(repr(tree), floats.tobytes().hex(), name)
     exact = implementation_block_law("greedy" if name == "greedy" else name, tree, floats)
     exact = exact / exact.sum()
     n = 20_000
@@ -320,40 +317,12 @@ def test_fast_samplers_follow_the_exact_law_of_their_twin(case, name):
 def test_fast_chain_speculative_sampler_follows_its_exact_twin(vocab, depth, data):
     tokens = data.draw(st.lists(st.integers(0, vocab - 1), min_size=depth, max_size=depth))
     tree = DraftTree.chain(tokens)
-    p = np.array(
-        data.draw(
-            st.lists(
-                st.lists(st.integers(0, 5), min_size=vocab, max_size=vocab),
-                min_size=depth + 1,
-                max_size=depth + 1,
-            )
-        ),
-        dtype=np.float64,
-    )
-    q = np.array(
-        data.draw(
-            st.lists(
-                st.lists(st.integers(1, 5), min_size=vocab, max_size=vocab),
-                min_size=depth + 1,
-                max_size=depth + 1,
-            )
-        ),
-        dtype=np.float64,
-    )
+    p = int_rows(data, depth + 1, vocab, 0, 5)
+    q = int_rows(data, depth + 1, vocab, 1, 5)
     assume(np.all(p.sum(1) > 0))
     p, q = p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
-    law = enumerate_law(
-        lambda r: verify_sampled(
-            list(tree.parent), list(tree.token), p, q, r, without_replacement=False
-        )
-    )
-    exact = np.zeros((tree.num_nodes, vocab))
-    for (v, y), pr in law.items():
-        exact[v, y] += pr
-    seq = seed_for(
-        f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{p.tobytes().hex()}|{q.tobytes().hex()}"
-    )
-    note(describe_seed(seq))
+    exact = exact_exit_bonus_law(tree, p, q, vocab, without_replacement=False)
+    seq = seed_of_test(repr(tree), p.tobytes().hex(), q.tobytes().hex())
     exits, bonus = chain_speculative_many(tree, p, q, np.random.default_rng(seq), 20_000)
     counts = np.zeros_like(exact)
     np.add.at(counts, (exits, bonus), 1)

@@ -9,6 +9,7 @@ import pytest
 
 from exitlaw.cli import main as cli_main
 from exitlaw.engine.bench.batch import _batches, run_batch_decode_bench, run_batch_verifier_bench
+from helpers.cli_argv import cli_argv, pair_flags
 
 TINY_SEED = 3  # the shared ``tiny``/``pair`` fixtures (conftest.py) use this seed
 
@@ -78,32 +79,10 @@ def test_batch_bench_command_prints_the_table_writes_json_and_refuses_to_overwri
         '{"turns": ["What is 12 + 30?"]}\n{"prompt": "Add two numbers."}\n{"prompt": "Hi"}\n'
     )
     out = tmp_path / "batch"
-    argv = [
-        "bench",
-        "batch",
-        "--target",
-        str(tiny[0]),
-        "--draft",
-        str(tiny[1]),
-        "--prompts",
-        f"jsonl:{prompts}",
-        "--batch-size",
-        "1,2",
-        "--budget",
-        "6",
-        "--max-new-tokens",
-        "4",
-        "--warmup",
-        "0",
-        "--verifier-repeats",
-        "1",
-        "--top-k",
-        "3",
-        "--top-p",
-        "0.9",
-        "--out",
-        str(out),
-    ]
+    run = dict(batch_size="1,2", budget=6, max_new_tokens=4, warmup=0, verifier_repeats=1)
+    argv = cli_argv(
+        "bench", "batch", **pair_flags(tiny, prompts), **run, top_k=3, top_p=0.9, out=out
+    )
     assert cli_main(argv) == 0
     printed = capsys.readouterr().out
     assert "AR tok/s" in printed and "tree tok/s" in printed and "verifier ms/batch" in printed
@@ -123,26 +102,10 @@ def test_batch_bench_command_prints_the_table_writes_json_and_refuses_to_overwri
 
 
 def _bench_argv(tiny, prompts, *extra):
+    """Two budgets, two temperatures, TEV, four new tokens, no warm-up; ``extra`` last."""
+    run = dict(budget="4,6", temperature="0,1", verifier="tev", max_new_tokens=4, warmup=0)
     return [
-        "bench",
-        "decoding",
-        "--target",
-        str(tiny[0]),
-        "--draft",
-        str(tiny[1]),
-        "--prompts",
-        f"jsonl:{prompts}",
-        "--budget",
-        "4,6",
-        "--temperature",
-        "0,1",
-        "--verifier",
-        "tev",
-        "--max-new-tokens",
-        "4",
-        "--warmup",
-        "0",
-        "--no-progress",
+        *cli_argv("bench", "decoding", **pair_flags(tiny, prompts), **run, no_progress=True),
         *extra,
     ]
 

@@ -12,6 +12,7 @@ from exitlaw.engine.models.checkpoint import load_pair
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.prompts.encoding import encode_prompt
 from exitlaw.engine.prompts.records import PromptRecordError, load_prompt_set
+from helpers.cli_argv import cli_argv, pair_flags
 
 TINY_SEED = 1  # the shared ``tiny`` fixture (conftest.py) uses this seed
 
@@ -33,38 +34,11 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
         '{"turns": ["What is 12 + 30?", "And times two?"]}\n{"prompt": "Add two numbers."}\n'
     )
     out = tmp_path / "bench"
-    rc = cli_main(
-        [
-            "bench",
-            "decoding",
-            "--target",
-            str(tiny[0]),
-            "--draft",
-            str(tiny[1]),
-            "--prompts",
-            f"jsonl:{prompts}",
-            "--budget",
-            "6",
-            "--temperature",
-            "0,1",
-            "--verifier",
-            "predraw,tev",
-            "--max-new-tokens",
-            "5",
-            "--out",
-            str(out),
-            "--trace-dir",
-            str(tmp_path / "traces"),
-            "--no-progress",
-            "--warmup",
-            "0",
-            "--min-p",
-            "0.05",
-            "--sampling-order",
-            "hf",
-        ]
-    )
-    assert rc == 0
+    run = dict(budget=6, temperature="0,1", verifier="predraw,tev", max_new_tokens=5, out=out)
+    rest = dict(trace_dir=tmp_path / "traces", no_progress=True, warmup=0)
+    sampling = dict(min_p=0.05, sampling_order="hf")
+    argv = cli_argv("bench", "decoding", **pair_flags(tiny, prompts), **run, **rest, **sampling)
+    assert cli_main(argv) == 0
     res = json.loads((out / "results.json").read_text())
     assert res["config"]["sampling"] == {
         "top_k": None,
@@ -137,21 +111,7 @@ def test_bench_command_writes_stats_and_every_output(tiny, tmp_path, capsys):
         len(list((tmp_path / "traces").glob("*.jsonl"))) == 2 * 2 * 2
     )  # T x verifiers x (chain + 1 budget)
     assert (
-        cli_main(
-            [
-                "bench",
-                "decoding",
-                "--target",
-                str(tiny[0]),
-                "--draft",
-                str(tiny[1]),
-                "--prompts",
-                f"jsonl:{prompts}",
-                "--out",
-                str(out),
-            ]
-        )
-        == 2
+        cli_main(cli_argv("bench", "decoding", **pair_flags(tiny, prompts), out=out)) == 2
     )  # refuses to overwrite
 
 
@@ -265,14 +225,8 @@ def test_round_memory_is_the_four_buffers_of_one_verify_round():
 
     from exitlaw.engine.decode.work_bounds import check_decode_fits, round_memory
 
-    cfg = SimpleNamespace(
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        hidden_size=32,
-        vocab_size=100,
-    )
+    shape = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32)
+    cfg = SimpleNamespace(**shape, head_dim=8, vocab_size=100)
     est = round_memory(cfg, budget=3, context=6, rows=2, element_bytes=2)
     assert (est.kv_cache, est.attention_scores, est.tree_mask, est.logits) == (
         2 * 2 * 2 * 8 * 10 * 2 * 2,
@@ -292,14 +246,8 @@ def test_round_memory_is_the_four_buffers_of_one_verify_round():
             cfg, budget=3, context=6, rows=2, element_bytes=2, available=est.total - 1
         )
     # a heterogeneous config (Gemma-4: per-layer head_dim) sums each layer's own KV width
-    mixed = SimpleNamespace(
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        hidden_size=32,
-        vocab_size=100,
-        per_layer_config=[SimpleNamespace(head_dim=8), SimpleNamespace(head_dim=16)],
-    )
+    per_layer = [SimpleNamespace(head_dim=8), SimpleNamespace(head_dim=16)]
+    mixed = SimpleNamespace(**shape, vocab_size=100, per_layer_config=per_layer)
     assert round_memory(mixed, budget=3, context=6).kv_cache == (2 * 2 * 8 + 2 * 2 * 16) * 10 * 4
 
 
@@ -319,23 +267,8 @@ def test_bench_refuses_a_round_that_cannot_fit_before_decoding(tiny, tmp_path, c
     out = tmp_path / "bench"
     base = {"--budget": "4", "--max-new-tokens": "4", "--batch-size": "1"}
     base[flags[0]] = flags[1]
-    argv = [
-        "bench",
-        "decoding",
-        "--target",
-        str(tiny[0]),
-        "--draft",
-        str(tiny[1]),
-        "--prompts",
-        f"jsonl:{prompts}",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--warmup",
-        "0",
-    ]
+    cpu = dict(device="cpu", out=out, no_progress=True, warmup=0)
+    argv = cli_argv("bench", "decoding", **pair_flags(tiny, prompts), **cpu)
     for k, v in base.items():
         argv += [k, v]
     assert cli_main(argv) == 2
@@ -364,28 +297,8 @@ def test_batch_bench_refuses_a_batched_round_that_cannot_fit(tiny, tmp_path, cap
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "Add two numbers."}\n')
     out = tmp_path / "batch"
-    argv = [
-        "bench",
-        "batch",
-        "--target",
-        str(tiny[0]),
-        "--draft",
-        str(tiny[1]),
-        "--prompts",
-        f"jsonl:{prompts}",
-        "--batch-size",
-        "1,1000000000",
-        "--budget",
-        "4",
-        "--max-new-tokens",
-        "4",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--warmup",
-        "0",
-    ]
+    run = dict(batch_size="1,1000000000", budget=4, max_new_tokens=4, device="cpu")
+    argv = cli_argv("bench", "batch", **pair_flags(tiny, prompts), **run, out=out, warmup=0)
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
     assert "for 1000000000 sequences needs at least" in err and "GiB free" in err

@@ -4,6 +4,7 @@
 import pytest
 
 from exitlaw.cli import main
+from helpers.cli_argv import cli_argv
 from exitlaw.engine.bench import settings as bench
 from exitlaw.theory.sampling_settings import SamplingSettings
 
@@ -47,29 +48,8 @@ def test_every_setting_reaches_verify_and_ratios_are_to_temperature_only(monkeyp
 
 
 def test_cli_sampling_sweep_prints_the_table(capsys):
-    assert (
-        main(
-            [
-                "bench",
-                "verifiers",
-                "--sampling-sweep",
-                "--budget",
-                "6",
-                "--vocab",
-                "300",
-                "--trees",
-                "1",
-                "--repeats",
-                "1",
-                "--depth",
-                "3",
-                "--verifier",
-                "tev",
-                "--threads",
-                "1",
-            ]
-        )
-        == 0
-    )
+    small = dict(budget=6, vocab=300, trees=1, repeats=1, depth=3, verifier="tev", threads=1)
+    argv = cli_argv("bench", "verifiers", sampling_sweep=True, **small)
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "temperature only" in out and "top_k=50,top_p=0.9,min_p=0.05" in out

@@ -5,29 +5,14 @@ from __future__ import annotations
 import json
 
 from exitlaw.cli import main
+from helpers.cli_argv import cli_argv
 
 
 def test_verifier_bench_reports_floor_ratios_on_deep_accepted_trees(capsys):
-    assert (
-        main(
-            [
-                "bench",
-                "verifiers",
-                "--budget",
-                "16,32",
-                "--vocab",
-                "2000",
-                "--trees",
-                "2",
-                "--repeats",
-                "2",
-                "--threads",
-                "1",
-                "--json",
-            ]
-        )
-        == 0
+    argv = cli_argv(
+        "bench", "verifiers", budget="16,32", vocab=2000, trees=2, repeats=2, threads=1, json=True
     )
+    assert main(argv) == 0
     rep = json.loads(capsys.readouterr().out)
     assert (
         rep["config"]["vocab"] == 2000
@@ -50,25 +35,8 @@ def test_verifier_bench_reports_floor_ratios_on_deep_accepted_trees(capsys):
 
 
 def test_verifier_bench_text_and_bad_arguments(capsys):
-    assert (
-        main(
-            [
-                "bench",
-                "verifiers",
-                "--budget",
-                "8",
-                "--vocab",
-                "300",
-                "--trees",
-                "1",
-                "--repeats",
-                "1",
-                "--verifier",
-                "tev",
-            ]
-        )
-        == 0
-    )
+    argv = cli_argv("bench", "verifiers", budget=8, vocab=300, trees=1, repeats=1, verifier="tev")
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "TEV/floor" in out and "median ms" in out
     assert (

@@ -24,6 +24,7 @@ from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batc
 from exitlaw.engine.builders.single import build_chain, build_ddtree
 from exitlaw.engine.decode.loop import DecodeConfig, Generators, generate
 from exitlaw.engine.models.target import batch_attention_mask, compact_rows_
+from helpers.decode_configs import sampled_tree
 
 TINY_SEED = 1  # the shared ``tiny``/``pair`` fixtures (conftest.py) use this seed
 
@@ -147,14 +148,7 @@ def test_batched_AR_baseline_equals_single_AR_and_is_seeded(pair, ar_refs):
 
 def test_seeded_sampling_with_the_real_drafter_is_reproducible(pair):
     target, drafter = pair
-    cfg = DecodeConfig(
-        method="ddtree",
-        verifier="tev",
-        budget=8,
-        settings=SamplingSettings(1.0),
-        max_new_tokens=8,
-        seed=7,
-    )
+    cfg = sampled_tree(budget=8, max_new_tokens=8, seed=7)
     a = generate_batch(target, drafter, PROMPTS[:4], cfg)
     assert generate_batch(target, drafter, PROMPTS[:4], cfg).tokens == a.tokens
     assert all(len(t) == 8 and all(0 <= x < target.vocab_size for x in t) for t in a.tokens)
@@ -252,14 +246,7 @@ def test_batched_traces_are_readable_by_theory_one_round_per_active_row(pair, ar
     from exitlaw.theory import TraceWriter, read_trace
 
     target, _ = pair
-    cfg = DecodeConfig(
-        method="ddtree",
-        verifier="tev",
-        budget=10,
-        settings=SamplingSettings(1.0),
-        max_new_tokens=8,
-        seed=2,
-    )
+    cfg = sampled_tree(budget=10, max_new_tokens=8, seed=2)
     with TraceWriter(tmp_path / "b.jsonl", {"test": True}) as writer:
         out = generate_batch(
             target,

@@ -10,6 +10,7 @@ import torch
 from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, Generators, generate
 from exitlaw.theory import TraceWriter, read_trace
+from helpers.decode_configs import sampled_tree
 
 VERIFIERS = ("greedy", "predraw", "residual", "tev")
 PROMPT = [11, 42, 7, 99, 150, 3, 18]
@@ -98,14 +99,7 @@ def test_stop_token_ends_generation_exactly_like_AR(pair, ar_tokens):
 
 def test_seeded_sampling_is_reproducible_and_seed_dependent(pair):
     target, drafter = pair
-    cfg = DecodeConfig(
-        method="ddtree",
-        verifier="tev",
-        budget=8,
-        settings=SamplingSettings(1.0),
-        max_new_tokens=10,
-        seed=7,
-    )
+    cfg = sampled_tree(budget=8, max_new_tokens=10, seed=7)
     a = generate(target, drafter, PROMPT, cfg).tokens
     assert generate(target, drafter, PROMPT, cfg).tokens == a
     others = {
@@ -128,14 +122,7 @@ def test_draft_acceptance_and_bonus_streams_are_distinct():
 def test_tree_traces_are_readable_by_theory_and_match_the_rounds(pair, ar_tokens, tmp_path):
     target, _ = pair
     teacher = TeacherDrafter(PROMPT + ar_tokens, target.vocab_size, seed=5)
-    cfg = DecodeConfig(
-        method="ddtree",
-        verifier="tev",
-        budget=10,
-        settings=SamplingSettings(1.0),
-        max_new_tokens=NEW,
-        seed=1,
-    )
+    cfg = sampled_tree(budget=10, max_new_tokens=NEW, seed=1)
     with TraceWriter(tmp_path / "t.jsonl", {"test": True}) as writer:
         out = generate(target, teacher, PROMPT, cfg, trace=writer)
     trace = read_trace(tmp_path / "t.jsonl")

@@ -27,6 +27,7 @@ from exitlaw.theory.sampling_settings import (
     process_logits,
     process_rows_exact,
 )
+from helpers.decode_configs import sampled_tree
 
 settings_st = st.builds(
     SamplingSettings,
@@ -176,13 +177,8 @@ def test_top_k_1_at_T1_equals_greedy_ar_token_for_token(pair, greedy_ar):
         assert generate(target, drafter, PROMPT, cfg).tokens == greedy_ar, cfg
     noisy = NoisyDrafter(target.vocab_size, 2)
     for v in ("predraw", "residual", "tev"):
-        cfg = DecodeConfig(
-            method="ddtree",
-            verifier=v,
-            budget=6,
-            settings=SamplingSettings(1.0, top_k=1, top_p=0.95),
-            max_new_tokens=NEW,
-            seed=6,
+        cfg = sampled_tree(
+            6, NEW, seed=6, verifier=v, settings=SamplingSettings(1.0, top_k=1, top_p=0.95)
         )
         assert generate(target, noisy, PROMPT, cfg).tokens == greedy_ar, cfg
 
@@ -207,12 +203,5 @@ def test_top_k_1_at_T1_equals_greedy_ar_in_batches(pair):
     assert got.tokens == refs
     noisy = NoisyDrafter(target.vocab_size, 3)
     for v in ("predraw", "residual", "tev"):
-        cfg = DecodeConfig(
-            method="ddtree",
-            verifier=v,
-            budget=6,
-            settings=SamplingSettings(1.0, top_k=1),
-            max_new_tokens=8,
-            seed=7,
-        )
+        cfg = sampled_tree(6, 8, seed=7, verifier=v, settings=SamplingSettings(1.0, top_k=1))
         assert generate_batch(target, noisy, prompts, cfg).tokens == refs, cfg

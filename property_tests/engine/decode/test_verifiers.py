@@ -125,6 +125,15 @@ SETTINGS = (
 )
 
 
+def _exit_bonus_counts(kind, dt, logits, settings, gens, n: int) -> Counter:
+    """How often each (exit node, bonus) came out of ``n`` calls of the ``kind`` verifier."""
+    counts = Counter()
+    for _ in range(n):
+        res = verify(kind, dt, logits, settings, gens)
+        counts[(res.exit_node, res.bonus)] += 1
+    return counts
+
+
 @pytest.mark.parametrize("kind", SAMPLERS)
 @pytest.mark.parametrize("settings", SETTINGS, ids=["top_k", "top_p", "min_p", "all_hf"])
 def test_device_verifier_matches_the_processed_block_law(kind, settings):
@@ -133,12 +142,8 @@ def test_device_verifier_matches_the_processed_block_law(kind, settings):
     tree, logits = _law_case(7)
     dt = to_device_tree(tree)
     law = reference_block_law(tree, to_fractions(process_logits(logits.double().numpy(), settings)))
-    gens = VerifierGenerators(3000)
     n = 2500
-    counts = Counter()
-    for _ in range(n):
-        res = verify(kind, dt, logits, settings, gens)
-        counts[(res.exit_node, res.bonus)] += 1
+    counts = _exit_bonus_counts(kind, dt, logits, settings, VerifierGenerators(3000), n)
     assert _chi_square_p(counts, law, n) > ALPHA, f"{kind} under {settings}: counts {dict(counts)}"
 
 
@@ -178,12 +183,8 @@ def test_device_verifier_matches_exact_block_law_on_tiny_model_rows(kind, tiny_t
     dt, logits = _tiny_model_case(tiny_target, temperature)
     assert dt.tree.max_depth >= 2 and dt.internal.numel() >= 2
     law = reference_block_law(dt.tree, to_fractions(_probs64(logits, temperature)))
-    gens = VerifierGenerators(77)
     n = 10000
-    counts = Counter()
-    for _ in range(n):
-        res = verify(kind, dt, logits, temperature, gens)
-        counts[(res.exit_node, res.bonus)] += 1
+    counts = _exit_bonus_counts(kind, dt, logits, temperature, VerifierGenerators(77), n)
     exits = Counter()
     for (v, _), c in counts.items():
         exits[(v, 0)] += c

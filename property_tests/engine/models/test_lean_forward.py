@@ -7,30 +7,25 @@ forward with a stated reason."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.models.config import causal_lm_config
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
 from exitlaw.engine.models.target import TargetModel, batch_attention_mask, tree_attention_mask
-from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
+from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
 from exitlaw.theory import DraftTree
+from helpers.decode_configs import sampled_tree
+from helpers.hf_forward import transformers_forward
+from helpers.tiny_specs import SMALL_SPEC
 
-SPEC = TinySpec(
-    vocab_size=96,
-    hidden_size=32,
-    intermediate_size=64,
-    target_layers=3,
-    heads=4,
-    kv_heads=2,
-    head_dim=8,
-    block_size=6,
-    target_layer_ids=(0, 2),
-)  # layer 2 is the last: its hidden is normed
+# layer 2 is the last: its hidden is normed
+SPEC = replace(SMALL_SPEC, vocab_size=96, block_size=6, target_layer_ids=(0, 2))
 
 
 def qwen2(seed: int):
@@ -73,16 +68,7 @@ def model(request):
 
 
 def hf_forward(model, ids, pos, mask, cache, logits_to_keep=0):
-    out = model(
-        input_ids=ids,
-        position_ids=pos,
-        attention_mask=mask,
-        cache=cache,
-        use_cache=True,
-        output_hidden_states=True,
-        logits_to_keep=logits_to_keep,
-    )
-    return out.logits, {i: out.hidden_states[i + 1] for i in SPEC.target_layer_ids}
+    return transformers_forward(model, ids, pos, mask, cache, SPEC.target_layer_ids, logits_to_keep)
 
 
 def cache_after(model, prefix: list[int]):
@@ -217,14 +203,7 @@ def test_the_engine_decodes_through_the_lean_path_with_the_same_tokens(model, mo
     for cfg in (
         DecodeConfig(method="ddtree", verifier="greedy", budget=8, max_new_tokens=12),
         DecodeConfig(method="chain", verifier="greedy", max_new_tokens=12),
-        DecodeConfig(
-            method="ddtree",
-            verifier="tev",
-            budget=8,
-            settings=SamplingSettings(1.0),
-            max_new_tokens=12,
-            seed=3,
-        ),
+        sampled_tree(budget=8, max_new_tokens=12, seed=3),
         DecodeConfig(method="ar", max_new_tokens=6),
     ):
         n = len(calls)

@@ -28,6 +28,7 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
 from exitlaw.engine.models.target import TargetModel, tree_attention_mask
 from exitlaw.theory import DraftTree
+from helpers.hf_forward import transformers_forward
 
 VOCAB, HIDDEN, LAYERS, HEAD_DIM, MAX_POS = 64, 32, 2, 8, 256
 LAYER_IDS = (0, LAYERS - 1)  # the last layer's hidden is normed: both rules are checked
@@ -114,15 +115,7 @@ def build(case: Case, rope: dict | None = None, seed: int = 0):
 
 
 def _hf(model, ids, pos, mask, cache):
-    out = model(
-        input_ids=ids,
-        position_ids=pos,
-        attention_mask=mask,
-        cache=cache,
-        use_cache=True,
-        output_hidden_states=True,
-    )
-    return out.logits, {i: out.hidden_states[i + 1] for i in LAYER_IDS}
+    return transformers_forward(model, ids, pos, mask, cache, LAYER_IDS)
 
 
 def _cache(model, prefix: list[int]):

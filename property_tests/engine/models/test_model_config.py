@@ -8,6 +8,12 @@ from exitlaw.engine.models.config import FAMILIES, QWEN3_4B, LMSizes, causal_lm_
 from exitlaw.engine.models.tiny import TinySpec, build_tiny_target
 
 
+# the sizes every config of this file shares (a mini target's too)
+_SIZES = dict(
+    hidden_size=32, intermediate_size=48, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8
+)
+
+
 def _fields(cfg) -> dict:
     d = cfg.to_dict()
     d.pop("transformers_version", None)
@@ -15,20 +21,8 @@ def _fields(cfg) -> dict:
 
 
 def test_qwen3_config_carries_every_size():
-    s = LMSizes(
-        vocab_size=96,
-        hidden_size=32,
-        intermediate_size=48,
-        num_layers=2,
-        num_heads=4,
-        num_kv_heads=2,
-        head_dim=8,
-        max_positions=512,
-        rope_theta=5e5,
-        tie_word_embeddings=True,
-        init_std=0.1,
-        rms_norm_eps=1e-5,
-    )
+    rest = dict(rope_theta=5e5, tie_word_embeddings=True, init_std=0.1, rms_norm_eps=1e-5)
+    s = LMSizes(vocab_size=96, **_SIZES, max_positions=512, **rest)
     c = qwen3_config(s)
     assert (
         c.vocab_size,
@@ -62,23 +56,10 @@ def test_tiny_pair_gpu_check_and_mini_target_share_the_builder():
         drafter.block_size == spec.block_size
         and tuple(drafter.config.target_layer_ids) == spec.target_layer_ids
     )
-    ts = TargetSpec(
-        hidden_size=32, intermediate_size=48, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8
-    )
+    ts = TargetSpec(**_SIZES)
     mini = build_target(ts, vocab_size=64, seed=0).config
     assert _fields(mini) == _fields(
-        qwen3_config(
-            LMSizes(
-                vocab_size=64,
-                hidden_size=32,
-                intermediate_size=48,
-                num_layers=2,
-                num_heads=4,
-                num_kv_heads=2,
-                head_dim=8,
-                max_positions=2048,
-            )
-        )
+        qwen3_config(LMSizes(vocab_size=64, **_SIZES, max_positions=2048))
     )
 
 

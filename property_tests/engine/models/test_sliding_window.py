@@ -4,6 +4,8 @@ model's own causal forward with its native rolling sliding-window cache and its 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -20,21 +22,12 @@ from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.models.config import causal_lm_config
 from exitlaw.engine.models.target import TargetModel, batch_attention_mask, tree_attention_mask
-from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter
+from exitlaw.engine.models.tiny import build_tiny_drafter
 from exitlaw.theory import DraftTree
+from helpers.tiny_specs import SMALL_SPEC
 
 WINDOW = 5
-SPEC = TinySpec(
-    vocab_size=96,
-    hidden_size=32,
-    intermediate_size=64,
-    target_layers=4,
-    heads=4,
-    kv_heads=2,
-    head_dim=8,
-    block_size=6,
-    target_layer_ids=(0, 2),
-)
+SPEC = replace(SMALL_SPEC, vocab_size=96, target_layers=4, block_size=6, target_layer_ids=(0, 2))
 TOL = dict(atol=1e-4, rtol=1e-4)  # float32; the measured differences are ~1e-5 (MAX_DIFF)
 MAX_DIFF: dict[
     str, float

@@ -53,15 +53,21 @@ def tree_tensors(tree: DraftTree):
     )
 
 
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 24), ctx=st.integers(1, 12))
-@settings(max_examples=10)
-def test_tree_verify_logits_equal_causal_per_path_logits(target, seed, n, ctx):
-    rng = np.random.default_rng(seed)
+def _context_tree_and_cache(target, rng, n: int, ctx: int):
+    """A random ``ctx``-token context, a random ``n``-node tree rooted at its last token, and a
+    cache holding the context before that token."""
     context = rng.integers(SPEC.vocab_size, size=ctx).tolist()
     tree = random_tree(rng, n, SPEC.vocab_size)
     tree = DraftTree(parent=tree.parent, token=np.array([context[-1], *tree.token[1:]]))
     cache = target.new_cache()
     target.prefill(cache, torch.tensor(context[:-1], dtype=torch.long))
+    return context, tree, cache
+
+
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 24), ctx=st.integers(1, 12))
+@settings(max_examples=10)
+def test_tree_verify_logits_equal_causal_per_path_logits(target, seed, n, ctx):
+    context, tree, cache = _context_tree_and_cache(target, np.random.default_rng(seed), n, ctx)
     step = target.verify_tree(cache, *tree_tensors(tree))
     assert step.logits.shape == (n, SPEC.vocab_size)
     assert step.hidden.shape == (n, len(SPEC.target_layer_ids) * SPEC.hidden_size)
@@ -74,12 +80,8 @@ def test_tree_verify_logits_equal_causal_per_path_logits(target, seed, n, ctx):
 @settings(max_examples=10)
 def test_kv_commit_then_continuing_equals_recomputing_from_scratch(target, seed, n, ctx):
     rng = np.random.default_rng(seed)
-    context = rng.integers(SPEC.vocab_size, size=ctx).tolist()
-    tree = random_tree(rng, n, SPEC.vocab_size)
-    tree = DraftTree(parent=tree.parent, token=np.array([context[-1], *tree.token[1:]]))
+    context, tree, cache = _context_tree_and_cache(target, rng, n, ctx)
     exit_node = int(rng.integers(n))
-    cache = target.new_cache()
-    target.prefill(cache, torch.tensor(context[:-1], dtype=torch.long))
     start = cache.get_seq_length()
     target.verify_tree(cache, *tree_tensors(tree))
     path = tree.path_nodes(exit_node)

@@ -8,11 +8,11 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.decode.verifiers import verify
 from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
 from exitlaw.engine.serve.requests import parse_request
+from helpers.decode_configs import sampled_tree
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +30,7 @@ def _run(engine, **body):
 
 def test_on_block_sees_every_committed_block_and_decide_replaces_the_verifier(pair):
     target, drafter = pair
-    cfg = DecodeConfig(
-        method="ddtree",
-        verifier="tev",
-        budget=4,
-        settings=SamplingSettings(1.0),
-        max_new_tokens=10,
-        seed=3,
-    )
+    cfg = sampled_tree(budget=4, max_new_tokens=10, seed=3)
     blocks, calls = [], []
 
     def decide(c, dtree, logits, gens):

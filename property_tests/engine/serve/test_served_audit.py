@@ -13,6 +13,7 @@ import signal
 import pytest
 
 from exitlaw.cli import main
+from helpers.cli_argv import cli_argv
 from helpers.servers import post, start_servers, stop_all
 
 KEY = "test-key-23"
@@ -27,30 +28,11 @@ def servers(tmp_path_factory):
     target, draft = write_tiny_models(root / "pair", spec=spec, seed=0)
     other, _ = write_tiny_models(root / "other", spec=spec, seed=1)
     common = ["--max-tokens-limit", "64", "--max-body-bytes", "4096"]
+    tree = ["--target", str(target), "--draft", str(draft), "--budget", "8", *common]
     specs = {
         "ar": ["--target", str(target), "--method", "ar", *common],
-        "ddtree": [
-            "--target",
-            str(target),
-            "--draft",
-            str(draft),
-            "--budget",
-            "8",
-            "--verifier",
-            "tev",
-            *common,
-        ],
-        "lossy": [
-            "--target",
-            str(target),
-            "--draft",
-            str(draft),
-            "--budget",
-            "8",
-            "--verifier",
-            "helpers.cli_verifiers:numpy_predraw_temperature_twice",
-            *common,
-        ],
+        "ddtree": [*tree, "--verifier", "tev"],
+        "lossy": [*tree, "--verifier", "helpers.cli_verifiers:numpy_predraw_temperature_twice"],
         "other": ["--target", str(other), "--method", "ar", "--model-name", "target", *common],
     }
     found = start_servers(specs, root, env={"ar": {"EXITLAW_API_KEY": KEY}})
@@ -68,34 +50,34 @@ def servers(tmp_path_factory):
 def _audit(capsys):
     """`exitlaw audit ARGS` in this process (the CLI's own entry point; no interpreter start per audit)."""
 
-    def run(*args):
+    def run(*args, **flags):
         capsys.readouterr()
-        rc = main(["audit", *map(str, args)])
+        rc = main(cli_argv("audit", *args, **flags))
         out, err = capsys.readouterr()
         return rc, out, err
 
     return run
 
 
+_T0 = dict(temperature=0, max_new_tokens=12)  # greedy: outputs compared token for token
+# T = 1; power against a TV of 0.2 at level 0.01
+_T1_POWER = dict(temperature=1, tv=0.2, alpha=0.01)
+
+
+def _against_ar(servers, candidate, prompts):
+    """``--candidate`` the ``candidate`` server, ``--reference`` the AR one (with its key), ``prompts``."""
+    return dict(
+        candidate=servers[candidate].url,
+        reference=servers["ar"].url,
+        reference_api_key=KEY,
+        prompts=servers[prompts],
+    )
+
+
 def test_ddtree_tev_audited_against_ar_passes_at_t0_under_concurrency(servers, _audit):
     out = servers["root"] / "t0"
     rc, text, err = _audit(
-        "--candidate",
-        servers["ddtree"].url,
-        "--reference",
-        servers["ar"].url,
-        "--reference-api-key",
-        KEY,
-        "--prompts",
-        servers["prompts"],
-        "--temperature",
-        0,
-        "--max-new-tokens",
-        12,
-        "--concurrency",
-        "1,3",
-        "--out",
-        out,
+        **_against_ar(servers, "ddtree", "prompts"), **_T0, concurrency="1,3", out=out
     )
     assert rc == 0, text + err
     report = json.loads((out / "results.json").read_text())
@@ -107,23 +89,7 @@ def test_ddtree_tev_audited_against_ar_passes_at_t0_under_concurrency(servers, _
 
 def test_ddtree_tev_audited_against_ar_passes_at_t1_with_the_stated_power(servers, _audit):
     rc, text, err = _audit(
-        "--candidate",
-        servers["ddtree"].url,
-        "--reference",
-        servers["ar"].url,
-        "--reference-api-key",
-        KEY,
-        "--prompts",
-        servers["prompts"],
-        "--temperature",
-        1,
-        "--tv",
-        0.2,
-        "--alpha",
-        0.01,
-        "--n-per-request",
-        64,
-        "--json",
+        **_against_ar(servers, "ddtree", "prompts"), **_T1_POWER, n_per_request=64, json=True
     )
     assert rc == 0, text + err
     report = json.loads(text)
@@ -135,23 +101,7 @@ def test_ddtree_tev_audited_against_ar_passes_at_t1_with_the_stated_power(server
 
 def test_a_server_with_a_lossy_verifier_fails_with_the_computed_power(servers, _audit):
     rc, text, err = _audit(
-        "--candidate",
-        servers["lossy"].url,
-        "--reference",
-        servers["ar"].url,
-        "--reference-api-key",
-        KEY,
-        "--prompts",
-        servers["one"],
-        "--temperature",
-        1,
-        "--tv",
-        0.2,
-        "--alpha",
-        0.01,
-        "--first-token-test",
-        "off",
-        "--json",
+        **_against_ar(servers, "lossy", "one"), **_T1_POWER, first_token_test="off", json=True
     )
     assert rc == 1, text + err
     report = json.loads(text)
@@ -161,20 +111,7 @@ def test_a_server_with_a_lossy_verifier_fails_with_the_computed_power(servers, _
 
 def test_an_underpowered_run_says_insufficient_samples_never_a_verdict(servers, _audit):
     rc, text, err = _audit(
-        "--candidate",
-        servers["ddtree"].url,
-        "--reference",
-        servers["ar"].url,
-        "--reference-api-key",
-        KEY,
-        "--prompts",
-        servers["one"],
-        "--temperature",
-        1,
-        "--samples",
-        8,
-        "--alpha",
-        1e-6,
+        **_against_ar(servers, "ddtree", "one"), temperature=1, samples=8, alpha=1e-6
     )
     assert rc == 5, text + err
     assert "INSUFFICIENT SAMPLES" in text and "needs" in text
@@ -182,19 +119,7 @@ def test_an_underpowered_run_says_insufficient_samples_never_a_verdict(servers, 
 
 def test_a_reference_with_a_different_model_fails_and_the_t0_divergence_is_named(servers, _audit):
     rc, text, err = _audit(
-        "--candidate",
-        servers["other"].url,
-        "--reference",
-        servers["ar"].url,
-        "--reference-api-key",
-        KEY,
-        "--prompts",
-        servers["one"],
-        "--temperature",
-        0,
-        "--max-new-tokens",
-        8,
-        "--json",
+        **_against_ar(servers, "other", "one"), temperature=0, max_new_tokens=8, json=True
     )
     assert rc == 1, text + err
     d = json.loads(text)["divergences"][0]

@@ -8,6 +8,7 @@ import pytest
 
 from exitlaw.engine.training.continuation_server import ServerError, server_continuations
 from exitlaw.engine.training.data import cached_sequences
+from helpers.cli_argv import train_argv, write_prompts
 
 
 class CharTokenizer:
@@ -155,44 +156,15 @@ def test_exitlaw_train_takes_continuations_from_the_server(tmp_path):
     from exitlaw.engine.models.tiny import write_tiny_models
 
     tdir, ddir = write_tiny_models(tmp_path / "models")
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text(
-        json.dumps({"prompt": "def add(a, b):"}) + "\n" + json.dumps({"prompt": "x = 1"}) + "\n"
-    )
+    prompts = write_prompts(tmp_path / "p.jsonl")
     server, requests, url = _serve(
         lambda body: (200, {"choices": [{"text": " return a + b\n    pass\n"}]})
     )
     try:
-        rc = main(
-            [
-                "train",
-                "--target",
-                str(tdir),
-                "--draft",
-                str(ddir),
-                "--prompts",
-                str(prompts),
-                "--out",
-                str(tmp_path / "run"),
-                "--steps",
-                "1",
-                "--budget",
-                "8",
-                "--batch-size",
-                "1",
-                "--anchors",
-                "2",
-                "--max-new-tokens",
-                "12",
-                "--no-progress",
-                "--continuations-server",
-                url,
-                "--server-model",
-                "tiny-target",
-                "--cache-dir",
-                str(tmp_path / "cache"),
-            ]
-        )
+        run = dict(steps=1, budget=8, batch_size=1, anchors=2, max_new_tokens=12, no_progress=True)
+        server_flags = dict(continuations_server=url, server_model="tiny-target")
+        argv = train_argv(tdir, ddir, prompts, out=tmp_path / "run", **run, **server_flags)
+        rc = main([*argv, "--cache-dir", str(tmp_path / "cache")])
     finally:
         server.shutdown()
         server.server_close()

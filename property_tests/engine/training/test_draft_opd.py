@@ -15,7 +15,8 @@ from exitlaw.engine.training.exittrain import TreeBatch, draft_log_normalisers, 
 from exitlaw.engine.training.batch import make_batch
 from exitlaw.engine.training.objectives import ObjectiveError
 from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
+from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
+from helpers.tiny_specs import SMALL_SPEC
 from exitlaw.theory import DraftTree
 
 
@@ -78,17 +79,7 @@ def test_chains_are_sampled_from_the_drafters_rows():
 
 
 def test_sampled_chain_rows_are_the_targets_causal_rows_along_the_path():
-    spec = TinySpec(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        target_layers=3,
-        heads=4,
-        kv_heads=2,
-        head_dim=8,
-        block_size=5,
-        target_layer_ids=(0, 1),
-    )
+    spec = SMALL_SPEC
     model = build_tiny_target(spec, 11)
     target = TargetModel(model, spec.target_layer_ids)
     drafter = build_tiny_drafter(spec, mask_token_id=spec.vocab_size - 1, seed=11)

@@ -28,24 +28,14 @@ from exitlaw.engine.training.batch import (
     score_trees,
 )
 from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
+from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
+from helpers.tiny_specs import SMALL_SPEC as SPEC
+from helpers.training_runs import RESUME_RUN
 from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, reference_law
+from helpers.cli_argv import train_argv, write_prompts
 
 TOL = 1e-12
-
-
-SPEC = TinySpec(
-    vocab_size=64,
-    hidden_size=32,
-    intermediate_size=64,
-    target_layers=3,
-    heads=4,
-    kv_heads=2,
-    head_dim=8,
-    block_size=5,
-    target_layer_ids=(0, 1),
-)
 
 
 def _tiny_pair(seed: int = 0):
@@ -275,21 +265,20 @@ def test_anchors_sit_on_generated_tokens():
     assert sample_anchors(3, 5, 4, rng).size == 0
 
 
+def _loss(batch, **kw):
+    """``exittrain_loss`` of a made batch at lambda 1."""
+    return exittrain_loss(
+        batch.logits, batch.targets, batch.target_valid, batch.trees, batch.edge, lam=1.0, **kw
+    )
+
+
 def test_gradient_reaches_only_the_drafter():
     target, drafter = _tiny_pair(2)
     before = {k: v.clone() for k, v in target.model.state_dict().items()}
     g = torch.Generator().manual_seed(2)
     seqs = [(torch.randint(0, SPEC.vocab_size - 1, (18,), generator=g), 6)]
     batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0))
-    terms = exittrain_loss(
-        batch.logits,
-        batch.targets,
-        batch.target_valid,
-        batch.trees,
-        batch.edge,
-        objective="exit",
-        lam=1.0,
-    )
+    terms = _loss(batch, objective="exit")
     terms.total.backward()
     assert all(p.grad is None for p in target.model.parameters())
     grads = [p.grad for p in drafter.parameters()]
@@ -305,16 +294,7 @@ def test_every_objective_gives_a_finite_loss_with_gradient_on_a_tiny_model(objec
     seqs = [(torch.randint(0, SPEC.vocab_size - 1, (18,), generator=g), 6)]
     chain_rng = np.random.default_rng(1) if objective == "draft-opd" else None
     batch = make_batch(drafter, target, seqs, 3, 8, np.random.default_rng(0), chain_rng=chain_rng)
-    terms = exittrain_loss(
-        batch.logits,
-        batch.targets,
-        batch.target_valid,
-        batch.trees,
-        batch.edge,
-        objective=objective,
-        lam=1.0,
-        opd=batch.opd,
-    )
+    terms = _loss(batch, objective=objective, opd=batch.opd)
     assert np.isfinite(terms.total.item()) and terms.nodes > 0 and 0 < terms.coverage
     assert 0 <= terms.mean_w <= 1 + 1e-9
     terms.total.backward()
@@ -336,16 +316,7 @@ def test_resume_reaches_the_uninterrupted_parameters_bit_for_bit(tmp_path):
     from exitlaw.engine.training.loop import TrainConfig, train
 
     data = _train_fixture()
-    cfg = TrainConfig(
-        objective="exit",
-        budget=8,
-        steps=6,
-        batch_size=2,
-        anchors_per_seq=3,
-        lr=1e-3,
-        checkpoint_every=2,
-        warmup_steps=1,
-    )
+    cfg = TrainConfig(objective="exit", budget=8, steps=6, **RESUME_RUN)
     target, straight = _tiny_pair(5)
     train(target, straight, data, cfg, tmp_path / "straight", progress=False)
     target, first = _tiny_pair(5)
@@ -409,43 +380,11 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
     from exitlaw.engine.models.tiny import write_tiny_models
 
     tdir, ddir = write_tiny_models(tmp_path / "models")
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text(
-        "".join(
-            json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range", "x = 1"]
-        )
-    )
-    base = [
-        torchrun,
-        "--nproc_per_node",
-        "2",
-        "-m",
-        "exitlaw.cli",
-        "train",
-        "--target",
-        str(tdir),
-        "--draft",
-        str(ddir),
-        "--prompts",
-        str(prompts),
-        "--budget",
-        "12",
-        "--batch-size",
-        "1",
-        "--anchors",
-        "3",
-        "--max-new-tokens",
-        "16",
-        "--checkpoint-every",
-        "2",
-        "--steps",
-        "3",
-        "--no-progress",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--gen-batch",
-        "1",
-    ]
+    prompts = write_prompts(tmp_path / "p.jsonl", ["def add(a, b):", "for i in range", "x = 1"])
+    run = dict(budget=12, batch_size=1, anchors=3, max_new_tokens=16, steps=3, gen_batch=1)
+    flags = dict(checkpoint_every=2, no_progress=True, cache_dir=tmp_path / "cache")
+    torchrun_2 = [torchrun, "--nproc_per_node", "2", "-m", "exitlaw.cli"]
+    base = torchrun_2 + train_argv(tdir, ddir, prompts, **run, **flags)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     run = subprocess.run(
         base + ["--out", str(tmp_path / "run")],

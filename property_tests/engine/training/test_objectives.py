@@ -227,18 +227,8 @@ def test_the_mini_target_uses_the_engines_schedule(monkeypatch):
     from exitlaw.engine.training import config as train_config
     from exitlaw.paper_repro.mini.target import TargetSpec, train_target
 
-    spec = TargetSpec(
-        hidden_size=16,
-        intermediate_size=32,
-        num_layers=1,
-        num_heads=2,
-        num_kv_heads=1,
-        head_dim=8,
-        steps=3,
-        batch_size=1,
-        seq_len=8,
-        warmup=1,
-    )
+    sizes = dict(hidden_size=16, intermediate_size=32, num_layers=1, num_heads=2, num_kv_heads=1)
+    spec = TargetSpec(**sizes, head_dim=8, steps=3, batch_size=1, seq_len=8, warmup=1)
     tokens = np.arange(40) % 11
     calls = []
 

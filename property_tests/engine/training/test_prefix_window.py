@@ -12,6 +12,7 @@ import torch
 
 from exitlaw.theory import DraftTree
 from exitlaw.engine.training.batch import tree_logit_tables, windowed_tree_logit_tables
+from helpers.cli_argv import TINY_RUN, train_argv, write_prompts
 
 TINY_SEED = 3
 
@@ -128,39 +129,18 @@ def test_exitlaw_train_scoring_temperature_and_prefix_window_reach_the_run(tmp_p
     from exitlaw.cli import main
 
     tdir, ddir = tiny
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text(
-        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"])
-    )
+    prompts = write_prompts(tmp_path / "p.jsonl")
     out = tmp_path / "run"
-    argv = [
-        "train",
-        "--target",
-        str(tdir),
-        "--draft",
-        str(ddir),
-        "--prompts",
-        str(prompts),
-        "--out",
-        str(out),
-        "--steps",
-        "2",
-        "--batch-size",
-        "1",
-        "--anchors",
-        "2",
-        "--max-new-tokens",
-        "10",
-        "--gen-batch",
-        "2",
-        "--no-progress",
-        "--preset",
-        "authors-code",
-        "--scoring-temperature",
-        "0.5",
-        "--prefix-window",
-        "4",
-    ]
+    argv = train_argv(
+        tdir,
+        ddir,
+        prompts,
+        out=out,
+        **TINY_RUN,
+        preset="authors-code",
+        scoring_temperature=0.5,
+        prefix_window=4,
+    )
     assert main(argv) == 0
     saved = json.loads((out / "config.json").read_text())
     cfg = saved["train"]

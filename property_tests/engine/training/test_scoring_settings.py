@@ -20,6 +20,7 @@ from exitlaw.engine.training.data import cached_sequences, generate_continuation
 from exitlaw.engine.training.law import TreeBatch, tree_law
 from exitlaw.theory import DistributionError, gather_edge_probs, reference_law
 from exitlaw.theory.sampling_settings import HF_ORDER, SamplingSettings, process_logits
+from helpers.cli_argv import train_argv
 
 
 @pytest.mark.parametrize(
@@ -120,26 +121,16 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
     def tok(text, add_special_tokens=False):
         return {"input_ids": [ord(c) for c in text]}
 
-    server_continuations(
-        "http://x",
-        [[1]],
-        tok,
-        model="m",
-        max_new_tokens=2,
-        temperature=SamplingSettings(0.8, top_k=7, min_p=0.1),
-        seed=0,
-    )
+    def ask(settings):
+        """Two tokens for the one-token prompt [1] from the fake server, sampled under ``settings``."""
+        return server_continuations(
+            "http://x", [[1]], tok, model="m", max_new_tokens=2, temperature=settings, seed=0
+        )
+
+    ask(SamplingSettings(0.8, top_k=7, min_p=0.1))
     assert sent[-1]["top_k"] == 7 and sent[-1]["min_p"] == 0.1 and "top_p" not in sent[-1]
     with pytest.raises(ValueError, match="own filter order"):
-        server_continuations(
-            "http://x",
-            [[1]],
-            tok,
-            model="m",
-            max_new_tokens=2,
-            temperature=SamplingSettings(0.8, top_p=0.9, min_p=0.1, order=HF_ORDER),
-            seed=0,
-        )
+        ask(SamplingSettings(0.8, top_p=0.9, min_p=0.1, order=HF_ORDER))
 
 
 def test_train_flags_reach_the_scoring_law_and_the_continuations(monkeypatch, tmp_path):
@@ -151,48 +142,11 @@ def test_train_flags_reach_the_scoring_law_and_the_continuations(monkeypatch, tm
         "run_training",
         lambda spec, data=None: calls.append(spec) or {"final_drafter": "F", "last": {}, "rank": 0},
     )
-    assert (
-        main(
-            [
-                "train",
-                "--target",
-                "t",
-                "--draft",
-                "d",
-                "--prompts",
-                "p.jsonl",
-                "--out",
-                str(tmp_path / "o"),
-                "--top-k",
-                "20",
-                "--top-p",
-                "0.9",
-                "--sampling-order",
-                "hf",
-                "--scoring-temperature",
-                "0.5",
-                "--gen-temperature",
-                "0.8",
-            ]
-        )
-        == 0
-    )
+    scoring = dict(top_k=20, top_p=0.9, sampling_order="hf", scoring_temperature=0.5)
+    argv = train_argv("t", "d", "p.jsonl", out=tmp_path / "o", **scoring, gen_temperature=0.8)
+    assert main(argv) == 0
     spec = calls[-1]
     assert spec.config.scoring == SamplingSettings(0.5, top_k=20, top_p=0.9, order=HF_ORDER)
     assert spec.generation == SamplingSettings(0.8, 20, 0.9, None, HF_ORDER)
     with pytest.raises(SystemExit):
-        main(
-            [
-                "train",
-                "--target",
-                "t",
-                "--draft",
-                "d",
-                "--prompts",
-                "p",
-                "--out",
-                str(tmp_path / "x"),
-                "--min-p",
-                "1",
-            ]
-        )
+        main(train_argv("t", "d", "p", out=tmp_path / "x", min_p=1))

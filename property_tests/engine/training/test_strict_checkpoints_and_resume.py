@@ -17,8 +17,10 @@ from exitlaw.engine.training.checkpoint import (
     verify_checkpoint,
 )
 from exitlaw.engine.training.config import preset_config
-from exitlaw.engine.training.run import TrainingRunSpec, check_resume, run_settings, run_training
+from exitlaw.engine.training.run import check_resume, run_settings, run_training
 from exitlaw.theory.sampling_settings import SamplingSettings
+from helpers.cli_argv import write_prompts
+from helpers.training_runs import tiny_run_spec
 
 
 def _copy(src, dst):
@@ -104,24 +106,11 @@ def test_drafter_layer_ids_outside_the_target_are_refused(tiny, tmp_path):
 @pytest.fixture(scope="module")
 def finished_run(tiny, tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
-    prompts = root / "p.jsonl"
-    prompts.write_text(
-        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range"])
-    )
+    prompts = write_prompts(root / "p.jsonl", ["def add(a, b):", "for i in range"])
     cfg = preset_config(
         "paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=1
     )
-    spec = TrainingRunSpec(
-        target=str(tiny[0]),
-        draft=str(tiny[1]),
-        out=str(root / "run"),
-        config=cfg,
-        prompts=str(prompts),
-        max_new_tokens=8,
-        gen_batch=2,
-        cache_dir=str(root / "cache"),
-        progress=False,
-    )
+    spec = tiny_run_spec(tiny[0], tiny[1], prompts, root, cfg)
     run_training(spec)
     return spec, root
 

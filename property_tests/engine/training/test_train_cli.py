@@ -9,45 +9,28 @@ import pytest
 
 from exitlaw.cli import main
 from exitlaw.engine.training.objectives import OBJECTIVES
+from helpers.cli_argv import TINY_RUN, train_argv, write_prompts
 
 
 @pytest.fixture(scope="module")
 def tiny_files(tmp_path_factory):
+    """The tiny models and a two-prompt file, written once for the module."""
     from exitlaw.engine.models.tiny import write_tiny_models
 
     root = tmp_path_factory.mktemp("train_cli")
     tdir, ddir = write_tiny_models(root / "models")
-    prompts = root / "p.jsonl"
-    prompts.write_text(
-        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"])
-    )
-    return root, tdir, ddir, prompts
+    return root, tdir, ddir, write_prompts(root / "p.jsonl")
 
 
-def _argv(tdir, ddir, prompts, out, *extra):
-    return [
-        "train",
-        "--target",
-        str(tdir),
-        "--draft",
-        str(ddir),
-        "--prompts",
-        str(prompts),
-        "--out",
-        str(out),
-        "--steps",
-        "2",
-        "--batch-size",
-        "1",
-        "--anchors",
-        "2",
-        "--max-new-tokens",
-        "10",
-        "--gen-batch",
-        "2",
-        "--no-progress",
-        *extra,
-    ]
+def _argv(tiny_files, out, *extra, **flags):
+    """The tiny two-step run writing to ``out``, then ``flags`` and ``extra``."""
+    _, tdir, ddir, prompts = tiny_files
+    return train_argv(tdir, ddir, prompts, *extra, out=out, **TINY_RUN, **flags)
+
+
+def _resolved(cfg) -> tuple:
+    """What a preset and the flags decide: objective, weight norm, lambda, edge floor, budget."""
+    return (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget)
 
 
 def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypatch, tiny_files):
@@ -61,24 +44,8 @@ def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypat
         return {"final_drafter": "F", "last": {"step": 2}, "rank": 0, "world_size": 1}
 
     monkeypatch.setattr(training_run, "run_training", spy)
-    assert (
-        main(
-            _argv(
-                tdir,
-                ddir,
-                prompts,
-                root / "a",
-                "--preset",
-                "authors-code",
-                "--objective",
-                "exit-depth",
-                "--chat",
-                "--cache-dir",
-                str(root / "c"),
-            )
-        )
-        == 0
-    )
+    flags = dict(preset="authors-code", objective="exit-depth", chat=True, cache_dir=root / "c")
+    assert main(_argv(tiny_files, root / "a", **flags)) == 0
     spec = calls[-1]
     assert (
         isinstance(spec, training_run.TrainingRunSpec)
@@ -86,66 +53,27 @@ def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypat
         and spec.cache_dir == str(root / "c")
     )
     cfg = spec.config
-    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == (
-        "exit-depth",
-        "nodes",
-        0.1,
-        1e-4,
-        32,
-    )
+    assert _resolved(cfg) == ("exit-depth", "nodes", 0.1, 1e-4, 32)
     assert (cfg.steps, cfg.batch_size, cfg.anchors_per_seq) == (2, 1, 2) and spec.prompts == str(
         prompts
     )
-    main(
-        _argv(
-            tdir,
-            ddir,
-            prompts,
-            root / "b",
-            "--preset",
-            "authors-code",
-            "--edge-floor",
-            "none",
-            "--lam",
-            "0.5",
-            "--budget",
-            "12",
-            "--weight-norm",
-            "tree",
-        )
-    )
-    cfg = calls[-1].config
-    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == (
-        "prefix",
-        "tree",
-        0.5,
-        None,
-        12,
-    )
-    main(_argv(tdir, ddir, prompts, root / "c"))  # no preset: the paper's reading
-    cfg = calls[-1].config
-    assert (cfg.objective, cfg.weight_norm, cfg.lam, cfg.edge_floor, cfg.budget) == (
-        "exit",
-        "batch",
-        1.0,
-        None,
-        64,
-    )
+    overrides = dict(edge_floor="none", lam=0.5, budget=12, weight_norm="tree")
+    main(_argv(tiny_files, root / "b", preset="authors-code", **overrides))
+    assert _resolved(calls[-1].config) == ("prefix", "tree", 0.5, None, 12)
+    main(_argv(tiny_files, root / "c"))  # no preset: the paper's reading
+    assert _resolved(calls[-1].config) == ("exit", "batch", 1.0, None, 64)
     with pytest.raises(SystemExit):
-        main(_argv(tdir, ddir, prompts, root / "d", "--edge-floor", "tiny"))
+        main(_argv(tiny_files, root / "d", "--edge-floor", "tiny"))
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_exitlaw_train_runs_every_objective_on_the_tiny_models(tiny_files, objective, capsys):
     root, tdir, ddir, prompts = tiny_files
     out = root / f"run_{objective}"
-    extra = ["--budget", "6", "--cache-dir", str(root / "cache")]
-    if objective == "exit-depth":
-        extra += [
-            "--preset",
-            "authors-code",
-        ]  # exit-depth with nodes, lambda 0.1 and the edge floor
-    assert main(_argv(tdir, ddir, prompts, out, "--objective", objective, *extra)) == 0
+    # exit-depth runs with the preset: nodes, lambda 0.1 and the edge floor
+    preset = {"preset": "authors-code"} if objective == "exit-depth" else {}
+    flags = dict(objective=objective, budget=6, cache_dir=root / "cache", **preset)
+    assert main(_argv(tiny_files, out, **flags)) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed["final_drafter"] == str(out / "final") and printed["last"]["step"] == 2
     assert printed["last"]["objective"] == objective
@@ -155,21 +83,7 @@ def test_exitlaw_train_runs_every_objective_on_the_tiny_models(tiny_files, objec
         assert (saved["weight_norm"], saved["lam"], saved["edge_floor"]) == ("nodes", 0.1, 1e-4)
     assert (out / "final" / "model.safetensors").is_file()
     # an undefined combination is a named error, not a guess
-    assert (
-        main(
-            _argv(
-                tdir,
-                ddir,
-                prompts,
-                root / "bad",
-                "--objective",
-                "draft-opd",
-                "--weight-norm",
-                "nodes",
-            )
-        )
-        == 2
-    )
+    assert main(_argv(tiny_files, root / "bad", objective="draft-opd", weight_norm="nodes")) == 2
     assert "draft-opd" in capsys.readouterr().err and not (root / "bad").exists()
 
 
@@ -179,22 +93,7 @@ def test_exitlaw_train_vat_logs_its_reweighted_term_and_rejects_undefined_combin
     root, tdir, ddir, prompts = tiny_files
     out = root / "run_vat_lam"
     assert (
-        main(
-            _argv(
-                tdir,
-                ddir,
-                prompts,
-                out,
-                "--objective",
-                "vat",
-                "--lam",
-                "0.5",
-                "--budget",
-                "6",
-                "--cache-dir",
-                str(root / "cache"),
-            )
-        )
+        main(_argv(tiny_files, out, objective="vat", lam=0.5, budget=6, cache_dir=root / "cache"))
         == 0
     )
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["last"]
@@ -203,7 +102,7 @@ def test_exitlaw_train_vat_logs_its_reweighted_term_and_rejects_undefined_combin
     assert last["loss"] == pytest.approx(last["ce"] + 0.5 * last["tree"], rel=1e-5)
     assert last["coverage"] == last["coverage"]  # not NaN: trees were scored and logged
     for extra, word in ((["--weight-norm", "tree"], "vat"), (["--edge-floor", "1e-4"], "floor")):
-        assert main(_argv(tdir, ddir, prompts, root / "bad_vat", "--objective", "vat", *extra)) == 2
+        assert main(_argv(tiny_files, root / "bad_vat", "--objective", "vat", *extra)) == 2
         assert word in capsys.readouterr().err and not (root / "bad_vat").exists()
 
 
@@ -215,7 +114,7 @@ def test_exitlaw_train_refuses_trees_that_cannot_fit_before_training(tiny_files,
     out = root / "run_huge_budget"
     cache = root / ".exitlaw-cache"
     before = sorted(p.name for p in cache.rglob("*")) if cache.exists() else []
-    assert main(_argv(tdir, ddir, prompts, out, "--budget", "100000000", "--device", "cpu")) == 2
+    assert main(_argv(tiny_files, out, "--budget", "100000000", "--device", "cpu")) == 2
     err = capsys.readouterr().err
     assert "one training forward (2 anchors x 100000001 tree nodes)" in err
     assert "needs at least" in err and "GiB free" in err

@@ -12,22 +12,13 @@ import torch
 
 from exitlaw.engine.training.objectives import OBJECTIVES
 from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
+from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
+from helpers.cli_argv import write_prompts
+from helpers.tiny_specs import SMALL_SPEC as SPEC
+from helpers.training_runs import RESUME_RUN, tiny_run_spec
 from exitlaw.engine.training.config import TrainConfig, preset_config
 from exitlaw.engine.training.data import Sequences
 from exitlaw.engine.training.loop import METRIC_KEYS, train
-
-SPEC = TinySpec(
-    vocab_size=64,
-    hidden_size=32,
-    intermediate_size=64,
-    target_layers=3,
-    heads=4,
-    kv_heads=2,
-    head_dim=8,
-    block_size=5,
-    target_layer_ids=(0, 1),
-)
 
 
 def _pair(seed: int):
@@ -74,27 +65,8 @@ def test_every_objective_lowers_its_loss_on_a_fixed_batch(tmp_path, objective):
 @pytest.mark.parametrize(
     "cfg",
     [
-        TrainConfig(
-            objective="draft-opd",
-            budget=6,
-            steps=4,
-            batch_size=2,
-            anchors_per_seq=3,
-            lr=1e-3,
-            checkpoint_every=2,
-            warmup_steps=1,
-        ),
-        preset_config(
-            "authors-code",
-            objective="exit-depth",
-            budget=6,
-            steps=4,
-            batch_size=2,
-            anchors_per_seq=3,
-            lr=1e-3,
-            checkpoint_every=2,
-            warmup_steps=1,
-        ),
+        TrainConfig(objective="draft-opd", budget=6, steps=4, **RESUME_RUN),
+        preset_config("authors-code", objective="exit-depth", budget=6, steps=4, **RESUME_RUN),
     ],
     ids=["draft-opd", "authors-code-exit-depth"],
 )
@@ -143,11 +115,7 @@ def _tiny_run_files(tmp_path):
     from exitlaw.engine.models.tiny import write_tiny_models
 
     tdir, ddir = write_tiny_models(tmp_path / "models")
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text(
-        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "for i in range"])
-    )
-    return tdir, ddir, prompts
+    return tdir, ddir, write_prompts(tmp_path / "p.jsonl", ["def add(a, b):", "for i in range"])
 
 
 def test_run_training_does_a_whole_run_from_a_prompt_file(tmp_path):
@@ -157,18 +125,7 @@ def test_run_training_does_a_whole_run_from_a_prompt_file(tmp_path):
     cfg = preset_config(
         "paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=2
     )
-    spec = TrainingRunSpec(
-        target=str(tdir),
-        draft=str(ddir),
-        out=str(tmp_path / "run"),
-        config=cfg,
-        prompts=str(prompts),
-        max_new_tokens=8,
-        gen_batch=2,
-        cache_dir=str(tmp_path / "cache"),
-        progress=False,
-        run_info={"note": "test"},
-    )
+    spec = tiny_run_spec(tdir, ddir, prompts, tmp_path, cfg, run_info={"note": "test"})
     result = run_training(spec)
     assert result["final_drafter"] == str(tmp_path / "run" / "final") and result["rank"] == 0
     assert result["last"]["step"] == 2 and result["last"]["objective"] == "exit"

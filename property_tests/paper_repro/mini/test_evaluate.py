@@ -8,7 +8,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.theory import DraftTree, reference_law_from_edges
 from exitlaw.paper_repro.mini.evaluate import RoundLaws, coverage, eval_cell
 
@@ -48,7 +47,8 @@ def test_at_temperature_zero_the_rao_blackwellised_tau_is_the_observed_block_len
 
 
 def test_each_round_law_is_the_exact_expected_length_of_its_tree(pair):
-    from exitlaw.engine.decode.loop import DecodeConfig, generate, trace_round
+    from exitlaw.engine.decode.loop import generate, trace_round
+    from helpers.decode_configs import sampled_tree
 
     target, drafter = pair
     seen = []
@@ -62,14 +62,7 @@ def test_each_round_law_is_the_exact_expected_length_of_its_tree(pair):
         target,
         drafter,
         _prompts(target.vocab_size)[0],
-        DecodeConfig(
-            method="ddtree",
-            verifier="tev",
-            budget=8,
-            settings=SamplingSettings(1.0),
-            max_new_tokens=10,
-            seed=3,
-        ),
+        sampled_tree(budget=8, max_new_tokens=10, seed=3),
         on_round=on_round,
     )
     assert seen and len(laws.rb) == len(seen)

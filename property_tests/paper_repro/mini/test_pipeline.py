@@ -7,7 +7,7 @@ import json
 import pytest
 
 from exitlaw.paper_repro.mini.pipeline import config_for, prepare_out
-from exitlaw.paper_repro.mini.target import TargetSpec
+from helpers.mini_configs import micro_config
 
 
 def test_prepare_out_accepts_the_same_configuration_and_refuses_another(tmp_path):
@@ -51,29 +51,7 @@ def test_micro_pipeline_runs_end_to_end_and_a_rerun_resumes_from_cache(tmp_path)
     from exitlaw.paper_repro.mini.pipeline import run_mini
 
     torch.set_num_threads(1)
-    cfg = config_for(
-        "quick",
-        target=TargetSpec(
-            hidden_size=32,
-            intermediate_size=64,
-            num_layers=2,
-            num_heads=2,
-            num_kv_heads=1,
-            head_dim=16,
-            steps=20,
-            batch_size=4,
-            seq_len=64,
-        ),
-        train_tokens=60_000,
-        tokenizer_docs=20,
-        train_prompts=12,
-        continuation_tokens=24,
-        distill_steps=6,
-        ft_steps=3,
-        eval_prompts=1,
-        eval_new_tokens=8,
-        budgets=(32, 64),
-    )
+    cfg = micro_config()
     res = run_mini(tmp_path / "run", cfg, progress=False)
     keys = {
         (c["drafter"], c["domain"], c["budget"], c["temperature"], c["verifier"])
@@ -94,38 +72,11 @@ def test_micro_pipeline_runs_end_to_end_and_a_rerun_resumes_from_cache(tmp_path)
 
 
 def _tiny(preset: str, **kw):
-    return config_for(
-        preset,
-        target=TargetSpec(
-            hidden_size=32,
-            intermediate_size=64,
-            num_layers=2,
-            num_heads=2,
-            num_kv_heads=1,
-            head_dim=16,
-            steps=20,
-            batch_size=4,
-            seq_len=64,
-        ),
-        vocab_size=300,
-        train_tokens=60_000,
-        tokenizer_docs=20,
-        train_prompts=12,
-        prompt_tokens=32,
-        continuation_tokens=24,
-        draft_layers=1,
-        draft_intermediate=64,
-        target_layer_ids=(0, 1),
-        distill_steps=6,
-        distill_anchors=8,
-        ft_steps=3,
-        ft_batch=2,
-        ft_anchors=4,
-        eval_prompts=3,
-        eval_prompt_tokens=32,
-        eval_new_tokens=8,
-        **kw,
-    )
+    """The micro run with the paper's drafter shape and a few more evaluation prompts."""
+    drafter = dict(draft_layers=1, draft_intermediate=64, target_layer_ids=(0, 1))
+    lengths = dict(vocab_size=300, prompt_tokens=32, eval_prompts=3, eval_prompt_tokens=32)
+    batches = dict(distill_anchors=8, ft_batch=2, ft_anchors=4)
+    return micro_config(preset, **drafter, **lengths, **batches, **kw)
 
 
 def test_deep_preset_is_the_deep_tree_setting_with_seeds_and_powered_evaluation():

@@ -31,18 +31,17 @@ def _models(vocab: int, seed: int, noise: float):
     return target, PositionWiseDrafter(target, **kw), AutoregressiveDrafter(target, **kw)
 
 
+SEEDS = st.integers(0, 10**4)
+NOISE = st.sampled_from([0.0, 0.5, 1.5])  # how far the draft model is from the target
+
+
 def _prefix_closed(tree: DraftTree) -> bool:
     paths = {tree.path(v) for v in range(tree.num_nodes)}
     return all(p[:-1] in paths for p in paths if p)
 
 
 @settings(max_examples=15)
-@given(
-    seed=st.integers(0, 10**4),
-    budget=st.integers(1, 24),
-    depth=st.integers(1, 6),
-    noise=st.sampled_from([0.0, 0.5, 1.5]),
-)
+@given(seed=SEEDS, budget=st.integers(1, 24), depth=st.integers(1, 6), noise=NOISE)
 def test_opt_tree_is_valid_and_beats_other_builders_on_its_objective(seed, budget, depth, noise):
     target, pos, ar = _models(32, seed, noise)
     ctx = (seed % 32, (seed // 32) % 32)
@@ -88,12 +87,7 @@ def test_opt_tree_matches_brute_force_over_all_prefix_closed_trees(seed, budget)
 
 
 @settings(max_examples=15)
-@given(
-    seed=st.integers(0, 10**4),
-    budget=st.integers(1, 20),
-    widen=st.integers(1, 3),
-    noise=st.sampled_from([0.0, 0.5, 1.5]),
-)
+@given(seed=SEEDS, budget=st.integers(1, 20), widen=st.integers(1, 3), noise=NOISE)
 def test_dartree_is_a_valid_subtree_of_its_proposal_and_no_worse_than_ddtree(
     seed, budget, widen, noise
 ):

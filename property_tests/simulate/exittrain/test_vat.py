@@ -133,9 +133,9 @@ def test_the_simulated_trainer_adds_lambda_times_the_vat_term_to_its_ce():
     params = init_params(reg, jax.random.PRNGKey(0))
     ctx, cont = jnp.array([0, 1, 2, 3]), jnp.array([[1, 2, 3], [0, 0, 1], [5, 4, 3], [2, 2, 2]])
 
-    def loss(obj):
+    def loss(obj, p=params):
         return loss_one(
-            params, jnp.asarray(obj.code()), ctx, cont, jax.random.PRNGKey(1), m, 4, draft_logprobs
+            p, jnp.asarray(obj.code()), ctx, cont, jax.random.PRNGKey(1), m, 4, draft_logprobs
         )
 
     logq = draft_logprobs(params, ctx)
@@ -144,34 +144,13 @@ def test_the_simulated_trainer_adds_lambda_times_the_vat_term_to_its_ce():
     assert float(loss(Objective("vat", "batch", 0.3))) == pytest.approx(
         float(ce + 0.3 * sim.vat_term(logq, cont)), rel=1e-6
     )
+
     # its gradient is not CE's rescaled: the positions after a first rejection weigh less
-    g_tok = jax.flatten_util.ravel_pytree(
-        jax.grad(
-            lambda p: loss_one(
-                p,
-                jnp.asarray(Objective("token").code()),
-                ctx,
-                cont,
-                jax.random.PRNGKey(1),
-                m,
-                4,
-                draft_logprobs,
-            )
-        )(params)
-    )[0]
-    g_vat = jax.flatten_util.ravel_pytree(
-        jax.grad(
-            lambda p: loss_one(
-                p,
-                jnp.asarray(Objective("vat", "batch", 1.0).code()),
-                ctx,
-                cont,
-                jax.random.PRNGKey(1),
-                m,
-                4,
-                draft_logprobs,
-            )
-        )(params)
-    )[0]
+    def flat_grad(objective):
+        """The flattened gradient of the one sequence's loss under ``objective``."""
+        return jax.flatten_util.ravel_pytree(jax.grad(lambda p: loss(objective, p))(params))[0]
+
+    g_tok = flat_grad(Objective("token"))
+    g_vat = flat_grad(Objective("vat", "batch", 1.0))
     cos = float(g_tok @ g_vat / jnp.linalg.norm(g_tok) / jnp.linalg.norm(g_vat))
     assert cos < 1 - 1e-6

@@ -274,23 +274,23 @@ def test_boundary_coins_reach_the_vllm_layout_through_the_pre_drawn_uniforms():
     assert ok.exit_code == 0 and not ok.flagged and not ok.errors and ok.calls_ok == ok.runs > 1000
 
 
-def test_malformed_vllm_output_is_bad_input_with_the_reason():
+@pytest.mark.parametrize(
+    "verifier, reason",
+    [
+        ("vllm_writes_after_rejection", "then only the placeholder -1"),
+        ("eagle_residual", "cannot be called as a vllm-format sampler"),
+    ],
+    ids=["writes-after-rejection", "not-a-vllm-signature"],
+)
+def test_malformed_vllm_output_is_bad_input_with_the_reason(verifier, reason):
     rep = check_verifier(
-        "helpers.format_verifiers:vllm_writes_after_rejection",
+        f"helpers.format_verifiers:{verifier}",
         mode="marginal",
         chains_only=True,
         samples=300,
         verifier_format="vllm",
     )
-    assert rep.verdict == BAD_INPUT and "then only the placeholder -1" in rep.error
-    rep = check_verifier(
-        "helpers.format_verifiers:eagle_residual",
-        mode="marginal",
-        chains_only=True,
-        samples=300,
-        verifier_format="vllm",
-    )
-    assert rep.verdict == BAD_INPUT and "cannot be called as a vllm-format sampler" in rep.error
+    assert rep.verdict == BAD_INPUT and reason in rep.error
 
 
 # ----- the command line ----------------------------------------------------------------------------

@@ -1,31 +1,19 @@
 """The vectorised recursive-rejection sampler follows its exact twin (``verify_sampled``, enumerated)."""
 
-import os
-
 import numpy as np
-from hypothesis import given, note, strategies as st
+from hypothesis import given, strategies as st
 
 from exitlaw.simulate.verifiers.fast import recursive_rejection_many
-from exitlaw.simulate.randomness import enumerate_law
-from exitlaw.simulate.stats import describe_seed, pooled_chisquare, seed_for
+from exitlaw.simulate.stats import describe_seed, pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees
-from exitlaw.simulate.verifiers import verify_sampled
+from helpers.sampled_law import exact_exit_bonus_law, int_rows, seed_of_test
 
 SAMPLES = 20_000
 ALPHA = 1e-6
 
 
 def _rows(data, n, vocab, low):
-    rows = np.array(
-        data.draw(
-            st.lists(
-                st.lists(st.integers(low, 6), min_size=vocab, max_size=vocab),
-                min_size=n,
-                max_size=n,
-            )
-        ),
-        dtype=np.float64,
-    )
+    rows = int_rows(data, n, vocab, low, 6)
     rows[rows.sum(1) == 0, 0] = 1.0
     return rows / rows.sum(1, keepdims=True)
 
@@ -39,18 +27,8 @@ def test_fast_recursive_rejection_follows_its_exact_twin(tree, wor, data):
     vocab = 4
     p = _rows(data, tree.num_nodes, vocab, 0)
     q = _rows(data, tree.num_nodes, vocab, 1)
-    law = enumerate_law(
-        lambda r: verify_sampled(
-            list(tree.parent), list(tree.token), p, q, r, without_replacement=wor
-        )
-    )
-    exact = np.zeros((tree.num_nodes, vocab))
-    for (v, y), pr in law.items():
-        exact[v, y] += pr
-    seq = seed_for(
-        f"{os.environ.get('PYTEST_CURRENT_TEST', '')}|{tree!r}|{wor}|{p.tobytes().hex()}|{q.tobytes().hex()}"
-    )
-    note(describe_seed(seq))
+    exact = exact_exit_bonus_law(tree, p, q, vocab, without_replacement=wor)
+    seq = seed_of_test(repr(tree), str(wor), p.tobytes().hex(), q.tobytes().hex())
     exits, bonus = recursive_rejection_many(
         tree, p, q, np.random.default_rng(seq), SAMPLES, without_replacement=wor
     )

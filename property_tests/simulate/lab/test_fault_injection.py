@@ -14,6 +14,8 @@ import time
 import numpy as np
 import pytest
 
+from helpers.cli_argv import train_argv, write_prompts
+
 ARGS = [
     "simulate",
     "run",
@@ -117,38 +119,12 @@ def test_simulate_overwrite_interrupted_keeps_the_old_run_intact(tmp_path, refer
 
 # ----- train: SIGKILL / SIGINT mid-run, then --resume -------------------------------------------
 def _train_argv(tdir, ddir, prompts, out, cache, *extra):
-    return [
-        sys.executable,
-        "-m",
-        "exitlaw",
-        "train",
-        "--target",
-        str(tdir),
-        "--draft",
-        str(ddir),
-        "--prompts",
-        str(prompts),
-        "--out",
-        str(out),
-        "--steps",
-        "8",
-        "--batch-size",
-        "1",
-        "--anchors",
-        "2",
-        "--budget",
-        "6",
-        "--max-new-tokens",
-        "10",
-        "--gen-batch",
-        "2",
-        "--checkpoint-every",
-        "1",
-        "--cache-dir",
-        str(cache),
-        "--no-progress",
-        *extra,
-    ]
+    """An eight-step checkpointed run in a fresh interpreter (``python -m exitlaw train ...``)."""
+    run = dict(steps=8, batch_size=1, anchors=2, budget=6, max_new_tokens=10, gen_batch=2)
+    flags = dict(out=out, checkpoint_every=1, cache_dir=cache, no_progress=True)
+    return [sys.executable, "-m", "exitlaw"] + train_argv(
+        tdir, ddir, prompts, *extra, **run, **flags
+    )
 
 
 _ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -163,10 +139,7 @@ def _weights(folder):
 @pytest.fixture(scope="module")
 def train_reference(tiny, tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
-    prompts = root / "p.jsonl"
-    prompts.write_text(
-        "".join(json.dumps({"prompt": p}) + "\n" for p in ["def add(a, b):", "x = 1"])
-    )
+    prompts = write_prompts(root / "p.jsonl")
     proc = subprocess.run(
         _train_argv(*tiny, prompts, root / "ref", root / "cache"),
         capture_output=True,

@@ -119,34 +119,25 @@ def _sibling_plan_with_replacement(r, q, siblings, tokens, rand):
     return None, r
 
 
-def test_hsd_mutant_without_the_recursive_cap_is_caught(monkeypatch):
-    monkeypatch.setattr(hsd_module, "spine_levels", _uncapped_levels)
+def _seeds_caught(procedure, parent, vocab, zero_prob, wor) -> int:
+    """On how many of six seeds the completed law of ``procedure`` on the tree ``parent`` differs
+    from the truth (``wor``: siblings drawn without replacement)."""
     caught = 0
     for seed in range(6):
-        law, truth = completed_law(
-            hsd_procedure,
-            [-1, 0, 1],
-            ToyModel(2, seed),
-            ToyModel(2, seed + 7, zero_prob=0.3),
-            without_replacement=False,
-        )
+        target, draft = ToyModel(vocab, seed), ToyModel(vocab, seed + 7, zero_prob=zero_prob)
+        law, truth = completed_law(procedure, parent, target, draft, without_replacement=wor)
         caught += law != truth
-    assert caught >= 1
+    return caught
+
+
+def test_hsd_mutant_without_the_recursive_cap_is_caught(monkeypatch):
+    monkeypatch.setattr(hsd_module, "spine_levels", _uncapped_levels)
+    assert _seeds_caught(hsd_procedure, [-1, 0, 1], vocab=2, zero_prob=0.3, wor=False) >= 1
 
 
 def test_univer_mutant_with_replacement_siblings_is_caught(monkeypatch):
     monkeypatch.setattr(univer_module, "sibling_plan", _sibling_plan_with_replacement)
-    caught = 0
-    for seed in range(6):
-        law, truth = completed_law(
-            univer_procedure,
-            [-1, 0, 0, 0],
-            ToyModel(4, seed),
-            ToyModel(4, seed + 7, zero_prob=0.0),
-            without_replacement=True,
-        )
-        caught += law != truth
-    assert caught >= 1
+    assert _seeds_caught(univer_procedure, [-1, 0, 0, 0], vocab=4, zero_prob=0.0, wor=True) >= 1
 
 
 # ----- conditionally (on a realised tree) the rules are not exact -----------------------------

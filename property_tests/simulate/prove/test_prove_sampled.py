@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from exitlaw.cli import main
+from helpers.cli_argv import cli_argv
 from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, PROVED, UNPROVED, identities
 from exitlaw.simulate.prove.sampled import (
     RULES,
@@ -108,39 +109,18 @@ def test_conditional_witness_exceeds_the_ceiling_or_breaks_the_block_law():
     assert w is not None and w["tree"]["parent"] == [-1, 0]
 
 
+def _prove_marginal(verifier: str, max_nodes: int) -> int:
+    """``exitlaw prove VERIFIER --mode marginal`` over two tokens; the exit status."""
+    return main(cli_argv("prove", verifier, mode="marginal", max_nodes=max_nodes, vocab=2))
+
+
 def test_prove_command_marginal_mode(capsys):
     assert (
-        main(
-            [
-                "prove",
-                "exitlaw.simulate.prove.sampled:without_replacement_rule",
-                "--mode",
-                "marginal",
-                "--max-nodes",
-                "3",
-                "--vocab",
-                "2",
-            ]
-        )
-        == 0
+        _prove_marginal("exitlaw.simulate.prove.sampled:without_replacement_rule", max_nodes=3) == 0
     )
     out = capsys.readouterr().out
     assert "PROVED (marginally exact)" in out and "NOT CONDITIONALLY EXACT (witness)" in out
-    assert (
-        main(
-            [
-                "prove",
-                "helpers.cli_verifiers:rrs_bonus_from_target",
-                "--mode",
-                "marginal",
-                "--max-nodes",
-                "2",
-                "--vocab",
-                "2",
-            ]
-        )
-        == 1
-    )
+    assert _prove_marginal("helpers.cli_verifiers:rrs_bonus_from_target", max_nodes=2) == 1
     assert "COUNTEREXAMPLE (not marginally exact" in capsys.readouterr().out
 
 
