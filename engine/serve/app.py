@@ -212,19 +212,25 @@ class ServeApp:
         }
 
     def _usage(self, ids: list[int], choices: list[Choice]) -> dict:
-        blocks = [b for c in choices for b in c.block_lengths]
+        """OpenAI's ``usage``: integers only (clients add them up); acceptance is :meth:`_acceptance`."""
         done = sum(len(c.tokens) for c in choices)
         return {
             "prompt_tokens": len(ids),
             "completion_tokens": done,
             "total_tokens": len(ids) + done,
-            "acceptance": {
-                "method": self.engine.cfg.method,
-                "verifier": self.engine.cfg.verifier,
-                "rounds": len(blocks),
-                "tau": (sum(blocks) / len(blocks)) if blocks else None,
-                "accepted_draft_tokens": sum(b - 1 for b in blocks),
-            },
+        }
+
+    def _acceptance(self, choices: list[Choice]) -> dict:
+        """The decode's acceptance figures, a top-level ``acceptance`` field beside ``usage``: rounds,
+        tau (mean tokens per round, bonus included) and accepted draft tokens, over every choice."""
+        blocks = [b for c in choices for b in c.block_lengths]
+        ar = self.engine.cfg.method == "ar"
+        return {
+            "method": self.engine.cfg.method,
+            "verifier": None if ar else self.engine.cfg.verifier,
+            "rounds": len(blocks),
+            "tau": (sum(blocks) / len(blocks)) if blocks else None,
+            "accepted_draft_tokens": sum(b - 1 for b in blocks),
         }
 
     def _token_text(self, req: DecodeRequest, token: int) -> str:
@@ -273,7 +279,12 @@ class ServeApp:
             else:
                 row["text"] = c.text
             rows.append(row)
-        out.update(choices=rows, usage=self._usage(ids, choices), prompt_token_ids=ids)
+        out.update(
+            choices=rows,
+            usage=self._usage(ids, choices),
+            acceptance=self._acceptance(choices),
+            prompt_token_ids=ids,
+        )
         return out
 
     # ------------------------------------------------------------------ streaming
@@ -353,7 +364,14 @@ class ServeApp:
             if req.include_usage:
                 yield (
                     "data: "
-                    + json.dumps({**head, "choices": [], "usage": self._usage(ids, choices)})
+                    + json.dumps(
+                        {
+                            **head,
+                            "choices": [],
+                            "usage": self._usage(ids, choices),
+                            "acceptance": self._acceptance(choices),
+                        }
+                    )
                     + "\n\n"
                 )
             yield "data: [DONE]\n\n"

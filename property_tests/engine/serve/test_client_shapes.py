@@ -155,3 +155,34 @@ def test_the_openai_client_gets_a_named_400_for_a_non_neutral_field(client):
         client.chat.completions.create(
             model="stub", messages=[USER], max_tokens=2, logit_bias={"5": 10}
         )
+
+
+def _raw(create, **kw) -> dict:
+    """The JSON body the server sent, through the client's raw-response path."""
+    return create.__self__.with_raw_response.create(**kw).http_response.json()
+
+
+def test_usage_holds_only_openai_integers_and_acceptance_has_its_own_field(client):
+    body = _raw(client.completions.create, model="stub", prompt="x", max_tokens=2)
+    assert body["usage"] == {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}
+    assert body["acceptance"] == {
+        "method": "ar",
+        "verifier": None,  # an AR server runs no verifier
+        "rounds": 2,
+        "tau": 1.0,
+        "accepted_draft_tokens": 0,
+    }
+    out = client.chat.completions.create(model="stub", messages=[USER], max_tokens=2)
+    assert out.usage.model_extra == {} and out.model_extra["acceptance"]["rounds"] == 2
+    chunks = list(
+        client.chat.completions.create(
+            model="stub",
+            messages=[USER],
+            max_tokens=2,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    last = chunks[-1]
+    assert last.usage.total_tokens == 4 and last.usage.model_extra == {}
+    assert last.model_extra["acceptance"]["rounds"] == 2
