@@ -190,9 +190,11 @@ class ServeEngine:
 
     def _one(self, req, ids, cfg, index, emit):
         tokens: list[int] = []
+        blocks: list[int] = []  # every committed block's length: the prefill's token, then rounds
 
         def on_block(block):
             tokens.extend(block)
+            blocks.append(len(block))
             if emit is not None:
                 emit(index, list(block))
             if self.closing:
@@ -209,7 +211,7 @@ class ServeEngine:
         except _Stopped:
             if self.closing:
                 raise APIError(503, "the server is shutting down") from None
-            return tokens[: req.max_tokens], []
+            return tokens[: req.max_tokens], blocks[1:]  # a stop string: the rounds run so far
 
     def _finish(self, req: DecodeRequest, tokens: list[int], blocks: list[int]) -> Choice:
         tokens = list(tokens)[: req.max_tokens]
@@ -218,7 +220,7 @@ class ServeEngine:
         cut = _stop_at(self.tokenizer, tokens, req.stop) if req.stop else None
         if cut is not None:
             tokens, text = cut
-            return Choice(tokens, text, "stop", list(blocks))
+            return Choice(tokens, text, "stop", _rounds_of(blocks, len(tokens)))
         return Choice(
             tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), reason, list(blocks)
         )
@@ -256,6 +258,18 @@ class ServeEngine:
     def close(self) -> None:
         """Ask a running single-sample decode to stop at its next round (shutdown)."""
         self.closing = True
+
+
+def _rounds_of(blocks: list[int], kept: int) -> list[int]:
+    """The rounds (block lengths) that produced the first ``kept`` tokens, the prefill's token (token 0)
+    being in no round: a stop string that cuts the output keeps the rounds its kept tokens came from."""
+    out, pos = [], 1
+    for b in blocks:
+        if pos >= kept:
+            break
+        out.append(b)
+        pos += b
+    return out
 
 
 def _stop_at(tokenizer, tokens: list[int], stops) -> tuple[list[int], str] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from types import SimpleNamespace
@@ -43,14 +44,14 @@ class StubEngine:
         pass
 
 
-@pytest.fixture
-def stub_server():
+@contextlib.contextmanager
+def running(engine):
+    """``(url, app)`` of a :class:`ServeApp` over ``engine``, served by uvicorn on a free loopback port."""
     import uvicorn
 
     from exitlaw.engine.serve.app import ServeApp
     from exitlaw.engine.serve.server import bind
 
-    engine = StubEngine(ServeLimits(max_concurrent=2))
     app = ServeApp(engine)
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app.starlette(), log_level="warning", lifespan="off"))
@@ -58,9 +59,31 @@ def stub_server():
     thread.start()
     while not server.started:
         time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}", engine, app
-    engine.gate.set()
-    server.should_exit = True
-    thread.join(30)
-    app.close()
-    sock.close()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", app
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        app.close()
+        sock.close()
+
+
+@pytest.fixture
+def stub_server():
+    engine = StubEngine(ServeLimits(max_concurrent=2))
+    with running(engine) as (url, app):
+        yield url, engine, app
+        engine.gate.set()
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny):
+    """``(url, engine)``: the tiny pair served with DDTree + TEV, budget 4 (a real engine, no stub)."""
+    from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
+
+    target, draft = tiny
+    engine = ServeEngine(
+        ServeConfig(target=str(target), draft=str(draft), method="ddtree", verifier="tev", budget=4)
+    )
+    with running(engine) as (url, _app):
+        yield url, engine

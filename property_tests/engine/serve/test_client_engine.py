@@ -1,0 +1,39 @@
+"""The official ``openai`` client against the server on the real tiny pair (DDTree + TEV, budget 4): what
+needs a model to check (acceptance when a stop string ends a request, prompt log-probabilities with
+``echo``, log-probabilities in streams, ``chat_template_kwargs``)."""
+
+from __future__ import annotations
+
+import openai  # the official client: a test dependency (pyproject's test extra)
+import pytest
+
+PROMPT = "def add(a, b):"
+
+
+@pytest.fixture(scope="module")
+def client(tiny_server):
+    url, _engine = tiny_server
+    return openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def _raw(client, **kw) -> dict:
+    return client.completions.with_raw_response.create(model=None, **kw).http_response.json()
+
+
+def test_a_stop_string_keeps_the_acceptance_of_the_rounds_it_keeps(client, tiny_server):
+    _url, engine = tiny_server
+    whole = _raw(client, prompt=PROMPT, max_tokens=12, temperature=0)
+    tokens = whole["choices"][0]["token_ids"]
+    assert len(tokens) == 12 and whole["acceptance"]["rounds"] >= 8, whole
+    # a stop string first seen in the text of token 6: the reply keeps 6 or 7 tokens
+    prefix = engine.tokenizer.decode(tokens[:5], skip_special_tokens=True)
+    stop = engine.tokenizer.decode(tokens[:7], skip_special_tokens=True)[len(prefix) :][:1]
+    assert stop and stop not in prefix, (prefix, stop)  # the tiny pair's greedy text allows it
+    cut = _raw(client, prompt=PROMPT, max_tokens=12, temperature=0, stop=stop)
+    kept, acc = cut["usage"]["completion_tokens"], cut["acceptance"]
+    assert cut["choices"][0]["finish_reason"] == "stop" and 5 < kept < 12
+    # the rounds that produced the kept tokens (token 0 is the prefill's), no more, no fewer
+    assert acc["rounds"] >= 1 and acc["tau"] is not None
+    produced = round(acc["tau"] * acc["rounds"])
+    assert produced + 1 >= kept and acc["accepted_draft_tokens"] == produced - acc["rounds"]
+    assert acc["rounds"] <= whole["acceptance"]["rounds"]
