@@ -152,8 +152,9 @@ class ServeApp:
             body, chat=chat, default_max_tokens=self.limits.max_tokens if chat else 16
         )
         self._check_model(req)
+        parts = req.split()  # one request per prompt (completions may send several)
         check_request_size(
-            self.limits, max_tokens=req.max_tokens, n=req.n
+            self.limits, max_tokens=req.max_tokens, n=req.n, prompts=len(parts)
         )  # before queueing; prompt in the worker
         if req.stream and req.logprobs is not None:
             raise bad_request(
@@ -164,21 +165,24 @@ class ServeApp:
         if self.held >= self.limits.max_concurrent:
             raise too_many_requests(self.limits)
         self.held += 1
-        release = self._releaser()
-        if (
-            req.stream
-        ):  # the stream releases its place when it ends (or, if never started, after the response)
-            return StreamingResponse(
-                self._stream(req, release),
-                media_type="text/event-stream",
-                background=BackgroundTask(release),
-            )
+        release, streaming = self._releaser(), False
         try:
             loop = asyncio.get_running_loop()
-            ids, choices = await loop.run_in_executor(self.executor, self._job, req, None)
-            return JSONResponse(self._response(req, ids, choices))
+            # encode and check on the worker, before any answer: a bad prompt is a 4xx, streamed or not
+            ids = await loop.run_in_executor(self.executor, self._prepare, parts)
+            if req.stream:
+                streaming = True
+                # the stream releases its place when it ends (or, if never started, after the response)
+                return StreamingResponse(
+                    self._stream(req, parts, ids, release),
+                    media_type="text/event-stream",
+                    background=BackgroundTask(release),
+                )
+            done = await loop.run_in_executor(self.executor, self._decode, parts, ids, None)
+            return JSONResponse(self._response(req, ids, done))
         finally:
-            release()
+            if not streaming:
+                release()
 
     def _releaser(self):
         """A once-only release of one held place."""
@@ -191,11 +195,21 @@ class ServeApp:
 
         return release
 
-    def _job(self, req: DecodeRequest, emit):
-        """Runs on the worker thread: encode, check the work bounds, decode."""
-        ids = self.engine.encode(req)
-        self.engine.check(req, ids)
-        return ids, self.engine.run(req, ids, emit)
+    def _prepare(self, parts: list[DecodeRequest]) -> list[list[int]]:
+        """Runs on the worker thread: every prompt's token ids, each checked against the work bounds."""
+        ids = [self.engine.encode(part) for part in parts]
+        for part, one in zip(parts, ids):
+            self.engine.check(part, one)
+        return ids
+
+    def _decode(self, parts: list[DecodeRequest], ids: list[list[int]], emit) -> list[list[Choice]]:
+        """Runs on the worker thread: each prompt's ``n`` choices; ``emit`` gets the choice's global index
+        (prompt index * n + sample index, as OpenAI numbers them)."""
+        out = []
+        for p, (part, one) in enumerate(zip(parts, ids)):
+            shifted = None if emit is None else (lambda i, block, p=p: emit(p * part.n + i, block))
+            out.append(self.engine.run(part, one, shifted))
+        return out
 
     # ------------------------------------------------------------------ bodies
     def _head(self, req: DecodeRequest, chunk: bool = False) -> dict:
@@ -211,14 +225,12 @@ class ServeApp:
             "model": self.engine.model_name,
         }
 
-    def _usage(self, ids: list[int], choices: list[Choice]) -> dict:
-        """OpenAI's ``usage``: integers only (clients add them up); acceptance is :meth:`_acceptance`."""
+    def _usage(self, ids: list[list[int]], choices: list[Choice]) -> dict:
+        """OpenAI's ``usage``: integers only (clients add them up), summed over the prompts; acceptance is
+        :meth:`_acceptance`."""
+        prompt = sum(len(one) for one in ids)
         done = sum(len(c.tokens) for c in choices)
-        return {
-            "prompt_tokens": len(ids),
-            "completion_tokens": done,
-            "total_tokens": len(ids) + done,
-        }
+        return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
 
     def _acceptance(self, choices: list[Choice]) -> dict:
         """The decode's acceptance figures, a top-level ``acceptance`` field beside ``usage``: rounds,
@@ -264,36 +276,40 @@ class ServeApp:
             ],
         }
 
-    def _response(self, req: DecodeRequest, ids: list[int], choices: list[Choice]) -> dict:
+    def _response(self, req: DecodeRequest, ids: list[list[int]], done: list[list[Choice]]) -> dict:
         out = self._head(req)
         rows = []
-        for i, c in enumerate(choices):
-            row = {
-                "index": i,
-                "finish_reason": c.finish_reason,
-                "logprobs": self._logprobs(req, c),
-                "token_ids": c.tokens,
-            }
-            if req.chat:
-                row["message"] = {"role": "assistant", "content": c.text}
-            else:
-                row["text"] = c.text
-            rows.append(row)
+        for p, choices in enumerate(done):
+            for i, c in enumerate(choices):
+                row = {
+                    "index": p * req.n + i,
+                    "finish_reason": c.finish_reason,
+                    "logprobs": self._logprobs(req, c),
+                    "token_ids": c.tokens,
+                }
+                if req.chat:
+                    row["message"] = {"role": "assistant", "content": c.text}
+                else:
+                    row["text"] = c.text
+                rows.append(row)
+        flat = [c for choices in done for c in choices]
         out.update(
             choices=rows,
-            usage=self._usage(ids, choices),
-            acceptance=self._acceptance(choices),
-            prompt_token_ids=ids,
+            usage=self._usage(ids, flat),
+            acceptance=self._acceptance(flat),
+            # one prompt: its ids; several: one list per prompt
+            prompt_token_ids=ids[0] if len(ids) == 1 else ids,
         )
         return out
 
     # ------------------------------------------------------------------ streaming
-    async def _stream(self, req: DecodeRequest, release):
+    async def _stream(self, req: DecodeRequest, parts, ids, release):
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
-        sent = [""] * req.n
+        total = len(parts) * req.n
+        sent = [""] * total
         hold = max((len(s) for s in req.stop), default=1) - 1
-        toks: list[list[int]] = [[] for _ in range(req.n)]
+        toks: list[list[int]] = [[] for _ in range(total)]
         head = self._head(req, chunk=True)
 
         def emit(index: int, block: list[int]) -> None:  # worker thread
@@ -308,7 +324,7 @@ class ServeApp:
 
         def job():
             try:
-                return self._job(req, emit)
+                return self._decode(parts, ids, emit)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, _DONE)
 
@@ -323,7 +339,7 @@ class ServeApp:
         try:
             future = loop.run_in_executor(self.executor, job)
             if req.chat:
-                for i in range(req.n):
+                for i in range(total):
                     role = {
                         **head,
                         "choices": [
@@ -340,7 +356,7 @@ class ServeApp:
                 if delta or block:
                     yield chunk(index, delta, None, block)
             try:
-                ids, choices = await future
+                done = await future
             except APIError as err:
                 yield "data: " + json.dumps(err.body()) + "\n\n"
                 return
@@ -354,7 +370,8 @@ class ServeApp:
                     + "\n\n"
                 )
                 return
-            for i, c in enumerate(choices):
+            flat = [c for choices in done for c in choices]
+            for i, c in enumerate(flat):
                 yield chunk(
                     i,
                     c.text[len(sent[i]) :] if c.text.startswith(sent[i]) else "",
@@ -368,8 +385,8 @@ class ServeApp:
                         {
                             **head,
                             "choices": [],
-                            "usage": self._usage(ids, choices),
-                            "acceptance": self._acceptance(choices),
+                            "usage": self._usage(ids, flat),
+                            "acceptance": self._acceptance(flat),
                         }
                     )
                     + "\n\n"

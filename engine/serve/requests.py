@@ -9,7 +9,7 @@ for completions (the server's ``--max-tokens-limit`` for chat).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from exitlaw.theory.errors import DistributionError
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
@@ -76,6 +76,15 @@ class DecodeRequest:
     token_ids_as_text: bool = (
         False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
     )
+    prompts: tuple | None = (
+        None  # completions with several prompts: all of them (prompt: the first)
+    )
+
+    def split(self) -> list[DecodeRequest]:
+        """One request per prompt (itself when it has one), each decoded with this one's settings."""
+        if self.prompts is None:
+            return [self]
+        return [replace(self, prompt=p, prompts=None) for p in self.prompts]
 
     @property
     def temperature(self) -> float:
@@ -155,23 +164,25 @@ def _stop(body: dict) -> tuple[str, ...]:
     return tuple(stops)
 
 
-def _prompt(body: dict):
-    p = body.get("prompt")
-    if isinstance(p, list) and len(p) == 1 and (isinstance(p[0], str) or isinstance(p[0], list)):
-        p = p[0]  # a batch of one prompt
+def _one_prompt(p, where: str):
     if isinstance(p, str):
         if not p:
-            raise bad_request("prompt is empty", "prompt")
+            raise bad_request(f"{where} is empty", "prompt")
         return p
     if isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
         return [int(t) for t in p]
-    if isinstance(p, list) and p and all(isinstance(t, (str, list)) for t in p):
-        raise bad_request(
-            "this server takes one prompt per request (send n for several samples)", "prompt"
-        )
     raise bad_request(
-        "prompt must be a non-empty string or a non-empty list of token ids", "prompt"
+        f"{where} must be a non-empty string or a non-empty list of token ids", "prompt"
     )
+
+
+def _prompts(body: dict) -> list:
+    """Every prompt of a completions request: a string, a list of token ids, or a non-empty list of
+    either (several prompts, as OpenAI takes them)."""
+    p = body.get("prompt")
+    if isinstance(p, list) and p and all(isinstance(x, (str, list)) for x in p):
+        return [_one_prompt(x, f"prompt[{i}]") for i, x in enumerate(p)]
+    return [_one_prompt(p, "prompt")]
 
 
 def _neutral(body: dict, fields: dict) -> None:
@@ -279,9 +290,11 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         isinstance(t, int) and not isinstance(t, bool) for t in stop_ids
     ):
         raise bad_request("stop_token_ids must be a list of token ids", "stop_token_ids")
+    prompts = [_messages(body)] if chat else _prompts(body)
     return DecodeRequest(
         chat=chat,
-        prompt=_messages(body) if chat else _prompt(body),
+        prompt=prompts[0],
+        prompts=tuple(prompts) if len(prompts) > 1 else None,
         model=model,
         n=_int(body, "n", 1, 1),
         max_tokens=max_tokens if max_tokens is not None else default_max_tokens,

@@ -25,7 +25,8 @@ class StubEngine:
         self.gate, self.started, self.active, self.overlap = threading.Event(), [], 0, False
 
     def encode(self, req):
-        return [1, 2]
+        """A token-id prompt as given; any text prompt is [1, 2]."""
+        return list(req.prompt) if isinstance(req.prompt[0], int) else [1, 2]
 
     def check(self, req, ids):
         pass
@@ -38,7 +39,11 @@ class StubEngine:
         self.started.append(req.seed)
         self.gate.wait(30)
         self.active -= 1
-        return [Choice([3, 4], "de", "length", [1, 1])]
+        tokens = [t + 2 for t in ids]  # [1, 2] -> [3, 4], "de"
+        return [
+            Choice(tokens, self.tokenizer.decode(tokens), "length", [1] * (len(tokens) - 1))
+            for _ in range(req.n)
+        ]
 
     def close(self):
         pass

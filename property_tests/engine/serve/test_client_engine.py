@@ -37,3 +37,19 @@ def test_a_stop_string_keeps_the_acceptance_of_the_rounds_it_keeps(client, tiny_
     produced = round(acc["tau"] * acc["rounds"])
     assert produced + 1 >= kept and acc["accepted_draft_tokens"] == produced - acc["rounds"]
     assert acc["rounds"] <= whole["acceptance"]["rounds"]
+
+
+def test_a_list_of_prompts_decodes_each_as_its_own_request_would(client):
+    prompts = [PROMPT, "x = 1"]
+    both = client.completions.create(
+        prompt=prompts, model=None, n=2, max_tokens=4, temperature=1, seed=3
+    )
+    alone = [
+        client.completions.create(prompt=p, model=None, n=2, max_tokens=4, temperature=1, seed=3)
+        for p in prompts
+    ]
+    assert [c.index for c in both.choices] == [0, 1, 2, 3]
+    assert [c.model_extra["token_ids"] for c in both.choices] == [
+        c.model_extra["token_ids"] for a in alone for c in a.choices
+    ]
+    assert both.usage.total_tokens == sum(a.usage.total_tokens for a in alone)

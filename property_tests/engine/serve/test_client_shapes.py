@@ -168,12 +168,12 @@ def test_usage_holds_only_openai_integers_and_acceptance_has_its_own_field(clien
     assert body["acceptance"] == {
         "method": "ar",
         "verifier": None,  # an AR server runs no verifier
-        "rounds": 2,
+        "rounds": 1,
         "tau": 1.0,
         "accepted_draft_tokens": 0,
     }
     out = client.chat.completions.create(model="stub", messages=[USER], max_tokens=2)
-    assert out.usage.model_extra == {} and out.model_extra["acceptance"]["rounds"] == 2
+    assert out.usage.model_extra == {} and out.model_extra["acceptance"]["rounds"] == 1
     chunks = list(
         client.chat.completions.create(
             model="stub",
@@ -185,4 +185,37 @@ def test_usage_holds_only_openai_integers_and_acceptance_has_its_own_field(clien
     )
     last = chunks[-1]
     assert last.usage.total_tokens == 4 and last.usage.model_extra == {}
-    assert last.model_extra["acceptance"]["rounds"] == 2
+    assert last.model_extra["acceptance"]["rounds"] == 1
+
+
+def test_a_list_of_prompts_gets_one_choice_list_per_prompt_numbered_as_openai_does(client):
+    out = client.completions.create(model="stub", prompt=[[1, 2], [5, 6, 7]], n=2, max_tokens=3)
+    # index = prompt index * n + sample index; the stub answers ids + 2
+    assert [(c.index, c.text) for c in out.choices] == [
+        (0, "de"),
+        (1, "de"),
+        (2, "hij"),
+        (3, "hij"),
+    ]
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (5, 10)
+    assert out.usage.total_tokens == 15 and out.model_extra["prompt_token_ids"] == [
+        [1, 2],
+        [5, 6, 7],
+    ]
+    texts = client.completions.create(model="stub", prompt=["a", "b", "c"], max_tokens=2)
+    assert [c.index for c in texts.choices] == [0, 1, 2] and texts.usage.prompt_tokens == 6
+    streamed: dict[int, str] = {}
+    for chunk in client.completions.create(
+        model="stub", prompt=[[1, 2], [5, 6, 7]], n=2, max_tokens=3, stream=True
+    ):
+        for c in chunk.choices:
+            streamed[c.index] = streamed.get(c.index, "") + c.text
+    assert streamed == {0: "de", 1: "de", 2: "hij", 3: "hij"}
+
+
+def test_a_bad_prompt_in_a_list_and_too_many_choices_are_named_400s(client):
+    with pytest.raises(openai.BadRequestError, match=r"prompt\[1\]"):
+        client.completions.create(model="stub", prompt=["a", ""], max_tokens=2)
+    with pytest.raises(openai.BadRequestError, match="--max-n") as err:
+        client.completions.create(model="stub", prompt=["a"] * 33, n=2, max_tokens=2)
+    assert err.value.body["param"] == "prompt"
