@@ -31,7 +31,7 @@ from exitlaw.engine.models.checkpoint import load_pair, load_target
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
 from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import ServeLimits, check_request_work
-from exitlaw.engine.serve.requests import DecodeRequest
+from exitlaw.engine.serve.requests import DecodeRequest, template_kwargs
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
 from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import SamplingSettings
@@ -47,6 +47,8 @@ class ServeConfig:
     device: str = "cpu"
     dtype: str = "auto"
     model_name: str | None = None  # the id served in /v1/models (default: the target folder's name)
+    # chat template variables of every chat request (a request's chat_template_kwargs override them)
+    chat_template_kwargs: dict | None = None
 
 
 @dataclass
@@ -84,6 +86,10 @@ class ServeEngine:
             )
         if cfg.budget < 1:
             raise ValueError(f"--budget must be >= 1, got {cfg.budget}")
+        try:
+            template_kwargs(cfg.chat_template_kwargs, "--chat-template-kwargs")
+        except APIError as err:
+            raise ValueError(err.message) from None
         dtype = None if cfg.dtype == "auto" else getattr(torch, cfg.dtype)
         self.cfg, self.limits = cfg, limits
         self.tokenizer = AutoTokenizer.from_pretrained(str(cfg.target))
@@ -120,7 +126,8 @@ class ServeEngine:
                 )
             return list(req.prompt)
         try:
-            return encode_prompt(self.tokenizer, req.prompt, chat=req.chat)
+            extra = {**(self.cfg.chat_template_kwargs or {}), **(req.chat_template_kwargs or {})}
+            return encode_prompt(self.tokenizer, req.prompt, chat=req.chat, template_kwargs=extra)
         except PromptEncodingError as err:
             raise bad_request(
                 f"cannot encode the prompt: {err}", "messages" if req.chat else "prompt"

@@ -51,7 +51,31 @@ NEUTRAL_FIELDS = {
 }
 COMPLETION_NEUTRAL = {"best_of": (None, 1), "suffix": (None, "")}
 COMPLETION_FIELDS = COMMON | {"prompt", "echo"} | set(NEUTRAL_FIELDS) | set(COMPLETION_NEUTRAL)
-CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"} | set(NEUTRAL_FIELDS)
+CHAT_FIELDS = (
+    COMMON
+    | {"messages", "top_logprobs", "max_completion_tokens", "chat_template_kwargs"}
+    | set(NEUTRAL_FIELDS)
+)
+# arguments of apply_chat_template itself, or a template of the client's: not template variables
+RESERVED_TEMPLATE_KWARGS = frozenset(
+    {
+        "conversation",
+        "messages",
+        "tools",
+        "documents",
+        "chat_template",
+        "add_generation_prompt",
+        "continue_final_message",
+        "tokenize",
+        "padding",
+        "truncation",
+        "max_length",
+        "return_tensors",
+        "return_dict",
+        "return_assistant_tokens_mask",
+        "tokenizer_kwargs",
+    }
+)
 # text parts of a message's content list are joined as vLLM joins them
 PART_SEPARATOR = "\n"
 MAX_TOP_LOGPROBS = 20
@@ -76,9 +100,11 @@ class DecodeRequest:
     token_ids_as_text: bool = (
         False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
     )
-    prompts: tuple | None = (
-        None  # completions with several prompts: all of them (prompt: the first)
+    chat_template_kwargs: dict | None = (
+        None  # extra variables of the chat template (enable_thinking)
     )
+    # completions with several prompts: all of them (prompt: the first)
+    prompts: tuple | None = None
 
     def split(self) -> list[DecodeRequest]:
         """One request per prompt (itself when it has one), each decoded with this one's settings."""
@@ -183,6 +209,25 @@ def _prompts(body: dict) -> list:
     if isinstance(p, list) and p and all(isinstance(x, (str, list)) for x in p):
         return [_one_prompt(x, f"prompt[{i}]") for i, x in enumerate(p)]
     return [_one_prompt(p, "prompt")]
+
+
+def template_kwargs(value, name: str = "chat_template_kwargs") -> dict | None:
+    """``chat_template_kwargs``: an object of template variables (``{"enable_thinking": true}``) passed
+    to the tokenizer's ``apply_chat_template``; ``null`` is none. A key that is an argument of
+    ``apply_chat_template`` itself (``tokenize``, ``chat_template``, ...) is refused by name."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        raise bad_request(f"{name} must be an object of template variables, got {value!r}", name)
+    reserved = sorted(set(value) & RESERVED_TEMPLATE_KWARGS)
+    if reserved:
+        raise bad_request(
+            f"{name}: {', '.join(reserved)} is an argument of apply_chat_template, not a template "
+            "variable",
+            name,
+            "unsupported",
+        )
+    return dict(value)
 
 
 def _neutral(body: dict, fields: dict) -> None:
@@ -306,7 +351,8 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         include_usage=_bool(opts, "include_usage"),
         logprobs=logprobs,
         token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
+        chat_template_kwargs=template_kwargs(body.get("chat_template_kwargs")),
     )
 
 
-__all__ = ["DecodeRequest", "parse_request", "MAX_TOP_LOGPROBS"]
+__all__ = ["DecodeRequest", "parse_request", "template_kwargs", "MAX_TOP_LOGPROBS"]

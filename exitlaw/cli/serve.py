@@ -52,6 +52,7 @@ def _serve(args) -> int:
         device=args.device,
         dtype=args.dtype,
         model_name=args.model_name,
+        chat_template_kwargs=args.chat_template_kwargs,
     )
     limits = ServeLimits(
         max_body_bytes=args.max_body_bytes,
@@ -161,6 +162,14 @@ SERVE = Command(
         opt("--api-key", default=None, help=f"require this key (default: ${API_KEY_ENV} if set)"),
         opt(
             "--model-name", default=None, help="model id served (default: the target folder's name)"
+        ),
+        opt(
+            "--chat-template-kwargs",
+            type=json.loads,
+            default=None,
+            metavar="JSON",
+            help="chat template variables of every chat request, e.g. '{\"enable_thinking\": true}' "
+            "(a request's chat_template_kwargs override them)",
         ),
         device_args(default="cpu"),
         opt(

@@ -4,6 +4,8 @@ needs a model to check (acceptance when a stop string ends a request, prompt log
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import openai  # the official client: a test dependency (pyproject's test extra)
 import pytest
 
@@ -53,3 +55,54 @@ def test_a_list_of_prompts_decodes_each_as_its_own_request_would(client):
         c.model_extra["token_ids"] for a in alone for c in a.choices
     ]
     assert both.usage.total_tokens == sum(a.usage.total_tokens for a in alone)
+
+
+def test_chat_template_kwargs_reach_the_template_and_the_server_default_is_overridden(
+    client, tiny_server
+):
+    _url, engine = tiny_server
+    msgs = [{"role": "user", "content": "hi"}]
+
+    def ids(**kw):
+        out = client.chat.completions.create(
+            model=engine.model_name, messages=msgs, max_tokens=1, temperature=0, **kw
+        )
+        return out.model_extra["prompt_token_ids"]
+
+    def rendered(thinking: bool):
+        return engine.tokenizer.apply_chat_template(
+            msgs,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            enable_thinking=thinking,
+        )["input_ids"]
+
+    assert rendered(True) != rendered(False)  # the tiny template reads enable_thinking (Qwen3's)
+    assert ids() == rendered(False)  # the paper's default: thinking off
+    think = {"chat_template_kwargs": {"enable_thinking": True}}
+    assert ids(extra_body=think) == rendered(True)
+    default = engine.cfg
+    engine.cfg = replace(
+        default, chat_template_kwargs={"enable_thinking": True}
+    )  # --chat-template-kwargs
+    try:
+        assert ids() == rendered(True)
+        assert ids(extra_body={"chat_template_kwargs": {"enable_thinking": False}}) == rendered(
+            False
+        )
+    finally:
+        engine.cfg = default
+    for bad in ({"tokenize": False}, ["enable_thinking"], {"chat_template": "{{ 1 }}"}):
+        with pytest.raises(openai.BadRequestError) as err:
+            ids(extra_body={"chat_template_kwargs": bad})
+        assert err.value.body["param"] == "chat_template_kwargs", err.value.body
+
+
+def test_a_bad_server_default_of_chat_template_kwargs_is_refused_by_its_flag(tiny):
+    from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
+
+    with pytest.raises(ValueError, match="--chat-template-kwargs"):
+        ServeEngine(
+            ServeConfig(target=str(tiny[0]), method="ar", chat_template_kwargs={"tokenize": 1})
+        )
