@@ -208,8 +208,21 @@ class ServeApp:
         out = []
         for p, (part, one) in enumerate(zip(parts, ids)):
             shifted = None if emit is None else (lambda i, block, p=p: emit(p * part.n + i, block))
-            out.append(self.engine.run(part, one, shifted))
+            choices = self.engine.run(part, one, shifted)
+            if part.echo:
+                text = part.prompt if isinstance(part.prompt, str) else self._decode_text(one)
+                lps = (
+                    None
+                    if part.logprobs is None
+                    else self.engine.prompt_logprobs(one, part.logprobs)
+                )
+                for c in choices:
+                    c.echo = (one, text, lps)
+            out.append(choices)
         return out
+
+    def _decode_text(self, ids: list[int]) -> str:
+        return self.engine.tokenizer.decode(ids, skip_special_tokens=True)
 
     # ------------------------------------------------------------------ bodies
     def _head(self, req: DecodeRequest, chunk: bool = False) -> dict:
@@ -268,11 +281,14 @@ class ServeApp:
                     for t, (lp, top) in zip(c.tokens, c.logprobs)
                 ]
             }
+        # echo: the prompt's tokens first, the first one without a log-probability (as OpenAI answers)
+        ids, lps = (c.echo[0], c.echo[2]) if c.echo is not None else ([], [])
         return {
-            "tokens": [self._token_text(req, t) for t in c.tokens],
-            "token_logprobs": [lp for lp, _ in c.logprobs],
+            "tokens": [self._token_text(req, t) for t in [*ids, *c.tokens]],
+            "token_logprobs": [None if x is None else x[0] for x in [*lps, *c.logprobs]],
             "top_logprobs": [
-                {self._token_text(req, i): v for i, v in top} for _, top in c.logprobs
+                None if x is None else {self._token_text(req, i): v for i, v in x[1]}
+                for x in [*lps, *c.logprobs]
             ],
         }
 
@@ -290,7 +306,7 @@ class ServeApp:
                 if req.chat:
                     row["message"] = {"role": "assistant", "content": c.text}
                 else:
-                    row["text"] = c.text
+                    row["text"] = c.text if c.echo is None else c.echo[1] + c.text
                 rows.append(row)
         flat = [c for choices in done for c in choices]
         out.update(

@@ -60,6 +60,8 @@ class Choice:
     logprobs: list[tuple[float, list[tuple[int, float]]]] | None = (
         None  # per token: (logprob, top-k)
     )
+    # echo: (prompt ids, prompt text, per prompt token (logprob, top-k) or None), set by the HTTP layer
+    echo: tuple | None = None
 
 
 class _Stopped(Exception):
@@ -168,6 +170,9 @@ class ServeEngine:
     ) -> list[Choice]:
         """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block)`` gets blocks as they are committed
         (one sample: each round; several: each whole sample once done)."""
+        if req.max_tokens == 0:  # echo of the prompt alone (scoring): nothing to decode
+            lps = None if req.logprobs is None else []
+            return [Choice([], "", "length", logprobs=lps) for _ in range(req.n)]
         seed = req.seed if req.seed is not None else secrets.randbits(63)
         cfg = self.decode_config(req, seed)
         with torch.inference_mode():
@@ -248,23 +253,38 @@ class ServeEngine:
             if settings.greedy
             else processed_probs(rows, settings).log()
         )
-        chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None]).squeeze(1).tolist()
-        out = []
-        if top > 0:
-            vals, idx = lp.topk(min(top, lp.shape[1]), dim=-1)
-            tops = [
-                [(i, v) for i, v in zip(ii, vv) if v > -math.inf]
-                for ii, vv in zip(idx.tolist(), vals.tolist())
-            ]
-        else:
-            tops = [[] for _ in tokens]
-        for c, t in zip(chosen, tops):
-            out.append((float(c), [(int(i), float(v)) for i, v in t]))
-        return out
+        return _pick(lp, tokens, top)
+
+    def prompt_logprobs(self, ids: list[int], top: int):
+        """Per prompt token: the target's log-probability of it given the tokens before (the raw row
+        ``log softmax(z)``, no temperature or filter, as evaluation harnesses score) and the ``top`` best
+        of that row; the first token has none (``None``), as OpenAI answers with ``echo``."""
+        with torch.inference_mode():
+            seq = torch.tensor(list(ids), dtype=torch.long, device=self.target.device)
+            step = self.target.prefill(self.target.new_cache(), seq, all_logits=True)
+            lp = torch.log_softmax(step.logits[:-1].to(torch.float64), dim=-1)
+            return [None] + _pick(lp, list(ids[1:]), top)
 
     def close(self) -> None:
         """Ask a running single-sample decode to stop at its next round (shutdown)."""
         self.closing = True
+
+
+def _pick(lp: torch.Tensor, tokens: list[int], top: int):
+    """Per row of ``lp`` [len(tokens), V]: (log-probability of its token, the ``top`` best of the row,
+    tokens at -inf left out)."""
+    if not tokens:
+        return []
+    chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None]).squeeze(1).tolist()
+    if top > 0:
+        vals, idx = lp.topk(min(top, lp.shape[1]), dim=-1)
+        tops = [
+            [(int(i), float(v)) for i, v in zip(ii, vv) if v > -math.inf]
+            for ii, vv in zip(idx.tolist(), vals.tolist())
+        ]
+    else:
+        tops = [[] for _ in tokens]
+    return [(float(c), t) for c, t in zip(chosen, tops)]
 
 
 def _rounds_of(blocks: list[int], kept: int) -> list[int]:

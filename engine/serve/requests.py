@@ -100,9 +100,10 @@ class DecodeRequest:
     token_ids_as_text: bool = (
         False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
     )
-    chat_template_kwargs: dict | None = (
-        None  # extra variables of the chat template (enable_thinking)
-    )
+    # completions: the prompt before the completion (with its log-probabilities)
+    echo: bool = False
+    # extra variables of the chat template (enable_thinking)
+    chat_template_kwargs: dict | None = None
     # completions with several prompts: all of them (prompt: the first)
     prompts: tuple | None = None
 
@@ -299,12 +300,15 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
             f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported"
         )
     _neutral(body, NEUTRAL_FIELDS if chat else {**NEUTRAL_FIELDS, **COMPLETION_NEUTRAL})
-    if not chat and body.get("echo"):
-        raise bad_request("echo is not supported", "echo", "unsupported")
+    echo = False if chat else _bool(body, "echo")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise bad_request("model must be a string", "model")
-    max_tokens = _int(body, "max_tokens", None, 1)
+    max_tokens = _int(body, "max_tokens", None, 0)
+    if max_tokens == 0 and not echo:
+        raise bad_request(
+            "max_tokens must be >= 1 (0 only with echo: the prompt alone)", "max_tokens"
+        )
     if chat:
         max_tokens = _int(body, "max_completion_tokens", max_tokens, 1)
     temperature = _number(body, "temperature", 1.0)
@@ -330,6 +334,10 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
             f"logprobs: at most {MAX_TOP_LOGPROBS} top log-probabilities, got {logprobs}",
             "logprobs",
         )
+    if echo and _bool(body, "stream"):
+        raise bad_request(
+            "echo with stream is not supported; ask without stream", "echo", "unsupported"
+        )
     stop_ids = body.get("stop_token_ids") or []
     if not isinstance(stop_ids, list) or not all(
         isinstance(t, int) and not isinstance(t, bool) for t in stop_ids
@@ -352,6 +360,7 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         logprobs=logprobs,
         token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
         chat_template_kwargs=template_kwargs(body.get("chat_template_kwargs")),
+        echo=echo,
     )
 
 

@@ -13,6 +13,11 @@ import pytest
 from exitlaw.engine.serve.limits import ServeLimits
 
 
+def _lps(tokens, top):
+    """The stub's log-probabilities: token j's is -j; its top list is itself, then token 0 at -99."""
+    return [(-float(j), [(t, -float(j)), (0, -99.0)][:top]) for j, t in enumerate(tokens)]
+
+
 class StubEngine:
     """Decodes nothing: each run blocks until released, and records the order runs started in."""
 
@@ -39,11 +44,15 @@ class StubEngine:
         self.started.append(req.seed)
         self.gate.wait(30)
         self.active -= 1
-        tokens = [t + 2 for t in ids]  # [1, 2] -> [3, 4], "de"
+        tokens = [t + 2 for t in ids][: req.max_tokens]  # [1, 2] -> [3, 4], "de"
+        lps = None if req.logprobs is None else _lps(tokens, req.logprobs)
         return [
-            Choice(tokens, self.tokenizer.decode(tokens), "length", [1] * (len(tokens) - 1))
+            Choice(tokens, self.tokenizer.decode(tokens), "length", [1] * (len(tokens) - 1), lps)
             for _ in range(req.n)
         ]
+
+    def prompt_logprobs(self, ids, top):
+        return [None] + _lps(ids, top)[1:]
 
     def close(self):
         pass

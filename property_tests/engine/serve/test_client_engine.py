@@ -106,3 +106,32 @@ def test_a_bad_server_default_of_chat_template_kwargs_is_refused_by_its_flag(tin
         ServeEngine(
             ServeConfig(target=str(tiny[0]), method="ar", chat_template_kwargs={"tokenize": 1})
         )
+
+
+def test_echo_scores_the_prompt_with_the_targets_log_probabilities(client, tiny_server):
+    import torch
+
+    _url, engine = tiny_server
+    ids = engine.tokenizer(PROMPT)["input_ids"]
+    out = client.completions.create(
+        model=None, prompt=ids, max_tokens=0, echo=True, logprobs=2, temperature=0.5
+    )
+    [c] = out.choices
+    assert c.text == engine.tokenizer.decode(ids, skip_special_tokens=True)
+    assert c.model_extra["token_ids"] == [] and out.usage.completion_tokens == 0
+    with torch.inference_mode():  # the raw rows, whatever the request's temperature
+        logits = engine.target.model(input_ids=torch.tensor([ids])).logits[0].double()
+    want = torch.log_softmax(logits, -1)[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+    got = c.logprobs.token_logprobs
+    assert got[0] is None and len(got) == len(ids)
+    assert torch.allclose(torch.tensor(got[1:], dtype=torch.float64), want, atol=1e-4)
+    assert c.logprobs.top_logprobs[0] is None
+    assert all(
+        len(t) == 2 and max(t.values()) >= g - 1e-9
+        for t, g in zip(c.logprobs.top_logprobs[1:], got[1:])
+    )
+    plain = client.completions.create(model=None, prompt=ids, max_tokens=3, temperature=0)
+    echoed = client.completions.create(
+        model=None, prompt=ids, max_tokens=3, temperature=0, echo=True
+    )
+    assert echoed.choices[0].text == c.text + plain.choices[0].text

@@ -219,3 +219,27 @@ def test_a_bad_prompt_in_a_list_and_too_many_choices_are_named_400s(client):
     with pytest.raises(openai.BadRequestError, match="--max-n") as err:
         client.completions.create(model="stub", prompt=["a"] * 33, n=2, max_tokens=2)
     assert err.value.body["param"] == "prompt"
+
+
+def test_echo_returns_the_prompt_with_its_logprobs_and_max_tokens_zero_only_with_echo(client):
+    out = client.completions.create(
+        model="stub", prompt=[1, 2, 3], max_tokens=0, echo=True, logprobs=1
+    )
+    [c] = out.choices
+    assert c.text == "bcd" and c.finish_reason == "length"  # the stub's text of ids 1, 2, 3
+    assert c.logprobs.tokens == ["b", "c", "d"]
+    assert c.logprobs.token_logprobs == [None, -1.0, -2.0]  # the first token has none
+    assert c.logprobs.top_logprobs == [None, {"c": -1.0}, {"d": -2.0}]
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (3, 0)
+    both = client.completions.create(model="stub", prompt="x", max_tokens=2, echo=True, logprobs=0)
+    [c] = both.choices
+    assert c.text == "x" + "de" and c.logprobs.tokens == ["b", "c", "d", "e"]
+    assert c.logprobs.token_logprobs == [None, -1.0, -0.0, -1.0]
+    plain = client.completions.create(model="stub", prompt="x", max_tokens=2, echo=True)
+    assert plain.choices[0].text == "xde" and plain.choices[0].logprobs is None
+    with pytest.raises(openai.BadRequestError, match="0 only with echo") as err:
+        client.completions.create(model="stub", prompt="x", max_tokens=0)
+    assert err.value.body["param"] == "max_tokens"
+    with pytest.raises(openai.BadRequestError) as err:
+        client.completions.create(model="stub", prompt="x", echo=True, stream=True)
+    assert err.value.body["param"] == "echo"
