@@ -156,12 +156,6 @@ class ServeApp:
         check_request_size(
             self.limits, max_tokens=req.max_tokens, n=req.n, prompts=len(parts)
         )  # before queueing; prompt in the worker
-        if req.stream and req.logprobs is not None:
-            raise bad_request(
-                "logprobs with stream is not supported; ask without stream",
-                "logprobs",
-                "unsupported",
-            )
         if self.held >= self.limits.max_concurrent:
             raise too_many_requests(self.limits)
         self.held += 1
@@ -207,7 +201,11 @@ class ServeApp:
         (prompt index * n + sample index, as OpenAI numbers them)."""
         out = []
         for p, (part, one) in enumerate(zip(parts, ids)):
-            shifted = None if emit is None else (lambda i, block, p=p: emit(p * part.n + i, block))
+            shifted = (
+                None
+                if emit is None
+                else (lambda i, block, lps, p=p: emit(p * part.n + i, block, lps))
+            )
             choices = self.engine.run(part, one, shifted)
             if part.echo:
                 text = part.prompt if isinstance(part.prompt, str) else self._decode_text(one)
@@ -328,7 +326,7 @@ class ServeApp:
         toks: list[list[int]] = [[] for _ in range(total)]
         head = self._head(req, chunk=True)
 
-        def emit(index: int, block: list[int]) -> None:  # worker thread
+        def emit(index: int, block: list[int], lps) -> None:  # worker thread
             toks[index].extend(block)
             text = self.engine.tokenizer.decode(toks[index], skip_special_tokens=True)
             cut = min([text.index(s) for s in req.stop if s in text], default=None)
@@ -336,7 +334,7 @@ class ServeApp:
                 text[:cut] if cut is not None else text[: max(len(text) - hold, len(sent[index]))]
             )
             delta, sent[index] = visible[len(sent[index]) :], visible
-            loop.call_soon_threadsafe(queue.put_nowait, (index, delta, list(block)))
+            loop.call_soon_threadsafe(queue.put_nowait, (index, delta, list(block), lps))
 
         def job():
             try:
@@ -344,12 +342,20 @@ class ServeApp:
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, _DONE)
 
-        def chunk(index, text, finish, token_ids):
+        def chunk(index, text, finish, token_ids, lps=None):
             row = {"index": index, "finish_reason": finish, "token_ids": token_ids}
+            # the log-probabilities of the tokens this chunk adds
+            logprobs = (
+                None
+                if lps is None
+                else self._logprobs(req, Choice(token_ids, "", "", logprobs=lps))
+            )
             if req.chat:
                 row["delta"] = {"content": text} if text or finish is None else {}
+                if logprobs is not None:
+                    row["logprobs"] = logprobs
             else:
-                row.update(text=text, logprobs=None)
+                row.update(text=text, logprobs=logprobs)
             return "data: " + json.dumps({**head, "choices": [row]}) + "\n\n"
 
         try:
@@ -368,9 +374,9 @@ class ServeApp:
                     }
                     yield "data: " + json.dumps(role) + "\n\n"
             while (item := await queue.get()) is not _DONE:
-                index, delta, block = item
+                index, delta, block, lps = item
                 if delta or block:
-                    yield chunk(index, delta, None, block)
+                    yield chunk(index, delta, None, block, lps)
             try:
                 done = await future
             except APIError as err:

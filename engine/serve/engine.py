@@ -168,13 +168,32 @@ class ServeEngine:
         ids: list[int],
         emit: Callable[[int, list[int]], None] | None = None,
     ) -> list[Choice]:
-        """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block)`` gets blocks as they are committed
-        (one sample: each round; several: each whole sample once done)."""
+        """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block, logprobs)`` gets blocks as they are
+        committed (one sample: each round; several: each whole sample once done), with the block's
+        log-probabilities when the request asks for them (else ``None``)."""
         if req.max_tokens == 0:  # echo of the prompt alone (scoring): nothing to decode
             lps = None if req.logprobs is None else []
             return [Choice([], "", "length", logprobs=lps) for _ in range(req.n)]
         seed = req.seed if req.seed is not None else secrets.randbits(63)
         cfg = self.decode_config(req, seed)
+        scored: dict[int, list] = {}  # per choice: the log-probabilities of every emitted token
+        if req.logprobs is not None and emit is not None:  # a stream: each block's, as it comes
+            scorers: dict[int, _Scorer] = {}
+            outer = emit
+
+            def emit(index: int, block: list[int]) -> None:
+                if index not in scorers:
+                    scorers[index] = _Scorer(self.target, ids, cfg.settings, req.logprobs)
+                lps = scorers[index].add(block)
+                scored.setdefault(index, []).extend(lps)
+                outer(index, block, lps)
+
+        elif emit is not None:
+            outer = emit
+
+            def emit(index: int, block: list[int]) -> None:
+                outer(index, block, None)
+
         with torch.inference_mode():
             if req.n == 1 or self.user_fn is not None:
                 seeds = (
@@ -196,8 +215,12 @@ class ServeEngine:
                         emit(i, list(t))
             choices = [self._finish(req, tokens, blocks) for tokens, blocks in raw]
             if req.logprobs is not None:
-                for c in choices:
-                    c.logprobs = self.logprobs(ids, c.tokens, cfg.settings, req.logprobs)
+                for i, c in enumerate(choices):
+                    c.logprobs = (
+                        scored.get(i, [])[: len(c.tokens)]
+                        if emit is not None
+                        else self.logprobs(ids, c.tokens, cfg.settings, req.logprobs)
+                    )
         return choices
 
     def _one(self, req, ids, cfg, index, emit):
@@ -241,19 +264,8 @@ class ServeEngine:
         """Per sampled token: its log-probability in the processed row it was drawn from (temperature, then
         top-k / top-p / min-p; ``T = 0``: ``log softmax(z)``, the raw row) and the ``top`` best of that row
         (tokens the filters remove have probability 0 and are not listed)."""
-        if not tokens:
-            return []
-        seq = torch.tensor(
-            list(ids) + list(tokens[:-1]), dtype=torch.long, device=self.target.device
-        )
-        step = self.target.prefill(self.target.new_cache(), seq, all_logits=True)
-        rows = step.logits[len(ids) - 1 :].to(torch.float64)  # [len(tokens), V]
-        lp = (
-            torch.log_softmax(rows, dim=-1)
-            if settings.greedy
-            else processed_probs(rows, settings).log()
-        )
-        return _pick(lp, tokens, top)
+        with torch.inference_mode():
+            return _Scorer(self.target, ids, settings, top).add(list(tokens))
 
     def prompt_logprobs(self, ids: list[int], top: int):
         """Per prompt token: the target's log-probability of it given the tokens before (the raw row
@@ -268,6 +280,35 @@ class ServeEngine:
     def close(self) -> None:
         """Ask a running single-sample decode to stop at its next round (shutdown)."""
         self.closing = True
+
+
+class _Scorer:
+    """The log-probabilities of one choice's tokens, block by block as they are committed (a stream), over
+    one causal target cache of prompt + tokens so far: each block costs one forward of its own length."""
+
+    def __init__(self, target, ids: list[int], settings: SamplingSettings, top: int):
+        self.target, self.settings, self.top = target, settings, top
+        self.cache, self.seq, self.fed = target.new_cache(), list(ids), 0
+
+    def _feed(self, tokens: list[int], all_logits: bool):
+        seq = torch.tensor(tokens, dtype=torch.long, device=self.target.device)
+        self.fed += len(tokens)
+        return self.target.prefill(self.cache, seq, all_logits=all_logits)
+
+    def add(self, block: list[int]):
+        if not block:
+            return []
+        if self.fed == 0 and len(self.seq) > 1:  # the prompt but its last token: no rows kept
+            self._feed(self.seq[:-1], all_logits=False)
+        self.seq.extend(block)
+        # the row before each block token: the last token fed so far, then the block but its last
+        rows = self._feed(self.seq[self.fed : -1], all_logits=True).logits.to(torch.float64)
+        lp = (
+            torch.log_softmax(rows, dim=-1)
+            if self.settings.greedy
+            else processed_probs(rows, self.settings).log()
+        )
+        return _pick(lp, block, self.top)
 
 
 def _pick(lp: torch.Tensor, tokens: list[int], top: int):

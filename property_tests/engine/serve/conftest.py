@@ -46,6 +46,9 @@ class StubEngine:
         self.active -= 1
         tokens = [t + 2 for t in ids][: req.max_tokens]  # [1, 2] -> [3, 4], "de"
         lps = None if req.logprobs is None else _lps(tokens, req.logprobs)
+        for i in range(req.n if emit is not None else 0):  # a stream: each token its own block
+            for j, t in enumerate(tokens):
+                emit(i, [t], None if lps is None else lps[j : j + 1])
         return [
             Choice(tokens, self.tokenizer.decode(tokens), "length", [1] * (len(tokens) - 1), lps)
             for _ in range(req.n)

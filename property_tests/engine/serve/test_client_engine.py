@@ -135,3 +135,26 @@ def test_echo_scores_the_prompt_with_the_targets_log_probabilities(client, tiny_
         model=None, prompt=ids, max_tokens=3, temperature=0, echo=True
     )
     assert echoed.choices[0].text == c.text + plain.choices[0].text
+
+
+@pytest.mark.parametrize("n", [1, 2])  # one sample: a block per round; several: a block per sample
+def test_streamed_logprobs_are_those_of_the_whole_reply_block_by_block(client, n):
+    ask = dict(model=None, prompt=PROMPT, n=n, max_tokens=8, temperature=1, seed=8, logprobs=2)
+    whole = client.completions.create(**ask)
+    ids: dict[int, list] = {}
+    lps: dict[int, list] = {}
+    blocks = 0
+    for chunk in client.completions.create(**ask, stream=True):
+        for c in chunk.choices:
+            tokens = c.model_extra["token_ids"]
+            if tokens:
+                blocks += 1
+                assert len(c.logprobs.token_logprobs) == len(tokens)  # this chunk's tokens only
+                ids.setdefault(c.index, []).extend(tokens)
+                lps.setdefault(c.index, []).extend(c.logprobs.token_logprobs)
+            else:
+                assert c.logprobs is None
+    assert blocks > n or n > 1  # one sample streams several blocks
+    for c in whole.choices:
+        assert ids[c.index] == c.model_extra["token_ids"]
+        assert lps[c.index] == pytest.approx(c.logprobs.token_logprobs, abs=1e-5)

@@ -243,3 +243,33 @@ def test_echo_returns_the_prompt_with_its_logprobs_and_max_tokens_zero_only_with
     with pytest.raises(openai.BadRequestError) as err:
         client.completions.create(model="stub", prompt="x", echo=True, stream=True)
     assert err.value.body["param"] == "echo"
+
+
+def test_a_stream_with_logprobs_carries_in_each_chunk_the_logprobs_of_the_tokens_it_adds(client):
+    seen = []
+    for chunk in client.completions.create(
+        model="stub", prompt=[1, 2], n=2, max_tokens=2, stream=True, logprobs=1
+    ):
+        for c in chunk.choices:
+            if c.logprobs is not None:
+                ids = c.model_extra["token_ids"]
+                assert len(c.logprobs.tokens) == len(ids) == len(c.logprobs.token_logprobs)
+                seen.append((c.index, c.logprobs.tokens, c.logprobs.token_logprobs))
+    # the stub emits each token as its own block; token j's log-probability is -j
+    assert sorted(seen) == [
+        (0, ["d"], [-0.0]),
+        (0, ["e"], [-1.0]),
+        (1, ["d"], [-0.0]),
+        (1, ["e"], [-1.0]),
+    ]
+    chat = []
+    for chunk in client.chat.completions.create(
+        model="stub", messages=[USER], max_tokens=2, stream=True, logprobs=True, top_logprobs=1
+    ):
+        for c in chunk.choices:
+            if c.logprobs is not None:
+                chat += [
+                    (t.token, t.logprob, [x.token for x in t.top_logprobs])
+                    for t in c.logprobs.content
+                ]
+    assert chat == [("d", -0.0, ["d"]), ("e", -1.0, ["e"])]
