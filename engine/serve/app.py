@@ -261,6 +261,12 @@ class ServeApp:
             f"token_id:{token}" if req.token_ids_as_text else self.engine.tokenizer.decode([token])
         )
 
+    def _chat_token(self, req: DecodeRequest, token: int, logprob: float) -> dict:
+        """One chat logprob entry: the token's text, its log-probability and its text's UTF-8 bytes (as
+        vLLM gives them: a token that ends inside a character decodes to U+FFFD, whose bytes are given)."""
+        text = self._token_text(req, token)
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
     def _logprobs(self, req: DecodeRequest, c: Choice):
         if c.logprobs is None:
             return None
@@ -268,13 +274,8 @@ class ServeApp:
             return {
                 "content": [
                     {
-                        "token": self._token_text(req, t),
-                        "logprob": lp,
-                        "bytes": None,
-                        "top_logprobs": [
-                            {"token": self._token_text(req, i), "logprob": v, "bytes": None}
-                            for i, v in top
-                        ],
+                        **self._chat_token(req, t, lp),
+                        "top_logprobs": [self._chat_token(req, i, v) for i, v in top],
                     }
                     for t, (lp, top) in zip(c.tokens, c.logprobs)
                 ]

@@ -158,3 +158,19 @@ def test_streamed_logprobs_are_those_of_the_whole_reply_block_by_block(client, n
     for c in whole.choices:
         assert ids[c.index] == c.model_extra["token_ids"]
         assert lps[c.index] == pytest.approx(c.logprobs.token_logprobs, abs=1e-5)
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_a_bad_prompt_in_a_stream_is_a_400_before_the_stream_starts(client, tiny_server, chat):
+    """Not an HTTP 200 followed by an error event without [DONE]: the prompt is encoded and checked first."""
+    _url, engine = tiny_server
+    too_long = "a " * (engine.limits.max_prompt_tokens + 10)
+    with pytest.raises(openai.BadRequestError) as err:
+        if chat:
+            client.chat.completions.create(
+                model=None, messages=[{"role": "user", "content": too_long}], stream=True
+            )
+        else:
+            client.completions.create(model=None, prompt=[10**9], max_tokens=2, stream=True)
+    assert err.value.status_code == 400
+    assert err.value.body["param"] == "prompt", err.value.body

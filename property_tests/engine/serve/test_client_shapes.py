@@ -273,3 +273,12 @@ def test_a_stream_with_logprobs_carries_in_each_chunk_the_logprobs_of_the_tokens
                     for t in c.logprobs.content
                 ]
     assert chat == [("d", -0.0, ["d"]), ("e", -1.0, ["e"])]
+
+
+def test_chat_logprobs_carry_the_bytes_of_each_token(client):
+    out = client.chat.completions.create(
+        model="stub", messages=[USER], max_tokens=2, logprobs=True, top_logprobs=2
+    )
+    [first, second] = out.choices[0].logprobs.content
+    assert (first.token, first.bytes) == ("d", [100]) and second.bytes == [101]
+    assert [(t.token, t.bytes) for t in first.top_logprobs] == [("d", [100]), ("a", [97])]
