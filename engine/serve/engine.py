@@ -10,7 +10,9 @@ request queue.
 Per request: no ``seed`` draws a fresh one (independent samples per request), a ``seed`` makes the
 request reproducible. Log-probabilities are those of the sampled tokens under the *processed* row
 ``softmax(logits / T)`` (the row the verifiers sample from; at ``T = 0`` the raw ``softmax(logits)``),
-from one causal target forward over prompt + output.
+from a causal target cache of prompt + output fed block by block (in a stream, each block's as it is
+committed), at most :data:`SCORE_ROWS` rows at a time; ``echo``'s prompt log-probabilities are those of
+the raw row.
 """
 
 from __future__ import annotations
@@ -270,16 +272,27 @@ class ServeEngine:
     def prompt_logprobs(self, ids: list[int], top: int):
         """Per prompt token: the target's log-probability of it given the tokens before (the raw row
         ``log softmax(z)``, no temperature or filter, as evaluation harnesses score) and the ``top`` best
-        of that row; the first token has none (``None``), as OpenAI answers with ``echo``."""
+        of that row; the first token has none (``None``), as OpenAI answers with ``echo``. The prompt is
+        fed in pieces of :data:`SCORE_ROWS` rows, so no ``[len(prompt), vocab]`` copy is made."""
+        out: list = [None]
         with torch.inference_mode():
-            seq = torch.tensor(list(ids), dtype=torch.long, device=self.target.device)
-            step = self.target.prefill(self.target.new_cache(), seq, all_logits=True)
-            lp = torch.log_softmax(step.logits[:-1].to(torch.float64), dim=-1)
-            return [None] + _pick(lp, list(ids[1:]), top)
+            cache = self.target.new_cache()
+            for a in range(0, len(ids) - 1, SCORE_ROWS):
+                fed = list(ids[a : min(a + SCORE_ROWS, len(ids) - 1)])
+                seq = torch.tensor(fed, dtype=torch.long, device=self.target.device)
+                rows = self.target.prefill(cache, seq, all_logits=True).logits.to(torch.float64)
+                out += _pick(
+                    torch.log_softmax(rows, dim=-1), list(ids[a + 1 : a + 1 + len(fed)]), top
+                )
+        return out
 
     def close(self) -> None:
         """Ask a running single-sample decode to stop at its next round (shutdown)."""
         self.closing = True
+
+
+# rows of log-probabilities computed at once (each [rows, vocab] in float64)
+SCORE_ROWS = 256
 
 
 class _Scorer:
@@ -300,15 +313,19 @@ class _Scorer:
             return []
         if self.fed == 0 and len(self.seq) > 1:  # the prompt but its last token: no rows kept
             self._feed(self.seq[:-1], all_logits=False)
-        self.seq.extend(block)
-        # the row before each block token: the last token fed so far, then the block but its last
-        rows = self._feed(self.seq[self.fed : -1], all_logits=True).logits.to(torch.float64)
-        lp = (
-            torch.log_softmax(rows, dim=-1)
-            if self.settings.greedy
-            else processed_probs(rows, self.settings).log()
-        )
-        return _pick(lp, block, self.top)
+        out = []
+        for a in range(0, len(block), SCORE_ROWS):  # at most SCORE_ROWS rows at a time
+            piece = block[a : a + SCORE_ROWS]
+            self.seq.extend(piece)
+            # the row before each token: the last token fed so far, then the piece but its last
+            rows = self._feed(self.seq[self.fed : -1], all_logits=True).logits.to(torch.float64)
+            lp = (
+                torch.log_softmax(rows, dim=-1)
+                if self.settings.greedy
+                else processed_probs(rows, self.settings).log()
+            )
+            out += _pick(lp, piece, self.top)
+        return out
 
 
 def _pick(lp: torch.Tensor, tokens: list[int], top: int):

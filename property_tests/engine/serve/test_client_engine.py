@@ -174,3 +174,19 @@ def test_a_bad_prompt_in_a_stream_is_a_400_before_the_stream_starts(client, tiny
             client.completions.create(model=None, prompt=[10**9], max_tokens=2, stream=True)
     assert err.value.status_code == 400
     assert err.value.body["param"] == "prompt", err.value.body
+
+
+def test_log_probabilities_scored_in_small_pieces_are_the_same(client, monkeypatch):
+    """Prompt and reply are scored SCORE_ROWS rows at a time (no [length, vocab] copy); pieces of 3 rows
+    give what one piece gives."""
+    import exitlaw.engine.serve.engine as serve_engine
+
+    ask = dict(
+        model=None, prompt=PROMPT, max_tokens=8, temperature=1, seed=4, logprobs=2, echo=True
+    )
+    whole = client.completions.create(**ask).choices[0].logprobs
+    monkeypatch.setattr(serve_engine, "SCORE_ROWS", 3)
+    pieces = client.completions.create(**ask).choices[0].logprobs
+    assert pieces.tokens == whole.tokens and len(whole.tokens) > 8
+    assert pieces.token_logprobs[0] is None is whole.token_logprobs[0]
+    assert pieces.token_logprobs[1:] == pytest.approx(whole.token_logprobs[1:], abs=1e-5)

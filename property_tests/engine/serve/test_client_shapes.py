@@ -2,7 +2,9 @@
 the openai SDK, chat UIs), null assistant content, neutral values of fields this server does not
 implement (``parallel_tool_calls``, ``logit_bias: {}``, ``best_of: 1``, ``response_format`` text), and
 ``GET /v1/models/{id}``; every non-neutral value still refused by name. The last tests drive the HTTP
-layer with the official ``openai`` client (a test dependency) on a stub engine."""
+layer with the official ``openai`` client (a test dependency) on a stub engine: numeric-only ``usage``
+beside ``acceptance``, lists of prompts, ``echo`` with ``max_tokens: 0``, logprobs in streams, chat
+logprob ``bytes`` (``test_client_engine.py`` does what needs a model on the tiny pair)."""
 
 from __future__ import annotations
 
