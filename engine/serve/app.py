@@ -267,6 +267,15 @@ class ServeApp:
         text = self._token_text(req, token)
         return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
 
+    def _top_by_text(self, req: DecodeRequest, top) -> dict:
+        """Completions' top log-probabilities keyed by token text (OpenAI's format): tokens that decode
+        alike share a key, which keeps the likeliest of them (``return_tokens_as_token_ids`` keys every
+        token apart)."""
+        out: dict = {}
+        for i, v in top:  # best first
+            out.setdefault(self._token_text(req, i), v)
+        return out
+
     def _logprobs(self, req: DecodeRequest, c: Choice):
         if c.logprobs is None:
             return None
@@ -286,8 +295,7 @@ class ServeApp:
             "tokens": [self._token_text(req, t) for t in [*ids, *c.tokens]],
             "token_logprobs": [None if x is None else x[0] for x in [*lps, *c.logprobs]],
             "top_logprobs": [
-                None if x is None else {self._token_text(req, i): v for i, v in x[1]}
-                for x in [*lps, *c.logprobs]
+                None if x is None else self._top_by_text(req, x[1]) for x in [*lps, *c.logprobs]
             ],
         }
 

@@ -190,3 +190,17 @@ def test_log_probabilities_scored_in_small_pieces_are_the_same(client, monkeypat
     assert pieces.tokens == whole.tokens and len(whole.tokens) > 8
     assert pieces.token_logprobs[0] is None is whole.token_logprobs[0]
     assert pieces.token_logprobs[1:] == pytest.approx(whole.token_logprobs[1:], abs=1e-5)
+
+
+def test_a_stop_string_keeps_only_the_kept_rounds_of_n_samples_decoded_as_one_batch(client):
+    """``n > 1`` decodes as one batch, run to its end, then cut: the rounds after the cut are not kept."""
+    whole = _raw(client, prompt=PROMPT, max_tokens=12, temperature=0, n=2)
+    text = whole["choices"][0]["text"]
+    stop = next(ch for k, ch in enumerate(text) if k >= 4 and ch not in text[:k])
+    cut = _raw(client, prompt=PROMPT, max_tokens=12, temperature=0, n=2, stop=stop)
+    assert [c["finish_reason"] for c in cut["choices"]] == ["stop", "stop"]
+    kept, acc = cut["usage"]["completion_tokens"], cut["acceptance"]
+    assert 2 <= acc["rounds"] < whole["acceptance"]["rounds"]
+    assert (
+        round(acc["tau"] * acc["rounds"]) + 2 >= kept
+    )  # each sample's rounds cover its kept tokens

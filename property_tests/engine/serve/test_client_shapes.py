@@ -284,3 +284,17 @@ def test_chat_logprobs_carry_the_bytes_of_each_token(client):
     [first, second] = out.choices[0].logprobs.content
     assert (first.token, first.bytes) == ("d", [100]) and second.bytes == [101]
     assert [(t.token, t.bytes) for t in first.top_logprobs] == [("d", [100]), ("a", [97])]
+
+
+def test_top_logprobs_keyed_by_text_keep_the_likeliest_of_tokens_that_decode_alike(client):
+    # the stub answers [24] with token 26, "a", whose top list is itself (-0.0) then token 0, also "a"
+    out = client.completions.create(model="stub", prompt=[24], max_tokens=1, logprobs=2)
+    assert out.choices[0].logprobs.top_logprobs == [{"a": -0.0}]
+    apart = client.completions.create(
+        model="stub",
+        prompt=[24],
+        max_tokens=1,
+        logprobs=2,
+        extra_body={"return_tokens_as_token_ids": True},
+    )
+    assert apart.choices[0].logprobs.top_logprobs == [{"token_id:26": -0.0, "token_id:0": -99.0}]
