@@ -88,12 +88,14 @@ def encode_prompt(
     *,
     chat: bool = False,
     enable_thinking: bool = False,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> list[int]:
     """Token ids of one prompt (module docstring).
 
     ``prompt``: one user message (str), a conversation (``[{"role", "content"}, ...]``; its
     last message is a user turn to be answered), token ids, or a :class:`.Prompt` (its ids,
-    else its first user turn).
+    else its first user turn). ``template_kwargs``: more variables of the chat template (they
+    override ``enable_thinking``), as a server's ``chat_template_kwargs`` pass them.
     """
     if isinstance(prompt, Prompt):
         prompt = list(prompt.ids) if prompt.ids is not None else prompt.turns[0]
@@ -107,6 +109,7 @@ def encode_prompt(
                 "chat encoding asked for, but the tokenizer has no chat template"
             )
         extra = {"enable_thinking": enable_thinking} if "enable_thinking" in source else {}
+        extra.update(template_kwargs or {})
         out = tokenizer.apply_chat_template(
             messages, tokenize=True, add_generation_prompt=True, return_dict=True, **extra
         )

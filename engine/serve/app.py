@@ -152,33 +152,31 @@ class ServeApp:
             body, chat=chat, default_max_tokens=self.limits.max_tokens if chat else 16
         )
         self._check_model(req)
+        parts = req.split()  # one request per prompt (completions may send several)
         check_request_size(
-            self.limits, max_tokens=req.max_tokens, n=req.n
+            self.limits, max_tokens=req.max_tokens, n=req.n, prompts=len(parts)
         )  # before queueing; prompt in the worker
-        if req.stream and req.logprobs is not None:
-            raise bad_request(
-                "logprobs with stream is not supported; ask without stream",
-                "logprobs",
-                "unsupported",
-            )
         if self.held >= self.limits.max_concurrent:
             raise too_many_requests(self.limits)
         self.held += 1
-        release = self._releaser()
-        if (
-            req.stream
-        ):  # the stream releases its place when it ends (or, if never started, after the response)
-            return StreamingResponse(
-                self._stream(req, release),
-                media_type="text/event-stream",
-                background=BackgroundTask(release),
-            )
+        release, streaming = self._releaser(), False
         try:
             loop = asyncio.get_running_loop()
-            ids, choices = await loop.run_in_executor(self.executor, self._job, req, None)
-            return JSONResponse(self._response(req, ids, choices))
+            # encode and check on the worker, before any answer: a bad prompt is a 4xx, streamed or not
+            ids = await loop.run_in_executor(self.executor, self._prepare, parts)
+            if req.stream:
+                streaming = True
+                # the stream releases its place when it ends (or, if never started, after the response)
+                return StreamingResponse(
+                    self._stream(req, parts, ids, release),
+                    media_type="text/event-stream",
+                    background=BackgroundTask(release),
+                )
+            done = await loop.run_in_executor(self.executor, self._decode, parts, ids, None)
+            return JSONResponse(self._response(req, ids, done))
         finally:
-            release()
+            if not streaming:
+                release()
 
     def _releaser(self):
         """A once-only release of one held place."""
@@ -191,11 +189,38 @@ class ServeApp:
 
         return release
 
-    def _job(self, req: DecodeRequest, emit):
-        """Runs on the worker thread: encode, check the work bounds, decode."""
-        ids = self.engine.encode(req)
-        self.engine.check(req, ids)
-        return ids, self.engine.run(req, ids, emit)
+    def _prepare(self, parts: list[DecodeRequest]) -> list[list[int]]:
+        """Runs on the worker thread: every prompt's token ids, each checked against the work bounds."""
+        ids = [self.engine.encode(part) for part in parts]
+        for part, one in zip(parts, ids):
+            self.engine.check(part, one)
+        return ids
+
+    def _decode(self, parts: list[DecodeRequest], ids: list[list[int]], emit) -> list[list[Choice]]:
+        """Runs on the worker thread: each prompt's ``n`` choices; ``emit`` gets the choice's global index
+        (prompt index * n + sample index, as OpenAI numbers them)."""
+        out = []
+        for p, (part, one) in enumerate(zip(parts, ids)):
+            shifted = (
+                None
+                if emit is None
+                else (lambda i, block, lps, p=p: emit(p * part.n + i, block, lps))
+            )
+            choices = self.engine.run(part, one, shifted)
+            if part.echo:
+                text = part.prompt if isinstance(part.prompt, str) else self._decode_text(one)
+                lps = (
+                    None
+                    if part.logprobs is None
+                    else self.engine.prompt_logprobs(one, part.logprobs)
+                )
+                for c in choices:
+                    c.echo = (one, text, lps)
+            out.append(choices)
+        return out
+
+    def _decode_text(self, ids: list[int]) -> str:
+        return self.engine.tokenizer.decode(ids, skip_special_tokens=True)
 
     # ------------------------------------------------------------------ bodies
     def _head(self, req: DecodeRequest, chunk: bool = False) -> dict:
@@ -211,26 +236,45 @@ class ServeApp:
             "model": self.engine.model_name,
         }
 
-    def _usage(self, ids: list[int], choices: list[Choice]) -> dict:
-        blocks = [b for c in choices for b in c.block_lengths]
+    def _usage(self, ids: list[list[int]], choices: list[Choice]) -> dict:
+        """OpenAI's ``usage``: integers only (clients add them up), summed over the prompts; acceptance is
+        :meth:`_acceptance`."""
+        prompt = sum(len(one) for one in ids)
         done = sum(len(c.tokens) for c in choices)
+        return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+
+    def _acceptance(self, choices: list[Choice]) -> dict:
+        """The decode's acceptance figures, a top-level ``acceptance`` field beside ``usage``: rounds,
+        tau (mean tokens per round, bonus included) and accepted draft tokens, over every choice."""
+        blocks = [b for c in choices for b in c.block_lengths]
+        ar = self.engine.cfg.method == "ar"
         return {
-            "prompt_tokens": len(ids),
-            "completion_tokens": done,
-            "total_tokens": len(ids) + done,
-            "acceptance": {
-                "method": self.engine.cfg.method,
-                "verifier": self.engine.cfg.verifier,
-                "rounds": len(blocks),
-                "tau": (sum(blocks) / len(blocks)) if blocks else None,
-                "accepted_draft_tokens": sum(b - 1 for b in blocks),
-            },
+            "method": self.engine.cfg.method,
+            "verifier": None if ar else self.engine.cfg.verifier,
+            "rounds": len(blocks),
+            "tau": (sum(blocks) / len(blocks)) if blocks else None,
+            "accepted_draft_tokens": sum(b - 1 for b in blocks),
         }
 
     def _token_text(self, req: DecodeRequest, token: int) -> str:
         return (
             f"token_id:{token}" if req.token_ids_as_text else self.engine.tokenizer.decode([token])
         )
+
+    def _chat_token(self, req: DecodeRequest, token: int, logprob: float) -> dict:
+        """One chat logprob entry: the token's text, its log-probability and its text's UTF-8 bytes (as
+        vLLM gives them: a token that ends inside a character decodes to U+FFFD, whose bytes are given)."""
+        text = self._token_text(req, token)
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+    def _top_by_text(self, req: DecodeRequest, top) -> dict:
+        """Completions' top log-probabilities keyed by token text (OpenAI's format): tokens that decode
+        alike share a key, which keeps the likeliest of them (``return_tokens_as_token_ids`` keys every
+        token apart)."""
+        out: dict = {}
+        for i, v in top:  # best first
+            out.setdefault(self._token_text(req, i), v)
+        return out
 
     def _logprobs(self, req: DecodeRequest, c: Choice):
         if c.logprobs is None:
@@ -239,53 +283,59 @@ class ServeApp:
             return {
                 "content": [
                     {
-                        "token": self._token_text(req, t),
-                        "logprob": lp,
-                        "bytes": None,
-                        "top_logprobs": [
-                            {"token": self._token_text(req, i), "logprob": v, "bytes": None}
-                            for i, v in top
-                        ],
+                        **self._chat_token(req, t, lp),
+                        "top_logprobs": [self._chat_token(req, i, v) for i, v in top],
                     }
                     for t, (lp, top) in zip(c.tokens, c.logprobs)
                 ]
             }
+        # echo: the prompt's tokens first, the first one without a log-probability (as OpenAI answers)
+        ids, lps = (c.echo[0], c.echo[2]) if c.echo is not None else ([], [])
         return {
-            "tokens": [self._token_text(req, t) for t in c.tokens],
-            "token_logprobs": [lp for lp, _ in c.logprobs],
+            "tokens": [self._token_text(req, t) for t in [*ids, *c.tokens]],
+            "token_logprobs": [None if x is None else x[0] for x in [*lps, *c.logprobs]],
             "top_logprobs": [
-                {self._token_text(req, i): v for i, v in top} for _, top in c.logprobs
+                None if x is None else self._top_by_text(req, x[1]) for x in [*lps, *c.logprobs]
             ],
         }
 
-    def _response(self, req: DecodeRequest, ids: list[int], choices: list[Choice]) -> dict:
+    def _response(self, req: DecodeRequest, ids: list[list[int]], done: list[list[Choice]]) -> dict:
         out = self._head(req)
         rows = []
-        for i, c in enumerate(choices):
-            row = {
-                "index": i,
-                "finish_reason": c.finish_reason,
-                "logprobs": self._logprobs(req, c),
-                "token_ids": c.tokens,
-            }
-            if req.chat:
-                row["message"] = {"role": "assistant", "content": c.text}
-            else:
-                row["text"] = c.text
-            rows.append(row)
-        out.update(choices=rows, usage=self._usage(ids, choices), prompt_token_ids=ids)
+        for p, choices in enumerate(done):
+            for i, c in enumerate(choices):
+                row = {
+                    "index": p * req.n + i,
+                    "finish_reason": c.finish_reason,
+                    "logprobs": self._logprobs(req, c),
+                    "token_ids": c.tokens,
+                }
+                if req.chat:
+                    row["message"] = {"role": "assistant", "content": c.text}
+                else:
+                    row["text"] = c.text if c.echo is None else c.echo[1] + c.text
+                rows.append(row)
+        flat = [c for choices in done for c in choices]
+        out.update(
+            choices=rows,
+            usage=self._usage(ids, flat),
+            acceptance=self._acceptance(flat),
+            # one prompt: its ids; several: one list per prompt
+            prompt_token_ids=ids[0] if len(ids) == 1 else ids,
+        )
         return out
 
     # ------------------------------------------------------------------ streaming
-    async def _stream(self, req: DecodeRequest, release):
+    async def _stream(self, req: DecodeRequest, parts, ids, release):
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
-        sent = [""] * req.n
+        total = len(parts) * req.n
+        sent = [""] * total
         hold = max((len(s) for s in req.stop), default=1) - 1
-        toks: list[list[int]] = [[] for _ in range(req.n)]
+        toks: list[list[int]] = [[] for _ in range(total)]
         head = self._head(req, chunk=True)
 
-        def emit(index: int, block: list[int]) -> None:  # worker thread
+        def emit(index: int, block: list[int], lps) -> None:  # worker thread
             toks[index].extend(block)
             text = self.engine.tokenizer.decode(toks[index], skip_special_tokens=True)
             cut = min([text.index(s) for s in req.stop if s in text], default=None)
@@ -293,26 +343,34 @@ class ServeApp:
                 text[:cut] if cut is not None else text[: max(len(text) - hold, len(sent[index]))]
             )
             delta, sent[index] = visible[len(sent[index]) :], visible
-            loop.call_soon_threadsafe(queue.put_nowait, (index, delta, list(block)))
+            loop.call_soon_threadsafe(queue.put_nowait, (index, delta, list(block), lps))
 
         def job():
             try:
-                return self._job(req, emit)
+                return self._decode(parts, ids, emit)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, _DONE)
 
-        def chunk(index, text, finish, token_ids):
+        def chunk(index, text, finish, token_ids, lps=None):
             row = {"index": index, "finish_reason": finish, "token_ids": token_ids}
+            # the log-probabilities of the tokens this chunk adds
+            logprobs = (
+                None
+                if lps is None
+                else self._logprobs(req, Choice(token_ids, "", "", logprobs=lps))
+            )
             if req.chat:
                 row["delta"] = {"content": text} if text or finish is None else {}
+                if logprobs is not None:
+                    row["logprobs"] = logprobs
             else:
-                row.update(text=text, logprobs=None)
+                row.update(text=text, logprobs=logprobs)
             return "data: " + json.dumps({**head, "choices": [row]}) + "\n\n"
 
         try:
             future = loop.run_in_executor(self.executor, job)
             if req.chat:
-                for i in range(req.n):
+                for i in range(total):
                     role = {
                         **head,
                         "choices": [
@@ -325,11 +383,11 @@ class ServeApp:
                     }
                     yield "data: " + json.dumps(role) + "\n\n"
             while (item := await queue.get()) is not _DONE:
-                index, delta, block = item
+                index, delta, block, lps = item
                 if delta or block:
-                    yield chunk(index, delta, None, block)
+                    yield chunk(index, delta, None, block, lps)
             try:
-                ids, choices = await future
+                done = await future
             except APIError as err:
                 yield "data: " + json.dumps(err.body()) + "\n\n"
                 return
@@ -343,7 +401,8 @@ class ServeApp:
                     + "\n\n"
                 )
                 return
-            for i, c in enumerate(choices):
+            flat = [c for choices in done for c in choices]
+            for i, c in enumerate(flat):
                 yield chunk(
                     i,
                     c.text[len(sent[i]) :] if c.text.startswith(sent[i]) else "",
@@ -353,7 +412,14 @@ class ServeApp:
             if req.include_usage:
                 yield (
                     "data: "
-                    + json.dumps({**head, "choices": [], "usage": self._usage(ids, choices)})
+                    + json.dumps(
+                        {
+                            **head,
+                            "choices": [],
+                            "usage": self._usage(ids, flat),
+                            "acceptance": self._acceptance(flat),
+                        }
+                    )
                     + "\n\n"
                 )
             yield "data: [DONE]\n\n"

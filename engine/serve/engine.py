@@ -10,7 +10,9 @@ request queue.
 Per request: no ``seed`` draws a fresh one (independent samples per request), a ``seed`` makes the
 request reproducible. Log-probabilities are those of the sampled tokens under the *processed* row
 ``softmax(logits / T)`` (the row the verifiers sample from; at ``T = 0`` the raw ``softmax(logits)``),
-from one causal target forward over prompt + output.
+from a causal target cache of prompt + output fed block by block (in a stream, each block's as it is
+committed), at most :data:`SCORE_ROWS` rows at a time; ``echo``'s prompt log-probabilities are those of
+the raw row.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from exitlaw.engine.models.checkpoint import (
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
 from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import ServeLimits, check_request_work
-from exitlaw.engine.serve.requests import DecodeRequest
+from exitlaw.engine.serve.requests import DecodeRequest, template_kwargs
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
 from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import SamplingSettings
@@ -52,6 +54,8 @@ class ServeConfig:
     device: str = "cpu"
     dtype: str = "auto"
     model_name: str | None = None  # the id served in /v1/models (default: the target folder's name)
+    # chat template variables of every chat request (a request's chat_template_kwargs override them)
+    chat_template_kwargs: dict | None = None
 
 
 @dataclass
@@ -63,6 +67,8 @@ class Choice:
     logprobs: list[tuple[float, list[tuple[int, float]]]] | None = (
         None  # per token: (logprob, top-k)
     )
+    # echo: (prompt ids, prompt text, per prompt token (logprob, top-k) or None), set by the HTTP layer
+    echo: tuple | None = None
 
 
 class _Stopped(Exception):
@@ -90,6 +96,10 @@ class ServeEngine:
             )
         if cfg.budget < 1:
             raise ValueError(f"--budget must be >= 1, got {cfg.budget}")
+        try:
+            template_kwargs(cfg.chat_template_kwargs, "--chat-template-kwargs")
+        except APIError as err:
+            raise ValueError(err.message) from None
         dtype = None if cfg.dtype == "auto" else getattr(torch, cfg.dtype)
         self.cfg, self.limits = cfg, limits
         # a Hub id is fetched here (one line if it cannot be); the tokenizer reads the folder
@@ -127,7 +137,8 @@ class ServeEngine:
                 )
             return list(req.prompt)
         try:
-            return encode_prompt(self.tokenizer, req.prompt, chat=req.chat)
+            extra = {**(self.cfg.chat_template_kwargs or {}), **(req.chat_template_kwargs or {})}
+            return encode_prompt(self.tokenizer, req.prompt, chat=req.chat, template_kwargs=extra)
         except PromptEncodingError as err:
             raise bad_request(
                 f"cannot encode the prompt: {err}", "messages" if req.chat else "prompt"
@@ -166,10 +177,32 @@ class ServeEngine:
         ids: list[int],
         emit: Callable[[int, list[int]], None] | None = None,
     ) -> list[Choice]:
-        """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block)`` gets blocks as they are committed
-        (one sample: each round; several: each whole sample once done)."""
+        """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block, logprobs)`` gets blocks as they are
+        committed (one sample: each round; several: each whole sample once done), with the block's
+        log-probabilities when the request asks for them (else ``None``)."""
+        if req.max_tokens == 0:  # echo of the prompt alone (scoring): nothing to decode
+            lps = None if req.logprobs is None else []
+            return [Choice([], "", "length", logprobs=lps) for _ in range(req.n)]
         seed = req.seed if req.seed is not None else secrets.randbits(63)
         cfg = self.decode_config(req, seed)
+        scored: dict[int, list] = {}  # per choice: the log-probabilities of every emitted token
+        if req.logprobs is not None and emit is not None:  # a stream: each block's, as it comes
+            scorers: dict[int, _Scorer] = {}
+            outer = emit
+
+            def emit(index: int, block: list[int]) -> None:
+                if index not in scorers:
+                    scorers[index] = _Scorer(self.target, ids, cfg.settings, req.logprobs)
+                lps = scorers[index].add(block)
+                scored.setdefault(index, []).extend(lps)
+                outer(index, block, lps)
+
+        elif emit is not None:
+            outer = emit
+
+            def emit(index: int, block: list[int]) -> None:
+                outer(index, block, None)
+
         with torch.inference_mode():
             if req.n == 1 or self.user_fn is not None:
                 seeds = (
@@ -191,15 +224,21 @@ class ServeEngine:
                         emit(i, list(t))
             choices = [self._finish(req, tokens, blocks) for tokens, blocks in raw]
             if req.logprobs is not None:
-                for c in choices:
-                    c.logprobs = self.logprobs(ids, c.tokens, cfg.settings, req.logprobs)
+                for i, c in enumerate(choices):
+                    c.logprobs = (
+                        scored.get(i, [])[: len(c.tokens)]
+                        if emit is not None
+                        else self.logprobs(ids, c.tokens, cfg.settings, req.logprobs)
+                    )
         return choices
 
     def _one(self, req, ids, cfg, index, emit):
         tokens: list[int] = []
+        blocks: list[int] = []  # every committed block's length: the prefill's token, then rounds
 
         def on_block(block):
             tokens.extend(block)
+            blocks.append(len(block))
             if emit is not None:
                 emit(index, list(block))
             if self.closing:
@@ -216,7 +255,7 @@ class ServeEngine:
         except _Stopped:
             if self.closing:
                 raise APIError(503, "the server is shutting down") from None
-            return tokens[: req.max_tokens], []
+            return tokens[: req.max_tokens], blocks[1:]  # a stop string: the rounds run so far
 
     def _finish(self, req: DecodeRequest, tokens: list[int], blocks: list[int]) -> Choice:
         tokens = list(tokens)[: req.max_tokens]
@@ -225,7 +264,7 @@ class ServeEngine:
         cut = _stop_at(self.tokenizer, tokens, req.stop) if req.stop else None
         if cut is not None:
             tokens, text = cut
-            return Choice(tokens, text, "stop", list(blocks))
+            return Choice(tokens, text, "stop", _rounds_of(blocks, len(tokens)))
         return Choice(
             tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), reason, list(blocks)
         )
@@ -234,35 +273,95 @@ class ServeEngine:
         """Per sampled token: its log-probability in the processed row it was drawn from (temperature, then
         top-k / top-p / min-p; ``T = 0``: ``log softmax(z)``, the raw row) and the ``top`` best of that row
         (tokens the filters remove have probability 0 and are not listed)."""
-        if not tokens:
-            return []
-        seq = torch.tensor(
-            list(ids) + list(tokens[:-1]), dtype=torch.long, device=self.target.device
-        )
-        step = self.target.prefill(self.target.new_cache(), seq, all_logits=True)
-        rows = step.logits[len(ids) - 1 :].to(torch.float64)  # [len(tokens), V]
-        lp = (
-            torch.log_softmax(rows, dim=-1)
-            if settings.greedy
-            else processed_probs(rows, settings).log()
-        )
-        chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None]).squeeze(1).tolist()
-        out = []
-        if top > 0:
-            vals, idx = lp.topk(min(top, lp.shape[1]), dim=-1)
-            tops = [
-                [(i, v) for i, v in zip(ii, vv) if v > -math.inf]
-                for ii, vv in zip(idx.tolist(), vals.tolist())
-            ]
-        else:
-            tops = [[] for _ in tokens]
-        for c, t in zip(chosen, tops):
-            out.append((float(c), [(int(i), float(v)) for i, v in t]))
+        with torch.inference_mode():
+            return _Scorer(self.target, ids, settings, top).add(list(tokens))
+
+    def prompt_logprobs(self, ids: list[int], top: int):
+        """Per prompt token: the target's log-probability of it given the tokens before (the raw row
+        ``log softmax(z)``, no temperature or filter, as evaluation harnesses score) and the ``top`` best
+        of that row; the first token has none (``None``), as OpenAI answers with ``echo``. The prompt is
+        fed in pieces of :data:`SCORE_ROWS` rows, so no ``[len(prompt), vocab]`` copy is made."""
+        out: list = [None]
+        with torch.inference_mode():
+            cache = self.target.new_cache()
+            for a in range(0, len(ids) - 1, SCORE_ROWS):
+                fed = list(ids[a : min(a + SCORE_ROWS, len(ids) - 1)])
+                seq = torch.tensor(fed, dtype=torch.long, device=self.target.device)
+                rows = self.target.prefill(cache, seq, all_logits=True).logits.to(torch.float64)
+                out += _pick(
+                    torch.log_softmax(rows, dim=-1), list(ids[a + 1 : a + 1 + len(fed)]), top
+                )
         return out
 
     def close(self) -> None:
         """Ask a running single-sample decode to stop at its next round (shutdown)."""
         self.closing = True
+
+
+# rows of log-probabilities computed at once (each [rows, vocab] in float64)
+SCORE_ROWS = 256
+
+
+class _Scorer:
+    """The log-probabilities of one choice's tokens, block by block as they are committed (a stream), over
+    one causal target cache of prompt + tokens so far: each block costs one forward of its own length."""
+
+    def __init__(self, target, ids: list[int], settings: SamplingSettings, top: int):
+        self.target, self.settings, self.top = target, settings, top
+        self.cache, self.seq, self.fed = target.new_cache(), list(ids), 0
+
+    def _feed(self, tokens: list[int], all_logits: bool):
+        seq = torch.tensor(tokens, dtype=torch.long, device=self.target.device)
+        self.fed += len(tokens)
+        return self.target.prefill(self.cache, seq, all_logits=all_logits)
+
+    def add(self, block: list[int]):
+        if not block:
+            return []
+        if self.fed == 0 and len(self.seq) > 1:  # the prompt but its last token: no rows kept
+            self._feed(self.seq[:-1], all_logits=False)
+        out = []
+        for a in range(0, len(block), SCORE_ROWS):  # at most SCORE_ROWS rows at a time
+            piece = block[a : a + SCORE_ROWS]
+            self.seq.extend(piece)
+            # the row before each token: the last token fed so far, then the piece but its last
+            rows = self._feed(self.seq[self.fed : -1], all_logits=True).logits.to(torch.float64)
+            lp = (
+                torch.log_softmax(rows, dim=-1)
+                if self.settings.greedy
+                else processed_probs(rows, self.settings).log()
+            )
+            out += _pick(lp, piece, self.top)
+        return out
+
+
+def _pick(lp: torch.Tensor, tokens: list[int], top: int):
+    """Per row of ``lp`` [len(tokens), V]: (log-probability of its token, the ``top`` best of the row,
+    tokens at -inf left out)."""
+    if not tokens:
+        return []
+    chosen = lp.gather(1, torch.tensor(tokens, device=lp.device)[:, None]).squeeze(1).tolist()
+    if top > 0:
+        vals, idx = lp.topk(min(top, lp.shape[1]), dim=-1)
+        tops = [
+            [(int(i), float(v)) for i, v in zip(ii, vv) if v > -math.inf]
+            for ii, vv in zip(idx.tolist(), vals.tolist())
+        ]
+    else:
+        tops = [[] for _ in tokens]
+    return [(float(c), t) for c, t in zip(chosen, tops)]
+
+
+def _rounds_of(blocks: list[int], kept: int) -> list[int]:
+    """The rounds (block lengths) that produced the first ``kept`` tokens, the prefill's token (token 0)
+    being in no round: a stop string that cuts the output keeps the rounds its kept tokens came from."""
+    out, pos = [], 1
+    for b in blocks:
+        if pos >= kept:
+            break
+        out.append(b)
+        pos += b
+    return out
 
 
 def _stop_at(tokenizer, tokens: list[int], stops) -> tuple[list[int], str] | None:

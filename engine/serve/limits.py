@@ -59,8 +59,9 @@ def too_many_requests(limits: ServeLimits) -> APIError:
     )
 
 
-def check_request_size(limits: ServeLimits, *, max_tokens: int, n: int) -> None:
-    """Refuse (400, naming the limit) ``max_tokens`` or ``n`` over the server's limits."""
+def check_request_size(limits: ServeLimits, *, max_tokens: int, n: int, prompts: int = 1) -> None:
+    """Refuse (400, naming the limit) ``max_tokens`` or ``n`` over the server's limits; with several
+    prompts, their choices (``prompts * n``) are bounded by ``--max-n`` too."""
     if max_tokens > limits.max_tokens:
         raise bad_request(
             f"max_tokens {max_tokens} exceeds this server's limit of {limits.max_tokens} "
@@ -71,6 +72,13 @@ def check_request_size(limits: ServeLimits, *, max_tokens: int, n: int) -> None:
     if n > limits.max_n:
         raise bad_request(
             f"n {n} exceeds this server's limit of {limits.max_n} (--max-n)", "n", "max_n"
+        )
+    if prompts * n > limits.max_n:
+        raise bad_request(
+            f"{prompts} prompts x n {n} = {prompts * n} choices exceeds this server's limit of "
+            f"{limits.max_n} (--max-n)",
+            "prompt",
+            "max_n",
         )
 
 

@@ -9,7 +9,7 @@ for completions (the server's ``--max-tokens-limit`` for chat).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from exitlaw.theory.errors import DistributionError
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
@@ -51,7 +51,31 @@ NEUTRAL_FIELDS = {
 }
 COMPLETION_NEUTRAL = {"best_of": (None, 1), "suffix": (None, "")}
 COMPLETION_FIELDS = COMMON | {"prompt", "echo"} | set(NEUTRAL_FIELDS) | set(COMPLETION_NEUTRAL)
-CHAT_FIELDS = COMMON | {"messages", "top_logprobs", "max_completion_tokens"} | set(NEUTRAL_FIELDS)
+CHAT_FIELDS = (
+    COMMON
+    | {"messages", "top_logprobs", "max_completion_tokens", "chat_template_kwargs"}
+    | set(NEUTRAL_FIELDS)
+)
+# arguments of apply_chat_template itself, or a template of the client's: not template variables
+RESERVED_TEMPLATE_KWARGS = frozenset(
+    {
+        "conversation",
+        "messages",
+        "tools",
+        "documents",
+        "chat_template",
+        "add_generation_prompt",
+        "continue_final_message",
+        "tokenize",
+        "padding",
+        "truncation",
+        "max_length",
+        "return_tensors",
+        "return_dict",
+        "return_assistant_tokens_mask",
+        "tokenizer_kwargs",
+    }
+)
 # text parts of a message's content list are joined as vLLM joins them
 PART_SEPARATOR = "\n"
 MAX_TOP_LOGPROBS = 20
@@ -76,6 +100,18 @@ class DecodeRequest:
     token_ids_as_text: bool = (
         False  # logprob tokens written "token_id:N" (vLLM's return_tokens_as_token_ids)
     )
+    # completions: the prompt before the completion (with its log-probabilities)
+    echo: bool = False
+    # extra variables of the chat template (enable_thinking)
+    chat_template_kwargs: dict | None = None
+    # completions with several prompts: all of them (prompt: the first)
+    prompts: tuple | None = None
+
+    def split(self) -> list[DecodeRequest]:
+        """One request per prompt (itself when it has one), each decoded with this one's settings."""
+        if self.prompts is None:
+            return [self]
+        return [replace(self, prompt=p, prompts=None) for p in self.prompts]
 
     @property
     def temperature(self) -> float:
@@ -155,23 +191,44 @@ def _stop(body: dict) -> tuple[str, ...]:
     return tuple(stops)
 
 
-def _prompt(body: dict):
-    p = body.get("prompt")
-    if isinstance(p, list) and len(p) == 1 and (isinstance(p[0], str) or isinstance(p[0], list)):
-        p = p[0]  # a batch of one prompt
+def _one_prompt(p, where: str):
     if isinstance(p, str):
         if not p:
-            raise bad_request("prompt is empty", "prompt")
+            raise bad_request(f"{where} is empty", "prompt")
         return p
     if isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
         return [int(t) for t in p]
-    if isinstance(p, list) and p and all(isinstance(t, (str, list)) for t in p):
-        raise bad_request(
-            "this server takes one prompt per request (send n for several samples)", "prompt"
-        )
     raise bad_request(
-        "prompt must be a non-empty string or a non-empty list of token ids", "prompt"
+        f"{where} must be a non-empty string or a non-empty list of token ids", "prompt"
     )
+
+
+def _prompts(body: dict) -> list:
+    """Every prompt of a completions request: a string, a list of token ids, or a non-empty list of
+    either (several prompts, as OpenAI takes them)."""
+    p = body.get("prompt")
+    if isinstance(p, list) and p and all(isinstance(x, (str, list)) for x in p):
+        return [_one_prompt(x, f"prompt[{i}]") for i, x in enumerate(p)]
+    return [_one_prompt(p, "prompt")]
+
+
+def template_kwargs(value, name: str = "chat_template_kwargs") -> dict | None:
+    """``chat_template_kwargs``: an object of template variables (``{"enable_thinking": true}``) passed
+    to the tokenizer's ``apply_chat_template``; ``null`` is none. A key that is an argument of
+    ``apply_chat_template`` itself (``tokenize``, ``chat_template``, ...) is refused by name."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+        raise bad_request(f"{name} must be an object of template variables, got {value!r}", name)
+    reserved = sorted(set(value) & RESERVED_TEMPLATE_KWARGS)
+    if reserved:
+        raise bad_request(
+            f"{name}: {', '.join(reserved)} is an argument of apply_chat_template, not a template "
+            "variable",
+            name,
+            "unsupported",
+        )
+    return dict(value)
 
 
 def _neutral(body: dict, fields: dict) -> None:
@@ -243,12 +300,15 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
             f"unsupported parameter(s): {', '.join(unknown)}", unknown[0], "unsupported"
         )
     _neutral(body, NEUTRAL_FIELDS if chat else {**NEUTRAL_FIELDS, **COMPLETION_NEUTRAL})
-    if not chat and body.get("echo"):
-        raise bad_request("echo is not supported", "echo", "unsupported")
+    echo = False if chat else _bool(body, "echo")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise bad_request("model must be a string", "model")
-    max_tokens = _int(body, "max_tokens", None, 1)
+    max_tokens = _int(body, "max_tokens", None, 0)
+    if max_tokens == 0 and not echo:
+        raise bad_request(
+            "max_tokens must be >= 1 (0 only with echo: the prompt alone)", "max_tokens"
+        )
     if chat:
         max_tokens = _int(body, "max_completion_tokens", max_tokens, 1)
     temperature = _number(body, "temperature", 1.0)
@@ -274,14 +334,20 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
             f"logprobs: at most {MAX_TOP_LOGPROBS} top log-probabilities, got {logprobs}",
             "logprobs",
         )
+    if echo and _bool(body, "stream"):
+        raise bad_request(
+            "echo with stream is not supported; ask without stream", "echo", "unsupported"
+        )
     stop_ids = body.get("stop_token_ids") or []
     if not isinstance(stop_ids, list) or not all(
         isinstance(t, int) and not isinstance(t, bool) for t in stop_ids
     ):
         raise bad_request("stop_token_ids must be a list of token ids", "stop_token_ids")
+    prompts = [_messages(body)] if chat else _prompts(body)
     return DecodeRequest(
         chat=chat,
-        prompt=_messages(body) if chat else _prompt(body),
+        prompt=prompts[0],
+        prompts=tuple(prompts) if len(prompts) > 1 else None,
         model=model,
         n=_int(body, "n", 1, 1),
         max_tokens=max_tokens if max_tokens is not None else default_max_tokens,
@@ -293,7 +359,9 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         include_usage=_bool(opts, "include_usage"),
         logprobs=logprobs,
         token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
+        chat_template_kwargs=template_kwargs(body.get("chat_template_kwargs")),
+        echo=echo,
     )
 
 
-__all__ = ["DecodeRequest", "parse_request", "MAX_TOP_LOGPROBS"]
+__all__ = ["DecodeRequest", "parse_request", "template_kwargs", "MAX_TOP_LOGPROBS"]

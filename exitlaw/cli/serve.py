@@ -44,7 +44,7 @@ def _serve(args) -> int:
     from exitlaw.engine.serve.server import serve
 
     names = ("target", "draft", "method", "verifier", "budget", "device", "dtype", "model_name")
-    cfg = ServeConfig(**pick(args, *names))
+    cfg = ServeConfig(**pick(args, *names, "chat_template_kwargs"))
     limits = ServeLimits(
         **{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in LIMITS}
     )
@@ -139,7 +139,7 @@ SERVE = Command(
     help="the engine as an OpenAI-compatible HTTP server",
     description="Serves AR, DFlash chain or DDTree decoding. Loads the target (and DFlash drafter) once and serves /v1/models, /v1/completions and "
     "/v1/chat/completions (temperature, seed, max_tokens, n, stop, stream, logprobs of the sampled "
-    "tokens, token ids, usage with acceptance figures). Binds 127.0.0.1 unless --host says "
+    "tokens, token ids, usage, acceptance figures). Binds 127.0.0.1 unless --host says "
     f"otherwise; --api-key (or ${API_KEY_ENV}) makes every /v1 request carry "
     "'Authorization: Bearer KEY'. Requests over a limit get a 4xx naming it. Stops cleanly on "
     "SIGINT/SIGTERM.",
@@ -168,6 +168,14 @@ SERVE = Command(
         opt("--api-key", default=None, help=f"require this key (default: ${API_KEY_ENV} if set)"),
         opt(
             "--model-name", default=None, help="model id served (default: the target folder's name)"
+        ),
+        opt(
+            "--chat-template-kwargs",
+            type=json.loads,
+            default=None,
+            metavar="JSON",
+            help="chat template variables of every chat request, e.g. '{\"enable_thinking\": true}' "
+            "(a request's chat_template_kwargs override them)",
         ),
         device_args(default="cpu"),
         _limit_args,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from types import SimpleNamespace
@@ -10,6 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 from exitlaw.engine.serve.limits import ServeLimits
+
+
+def _lps(tokens, top):
+    """The stub's log-probabilities: token j's is -j; its top list is itself, then token 0 at -99."""
+    return [(-float(j), [(t, -float(j)), (0, -99.0)][:top]) for j, t in enumerate(tokens)]
 
 
 class StubEngine:
@@ -24,7 +30,8 @@ class StubEngine:
         self.gate, self.started, self.active, self.overlap = threading.Event(), [], 0, False
 
     def encode(self, req):
-        return [1, 2]
+        """A token-id prompt as given; any text prompt is [1, 2]."""
+        return list(req.prompt) if isinstance(req.prompt[0], int) else [1, 2]
 
     def check(self, req, ids):
         pass
@@ -37,20 +44,31 @@ class StubEngine:
         self.started.append(req.seed)
         self.gate.wait(30)
         self.active -= 1
-        return [Choice([3, 4], "de", "length", [1, 1])]
+        tokens = [t + 2 for t in ids][: req.max_tokens]  # [1, 2] -> [3, 4], "de"
+        lps = None if req.logprobs is None else _lps(tokens, req.logprobs)
+        for i in range(req.n if emit is not None else 0):  # a stream: each token its own block
+            for j, t in enumerate(tokens):
+                emit(i, [t], None if lps is None else lps[j : j + 1])
+        return [
+            Choice(tokens, self.tokenizer.decode(tokens), "length", [1] * (len(tokens) - 1), lps)
+            for _ in range(req.n)
+        ]
+
+    def prompt_logprobs(self, ids, top):
+        return [None] + _lps(ids, top)[1:]
 
     def close(self):
         pass
 
 
-@pytest.fixture
-def stub_server():
+@contextlib.contextmanager
+def running(engine):
+    """``(url, app)`` of a :class:`ServeApp` over ``engine``, served by uvicorn on a free loopback port."""
     import uvicorn
 
     from exitlaw.engine.serve.app import ServeApp
     from exitlaw.engine.serve.server import bind
 
-    engine = StubEngine(ServeLimits(max_concurrent=2))
     app = ServeApp(engine)
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app.starlette(), log_level="warning", lifespan="off"))
@@ -58,9 +76,31 @@ def stub_server():
     thread.start()
     while not server.started:
         time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}", engine, app
-    engine.gate.set()
-    server.should_exit = True
-    thread.join(30)
-    app.close()
-    sock.close()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", app
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        app.close()
+        sock.close()
+
+
+@pytest.fixture
+def stub_server():
+    engine = StubEngine(ServeLimits(max_concurrent=2))
+    with running(engine) as (url, app):
+        yield url, engine, app
+        engine.gate.set()
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny):
+    """``(url, engine)``: the tiny pair served with DDTree + TEV, budget 4 (a real engine, no stub)."""
+    from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
+
+    target, draft = tiny
+    engine = ServeEngine(
+        ServeConfig(target=str(target), draft=str(draft), method="ddtree", verifier="tev", budget=4)
+    )
+    with running(engine) as (url, _app):
+        yield url, engine

@@ -55,7 +55,10 @@ def test_openai_defaults_and_fields_are_read():
     [
         ({"prompt": ""}, "prompt"),
         ({"prompt": 3}, "prompt"),
-        ({"prompt": ["a", "b"]}, "prompt"),
+        ({"prompt": ["a", ""]}, "prompt"),
+        ({"prompt": ["a", 5]}, "prompt"),
+        ({"prompt": [[1], []]}, "prompt"),
+        ({"prompt": []}, "prompt"),
         ({"prompt": "x", "n": 0}, "n"),
         ({"prompt": "x", "n": True}, "n"),
         ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
