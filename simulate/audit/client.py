@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import socket
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -69,6 +70,8 @@ class Client:
         self.transports: dict = {}
         self.retokenise = None
         self.id_prompt_text = None
+        self.requests = 0  # sampling requests sent (the probe's not counted)
+        self._lock = threading.Lock()
 
     def call(self, method: str, path: str, payload: dict | None = None) -> dict:
         """One request; the answer's JSON (errors as the module docstring says)."""
@@ -87,11 +90,8 @@ class Client:
                 body = resp.read()
         except urllib.error.HTTPError as err:
             with err:
-                detail = err.read().decode("utf-8", "replace")[:400]
-            try:
-                detail = json.loads(detail)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                pass
+                detail = err.read().decode("utf-8", "replace")[:2000]
+            detail = _error_message(detail)[:400]
             cls = ServerRefused if 400 <= err.code < 500 else ServerFailed
             if cls is ServerRefused:
                 raise ServerRefused(
@@ -179,6 +179,8 @@ class Client:
                 payload.pop(f, None)
             if not t.n:
                 payload.pop("n", None)
+        with self._lock:
+            self.requests += 1
         out = self._call("POST", "/v1/chat/completions" if chat else "/v1/completions", payload)
         where = f"{self.name} server {self.base}"
         try:
@@ -190,6 +192,21 @@ class Client:
         if self.retokenise is not None:
             return [_retokenised(c, chat, where, self.retokenise) for c in choices]
         return [_sample(c, chat, where) for c in choices]
+
+
+def _error_message(body: str) -> str:
+    """The message of an error body: OpenAI's ``error.message``, FastAPI's ``detail``, else the text."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if data.get("detail"):
+            return str(data["detail"])
+    return body
 
 
 def split_seed(seed: int | None, k: int) -> int | None:

@@ -51,7 +51,6 @@ class _Run:
         self.cfg = cfg
         self.cand = Client("candidate", cfg.candidate, cfg.candidate_key, cfg.timeout)
         self.ref = Client("reference", cfg.reference, cfg.reference_key, cfg.timeout)
-        self.requests = 0
         self.first_token = cfg.first_token  # off where the transport cannot serve it (probe)
         self.first_token_off: str | None = None  # why
         self.listed: dict[str, list] = {}  # each server's /v1/models ids
@@ -81,7 +80,6 @@ class _Run:
     def fetch(self, jobs: list[tuple], level: int) -> list:
         """Run ``(client, model, prompt, kwargs)`` jobs, both servers at once with ``level`` requests in
         flight on each (one pool per server); results in job order."""
-        self.requests += len(jobs)
         pools = {c.name: ThreadPoolExecutor(max_workers=level) for c, *_ in jobs}
         try:
             futures = [pools[c.name].submit(c.sample, p, model=m, **kw) for c, m, p, kw in jobs]
@@ -456,7 +454,8 @@ def run_audit(cfg: AuditConfig) -> AuditReport:
     except (ServerFailed, Unreachable) as err:
         report.verdict, report.failure = "server failed", str(err)
         report.reasons.append("a server failed during the run")
-    report.requests, report.wall_s = run.requests, time.perf_counter() - t0
+    report.requests = run.cand.requests + run.ref.requests  # HTTP requests: n split counts each
+    report.wall_s = time.perf_counter() - t0
     return report
 
 
