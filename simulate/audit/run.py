@@ -360,7 +360,8 @@ def _transport(run: _Run, prompts, models) -> dict:
             if chats:
                 client.transports[True] = probe(client, model, chats[0], chat=True)
             if plain or ids:
-                t = probe(client, model, plain[0] if plain else ids[0], chat=False)
+                # a text prompt (a token-id prompt may be refused: that is probed apart)
+                t = probe(client, model, plain[0] if plain else "Hello", chat=False)
                 if ids:
                     probe_id_prompts(client, model, ids[0], t)
                 client.transports[False] = t
