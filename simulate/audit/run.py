@@ -339,10 +339,7 @@ def _advice(err: ServerRefused) -> str:
     if err.status == 404:
         return " (check the server URL and --model)"
     if err.status == 422:
-        return (
-            " (the server refuses a field this audit sends: it asks for token ids back, vLLM's "
-            "return_token_ids, which a strictly validating server may not accept)"
-        )
+        return " (the server refuses a request the probe before the run did not; its message names why)"
     if err.status == 413 or any(k in text for k in ("max_tokens", "max_n", " n ", "too long")):
         return " (lower --n-per-request or --max-new-tokens)"
     return ""
@@ -355,13 +352,14 @@ def _transport(run: _Run, prompts, models) -> dict:
     chats = [p for p in prompts if isinstance(p, list) and p and isinstance(p[0], dict)]
     plain = [p for p in prompts if isinstance(p, str)]
     ids = [p for p in prompts if isinstance(p, list) and p and not isinstance(p[0], dict)]
+    settings = cfg.settings if cfg.temperature > 0 else None  # sent with sampling requests only
     for client, model in ((run.cand, models[0]), (run.ref, models[1])):
         try:
             if chats:
-                client.transports[True] = probe(client, model, chats[0], chat=True)
+                client.transports[True] = probe(client, model, chats[0], True, settings)
             if plain or ids:
                 # a text prompt (a token-id prompt may be refused: that is probed apart)
-                t = probe(client, model, plain[0] if plain else "Hello", chat=False)
+                t = probe(client, model, plain[0] if plain else "Hello", False, settings)
                 if ids:
                     probe_id_prompts(client, model, ids[0], t)
                 client.transports[False] = t

@@ -73,9 +73,11 @@ def _named(message: str, payload: dict) -> list[str]:
     return out
 
 
-def probe(client: Client, model: str, prompt, chat: bool) -> Transport:
-    """One endpoint of one server (module docstring); raises :class:`AuditUsageError` when it refuses a
-    request for a reason the audit cannot drop."""
+def probe(
+    client: Client, model: str, prompt, chat: bool, settings: dict | None = None
+) -> Transport:
+    """One endpoint of one server (module docstring), with the run's sampling ``settings`` (never dropped);
+    raises :class:`AuditUsageError` when it refuses a request for a reason the audit cannot drop."""
     t = Transport()
     payload = {
         "model": model,
@@ -86,6 +88,7 @@ def probe(client: Client, model: str, prompt, chat: bool) -> Transport:
         "return_token_ids": True,
         "return_tokens_as_token_ids": True,
     }
+    payload.update(settings or {})
     if chat:
         payload.update(messages=prompt, logprobs=True, top_logprobs=1)
     else:
@@ -98,7 +101,14 @@ def probe(client: Client, model: str, prompt, chat: bool) -> Transport:
         except ServerRefused as err:
             named = _named(str(err), payload) if err.status in (400, 422) else []
             if not named:
-                raise AuditUsageError(f"{err} (the probe of {path} before the run)") from None
+                refused = [f for f in settings or {} if re.search(rf"\b{f}\b", str(err))]
+                why = (
+                    f"; it refuses {', '.join(refused)}, a sampling setting of this audit "
+                    f"(--{refused[0].replace('_', '-')}), which is never dropped"
+                    if refused
+                    else ""
+                )
+                raise AuditUsageError(f"{err} (the probe of {path} before the run{why})") from None
             t.dropped += named
             for f in named:
                 payload.pop(f)

@@ -150,3 +150,29 @@ def test_servers_that_return_ids_are_compared_by_ids_and_token_id_prompts_go_as_
     }
     assert sent["candidate"] and all(p == "c d" for p in sent["candidate"])
     assert sent["reference"] and all(p == [2, 3] for p in sent["reference"])
+
+
+def test_a_server_refusing_a_sampling_setting_is_a_usage_error_naming_the_flag(
+    monkeypatch, tmp_path
+):
+    """A strict server that refuses top_k: the setting sets the law, so it is never dropped."""
+
+    def call(self, method, path, payload=None):
+        extra = set(payload) - {"model", "prompt", "max_tokens", "temperature", "seed", "n"}
+        if extra:
+            raise ServerRefused(
+                f"{self.name} server x",
+                f"answered HTTP 422: Unexpected fields in the request: {extra}",
+                422,
+            )
+        return {"choices": [{"index": 0, "text": "a"}]}
+
+    monkeypatch.setattr(Client, "models", lambda self: ["m"])
+    monkeypatch.setattr(Client, "_call", call)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "a"}\n')
+    cfg = AuditConfig(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", str(prompts), SamplingSettings(1.0, top_k=5)
+    )
+    with pytest.raises(AuditUsageError, match="refuses top_k.*--top-k.*never dropped"):
+        run_audit(cfg)
