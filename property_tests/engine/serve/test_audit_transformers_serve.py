@@ -4,7 +4,7 @@
 `transformers serve` validates strictly (HTTP 422 naming vLLM's `return_token_ids` /
 `return_tokens_as_token_ids`), returns text only, ignores `n` and returns no log-probabilities; the audit
 probes it, drops the fields it names, asks one sample per request and compares the text of both servers
-re-tokenised with the target's tokenizer. The candidate is `transformers serve` (models loaded on demand
+re-tokenised with the target's tokenizer (chat prompts rendered with thinking off on both servers). The candidate is `transformers serve` (models loaded on demand
 from their folders), the reference `exitlaw serve --method ar` on the same tiny Qwen3 target: equal at
 T = 0, no difference found at T = 1, and a different target (other random weights) is lossy.
 
@@ -68,6 +68,9 @@ def _start_transformers_serve(logdir, timeout: float = 180.0) -> Server:
                 str(port),
                 "--device",
                 "cpu",
+                # render chat prompts as exitlaw serve does (Qwen3 templates: thinking off)
+                "--chat-template-kwargs",
+                '{"enable_thinking": false}',
             ],
             stdout=fh,
             stderr=subprocess.STDOUT,
@@ -113,7 +116,9 @@ def servers(tmp_path_factory):
         hf.stop()
         raise
     prompts = root / "prompts.jsonl"
-    prompts.write_text('{"prompt": "def add(a, b):"}\n{"prompt": "x = 1"}\n')
+    prompts.write_text(
+        '{"prompt": "def add(a, b):"}\n{"messages": [{"role": "user", "content": "hi"}]}\n'
+    )
     one = root / "one.jsonl"
     one.write_text('{"prompt": "def add(a, b):"}\n')
     yield dict(hf=hf.url, ar=ours["ar"].url, target=target, other=other, prompts=prompts, one=one)
@@ -144,11 +149,12 @@ def _text_transport(report, target) -> None:
     t = report["transport"]
     assert t["comparison"] == "re-tokenised text" and t["tokenizer"] == str(target)
     assert t["cannot_see"] and "whitespace" in t["cannot_see"]
-    hf = t["candidate"]["completions"]
-    assert not hf["token_ids"] and not hf["n"] and not hf["logprobs"]
-    assert {"return_token_ids", "return_tokens_as_token_ids"} <= set(hf["dropped"])
-    ours = t["reference"]["completions"]
-    assert ours["token_ids"] and ours["n"] and ours["dropped"] == []
+    for endpoint in t["candidate"]:  # completions, and chat where the prompts hold chat
+        hf = t["candidate"][endpoint]
+        assert not hf["token_ids"] and not hf["n"] and not hf["logprobs"]
+        assert {"return_token_ids", "return_tokens_as_token_ids"} <= set(hf["dropped"])
+        ours = t["reference"][endpoint]
+        assert ours["token_ids"] and ours["n"] and ours["dropped"] == []
 
 
 def test_transformers_serve_matches_exitlaw_ar_at_t0(servers, capsys):
@@ -157,6 +163,7 @@ def test_transformers_serve_matches_exitlaw_ar_at_t0(servers, capsys):
     )
     assert rc == 0, (report, err)
     assert report["verdict"] == "no difference found" and report["divergences"] == []
+    assert sorted(report["transport"]["candidate"]) == ["chat", "completions"]
     _text_transport(report, servers["target"])
 
 
