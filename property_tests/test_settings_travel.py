@@ -205,15 +205,25 @@ def test_an_audit_plan_sends_its_filters_with_every_sampling_request(s, audit_pr
         sent.append(kw["settings"])
         return [Sample((1, 2), ({1: -0.5, 3: -1.0},))] * kw["n"]
 
+    probes = []
+    full = {"choices": [{"index": k, "token_ids": [1]} for k in range(2)]}  # the probe's answer
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Client, "models", lambda self: ["m"])
         mp.setattr(Client, "sample", sample)
+        mp.setattr(
+            Client, "call", lambda self, m, path, payload=None: probes.append(payload) or full
+        )
         run_audit(
             AuditConfig("http://127.0.0.1:1", "http://127.0.0.1:2", audit_prompts, s, samples=4)
         )
-    assert sent and all(
-        got == {f: getattr(s, f) for f in FILTERS if getattr(s, f) is not None} for got in sent
-    )
+    want = {f: getattr(s, f) for f in FILTERS if getattr(s, f) is not None}
+    assert sent and all(got == want for got in sent)
+    # the probe before the run asks with the same filters (a server refusing one is found there)
+    asks = [
+        p for p in probes if "n" in p
+    ]  # the capability probes (the token-id prompt probe: T = 0)
+    assert asks and all({f: p.get(f) for f in FILTERS if f in p} == want for p in asks)
 
 
 @few

@@ -106,6 +106,7 @@ def _audit(args) -> int:
             first_token_test=args.first_token_test,
             timeout=args.timeout,
             seed=args.seed,
+            tokenizer=args.tokenizer,
         )
         path = result_path(args)
         report = run_audit(cfg)
@@ -278,6 +279,13 @@ AUDIT = Command(
             "(vLLM: --logprobs-mode processed_logprobs)",
         ),
         _audit_sampling_args,
+        opt(
+            "--tokenizer",
+            default=None,
+            help="where a server returns text only: encode both servers' text with this tokenizer (a "
+            "model folder holding tokenizer.json, or the file) and compare token sequences (default: a "
+            "served model id that is such a folder)",
+        ),
         opt("--timeout", type=nonneg_float, default=120.0, help="seconds per request"),
         seed_arg(0, help="seeds of the requests (each request its own)"),
         out_args("the report as results.json"),

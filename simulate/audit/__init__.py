@@ -7,12 +7,14 @@ from .client import Client, ServerFailed, ServerRefused, Unreachable
 from .plan import *
 from .report import AuditReport, Divergence, format_audit, TestResult
 from .run import *
+from .transport import *
 from .two_sample import pooled_power, two_sample_chisquare, two_sample_power, two_sample_size
-from . import plan, run
+from . import plan, run, transport
 
 __all__ = [
     *plan.__all__,
     *run.__all__,
+    *transport.__all__,
     "AuditReport",
     "Client",
     "Divergence",

@@ -11,9 +11,11 @@ from logprob tokens written ``token_id:N`` (vLLM's ``return_tokens_as_token_ids`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import socket
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ class Sample:
 
     tokens: tuple[int, ...]
     top: tuple[dict[int, float], ...] = ()
+    text: str | None = None
 
 
 class Client:
@@ -62,6 +65,17 @@ class Client:
         if self.base.endswith("/v1"):
             self.base = self.base[:-3]
         self.key, self.timeout = api_key, timeout
+        # set after the probe (transport.py): per endpoint (chat or not) what the server takes; the
+        # re-tokeniser when the run compares text; how a token-id prompt is sent where ids are refused
+        self.transports: dict = {}
+        self.retokenise = None
+        self.id_prompt_text = None
+        self.requests = 0  # sampling requests sent (the probe's not counted)
+        self._lock = threading.Lock()
+
+    def call(self, method: str, path: str, payload: dict | None = None) -> dict:
+        """One request; the answer's JSON (errors as the module docstring says)."""
+        return self._call(method, path, payload)
 
     def _call(self, method: str, path: str, payload: dict | None = None) -> dict:
         url = self.base + path
@@ -76,11 +90,8 @@ class Client:
                 body = resp.read()
         except urllib.error.HTTPError as err:
             with err:
-                detail = err.read().decode("utf-8", "replace")[:400]
-            try:
-                detail = json.loads(detail)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                pass
+                detail = err.read().decode("utf-8", "replace")[:2000]
+            detail = _error_message(detail)[:400]
             cls = ServerRefused if 400 <= err.code < 500 else ServerFailed
             if cls is ServerRefused:
                 raise ServerRefused(
@@ -124,8 +135,24 @@ class Client:
         settings: dict | None = None,
     ) -> list[Sample]:
         """``n`` choices for one prompt (text, token ids, or chat messages); ``settings``: the active
-        filters of the plan's sampling settings (``AuditConfig.settings``), sent as request fields."""
+        filters of the plan's sampling settings (``AuditConfig.settings``), sent as request fields.
+        Where the probe found ``n`` ignored, ``n`` one-sample requests (seeds derived from ``seed``)."""
         chat = isinstance(prompt, list) and prompt and isinstance(prompt[0], dict)
+        t = self.transports.get(bool(chat))
+        if t is not None and not t.n and n > 1:
+            out = []
+            for k in range(n):
+                out += self.sample(
+                    prompt,
+                    model=model,
+                    n=1,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    seed=split_seed(seed, k),
+                    top_logprobs=top_logprobs,
+                    settings=settings,
+                )
+            return out
         payload = {
             "model": model,
             "n": n,
@@ -142,9 +169,18 @@ class Client:
             if top_logprobs is not None:
                 payload.update(logprobs=True, top_logprobs=top_logprobs)
         else:
+            if not isinstance(prompt, str) and t is not None and t.id_prompts is False:
+                prompt = self.id_prompt_text(prompt)
             payload["prompt"] = prompt
             if top_logprobs is not None:
                 payload["logprobs"] = top_logprobs
+        if t is not None:
+            for f in t.dropped:
+                payload.pop(f, None)
+            if not t.n:
+                payload.pop("n", None)
+        with self._lock:
+            self.requests += 1
         out = self._call("POST", "/v1/chat/completions" if chat else "/v1/completions", payload)
         where = f"{self.name} server {self.base}"
         try:
@@ -153,7 +189,47 @@ class Client:
             raise ServerFailed(where, f"answer without choices: {str(out)[:200]}") from None
         if len(choices) != n:
             raise ServerFailed(where, f"asked n={n}, got {len(choices)} choices")
+        if self.retokenise is not None:
+            return [_retokenised(c, chat, where, self.retokenise) for c in choices]
         return [_sample(c, chat, where) for c in choices]
+
+
+def _error_message(body: str) -> str:
+    """The message of an error body: OpenAI's ``error.message``, FastAPI's ``detail``, else the text."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if data.get("detail"):
+            return str(data["detail"])
+    return body
+
+
+def split_seed(seed: int | None, k: int) -> int | None:
+    """The seed of the ``k``-th one-sample request that stands for one ``n``-sample request."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(repr((seed, k)).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def _text(choice: dict, chat: bool, where: str) -> str:
+    text = (choice.get("message") or {}).get("content") if chat else choice.get("text")
+    if text is None and chat:
+        text = ""  # a chat answer with no content (e.g. only a stop token)
+    if not isinstance(text, str):
+        raise ServerFailed(where, f"a choice without text: {str(choice)[:200]}")
+    return text
+
+
+def _retokenised(choice: dict, chat: bool, where: str, encode) -> Sample:
+    """The choice's text, encoded with the audit's tokenizer (the same for both servers)."""
+    text = _text(choice, chat, where)
+    return Sample(tuple(encode(text)), (), text)
 
 
 def _logprob_entries(choice: dict, chat: bool) -> tuple[list, list]:
@@ -209,4 +285,12 @@ def _sample(choice: dict, chat: bool, where: str) -> Sample:
     return Sample(tokens, top)
 
 
-__all__ = ["Client", "Sample", "AuditHTTPError", "Unreachable", "ServerRefused", "ServerFailed"]
+__all__ = [
+    "Client",
+    "Sample",
+    "split_seed",
+    "AuditHTTPError",
+    "Unreachable",
+    "ServerRefused",
+    "ServerFailed",
+]

@@ -48,6 +48,9 @@ class AuditConfig:
     first_token_test: str = "auto"  # auto | on | off
     timeout: float = 120.0
     seed: int = 0
+    # where a server returns text only: encode both servers' text with this tokenizer (a folder holding
+    # tokenizer.json, or the file); None: a served model id that is such a folder, if any
+    tokenizer: str | None = None
 
     def __post_init__(self):
         if not 0 < self.alpha < 1 or not 0 < self.power < 1 or not 0 < self.tv <= 1:
@@ -161,9 +164,12 @@ class Budget:
     planned: int  # what ``power`` at ``tv`` needs
 
 
-def plan_budget(cfg: AuditConfig, num_prompts: int) -> Budget:
+def plan_budget(cfg: AuditConfig, num_prompts: int, first_token: bool | None = None) -> Budget:
+    """``first_token``: whether first-token tests run (default ``cfg.first_token``; the probe turns them
+    off where the reference returns no log-probabilities or the run compares re-tokenised text)."""
+    first_token = cfg.first_token if first_token is None else first_token
     per_level = (
-        num_prompts + 1 + (num_prompts if cfg.first_token else 0)
+        num_prompts + 1 + (num_prompts if first_token else 0)
     )  # per prompt, pooled, first token
     tests = per_level * len(cfg.concurrency)
     alpha_each = cfg.alpha / tests

@@ -58,6 +58,8 @@ class AuditReport:
     requests: int = 0
     wall_s: float = 0.0
     failure: str | None = None
+    # what was sent and compared (transport.py): comparison, tokenizer, what it cannot see, per server
+    transport: dict = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -85,6 +87,7 @@ class AuditReport:
             "requests": self.requests,
             "wall_s": round(self.wall_s, 3),
             "failure": self.failure,
+            "transport": self.transport,
             "config": self.config,
         }
 
@@ -98,14 +101,42 @@ def _div(d: Divergence) -> str:
     )
 
 
+def _transport_lines(t: dict) -> list[str]:
+    if not t:
+        return []
+    how = t["comparison"] + (f" (tokenizer {t['tokenizer']})" if t.get("tokenizer") else "")
+    out = [f"  compared: {how}"]
+    for side in ("candidate", "reference"):
+        for endpoint, tr in t.get(side, {}).items():
+            parts = [
+                "token ids back" if tr["token_ids"] else "text only",
+                "n honoured" if tr["n"] else "n ignored: one sample per request",
+                "log-probabilities" if tr["logprobs"] else "no log-probabilities",
+            ]
+            if tr.get("id_prompts") is False:
+                parts.append("token-id prompts sent as text")
+            if tr["dropped"]:
+                parts.append("fields dropped: " + ", ".join(tr["dropped"]))
+            out.append(f"  {side} {endpoint}: " + "; ".join(parts))
+    if t.get("cannot_see"):
+        out.append(f"  not seen by this comparison: {t['cannot_see']}")
+    return out
+
+
 def format_audit(r: AuditReport) -> str:
     c = r.config
     lines = [
         f"exitlaw audit: {c['candidate']} (candidate) vs {c['reference']} (reference), T = {r.temperature:g}, "
         f"{r.num_prompts} prompt(s), concurrency {','.join(map(str, c['concurrency']))}"
     ]
+    lines += _transport_lines(r.transport)
     if r.temperature == 0:
-        lines.append(f"  T = 0: token ids of up to {c['max_tokens']} tokens compared per prompt")
+        what = (
+            "token ids"
+            if r.transport.get("comparison", "token ids") == "token ids"
+            else "re-tokenised text"
+        )
+        lines.append(f"  T = 0: {what} of up to {c['max_tokens']} tokens compared per prompt")
         for d in r.divergences:
             lines.append("  DIVERGENCE " + _div(d))
         for d in r.near_ties:

@@ -26,6 +26,15 @@ import numpy as np
 from exitlaw.simulate.audit.client import Client, ServerFailed, ServerRefused, Unreachable
 from exitlaw.simulate.audit.plan import AuditConfig, AuditUsageError, plan_budget, read_prompts
 from exitlaw.simulate.audit.report import AuditReport, Divergence, TestResult
+from exitlaw.simulate.audit.transport import (
+    TEXT,
+    TEXT_BLIND,
+    TOKEN_IDS,
+    Retokeniser,
+    default_tokenizer,
+    probe,
+    probe_id_prompts,
+)
 from exitlaw.simulate.audit.two_sample import (
     pooled_detectable_tv,
     pooled_power,
@@ -42,21 +51,26 @@ class _Run:
         self.cfg = cfg
         self.cand = Client("candidate", cfg.candidate, cfg.candidate_key, cfg.timeout)
         self.ref = Client("reference", cfg.reference, cfg.reference_key, cfg.timeout)
-        self.requests = 0
+        self.first_token = cfg.first_token  # off where the transport cannot serve it (probe)
+        self.first_token_off: str | None = None  # why
+        self.listed: dict[str, list] = {}  # each server's /v1/models ids
 
     def model(self, client: Client, wanted: str | None) -> str:
         try:
             served = client.models()
         except (Unreachable, ServerRefused, ServerFailed) as err:
             raise AuditUsageError(f"{err} (checked before the run)") from None
+        self.listed[client.name] = served
         if wanted is None:
             if not served:
-                raise AuditUsageError(f"{client.name} server {client.base} lists no model")
+                raise AuditUsageError(
+                    f"{client.name} server {client.base} lists no model: name one with "
+                    f"--{client.name}-model or --model"
+                )
             return served[0]
-        if wanted not in served:
-            raise AuditUsageError(
-                f"{client.name} server {client.base} serves {served}, not {wanted!r}"
-            )
+        # a model not listed may still be served: a server that loads models on demand lists only those
+        # loaded (transformers serve without a pinned model); the probe asks for it, and a server that
+        # does not serve it says so there (its own message, a usage error)
         return wanted
 
     def seed(self, *key) -> int:
@@ -66,7 +80,6 @@ class _Run:
     def fetch(self, jobs: list[tuple], level: int) -> list:
         """Run ``(client, model, prompt, kwargs)`` jobs, both servers at once with ``level`` requests in
         flight on each (one pool per server); results in job order."""
-        self.requests += len(jobs)
         pools = {c.name: ThreadPoolExecutor(max_workers=level) for c, *_ in jobs}
         try:
             futures = [pools[c.name].submit(c.sample, p, model=m, **kw) for c, m, p, kw in jobs]
@@ -188,7 +201,9 @@ def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -
 
 def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
     cfg = run.cfg
-    budget = plan_budget(cfg, len(prompts))
+    budget = plan_budget(cfg, len(prompts), run.first_token)
+    if run.first_token_off:
+        report.reasons.append(f"first-token test not run: {run.first_token_off}")
     report.planned_tests = budget.tests
     report.samples, report.planned_samples, report.alpha_each = (
         budget.samples,
@@ -219,7 +234,7 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
                     )
                     owners.append((side, i))
                     left, j = left - n, j + 1
-        if cfg.first_token:
+        if run.first_token:
             for i, p in enumerate(prompts):
                 jobs.append(
                     (
@@ -276,7 +291,7 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
             stat, dof = stat + res.statistic, dof + res.dof
             if len(res.cells) >= 2:  # a one-cell test adds nothing to the pooled statistic
                 sizes.append((len(a), len(b)))
-            if cfg.first_token:
+            if run.first_token:
                 t = _first_token_test(a, tops.get(i, {}), budget, cfg, level, i)
                 if t is not None:
                     report.tests.append(t)
@@ -324,13 +339,100 @@ def _advice(err: ServerRefused) -> str:
     if err.status == 404:
         return " (check the server URL and --model)"
     if err.status == 422:
-        return (
-            " (the server refuses a field this audit sends: it asks for token ids back, vLLM's "
-            "return_token_ids, which a strictly validating server may not accept)"
-        )
+        return " (the server refuses a request the probe before the run did not; its message names why)"
     if err.status == 413 or any(k in text for k in ("max_tokens", "max_n", " n ", "too long")):
         return " (lower --n-per-request or --max-new-tokens)"
     return ""
+
+
+def _transport(run: _Run, prompts, models) -> dict:
+    """Probe both servers (:mod:`~exitlaw.simulate.audit.transport`), choose the comparison, set the
+    clients up for it; the report's record of what was sent and compared."""
+    cfg = run.cfg
+    chats = [p for p in prompts if isinstance(p, list) and p and isinstance(p[0], dict)]
+    plain = [p for p in prompts if isinstance(p, str)]
+    ids = [p for p in prompts if isinstance(p, list) and p and not isinstance(p[0], dict)]
+    settings = cfg.settings if cfg.temperature > 0 else None  # sent with sampling requests only
+    for client, model in ((run.cand, models[0]), (run.ref, models[1])):
+        try:
+            if chats:
+                client.transports[True] = probe(client, model, chats[0], True, settings)
+            if plain or ids:
+                # a text prompt (a token-id prompt may be refused: that is probed apart)
+                t = probe(client, model, plain[0] if plain else "Hello", False, settings)
+                if ids:
+                    probe_id_prompts(client, model, ids[0], t)
+                client.transports[False] = t
+        except (Unreachable, ServerFailed) as err:
+            listed = run.listed.get(client.name)
+            hint = (
+                f"; {model!r} is not in its /v1/models list {listed}"
+                if listed is not None and model not in listed
+                else ""
+            )
+            raise AuditUsageError(f"{err} (the probe before the run{hint})") from None
+    transports = [t for c in (run.cand, run.ref) for t in c.transports.values()]
+    comparison = TOKEN_IDS if all(t.token_ids for t in transports) else TEXT
+    tokenizer = None
+    needs_tokenizer = comparison == TEXT or any(t.id_prompts is False for t in transports)
+    if needs_tokenizer:
+        path = cfg.tokenizer or default_tokenizer(models)
+        if path is None:
+            why = (
+                "returns text only"
+                if comparison == TEXT
+                else "refuses token-id prompts (they are sent as text)"
+            )
+            who = [
+                c.name
+                for c in (run.cand, run.ref)
+                if any(not t.token_ids or t.id_prompts is False for t in c.transports.values())
+            ]
+            raise AuditUsageError(
+                f"the {' and '.join(who)} server {why}: name the target's tokenizer with --tokenizer "
+                "PATH (a model folder holding tokenizer.json)"
+            )
+        retok = Retokeniser(path)
+        tokenizer = retok.path
+        for client in (run.cand, run.ref):
+            client.id_prompt_text = _id_prompt_text(retok)
+            if comparison == TEXT:
+                client.retokenise = retok.encode
+        if any(t.id_prompts is False for t in transports):
+            for p in ids:
+                client.id_prompt_text(p)  # a prompt that cannot go as text: a usage error now
+    ref_logprobs = all(t.logprobs for t in run.ref.transports.values())
+    if run.first_token and (comparison == TEXT or not ref_logprobs):
+        run.first_token = False
+        run.first_token_off = (
+            "the run compares re-tokenised text"
+            if comparison == TEXT
+            else "the reference returns no log-probabilities"
+        )
+    return {
+        "comparison": comparison,
+        "tokenizer": tokenizer,
+        "cannot_see": TEXT_BLIND if comparison == TEXT else None,
+        "candidate": {
+            ("chat" if k else "completions"): t.to_json() for k, t in run.cand.transports.items()
+        },
+        "reference": {
+            ("chat" if k else "completions"): t.to_json() for k, t in run.ref.transports.items()
+        },
+    }
+
+
+def _id_prompt_text(retok: Retokeniser):
+    def text(ids):
+        t = retok.decode(ids)
+        if retok.encode(t) != tuple(ids):
+            raise AuditUsageError(
+                f"a token-id prompt ({list(ids)[:8]}...) is refused by a server that takes text, and "
+                "its text does not encode back to the same ids: give it as text"
+            )
+        return t
+
+    return text
 
 
 def run_audit(cfg: AuditConfig) -> AuditReport:
@@ -343,6 +445,7 @@ def run_audit(cfg: AuditConfig) -> AuditReport:
         raise AuditUsageError(str(err)) from None
     models = (run.model(run.cand, cfg.candidate_model), run.model(run.ref, cfg.reference_model))
     report = AuditReport(cfg.public(), cfg.temperature, len(prompts))
+    report.transport = _transport(run, prompts, models)
     try:
         (_greedy if cfg.temperature == 0 else _sampled)(run, prompts, models, report)
     except ServerRefused as err:
@@ -350,7 +453,8 @@ def run_audit(cfg: AuditConfig) -> AuditReport:
     except (ServerFailed, Unreachable) as err:
         report.verdict, report.failure = "server failed", str(err)
         report.reasons.append("a server failed during the run")
-    report.requests, report.wall_s = run.requests, time.perf_counter() - t0
+    report.requests = run.cand.requests + run.ref.requests  # HTTP requests: n split counts each
+    report.wall_s = time.perf_counter() - t0
     return report
 
 

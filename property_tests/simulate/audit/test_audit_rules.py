@@ -18,8 +18,18 @@ def prompts(tmp_path):
     return str(p)
 
 
+# the probe's answer: a server that takes every field (two choices, token ids, log-probabilities)
+_FULL = {
+    "choices": [
+        {"index": k, "token_ids": [1], "logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{}]}}
+        for k in range(2)
+    ]
+}
+
+
 def _script(monkeypatch, answer):
     monkeypatch.setattr(Client, "models", lambda self: ["m"])
+    monkeypatch.setattr(Client, "call", lambda self, method, path, payload=None: _FULL)
     monkeypatch.setattr(Client, "sample", lambda self, prompt, **kw: answer(self.name, prompt, kw))
 
 
