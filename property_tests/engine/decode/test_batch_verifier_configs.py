@@ -88,7 +88,11 @@ class _Tape:
 @st.composite
 def sampling(draw):
     return SamplingSettings(
-        draw(st.one_of(st.just(0.0), st.sampled_from([1.0, 0.6]), st.floats(0.1, 3.0))),
+        draw(
+            st.one_of(
+                st.just(0.0), st.sampled_from([1.0, 0.6]), st.floats(0.1, 3.0), st.floats(1e-3, 0.1)
+            )
+        ),
         top_k=draw(st.one_of(st.none(), st.integers(1, VOCAB + 1))),
         top_p=draw(st.one_of(st.none(), st.floats(0.05, 1.0))),
         min_p=draw(st.one_of(st.none(), st.floats(0.0, 0.9))),

@@ -9,7 +9,7 @@ residual/TEV bonus (:func:`~exitlaw.engine.decode.verifiers._draw_logits`). With
 the token drawn must be the reference's: the processed row computed here from the settings' text
 (temperature, then top-k / top-p / min-p in ``settings.order``, ties kept) in float64, and its inverse
 CDF with left-closed intervals ``[C_{i-1}, C_i)``. Configurations: every order, each filter on or off,
-temperatures 0.05..4, every floating logit dtype, rows with ties, ``-inf`` entries, a single survivor;
+temperatures 1e-3..4, every floating logit dtype, rows with ties, ``-inf`` entries, a single survivor;
 ``u`` at 0, just below 1, exactly 1 (a source over ``(0, 1]``: the last survivor), on every CDF step
 and in between. A row drawn alone and the same row among
 others in one batched call give the same token for the same ``u``.
@@ -134,7 +134,9 @@ FILTER_VALUES = {
 @st.composite
 def configurations(draw):
     s = SamplingSettings(
-        draw(st.one_of(st.sampled_from([1.0, 0.5, 2.0]), st.floats(0.05, 4.0))),
+        draw(
+            st.one_of(st.sampled_from([1.0, 0.5, 2.0]), st.floats(0.05, 4.0), st.floats(1e-3, 0.05))
+        ),
         **{f: draw(FILTER_VALUES[f]) for f in FILTERS},
         order=draw(st.permutations(FILTERS)),
     )
@@ -209,10 +211,12 @@ def test_rows_of_a_batched_draw_each_take_their_own_uniform():
 # ----------------------------------------------------------------- coverage
 ROOT = Path(__file__).resolve().parents[3]
 # each engine function that calls the inverse-CDF primitive, and the test that drives it at given uniforms
+HERE = "property_tests/engine/decode/test_inverse_cdf_configs.py"
 DRIVEN = {
-    "_draw_with_total": "test_every_draw_is_the_reference_inverse_cdf_of_the_processed_row",  # via _draw_logits
-    "predraw_rows": "test_every_draw_is_the_reference_inverse_cdf_of_the_processed_row",
-    "verify_batch_tev": "property_tests/engine/decode/test_batch_verifier_configs.py",
+    "_draw_with_total": f"{HERE}::test_every_draw_is_the_reference_inverse_cdf_of_the_processed_row",
+    "predraw_rows": f"{HERE}::test_every_draw_is_the_reference_inverse_cdf_of_the_processed_row",
+    "verify_batch_tev": "property_tests/engine/decode/test_batch_verifier_configs.py"
+    "::test_every_batched_verifier_equals_its_single_twin_row_by_row_under_every_setting",
 }
 
 
@@ -235,3 +239,6 @@ def test_every_filter_and_every_inverse_cdf_call_site_has_a_twin_case():
     assert callers == set(DRIVEN), (
         f"inverse-CDF callers without a twin test: {callers ^ set(DRIVEN)}"
     )
+    for test in DRIVEN.values():
+        file, name = test.split("::")
+        assert f"def {name}(" in (ROOT / file).read_text(encoding="utf-8"), f"{test} does not exist"
