@@ -122,7 +122,8 @@ class PaperRegimeConfig:
         return self.epochs * self.ft_prompts // self.batch_size
 
     def to_json(self) -> dict:
-        return json.loads(json.dumps(asdict(self)))
+        """The configuration as JSON, its base written as :meth:`MiniConfig.to_json` writes it."""
+        return json.loads(json.dumps({**asdict(self), "base": self.base.to_json()}))
 
 
 PAPER_REGIME = PaperRegimeConfig()
