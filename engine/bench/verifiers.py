@@ -45,6 +45,8 @@ little more than reading one. On a shared CPU prefer ``--threads 1``.
 
 from __future__ import annotations
 
+from functools import partial
+
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -188,32 +190,20 @@ def multinomial_predraw(
     return list(case.tree.tree.path_nodes(_walk(case.tree.tree, draw)))
 
 
+def _decide_path(
+    kind: str, case: BenchCase, temperature: float, gens: VerifierGenerators
+) -> list[int]:
+    """The engine verifier ``kind``'s accepted path on ``case`` (the dispatch the engine runs)."""
+    return verify(kind, case.tree, case.logits, temperature, gens).path_nodes
+
+
 def _stage(
-    kind: str,
-    case: BenchCase,
-    temperature: float,
-    gens: VerifierGenerators,
-    cache: StandInCache | None,
-    lengths: list[int],
+    path_of: Callable[[], list[int]], cache: StandInCache | None, lengths: list[int]
 ) -> Callable[[], None]:
+    """One timed verifier stage: the decision ``path_of()``, then the KV commit of its path."""
+
     def run() -> None:
-        path = verify(kind, case.tree, case.logits, temperature, gens).path_nodes
-        if cache is not None:
-            cache.commit(path)
-        lengths.append(len(path))
-
-    return run
-
-
-def _multinomial(
-    case: BenchCase,
-    temperature: float,
-    gens: VerifierGenerators,
-    cache: StandInCache | None,
-    lengths: list[int],
-) -> Callable[[], None]:
-    def run() -> None:
-        path = multinomial_predraw(case, gens, temperature)
+        path = path_of()
         if cache is not None:
             cache.commit(path)
         lengths.append(len(path))
@@ -274,11 +264,11 @@ def run_verifier_bench(
             cache = StandInCache(kv, case.tree.num_nodes, dev, dt) if commit else None
             fns = {"floor": _floor(case, temperature, gens, cache)}
             for k in kinds:
-                fns[k] = _stage(k, case, temperature, gens, cache, lengths[k])
+                decide = partial(_decide_path, k, case, temperature, gens)
+                fns[k] = _stage(decide, cache, lengths[k])
             if extra:
-                fns[MULTINOMIAL] = _multinomial(
-                    case, temperature, gens, cache, lengths[MULTINOMIAL]
-                )
+                draw = partial(multinomial_predraw, case, gens, temperature)
+                fns[MULTINOMIAL] = _stage(draw, cache, lengths[MULTINOMIAL])
             for k, v in interleaved_ms(
                 fns, dev, repeats, setup=cache.refill if cache is not None else None
             ).items():
