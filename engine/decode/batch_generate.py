@@ -329,19 +329,36 @@ def batch_round(
     """One batched round; appends each active row's block to its tokens and marks rows that finish.
 
     ``trace`` (a TraceWriter) receives one TraceRound per active row, in row order (untimed)."""
+    blocks = advance_round(state, target, drafter, cfg, gens, timer, trace)
+    for b, block in enumerate(blocks):
+        if block is not None:
+            state.append(b, block, cfg)
+    return blocks
+
+
+def advance_round(
+    state: BatchState,
+    target: TargetModel,
+    drafter,
+    cfg: DecodeConfig,
+    gens: Generators,
+    timer=NullTimer(),
+    trace=None,
+    decide=None,
+) -> list[list[int] | None]:
+    """The five stages of one batched round, leaving each row's block to the caller (None: finished row).
+
+    ``decide`` (optional) replaces :func:`decide_batch_stage` with the same signature."""
     rows = timer.call("draft", draft_batch_stage, state, target, drafter)
     bt = timer.call("build", build_batch_stage, rows, cfg, state, target.device)
     past = state.target_cache.get_seq_length()
     active = [b for b, a in enumerate(state.active) if a]
     step = timer.call("verify_forward", verify_forward_batch_stage, state, target, bt)
-    results = timer.call("decide", decide_batch_stage, cfg, bt, step.logits, gens)
+    results = timer.call("decide", decide or decide_batch_stage, cfg, bt, step.logits, gens)
     blocks = timer.call("commit", commit_batch_stage, state, target, bt, step, past, results)
     if trace is not None:
         for rec in trace_batch_round(bt, step.logits, results, active, cfg.settings):
             trace.write(rec)
-    for b, block in enumerate(blocks):
-        if block is not None:
-            state.append(b, block, cfg)
     return blocks
 
 
@@ -409,19 +426,36 @@ def _decode(target, drafter, prompts, cfg, max_new_tokens, timer, step) -> Batch
     return _result(state, rounds, timer)
 
 
-def _sample_rows(logits: torch.Tensor, temperature, gen: torch.Generator) -> list[int]:
+def _sample_rows(logits: torch.Tensor, temperature, gen) -> list[int]:
     """Per row: argmax at T = 0, else :func:`~exitlaw.engine.decode.loop.exponential_race` on the
-    processed rows (``temperature``: a float or SamplingSettings); one transfer."""
+    processed rows (``temperature``: a float or SamplingSettings); one transfer. ``gen``: one stream
+    for the batch, or one per row (a list: row ``b`` races on its own stream, as
+    :func:`~exitlaw.engine.decode.loop.sample_token` does for that row alone)."""
     settings = as_settings(temperature)
     if settings.greedy:
         return logits.argmax(-1).tolist()
-    return exponential_race(filter_logits(logits, settings), settings.temperature, gen).tolist()
+    z = filter_logits(logits, settings)
+    if isinstance(gen, torch.Generator):
+        return exponential_race(z, settings.temperature, gen).tolist()
+    if len(gen) != z.shape[0]:
+        raise ValueError(f"{len(gen)} row generators for {z.shape[0]} rows")
+    return [int(exponential_race(z[b], settings.temperature, g)) for b, g in enumerate(gen)]
 
 
 def ar_step_batch(
     state: BatchState, target: TargetModel, cfg: DecodeConfig, gens: Generators, timer=NullTimer()
 ) -> None:
     """One autoregressive step for every active row: one query per row, then the per-row commit."""
+    for b, tok in enumerate(advance_ar(state, target, cfg.settings, gens.verifier.bonus, timer)):
+        if tok is not None:
+            state.append(b, [tok], cfg)
+
+
+def advance_ar(
+    state: BatchState, target: TargetModel, settings, bonus, timer=NullTimer()
+) -> list[int | None]:
+    """The forward, sample and commit of one autoregressive step; each active row's token (None: a
+    finished row), left to the caller to append. ``bonus``: one stream or one per row (:func:`_sample_rows`)."""
     dev = target.device
     past = state.target_cache.get_seq_length()
     lengths = torch.tensor(state.lengths, device=dev)
@@ -443,7 +477,7 @@ def ar_step_batch(
         lengths[:, None],
         mask,
     )
-    toks = timer.call("sample", _sample_rows, step.logits[:, -1], cfg.settings, gens.verifier.bonus)
+    toks = timer.call("sample", _sample_rows, step.logits[:, -1], settings, bonus)
     active = state.active
     keep = torch.tensor([int(a) for a in active])
     new = timer.call(
@@ -456,11 +490,13 @@ def ar_step_batch(
         keep,
     )
     state.lengths = [int(x) for x in new]
+    out: list[int | None] = []
     for b, tok in enumerate(toks):
         if active[b]:
             state.history[b].append(tok)
             state.roots[b] = tok
-            state.append(b, [tok], cfg)
+        out.append(tok if active[b] else None)
+    return out
 
 
 def generate_ar_batch(
@@ -503,9 +539,11 @@ __all__ = [
     "decide_batch_stage",
     "commit_batch_stage",
     "batch_round",
+    "advance_round",
     "trace_batch_round",
     "generate_batch",
     "generate_ar_batch",
     "ar_step_batch",
+    "advance_ar",
     "row_cache",
 ]

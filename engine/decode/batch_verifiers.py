@@ -21,9 +21,11 @@ token of v]`` (greedy: its argmax walk).
 
 Greedy, predraw and TEV have no data-dependent shapes and make **one** device-to-host
 transfer per call for the whole batch (exit, bonus and the validity flag of every
-row). Streams: one :class:`VerifierGenerators` for the batch; row ``b`` takes the
+row). Streams: one :class:`VerifierGenerators` for the batch, row ``b`` taking the
 ``b``-th uniform of each call, so a row's draws depend on the batch it sits in
-(the law does not).
+(the law does not); or a :class:`RowGenerators` (one per row, continuous batching), each
+row drawing from its own streams exactly what its single-tree twin draws (predraw: one
+uniform per real node), so a seeded row decodes alike in any batch.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.sampling_settings import processed_rows
 from exitlaw.engine.decode.verifiers import (
     LOG_ZERO,
+    RowGenerators,
     VerifierGenerators,
     VerifyResult,
     _draw_rows,
@@ -154,7 +157,12 @@ def verify_batch_predraw(
     """DDTree predraw-and-follow for every row: ``R_v ~ p_v`` for all ``B N`` rows in one draw
     (:func:`~exitlaw.engine.decode.verifiers.predraw_rows`), follow matches."""
     bsz, n, _ = logits.shape
-    draw, ok = predraw_rows(logits, temperature, gens.acceptance)
+    streams = gens.acceptance
+    if isinstance(gens, RowGenerators):  # row b: one uniform per real node from its own stream
+        streams = [
+            g if v < t.num_nodes else None for g, t in zip(streams, bt.trees) for v in range(n)
+        ]
+    draw, ok = predraw_rows(logits, temperature, streams)
     draw = draw.reshape(bsz, n)  # [B, N]
     v = _follow_rows(bt, draw)
     return _finish_rows(
@@ -194,10 +202,15 @@ def verify_batch_tev(
 def verify_batch_residual(
     bt: BatchTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators, process=None
 ) -> list[VerifyResult]:
-    """Sequential residual verification, row by row (not batched: its loop is data-dependent)."""
+    """Sequential residual verification, row by row (not batched: its loop is data-dependent); with
+    :class:`RowGenerators` each row on its own streams."""
     return [
         verify_residual(
-            to_device_tree(t, logits.device), logits[b, : t.num_nodes], temperature, gens, process
+            to_device_tree(t, logits.device),
+            logits[b, : t.num_nodes],
+            temperature,
+            gens[b] if isinstance(gens, RowGenerators) else gens,
+            process,
         )
         for b, t in enumerate(bt.trees)
     ]

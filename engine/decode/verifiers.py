@@ -61,6 +61,64 @@ class VerifierGenerators:
         self.bonus = torch.Generator(device=self.device).manual_seed(bonus_seed)
 
 
+class RowGenerators:
+    """One :class:`VerifierGenerators` per batch row, for a batch whose rows are separate requests.
+
+    A batched verifier given these draws row ``b``'s uniforms from row ``b``'s own streams only, as
+    many and in the order its single-tree twin draws them for that row alone (predraw: one per real
+    node, not per padding slot). A row's draws then depend on its own seed and tree, never on the
+    other rows or the padded width (continuous batching, :mod:`exitlaw.engine.decode.continuous`).
+    ``acceptance`` / ``bonus`` are the rows' streams as lists, which :func:`_draw_rows` accepts.
+    """
+
+    def __init__(self, rows):
+        self.rows = list(rows)
+        bad = [b for b, g in enumerate(self.rows) if not isinstance(g, VerifierGenerators)]
+        if bad:
+            raise TypeError(f"rows {bad} are not VerifierGenerators")
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, b: int) -> VerifierGenerators:
+        return self.rows[b]
+
+    @property
+    def acceptance(self) -> list[torch.Generator]:
+        return [g.acceptance for g in self.rows]
+
+    @property
+    def bonus(self) -> list[torch.Generator]:
+        return [g.bonus for g in self.rows]
+
+
+# a uniform source: one generator, or one entry per row (a generator, or None: a padding row, no draw)
+Uniforms = torch.Generator | list
+
+
+def uniforms(count: int, gen: Uniforms, device) -> torch.Tensor:
+    """``[count, 1]`` float64 uniforms on ``device``: from ``gen`` in one call, or, with a list of
+    ``count`` entries, row ``r``'s from its own generator (consecutive rows of one generator in one
+    call; a ``None`` row gets 0.5 and consumes nothing). CPU streams are shape-independent, so a row
+    drawn here gets the numbers its single-sequence twin draws."""
+    if isinstance(gen, torch.Generator):
+        return torch.rand(count, 1, dtype=torch.float64, device=device, generator=gen)
+    if len(gen) != count:
+        raise ValueError(f"{len(gen)} row generators for {count} rows")
+    out = torch.full((count, 1), 0.5, dtype=torch.float64, device=device)
+    start = 0
+    while start < count:
+        end = start
+        while end < count and gen[end] is gen[start]:
+            end += 1
+        if gen[start] is not None:
+            out[start:end] = torch.rand(
+                end - start, 1, dtype=torch.float64, device=device, generator=gen[start]
+            )
+        start = end
+    return out
+
+
 class VerifyResult(NamedTuple):
     exit_node: int
     bonus: int
@@ -93,17 +151,17 @@ def _draw_with_total(
     return i.reshape(()), total
 
 
-def _draw_rows(weights: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _draw_rows(weights: torch.Tensor, gen: Uniforms) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row ``b``, index ``i`` w.p. ``weights[b, i] / sum_i weights[b, i]`` (float64 ``[B, n]``).
 
     Inverse CDF in float64 with one uniform per row: the first ``i`` with ``c[i] > U c[-1]``
-    (``c`` the row's cumulative sum). A zero weight never wins, and a ``U`` that rounds up to the
+    (``c`` the row's cumulative sum; ``U`` from :func:`uniforms`, one stream or one per row). A zero weight never wins, and a ``U`` that rounds up to the
     total falls back to the last positive weight; with NaN weights the index is clamped and the
     NaN total tells the caller. Returns indices ``[B]`` (long, on the device) and totals ``[B]``.
     """
     c = weights.cumsum(-1)  # [B, n]
     total = c[:, -1:].contiguous()  # [B, 1]
-    u = torch.rand(c.shape[0], 1, dtype=torch.float64, device=c.device, generator=gen) * total
+    u = uniforms(c.shape[0], gen, c.device) * total
     i = torch.searchsorted(c, u, right=True)
     last = torch.searchsorted(c, total, right=False)
     return torch.minimum(i, last).clamp_(max=c.shape[1] - 1).squeeze(1), total.squeeze(1)
@@ -239,7 +297,7 @@ def verify_greedy(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
 
 
 def predraw_rows(
-    logits: torch.Tensor, temperature: float, gen: torch.Generator
+    logits: torch.Tensor, temperature: float, gen: Uniforms
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``R_v ~ softmax(logits[v] / T)`` for every row of ``logits [..., V]`` (flattened to ``[R]``): float64
     weights ``exp((x - max) / T)`` and one inverse-CDF uniform per row (:func:`_draw_rows`) -- the law of
@@ -410,6 +468,8 @@ def _predraw_reference(
 __all__ = [
     "KINDS",
     "VerifierGenerators",
+    "RowGenerators",
+    "uniforms",
     "VerifyResult",
     "verify",
     "predraw_rows",

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import DISPATCH, verify, verify_batch
-from exitlaw.engine.decode.verifiers import VerifierGenerators
+from exitlaw.engine.decode.verifiers import RowGenerators, VerifierGenerators
 from exitlaw.simulate.strategies import draft_trees
 from exitlaw.theory.registry import ENGINE_BATCHED, verifier, verifier_names
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
@@ -159,6 +159,28 @@ def test_every_batched_verifier_equals_its_single_twin_row_by_row_under_every_se
     for b, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g == w, f"{kind} row {b} under {s} ({logits.dtype}): batched {g}, single {w}"
         assert 0 <= g.exit_node < trees[b].num_nodes and g.path_nodes[-1] == g.exit_node
+
+
+@pytest.mark.parametrize("kind", BATCHED)
+@settings(max_examples=40, deadline=None)
+@given(batch=batches(), s=sampling())
+def test_with_row_streams_every_row_equals_its_single_twin_on_its_own_seed(kind, batch, s):
+    """Continuous batching's streams (:class:`RowGenerators`): row ``b`` of a ragged batch, verified with
+    its own seeded streams, equals the single-tree verifier on a fresh generator of that seed -- no
+    coupling: the row draws exactly what its twin draws (predraw one uniform per real node, none
+    for padding slots), and then the same again on the next call."""
+    trees, logits, seed = batch
+    seeds = [seed + 7919 * b for b in range(len(trees))]
+    rows = RowGenerators([VerifierGenerators(x) for x in seeds])
+    bt = to_batch_tree(trees)
+    alone = [VerifierGenerators(x) for x in seeds]
+    for call in range(2):  # the second call checks that each row's streams advanced as its twin's
+        got = verify_batch(kind, bt, logits, s, rows)
+        for b, tree in enumerate(trees):
+            want = verify(kind, to_device_tree(tree), logits[b, : tree.num_nodes], s, alone[b])
+            assert got[b] == want, (
+                f"{kind} call {call} row {b} under {s}: batched {got[b]}, single {want}"
+            )
 
 
 @pytest.mark.parametrize("kind", BATCHED)
