@@ -4,8 +4,15 @@ Routes: ``GET /health`` (no key), ``GET /v1/models``, ``POST /v1/completions``,
 ``POST /v1/chat/completions`` (``stream`` as server-sent events). With an API key every ``/v1`` route
 needs ``Authorization: Bearer KEY`` (401 otherwise, compared in constant time). Every refusal and every
 failure is an OpenAI-style JSON error body with a 4xx/5xx status; tracebacks go to the server's stderr,
-never to a client. Decoding runs on one worker thread (the queue: requests are decoded one at a time, in
-arrival order); at most ``max_concurrent`` requests are held at once, in flight or queued (429 beyond).
+never to a client. Decoding runs on one worker thread, in one of two modes:
+
+* **continuous** (a :class:`~exitlaw.engine.serve.scheduler.Scheduler`): every choice of every request
+  is a row of a running batch, joining and leaving between rounds; a client that goes away (a closed
+  stream, a closed connection while waiting) has its choices dropped before the next round.
+  ``GET /stats`` reports rounds, rows and cancellations.
+* **serial** (no scheduler): requests are decoded one at a time, in arrival order.
+
+At most ``max_concurrent`` requests are held at once, in flight or queued (429 beyond).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from exitlaw.engine.serve.engine import Choice, ServeEngine
 from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import body_too_large, check_request_size, too_many_requests
 from exitlaw.engine.serve.requests import DecodeRequest, parse_request
+from exitlaw.engine.serve.scheduler import Cancelled, Scheduler
 
 _DONE = object()
 
@@ -56,8 +64,11 @@ def _guard(handler):
 class ServeApp:
     """State of one server: the engine, its worker thread, the key and the count of requests held."""
 
-    def __init__(self, engine: ServeEngine, api_key: str | None = None):
+    def __init__(
+        self, engine: ServeEngine, api_key: str | None = None, scheduler: Scheduler | None = None
+    ):
         self.engine, self.limits, self.api_key = engine, engine.limits, api_key
+        self.scheduler = scheduler  # None: serial mode (one request at a time)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="exitlaw-decode")
         self.held = 0
         self.created = int(time.time())
@@ -119,6 +130,16 @@ class ServeApp:
         }
 
     @_guard
+    async def stats(self, request: Request):
+        """``GET /stats``: the decode worker's counts (continuous mode) and the requests held."""
+        self._authorize(request)
+        mode = "serial" if self.scheduler is None else "continuous"
+        body = {"batching": mode, "held": self.held}
+        if self.scheduler is not None:
+            body.update(self.scheduler.stats.to_json(), max_batch=self.scheduler.max_rows)
+        return JSONResponse(body)
+
+    @_guard
     async def models(self, request: Request):
         self._authorize(request)
         return JSONResponse({"object": "list", "data": [self._card()]})
@@ -161,9 +182,8 @@ class ServeApp:
         self.held += 1
         release, streaming = self._releaser(), False
         try:
-            loop = asyncio.get_running_loop()
             # encode and check on the worker, before any answer: a bad prompt is a 4xx, streamed or not
-            ids = await loop.run_in_executor(self.executor, self._prepare, parts)
+            ids = await self._on_worker(self._prepare, parts)
             if req.stream:
                 streaming = True
                 # the stream releases its place when it ends (or, if never started, after the response)
@@ -172,7 +192,10 @@ class ServeApp:
                     media_type="text/event-stream",
                     background=BackgroundTask(release),
                 )
-            done = await loop.run_in_executor(self.executor, self._decode, parts, ids, None)
+            try:
+                done = await self._run_decode(parts, ids, None, request)
+            except Cancelled:  # the client has gone: nobody reads this answer
+                return JSONResponse({}, status_code=499)
             return JSONResponse(self._response(req, ids, done))
         finally:
             if not streaming:
@@ -206,17 +229,69 @@ class ServeApp:
                 if emit is None
                 else (lambda i, block, lps, p=p: emit(p * part.n + i, block, lps))
             )
-            choices = self.engine.run(part, one, shifted)
-            if part.echo:
-                text = part.prompt if isinstance(part.prompt, str) else self._decode_text(one)
-                lps = (
-                    None
-                    if part.logprobs is None
-                    else self.engine.prompt_logprobs(one, part.logprobs)
-                )
-                for c in choices:
-                    c.echo = (one, text, lps)
-            out.append(choices)
+            out.append(self._echo(part, one, self.engine.run(part, one, shifted)))
+        return out
+
+    def _echo(self, part: DecodeRequest, one: list[int], choices: list[Choice]) -> list[Choice]:
+        """Worker thread: with ``echo``, the prompt (and its log-probabilities) on every choice."""
+        if part.echo:
+            text = part.prompt if isinstance(part.prompt, str) else self._decode_text(one)
+            lps = None if part.logprobs is None else self.engine.prompt_logprobs(one, part.logprobs)
+            for c in choices:
+                c.echo = (one, text, lps)
+        return choices
+
+    async def _on_worker(self, fn, *args):
+        """``fn(*args)`` on the decode worker thread (between rounds in continuous mode)."""
+        if self.scheduler is not None:
+            return await asyncio.wrap_future(self.scheduler.call(fn, *args))
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def _run_decode(self, parts, ids, emit, request: Request | None = None, jobs=None):
+        """Every prompt's ``n`` choices (a list per prompt). Serial: :meth:`_decode` on the worker.
+        Continuous: each choice a scheduler job (``jobs`` collects them, for a stream to cancel);
+        while waiting, a closed connection (``request``) cancels them (:class:`Cancelled`)."""
+        if self.scheduler is None:
+            return await asyncio.get_running_loop().run_in_executor(
+                self.executor, self._decode, parts, ids, emit
+            )
+        jobs = [] if jobs is None else jobs
+        per_part = []
+        for p, (part, one) in enumerate(zip(parts, ids)):
+            shifted = (
+                None
+                if emit is None
+                else (lambda i, block, lps, p=p, n=part.n: emit(p * n + i, block, lps))
+            )
+            mine, scored = (
+                ([], {}) if part.max_tokens == 0 else self.engine.jobs(part, one, shifted)
+            )
+            jobs += mine
+            per_part.append((mine, scored))
+        waiter = asyncio.gather(*[asyncio.wrap_future(self.scheduler.submit(j)) for j in jobs])
+        try:
+            while not waiter.done():
+                await asyncio.wait({waiter}, timeout=0.2)
+                if request is not None and not waiter.done() and await request.is_disconnected():
+                    raise Cancelled()
+            await waiter
+        except BaseException:
+            self.scheduler.cancel(jobs)  # the worker ends them with Cancelled before its next round
+            waiter.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no log
+            raise
+        return await self._on_worker(self._finish_parts, parts, ids, per_part, emit is not None)
+
+    def _finish_parts(self, parts, ids, per_part, streamed: bool) -> list[list[Choice]]:
+        """Worker thread: each prompt's choices from its jobs' results (text, stop-string cuts,
+        log-probabilities, echo)."""
+        out = []
+        for part, one, (jobs, scored) in zip(parts, ids, per_part):
+            if part.max_tokens == 0:
+                choices = self.engine.empty_choices(part)
+            else:
+                raw = [j.future.result() for j in jobs]
+                choices = self.engine.finish_choices(part, one, raw, scored, streamed)
+            out.append(self._echo(part, one, choices))
         return out
 
     def _decode_text(self, ids: list[int]) -> str:
@@ -345,11 +420,13 @@ class ServeApp:
             delta, sent[index] = visible[len(sent[index]) :], visible
             loop.call_soon_threadsafe(queue.put_nowait, (index, delta, list(block), lps))
 
-        def job():
+        jobs: list = []  # continuous mode: the choices' jobs, cancelled if the client goes
+
+        async def job():
             try:
-                return self._decode(parts, ids, emit)
+                return await self._run_decode(parts, ids, emit, jobs=jobs)
             finally:
-                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+                queue.put_nowait(_DONE)
 
         def chunk(index, text, finish, token_ids, lps=None):
             row = {"index": index, "finish_reason": finish, "token_ids": token_ids}
@@ -367,8 +444,9 @@ class ServeApp:
                 row.update(text=text, logprobs=logprobs)
             return "data: " + json.dumps({**head, "choices": [row]}) + "\n\n"
 
+        future = None
         try:
-            future = loop.run_in_executor(self.executor, job)
+            future = asyncio.ensure_future(job())
             if req.chat:
                 for i in range(total):
                     role = {
@@ -424,6 +502,10 @@ class ServeApp:
                 )
             yield "data: [DONE]\n\n"
         finally:
+            if self.scheduler is not None:
+                self.scheduler.cancel(jobs)  # a client that went away: its choices stop now
+            if future is not None and not future.done():
+                future.cancel()
             release()
 
     # ------------------------------------------------------------------ app
@@ -435,6 +517,7 @@ class ServeApp:
 
         routes = [
             Route("/health", self.health, methods=["GET"]),
+            Route("/stats", self.stats, methods=["GET"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/v1/completions", self.completions, methods=["POST"]),
@@ -444,6 +527,8 @@ class ServeApp:
 
     def close(self) -> None:
         self.engine.close()
+        if self.scheduler is not None:
+            self.scheduler.close()
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 

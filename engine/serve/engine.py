@@ -44,6 +44,9 @@ from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 
+BATCHING = ("continuous", "serial")
+
+
 @dataclass(frozen=True)
 class ServeConfig:
     target: str
@@ -56,6 +59,8 @@ class ServeConfig:
     model_name: str | None = None  # the id served in /v1/models (default: the target folder's name)
     # chat template variables of every chat request (a request's chat_template_kwargs override them)
     chat_template_kwargs: dict | None = None
+    batching: str = "continuous"  # "continuous" (engine.serve.scheduler) or "serial"
+    max_batch: int = 16  # continuous: rows decoded at once
 
 
 @dataclass
@@ -96,6 +101,10 @@ class ServeEngine:
             )
         if cfg.budget < 1:
             raise ValueError(f"--budget must be >= 1, got {cfg.budget}")
+        if cfg.batching not in BATCHING:
+            raise ValueError(f"--batching must be {' or '.join(BATCHING)}, got {cfg.batching!r}")
+        if cfg.max_batch < 1:
+            raise ValueError(f"--max-batch must be >= 1, got {cfg.max_batch}")
         try:
             template_kwargs(cfg.chat_template_kwargs, "--chat-template-kwargs")
         except APIError as err:
@@ -171,48 +180,101 @@ class ServeEngine:
             seed=seed,
         )
 
+    @staticmethod
+    def request_seed(req: DecodeRequest) -> int:
+        """The request's ``seed``; none draws a fresh one (independent samples per request)."""
+        return req.seed if req.seed is not None else secrets.randbits(63)
+
+    def choice_seeds(self, req: DecodeRequest, seed: int | None = None) -> list[int]:
+        """The seed of each of the request's ``n`` choices: one choice takes the request's seed,
+        several take seeds spawned from it."""
+        seed = self.request_seed(req) if seed is None else seed
+        if req.n == 1:
+            return [seed]
+        return [
+            int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
+            for s in np.random.SeedSequence(seed).spawn(req.n)
+        ]
+
+    def scored_emit(self, req: DecodeRequest, ids: list[int], emit, scored: dict):
+        """``emit(index, block)`` for a decode: calls ``emit(index, block, logprobs)`` (the block's
+        log-probabilities when the request asks for them, kept in ``scored[index]`` too; else None)."""
+        if emit is None:
+            return None
+        if req.logprobs is None:
+            return lambda index, block: emit(index, block, None)
+        scorers: dict[int, _Scorer] = {}
+
+        def scoring(index: int, block: list[int]) -> None:
+            if index not in scorers:
+                scorers[index] = _Scorer(self.target, ids, req.settings, req.logprobs)
+            with torch.inference_mode():
+                lps = scorers[index].add(block)
+            scored.setdefault(index, []).extend(lps)
+            emit(index, block, lps)
+
+        return scoring
+
+    def finish_choices(
+        self, req: DecodeRequest, ids: list[int], raw, scored: dict, streamed: bool
+    ) -> list[Choice]:
+        """Choices from each sample's ``(tokens, block_lengths)``: cut at a stop string, finish reason,
+        text, and log-probabilities (a stream's as scored block by block, else scored here)."""
+        choices = [self._finish(req, tokens, blocks) for tokens, blocks in raw]
+        if req.logprobs is not None:
+            for i, c in enumerate(choices):
+                c.logprobs = (
+                    scored.get(i, [])[: len(c.tokens)]
+                    if streamed
+                    else self.logprobs(ids, c.tokens, req.settings, req.logprobs)
+                )
+        return choices
+
+    def empty_choices(self, req: DecodeRequest) -> list[Choice]:
+        """``max_tokens = 0`` (echo of the prompt alone, scoring): nothing to decode."""
+        lps = None if req.logprobs is None else []
+        return [Choice([], "", "length", logprobs=lps) for _ in range(req.n)]
+
+    def jobs(self, req: DecodeRequest, ids: list[int], emit=None) -> tuple[list, dict]:
+        """The request's choices as scheduler jobs (continuous batching), each on its own seed, and
+        the dict a stream's log-probabilities are kept in (for :meth:`finish_choices`)."""
+        from exitlaw.engine.serve.scheduler import Job
+
+        scored: dict[int, list] = {}
+        emit = self.scored_emit(req, ids, emit, scored)
+        out = []
+        for i, seed in enumerate(self.choice_seeds(req)):
+            out.append(
+                Job(
+                    list(ids),
+                    self.decode_config(req, seed),
+                    stop=tuple(req.stop),
+                    emit=None if emit is None else (lambda block, i=i: emit(i, block)),
+                    decide=user_decide(self.user_fn, seed) if self.user_fn is not None else None,
+                )
+            )
+        return out, scored
+
     def run(
         self,
         req: DecodeRequest,
         ids: list[int],
         emit: Callable[[int, list[int]], None] | None = None,
     ) -> list[Choice]:
-        """Decode ``req.n`` samples of ``ids``; ``emit(choice_index, block, logprobs)`` gets blocks as they are
-        committed (one sample: each round; several: each whole sample once done), with the block's
-        log-probabilities when the request asks for them (else ``None``)."""
-        if req.max_tokens == 0:  # echo of the prompt alone (scoring): nothing to decode
-            lps = None if req.logprobs is None else []
-            return [Choice([], "", "length", logprobs=lps) for _ in range(req.n)]
-        seed = req.seed if req.seed is not None else secrets.randbits(63)
+        """Decode ``req.n`` samples of ``ids`` one request at a time (``--batching serial``);
+        ``emit(choice_index, block, logprobs)`` gets blocks as they are committed (one sample: each
+        round; several: each whole sample once done), with the block's log-probabilities when the
+        request asks for them (else ``None``)."""
+        if req.max_tokens == 0:
+            return self.empty_choices(req)
+        seed = self.request_seed(req)
+        seeds = self.choice_seeds(req, seed)
         cfg = self.decode_config(req, seed)
-        scored: dict[int, list] = {}  # per choice: the log-probabilities of every emitted token
-        if req.logprobs is not None and emit is not None:  # a stream: each block's, as it comes
-            scorers: dict[int, _Scorer] = {}
-            outer = emit
-
-            def emit(index: int, block: list[int]) -> None:
-                if index not in scorers:
-                    scorers[index] = _Scorer(self.target, ids, cfg.settings, req.logprobs)
-                lps = scorers[index].add(block)
-                scored.setdefault(index, []).extend(lps)
-                outer(index, block, lps)
-
-        elif emit is not None:
-            outer = emit
-
-            def emit(index: int, block: list[int]) -> None:
-                outer(index, block, None)
-
+        scored: dict[int, list] = {}
+        streamed = emit is not None
+        emit = self.scored_emit(req, ids, emit, scored)
         with torch.inference_mode():
             if req.n == 1 or self.user_fn is not None:
-                seeds = (
-                    [seed]
-                    if req.n == 1
-                    else [
-                        int(s.generate_state(1, np.uint64)[0] >> np.uint64(1))
-                        for s in np.random.SeedSequence(seed).spawn(req.n)
-                    ]
-                )
                 raw = [
                     self._one(req, ids, replace(cfg, seed=s), i, emit) for i, s in enumerate(seeds)
                 ]
@@ -222,15 +284,7 @@ class ServeEngine:
                 if emit is not None:
                     for i, (t, _) in enumerate(raw):
                         emit(i, list(t))
-            choices = [self._finish(req, tokens, blocks) for tokens, blocks in raw]
-            if req.logprobs is not None:
-                for i, c in enumerate(choices):
-                    c.logprobs = (
-                        scored.get(i, [])[: len(c.tokens)]
-                        if emit is not None
-                        else self.logprobs(ids, c.tokens, cfg.settings, req.logprobs)
-                    )
-        return choices
+            return self.finish_choices(req, ids, raw, scored, streamed)
 
     def _one(self, req, ids, cfg, index, emit):
         tokens: list[int] = []

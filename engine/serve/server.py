@@ -17,6 +17,7 @@ from typing import TextIO
 from exitlaw.engine.serve.app import ServeApp
 from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
 from exitlaw.engine.serve.limits import ServeLimits
+from exitlaw.engine.serve.scheduler import Scheduler
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -56,7 +57,9 @@ def serve(
     print(
         f"exitlaw serve: loaded {engine.model_name} (method {cfg.method}, verifier {cfg.verifier}"
         + (f", budget {cfg.budget}" if cfg.method != "ar" else "")
-        + f", device {engine.target.device})",
+        + f", device {engine.target.device}, batching {cfg.batching}"
+        + (f" up to {cfg.max_batch} rows" if cfg.batching == "continuous" else "")
+        + ")",
         file=out,
         flush=True,
     )
@@ -69,7 +72,8 @@ def serve(
         )
     sock = bind(host, port)
     bound = sock.getsockname()[1]
-    app = ServeApp(engine, api_key)
+    scheduler = Scheduler(engine, cfg.max_batch) if cfg.batching == "continuous" else None
+    app = ServeApp(engine, api_key, scheduler)
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
 
     class _Server(uvicorn.Server):

@@ -44,7 +44,7 @@ def _serve(args) -> int:
     from exitlaw.engine.serve.server import serve
 
     names = ("target", "draft", "method", "verifier", "budget", "device", "dtype", "model_name")
-    cfg = ServeConfig(**pick(args, *names, "chat_template_kwargs"))
+    cfg = ServeConfig(**pick(args, *names, "chat_template_kwargs", "batching", "max_batch"))
     limits = ServeLimits(
         **{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in LIMITS}
     )
@@ -142,8 +142,9 @@ SERVE = Command(
     "/v1/chat/completions (temperature, seed, max_tokens, n, stop, stream, logprobs of the sampled "
     "tokens, token ids, usage, acceptance figures). Binds 127.0.0.1 unless --host says "
     f"otherwise; --api-key (or ${API_KEY_ENV}) makes every /v1 request carry "
-    "'Authorization: Bearer KEY'. Requests over a limit get a 4xx naming it. Stops cleanly on "
-    "SIGINT/SIGTERM.",
+    "'Authorization: Bearer KEY'. Requests over a limit get a 4xx naming it. Requests are "
+    "batched continuously (--batching); GET /stats counts rounds, rows and cancellations. Stops "
+    "cleanly on SIGINT/SIGTERM.",
     pieces=(
         opt("--target", required=True, help="target checkpoint directory or Hub id"),
         opt("--draft", default=None, help="DFlash drafter checkpoint (needed by chain and ddtree)"),
@@ -177,6 +178,20 @@ SERVE = Command(
             metavar="JSON",
             help="chat template variables of every chat request, e.g. '{\"enable_thinking\": true}' "
             "(a request's chat_template_kwargs override them)",
+        ),
+        opt(
+            "--batching",
+            default="continuous",
+            choices=("continuous", "serial"),
+            help="continuous (default): every request's choices share running batches, joining and "
+            "leaving between rounds; serial: one request at a time, in arrival order",
+        ),
+        opt(
+            "--max-batch",
+            type=positive_int,
+            default=16,
+            help="continuous batching: rows (choices) decoded at once; more wait in the queue "
+            "(default 16)",
         ),
         device_args(default="cpu"),
         _limit_args,

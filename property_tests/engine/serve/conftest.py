@@ -62,14 +62,17 @@ class StubEngine:
 
 
 @contextlib.contextmanager
-def running(engine):
-    """``(url, app)`` of a :class:`ServeApp` over ``engine``, served by uvicorn on a free loopback port."""
+def running(engine, batching: str = "serial", max_batch: int = 16):
+    """``(url, app)`` of a :class:`ServeApp` over ``engine`` (``batching``: serial, or continuous with a
+    :class:`Scheduler` of ``max_batch`` rows), served by uvicorn on a free loopback port."""
     import uvicorn
 
     from exitlaw.engine.serve.app import ServeApp
+    from exitlaw.engine.serve.scheduler import Scheduler
     from exitlaw.engine.serve.server import bind
 
-    app = ServeApp(engine)
+    scheduler = Scheduler(engine, max_batch) if batching == "continuous" else None
+    app = ServeApp(engine, scheduler=scheduler)
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app.starlette(), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
@@ -93,14 +96,15 @@ def stub_server():
         engine.gate.set()
 
 
-@pytest.fixture(scope="module")
-def tiny_server(tiny):
-    """``(url, engine)``: the tiny pair served with DDTree + TEV, budget 4 (a real engine, no stub)."""
+@pytest.fixture(scope="module", params=["serial", "continuous"])
+def tiny_server(tiny, request):
+    """``(url, engine)``: the tiny pair served with DDTree + TEV, budget 4 (a real engine, no stub), in
+    each batching mode."""
     from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
 
     target, draft = tiny
     engine = ServeEngine(
         ServeConfig(target=str(target), draft=str(draft), method="ddtree", verifier="tev", budget=4)
     )
-    with running(engine) as (url, _app):
+    with running(engine, request.param) as (url, _app):
         yield url, engine

@@ -1,0 +1,155 @@
+"""`exitlaw serve --batching continuous` on the tiny pair: requests of different prompts, lengths, sampling
+settings and seeds sent at once each get exactly what the same request gets alone from the serial server
+(one request at a time, the engine's single-sequence path); a client that goes away (a closed stream, a
+closed connection while waiting) has its choice dropped within one round, counted by ``GET /stats``;
+a full server answers 429 naming its limit."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from helpers.servers import post
+
+from .conftest import running
+
+# (prompt, max_tokens, sampling fields, seed): lengths, settings and seeds all differ
+REQUESTS = [
+    ([11, 42, 7, 99, 150], 12, {"temperature": 1.0}, 0),
+    ([5], 3, {"temperature": 1.0}, 2**63 - 1),
+    ([9, 8, 7, 6, 5, 4, 3, 2, 1], 20, {"temperature": 0.0}, 7),
+    ([33, 44], 9, {"temperature": 0.7, "top_k": 20, "top_p": 0.9}, 12345),
+    ([120, 121, 122], 1, {"temperature": 1.0}, 3),
+    ([17, 250, 3, 3, 91], 15, {"temperature": 1.0}, 3),
+    ([64, 65], 11, {"temperature": 0.7, "top_k": 20, "top_p": 0.9}, 99),
+    ([7, 77, 177], 17, {"temperature": 1.3, "min_p": 0.05}, 5),
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tiny):
+    from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
+
+    target, draft = tiny
+    return ServeEngine(
+        ServeConfig(target=str(target), draft=str(draft), method="ddtree", verifier="tev", budget=6)
+    )
+
+
+def _body(prompt, max_tokens, sampling, seed, **more):
+    return {"prompt": prompt, "max_tokens": max_tokens, "seed": seed, **sampling, **more}
+
+
+def _stats(url):
+    conn = http.client.HTTPConnection(url.split("//")[1], timeout=10)
+    try:
+        conn.request("GET", "/stats")
+        return json.loads(conn.getresponse().read())
+    finally:
+        conn.close()
+
+
+def test_requests_decoded_together_get_what_each_gets_alone(engine):
+    with running(engine, "serial") as (url, _):
+        alone = [post(url + "/v1/completions", _body(*r)) for r in REQUESTS]
+    with running(engine, "continuous", max_batch=6) as (url, _):
+        with ThreadPoolExecutor(len(REQUESTS)) as pool:
+            together = list(pool.map(lambda r: post(url + "/v1/completions", _body(*r)), REQUESTS))
+        stats = _stats(url)
+    assert stats["batching"] == "continuous" and stats["finished"] == len(REQUESTS)
+    assert stats["largest_batch"] > 1, stats  # they really shared batches
+    for r, (sa, a), (st, t) in zip(REQUESTS, alone, together):
+        assert sa == st == 200, (a, t)
+        ca, ct = a["choices"][0], t["choices"][0]
+        assert ct["token_ids"] == ca["token_ids"], f"request {r}"
+        assert len(ct["token_ids"]) == r[1] or ct["finish_reason"] == "stop"
+        assert t["acceptance"]["rounds"] == a["acceptance"]["rounds"]
+
+
+def test_n_choices_are_rows_of_their_own_and_reproducible(engine):
+    body = _body([11, 42, 7], 10, {"temperature": 1.0}, 4, n=3)
+    with running(engine, "continuous") as (url, _):
+        first = post(url + "/v1/completions", body)[1]
+        with ThreadPoolExecutor(3) as pool:  # again, beside two other requests
+            others = [pool.submit(post, url + "/v1/completions", _body(*r)) for r in REQUESTS[:2]]
+            again = post(url + "/v1/completions", body)[1]
+            [f.result() for f in others]
+    ids = [c["token_ids"] for c in first["choices"]]
+    assert ids == [c["token_ids"] for c in again["choices"]]
+    assert len(ids) == 3 and len({tuple(x) for x in ids}) > 1  # three samples, not one thrice
+
+
+def _wait_until(url, cond, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = _stats(url)
+        if cond(s):
+            return s
+        time.sleep(0.05)
+    raise AssertionError(f"stats never met the condition: {_stats(url)}")
+
+
+def test_a_closed_stream_stops_decoding_within_one_round(engine):
+    with running(engine, "continuous") as (url, _):
+        conn = http.client.HTTPConnection(url.split("//")[1], timeout=30)
+        body = _body([11, 42, 7], 1000, {"temperature": 1.0}, 3, stream=True)
+        conn.request(
+            "POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"}
+        )
+        resp = conn.getresponse()
+        assert resp.status == 200
+        chunks = 0
+        while chunks < 2:  # two data chunks, then the client goes away
+            if resp.readline().startswith(b"data: "):
+                chunks += 1
+        conn.sock.shutdown(2)
+        conn.close()
+        s = _wait_until(url, lambda s: s["cancelled"] == 1 and s["running"] == 0)
+        rounds = s["rounds"]
+        assert s["rounds_after_cancel"] and max(s["rounds_after_cancel"]) <= 1, s
+        assert rounds < 200, s  # far fewer than the 1,000 tokens asked
+        # the next request is served at once, and no round of the cancelled one ran meanwhile
+        status, out = post(url + "/v1/completions", _body([5, 6], 2, {"temperature": 0.0}, 0))
+        assert status == 200 and len(out["choices"][0]["token_ids"]) == 2
+        assert _stats(url)["rounds"] <= rounds + 2
+
+
+def test_a_client_that_times_out_while_waiting_is_cancelled(engine):
+    with running(engine, "continuous") as (url, _):
+        conn = http.client.HTTPConnection(url.split("//")[1], timeout=0.3)
+        body = _body([11, 42, 7], 1000, {"temperature": 1.0}, 3)  # seed 3: 928 tokens before EOS
+        conn.request(
+            "POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"}
+        )
+        with pytest.raises(TimeoutError):
+            conn.getresponse()
+        conn.close()
+        s = _wait_until(url, lambda s: s["cancelled"] == 1 and s["running"] == 0)
+        assert s["finished"] == 0 and s["rounds"] < 400, s
+
+
+def test_a_full_server_answers_429_naming_its_limit(tiny):
+    from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
+    from exitlaw.engine.serve.limits import ServeLimits
+
+    target, draft = tiny
+    engine = ServeEngine(
+        ServeConfig(target=str(target), draft=str(draft), budget=4), ServeLimits(max_concurrent=1)
+    )
+    with running(engine, "continuous") as (url, app):
+        long = threading.Thread(
+            target=post, args=(url + "/v1/completions", _body([11, 42, 7], 1000, {}, 3))
+        )
+        long.start()
+        while app.held < 1:
+            time.sleep(0.01)
+        status, body = post(url + "/v1/completions", _body([1, 2], 2, {}, 1))
+        assert status == 429 and body["error"]["code"] == "max_concurrent"
+        assert "--max-concurrent" in body["error"]["message"]
+        long.join(120)
+        assert app.held == 0
