@@ -170,7 +170,7 @@ class ServeApp:
         self._authorize(request)
         body = await self._body(request)
         req = parse_request(
-            body, chat=chat, default_max_tokens=self.limits.max_tokens if chat else 16
+            body, chat=chat, default_max_tokens=self.limits.chat_default if chat else 16
         )
         self._check_model(req)
         parts = req.split()  # one request per prompt (completions may send several)

@@ -9,6 +9,10 @@
   bound the engine computes for every decode (:func:`~exitlaw.engine.decode.work_bounds.check_decode_fits`), 400;
 * concurrent requests (``--max-concurrent``: in flight plus queued), 429.
 
+A chat request without ``max_tokens`` (or ``max_completion_tokens``) decodes at most
+``--chat-max-tokens`` (default :data:`CHAT_MAX_TOKENS` = 256, or ``--max-tokens-limit`` if lower); a
+completion without it, 16 (OpenAI's).
+
 So no request can stall the machine: the largest work a request can ask for is bounded by these
 numbers, and each refusal says which one it broke and its value.
 """
@@ -21,6 +25,11 @@ from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.serve.errors import APIError, bad_request
 
 
+CHAT_MAX_TOKENS = (
+    256  # max_tokens of a chat request that sets none (unless --max-tokens-limit is lower)
+)
+
+
 @dataclass(frozen=True)
 class ServeLimits:
     max_body_bytes: int = 1 << 20
@@ -28,6 +37,7 @@ class ServeLimits:
     max_tokens: int = 1024
     max_n: int = 64
     max_concurrent: int = 32
+    chat_max_tokens: int | None = None  # None: CHAT_MAX_TOKENS, or max_tokens if lower
 
     def __post_init__(self):
         for name in (
@@ -36,9 +46,22 @@ class ServeLimits:
             "max_tokens",
             "max_n",
             "max_concurrent",
+            "chat_max_tokens",
         ):
-            if int(getattr(self, name)) < 1:
+            if getattr(self, name) is not None and int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.chat_max_tokens is not None and self.chat_max_tokens > self.max_tokens:
+            raise ValueError(
+                f"chat_max_tokens {self.chat_max_tokens} exceeds max_tokens {self.max_tokens} "
+                "(--chat-max-tokens must be <= --max-tokens-limit)"
+            )
+
+    @property
+    def chat_default(self) -> int:
+        """``max_tokens`` of a chat request that sets none."""
+        if self.chat_max_tokens is not None:
+            return self.chat_max_tokens
+        return min(CHAT_MAX_TOKENS, self.max_tokens)
 
 
 def body_too_large(limits: ServeLimits, size: int) -> APIError:
@@ -128,6 +151,7 @@ def check_request_work(
 
 
 __all__ = [
+    "CHAT_MAX_TOKENS",
     "ServeLimits",
     "body_too_large",
     "too_many_requests",

@@ -68,13 +68,22 @@ LIMITS = (
         32,
         "requests held at once, in flight or queued (429 beyond)",
     ),
+    (
+        "--chat-max-tokens",
+        "chat_max_tokens",
+        None,
+        "max_tokens of a chat request that sets none (default 256, or --max-tokens-limit if lower)",
+    ),
 )
 
 
 def _limit_args(parser: argparse.ArgumentParser) -> None:
     for flag, _, default, text in LIMITS:
         parser.add_argument(
-            flag, type=positive_int, default=default, help=f"{text} (default {default})"
+            flag,
+            type=positive_int,
+            default=default,
+            help=text if default is None else f"{text} (default {default})",
         )
 
 

@@ -28,6 +28,7 @@ class StubEngine:
             decode=lambda ids, **kw: "".join(chr(97 + t % 26) for t in ids)
         )
         self.gate, self.started, self.active, self.overlap = threading.Event(), [], 0, False
+        self.max_tokens_asked: list[int] = []
 
     def encode(self, req):
         """A token-id prompt as given; any text prompt is [1, 2]."""
@@ -42,6 +43,7 @@ class StubEngine:
         self.active += 1
         self.overlap |= self.active > 1
         self.started.append(req.seed)
+        self.max_tokens_asked.append(req.max_tokens)
         self.gate.wait(30)
         self.active -= 1
         tokens = [t + 2 for t in ids][: req.max_tokens]  # [1, 2] -> [3, 4], "de"

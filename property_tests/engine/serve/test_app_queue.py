@@ -36,3 +36,14 @@ def test_requests_past_the_limit_get_429_and_places_are_given_back(stub_server):
     assert engine.started == [1, 2] and not engine.overlap  # one at a time, in arrival order
     status, body = post(url + "/v1/completions", {"prompt": "x", "seed": 4, "max_tokens": 2})
     assert status == 200 and body["choices"][0]["token_ids"] == [3, 4]
+
+
+def test_a_chat_request_without_max_tokens_gets_the_stated_default(stub_server):
+    """256 (``CHAT_MAX_TOKENS``), not the 1,024 of ``--max-tokens-limit``; a completion gets 16."""
+    url, engine, _app = stub_server
+    engine.gate.set()
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    assert post(url + "/v1/chat/completions", chat)[0] == 200
+    assert post(url + "/v1/completions", {"prompt": "x"})[0] == 200
+    assert post(url + "/v1/chat/completions", {**chat, "max_tokens": 3})[0] == 200
+    assert engine.max_tokens_asked == [256, 16, 3]

@@ -8,7 +8,12 @@ from dataclasses import fields
 
 import pytest
 
-from exitlaw.engine.serve.limits import ServeLimits, body_too_large, too_many_requests
+from exitlaw.engine.serve.limits import (
+    CHAT_MAX_TOKENS,
+    ServeLimits,
+    body_too_large,
+    too_many_requests,
+)
 
 FLAGS = {
     "max_body_bytes": "--max-body-bytes",
@@ -16,6 +21,7 @@ FLAGS = {
     "max_tokens": "--max-tokens-limit",
     "max_n": "--max-n",
     "max_concurrent": "--max-concurrent",
+    "chat_max_tokens": "--chat-max-tokens",
 }
 
 
@@ -42,3 +48,12 @@ def test_refusals_carry_their_status_and_name_their_limit():
     big, busy = body_too_large(lim, 11), too_many_requests(lim)
     assert (big.status, big.code) == (413, "max_body_bytes") and "10 bytes" in str(big)
     assert (busy.status, busy.code) == (429, "max_concurrent") and "3 requests" in str(busy)
+
+
+def test_the_chat_default_is_stated_and_bounded_by_the_max_tokens_limit():
+    assert ServeLimits().chat_default == CHAT_MAX_TOKENS == 256
+    assert ServeLimits(max_tokens=8).chat_default == 8  # a lower limit lowers the default
+    assert ServeLimits(chat_max_tokens=1000).chat_default == 1000
+    assert ServeLimits(max_tokens=8, chat_max_tokens=8).chat_default == 8
+    with pytest.raises(ValueError, match="--chat-max-tokens must be <= --max-tokens-limit"):
+        ServeLimits(max_tokens=8, chat_max_tokens=9)
