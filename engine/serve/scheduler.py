@@ -66,7 +66,7 @@ class Stats:
     cancelled: int = 0
     running: int = 0
     waiting: int = 0
-    largest_batch: int = 0
+    largest_batch: int = 0  # most rows in one pass (running plus joining)
     # per cancelled choice that had started: rounds it ran after its cancel was asked (at most 1)
     rounds_after_cancel: list[int] = field(default_factory=list)
 
@@ -166,7 +166,6 @@ class Scheduler:
 
     def _count(self) -> None:
         self.stats.running, self.stats.waiting = self._running(), len(self._waiting)
-        self.stats.largest_batch = max(self.stats.largest_batch, self.stats.running)
 
     def _drop_cancelled(self) -> None:
         with self._cv:
@@ -193,6 +192,9 @@ class Scheduler:
                 job.row = Row(job, job.ids, job.cfg, job.decide)
                 new.setdefault(job.cfg.settings, []).append(job.row)
                 room -= 1
+        # rows decoded in this pass: the running ones and those joining (some may end at their first token)
+        joining = sum(len(rows) for rows in new.values())
+        self.stats.largest_batch = max(self.stats.largest_batch, self._running() + joining)
         for key, rows in new.items():
             batch = self._batches.get(key)
             if batch is None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import signal
+import urllib.request
+
 import pytest
 
 from exitlaw.cli import main
@@ -75,21 +77,27 @@ def _against_ar(servers, candidate, prompts):
 
 
 def test_ddtree_tev_audited_against_ar_passes_at_t0_under_concurrency(servers, _audit):
+    """Both servers batch continuously (the default): requests at concurrency 8 share batches."""
     out = servers["root"] / "t0"
     rc, text, err = _audit(
-        **_against_ar(servers, "ddtree", "prompts"), **_T0, concurrency="1,3", out=out
+        **_against_ar(servers, "ddtree", "prompts"), **_T0, concurrency="1,8", out=out
     )
     assert rc == 0, text + err
     report = json.loads((out / "results.json").read_text())
     assert report["verdict"] == "no difference found" and report["divergences"] == []
     assert report["requests"] == 2 * (
-        2 + 2 * 2
-    )  # both servers: c = 1 (2 prompts), c = 3 (2 prompts x 2)
+        2 + 8
+    )  # both servers: c = 1 (2 prompts), c = 8 (4 x 2 at once)
 
 
 def test_ddtree_tev_audited_against_ar_passes_at_t1_with_the_stated_power(servers, _audit):
+    """Under concurrency 8: the samples of 8 requests at once share the continuous batches."""
     rc, text, err = _audit(
-        **_against_ar(servers, "ddtree", "prompts"), **_T1_POWER, n_per_request=64, json=True
+        **_against_ar(servers, "ddtree", "prompts"),
+        **_T1_POWER,
+        n_per_request=16,
+        concurrency="8",
+        json=True,
     )
     assert rc == 0, text + err
     report = json.loads(text)
@@ -97,6 +105,9 @@ def test_ddtree_tev_audited_against_ar_passes_at_t1_with_the_stated_power(server
     assert kinds == ["first-token", "first-token", "pooled", "two-sample", "two-sample"]
     assert all(t["power"] >= 0.9 for t in report["tests"] if t["kind"] == "two-sample")
     assert report["samples_per_prompt_and_server"] == report["planned_samples"]
+    with urllib.request.urlopen(servers["ddtree"].url + "/stats", timeout=10) as resp:
+        stats = json.loads(resp.read())
+    assert stats["batching"] == "continuous" and stats["largest_batch"] > 8, stats
 
 
 def test_a_server_with_a_lossy_verifier_fails_with_the_computed_power(servers, _audit):
