@@ -3,7 +3,8 @@
 :func:`build_trees_batch` -- chain or DDTree trees for every row from the ``[B, D, V]`` draft rows
 with one device ``topk``/``max`` and one host transfer for the batch; the best-first rule itself is
 :func:`exitlaw.theory.ddtree_prefixes`, as in :func:`~exitlaw.engine.builders.single.build_ddtree`
-(same tie handling).
+(same tie handling; rows already strictly descending take its twin
+:func:`~exitlaw.engine.builders.single.factorised_best_first`, as ``build_ddtree`` does).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from exitlaw.theory import (
 )
 from exitlaw.theory.registry import method_names
 
-from exitlaw.engine.builders.single import check_row_maxima
+from exitlaw.engine.builders.single import check_row_maxima, factorised_best_first
 
 
 def build_trees_batch(
@@ -77,9 +78,15 @@ def build_trees_batch(
                 ev, et = ranked_top_k(exact, k)
                 v[d, :k], t[d, :k] = ev[0], et[0]
             v, t = v[:, :k], t[:, :k]
-        bf = ddtree_prefixes(v, t, budget, root_token=int(roots[b]))
-        trees.append(bf.tree)
-        logq.append(np.asarray(bf.value, dtype=np.float64))
+        if (
+            v[:, 1:] < v[:, :-1]
+        ).all():  # rows strictly descending: no tie to rank (as build_ddtree)
+            tree, value = factorised_best_first(v, t, budget, int(roots[b]))
+        else:
+            bf = ddtree_prefixes(v, t, budget, root_token=int(roots[b]))
+            tree, value = bf.tree, bf.value
+        trees.append(tree)
+        logq.append(np.asarray(value, dtype=np.float64))
     return trees, logq
 
 

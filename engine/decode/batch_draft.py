@@ -87,9 +87,13 @@ def dflash_draft_batch(
     h = drafter(emb, ctx.to(emb.dtype), ctx_pos, blk_pos, dcache.cache, mask)  # [B, S, H]
     src = torch.arange(c_max, device=dev)[None].expand(bsz, c_max)
     longest = max(d + c for d, c in zip(dcache.dlen, counts))
+    in_place = all(
+        d == past for d in dcache.dlen
+    )  # every row's new entries already sit at its length
     for layer in range(len(dcache.cache.keys)):
         for store in (dcache.cache.keys, dcache.cache.values):
-            compact_rows_(store[layer], past, dlen, src)
+            if not in_place:
+                compact_rows_(store[layer], past, dlen, src)
             store[layer] = store[layer][..., :longest, :]
     dcache.dlen = [d + c for d, c in zip(dcache.dlen, counts)]
     return torch.log_softmax(lm_head(h[:, 1:]).float(), dim=-1)

@@ -37,7 +37,7 @@ from exitlaw.engine.models.checkpoint import (
 )
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
 from exitlaw.engine.serve.errors import APIError, bad_request
-from exitlaw.engine.serve.limits import ServeLimits, check_request_work
+from exitlaw.engine.serve.limits import ServeLimits, check_batch_fits, check_request_work
 from exitlaw.engine.serve.requests import DecodeRequest, template_kwargs
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
 from exitlaw.theory.registry import method_names
@@ -129,6 +129,14 @@ class ServeEngine:
             eos.append(int(self.tokenizer.eos_token_id))
         self.eos = tuple(sorted(set(int(e) for e in eos)))
         self.closing = False
+        if cfg.batching == "continuous":  # the largest batch at the longest context must fit
+            check_batch_fits(
+                limits,
+                max_batch=cfg.max_batch,
+                model_config=self.target.model.config,
+                tree_nodes=self.tree_nodes,
+                device=self.target.device,
+            )
 
     # ------------------------------------------------------------------ encoding and limits
     @property

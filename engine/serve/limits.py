@@ -150,8 +150,24 @@ def check_request_work(
         raise bad_request(f"work bound: {err}", "max_tokens", "work_bound") from None
 
 
+def check_batch_fits(limits: ServeLimits, *, max_batch: int, model_config, tree_nodes: int, device):
+    """Continuous batching, at start: one round of ``max_batch`` rows, each at the longest context a
+    request may reach (``--max-prompt-tokens`` + ``--max-tokens-limit``), must fit the device's free
+    memory (the engine's work bound); else a ``ValueError`` naming the flags to lower."""
+    check_decode_fits(
+        model_config,
+        budget=tree_nodes - 1,
+        context=limits.max_prompt_tokens + limits.max_tokens,
+        rows=max_batch,
+        device=device,
+        what=f"a continuous batch of --max-batch {max_batch} rows (one verify round of {tree_nodes} nodes each)",
+        advice="lower --max-batch, --max-prompt-tokens or --max-tokens-limit",
+    )
+
+
 __all__ = [
     "CHAT_MAX_TOKENS",
+    "check_batch_fits",
     "ServeLimits",
     "body_too_large",
     "too_many_requests",

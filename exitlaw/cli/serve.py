@@ -24,6 +24,7 @@ from .args import (
     max_new_tokens_arg,
     model_pair_args,
     nonneg_float,
+    nonneg_float_list,
     open_unit_float,
     out_args,
     port_number,
@@ -137,7 +138,14 @@ def _bench_serve(args) -> int:
     check_model_paths(args.target, args.draft)  # before a server is started
     path = result_path(args)
     names = ("target", "draft", "prompts", "concurrency", "requests", "budget", "verifier")
-    more = ("temperature", "audit_temperature", "threads")
+    more = (
+        "temperature",
+        "audit_temperatures",
+        "audit_concurrency",
+        "max_batch",
+        "threads",
+        "repeats",
+    )
     result = run_serve_bench(**pick(args, *names, *more, max_tokens="max_new_tokens"))
     emit(args, result, format_bench(result), path)
     return 0
@@ -320,20 +328,45 @@ AUDIT = Command(
 BENCH_SERVE = Command(
     "serve",
     _bench_serve,
-    help="requests/s and tokens/s of `exitlaw serve` (AR and DDTree) at several concurrencies",
-    description="Starts `exitlaw serve` on 127.0.0.1 for AR and for DDTree (one after the other, same "
-    "target), sends --requests completions per concurrency level with that many in flight, and "
-    "prints requests/s and tokens/s side by side; then times `exitlaw audit` (DDTree vs AR).",
+    help="tokens/s and latency of `exitlaw serve` (AR and DDTree, continuous and serial) per concurrency",
+    description="Starts `exitlaw serve` on 127.0.0.1 for AR and DDTree, each with --batching continuous and "
+    "serial (same target), sends --requests completions per concurrency level with that many in flight, "
+    "and prints aggregate tokens/s, its ratio to the lowest level, requests/s and per-request latency "
+    "(p50, p95) side by side; then runs `exitlaw audit` of DDTree against AR (both continuous) at each "
+    "--audit-temperatures with --audit-concurrency requests in flight.",
     pieces=(
         model_pair_args(),
         opt("--prompts", required=True, help="JSONL prompts (as for audit)"),
-        opt("--concurrency", type=int_list, default=[1, 4, 8]),
+        opt("--concurrency", type=int_list, default=[1, 4, 8, 16]),
         opt("--requests", type=positive_int, default=16, help="requests per level"),
         max_new_tokens_arg(32, "tokens per request"),
         opt("--budget", type=positive_int, default=32),
         opt("--verifier", default="tev"),
         opt("--temperature", type=nonneg_float, default=0.0),
-        opt("--audit-temperature", type=nonneg_float, default=1.0),
+        opt(
+            "--audit-temperatures",
+            type=nonneg_float_list,
+            default=[0.0, 1.0],
+            help="audit DDTree against AR (both continuous) at each (default 0,1)",
+        ),
+        opt(
+            "--audit-concurrency",
+            type=positive_int,
+            default=8,
+            help="requests in flight in the audits",
+        ),
+        opt(
+            "--max-batch",
+            type=positive_int,
+            default=16,
+            help="each continuous server's --max-batch",
+        ),
+        opt(
+            "--repeats",
+            type=positive_int,
+            default=3,
+            help="measure every cell this many times, interleaved; report the median (default 3)",
+        ),
         lambda parser: add_threads(parser, help_text="torch threads of each server"),
         result_out_args,
     ),

@@ -1,14 +1,17 @@
-"""``exitlaw bench serve``: requests/s and tokens/s of ``exitlaw serve`` (AR and DDTree) per concurrency,
-and the wall time of an audit of the one against the other.
+"""``exitlaw bench serve``: aggregate tokens/s and per-request latency (p50, p95) of ``exitlaw serve`` (AR and
+DDTree) per concurrency, with continuous batching and one request at a time side by side, and the wall time
+and verdict of audits of DDTree against AR.
 
-Both servers are started on 127.0.0.1 (free ports) as ``exitlaw serve`` processes and stopped with SIGTERM
-at the end; at each level ``c`` the same ``requests`` completions (prompts taken cyclically, each its own
-seed) go to AR and then to DDTree with ``c`` in flight. A process, not an import: this module loads neither
-torch nor JAX.
+Four servers (AR and DDTree, each ``--batching continuous`` and ``serial``) are started on 127.0.0.1 (free
+ports) as ``exitlaw serve`` processes and stopped with SIGTERM at the end; at each level ``c`` the same
+``requests`` completions (prompts taken cyclically, each its own seed) go to each server in turn with ``c``
+in flight, so the four are measured in one run on the same machine. A process, not an import: this module
+loads neither torch nor JAX.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -47,6 +50,15 @@ def _start(args: list[str], log: Path) -> tuple[subprocess.Popen, str]:
         time.sleep(0.2)
 
 
+def _quantile(xs: list[float], q: float) -> float:
+    """The ``q`` quantile of ``xs`` (linear between order statistics, as numpy's default)."""
+    xs = sorted(xs)
+    pos = q * (len(xs) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
 def _level(
     client: Client,
     model: str,
@@ -56,8 +68,11 @@ def _level(
     max_tokens: int,
     temperature: float,
 ):
+    """``requests`` completions with ``level`` in flight: aggregate rates and per-request latency."""
+
     def one(j):
-        return client.sample(
+        t0 = time.perf_counter()
+        out = client.sample(
             prompts[j % len(prompts)],
             model=model,
             n=1,
@@ -66,19 +81,44 @@ def _level(
             seed=j,
             top_logprobs=None,
         )[0]
+        return out, time.perf_counter() - t0
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=level) as pool:
         out = list(pool.map(one, range(requests)))
     wall = time.perf_counter() - t0
-    tokens = sum(len(s.tokens) for s in out)
+    tokens = sum(len(s.tokens) for s, _ in out)
+    latency = [dt for _, dt in out]
     return {
         "requests": requests,
         "tokens": tokens,
         "wall_s": wall,
         "requests_per_s": requests / wall,
         "tokens_per_s": tokens / wall,
+        "latency_p50_s": _quantile(latency, 0.5),
+        "latency_p95_s": _quantile(latency, 0.95),
     }
+
+
+METHODS = ("ar", "ddtree")
+MODES = ("continuous", "serial")
+
+
+def _server_args(method, mode, *, target, draft, budget, verifier, max_batch, extra) -> list[str]:
+    args = ["--target", target, "--batching", mode, "--max-batch", str(max_batch), *extra]
+    if method == "ar":
+        return [*args, "--method", "ar"]
+    return [
+        *args,
+        "--draft",
+        draft,
+        "--method",
+        "ddtree",
+        "--budget",
+        str(budget),
+        "--verifier",
+        verifier,
+    ]
 
 
 def run_serve_bench(
@@ -92,62 +132,74 @@ def run_serve_bench(
     budget: int,
     verifier: str,
     temperature: float,
-    audit_temperature: float,
+    audit_temperatures,
+    audit_concurrency: int,
+    max_batch: int,
     threads: int | None,
+    repeats: int = 1,
 ) -> dict:
+    """Every (method, batching mode) server started at once; per level, the same requests to each in turn;
+    then ``exitlaw audit`` of the continuous DDTree server against the continuous AR one at each audit
+    temperature, with ``audit_concurrency`` requests in flight."""
     from exitlaw.simulate.audit.run import run_audit
 
     texts = read_prompts(prompts)
     extra = ["--threads", str(threads)] if threads else []
     logs = Path(tempfile.mkdtemp(prefix="exitlaw-bench-serve-"))
-    procs = []
+    procs, urls = [], {}
+    common = dict(target=target, draft=draft, budget=budget, verifier=verifier, extra=extra)
     try:
-        ar, ar_url = _start(["--target", target, "--method", "ar", *extra], logs / "ar.log")
-        procs.append(ar)
-        dd, dd_url = _start(
-            [
-                "--target",
-                target,
-                "--draft",
-                draft,
-                "--method",
-                "ddtree",
-                "--budget",
-                str(budget),
-                "--verifier",
-                verifier,
-                *extra,
-            ],
-            logs / "ddtree.log",
-        )
-        procs.append(dd)
-        clients = {"ar": Client("ar", ar_url), "ddtree": Client("ddtree", dd_url)}
+        for method in METHODS:
+            for mode in MODES:
+                args = _server_args(method, mode, max_batch=max_batch, **common)
+                proc, urls[method, mode] = _start(args, logs / f"{method}-{mode}.log")
+                procs.append(proc)
+        clients = {k: Client("-".join(k), u) for k, u in urls.items()}
         models = {k: c.models()[0] for k, c in clients.items()}
         for k, c in clients.items():  # warm-up: one request each
             _level(c, models[k], texts, 1, 1, max_tokens, temperature)
-        rows = []
-        for level in concurrency:
-            for k in ("ar", "ddtree"):
-                r = _level(clients[k], models[k], texts, level, requests, max_tokens, temperature)
-                rows.append({"method": k, "concurrency": level, **r})
-        t0 = time.perf_counter()
-        report = run_audit(
-            AuditConfig(
-                candidate=dd_url,
-                reference=ar_url,
-                prompts=prompts,
-                sampling=SamplingSettings(audit_temperature),
-                concurrency=(1,),
+        load_before = os.getloadavg()
+        runs: dict[tuple, list[dict]] = {}
+        for _ in range(
+            repeats
+        ):  # interleaved: each repeat measures every cell once, in the same order
+            for level in concurrency:
+                for method in METHODS:
+                    for mode in MODES:
+                        k = (method, mode)
+                        r = _level(
+                            clients[k], models[k], texts, level, requests, max_tokens, temperature
+                        )
+                        runs.setdefault((method, mode, level), []).append(r)
+        load_after = os.getloadavg()
+        rows = [
+            {"method": m, "batching": b, "concurrency": c, **_median_run(rs)}
+            for (m, b, c), rs in runs.items()
+        ]
+        audits = []
+        for t in audit_temperatures:
+            t0 = time.perf_counter()
+            report = run_audit(
+                AuditConfig(
+                    candidate=urls["ddtree", "continuous"],
+                    reference=urls["ar", "continuous"],
+                    prompts=prompts,
+                    sampling=SamplingSettings(t),
+                    concurrency=(audit_concurrency,),
+                )
             )
-        )
-        audit = {
-            "temperature": audit_temperature,
-            "wall_s": time.perf_counter() - t0,
-            "verdict": report.verdict,
-            "requests": report.requests,
-            "samples_per_prompt_and_server": report.samples,
-            "num_prompts": report.num_prompts,
-        }
+            audits.append(
+                {
+                    "temperature": t,
+                    "concurrency": audit_concurrency,
+                    "wall_s": time.perf_counter() - t0,
+                    "verdict": report.verdict,
+                    "exit_code": report.exit_code,
+                    "requests": report.requests,
+                    "samples_per_prompt_and_server": report.samples,
+                    "num_prompts": report.num_prompts,
+                }
+            )
     finally:
         for p in procs:
             if p.poll() is None:
@@ -167,33 +219,70 @@ def run_serve_bench(
             "budget": budget,
             "verifier": verifier,
             "temperature": temperature,
+            "max_batch": max_batch,
             "threads": threads,
+            "repeats": repeats,
+            "cpu_count": os.cpu_count(),
+            # 1/5/15-minute load averages before and after the timed levels (other work on the machine)
+            "load_average": {"before": list(load_before), "after": list(load_after)},
         },
         "rows": rows,
-        "audit": audit,
+        "scaling": _scaling(rows),
+        "audits": audits,
     }
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """Of a cell's repeats, the one with the median tokens/s (its own latencies), and every repeat's
+    tokens/s."""
+    ordered = sorted(runs, key=lambda r: r["tokens_per_s"])
+    return {
+        **ordered[(len(ordered) - 1) // 2],
+        "tokens_per_s_runs": [r["tokens_per_s"] for r in runs],
+    }
+
+
+def _scaling(rows) -> dict:
+    """Per method and mode: aggregate tokens/s at each level over that at the lowest level."""
+    out = {}
+    for method in METHODS:
+        for mode in MODES:
+            mine = sorted(
+                (r["concurrency"], r["tokens_per_s"])
+                for r in rows
+                if r["method"] == method and r["batching"] == mode
+            )
+            if mine:
+                base = mine[0][1]
+                out[f"{method}/{mode}"] = {str(c): tps / base for c, tps in mine}
+    return out
 
 
 def format_bench(result: dict) -> str:
     c = result["config"]
+    load = c["load_average"]
     lines = [
         f"exitlaw serve: {c['requests']} completions of up to {c['max_tokens']} tokens per level, T = "
-        f"{c['temperature']:g}, DDTree budget {c['budget']} + {c['verifier']}",
-        f"{'c':>3} {'AR req/s':>9} {'AR tok/s':>9} {'DDTree req/s':>13} {'DDTree tok/s':>13} {'DDTree/AR':>10}",
+        f"{c['temperature']:g}, DDTree budget {c['budget']} + {c['verifier']}, continuous batches of up "
+        f"to {c['max_batch']} rows; median of {c['repeats']} interleaved repeat(s); {c['cpu_count']} "
+        f"CPU(s), load average {load['before'][0]:.2f} before, {load['after'][0]:.2f} after",
+        f"{'method':>7} {'batching':>11} {'c':>3} {'tok/s':>8} {'x c=lo':>7} {'req/s':>7} "
+        f"{'p50 s':>7} {'p95 s':>7}",
     ]
-    by = {(r["method"], r["concurrency"]): r for r in result["rows"]}
-    for level in sorted({r["concurrency"] for r in result["rows"]}):
-        a, d = by[("ar", level)], by[("ddtree", level)]
+    scale = result["scaling"]
+    for r in sorted(result["rows"], key=lambda r: (r["method"], r["batching"], r["concurrency"])):
+        ratio = scale[f"{r['method']}/{r['batching']}"][str(r["concurrency"])]
         lines.append(
-            f"{level:>3} {a['requests_per_s']:9.2f} {a['tokens_per_s']:9.1f} {d['requests_per_s']:13.2f} "
-            f"{d['tokens_per_s']:13.1f} {d['tokens_per_s'] / a['tokens_per_s']:10.2f}"
+            f"{r['method']:>7} {r['batching']:>11} {r['concurrency']:>3} {r['tokens_per_s']:8.1f} "
+            f"{ratio:7.2f} {r['requests_per_s']:7.2f} {r['latency_p50_s']:7.2f} {r['latency_p95_s']:7.2f}"
         )
-    au = result["audit"]
-    lines.append(
-        f"audit DDTree vs AR at T = {au['temperature']:g}: {au['wall_s']:.1f} s wall, {au['requests']} requests, "
-        f"{au['samples_per_prompt_and_server']} samples per prompt and server, {au['num_prompts']} prompt(s); "
-        f"verdict {au['verdict']}"
-    )
+    for au in result["audits"]:
+        lines.append(
+            f"audit DDTree vs AR (both continuous) at T = {au['temperature']:g}, concurrency "
+            f"{au['concurrency']}: {au['wall_s']:.1f} s wall, {au['requests']} requests, "
+            f"{au['samples_per_prompt_and_server']} samples per prompt and server, {au['num_prompts']} "
+            f"prompt(s); verdict {au['verdict']}"
+        )
     return "\n".join(lines)
 
 

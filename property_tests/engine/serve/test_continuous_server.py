@@ -17,6 +17,7 @@ import pytest
 from helpers.servers import post
 
 from .conftest import running
+from .test_serve_engine import DECIDE_PATHS
 
 # (prompt, max_tokens, sampling fields, seed): lengths, settings and seeds all differ
 REQUESTS = [
@@ -153,3 +154,35 @@ def test_a_full_server_answers_429_naming_its_limit(tiny):
         assert "--max-concurrent" in body["error"]["message"]
         long.join(120)
         assert app.held == 0
+
+
+@pytest.mark.parametrize("path", DECIDE_PATHS, ids=["/".join(p) for p in DECIDE_PATHS])
+def test_on_every_decide_path_together_equals_alone_and_top_k_one_is_greedy(tiny, path):
+    """AR, chain, DDTree with every built-in verifier and a user's MODULE:CALLABLE verifier: seeded
+    requests at once answer what each answers alone (serial), and every path receives the request's
+    processed row (top-k = 1 at T = 1 serves the greedy tokens)."""
+    from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
+
+    target, draft = tiny
+    method, verifier = path
+    engine = ServeEngine(
+        ServeConfig(
+            target=str(target),
+            draft=None if method == "ar" else str(draft),
+            method=method,
+            verifier=verifier,
+            budget=4,
+        )
+    )
+    asks = [_body(*r[:1], 8, {"temperature": 1.0}, r[3]) for r in REQUESTS[:4]]
+    greedy = _body([11, 42, 7], 8, {"temperature": 0.0}, 0)
+    top1 = [_body([11, 42, 7], 8, {"temperature": 1.0, "top_k": 1}, s) for s in (0, 7)]
+    with running(engine, "serial") as (url, _):
+        alone = [post(url + "/v1/completions", a)[1] for a in asks]
+        want = post(url + "/v1/completions", greedy)[1]["choices"][0]["token_ids"]
+    with running(engine, "continuous") as (url, _):
+        with ThreadPoolExecutor(len(asks) + 2) as pool:
+            together = list(pool.map(lambda a: post(url + "/v1/completions", a)[1], asks + top1))
+    for a, t in zip(alone, together):
+        assert t["choices"][0]["token_ids"] == a["choices"][0]["token_ids"]
+    assert [t["choices"][0]["token_ids"] for t in together[len(asks) :]] == [want, want]

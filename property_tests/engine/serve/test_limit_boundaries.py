@@ -81,3 +81,48 @@ def monkeypatch_module():
     mp = pytest.MonkeyPatch()
     yield mp
     mp.undo()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    prompt=st.integers(1, 64),
+    tokens=st.integers(1, 64),
+    rows=st.integers(1, 32),
+    tree_nodes=st.integers(1, 65),
+    slack=EDGE,
+)
+def test_a_continuous_batch_is_bounded_by_its_rows_at_the_longest_context(
+    prompt, tokens, rows, tree_nodes, slack
+):
+    """At start: the memory of one round of ``--max-batch`` rows, each at prompt limit + max_tokens limit
+    with one tree, against the device's free memory (refused iff over it, naming the flags)."""
+    from exitlaw.engine.decode.work_bounds import round_memory
+    from exitlaw.engine.serve.limits import check_batch_fits
+    from exitlaw.engine.models.config import qwen3_config
+    from exitlaw.engine.models.tiny import TinySpec
+
+    cfg = qwen3_config(TinySpec().lm_sizes())
+    lim = ServeLimits(max_prompt_tokens=prompt, max_tokens=tokens)
+    need = round_memory(cfg, budget=tree_nodes - 1, context=prompt + tokens, rows=rows).total
+    free = need - slack  # -1: one byte more than needed is free ... +1: one byte short
+    import exitlaw.engine.decode.work_bounds as wb
+
+    real, stubbed = wb.available_bytes, limits_module.check_decode_fits
+    wb.available_bytes = lambda device: free
+    limits_module.check_decode_fits = (
+        wb.check_decode_fits
+    )  # the real bound (the test above stubs it)
+    try:  # (hypothesis and function-scoped monkeypatch do not mix)
+        if free < need:
+            with pytest.raises(
+                ValueError, match="--max-batch.*lower --max-batch, --max-prompt-tokens"
+            ):
+                check_batch_fits(
+                    lim, max_batch=rows, model_config=cfg, tree_nodes=tree_nodes, device="cpu"
+                )
+        else:
+            check_batch_fits(
+                lim, max_batch=rows, model_config=cfg, tree_nodes=tree_nodes, device="cpu"
+            )
+    finally:
+        wb.available_bytes, limits_module.check_decode_fits = real, stubbed

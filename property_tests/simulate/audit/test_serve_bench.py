@@ -1,0 +1,83 @@
+"""`exitlaw bench serve`'s arithmetic: latency quantiles as numpy's default, the median repeat of a cell
+(with its own latencies), each mode's scaling against its lowest concurrency, and a table that prints
+every cell of both batching modes side by side."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from exitlaw.simulate.audit.bench import _median_run, _quantile, _scaling, format_bench
+
+
+@settings(max_examples=200, deadline=None)
+@given(xs=st.lists(st.floats(0, 100), min_size=1, max_size=40), q=st.sampled_from([0.5, 0.95]))
+def test_latency_quantiles_are_numpys_linear_quantiles(xs, q):
+    assert abs(_quantile(xs, q) - float(np.quantile(xs, q))) <= 1e-9 * (1 + max(xs))
+
+
+def _cell(tps, p50=0.1):
+    return {"tokens_per_s": tps, "latency_p50_s": p50, "latency_p95_s": 2 * p50, "requests": 4}
+
+
+def test_the_median_repeat_is_reported_with_its_own_latencies_and_every_rate_kept():
+    runs = [_cell(30.0, 0.3), _cell(10.0, 0.1), _cell(20.0, 0.2)]
+    med = _median_run(runs)
+    assert med["tokens_per_s"] == 20.0 and med["latency_p50_s"] == 0.2
+    assert med["tokens_per_s_runs"] == [30.0, 10.0, 20.0]
+    assert _median_run(runs[:2])["tokens_per_s"] == 10.0  # even count: the lower middle
+
+
+def _result():
+    rows = []
+    for method, rates in (("ar", (50.0, 150.0)), ("ddtree", (80.0, 200.0))):
+        for mode, scale in (("continuous", 1.0), ("serial", 0.5)):
+            for level, tps in zip((1, 8), rates):
+                rows.append(
+                    {"method": method, "batching": mode, "concurrency": level, **_cell(tps * scale)}
+                )
+    rows[0]["tokens_per_s"] = 50.0
+    for r in rows:
+        r["requests_per_s"] = r["tokens_per_s"] / 64
+    config = {
+        "requests": 4,
+        "max_tokens": 64,
+        "temperature": 0.0,
+        "budget": 32,
+        "verifier": "tev",
+        "max_batch": 16,
+        "repeats": 3,
+        "cpu_count": 2,
+        "load_average": {"before": [1.0, 1, 1], "after": [2.0, 2, 2]},
+    }
+    audit = {
+        "temperature": 1.0,
+        "concurrency": 8,
+        "wall_s": 3.0,
+        "requests": 10,
+        "samples_per_prompt_and_server": 100,
+        "num_prompts": 2,
+        "verdict": "no difference found",
+    }
+    return {"config": config, "rows": rows, "scaling": _scaling(rows), "audits": [audit]}
+
+
+def test_scaling_is_each_modes_rate_over_its_lowest_level():
+    scale = _result()["scaling"]
+    assert scale["ar/continuous"] == {"1": 1.0, "8": 3.0}
+    assert scale["ddtree/serial"] == {"1": 1.0, "8": 2.5}
+    assert set(scale) == {"ar/continuous", "ar/serial", "ddtree/continuous", "ddtree/serial"}
+
+
+def test_the_table_shows_both_modes_every_level_the_load_and_the_audit():
+    text = format_bench(_result())
+    lines = text.splitlines()
+    cells = [line.split() for line in lines[2:-1]]
+    assert {(c[0], c[1], c[2]) for c in cells} == {
+        (m, b, c) for m in ("ar", "ddtree") for b in ("continuous", "serial") for c in ("1", "8")
+    }
+    assert ["ar", "continuous", "8", "150.0", "3.00"] == cells[1][:5]
+    assert (
+        "median of 3 interleaved repeat(s)" in lines[0] and "load average 1.00 before" in lines[0]
+    )
+    assert "concurrency 8" in lines[-1] and "no difference found" in lines[-1]
