@@ -325,30 +325,16 @@ def batch_round(
     gens: Generators,
     timer=NullTimer(),
     trace=None,
-) -> list[list[int] | None]:
-    """One batched round; appends each active row's block to its tokens and marks rows that finish.
-
-    ``trace`` (a TraceWriter) receives one TraceRound per active row, in row order (untimed)."""
-    blocks = advance_round(state, target, drafter, cfg, gens, timer, trace)
-    for b, block in enumerate(blocks):
-        if block is not None:
-            state.append(b, block, cfg)
-    return blocks
-
-
-def advance_round(
-    state: BatchState,
-    target: TargetModel,
-    drafter,
-    cfg: DecodeConfig,
-    gens: Generators,
-    timer=NullTimer(),
-    trace=None,
     decide=None,
+    append: bool = True,
 ) -> list[list[int] | None]:
-    """The five stages of one batched round, leaving each row's block to the caller (None: finished row).
+    """One batched round: the five stages, then each active row's block appended to its tokens (rows that
+    finish marked done). Returns each row's block (None: a finished row).
 
-    ``decide`` (optional) replaces :func:`decide_batch_stage` with the same signature."""
+    ``trace`` (a TraceWriter) receives one TraceRound per active row, in row order (untimed); ``decide``
+    (optional) replaces :func:`decide_batch_stage` with the same signature; ``append=False`` leaves the
+    blocks to the caller (continuous batching keeps each row's limit and stop tokens itself).
+    """
     rows = timer.call("draft", draft_batch_stage, state, target, drafter)
     bt = timer.call("build", build_batch_stage, rows, cfg, state, target.device)
     past = state.target_cache.get_seq_length()
@@ -359,6 +345,10 @@ def advance_round(
     if trace is not None:
         for rec in trace_batch_round(bt, step.logits, results, active, cfg.settings):
             trace.write(rec)
+    if append:
+        for b, block in enumerate(blocks):
+            if block is not None:
+                state.append(b, block, cfg)
     return blocks
 
 
@@ -539,7 +529,6 @@ __all__ = [
     "decide_batch_stage",
     "commit_batch_stage",
     "batch_round",
-    "advance_round",
     "trace_batch_round",
     "generate_batch",
     "generate_ar_batch",

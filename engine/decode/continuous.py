@@ -32,12 +32,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from exitlaw.engine.decode.batch_generate import (
-    BatchState,
-    advance_ar,
-    advance_round,
-    prefill_batch,
-)
+from exitlaw.engine.decode.batch_generate import BatchState, advance_ar, batch_round, prefill_batch
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig, _append_block
@@ -133,8 +128,14 @@ class RunningBatch:
             ]
         else:
             decide = self._decide_rows if any(r.decide for r in self.rows) else _decide_batch
-            blocks = advance_round(
-                self.state, self.target, self.drafter, self.cfg, streams, decide=decide
+            blocks = batch_round(
+                self.state,
+                self.target,
+                self.drafter,
+                self.cfg,
+                streams,
+                decide=decide,
+                append=False,
             )
         out = []
         for row, block in zip(self.rows, blocks):

@@ -24,20 +24,11 @@ from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batc
 from exitlaw.engine.builders.single import build_chain, build_ddtree
 from exitlaw.engine.decode.loop import DecodeConfig, Generators, generate
 from exitlaw.engine.models.target import batch_attention_mask, compact_rows_
-from helpers.decode_configs import sampled_tree
+from helpers.decode_configs import RAGGED_PROMPTS, sampled_tree
 
 TINY_SEED = 1  # the shared ``tiny``/``pair`` fixtures (conftest.py) use this seed
 
-PROMPTS = [
-    [11, 42, 7, 99, 150, 3, 18],
-    [5],
-    [9, 8, 7, 6, 5, 4, 3, 2, 1, 200, 201],
-    [33, 44],
-    [120, 121, 122],
-    [17, 250, 3, 3, 3, 91],
-    [64],
-    [7, 77, 177, 277],
-]
+PROMPTS = RAGGED_PROMPTS
 LIMITS = [14, 5, 9, 16, 3, 11, 7, 12]  # rows finish at different rounds
 
 

@@ -13,15 +13,9 @@ from exitlaw.engine.decode.batch_generate import row_cache
 from exitlaw.engine.decode.continuous import Row, RunningBatch, row_config
 from exitlaw.engine.decode.dispatch import KINDS
 from exitlaw.engine.decode.loop import DecodeConfig, generate
+from helpers.decode_configs import RAGGED_PROMPTS
 
-PROMPTS = [
-    [11, 42, 7, 99, 150, 3, 18],
-    [5],
-    [9, 8, 7, 6, 5, 4, 3, 2, 1, 200, 201],
-    [33, 44],
-    [120, 121, 122],
-    [17, 250, 3, 3, 3, 91],
-]
+PROMPTS = RAGGED_PROMPTS[:6]
 LIMITS = [9, 4, 12, 6, 1, 10]
 SEEDS = [0, 1, 2**63 - 1, 7, 12345, 3]
 SETTINGS = {

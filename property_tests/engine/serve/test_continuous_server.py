@@ -17,7 +17,7 @@ import pytest
 from helpers.servers import post
 
 from .conftest import running
-from .test_serve_engine import DECIDE_PATHS
+from .test_serve_engine import DECIDE_PATHS, path_engine
 
 # (prompt, max_tokens, sampling fields, seed): lengths, settings and seeds all differ
 REQUESTS = [
@@ -161,19 +161,7 @@ def test_on_every_decide_path_together_equals_alone_and_top_k_one_is_greedy(tiny
     """AR, chain, DDTree with every built-in verifier and a user's MODULE:CALLABLE verifier: seeded
     requests at once answer what each answers alone (serial), and every path receives the request's
     processed row (top-k = 1 at T = 1 serves the greedy tokens)."""
-    from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
-
-    target, draft = tiny
-    method, verifier = path
-    engine = ServeEngine(
-        ServeConfig(
-            target=str(target),
-            draft=None if method == "ar" else str(draft),
-            method=method,
-            verifier=verifier,
-            budget=4,
-        )
-    )
+    engine = path_engine(tiny, path)
     asks = [_body(*r[:1], 8, {"temperature": 1.0}, r[3]) for r in REQUESTS[:4]]
     greedy = _body([11, 42, 7], 8, {"temperature": 0.0}, 0)
     top1 = [_body([11, 42, 7], 8, {"temperature": 1.0, "top_k": 1}, s) for s in (0, 7)]

@@ -111,10 +111,10 @@ DECIDE_PATHS = [
 ]
 
 
-@pytest.fixture(scope="module", params=DECIDE_PATHS, ids=["/".join(p) for p in DECIDE_PATHS])
-def any_engine(request, tiny):
+def path_engine(tiny, path) -> ServeEngine:
+    """A server engine of the tiny pair on one decide path ``(method, verifier)``, budget 4."""
     target, draft = tiny
-    method, verifier = request.param
+    method, verifier = path
     return ServeEngine(
         ServeConfig(
             target=str(target),
@@ -124,6 +124,11 @@ def any_engine(request, tiny):
             budget=4,
         )
     )
+
+
+@pytest.fixture(scope="module", params=DECIDE_PATHS, ids=["/".join(p) for p in DECIDE_PATHS])
+def any_engine(request, tiny):
+    return path_engine(tiny, request.param)
 
 
 @settings(max_examples=5, deadline=None)
