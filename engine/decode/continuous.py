@@ -22,6 +22,13 @@ tokens are therefore a function of its prompt, settings and seed only, equal to
 :func:`~exitlaw.engine.decode.loop.generate` with that seed up to the float rounding of the padded
 batched forward (a near-tie at ``T = 0``, a uniform within rounding of a CDF step at ``T > 0``).
 A user's verifier (``decide``) runs row by row on the row's own tree and logits.
+
+**A lone row** runs the single-sequence round (:func:`~exitlaw.engine.decode.loop.speculative_round`,
+AR: :meth:`~exitlaw.engine.models.target.TargetModel.decode` and
+:func:`~exitlaw.engine.decode.loop.sample_token`) on its own state: with one row the batch layout is the
+single-sequence layout (cache columns = positions, the draft cache at the row's context length), so the
+state is read and written in place, and the row decodes exactly what ``generate`` decodes, at the
+single loop's cost per round (the batched round's per-row masks and compaction buy nothing for one row).
 """
 
 from __future__ import annotations
@@ -35,7 +42,14 @@ import torch.nn.functional as F
 from exitlaw.engine.decode.batch_generate import BatchState, advance_ar, batch_round, prefill_batch
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import verify, verify_batch
-from exitlaw.engine.decode.loop import DecodeConfig, _append_block
+from exitlaw.engine.decode.loop import (
+    DecodeConfig,
+    DecodeState,
+    _append_block,
+    sample_token,
+    speculative_round,
+)
+from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.decode.verifiers import RowGenerators, VerifierGenerators
 from exitlaw.engine.models.target import TargetModel, _kv_layers
 
@@ -119,7 +133,11 @@ class RunningBatch:
         if not self.rows:
             return []
         streams = _RowStreams(self.rows)
-        if self.cfg.method == "ar":
+        if len(self.rows) == 1 and (
+            self.cfg.method == "ar" or isinstance(self.drafter, DFlashDrafter)
+        ):
+            blocks = [self._step_alone()]
+        elif self.cfg.method == "ar":
             blocks = [
                 [t]
                 for t in advance_ar(
@@ -148,6 +166,33 @@ class RunningBatch:
         if finished:
             self.evict(finished)
         return out
+
+    def _step_alone(self) -> list[int]:
+        """One round of the lone row through the single-sequence loop, on the batch state in place."""
+        st, row = self.state, self.rows[0]
+        if self.cfg.method == "ar":
+            logits = self.target.decode(st.target_cache, st.roots[0])
+            block = [sample_token(logits, self.cfg.settings, row.gens.bonus)]
+            st.lengths = [st.lengths[0] + 1]
+        else:
+            one = DecodeState(
+                st.target_cache,
+                st.draft_cache.cache,
+                st.lengths[0],
+                st.roots[0],
+                None if st.pending is None else st.pending[0],
+            )
+            streams = _RowStreams([row])
+            streams.verifier = row.gens
+            block, _ = speculative_round(
+                one, self.target, self.drafter, row.cfg, streams, decide=row.decide
+            )
+            st.lengths = [one.start]
+            st.pending = None if st.pending is None else [one.pending_hidden]
+            st.draft_cache.dlen = [one.draft_cache.length]
+        st.roots = [block[-1]]
+        st.history[0].extend(block)
+        return block
 
     def _decide_rows(self, cfg, bt, logits, gens):
         """Row by row: a row's user verifier on its own tree and logits, else the registered verifier

@@ -128,3 +128,28 @@ def test_a_row_of_another_setting_is_refused_by_name(pair):
     other = DecodeConfig(method="ddtree", verifier="tev", budget=12, settings=SamplingSettings(0.5))
     with pytest.raises(ValueError, match="differs from this batch in settings"):
         RunningBatch(target, drafter, cfg).admit(_rows(other, [0]))
+
+
+@pytest.mark.parametrize(
+    "method,verifier", [("ar", "greedy"), ("ddtree", "predraw"), ("ddtree", "tev")]
+)
+def test_a_lone_row_runs_the_single_loop_and_hands_over_to_the_batch_and_back(
+    pair, method, verifier
+):
+    """Row 2 alone for a round (the single-sequence round on the batch state), then rows 0, 3 and 5 join
+    (batched rounds), then the others finish and the last left runs alone again: every row equals
+    generate()."""
+    target, drafter = pair
+    cfg = DecodeConfig(method=method, verifier=verifier, budget=12, settings=SamplingSettings(1.0))
+    batch = RunningBatch(target, None if method == "ar" else drafter, cfg)
+    seen = {row.key: row for row, _ in batch.admit(_rows(cfg, [2]))}
+    batch.step()
+    assert seen[2].rounds == 1 and len(batch) == 1
+    seen.update({row.key: row for row, _ in batch.admit(_rows(cfg, [0, 3, 5]))})
+    sizes = []
+    while len(batch):
+        sizes.append(len(batch))
+        batch.step()
+    assert max(sizes) == 4 and sizes[-1] == 1  # batched rounds, then a lone row again
+    for key, row in seen.items():
+        assert row.tokens == _alone(pair, row).tokens, f"row {key}"
