@@ -24,6 +24,7 @@ from .args import (
     max_new_tokens_arg,
     model_pair_args,
     nonneg_float,
+    temperature_value,
     open_unit_float,
     out_args,
     port_number,
@@ -216,7 +217,7 @@ AUDIT = Command(
             required=True,
             help='JSONL file: one {"prompt": str} | {"prompt_ids": [int]} | {"messages": [...]} per line',
         ),
-        opt("--temperature", type=nonneg_float, default=0.0),
+        opt("--temperature", type=temperature_value, default=0.0),
         opt(
             "--model", default=None, help="model id on both servers (default: each server's first)"
         ),
@@ -308,8 +309,8 @@ BENCH_SERVE = Command(
         max_new_tokens_arg(32, "tokens per request"),
         opt("--budget", type=positive_int, default=32),
         opt("--verifier", default="tev"),
-        opt("--temperature", type=nonneg_float, default=0.0),
-        opt("--audit-temperature", type=nonneg_float, default=1.0),
+        opt("--temperature", type=temperature_value, default=0.0),
+        opt("--audit-temperature", type=temperature_value, default=1.0),
         lambda parser: add_threads(parser, help_text="torch threads of each server"),
         result_out_args,
     ),

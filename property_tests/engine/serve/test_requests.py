@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from exitlaw.engine.serve.errors import APIError
 from exitlaw.engine.serve.limits import ServeLimits, check_request_size
 from exitlaw.engine.serve.requests import parse_request
 from exitlaw.engine.serve.user_verifier import load_user_verifier
+from exitlaw.theory.sampling_settings import MIN_TEMPERATURE
 
 
 def test_openai_defaults_and_fields_are_read():
@@ -64,6 +66,7 @@ def test_openai_defaults_and_fields_are_read():
         ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
         ({"prompt": "x", "temperature": -0.5}, "temperature"),
         ({"prompt": "x", "temperature": "hot"}, "temperature"),
+        ({"prompt": "x", "temperature": 9.99e-7}, "temperature"),
         ({"prompt": "x", "seed": -1}, "seed"),
         ({"prompt": "x", "stop": ["a"] * 5}, "stop"),
         ({"prompt": "x", "logprobs": 21}, "logprobs"),
@@ -83,6 +86,20 @@ def test_a_bad_field_is_refused_by_name(body, name):
         parse_request(body, chat=False, default_max_tokens=16)
     assert err.value.status == 400 and name in err.value.message
     assert err.value.body()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_a_temperature_below_the_floor_is_a_400_naming_it_and_the_floor_and_greedy(chat):
+    below = float(np.nextafter(MIN_TEMPERATURE, 0.0))
+    body = {"messages": [{"role": "user", "content": "x"}]} if chat else {"prompt": "x"}
+    with pytest.raises(APIError) as err:
+        parse_request({**body, "temperature": below}, chat=chat, default_max_tokens=4)
+    e = err.value
+    assert e.status == 400 and e.param == "temperature"
+    assert repr(below) in e.message and "1e-06" in e.message and "use 0 for greedy" in e.message
+    for t in (0, MIN_TEMPERATURE, float(np.nextafter(MIN_TEMPERATURE, 1.0))):
+        r = parse_request({**body, "temperature": t}, chat=chat, default_max_tokens=4)
+        assert r.temperature == t
 
 
 def test_chat_messages_must_be_text_and_limits_name_their_flag():
