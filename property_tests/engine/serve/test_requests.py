@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exitlaw.engine.serve.errors import APIError
 from exitlaw.engine.serve.limits import ServeLimits, check_request_size
@@ -140,3 +141,20 @@ def test_sampling_settings_are_read_and_their_neutral_values_mean_off():
     for neutral in ({"top_k": 0}, {"top_k": -1}, {"top_p": 1.0}, {"min_p": 0.0}, {}):
         r = parse_request({"prompt": "x", **neutral}, chat=False, default_max_tokens=1)
         assert (r.settings.top_k, r.settings.top_p, r.settings.min_p) == (None, None, None), neutral
+
+
+BOUNDARY_SEEDS = [-(2**63), -1, 0, 1, 2**62, 2**63 - 1, 2**63, 2**64]
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.sampled_from(BOUNDARY_SEEDS) | st.integers(-(2**70), 2**70))
+def test_a_seed_is_accepted_iff_it_lies_in_0_to_2_63_and_is_handed_on(seed):
+    """The stated range ``[0, 2**63)``, at both ends: accepted seeds reach the request unchanged."""
+    body = {"prompt": "x", "seed": seed}
+    if 0 <= seed < 2**63:
+        assert parse_request(body, chat=False, default_max_tokens=4).seed == seed
+    else:
+        with pytest.raises(APIError) as err:
+            parse_request(body, chat=False, default_max_tokens=4)
+        assert err.value.status == 400 and err.value.param == "seed"
+        assert "[0, 2**63)" in err.value.message

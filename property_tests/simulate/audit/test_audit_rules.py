@@ -291,9 +291,9 @@ def _identical_run(monkeypatch, prompts, outcomes, top, **kw):
 def test_only_two_sample_power_decides_sufficiency_and_a_one_cell_first_token_test_has_none(
     monkeypatch, prompts
 ):
-    """First-token tests of 3 and 2 cells carry ``chisquare_power`` at alpha per test and the stated TV; of one
-    cell (the reference lists a token of mass 1 - 1e-6 and every sample takes it), power 0. Either way
-    the two-sample tests (3 or 2 cells, never called powerless) alone decide 'insufficient samples':
+    """First-token tests of 3 and 2 cells carry ``chisquare_power`` at alpha per test and the stated
+    TV; of one cell (the reference lists a token of mass 1 - 1e-6 and every sample takes it), power 0.
+    Either way the two-sample tests (3 or 2 cells, never called powerless) alone decide 'insufficient samples':
     the run with a powerless first-token test still passes."""
     from exitlaw.simulate.stats import chisquare_power
 
