@@ -153,6 +153,63 @@ def test_a_bad_value_of_a_modelless_command_is_one_line(argv, value, capsys):
     assert f"argument {argv[-2]}" in line and value in line
 
 
+def _temperature_flags() -> list[tuple[str, object]]:
+    """Every ``(command, action)`` of the parser whose destination names a temperature."""
+    import argparse
+
+    from exitlaw.cli import build_parser
+
+    out = []
+
+    def walk(parser, words):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*words, name])
+            elif "temperature" in action.dest:
+                out.append((" ".join(words), action))
+
+    walk(build_parser(), [])
+    return out
+
+
+def test_every_temperature_flag_refuses_the_floor_and_accepts_it():
+    """A temperature flag added with a plain number type (no floor) fails here."""
+    import argparse
+
+    flags = _temperature_flags()
+    assert len(flags) >= 10, [(c, a.option_strings) for c, a in flags]
+    for command, action in flags:
+        where = f"{command} {action.option_strings[0]}"
+        with pytest.raises(
+            argparse.ArgumentTypeError, match="below the floor MIN_TEMPERATURE"
+        ) as err:
+            action.type("9.99e-7")
+        assert "9.99e-07" in str(err.value), where
+        got = action.type("1e-6")
+        assert got in (1e-6, [1e-6]), (where, got)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "verifiers", "--temperature", "1e-7"],
+        ["gpu-check", "--temperature", "1e-7"],
+        ["check", "mod:fn", "--temperature", "1e-7"],
+        ["bench", "decoding", "--temperature", "0,1e-7"],
+        ["audit", "--temperature", "1e-7"],
+        ["train", "--scoring-temperature", "1e-7"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_a_temperature_below_the_floor_is_one_line_naming_flag_value_and_floor(argv, capsys):
+    # a trailing unknown flag: were the floor gone, argparse would refuse it instead of running the command
+    line = _one_line_error([*argv, "--no-such-flag"], capsys)
+    assert f"argument {argv[-2]}" in line and "1e-07" in line
+    assert "below the floor MIN_TEMPERATURE = 1e-06" in line
+    assert ("use 0 for greedy" in line) == (argv[0] != "train")  # the scoring T must be > 0
+
+
 @pytest.mark.parametrize("flag", ["--budget", "--vocab", "--horizon", "--drafter-noise"])
 def test_an_unknown_flag_whose_setting_lives_in_the_config_names_the_file_and_field(flag, capsys):
     line = _one_line_error(["simulate", "run", flag, "8"], capsys)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import DistributionError, TreeError
+from .sampling_settings import check_temperature_floor
 from .tree import DraftTree
 
 ROW_SUM_ATOL = 1e-5
@@ -165,7 +166,8 @@ def check_padded_edges(parent, valid, edge_probs, *, atol: float = ROW_SUM_ATOL)
 
 
 def check_temperature(temperature: float, *, allow_zero: bool) -> float:
-    """``temperature`` must be finite and positive (or zero when ``allow_zero``: the greedy limit)."""
+    """``temperature`` must be finite and positive (or zero when ``allow_zero``: the greedy limit), and
+    not below :data:`~exitlaw.theory.sampling_settings.MIN_TEMPERATURE` when positive."""
     if isinstance(temperature, (bool, np.bool_, str, bytes)):
         raise DistributionError(f"temperature must be a number, got {temperature!r}")
     try:
@@ -175,7 +177,7 @@ def check_temperature(temperature: float, *, allow_zero: bool) -> float:
     if not np.isfinite(t) or t < 0 or (t == 0 and not allow_zero):
         need = ">= 0" if allow_zero else "> 0"
         raise DistributionError(f"temperature must be finite and {need}, got {temperature!r}")
-    return t
+    return check_temperature_floor(t, allow_zero=allow_zero)
 
 
 def softmax_with_temperature(logits, temperature: float) -> np.ndarray:

@@ -52,6 +52,25 @@ HF_ORDER = ("top_k", "top_p", "min_p")
 DEFAULT_ORDER = VLLM_ORDER
 _OFF = dict(zip(FILTERS, ((None,), (None, 1.0), (None, 0.0))))  # values at which a filter is off
 
+MIN_TEMPERATURE = 1e-6
+"""The smallest positive temperature accepted (``T = 0`` is greedy; ``0 < T < MIN_TEMPERATURE`` is
+refused). The device verifiers scale float32 logits by ``1 / T``: at ``T = 1e-6`` a logit of
+magnitude ``1e4`` (far beyond a language model's) becomes ``1e10``, 28 orders of magnitude below
+float32's largest ``3.4e38``, so ``z / T``, ``1 / T`` and the max-shift ``(z - max z) / T`` stay
+finite; below ``~3e-39`` ``1 / T`` itself is ``inf`` in float32. The floor is a stated boundary of
+the engine, not a law: every verifier is tested at it (docs/design.md §1.7)."""
+
+
+def check_temperature_floor(t: float, *, allow_zero: bool = True) -> float:
+    """``t`` unless ``0 < t < MIN_TEMPERATURE`` (:class:`DistributionError` naming both)."""
+    if 0 < t < MIN_TEMPERATURE:
+        greedy = "; use 0 for greedy" if allow_zero else ""
+        raise DistributionError(
+            f"temperature {t!r} is below the floor MIN_TEMPERATURE = {MIN_TEMPERATURE:g} "
+            f"(the float32 device verifiers are stated and tested down to it){greedy}"
+        )
+    return t
+
 
 def _real(value, name: str) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(
@@ -65,7 +84,7 @@ def _real(value, name: str) -> float:
 class SamplingSettings:
     """Temperature and the optional filters (``None`` / ``top_p = 1`` / ``min_p = 0``: off).
 
-    ``temperature >= 0`` finite; ``top_k >= 1`` an integer; ``top_p`` in ``(0, 1]``;
+    ``temperature`` finite, ``0`` (greedy) or ``>= MIN_TEMPERATURE``; ``top_k >= 1`` an integer; ``top_p`` in ``(0, 1]``;
     ``min_p`` in ``[0, 1)``; ``order`` a permutation of :data:`FILTERS` (default
     :data:`DEFAULT_ORDER`, vLLM's). Bad values raise :class:`DistributionError` naming them.
     """
@@ -82,7 +101,7 @@ class SamplingSettings:
             raise DistributionError(
                 f"temperature must be finite and >= 0, got {self.temperature!r}"
             )
-        object.__setattr__(self, "temperature", t)
+        object.__setattr__(self, "temperature", check_temperature_floor(t))
         if self.top_k is not None:
             if isinstance(self.top_k, (bool, np.bool_)) or not isinstance(self.top_k, Integral):
                 raise DistributionError(
@@ -297,6 +316,8 @@ __all__ = [
     "VLLM_ORDER",
     "HF_ORDER",
     "DEFAULT_ORDER",
+    "MIN_TEMPERATURE",
+    "check_temperature_floor",
     "SamplingSettings",
     "check_settings",
     "process_rows_exact",

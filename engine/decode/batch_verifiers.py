@@ -56,7 +56,7 @@ def _batched_internal_logsumexp(
     per_tree: bool | None = None,
     children: torch.Tensor | None = None,
 ):
-    """``lse[b, k]`` of flattened logits row ``rows[b, k]`` at temperature ``1 / inv_t`` (float32 ``[B, K]``).
+    """``lse[b, k]`` of flattened logits row ``rows[b, k]`` at temperature ``1 / inv_t`` (float64 ``[B, K]``).
 
     On an accelerator one call over all ``B K`` rows. On the CPU one tree at a time: the
     ``[B K, V]`` row copy is memory-bound (at ``V = 32000``, ``B = 8``, ``K = 96`` it is 98 MB,
@@ -100,9 +100,11 @@ def batch_exit_law(bt: BatchTree, logits: torch.Tensor, temperature: float) -> t
     lse, rest = _batched_internal_logsumexp(
         logits.reshape(bsz * n, vocab), base + bt.internal, inv_t, children=kids
     )
-    lse = lse.double()  # [B, K]
     flat = logits.reshape(bsz, n * vocab)
-    edge = flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).double() * inv_t  # [B, N-1]
+    edge = (
+        flat.gather(1, bt.parent[:, 1:] * vocab + bt.token[:, 1:]).float().double()
+    )  # as lse rows
+    edge = edge * inv_t  # [B, N-1]
     log_a = edge - lse.gather(1, bt.parent_slot)
     log_a = torch.where(
         bt.valid[:, 1:], log_a, torch.zeros((), dtype=log_a.dtype, device=log_a.device)

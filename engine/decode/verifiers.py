@@ -177,9 +177,11 @@ def _draw_logits(z: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, t
 def _internal_logsumexp(
     logits: torch.Tensor, internal: torch.Tensor, inv_t: float, children: torch.Tensor | None = None
 ):
-    """``lse[k] = log sum_y exp(logits[internal[k], y] / T)`` (float32 ``[K]``): one row copy, in place after.
+    """``lse[k] = log sum_y exp(logits[internal[k], y] / T)`` (float64 ``[K]``): one row copy, in place after.
 
-    Max-shifted so no row overflows: ``m / T + log sum exp((x - m) / T)``. With ``children``
+    Max-shifted so no row overflows: ``m / T + log sum exp((x - m) / T)``, the exponentials in
+    float32 from the exact difference ``x - m`` and the offset ``m / T`` in float64 (at a tiny ``T``
+    it is huge, and float32's rounding of it would swamp ``log a = x / T - lse``). With ``children``
     (``[K, M]`` child tokens of each row) also returns ``rho [K]`` (float64), the row's mass off
     those tokens summed directly from the same exponentials (the residual-mass rule,
     :mod:`exitlaw.theory.law`): 0 exactly when they hold the whole row, a tiny residual kept.
@@ -188,12 +190,11 @@ def _internal_logsumexp(
     if rows.dtype != torch.float32:
         rows = rows.float()
     m = rows.amax(dim=-1, keepdim=True)
-    if inv_t == 1.0:
-        rows.sub_(m)
-    else:
-        torch.add(m * -inv_t, rows, alpha=inv_t, out=rows)  # (x - m) / T in one pass
+    rows.sub_(m)  # x - m is rounded relative to itself (not to m / T) before 1 / T scales it
+    if inv_t != 1.0:
+        rows.mul_(inv_t)
     total = rows.exp_().sum(dim=-1)
-    lse = total.log().add_(m.squeeze(-1), alpha=inv_t)
+    lse = total.log().double().add_(m.squeeze(-1).double(), alpha=inv_t)
     if children is None:
         return lse
     rest = rows.scatter_(1, children, 0.0).sum(dim=-1)
@@ -378,8 +379,9 @@ def _tev_exit_law(dt: DeviceTree, logits: torch.Tensor, temperature: float) -> t
     inv_t = 1.0 / temperature
     kids = dt.child_tokens.index_select(0, dt.internal)  # [K, M]
     lse, rest = _internal_logsumexp(logits, dt.internal, inv_t, kids)
-    lse = lse.to(torch.float64)  # [K]
-    log_a = logits[dt.parent[1:], dt.token[1:]].to(torch.float64)  # [N-1] edge logits, u = 1..N-1
+    # [N-1] edge logits, u = 1..N-1, rounded to float32 as the rows of lse were (at a tiny T a float64
+    # logit's float32 rounding error, times 1 / T, would not cancel against lse)
+    log_a = logits[dt.parent[1:], dt.token[1:]].float().to(torch.float64)
     if inv_t != 1.0:
         log_a.mul_(inv_t)
     log_a.sub_(lse.index_select(0, dt.parent_slot))

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from exitlaw.theory.errors import DistributionError
-from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
+from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings, check_temperature_floor
 
 from exitlaw.engine.serve.errors import bad_request
 
@@ -314,6 +314,10 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
     temperature = _number(body, "temperature", 1.0)
     if temperature < 0:
         raise bad_request(f"temperature must be >= 0, got {temperature}", "temperature")
+    try:
+        check_temperature_floor(temperature)
+    except DistributionError as err:
+        raise bad_request(str(err), "temperature") from None
     settings = _sampling_settings(body, temperature)
     seed = _int(body, "seed", None)
     if seed is not None and not 0 <= seed < 2**63:

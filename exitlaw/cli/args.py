@@ -41,13 +41,15 @@ def float_list(text: str) -> list[float]:
     return out
 
 
-def nonneg_float_list(text: str) -> list[float]:
-    """``"0,1"`` -> ``[0.0, 1.0]``; at least one finite number, each ``>= 0`` (temperatures)."""
+def temperature_list(text: str) -> list[float]:
+    """``"0,1"`` -> ``[0.0, 1.0]``; at least one temperature, each as :func:`temperature_value`."""
     out = float_list(text)
     if min(out) < 0:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated finite numbers >= 0, got {text!r}"
         )
+    for t in out:
+        _temperature_floor(t, True)
     return out
 
 
@@ -94,10 +96,37 @@ def finite_float(text: str) -> float:
 
 
 def nonneg_float(text: str) -> float:
-    """A finite number ``>= 0`` (a temperature, a rate)."""
+    """A finite number ``>= 0`` (a rate, a margin; temperatures: :func:`temperature_value`)."""
     value = finite_float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _temperature_floor(value: float, allow_zero: bool) -> None:
+    from exitlaw.theory import DistributionError
+    from exitlaw.theory.sampling_settings import check_temperature_floor
+
+    try:
+        check_temperature_floor(value, allow_zero=allow_zero)
+    except DistributionError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def temperature_value(text: str) -> float:
+    """A temperature: finite, ``0`` (greedy) or at least
+    :data:`~exitlaw.theory.sampling_settings.MIN_TEMPERATURE`."""
+    value = nonneg_float(text)
+    _temperature_floor(value, True)
+    return value
+
+
+def positive_temperature(text: str) -> float:
+    """A temperature ``> 0`` (one that is not greedy), at least ``MIN_TEMPERATURE``."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a temperature > 0, got {text!r}")
+    _temperature_floor(value, False)
     return value
 
 

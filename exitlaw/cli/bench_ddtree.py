@@ -12,7 +12,7 @@ from pathlib import Path
 from .args import (
     int_list,
     max_new_tokens_arg,
-    nonneg_float_list,
+    temperature_list,
     num_prompts_arg,
     positive_int,
     result_out_args,
@@ -153,7 +153,7 @@ BENCH_DDTREE = Command(
             "--hot-budget", type=positive_int, default=64, help="the budget of the T = 1 comparison"
         ),
         opt("--repeats", type=_two_or_more, default=5, help="interleaved repetitions (>= 2)"),
-        opt("--temperature", type=nonneg_float_list, default=[0.0, 1.0], help="0, 1 or 0,1"),
+        opt("--temperature", type=temperature_list, default=[0.0, 1.0], help="0, 1 or 0,1"),
         opt("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)"),
         opt(
             "--ddtree-commit",

@@ -15,8 +15,8 @@ from .args import (
     model_pair_args,
     name_list,
     no_progress_arg,
-    nonneg_float,
-    nonneg_float_list,
+    temperature_value,
+    temperature_list,
     nonneg_int,
     out_args,
     max_new_tokens_arg,
@@ -233,7 +233,7 @@ BENCH_DECODING = Command(
         opt(
             "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
         ),
-        opt("--temperature", type=nonneg_float_list, default=[0.0, 1.0], help="e.g. 0,1"),
+        opt("--temperature", type=temperature_list, default=[0.0, 1.0], help="e.g. 0,1"),
         _verifiers_arg(ENGINE, ["predraw", "tev"]),
         max_new_tokens_arg(256, "tokens decoded per turn"),
         opt(
@@ -322,7 +322,7 @@ BENCH_VERIFIERS = Command(
         device_args(
             default="cpu", dtypes=("float32", "bfloat16", "float16"), dtype_default="float32"
         ),
-        opt("--temperature", type=nonneg_float, default=1.0),
+        opt("--temperature", type=temperature_value, default=1.0),
         opt(
             "--trees",
             type=positive_int,
@@ -381,7 +381,7 @@ GPU_CHECK = Command(
             default=20,
             help="timed repetitions per cell (default 20)",
         ),
-        opt("--temperature", type=nonneg_float, default=1.0),
+        opt("--temperature", type=temperature_value, default=1.0),
         result_out_args,
     ),
 )
@@ -412,7 +412,7 @@ BENCH_BATCH = Command(
             help="DDTree budget per sequence (default 32)",
         ),
         _verifiers_arg(ENGINE_BATCHED, ["tev"]),
-        opt("--temperature", type=nonneg_float, default=0.0),
+        opt("--temperature", type=temperature_value, default=0.0),
         max_new_tokens_arg(64),
         _batch_sampling_args,
         seed_arg(0),

@@ -24,7 +24,8 @@ from .args import (
     max_new_tokens_arg,
     model_pair_args,
     nonneg_float,
-    nonneg_float_list,
+    temperature_list,
+    temperature_value,
     open_unit_float,
     out_args,
     port_number,
@@ -248,7 +249,7 @@ AUDIT = Command(
             required=True,
             help='JSONL file: one {"prompt": str} | {"prompt_ids": [int]} | {"messages": [...]} per line',
         ),
-        opt("--temperature", type=nonneg_float, default=0.0),
+        opt("--temperature", type=temperature_value, default=0.0),
         opt(
             "--model", default=None, help="model id on both servers (default: each server's first)"
         ),
@@ -342,10 +343,10 @@ BENCH_SERVE = Command(
         max_new_tokens_arg(32, "tokens per request"),
         opt("--budget", type=positive_int, default=32),
         opt("--verifier", default="tev"),
-        opt("--temperature", type=nonneg_float, default=0.0),
+        opt("--temperature", type=temperature_value, default=0.0),
         opt(
             "--audit-temperatures",
-            type=nonneg_float_list,
+            type=temperature_list,
             default=[0.0, 1.0],
             help="audit DDTree against AR (both continuous) at each (default 0,1)",
         ),

@@ -12,7 +12,7 @@ from .args import (
     enable_x64,
     json_arg,
     no_progress_arg,
-    nonneg_float,
+    temperature_value,
     out_args,
     positive_int,
     result_out_args,
@@ -296,7 +296,7 @@ def _check_settings_args(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument(
         "--temperature",
-        type=nonneg_float,
+        type=temperature_value,
         default=None,
         help="settings mode with this one setting (default temperature 1 when a filter is given)",
     )

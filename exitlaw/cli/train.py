@@ -16,11 +16,13 @@ from .args import (
     model_pair_args,
     no_progress_arg,
     nonneg_float,
+    temperature_value,
     nonneg_int,
     out_args,
     max_new_tokens_arg,
     num_prompts_arg,
     positive_int,
+    positive_temperature,
     prompt_set_arg,
     seed_arg,
     show_progress,
@@ -28,13 +30,6 @@ from .args import (
 from .grammar import Command, move_aside, opt, out_dir
 
 _NO_FLOOR = object()  # --edge-floor none: a preset's floor turned off
-
-
-def _positive_float(text: str) -> float:
-    value = finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a temperature > 0, got {text!r}")
-    return value
 
 
 def _edge_floor(text: str):
@@ -171,7 +166,7 @@ TRAIN = Command(
         ),
         opt(
             "--scoring-temperature",
-            type=_positive_float,
+            type=positive_temperature,
             default=1.0,
             metavar="T_S",
             help="temperature of the target law the node weights come from (P, w, rho; default 1)",
@@ -208,7 +203,7 @@ TRAIN = Command(
         max_new_tokens_arg(256, "length of the target continuations"),
         opt(
             "--gen-temperature",
-            type=nonneg_float,
+            type=temperature_value,
             default=1.0,
             help="temperature of the target continuations",
         ),

@@ -62,10 +62,11 @@ def independent_verdict(kind, side, paper, margin, alpha, est, se) -> str:
 
 
 def near(boundary: float, se: float, data) -> float:
-    """A point within 0.02 se of ``boundary`` shifted by one critical multiple of ``se`` either way."""
+    """A point within 0.02 se of ``boundary`` shifted by one critical multiple of ``se`` either way, and
+    at least 1e-6 se off it: on the boundary itself the verdict is float rounding's, not the rule's."""
     k = data.draw(st.sampled_from(CRITICAL + (0.0,)))
     sign = data.draw(st.sampled_from((-1.0, 1.0)))
-    jitter = data.draw(st.floats(-0.02, 0.02))
+    jitter = data.draw(st.floats(1e-6, 0.02)) * data.draw(st.sampled_from((-1.0, 1.0)))
     return boundary + sign * k * se + jitter * se
 
 
@@ -229,3 +230,41 @@ def test_every_ledger_row_is_decided_at_the_level_its_words_declare():
             assert claim.rule.alpha == pytest.approx(0.025), claim.key
         elif claim.rule.kind in ("direction", "size") and "95 %" in words:
             assert claim.rule.alpha == pytest.approx(0.05), claim.key
+
+
+def exact_verdict(kind, side, paper, margin, lo, hi) -> str:
+    """The rule text on an interval whose ends are given exactly (a computed band: every level's
+    interval is ``[lo, hi]``): "excludes 0" and "inside +-m" are strict, "contains e" is closed."""
+    if kind == "equivalence":
+        if -margin < lo and hi < margin:
+            return "reproduced"
+        return "contradicted" if lo > margin or hi < -margin else "inconclusive"
+    lo, hi = (lo, hi) if side > 0 else (-hi, -lo)
+    e = None if paper is None else side * paper
+    if lo > 0 and (kind == "direction" or lo <= e <= hi):
+        return "reproduced"
+    if kind == "size" and lo > 0 and lo > e:
+        return "inconclusive"
+    return "contradicted" if hi < (0.0 if e is None else e) else "inconclusive"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(("direction", "size", "equivalence")),
+    side=st.sampled_from((1, -1)),
+    paper_mag=st.integers(1, 3),
+    quoted=st.booleans(),
+    ends=st.lists(st.integers(-4, 4), min_size=2, max_size=2).map(sorted),
+)
+def test_decide_on_ends_that_touch_a_boundary_exactly_follows_the_rule_text(
+    kind, side, paper_mag, quoted, ends
+):
+    """Integer ends and effects, so ends equal 0, the paper's effect or the margin exactly: an interval
+    that touches 0 does not exclude it, one that touches the margin is not inside it, and an end equal to
+    the paper's effect contains it (a ``<=`` for a ``<`` or the reverse fails here, not on sampled data)."""
+    lo, hi = ends
+    paper = side * paper_mag if kind == "size" or (kind == "direction" and quoted) else None
+    margin = paper_mag if kind == "equivalence" else None
+    rule = Rule(kind, "%", side=side, paper_effect=paper, margin=margin)
+    ci = Interval((lo + hi) / 2, lo, hi, exact=True)
+    assert decide(rule, ci).verdict == exact_verdict(kind, side, paper, margin, lo, hi)

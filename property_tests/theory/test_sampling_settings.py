@@ -49,6 +49,60 @@ def test_bad_settings_are_refused_by_name(kwargs, word):
         SamplingSettings(**kwargs)
 
 
+BELOW_FLOOR = float(np.nextafter(ss.MIN_TEMPERATURE, 0.0))
+
+
+@pytest.mark.parametrize("t", [BELOW_FLOOR, 1e-308, 5e-324])
+def test_a_temperature_below_the_floor_is_refused_naming_it_the_floor_and_greedy(t):
+    with pytest.raises(DistributionError) as err:
+        SamplingSettings(t)
+    msg = str(err.value)
+    assert repr(t) in msg and "MIN_TEMPERATURE = 1e-06" in msg and "use 0 for greedy" in msg
+
+
+@pytest.mark.parametrize(
+    "enter",
+    [
+        SamplingSettings(1.0, top_k=2).at,
+        lambda t: SamplingSettings.from_record({"temperature": t}),
+        lambda t: SamplingSettings.from_record({"top_p": 0.5}, temperature=t),
+        lambda t: theory.check_temperature(t, allow_zero=True),
+        lambda t: softmax_with_temperature([[0.0, 1.0]], t),
+        lambda t: theory.probs_from_logits(np.array([[0.0, 1.0]]), t),
+    ],
+    ids=["at", "from_record", "from_record_default", "check_temperature", "softmax", "law"],
+)
+def test_every_bare_temperature_entry_refuses_the_same_floor(enter):
+    with pytest.raises(DistributionError, match="below the floor MIN_TEMPERATURE = 1e-06"):
+        enter(BELOW_FLOOR)
+    enter(ss.MIN_TEMPERATURE)  # the floor itself is a temperature
+
+
+def test_the_floor_without_greedy_does_not_offer_zero():
+    with pytest.raises(DistributionError) as err:
+        theory.check_temperature(BELOW_FLOOR, allow_zero=False)
+    assert "below the floor" in str(err.value) and "greedy" not in str(err.value)
+
+
+@given(t=st.sampled_from([0.0, ss.MIN_TEMPERATURE, float(np.nextafter(ss.MIN_TEMPERATURE, 1))]))
+def test_zero_the_floor_and_just_above_are_accepted_unchanged(t):
+    assert (
+        SamplingSettings(t).temperature == t and theory.check_temperature(t, allow_zero=True) == t
+    )
+
+
+@given(
+    z=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=8), top_k=st.none() | st.integers(1, 8)
+)
+def test_processing_at_the_floor_is_a_distribution_on_the_maxima(z, top_k):
+    """At ``T = MIN_TEMPERATURE`` logits up to 1e3 give a finite row summing to 1 whose mass sits on
+    tokens within ``40 T`` of the maximum (any other weight is below ``exp(-40)``)."""
+    p = process_logits([z], SamplingSettings(ss.MIN_TEMPERATURE, top_k=top_k))[0]
+    assert np.isfinite(p).all() and abs(p.sum() - 1) < 1e-12
+    near = np.asarray(z) >= max(z) - 40 * ss.MIN_TEMPERATURE
+    assert p[~near].sum() < 1e-15 * len(z)
+
+
 def test_orders_and_default():
     assert VLLM_ORDER == ("min_p", "top_k", "top_p") and HF_ORDER == ("top_k", "top_p", "min_p")
     assert SamplingSettings(1.0).order == ss.DEFAULT_ORDER == VLLM_ORDER

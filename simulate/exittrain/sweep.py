@@ -67,6 +67,7 @@ import optax
 
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.infra.provenance import cpu_info, git_commit
+from exitlaw.theory.sampling_settings import check_temperature_floor
 
 from exitlaw.simulate.exittrain.fast import make_pretrainer, make_trainer, rollouts, tau_table
 from exitlaw.simulate.exittrain.mini import Regime, draft_logprobs, init_params, stationary
@@ -144,6 +145,8 @@ class SweepConfig:
                 f"temperatures must be finite and >= 0 with at least one eval temperature, "
                 f"got train {self.train_temperature}, eval {self.eval_temperatures}"
             )
+        for t in temps:
+            check_temperature_floor(float(t))
         if self.train_temperature == 0:
             raise ValueError(
                 "train_temperature 0 draws every continuation greedily; use a positive temperature"

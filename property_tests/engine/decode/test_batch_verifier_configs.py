@@ -36,7 +36,7 @@ from exitlaw.engine.decode.dispatch import DISPATCH, verify, verify_batch
 from exitlaw.engine.decode.verifiers import RowGenerators, VerifierGenerators
 from exitlaw.simulate.strategies import draft_trees
 from exitlaw.theory.registry import ENGINE_BATCHED, verifier, verifier_names
-from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
+from exitlaw.theory.sampling_settings import FILTERS, MIN_TEMPERATURE, SamplingSettings
 
 VOCAB = 7
 BELOW_ONE = float(np.nextafter(1.0, 0.0))
@@ -223,3 +223,59 @@ def test_every_batched_verifier_of_the_registry_has_a_coupling_and_a_dispatch_en
     ):  # a sequential verifier is batched row by row: only the "sequential" coupling fits
         assert (COUPLINGS[name] == "sequential") == verifier(name).sequential, name
         assert (COUPLINGS[name] is None) == verifier(name).greedy_only, name
+
+
+@st.composite
+def floor_batches(draw):
+    """Trees and ``[B, N, V]`` logits of magnitude up to ``1e3`` with a clear argmax per row (gaps that
+    are exact in the dtype; the argmax often a child's token, so walks go deep), some ``-inf`` entries."""
+    trees = draw(
+        st.lists(draft_trees(max_nodes=8, max_depth=4, vocab_size=VOCAB), min_size=1, max_size=3)
+    )
+    dtype = draw(st.sampled_from(DTYPES))
+    coarse = dtype in (torch.bfloat16, torch.float16)  # multiples of 8 up to 2048 are exact in both
+    base = 8.0 * draw(st.integers(-125, 125)) if coarse else draw(st.floats(-1e3, 1e3))
+    step = 8.0 if coarse else draw(st.floats(1e-3, 10.0))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    width = max(t.num_nodes for t in trees)
+    z = np.empty((len(trees), width, VOCAB))
+    for b in range(len(trees)):
+        for v in range(width):
+            rank = rng.permutation(VOCAB).astype(float)  # 0 .. V-1, the top one at V-1
+            kids = trees[b].children[v] if v < trees[b].num_nodes else np.array([], int)
+            if kids.size and rng.random() < 0.7:  # a child's token on top
+                top = int(trees[b].token[rng.choice(kids)])
+                rank[[top, int(rank.argmax())]] = rank[[int(rank.argmax()), top]]
+            z[b, v] = base + step * rank
+            z[b, v, rank < 2] = -np.inf if rng.random() < 0.3 else z[b, v, rank < 2]
+    return trees, torch.tensor(z).to(dtype)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    batch=floor_batches(),
+    t=st.sampled_from([MIN_TEMPERATURE, float(np.nextafter(MIN_TEMPERATURE, 1.0))]),
+    top_k=st.none() | st.integers(1, VOCAB),
+    top_p=st.none() | st.floats(0.05, 1.0),
+)
+def test_every_verifier_runs_at_the_temperature_floor_and_follows_the_clear_argmax(
+    batch, t, top_k, top_p
+):
+    """At ``T = MIN_TEMPERATURE`` (and just above) every engine verifier, single and batched, runs
+    without error on logits up to 1e3 in every dtype, and -- every other token's weight being
+    ``exp(-gap / T) = 0`` in float64 -- returns exactly the greedy walk's exit, bonus and path."""
+    trees, logits = batch
+    s = SamplingSettings(t, top_k=top_k, top_p=top_p)
+    bt = to_batch_tree(trees)
+    greedy = verify_batch("greedy", bt, logits, 0.0, None)
+    for kind, entry in sorted(DISPATCH.items()):
+        single = [
+            verify(
+                kind, to_device_tree(tree), logits[b, : tree.num_nodes], s, VerifierGenerators(b)
+            )
+            for b, tree in enumerate(trees)
+        ]
+        assert single == greedy, f"{kind} at T={t!r} ({logits.dtype}): {single} != {greedy}"
+        if entry.batched is not None:
+            got = verify_batch(kind, bt, logits, s, VerifierGenerators(7))
+            assert got == greedy, f"batched {kind} at T={t!r} ({logits.dtype}): {got}"

@@ -70,7 +70,9 @@ def test_batched_exit_law_equals_the_single_tree_exit_law_row_by_row(seed, tempe
     for b, tree in enumerate(trees):
         n = tree.num_nodes
         single = _tev_exit_law(to_device_tree(tree), logits[b, :n], temperature)
-        torch.testing.assert_close(w[b, :n], single, rtol=1e-6, atol=1e-9)  # both float32 lse
+        torch.testing.assert_close(
+            w[b, :n], single, rtol=1e-6, atol=1e-9
+        )  # both float32 exponentials
         assert float(w[b, n:].abs().sum()) == 0.0  # padding slots never win
         assert abs(float(w[b].sum()) - 1.0) < 1e-5  # float32 logsumexp of the internal rows
 

@@ -11,7 +11,11 @@ import torch
 from hypothesis import given, strategies as st
 
 from exitlaw.engine.decode.batch_generate import generate_ar_batch, generate_batch
+from exitlaw.engine.decode.batch_tree import to_batch_tree
+from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate, sample_token
+from exitlaw.engine.decode.verifiers import VerifierGenerators
 from exitlaw.engine.decode.sampling_settings import (
     as_settings,
     filter_logits,
@@ -19,10 +23,11 @@ from exitlaw.engine.decode.sampling_settings import (
     processed_draft_logprobs,
     processed_probs,
 )
-from exitlaw.theory import DistributionError
+from exitlaw.theory import DistributionError, DraftTree
 from exitlaw.theory.sampling_settings import (
     FILTERS,
     HF_ORDER,
+    MIN_TEMPERATURE,
     SamplingSettings,
     process_logits,
     process_rows_exact,
@@ -94,6 +99,26 @@ def test_no_filter_and_greedy_leave_the_logits_untouched_and_bad_settings_are_na
         DecodeConfig(settings=SamplingSettings(1.0, top_p=0.0))
     with pytest.raises(DistributionError, match="unknown filter"):
         DecodeConfig(settings=SamplingSettings(1.0, order=("top_k", "top_p", "typical_p")))
+
+
+def test_a_float_temperature_below_the_floor_is_refused_by_every_engine_entry():
+    """``as_settings`` (every verifier, sampler and trace takes a float through it) and the dispatchers
+    refuse ``0 < T < MIN_TEMPERATURE`` with the floor's error; the floor itself is accepted."""
+    below = float(np.nextafter(MIN_TEMPERATURE, 0.0))
+    tree = DraftTree(parent=[-1, 0, 0, 1], token=[3, 1, 2, 5])
+    logits = torch.randn(tree.num_nodes, 8, generator=torch.Generator().manual_seed(0))
+    for enter in (
+        as_settings,
+        lambda t: sample_token(logits[0], t, torch.Generator().manual_seed(0)),
+        lambda t: verify("tev", to_device_tree(tree), logits, t, VerifierGenerators(0)),
+        lambda t: verify_batch(
+            "predraw", to_batch_tree([tree]), logits[None], t, VerifierGenerators(0)
+        ),
+    ):
+        with pytest.raises(DistributionError, match="below the floor MIN_TEMPERATURE = 1e-06"):
+            enter(below)
+        enter(MIN_TEMPERATURE)
+    assert as_settings(MIN_TEMPERATURE).temperature == MIN_TEMPERATURE
 
 
 def test_draft_rows_are_processed_with_the_same_settings():

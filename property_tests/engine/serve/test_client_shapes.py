@@ -159,6 +159,15 @@ def test_the_openai_client_gets_a_named_400_for_a_non_neutral_field(client):
         )
 
 
+def test_the_openai_client_gets_a_named_400_for_a_temperature_below_the_floor(client):
+    with pytest.raises(openai.BadRequestError) as err:
+        client.completions.create(model="stub", prompt="x", max_tokens=2, temperature=1e-7)
+    assert err.value.status_code == 400 and err.value.body["param"] == "temperature"
+    assert "below the floor" in err.value.body["message"]
+    done = client.completions.create(model="stub", prompt="x", max_tokens=2, temperature=1e-6)
+    assert done.choices[0].text == "de"  # the floor itself is served
+
+
 def _raw(create, **kw) -> dict:
     """The JSON body the server sent, through the client's raw-response path."""
     return create.__self__.with_raw_response.create(**kw).http_response.json()

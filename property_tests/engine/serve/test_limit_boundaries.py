@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from exitlaw.engine.serve import limits as limits_module
 from exitlaw.engine.serve.errors import APIError
-from exitlaw.engine.serve.limits import ServeLimits, check_request_work
+from exitlaw.engine.serve.limits import ServeLimits, check_request_size, check_request_work
 
 EDGE = st.sampled_from((-1, 0, 1))
 
@@ -126,3 +126,21 @@ def test_a_continuous_batch_is_bounded_by_its_rows_at_the_longest_context(
             )
     finally:
         wb.available_bytes, limits_module.check_decode_fits = real, stubbed
+
+
+@settings(max_examples=200, deadline=None)
+@given(max_n=st.integers(1, 16), prompts=st.integers(1, 6), edge=EDGE)
+def test_a_list_of_prompts_is_refused_iff_its_choices_exceed_max_n(max_n, prompts, edge):
+    """``prompts x n`` choices against ``--max-n``, with ``n`` itself within it, at the product's
+    boundary (``n`` at ``max_n // prompts`` and one either side): refused iff the product is over,
+    naming the product and the flag."""
+    n = min(max(max_n // prompts + edge, 1), max_n)
+    lim = ServeLimits(max_n=max_n)
+    try:
+        check_request_size(lim, max_tokens=1, n=n, prompts=prompts)
+        got = None
+    except APIError as err:
+        assert err.status == 400 and err.param == "prompt" and "(--max-n)" in err.message
+        assert f"{prompts} prompts x n {n} = {prompts * n} choices" in err.message
+        got = err.code
+    assert got == ("max_n" if prompts * n > max_n else None)

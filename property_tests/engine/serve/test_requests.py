@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exitlaw.engine.serve.errors import APIError
 from exitlaw.engine.serve.limits import ServeLimits, check_request_size
 from exitlaw.engine.serve.requests import parse_request
 from exitlaw.engine.serve.user_verifier import load_user_verifier
+from exitlaw.theory.sampling_settings import MIN_TEMPERATURE
 
 
 def test_openai_defaults_and_fields_are_read():
@@ -64,6 +67,7 @@ def test_openai_defaults_and_fields_are_read():
         ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
         ({"prompt": "x", "temperature": -0.5}, "temperature"),
         ({"prompt": "x", "temperature": "hot"}, "temperature"),
+        ({"prompt": "x", "temperature": 9.99e-7}, "temperature"),
         ({"prompt": "x", "seed": -1}, "seed"),
         ({"prompt": "x", "stop": ["a"] * 5}, "stop"),
         ({"prompt": "x", "logprobs": 21}, "logprobs"),
@@ -83,6 +87,20 @@ def test_a_bad_field_is_refused_by_name(body, name):
         parse_request(body, chat=False, default_max_tokens=16)
     assert err.value.status == 400 and name in err.value.message
     assert err.value.body()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_a_temperature_below_the_floor_is_a_400_naming_it_and_the_floor_and_greedy(chat):
+    below = float(np.nextafter(MIN_TEMPERATURE, 0.0))
+    body = {"messages": [{"role": "user", "content": "x"}]} if chat else {"prompt": "x"}
+    with pytest.raises(APIError) as err:
+        parse_request({**body, "temperature": below}, chat=chat, default_max_tokens=4)
+    e = err.value
+    assert e.status == 400 and e.param == "temperature"
+    assert repr(below) in e.message and "1e-06" in e.message and "use 0 for greedy" in e.message
+    for t in (0, MIN_TEMPERATURE, float(np.nextafter(MIN_TEMPERATURE, 1.0))):
+        r = parse_request({**body, "temperature": t}, chat=chat, default_max_tokens=4)
+        assert r.temperature == t
 
 
 def test_chat_messages_must_be_text_and_limits_name_their_flag():
@@ -123,3 +141,20 @@ def test_sampling_settings_are_read_and_their_neutral_values_mean_off():
     for neutral in ({"top_k": 0}, {"top_k": -1}, {"top_p": 1.0}, {"min_p": 0.0}, {}):
         r = parse_request({"prompt": "x", **neutral}, chat=False, default_max_tokens=1)
         assert (r.settings.top_k, r.settings.top_p, r.settings.min_p) == (None, None, None), neutral
+
+
+BOUNDARY_SEEDS = [-(2**63), -1, 0, 1, 2**62, 2**63 - 1, 2**63, 2**64]
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.sampled_from(BOUNDARY_SEEDS) | st.integers(-(2**70), 2**70))
+def test_a_seed_is_accepted_iff_it_lies_in_0_to_2_63_and_is_handed_on(seed):
+    """The stated range ``[0, 2**63)``, at both ends: accepted seeds reach the request unchanged."""
+    body = {"prompt": "x", "seed": seed}
+    if 0 <= seed < 2**63:
+        assert parse_request(body, chat=False, default_max_tokens=4).seed == seed
+    else:
+        with pytest.raises(APIError) as err:
+            parse_request(body, chat=False, default_max_tokens=4)
+        assert err.value.status == 400 and err.value.param == "seed"
+        assert "[0, 2**63)" in err.value.message

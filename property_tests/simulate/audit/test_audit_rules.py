@@ -3,6 +3,8 @@ mid-run is exit 4, a refused request is a usage error, and T > 0 never says loss
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -273,3 +275,61 @@ def test_with_json_a_usage_error_found_by_the_audit_is_json(tmp_path, capsys):
     code = main([*argv, "--prompts", missing, "--temperature", "1", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 2 and out["exit_code"] == 2 and "none.jsonl" in out["error"]
+
+
+def _identical_run(monkeypatch, prompts, outcomes, top, **kw):
+    """Both servers answer the same cycle of token tuples at T = 1 (the first-token test on)."""
+    cycle = [Sample(o, top) for o in outcomes]
+    _script(monkeypatch, lambda who, p, k: [cycle[j % len(cycle)] for j in range(k["n"])])
+    cfg = AuditConfig(
+        "http://127.0.0.1:1", "http://127.0.0.1:2", prompts, sampling=SamplingSettings(1.0), **kw
+    )
+    assert cfg.first_token
+    return run_audit(cfg)
+
+
+def test_only_two_sample_power_decides_sufficiency_and_a_one_cell_first_token_test_has_none(
+    monkeypatch, prompts
+):
+    """First-token tests of 3 and 2 cells carry ``chisquare_power`` at alpha per test and the stated
+    TV; of one cell (the reference lists a token of mass 1 - 1e-6 and every sample takes it), power 0.
+    Either way the two-sample tests (3 or 2 cells, never called powerless) alone decide 'insufficient samples':
+    the run with a powerless first-token test still passes."""
+    from exitlaw.simulate.stats import chisquare_power
+
+    three = _identical_run(
+        monkeypatch,
+        prompts,
+        [(1, 7)] * 5 + [(2, 7)] * 3 + [(3, 7)] * 2,
+        ({1: math.log(0.5), 2: math.log(0.3)},),
+    )
+    two = _identical_run(monkeypatch, prompts, [(1, 7), (2, 7)], ({1: math.log(0.5)},))
+    one = _identical_run(monkeypatch, prompts, [(1, 7), (1, 8)], ({1: math.log(1 - 1e-6)},))
+    for r, cells in ((three, 3), (two, 2), (one, 1)):
+        first = [t for t in r.tests if t.kind == "first-token"]
+        assert first and all(t.dof == cells - 1 and not t.rejects for t in first)
+        want = chisquare_power(r.samples, cells, r.alpha_each, 0.2) if cells >= 2 else 0.0
+        assert (want > 0) == (cells >= 2)
+        assert all(t.power == want for t in first), (cells, [t.power for t in first])
+        assert r.verdict == "no difference found" and r.exit_code == 0
+        assert not any("no power" in reason for reason in r.reasons)
+    for r, dof in ((three, 2), (two, 1), (one, 1)):  # the two-sample tests: 3, 2 and 2 cells
+        assert all(t.dof == dof for t in r.tests if t.kind == "two-sample")
+
+
+def test_the_pooled_test_rejects_when_its_p_value_is_below_alpha_per_test(monkeypatch, prompts):
+    """Servers that never share an outcome: every two-sample test and the pooled test reject."""
+    a, b = Sample((1, 2), ({1: -0.5},)), Sample((1, 3), ({1: -0.5},))
+    _script(monkeypatch, lambda who, p, kw: [a if who == "candidate" else b] * kw["n"])
+    r = run_audit(
+        AuditConfig(
+            "http://127.0.0.1:1",
+            "http://127.0.0.1:2",
+            prompts,
+            sampling=SamplingSettings(1.0),
+            first_token_test="off",
+        )
+    )
+    pooled = [t for t in r.tests if t.kind == "pooled"]
+    assert pooled and all(t.pvalue < t.alpha and t.rejects for t in pooled)
+    assert r.verdict == "lossy"

@@ -9,9 +9,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from exitlaw.simulate.audit.client import _sample
 from exitlaw.simulate.audit.two_sample import (
+    pooled_power,
     two_sample_chisquare,
     two_sample_power,
     two_sample_size,
@@ -97,3 +99,27 @@ def test_the_audit_imports_neither_torch_nor_jax():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sizes=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), min_size=1, max_size=4),
+    cells=st.integers(2, 6),
+    alpha=st.sampled_from([0.001, 0.01, 0.05]),
+    delta=st.floats(0.01, 0.5),
+)
+def test_pooled_power_is_the_two_sample_bound_summed_and_zero_without_information(
+    sizes, cells, alpha, delta
+):
+    """One test pooled is that test's own bound; tests without samples on both sides add nothing;
+    with no informative test the pooled test has no power (not its level)."""
+    informative = [(a, b) for a, b in sizes if a and b]
+    got = pooled_power(sizes, cells=cells, alpha=alpha, delta=delta)
+    if not informative:
+        assert got == 0.0
+    elif len(sizes) == 1:
+        a, b = sizes[0]
+        want = two_sample_power(a, b, cells=cells, alpha=alpha, delta=delta)
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-15)
+    else:
+        assert alpha <= got <= 1.0 and 0.0 <= got

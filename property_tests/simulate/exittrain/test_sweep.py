@@ -33,7 +33,8 @@ from exitlaw.simulate.exittrain.sweep import (
     write_sweep,
 )
 from exitlaw.simulate.lab.models import NGramTarget
-from exitlaw.theory import exit_law_from_edges
+from exitlaw.theory import DistributionError, exit_law_from_edges
+from exitlaw.theory.sampling_settings import MIN_TEMPERATURE
 
 
 _levels = jax.jit(ddtree_levels, static_argnums=1)
@@ -292,6 +293,16 @@ def _verdict_row(a, b, verdict, temp):
         "rel_pct": d,
         "verdict": verdict,
     }
+
+
+@pytest.mark.parametrize("field", ["train_temperature", "eval_temperatures"])
+def test_a_sweep_temperature_below_the_floor_is_refused_naming_the_floor(field):
+    below = float(np.nextafter(MIN_TEMPERATURE, 0.0))
+    kw = {field: below if field == "train_temperature" else (1.0, below)}
+    with pytest.raises(DistributionError, match="below the floor MIN_TEMPERATURE = 1e-06"):
+        SweepConfig((TINY,), **kw)
+    floor = {field: MIN_TEMPERATURE if field == "train_temperature" else (1.0, MIN_TEMPERATURE)}
+    SweepConfig((TINY,), **floor)
 
 
 @pytest.mark.parametrize(
