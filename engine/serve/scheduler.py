@@ -24,7 +24,7 @@ import threading
 import sys
 import traceback
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -148,10 +148,14 @@ class Scheduler:
                 calls = list(self._calls)
                 self._calls.clear()
             for fn, args, fut in calls:
+                if not fut.set_running_or_notify_cancel():
+                    continue  # its caller has gone (a cancelled future): nothing to run or answer
                 try:
-                    fut.set_result(fn(*args))
+                    result = fn(*args)
                 except BaseException as err:  # the caller answers it (an APIError, or a 500)
                     fut.set_exception(err)
+                else:
+                    fut.set_result(result)
             with torch.inference_mode():
                 self._drop_cancelled()
                 self._admit()
@@ -248,9 +252,13 @@ class Scheduler:
             return
         if err is None:
             self.stats.finished += 1
-            job.future.set_result((list(job.row.tokens), list(job.row.block_lengths)))
-        else:
-            job.future.set_exception(err)
+        try:
+            if err is None:
+                job.future.set_result((list(job.row.tokens), list(job.row.block_lengths)))
+            else:
+                job.future.set_exception(err)
+        except InvalidStateError:  # already ended, or cancelled by its caller: the worker goes on
+            pass
 
     def _fail(self, jobs, err: Exception) -> None:
         if not isinstance(err, APIError):

@@ -174,3 +174,32 @@ def test_on_every_decide_path_together_equals_alone_and_top_k_one_is_greedy(tiny
     for a, t in zip(alone, together):
         assert t["choices"][0]["token_ids"] == a["choices"][0]["token_ids"]
     assert [t["choices"][0]["token_ids"] for t in together[len(asks) :]] == [want, want]
+
+
+def test_a_call_whose_caller_has_gone_is_skipped_and_the_worker_goes_on(engine):
+    """A worker call cancelled before it runs (its awaiting task cancelled) is not run, and a choice whose
+    future was cancelled by its caller does not stop the worker: the next request is served."""
+    from exitlaw.engine.serve.scheduler import Job, Scheduler
+
+    sched = Scheduler(engine, 4)
+    try:
+        ran = []
+        gate = sched.call(lambda: __import__("time").sleep(0.3))  # keeps the worker busy
+        skipped = sched.call(lambda: ran.append(1))
+        assert skipped.cancel()
+        gate.result(10)
+        cfg = engine.decode_config(
+            __import__("exitlaw.engine.serve.requests", fromlist=["x"]).parse_request(
+                {"prompt": [1, 2], "max_tokens": 4, "temperature": 0},
+                chat=False,
+                default_max_tokens=16,
+            ),
+            0,
+        )
+        gone = Job([1, 2], cfg)
+        gone.future.cancel()  # its caller went away before the worker ended it
+        sched.submit(gone)
+        fresh = sched.submit(Job([1, 2], cfg))
+        assert len(fresh.result(30)[0]) == 4 and ran == []
+    finally:
+        sched.close()
