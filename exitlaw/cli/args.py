@@ -15,16 +15,23 @@ from typing import Iterator
 
 def int_list(text: str) -> list[int]:
     """``"32,64,128"`` -> ``[32, 64, 128]``; every entry a positive integer, at least one."""
+    return _int_list(text, 1, "positive")
+
+
+def nonneg_int_list(text: str) -> list[int]:
+    """``"0,3"`` -> ``[0, 3]``; every entry an integer >= 0 (seeds, indices), at least one."""
+    return _int_list(text, 0, "non-negative")
+
+
+def _int_list(text: str, least: int, words: str) -> list[int]:
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated integers, got {text!r}"
         ) from None
-    if not out or min(out) < 1:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated positive integers, got {text!r}"
-        )
+    if not out or min(out) < least:
+        raise argparse.ArgumentTypeError(f"expected comma-separated {words} integers, got {text!r}")
     return out
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from .args import (
     add_threads,
     no_progress_arg,
+    nonneg_int_list,
     out_args,
     positive_int,
     seed_arg,
@@ -24,6 +25,8 @@ def _mini(args: argparse.Namespace) -> int:
     set_torch_threads(args.threads)
     if args.quick and args.preset not in (None, "quick"):
         raise ValueError(f"--quick contradicts --preset {args.preset}")
+    if args.preset in ("authors-regime", "authors-regime-quick"):
+        return _authors_regime(args)
     if args.preset in ("paper-regime", "paper-regime-quick"):
         from dataclasses import replace
 
@@ -49,6 +52,29 @@ def _mini(args: argparse.Namespace) -> int:
     )
     print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
     print(f"results: {Path(args.out) / 'results.json'} ({len(results['cells'])} cells)")
+    return 0
+
+
+def _authors_regime(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.mini.authors_regime import PRESETS as AUTHORS
+    from exitlaw.paper_repro.mini.authors_regime_run import run_authors_regime
+
+    if args.overwrite or args.seed:
+        raise ValueError(
+            "--overwrite / --seed: an authors-regime run is never replaced and its seeds are the "
+            "design's; choose another --out"
+        )
+    report = run_authors_regime(
+        args.out,
+        AUTHORS[args.preset],
+        progress=show_progress(args),
+        workers=args.workers,
+        seeds_only=tuple(args.seeds) if args.seeds else None,
+    )
+    if report is None:
+        print(f"authors-regime: not every seed is done yet; rerun to resume ({args.out})")
+    else:
+        print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
     return 0
 
 
@@ -207,7 +233,10 @@ _MINI_PRESET_HELP = (
     "ExitTrain run, outside the paper's regime), deep-budgets (deep at B = 32/64/128), or "
     "paper-regime (ExitTrain decided in the paper's regime: fresh fine-tuning data, a calibrated "
     "rate, the scoring temperature evaluated, the authors' strength and literal recipe; design "
-    "in paper_repro/PAPER_REGIME.md; hours) and its CI-sized twin paper-regime-quick"
+    "in paper_repro/PAPER_REGIME.md; hours) and its CI-sized twin paper-regime-quick, or "
+    "authors-regime (ExitTrain on the authors' recipe: greedy data, weights at T = 1, judged at "
+    "T = 0 and T = 1 in per-step acceptance; design in paper_repro/AUTHORS_REGIME.md; hours) and "
+    "its CI-sized twin authors-regime-quick"
 )
 
 MINI = Command(
@@ -240,6 +269,8 @@ MINI = Command(
                 "deep-budgets",
                 "paper-regime",
                 "paper-regime-quick",
+                "authors-regime",
+                "authors-regime-quick",
             ),
             default=None,
             help=_MINI_PRESET_HELP,
@@ -248,8 +279,16 @@ MINI = Command(
             "--workers",
             type=positive_int,
             default=1,
-            help="paper-regime: processes for the training runs and evaluation cells (one torch "
-            "thread each; results do not depend on it)",
+            help="paper-regime / authors-regime: processes for the training runs and evaluation "
+            "cells (one torch thread each; results do not depend on it)",
+        ),
+        opt(
+            "--seeds",
+            type=nonneg_int_list,
+            default=None,
+            metavar="S,S",
+            help="authors-regime: train and evaluate only these training seeds now (a later call "
+            "resumes the rest; default: every seed of the design)",
         ),
         _run_args("if --out holds a run of another configuration, move it aside and start again"),
     ),

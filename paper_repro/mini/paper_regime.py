@@ -107,7 +107,7 @@ class PaperRegimeConfig:
     margins_pct: dict = field(default_factory=lambda: {"exit-prefix": 4.4, "exit-token": 5.9})
 
     def __post_init__(self):
-        known = {a.name for a in ARMS}
+        known = {a.name for a in self.arm_table()}
         if not set(self.arms) <= known or not self.seeds:
             raise ValueError(f"arms must be among {sorted(known)} and seeds non-empty")
         cap = self.base.distill_lr * PAPER_LR_RATIO
@@ -124,6 +124,32 @@ class PaperRegimeConfig:
     def to_json(self) -> dict:
         """The configuration as JSON, its base written as :meth:`MiniConfig.to_json` writes it."""
         return json.loads(json.dumps({**asdict(self), "base": self.base.to_json()}))
+
+    # ----- what a design decides; a design with other rules overrides these (``authors_regime``) -----
+    @staticmethod
+    def arm_table() -> tuple[Arm, ...]:
+        """Every arm this design knows ("Arms")."""
+        return ARMS
+
+    def arm(self, name: str) -> Arm:
+        """The arm ``name`` of this design ("Arms")."""
+        return arm_by_name(name)
+
+    def ft_temperature(self, t_s: float) -> float:
+        """The temperature of the fine-tuning continuations ("Fresh fine-tuning data": ``T_s``)."""
+        return t_s
+
+    def drafter_cells(self, drafter: str, arm: str, t_s: float) -> list[Cell]:
+        """The evaluation cells of one drafter ("Evaluation and estimands")."""
+        cells = [Cell(drafter, "code", t, self.eval_budget) for t in (t_s, 0.0, 1.0)]
+        cells.append(Cell(drafter, "prose", t_s, self.eval_budget))
+        if arm in self.budget_row_drafters:
+            cells += [
+                Cell(drafter, "code", t_s, b) for b in self.budget_row if b != self.eval_budget
+            ]
+        if arm in ("authors", "authors-token") and self.literal_eval_budget != self.eval_budget:
+            cells.append(Cell(drafter, "code", t_s, self.literal_eval_budget))
+        return cells
 
 
 PAPER_REGIME = PaperRegimeConfig()
@@ -213,14 +239,7 @@ def eval_plan(cfg: PaperRegimeConfig, t_s: float) -> list[Cell]:
     drafters = ["base"] + [f"{a}-s{s}" for a, s in run_names(cfg)]
     plan = []
     for d in drafters:
-        arm = d.rsplit("-s", 1)[0] if d != "base" else "base"
-        for t in (t_s, 0.0, 1.0):
-            plan.append(Cell(d, "code", t, cfg.eval_budget))
-        plan.append(Cell(d, "prose", t_s, cfg.eval_budget))
-        if arm in cfg.budget_row_drafters:
-            plan += [Cell(d, "code", t_s, b) for b in cfg.budget_row if b != cfg.eval_budget]
-        if arm in ("authors", "authors-token") and cfg.literal_eval_budget != cfg.eval_budget:
-            plan.append(Cell(d, "code", t_s, cfg.literal_eval_budget))
+        plan += cfg.drafter_cells(d, d.rsplit("-s", 1)[0] if d != "base" else "base", t_s)
     return plan
 
 
@@ -324,18 +343,18 @@ class Plan:
     runs: tuple[TrainingRun, ...]
     cells: tuple[Cell, ...]
     cells_of: dict[str, tuple[Cell, ...]]
+    base_drafter: Path | None = None  # the drafter every arm starts from; None: the base stage's
 
 
-def make_plan(cfg: PaperRegimeConfig, out: str | Path, t_s: float, lr: float) -> Plan:
-    """The plan of a run in ``out`` at scoring temperature ``t_s`` and fine-tuning rate ``lr``."""
+def make_plan(
+    cfg: PaperRegimeConfig, out: str | Path, t_s: float, lr: float, base_drafter: Path | None = None
+) -> Plan:
+    """The plan of a run in ``out`` at scoring temperature ``t_s`` and fine-tuning rate ``lr``, every arm
+    starting from ``base_drafter`` (None: the base stage's distilled drafter)."""
     paths = Paths(Path(out))
     runs = tuple(
         TrainingRun(
-            f"{a}-s{s}",
-            a,
-            s,
-            paths.arm_run(f"{a}-s{s}"),
-            arm_config(cfg, arm_by_name(a), s, lr, t_s),
+            f"{a}-s{s}", a, s, paths.arm_run(f"{a}-s{s}"), arm_config(cfg, cfg.arm(a), s, lr, t_s)
         )
         for a, s in run_names(cfg)
     )
@@ -343,7 +362,16 @@ def make_plan(cfg: PaperRegimeConfig, out: str | Path, t_s: float, lr: float) ->
     cells_of: dict[str, list[Cell]] = {}
     for c in cells:
         cells_of.setdefault(c.drafter, []).append(c)
-    return Plan(cfg, paths, t_s, lr, runs, cells, {d: tuple(cs) for d, cs in cells_of.items()})
+    return Plan(
+        cfg,
+        paths,
+        t_s,
+        lr,
+        runs,
+        cells,
+        {d: tuple(cs) for d, cs in cells_of.items()},
+        None if base_drafter is None else Path(base_drafter),
+    )
 
 
 def config_from_json(data: dict) -> PaperRegimeConfig:
@@ -354,6 +382,10 @@ def config_from_json(data: dict) -> PaperRegimeConfig:
     base["target"] = TargetSpec(**base["target"])
     base = MiniConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in base.items()})
     rest = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "base"}
+    if str(data.get("preset", "")).startswith("authors-regime"):
+        from exitlaw.paper_repro.mini.authors_regime import AuthorsRegimeConfig
+
+        return AuthorsRegimeConfig(base=base, **rest)
     return PaperRegimeConfig(base=base, **rest)
 
 

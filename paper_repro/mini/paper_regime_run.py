@@ -226,9 +226,11 @@ def fresh_prompts(
 
 
 def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: float):
-    """Fresh prompts and the target's continuations at ``T_s`` (cached in ``paths.ft_data``)."""
+    """Fresh prompts and the target's continuations at the design's data temperature
+    (``cfg.ft_temperature(t_s)``; cached in ``paths.ft_data``)."""
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 
+    temperature = cfg.ft_temperature(t_s)
     split = base.corpus.split
     prompts, dropped = fresh_prompts(
         cfg,
@@ -244,7 +246,7 @@ def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: floa
             {
                 "prompts": len(prompts),
                 "redrawn_equal_to_distillation": dropped,
-                "continuation_temperature": t_s,
+                "continuation_temperature": temperature,
                 "continuation_tokens": cfg.ft_continuation_tokens,
                 "seed": cfg.ft_gen_seed,
             },
@@ -256,7 +258,7 @@ def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: floa
         prompts,
         paths.ft_data,
         max_new_tokens=cfg.ft_continuation_tokens,
-        temperature=t_s,
+        temperature=temperature,
         seed=cfg.ft_gen_seed,
         batch_size=64,
     )
@@ -405,6 +407,13 @@ def stage_evaluation(
     return read_all_cells(plan.paths.out)
 
 
+def starting_point(plan: Plan, base: Base) -> Base:
+    """``base`` with the drafter every arm of ``plan`` starts from (``plan.base_drafter`` when set)."""
+    from dataclasses import replace
+
+    return base if plan.base_drafter is None else replace(base, drafter_dir=plan.base_drafter)
+
+
 def drafter_dirs(plan: Plan, base: Base) -> dict[str, Path]:
     """Every drafter to evaluate: the base drafter of stage 1 and each planned run's final drafter."""
     return {"base": base.drafter_dir, **{r.name: r.dir / "final" for r in plan.runs}}
@@ -508,7 +517,7 @@ def _worker(plan: Plan, jobs: list) -> None:
     import torch
 
     torch.set_num_threads(1)
-    base = stage_base(plan.paths, plan.cfg, progress=False)
+    base = starting_point(plan, stage_base(plan.paths, plan.cfg, progress=False))
     prompts = prompt_sets(plan.cfg, base.corpus)
     data = stage_fresh_data(plan.paths, plan.cfg, base, plan.t_s)
     for (seed,) in jobs:

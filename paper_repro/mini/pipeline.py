@@ -537,9 +537,18 @@ def stage_data(out: Path, cfg: MiniConfig, corpus: Corpus, target, tdir: Path):
 
 
 def stage_base_drafter(
-    out: Path, cfg: MiniConfig, target, tdir: Path, data, progress: bool
+    out: Path,
+    cfg: MiniConfig,
+    target,
+    tdir: Path,
+    data,
+    progress: bool,
+    stop_after: int | None = None,
 ) -> Path:
-    """Initialise (``out/drafter_init``) and distil (``out/drafter_base``) the base drafter; its final path."""
+    """Initialise (``out/drafter_init``) and distil (``out/drafter_base``) the base drafter; its final path.
+
+    ``stop_after``: replay only the first steps of the same schedule (its checkpoints are written as in
+    the whole run; ``final`` is not)."""
     import torch
 
     from exitlaw.engine.models.checkpoint import save_drafter
@@ -584,7 +593,7 @@ def stage_base_drafter(
         seed=cfg.seed,
         score_trees=False,
     )
-    return _train_stage(out / "drafter_base", tdir, init_dir, data, distill, progress)
+    return _train_stage(out / "drafter_base", tdir, init_dir, data, distill, progress, stop_after)
 
 
 def objective_config(cfg: MiniConfig, objective: str, ft_seed: int):
@@ -799,8 +808,11 @@ def _mask_token_id(tdir: Path) -> int:
     return int(mc.load_tokenizer(tdir).mask_token_id)
 
 
-def _train_stage(run_dir: Path, tdir: Path, init: Path, data, tcfg, progress: bool) -> Path:
-    """One drafter training run into ``run_dir`` (resumed if interrupted); returns its ``final`` drafter."""
+def _train_stage(
+    run_dir: Path, tdir: Path, init: Path, data, tcfg, progress: bool, stop_after: int | None = None
+) -> Path:
+    """One drafter training run into ``run_dir`` (resumed if interrupted); returns its ``final`` drafter
+    (``stop_after``: only that many more steps, :func:`~exitlaw.engine.training.loop.train`)."""
     from exitlaw.engine.models.checkpoint import load_pair
     from exitlaw.engine.training.loop import train
 
@@ -818,6 +830,7 @@ def _train_stage(run_dir: Path, tdir: Path, init: Path, data, tcfg, progress: bo
         resume=resume,
         progress=progress,
         run_info={"init": str(init), "target": str(tdir)},
+        stop_after=stop_after,
     )
 
 
