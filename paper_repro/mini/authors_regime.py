@@ -18,6 +18,9 @@ from exitlaw.paper_repro.mini.paper_regime import (
     Arm,
     Cell,
     PaperRegimeConfig,
+    Paths,
+    Plan,
+    make_plan,
 )
 
 # "Schedule and arms": lam None is measured at calibration (2 % of CE, "Strength of the authors' tree term")
@@ -147,5 +150,18 @@ AUTHORS_REGIME_QUICK = AuthorsRegimeConfig(
     fallback_base_step=PAPER_REGIME_QUICK.base.distill_steps // 2,
     strength_last_steps=3,
 )
+
+
+def plan_of(paths: Paths, cfg: AuthorsRegimeConfig, calibration: dict) -> Plan:
+    """The run's plan once calibration is done: its rate, its base drafter and its measured lambda."""
+    measured = replace(cfg, strength_lam=calibration["strength"]["lambda"])
+    return make_plan(
+        measured,
+        paths.out,
+        cfg.scoring_temperature,
+        float(calibration["chosen_lr"]),
+        base_drafter=paths.out / calibration["base_drafter"],
+    )
+
 
 PRESETS = {"authors-regime": AUTHORS_REGIME, "authors-regime-quick": AUTHORS_REGIME_QUICK}

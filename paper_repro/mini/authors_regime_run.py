@@ -24,14 +24,8 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
-from exitlaw.paper_repro.mini.authors_regime import AUTHORS_REGIME, AuthorsRegimeConfig
-from exitlaw.paper_repro.mini.paper_regime import (
-    PAPER_REGIME,
-    Paths,
-    TrainingRun,
-    arm_config,
-    make_plan,
-)
+from exitlaw.paper_repro.mini.authors_regime import AUTHORS_REGIME, AuthorsRegimeConfig, plan_of
+from exitlaw.paper_repro.mini.paper_regime import PAPER_REGIME, Paths, TrainingRun, arm_config
 from exitlaw.paper_repro.mini.paper_regime_run import (
     Base,
     _eval,
@@ -277,18 +271,6 @@ def _spread(paths: Paths, cfg: AuthorsRegimeConfig, drafter: Path, runs, workers
 
 
 # ----- the run ----------------------------------------------------------------------------------------------
-def plan_of(paths: Paths, cfg: AuthorsRegimeConfig, calibration: dict):
-    """The run's plan once calibration is done: its rate, its base drafter and its measured lambda."""
-    measured = replace(cfg, strength_lam=calibration["strength"]["lambda"])
-    return make_plan(
-        measured,
-        paths.out,
-        cfg.scoring_temperature,
-        float(calibration["chosen_lr"]),
-        base_drafter=paths.out / calibration["base_drafter"],
-    )
-
-
 def run_authors_regime(
     out: str | Path,
     cfg: AuthorsRegimeConfig = AUTHORS_REGIME,

@@ -18,7 +18,7 @@ import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
-from exitlaw.paper_repro.mini.paper_regime import Paths, Plan, arm_by_name, cell_key
+from exitlaw.paper_repro.mini.paper_regime import Paths, Plan, cell_key
 from exitlaw.paper_repro.mini.stats import (
     claim_verdict,
     crossed_mean_ci,
@@ -315,7 +315,7 @@ def training_summary(runs: dict[str, dict], cfg) -> dict:
             "runs": len(mine),
             "mean_last10_ce": float(ce),
             "mean_last10_tree": float(tree),
-            "tree_term_over_ce": float(arm_by_name(arm).lam * tree / ce),
+            "tree_term_over_ce": float(cfg.arm(arm).lam * tree / ce),
             "mean_last10_coverage": float(np.mean([r["coverage"] for r in mine])),
             "mean_seconds": float(np.mean(secs)) if secs else None,
         }

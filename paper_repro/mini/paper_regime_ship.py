@@ -9,6 +9,7 @@ session resumes from; :func:`rebuild` recomputes ``results.json`` / ``results.md
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
@@ -130,7 +131,10 @@ def _read(path: Path):
 
 
 def _config(paths: Paths) -> PaperRegimeConfig:
-    return config_from_json(_read(paths.config))
+    """The run's configuration, with a lambda measured at calibration (``authors_regime``) filled in."""
+    cfg = config_from_json(_read(paths.config))
+    measured = _read(paths.calibration).get("strength") if paths.calibration.is_file() else None
+    return replace(cfg, strength_lam=measured["lambda"]) if measured else cfg
 
 
 def _t_s(paths: Paths) -> float:
