@@ -294,6 +294,14 @@ def run_batch_bench(
         repeats=verifier_repeats,
         seed=seed,
     )
+    return _batch_bench_result(config, decode, stage)
+
+
+def _batch_bench_result(
+    config: dict[str, Any], decode: list[dict[str, Any]], stage: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The JSON-ready result of a batched bench (schema ``exitlaw.batch_bench`` v1): ``config``, the
+    decode rows and the verifier-stage rows (empty when the stage did not run)."""
     return {
         "schema": "exitlaw.batch_bench",
         "version": 1,
@@ -430,13 +438,7 @@ def run_batched_bench(
                 warmup=warmup,
                 filters=filters,
             )
-    return {
-        "schema": "exitlaw.batch_bench",
-        "version": 1,
-        "config": config,
-        "decode": decode,
-        "verifier_stage": [],
-    }
+    return _batch_bench_result(config, decode, [])
 
 
 def run_batch_verifier_stage(

@@ -48,7 +48,9 @@ QWEN3_4B = LMSizes(
 FAMILIES = ("qwen3", "llama", "qwen3_moe", "gemma4", "gemma4_full")
 
 
-def _common(s: LMSizes) -> dict:
+def config_fields(s: LMSizes) -> dict:
+    """The ``*Config`` keyword arguments of ``s`` that every decoder-only family spells the same way (the
+    Qwen3 names): the one mapping from :class:`LMSizes` to Hugging Face config fields."""
     return dict(
         vocab_size=s.vocab_size,
         hidden_size=s.hidden_size,
@@ -69,7 +71,8 @@ def qwen3_config(sizes: LMSizes):
     from transformers import Qwen3Config
 
     return Qwen3Config(
-        **_common(sizes), rope_parameters={"rope_type": "default", "rope_theta": sizes.rope_theta}
+        **config_fields(sizes),
+        rope_parameters={"rope_type": "default", "rope_theta": sizes.rope_theta},
     )
 
 
@@ -88,12 +91,12 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
     if family == "llama":
         from transformers import LlamaConfig
 
-        return LlamaConfig(**_common(sizes), rope_parameters=rope)
+        return LlamaConfig(**config_fields(sizes), rope_parameters=rope)
     if family == "qwen3_moe":
         from transformers import Qwen3MoeConfig
 
         return Qwen3MoeConfig(
-            **_common(sizes),
+            **config_fields(sizes),
             rope_parameters=rope,
             num_experts=4,
             num_experts_per_tok=2,
@@ -111,7 +114,7 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
             for i in range(n)
         ]
         return Gemma4TextConfig(
-            **_common(sizes),
+            **config_fields(sizes),
             layer_types=layer_types,
             sliding_window=sliding_window,
             hidden_size_per_layer_input=0,
@@ -121,4 +124,4 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
     raise ValueError(f"unknown model family {family!r}; choose {', '.join(FAMILIES)}")
 
 
-__all__ = ["LMSizes", "QWEN3_4B", "FAMILIES", "qwen3_config", "causal_lm_config"]
+__all__ = ["LMSizes", "QWEN3_4B", "FAMILIES", "config_fields", "qwen3_config", "causal_lm_config"]

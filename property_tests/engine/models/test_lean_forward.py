@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from exitlaw.engine.decode.loop import DecodeConfig, generate
-from exitlaw.engine.models.config import causal_lm_config
+from exitlaw.engine.models.config import causal_lm_config, config_fields
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
 from exitlaw.engine.models.target import TargetModel, batch_attention_mask, tree_attention_mask
 from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
@@ -29,17 +29,9 @@ SPEC = replace(SMALL_SPEC, vocab_size=96, block_size=6, target_layer_ids=(0, 2))
 
 
 def qwen2(seed: int):
-    s = SPEC.lm_sizes()
-    cfg = Qwen2Config(
-        vocab_size=s.vocab_size,
-        hidden_size=s.hidden_size,
-        intermediate_size=s.intermediate_size,
-        num_hidden_layers=s.num_layers,
-        num_attention_heads=s.num_heads,
-        num_key_value_heads=s.num_kv_heads,
-        max_position_embeddings=512,
-        tie_word_embeddings=False,
-    )
+    # Qwen2 is no family of causal_lm_config: the shared config fields, at transformers' default init
+    s = SPEC.lm_sizes().but(max_positions=512, tie_word_embeddings=False, init_std=0.02)
+    cfg = Qwen2Config(**config_fields(s))
     cfg._attn_implementation = "sdpa"
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg).eval()
