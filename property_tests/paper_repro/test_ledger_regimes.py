@@ -105,8 +105,13 @@ def test_every_shipped_exittrain_row_says_its_scale_temperatures_and_level():
             assert "target 3 layers, hidden 96, vocabulary 512" in reg["models"]
             assert reg["data_temperature"] == reg["scoring_temperature"] == 0.5
             assert reg["judged_temperatures"] == [0.5]
-        for k in SIMULATED:
+        for k in (
+            SIMULATED
+        ):  # judged where the pooled records were: the sweep's T = 0 and 1, the matched T = 0.5
             assert rows[k]["regime"]["scale"] == "simulation"
+            assert rows[k]["regime"]["judged_temperatures"] == (
+                [0.5] if k.endswith("_matched") else [0.0, 1.0]
+            )
     md = (RESULTS / "ledger.md").read_text()
     for (
         k
