@@ -388,13 +388,20 @@ def _paper_regime(role: str) -> Callable[[dict, float], Regime]:
 
 def _sim_regime(source: str, regime: str = "deep") -> Callable[[dict, float], Regime]:
     """A simulation sweep's regime ``regime`` from the config its files record."""
-    path = SWEEP_FILES[source]
-    return lambda inputs, level: sim_sweep_run(_need(inputs, source), regime, source=path)
+    path, run = SWEEP_FILES[source]
+    return lambda inputs, level: sim_sweep_run(_need(inputs, source), regime, run=run, source=path)
 
 
+# input -> (its files, the command that made them)
 SWEEP_FILES = {
-    "sim_exittrain_sweep": "sim_exittrain_sweep/*.json",
-    "sim_exittrain_matched": "sim_exittrain_matched/sweep.json",
+    "sim_exittrain_sweep": (
+        "sim_exittrain_sweep/*.json",
+        "`exitlaw simulate exittrain --sweep` (simulate/exittrain/sweep.py)",
+    ),
+    "sim_exittrain_matched": (
+        "sim_exittrain_matched/sweep.json",
+        "`exitlaw simulate exittrain --sweep matched` (simulate/exittrain/sweep.py, rule 5)",
+    ),
 }
 REGIME_INPUTS = ("paper_regime", "paper_regime_data")
 
@@ -793,7 +800,7 @@ def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "
                 "ci": ci,
                 "verdict": v.verdict,
                 # an ExitTrain row's verdict says its regime: scale, models, steps, temperatures, level
-                "verdict_text": f"{words} [{regime.tag()}]" if regime else words,
+                "verdict_text": f"{words} [{regime.tag(scale=False)}]" if regime else words,
                 "reason": v.reason,
                 "mde": None if v.mde is None else _sig(v.mde),
                 "inputs": {n: provenance.get(n, {}).get("sha256", "absent") for n in c.inputs},

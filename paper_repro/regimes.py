@@ -85,12 +85,11 @@ class Regime:
             return "level ?"
         return f"{100 * self.level:g} % CI (alpha {1 - self.level:.3g})"
 
-    def tag(self) -> str:
-        """The regime in the verdict's words: scale, models, steps, temperatures, level."""
-        return (
-            f"{self.scale_words()}: {self.models}; {self.steps}; {self.temperatures()}; "
-            f"{self.level_words()}"
-        )
+    def tag(self, scale: bool = True) -> str:
+        """The regime in words: scale (left out with ``scale=False``, where the verdict's words say it),
+        models, steps, temperatures, level."""
+        body = f"{self.models}; {self.steps}; {self.temperatures()}; {self.level_words()}"
+        return f"{self.scale_words()}: {body}" if scale else body
 
     def text(self) -> str:
         """The row's scale column: the tag, then the run and the files it was read from."""
