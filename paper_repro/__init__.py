@@ -28,6 +28,7 @@ from .ledger import (
 )
 from .ledger_inputs import ledger_from_shipped, make_shipped_inputs
 from .paired_effects import paired_interval, records as paired_effect_records
+from .regimes import Regime
 from .verdicts import Interval, Rule, Verdict, decide, decide_test
 
 # --- the full-scale commands executed on a CPU with tiny stand-ins
@@ -40,6 +41,7 @@ __all__ = [
     "Interval",
     "MINI_PRESETS",
     "MiniConfig",
+    "Regime",
     "Rule",
     "STATUSES",
     "VERDICTS",

@@ -31,6 +31,7 @@ from typing import Any, Callable
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.paper_repro.paired_effects import PairedEffectError, paired_interval
+from exitlaw.paper_repro.regimes import Regime, RegimeError, paper_regime_run, sim_sweep_run
 from exitlaw.paper_repro.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -63,6 +64,8 @@ class Measurement:
     scale: str  # where they were measured
     ci: Interval | None = None  # the primary effect's interval (rules R2-R4) ...
     test: tuple[bool, float] | None = None  # ... or a calibrated test's (rejected, power) (rule R5)
+    # an ExitTrain row's regime: scale, model sizes, steps, data / scoring / judged temperatures, level
+    regime: Regime | None = None
 
 
 @dataclass(frozen=True)
@@ -294,10 +297,27 @@ def kit(inputs: dict) -> Measurement:
 
 # ----- paired effects (ExitTrain) --------------------------------------------------------------------------
 def _paired_claim(
-    source: str, comparison: str, selector: dict, cells: int, label: str
+    source: str,
+    comparison: str,
+    selector: dict,
+    cells: int,
+    label: str,
+    regime_of: Callable[[dict, float], Regime] | None = None,
 ) -> Callable[[dict], Measurement]:
+    """The measure of a paired-effect row; ``regime_of(inputs, level)`` reads the source run's regime (an
+    ExitTrain row), which the row completes with the temperatures its records were judged at."""
+
     def measure(inputs: dict) -> Measurement:
         ci, recs = paired_interval(_need(inputs, source), comparison, selector, cells)
+        regime = None
+        if regime_of is not None:
+            temps = [r.get("setting", {}).get("temperature") for r in recs]
+            if any(t is None for t in temps):
+                raise MeasureError(f"a '{comparison}' record names no judged temperature")
+            try:
+                regime = regime_of(inputs, ci.level).judged(temps, ci.level)
+            except RegimeError as err:
+                raise MeasureError(str(err)) from None
         seeds = sorted({r.get("n_seeds") for r in recs}, key=str)
         units = sorted({r.get("n_units") for r in recs}, key=str)
         cells_text = "; ".join(
@@ -316,6 +336,7 @@ def _paired_claim(
             + f"; seeds {seeds}, units {units}",
             label,
             ci=ci,
+            regime=regime,
         )
 
     return measure
@@ -356,6 +377,39 @@ PAPER_REGIME = (
     "the paper-regime mini run (CPU), `exitlaw repro mini --preset paper-regime`, "
     "design paper_repro/PAPER_REGIME.md"
 )
+
+
+def _paper_regime(role: str) -> Callable[[dict, float], Regime]:
+    """The paper-regime run's regime (results.json, ft_data/fresh_prompts.json) for a row of ``role``."""
+    return lambda inputs, level: paper_regime_run(
+        _need(inputs, "paper_regime"), _need(inputs, "paper_regime_data"), role=role, level=level
+    )
+
+
+def _sim_regime(source: str, regime: str = "deep") -> Callable[[dict, float], Regime]:
+    """A simulation sweep's regime ``regime`` from the config its files record."""
+    path, run = SWEEP_FILES[source]
+    return lambda inputs, level: sim_sweep_run(_need(inputs, source), regime, run=run, source=path)
+
+
+# input -> (its files, the command that made them)
+SWEEP_FILES = {
+    "sim_exittrain_sweep": (
+        "sim_exittrain_sweep/*.json",
+        "`exitlaw simulate exittrain --sweep` (simulate/exittrain/sweep.py)",
+    ),
+    "sim_exittrain_matched": (
+        "sim_exittrain_matched/sweep.json",
+        "`exitlaw simulate exittrain --sweep matched` (simulate/exittrain/sweep.py, rule 5)",
+    ),
+}
+REGIME_INPUTS = ("paper_regime", "paper_regime_data")
+
+
+def _size(paper: float) -> Rule:
+    """R3 for a simulated ExitTrain effect: reproduced only when the CI excludes 0 AND contains the paper's
+    (smallest stated) effect; a CI wholly below it is contradicted even when it excludes 0 (issue 34)."""
+    return Rule("size", "%", side=1, paper_effect=paper)
 
 
 def regime_precondition(inputs: dict) -> tuple[bool, str]:
@@ -476,8 +530,15 @@ CLAIMS: tuple[Claim, ...] = (
         PAPER_REGIME,
         _dir("%", 8.8),
         "exit - base relative Rao-Blackwellised tau, paper-regime primary cell (code, T=T_s, B=64), 95 %",
-        ("paper_regime",),
-        _paired_claim("paper_regime", "exit-base", REGIME_SECONDARY, 1, PAPER_REGIME),
+        REGIME_INPUTS,
+        _paired_claim(
+            "paper_regime",
+            "exit-base",
+            REGIME_SECONDARY,
+            1,
+            PAPER_REGIME,
+            _paper_regime("secondary"),
+        ),
         regime_precondition,
     ),
     Claim(
@@ -488,8 +549,10 @@ CLAIMS: tuple[Claim, ...] = (
         _dir("%", 11.6),
         "exit - base relative Rao-Blackwellised tau, paper-regime run (code, T=T_s), per-(seed, prompt) "
         "difference averaged over B = 32/64/128, 95 %",
-        ("paper_regime",),
-        _paired_claim("paper_regime", "exit-base", REGIME_BUDGETS, 1, PAPER_REGIME),
+        REGIME_INPUTS,
+        _paired_claim(
+            "paper_regime", "exit-base", REGIME_BUDGETS, 1, PAPER_REGIME, _paper_regime("secondary")
+        ),
         regime_precondition,
     ),
     Claim(
@@ -500,8 +563,10 @@ CLAIMS: tuple[Claim, ...] = (
         _dir("%", 5.9, alpha=PRIMARY_ALPHA),
         "exit - token relative Rao-Blackwellised tau, paper-regime primary cell (code, T=T_s, B=64, "
         "lambda 0.1), 97.5 % (Bonferroni over the two primary comparisons)",
-        ("paper_regime",),
-        _paired_claim("paper_regime", "exit-token", REGIME_PRIMARY, 1, PAPER_REGIME),
+        REGIME_INPUTS,
+        _paired_claim(
+            "paper_regime", "exit-token", REGIME_PRIMARY, 1, PAPER_REGIME, _paper_regime("primary")
+        ),
         regime_precondition,
     ),
     Claim(
@@ -512,8 +577,10 @@ CLAIMS: tuple[Claim, ...] = (
         _dir("%", 4.4, alpha=PRIMARY_ALPHA),
         "exit - prefix relative Rao-Blackwellised tau, paper-regime primary cell (code, T=T_s, B=64, "
         "lambda 0.1), 97.5 % (Bonferroni over the two primary comparisons)",
-        ("paper_regime",),
-        _paired_claim("paper_regime", "exit-prefix", REGIME_PRIMARY, 1, PAPER_REGIME),
+        REGIME_INPUTS,
+        _paired_claim(
+            "paper_regime", "exit-prefix", REGIME_PRIMARY, 1, PAPER_REGIME, _paper_regime("primary")
+        ),
         regime_precondition,
     ),
     Claim(
@@ -521,22 +588,36 @@ CLAIMS: tuple[Claim, ...] = (
         "exit-guided beats token-only training (tau, B=64), simulation",
         "Table 2: +5.9% / +7.9% tau at T=0/1",
         SIM_SWEEP,
-        _dir("%", 5.9),
+        _size(5.9),
         "exit - token relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
         "equal-weight mean over T=0 and T=1",
         ("sim_exittrain_sweep",),
-        _paired_claim("sim_exittrain_sweep", "exit-token", SIM_DEEP, 2, SIM_SWEEP),
+        _paired_claim(
+            "sim_exittrain_sweep",
+            "exit-token",
+            SIM_DEEP,
+            2,
+            SIM_SWEEP,
+            _sim_regime("sim_exittrain_sweep"),
+        ),
     ),
     Claim(
         "exit_vs_prefix_sim",
         "exit-guided beats prefix-weighted training (tau, B=64), simulation",
         "Table 2: +7.8% / +4.4% tau at T=0/1",
         SIM_SWEEP,
-        _dir("%", 4.4),
+        _size(4.4),
         "exit - prefix relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
         "equal-weight mean over T=0 and T=1",
         ("sim_exittrain_sweep",),
-        _paired_claim("sim_exittrain_sweep", "exit-prefix", SIM_DEEP, 2, SIM_SWEEP),
+        _paired_claim(
+            "sim_exittrain_sweep",
+            "exit-prefix",
+            SIM_DEEP,
+            2,
+            SIM_SWEEP,
+            _sim_regime("sim_exittrain_sweep"),
+        ),
     ),
     Claim(
         "exit_vs_token_sim_matched",
@@ -544,11 +625,18 @@ CLAIMS: tuple[Claim, ...] = (
         "judged at one temperature",
         "Table 2: +5.9% / +7.9% tau at T=0/1",
         SIM_SWEEP_MATCHED,
-        _dir("%", 5.9),
+        _size(5.9),
         "exit - token relative tau, the sim rows' setting (deep, train/eval B=64, lambda 0.1, tree "
         "normalisation) in the sweep trained at T = 0.5, judged at T = 0.5",
         ("sim_exittrain_matched",),
-        _paired_claim("sim_exittrain_matched", "exit-token", SIM_MATCHED, 1, SIM_SWEEP_MATCHED),
+        _paired_claim(
+            "sim_exittrain_matched",
+            "exit-token",
+            SIM_MATCHED,
+            1,
+            SIM_SWEEP_MATCHED,
+            _sim_regime("sim_exittrain_matched"),
+        ),
     ),
     Claim(
         "exit_vs_prefix_sim_matched",
@@ -556,11 +644,18 @@ CLAIMS: tuple[Claim, ...] = (
         "trained and judged at one temperature",
         "Table 2: +7.8% / +4.4% tau at T=0/1",
         SIM_SWEEP_MATCHED,
-        _dir("%", 4.4),
+        _size(4.4),
         "exit - prefix relative tau, the sim rows' setting (deep, train/eval B=64, lambda 0.1, tree "
         "normalisation) in the sweep trained at T = 0.5, judged at T = 0.5",
         ("sim_exittrain_matched",),
-        _paired_claim("sim_exittrain_matched", "exit-prefix", SIM_MATCHED, 1, SIM_SWEEP_MATCHED),
+        _paired_claim(
+            "sim_exittrain_matched",
+            "exit-prefix",
+            SIM_MATCHED,
+            1,
+            SIM_SWEEP_MATCHED,
+            _sim_regime("sim_exittrain_matched"),
+        ),
     ),
     Claim(
         "univer_vs_rrs_wo",
@@ -675,6 +770,8 @@ def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "
     for c in CLAIMS:
         v, m = evaluate(c, inputs, scale=scale)
         where = m.scale if m else (NOT_RUN if scale not in c.rule.decidable_at else "-")
+        regime = m.regime if m else None
+        words = scaled_verdict(c.rule, v.verdict, regime.scale_words() if regime else where)
         ci = (
             None
             if m is None or m.ci is None
@@ -697,11 +794,13 @@ def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "
                 "exitlaw": m.value
                 if m
                 else ("not run (GPU only)" if where == NOT_RUN else "not measured"),
-                "scale": where,
+                "scale": regime.text() if regime else where,
+                "regime": regime.to_json() if regime else None,
                 "source": row_source(c, provenance, m is not None, scale),
                 "ci": ci,
                 "verdict": v.verdict,
-                "verdict_text": scaled_verdict(c.rule, v.verdict, where),
+                # an ExitTrain row's verdict says its regime: scale, models, steps, temperatures, level
+                "verdict_text": f"{words} [{regime.tag(scale=False)}]" if regime else words,
                 "reason": v.reason,
                 "mde": None if v.mde is None else _sig(v.mde),
                 "inputs": {n: provenance.get(n, {}).get("sha256", "absent") for n in c.inputs},
@@ -721,9 +820,13 @@ def format_markdown(
         "",
         "Generated by `exitlaw ledger`. Each verdict follows a rule declared in the claim table before the data "
         "(exitlaw/paper_repro/ledger.py; the rules R0-R5 are stated in paper_repro/verdicts.py): reproduced "
-        "(the CI excludes 0 on the paper's side; for equalities, a TOST at the paper's margin passes), "
-        "contradicted (the CI excludes the paper's effect on the other side, or the margin), inconclusive "
-        "(otherwise, with the reason and the minimal detectable effect).",
+        "(the CI excludes 0 on the paper's side; for a size rule it also contains the paper's effect; for "
+        "equalities, a TOST at the paper's margin passes), contradicted (the CI excludes the paper's effect "
+        "on the other side, or the margin), inconclusive (otherwise, with the reason and the minimal "
+        "detectable effect). Every verdict says its scale; a row measured at mini scale reads reproduced / "
+        "not reproduced / inconclusive at mini scale, and an ExitTrain row names its regime in brackets: "
+        "model sizes, fine-tuning steps, the temperatures of its data, of its tree weights' scoring and of "
+        "its judging, and its interval's level (paper_repro/regimes.py).",
         "",
     ]
     if header:

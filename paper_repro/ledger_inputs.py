@@ -9,7 +9,8 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`
 * ``mini_full_seed0.json``: the shallow ``exitlaw repro mini`` run;
 * ``paper_regime/results.json``: the paper-regime run (``exitlaw repro mini --preset paper-regime``,
   design ``paper_repro/PAPER_REGIME.md``): its paired-effect records and its precondition; it decides
-  the engine ExitTrain rows, read when present;
+  the engine ExitTrain rows, read when present, with ``paper_regime/ft_data/fresh_prompts.json``
+  (``paper_regime_data``: the temperature of its fine-tuning data, part of the rows' regime);
 * ``mini_deep_seed0.json``, ``mini_deep_budgets_seed0.json`` and ``sim_exittrain_sweep/*.json``:
   paired-effect files (the deep mini preset, its re-run evaluated at B = 32/64/128: history, outside the
   paper's regime; and the simulation sweep), read when present;
@@ -58,6 +59,7 @@ SHIPPED = {
     "mini_deep": "mini_deep_seed0.json",
     "mini_deep_budgets": "mini_deep_budgets_seed0.json",
     "paper_regime": "paper_regime/results.json",
+    "paper_regime_data": "paper_regime/ft_data/fresh_prompts.json",
     "sim_exittrain_sweep": "sim_exittrain_sweep",
     "sim_exittrain_matched": "sim_exittrain_matched/sweep.json",
     "field_lab": "field_lab.json",
@@ -222,11 +224,12 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     if mini_deep is not None and Path(mini_deep).is_file():
         inputs["mini_deep"] = _load(mini_deep)
         prov["mini_deep"] = file_provenance(mini_deep)
-    regime = RESULTS / SHIPPED["paper_regime"]
-    inputs["paper_regime"] = None
-    if regime.is_file():
-        inputs["paper_regime"] = _load(regime)
-        prov["paper_regime"] = file_provenance(regime)
+    for name in ("paper_regime", "paper_regime_data"):
+        path = RESULTS / SHIPPED[name]
+        inputs[name] = None
+        if path.is_file():
+            inputs[name] = _load(path)
+            prov[name] = file_provenance(path)
     budgets = RESULTS / SHIPPED["mini_deep_budgets"]
     inputs["mini_deep_budgets"] = None
     if budgets.is_file():

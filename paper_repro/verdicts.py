@@ -17,7 +17,9 @@ R2  direction (paper's side ``s`` = +1 or -1, paper's effect ``e`` or none):
              ``inconclusive`` otherwise.
 R3  size:    as R2, but ``reproduced`` also needs the CI to contain ``e`` (compatible with
              the paper's effect); a CI that excludes 0 on the paper's side but lies
-             beyond ``e`` (a larger effect than the paper's) is ``inconclusive``.
+             beyond ``e`` (a larger effect than the paper's) is ``inconclusive``; one that lies
+             wholly below ``e`` is ``contradicted`` even when it excludes 0 (the direction
+             holds, the paper's size does not: the reason says both).
 R4  equivalence (two one-sided tests, TOST, margin ``m`` in the effect's units):
              ``reproduced``   when the ``1 - 2 alpha`` interval (90 %) lies inside ``(-m, m)``;
              ``contradicted`` when the ``1 - alpha`` interval (95 %) lies outside ``[-m, m]``
@@ -43,7 +45,9 @@ between the cells (Minkowski), so the interval holds whatever the correlation, a
 
 Scale words (docs/design.md §1.11: a verdict says its scale): :func:`scaled_verdict` is the verdict
 as the ledger prints it, e.g. ``direction reproduced (size not comparable: CPU)`` for a direction
-rule met at a scale that is not the paper's, ``contradicted (mini-scale, CPU)`` otherwise.
+rule met at a scale that is not the paper's; a mini-scale row reads ``reproduced`` / ``not reproduced``
+/ ``inconclusive at mini scale (CPU)`` (:data:`MINI_WORDS`), never a bare ``contradicted`` beside a
+paper-scale number; the ledger adds the row's regime (:mod:`exitlaw.paper_repro.regimes`).
 """
 
 from __future__ import annotations
@@ -166,10 +170,30 @@ def scale_kind(scale: str) -> str:
     return "CPU"
 
 
+# a mini-scale row's verdict in words that say the scale (issue 34): a mini-scale engine run cannot contradict
+# a Qwen3-4B number, it fails to reproduce it at mini scale; the decision (and the ``verdict`` field) is unchanged
+MINI_WORDS = {
+    REPRODUCED: "reproduced at mini scale",
+    CONTRADICTED: "not reproduced at mini scale",
+    INCONCLUSIVE: "inconclusive at mini scale",
+}
+
+
 def scaled_verdict(rule: "Rule", verdict: str, scale: str) -> str:
-    """The verdict with its scale: a direction rule met at a scale not the paper's reads
-    ``direction reproduced (size not comparable: KIND)``; every other verdict ``VERDICT (KIND)``."""
+    """The verdict with its scale: a mini-scale row reads :data:`MINI_WORDS` (``not reproduced at mini scale
+    (CPU)``; a direction met with a paper size beside it adds ``direction only, size not comparable``); a
+    direction rule met at another scale not the paper's reads ``direction reproduced (size not comparable:
+    KIND)``; every other verdict ``VERDICT (KIND)``."""
     kind = scale_kind(scale)
+    if kind == "mini-scale, CPU":
+        if rule.kind == "direction" and verdict == REPRODUCED:
+            size = (
+                "the paper states no size"
+                if rule.paper_effect is None
+                else "direction only, size not comparable"
+            )
+            return f"{MINI_WORDS[verdict]} (CPU; {size})"
+        return f"{MINI_WORDS[verdict]} (CPU)"
     if rule.kind == "direction" and verdict == REPRODUCED and kind != "GPU, not run":
         if rule.paper_effect is None:
             return f"direction reproduced ({kind}; the paper states no size)"
@@ -230,6 +254,13 @@ class Rule:
                 f"equivalence (TOST, alpha {self.alpha:g}) at margin +-{self.margin:g} {self.unit}"
             )
         sign = ">" if self.side > 0 else "<"
+        if self.kind == "size":
+            return (
+                f"size: reproduced when the {100 * (1 - self.alpha):g} % CI excludes 0 and contains the "
+                f"paper's effect {self.paper_effect:+g} {self.unit}; contradicted when it excludes that "
+                f"effect on the side of 0 (a smaller effect, even one that excludes 0: the direction "
+                f"alone does not reproduce a stated size)"
+            )
         paper = (
             f"; paper's effect {self.paper_effect:+g} {self.unit}"
             if self.paper_effect is not None
@@ -301,6 +332,13 @@ def decide(rule: Rule, ci: Interval) -> Verdict:
             m_d,
         )
     bound = 0.0 if e is None else e
+    if rule.kind == "size" and lo > 0 and hi < e:
+        return Verdict(
+            CONTRADICTED,
+            f"CI excludes 0 on the paper's side (the direction holds) but lies below the paper's "
+            f"effect {rule.paper_effect:+g} {u}: the size is not reproduced",
+            m_d,
+        )
     if hi < bound:
         what = "0" if e is None else f"the paper's effect {rule.paper_effect:+g} {u}"
         return Verdict(CONTRADICTED, f"CI excludes {what} on the other side", m_d)
@@ -383,6 +421,7 @@ __all__ = [
     "scale_kind",
     "scaled_verdict",
     "SCALE_KINDS",
+    "MINI_WORDS",
     "mde",
     "not_decidable",
     "missing",

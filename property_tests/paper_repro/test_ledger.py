@@ -203,6 +203,8 @@ def _inputs(**over) -> dict:
         "mini": None,
         "mini_deep": None,
         "sim_exittrain_sweep": None,
+        # the paper-regime run's fine-tuning data record: the temperature of its continuations
+        "paper_regime_data": {"continuation_temperature": 0.5},
     }
     return {**inputs, **over}
 
@@ -301,7 +303,40 @@ def _regime(effects, holds=True):
     return {
         "paired_effects": effects,
         "analysis": {"precondition": {"holds": holds, "token_minus_base": t}},
+        "config": REGIME_CONFIG,
+        "T_s": 0.5,
     }
+
+
+# what the ledger reads of a paper-regime run's config to state the rows' regime (paper_repro/regimes.py)
+REGIME_CONFIG = {
+    "base": {
+        "target": {"num_layers": 3, "hidden_size": 96},
+        "vocab_size": 512,
+        "draft_layers": 2,
+        "block_size": 16,
+        "distill_steps": 3000,
+    },
+    "epochs": 2,
+    "ft_prompts": 1024,
+    "batch_size": 4,
+    "primary_level": 0.975,
+    "secondary_level": 0.95,
+}
+SIM_CONFIG = {
+    "regimes": [
+        {
+            "name": "deep",
+            "vocab": 64,
+            "zipf": 3.0,
+            "horizon": 12,
+            "rank": 4,
+            "steps": 150,
+            "batch": 32,
+            "pretrain_steps": 600,
+        }
+    ]
+}
 
 
 PRIMARY = dict(
@@ -340,8 +375,9 @@ def test_paired_effect_records_decide_the_exittrain_rows():
                     temperature=t,
                     **{"lambda": 0.1, "weight_norm": "tree"},
                 )
-                for t, e in ((0.0, 2.0), (1.0, 4.0))
-            ]
+                for t, e in ((0.0, 3.0), (1.0, 5.0))
+            ],
+            "config": SIM_CONFIG,
         }
     ]
     r = _rows(_inputs(paper_regime=_regime(effects), sim_exittrain_sweep=sim))
@@ -349,9 +385,8 @@ def test_paired_effect_records_decide_the_exittrain_rows():
     assert r["exit_vs_token"]["verdict"] == CONTRADICTED  # hi 3 < the paper's 5.9
     assert r["exittrain_tau_gain"]["verdict"] == INCONCLUSIVE
     assert r["exit_vs_prefix_sim"]["verdict"] == REPRODUCED
-    assert r["exit_vs_prefix_sim"]["ci"]["estimate"] == pytest.approx(
-        3.0
-    )  # pooled over T=0 and T=1
+    # pooled over T=0 and T=1: +4 % [+3, +5] excludes 0 and contains the paper's +4.4 % (size rule R3)
+    assert r["exit_vs_prefix_sim"]["ci"]["estimate"] == pytest.approx(4.0)
     assert "expected 1 'exit-base'" in r["budget_robustness"]["reason"]  # no budget-row record
     assert "expected 2 'exit-token'" in r["exit_vs_token_sim"]["reason"]
 
@@ -416,7 +451,7 @@ def test_native_sweep_and_deep_mini_files_are_read_as_paired_effects():
     from exitlaw.paper_repro.paired_effects import PairedEffectError, records
 
     rows = []
-    for t, e in (("T=0", 6.0), ("T=1", 8.0)):
+    for t, e in (("T=0", 3.0), ("T=1", 5.0)):
         base = dict(regime="deep", train_budget=64, eval_budget=64, T=t, n=5, diff=_ci(0.2, 0.1))
         rows += [
             dict(base, a="exit/tree/lambda=0.1", b="prefix/tree/lambda=0.1", rel_pct=_ci(e, 1.0)),
@@ -435,7 +470,7 @@ def test_native_sweep_and_deep_mini_files_are_read_as_paired_effects():
                 rel_pct=_ci(-50.0, 1.0),
             ),
         ]
-    sweep = {"schema": "exitlaw.sim_exittrain_sweep", "rows": rows}
+    sweep = {"schema": "exitlaw.sim_exittrain_sweep", "rows": rows, "config": SIM_CONFIG}
     recs = records(sweep)
     assert len(recs) == 8  # the exit-vs-draft-opd rows mix normalisations: skipped
     floored = [r for r in recs if r["comparison"] == "exit-depth-prefix"]
@@ -482,8 +517,9 @@ def test_native_sweep_and_deep_mini_files_are_read_as_paired_effects():
         )
     )
     assert (
-        r["exit_vs_prefix_sim"]["verdict"] == REPRODUCED
-        and r["exit_vs_prefix_sim"]["ci"]["estimate"] == 7.0
+        r["exit_vs_prefix_sim"]["verdict"]
+        == REPRODUCED  # +4 % [+3, +5] contains the paper's +4.4 %
+        and r["exit_vs_prefix_sim"]["ci"]["estimate"] == 4.0
     )
     assert r["exit_vs_token_sim"]["verdict"] == CONTRADICTED
     deep_recs = records(
@@ -589,10 +625,12 @@ SHIPPED_VERDICTS = {
     "budget_robustness": REPRODUCED,  # exit - base +12.1 % [+9.1, +15.1] over B = 32/64/128
     "exit_vs_token": CONTRADICTED,  # exit - token +0.5 % [-2.6, +3.6] (97.5 %), below the paper's +5.9 %
     "exit_vs_prefix": CONTRADICTED,  # exit - prefix +0.1 % [-2.1, +2.3] (97.5 %), below the paper's +4.4 %
-    "exit_vs_token_sim": REPRODUCED,  # sweep: exit - token +4.3 % [+3.7, +5.0] (deep, lambda 0.1, tree norm)
+    # the simulation rows follow the size rule (R3, issue 34): the direction alone does not reproduce the paper's
+    # stated size. exit - token was "reproduced" under the direction rule until the size rule; it is below +5.9 %
+    "exit_vs_token_sim": CONTRADICTED,  # sweep: exit - token +4.3 % [+3.7, +5.0] (deep, lambda 0.1, tree norm)
     "exit_vs_prefix_sim": CONTRADICTED,  # sweep: exit - prefix -0.2 % [-1.0, +0.5], below the paper's +4.4 %
     # the same setting trained and judged at T = 0.5 (sim_exittrain_matched/): the direction holds, far below +5.9 %
-    "exit_vs_token_sim_matched": REPRODUCED,  # exit - token +0.47 % [+0.15, +0.79]
+    "exit_vs_token_sim_matched": CONTRADICTED,  # exit - token +0.47 % [+0.15, +0.79]
     "exit_vs_prefix_sim_matched": CONTRADICTED,  # exit - prefix +0.10 % [-0.10, +0.30], below the paper's +4.4 %
     "univer_vs_rrs_wo": CONTRADICTED,  # exitlaw's reading of UniVer: +1.5 % where the abstract claims >= 4.2 %
     "hsd_vs_chain_sd": REPRODUCED,  # exitlaw's reading of HSD: +3.2 % over chain SD (direction only)

@@ -15,7 +15,9 @@ import pytest
 from exitlaw.paper_repro.ledger import CLAIMS, build_ledger, format_markdown
 from exitlaw.paper_repro.ledger_inputs import RESULTS, fill_this_run, gather_shipped
 from exitlaw.paper_repro.verdicts import (
+    CONTRADICTED,
     INCONCLUSIVE,
+    MINI_WORDS,
     REPRODUCED,
     VERDICTS,
     Rule,
@@ -24,7 +26,7 @@ from exitlaw.paper_repro.verdicts import (
 )
 
 SOURCE = re.compile(r"^(this run \(|shipped \(|missing \(|GPU, not run)")
-SCALED = ("simulation", "mini-scale", "CPU", "GPU, not run")
+SCALED = ("simulation", "at mini scale", "CPU", "GPU, not run")
 
 
 def source_problems(row: dict) -> list[str]:
@@ -39,7 +41,12 @@ def source_problems(row: dict) -> list[str]:
     text = str(row.get("verdict_text", ""))
     if text in VERDICTS or not any(w in text for w in SCALED):
         out.append(f"{row['key']}: bare verdict {text!r} (scale {row.get('scale')!r})")
-    if row["verdict"] not in text:
+    mini = MINI_WORDS.get(row["verdict"], "")
+    if scale_kind(row.get("scale", "")) == "mini-scale, CPU" and not text.startswith(mini):
+        out.append(f"{row['key']}: a mini-scale row reads {text!r}, not {mini!r}")
+    if not (text.startswith(MINI_WORDS[row["verdict"]]) or text.startswith(row["verdict"])) and (
+        f"direction {row['verdict']}" not in text
+    ):
         out.append(
             f"{row['key']}: verdict text {text!r} does not carry the verdict {row['verdict']!r}"
         )
@@ -98,10 +105,16 @@ def test_scaled_verdicts_by_hand():
     assert scaled_verdict(Rule("direction", "tokens"), REPRODUCED, "simulation, 200 rounds") == (
         "direction reproduced (simulation; the paper states no size)"
     )
-    assert scaled_verdict(d, "contradicted", "the paper-regime mini run (CPU)") == (
-        "contradicted (mini-scale, CPU)"
+    # a mini-scale row never reads a bare "contradicted" beside a paper-scale number (issue 34)
+    assert scaled_verdict(d, CONTRADICTED, "the paper-regime mini run (CPU)") == (
+        "not reproduced at mini scale (CPU)"
     )
-    eq = Rule("equivalence", "tokens", margin=0.03)
+    assert scaled_verdict(d, REPRODUCED, "mini scale (CPU)") == (
+        "reproduced at mini scale (CPU; direction only, size not comparable)"
+    )
+    assert scaled_verdict(
+        eq := Rule("equivalence", "tokens", margin=0.03), INCONCLUSIVE, "mini"
+    ) == ("inconclusive at mini scale (CPU)")
     assert scaled_verdict(eq, REPRODUCED, "exact enumeration, V=3") == "reproduced (simulation)"
     assert scaled_verdict(d, INCONCLUSIVE, "GPU, not run") == "inconclusive (GPU, not run)"
     assert scale_kind("conformance kit hard cases") == "simulation"
