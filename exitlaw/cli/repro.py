@@ -54,13 +54,8 @@ def _mini(args: argparse.Namespace) -> int:
 
 
 def _mechanism(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.mechanism import (
-        JSON_NAME,
-        MD_NAME,
-        regime_inputs,
-        render_markdown,
-        run_mechanism,
-    )
+    from exitlaw.paper_repro.mini.mechanism import JSON_NAME, MD_NAME, regime_inputs, run_mechanism
+    from exitlaw.paper_repro.mini.mechanism_report import render_markdown
 
     out_files(args, JSON_NAME, MD_NAME)  # refused before any work
     set_torch_threads(args.threads)

@@ -45,7 +45,7 @@ DRAFTERS = ("base", "token")
 TEMPERATURES = (0.0, 1.0)
 CONTRASTS = (("exit", "prefix"), ("exit", "ce"), ("exit", "random"))
 SCHEMA = "exitlaw.mechanism/1"
-JSON_NAME, MD_NAME = "mechanism.json", "mechanism.md"
+JSON_NAME, MD_NAME = "mechanism.json", "mechanism.md"  # written by run_mechanism into --out
 
 
 class MechanismError(ValueError):
@@ -346,7 +346,6 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
     import torch
 
     from exitlaw.engine.training.batch import make_batch
-    from exitlaw.engine.training.config import TrainConfig
     from exitlaw.engine.training.exittrain import exittrain_loss
     from exitlaw.engine.training.loop import step_sequences
     from exitlaw.theory.sampling_settings import SamplingSettings
@@ -354,13 +353,7 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
     for p in target.model.parameters():
         p.requires_grad_(False)
     params = trainable(drafter)
-    tcfg = TrainConfig(
-        objective="exit",
-        batch_size=cfg.batch_size,
-        anchors_per_seq=cfg.anchors_per_seq,
-        budget=cfg.budget,
-        seed=cfg.grad_seed,
-    )
+    tcfg = _grad_config(cfg)
     acc = {
         name: [torch.zeros_like(p, dtype=torch.float64) for p in params] for name in DIRECTIONS[:3]
     }
@@ -398,6 +391,51 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
     gen = torch.Generator().manual_seed(cfg.random_seed)
     acc["random"] = [torch.randn(p.shape, generator=gen, dtype=torch.float64) for p in params]
     return acc
+
+
+def _grad_config(cfg: MechanismConfig):
+    """The trainer's config whose step-``t`` batch draw (:func:`~exitlaw.engine.training.loop.step_sequences`)
+    fixes the gradient batches."""
+    from exitlaw.engine.training.config import TrainConfig
+
+    return TrainConfig(
+        objective="exit",
+        batch_size=cfg.batch_size,
+        anchors_per_seq=cfg.anchors_per_seq,
+        budget=cfg.budget,
+        seed=cfg.grad_seed,
+    )
+
+
+def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
+    """Mean dense CE of ``drafter`` over the gradient batches (the same sequences and anchors as
+    :func:`directions`): what a step along ``-grad CE`` lowers to first order."""
+    import torch
+
+    from exitlaw.engine.training.batch import make_batch
+    from exitlaw.engine.training.exittrain import exittrain_loss
+    from exitlaw.engine.training.loop import step_sequences
+
+    tcfg, total = _grad_config(cfg), 0.0
+    with torch.no_grad():
+        for t in range(cfg.grad_batches):
+            seqs, rng = step_sequences(data, tcfg, t, 0)
+            batch = make_batch(
+                drafter, target, seqs, cfg.anchors_per_seq, cfg.budget, rng, score=False
+            )
+            if batch is None:
+                raise MechanismError(f"gradient batch {t}: no sequence has room for an anchor")
+            terms = exittrain_loss(
+                batch.logits.float(),
+                batch.targets,
+                batch.target_valid,
+                None,
+                None,
+                objective="token",
+                lam=0.0,
+            )
+            total += float(terms.ce) / cfg.grad_batches
+    return total
 
 
 def stepped(drafter, direction: list, length: float):
@@ -488,7 +526,8 @@ def run_mechanism(
 
     from exitlaw.engine.models.checkpoint import load_drafter, load_pair
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-    from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+    from exitlaw.paper_repro.mini.mechanism_report import write_report
+    from exitlaw.theory.infra.atomic_io import atomic_write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -531,8 +570,10 @@ def run_mechanism(
         t0 = time.perf_counter()
         theta_norm = flat_norm(trainable(d0))
         e0 = evaluate_fn(target, d0, heldout, cfg)
+        ce0 = batch_ce(target, d0, data, cfg)
         theta0[name] = {
             "param_norm": theta_norm,
+            "ce_batches": ce0,
             "cp_T0": float(e0.cp0.mean()),
             "cp_T1": float(e0.cp1.mean()),
             "ce": float(e0.nll.mean()),
@@ -559,6 +600,7 @@ def run_mechanism(
                         "eta": eta,
                         "length": length,
                         "measured_length": distance(moved, d0),
+                        "ce_batches": batch_ce(target, moved, data, cfg) - ce0,
                         **_effects(ev, e0, clusters, cfg),
                     }
                 )
@@ -601,102 +643,8 @@ def run_mechanism(
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         },
     }
-    result["findings"] = findings(result)
     atomic_write_json(out / JSON_NAME, result, indent=1)
-    atomic_write_text(out / MD_NAME, render_markdown(result))
-    return result
-
-
-# ----- report -----------------------------------------------------------------------------------------------
-def _ci(r: dict, digits: int = 3) -> str:
-    return f"{r['mean']:+.{digits}f} [{r['lo']:+.{digits}f}, {r['hi']:+.{digits}f}]"
-
-
-def _side(r: dict) -> str:
-    return "above 0" if r["lo"] > 0 else "below 0" if r["hi"] < 0 else "contains 0"
-
-
-def findings(result: dict) -> list[str]:
-    """Plain sentences read off the contrasts: for each drafter, temperature and rival direction, at which
-    step lengths the exit step's ``C_p`` minus the rival's has its interval above 0, below 0, or across 0."""
-    level = result["config"]["level"]
-    lines = []
-    for name in DRAFTERS:
-        for t in TEMPERATURES:
-            for _, b in CONTRASTS:
-                rows = [
-                    c
-                    for c in result["contrasts"]
-                    if c["drafter"] == name and c["temperature"] == t and c["b"] == b
-                ]
-                if not rows:
-                    continue
-                groups = {
-                    side: [f"{c['eta']:g}" for c in rows if _side(c) == side]
-                    for side in ("above 0", "below 0", "contains 0")
-                }
-                said = "; ".join(f"{side} at eta {', '.join(v)}" for side, v in groups.items() if v)
-                lines.append(
-                    f"from the {name} drafter, T = {t:g}: C_p(exit step) - C_p({b} step), "
-                    f"{level:.0%} interval {said}"
-                )
-    return lines
-
-
-def render_markdown(result: dict) -> str:
-    """``mechanism.md``: the steps table, the contrasts table and the findings, all read from ``result``."""
-    cfg = result["config"]
-    level = f"{cfg['level']:.0%}"
-    lines = [
-        "# Mechanism test: one matched-norm step along each gradient",
-        "",
-        f"Change against theta0 (mean over {len(result['anchors'])} held-out anchors, "
-        f"{level} t-interval over prompt means); step length eta x {cfg['step_scale']:g} x ||theta0||; "
-        f"trees: DDTree, budget {cfg['budget']}; C_p under the target at T = 0 (greedy path depth) and T = 1.",
-        "",
-        "| drafter | eta | theta0 C_p T=0 | theta0 C_p T=1 | theta0 CE |",
-        "|---|---|---|---|---|",
-    ]
-    for name, r in result["theta0"].items():
-        lines.append(f"| {name} | 0 | {r['cp_T0']:.3f} | {r['cp_T1']:.3f} | {r['ce']:.3f} |")
-    lines += [
-        "",
-        "| drafter | direction | eta | step length | dCE (held-out) | dC_p T=0 | dC_p T=1 |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for s in result["steps"]:
-        lines.append(
-            f"| {s['drafter']} | {s['direction']} | {s['eta']:g} | {s['length']:.4f} | {_ci(s['ce'])} "
-            f"| {_ci(s['cp_T0'])} | {_ci(s['cp_T1'])} |"
-        )
-    lines += [
-        "",
-        "Exit step against each rival step of the same length (same anchors):",
-        "",
-        "| drafter | eta | T | C_p(exit) - C_p(rival) | rival |",
-        "|---|---|---|---|---|",
-    ]
-    for c in result["contrasts"]:
-        lines.append(
-            f"| {c['drafter']} | {c['eta']:g} | {c['temperature']:g} | {_ci(c)} | {c['b']} |"
-        )
-    cos = result["cosines"]
-    lines += [
-        "",
-        "Cosines between directions: "
-        + "; ".join(
-            f"{name}: " + ", ".join(f"{k} {v:.3f}" for k, v in c.items()) for name, c in cos.items()
-        ),
-        "",
-        "## What it shows",
-        "",
-        *[f"* {line}" for line in result["findings"]],
-        "",
-        f"Cost: {result['cost']['seconds']['total']:.0f} s wall, {result['cost']['cpu_seconds']:.0f} s CPU, "
-        f"{result['cost']['torch_threads']} torch thread(s).",
-        "",
-    ]
-    return "\n".join(lines)
+    return write_report(out)
 
 
 __all__ = [
@@ -714,12 +662,10 @@ __all__ = [
     "directions",
     "distance",
     "evaluate",
-    "findings",
     "flat_norm",
     "greedy_edges",
     "make_heldout",
     "regime_inputs",
-    "render_markdown",
     "run_mechanism",
     "stepped",
     "tune_drafter",

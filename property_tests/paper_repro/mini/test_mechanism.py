@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exitlaw.paper_repro.mini.mechanism_report import findings, render_markdown
 from exitlaw.paper_repro.mini.mechanism import (
     CONTRASTS,
     DIRECTIONS,
@@ -23,10 +24,8 @@ from exitlaw.paper_repro.mini.mechanism import (
     MechanismInputs,
     cluster_interval,
     evaluate,
-    findings,
     greedy_edges,
     regime_inputs,
-    render_markdown,
     run_mechanism,
     stepped,
 )
