@@ -230,3 +230,44 @@ def test_the_shipped_run_is_internally_consistent():
         a, b = step[(c["drafter"], c["a"], c["eta"])], step[(c["drafter"], c["b"], c["eta"])]
         assert c["mean"] == pytest.approx(a[key]["mean"] - b[key]["mean"], abs=1e-9)
         assert c["lo"] <= c["mean"] <= c["hi"]
+
+
+def test_the_directions_are_the_gradients_of_their_terms_on_the_trainers_batches(pair):
+    """``exit``, ``prefix`` and ``ce`` are the gradients of those terms on the batch the trainer draws at
+    step 0 (recomputed here from the loss), the exit and prefix ones differ, and ``random`` is seeded."""
+    import torch
+
+    from exitlaw.engine.training.batch import make_batch
+    from exitlaw.engine.training.data import Sequences, generate_continuations
+    from exitlaw.engine.training.exittrain import exittrain_loss
+    from exitlaw.engine.training.loop import step_sequences
+    from exitlaw.paper_repro.mini.mechanism import _grad_config, directions, flat_norm
+
+    target, drafter = pair
+    prompts = _prompts(6, 3)
+    conts = generate_continuations(target, prompts, max_new_tokens=16, temperature=0.0, seed=0)
+    data = Sequences(prompts, conts)
+    # budget 16: at budget 8 the tiny pair's trees give exit and prefix weights that coincide
+    cfg = MechanismConfig(grad_batches=1, batch_size=2, anchors_per_seq=2, budget=16)
+    got = directions(target, drafter, data, cfg)
+    seqs, rng = step_sequences(data, _grad_config(cfg), 0, 0)
+    batch = make_batch(drafter, target, seqs, 2, 16, rng, score=True, temperature=1.0)
+    params = [p for p in drafter.parameters() if p.requires_grad]
+    for objective in ("prefix", "exit"):
+        terms = exittrain_loss(
+            batch.logits.float(),
+            batch.targets,
+            batch.target_valid,
+            batch.trees,
+            batch.edge,
+            objective=objective,
+            lam=1.0,
+        )
+        for name, loss in (("ce", terms.ce), (objective, terms.tree)):
+            want = torch.autograd.grad(loss, params, retain_graph=True)
+            for g, w in zip(got[name], want):
+                assert torch.allclose(g, w.double(), rtol=1e-5, atol=1e-8), name
+    apart = flat_norm([a - b for a, b in zip(got["exit"], got["prefix"])])
+    assert apart > 1e-6 * flat_norm(got["exit"])  # the two terms' gradients are not one
+    again = directions(target, drafter, data, cfg)["random"]
+    assert all(torch.equal(a, b) for a, b in zip(got["random"], again))
