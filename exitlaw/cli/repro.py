@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .args import (
     add_threads,
+    json_arg,
     no_progress_arg,
     nonneg_int_list,
     out_args,
@@ -16,7 +17,7 @@ from .args import (
     set_torch_threads,
     show_progress,
 )
-from .grammar import Command, Group, move_aside, opt, out_dir
+from .grammar import Command, Group, json_text, move_aside, opt, out_dir, out_files
 
 
 def _mini(args: argparse.Namespace) -> int:
@@ -75,6 +76,20 @@ def _authors_regime(args: argparse.Namespace) -> int:
         print(f"authors-regime: not every seed is done yet; rerun to resume ({args.out})")
     else:
         print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
+    return 0
+
+
+def _mechanism(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.mini.mechanism import JSON_NAME, MD_NAME, regime_inputs, run_mechanism
+    from exitlaw.paper_repro.mini.mechanism_report import render_markdown
+
+    out_files(args, JSON_NAME, MD_NAME)  # refused before any work
+    set_torch_threads(args.threads)
+    inputs = regime_inputs(args.regime)
+    result = run_mechanism(
+        args.out, inputs, progress=show_progress(args), log=lambda line: print(line, flush=True)
+    )
+    print(json_text(result) if args.json else render_markdown(result))
     return 0
 
 
@@ -359,11 +374,46 @@ FULL = Command(
     ),
 )
 
+MECHANISM = Command(
+    "mechanism",
+    _mechanism,
+    help="one matched-norm step along the exit, prefix, CE and a random direction: change in C_p",
+    description="From the paper-regime base drafter and a token-tuned one, steps of one length along "
+    "the gradients of the exit and prefix tree terms and of CE (and a random direction) on the same "
+    "training batches; trees rebuilt on the same held-out anchors; the change in C_p at T = 0 and "
+    "T = 1 with prompt-clustered intervals (issue 34). Writes mechanism.json and mechanism.md into "
+    "--out; the greedy data and the token-tuned drafter are cached there. Minutes on one core.",
+    pieces=(
+        opt(
+            "--out",
+            metavar="DIR",
+            required=True,
+            help="folder: mechanism.json, mechanism.md and the cached data and drafter",
+        ),
+        opt(
+            "--overwrite",
+            action="store_true",
+            help="replace mechanism.json and mechanism.md a former run wrote in --out (the cached "
+            "data and drafter are reused)",
+        ),
+        json_arg,
+        opt(
+            "--regime",
+            metavar="DIR",
+            default="paper_repro/results/paper_regime",
+            help="a paper-regime run folder: base/target, base/drafter_base/final, ft_data, "
+            "prompt_sets.json (default: the shipped one)",
+        ),
+        lambda parser: add_threads(parser, default=1),
+        no_progress_arg,
+    ),
+)
+
 REPRO = Group(
     "repro",
-    help="reproduce the paper's experiments: mini, all, full",
+    help="reproduce the paper's experiments: mini, all, full, mechanism",
     description="Reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus).",
-    commands=(MINI, ALL, FULL),
+    commands=(MINI, ALL, FULL, MECHANISM),
 )
 
 FIGURES = Command(

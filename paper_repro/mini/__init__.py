@@ -18,6 +18,14 @@ from .corpus import (
     train_tokenizer,
 )
 from .evaluate import coverage, eval_ar, eval_cell, eval_grid, RoundLaws
+from .mechanism import (
+    cluster_interval,
+    MechanismConfig,
+    MechanismError,
+    MechanismInputs,
+    regime_inputs,
+    run_mechanism,
+)
 from .paper_regime import (
     Arm,
     arm_by_name,
@@ -88,6 +96,9 @@ __all__ = [
     "Base",
     "Corpus",
     "CorpusSplit",
+    "MechanismConfig",
+    "MechanismError",
+    "MechanismInputs",
     "MiniConfig",
     "PaperRegimeConfig",
     "RoundLaws",
@@ -101,6 +112,7 @@ __all__ = [
     "budget_row",
     "build_results",
     "build_target",
+    "cluster_interval",
     "compare",
     "config_for",
     "config_from_json",
@@ -129,6 +141,8 @@ __all__ = [
     "read_all_cells",
     "read_cells",
     "rebuild",
+    "regime_inputs",
+    "run_mechanism",
     "run_mini",
     "run_names",
     "run_paper_regime",
