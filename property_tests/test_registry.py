@@ -249,7 +249,7 @@ def test_paper_repro_and_figures_offer_the_registered_kit_verifiers():
     from exitlaw.figures import verifier_equivalence, verifier_latency
     from exitlaw.figures.style import COLORS
     from exitlaw.paper_repro import ledger_inputs, reproduce
-    from exitlaw.paper_repro.mini.paper_regime import PaperRegimeConfig
+    from exitlaw.paper_repro.mini.exittrain.paper_regime import PaperRegimeConfig
     from exitlaw.paper_repro.mini.pipeline import MiniConfig
 
     kit = verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE, saturating=True)

@@ -31,8 +31,8 @@ def _mini(args: argparse.Namespace) -> int:
     if args.preset in ("paper-regime", "paper-regime-quick"):
         from dataclasses import replace
 
-        from exitlaw.paper_repro.mini.paper_regime import PRESETS as REGIME
-        from exitlaw.paper_repro.mini.paper_regime_run import run_paper_regime
+        from exitlaw.paper_repro.mini.exittrain.paper_regime import PRESETS as REGIME
+        from exitlaw.paper_repro.mini.exittrain.paper_regime_run import run_paper_regime
 
         if args.overwrite:
             raise ValueError(
@@ -57,8 +57,8 @@ def _mini(args: argparse.Namespace) -> int:
 
 
 def _authors_regime(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.authors_regime import PRESETS as AUTHORS
-    from exitlaw.paper_repro.mini.authors_regime_run import run_authors_regime
+    from exitlaw.paper_repro.mini.exittrain.authors_regime import PRESETS as AUTHORS
+    from exitlaw.paper_repro.mini.exittrain.authors_regime_run import run_authors_regime
 
     if args.overwrite or args.seed:
         raise ValueError(
@@ -80,8 +80,13 @@ def _authors_regime(args: argparse.Namespace) -> int:
 
 
 def _mechanism(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.mechanism import JSON_NAME, MD_NAME, regime_inputs, run_mechanism
-    from exitlaw.paper_repro.mini.mechanism_report import render_markdown
+    from exitlaw.paper_repro.mini.exittrain.mechanism import (
+        JSON_NAME,
+        MD_NAME,
+        regime_inputs,
+        run_mechanism,
+    )
+    from exitlaw.paper_repro.mini.exittrain.mechanism_report import render_markdown
 
     out_files(args, JSON_NAME, MD_NAME)  # refused before any work
     set_torch_threads(args.threads)

@@ -180,7 +180,7 @@ def test_the_default_sweep_temperature_is_the_sweeps_own_default():
 
 
 def test_the_steps_are_the_runs_own_schedule():
-    from exitlaw.paper_repro.mini.paper_regime import PaperRegimeConfig
+    from exitlaw.paper_repro.mini.exittrain.paper_regime import PaperRegimeConfig
 
     cfg = json.loads((RESULTS / "paper_regime" / "paper_regime_config.json").read_text())
     ours = PaperRegimeConfig()

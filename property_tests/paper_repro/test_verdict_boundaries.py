@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from exitlaw.paper_repro.ledger import CLAIMS
-from exitlaw.paper_repro.mini import paper_regime_report as report
-from exitlaw.paper_repro.mini.paper_regime import PaperRegimeConfig
+from exitlaw.paper_repro.mini.exittrain import paper_regime_report as report
+from exitlaw.paper_repro.mini.exittrain.paper_regime import PaperRegimeConfig
 from exitlaw.paper_repro.mini.stats import claim_verdict, pair_verdict
 from exitlaw.paper_repro.paired_effects import PairedEffectError, paired_interval
 from exitlaw.paper_repro.verdicts import Interval, Rule, decide

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exitlaw.paper_repro.mini.authors_regime import (
+from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     AUTHORS_ARMS,
     AUTHORS_REGIME,
     AUTHORS_REGIME_QUICK,
@@ -21,9 +21,9 @@ from exitlaw.paper_repro.mini.authors_regime import (
     paper_margin,
     translated_relative,
 )
-from exitlaw.paper_repro.mini.authors_regime_report import OUTSIDE, precondition, primary
-from exitlaw.paper_repro.mini.authors_regime_run import choose_rate, measured_strength
-from exitlaw.paper_repro.mini.paper_regime import (
+from exitlaw.paper_repro.mini.exittrain.authors_regime_report import OUTSIDE, precondition, primary
+from exitlaw.paper_repro.mini.exittrain.authors_regime_run import choose_rate, measured_strength
+from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     arm_config,
     cell_key,
@@ -31,11 +31,11 @@ from exitlaw.paper_repro.mini.paper_regime import (
     eval_plan,
 )
 
-DESIGN = Path(__file__).resolve().parents[3] / "paper_repro" / "AUTHORS_REGIME.md"
+DESIGN_FILE = Path(__file__).resolve().parents[3] / "paper_repro" / "AUTHORS_REGIME.md"
 
 
 def test_the_preset_holds_the_numbers_its_design_file_fixes():
-    cfg, text = AUTHORS_REGIME, DESIGN.read_text(encoding="utf-8")
+    cfg, text = AUTHORS_REGIME, DESIGN_FILE.read_text(encoding="utf-8")
     assert cfg.data_temperature == 0.0 and cfg.scoring_temperature == 1.0
     assert cfg.judged_temperatures == (0.0, 1.0) and cfg.primary_level == 1 - 0.05 / 4
     assert cfg.precondition_level == 0.95 and cfg.depth_tolerance == 0.10
@@ -196,8 +196,8 @@ def test_primary_verdicts_are_in_acceptance_against_the_papers_margin_and_name_t
 def test_the_ci_sized_pipeline_runs_the_fallback_resumes_ships_and_rebuilds(tmp_path, capsys):
     from exitlaw.cli import main
 
-    from exitlaw.paper_repro.mini.authors_regime_report import rebuild
-    from exitlaw.paper_repro.mini.paper_regime_ship import ship
+    from exitlaw.paper_repro.mini.exittrain.authors_regime_report import rebuild
+    from exitlaw.paper_repro.mini.exittrain.paper_regime_ship import ship
 
     out = tmp_path / "ar"
     argv = ["repro", "mini", "--preset", "authors-regime-quick", "--out", str(out), "--no-progress"]

@@ -1,4 +1,4 @@
-"""The mechanism test (issue 34, item 2; :mod:`exitlaw.paper_repro.mini.mechanism`): steps of one length along
+"""The mechanism test (issue 34, item 2; :mod:`exitlaw.paper_repro.mini.exittrain.mechanism`): steps of one length along
 every direction, a zero step changes nothing, every drafter is evaluated on the same anchors, ``C_p`` at
 ``T = 0`` is the greedy path depth, the prompt-clustered interval by hand, clear errors on bad input, and
 the shipped run's table quotes its JSON."""
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exitlaw.paper_repro.mini.mechanism_report import findings, render_markdown
-from exitlaw.paper_repro.mini.mechanism import (
+from exitlaw.paper_repro.mini.exittrain.mechanism_report import findings, render_markdown
+from exitlaw.paper_repro.mini.exittrain.mechanism import (
     CONTRASTS,
     DIRECTIONS,
     DRAFTERS,
@@ -88,7 +88,7 @@ def test_stepped_moves_by_the_length_whatever_the_direction_norm(pair):
     gen = torch.Generator().manual_seed(0)
     small = [1e-3 * torch.randn(p.shape, generator=gen, dtype=torch.float64) for p in params]
     big = [1e3 * torch.randn(p.shape, generator=gen, dtype=torch.float64) for p in params]
-    from exitlaw.paper_repro.mini.mechanism import distance
+    from exitlaw.paper_repro.mini.exittrain.mechanism import distance
 
     for direction in (small, big):
         assert distance(stepped(drafter, direction, 0.3), drafter) == pytest.approx(0.3, rel=1e-4)
@@ -151,7 +151,7 @@ def test_greedy_coverage_is_the_depth_of_the_targets_greedy_path():
 
 
 def test_greedy_coverage_of_the_run_is_an_integer_depth(run, pair):
-    from exitlaw.paper_repro.mini.mechanism import make_heldout
+    from exitlaw.paper_repro.mini.exittrain.mechanism import make_heldout
 
     target, drafter = pair
     heldout = make_heldout(target, _prompts(3, 5), SMALL, drafter.block_size - 1)
@@ -241,7 +241,7 @@ def test_the_directions_are_the_gradients_of_their_terms_on_the_trainers_batches
     from exitlaw.engine.training.data import Sequences, generate_continuations
     from exitlaw.engine.training.exittrain import exittrain_loss
     from exitlaw.engine.training.loop import step_sequences
-    from exitlaw.paper_repro.mini.mechanism import _grad_config, directions, flat_norm
+    from exitlaw.paper_repro.mini.exittrain.mechanism import _grad_config, directions, flat_norm
 
     target, drafter = pair
     prompts = _prompts(6, 3)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exitlaw.paper_repro.mini.paper_regime import (
+from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     ARMS,
     PAPER_REGIME,
     PAPER_REGIME_QUICK,
@@ -24,8 +24,8 @@ from exitlaw.paper_repro.mini.paper_regime import (
     make_plan,
     run_names,
 )
-from exitlaw.paper_repro.mini.paper_regime_run import fresh_prompts
-from exitlaw.paper_repro.mini.paper_regime_report import OUTSIDE, analyse
+from exitlaw.paper_repro.mini.exittrain.paper_regime_run import fresh_prompts
+from exitlaw.paper_repro.mini.exittrain.paper_regime_report import OUTSIDE, analyse
 from exitlaw.paper_repro.paired_effects import paired_interval, records
 
 
@@ -201,7 +201,7 @@ def test_the_ci_sized_pipeline_runs_resumes_and_writes_the_ledgers_records(tmp_p
     )
     assert {p: p.stat().st_mtime_ns for p in finals} == stamp  # resumed: nothing retrained
     assert "Precondition" in capsys.readouterr().out
-    from exitlaw.paper_repro.mini.paper_regime_ship import rebuild, ship
+    from exitlaw.paper_repro.mini.exittrain.paper_regime_ship import rebuild, ship
 
     dest = tmp_path / "shipped"
     ship(out, dest)
@@ -220,7 +220,7 @@ def _write_cells(folder, name, cells):
 
 
 def test_shipping_keeps_a_drafter_s_cells_only_when_every_cell_of_that_drafter_is_done(tmp_path):
-    from exitlaw.paper_repro.mini.paper_regime_ship import finished_cells
+    from exitlaw.paper_repro.mini.exittrain.paper_regime_ship import finished_cells
 
     cfg = PAPER_REGIME
     (tmp_path / "scoring_temperature.json").write_text(json.dumps({"T_s": 0.5}))
@@ -305,7 +305,7 @@ def test_the_shipped_paper_regime_run_is_rebuilt_the_same_from_its_cells(tmp_pat
     the provenance of the run that wrote it), ``results.md`` byte for byte."""
     import shutil
 
-    from exitlaw.paper_repro.mini.paper_regime_ship import rebuild
+    from exitlaw.paper_repro.mini.exittrain.paper_regime_ship import rebuild
 
     shipped = Path(__file__).resolve().parents[3] / "paper_repro" / "results" / "paper_regime"
     dest = tmp_path / "paper_regime"

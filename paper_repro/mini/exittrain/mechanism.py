@@ -526,7 +526,7 @@ def run_mechanism(
 
     from exitlaw.engine.models.checkpoint import load_drafter, load_pair
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-    from exitlaw.paper_repro.mini.mechanism_report import write_report
+    from exitlaw.paper_repro.mini.exittrain.mechanism_report import write_report
     from exitlaw.theory.infra.atomic_io import atomic_write_json
 
     out = Path(out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from exitlaw.paper_repro.mini.paper_regime import (
+from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     PAPER_REGIME_QUICK,
     Arm,

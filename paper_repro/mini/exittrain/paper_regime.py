@@ -383,7 +383,7 @@ def config_from_json(data: dict) -> PaperRegimeConfig:
     base = MiniConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in base.items()})
     rest = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "base"}
     if str(data.get("preset", "")).startswith("authors-regime"):
-        from exitlaw.paper_repro.mini.authors_regime import AuthorsRegimeConfig
+        from exitlaw.paper_repro.mini.exittrain.authors_regime import AuthorsRegimeConfig
 
         return AuthorsRegimeConfig(base=base, **rest)
     return PaperRegimeConfig(base=base, **rest)

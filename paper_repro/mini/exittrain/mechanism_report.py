@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-from exitlaw.paper_repro.mini.mechanism import CONTRASTS, DIRECTIONS, DRAFTERS, TEMPERATURES
+from exitlaw.paper_repro.mini.exittrain.mechanism import (
+    CONTRASTS,
+    DIRECTIONS,
+    DRAFTERS,
+    TEMPERATURES,
+)
 
 
 def _ci(r: dict, digits: int = 3) -> str:
@@ -126,7 +131,7 @@ def write_report(out) -> dict:
     import json
     from pathlib import Path
 
-    from exitlaw.paper_repro.mini.mechanism import JSON_NAME, MD_NAME
+    from exitlaw.paper_repro.mini.exittrain.mechanism import JSON_NAME, MD_NAME
     from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
     out = Path(out)

@@ -24,9 +24,18 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
-from exitlaw.paper_repro.mini.authors_regime import AUTHORS_REGIME, AuthorsRegimeConfig, plan_of
-from exitlaw.paper_repro.mini.paper_regime import PAPER_REGIME, Paths, TrainingRun, arm_config
-from exitlaw.paper_repro.mini.paper_regime_run import (
+from exitlaw.paper_repro.mini.exittrain.authors_regime import (
+    AUTHORS_REGIME,
+    AuthorsRegimeConfig,
+    plan_of,
+)
+from exitlaw.paper_repro.mini.exittrain.paper_regime import (
+    PAPER_REGIME,
+    Paths,
+    TrainingRun,
+    arm_config,
+)
+from exitlaw.paper_repro.mini.exittrain.paper_regime_run import (
     Base,
     _eval,
     _train,
@@ -42,7 +51,7 @@ from exitlaw.paper_repro.mini.paper_regime_run import (
 )
 from exitlaw.paper_repro.mini.pipeline import StageTimes
 
-SHIPPED_BASE = Path(__file__).resolve().parents[1] / "results" / "paper_regime" / "base"
+SHIPPED_BASE = Path(__file__).resolve().parents[2] / "results" / "paper_regime" / "base"
 
 
 def copy_shipped_base(paths: Paths, cfg: AuthorsRegimeConfig, shipped: Path = SHIPPED_BASE) -> bool:
@@ -312,7 +321,7 @@ def run_authors_regime(
     cells = read_all_cells(paths.out)
     if any(c.key not in cells for c in plan.cells):
         return None
-    from exitlaw.paper_repro.mini.authors_regime_report import write_report
+    from exitlaw.paper_repro.mini.exittrain.authors_regime_report import write_report
 
     return write_report(plan, cells, times.times, calibration)
 

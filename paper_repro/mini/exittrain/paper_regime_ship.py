@@ -14,19 +14,19 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
-from exitlaw.paper_repro.mini.paper_regime import (
+from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PaperRegimeConfig,
     Paths,
     config_from_json,
     eval_plan,
     make_plan,
 )
-from exitlaw.paper_repro.mini.paper_regime_report import (
+from exitlaw.paper_repro.mini.exittrain.paper_regime_report import (
     training_runs,
     training_summary,
     write_report,
 )
-from exitlaw.paper_repro.mini.paper_regime_run import read_all_cells
+from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 
 SHIPPED = (
     "paper_regime_config.json",

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
-from exitlaw.paper_repro.mini.paper_regime import (
+from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     Cell,
     PaperRegimeConfig,
@@ -39,7 +39,7 @@ from exitlaw.paper_repro.mini.paper_regime import (
     calibration_runs,
     make_plan,
 )
-from exitlaw.paper_repro.mini.paper_regime_report import write_report
+from exitlaw.paper_repro.mini.exittrain.paper_regime_report import write_report
 from exitlaw.paper_repro.mini.pipeline import StageTimes, read_cells
 
 

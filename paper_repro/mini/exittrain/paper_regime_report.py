@@ -18,7 +18,7 @@ import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
-from exitlaw.paper_repro.mini.paper_regime import Paths, Plan, cell_key
+from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan, cell_key
 from exitlaw.paper_repro.mini.stats import (
     claim_verdict,
     crossed_mean_ci,

@@ -18,15 +18,15 @@ import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
-from exitlaw.paper_repro.mini.authors_regime import (
+from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     LITERAL_ARMS,
     PRIMARY,
     paper_margin,
     plan_of,
     translated_relative,
 )
-from exitlaw.paper_repro.mini.paper_regime import Paths, Plan
-from exitlaw.paper_repro.mini.paper_regime_report import (
+from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan
+from exitlaw.paper_repro.mini.exittrain.paper_regime_report import (
     ESTIMANDS,
     arm_values,
     training_runs,
@@ -296,8 +296,8 @@ def write_report(plan: Plan, cells: dict, timings: dict, calibration: dict) -> d
 
 def rebuild(shipped: str | Path) -> dict:
     """Recompute ``results.json`` / ``results.md`` in a shipped folder from its cells and summaries only."""
-    from exitlaw.paper_repro.mini.paper_regime import config_from_json
-    from exitlaw.paper_repro.mini.paper_regime_run import read_all_cells
+    from exitlaw.paper_repro.mini.exittrain.paper_regime import config_from_json
+    from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 
     paths = Paths(Path(shipped))
     read = lambda p: json.loads(p.read_text(encoding="utf-8"))  # noqa: E731
