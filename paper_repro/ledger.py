@@ -31,7 +31,14 @@ from typing import Any, Callable
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.paper_repro.paired_effects import PairedEffectError, paired_interval
-from exitlaw.paper_repro.regimes import Regime, RegimeError, paper_regime_run, sim_sweep_run
+from exitlaw.paper_repro.mini.exittrain.authors_regime import paper_margin
+from exitlaw.paper_repro.regimes import (
+    Regime,
+    RegimeError,
+    authors_regime_run,
+    paper_regime_run,
+    sim_sweep_run,
+)
 from exitlaw.paper_repro.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -422,6 +429,100 @@ def regime_precondition(inputs: dict) -> tuple[bool, str]:
     )
 
 
+# the authors'-recipe run (AUTHORS_REGIME.md): four co-primary comparisons, Bonferroni (98.75 % CIs), in
+# per-step acceptance a = 1 - 1/tau against the paper's Table 2 effect in that unit (paper_margin)
+AUTHORS_ALPHA = 0.05 / 4
+AUTHORS_REGIME = (
+    "the authors'-recipe mini run (CPU), `exitlaw repro mini --preset authors-regime`, "
+    "design paper_repro/AUTHORS_REGIME.md"
+)
+AUTHORS_INPUTS = ("authors_regime", "authors_regime_data")
+ACCEPTANCE = "a (= 1 - 1/tau)"
+
+
+def _authors_rule(a: str, b: str, temperature: float) -> Rule:
+    """The design's verdict rule: reproduced when the 98.75 % CI of ``a - b`` in per-step acceptance is above
+    0; contradicted (not reproduced) when it lies below the paper's effect in that unit."""
+    return _dir(ACCEPTANCE, paper_margin(a, b, temperature), alpha=AUTHORS_ALPHA)
+
+
+def _authors_claim(a: str, b: str, temperature: float) -> Callable[[dict], Measurement]:
+    """The measure of one co-primary row of the authors'-recipe run: its ``a - b`` interval at ``temperature``
+    (B = 64) from ``results.json``'s ``analysis.primary``, with the run's regime."""
+
+    def measure(inputs: dict) -> Measurement:
+        res = _need(inputs, "authors_regime")
+        hits = [
+            r
+            for r in res.get("analysis", {}).get("primary", [])
+            if r.get("a") == a
+            and r.get("b") == b
+            and float(r.get("temperature", -1)) == temperature
+        ]
+        if len(hits) != 1:
+            raise MeasureError(
+                f"authors_regime/results.json: expected one primary '{a} - {b}' record at "
+                f"T = {temperature:g}, found {len(hits)}"
+            )
+        r = hits[0]
+        try:
+            d, rel = r["delta_a"], r["relative_tau_pct"]
+            ci = Interval(float(d["mean"]), float(d["lo"]), float(d["hi"]), float(r["level"]))
+            translated = float(r["paper_effect_translated_pct"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise MeasureError(f"a primary '{a} - {b}' record lacks {err}") from None
+        try:
+            regime = authors_regime_run(
+                res, _need(inputs, "authors_regime_data"), level=ci.level
+            ).judged([temperature], ci.level)
+        except RegimeError as err:
+            raise MeasureError(str(err)) from None
+        return Measurement(
+            f"{a} - {b} in {ACCEPTANCE}: {ci.text(4)} at T = {temperature:g}, B = {r.get('budget')}; "
+            f"relative tau {float(rel['mean']):+.2f} % [{float(rel['lo']):+.2f}, {float(rel['hi']):+.2f}] "
+            f"at tau {float(r['tau_b']):.2f} (the paper's effect translated to that tau: "
+            f"{translated:+.2f} %); seeds {r.get('seeds')}, prompts {r.get('prompts')}",
+            AUTHORS_REGIME,
+            ci=ci,
+            regime=regime,
+        )
+
+    return measure
+
+
+def authors_precondition(inputs: dict) -> tuple[bool, str]:
+    """AUTHORS_REGIME.md's precondition, at T = 0 and T = 1: token - base in ``a`` has its 95 % interval
+    above 0 and the token arm's tree depth is within 10 % of the base's."""
+    pre = _need(inputs, "authors_regime")["analysis"]["precondition"]
+    parts = []
+    for t, cell in sorted(pre["per_temperature"].items(), key=lambda kv: float(kv[0])):
+        d = cell["token_minus_base"]["delta_a"]
+        parts.append(
+            f"T = {float(t):g}: token - base in a {d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}], "
+            f"depth ratio {cell['depth_ratio']:.3f}"
+        )
+    return bool(pre["holds"]), (
+        "; ".join(parts) + " (the precondition needs, at both temperatures, the lower end > 0 and "
+        "the depth ratio within 10 %)"
+    )
+
+
+def _authors_row(a: str, b: str, temperature: float, paper: str) -> Claim:
+    name = {"token": "token-only fine-tuning", "prefix": "prefix-weighted (P-weighted) training"}[b]
+    return Claim(
+        f"exit_vs_{b}_authors_t{temperature:g}",
+        f"exit-guided beats {name} (B = 64), judged at T = {temperature:g}, on the authors' recipe",
+        paper,
+        AUTHORS_REGIME,
+        _authors_rule(a, b, temperature),
+        f"{a} - {b} per-step acceptance ({ACCEPTANCE}, Rao-Blackwellised tau), code prompts, "
+        f"T = {temperature:g}, B = 64, 98.75 % (Bonferroni over the four co-primary comparisons)",
+        AUTHORS_INPUTS,
+        _authors_claim(a, b, temperature),
+        authors_precondition,
+    )
+
+
 SIM_DEEP = {
     "regime": "deep",
     "train_budget": 64,
@@ -583,6 +684,10 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         regime_precondition,
     ),
+    _authors_row("exit", "token", 0.0, "Table 2: tau 8.36 -> 8.85 at T=0 (+5.9 %)"),
+    _authors_row("exit", "token", 1.0, "Table 2: tau 7.47 -> 8.06 at T=1 (+7.9 %)"),
+    _authors_row("exit", "prefix", 0.0, "Table 2: tau 8.21 -> 8.85 at T=0 (+7.8 %)"),
+    _authors_row("exit", "prefix", 1.0, "Table 2: tau 7.72 -> 8.06 at T=1 (+4.4 %)"),
     Claim(
         "exit_vs_token_sim",
         "exit-guided beats token-only training (tau, B=64), simulation",

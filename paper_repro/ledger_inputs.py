@@ -11,6 +11,9 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`
   design ``paper_repro/PAPER_REGIME.md``): its paired-effect records and its precondition; it decides
   the engine ExitTrain rows, read when present, with ``paper_regime/ft_data/fresh_prompts.json``
   (``paper_regime_data``: the temperature of its fine-tuning data, part of the rows' regime);
+* ``authors_regime/results.json`` and ``authors_regime/ft_data/fresh_prompts.json``: the authors'-recipe
+  run (``--preset authors-regime``, design ``paper_repro/AUTHORS_REGIME.md``): its four co-primary
+  comparisons and its precondition, read when present;
 * ``mini_deep_seed0.json``, ``mini_deep_budgets_seed0.json`` and ``sim_exittrain_sweep/*.json``:
   paired-effect files (the deep mini preset, its re-run evaluated at B = 32/64/128: history, outside the
   paper's regime; and the simulation sweep), read when present;
@@ -60,6 +63,8 @@ SHIPPED = {
     "mini_deep_budgets": "mini_deep_budgets_seed0.json",
     "paper_regime": "paper_regime/results.json",
     "paper_regime_data": "paper_regime/ft_data/fresh_prompts.json",
+    "authors_regime": "authors_regime/results.json",
+    "authors_regime_data": "authors_regime/ft_data/fresh_prompts.json",
     "sim_exittrain_sweep": "sim_exittrain_sweep",
     "sim_exittrain_matched": "sim_exittrain_matched/sweep.json",
     "field_lab": "field_lab.json",
@@ -224,7 +229,7 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     if mini_deep is not None and Path(mini_deep).is_file():
         inputs["mini_deep"] = _load(mini_deep)
         prov["mini_deep"] = file_provenance(mini_deep)
-    for name in ("paper_regime", "paper_regime_data"):
+    for name in ("paper_regime", "paper_regime_data", "authors_regime", "authors_regime_data"):
         path = RESULTS / SHIPPED[name]
         inputs[name] = None
         if path.is_file():

@@ -111,6 +111,25 @@ def _get(d: dict, *keys, where: str):
     return cur
 
 
+def _mini_sizes(cfg: dict, where: str) -> tuple[str, str]:
+    """A mini ExitTrain run's model sizes and fine-tuning steps, in words, from its recorded config."""
+    tgt = _get(cfg, "base", "target", where=where)
+    base = cfg["base"]
+    epochs = _get(cfg, "epochs", where=where)
+    prompts = _get(cfg, "ft_prompts", where=where)
+    batch = _get(cfg, "batch_size", where=where)
+    models = (
+        f"target {tgt['num_layers']} layers, hidden {tgt['hidden_size']}, vocabulary "
+        f"{_get(base, 'vocab_size', where=where)}; drafter {_get(base, 'draft_layers', where=where)} "
+        f"layers, block {_get(base, 'block_size', where=where)} (Qwen3-4B/8B in the paper)"
+    )
+    steps = (
+        f"{epochs * prompts // batch} fine-tuning steps ({epochs} epochs x {prompts} sequences, "
+        f"{batch} per step) from a drafter distilled for {_get(base, 'distill_steps', where=where)} steps"
+    )
+    return models, steps
+
+
 PAPER_REGIME_RUN = "`exitlaw repro mini --preset paper-regime`, design paper_repro/PAPER_REGIME.md"
 
 
@@ -127,20 +146,7 @@ def paper_regime_run(results: dict, data: dict, *, role: str, level: float) -> R
             f"the row's interval level {level:g} is not the level the run declares for its {role} "
             f"comparisons ({float(declared):g})"
         )
-    tgt = _get(cfg, "base", "target", where=where)
-    base = cfg["base"]
-    epochs = _get(cfg, "epochs", where=where)
-    prompts = _get(cfg, "ft_prompts", where=where)
-    batch = _get(cfg, "batch_size", where=where)
-    models = (
-        f"target {tgt['num_layers']} layers, hidden {tgt['hidden_size']}, vocabulary "
-        f"{_get(base, 'vocab_size', where=where)}; drafter {_get(base, 'draft_layers', where=where)} "
-        f"layers, block {_get(base, 'block_size', where=where)} (Qwen3-4B/8B in the paper)"
-    )
-    steps = (
-        f"{epochs * prompts // batch} fine-tuning steps ({epochs} epochs x {prompts} sequences, "
-        f"{batch} per step) from a drafter distilled for {_get(base, 'distill_steps', where=where)} steps"
-    )
+    models, steps = _mini_sizes(cfg, where)
     return Regime(
         scale="mini",
         run=PAPER_REGIME_RUN,
@@ -151,6 +157,40 @@ def paper_regime_run(results: dict, data: dict, *, role: str, level: float) -> R
         ),
         scoring_temperature=float(_get(results, "T_s", where=where)),
         source="paper_regime/results.json (config, T_s), paper_regime/ft_data/fresh_prompts.json "
+        "(continuation_temperature)",
+    )
+
+
+AUTHORS_REGIME_RUN = (
+    "`exitlaw repro mini --preset authors-regime`, design paper_repro/AUTHORS_REGIME.md"
+)
+
+
+def authors_regime_run(results: dict, data: dict, *, level: float) -> Regime:
+    """The authors'-recipe mini run's regime from its ``results.json`` (config: sizes, the scoring
+    temperature, the co-primary level) and ``ft_data/fresh_prompts.json`` (``continuation_temperature``).
+    ``level`` is the row's interval level and must be the run's declared ``primary_level``."""
+    where = "authors_regime/results.json"
+    cfg = _get(results, "config", where=where)
+    declared = _get(cfg, "primary_level", where=where)
+    if abs(float(declared) - float(level)) > 1e-12:
+        raise RegimeError(
+            f"the row's interval level {level:g} is not the level the run declares for its primary "
+            f"comparisons ({float(declared):g})"
+        )
+    models, steps = _mini_sizes(cfg, where)
+    return Regime(
+        scale="mini",
+        run=AUTHORS_REGIME_RUN,
+        models=models,
+        steps=steps,
+        data_temperature=float(
+            _get(
+                data, "continuation_temperature", where="authors_regime/ft_data/fresh_prompts.json"
+            )
+        ),
+        scoring_temperature=float(_get(cfg, "scoring_temperature", where=where)),
+        source="authors_regime/results.json (config), authors_regime/ft_data/fresh_prompts.json "
         "(continuation_temperature)",
     )
 
@@ -200,6 +240,7 @@ __all__ = [
     "RegimeError",
     "REGIME_SCALES",
     "SWEEP_DEFAULT_TRAIN_TEMPERATURE",
+    "authors_regime_run",
     "paper_regime_run",
     "sim_sweep_run",
 ]

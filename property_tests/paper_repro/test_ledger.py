@@ -625,6 +625,12 @@ SHIPPED_VERDICTS = {
     "budget_robustness": REPRODUCED,  # exit - base +12.1 % [+9.1, +15.1] over B = 32/64/128
     "exit_vs_token": CONTRADICTED,  # exit - token +0.5 % [-2.6, +3.6] (97.5 %), below the paper's +5.9 %
     "exit_vs_prefix": CONTRADICTED,  # exit - prefix +0.1 % [-2.1, +2.3] (97.5 %), below the paper's +4.4 %
+    # the authors'-recipe run (paper_repro/AUTHORS_REGIME.md): its precondition fails at T = 0 and T = 1 (token -
+    # base in a: -0.0025 [-0.0063, +0.0013], -0.0038 [-0.0160, +0.0085]), so no co-primary row is decided
+    "exit_vs_token_authors_t0": INCONCLUSIVE,  # -0.0013 [-0.0047, +0.0020] in a (98.75 %)
+    "exit_vs_token_authors_t1": INCONCLUSIVE,  # +0.0139 [+0.0079, +0.0199] in a, beside token < base
+    "exit_vs_prefix_authors_t0": INCONCLUSIVE,  # -0.0011 [-0.0027, +0.0005] in a
+    "exit_vs_prefix_authors_t1": INCONCLUSIVE,  # +0.0025 [-0.0036, +0.0085] in a
     # the simulation rows follow the size rule (R3, issue 34): the direction alone does not reproduce the paper's
     # stated size. exit - token was "reproduced" under the direction rule until the size rule; it is below +5.9 %
     "exit_vs_token_sim": CONTRADICTED,  # sweep: exit - token +4.3 % [+3.7, +5.0] (deep, lambda 0.1, tree norm)

@@ -20,6 +20,7 @@ from exitlaw.paper_repro.ledger import CLAIMS, PRIMARY_ALPHA, build_ledger
 from exitlaw.paper_repro.ledger_inputs import RESULTS, gather_shipped
 from exitlaw.paper_repro.regimes import (
     SWEEP_DEFAULT_TRAIN_TEMPERATURE,
+    authors_regime_run,
     Regime,
     RegimeError,
     paper_regime_run,
@@ -43,7 +44,13 @@ SIMULATED = (
     "exit_vs_token_sim_matched",
     "exit_vs_prefix_sim_matched",
 )
-EXITTRAIN = ENGINE + SIMULATED
+AUTHORS = (
+    "exit_vs_token_authors_t0",
+    "exit_vs_token_authors_t1",
+    "exit_vs_prefix_authors_t0",
+    "exit_vs_prefix_authors_t1",
+)
+EXITTRAIN = ENGINE + SIMULATED + AUTHORS
 REGIME_FIELDS = ("scale", "models", "steps", "data_temperature", "scoring_temperature")
 
 
@@ -318,3 +325,76 @@ def test_the_size_rule_changed_exactly_the_two_exit_token_simulation_verdicts():
         assert decide(direction, iv).verdict == REPRODUCED
         assert decide(SIZE, iv).verdict == rows[k]["verdict"] == CONTRADICTED
         assert "the direction holds" in rows[k]["reason"]
+
+
+# ----- the authors'-recipe run (AUTHORS_REGIME.md): four co-primary rows in per-step acceptance -------------
+def test_the_authors_rows_say_their_regime_and_read_inconclusive_outside_it():
+    """Shipped: greedy data, weights at T = 1, each row judged at its own temperature at 98.75 %; the
+    precondition fails at both temperatures, so every row is inconclusive and says why, with its numbers."""
+    for rows in (_shipped_rows(), _built()):
+        for k in AUTHORS:
+            r, t = rows[k], float(k[-1])
+            reg = r["regime"]
+            assert reg["scale"] == "mini" and reg["data_temperature"] == 0.0
+            assert reg["scoring_temperature"] == 1.0 and reg["judged_temperatures"] == [t]
+            assert reg["level"] == r["ci"]["level"] == pytest.approx(1 - 0.05 / 4)
+            assert r["verdict"] == INCONCLUSIVE
+            assert r["reason"].startswith(
+                "outside the paper's regime: T = 0: token - base in a -0.0025"
+            )
+            assert r["verdict_text"].startswith(MINI_WORDS[INCONCLUSIVE])
+
+
+def _authors_inputs(holds: bool, level: float | None = None) -> dict:
+    inputs, _ = gather_shipped()
+    res = copy.deepcopy(inputs["authors_regime"])
+    res["analysis"]["precondition"]["holds"] = holds
+    if level is not None:
+        res["config"]["primary_level"] = level
+    return {**inputs, "authors_regime": res}
+
+
+def test_with_the_precondition_held_the_authors_rows_follow_the_designs_rule():
+    """AUTHORS_REGIME.md: reproduced when the 98.75 % interval in a is above 0; not reproduced when its upper
+    end is below the paper's effect in a (Table 2); inconclusive otherwise. The shipped intervals, read as if
+    the precondition held: exit - token at T = 1 is above 0; exit - prefix at T = 0 ends below 0.0088."""
+    rows = _built(_authors_inputs(holds=True))
+    assert rows["exit_vs_token_authors_t1"]["verdict"] == REPRODUCED  # [+0.0079, +0.0199]
+    assert (
+        rows["exit_vs_prefix_authors_t0"]["verdict"] == CONTRADICTED
+    )  # [-0.0027, +0.0005] < 0.0088
+    assert (
+        rows["exit_vs_token_authors_t0"]["verdict"] == CONTRADICTED
+    )  # [-0.0047, +0.0020] < 0.0066
+    assert (
+        rows["exit_vs_prefix_authors_t1"]["verdict"] == INCONCLUSIVE
+    )  # [-0.0036, +0.0085] holds 0.0055
+    assert rows["exit_vs_prefix_authors_t0"]["verdict_text"].startswith(
+        "not reproduced at mini scale"
+    )
+    margins = {k: c.rule.paper_effect for c in CLAIMS for k in AUTHORS if c.key == k}
+    assert margins == pytest.approx(
+        {
+            "exit_vs_token_authors_t0": 1 / 8.36 - 1 / 8.85,
+            "exit_vs_token_authors_t1": 1 / 7.47 - 1 / 8.06,
+            "exit_vs_prefix_authors_t0": 1 / 8.21 - 1 / 8.85,
+            "exit_vs_prefix_authors_t1": 1 / 7.72 - 1 / 8.06,
+        }
+    )
+    assert {c.rule.alpha for c in CLAIMS if c.key in AUTHORS} == {0.05 / 4}
+
+
+def test_an_authors_run_declaring_another_level_does_not_decide_its_rows():
+    rows = _built(_authors_inputs(holds=True, level=0.95))
+    for k in AUTHORS:
+        assert rows[k]["verdict"] == INCONCLUSIVE and rows[k]["ci"] is None
+        assert "not the level the run declares" in rows[k]["reason"]
+
+
+def test_the_authors_regime_is_read_from_the_runs_records():
+    inputs, _ = gather_shipped()
+    data = {**inputs["authors_regime_data"], "continuation_temperature": 0.7}
+    reg = authors_regime_run(inputs["authors_regime"], data, level=1 - 0.05 / 4)
+    assert reg.data_temperature == 0.7 and reg.scoring_temperature == 1.0
+    with pytest.raises(RegimeError, match="continuation_temperature"):
+        authors_regime_run(inputs["authors_regime"], {}, level=1 - 0.05 / 4)
