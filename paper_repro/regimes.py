@@ -133,31 +133,56 @@ def _mini_sizes(cfg: dict, where: str) -> tuple[str, str]:
 PAPER_REGIME_RUN = "`exitlaw repro mini --preset paper-regime`, design paper_repro/PAPER_REGIME.md"
 
 
-def paper_regime_run(results: dict, data: dict, *, role: str, level: float) -> Regime:
-    """The paper-regime mini run's regime from its ``results.json`` (config, ``T_s``) and its fine-tuning
-    data record ``ft_data/fresh_prompts.json`` (``continuation_temperature``). ``role`` and ``level``: the
-    row's role in the run's design and its interval level, which must be the level the run declares for
-    that role (``primary_level`` / ``secondary_level``)."""
-    where = "paper_regime/results.json"
+def _mini_run(
+    results: dict,
+    data: dict,
+    *,
+    folder: str,
+    run: str,
+    level_key: str,
+    role: str,
+    level: float,
+    scoring: tuple[str, ...],
+) -> Regime:
+    """A mini ExitTrain run's regime from ``FOLDER/results.json`` (its config; the scoring temperature at
+    the key path ``scoring``) and ``FOLDER/ft_data/fresh_prompts.json`` (``continuation_temperature``);
+    ``level`` must be the level the run declares at ``level_key`` for its ``role`` comparisons."""
+    where = f"{folder}/results.json"
     cfg = _get(results, "config", where=where)
-    declared = _get(cfg, "primary_level" if role == "primary" else "secondary_level", where=where)
+    declared = _get(cfg, level_key, where=where)
     if abs(float(declared) - float(level)) > 1e-12:
         raise RegimeError(
             f"the row's interval level {level:g} is not the level the run declares for its {role} "
             f"comparisons ({float(declared):g})"
         )
     models, steps = _mini_sizes(cfg, where)
+    data_file = f"{folder}/ft_data/fresh_prompts.json"
     return Regime(
         scale="mini",
-        run=PAPER_REGIME_RUN,
+        run=run,
         models=models,
         steps=steps,
-        data_temperature=float(
-            _get(data, "continuation_temperature", where="ft_data/fresh_prompts.json")
-        ),
-        scoring_temperature=float(_get(results, "T_s", where=where)),
-        source="paper_regime/results.json (config, T_s), paper_regime/ft_data/fresh_prompts.json "
-        "(continuation_temperature)",
+        data_temperature=float(_get(data, "continuation_temperature", where=data_file)),
+        scoring_temperature=float(_get(results, *scoring, where=where)),
+        source=f"{where} ({'config' if scoring[0] == 'config' else 'config, ' + scoring[0]}), "
+        f"{data_file} (continuation_temperature)",
+    )
+
+
+def paper_regime_run(results: dict, data: dict, *, role: str, level: float) -> Regime:
+    """The paper-regime mini run's regime from its ``results.json`` (config, ``T_s``) and its fine-tuning
+    data record ``ft_data/fresh_prompts.json`` (``continuation_temperature``). ``role`` and ``level``: the
+    row's role in the run's design and its interval level, which must be the level the run declares for
+    that role (``primary_level`` / ``secondary_level``)."""
+    return _mini_run(
+        results,
+        data,
+        folder="paper_regime",
+        run=PAPER_REGIME_RUN,
+        level_key="primary_level" if role == "primary" else "secondary_level",
+        role=role,
+        level=level,
+        scoring=("T_s",),
     )
 
 
@@ -170,28 +195,15 @@ def authors_regime_run(results: dict, data: dict, *, level: float) -> Regime:
     """The authors'-recipe mini run's regime from its ``results.json`` (config: sizes, the scoring
     temperature, the co-primary level) and ``ft_data/fresh_prompts.json`` (``continuation_temperature``).
     ``level`` is the row's interval level and must be the run's declared ``primary_level``."""
-    where = "authors_regime/results.json"
-    cfg = _get(results, "config", where=where)
-    declared = _get(cfg, "primary_level", where=where)
-    if abs(float(declared) - float(level)) > 1e-12:
-        raise RegimeError(
-            f"the row's interval level {level:g} is not the level the run declares for its primary "
-            f"comparisons ({float(declared):g})"
-        )
-    models, steps = _mini_sizes(cfg, where)
-    return Regime(
-        scale="mini",
+    return _mini_run(
+        results,
+        data,
+        folder="authors_regime",
         run=AUTHORS_REGIME_RUN,
-        models=models,
-        steps=steps,
-        data_temperature=float(
-            _get(
-                data, "continuation_temperature", where="authors_regime/ft_data/fresh_prompts.json"
-            )
-        ),
-        scoring_temperature=float(_get(cfg, "scoring_temperature", where=where)),
-        source="authors_regime/results.json (config), authors_regime/ft_data/fresh_prompts.json "
-        "(continuation_temperature)",
+        level_key="primary_level",
+        role="primary",
+        level=level,
+        scoring=("config", "scoring_temperature"),
     )
 
 

@@ -37,7 +37,7 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime_run import (
     Base,
-    _eval,
+    _eval_at,
     _train,
     prepare,
     prompt_sets,
@@ -110,16 +110,7 @@ def _calibration_cells(
     if cache.is_file():
         return json.loads(cache.read_text(encoding="utf-8"))
     cells = {
-        f"{t:g}": _eval(
-            base.target,
-            drafter_dir,
-            prompts,
-            cfg,
-            temperature=t,
-            budget=cfg.eval_budget,
-            scoring_temperature=t,
-        )
-        for t in cfg.judged_temperatures
+        f"{t:g}": _eval_at(base, drafter_dir, prompts, cfg, t) for t in cfg.judged_temperatures
     }
     atomic_write_json(cache, cells, indent=1)
     return cells
