@@ -62,28 +62,73 @@ class BatchTree:
         return list(self.trees[b].path_nodes(node))
 
 
-def to_batch_tree(
-    trees: Sequence[DraftTree],
-    device: torch.device | str = "cpu",
-    draft_logprob: Sequence[np.ndarray] | None = None,
-) -> BatchTree:
-    """Pad ``trees`` (at least one) to the largest node count and copy them to ``device``.
+def padded_fields(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
+    """The host arrays of :class:`BatchTree` (same names) for every row at once, from the rows' ``parent``
+    and ``token`` alone: ancestors and depths by pointer jumping (one step per depth level for the
+    whole batch), children grouped by ``(row, parent)`` with a stable sort (a child's column is its
+    rank among its siblings, in node order). Twin: :func:`padded_fields_loop`, tree by tree."""
+    bsz = len(trees)
+    sizes = np.array([t.num_nodes for t in trees], np.int64)
+    n = int(sizes.max())
+    slots = np.arange(n)
+    valid = slots[None, :] < sizes[:, None]
+    token = np.zeros((bsz, n), np.int64)
+    parent = np.zeros((bsz, n), np.int64)
+    token[valid] = np.concatenate([t.token for t in trees])  # row-major: row b's nodes in order
+    parent[valid] = np.concatenate([t.parent for t in trees])
+    token[:, 0] = np.maximum(token[:, 0], 0)  # the root token clamped at 0
+    parent[:, 0] = 0
+    edge = valid.copy()
+    edge[:, 0] = False  # the real non-root nodes
+    rows = np.arange(bsz)[:, None]
+    up = np.where(edge, parent, slots[None, :])  # the root and padding point to themselves
+    ancestor = np.zeros((bsz, n, n), bool)
+    cur = np.broadcast_to(slots, (bsz, n)).copy()
+    ancestor[rows, slots[None, :], cur] = True
+    depth = np.zeros((bsz, n), np.int64)
+    moving = edge.copy()
+    while moving.any():  # one step up for every node not yet at the root
+        cur = np.where(moving, up[rows, cur], cur)
+        ancestor[rows, slots[None, :], cur] = True
+        depth += moving
+        moving &= cur != 0
+    b_e, v_e = np.nonzero(edge)
+    p_e = parent[b_e, v_e]
+    has_child = np.zeros((bsz, n), bool)
+    has_child[b_e, p_e] = True
+    counts = has_child.sum(axis=1)
+    k = max(1, int(counts.max()))
+    first_internal = np.argsort(~has_child, axis=1, kind="stable")[:, :k]
+    internal = np.where(np.arange(k)[None, :] < counts[:, None], first_internal, 0)
+    row_of = np.cumsum(has_child, axis=1) - 1  # a node's row in `internal`
+    parent_slot = np.zeros((bsz, max(n - 1, 0)), np.int64)
+    parent_slot[b_e, v_e - 1] = row_of[b_e, p_e]
+    order = np.argsort(b_e * n + p_e, kind="stable")
+    b_s, v_s, p_s = b_e[order], v_e[order], p_e[order]
+    key = b_s * n + p_s
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+    size = np.diff(np.r_[start, key.size])
+    m = max(1, int(size.max()) if size.size else 1)
+    child_tokens = np.zeros((bsz, n, m), np.int64)
+    child_tokens[b_s[start], p_s[start], :] = token[b_s[start], v_s[start]][
+        :, None
+    ]  # padding: first child
+    child_tokens[b_s, p_s, np.arange(key.size) - np.repeat(start, size)] = token[b_s, v_s]
+    return {
+        "token": token,
+        "parent": parent,
+        "depth": depth,
+        "valid": valid,
+        "ancestor": ancestor,
+        "internal": internal,
+        "parent_slot": parent_slot,
+        "child_tokens": child_tokens,
+        "has_child": has_child,
+    }
 
-    ``draft_logprob`` (optional, kept on the host): one ``[N_b]`` array per row, for traces.
-    """
-    trees = tuple(trees)
-    if not trees:
-        raise ValueError("to_batch_tree needs at least one tree")
-    if draft_logprob is not None:
-        draft_logprob = tuple(np.asarray(x, dtype=np.float64) for x in draft_logprob)
-        bad = [b for b, (t, x) in enumerate(zip(trees, draft_logprob)) if x.shape != (t.num_nodes,)]
-        if len(draft_logprob) != len(trees) or bad:
-            raise ValueError(
-                f"draft_logprob needs one [N_b] array per tree; rows {bad} (or the count) do not fit"
-            )
-    bad = [i for i, t in enumerate(trees) if not isinstance(t, DraftTree)]
-    if bad:
-        raise TypeError(f"to_batch_tree needs DraftTrees; rows {bad} are not")
+
+def padded_fields_loop(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
+    """:func:`padded_fields` tree by tree from each tree's own derived structure (its twin, for tests)."""
     bsz = len(trees)
     n = max(t.num_nodes for t in trees)
     k = max(1, max(t.internal.size for t in trees))
@@ -115,6 +160,43 @@ def to_batch_tree(
             :, :1
         ]  # repeat the first entry, as the table pads
         has_child[b, :nb] = ~t.is_leaf
+    return {
+        "token": token,
+        "parent": parent,
+        "depth": depth,
+        "valid": valid,
+        "ancestor": ancestor,
+        "internal": internal,
+        "parent_slot": slot,
+        "child_tokens": child_tokens,
+        "has_child": has_child,
+    }
+
+
+def to_batch_tree(
+    trees: Sequence[DraftTree],
+    device: torch.device | str = "cpu",
+    draft_logprob: Sequence[np.ndarray] | None = None,
+) -> BatchTree:
+    """Pad ``trees`` (at least one) to the largest node count and copy them to ``device``.
+
+    ``draft_logprob`` (optional, kept on the host): one ``[N_b]`` array per row, for traces.
+    """
+    trees = tuple(trees)
+    if not trees:
+        raise ValueError("to_batch_tree needs at least one tree")
+    if draft_logprob is not None:
+        draft_logprob = tuple(np.asarray(x, dtype=np.float64) for x in draft_logprob)
+        bad = [b for b, (t, x) in enumerate(zip(trees, draft_logprob)) if x.shape != (t.num_nodes,)]
+        if len(draft_logprob) != len(trees) or bad:
+            raise ValueError(
+                f"draft_logprob needs one [N_b] array per tree; rows {bad} (or the count) do not fit"
+            )
+    bad = [i for i, t in enumerate(trees) if not isinstance(t, DraftTree)]
+    if bad:
+        raise TypeError(f"to_batch_tree needs DraftTrees; rows {bad} are not")
+    f = padded_fields(trees)
+    valid, ancestor = f["valid"], f["ancestor"]
     real_edge = valid[:, None, 1:]  # [B, 1, N-1]
 
     def put(x, dtype=torch.long):
@@ -123,18 +205,18 @@ def to_batch_tree(
     return BatchTree(
         trees=trees,
         num_nodes=tuple(t.num_nodes for t in trees),
-        token=put(token),
-        parent=put(parent),
-        depth=put(depth),
+        token=put(f["token"]),
+        parent=put(f["parent"]),
+        depth=put(f["depth"]),
         valid=put(valid, torch.bool),
         ancestor=put(ancestor, torch.bool),
-        internal=put(internal),
-        parent_slot=put(slot),
-        child_tokens=put(child_tokens),
-        has_child=put(has_child, torch.bool),
+        internal=put(f["internal"]),
+        parent_slot=put(f["parent_slot"]),
+        child_tokens=put(f["child_tokens"]),
+        has_child=put(f["has_child"], torch.bool),
         edge_ancestor=put(ancestor[:, :, 1:] & real_edge, torch.float64),
         draft_logprob=draft_logprob,
     )
 
 
-__all__ = ["BatchTree", "to_batch_tree"]
+__all__ = ["BatchTree", "padded_fields", "padded_fields_loop", "to_batch_tree"]

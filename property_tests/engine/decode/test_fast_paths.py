@@ -1,6 +1,6 @@
 """Every decode fast path agrees with its exact twin (issue 25): factorised best-first vs the general
 rule, host-walk decisions vs the device ``_follow``, walk-only and shape-cached device trees vs full
-ones, the vectorised child-token table vs the node loop, the reused tree-mask buffer vs a fresh mask, the cache commit vs fancy indexing, the fused
+ones, the vectorised child-token table vs the node loop, the batch's padded fields vs the tree-by-tree loop, the reused tree-mask buffer vs a fresh mask, the cache commit vs fancy indexing, the fused
 drafter attention vs the unfused one, SDPA ``enable_gqa`` vs repeated K/V; and decoding runs its
 forwards in inference mode while the training-side forwards keep autograd."""
 
@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.builders.single import build_ddtree, factorised_best_first
+from exitlaw.engine.decode.batch_tree import padded_fields, padded_fields_loop
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
 from exitlaw.engine.decode.verifiers import (
@@ -25,6 +26,7 @@ from exitlaw.engine.decode.verifiers import (
 )
 from exitlaw.engine.models.dflash import DFlashAttention, attend_grouped, attend_repeated
 from exitlaw.engine.models.target import TargetModel, TreeMaskBuffer, tree_attention_mask
+from exitlaw.simulate.strategies import draft_trees
 from exitlaw.theory import DraftTree
 from transformers import DynamicCache
 
@@ -315,3 +317,27 @@ def test_vectorised_child_token_table_equals_the_node_loop(parents, seed):
     tree = DraftTree(parent=parent, token=tokens)
     fast, loop = _child_token_table(tree), _child_token_table_loop(tree)
     assert fast.shape == loop.shape and (fast == loop).all()
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    trees=st.lists(
+        draft_trees(max_nodes=20, max_depth=8, max_branching=4, vocab_size=9),
+        min_size=1,
+        max_size=6,
+    ),
+    root_minus_one=st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_padded_batch_fields_equal_their_tree_by_tree_twin(trees, root_minus_one):
+    """``padded_fields`` (all rows at once, pointer jumping and a sorted child table) gives every array
+    ``padded_fields_loop`` builds from each tree's own ancestor matrix, depths and children, also for
+    root-only rows and root token -1 (clamped at 0)."""
+    trees = [
+        DraftTree(parent=t.parent, token=np.r_[-1, t.token[1:]]) if flip else t
+        for t, flip in zip(trees, root_minus_one)
+    ]
+    fast, loop = padded_fields(trees), padded_fields_loop(trees)
+    assert fast.keys() == loop.keys()
+    for name in fast:
+        assert fast[name].dtype == loop[name].dtype, name
+        assert np.array_equal(fast[name], loop[name]), name
