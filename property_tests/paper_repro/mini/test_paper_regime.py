@@ -255,7 +255,7 @@ def test_shipping_keeps_a_drafter_s_cells_only_when_every_cell_of_that_drafter_i
 
 
 def test_a_seed_trains_and_evaluates_arm_by_arm_and_skips_finished_arms(tmp_path, monkeypatch):
-    from exitlaw.paper_repro.mini import paper_regime_run as run
+    from exitlaw.paper_repro.mini.exittrain import paper_regime_run as run
 
     cfg = PAPER_REGIME
     plan = make_plan(cfg, tmp_path, 0.5, 3e-4)
@@ -323,7 +323,7 @@ def test_plan_run_report_and_ship_import_one_way():
     shipping: plan <- report <- run <- ship, no module calls back into one that uses it."""
     import ast
 
-    folder = Path(__file__).resolve().parents[3] / "paper_repro" / "mini"
+    folder = Path(__file__).resolve().parents[3] / "paper_repro" / "mini" / "exittrain"
     names = ("paper_regime", "paper_regime_report", "paper_regime_run", "paper_regime_ship")
     uses = {}
     for name in names:
