@@ -62,6 +62,20 @@ class BatchTree:
         return list(self.trees[b].path_nodes(node))
 
 
+# the host arrays of a BatchTree that padded_fields builds, by their BatchTree field names
+FIELDS = (
+    "token",
+    "parent",
+    "depth",
+    "valid",
+    "ancestor",
+    "internal",
+    "parent_slot",
+    "child_tokens",
+    "has_child",
+)
+
+
 def padded_fields(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
     """The host arrays of :class:`BatchTree` (same names) for every row at once, from the rows' ``parent``
     and ``token`` alone: ancestors and depths by pointer jumping (one step per depth level for the
@@ -114,17 +128,8 @@ def padded_fields(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
         :, None
     ]  # padding: first child
     child_tokens[b_s, p_s, np.arange(key.size) - np.repeat(start, size)] = token[b_s, v_s]
-    return {
-        "token": token,
-        "parent": parent,
-        "depth": depth,
-        "valid": valid,
-        "ancestor": ancestor,
-        "internal": internal,
-        "parent_slot": parent_slot,
-        "child_tokens": child_tokens,
-        "has_child": has_child,
-    }
+    arrays = (token, parent, depth, valid, ancestor, internal, parent_slot, child_tokens, has_child)
+    return dict(zip(FIELDS, arrays))
 
 
 def padded_fields_loop(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
@@ -160,17 +165,11 @@ def padded_fields_loop(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
             :, :1
         ]  # repeat the first entry, as the table pads
         has_child[b, :nb] = ~t.is_leaf
-    return {
-        "token": token,
-        "parent": parent,
-        "depth": depth,
-        "valid": valid,
-        "ancestor": ancestor,
-        "internal": internal,
-        "parent_slot": slot,
-        "child_tokens": child_tokens,
-        "has_child": has_child,
-    }
+    return dict(
+        zip(
+            FIELDS, (token, parent, depth, valid, ancestor, internal, slot, child_tokens, has_child)
+        )
+    )
 
 
 def to_batch_tree(
