@@ -28,7 +28,7 @@ from typing import Sequence
 import torch
 import transformers
 from transformers import DynamicCache
-from transformers.cache_utils import DummyLayer
+from transformers import cache_utils as _cache_utils
 
 from exitlaw.engine.models.attention_window import (
     full_cache,
@@ -41,6 +41,9 @@ from exitlaw.engine.models.lean_forward import LeanForward, lean_support
 from torch.nn.modules.module import _global_forward_hooks, _global_forward_pre_hooks
 
 SUPPORTED_TRANSFORMERS = ((5, 0), (6, 0))  # [low, high)
+# KV-sharing consumer layers hold nothing; releases without DummyLayer (5.17, on the GPU image, has none)
+# have no such layers, so there is nothing to skip.
+_DummyLayer = getattr(_cache_utils, "DummyLayer", None)
 
 
 def check_transformers_version(version: str = transformers.__version__) -> None:
@@ -181,7 +184,7 @@ def _kv_layers(cache: DynamicCache):
     sliding-window layer keeps only its last ``W - 1`` positions, so it cannot be.
     """
     for i, layer in enumerate(cache.layers):
-        if isinstance(layer, DummyLayer):
+        if _DummyLayer is not None and isinstance(layer, _DummyLayer):
             continue
         if getattr(layer, "is_sliding", False) or getattr(layer, "keys", None) is None:
             raise ValueError(
