@@ -5,9 +5,14 @@
 #   2. bench verifiers: the verifier stage alone on realised DDTree trees at V = 151936;
 #   3. bench decoding (single sequence) and 4. bench batch (B rows per round) on the shipped
 #      paper-regime mini pair (paper_repro/results/paper_regime/base) with its held-out prompts
-#      (paper_repro/results/gpu/prompts.jsonl, written by `mini_prompts(base, 64, 64)`).
+#      (paper_repro/results/gpu/prompts.jsonl, written by `mini_prompts(base, 64, 64)`);
+#   5. bench decoding at T = 0 on all 64 prompts under torch's own masked-attention kernels
+#      (--masked-attention auto): does DDTree still equal greedy AR without the math kernel?
+# On the lent H200 (no network) the project runs from a wheel built here, with transformers
+# carried as a wheel too: see paper_repro/results/gpu/README.md.
 # Usage: paper_repro/gpu_benches.sh OUT_DIR [cpu]   (cpu: a short smoke run of the same commands)
-# Writes OUT_DIR/{gpu_check_T1,gpu_check_T0.6,verifiers_T1,decoding,batch}/results.json and prints
+# Writes OUT_DIR/{gpu_check_T1,gpu_check_T0.6,verifiers_T1,decoding,batch,decoding_auto}/results.json
+# (six files; the device returns at most eight) and prints
 # every table; each step has its own time limit so one hang cannot take the others with it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +40,9 @@ if [[ $mode == cpu ]]; then
   step 300 batch exitlaw bench batch --target $pair/target --draft $pair/drafter_base/final \
     --prompts "jsonl:$prompts" --num-prompts 4 --batch-size 1,2 --budget 32 --verifier tev \
     --temperature 1 --max-new-tokens 16 --device cpu --threads 1 --warmup 0 --out "$out/batch"
+  step 120 decoding_auto exitlaw bench decoding --target $pair/target --draft $pair/drafter_base/final \
+    --prompts "jsonl:$prompts" --num-prompts 2 --budget 32 --temperature 0 --verifier predraw \
+    --max-new-tokens 16 --device cpu --threads 1 --warmup 0 --masked-attention auto --out "$out/decoding_auto"
   exit $status
 fi
 
@@ -52,4 +60,7 @@ step 150 decoding exitlaw bench decoding --target $pair/target --draft $pair/dra
 step 150 batch exitlaw bench batch --target $pair/target --draft $pair/drafter_base/final \
   --prompts "jsonl:$prompts" --num-prompts 32 --batch-size 1,4,8,16,32 --budget 32 --verifier tev \
   --temperature 1 --max-new-tokens 64 --device cuda --warmup 1 --out "$out/batch"
+step 120 decoding_auto exitlaw bench decoding --target $pair/target --draft $pair/drafter_base/final \
+  --prompts "jsonl:$prompts" --budget 64,128 --temperature 0 --verifier predraw \
+  --max-new-tokens 64 --device cuda --warmup 0 --masked-attention auto --out "$out/decoding_auto"
 exit $status

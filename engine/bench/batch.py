@@ -247,6 +247,7 @@ def run_batch_bench(
     seed: int = 0,
     device: str | None = None,
     dtype: str = "auto",
+    masked_attention: str = "math",
     warmup: int = 1,
     verifier_repeats: int = 10,
     filters: SamplingSettings | None = None,
@@ -257,7 +258,7 @@ def run_batch_bench(
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
     tgt, drafter, prompts, stop, config = _load_inputs(
-        (target, draft, dataset, num_prompts, device, dtype, filters),
+        (target, draft, dataset, num_prompts, device, dtype, masked_attention, filters),
         fits=(budget, max(batch_sizes), max_new_tokens),
         seed=seed,
         settings={
@@ -313,7 +314,8 @@ def _batch_bench_result(
 
 def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settings: dict[str, Any]):
     """``(target model, drafter, first-turn prompt ids, stop tokens, config)`` as ``exitlaw bench decoding``
-    reads them from ``source = (target, draft, dataset, num_prompts, device, dtype, filters)``, refused
+    reads them from ``source = (target, draft, dataset, num_prompts, device, dtype, masked_attention,
+    filters)``, refused
     before decoding when the largest round, ``fits = (budget, rows, max_new_tokens)``, cannot fit;
     ``config`` records the inputs with the run's ``settings``."""
     from transformers import AutoTokenizer
@@ -323,14 +325,18 @@ def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settin
     from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
     from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
 
-    target, draft, dataset, num_prompts, device, dtype, filters = source
+    target, draft, dataset, num_prompts, device, dtype, masked_attention, filters = source
     budget, rows, max_new_tokens = fits
     sampling = sampling_filters(filters)  # before loading models
     check_model_paths(target, draft)  # one line naming the path, before anything is read
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(
-        target, draft, device=device, dtype=None if dtype == "auto" else getattr(torch, dtype)
+        target,
+        draft,
+        device=device,
+        dtype=None if dtype == "auto" else getattr(torch, dtype),
+        masked_attention=masked_attention,
     )
     check_prompt_ids(records, tgt.vocab_size, f"the target {target}")  # before any decoding
     tokenizer = AutoTokenizer.from_pretrained(
@@ -355,6 +361,7 @@ def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settin
         "seed": seed,
         "device": device,
         "dtype": str(tgt.dtype),
+        "masked_attention": tgt.masked_attention,
         "stop_tokens": list(stop),
         "sampling": sampling.filters(),
     }
@@ -395,6 +402,7 @@ def run_batched_bench(
     seed: int = 0,
     device: str | None = None,
     dtype: str = "auto",
+    masked_attention: str = "math",
     warmup: int = 1,
     method: str = "ddtree",
     filters: SamplingSettings | None = None,
@@ -409,7 +417,7 @@ def run_batched_bench(
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
     tgt, drafter, prompts, stop, config = _load_inputs(
-        (target, draft, dataset, num_prompts, device, dtype, filters),
+        (target, draft, dataset, num_prompts, device, dtype, masked_attention, filters),
         fits=(max(budgets), int(batch_size), max_new_tokens),
         seed=seed,
         settings={

@@ -195,6 +195,7 @@ def run_bench(
     seed: int = 0,
     device: str | None = None,
     dtype: str = "auto",
+    masked_attention: str = "math",
     warmup: int = 1,
     trace_dir: str | None = None,
     progress: bool = True,
@@ -225,7 +226,9 @@ def run_bench(
         prompts = [
             p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts
         ]
-    tgt, drafter = load_pair(target, draft, device=device, dtype=torch_dtype)
+    tgt, drafter = load_pair(
+        target, draft, device=device, dtype=torch_dtype, masked_attention=masked_attention
+    )
     check_prompt_ids(prompts, tgt.vocab_size, f"the target {target}")  # before any decoding
     tokenizer = AutoTokenizer.from_pretrained(
         str(Path(target)) if Path(target).exists() else target
@@ -259,6 +262,7 @@ def run_bench(
         "seed": seed,
         "device": device,
         "dtype": str(tgt.dtype),
+        "masked_attention": tgt.masked_attention,
         "chat_template": chat,
         "block_size": drafter.block_size,
         "stop_tokens": list(stop),

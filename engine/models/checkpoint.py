@@ -213,8 +213,10 @@ def load_target(
     dtype: torch.dtype | None = None,
     layer_ids: Sequence[int] = (),
     attn_implementation: str = "sdpa",
+    masked_attention: str = "math",
 ) -> TargetModel:
-    """Load a Hugging Face causal LM as a :class:`TargetModel` exposing ``layer_ids``' hidden states."""
+    """Load a Hugging Face causal LM as a :class:`TargetModel` exposing ``layer_ids``' hidden states
+    (``masked_attention``: the kernels of its masked forwards, see :data:`~exitlaw.engine.models.target.MASKED_ATTENTION`)."""
     from transformers import AutoModelForCausalLM
 
     path = resolve_checkpoint(path_or_id)
@@ -240,7 +242,7 @@ def load_target(
             f"target checkpoint {path} could not be loaded: {type(err).__name__}: {err}"
         ) from err
     check_loading_info(info, f"target checkpoint {path}")
-    return TargetModel(model.to(device), layer_ids)
+    return TargetModel(model.to(device), layer_ids, masked_attention=masked_attention)
 
 
 def checkpoint_fingerprint(path_or_id: str | Path) -> str:
@@ -314,6 +316,7 @@ def load_pair(
     *,
     device: str | torch.device = "cpu",
     dtype: torch.dtype | None = None,
+    masked_attention: str = "math",
 ) -> tuple[TargetModel, DFlashDrafter]:
     """Target and drafter, with the target exposing the drafter's ``target_layer_ids``; checks they fit."""
     drafter = load_drafter(draft, device=device, dtype=dtype)
@@ -322,6 +325,7 @@ def load_pair(
         device=device,
         dtype=dtype or drafter.fc.weight.dtype,
         layer_ids=drafter.config.target_layer_ids,
+        masked_attention=masked_attention,
     )
     check_pair(drafter.config, tgt.model.config, f"drafter {draft} with target {target}")
     drafter.to(tgt.dtype)

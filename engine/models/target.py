@@ -22,12 +22,14 @@ sliding layer's K/V then cost the whole context, not the last ``W - 1`` position
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 import transformers
 from transformers import DynamicCache
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import cache_utils as _cache_utils
 
 from exitlaw.engine.models.attention_window import (
@@ -44,6 +46,15 @@ SUPPORTED_TRANSFORMERS = ((5, 0), (6, 0))  # [low, high)
 # KV-sharing consumer layers hold nothing; releases without DummyLayer (5.17, on the GPU image, has none)
 # have no such layers, so there is nothing to skip.
 _DummyLayer = getattr(_cache_utils, "DummyLayer", None)
+
+# Attention kernels for forwards with a custom mask (tree verification, padded batches), where the
+# exactness of the engine rests on them. "math": SDPA's math kernel on CUDA (the default); "auto":
+# torch's own choice. Why math: on an H200 with torch 2.11, torch's choice (the memory-efficient
+# kernel, the one that takes float masks) made DDTree's T = 0 tokens differ from greedy AR in 4 of
+# 128 prompt-budget runs, at a logit margin of 4.7 (no near-tie), and the math kernel alone made all
+# 128 agree (paper_repro/results/gpu/README.md). Elsewhere (CPU) the choice is torch's.
+MASKED_ATTENTION = ("math", "auto")
+_MATH_MASKED_DEVICES = frozenset({"cuda"})
 
 
 def check_transformers_version(version: str = transformers.__version__) -> None:
@@ -262,8 +273,20 @@ class TargetModel:
     does not call submodules), so wrap after registering it, or pass ``lean=False``.
     """
 
-    def __init__(self, model: torch.nn.Module, layer_ids: Sequence[int] = (), *, lean: bool = True):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        layer_ids: Sequence[int] = (),
+        *,
+        lean: bool = True,
+        masked_attention: str = "math",
+    ):
         check_transformers_version()
+        if masked_attention not in MASKED_ATTENTION:
+            raise ValueError(
+                f"masked_attention must be one of {MASKED_ATTENTION}, got {masked_attention!r}"
+            )
+        self.masked_attention = masked_attention
         self.model = model.eval()
         num_layers = model.config.num_hidden_layers
         bad = [i for i in layer_ids if not 0 <= i < num_layers]
@@ -311,6 +334,16 @@ class TargetModel:
         return full_cache()
 
     # ----- forwards ---------------------------------------------------------
+    def mask_kernels(self, attention_mask) -> contextlib.AbstractContextManager:
+        """The SDPA kernels a forward with ``attention_mask`` may use (see :data:`MASKED_ATTENTION`)."""
+        if (
+            attention_mask is None
+            or self.masked_attention == "auto"
+            or self.device.type not in _MATH_MASKED_DEVICES
+        ):
+            return contextlib.nullcontext()
+        return sdpa_kernel(SDPBackend.MATH)
+
     def _lean_now(self) -> LeanForward | None:
         """The lean forward when this call may take it: covered model, no autograd, eval mode, no hook on
         the model itself (hooks found on submodules when wrapped turn the lean path off for good)."""
@@ -330,6 +363,12 @@ class TargetModel:
         return self._lean
 
     def _run(
+        self, cache, input_ids, position_ids, attention_mask, logits_to_keep: int = 0
+    ) -> TargetStep:
+        with self.mask_kernels(attention_mask):
+            return self._run_forward(cache, input_ids, position_ids, attention_mask, logits_to_keep)
+
+    def _run_forward(
         self, cache, input_ids, position_ids, attention_mask, logits_to_keep: int = 0
     ) -> TargetStep:
         want_hidden = bool(self.layer_ids)
@@ -373,6 +412,12 @@ class TargetModel:
         columns to every cache row; returns logits ``[B, Q, V]`` (float32; ``[B, K, V]`` at the ``K``
         query columns ``logits_at`` only, sparing ``[B, Q, V]`` on long prompts) and hidden states
         ``[B, Q, L*H]``."""
+        with self.mask_kernels(attention_mask):
+            return self._forward_rows(cache, input_ids, position_ids, attention_mask, logits_at)
+
+    def _forward_rows(
+        self, cache, input_ids, position_ids, attention_mask, logits_at
+    ) -> TargetStep:
         want_hidden = bool(self.layer_ids)
         lean = self._lean_now()
         if lean is not None:

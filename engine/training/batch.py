@@ -172,13 +172,14 @@ def tree_logit_tables(
     tok, pos, mask = tree_scoring_mask(trees, anchors, seq_len, target.dtype, target.windows)
     rows = torch.empty(0, seq_logits.shape[1], device=seq_logits.device)
     if tok.numel():
-        out = target.model(
-            input_ids=tok[None].to(target.device),
-            position_ids=pos[None].to(target.device),
-            attention_mask=mask_to(mask, target.device),
-            cache=cache,
-            use_cache=True,
-        )
+        with target.mask_kernels(mask):
+            out = target.model(
+                input_ids=tok[None].to(target.device),
+                position_ids=pos[None].to(target.device),
+                attention_mask=mask_to(mask, target.device),
+                cache=cache,
+                use_cache=True,
+            )
         rows = out.logits[0].float()
         cache.crop(-tok.numel())  # drop the tree entries again
     tables = []
@@ -246,12 +247,13 @@ def windowed_tree_logit_tables(
     mask = layer_masks(
         visible.to(dev), target.dtype, target.windows, query_pos=pos.to(dev), key_pos=pos.to(dev)
     )
-    out = target.model(
-        input_ids=ids.to(dev),
-        position_ids=pos.to(dev),
-        attention_mask=mask_to(mask, dev),
-        use_cache=False,
-    )
+    with target.mask_kernels(mask):
+        out = target.model(
+            input_ids=ids.to(dev),
+            position_ids=pos.to(dev),
+            attention_mask=mask_to(mask, dev),
+            use_cache=False,
+        )
     logits = out.logits.float()
     return [
         scoring_table(logits[k, window : window + t.num_nodes], settings)

@@ -84,13 +84,18 @@ def generate_continuations(
             mask[i, width - len(p) :] = 1
         cache = target.new_cache()
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        logits = (
-            target.model(
-                input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True
+        with target.mask_kernels(mask):
+            logits = (
+                target.model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=pos,
+                    cache=cache,
+                    use_cache=True,
+                )
+                .logits[:, -1]
+                .float()
             )
-            .logits[:, -1]
-            .float()
-        )
         new = torch.zeros(len(chunk), max_new_tokens, dtype=torch.long, device=dev)
         for t in range(max_new_tokens):
             if temperature == 0:
@@ -102,17 +107,18 @@ def generate_continuations(
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
             pos = pos[:, -1:] + 1
-            logits = (
-                target.model(
-                    input_ids=tok[:, None],
-                    attention_mask=mask,
-                    position_ids=pos,
-                    cache=cache,
-                    use_cache=True,
+            with target.mask_kernels(mask):
+                logits = (
+                    target.model(
+                        input_ids=tok[:, None],
+                        attention_mask=mask,
+                        position_ids=pos,
+                        cache=cache,
+                        use_cache=True,
+                    )
+                    .logits[:, -1]
+                    .float()
                 )
-                .logits[:, -1]
-                .float()
-            )
         for row in new.tolist():
             cut = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
             out.append(row[:cut])

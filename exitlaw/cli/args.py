@@ -382,6 +382,18 @@ def device_args(
     return add
 
 
+def masked_attention_arg(parser: argparse.ArgumentParser) -> None:
+    """``--masked-attention``: the attention kernels of the target's masked forwards (tree, padded batch)."""
+    parser.add_argument(
+        "--masked-attention",
+        choices=["math", "auto"],
+        default="math",
+        help="attention kernels of the target's masked forwards on CUDA: math (default; the other "
+        "kernels broke T = 0 exactness on an H200 with torch 2.11) or auto (torch's choice); "
+        "no effect on a CPU",
+    )
+
+
 def no_progress_arg(parser: argparse.ArgumentParser) -> None:
     """``--no-progress``: hide progress bars (they are drawn only on a terminal anyway)."""
     parser.add_argument(

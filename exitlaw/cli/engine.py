@@ -12,6 +12,7 @@ from .args import (
     add_threads,
     device_args,
     int_list,
+    masked_attention_arg,
     model_pair_args,
     name_list,
     no_progress_arg,
@@ -69,7 +70,15 @@ def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
 
 def _decoding_kwargs(args: argparse.Namespace) -> dict:
     """What ``bench decoding`` (single and batched) and ``bench batch`` hand to their run alike."""
-    names = ("max_new_tokens", "num_prompts", "seed", "device", "dtype", "warmup")
+    names = (
+        "max_new_tokens",
+        "num_prompts",
+        "seed",
+        "device",
+        "dtype",
+        "masked_attention",
+        "warmup",
+    )
     return dict(
         **pick(args, *names, dataset="prompts", verifiers="verifier"),
         filters=sampling_settings_from(args),
@@ -244,6 +253,7 @@ BENCH_DECODING = Command(
         ),
         seed_arg(0),
         device_args(),
+        masked_attention_arg,
         opt("--warmup", type=nonneg_int, default=1, help="untimed warm-up generations"),
         opt(
             "--batch-size",
@@ -417,6 +427,7 @@ BENCH_BATCH = Command(
         _batch_sampling_args,
         seed_arg(0),
         device_args(),
+        masked_attention_arg,
         opt(
             "--warmup",
             type=nonneg_int,
