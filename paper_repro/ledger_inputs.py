@@ -1,6 +1,6 @@
 """Gathering the claims ledger's inputs, their provenance, and the ledger built from SHIPPED inputs.
 
-Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`):
+Shipped inputs (``paper_repro/results/``, all produced on a CPU but the last; :data:`SHIPPED`):
 
 * ``ledger_inputs/{verifier_equivalence,budget_sweep,sampled_exactness,verifier_latency}.json``:
   figure data (``exitlaw figures``), stamped with the producing exitlaw version,
@@ -18,7 +18,9 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU; :data:`SHIPPED`
   paired-effect files (the deep mini preset, its re-run evaluated at B = 32/64/128: history, outside the
   paper's regime; and the simulation sweep), read when present;
 * ``sim_exittrain_matched/sweep.json``: the simulation sweep trained and judged at T = 0.5 (its matched
-  cells, rule 5 of ``simulate/exittrain/sweep.py``), read when present.
+  cells, rule 5 of ``simulate/exittrain/sweep.py``), read when present;
+* ``gpu/verifiers_T1/results.json``: the verifier-stage bench of the first GPU run (one H200, bf16;
+  ``paper_repro/results/gpu/README.md``), read when present.
 
 **Paired-effect files** (``mini_deep_seed0.json``, ``sim_exittrain_sweep/*.json``): the
 record shape, and the two native formats read as such, are in
@@ -68,6 +70,7 @@ SHIPPED = {
     "sim_exittrain_sweep": "sim_exittrain_sweep",
     "sim_exittrain_matched": "sim_exittrain_matched/sweep.json",
     "field_lab": "field_lab.json",
+    "verifier_latency_gpu": "gpu/verifiers_T1/results.json",
 }
 KIT_VERIFIERS = verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE)
 
@@ -229,7 +232,13 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     if mini_deep is not None and Path(mini_deep).is_file():
         inputs["mini_deep"] = _load(mini_deep)
         prov["mini_deep"] = file_provenance(mini_deep)
-    for name in ("paper_regime", "paper_regime_data", "authors_regime", "authors_regime_data"):
+    for name in (
+        "paper_regime",
+        "paper_regime_data",
+        "authors_regime",
+        "authors_regime_data",
+        "verifier_latency_gpu",
+    ):
         path = RESULTS / SHIPPED[name]
         inputs[name] = None
         if path.is_file():

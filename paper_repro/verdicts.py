@@ -154,12 +154,13 @@ def pool(cells: list[Interval], level: float = 0.95, *, correlated: bool = False
 
 
 # the scales a row can be measured at, as the ledger names them (docs/design.md §1.11)
-SCALE_KINDS = ("simulation", "mini-scale, CPU", "CPU", "GPU, not run")
+SCALE_KINDS = ("simulation", "mini-scale, CPU", "CPU", "GPU", "GPU, not run")
 
 
 def scale_kind(scale: str) -> str:
     """The kind of a row's scale text: ``simulation`` (simulation, exact enumeration, the kit),
-    ``mini-scale, CPU``, ``CPU``, or ``GPU, not run`` (nothing measured)."""
+    ``mini-scale, CPU``, ``CPU``, ``GPU`` (measured on a CUDA device) or ``GPU, not run`` (nothing
+    measured)."""
     low = str(scale).lower()
     if low in ("", "-") or "not run" in low:
         return "GPU, not run"
@@ -167,6 +168,8 @@ def scale_kind(scale: str) -> str:
         return "simulation"
     if "mini" in low:
         return "mini-scale, CPU"
+    if low.startswith("cuda"):
+        return "GPU"
     return "CPU"
 
 

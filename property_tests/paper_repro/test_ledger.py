@@ -619,6 +619,8 @@ SHIPPED_VERDICTS = {
     "sampled_drafts_exceed": REPRODUCED,
     "sampled_drafts_marginal": REPRODUCED,
     "tev_stage_savings": REPRODUCED,
+    # the first GPU run (one H200, bf16): TEV's stage is slower than predraw there
+    "tev_stage_savings_gpu": CONTRADICTED,
     # decided by the paper-regime run (paper_repro/PAPER_REGIME.md; precondition holds: token - base +10.8 %
     # [+6.8, +14.8]); the deep-mini runs (history, outside the paper's regime) decide nothing
     "exittrain_tau_gain": REPRODUCED,  # exit - base +11.3 % [+7.5, +15.2] (code, T_s, B = 64)

@@ -26,7 +26,7 @@ from exitlaw.paper_repro.verdicts import (
 )
 
 SOURCE = re.compile(r"^(this run \(|shipped \(|missing \(|GPU, not run)")
-SCALED = ("simulation", "at mini scale", "CPU", "GPU, not run")
+SCALED = ("simulation", "at mini scale", "CPU", "GPU")
 
 
 def source_problems(row: dict) -> list[str]:
@@ -118,6 +118,10 @@ def test_scaled_verdicts_by_hand():
     assert scaled_verdict(eq, REPRODUCED, "exact enumeration, V=3") == "reproduced (simulation)"
     assert scaled_verdict(d, INCONCLUSIVE, "GPU, not run") == "inconclusive (GPU, not run)"
     assert scale_kind("conformance kit hard cases") == "simulation"
+    # a row measured on a CUDA device says GPU; one measured on the CPU says CPU
+    assert scale_kind("cuda, V=151936, T=1.0, 8 trees x 30 repeats per B") == "GPU"
+    assert scale_kind("cpu, V=151936, T=1.0, 2 trees x 5 repeats per B") == "CPU"
+    assert scaled_verdict(d, CONTRADICTED, "cuda, V=151936") == "contradicted (GPU)"
 
 
 def test_this_runs_inputs_get_a_version_and_commit_and_say_they_were_filled():
