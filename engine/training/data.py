@@ -84,18 +84,7 @@ def generate_continuations(
             mask[i, width - len(p) :] = 1
         cache = target.new_cache()
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        with target.mask_kernels(mask):
-            logits = (
-                target.model(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    position_ids=pos,
-                    cache=cache,
-                    use_cache=True,
-                )
-                .logits[:, -1]
-                .float()
-            )
+        logits = _last_logits(target, ids, mask, pos, cache)
         new = torch.zeros(len(chunk), max_new_tokens, dtype=torch.long, device=dev)
         for t in range(max_new_tokens):
             if temperature == 0:
@@ -107,22 +96,21 @@ def generate_continuations(
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
             pos = pos[:, -1:] + 1
-            with target.mask_kernels(mask):
-                logits = (
-                    target.model(
-                        input_ids=tok[:, None],
-                        attention_mask=mask,
-                        position_ids=pos,
-                        cache=cache,
-                        use_cache=True,
-                    )
-                    .logits[:, -1]
-                    .float()
-                )
+            logits = _last_logits(target, tok[:, None], mask, pos, cache)
         for row in new.tolist():
             cut = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
             out.append(row[:cut])
     return out
+
+
+def _last_logits(target: TargetModel, ids, mask, pos, cache) -> torch.Tensor:
+    """Next-token logits ``[B, V]`` (float32) of a left-padded batch step (``mask``: 1 = a real token),
+    under the target's masked-attention kernels."""
+    with target.mask_kernels(mask):
+        out = target.model(
+            input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True
+        )
+    return out.logits[:, -1].float()
 
 
 def _generate_sharded(
