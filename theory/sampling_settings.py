@@ -52,6 +52,11 @@ HF_ORDER = ("top_k", "top_p", "min_p")
 DEFAULT_ORDER = VLLM_ORDER
 _OFF = dict(zip(FILTERS, ((None,), (None, 1.0), (None, 0.0))))  # values at which a filter is off
 
+NEAR_TIE_MARGIN = 0.05
+"""At ``T = 0``, a greedy token whose log-probability leads the runner-up's by less than this is a
+*near-tie*: batch-variant numerics (padded batches, bf16, another kernel) may flip it without any
+bug. Below it the audit and the decoding bench report a divergence apart; above it, as an error."""
+
 MIN_TEMPERATURE = 1e-6
 """The smallest positive temperature accepted (``T = 0`` is greedy; ``0 < T < MIN_TEMPERATURE`` is
 refused). The device verifiers scale float32 logits by ``1 / T``: at ``T = 1e-6`` a logit of
@@ -317,6 +322,7 @@ __all__ = [
     "HF_ORDER",
     "DEFAULT_ORDER",
     "MIN_TEMPERATURE",
+    "NEAR_TIE_MARGIN",
     "check_temperature_floor",
     "SamplingSettings",
     "check_settings",

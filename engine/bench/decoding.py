@@ -10,7 +10,9 @@ each verifier. Reported per configuration (docs/design.md §1.12, "Metrics"):
 * ``stage_ms`` -- mean milliseconds per round of draft / build / verify_forward /
   decide / commit, and ``verifier_stage_ms = decide + commit`` (the verifier
   stage: decision + bonus + cache commit, excluding the target forward);
-* ``matches_ar`` (T = 0 only) -- whether every prompt's tokens equal the baseline's.
+* ``matches_ar`` (T = 0 only) -- whether every prompt's tokens equal the baseline's;
+* ``t0_divergences`` (T = 0 only) -- each differing (prompt, turn) with its first difference and
+  greedy's log-probability lead there: a near-tie or an error (:mod:`~exitlaw.engine.bench.exactness`).
 
 Prompts: read by :func:`.prompt_records.load_prompt_set` (the paper's sets in the
 wording DFlash's public benchmark uses, ``NAME=FILE.jsonl`` local copies, ``jsonl:FILE``,
@@ -39,6 +41,8 @@ from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
 from exitlaw.engine.prompts.records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
 from exitlaw.engine.decode.timing import StageTimer
 from exitlaw.engine.decode.work_bounds import check_decode_fits
+from exitlaw.engine.bench.exactness import divergence
+from exitlaw.engine.bench.exactness import summary as divergence_summary
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings, check_settings
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
@@ -55,15 +59,19 @@ def run_conversation(
     chat: bool | None = None,
     trace=None,
     stop: Sequence[int] = (),
+    contexts: list[list[int]] | None = None,
 ) -> list[GenerationResult]:
     """Decode every user turn in order; each answer (this method's own) joins the history of the next.
 
     ``prompt``: a :class:`.Prompt` or its user turns. A token-id prompt is one turn. ``chat``:
-    encode through the chat template (default: when the tokenizer has one).
+    encode through the chat template (default: when the tokenizer has one). ``contexts`` (a list)
+    receives each turn's encoded context, in order.
     """
     if chat is None:
         chat = has_chat_template(tokenizer)
     if isinstance(prompt, Prompt) and prompt.ids is not None:
+        if contexts is not None:
+            contexts.append(list(prompt.ids))
         return [
             generate(tgt, drafter, list(prompt.ids), cfg, timer=StageTimer(device), trace=trace)
         ]
@@ -72,6 +80,8 @@ def run_conversation(
     for turn in turns:
         messages.append({"role": "user", "content": turn})
         ids = encode_prompt(tokenizer, messages, chat=chat)
+        if contexts is not None:
+            contexts.append(list(ids))
         res = generate(tgt, drafter, ids, cfg, timer=StageTimer(device), trace=trace)
         results.append(res)
         answer = [t for t in res.tokens if t not in set(stop)]
@@ -145,8 +155,10 @@ def _decode_set(
     trace_dir: str | None,
     config: dict,
     bar,
+    contexts: list[list[int]] | None = None,
 ) -> list[list[GenerationResult]]:
-    """Every prompt decoded with one method; one list of per-turn results per prompt."""
+    """Every prompt decoded with one method; one list of per-turn results per prompt (``contexts``: see
+    :func:`run_conversation`)."""
     writer = _trace_writer(trace_dir, cfg, config) if cfg.method != "ar" else None
     per_prompt = []
     # an exception (Ctrl-C included) discards the unfinished trace: nothing incomplete appears under its name
@@ -163,10 +175,36 @@ def _decode_set(
                     chat=chat,
                     trace=writer,
                     stop=stop,
+                    contexts=contexts,
                 )
             )
             bar.update()
     return per_prompt
+
+
+def t0_divergences(
+    tgt,
+    results: Sequence[Sequence[GenerationResult]],
+    ar: Sequence[Sequence[GenerationResult]],
+    ar_contexts: Sequence[Sequence[int]],
+) -> list[dict[str, Any]]:
+    """Each (prompt, turn) whose T = 0 tokens differ from greedy AR's, with its first difference
+    (:func:`~exitlaw.engine.bench.exactness.divergence`: near-tie, error or length). A turn after one
+    that differed had another history than AR's, so it is only marked ``after an earlier turn``."""
+    rows, flat = [], 0
+    for p, (conv, ar_conv) in enumerate(zip(results, ar)):
+        earlier = False
+        for t, (r, a) in enumerate(zip(conv, ar_conv)):
+            ctx = ar_contexts[flat]
+            flat += 1
+            if r.tokens == a.tokens:
+                continue
+            if earlier:
+                rows.append({"prompt": p, "turn": t, "kind": "after an earlier turn"})
+                continue
+            earlier = True
+            rows.append({"prompt": p, "turn": t, **divergence(tgt, ctx, r.tokens, a.tokens)})
+    return rows
 
 
 def sampling_filters(filters) -> SamplingSettings:
@@ -290,7 +328,9 @@ def run_bench(
             seed=seed,
         )
         knobs = filter_knobs(sampling)
-        ar = _decode_set(tgt, drafter, tokenizer, prompts, DecodeConfig(method="ar", **base), **kw)
+        ar_contexts: list[list[int]] = []
+        ar_cfg = DecodeConfig(method="ar", **base)
+        ar = _decode_set(tgt, drafter, tokenizer, prompts, ar_cfg, contexts=ar_contexts, **kw)
         ar_flat = [r for conv in ar for r in conv]
         ar_stats = _aggregate(ar_flat)
         runs.append(
@@ -326,6 +366,7 @@ def run_bench(
             }
             if temp == 0:
                 run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(flat, ar_flat))
+                run["t0_divergences"] = t0_divergences(tgt, res, ar, ar_contexts)
             run["outputs"] = outputs_of(res, tokenizer)
             runs.append(run)
     bar.close()
@@ -400,7 +441,11 @@ def format_bench(result: dict[str, Any]) -> str:
         extra = (
             ""
             if "matches_ar" not in r
-            else ("  T=0 tokens == AR" if r["matches_ar"] else "  T=0 MISMATCH vs AR")
+            else (
+                "  T=0 tokens == AR"
+                if r["matches_ar"]
+                else f"  T=0 MISMATCH vs AR ({divergence_summary(r.get('t0_divergences', []))})"
+            )
         )
         lines.append(
             f"{r['method']:<7} {str(r['verifier'] or '-'):<8} {str(r['budget'] or '-'):>4} "

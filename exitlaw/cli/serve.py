@@ -13,6 +13,7 @@ import os
 import sys
 
 from exitlaw.theory.registry import method_names
+from exitlaw.theory.sampling_settings import NEAR_TIE_MARGIN
 
 from .args import (
     add_sampling_args,
@@ -299,8 +300,9 @@ AUDIT = Command(
         opt(
             "--tie-margin",
             type=nonneg_float,
-            default=0.05,
-            help="T = 0: a divergence where the top-2 log-probability margin is below this is a near-tie",
+            default=NEAR_TIE_MARGIN,
+            help="T = 0: a divergence where the top-2 log-probability margin is below this is a near-tie "
+            f"(default {NEAR_TIE_MARGIN:g})",
         ),
         opt("--strict-ties", action="store_true", help="count near-tie divergences as lossy"),
         opt(

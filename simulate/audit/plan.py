@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
+from exitlaw.theory.sampling_settings import FILTERS, NEAR_TIE_MARGIN, SamplingSettings
 
 from exitlaw.simulate.audit.two_sample import two_sample_size
 
@@ -43,7 +43,7 @@ class AuditConfig:
     samples: int | None = None
     n_per_request: int = 32
     concurrency: tuple[int, ...] = (1,)
-    tie_margin: float = 0.05
+    tie_margin: float = NEAR_TIE_MARGIN
     strict_ties: bool = False
     first_token_test: str = "auto"  # auto | on | off
     timeout: float = 120.0
