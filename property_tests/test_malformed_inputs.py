@@ -882,6 +882,7 @@ def test_a_damaged_mini_token_array_is_an_error_naming_the_file(tmp_path, damage
 # ----- reported by `exitlaw law` as lacking its end marker ----------------------------------------
 def test_bench_interrupted_mid_decode_leaves_no_trace_under_its_name(tiny, tmp_path, monkeypatch):
     import exitlaw.engine.bench.decoding as bench
+    from exitlaw.engine.bench.source import BenchSource
 
     real, calls = bench.run_conversation, []
 
@@ -900,15 +901,17 @@ def test_bench_interrupted_mid_decode_leaves_no_trace_under_its_name(tiny, tmp_p
     traces = tmp_path / "traces"
     with pytest.raises(KeyboardInterrupt):
         bench.run_bench(
-            str(tiny[0]),
-            str(tiny[1]),
-            dataset=f"jsonl:{prompts}",
+            BenchSource(
+                str(tiny[0]),
+                str(tiny[1]),
+                dataset=f"jsonl:{prompts}",
+                max_new_tokens=6,
+                device="cpu",
+                warmup=0,
+            ),
             budgets=[8],
             temperatures=[0.0],
             verifiers=["tev"],
-            max_new_tokens=6,
-            device="cpu",
-            warmup=0,
             trace_dir=str(traces),
             progress=False,
         )

@@ -47,6 +47,7 @@ from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.bench.decoding import filter_knobs, sampling_filters
+from exitlaw.engine.bench.source import BenchSource
 from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.bench.verifiers import make_cases
 from exitlaw.engine.decode.verifiers import VerifierGenerators
@@ -234,23 +235,13 @@ def run_batch_verifier_bench(
 
 
 def run_batch_bench(
-    target: str,
-    draft: str,
+    source: BenchSource,
     *,
-    dataset: str,
     batch_sizes: Sequence[int],
     budget: int,
     verifiers: Sequence[str],
     temperature: float,
-    max_new_tokens: int,
-    num_prompts: int | None = None,
-    seed: int = 0,
-    device: str | None = None,
-    dtype: str = "auto",
-    masked_attention: str = "math",
-    warmup: int = 1,
     verifier_repeats: int = 10,
-    filters: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Load the pair, encode first-turn prompts, run both benchmarks; JSON-ready result with its config.
 
@@ -258,9 +249,9 @@ def run_batch_bench(
     chat template when the tokenizer has one); multi-turn records contribute their first turn.
     """
     tgt, drafter, prompts, stop, config = _load_inputs(
-        (target, draft, dataset, num_prompts, device, dtype, masked_attention, filters),
-        fits=(budget, max(batch_sizes), max_new_tokens),
-        seed=seed,
+        source,
+        budget=budget,
+        rows=max(batch_sizes),
         settings={
             "batch_sizes": list(batch_sizes),
             "budget": budget,
@@ -276,11 +267,11 @@ def run_batch_bench(
         budget=budget,
         verifiers=verifiers,
         temperature=temperature,
-        max_new_tokens=max_new_tokens,
+        max_new_tokens=source.max_new_tokens,
         stop_tokens=stop,
-        seed=seed,
-        warmup=warmup,
-        filters=filters,
+        seed=source.seed,
+        warmup=source.warmup,
+        filters=source.filters,
     )
     batched = verifier_names(implemented=ENGINE_BATCHED, sequential=False)  # one call per batch
     kinds = [k for k in batched if k in verifiers] or ["tev"]
@@ -293,7 +284,7 @@ def run_batch_bench(
         device=config["device"],
         depth=drafter.block_size - 1,
         repeats=verifier_repeats,
-        seed=seed,
+        seed=source.seed,
     )
     return _batch_bench_result(config, decode, stage)
 
@@ -312,12 +303,10 @@ def _batch_bench_result(
     }
 
 
-def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settings: dict[str, Any]):
+def _load_inputs(source: BenchSource, *, budget: int, rows: int, settings: dict[str, Any]):
     """``(target model, drafter, first-turn prompt ids, stop tokens, config)`` as ``exitlaw bench decoding``
-    reads them from ``source = (target, draft, dataset, num_prompts, device, dtype, masked_attention,
-    filters)``, refused
-    before decoding when the largest round, ``fits = (budget, rows, max_new_tokens)``, cannot fit;
-    ``config`` records the inputs with the run's ``settings``."""
+    reads them from ``source``, refused before decoding when the largest round (``budget`` nodes in
+    each of ``rows`` rows) cannot fit; ``config`` records the inputs with the run's ``settings``."""
     from transformers import AutoTokenizer
 
     from exitlaw.engine.bench.decoding import _stop_tokens
@@ -325,18 +314,17 @@ def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settin
     from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
     from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
 
-    target, draft, dataset, num_prompts, device, dtype, masked_attention, filters = source
-    budget, rows, max_new_tokens = fits
-    sampling = sampling_filters(filters)  # before loading models
-    check_model_paths(target, draft)  # one line naming the path, before anything is read
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    records = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
+    target, dataset, max_new_tokens = source.target, source.dataset, source.max_new_tokens
+    sampling = sampling_filters(source.filters)  # before loading models
+    check_model_paths(target, source.draft)  # one line naming the path, before anything is read
+    device = source.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    records = load_prompt_set(dataset, limit=source.num_prompts)  # fail fast, before loading models
     tgt, drafter = load_pair(
         target,
-        draft,
+        source.draft,
         device=device,
-        dtype=None if dtype == "auto" else getattr(torch, dtype),
-        masked_attention=masked_attention,
+        dtype=None if source.dtype == "auto" else getattr(torch, source.dtype),
+        masked_attention=source.masked_attention,
     )
     check_prompt_ids(records, tgt.vocab_size, f"the target {target}")  # before any decoding
     tokenizer = AutoTokenizer.from_pretrained(
@@ -352,13 +340,13 @@ def _load_inputs(source: tuple, *, fits: tuple[int, int, int], seed: int, settin
     )
     config = {
         "target": str(target),
-        "draft": str(draft),
+        "draft": str(source.draft),
         "dataset": dataset,
         **settings,
         "max_new_tokens": max_new_tokens,
         "num_prompts": len(prompts),
         "chat": chat,
-        "seed": seed,
+        "seed": source.seed,
         "device": device,
         "dtype": str(tgt.dtype),
         "masked_attention": tgt.masked_attention,
@@ -389,23 +377,13 @@ def _check_fits(
 
 
 def run_batched_bench(
-    target: str,
-    draft: str,
+    source: BenchSource,
     *,
-    dataset: str,
     batch_size: int,
     budgets: Sequence[int],
     temperatures: Sequence[float],
     verifiers: Sequence[str],
-    max_new_tokens: int,
-    num_prompts: int | None = None,
-    seed: int = 0,
-    device: str | None = None,
-    dtype: str = "auto",
-    masked_attention: str = "math",
-    warmup: int = 1,
     method: str = "ddtree",
-    filters: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """``exitlaw bench decoding --batch-size B``: batched tree decoding vs batched AR, one row per (budget, T, verifier).
 
@@ -417,9 +395,9 @@ def run_batched_bench(
     if not budgets or min(budgets) < 1:
         raise ValueError(f"budgets must be >= 1, got {list(budgets)}")
     tgt, drafter, prompts, stop, config = _load_inputs(
-        (target, draft, dataset, num_prompts, device, dtype, masked_attention, filters),
-        fits=(max(budgets), int(batch_size), max_new_tokens),
-        seed=seed,
+        source,
+        budget=max(budgets),
+        rows=int(batch_size),
         settings={
             "batch_sizes": [int(batch_size)],
             "budgets": list(budgets),
@@ -439,12 +417,12 @@ def run_batched_bench(
                 budget=int(budget),
                 verifiers=verifiers,
                 temperature=temperature,
-                max_new_tokens=max_new_tokens,
+                max_new_tokens=source.max_new_tokens,
                 method=method,
                 stop_tokens=stop,
-                seed=seed,
-                warmup=warmup,
-                filters=filters,
+                seed=source.seed,
+                warmup=source.warmup,
+                filters=source.filters,
             )
     return _batch_bench_result(config, decode, [])
 

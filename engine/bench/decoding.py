@@ -43,6 +43,7 @@ from exitlaw.engine.decode.timing import StageTimer
 from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.bench.exactness import divergence
 from exitlaw.engine.bench.exactness import summary as divergence_summary
+from exitlaw.engine.bench.source import BenchSource
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings, check_settings
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
@@ -221,28 +222,18 @@ def filter_knobs(settings: SamplingSettings) -> dict[str, Any]:
 
 
 def run_bench(
-    target: str,
-    draft: str,
+    source: BenchSource,
     *,
-    dataset: str,
     budgets: Sequence[int],
     temperatures: Sequence[float],
     verifiers: Sequence[str],
-    max_new_tokens: int,
-    num_prompts: int | None = None,
-    seed: int = 0,
-    device: str | None = None,
-    dtype: str = "auto",
-    masked_attention: str = "math",
-    warmup: int = 1,
     trace_dir: str | None = None,
     progress: bool = True,
     max_turns: int | None = None,
-    filters: SamplingSettings | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result (config, prompts, runs with their outputs).
 
-    ``filters`` (a :class:`~exitlaw.theory.SamplingSettings`; its temperature is replaced by each of
+    ``source.filters`` (a :class:`~exitlaw.theory.SamplingSettings`; its temperature is replaced by each of
     ``temperatures``) apply to every run, AR included; the result records them (``config.sampling``
     and each run).
 
@@ -253,28 +244,36 @@ def run_bench(
     from tqdm.auto import tqdm
     from transformers import AutoTokenizer
 
-    check_model_paths(target, draft)  # one line naming the path, before anything is read
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    torch_dtype = None if dtype == "auto" else getattr(torch, dtype)
+    check_model_paths(
+        source.target, source.draft
+    )  # one line naming the path, before anything is read
+    device = source.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch_dtype = None if source.dtype == "auto" else getattr(torch, source.dtype)
     if max_turns is not None and max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
-    sampling = sampling_filters(filters)
-    prompts = load_prompt_set(dataset, limit=num_prompts)  # fail fast, before loading models
+    sampling = sampling_filters(source.filters)
+    prompts = load_prompt_set(
+        source.dataset, limit=source.num_prompts
+    )  # fail fast, before loading models
     if max_turns is not None:
         prompts = [
             p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts
         ]
     tgt, drafter = load_pair(
-        target, draft, device=device, dtype=torch_dtype, masked_attention=masked_attention
+        source.target,
+        source.draft,
+        device=device,
+        dtype=torch_dtype,
+        masked_attention=source.masked_attention,
     )
-    check_prompt_ids(prompts, tgt.vocab_size, f"the target {target}")  # before any decoding
+    check_prompt_ids(prompts, tgt.vocab_size, f"the target {source.target}")  # before any decoding
     tokenizer = AutoTokenizer.from_pretrained(
-        str(Path(target)) if Path(target).exists() else target
+        str(Path(source.target)) if Path(source.target).exists() else source.target
     )
     chat = has_chat_template(tokenizer)
     first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt
     longest = max(
-        len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * max_new_tokens
+        len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * source.max_new_tokens
         for p in prompts
     )
     check_decode_fits(
@@ -287,17 +286,17 @@ def run_bench(
     stop = _stop_tokens(tokenizer, tgt)
     configs = _configs(verifiers, budgets, drafter.block_size)
     config = {
-        "target": str(target),
-        "draft": str(draft),
-        "dataset": dataset,
+        "target": str(source.target),
+        "draft": str(source.draft),
+        "dataset": source.dataset,
         "budgets": list(budgets),
         "temperatures": list(temperatures),
         "verifiers": list(verifiers),
-        "max_new_tokens": max_new_tokens,
+        "max_new_tokens": source.max_new_tokens,
         "num_prompts": len(prompts),
         "turns": sum(max(1, len(p.turns)) for p in prompts),
         "max_turns": max_turns,
-        "seed": seed,
+        "seed": source.seed,
         "device": device,
         "dtype": str(tgt.dtype),
         "masked_attention": tgt.masked_attention,
@@ -306,7 +305,7 @@ def run_bench(
         "stop_tokens": list(stop),
         "sampling": sampling.filters(),
     }
-    for _ in range(warmup):  # compile kernels, fill allocator caches
+    for _ in range(source.warmup):  # compile kernels, fill allocator caches
         generate(
             tgt,
             drafter,
@@ -323,9 +322,9 @@ def run_bench(
     for temp in temperatures:
         base = dict(
             settings=sampling.at(float(temp)),
-            max_new_tokens=max_new_tokens,
+            max_new_tokens=source.max_new_tokens,
             stop_tokens=stop,
-            seed=seed,
+            seed=source.seed,
         )
         knobs = filter_knobs(sampling)
         ar_contexts: list[list[int]] = []

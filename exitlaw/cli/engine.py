@@ -68,9 +68,14 @@ def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
     return path
 
 
-def _decoding_kwargs(args: argparse.Namespace) -> dict:
-    """What ``bench decoding`` (single and batched) and ``bench batch`` hand to their run alike."""
+def _bench_source(args: argparse.Namespace):
+    """What ``bench decoding`` (single and batched) and ``bench batch`` read and run alike, as one
+    :class:`~exitlaw.engine.bench.source.BenchSource`."""
+    from exitlaw.engine.bench.source import BenchSource
+
     names = (
+        "target",
+        "draft",
         "max_new_tokens",
         "num_prompts",
         "seed",
@@ -79,9 +84,8 @@ def _decoding_kwargs(args: argparse.Namespace) -> dict:
         "masked_attention",
         "warmup",
     )
-    return dict(
-        **pick(args, *names, dataset="prompts", verifiers="verifier"),
-        filters=sampling_settings_from(args),
+    return BenchSource(
+        **pick(args, *names, dataset="prompts"), filters=sampling_settings_from(args)
     )
 
 
@@ -92,16 +96,13 @@ def _bench(args: argparse.Namespace) -> int:
     from exitlaw.engine.bench import batch, decoding
 
     path = _preflight(args, " (unless --compare A.json B.json)")
-    common = dict(budgets=args.budget, temperatures=args.temperature, **_decoding_kwargs(args))
+    common = dict(budgets=args.budget, temperatures=args.temperature, verifiers=args.verifier)
     if args.batch_size > 1:
-        result = batch.run_batched_bench(
-            args.target, args.draft, batch_size=args.batch_size, **common
-        )
+        result = batch.run_batched_bench(_bench_source(args), batch_size=args.batch_size, **common)
         text = batch.format_batch_bench(result)
     else:
         result = decoding.run_bench(
-            args.target,
-            args.draft,
+            _bench_source(args),
             trace_dir=args.trace_dir,
             progress=show_progress(args),
             max_turns=args.max_turns,
@@ -183,7 +184,7 @@ def _batch_bench(args: argparse.Namespace) -> int:
 
     path = _preflight(args)
     given = pick(args, "budget", "temperature", "verifier_repeats", batch_sizes="batch_size")
-    result = run_batch_bench(args.target, args.draft, **given, **_decoding_kwargs(args))
+    result = run_batch_bench(_bench_source(args), verifiers=args.verifier, **given)
     emit(args, result, format_batch_bench(result), path)
     return 0
 
