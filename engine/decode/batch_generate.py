@@ -214,15 +214,16 @@ def draft_batch_stage(state: BatchState, target: TargetModel, drafter) -> torch.
             length if a else d
             for length, a, d in zip(state.lengths, state.active, state.draft_cache.dlen)
         ]
-        rows = dflash_draft_batch(
-            drafter,
-            target.embed_tokens,
-            target.lm_head,
-            state.roots,
-            feed,
-            starts,
-            state.draft_cache,
-        )
+        with target.mask_kernels(True):  # the batched draft passes a padding mask
+            rows = dflash_draft_batch(
+                drafter,
+                target.embed_tokens,
+                target.lm_head,
+                state.roots,
+                feed,
+                starts,
+                state.draft_cache,
+            )
         state.pending = [p[:0] for p in state.pending]
         return rows
     if not hasattr(drafter, "draft_logprobs_batch"):

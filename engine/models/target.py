@@ -57,6 +57,16 @@ MASKED_ATTENTION = ("math", "auto")
 _MATH_MASKED_DEVICES = frozenset({"cuda"})
 
 
+def masked_kernels(
+    device: torch.device, setting: str = "math"
+) -> contextlib.AbstractContextManager:
+    """The SDPA kernels a forward with a custom mask on ``device`` may use: the math kernel alone on
+    CUDA under ``"math"``, torch's choice otherwise (:data:`MASKED_ATTENTION`)."""
+    if setting == "auto" or torch.device(device).type not in _MATH_MASKED_DEVICES:
+        return contextlib.nullcontext()
+    return sdpa_kernel(SDPBackend.MATH)
+
+
 def check_transformers_version(version: str = transformers.__version__) -> None:
     """Raise ``RuntimeError`` unless ``version`` lies in the tested range ``[5.0, 6.0)``."""
     try:
@@ -335,14 +345,11 @@ class TargetModel:
 
     # ----- forwards ---------------------------------------------------------
     def mask_kernels(self, attention_mask) -> contextlib.AbstractContextManager:
-        """The SDPA kernels a forward with ``attention_mask`` may use (see :data:`MASKED_ATTENTION`)."""
-        if (
-            attention_mask is None
-            or self.masked_attention == "auto"
-            or self.device.type not in _MATH_MASKED_DEVICES
-        ):
+        """The SDPA kernels a forward with ``attention_mask`` may use (see :data:`MASKED_ATTENTION`);
+        the drafter's masked forwards beside this target use the same (:func:`masked_kernels`)."""
+        if attention_mask is None:
             return contextlib.nullcontext()
-        return sdpa_kernel(SDPBackend.MATH)
+        return masked_kernels(self.device, self.masked_attention)
 
     def _lean_now(self) -> LeanForward | None:
         """The lean forward when this call may take it: covered model, no autograd, eval mode, no hook on
@@ -612,6 +619,8 @@ __all__ = [
     "TreeMaskBuffer",
     "batch_attention_mask",
     "compact_rows_",
+    "masked_kernels",
+    "MASKED_ATTENTION",
     "check_transformers_version",
     "SUPPORTED_TRANSFORMERS",
 ]

@@ -84,7 +84,8 @@ def drafter_rows(
     ctx_vis = torch.arange(s, device=dev)[None, :] < anchors[owner][:, None]  # [K*bs, S]
     blk_vis = owner[:, None] == owner[None, :]  # [K*bs, K*bs]
     mask = torch.cat([ctx_vis, blk_vis], dim=1)[None, None]
-    h = drafter(emb, hidden[None].to(emb.dtype), ctx_pos, blk_pos, cache=None, attn_mask=mask)
+    with target.mask_kernels(mask):
+        h = drafter(emb, hidden[None].to(emb.dtype), ctx_pos, blk_pos, cache=None, attn_mask=mask)
     h = h.reshape(k, bs, -1)[:, 1:]
     return target.lm_head(h)
 

@@ -1,7 +1,8 @@
 """The attention kernels of the target's masked forwards (``TargetModel.masked_attention``).
 
 On CUDA every forward with a custom mask (tree verification, padded batches, ExitTrain's tree scoring
-and continuation sampling) runs SDPA's math kernel unless ``masked_attention="auto"``; unmasked
+and continuation sampling, the drafter's batched draft and training forward) runs SDPA's math kernel
+unless ``masked_attention="auto"``; unmasked
 forwards keep torch's choice. This machine has no GPU, so the tests let the policy apply to the CPU
 (``_MATH_MASKED_DEVICES``) and record, at every SDPA call, which kernels torch may pick.
 """
@@ -13,10 +14,16 @@ import pytest
 import torch
 
 from exitlaw.engine.models import target as target_mod
-from exitlaw.engine.models.checkpoint import load_target
+from exitlaw.engine.decode.batch_generate import generate_batch
+from exitlaw.engine.decode.loop import DecodeConfig
+from exitlaw.engine.models.checkpoint import load_pair, load_target
 from exitlaw.engine.models.target import MASKED_ATTENTION, TargetModel, batch_attention_mask
 from exitlaw.engine.models.tiny import TinySpec
-from exitlaw.engine.training.batch import tree_logit_tables, windowed_tree_logit_tables
+from exitlaw.engine.training.batch import (
+    drafter_rows,
+    tree_logit_tables,
+    windowed_tree_logit_tables,
+)
 from exitlaw.engine.training.data import generate_continuations
 from exitlaw.theory import DraftTree
 
@@ -114,6 +121,25 @@ def test_exittrain_tree_scoring_and_padded_sampling_run_the_math_kernel(tiny, ca
     windowed_tree_logit_tables(tgt, tokens, anchors, trees, window=3)
     generate_continuations(tgt, [[1, 2, 3], [4, 5]], max_new_tokens=2, temperature=0.0, seed=0)
     assert len(calls) > 3 and not any(allowed for _, allowed in calls)
+
+
+def test_batched_decoding_runs_every_masked_forward_drafter_included_on_the_math_kernel(
+    tiny, calls
+):
+    tgt, drafter = load_pair(*tiny)
+    cfg = DecodeConfig(method="ddtree", verifier="tev", budget=6, max_new_tokens=5)
+    generate_batch(tgt, drafter, [[1, 2, 3], [4, 5, 6, 7, 8]], cfg)
+    masked = [allowed for is_masked, allowed in calls if is_masked]
+    assert len(masked) > 8 and not any(masked)
+
+
+def test_exittrain_drafter_rows_run_the_math_kernel(tiny, calls):
+    tgt, drafter = load_pair(*tiny)
+    tokens = torch.randint(0, tgt.vocab_size, (12,), generator=torch.Generator().manual_seed(2))
+    hidden = tgt.prefill(tgt.new_cache(), tokens).hidden
+    calls.clear()
+    drafter_rows(drafter, tgt, tokens, hidden, torch.tensor([3, 7]))
+    assert calls and not any(allowed for _, allowed in calls)
 
 
 def test_the_default_is_math_on_cuda_and_a_bad_setting_is_refused(tiny):
