@@ -8,8 +8,9 @@
 #      (paper_repro/results/gpu/prompts.jsonl, written by `mini_prompts(base, 64, 64)`);
 #   5. bench decoding at T = 0 on all 64 prompts under torch's own masked-attention kernels
 #      (--masked-attention auto): does DDTree still equal greedy AR without the math kernel?
-# On the lent H200 (no network) the project runs from a wheel built here, with transformers
-# carried as a wheel too: see paper_repro/results/gpu/README.md.
+# On the lent H200 (no network) the project runs from a wheel built here, with transformers >= 5.24
+# carried as a wheel too (the image's 5.17 is below the tested range): see
+# paper_repro/results/gpu/README.md.
 # Usage: paper_repro/gpu_benches.sh OUT_DIR [cpu]   (cpu: a short smoke run of the same commands)
 # Writes OUT_DIR/{gpu_check_T1,gpu_check_T0.6,verifiers_T1,decoding,batch,decoding_auto}/results.json
 # (six files; the device returns at most eight) and prints

@@ -9,7 +9,8 @@ After the verifier picks the exit, :meth:`TargetModel.commit` keeps the K/V of
 root + accepted path nodes and drops the rest; the bonus token becomes the next
 root.
 
-Tested with transformers 5.x (``pyproject.toml``: ``>=5.0,<6``): the forward
+Tested with transformers 5.24 and 5.25 (``pyproject.toml``: ``>=5.24,<6``; 5.21 and 5.17 fail the
+engine tests: their mask builder takes ``past_key_values=``, and 5.17 lacks ``slice_logits_to_keep``): the forward
 takes ``cache=`` (``past_key_values`` is deprecated), a 4D ``attention_mask`` is
 passed through unchanged, ``hidden_states[0]`` is the embedding output and
 ``hidden_states[i + 1]`` the output of decoder layer ``i``, and a
@@ -42,9 +43,10 @@ from exitlaw.engine.models.attention_window import (
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
 from torch.nn.modules.module import _global_forward_hooks, _global_forward_pre_hooks
 
-SUPPORTED_TRANSFORMERS = ((5, 0), (6, 0))  # [low, high)
-# KV-sharing consumer layers hold nothing; releases without DummyLayer (5.17, on the GPU image, has none)
-# have no such layers, so there is nothing to skip.
+SUPPORTED_TRANSFORMERS = ((5, 24), (6, 0))  # [low, high): the engine suite fails on 5.21 and 5.17
+# KV-sharing consumer layers hold nothing. Read without importing it by name, so that an untested
+# release that lacks it (5.17, the GPU image's) fails at TargetModel with the version check's message,
+# not at import.
 _DummyLayer = getattr(_cache_utils, "DummyLayer", None)
 
 # Attention kernels for forwards with a custom mask (tree verification, padded batches), where the
@@ -68,7 +70,7 @@ def masked_kernels(
 
 
 def check_transformers_version(version: str = transformers.__version__) -> None:
-    """Raise ``RuntimeError`` unless ``version`` lies in the tested range ``[5.0, 6.0)``."""
+    """Raise ``RuntimeError`` unless ``version`` lies in the tested range ``[5.24, 6.0)``."""
     try:
         major, minor = (int(x) for x in version.split(".")[:2])
     except ValueError:

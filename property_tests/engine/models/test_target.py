@@ -118,7 +118,15 @@ def test_commit_rejects_a_path_not_starting_at_the_root(target):
 
 
 @pytest.mark.parametrize(
-    "version,ok", [("5.0.0", True), ("5.24.0", True), ("4.57.1", False), ("6.0.0", False)]
+    "version,ok",
+    [
+        ("5.24.0", True),
+        ("5.25.0", True),
+        ("5.23.0", False),
+        ("5.17.0", False),
+        ("4.57.1", False),
+        ("6.0.0", False),
+    ],
 )
 def test_transformers_version_range_is_pinned(version, ok):
     if ok:
