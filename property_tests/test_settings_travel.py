@@ -279,7 +279,7 @@ def test_the_bench_commands_hand_their_filters_to_the_bench(s, batch, monkeypatc
     from exitlaw.engine.bench import decoding
 
     got = []
-    stop = lambda *a, **kw: got.append(kw["filters"]) or 1 / 0  # noqa: E731
+    stop = lambda source, **kw: got.append(source.filters) or 1 / 0  # noqa: E731
     for module, name in (
         (decoding, "run_bench"),
         (batch_bench, "run_batched_bench"),
