@@ -51,10 +51,11 @@ _DummyLayer = getattr(_cache_utils, "DummyLayer", None)
 
 # Attention kernels for forwards with a custom mask (tree verification, padded batches), where the
 # exactness of the engine rests on them. "math": SDPA's math kernel on CUDA (the default); "auto":
-# torch's own choice. Why math: on an H200 with torch 2.11, torch's choice (the memory-efficient
-# kernel, the one that takes float masks) made DDTree's T = 0 tokens differ from greedy AR in 4 of
-# 128 prompt-budget runs, at a logit margin of 4.7 (no near-tie), and the math kernel alone made all
-# 128 agree (paper_repro/results/gpu/README.md). Elsewhere (CPU) the choice is torch's.
+# torch's own choice. Why math: on an H200 with torch 2.11, under torch's choice (memory-efficient or
+# cuDNN: flash takes no custom mask; which one ran was not recorded) DDTree's T = 0 tokens differed
+# from greedy AR in 4 of 128 prompt-budget runs, at a logit margin of 4.7 (no near-tie), and the math
+# kernel alone made all 128 agree (paper_repro/results/gpu/README.md). Elsewhere (CPU) the choice is
+# torch's. The drafter's masked forwards use the same kernels (they decide tau, not exactness).
 MASKED_ATTENTION = ("math", "auto")
 _MATH_MASKED_DEVICES = frozenset({"cuda"})
 
