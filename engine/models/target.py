@@ -9,8 +9,10 @@ After the verifier picks the exit, :meth:`TargetModel.commit` keeps the K/V of
 root + accepted path nodes and drops the rest; the bonus token becomes the next
 root.
 
-Tested with transformers 5.24 and 5.25 (``pyproject.toml``: ``>=5.24,<6``; 5.21 and 5.17 fail the
-engine tests: their mask builder takes ``past_key_values=``, and 5.17 lacks ``slice_logits_to_keep``): the forward
+Tested with transformers 5.24 and 5.25 (``pyproject.toml``: ``>=5.24,<6``; 5.23, 5.21, 5.17 and 5.0
+fail the engine tests: before 5.24 the mask builder and the model forward take ``past_key_values=``,
+and the plain forward silently ignores ``cache=`` (an empty cache, wrong rows: hence the version check
+in :class:`TargetModel`); 5.17 and older also lack ``slice_logits_to_keep``): the forward
 takes ``cache=`` (``past_key_values`` is deprecated), a 4D ``attention_mask`` is
 passed through unchanged, ``hidden_states[0]`` is the embedding output and
 ``hidden_states[i + 1]`` the output of decoder layer ``i``, and a
