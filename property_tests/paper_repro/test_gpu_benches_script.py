@@ -35,6 +35,13 @@ def test_the_cpu_mode_runs_every_step_and_records_the_kernel_setting(tmp_path):
     assert auto["config"]["masked_attention"] == "auto"
     ar = next(r for r in auto["runs"] if r["method"] == "ar")
     assert all(r["matches_ar"] for r in auto["runs"] if r is not ar)  # a CPU is exact either way
+    check = json.loads((tmp_path / "out" / "gpu_check_T1" / "results.json").read_text())
+    assert check["rows"]
+    for row in check["rows"]:  # both kernels were timed and compared on every tree
+        assert row["verify_forward_auto_ms"] > 0
+        # on a CPU the policy leaves torch's choice alone: the two forwards are the same computation
+        assert row["auto_max_abs_logit_diff"] == 0.0
+        assert row["auto_argmax_rows_differ"] == 0
 
 
 def test_the_shipped_h200_run_shows_the_mismatch_the_readme_reports():
