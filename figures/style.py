@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from exitlaw.theory.infra.atomic_io import atomic_write_text  # noqa: E402
+from exitlaw.theory.infra.json_read import read_json_file  # noqa: E402
 
 # one colour per concept, used by every figure
 COLORS = {
@@ -162,16 +163,7 @@ def write_data(data: dict, out_dir: str | Path, name: str, *, overwrite: bool = 
 
 
 def read_data(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"figure data {str(path)!r} does not exist")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: figure data must be a JSON object")
-    return data
+    return read_json_file(path, "figure data")
 
 
 def require(data: dict, keys, figure: str) -> None:

@@ -660,7 +660,7 @@ SIM_CONFIG_CASES = [
     ("rounds huge", '{"preset": "small", "rounds": 100000000}', "rounds 100000000 exceeds"),
     ("vocab x budget", '{"preset": "small", "vocab": 5000000, "budget": 100}', "GiB of rows"),
     ("unknown key", '{"preset": "small", "budgett": 3}', "unknown config keys"),
-    ("list config", "[1, 2]", "a config must be a JSON object"),
+    ("list config", "[1, 2]", "config file must be a JSON object"),
     ("not json", '{"budget": ', "not valid JSON"),
     ("preset number", '{"preset": 3}', "preset must be a name"),
     ("builders number", '{"builders": 3}', "'builders'"),

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from exitlaw.theory.infra.json_read import read_json_file
+
 SCHEMA = "exitlaw.bench"
 
 
@@ -64,13 +66,7 @@ def t_quantile(p: float, df: float) -> float:
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"bench results {str(path)!r} do not exist")
-    try:
-        res = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise CompareError(f"{path} is not valid JSON ({err.msg})") from None
+    res = read_json_file(path, "bench results", error=CompareError, object_only=False)
     _check(res, str(path))
     return res
 

@@ -26,12 +26,12 @@ dynamic expansion calls its autoregressive drafter once per tree depth level,
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from exitlaw.theory import registry
+from exitlaw.theory.infra.json_read import read_json_file
 
 from exitlaw.simulate.builders.caddtree import LatencyModel
 from exitlaw.simulate.builders.table import BuildFn
@@ -177,17 +177,7 @@ class SimConfig:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "SimConfig":
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"config file {str(path)!r} does not exist")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: a config must be a JSON object")
+        data = read_json_file(path, "config file")
         preset = data.pop("preset", None)
         if preset is not None and not isinstance(preset, str):
             raise ValueError(f"{path}: preset must be a name, got {preset!r}")
