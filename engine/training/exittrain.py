@@ -166,6 +166,32 @@ def exittrain_loss(
 
 
 # the exit law, weights and vocabulary are re-exported here: one import for the whole loss
+def batch_loss(
+    batch,
+    *,
+    objective: str,
+    lam: float,
+    normalisation: str = "batch",
+    edge_floor: float | None = None,
+    scored: bool = True,
+) -> LossTerms:
+    """:func:`exittrain_loss` of a built batch (:func:`~exitlaw.engine.training.batch.make_batch`): its
+    drafter rows in float32, targets, trees, edge probabilities and OPD chains; ``scored=False``: CE only
+    (no trees, objective ``token``)."""
+    return exittrain_loss(
+        batch.logits.float(),
+        batch.targets,
+        batch.target_valid,
+        batch.trees if scored else None,
+        batch.edge if scored else None,
+        objective=objective,
+        lam=lam,
+        normalisation=normalisation,
+        edge_floor=edge_floor,
+        opd=batch.opd if scored else None,
+    )
+
+
 __all__ = [
     "OBJECTIVES",
     "NORMALISATIONS",
@@ -174,6 +200,7 @@ __all__ = [
     "TreeBatch",
     "TreeLaw",
     "LossTerms",
+    "batch_loss",
     "tree_law",
     "raw_weights",
     "objective_weights",

@@ -42,7 +42,7 @@ import torch
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.engine.models.dflash import DFlashDrafter
-from exitlaw.engine.training.exittrain import exittrain_loss
+from exitlaw.engine.training.exittrain import batch_loss
 from exitlaw.engine.training.batch import make_batch
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.training.checkpoint import (
@@ -229,17 +229,12 @@ def train_step(
             raise ValueError(
                 f"step {step}: no sequence has room for an anchor (sequences too short?)"
             )
-        terms = exittrain_loss(
-            batch.logits.float(),
-            batch.targets,
-            batch.target_valid,
-            batch.trees,
-            batch.edge,
+        terms = batch_loss(
+            batch,
             objective=cfg.objective,
             lam=cfg.lam,
             normalisation=cfg.weight_norm,
             edge_floor=cfg.edge_floor,
-            opd=batch.opd,
         )
     state.optimizer.zero_grad(set_to_none=True)
     terms.total.backward()

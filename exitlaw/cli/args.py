@@ -7,6 +7,7 @@ free of torch and JAX.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -23,13 +24,16 @@ def nonneg_int_list(text: str) -> list[int]:
     return _int_list(text, 0, "non-negative")
 
 
-def _int_list(text: str, least: int, words: str) -> list[int]:
+def _number_list(text: str, kind: type, noun: str) -> list:
+    """Comma-separated ``kind`` values (empty entries skipped); an entry that is not one is an error."""
     try:
-        out = [int(x) for x in text.split(",") if x.strip()]
+        return [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated {noun}, got {text!r}") from None
+
+
+def _int_list(text: str, least: int, words: str) -> list[int]:
+    out = _number_list(text, int, "integers")
     if not out or min(out) < least:
         raise argparse.ArgumentTypeError(f"expected comma-separated {words} integers, got {text!r}")
     return out
@@ -37,13 +41,8 @@ def _int_list(text: str, least: int, words: str) -> list[int]:
 
 def float_list(text: str) -> list[float]:
     """``"0,1"`` -> ``[0.0, 1.0]``; at least one finite number."""
-    try:
-        out = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}"
-        ) from None
-    if not out or any(x != x or x in (float("inf"), float("-inf")) for x in out):
+    out = _number_list(text, float, "numbers")
+    if not out or not all(math.isfinite(x) for x in out):
         raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers, got {text!r}")
     return out
 

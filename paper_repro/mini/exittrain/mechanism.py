@@ -346,7 +346,7 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
     import torch
 
     from exitlaw.engine.training.batch import make_batch
-    from exitlaw.engine.training.exittrain import exittrain_loss
+    from exitlaw.engine.training.exittrain import batch_loss
     from exitlaw.engine.training.loop import step_sequences
     from exitlaw.theory.sampling_settings import SamplingSettings
 
@@ -373,16 +373,7 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
             raise MechanismError(f"gradient batch {t}: no sequence has room for an anchor")
         terms = {}
         for objective in ("prefix", "exit"):
-            lt = exittrain_loss(
-                batch.logits.float(),
-                batch.targets,
-                batch.target_valid,
-                batch.trees,
-                batch.edge,
-                objective=objective,
-                lam=1.0,
-                normalisation="batch",
-            )
+            lt = batch_loss(batch, objective=objective, lam=1.0)
             terms["ce"], terms[objective] = lt.ce, lt.tree
         for name in ("ce", "prefix", "exit"):
             grads = torch.autograd.grad(terms[name], params, retain_graph=name != "exit")
@@ -413,7 +404,7 @@ def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
     import torch
 
     from exitlaw.engine.training.batch import make_batch
-    from exitlaw.engine.training.exittrain import exittrain_loss
+    from exitlaw.engine.training.exittrain import batch_loss
     from exitlaw.engine.training.loop import step_sequences
 
     tcfg, total = _grad_config(cfg), 0.0
@@ -425,15 +416,7 @@ def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
             )
             if batch is None:
                 raise MechanismError(f"gradient batch {t}: no sequence has room for an anchor")
-            terms = exittrain_loss(
-                batch.logits.float(),
-                batch.targets,
-                batch.target_valid,
-                None,
-                None,
-                objective="token",
-                lam=0.0,
-            )
+            terms = batch_loss(batch, objective="token", lam=0.0, scored=False)
             total += float(terms.ce) / cfg.grad_batches
     return total
 
