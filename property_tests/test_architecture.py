@@ -323,7 +323,7 @@ def test_sub_packages_import_only_the_rooms_their_rules_allow():
         ("engine/builders/batched.py", "from exitlaw.engine.models.target import compact_rows_"),
         ("simulate/kit/cases.py", "from ..lab.presets import SimConfig"),
         ("engine/decode/loop.py", "import exitlaw.engine.training.loop"),
-        ("engine/models/target.py", "from exitlaw.engine.decode.verifiers import verify"),
+        ("engine/models/target.py", "from exitlaw.engine.decode.verifiers import verify_tev"),
         ("paper_repro/mini/evaluate.py", "from exitlaw.paper_repro.ledger import CLAIMS"),
         ("engine/decode/loop.py", "from exitlaw.engine.serve.app import ServeApp"),
         ("simulate/audit/run.py", "from exitlaw.simulate.kit.conformance import run_kit"),

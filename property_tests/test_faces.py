@@ -444,7 +444,7 @@ def test_the_documented_paths_work_from_a_fresh_interpreter():
     code = (
         "from exitlaw.simulate.prove.sampled import without_replacement_rule\n"
         "from exitlaw.simulate.lab.sharded import tev_samples\n"
-        "import exitlaw.engine.decode.verifiers as v\n"
+        "import exitlaw.engine.decode.dispatch as v\n"
         "from exitlaw.engine.decode import generate, DecodeConfig\n"
         "from exitlaw.engine.bench import run_bench\n"
         "from exitlaw.paper_repro.mini import run_mini, MiniConfig\n"

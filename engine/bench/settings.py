@@ -3,7 +3,7 @@ as a ratio to temperature-only, in the same run on the same trees.
 
 The trees and target rows are :func:`~exitlaw.engine.bench.verifiers.make_cases`' (DDTree trees
 from draft rows resembling the target). For every verifier kind and every setting (temperature
-only, then each of ``settings``) one :func:`~exitlaw.engine.decode.verifiers.verify` call is timed
+only, then each of ``settings``) one :func:`~exitlaw.engine.decode.dispatch.verify` call is timed
 from the outside -- the processing step (:func:`~exitlaw.engine.decode.sampling_settings.filter_logits`)
 plus the decision and the bonus; the KV-cache commit is left out, being the same under every
 setting (it would only dilute the ratios). All calls of a tree alternate call by call

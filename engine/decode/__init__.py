@@ -5,7 +5,7 @@ from .batch_generate import *
 from .batch_tree import *
 from .batch_verifiers import *
 from .device_tree import DeviceTree, to_device_tree
-from .dispatch import DISPATCH, EngineVerifier
+from .dispatch import DISPATCH, EngineVerifier, verify, verify_batch
 from .loop import (
     build_stage,
     commit_stage,
@@ -35,7 +35,6 @@ from .timing import *
 from .verifiers import (
     KINDS,
     VerifierGenerators,
-    verify,
     verify_greedy,
     verify_predraw,
     verify_residual,
@@ -80,6 +79,7 @@ __all__ = [
     "to_device_tree",
     "trace_round",
     "verify",
+    "verify_batch",
     "verify_forward_stage",
     "verify_greedy",
     "verify_predraw",

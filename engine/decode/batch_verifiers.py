@@ -218,22 +218,7 @@ def verify_batch_residual(
     ]
 
 
-def verify_batch(
-    kind: str,
-    bt: BatchTree,
-    logits: torch.Tensor,
-    temperature,
-    generators: VerifierGenerators | None,
-) -> list[VerifyResult]:
-    """Verify one batched round through the one dispatch table
-    (:func:`exitlaw.engine.decode.dispatch.verify_batch`: ``logits [B, N, V]``, one result per row)."""
-    from exitlaw.engine.decode.dispatch import verify_batch as dispatch_verify_batch
-
-    return dispatch_verify_batch(kind, bt, logits, temperature, generators)
-
-
 __all__ = [
-    "verify_batch",
     "batch_exit_law",
     "verify_batch_greedy",
     "verify_batch_predraw",

@@ -10,8 +10,7 @@ which filters only the rows it reads); ``tree`` -- what it reads of the device t
 (``"all"``: TEV's level-parallel matrices; ``"walk"``: the host tree only). At ``T = 0`` every
 verifier is the greedy walk, which needs no generators.
 
-:func:`verify` and :func:`verify_batch` are the only dispatchers; ``verifiers.verify`` and
-``batch_verifiers.verify_batch`` call them.
+:func:`verify` and :func:`verify_batch` are the only dispatchers (the engine imports them from here).
 """
 
 from __future__ import annotations

@@ -409,20 +409,6 @@ def verify_tev(
     return _finish(dt, v, y, ok)
 
 
-def verify(
-    kind: str,
-    tree: DeviceTree,
-    logits: torch.Tensor,
-    temperature,
-    generators: VerifierGenerators | None,
-) -> VerifyResult:
-    """Verify one round through the one dispatch table (:func:`exitlaw.engine.decode.dispatch.verify`:
-    ``logits [N, V]``; ``temperature`` a float or a :class:`~exitlaw.theory.SamplingSettings`)."""
-    from exitlaw.engine.decode.dispatch import verify as dispatch_verify  # it imports this module
-
-    return dispatch_verify(kind, tree, logits, temperature, generators)
-
-
 # ----------------------------------------------------------------- reference twins (tests only)
 def _tev_reference(
     dt: DeviceTree, logits: torch.Tensor, temperature: float, gens: VerifierGenerators
@@ -473,7 +459,6 @@ __all__ = [
     "RowGenerators",
     "uniforms",
     "VerifyResult",
-    "verify",
     "predraw_rows",
     "verify_greedy",
     "verify_greedy_walk",

@@ -9,7 +9,7 @@ rounds' mean block length, the unit of the paired comparisons in :mod:`.mini_sta
 and the decode seconds per token. The
 autoregressive baseline is timed on the same prompts in the same process; SR =
 AR seconds per token / speculative seconds per token. At ``T = 0`` every verifier
-is greedy (:func:`exitlaw.engine.decode.verifiers.verify`), so the T = 0 cell is run once
+is greedy (:func:`exitlaw.engine.decode.dispatch.verify`), so the T = 0 cell is run once
 and reported for predraw and TEV alike (``"same_as"`` says so).
 """
 

@@ -2,14 +2,14 @@
 
 from .atomic_io import *
 from .callable_spec import *
-from .json_read import read_json_file
+from .json_read import *
 from .provenance import cpu_fields, cpu_info, git_commit
-from . import atomic_io, callable_spec
+from . import atomic_io, callable_spec, json_read
 
 __all__ = [
     *atomic_io.__all__,
     *callable_spec.__all__,
-    "read_json_file",
+    *json_read.__all__,
     "cpu_fields",
     "cpu_info",
     "git_commit",

@@ -19,11 +19,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from exitlaw.engine.decode.batch_tree import to_batch_tree
-from exitlaw.engine.decode.batch_verifiers import (
-    _batched_internal_logsumexp,
-    batch_exit_law,
-    verify_batch,
-)
+from exitlaw.engine.decode.batch_verifiers import _batched_internal_logsumexp, batch_exit_law
+from exitlaw.engine.decode.dispatch import verify_batch
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import VerifierGenerators, _tev_exit_law, verify_greedy

@@ -16,11 +16,11 @@ from exitlaw.engine.builders.single import build_ddtree, factorised_best_first
 from exitlaw.engine.decode.batch_tree import padded_fields, padded_fields_loop
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
+from exitlaw.engine.decode.dispatch import verify
 from exitlaw.engine.decode.verifiers import (
     _follow,
     _greedy_reference,
     _walk,
-    verify,
     verify_greedy,
     verify_greedy_walk,
 )

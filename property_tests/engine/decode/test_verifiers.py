@@ -21,6 +21,7 @@ from scipy import stats
 
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.dispatch import verify
 from exitlaw.engine.decode.verifiers import (
     KINDS,
     VerifierGenerators,
@@ -30,7 +31,6 @@ from exitlaw.engine.decode.verifiers import (
     _predraw_reference,
     _tev_exit_law,
     _tev_reference,
-    verify,
 )
 from exitlaw.simulate.kit.conformance import EXACT_AND_SATURATING, run_kit
 from exitlaw.simulate.stats import pooled_chisquare

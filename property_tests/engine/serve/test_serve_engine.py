@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from exitlaw.engine.decode.loop import DecodeConfig, generate
-from exitlaw.engine.decode.verifiers import verify
+from exitlaw.engine.decode.dispatch import verify
 from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
 from exitlaw.engine.serve.requests import parse_request
 from helpers.decode_configs import sampled_tree
