@@ -46,6 +46,7 @@ from exitlaw.engine.builders.batched import build_trees_batch
 from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batch
 from exitlaw.engine.decode.batch_tree import BatchTree, to_batch_tree
 from exitlaw.engine.decode.dispatch import verify_batch
+from exitlaw.engine.decode.reductions import first_argmax
 from exitlaw.engine.decode.loop import (
     DecodeConfig,
     Generators,
@@ -424,7 +425,7 @@ def _sample_rows(logits: torch.Tensor, temperature, gen) -> list[int]:
     :func:`~exitlaw.engine.decode.loop.sample_token` does for that row alone)."""
     settings = as_settings(temperature)
     if settings.greedy:
-        return logits.argmax(-1).tolist()
+        return first_argmax(logits).tolist()
     z = filter_logits(logits, settings)
     if isinstance(gen, torch.Generator):
         return exponential_race(z, settings.temperature, gen).tolist()

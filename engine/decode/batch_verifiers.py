@@ -37,6 +37,7 @@ from exitlaw.theory import DistributionError
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.sampling_settings import processed_rows
+from exitlaw.engine.decode.reductions import first_argmax
 from exitlaw.engine.decode.verifiers import (
     LOG_ZERO,
     RowGenerators,
@@ -148,7 +149,7 @@ def _finish_rows(
 
 def verify_batch_greedy(bt: BatchTree, logits: torch.Tensor) -> list[VerifyResult]:
     """Follow the argmax in every row; bonus = argmax of the exit row."""
-    am = logits.argmax(dim=-1)  # [B, N]
+    am = first_argmax(logits)  # [B, N]
     v = _follow_rows(bt, am)
     return _finish_rows(bt, v, am.gather(1, v[:, None]).squeeze(1))
 

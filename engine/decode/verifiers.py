@@ -39,6 +39,7 @@ from exitlaw.theory.registry import ENGINE, verifier_names
 
 from exitlaw.engine.decode.device_tree import DeviceTree
 from exitlaw.engine.decode.sampling_settings import processed_rows
+from exitlaw.engine.decode.reductions import first_argmax
 
 KINDS = verifier_names(implemented=ENGINE)  # the registry's engine verifiers (dispatch.DISPATCH)
 
@@ -256,7 +257,7 @@ def _walk_result(dt: DeviceTree, draw: torch.Tensor) -> VerifyResult:
 def verify_greedy_walk(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
     """:func:`verify_greedy` by a host walk over the argmax tokens (no ``[N, N]`` work; needs only the
     host tree, so a ``parts="walk"`` DeviceTree suffices). Same exit and bonus as its twin."""
-    return _walk_result(dt, logits.argmax(dim=-1))
+    return _walk_result(dt, first_argmax(logits))
 
 
 def _finish(
@@ -292,7 +293,7 @@ def _check(tree: DeviceTree, logits: torch.Tensor) -> None:
 # ----------------------------------------------------------------- verifiers
 def verify_greedy(dt: DeviceTree, logits: torch.Tensor) -> VerifyResult:
     """Follow the argmax (first maximum on ties); bonus = argmax of the exit row."""
-    am = logits.argmax(dim=-1)  # [N]
+    am = first_argmax(logits)  # [N]
     v = _follow(dt, am)
     return _finish(dt, v, am.index_select(0, v.reshape(1)))
 

@@ -209,11 +209,17 @@ def test_commit_equals_the_fancy_indexing_twin(path):
 def test_grouped_attention_equals_repeated_key_values():
     g = torch.Generator().manual_seed(0)
     q, k, v = (
-        torch.randn(1, 6, 9, 8, generator=g),
-        torch.randn(1, 2, 20, 8, generator=g),
-        torch.randn(1, 2, 20, 8, generator=g),
+        torch.randn(3, 6, 9, 8, generator=g),
+        torch.randn(3, 2, 20, 8, generator=g),
+        torch.randn(3, 2, 20, 8, generator=g),
     )
     assert torch.equal(attend_grouped(q, k, v, None, 0.3), attend_repeated(q, k, v, None, 0.3))
+    # the batched draft's padding mask: row 1 hides its stale columns 5..11
+    mask = torch.zeros(3, 1, 9, 20)
+    mask[1, :, :, 5:12] = float("-inf")
+    got = attend_grouped(q, k, v, mask, 0.3)
+    assert torch.equal(got, attend_repeated(q, k, v, mask, 0.3))
+    assert not torch.equal(got, attend_grouped(q, k, v, None, 0.3))  # the mask is read
 
 
 def test_fused_drafter_attention_is_bit_identical_to_the_unfused_twin(pair):
