@@ -23,7 +23,7 @@ from exitlaw.theory import (
 )
 from exitlaw.theory.registry import method_names
 
-from exitlaw.engine.builders.single import check_row_maxima, factorised_best_first
+from exitlaw.engine.builders.single import check_row_maxima, factorised_best_first, top_candidates
 
 
 def build_trees_batch(
@@ -44,19 +44,16 @@ def build_trees_batch(
             f"unknown tree method {method!r}; choose {' or '.join(method_names(tree=True))}"
         )
     bsz, _, vocab = rows.shape
-    if method == "chain":
+    if method == "chain":  # the top-1 as build_chain takes it (max), so ties resolve alike
         val, idx = rows.max(dim=-1)  # [B, D]
-        k, vals, idxs = 1, val[..., None], idx[..., None]
+        k = 1
+        host = torch.cat([val.detach().double().flatten(), idx.double().flatten()]).cpu().numpy()
+        vals = host[: val.numel()].reshape(*val.shape, 1)  # the one transfer
+        idxs = host[val.numel() :].reshape(*val.shape, 1).astype(np.int64)
     else:
         k = candidate_width(budget, vocab)
         extra = int(k < vocab)
-        vals, idxs = torch.topk(rows, k + extra, dim=-1)  # [B, D, k + extra]
-    shape = tuple(vals.shape)
-    host = (
-        torch.cat([vals.detach().double().flatten(), idxs.double().flatten()]).cpu().numpy()
-    )  # the one transfer
-    half = vals.numel()
-    vals, idxs = host[:half].reshape(shape), host[half:].reshape(shape).astype(np.int64)
+        vals, idxs = top_candidates(rows, k + extra)  # [B, D, k + extra]; the one transfer
     check_row_maxima(vals[..., 0])  # every row's maximum (topk / max rank a NaN first)
     trees, logq = [], []
     for b in range(bsz):

@@ -14,6 +14,9 @@ The drafter (DFlash) gives one log-probability row ``log q_d`` per depth
   the rest. ``topk`` picks arbitrarily among tokens tied across the ``k``-th
   place, so it takes one extra column: a row whose ``k``-th and ``(k+1)``-th
   values are equal (and finite) is re-ranked exactly on the host.
+  On a CPU the ``[D, k + 1]`` table is selected by numpy (:func:`top_candidates`: ``argpartition``,
+  then a sort of the ``k + 1``), about twice as fast as torch's CPU ``topk`` on the batched
+  ``[8, 15, 512]`` rows; the rule ranks the candidates itself, so the tree is the same.
 * :func:`build_chain` -- top-1 per depth (the DFlash default).
 """
 
@@ -71,6 +74,42 @@ def _check_root(root_token: int) -> int:
     return int(root_token)
 
 
+def top_candidates(rows: torch.Tensor, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``m`` largest entries of each row of ``rows [..., V]`` in descending value order, on the host:
+    ``(values float64, tokens int64)``, each ``[..., m]``; equal values in any order, and a NaN ranks
+    first (so :func:`check_row_maxima` finds it), as torch's ``topk`` gives them. One transfer; on a
+    CPU numpy selects them (module docstring)."""
+    if rows.device.type == "cpu" and rows.dtype in (torch.float32, torch.float64):
+        x = rows.detach().numpy()
+        if not np.isnan(x).any():  # a NaN row takes torch's ranking, which puts the NaN first
+            return host_top_candidates(x, m)
+    return device_top_candidates(rows, m)
+
+
+def host_top_candidates(x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`top_candidates` of a NaN-free host array: ``argpartition``, then the ``m`` sorted."""
+    vocab = x.shape[-1]
+    if m < vocab:
+        pick = np.argpartition(x, vocab - m, axis=-1)[..., vocab - m :]
+    else:
+        pick = np.broadcast_to(np.arange(vocab), x.shape)
+    vals = np.take_along_axis(x, pick, axis=-1)
+    order = np.argsort(-vals, axis=-1, kind="stable")
+    return (
+        np.take_along_axis(vals, order, axis=-1).astype(np.float64),
+        np.take_along_axis(pick, order, axis=-1).astype(np.int64),
+    )
+
+
+def device_top_candidates(rows: torch.Tensor, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`top_candidates` by torch's ``topk`` on ``rows``' device, then one transfer."""
+    vals, idxs = torch.topk(rows, m, dim=-1)
+    host = torch.cat([vals.detach().double().flatten(), idxs.double().flatten()]).cpu().numpy()
+    half = vals.numel()
+    shape = tuple(vals.shape)
+    return host[:half].reshape(shape), host[half:].reshape(shape).astype(np.int64)
+
+
 def build_ddtree(
     draft_logprobs, budget: int, root_token: int, *, fast: bool = True
 ) -> tuple[DraftTree, np.ndarray]:
@@ -87,9 +126,7 @@ def build_ddtree(
     vocab = rows.shape[1]
     k = candidate_width(budget, vocab)  # also rejects a bad budget
     extra = int(k < vocab)  # the (k+1)-th value shows whether the k-th place is tied
-    top_val, top_idx = torch.topk(rows, k + extra, dim=-1)  # [D, k + extra], descending
-    vals = top_val.detach().to("cpu", torch.float64).numpy()  # the one device-to-host transfer
-    idxs = top_idx.detach().cpu().numpy()
+    vals, idxs = top_candidates(rows, k + extra)  # [D, k + extra], descending; one transfer
     check_row_maxima(vals[:, 0])
     if extra:
         for d in np.flatnonzero((vals[:, k] == vals[:, k - 1]) & np.isfinite(vals[:, k])):
@@ -151,4 +188,4 @@ def build_chain(draft_logprobs, root_token: int) -> tuple[DraftTree, np.ndarray]
     return tree, np.concatenate([[0.0], val[:n]])
 
 
-__all__ = ["build_ddtree", "build_chain", "factorised_best_first"]
+__all__ = ["build_ddtree", "build_chain", "factorised_best_first", "top_candidates"]

@@ -20,6 +20,7 @@ from helpers.best_first_twin import (
     ordered_paths,
     tied_rows,
 )
+import exitlaw.engine.builders.single as single
 from exitlaw.engine.builders.single import build_chain, build_ddtree
 from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.theory import DistributionError
@@ -112,13 +113,27 @@ def _adversarial_topk(rows: torch.Tensor, k: int, dim: int = -1):
     return torch.from_numpy(np.take_along_axis(vals, idx, -1)), torch.from_numpy(idx)
 
 
-def test_engine_ddtree_re_ranks_rows_tied_across_the_kth_place(monkeypatch):
-    """A ``topk`` free to pick any of the tied tokens at the cut must not change the tree."""
+def _adversarial_argpartition(a, kth, axis=-1):
+    """A legal ``argpartition`` for the host selection (the last ``V - kth`` places hold the largest
+    values), but the highest token ids among tied values at the cut."""
+    tok = np.arange(a.shape[-1])
+    return np.stack([np.lexsort((tok, row)) for row in a.reshape(-1, a.shape[-1])]).reshape(a.shape)
+
+
+@pytest.mark.parametrize("selection", ["device topk", "host argpartition"])
+def test_engine_ddtree_re_ranks_rows_tied_across_the_kth_place(monkeypatch, selection):
+    """A selection free to pick any of the tied tokens at the cut must not change the tree: torch's
+    ``topk`` (the path off a CPU) and numpy's ``argpartition`` (the CPU path) each played adversarially."""
     q = np.array([[0.1] * 10, [0.4, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, 0.0]])
     logq = torch.from_numpy(np.log(np.where(q > 0, q, 1e-300)))
-    raw = _adversarial_topk(logq, 3)[1].numpy()
+    if selection == "device topk":
+        raw = _adversarial_topk(logq, 3)[1].numpy()
+        monkeypatch.setattr(torch, "topk", _adversarial_topk)
+        monkeypatch.setattr(single, "top_candidates", single.device_top_candidates)
+    else:
+        raw = _adversarial_argpartition(logq.numpy(), 7)[:, 7:]
+        monkeypatch.setattr(np, "argpartition", _adversarial_argpartition)
     assert set(raw[0]) != {0, 1, 2}  # the adversary really picks other tied tokens
-    monkeypatch.setattr(torch, "topk", _adversarial_topk)
     for budget in (1, 2, 3, 5, 12):
         tree, _ = build_ddtree(logq, budget, root_token=0)
         ref = brute_force_ddtree(logq.numpy(), budget)
@@ -177,3 +192,35 @@ def test_one_bad_entry_anywhere_in_the_rows_is_refused(build):
     with pytest.raises(DistributionError, match="log-probabilities"):
         build(pos)
     build(rows)  # the clean rows pass
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    shape=st.sampled_from([(3, 7), (2, 4, 9), (1, 5)]),
+    m=st.integers(1, 9),
+    ties=st.booleans(),
+)
+def test_host_candidates_are_torch_topk_values_and_a_legal_token_choice(seed, shape, m, ties):
+    """The CPU selection returns what ``topk`` returns, up to the order of equal values."""
+    m = min(m, shape[-1])
+    g = torch.Generator().manual_seed(seed)
+    rows = torch.randn(shape, generator=g)
+    if ties:
+        rows = rows.round()  # many equal values, also across the m-th place
+    rows[..., 0] = float("-inf")
+    vals, toks = single.top_candidates(rows, m)
+    want = torch.topk(rows, m, dim=-1).values.double().numpy()
+    np.testing.assert_array_equal(vals, want)
+    assert toks.dtype == np.int64 and vals.dtype == np.float64
+    np.testing.assert_array_equal(np.take_along_axis(rows.double().numpy(), toks, -1), vals)
+    for row in toks.reshape(-1, m):
+        assert len(set(row.tolist())) == m  # distinct tokens
+
+
+def test_a_nan_row_ranks_its_nan_first_on_either_path():
+    rows = torch.tensor([[0.0, -1.0, float("nan"), -2.0], [-1.0, 0.0, -3.0, -2.0]])
+    for select in (single.top_candidates, single.device_top_candidates):
+        vals, _ = select(rows, 2)
+        assert np.isnan(vals[0, 0]) and not np.isnan(vals[1]).any()
+    with pytest.raises(DistributionError, match="NaN"):
+        build_ddtree(rows, 3, 0)
