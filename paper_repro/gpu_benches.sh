@@ -8,12 +8,15 @@
 #      (paper_repro/results/gpu/prompts.jsonl, written by `mini_prompts(base, 64, 64)`);
 #   5. bench decoding at T = 0 on all 64 prompts under torch's own masked-attention kernels
 #      (--masked-attention auto): does DDTree still equal greedy AR without the math kernel?
+#   6. bench serve with the four servers on the GPU (AR and DDTree + TEV, continuous and serial) at
+#      concurrency 1 and 8, audited at T = 0: issue 37's c8/c1 where a batched forward costs about
+#      what one row's does (on the 2-core CPU the tree forward is compute-bound; serve_bench/README.md).
 # On the lent H200 (no network) the project runs from a wheel built here, with transformers >= 5.24
 # carried as a wheel too (the image's 5.17 is below the tested range): see
 # paper_repro/results/gpu/README.md.
 # Usage: paper_repro/gpu_benches.sh OUT_DIR [cpu]   (cpu: a short smoke run of the same commands)
-# Writes OUT_DIR/{gpu_check_T1,gpu_check_T0.6,verifiers_T1,decoding,batch,decoding_auto}/results.json
-# (six files; the device returns at most eight) and prints
+# Writes OUT_DIR/{gpu_check_T1,gpu_check_T0.6,verifiers_T1,decoding,batch,decoding_auto,serve}/results.json
+# (seven files; the device returns at most eight) and prints
 # every table; each step has its own time limit so one hang cannot take the others with it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,7 @@ out=${1:?usage: gpu_benches.sh OUT_DIR [cpu]}
 mode=${2:-cuda}
 pair=paper_repro/results/paper_regime/base
 prompts=paper_repro/results/gpu/prompts.jsonl
+serve_prompts=paper_repro/results/serve_bench/prompts.jsonl
 mkdir -p "$out"
 status=0
 
@@ -44,6 +48,9 @@ if [[ $mode == cpu ]]; then
   step 120 decoding_auto exitlaw bench decoding --target $pair/target --draft $pair/drafter_base/final \
     --prompts "jsonl:$prompts" --num-prompts 2 --budget 32 --temperature 0 --verifier predraw \
     --max-new-tokens 16 --device cpu --threads 1 --warmup 0 --masked-attention auto --out "$out/decoding_auto"
+  step 300 serve exitlaw bench serve --target $pair/target --draft $pair/drafter_base/final \
+    --prompts "$serve_prompts" --concurrency 1,2 --requests 2 --max-new-tokens 4 \
+    --audit-temperatures 0 --audit-concurrency 2 --repeats 1 --threads 1 --device cpu --out "$out/serve"
   exit $status
 fi
 
@@ -64,4 +71,7 @@ step 150 batch exitlaw bench batch --target $pair/target --draft $pair/drafter_b
 step 120 decoding_auto exitlaw bench decoding --target $pair/target --draft $pair/drafter_base/final \
   --prompts "jsonl:$prompts" --budget 64,128 --temperature 0 --verifier predraw \
   --max-new-tokens 64 --device cuda --warmup 0 --masked-attention auto --out "$out/decoding_auto"
+step 300 serve exitlaw bench serve --target $pair/target --draft $pair/drafter_base/final \
+  --prompts "$serve_prompts" --concurrency 1,8 --requests 32 --max-new-tokens 64 \
+  --audit-temperatures 0 --audit-concurrency 8 --repeats 1 --device cuda --out "$out/serve"
 exit $status

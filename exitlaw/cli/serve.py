@@ -147,6 +147,8 @@ def _bench_serve(args) -> int:
         "max_batch",
         "threads",
         "repeats",
+        "device",
+        "dtype",
     )
     result = run_serve_bench(**pick(args, *names, *more, max_tokens="max_new_tokens"))
     emit(args, result, format_bench(result), path)
@@ -371,6 +373,7 @@ BENCH_SERVE = Command(
             help="measure every cell this many times, interleaved; report the median (default 3)",
         ),
         lambda parser: add_threads(parser, help_text="torch threads of each server"),
+        device_args(default="cpu", help="each server's --device: cpu | cuda (default: cpu)"),
         result_out_args,
     ),
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "paper_repro" / "results" / "gpu"
-STEPS = ("gpu_check_T1", "verifiers_T1", "decoding", "batch", "decoding_auto")
+STEPS = ("gpu_check_T1", "verifiers_T1", "decoding", "batch", "decoding_auto", "serve")
 
 
 def test_the_cpu_mode_runs_every_step_and_records_the_kernel_setting(tmp_path):
@@ -35,6 +35,12 @@ def test_the_cpu_mode_runs_every_step_and_records_the_kernel_setting(tmp_path):
     assert auto["config"]["masked_attention"] == "auto"
     ar = next(r for r in auto["runs"] if r["method"] == "ar")
     assert all(r["matches_ar"] for r in auto["runs"] if r is not ar)  # a CPU is exact either way
+    serve = json.loads((tmp_path / "out" / "serve" / "results.json").read_text())
+    assert serve["config"]["device"] == "cpu"
+    assert {(r["method"], r["batching"], r["concurrency"]) for r in serve["rows"]} == {
+        (m, b, c) for m in ("ar", "ddtree") for b in ("continuous", "serial") for c in (1, 2)
+    }
+    assert [a["verdict"] for a in serve["audits"]] and serve["audits"][0]["temperature"] == 0
     check = json.loads((tmp_path / "out" / "gpu_check_T1" / "results.json").read_text())
     assert check["rows"]
     for row in check["rows"]:  # both kernels were timed and compared on every tree

@@ -137,6 +137,8 @@ def run_serve_bench(
     max_batch: int,
     threads: int | None,
     repeats: int = 1,
+    device: str = "cpu",
+    dtype: str = "auto",
 ) -> dict:
     """Every (method, batching mode) server started at once; per level, the same requests to each in turn;
     then ``exitlaw audit`` of the continuous DDTree server against the continuous AR one at each audit
@@ -144,7 +146,9 @@ def run_serve_bench(
     from exitlaw.simulate.audit.run import run_audit
 
     texts = read_prompts(prompts)
-    extra = ["--threads", str(threads)] if threads else []
+    extra = ["--device", device, "--dtype", dtype] + (
+        ["--threads", str(threads)] if threads else []
+    )
     logs = Path(tempfile.mkdtemp(prefix="exitlaw-bench-serve-"))
     procs, urls = [], {}
     common = dict(target=target, draft=draft, budget=budget, verifier=verifier, extra=extra)
@@ -222,6 +226,8 @@ def run_serve_bench(
             "max_batch": max_batch,
             "threads": threads,
             "repeats": repeats,
+            "device": device,
+            "dtype": dtype,
             "cpu_count": os.cpu_count(),
             # 1/5/15-minute load averages before and after the timed levels (other work on the machine)
             "load_average": {"before": list(load_before), "after": list(load_after)},
@@ -264,8 +270,8 @@ def format_bench(result: dict) -> str:
     lines = [
         f"exitlaw serve: {c['requests']} completions of up to {c['max_tokens']} tokens per level, T = "
         f"{c['temperature']:g}, DDTree budget {c['budget']} + {c['verifier']}, continuous batches of up "
-        f"to {c['max_batch']} rows; median of {c['repeats']} interleaved repeat(s); {c['cpu_count']} "
-        f"CPU(s), load average {load['before'][0]:.2f} before, {load['after'][0]:.2f} after",
+        f"to {c['max_batch']} rows; median of {c['repeats']} interleaved repeat(s); servers on "
+        f"{c.get('device', 'cpu')}; {c['cpu_count']} CPU(s), load average {load['before'][0]:.2f} before, {load['after'][0]:.2f} after",
         f"{'method':>7} {'batching':>11} {'c':>3} {'tok/s':>8} {'x c=lo':>7} {'req/s':>7} "
         f"{'p50 s':>7} {'p95 s':>7}",
     ]

@@ -4,6 +4,8 @@ every cell of both batching modes side by side."""
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
@@ -81,3 +83,41 @@ def test_the_table_shows_both_modes_every_level_the_load_and_the_audit():
         "median of 3 interleaved repeat(s)" in lines[0] and "load average 1.00 before" in lines[0]
     )
     assert "concurrency 8" in lines[-1] and "no difference found" in lines[-1]
+
+
+def test_every_server_gets_the_device_dtype_and_threads(monkeypatch, tmp_path):
+    """``--device`` / ``--dtype`` / ``--threads`` reach each of the four servers started (a GPU session
+    benches the servers on CUDA); the start is stopped before anything runs."""
+    from exitlaw.simulate.audit import bench
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "x"}\n')
+    started = []
+
+    def fake_start(args, log):
+        started.append(args)
+        raise RuntimeError("not started in this test")
+
+    monkeypatch.setattr(bench, "_start", fake_start)
+    with pytest.raises(RuntimeError, match="not started"):
+        bench.run_serve_bench(
+            target="t",
+            draft="d",
+            prompts=str(prompts),
+            concurrency=[1],
+            requests=1,
+            max_tokens=1,
+            budget=4,
+            verifier="tev",
+            temperature=0.0,
+            audit_temperatures=[0.0],
+            audit_concurrency=1,
+            max_batch=2,
+            threads=2,
+            device="cuda",
+            dtype="bfloat16",
+        )
+    args = started[0]
+    assert args[args.index("--device") + 1] == "cuda"
+    assert args[args.index("--dtype") + 1] == "bfloat16"
+    assert args[args.index("--threads") + 1] == "2"
