@@ -15,8 +15,9 @@ The drafter (DFlash) gives one log-probability row ``log q_d`` per depth
   place, so it takes one extra column: a row whose ``k``-th and ``(k+1)``-th
   values are equal (and finite) is re-ranked exactly on the host.
   On a CPU the ``[D, k + 1]`` table is selected by numpy (:func:`top_candidates`: ``argpartition``,
-  then a sort of the ``k + 1``), about twice as fast as torch's CPU ``topk`` on the batched
-  ``[8, 15, 512]`` rows; the rule ranks the candidates itself, so the tree is the same.
+  then a sort of the ``k + 1``), about 1.9x faster than torch's CPU ``topk`` on the batched
+  ``[8, 15, 512]`` rows (``serve_bench/cpu_reductions/reductions_timing.py``); the rule ranks the
+  candidates itself, so the tree is the same.
 * :func:`build_chain` -- top-1 per depth (the DFlash default).
 """
 

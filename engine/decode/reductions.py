@@ -2,8 +2,9 @@
 
 :func:`first_argmax` -- ``x.argmax(-1)``: the index of each row's first maximum (a NaN counts as the
 maximum, as in torch and numpy). On a CPU float32/float64 tensor it is numpy's ``argmax``, which returns
-the same index (same tie and NaN rules) and, with one thread, is about 20x faster than torch's CPU
-argmax on the greedy verifier's ``[8, 33, 512]`` rows (11 vs 223 us); elsewhere it is torch's.
+the same index (same tie and NaN rules) and, with one thread, is about 14x faster than torch's CPU
+argmax on the greedy verifier's ``[8, 33, 512]`` rows (``paper_repro/results/serve_bench/cpu_reductions/reductions_timing.py`` prints it); elsewhere it
+is torch's.
 ``property_tests/engine/decode/test_reductions.py`` checks the two agree on ties, infinities and NaN.
 """
 
