@@ -14,8 +14,9 @@ One worker thread owns the model. Each pass of its loop:
    its batch at once.
 
 Each choice is a row with its own seed's streams (:mod:`exitlaw.engine.decode.continuous`): its tokens
-do not depend on what else is running. :attr:`Scheduler.stats` counts rounds, rows and cancellations;
-``GET /stats`` serves them.
+do not depend on what else is running. :attr:`Scheduler.stats` counts rounds, the rows they decoded
+(``row_rounds / rounds`` is the batch's mean occupancy), admissions and cancellations; ``GET /stats``
+serves them.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Stats:
     """What the worker has done (read by ``GET /stats``; written by the worker thread only)."""
 
     rounds: int = 0  # rounds run, over every batch (one batch's round = one target forward)
+    row_rounds: int = 0  # rows decoded, summed over rounds (row_rounds / rounds: mean rows per round)
     admitted: int = 0
     finished: int = 0
     cancelled: int = 0
@@ -73,6 +75,7 @@ class Stats:
     def to_json(self) -> dict:
         return {
             "rounds": self.rounds,
+            "row_rounds": self.row_rounds,
             "admitted": self.admitted,
             "finished": self.finished,
             "cancelled": self.cancelled,
@@ -214,6 +217,7 @@ class Scheduler:
             self._deliver(batch, firsts)
 
     def _round(self, key, batch: RunningBatch) -> None:
+        rows = len(batch)
         try:
             out = batch.step()
         except Exception as err:  # a bad row (NaN logits, a user verifier's error): the batch ends
@@ -222,6 +226,7 @@ class Scheduler:
             self._fail(jobs, err)
             return
         self.stats.rounds += 1
+        self.stats.row_rounds += rows
         self._deliver(batch, out)
 
     def _deliver(self, batch: RunningBatch, out) -> None:

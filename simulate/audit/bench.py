@@ -59,6 +59,14 @@ def _quantile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def _worker_counts(client: Client) -> tuple[int, int] | None:
+    """A continuous server's ``(rounds, row_rounds)`` from ``GET /stats``; ``None`` for a serial one."""
+    stats = client.call("GET", "/stats")
+    if stats.get("batching") != "continuous":
+        return None
+    return int(stats["rounds"]), int(stats["row_rounds"])
+
+
 def _level(
     client: Client,
     model: str,
@@ -68,7 +76,9 @@ def _level(
     max_tokens: int,
     temperature: float,
 ):
-    """``requests`` completions with ``level`` in flight: aggregate rates and per-request latency."""
+    """``requests`` completions with ``level`` in flight: aggregate rates, per-request latency and, for a
+    continuous server, its rounds and mean rows per round over the level (the batch's occupancy: the
+    rows a round decodes, below ``level`` while requests join and as the last ones drain)."""
 
     def one(j):
         t0 = time.perf_counter()
@@ -83,12 +93,17 @@ def _level(
         )[0]
         return out, time.perf_counter() - t0
 
+    before = _worker_counts(client)
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=level) as pool:
         out = list(pool.map(one, range(requests)))
     wall = time.perf_counter() - t0
+    after = _worker_counts(client)
     tokens = sum(len(s.tokens) for s, _ in out)
     latency = [dt for _, dt in out]
+    rounds = row_rounds = None
+    if before is not None and after is not None:
+        rounds, row_rounds = after[0] - before[0], after[1] - before[1]
     return {
         "requests": requests,
         "tokens": tokens,
@@ -97,6 +112,8 @@ def _level(
         "tokens_per_s": tokens / wall,
         "latency_p50_s": _quantile(latency, 0.5),
         "latency_p95_s": _quantile(latency, 0.95),
+        "rounds": rounds,
+        "rows_per_round": row_rounds / rounds if rounds else None,
     }
 
 
@@ -273,15 +290,20 @@ def format_bench(result: dict) -> str:
         f"to {c['max_batch']} rows; median of {c['repeats']} interleaved repeat(s); servers on "
         f"{c.get('device', 'cpu')}; {c['cpu_count']} CPU(s), load average {load['before'][0]:.2f} before, {load['after'][0]:.2f} after",
         f"{'method':>7} {'batching':>11} {'c':>3} {'tok/s':>8} {'x c=lo':>7} {'req/s':>7} "
-        f"{'p50 s':>7} {'p95 s':>7}",
+        f"{'p50 s':>7} {'p95 s':>7} {'rows/rd':>7}",
     ]
     scale = result["scaling"]
     for r in sorted(result["rows"], key=lambda r: (r["method"], r["batching"], r["concurrency"])):
         ratio = scale[f"{r['method']}/{r['batching']}"][str(r["concurrency"])]
         lines.append(
             f"{r['method']:>7} {r['batching']:>11} {r['concurrency']:>3} {r['tokens_per_s']:8.1f} "
-            f"{ratio:7.2f} {r['requests_per_s']:7.2f} {r['latency_p50_s']:7.2f} {r['latency_p95_s']:7.2f}"
+            f"{ratio:7.2f} {r['requests_per_s']:7.2f} {r['latency_p50_s']:7.2f} {r['latency_p95_s']:7.2f} "
+            + (f"{occ:7.2f}" if (occ := r.get("rows_per_round")) is not None else f"{'-':>7}")
         )
+    lines.append(
+        "rows/rd: a continuous server's mean rows per round over the level (its batch occupancy; "
+        "'-': serial, one request at a time)"
+    )
     for au in result["audits"]:
         lines.append(
             f"audit DDTree vs AR (both continuous) at T = {au['temperature']:g}, concurrency "

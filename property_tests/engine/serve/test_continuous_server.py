@@ -64,6 +64,9 @@ def test_requests_decoded_together_get_what_each_gets_alone(engine):
         stats = _stats(url)
     assert stats["batching"] == "continuous" and stats["finished"] == len(REQUESTS)
     assert stats["largest_batch"] > 1, stats  # they really shared batches
+    # every round of every request's row is counted once: rows decoded, summed over the rounds run
+    assert stats["row_rounds"] == sum(t["acceptance"]["rounds"] for _, t in together), stats
+    assert stats["row_rounds"] > stats["rounds"], stats  # some rounds decoded several rows
     for r, (sa, a), (st, t) in zip(REQUESTS, alone, together):
         assert sa == st == 200, (a, t)
         ca, ct = a["choices"][0], t["choices"][0]

@@ -41,6 +41,8 @@ def _result():
     rows[0]["tokens_per_s"] = 50.0
     for r in rows:
         r["requests_per_s"] = r["tokens_per_s"] / 64
+        continuous = r["batching"] == "continuous"
+        r["rows_per_round"] = 0.9 * r["concurrency"] if continuous else None
     config = {
         "requests": 4,
         "max_tokens": 64,
@@ -74,11 +76,15 @@ def test_scaling_is_each_modes_rate_over_its_lowest_level():
 def test_the_table_shows_both_modes_every_level_the_load_and_the_audit():
     text = format_bench(_result())
     lines = text.splitlines()
-    cells = [line.split() for line in lines[2:-1]]
+    cells = [line.split() for line in lines[2:10]]
     assert {(c[0], c[1], c[2]) for c in cells} == {
         (m, b, c) for m in ("ar", "ddtree") for b in ("continuous", "serial") for c in ("1", "8")
     }
     assert ["ar", "continuous", "8", "150.0", "3.00"] == cells[1][:5]
+    # the occupancy column: a continuous level's mean rows per round, '-' for a serial server
+    assert [c[-1] for c in cells if c[1] == "continuous"] == ["0.90", "7.20"] * 2
+    assert {c[-1] for c in cells if c[1] == "serial"} == {"-"}
+    assert lines[10].startswith("rows/rd:")
     assert (
         "median of 3 interleaved repeat(s)" in lines[0] and "load average 1.00 before" in lines[0]
     )
@@ -121,3 +127,31 @@ def test_every_server_gets_the_device_dtype_and_threads(monkeypatch, tmp_path):
     assert args[args.index("--device") + 1] == "cuda"
     assert args[args.index("--dtype") + 1] == "bfloat16"
     assert args[args.index("--threads") + 1] == "2"
+
+
+class _FakeServer:
+    """A client whose ``GET /stats`` answers the given bodies in turn and whose samples hold 3 tokens."""
+
+    def __init__(self, *stats):
+        self.stats = list(stats)
+
+    def call(self, method, path, payload=None):
+        assert (method, path) == ("GET", "/stats")
+        return self.stats.pop(0)
+
+    def sample(self, prompt, **kw):
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(tokens=[1, 2, 3])]
+
+
+def test_a_continuous_levels_occupancy_is_the_rows_its_rounds_decoded_over_its_rounds():
+    from exitlaw.simulate.audit.bench import _level
+
+    before = {"batching": "continuous", "rounds": 10, "row_rounds": 30}
+    after = {"batching": "continuous", "rounds": 25, "row_rounds": 75}
+    r = _level(_FakeServer(before, after), "m", ["x"], 2, 4, 3, 0.0)
+    assert (r["rounds"], r["rows_per_round"], r["tokens"]) == (15, 3.0, 12)
+    serial = {"batching": "serial", "held": 0}
+    r = _level(_FakeServer(serial, serial), "m", ["x"], 2, 4, 3, 0.0)
+    assert r["rounds"] is None and r["rows_per_round"] is None
