@@ -62,7 +62,7 @@ class Stats:
     """What the worker has done (read by ``GET /stats``; written by the worker thread only)."""
 
     rounds: int = 0  # rounds run, over every batch (one batch's round = one target forward)
-    row_rounds: int = 0  # rows decoded, summed over rounds (row_rounds / rounds: mean rows per round)
+    row_rounds: int = 0  # rows decoded, summed over rounds (/ rounds: mean rows per round)
     admitted: int = 0
     finished: int = 0
     cancelled: int = 0
