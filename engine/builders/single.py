@@ -148,29 +148,30 @@ def factorised_best_first(
     """:func:`exitlaw.theory.ddtree_prefixes` (its twin) for rows already ranked strictly best first,
     without its general machinery: one heap of ``(-score, depth, ranks from the root)`` -- the same
     order key -- where a child's score is its parent's plus ``vals[depth, rank]`` (the same sums).
-    Candidates of score ``-inf`` are never pushed. Returns the tree and each node's own value."""
+    The ranks are kept as one integer in base ``width`` (first child: ``code * width``, next sibling:
+    ``code + 1``), which orders prefixes of one depth as their rank tuples do. Candidates of score
+    ``-inf`` are never pushed. Returns the tree and each node's own value."""
     rows, toks = vals.tolist(), idxs.tolist()
     horizon, width = len(rows), len(rows[0]) if rows else 0
     neg_inf = float("-inf")
-    parent, token, value, score, ranks = [-1], [int(root)], [0.0], [0.0], [()]
+    parent, token, value, score = [-1], [int(root)], [0.0], [0.0]
     heap: list[tuple] = []
     push, pop = heapq.heappush, heapq.heappop
     if budget and horizon and width and rows[0][0] > neg_inf:
-        push(heap, (-rows[0][0], 1, (0,), rows[0][0], 0, 0))
+        heap.append((-rows[0][0], 1, 0, 0, 0))  # (-score, depth, ranks code, parent, own rank)
     while heap and len(parent) <= budget:
-        _, d, r, s, par, rank = pop(heap)
-        node = len(parent)
-        parent.append(par), token.append(toks[d - 1][rank]), value.append(rows[d - 1][rank])
-        score.append(s), ranks.append(r)
+        neg, d, code, par, rank = pop(heap)
+        node, row = len(parent), rows[d - 1]
+        parent.append(par), token.append(toks[d - 1][rank]), value.append(row[rank])
+        score.append(-neg)
         if rank + 1 < width:  # next sibling
-            s2 = score[par] + rows[d - 1][rank + 1]
+            s2 = score[par] + row[rank + 1]
             if s2 > neg_inf:
-                r2 = r[:-1] + (rank + 1,)
-                push(heap, (-s2, d, r2, s2, par, rank + 1))
+                push(heap, (-s2, d, code + 1, par, rank + 1))
         if node < budget and d < horizon:  # first child (the last chosen node needs none)
-            s2 = s + rows[d][0]
+            s2 = -neg + rows[d][0]
             if s2 > neg_inf:
-                push(heap, (-s2, d + 1, r + (0,), s2, node, 0))
+                push(heap, (-s2, d + 1, code * width, node, 0))
     tree = DraftTree(parent=np.array(parent), token=np.array(token))
     return tree, np.array(value, dtype=np.float64)
 

@@ -182,6 +182,15 @@ class ServeApp:
         self.held += 1
         release, streaming = self._releaser(), False
         try:
+            if self.scheduler is not None and not req.stream:
+                # one call on the worker encodes, checks and queues the choices: they join this pass
+                jobs: list = []
+                ids, decoded = await self._on_worker(self._prepare_and_submit, parts, jobs)
+                try:
+                    done = await self._await_decode(decoded, jobs, request)
+                except Cancelled:  # the client has gone: nobody reads this answer
+                    return JSONResponse({}, status_code=499)
+                return JSONResponse(self._response(req, ids, done))
             # encode and check on the worker, before any answer: a bad prompt is a 4xx, streamed or not
             ids = await self._on_worker(self._prepare, parts)
             if req.stream:
@@ -218,6 +227,13 @@ class ServeApp:
         for part, one in zip(parts, ids):
             self.engine.check(part, one)
         return ids
+
+    def _prepare_and_submit(self, parts: list[DecodeRequest], jobs: list):
+        """Worker thread (continuous mode): :meth:`_prepare`, then the choices queued at once
+        (:meth:`_submit`), so they join the running batch in this pass. Returns the ids and the
+        future of the answer."""
+        ids = self._prepare(parts)
+        return ids, self._submit(parts, ids, None, jobs)
 
     def _decode(self, parts: list[DecodeRequest], ids: list[list[int]], emit) -> list[list[Choice]]:
         """Runs on the worker thread: each prompt's ``n`` choices; ``emit`` gets the choice's global index
@@ -256,7 +272,13 @@ class ServeApp:
                 self.executor, self._decode, parts, ids, emit
             )
         jobs = [] if jobs is None else jobs
-        per_part = []
+        return await self._await_decode(self._submit(parts, ids, emit, jobs), jobs, request)
+
+    def _submit(self, parts, ids, emit, jobs: list):
+        """Continuous mode: each prompt's choices as scheduler jobs (added to ``jobs``), queued as one
+        request whose answer (:meth:`_finish_parts`) the worker builds in the pass its last choice
+        ends in; returns the answer's future."""
+        per_part, new = [], []
         for p, (part, one) in enumerate(zip(parts, ids)):
             shifted = (
                 None
@@ -266,20 +288,28 @@ class ServeApp:
             mine, scored = (
                 ([], {}) if part.max_tokens == 0 else self.engine.jobs(part, one, shifted)
             )
-            jobs += mine
+            new += mine
             per_part.append((mine, scored))
-        waiter = asyncio.gather(*[asyncio.wrap_future(self.scheduler.submit(j)) for j in jobs])
+        jobs += new
+        streamed = emit is not None
+        return self.scheduler.submit_all(
+            new, lambda: self._finish_parts(parts, ids, per_part, streamed)
+        )
+
+    async def _await_decode(self, decoded, jobs: list, request: Request | None):
+        """The answer of :meth:`_submit` (a concurrent future); a closed connection (``request``)
+        while waiting cancels the jobs (:class:`Cancelled`)."""
+        waiter = asyncio.wrap_future(decoded)
         try:
             while not waiter.done():
                 await asyncio.wait({waiter}, timeout=0.2)
                 if request is not None and not waiter.done() and await request.is_disconnected():
                     raise Cancelled()
-            await waiter
+            return await waiter
         except BaseException:
             self.scheduler.cancel(jobs)  # the worker ends them with Cancelled before its next round
             waiter.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no log
             raise
-        return await self._on_worker(self._finish_parts, parts, ids, per_part, emit is not None)
 
     def _finish_parts(self, parts, ids, per_part, streamed: bool) -> list[list[Choice]]:
         """Worker thread: each prompt's choices from its jobs' results (text, stop-string cuts,

@@ -3,7 +3,8 @@
 One worker thread owns the model. Each pass of its loop:
 
 1. runs the calls queued for the worker (encoding and checking prompts, scoring log-probabilities,
-   echo's prompt log-probabilities: work that uses the model, between rounds);
+   echo's prompt log-probabilities: work that uses the model, between rounds); a call may queue a
+   request's choices itself (:meth:`Scheduler.submit_all`), and they join in this same pass;
 2. drops the rows whose client has gone (:meth:`Scheduler.cancel`: a closed stream or connection),
    so a cancelled choice decodes at most the round already under way;
 3. admits waiting choices, oldest first, while the running rows stay within ``max_rows``: one
@@ -11,7 +12,8 @@ One worker thread owns the model. Each pass of its loop:
 4. runs one round of every running batch (one batch per sampling setting: the batched verifiers take
    one temperature and one set of filters per call) and hands each choice its block; a choice ends at
    its ``max_tokens`` (so at most ``max_tokens`` rounds), a stop token or a stop string, and leaves
-   its batch at once.
+   its batch at once. When the last choice of a request ends, the request's answer is built on the
+   worker in that pass (:meth:`Scheduler.submit_all`'s ``then``), not in a later one.
 
 Each choice is a row with its own seed's streams (:mod:`exitlaw.engine.decode.continuous`): its tokens
 do not depend on what else is running. :attr:`Scheduler.stats` counts rounds, the rows they decoded
@@ -55,6 +57,35 @@ class Job:
     cancelled: bool = False
     cancel_rounds: int | None = None  # the row's rounds when the cancel was asked
     row: Row | None = None
+    group: _Group | None = None  # the request it belongs to (:meth:`Scheduler.submit_all`)
+
+
+@dataclass(eq=False)
+class _Group:
+    """One request's jobs: ``then()`` runs on the worker when the last of them has ended, and ``future``
+    gets its result (or the error of the first job that failed)."""
+
+    pending: int
+    then: Callable[[], object]
+    future: Future = field(default_factory=Future)
+
+    def job_ended(self, err: BaseException | None) -> None:
+        if self.future.done():
+            return
+        try:
+            if err is not None:
+                self.future.set_exception(err)  # the caller cancels the others
+                return
+            self.pending -= 1
+            if self.pending == 0:
+                try:
+                    result = self.then()
+                except BaseException as then_err:
+                    self.future.set_exception(then_err)
+                else:
+                    self.future.set_result(result)
+        except InvalidStateError:  # cancelled by its caller meanwhile: nobody reads it
+            pass
 
 
 @dataclass
@@ -122,6 +153,27 @@ class Scheduler:
             self._waiting.append(job)
             self._cv.notify()
         return job.future
+
+    def submit_all(self, jobs: list[Job], then: Callable[[], object]) -> Future:
+        """Queue one request's ``jobs``; the returned future gets ``then()``, run on the worker as soon
+        as the last of them has ended (in the pass it ends in), or the first job's error. Called on the
+        worker itself (inside a :meth:`call`), the jobs join in that same pass. No jobs: ``then`` runs
+        as a call."""
+        if not jobs:
+            return self.call(then)
+        group = _Group(len(jobs), then)
+        for job in jobs:
+            job.group = group
+        with self._cv:
+            if self._closing:
+                down = APIError(503, "the server is shutting down")
+                for job in jobs:
+                    job.future.set_exception(down)
+                group.future.set_exception(down)
+                return group.future
+            self._waiting.extend(jobs)
+            self._cv.notify()
+        return group.future
 
     def cancel(self, jobs) -> None:
         """Ask these choices to stop (a finished one is left as it is); the worker drops them before
@@ -264,6 +316,8 @@ class Scheduler:
                 job.future.set_exception(err)
         except InvalidStateError:  # already ended, or cancelled by its caller: the worker goes on
             pass
+        if job.group is not None:
+            job.group.job_ended(err)
 
     def _fail(self, jobs, err: Exception) -> None:
         if not isinstance(err, APIError):

@@ -206,3 +206,67 @@ def test_a_call_whose_caller_has_gone_is_skipped_and_the_worker_goes_on(engine):
         assert len(fresh.result(30)[0]) == 4 and ran == []
     finally:
         sched.close()
+
+
+def _job_config(engine, max_tokens):
+    from exitlaw.engine.serve.requests import parse_request
+
+    body = {"prompt": [1, 2], "max_tokens": max_tokens, "temperature": 0}
+    return engine.decode_config(parse_request(body, chat=False, default_max_tokens=16), 0)
+
+
+def test_a_request_queued_from_a_worker_call_joins_in_that_pass_and_is_answered_in_its_last(engine):
+    """With another row decoding (so rounds go on), choices queued by ``submit_all`` inside a worker call
+    get their first token before any further round, and the request's ``then`` runs on the worker before
+    any round after the one that delivered its last block: no round passes between the prompt's check
+    and the batch, nor between the last block and the answer."""
+    import threading
+
+    from exitlaw.engine.serve.scheduler import Job, Scheduler
+
+    sched = Scheduler(engine, 4)
+    try:
+        long = sched.submit(Job([3, 4, 5], _job_config(engine, 40)))
+        while sched.stats.rounds < 2:  # the long row is decoding
+            time.sleep(0.005)
+        seen: list[int] = []  # the worker's round count at each block of the short choice
+        short = Job(
+            [1, 2], _job_config(engine, 4), emit=lambda block: seen.append(sched.stats.rounds)
+        )
+        answered = {}
+
+        def then():
+            answered.update(rounds=sched.stats.rounds, thread=threading.current_thread().name)
+            return "answer"
+
+        def queue_it():
+            return sched.stats.rounds, sched.submit_all([short], then)
+
+        at_call, decoded = sched.call(queue_it).result(30)
+        assert decoded.result(30) == "answer"
+        assert seen[0] == at_call  # the first token came in the call's own pass, before a round
+        assert answered == {"rounds": seen[-1], "thread": "exitlaw-decode"}
+        assert not long.done()  # rounds were still going on: a later pass would have counted more
+        assert len(short.future.result()[0]) == 4
+    finally:
+        sched.close()
+
+
+def test_a_failed_choice_ends_its_requests_answer_with_that_error_and_then_never_runs(engine):
+    from exitlaw.engine.serve.scheduler import Cancelled, Job, Scheduler
+
+    sched = Scheduler(engine, 4)
+    try:
+        ran = []
+        jobs = [Job([1, 2], _job_config(engine, 30)), Job([7], _job_config(engine, 30))]
+        decoded = sched.submit_all(jobs, lambda: ran.append(1))
+        sched.cancel(jobs[:1])
+        with pytest.raises(Cancelled):
+            decoded.result(30)
+        sched.cancel(jobs)
+        with pytest.raises(Cancelled):
+            jobs[1].future.result(30)
+        assert ran == []
+        assert sched.submit_all([], lambda: "no choices").result(30) == "no choices"
+    finally:
+        sched.close()
