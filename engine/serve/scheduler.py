@@ -17,8 +17,8 @@ One worker thread owns the model. Each pass of its loop:
 
 Each choice is a row with its own seed's streams (:mod:`exitlaw.engine.decode.continuous`): its tokens
 do not depend on what else is running. :attr:`Scheduler.stats` counts rounds, the rows they decoded
-(``row_rounds / rounds`` is the batch's mean occupancy), admissions and cancellations; ``GET /stats``
-serves them.
+(``row_rounds / rounds`` is the batch's mean occupancy; ``round_sizes`` how many rounds decoded each
+number of rows), admissions and cancellations; ``GET /stats`` serves them.
 """
 
 from __future__ import annotations
@@ -94,6 +94,9 @@ class Stats:
 
     rounds: int = 0  # rounds run, over every batch (one batch's round = one target forward)
     row_rounds: int = 0  # rows decoded, summed over rounds (/ rounds: mean rows per round)
+    round_sizes: dict[int, int] = field(
+        default_factory=dict
+    )  # rows in a round -> rounds of that size
     admitted: int = 0
     finished: int = 0
     cancelled: int = 0
@@ -107,6 +110,7 @@ class Stats:
         return {
             "rounds": self.rounds,
             "row_rounds": self.row_rounds,
+            "round_sizes": {str(k): v for k, v in sorted(self.round_sizes.items())},
             "admitted": self.admitted,
             "finished": self.finished,
             "cancelled": self.cancelled,
@@ -279,6 +283,7 @@ class Scheduler:
             return
         self.stats.rounds += 1
         self.stats.row_rounds += rows
+        self.stats.round_sizes[rows] = self.stats.round_sizes.get(rows, 0) + 1
         self._deliver(batch, out)
 
     def _deliver(self, batch: RunningBatch, out) -> None:

@@ -59,12 +59,14 @@ def _quantile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def _worker_counts(client: Client) -> tuple[int, int] | None:
-    """A continuous server's ``(rounds, row_rounds)`` from ``GET /stats``; ``None`` for a serial one."""
+def _worker_counts(client: Client) -> tuple[int, int, dict[str, int]] | None:
+    """A continuous server's ``(rounds, row_rounds, round_sizes)`` from ``GET /stats``; ``None`` for a
+    serial one."""
     stats = client.call("GET", "/stats")
     if stats.get("batching") != "continuous":
         return None
-    return int(stats["rounds"]), int(stats["row_rounds"])
+    sizes = {str(k): int(v) for k, v in stats["round_sizes"].items()}
+    return int(stats["rounds"]), int(stats["row_rounds"]), sizes
 
 
 def _level(
@@ -77,8 +79,9 @@ def _level(
     temperature: float,
 ):
     """``requests`` completions with ``level`` in flight: aggregate rates, per-request latency and, for a
-    continuous server, its rounds and mean rows per round over the level (the batch's occupancy: the
-    rows a round decodes, below ``level`` while requests join and as the last ones drain)."""
+    continuous server, its rounds, mean rows per round over the level (the batch's occupancy: the rows a
+    round decodes, below ``level`` while requests join and as the last ones drain) and its rounds by the
+    number of rows they decoded (``round_sizes``)."""
 
     def one(j):
         t0 = time.perf_counter()
@@ -101,9 +104,12 @@ def _level(
     after = _worker_counts(client)
     tokens = sum(len(s.tokens) for s, _ in out)
     latency = [dt for _, dt in out]
-    rounds = row_rounds = None
+    rounds = row_rounds = sizes = None
     if before is not None and after is not None:
         rounds, row_rounds = after[0] - before[0], after[1] - before[1]
+        sizes = {  # this level's rounds by the rows they decoded
+            k: n - before[2].get(k, 0) for k, n in after[2].items() if n > before[2].get(k, 0)
+        }
     return {
         "requests": requests,
         "tokens": tokens,
@@ -114,6 +120,7 @@ def _level(
         "latency_p95_s": _quantile(latency, 0.95),
         "rounds": rounds,
         "rows_per_round": row_rounds / rounds if rounds else None,
+        "round_sizes": sizes,
     }
 
 

@@ -67,6 +67,10 @@ def test_requests_decoded_together_get_what_each_gets_alone(engine):
     # every round of every request's row is counted once: rows decoded, summed over the rounds run
     assert stats["row_rounds"] == sum(t["acceptance"]["rounds"] for _, t in together), stats
     assert stats["row_rounds"] > stats["rounds"], stats  # some rounds decoded several rows
+    sizes = {int(k): v for k, v in stats["round_sizes"].items()}  # rows in a round -> rounds
+    assert sum(sizes.values()) == stats["rounds"], stats
+    assert sum(k * v for k, v in sizes.items()) == stats["row_rounds"], stats
+    assert max(sizes) <= stats["largest_batch"], stats
     for r, (sa, a), (st, t) in zip(REQUESTS, alone, together):
         assert sa == st == 200, (a, t)
         ca, ct = a["choices"][0], t["choices"][0]

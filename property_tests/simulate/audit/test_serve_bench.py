@@ -148,10 +148,24 @@ class _FakeServer:
 def test_a_continuous_levels_occupancy_is_the_rows_its_rounds_decoded_over_its_rounds():
     from exitlaw.simulate.audit.bench import _level
 
-    before = {"batching": "continuous", "rounds": 10, "row_rounds": 30}
-    after = {"batching": "continuous", "rounds": 25, "row_rounds": 75}
+    before = {
+        "batching": "continuous",
+        "rounds": 10,
+        "row_rounds": 30,
+        "round_sizes": {"2": 4, "4": 6},
+    }
+    after = {
+        "batching": "continuous",
+        "rounds": 25,
+        "row_rounds": 75,
+        "round_sizes": {"1": 3, "2": 4, "4": 18},
+    }
     r = _level(_FakeServer(before, after), "m", ["x"], 2, 4, 3, 0.0)
     assert (r["rounds"], r["rows_per_round"], r["tokens"]) == (15, 3.0, 12)
+    assert r["round_sizes"] == {
+        "1": 3,
+        "4": 12,
+    }  # this level's rounds only, sizes it did not use left out
     serial = {"batching": "serial", "held": 0}
     r = _level(_FakeServer(serial, serial), "m", ["x"], 2, 4, 3, 0.0)
-    assert r["rounds"] is None and r["rows_per_round"] is None
+    assert r["rounds"] is None and r["rows_per_round"] is None and r["round_sizes"] is None
