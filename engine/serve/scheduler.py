@@ -149,15 +149,6 @@ class Scheduler:
             self._cv.notify()
         return fut
 
-    def submit(self, job: Job) -> Future:
-        with self._cv:
-            if self._closing:
-                job.future.set_exception(APIError(503, "the server is shutting down"))
-                return job.future
-            self._waiting.append(job)
-            self._cv.notify()
-        return job.future
-
     def submit_all(self, jobs: list[Job], then: Callable[[], object]) -> Future:
         """Queue one request's ``jobs``; the returned future gets ``then()``, run on the worker as soon
         as the last of them has ended (in the pass it ends in), or the first job's error. Called on the

@@ -195,19 +195,13 @@ def test_a_call_whose_caller_has_gone_is_skipped_and_the_worker_goes_on(engine):
         skipped = sched.call(lambda: ran.append(1))
         assert skipped.cancel()
         gate.result(10)
-        cfg = engine.decode_config(
-            __import__("exitlaw.engine.serve.requests", fromlist=["x"]).parse_request(
-                {"prompt": [1, 2], "max_tokens": 4, "temperature": 0},
-                chat=False,
-                default_max_tokens=16,
-            ),
-            0,
-        )
+        cfg = _job_config(engine, 4)
         gone = Job([1, 2], cfg)
         gone.future.cancel()  # its caller went away before the worker ended it
-        sched.submit(gone)
-        fresh = sched.submit(Job([1, 2], cfg))
-        assert len(fresh.result(30)[0]) == 4 and ran == []
+        sched.submit_all([gone], lambda: None)
+        fresh = Job([1, 2], cfg)
+        sched.submit_all([fresh], lambda: None)
+        assert len(fresh.future.result(30)[0]) == 4 and ran == []
     finally:
         sched.close()
 
@@ -230,7 +224,8 @@ def test_a_request_queued_from_a_worker_call_joins_in_that_pass_and_is_answered_
 
     sched = Scheduler(engine, 4)
     try:
-        long = sched.submit(Job([3, 4, 5], _job_config(engine, 40)))
+        long = Job([3, 4, 5], _job_config(engine, 40))
+        sched.submit_all([long], lambda: None)
         while sched.stats.rounds < 2:  # the long row is decoding
             time.sleep(0.005)
         seen: list[int] = []  # the worker's round count at each block of the short choice
@@ -250,7 +245,9 @@ def test_a_request_queued_from_a_worker_call_joins_in_that_pass_and_is_answered_
         assert decoded.result(30) == "answer"
         assert seen[0] == at_call  # the first token came in the call's own pass, before a round
         assert answered == {"rounds": seen[-1], "thread": "exitlaw-decode"}
-        assert not long.done()  # rounds were still going on: a later pass would have counted more
+        assert (
+            not long.future.done()
+        )  # rounds were still going on: a later pass would have counted more
         assert len(short.future.result()[0]) == 4
     finally:
         sched.close()
@@ -262,7 +259,8 @@ def test_a_failed_choice_ends_its_requests_answer_with_that_error_and_then_never
     sched = Scheduler(engine, 4)
     try:
         ran = []
-        jobs = [Job([1, 2], _job_config(engine, 30)), Job([7], _job_config(engine, 30))]
+        # the second choice is long: it is still decoding when the first one's cancel ends the answer
+        jobs = [Job([1, 2], _job_config(engine, 30)), Job([7], _job_config(engine, 200))]
         decoded = sched.submit_all(jobs, lambda: ran.append(1))
         sched.cancel(jobs[:1])
         with pytest.raises(Cancelled):
