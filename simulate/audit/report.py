@@ -54,6 +54,8 @@ class AuditReport:
     planned_samples: int | None = None
     alpha_each: float | None = None
     planned_tests: int | None = None  # the Bonferroni denominator: alpha for the run / alpha_each
+    # per level, the TV the pooled test finds with the stated power; None: none up to 1 (or no test with
+    # two cells, the pooled test has no statistic)
     pooled_detectable_tv: dict = field(default_factory=dict)
     requests: int = 0
     wall_s: float = 0.0
@@ -155,9 +157,17 @@ def format_audit(r: AuditReport) -> str:
                 f"chi2 {t.statistic:9.3f} df {t.dof:<3} p {t.pvalue:.3g}  power {t.power:.3f}"
             )
         for level, tv in r.pooled_detectable_tv.items():
-            lines.append(
-                f"  pooled test at c={level} finds a TV of {tv:.3g} on every prompt with power {c['power']:g}"
-            )
+            pooled = [t for t in r.tests if t.kind == "pooled" and t.level == level]
+            if tv is not None:
+                lines.append(
+                    f"  pooled test at c={level} finds a TV of {tv:.3g} on every prompt with power {c['power']:g}"
+                )
+            elif pooled and pooled[0].dof == 0:
+                lines.append(f"  pooled test at c={level} detects no TV (no test with two cells)")
+            else:
+                lines.append(
+                    f"  pooled test at c={level} detects no TV up to 1 with power {c['power']:g}"
+                )
     if r.failure:
         lines.append(f"  server failure: {r.failure}")
     lines.append(f"  {r.requests} requests in {r.wall_s:.1f} s")

@@ -309,9 +309,11 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
                 "pooled", level, None, stat, dof, p, budget.alpha_each, pw, p < budget.alpha_each
             )
         )
-        report.pooled_detectable_tv[level] = pooled_detectable_tv(
+        tv = pooled_detectable_tv(
             sizes, cells=cfg.max_cells, alpha=budget.alpha_each, power=cfg.power
         )
+        # None (JSON null): no TV up to 1 is found with that power (or no test had two cells)
+        report.pooled_detectable_tv[level] = tv if math.isfinite(tv) else None
     rejected = [t for t in report.tests if t.rejects]
     weak = [t for t in report.tests if t.kind == "two-sample" and t.power < cfg.power]
     if rejected:
