@@ -285,9 +285,12 @@ class Evaluation:
         return self.cp0 if temperature == 0 else self.cp1
 
 
-def evaluate(target, drafter, heldout: Heldout, cfg: MechanismConfig) -> Evaluation:
+def evaluate(
+    target, drafter, heldout: Heldout, cfg: MechanismConfig, on_trees: Callable | None = None
+) -> Evaluation:
     """Trees of ``drafter`` on every held-out anchor (the inference builder, ``cfg.budget``) and their
-    coverage under the target at ``T = 0`` and ``T = cfg.scoring_temperature`` (module docstring)."""
+    coverage under the target at ``T = 0`` and ``T = cfg.scoring_temperature`` (module docstring);
+    ``on_trees(trees)`` sees each prompt's trees in anchor order (the pilot reads their depths)."""
     import torch
 
     from exitlaw.engine.training.batch import (
@@ -312,6 +315,8 @@ def evaluate(target, drafter, heldout: Heldout, cfg: MechanismConfig) -> Evaluat
             per = gathered_nll(logits, draft_log_normalisers(logits), steps, targets)
             nll.append((torch.where(valid, per, 0.0).sum(-1) / valid.sum(-1)).double().numpy())
             trees = build_trees(logits, tok[pos], cfg.budget)
+            if on_trees is not None:
+                on_trees(trees)
             tables = tree_logit_tables(
                 target, cache, step.logits, pos, trees, cfg.scoring_temperature
             )
