@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
+from exitlaw.engine.serve.detok import IncrementalText
 from exitlaw.engine.serve.engine import Choice, ServeEngine
 from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import body_too_large, check_request_size, too_many_requests
@@ -251,7 +252,7 @@ class ServeApp:
     def _echo(self, part: DecodeRequest, one: list[int], choices: list[Choice]) -> list[Choice]:
         """Worker thread: with ``echo``, the prompt (and its log-probabilities) on every choice."""
         if part.echo:
-            text = part.prompt if isinstance(part.prompt, str) else self._decode_text(one)
+            text = part.prompt if isinstance(part.prompt, str) else self.engine.text(part, one)
             lps = None if part.logprobs is None else self.engine.prompt_logprobs(one, part.logprobs)
             for c in choices:
                 c.echo = (one, text, lps)
@@ -323,9 +324,6 @@ class ServeApp:
                 choices = self.engine.finish_choices(part, one, raw, scored, streamed)
             out.append(self._echo(part, one, choices))
         return out
-
-    def _decode_text(self, ids: list[int]) -> str:
-        return self.engine.tokenizer.decode(ids, skip_special_tokens=True)
 
     # ------------------------------------------------------------------ bodies
     def _head(self, req: DecodeRequest, chunk: bool = False) -> dict:
@@ -435,19 +433,19 @@ class ServeApp:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         total = len(parts) * req.n
-        sent = [""] * total
-        hold = max((len(s) for s in req.stop), default=1) - 1
-        toks: list[list[int]] = [[] for _ in range(total)]
+        # each choice's text deltas: never part of a character, always a prefix of its final text
+        texts = [
+            IncrementalText(
+                lambda ids: self.engine.text(req, ids), req.stop, req.include_stop_str_in_output
+            )
+            for _ in range(total)
+        ]
         head = self._head(req, chunk=True)
+        prompt_tokens = sum(len(one) for one in ids)
+        produced = [0]  # tokens streamed so far, every choice (continuous_usage_stats)
 
         def emit(index: int, block: list[int], lps) -> None:  # worker thread
-            toks[index].extend(block)
-            text = self.engine.tokenizer.decode(toks[index], skip_special_tokens=True)
-            cut = min([text.index(s) for s in req.stop if s in text], default=None)
-            visible = (
-                text[:cut] if cut is not None else text[: max(len(text) - hold, len(sent[index]))]
-            )
-            delta, sent[index] = visible[len(sent[index]) :], visible
+            delta = texts[index].add(block)
             loop.call_soon_threadsafe(queue.put_nowait, (index, delta, list(block), lps))
 
         jobs: list = []  # continuous mode: the choices' jobs, cancelled if the client goes
@@ -459,6 +457,7 @@ class ServeApp:
                 queue.put_nowait(_DONE)
 
         def chunk(index, text, finish, token_ids, lps=None):
+            produced[0] += len(token_ids)
             row = {"index": index, "finish_reason": finish, "token_ids": token_ids}
             # the log-probabilities of the tokens this chunk adds
             logprobs = (
@@ -472,7 +471,14 @@ class ServeApp:
                     row["logprobs"] = logprobs
             else:
                 row.update(text=text, logprobs=logprobs)
-            return "data: " + json.dumps({**head, "choices": [row]}) + "\n\n"
+            body = {**head, "choices": [row]}
+            if req.continuous_usage:  # vLLM's continuous_usage_stats: the usage so far, every chunk
+                body["usage"] = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": produced[0],
+                    "total_tokens": prompt_tokens + produced[0],
+                }
+            return "data: " + json.dumps(body) + "\n\n"
 
         future = None
         try:
@@ -511,12 +517,7 @@ class ServeApp:
                 return
             flat = [c for choices in done for c in choices]
             for i, c in enumerate(flat):
-                yield chunk(
-                    i,
-                    c.text[len(sent[i]) :] if c.text.startswith(sent[i]) else "",
-                    c.finish_reason,
-                    [],
-                )
+                yield chunk(i, texts[i].finish(c.text), c.finish_reason, [])
             if req.include_usage:
                 yield (
                     "data: "

@@ -36,6 +36,7 @@ from exitlaw.engine.models.checkpoint import (
     resolve_checkpoint,
 )
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
+from exitlaw.engine.serve.detok import decode_text, stop_cut
 from exitlaw.engine.serve.errors import APIError, bad_request
 from exitlaw.engine.serve.limits import ServeLimits, check_batch_fits, check_request_work
 from exitlaw.engine.serve.requests import DecodeRequest, template_kwargs
@@ -144,7 +145,17 @@ class ServeEngine:
         return 1 if self.cfg.method == "ar" else self.cfg.budget + 1
 
     def encode(self, req: DecodeRequest) -> list[int]:
-        """Token ids of the request's prompt (chat template for chat requests); 400 on a bad prompt."""
+        """Token ids of the request's prompt (chat template for chat requests), its last
+        ``truncate_prompt_tokens`` only when it asks; 400 on a bad prompt."""
+        return self._truncate(req, self._encode(req))
+
+    def _truncate(self, req: DecodeRequest, ids: list[int]) -> list[int]:
+        keep = req.truncate_prompt_tokens
+        if keep == -1:
+            keep = self.limits.max_prompt_tokens
+        return ids if keep is None or len(ids) <= keep else ids[-keep:]
+
+    def _encode(self, req: DecodeRequest) -> list[int]:
         if isinstance(req.prompt, list) and req.prompt and isinstance(req.prompt[0], int):
             vocab = self.target.vocab_size
             bad = [t for t in req.prompt if not 0 <= t < vocab]
@@ -160,6 +171,19 @@ class ServeEngine:
             raise bad_request(
                 f"cannot encode the prompt: {err}", "messages" if req.chat else "prompt"
             ) from None
+
+    def text(self, req: DecodeRequest, ids) -> str:
+        """A choice's text, as the request asks for it (:func:`~exitlaw.engine.serve.detok.decode_text`)."""
+        return decode_text(
+            self.tokenizer,
+            ids,
+            skip_special_tokens=req.skip_special_tokens,
+            spaces_between_special_tokens=req.spaces_between_special_tokens,
+        )
+
+    def stop_tokens(self, req: DecodeRequest) -> tuple[int, ...]:
+        """The tokens that end a choice: EOS (unless ``ignore_eos``) and the request's ``stop_token_ids``."""
+        return (() if req.ignore_eos else self.eos) + tuple(req.stop_token_ids)
 
     def check(self, req: DecodeRequest, ids: list[int]) -> None:
         check_request_work(
@@ -184,7 +208,7 @@ class ServeEngine:
             budget=self.cfg.budget,
             settings=req.settings,
             max_new_tokens=req.max_tokens,
-            stop_tokens=self.eos + tuple(req.stop_token_ids),
+            stop_tokens=self.stop_tokens(req),
             seed=seed,
         )
 
@@ -258,6 +282,7 @@ class ServeEngine:
                     self.decode_config(req, seed),
                     stop=tuple(req.stop),
                     emit=None if emit is None else (lambda block, i=i: emit(i, block)),
+                    text=lambda tokens: self.text(req, tokens),
                     decide=user_decide(self.user_fn, seed) if self.user_fn is not None else None,
                 )
             )
@@ -306,8 +331,7 @@ class ServeEngine:
             if self.closing:
                 raise _Stopped
             if req.stop:
-                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                if any(s in text for s in req.stop):
+                if stop_cut(self.text(req, tokens), req.stop) is not None:
                     raise _Stopped
 
         decide = user_decide(self.user_fn, cfg.seed) if self.user_fn is not None else None
@@ -321,15 +345,16 @@ class ServeEngine:
 
     def _finish(self, req: DecodeRequest, tokens: list[int], blocks: list[int]) -> Choice:
         tokens = list(tokens)[: req.max_tokens]
-        stops = set(self.eos) | set(req.stop_token_ids)
-        reason = "stop" if tokens and tokens[-1] in stops else "length"
-        cut = _stop_at(self.tokenizer, tokens, req.stop) if req.stop else None
+        reason = "stop" if tokens and tokens[-1] in self.stop_tokens(req) else "length"
+        cut = (
+            _stop_at(lambda t: self.text(req, t), tokens, req.stop, req.include_stop_str_in_output)
+            if req.stop
+            else None
+        )
         if cut is not None:
             tokens, text = cut
             return Choice(tokens, text, "stop", _rounds_of(blocks, len(tokens)))
-        return Choice(
-            tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), reason, list(blocks)
-        )
+        return Choice(tokens, self.text(req, tokens), reason, list(blocks))
 
     def logprobs(self, ids: list[int], tokens: list[int], settings: SamplingSettings, top: int):
         """Per sampled token: its log-probability in the processed row it was drawn from (temperature, then
@@ -426,13 +451,14 @@ def _rounds_of(blocks: list[int], kept: int) -> list[int]:
     return out
 
 
-def _stop_at(tokenizer, tokens: list[int], stops) -> tuple[list[int], str] | None:
-    """The shortest token prefix whose text holds a stop string, and that text cut before it; else None."""
+def _stop_at(text, tokens: list[int], stops, include: bool) -> tuple[list[int], str] | None:
+    """The shortest token prefix whose text (``text(ids)``) holds a stop string, and that text cut
+    before it (after it with ``include``: vLLM's ``include_stop_str_in_output``); else None."""
     for k in range(1, len(tokens) + 1):
-        text = tokenizer.decode(tokens[:k], skip_special_tokens=True)
-        hits = [text.index(s) for s in stops if s in text]
-        if hits:
-            return tokens[:k], text[: min(hits)]
+        full = text(tokens[:k])
+        cut = stop_cut(full, stops, include)
+        if cut is not None:
+            return tokens[:k], full[:cut]
     return None
 
 

@@ -32,6 +32,15 @@ COMMON = {
     "return_token_ids",
     "return_tokens_as_token_ids",
     "stop_token_ids",
+    # vLLM's and SGLang's extra fields with a meaning here (docs/guide/serve.md, "Fields")
+    *(
+        "ignore_eos",
+        "min_tokens",
+        "skip_special_tokens",
+        "spaces_between_special_tokens",
+        "include_stop_str_in_output",
+        "truncate_prompt_tokens",
+    ),
     # sampling settings (docs/design.md §1.7): processed before every draw, read in ``_sampling_settings``
     *FILTERS,
 }
@@ -48,6 +57,10 @@ NEUTRAL_FIELDS = {
     "function_call": (None, "none"),
     "store": (None, False),
     "metadata": (None, {}),
+    # vLLM / SGLang: off at these values (a penalty or beam search would change the sampled law)
+    "repetition_penalty": (None, 1, 1.0),
+    "use_beam_search": (None, False),
+    "length_penalty": (None, 1, 1.0),
 }
 COMPLETION_NEUTRAL = {"best_of": (None, 1), "suffix": (None, "")}
 COMPLETION_FIELDS = COMMON | {"prompt", "echo"} | set(NEUTRAL_FIELDS) | set(COMPLETION_NEUTRAL)
@@ -106,6 +119,14 @@ class DecodeRequest:
     chat_template_kwargs: dict | None = None
     # completions with several prompts: all of them (prompt: the first)
     prompts: tuple | None = None
+    # vLLM's fields: decode past EOS; the text's special tokens; a stop string kept in the text; the
+    # prompt's last k tokens only; usage on every streamed chunk
+    ignore_eos: bool = False
+    skip_special_tokens: bool = True
+    spaces_between_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
+    truncate_prompt_tokens: int | None = None
+    continuous_usage: bool = False
 
     def split(self) -> list[DecodeRequest]:
         """One request per prompt (itself when it has one), each decoded with this one's settings."""
@@ -290,6 +311,34 @@ def _messages(body: dict) -> list[dict]:
     return out
 
 
+def _min_tokens(body: dict) -> None:
+    """``min_tokens``: 0 (or null) is taken. vLLM's positive value masks EOS and ``stop_token_ids``
+    for the first tokens, a law other than the target's, which this server's verifiers do not
+    implement: refused by name (``ignore_eos`` with ``max_tokens`` fixes a reply's length under the
+    target's own law)."""
+    v = _int(body, "min_tokens", None, 0)
+    if v:
+        raise bad_request(
+            f"min_tokens = {v} is not supported: it masks EOS and stop_token_ids for the first "
+            f"{v} tokens, which changes the sampled law (accepted: 0 or null); for fixed-length "
+            "replies send ignore_eos: true with max_tokens",
+            "min_tokens",
+            "unsupported",
+        )
+
+
+def _truncate(body: dict) -> int | None:
+    """``truncate_prompt_tokens``: keep the prompt's last k >= 1 tokens (vLLM's left truncation);
+    -1 keeps the server's ``--max-prompt-tokens`` (vLLM: the model's length); null, no truncation."""
+    v = _int(body, "truncate_prompt_tokens", None, -1)
+    if v == 0:
+        raise bad_request(
+            "truncate_prompt_tokens must be >= 1, or -1 for the server's --max-prompt-tokens",
+            "truncate_prompt_tokens",
+        )
+    return v
+
+
 def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> DecodeRequest:
     """The :class:`DecodeRequest` of one JSON body; a 400 :class:`~.errors.APIError` names any bad field."""
     if not isinstance(body, dict):
@@ -323,8 +372,11 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
     if seed is not None and not 0 <= seed < 2**63:
         raise bad_request(f"seed must be in [0, 2**63), got {seed}", "seed")
     opts = body.get("stream_options") or {}
-    if not isinstance(opts, dict) or set(opts) - {"include_usage"}:
-        raise bad_request("stream_options takes only include_usage", "stream_options")
+    if not isinstance(opts, dict) or set(opts) - {"include_usage", "continuous_usage_stats"}:
+        raise bad_request(
+            "stream_options takes only include_usage and continuous_usage_stats", "stream_options"
+        )
+    _min_tokens(body)
     if chat:
         want = _bool(body, "logprobs")
         top = _int(body, "top_logprobs", None, 0)
@@ -365,6 +417,12 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
         token_ids_as_text=_bool(body, "return_tokens_as_token_ids"),
         chat_template_kwargs=template_kwargs(body.get("chat_template_kwargs")),
         echo=echo,
+        ignore_eos=_bool(body, "ignore_eos"),
+        skip_special_tokens=_bool(body, "skip_special_tokens", True),
+        spaces_between_special_tokens=_bool(body, "spaces_between_special_tokens", True),
+        include_stop_str_in_output=_bool(body, "include_stop_str_in_output"),
+        truncate_prompt_tokens=_truncate(body),
+        continuous_usage=_bool(opts, "continuous_usage_stats"),
     )
 
 

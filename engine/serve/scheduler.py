@@ -53,6 +53,7 @@ class Job:
     stop: tuple[str, ...] = ()
     emit: Callable[[list[int]], None] | None = None
     decide: Callable | None = None
+    text: Callable[[list[int]], str] | None = None  # the request's decode, for its stop strings
     future: Future = field(default_factory=Future)
     cancelled: bool = False
     cancel_rounds: int | None = None  # the row's rounds when the cancel was asked
@@ -290,7 +291,11 @@ class Scheduler:
                     self._end(job, err)
                     continue
             if job.stop and not row.done:
-                text = self.engine.tokenizer.decode(row.tokens, skip_special_tokens=True)
+                text = (
+                    job.text(row.tokens)
+                    if job.text is not None
+                    else self.engine.tokenizer.decode(row.tokens, skip_special_tokens=True)
+                )
                 if any(s in text for s in job.stop):
                     stopped.append(row)
                     self._end(job, None)

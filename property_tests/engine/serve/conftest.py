@@ -37,6 +37,9 @@ class StubEngine:
     def check(self, req, ids):
         pass
 
+    def text(self, req, ids):
+        return self.tokenizer.decode(ids)
+
     def run(self, req, ids, emit=None):
         from exitlaw.engine.serve.engine import Choice
 

@@ -99,6 +99,9 @@ NOT_NEUTRAL = {
     "metadata": {"k": "v"},
     "best_of": 2,
     "suffix": "x",
+    "repetition_penalty": 1.1,
+    "use_beam_search": True,
+    "length_penalty": 0.5,
 }
 
 
