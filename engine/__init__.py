@@ -29,13 +29,17 @@ if TYPE_CHECKING:
         row_cache,
     )
     from .decode.batch_tree import BatchTree, to_batch_tree
-    from .decode.batch_verifiers import batch_exit_law
     from .decode.dispatch import verify, verify_batch
     from .builders.single import build_chain, build_ddtree
     from .decode.device_tree import DeviceTree, to_device_tree
     from .decode.loop import DecodeConfig, GenerationResult, Generators, generate, generate_ar
     from .decode.timing import NullTimer, StageTimer
-    from .decode.verifiers import KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult
+    from .decode.verifiers import (
+        KINDS as VERIFIER_KINDS,
+        VerifierGenerators,
+        VerifyResult,
+        batch_exit_law,
+    )
     from .models.attention_window import layer_windows
     from .models.checkpoint import load_drafter, load_pair, load_target, save_drafter
     from .models.config import LMSizes, causal_lm_config, qwen3_config
@@ -67,13 +71,12 @@ __getattr__, __dir__ = lazy_attributes(
         "decode.batch_draft": "BatchDraftCache, dflash_draft_batch",
         "decode.batch_generate": "BatchGenerationResult, BatchState, batch_round, generate_ar_batch, generate_batch, prefill_batch, row_cache",
         "decode.batch_tree": "BatchTree, to_batch_tree",
-        "decode.batch_verifiers": "batch_exit_law",
         "decode.dispatch": "verify, verify_batch",
         "builders.single": "build_chain, build_ddtree",
         "decode.device_tree": "DeviceTree, to_device_tree",
         "decode.loop": "DecodeConfig, GenerationResult, Generators, generate, generate_ar",
         "decode.timing": "NullTimer, StageTimer",
-        "decode.verifiers": "KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult",
+        "decode.verifiers": "KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, batch_exit_law",
         "models.attention_window": "layer_windows",
         "models.checkpoint": "load_drafter, load_pair, load_target, save_drafter",
         "models.config": "LMSizes, causal_lm_config, qwen3_config",

@@ -396,7 +396,9 @@ MOVED = {
             "batch_decode": "decode.batch_generate",
             "batch_draft": "decode.batch_draft",
             "batch_tree": "decode.batch_tree",
-            "batch_verifiers": "decode.batch_verifiers",
+            "batch_verifiers": "decode.verifiers",
+            # one module per verifier (single-tree and batched forms side by side)
+            "decode.batch_verifiers": "decode.verifiers",
             "timing": "decode.timing",
             "work_bounds": "decode.work_bounds",
             "exittrain": "training.exittrain",

@@ -137,7 +137,7 @@ def test_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(weights):
 def test_engine_draws_at_injected_boundary_uniforms_never_land_on_zero_weight(monkeypatch):
     import torch
 
-    from exitlaw.engine.decode import verifiers as ev
+    from exitlaw.engine.decode.verifiers import draws as ev
 
     for weights in ([0.0, 0.5, 0.5], [0.5, 0.0, 0.5], [0.0, 0.0, 1.0], [0.25, 0.25, 0.0, 0.5]):
         w = torch.tensor(weights, dtype=torch.float64)

@@ -154,8 +154,9 @@ def test_simulator_implementation_tables_hold_the_registered_verifiers():
 
 # ----- the engine -------------------------------------------------------------------------------------------
 def test_the_engine_dispatch_table_holds_the_registered_engine_verifiers_single_and_batched():
-    from exitlaw.engine.decode import batch_verifiers, verifiers
+    from exitlaw.engine.decode import verifiers
     from exitlaw.engine.decode.dispatch import DISPATCH, KINDS
+    from exitlaw.engine.decode.verifiers.table import BATCHED, SINGLE
 
     assert tuple(DISPATCH) == verifier_names(implemented=ENGINE) == KINDS == verifiers.KINDS
     for name, entry in DISPATCH.items():
@@ -163,9 +164,14 @@ def test_the_engine_dispatch_table_holds_the_registered_engine_verifiers_single_
         assert entry.name == name and callable(entry.single)
         assert (entry.rows, entry.tree) == (fact.engine_rows, fact.engine_tree)
         assert (ENGINE_BATCHED in fact.implemented_in) == callable(entry.batched), name
-        assert entry.single is getattr(verifiers, fact.engine_single)
-        if entry.batched is not None:
-            assert entry.batched is getattr(batch_verifiers, fact.engine_batched)
+        assert entry.single is SINGLE[name] and entry.batched is BATCHED.get(name)
+        # registered where it is defined: the verifier's own module holds both forms
+        module = f"exitlaw.engine.decode.verifiers.{name}"
+        assert entry.single.__module__ == module, (name, entry.single.__module__)
+        assert entry.batched is None or entry.batched.__module__ == module, name
+    assert set(SINGLE) == set(KINDS) and set(BATCHED) == set(
+        verifier_names(implemented=ENGINE_BATCHED)
+    )
 
 
 def test_engine_methods_and_builders_are_the_registered_ones():

@@ -13,7 +13,7 @@ For a tree with edge probabilities ``a(u) = p_par(u)(x_u)``:
 **Residual-mass rule** (the one rule for ``rho`` near zero; every implementation of the
 exit law cites it: this module, :func:`exitlaw.theory.exact.reference_law`, the simulated
 TEV ``simulate.verifiers.procedures.tev_weights`` and ``simulate.verifiers.fast.tev_many``,
-the engine's TEV ``engine.decode.verifiers._tev_exit_law`` and ``batch_verifiers.batch_exit_law``,
+the engine's TEV ``engine.decode.verifiers.tev._tev_exit_law`` and ``batch_exit_law``,
 ExitTrain's ``engine.training.law.tree_law`` and ``simulate.exittrain.fast.level_law``).
 ``rho(v)`` is the mass of ``p_v`` off ``v``'s child tokens, ``sum_{y not a child token} p_v(y)``
 (docs/design.md §1.2: the exit marginal of the block law).

@@ -17,8 +17,9 @@ Where each name is implemented (the ``implemented_in`` sets):
 * ``FAST``: a vectorised sampler in ``exitlaw.simulate.verifiers.fast.FAST_SAMPLERS``.
 * ``SETTINGS``: a settings-mode form (raw logits plus sampling settings) in
   :mod:`exitlaw.simulate.verifiers.with_settings`.
-* ``ENGINE`` / ``ENGINE_BATCHED``: the functions named by :attr:`Verifier.engine_single` /
-  :attr:`Verifier.engine_batched`, from which the engine's one dispatch table
+* ``ENGINE`` / ``ENGINE_BATCHED``: a single-tree / batched form registered with
+  ``@engine_verifier(name)`` / ``@engine_verifier(name, batched=True)`` in the verifier's module of
+  :mod:`exitlaw.engine.decode.verifiers`, from which the engine's one dispatch table
   (:data:`exitlaw.engine.decode.dispatch.DISPATCH`) is built; for builders, an entry of
   :data:`exitlaw.engine.builders.BUILDERS` / a name :func:`exitlaw.engine.builders.build_trees_batch`
   takes.
@@ -37,10 +38,11 @@ the command line's ``choices`` (``exitlaw/cli/engine.py``, ``simulate.py``, ``se
   ``simulate/verifiers/__init__.py``; presets, the bench lists, the command line and ``paper_repro``
   pick it up from its facts (a procedure written in ``procedures.py`` goes in its ``PROCEDURES``
   table there, a fast twin in ``simulate/verifiers/fast.py``: places it then lists in ``implemented_in``);
-* in the engine: (1) ``engine/decode/verifiers.py`` (single tree), (2)
-  ``engine/decode/batch_verifiers.py`` (its batched twin), (3) one :class:`Verifier` entry here
-  naming both (``engine_single``, ``engine_batched``) with its ``engine_rows`` / ``engine_tree``
-  facts; the dispatch table, ``DecodeConfig``, the bench lists and the command line follow.
+* in the engine: (1) its module in ``engine/decode/verifiers/`` (single-tree and batched forms side
+  by side, each registered with ``@engine_verifier``) and its import in that package's
+  ``__init__.py``, (2) one :class:`Verifier` entry here with its ``engine_rows`` /
+  ``engine_tree`` facts; the dispatch table, ``DecodeConfig``, the bench lists and the command line
+  follow.
 
 **Adding a builder** touches at most three source files (plus tests): (1) its module in
 ``simulate/builders/`` (or ``engine/builders/``), (2) one :class:`Builder` entry here, (3) its
@@ -85,9 +87,8 @@ class Verifier:
     (every row, up front) or ``"read"`` (only the rows the verifier reads, through a processor).
     ``engine_tree``: what it reads of the device tree at ``T > 0``: ``"all"`` (the level-parallel
     matrices) or ``"walk"`` (the host tree only). ``twin_of``: the registered verifier whose law a
-    fast twin reproduces. ``engine_single`` / ``engine_batched``: its functions in
-    :mod:`exitlaw.engine.decode.verifiers` / :mod:`exitlaw.engine.decode.batch_verifiers` (the
-    dispatch table is built from them). ``function``: its name in :mod:`exitlaw.simulate.verifiers`;
+    fast twin reproduces (the engine's functions register themselves where they are defined, in
+    :mod:`exitlaw.engine.decode.verifiers`). ``function``: its name in :mod:`exitlaw.simulate.verifiers`;
     ``rule``: its key in the sampled-draft rule tables (:data:`~exitlaw.simulate.verifiers.RULES`,
     the prover's ``RULES``, which keys Tsubame's round by its registry name); ``field_label``: its
     column in the field lab's outputs.
@@ -104,8 +105,6 @@ class Verifier:
     engine_rows: str | None = None
     engine_tree: str | None = None
     twin_of: str | None = None
-    engine_single: str | None = None
-    engine_batched: str | None = None
     function: str | None = None
     rule: str | None = None
     field_label: str | None = None
@@ -145,8 +144,6 @@ VERIFIERS: tuple[Verifier, ...] = (
         summary="follow the argmax (T = 0; every fixed-tree verifier reduces to it)",
         greedy_only=True,
         engine_tree="walk",
-        engine_single="verify_greedy_walk",
-        engine_batched="verify_batch_greedy",
         function="greedy",
     ),
     Verifier(
@@ -158,8 +155,6 @@ VERIFIERS: tuple[Verifier, ...] = (
         summary="DDTree: draw R_v ~ p_v at every node, follow the matching child",
         engine_rows="all",
         engine_tree="walk",
-        engine_single="verify_predraw",
-        engine_batched="verify_batch_predraw",
         function="predraw",
     ),
     Verifier(
@@ -172,8 +167,6 @@ VERIFIERS: tuple[Verifier, ...] = (
         sequential=True,
         engine_rows="read",
         engine_tree="walk",
-        engine_single="verify_residual",
-        engine_batched="verify_batch_residual",
         function="residual",
     ),
     Verifier(
@@ -185,8 +178,6 @@ VERIFIERS: tuple[Verifier, ...] = (
         summary="Tree Exit Verification: exit V ~ w, bonus from V's residual row",
         engine_rows="read",
         engine_tree="all",
-        engine_single="verify_tev",
-        engine_batched="verify_batch_tev",
         function="tev",
     ),
     Verifier(

@@ -24,7 +24,7 @@ Beside them two more stages (docs/design.md §1.6, §1.12):
   engine runs it (:func:`exitlaw.engine.decode.verifiers.predraw_rows`: one float64 inverse-CDF
   uniform per row). A TEV saving is quoted against both; only the fast one is exitlaw's predraw.
 * ``floor`` -- **TEV's floor**: the ``logsumexp`` of the ``K`` internal rows by TEV's own function
-  (:func:`~exitlaw.engine.decode.verifiers._internal_logsumexp`, without the residual masses), one
+  (:func:`~exitlaw.engine.decode.verifiers.tev._internal_logsumexp`, without the residual masses), one
   host transfer and the commit of the root alone: a strict subset of TEV's work, so TEV cannot beat
   it. It is a floor for TEV only: residual reads only the rows on its path and may well be faster.
 
@@ -60,7 +60,9 @@ from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.decode.timing import interleaved_ms
 from exitlaw.engine.decode.dispatch import verify
-from exitlaw.engine.decode.verifiers import VerifierGenerators, _internal_logsumexp, _walk
+from exitlaw.engine.decode.verifiers import VerifierGenerators
+from exitlaw.engine.decode.verifiers.tev import _internal_logsumexp
+from exitlaw.engine.decode.verifiers.walk import _walk
 
 BENCH_KINDS = verifier_names(implemented=ENGINE, sampling=True)  # predraw, residual, tev
 HOT = 4  # hot tokens per depth shared by drafter and target

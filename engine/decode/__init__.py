@@ -3,7 +3,6 @@
 from .batch_draft import *
 from .batch_generate import *
 from .batch_tree import *
-from .batch_verifiers import *
 from .device_tree import DeviceTree, to_device_tree
 from .dispatch import DISPATCH, EngineVerifier, verify, verify_batch
 from .loop import (
@@ -32,24 +31,16 @@ from .sampling_settings import (
     rows_processor,
 )
 from .timing import *
-from .verifiers import (
-    KINDS,
-    VerifierGenerators,
-    verify_greedy,
-    verify_predraw,
-    verify_residual,
-    verify_tev,
-    VerifyResult,
-)
+from .verifiers import *
 from .work_bounds import *
-from . import batch_draft, batch_generate, batch_tree, batch_verifiers, timing, work_bounds
+from . import batch_draft, batch_generate, batch_tree, timing, verifiers, work_bounds
 
 __all__ = [
     *batch_draft.__all__,
     *batch_generate.__all__,
     *batch_tree.__all__,
-    *batch_verifiers.__all__,
     *timing.__all__,
+    *verifiers.__all__,
     *work_bounds.__all__,
     "DISPATCH",
     "DecodeConfig",
@@ -58,11 +49,8 @@ __all__ = [
     "EngineVerifier",
     "GenerationResult",
     "Generators",
-    "KINDS",
     "METHODS",
     "RoundRecord",
-    "VerifierGenerators",
-    "VerifyResult",
     "build_stage",
     "commit_stage",
     "decide_stage",
@@ -81,8 +69,4 @@ __all__ = [
     "verify",
     "verify_batch",
     "verify_forward_stage",
-    "verify_greedy",
-    "verify_predraw",
-    "verify_residual",
-    "verify_tev",
 ]

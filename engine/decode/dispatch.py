@@ -1,9 +1,10 @@
 """The engine's one verifier dispatch table: a registered name -> its single-tree and batched forms.
 
-Each :class:`EngineVerifier` pairs a single-tree implementation (:mod:`.verifiers`, on a
+Each :class:`EngineVerifier` pairs a single-tree implementation (on a
 :class:`~exitlaw.engine.decode.device_tree.DeviceTree` and ``[N, V]`` logits) with its batched twin
-(:mod:`.batch_verifiers`, on a :class:`~exitlaw.engine.decode.batch_tree.BatchTree` and
-``[B, N, V]`` logits), and carries the registry's facts that change how a round calls it
+(on a :class:`~exitlaw.engine.decode.batch_tree.BatchTree` and ``[B, N, V]`` logits), both
+registered where they are defined, in the verifier's module of :mod:`.verifiers`
+(:func:`~exitlaw.engine.decode.verifiers.table.engine_verifier`), and carries the registry's facts that change how a round calls it
 (:mod:`exitlaw.theory.registry`): ``rows`` -- ``"all"`` (every row processed by the sampling
 settings up front: predraw draws at every node) or ``"read"`` (a processor handed to the verifier,
 which filters only the rows it reads); ``tree`` -- what it reads of the device tree at ``T > 0``
@@ -21,13 +22,13 @@ from typing import Callable
 import torch
 
 from exitlaw.theory import DistributionError
-from exitlaw.theory.registry import ENGINE, VERIFIERS, verifier
+from exitlaw.theory.registry import verifier
 
-import exitlaw.engine.decode.batch_verifiers as batch_verifiers
-import exitlaw.engine.decode.verifiers as verifiers
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, rows_processor
-from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators, VerifyResult, _check
+from exitlaw.engine.decode.verifiers import VerifierGenerators, VerifyResult
+from exitlaw.engine.decode.verifiers.result import _check
+from exitlaw.engine.decode.verifiers.table import BATCHED, KINDS, SINGLE
 
 
 @dataclass(frozen=True)
@@ -53,15 +54,9 @@ class EngineVerifier:
         return verifier(self.name).greedy_only
 
 
-# keyed by registry name; the functions are the ones the registry names (engine_single / engine_batched)
+# keyed by registry name, in registry order; the functions are the ones each verifier module registered
 DISPATCH: dict[str, EngineVerifier] = {
-    v.name: EngineVerifier(
-        v.name,
-        getattr(verifiers, v.engine_single),
-        getattr(batch_verifiers, v.engine_batched) if v.engine_batched else None,
-    )
-    for v in VERIFIERS
-    if ENGINE in v.implemented_in
+    name: EngineVerifier(name, SINGLE[name], BATCHED.get(name)) for name in KINDS
 }
 
 

@@ -1,4 +1,4 @@
-"""Batched device verifiers (exitlaw.engine.decode.batch_verifiers) against their single-tree twins and the block law.
+"""Batched device verifiers (the batched forms in exitlaw.engine.decode.verifiers) against their single-tree twins and the block law.
 
 Oracles: the single-tree verifiers of exitlaw.engine.decode.verifiers (TEV's exit law, greedy's
 walk) row by row on padded batches of trees of different shapes; and the exact block law
@@ -18,13 +18,17 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-import exitlaw.engine.decode.batch_verifiers as batch_verifiers
+import exitlaw.engine.decode.verifiers.greedy as greedy_verifier
 from exitlaw.engine.decode.batch_tree import to_batch_tree
-from exitlaw.engine.decode.batch_verifiers import _batched_internal_logsumexp, batch_exit_law
 from exitlaw.engine.decode.dispatch import verify_batch
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.decode.verifiers import VerifierGenerators, _tev_exit_law, verify_greedy
+from exitlaw.engine.decode.verifiers import VerifierGenerators, verify_greedy
+from exitlaw.engine.decode.verifiers.tev import (
+    _batched_internal_logsumexp,
+    _tev_exit_law,
+    batch_exit_law,
+)
 from exitlaw.simulate.stats import pooled_chisquare
 from exitlaw.theory import DistributionError, DraftTree, reference_block_law, to_fractions
 from exitlaw.theory.sampling_settings import HF_ORDER, SamplingSettings, process_logits
@@ -142,7 +146,7 @@ class _HostReads(TorchFunctionMode):
 def test_one_host_transfer_per_batched_call(kind, settings, monkeypatch):
     # first_argmax reads CPU rows through numpy without a copy (no transfer); off a CPU it is torch's
     # argmax, which is the form whose transfers this counts
-    monkeypatch.setattr(batch_verifiers, "first_argmax", lambda x: x.argmax(-1))
+    monkeypatch.setattr(greedy_verifier, "first_argmax", lambda x: x.argmax(-1))
     trees = _trees(4)
     bt = to_batch_tree(trees)
     logits = _logits(4, len(trees), bt.width)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from exitlaw.engine.decode import batch_verifiers as bv
+from exitlaw.engine.decode.verifiers import draws as bv
 from exitlaw.engine.decode.batch_generate import _sample_rows
 from exitlaw.engine.decode.loop import exponential_race, sample_token
 
@@ -117,7 +117,7 @@ def test_batched_inverse_cdf_rows_draw_independently():
 # here with its test (or routed through one of the listed helpers).
 DRAW_SITES = {
     (
-        "engine/decode/verifiers.py",
+        "engine/decode/verifiers/draws.py",
         "_draw_rows",
     ): "property_tests/engine/decode/test_draw_boundaries.py::test_batched_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
     (

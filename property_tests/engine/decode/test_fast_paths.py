@@ -17,13 +17,9 @@ from exitlaw.engine.decode.batch_tree import padded_fields, padded_fields_loop
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
 from exitlaw.engine.decode.dispatch import verify
-from exitlaw.engine.decode.verifiers import (
-    _follow,
-    _greedy_reference,
-    _walk,
-    verify_greedy,
-    verify_greedy_walk,
-)
+from exitlaw.engine.decode.verifiers import verify_greedy, verify_greedy_walk
+from exitlaw.engine.decode.verifiers.greedy import _greedy_reference
+from exitlaw.engine.decode.verifiers.walk import _follow, _walk
 from exitlaw.engine.models.dflash import DFlashAttention, attend_grouped, attend_repeated
 from exitlaw.engine.models.target import TargetModel, TreeMaskBuffer, tree_attention_mask
 from exitlaw.simulate.strategies import draft_trees

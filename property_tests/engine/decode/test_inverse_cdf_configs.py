@@ -2,10 +2,10 @@
 sampling configuration :class:`~exitlaw.theory.SamplingSettings` accepts.
 
 Every categorical draw of the device verifiers is one uniform per row through
-:func:`~exitlaw.engine.decode.verifiers._draw_rows` (``c = cumsum(w)``, the first ``i`` with
+:func:`~exitlaw.engine.decode.verifiers.draws._draw_rows` (``c = cumsum(w)``, the first ``i`` with
 ``c[i] > u c[-1]``): predraw's ``R_v`` (:func:`~exitlaw.engine.decode.verifiers.predraw_rows` on rows the
 dispatcher processed with :func:`~exitlaw.engine.decode.sampling_settings.filter_logits`), and the
-residual/TEV bonus (:func:`~exitlaw.engine.decode.verifiers._draw_logits`). With the uniform ``u`` fed in,
+residual/TEV bonus (:func:`~exitlaw.engine.decode.verifiers.draws._draw_logits`). With the uniform ``u`` fed in,
 the token drawn must be the reference's: the processed row computed here from the settings' text
 (temperature, then top-k / top-p / min-p in ``settings.order``, ties kept) in float64, and its inverse
 CDF with left-closed intervals ``[C_{i-1}, C_i)``. Configurations: every order, each filter on or off,
@@ -34,7 +34,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from exitlaw.engine.decode.sampling_settings import filter_logits
-from exitlaw.engine.decode.verifiers import _draw_logits, predraw_rows
+from exitlaw.engine.decode.verifiers import predraw_rows
+from exitlaw.engine.decode.verifiers.draws import _draw_logits
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))

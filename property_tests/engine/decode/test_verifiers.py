@@ -22,16 +22,11 @@ from scipy import stats
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import verify
-from exitlaw.engine.decode.verifiers import (
-    KINDS,
-    VerifierGenerators,
-    _draw,
-    _draw_logits,
-    _greedy_reference,
-    _predraw_reference,
-    _tev_exit_law,
-    _tev_reference,
-)
+from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators
+from exitlaw.engine.decode.verifiers.draws import _draw, _draw_logits
+from exitlaw.engine.decode.verifiers.greedy import _greedy_reference
+from exitlaw.engine.decode.verifiers.predraw import _predraw_reference
+from exitlaw.engine.decode.verifiers.tev import _tev_exit_law, _tev_reference
 from exitlaw.simulate.kit.conformance import EXACT_AND_SATURATING, run_kit
 from exitlaw.simulate.stats import pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees
@@ -425,8 +420,8 @@ def test_device_verifiers_pass_the_conformance_kit(kind):
 
 def test_conformance_kit_rejects_tev_without_child_masking(monkeypatch):
     """Negative control: the same wrapper around a TEV whose bonus may repeat a child token fails the kit."""
-    import exitlaw.engine.decode.verifiers as verifiers
+    import exitlaw.engine.decode.verifiers.tev as tev
 
-    monkeypatch.setattr(verifiers, "_mask_children_", lambda z, dt, node: z)
+    monkeypatch.setattr(tev, "_mask_children_", lambda z, dt, node: z)
     rep = run_kit(_kit_verifier("tev"), name="device_tev_unmasked", seed=11, samples=3000)
     assert rep.verdict != EXACT_AND_SATURATING

@@ -1,0 +1,45 @@
+"""The engine's verifier table: each verifier module registers its single-tree and batched forms here,
+where they are defined, with :func:`engine_verifier` (docs/architecture.md §6).
+
+The dispatch table (:data:`exitlaw.engine.decode.dispatch.DISPATCH`) is built from :data:`SINGLE`
+and :data:`BATCHED`; a name is registered only if the registry (:mod:`exitlaw.theory.registry`)
+holds its facts.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from exitlaw.theory.registry import ENGINE, verifier, verifier_names
+
+KINDS = verifier_names(implemented=ENGINE)  # the registry's engine verifiers (dispatch.DISPATCH)
+
+SINGLE: dict[str, Callable] = {}  # name -> f(device_tree, logits, T, gens[, process])
+BATCHED: dict[str, Callable] = {}  # name -> f(batch_tree, logits, T, gens[, process])
+
+
+def engine_verifier(name: str, *, batched: bool = False) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the engine's single-tree form of the registered verifier
+    ``name`` (``batched=True``: its batched form). ``ValueError`` if ``name`` is not registered or
+    already has a different function in that form."""
+    verifier(name)  # ValueError naming the registered verifiers
+    table, form = (BATCHED, "batched") if batched else (SINGLE, "single-tree")
+
+    def register(fn: Callable) -> Callable:
+        old = table.get(name)
+        same = old is not None and (old.__module__, old.__qualname__) == (
+            fn.__module__,
+            fn.__qualname__,
+        )  # a reloaded module registers its own function again
+        if old is not None and not same:
+            raise ValueError(
+                f"engine verifier {name!r} already has a {form} form: "
+                f"{old.__module__}.{old.__qualname__}"
+            )
+        table[name] = fn
+        return fn
+
+    return register
+
+
+__all__ = ["KINDS", "engine_verifier"]
