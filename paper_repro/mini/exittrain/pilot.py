@@ -8,8 +8,8 @@ at T = 0 and the sharpened target (logits x 2, i.e. the shipped target at T = 0.
 (:func:`analyse`) is in per-step acceptance ``a = 1 - 1/x`` with ``x = 1 + C_p`` per prompt, and projects
 the main run's power from the pilot's variance components; :func:`choose_base` is the design's rule.
 
-Stages are cached under ``--out`` and resumable; ``--stage fallback`` builds only the fallback base (to run
-beside ``--stage rest`` in a second process), ``--stage all`` everything.
+Stages are cached under ``--out`` and resumable; ``--candidates`` picks the bases one process builds,
+tunes and evaluates (two processes may share ``--out``), ``--report`` writes ``pilot.json`` / ``pilot.md``.
 """
 
 from __future__ import annotations
@@ -255,11 +255,10 @@ class Stages:
     def ft_data(self):
         from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 
-        fresh = json.loads(
-            (SHIPPED / "authors_regime" / "ft_data" / "fresh_prompts.json").read_text(
-                encoding="utf-8"
-            )
-        )
+        from exitlaw.paper_repro.mini.exittrain.mechanism import regime_inputs
+
+        # the 1024 fresh prompts of the paper-regime run (the authors'-recipe run's too), as the mechanism test
+        fresh = {"prompts": regime_inputs(SHIPPED / "paper_regime").ft_prompts, "seed": 33}
         return cached_sequences(
             self.target,
             target_fingerprint(self.tdir),
@@ -385,15 +384,19 @@ def format_markdown(res: dict) -> str:
         "",
         f"**Rule: qualifying {rule['qualifying'] or 'none'}; chosen base: {rule['chosen'] or 'none'}.**",
         "",
-        f"Cost: {res['seconds']:.0f} s wall in this process, {res['cpu_seconds']:.0f} s CPU.",
+        f"Candidates run: {', '.join(res['candidates_run'])}. Cost: {res['seconds']:.0f} s wall (the "
+        f"longest process), {res['cpu_seconds']:.0f} s CPU (all processes).",
     ]
     return "\n".join(lines) + "\n"
 
 
 def run(
-    out: str | Path, stage: str = "all", cfg: PilotConfig = PilotConfig(), progress: bool = False
-) -> dict | None:
-    """Run the pilot's ``stage`` (``fallback``, ``rest`` or ``all``) into ``out``; the report once all is done."""
+    out: str | Path,
+    candidates: tuple[str, ...] = CANDIDATES,
+    cfg: PilotConfig = PilotConfig(),
+    progress: bool = False,
+) -> dict:
+    """Build, tune and evaluate ``candidates`` into ``out`` (cached: a second process may run others)."""
     import torch
 
     torch.set_num_threads(1)
@@ -402,40 +405,41 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "pilot_config.json", asdict(cfg), indent=1)
     st = Stages(out, cfg)
-    if stage in ("fallback", "all"):
-        st.fallback(progress)
-        if stage == "fallback":
-            return None
-    data = st.ft_data()
     heldout = st.heldout()
-    st.other(progress)
-    evals = {}
-    order = ["full", "other-data", "fallback"]
-    for cand in order:
-        if (
-            cand == "fallback"
-            and not (st.candidate_dir("fallback") / "model.safetensors").is_file()
-        ):
-            if stage == "rest":
-                print("pilot: waiting for the fallback base (run --stage fallback)", flush=True)
-                while not (st.candidate_dir("fallback") / "model.safetensors").is_file():
-                    time.sleep(30)
-            else:
-                st.fallback(progress)
-        base = st.evaluate(f"{cand}-base", st.candidate_dir(cand), heldout)
-        tokens = []
+    for cand in candidates:
+        if cand == "fallback":
+            st.fallback(progress)
+        elif cand == "other-data":
+            st.other(progress)
+        st.evaluate(f"{cand}-base", st.candidate_dir(cand), heldout)
+        data = st.ft_data()
         for s in cfg.tune_seeds:
-            tokens.append(
-                st.evaluate(f"{cand}-token-s{s}", st.tune(cand, s, data, progress), heldout)
-            )
+            st.evaluate(f"{cand}-token-s{s}", st.tune(cand, s, data, progress), heldout)
             print(f"pilot: {cand} seed {s} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-        evals[cand] = {"base": base, "tokens": tokens}
+    cost = {"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
+    atomic_write_json(out / f"cost-{'+'.join(candidates)}.json", cost, indent=1)
+    return cost
+
+
+def report(out: str | Path, candidates: tuple[str, ...], cfg: PilotConfig = PilotConfig()) -> dict:
+    """``pilot.json`` / ``pilot.md`` from the cached evaluations of ``candidates`` (and the cost files)."""
+    out = Path(out)
+    read = lambda p: json.loads(p.read_text(encoding="utf-8"))  # noqa: E731
+    evals = {
+        c: {
+            "base": read(out / "eval" / f"{c}-base.json"),
+            "tokens": [read(out / "eval" / f"{c}-token-s{s}.json") for s in cfg.tune_seeds],
+        }
+        for c in candidates
+    }
+    costs = [read(p) for p in sorted(out.glob("cost-*.json"))]
     res = {
         "schema": SCHEMA,
         "config": asdict(cfg),
+        "candidates_run": list(candidates),
         "analysis": analyse(evals, cfg),
-        "seconds": time.perf_counter() - t0,
-        "cpu_seconds": time.process_time() - c0,
+        "seconds": float(max((c["seconds"] for c in costs), default=0.0)),
+        "cpu_seconds": float(sum(c["cpu_seconds"] for c in costs)),
     }
     atomic_write_json(out / "pilot.json", res, indent=1)
     atomic_write_text(out / "pilot.md", format_markdown(res))
@@ -445,10 +449,24 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--stage", choices=("fallback", "rest", "all"), default="all")
+    ap.add_argument(
+        "--candidates",
+        default=",".join(CANDIDATES),
+        help=f"comma-separated candidate bases to build, tune and evaluate (of {', '.join(CANDIDATES)})",
+    )
+    ap.add_argument(
+        "--report", action="store_true", help="only write pilot.json/.md from the cache"
+    )
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
-    run(args.out, args.stage, progress=args.progress)
+    cands = tuple(c for c in args.candidates.split(",") if c)
+    unknown = sorted(set(cands) - set(CANDIDATES))
+    if unknown or not cands:
+        ap.error(f"unknown candidate(s) {unknown}; choose from {', '.join(CANDIDATES)}")
+    if args.report:
+        print(format_markdown(report(args.out, cands)))
+    else:
+        print(run(args.out, cands, progress=args.progress))
     return 0
 
 
