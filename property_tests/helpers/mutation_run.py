@@ -20,7 +20,8 @@ Mutants (from the module's syntax tree, never in a docstring): comparison flips 
 ``and`` / ``or``, a dropped ``not``, numeric constants off by one (``n + 1``, and ``n - 1`` for
 ``n >= 1``), ``True`` / ``False``, ``min`` / ``max``, ``any`` / ``all``, and the two arguments of a
 two-argument call swapped. ``--sample N`` draws N of them (seeded); ``--lines A-B`` keeps those lines.
-A mutant is *killed* when the tests fail (or run past ``--timeout``), *survived* when they pass. The
+A mutant is *killed* when the tests fail (or run past ``--timeout`` or 3 GB of memory: *timeout*),
+*survived* when they pass. The
 exit status is 0 when every mutant was killed, 1 otherwise, 2 when the unmutated copy fails.
 """
 
@@ -182,22 +183,45 @@ def mutants_of(source: str) -> list[Mutant]:
     return sorted(set(good), key=lambda m: (m.start, m.what))
 
 
-def copy_tree(dest: Path) -> None:
-    """The working tree (tracked and untracked, not ignored build output) into ``dest``, with the links
-    that make ``dest``'s ``exitlaw`` package import ``dest``'s own code (module docstring)."""
+def copy_tree(dest: Path, rev: str | None = None) -> None:
+    """The working tree (tracked and untracked, not ignored build output), or the tree of the commit
+    ``rev`` (``git archive``: others' uncommitted edits left out), into ``dest``, with the links that
+    make ``dest``'s ``exitlaw`` package import ``dest``'s own code (module docstring)."""
 
     def ignore(folder, names):
         return [n for n in names if n in SKIP_DIRS or n.endswith(".egg-info")]
 
-    shutil.copytree(ROOT, dest, ignore=ignore, symlinks=True, dirs_exist_ok=True)
+    if rev is None:
+        shutil.copytree(ROOT, dest, ignore=ignore, symlinks=True, dirs_exist_ok=True)
+    else:
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     for part in PARTS:
         link = dest / "exitlaw" / part
         if not link.exists():
             link.symlink_to(Path("..") / part, target_is_directory=True)
 
 
-def run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, float, str]:
-    """``("killed" | "survived" | "timeout", seconds, last output line)`` of the tests in ``copy``."""
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_tests(
+    copy: Path, tests: list[str], timeout: float, max_rss: float = 3e9
+) -> tuple[str, float, str]:
+    """``("killed" | "survived" | "timeout", seconds, last output line)`` of the tests in ``copy``; a run
+    past ``timeout`` seconds or ``max_rss`` bytes of memory (a mutant that loops and grows a list) is
+    stopped and counts as ``timeout`` (a kill: the tests did not pass)."""
     env = {
         **os.environ,
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -206,13 +230,23 @@ def run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, float,
     env.pop("PYTHONPATH", None)
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
-    try:
-        proc = subprocess.run(
-            cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=copy, env=env, stdout=out, stderr=subprocess.STDOUT, text=True
         )
-    except subprocess.TimeoutExpired:
-        return "timeout", time.perf_counter() - t0, f"past {timeout:g} s"
-    lines = proc.stdout.strip().splitlines() or [""]
+        why = None
+        while proc.poll() is None:
+            if time.perf_counter() - t0 > timeout:
+                why = f"past {timeout:g} s"
+            elif _rss_bytes(proc.pid) > max_rss:
+                why = f"past {max_rss / 1e9:g} GB of memory"
+            if why:
+                proc.kill()
+                proc.wait()
+                return "timeout", time.perf_counter() - t0, why
+            time.sleep(0.2)
+        out.seek(0)
+        lines = out.read().strip().splitlines() or [""]
     return ("killed" if proc.returncode else "survived"), time.perf_counter() - t0, lines[-1]
 
 
@@ -253,20 +287,52 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's test run")
     ap.add_argument("--list", action="store_true", help="print the drawn mutants and stop")
     ap.add_argument("--json", help="also write the results to this JSON file")
+    ap.add_argument(
+        "--rerun",
+        help="a --json file of an earlier run of this module: run only its survivors again (tests "
+        "only added since: a mutant killed then stays killed) and score them with its kills",
+    )
+    ap.add_argument(
+        "--rev",
+        help="mutate the tree of this commit (e.g. HEAD) instead of the working tree, whose "
+        "uncommitted edits (other people's, in a shared checkout) are then left out",
+    )
     args = ap.parse_args(argv)
 
     path = ROOT / args.module
-    if not path.is_file() or path.suffix != ".py":
+    if args.rev is None and (not path.is_file() or path.suffix != ".py"):
         ap.error(f"--module {args.module}: not a Python file under {ROOT}")
     for t in args.tests:
-        if not (ROOT / t.split("::")[0]).exists():
+        if args.rev is None and not (ROOT / t.split("::")[0]).exists():
             ap.error(f"--tests {t}: no such file")
-    source = path.read_text(encoding="utf-8")
+    if args.rev is None:
+        source = path.read_text(encoding="utf-8")
+    else:
+        shown = subprocess.run(
+            ["git", "show", f"{args.rev}:{args.module}"], cwd=ROOT, capture_output=True, text=True
+        )
+        if shown.returncode:
+            ap.error(f"--module {args.module}: not in {args.rev} ({shown.stderr.strip()})")
+        source = shown.stdout
     lines = parse_lines(args.lines)
     every = [m for m in mutants_of(source) if lines is None or m.line in lines]
     chosen = every
     if args.sample and len(every) > args.sample:
         chosen = sorted(random.Random(args.seed).sample(every, args.sample), key=lambda m: m.start)
+    earlier = []
+    if args.rerun:
+        before = json.loads(Path(args.rerun).read_text(encoding="utf-8"))
+        if before["module"] != args.module:
+            ap.error(f"--rerun {args.rerun} is a run of {before['module']}, not {args.module}")
+        keys = ("line", "what", "start", "end", "new")
+        for r in before["results"]:
+            if source[r["start"] : r["end"]] != r["old"]:
+                ap.error(f"--rerun: {args.module} changed since {args.rerun} (line {r['line']})")
+        earlier = [r for r in before["results"] if r["status"] != "survived"]
+        chosen = [
+            Mutant(*(r[k] for k in keys)) for r in before["results"] if r["status"] == "survived"
+        ]
+        every = every if before.get("mutants") is None else [None] * before["mutants"]
     print(
         f"{args.module}: {len(every)} mutants, {len(chosen)} drawn (seed {args.seed})", flush=True
     )
@@ -278,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="mutation_run_") as tmp:
         copy = Path(tmp) / "tree"
-        copy_tree(copy)
+        copy_tree(copy, args.rev)
         _check_imports_copy(copy, args.module)
         status, secs, last = run_tests(copy, args.tests, args.timeout)
         print(f"unmutated copy: {status} in {secs:.1f} s [{last}]", flush=True)
@@ -298,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{source[m.start : m.end]!r} -> {m.new!r}  [{last}]",
                 flush=True,
             )
+    if earlier:
+        print(f"killed by the earlier run ({args.rerun}): {len(earlier)}")
+    results = earlier + results
     killed = sum(r["status"] != "survived" for r in results)
     print(f"score: {killed}/{len(results)} killed ({args.module})")
     if args.json:
@@ -307,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                     "module": args.module,
                     "tests": args.tests,
                     "seed": args.seed,
+                    "rev": args.rev,
                     "mutants": len(every),
                     "killed": killed,
                     "results": results,
