@@ -24,18 +24,19 @@ from scipy import stats as sps
 
 from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.decode.dispatch import verify, verify_batch
+from exitlaw.engine.decode.dispatch import DISPATCH, verify, verify_batch
 from exitlaw.engine.decode.verifiers import VerifierGenerators
 from exitlaw.theory import DraftTree, SamplingSettings, process_logits, process_rows_exact
 from exitlaw.theory import registry
-from exitlaw.theory.registry import ENGINE, ENGINE_BATCHED, FIXED_TREE, PROCEDURE, verifier_names
+from exitlaw.theory.registry import FIXED_TREE
 
 # root 0; children of the root: tokens 1, 2; of node 1: tokens 0, 3; of node 2: token 1; of node 3: 2
 PARENT = np.array([-1, 0, 0, 1, 1, 2, 3])
 TOKEN = np.array([0, 1, 2, 0, 3, 1, 2])
 V = 5
 TREE = DraftTree(parent=PARENT, token=TOKEN)
-SAMPLING = verifier_names(implemented=ENGINE, sampling=True)
+# the engine's verifiers are those its dispatch table holds (registered where they are defined)
+SAMPLING = [n for n in DISPATCH if not registry.verifier(n).greedy_only]
 ALPHA = 1e-4  # per goodness-of-fit test (fixed seeds: the outcome is deterministic)
 
 
@@ -123,7 +124,7 @@ def test_each_sampling_engine_verifier_samples_the_block_law_of_the_processed_ro
     assert set(raw) - set(law), "the filter removes no outcome here: the test would see no fact"
     n = 2000
     facts = registry.verifier(name)
-    forms = [False] + ([True] if ENGINE_BATCHED in facts.implemented_in else [])
+    forms = [False] + ([True] if DISPATCH[name].batched is not None else [])
     for batched in forms:
         got = _samples(name, logits, settings, n, batched)
         ok, why = _fits(Counter(got), law, n)
@@ -148,7 +149,7 @@ def test_with_top_k_1_every_saturating_verifier_returns_the_greedy_walk(name):
     probs_raw = process_logits(logits.numpy(), SamplingSettings(1.0))
     assert probs_raw.max() < 0.95
     got = set(_samples(name, logits, settings, 200, False))
-    if ENGINE_BATCHED in registry.verifier(name).implemented_in:
+    if DISPATCH[name].batched is not None:
         got |= set(_samples(name, logits, settings, 250, True))
     assert got == {(greedy.exit_node, greedy.bonus)}, name
 
@@ -158,7 +159,8 @@ def test_the_greedy_only_fact_routes_exactly_the_greedy_verifier_to_the_walk_at_
     gives more than one outcome on rows far from one-hot."""
     logits = _logits(5)
     dt = to_device_tree(TREE, "cpu")
-    for name in verifier_names(implemented=ENGINE):
+    assert SAMPLING and "greedy" in DISPATCH
+    for name in DISPATCH:
         outs = {
             tuple(verify(name, dt, logits, SamplingSettings(1.0), VerifierGenerators(s))[:2])
             for s in range(40)
@@ -174,12 +176,23 @@ def test_each_exact_procedure_of_a_saturating_verifier_is_the_block_law_of_proce
 
     tree = DraftTree(np.array([-1, 0, 0, 1]), np.array([0, 1, 2, 0]))
     base = [[5, 3, 2, 1], [1, 4, 4, 2], [2, 2, 1, 6], [3, 1, 1, 1]]
-    names = verifier_names(kind=FIXED_TREE, implemented=PROCEDURE)
-    assert names and all(registry.verifier(n).saturating for n in names)
+    from exitlaw.simulate.verifiers import PROCEDURES
+
+    names = [
+        v.name
+        for v in registry.VERIFIERS
+        if v.kind == FIXED_TREE and v.name in PROCEDURES and not v.greedy_only
+    ]
+    assert len(names) >= 3 and all(registry.verifier(n).saturating for n in names)
     for settings in (SamplingSettings(1.0, top_k=2), SamplingSettings(1.0, top_p=0.5)):
         rows = process_rows_exact(base, settings)
+        reach = [Fraction(1)] * 4
+        for u in range(1, 4):
+            reach[u] = reach[tree.parent[u]] * rows[tree.parent[u]][tree.token[u]]
+        want_length = 1 + sum(reach[1:])  # 1 + C_p(T)
         for name in names:
-            if registry.verifier(name).greedy_only:
-                continue
             got = implementation_block_law(name, tree, rows, one=Fraction(1))
             assert got == reference_block_law(tree, rows), (name, settings)
+            depth = [0, 1, 1, 2]
+            length = sum(sum(row) * (depth[v] + 1) for v, row in enumerate(got))
+            assert length == want_length, (name, settings, length, want_length)
