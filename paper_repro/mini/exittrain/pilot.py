@@ -329,7 +329,7 @@ class Stages:
             "prompt": [p for p, _ in heldout.anchors],
             "cp_T0": ev.cp0.tolist(),
             "cp_T1_sharp": ev.cp1.tolist(),
-            "depth": [int(t.max_depth()) for t in depths],
+            "depth": [int(t.max_depth) for t in depths],
         }
         atomic_write_json(path, rec, indent=0)
         return rec
