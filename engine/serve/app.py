@@ -29,14 +29,19 @@ from concurrent.futures import ThreadPoolExecutor
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from exitlaw.engine.serve.detok import IncrementalText
 from exitlaw.engine.serve.engine import Choice, ServeEngine
 from exitlaw.engine.serve.errors import APIError, bad_request
-from exitlaw.engine.serve.limits import body_too_large, check_request_size, too_many_requests
+from exitlaw.engine.serve.limits import (
+    body_too_large,
+    check_json_depth,
+    check_request_size,
+    too_many_requests,
+)
 from exitlaw.engine.serve.requests import DecodeRequest, parse_request
 from exitlaw.engine.serve.scheduler import Cancelled, Scheduler
 
@@ -47,14 +52,21 @@ def _error(err: APIError) -> JSONResponse:
     return JSONResponse(err.body(), status_code=err.status)
 
 
+class ClientGone(Exception):
+    """The client closed its connection before its request's body had arrived."""
+
+
 def _guard(handler):
-    """Answer an :class:`APIError` with its body, anything else with a 500 body (the traceback to stderr)."""
+    """Answer an :class:`APIError` with its body, anything else with a 500 body (the traceback to stderr);
+    a client gone mid-body gets nothing (there is no one to answer) and leaves no traceback."""
 
     async def wrapped(self, request: Request):
         try:
             return await handler(self, request)
         except APIError as err:
             return _error(err)
+        except ClientGone:
+            return Response(status_code=499)
         except Exception as err:  # never a traceback to the client: log it here, answer 500
             traceback.print_exc(file=sys.stderr)
             return _error(APIError(500, f"internal error: {type(err).__name__}: {err}"))
@@ -71,6 +83,8 @@ class ServeApp:
         self.engine, self.limits, self.api_key = engine, engine.limits, api_key
         self.scheduler = scheduler  # None: serial mode (one request at a time)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="exitlaw-decode")
+        # prompts are encoded and checked here, never on the decode worker: a long prompt stalls no stream
+        self.tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="exitlaw-tokenize")
         self.held = 0
         self.created = int(time.time())
 
@@ -93,15 +107,22 @@ class ServeApp:
         if declared.isdigit() and int(declared) > limit:
             raise body_too_large(self.limits, int(declared))
         size, chunks = 0, []
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise body_too_large(self.limits, size)
-            chunks.append(chunk)
         try:
-            return json.loads(b"".join(chunks))
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise body_too_large(self.limits, size)
+                chunks.append(chunk)
+        except ClientDisconnect:
+            raise ClientGone() from None
+        data = b"".join(chunks)
+        check_json_depth(data)  # before parsing: no recursion on a hostile nesting
+        try:
+            body = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
             raise bad_request(f"the request body is not valid JSON: {err}") from None
+        _check_unicode(body)
+        return body
 
     def _check_model(self, req: DecodeRequest) -> None:
         if req.model is not None and req.model != self.engine.model_name:
@@ -177,23 +198,26 @@ class ServeApp:
         parts = req.split()  # one request per prompt (completions may send several)
         check_request_size(
             self.limits, max_tokens=req.max_tokens, n=req.n, prompts=len(parts)
-        )  # before queueing; prompt in the worker
+        )  # before queueing; prompt on the tokenizing thread
         if self.held >= self.limits.max_concurrent:
             raise too_many_requests(self.limits)
         self.held += 1
         release, streaming = self._releaser(), False
         try:
+            # encode and check on the tokenizing thread (never the decode worker), before any answer:
+            # a bad prompt is a 4xx, streamed or not
+            ids = await asyncio.get_running_loop().run_in_executor(
+                self.tokenizing, self._prepare, parts
+            )
             if self.scheduler is not None and not req.stream:
-                # one call on the worker encodes, checks and queues the choices: they join this pass
+                # one call on the worker queues the choices: they join in that pass
                 jobs: list = []
-                ids, decoded = await self._on_worker(self._prepare_and_submit, parts, jobs)
+                decoded = await self._on_worker(self._submit, parts, ids, None, jobs)
                 try:
                     done = await self._await_decode(decoded, jobs, request)
                 except Cancelled:  # the client has gone: nobody reads this answer
                     return JSONResponse({}, status_code=499)
                 return JSONResponse(self._response(req, ids, done))
-            # encode and check on the worker, before any answer: a bad prompt is a 4xx, streamed or not
-            ids = await self._on_worker(self._prepare, parts)
             if req.stream:
                 streaming = True
                 # the stream releases its place when it ends (or, if never started, after the response)
@@ -223,18 +247,12 @@ class ServeApp:
         return release
 
     def _prepare(self, parts: list[DecodeRequest]) -> list[list[int]]:
-        """Runs on the worker thread: every prompt's token ids, each checked against the work bounds."""
+        """Runs on the tokenizing thread: every prompt's token ids, each checked against the work
+        bounds."""
         ids = [self.engine.encode(part) for part in parts]
         for part, one in zip(parts, ids):
             self.engine.check(part, one)
         return ids
-
-    def _prepare_and_submit(self, parts: list[DecodeRequest], jobs: list):
-        """Worker thread (continuous mode): :meth:`_prepare`, then the choices queued at once
-        (:meth:`_submit`), so they join the running batch in this pass. Returns the ids and the
-        future of the answer."""
-        ids = self._prepare(parts)
-        return ids, self._submit(parts, ids, None, jobs)
 
     def _decode(self, parts: list[DecodeRequest], ids: list[list[int]], emit) -> list[list[Choice]]:
         """Runs on the worker thread: each prompt's ``n`` choices; ``emit`` gets the choice's global index
@@ -560,7 +578,33 @@ class ServeApp:
         self.engine.close()
         if self.scheduler is not None:
             self.scheduler.close()
+        self.tokenizing.shutdown(wait=True, cancel_futures=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _check_unicode(body) -> None:
+    """Refuse (400, naming the field) a string that is not valid Unicode: JSON's ``\\ud800`` escapes a
+    lone surrogate, which no tokenizer can encode."""
+    stack = [(body, "the body", None)]
+    while stack:
+        value, at, field = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise bad_request(
+                    f"{at} is not valid Unicode: {err.reason} at character {err.start} "
+                    f"({value[err.start]!r})",
+                    field,
+                    "invalid_unicode",
+                ) from None
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                name = k if field is None else field
+                stack.append((k, f"a key of {at}", field))
+                stack.append((v, k if field is None else f"{at}.{k}", name))
+        elif isinstance(value, list):
+            stack.extend((v, f"{at}[{i}]", field) for i, v in enumerate(value))
 
 
 __all__ = ["ServeApp"]

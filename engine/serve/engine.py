@@ -17,6 +17,7 @@ the raw row.
 
 from __future__ import annotations
 
+import copy
 import math
 import secrets
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,12 @@ from exitlaw.engine.models.checkpoint import (
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
 from exitlaw.engine.serve.detok import decode_text, stop_cut
 from exitlaw.engine.serve.errors import APIError, bad_request
-from exitlaw.engine.serve.limits import ServeLimits, check_batch_fits, check_request_work
+from exitlaw.engine.serve.limits import (
+    ServeLimits,
+    check_batch_fits,
+    check_prompt_bytes,
+    check_request_work,
+)
 from exitlaw.engine.serve.requests import DecodeRequest, template_kwargs
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
 from exitlaw.theory.registry import method_names
@@ -114,6 +120,12 @@ class ServeEngine:
         self.cfg, self.limits = cfg, limits
         # a Hub id is fetched here (one line if it cannot be); the tokenizer reads the folder
         self.tokenizer = AutoTokenizer.from_pretrained(str(resolve_checkpoint(cfg.target)))
+        # prompts are encoded on a thread of their own (the HTTP layer's), with a copy of their own:
+        # a fast tokenizer is not to be used by two threads at once
+        self.encoder = copy.deepcopy(self.tokenizer)
+        self.longest_token_bytes = max(
+            (len(p.encode("utf-8", "surrogatepass")) for p in self.tokenizer.get_vocab()), default=1
+        )
         if cfg.method == "ar":
             self.target, self.drafter = (
                 load_target(cfg.target, device=cfg.device, dtype=dtype),
@@ -146,7 +158,12 @@ class ServeEngine:
 
     def encode(self, req: DecodeRequest) -> list[int]:
         """Token ids of the request's prompt (chat template for chat requests), its last
-        ``truncate_prompt_tokens`` only when it asks; 400 on a bad prompt."""
+        ``truncate_prompt_tokens`` only when it asks; 400 on a bad prompt. Without truncation, a text
+        too long to fit ``--max-prompt-tokens`` is refused before it is tokenized
+        (:func:`~exitlaw.engine.serve.limits.check_prompt_bytes`). Thread-safe against the decode
+        worker (its own tokenizer copy)."""
+        if req.truncate_prompt_tokens is None:
+            check_prompt_bytes(self.limits, _text_bytes(req.prompt), self.longest_token_bytes)
         return self._truncate(req, self._encode(req))
 
     def _truncate(self, req: DecodeRequest, ids: list[int]) -> list[int]:
@@ -166,7 +183,7 @@ class ServeEngine:
             return list(req.prompt)
         try:
             extra = {**(self.cfg.chat_template_kwargs or {}), **(req.chat_template_kwargs or {})}
-            return encode_prompt(self.tokenizer, req.prompt, chat=req.chat, template_kwargs=extra)
+            return encode_prompt(self.encoder, req.prompt, chat=req.chat, template_kwargs=extra)
         except PromptEncodingError as err:
             raise bad_request(
                 f"cannot encode the prompt: {err}", "messages" if req.chat else "prompt"
@@ -437,6 +454,15 @@ def _pick(lp: torch.Tensor, tokens: list[int], top: int):
     else:
         tops = [[] for _ in tokens]
     return [(float(c), t) for c, t in zip(chosen, tops)]
+
+
+def _text_bytes(prompt) -> int:
+    """UTF-8 bytes of a prompt's text (a string, or the messages' contents); 0 for token ids."""
+    if isinstance(prompt, str):
+        return len(prompt.encode("utf-8", "surrogatepass"))
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+        return sum(len(str(m.get("content", "")).encode("utf-8", "surrogatepass")) for m in prompt)
+    return 0
 
 
 def _rounds_of(blocks: list[int], kept: int) -> list[int]:

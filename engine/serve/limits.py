@@ -1,6 +1,9 @@
 """Request limits of ``exitlaw serve``: every one refused with a 4xx naming the limit, before any work.
 
-* body size (``--max-body-bytes``, 413), checked on the declared length and while reading;
+* body size (``--max-body-bytes``, 413), checked on the declared length and while reading; the body's
+  JSON nesting (at most :data:`MAX_JSON_DEPTH`, 400), checked on its bytes before it is parsed;
+* a text prompt longer (in UTF-8 bytes) than ``--max-prompt-tokens`` times the longest token's bytes
+  times :data:`PROMPT_BYTES_SLACK` cannot fit the prompt limit: 400 before it is tokenized;
 * prompt length (``--max-prompt-tokens``), ``max_tokens`` (``--max-tokens-limit``) and ``n``
   (``--max-n``), 400;
 * positions: prompt + ``max_tokens`` + one tree (``budget + 1``) must fit the target's
@@ -20,6 +23,8 @@ numbers, and each refusal says which one it broke and its value.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.serve.errors import APIError, bad_request
@@ -62,6 +67,57 @@ class ServeLimits:
         if self.chat_max_tokens is not None:
             return self.chat_max_tokens
         return min(CHAT_MAX_TOKENS, self.max_tokens)
+
+
+# deepest JSON nesting a request body may have (a chat body with content parts needs 5)
+MAX_JSON_DEPTH = 64
+# a normalizer (NFC, ...) may shrink a text before it is tokenized: the prompt-bytes bound allows 4-fold
+PROMPT_BYTES_SLACK = 4
+
+
+def json_depth(data: bytes) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text ``data``, brackets inside strings not counted; one
+    linear numpy pass (no parser, no recursion). A quote is a string delimiter unless an odd run of
+    backslashes precedes it."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    if a.size == 0:
+        return 0
+    idx = np.arange(a.size)
+    backslash = a == 0x5C
+    # run of backslashes ending at each position: position - last non-backslash position at or before it
+    last_plain = np.maximum.accumulate(np.where(backslash, -1, idx))
+    run_before = np.concatenate(([0], (idx - last_plain)[:-1]))
+    quote = (a == 0x22) & (run_before % 2 == 0)
+    outside = np.cumsum(quote) % 2 == 0  # even quotes up to and including here: not in a string
+    step = np.zeros(a.size, dtype=np.int64)
+    step[((a == 0x5B) | (a == 0x7B)) & outside] = 1
+    step[((a == 0x5D) | (a == 0x7D)) & outside] = -1
+    return int(np.cumsum(step).max(initial=0))
+
+
+def check_json_depth(data: bytes) -> None:
+    """Refuse (400) a body nested deeper than :data:`MAX_JSON_DEPTH`, before it is parsed."""
+    depth = json_depth(data)
+    if depth > MAX_JSON_DEPTH:
+        raise bad_request(
+            f"the request body's JSON is nested {depth} deep, more than this server's limit of "
+            f"{MAX_JSON_DEPTH}",
+            None,
+            "json_depth",
+        )
+
+
+def check_prompt_bytes(limits: ServeLimits, nbytes: int, longest_token_bytes: int) -> None:
+    """Refuse (400, naming ``--max-prompt-tokens``) a text prompt too long to fit the prompt limit
+    whatever its tokens: every token covers at most ``longest_token_bytes`` bytes (module docstring)."""
+    most = limits.max_prompt_tokens * max(1, longest_token_bytes) * PROMPT_BYTES_SLACK
+    if nbytes > most:
+        raise bad_request(
+            f"prompt of {nbytes} bytes cannot fit this server's limit of {limits.max_prompt_tokens} "
+            f"tokens (--max-prompt-tokens; at most {most} bytes); refused before tokenizing",
+            "prompt",
+            "max_prompt_tokens",
+        )
 
 
 def body_too_large(limits: ServeLimits, size: int) -> APIError:
@@ -167,6 +223,10 @@ def check_batch_fits(limits: ServeLimits, *, max_batch: int, model_config, tree_
 
 __all__ = [
     "CHAT_MAX_TOKENS",
+    "MAX_JSON_DEPTH",
+    "check_json_depth",
+    "check_prompt_bytes",
+    "json_depth",
     "check_batch_fits",
     "ServeLimits",
     "body_too_large",
