@@ -76,6 +76,7 @@ def running(engine, batching: str = "serial", max_batch: int = 16):
     from exitlaw.engine.serve.scheduler import Scheduler
     from exitlaw.engine.serve.server import bind
 
+    engine.closing = False  # an engine reused after an earlier server closed it
     scheduler = Scheduler(engine, max_batch) if batching == "continuous" else None
     app = ServeApp(engine, scheduler=scheduler)
     sock = bind("127.0.0.1", 0)
