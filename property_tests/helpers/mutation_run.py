@@ -333,8 +333,11 @@ def main(argv: list[str] | None = None) -> int:
             Mutant(*(r[k] for k in keys)) for r in before["results"] if r["status"] == "survived"
         ]
         every = every if before.get("mutants") is None else [None] * before["mutants"]
+    where = f" at {args.rev}" if args.rev else ""
     print(
-        f"{args.module}: {len(every)} mutants, {len(chosen)} drawn (seed {args.seed})", flush=True
+        f"{args.module}{where}: {len(every)} mutants, {len(chosen)} drawn (seed {args.seed})"
+        + (f", survivors of {args.rerun} rerun" if args.rerun else ""),
+        flush=True,
     )
     if args.list:
         for m in chosen:

@@ -420,3 +420,73 @@ def test_the_near_tie_margin_below_at_and_above_tie_margin(
     assert r.verdict == ("no difference found" if near_tie else "lossy")
     assert (r.near_ties or r.divergences)[0].margin == pytest.approx(-runner_up, abs=1e-15)
     assert math.isfinite((r.near_ties or r.divergences)[0].margin)
+
+
+def test_first_token_requests_ask_one_token_with_the_most_top_logprobs(monkeypatch, two_prompts):
+    top = ({1: math.log(0.5), 2: math.log(0.5)},)
+    two = [Sample((1, 7), top), Sample((2, 7), top)]
+    r, sent = _sampled(
+        monkeypatch,
+        two_prompts,
+        lambda who, p, kw: [two[j % 2] for j in range(kw["n"])],
+        first_token_test="on",
+    )
+    first = [kw for who, _, kw in sent if kw.get("top_logprobs") is not None]
+    assert len(first) == 2 and all(who == "reference" for who, _, kw in sent if kw in first)
+    assert all(kw["max_tokens"] == 1 and kw["n"] == 1 and kw["top_logprobs"] == 20 for kw in first)
+    rest = [kw for _, _, kw in sent if kw.get("top_logprobs") is None]
+    assert rest and all(kw["max_tokens"] == 2 for kw in rest)  # cfg.tokens
+    assert len([t for t in r.tests if t.kind == "first-token"]) == 2
+
+
+def test_the_pooled_p_value_is_the_chi_square_tail_at_its_dof_even_at_dof_1(
+    monkeypatch, two_prompts
+):
+    """One prompt informative (two cells, dof 1) and the servers apart on it: the pooled p-value is
+    chi2.sf(statistic, 1) and rejects; with no informative test it is exactly 1."""
+    counter = iter(range(10**9))
+
+    def answer(who, p, kw):
+        if p == "a":
+            return [Sample((100 + next(counter),)) for _ in range(kw["n"])]
+        lean = (1,) if who == "candidate" else (2,)
+        return [Sample(lean if j % 4 else (3 - lean[0],)) for j in range(kw["n"])]
+
+    r, _ = _sampled(monkeypatch, two_prompts, answer, samples=200)
+    pooled = next(t for t in r.tests if t.kind == "pooled")
+    assert pooled.dof == 1
+    assert pooled.pvalue == pytest.approx(float(sps.chi2.sf(pooled.statistic, 1)), rel=1e-12)
+    assert pooled.rejects and r.verdict == "lossy"
+    one = iter(range(10**9))
+    r, _ = _sampled(
+        monkeypatch, two_prompts, lambda w, p, kw: [Sample((next(one),)) for _ in range(kw["n"])]
+    )
+    pooled = next(t for t in r.tests if t.kind == "pooled")
+    assert pooled.dof == 0 and pooled.pvalue == 1.0 and not pooled.rejects
+
+
+def test_a_text_comparison_turns_the_first_token_test_off_and_says_why(
+    monkeypatch, tmp_path, tokenizers
+):
+    fine, _ = tokenizers
+    monkeypatch.setattr(Client, "models", lambda self: ["m"])
+
+    def call(self, method, path, payload=None):  # text only, n honoured, seed-driven words
+        n = payload.get("n", 1)
+        seed = payload.get("seed") or 0
+        return {"choices": [{"index": k, "text": "ab"[(seed + k) % 2]} for k in range(n)]}
+
+    monkeypatch.setattr(Client, "_call", call)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "a"}\n')
+    cfg = AuditConfig(
+        *URLS, str(prompts), sampling=SamplingSettings(1.0), tokenizer=fine, samples=30
+    )
+    assert cfg.first_token  # auto at T = 1 without filters
+    r = run_audit(cfg)
+    assert r.transport["comparison"] == "re-tokenised text"
+    assert "first-token test not run: the run compares re-tokenised text" in r.reasons
+    assert not [t for t in r.tests if t.kind == "first-token"]
+    assert (
+        r.planned_tests == 2
+    )  # one prompt and the pooled test: the plan counts no first-token test
