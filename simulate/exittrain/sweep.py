@@ -124,9 +124,14 @@ class SweepConfig:
         True  # add the authors' configs (prefix & exit-depth, norm nodes, alpha = 1e-4)
     )
     extra: dict = field(default_factory=dict)
-    # the target temperature of the fine-tuning continuations and of the training trees' scoring law
+    # the target temperature of the training trees' scoring law (and of the continuations, unless
+    # data_temperature is set)
     train_temperature: float = 1.0
     eval_temperatures: tuple[float, ...] = (0.0, 1.0)
+    # the target temperature of the fine-tuning continuations: None ties it to train_temperature (the
+    # shipped sweeps); 0 draws them greedily (the authors' regeneration), with trees still scored at
+    # train_temperature
+    data_temperature: float | None = None
 
     def __post_init__(self):
         if self.seeds < 2:
@@ -140,6 +145,8 @@ class SweepConfig:
             if int(b) < 1:
                 raise ValueError(f"tree budgets must be >= 1, got {b}")
         temps = (self.train_temperature, *self.eval_temperatures)
+        if self.data_temperature is not None:
+            temps = (*temps, self.data_temperature)
         if not self.eval_temperatures or not all(np.isfinite(t) and t >= 0 for t in temps):
             raise ValueError(
                 f"temperatures must be finite and >= 0 with at least one eval temperature, "
@@ -149,7 +156,8 @@ class SweepConfig:
             check_temperature_floor(float(t))
         if self.train_temperature == 0:
             raise ValueError(
-                "train_temperature 0 draws every continuation greedily; use a positive temperature"
+                "train_temperature 0 scores every training tree with a one-hot law (edges 0 or 1); use a "
+                "positive temperature, and data_temperature=0 for greedy continuations"
             )
         if len(set(self.eval_temperatures)) != len(self.eval_temperatures):
             raise ValueError(f"eval temperatures must be distinct, got {self.eval_temperatures}")
@@ -297,6 +305,12 @@ def _regime_run(
         if cfg.train_temperature == 1.0
         else target.with_temperature(cfg.train_temperature).transition_matrix()
     )
+    t_data = cfg.train_temperature if cfg.data_temperature is None else cfg.data_temperature
+    m_data = (
+        m_train
+        if t_data == cfg.train_temperature
+        else target.with_temperature(t_data).transition_matrix()
+    )
     m_eval = [
         m1 if t == 1.0 else m0 if t == 0.0 else target.with_temperature(t).transition_matrix()
         for t in cfg.eval_temperatures
@@ -332,9 +346,9 @@ def _regime_run(
         )
     )
     # training data and on-policy keys per seed: shared by every objective and training budget (CRN);
-    # continuations from the target at the training temperature, contexts from the evaluation's law
+    # continuations from the target at the data temperature, contexts from the evaluation's law
     data = [
-        rollouts(np.random.default_rng([s, 2]), m_train, pi, reg.steps, reg.batch, reg.horizon)
+        rollouts(np.random.default_rng([s, 2]), m_data, pi, reg.steps, reg.batch, reg.horizon)
         for s in seeds
     ]
     ctx, cont = (
@@ -485,6 +499,7 @@ def primary_verdicts(result: dict[str, Any]) -> dict[str, Any]:
         or PRIMARY["eval_budget"] not in cfg["eval_budgets"]
         or "tree" not in cfg["norms"]
         or cfg.get("train_temperature", 1.0) != 1.0
+        or cfg.get("data_temperature") not in (None, 1.0)
         or not set(TEMPS) <= set(eval_labels(cfg))
     ):
         return {"available": False}
@@ -534,6 +549,7 @@ def matched_verdicts(result: dict[str, Any]) -> dict[str, Any]:
         or PRIMARY["train_budget"] not in cfg["train_budgets"]
         or PRIMARY["eval_budget"] not in cfg["eval_budgets"]
         or t_m == 1.0
+        or cfg.get("data_temperature") not in (None, t_m)
         or temp_label(t_m) not in eval_labels(cfg)
     ):
         return {"available": False}
@@ -643,7 +659,13 @@ def format_markdown(result: dict[str, Any]) -> str:
         "",
         f"Schema `{result['schema']}` v{result['version']}; {n} seeds; lambda {cfg['lambdas']}; "
         f"training budgets {cfg['train_budgets']}; eval budgets {cfg['eval_budgets']}; trained at "
-        f"T = {cfg.get('train_temperature', 1.0):g}, judged at {', '.join(eval_labels(cfg))}; "
+        f"T = {cfg.get('train_temperature', 1.0):g}"
+        + (
+            ""
+            if cfg.get("data_temperature") is None
+            else f" (continuations at T = {cfg['data_temperature']:g})"
+        )
+        + f", judged at {', '.join(eval_labels(cfg))}; "
         f"{result['seconds_total']:.0f} s in total.",
         "Entries: mean paired difference of exact tau (A - B) over seeds, 95 % t-interval, and the "
         "verdict (`>`, `<`, `~` undecided) of the decision rule below.",

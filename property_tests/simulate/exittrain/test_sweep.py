@@ -268,7 +268,7 @@ def test_a_matched_sweep_trains_on_continuations_and_scores_trees_at_its_trainin
     tok_m = np.asarray(matched["regimes"]["tiny"]["tau"]["4"]["token"])
     assert not np.allclose(tok_m[..., 1:], tok_b)  # token-only saw continuations drawn at T = 0.5
     assert base["matched"] == {"available": False} and matched["primary"] == {"available": False}
-    with pytest.raises(ValueError, match="greedily"):
+    with pytest.raises(ValueError, match="data_temperature=0 for greedy continuations"):
         SweepConfig((TINY,), train_temperature=0.0)
     with pytest.raises(ValueError, match="distinct"):
         SweepConfig((TINY,), eval_temperatures=(1.0, 1.0))
