@@ -19,6 +19,10 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU but the last; :d
   paper's regime; and the simulation sweep), read when present;
 * ``sim_exittrain_matched/sweep.json``: the simulation sweep trained and judged at T = 0.5 (its matched
   cells, rule 5 of ``simulate/exittrain/sweep.py``), read when present;
+* ``paper_regime/acceptance.json``: the paper-regime run's comparisons in per-step acceptance ``a``,
+  recomputed from its cells (``python -m exitlaw.paper_repro.mini.exittrain.units``): the ExitTrain unit
+  policy's primary unit (issue 49); ``sim_exittrain_authors/results.json``: the authors' recipe simulated
+  (``python -m exitlaw.paper_repro.mini.exittrain.sim_authors``), read when present;
 * ``gpu/verifiers_T1/results.json``: the verifier-stage bench of the first GPU run (one H200, bf16;
   ``paper_repro/results/gpu/README.md``), read when present.
 
@@ -69,6 +73,9 @@ SHIPPED = {
     "authors_regime_data": "authors_regime/ft_data/fresh_prompts.json",
     "sim_exittrain_sweep": "sim_exittrain_sweep",
     "sim_exittrain_matched": "sim_exittrain_matched/sweep.json",
+    # the ExitTrain unit policy (issue 49): the paper-regime run in a, from its cells
+    "paper_regime_units": "paper_regime/acceptance.json",
+    "sim_exittrain_authors": "sim_exittrain_authors/results.json",
     "field_lab": "field_lab.json",
     "verifier_latency_gpu": "gpu/verifiers_T1/results.json",
 }
@@ -235,8 +242,10 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
     for name in (
         "paper_regime",
         "paper_regime_data",
+        "paper_regime_units",
         "authors_regime",
         "authors_regime_data",
+        "sim_exittrain_authors",
         "verifier_latency_gpu",
     ):
         path = RESULTS / SHIPPED[name]
