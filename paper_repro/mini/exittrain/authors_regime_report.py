@@ -118,9 +118,15 @@ def mean_of(cells: dict, cfg, arm: str, t: float, budget: int, estimand: str) ->
     return float(np.mean([vals[s] for s in cfg.seeds]))
 
 
+def depth_guard(ratio: float, tolerance: float) -> bool:
+    """The one-sided depth guard: it fails only a fine-tuning whose trees shrink by more than ``tolerance``
+    (``depth_token / depth_base < 1 - tolerance``); one that grows deeper trees passes (issue 49)."""
+    return bool(ratio >= 1.0 - tolerance)
+
+
 def precondition(cells: dict, cfg) -> dict:
-    """At every judged temperature: token - base in ``a`` above 0 at ``precondition_level`` and the token
-    arm's mean tree depth within ``depth_tolerance`` of the base's ("Precondition")."""
+    """At every judged temperature: token - base in ``a`` above 0 at ``precondition_level`` (95 %, not the
+    family's 98.75 %) and the one-sided depth guard (:func:`depth_guard`, "Precondition")."""
     per_t = {}
     for t in cfg.judged_temperatures:
         gain = compare(cells, cfg, "token", "base", t, cfg.eval_budget, cfg.precondition_level)
@@ -131,10 +137,11 @@ def precondition(cells: dict, cfg) -> dict:
             "token_minus_base": gain,
             "token_beats_base": gain["delta_a"]["lo"] > 0,
             "depth_ratio": ratio,
-            "depth_within_tolerance": abs(ratio - 1.0) <= cfg.depth_tolerance,
+            "depth_guard_passes": depth_guard(ratio, cfg.depth_tolerance),
+            "precondition_level": cfg.precondition_level,
         }
-        per_t[f"{t:g}"]["holds"] = (
-            per_t[f"{t:g}"]["token_beats_base"] and per_t[f"{t:g}"]["depth_within_tolerance"]
+        per_t[f"{t:g}"]["holds"] = bool(
+            per_t[f"{t:g}"]["token_beats_base"] and per_t[f"{t:g}"]["depth_guard_passes"]
         )
     return {"per_temperature": per_t, "holds": all(v["holds"] for v in per_t.values())}
 
@@ -208,7 +215,8 @@ def format_markdown(res: dict) -> str:
         "Unit: per-step acceptance `a = 1 - 1/tau` (Rao-Blackwellised tau per prompt), paired over seeds "
         "and prompts; relative tau and the paper's effect translated to this run's tau beside it.",
         "",
-        "| precondition | token - base in a (95 %) | depth token / base | holds |",
+        f"| precondition | token - base in a ({100 * res['config']['precondition_level']:g} %) | depth token / "
+        f"base (one-sided: fails below {1 - res['config']['depth_tolerance']:.2f}) | holds |",
         "|---|---|---|---|",
     ]
     for t, r in pre["per_temperature"].items():

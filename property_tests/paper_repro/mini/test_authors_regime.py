@@ -159,15 +159,94 @@ def test_the_precondition_needs_a_gain_and_an_unchanged_depth_at_both_cells():
     gain = {0.0: 0.2, 1.0: 0.2}
     cells = _cells(cfg, {"base": {0.0: 0, 1.0: 0}, "token": gain}, {"base": 4.0, "token": 4.2})
     assert precondition(cells, cfg)["holds"]
-    deeper = _cells(cfg, {"base": {0.0: 0, 1.0: 0}, "token": gain}, {"base": 4.0, "token": 4.5})
-    pre = precondition(deeper, cfg)
+    shallower = _cells(cfg, {"base": {0.0: 0, 1.0: 0}, "token": gain}, {"base": 4.0, "token": 3.5})
+    pre = precondition(shallower, cfg)
     assert not pre["holds"] and pre["per_temperature"]["0"]["token_beats_base"]
-    assert not pre["per_temperature"]["0"]["depth_within_tolerance"]
+    assert not pre["per_temperature"]["0"]["depth_guard_passes"]
     one_cell = _cells(
         cfg, {"base": {0.0: 0, 1.0: 0}, "token": {0.0: 0.2, 1.0: -0.2}}, {"base": 4.0, "token": 4.0}
     )
     pre = precondition(one_cell, cfg)
     assert not pre["holds"] and pre["per_temperature"]["0"]["holds"]
+
+
+@pytest.mark.parametrize(
+    "token_depth, passes",
+    [
+        (4.45, False),
+        (4.5, True),
+        (4.55, True),
+        (6.0, True),
+    ],  # ratio 0.89, 0.90 (the edge), 0.91, 1.2
+)
+def test_the_depth_guard_is_one_sided_below_at_and_above_its_threshold(token_depth, passes):
+    """Issue 52: fails only a fine-tuning that shrinks depth beyond the tolerance; growing deeper passes."""
+    cfg = replace(AUTHORS_REGIME, arms=("token",))
+    gain = {0.0: 0.2, 1.0: 0.2}
+    cells = _cells(
+        cfg, {"base": {0.0: 0, 1.0: 0}, "token": gain}, {"base": 5.0, "token": token_depth}
+    )
+    pre = precondition(cells, cfg)
+    for cell in pre["per_temperature"].values():
+        assert cell["depth_ratio"] == pytest.approx(token_depth / 5.0)
+        assert cell["token_beats_base"] and cell["depth_guard_passes"] is passes
+    assert pre["holds"] is passes
+
+
+def _between_levels(cfg, arm: str, other: str, shift_of):
+    """Cells whose ``arm - other`` interval in ``a`` excludes 0 at 95 % but not at 98.75 %, found by bisection
+    on a tau shift (the same at both temperatures); the cells and the shift."""
+    from exitlaw.paper_repro.mini.exittrain.authors_regime_report import compare
+
+    lo, hi = 0.0, 0.05
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        cells = shift_of(mid)
+        a95 = compare(cells, cfg, arm, other, 1.0, cfg.eval_budget, 0.95)["delta_a"]["lo"]
+        a9875 = compare(cells, cfg, arm, other, 1.0, cfg.eval_budget, 0.9875)["delta_a"]["lo"]
+        if a95 > 0 and a9875 < 0:
+            return cells
+        lo, hi = (mid, hi) if a95 <= 0 else (lo, mid)
+    raise AssertionError("no shift puts the interval between the two levels")
+
+
+def test_the_precondition_is_judged_at_95_percent_and_the_family_at_98_75():
+    """Issue 52: a token - base interval between the 95 % and 98.75 % bounds passes the precondition; an
+    exit - token interval there is not reproduced (a test whose gain sits far above every interval could
+    not tell the levels apart)."""
+    cfg = replace(AUTHORS_REGIME, arms=("token",))
+    assert cfg.precondition_level == 0.95 and cfg.primary_level == 0.9875
+    cells = _between_levels(
+        cfg,
+        "token",
+        "base",
+        lambda s: _cells(
+            cfg, {"base": {0.0: s, 1.0: 0}, "token": {0.0: s, 1.0: s}}, {"base": 4.0, "token": 4.0}
+        ),
+    )
+    cell = precondition(cells, cfg)["per_temperature"]["1"]
+    assert cell["token_beats_base"] and cell["precondition_level"] == 0.95
+    lo = cell["token_minus_base"]["delta_a"]["lo"]
+    assert lo > 0 and cell["token_minus_base"]["level"] == 0.95
+    cfg3 = replace(AUTHORS_REGIME, arms=("token", "prefix", "exit"))
+    flat = {0.0: 0.0, 1.0: 0.0}
+    cells = _between_levels(
+        cfg3,
+        "exit",
+        "token",
+        lambda s: _cells(
+            cfg3,
+            {"base": flat, "token": flat, "prefix": flat, "exit": {0.0: s, 1.0: s}},
+            {"base": 4.0, "token": 4.0, "prefix": 4.0, "exit": 4.0},
+        ),
+    )
+    row = next(
+        r
+        for r in primary(cells, cfg3, holds=True)
+        if (r["a"], r["b"], r["temperature"]) == ("exit", "token", 1.0)
+    )
+    assert row["level"] == 0.9875 and row["delta_a"]["lo"] < 0 < row["delta_a"]["hi"]
+    assert row["verdict"] != "reproduced at mini scale"
 
 
 def test_primary_verdicts_are_in_acceptance_against_the_papers_margin_and_name_their_regime():
