@@ -32,6 +32,12 @@ from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 from exitlaw.paper_repro.paired_effects import PairedEffectError, paired_interval
 from exitlaw.paper_repro.mini.exittrain.authors_regime import paper_margin
+from exitlaw.paper_repro.mini.exittrain.units import (
+    find as find_units,
+    paper_effect_a,
+    power_against,
+    sweep_units,
+)
 from exitlaw.paper_repro.regimes import (
     Regime,
     RegimeError,
@@ -73,6 +79,10 @@ class Measurement:
     test: tuple[bool, float] | None = None  # ... or a calibrated test's (rejected, power) (rule R5)
     # an ExitTrain row's regime: scale, model sizes, steps, data / scoring / judged temperatures, level
     regime: Regime | None = None
+    # an ExitTrain row under the unit policy (EXITTRAIN_UNITS): both units, each with its interval and level,
+    # the power against the paper's effect in the primary unit, and what the row does not judge
+    units: dict | None = None
+    omits: str | None = None
 
 
 @dataclass(frozen=True)
@@ -357,6 +367,177 @@ def _paired_claim(
     return measure
 
 
+# ----- ExitTrain rows: one unit policy (issue 49) ----------------------------------------------------------
+EXITTRAIN_UNITS = (
+    "ExitTrain unit policy (issue 49): every ExitTrain row is decided in per-step acceptance a = 1 - 1/tau "
+    "(primary; regime-invariant, paper_repro/AUTHORS_REGIME.md 'The unit') against the paper's Table 2 effect "
+    "in a (the smaller of T = 0 and T = 1, unless the row is judged at one of them), with relative tau beside "
+    "it; each unit with its interval and level; the row's power against the paper's effect in a; what the "
+    "row does not judge; and a primary interval that excludes 0 in an undecided row is flagged 'observed, "
+    "not decided'"
+)
+RELATIVE = "relative tau (%)"
+
+
+def _units(a_ci: Interval, rel: dict, paper_a: float, design_unit: str) -> dict:
+    """Both units of one ExitTrain row (the policy above), each with its interval and level."""
+    return {
+        "primary": {
+            "unit": ACCEPTANCE,
+            "estimate": _sig(a_ci.estimate),
+            "lo": _sig(a_ci.lo),
+            "hi": _sig(a_ci.hi),
+            "level": a_ci.level,
+        },
+        "beside": {
+            "unit": RELATIVE,
+            "estimate": _sig(float(rel["mean"])),
+            "lo": _sig(float(rel["lo"])),
+            "hi": _sig(float(rel["hi"])),
+            "level": float(rel.get("level", a_ci.level)),
+        },
+        "paper_effect_primary": _sig(paper_a),
+        "power": _sig(power_against(paper_a, a_ci.lo, a_ci.hi, a_ci.level)),
+        "design_unit": design_unit,
+    }
+
+
+def units_text(u: dict) -> str:
+    p, b = u["primary"], u["beside"]
+    return (
+        f"{p['unit']} {p['estimate']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] ({100 * p['level']:g} %); "
+        f"{b['unit']} {b['estimate']:+.2f} [{b['lo']:+.2f}, {b['hi']:+.2f}] ({100 * b['level']:g} %); "
+        f"power against the paper's effect in a ({p['unit'].split()[0]} {u['paper_effect_primary']:+.4f}): "
+        f"{u['power']:.2f}; unit of the design: {u['design_unit']}"
+    )
+
+
+def _cell_text(r: dict) -> str:
+    d, rel = r["delta_a"], r["relative_tau_pct"]
+    return (
+        f"T = {float(r['temperature']):g}: {r['a']} - {r['b']} in a {d['mean']:+.4f} [{d['lo']:+.4f}, "
+        f"{d['hi']:+.4f}], relative tau {rel['mean']:+.2f} % [{rel['lo']:+.2f}, {rel['hi']:+.2f}] "
+        f"({100 * float(r['level']):g} %)"
+    )
+
+
+def _regime_claim_a(
+    a: str, b: str, budget, comparison: str, selector: dict, role: str
+) -> Callable[[dict], Measurement]:
+    """A paper-regime row in ``a`` (``paper_regime/acceptance.json``, recomputed from the run's cells by
+    ``paper_repro/mini/exittrain/units.py``), its relative tau (the run's report) beside it, and the same
+    comparison at T = 0 and T = 1, which the row does not judge."""
+    rel_measure = _paired_claim(
+        "paper_regime", comparison, selector, 1, PAPER_REGIME, _paper_regime(role)
+    )
+
+    def measure(inputs: dict) -> Measurement:
+        rel_m = rel_measure(inputs)
+        units = _need(inputs, "paper_regime_units")
+        t_s = float(units["T_s"])
+        try:
+            rec = find_units(units, a, b, t_s, budget)
+            cells = [find_units(units, a, b, t, 64) for t in (0.0, 1.0)]
+        except KeyError as err:
+            raise MeasureError(f"paper_regime/acceptance.json: {err}") from None
+        if abs(float(rec["level"]) - rel_m.ci.level) > 1e-12:
+            raise MeasureError(
+                f"paper_regime/acceptance.json's '{a} - {b}' is at level {rec['level']}, the row's at "
+                f"{rel_m.ci.level}"
+            )
+        d, rel = rec["delta_a"], rel_m.ci
+        ci = Interval(float(d["mean"]), float(d["lo"]), float(d["hi"]), float(rec["level"]))
+        u = _units(
+            ci,
+            {"mean": rel.estimate, "lo": rel.lo, "hi": rel.hi, "level": rel.level},
+            paper_effect_a(a, b),
+            "relative tau (paper_repro/PAPER_REGIME.md)",
+        )
+        return Measurement(
+            f"{a} - {b} in {ACCEPTANCE}: {ci.text(4)} at T = {t_s:g}"
+            + (", per-(seed, prompt) mean over B = 32/64/128" if budget == "row" else "")
+            + f"; beside it, {rel_m.value}",
+            rel_m.scale,
+            ci=ci,
+            regime=rel_m.regime,
+            units=u,
+            omits="the same run at the paper's temperatures, not judged by this row: "
+            + "; ".join(_cell_text(c) for c in cells),
+        )
+
+    return measure
+
+
+def _sweep_of(inputs: dict, source: str) -> dict:
+    files = _need(inputs, source)
+    sweeps = [f for f in (files if isinstance(files, list) else [files]) if "regimes" in f]
+    if len(sweeps) != 1:
+        raise MeasureError(f"{source}: expected one sweep with per-seed tau, found {len(sweeps)}")
+    return sweeps[0]
+
+
+def _sim_claim_a(
+    source: str, a_name: str, b_name: str, b: str, temps, selector: dict, label: str
+) -> Callable[[dict], Measurement]:
+    """A simulation-sweep row in ``a`` from the sweep's per-seed exact tau (equal-weight mean over the judged
+    temperatures, paired t over seeds), relative tau beside it the same way; the pooled row omits the
+    temperatures one by one."""
+    rel_measure = _paired_claim(
+        source, f"exit-{b}", selector, len(temps), label, _sim_regime(source)
+    )
+
+    def measure(inputs: dict) -> Measurement:
+        rel_m = rel_measure(inputs)
+        sweep = _sweep_of(inputs, source)
+        try:
+            u = sweep_units(sweep, a_name, b_name, temperatures=temps)
+            per_t = [sweep_units(sweep, a_name, b_name, temperatures=[t]) for t in temps]
+        except (KeyError, ValueError) as err:
+            raise MeasureError(
+                f"{source}: no per-seed tau for {a_name} / {b_name}: {err}"
+            ) from None
+        d = u["delta_a"]
+        ci = Interval(d["mean"], d["lo"], d["hi"], u["level"])
+        units = _units(
+            ci,
+            {**u["relative_tau_pct"], "level": u["level"]},
+            paper_effect_a("exit", b),
+            "relative tau (issue 34's size rule)",
+        )
+        judged = [float(t) for t in sweep["config"].get("eval_temperatures", (0.0, 1.0))]
+        others = [
+            sweep_units(sweep, a_name, b_name, temperatures=[t]) for t in judged if t not in temps
+        ]
+        parts = []
+        if len(temps) > 1:
+            parts.append(
+                "the pooled temperatures one by one: "
+                + "; ".join(
+                    _cell_text({**x, "a": "exit", "b": b, "temperature": x["temperatures"][0]})
+                    for x in per_t
+                )
+            )
+        if others:
+            parts.append(
+                "the same drafters judged at the sweep's other temperatures: "
+                + "; ".join(
+                    _cell_text({**x, "a": "exit", "b": b, "temperature": x["temperatures"][0]})
+                    for x in others
+                )
+            )
+        return Measurement(
+            f"exit - {b} in {ACCEPTANCE}: {ci.text(4)} (seeds {u['seeds']}, exact tau, equal-weight mean "
+            f"over T = {', '.join(f'{t:g}' for t in temps)}); beside it, {rel_m.value}",
+            rel_m.scale,
+            ci=ci,
+            regime=rel_m.regime,
+            units=units,
+            omits=". ".join(parts) or None,
+        )
+
+    return measure
+
+
 # ----- the claim table (declared before any data is read) ---------------------------------------------------
 def _dir(
     unit: str, paper: float | None = None, side: int = 1, at=("cpu", "gpu"), alpha: float = 0.05
@@ -418,22 +599,31 @@ SWEEP_FILES = {
         "`exitlaw simulate exittrain --sweep matched` (simulate/exittrain/sweep.py, rule 5)",
     ),
 }
-REGIME_INPUTS = ("paper_regime", "paper_regime_data")
+REGIME_INPUTS = ("paper_regime", "paper_regime_data", "paper_regime_units")
 
 
-def _size(paper: float) -> Rule:
+def _size(paper: float, alpha: float = 0.05) -> Rule:
     """R3 for a simulated ExitTrain effect: reproduced only when the CI excludes 0 AND contains the paper's
-    (smallest stated) effect; a CI wholly below it is contradicted even when it excludes 0 (issue 34)."""
-    return Rule("size", "%", side=1, paper_effect=paper)
+    (smallest stated) effect; a CI wholly below it is contradicted even when it excludes 0 (issue 34). In
+    per-step acceptance a, the unit policy's primary unit (issue 49)."""
+    return Rule("size", ACCEPTANCE, side=1, paper_effect=paper, alpha=alpha)
 
 
 def regime_precondition(inputs: dict) -> tuple[bool, str]:
     """The paper's regime (PAPER_REGIME.md): token-only fine-tuning beats the base drafter at the primary cell."""
     pre = _need(inputs, "paper_regime")["analysis"]["precondition"]
     t = pre["token_minus_base"]
+    units = _need(inputs, "paper_regime_units")
+    try:
+        rec = find_units(units, "token", "base", float(units["T_s"]), 64)
+    except KeyError as err:
+        raise MeasureError(f"paper_regime/acceptance.json: {err}") from None
+    d, e = rec["delta_a"], paper_effect_a("token", "base")
     return bool(pre["holds"]), (
-        f"token - base {t['rel_mean']:+.2f} % [{t['rel_lo']:+.2f}, {t['rel_hi']:+.2f}] "
-        "at the primary cell (the precondition needs its lower end > 0)"
+        f"token - base {t['rel_mean']:+.2f} % [{t['rel_lo']:+.2f}, {t['rel_hi']:+.2f}], in a "
+        f"{d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] ({100 * float(rec['level']):g} %; power "
+        f"{power_against(e, d['lo'], d['hi'], float(rec['level'])):.2f} against the paper's {e:+.4f}) at the "
+        "primary cell (the precondition needs its lower end > 0)"
     )
 
 
@@ -493,6 +683,14 @@ def _authors_claim(a: str, b: str, temperature: float) -> Callable[[dict], Measu
             AUTHORS_REGIME,
             ci=ci,
             regime=regime,
+            units=_units(
+                ci,
+                {**rel, "level": ci.level},
+                paper_margin(a, b, temperature),
+                "a (paper_repro/AUTHORS_REGIME.md)",
+            ),
+            omits="the secondary comparisons (exit - base, the strength arm, the authors' literal arms, "
+            "observed tau; 95 %, no verdict) in authors_regime/results.md",
         )
 
     return measure
@@ -505,13 +703,16 @@ def authors_precondition(inputs: dict) -> tuple[bool, str]:
     parts = []
     for t, cell in sorted(pre["per_temperature"].items(), key=lambda kv: float(kv[0])):
         d = cell["token_minus_base"]["delta_a"]
+        level = float(cell["token_minus_base"].get("level", 0.95))
+        power = power_against(paper_margin("token", "base", float(t)), d["lo"], d["hi"], level)
         parts.append(
-            f"T = {float(t):g}: token - base in a {d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}], "
+            f"T = {float(t):g}: token - base in a {d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] "
+            f"({100 * level:g} %; power {power:.2f} against the paper's {paper_margin('token', 'base', float(t)):+.4f}), "
             f"depth ratio {cell['depth_ratio']:.3f}"
         )
     return bool(pre["holds"]), (
         "; ".join(parts) + " (the precondition needs, at both temperatures, the lower end > 0 and "
-        "the depth ratio within 10 %)"
+        "the depth ratio at least 0.90: the one-sided depth guard)"
     )
 
 
@@ -545,6 +746,105 @@ SIM_MATCHED = {**SIM_DEEP, "temperature": 0.5}
 SIM_SWEEP_MATCHED = (
     "simulation sweep trained and judged at T = 0.5, `exitlaw simulate exittrain --sweep matched`"
 )
+SIM_EXIT, SIM_PREFIX = "exit/tree/lambda=0.1", "prefix/tree/lambda=0.1"
+SIM_AUTHORS = (
+    "simulation of the authors' recipe (exact tau), `python -m exitlaw.paper_repro.mini.exittrain.sim_authors`, "
+    "design simulate/exittrain/recipe.py"
+)
+
+
+def _sim_authors_regime(res: dict, level: float, temperature: float) -> Regime:
+    cfg = res.get("config")
+    if not isinstance(cfg, dict) or "regime" not in cfg:
+        raise MeasureError("sim_exittrain_authors/results.json records no config")
+    r = cfg["regime"]
+    return Regime(
+        scale="simulation",
+        run=SIM_AUTHORS,
+        models=f"synthetic n-gram target, vocabulary {r['vocab']}, zipf {r['zipf']:g}, horizon "
+        f"{r['horizon']}; drafter rank {r['rank']} (Qwen3-4B/8B in the paper)",
+        steps=f"{r['steps']} fine-tuning steps of {r['batch']} rollouts after {r['pretrain_steps']} "
+        "token-only pretraining steps",
+        data_temperature=float(cfg["data_temperature"]),
+        scoring_temperature=float(cfg["scoring_temperature"]),
+        source="sim_exittrain_authors/results.json (config)",
+    ).judged([temperature], level)
+
+
+def _sim_authors_claim(a: str, b: str, temperature: float) -> Callable[[dict], Measurement]:
+    """One co-primary comparison of the simulated authors' recipe (literal strength), both units."""
+
+    def measure(inputs: dict) -> Measurement:
+        res = _need(inputs, "sim_exittrain_authors")
+        hits = [
+            r
+            for r in res.get("analysis", {}).get("primary", [])
+            if r["a"].split("@")[0] == a
+            and r["b"].split("@")[0] == b
+            and float(r["temperature"]) == temperature
+        ]
+        if len(hits) != 1:
+            raise MeasureError(
+                f"sim_exittrain_authors/results.json: expected one primary '{a} - {b}' at T = "
+                f"{temperature:g}, found {len(hits)}"
+            )
+        r = hits[0]
+        d, rel = r["delta_a"], r["relative_tau_pct"]
+        ci = Interval(float(d["mean"]), float(d["lo"]), float(d["hi"]), float(d["level"]))
+        return Measurement(
+            f"{r['a']} - {r['b']} in {ACCEPTANCE}: {ci.text(5)} at T = {temperature:g} (exact tau, "
+            f"{d['n']} seeds); relative tau {rel['mean']:+.2f} % [{rel['lo']:+.2f}, {rel['hi']:+.2f}]",
+            SIM_AUTHORS,
+            ci=ci,
+            regime=_sim_authors_regime(res, ci.level, temperature),
+            units=_units(
+                ci,
+                {**rel, "level": ci.level},
+                paper_margin(a, b, temperature),
+                "a (simulate/exittrain/recipe.py, paper_repro/mini/exittrain/sim_authors.py)",
+            ),
+            omits="the 2 % and 10 % of CE strengths and exit-depth (secondary, 95 %) in "
+            "sim_exittrain_authors/results.md",
+        )
+
+    return measure
+
+
+def sim_authors_precondition(inputs: dict) -> tuple[bool, str]:
+    """The simulated recipe's precondition: token - start above 0 (95 %) at both temperatures and the
+    one-sided depth guard."""
+    pre = _need(inputs, "sim_exittrain_authors")["analysis"]["precondition"]
+    parts = []
+    for t, cell in sorted(pre["per_temperature"].items(), key=lambda kv: float(kv[0])):
+        d = cell["token_minus_start"]["delta_a"]
+        e = paper_margin("token", "base", float(t))
+        parts.append(
+            f"T = {float(t):g}: token - start in a {d['mean']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] "
+            f"({100 * d['level']:g} %; power {power_against(e, d['lo'], d['hi'], d['level']):.2f} against "
+            f"the paper's {e:+.4f})"
+        )
+    return bool(pre["holds"]), "; ".join(parts) + (
+        f"; depth ratio {pre['depth_ratio']:.3f} (one-sided guard: at least {1 - pre['depth_tolerance']:.2f})"
+    )
+
+
+def _sim_authors_row(a: str, b: str, temperature: float, paper: str) -> Claim:
+    name = {"token": "token-only training", "prefix": "prefix-weighted (P_tgt) training"}[b]
+    return Claim(
+        f"exit_vs_{b}_sim_authors_t{temperature:g}",
+        f"exit-guided beats {name} (B = 64), judged at T = {temperature:g}, simulation of the authors' recipe",
+        paper,
+        SIM_AUTHORS,
+        _size(paper_margin(a, b, temperature), alpha=0.05 / 4),
+        f"{a} - {b} per-step acceptance a of exact tau, greedy data, weights at T = 1, the authors' coded "
+        f"strength matched across arms, T = {temperature:g}, B = 64, 98.75 % (Bonferroni over four); "
+        "relative tau beside it",
+        ("sim_exittrain_authors",),
+        _sim_authors_claim(a, b, temperature),
+        sim_authors_precondition,
+    )
+
+
 GPU_ONLY = ("gpu",)
 FIELD_LAB = "field lab (exact E[L | T] per drafted tree), `exitlaw simulate field-lab`"
 
@@ -649,17 +949,11 @@ CLAIMS: tuple[Claim, ...] = (
         "ExitTrain raises tau over the starting (DDTree) drafter at B=64",
         "Table 1: +8.8..+13.8% avg tau (Qwen3-4B/8B); Table 4: +13.7%",
         PAPER_REGIME,
-        _dir("%", 8.8),
-        "exit - base relative Rao-Blackwellised tau, paper-regime primary cell (code, T=T_s, B=64), 95 %",
+        _dir(ACCEPTANCE, paper_effect_a("exit", "base")),
+        "exit - base per-step acceptance a (Rao-Blackwellised tau per prompt), paper-regime primary cell "
+        "(code, T=T_s, B=64), 95 %; relative tau beside it",
         REGIME_INPUTS,
-        _paired_claim(
-            "paper_regime",
-            "exit-base",
-            REGIME_SECONDARY,
-            1,
-            PAPER_REGIME,
-            _paper_regime("secondary"),
-        ),
+        _regime_claim_a("exit", "base", 64, "exit-base", REGIME_SECONDARY, "secondary"),
         regime_precondition,
     ),
     Claim(
@@ -667,13 +961,11 @@ CLAIMS: tuple[Claim, ...] = (
         "the drafter trained at one budget keeps its tau gain at B = 32, 64, 128",
         "Table 5: +11.6..+13.8% tau vs DDTree at B=32/64/128",
         PAPER_REGIME,
-        _dir("%", 11.6),
-        "exit - base relative Rao-Blackwellised tau, paper-regime run (code, T=T_s), per-(seed, prompt) "
-        "difference averaged over B = 32/64/128, 95 %",
+        _dir(ACCEPTANCE, paper_effect_a("exit", "base")),
+        "exit - base per-step acceptance a, paper-regime run (code, T=T_s), per-(seed, prompt) difference "
+        "averaged over B = 32/64/128, 95 %; relative tau beside it",
         REGIME_INPUTS,
-        _paired_claim(
-            "paper_regime", "exit-base", REGIME_BUDGETS, 1, PAPER_REGIME, _paper_regime("secondary")
-        ),
+        _regime_claim_a("exit", "base", "row", "exit-base", REGIME_BUDGETS, "secondary"),
         regime_precondition,
     ),
     Claim(
@@ -681,13 +973,11 @@ CLAIMS: tuple[Claim, ...] = (
         "exit-guided beats matched token-only fine-tuning (tau, B=64), engine",
         "Table 2: +5.9% / +7.9% tau at T=0/1",
         PAPER_REGIME,
-        _dir("%", 5.9, alpha=PRIMARY_ALPHA),
-        "exit - token relative Rao-Blackwellised tau, paper-regime primary cell (code, T=T_s, B=64, "
-        "lambda 0.1), 97.5 % (Bonferroni over the two primary comparisons)",
+        _dir(ACCEPTANCE, paper_effect_a("exit", "token"), alpha=PRIMARY_ALPHA),
+        "exit - token per-step acceptance a, paper-regime primary cell (code, T=T_s, B=64, lambda 0.1), "
+        "97.5 % (Bonferroni over the two primary comparisons); relative tau beside it",
         REGIME_INPUTS,
-        _paired_claim(
-            "paper_regime", "exit-token", REGIME_PRIMARY, 1, PAPER_REGIME, _paper_regime("primary")
-        ),
+        _regime_claim_a("exit", "token", 64, "exit-token", REGIME_PRIMARY, "primary"),
         regime_precondition,
     ),
     Claim(
@@ -695,13 +985,11 @@ CLAIMS: tuple[Claim, ...] = (
         "exit-guided beats prefix-weighted (P-weighted) training (tau, B=64), engine",
         "Table 2: +7.8% / +4.4% tau at T=0/1",
         PAPER_REGIME,
-        _dir("%", 4.4, alpha=PRIMARY_ALPHA),
-        "exit - prefix relative Rao-Blackwellised tau, paper-regime primary cell (code, T=T_s, B=64, "
-        "lambda 0.1), 97.5 % (Bonferroni over the two primary comparisons)",
+        _dir(ACCEPTANCE, paper_effect_a("exit", "prefix"), alpha=PRIMARY_ALPHA),
+        "exit - prefix per-step acceptance a, paper-regime primary cell (code, T=T_s, B=64, lambda 0.1), "
+        "97.5 % (Bonferroni over the two primary comparisons); relative tau beside it",
         REGIME_INPUTS,
-        _paired_claim(
-            "paper_regime", "exit-prefix", REGIME_PRIMARY, 1, PAPER_REGIME, _paper_regime("primary")
-        ),
+        _regime_claim_a("exit", "prefix", 64, "exit-prefix", REGIME_PRIMARY, "primary"),
         regime_precondition,
     ),
     _authors_row("exit", "token", 0.0, "Table 2: tau 8.36 -> 8.85 at T=0 (+5.9 %)"),
@@ -713,17 +1001,13 @@ CLAIMS: tuple[Claim, ...] = (
         "exit-guided beats token-only training (tau, B=64), simulation",
         "Table 2: +5.9% / +7.9% tau at T=0/1",
         SIM_SWEEP,
-        _size(5.9),
-        "exit - token relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
-        "equal-weight mean over T=0 and T=1",
+        _size(paper_effect_a("exit", "token")),
+        "exit - token per-step acceptance a of exact tau, sweep regime deep, train B=64, eval B=64, lambda "
+        "0.1, tree normalisation; per seed the equal-weight mean over T=0 and T=1, 95 % t over seeds; "
+        "relative tau beside it",
         ("sim_exittrain_sweep",),
-        _paired_claim(
-            "sim_exittrain_sweep",
-            "exit-token",
-            SIM_DEEP,
-            2,
-            SIM_SWEEP,
-            _sim_regime("sim_exittrain_sweep"),
+        _sim_claim_a(
+            "sim_exittrain_sweep", SIM_EXIT, "token", "token", (0.0, 1.0), SIM_DEEP, SIM_SWEEP
         ),
     ),
     Claim(
@@ -731,17 +1015,13 @@ CLAIMS: tuple[Claim, ...] = (
         "exit-guided beats prefix-weighted training (tau, B=64), simulation",
         "Table 2: +7.8% / +4.4% tau at T=0/1",
         SIM_SWEEP,
-        _size(4.4),
-        "exit - prefix relative tau, sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; "
-        "equal-weight mean over T=0 and T=1",
+        _size(paper_effect_a("exit", "prefix")),
+        "exit - prefix per-step acceptance a of exact tau, sweep regime deep, train B=64, eval B=64, lambda "
+        "0.1, tree normalisation; per seed the equal-weight mean over T=0 and T=1, 95 % t over seeds; "
+        "relative tau beside it",
         ("sim_exittrain_sweep",),
-        _paired_claim(
-            "sim_exittrain_sweep",
-            "exit-prefix",
-            SIM_DEEP,
-            2,
-            SIM_SWEEP,
-            _sim_regime("sim_exittrain_sweep"),
+        _sim_claim_a(
+            "sim_exittrain_sweep", SIM_EXIT, SIM_PREFIX, "prefix", (0.0, 1.0), SIM_DEEP, SIM_SWEEP
         ),
     ),
     Claim(
@@ -750,17 +1030,19 @@ CLAIMS: tuple[Claim, ...] = (
         "judged at one temperature",
         "Table 2: +5.9% / +7.9% tau at T=0/1",
         SIM_SWEEP_MATCHED,
-        _size(5.9),
-        "exit - token relative tau, the sim rows' setting (deep, train/eval B=64, lambda 0.1, tree "
-        "normalisation) in the sweep trained at T = 0.5, judged at T = 0.5",
+        _size(paper_effect_a("exit", "token")),
+        "exit - token per-step acceptance a of exact tau, the sim rows' setting (deep, train/eval B=64, "
+        "lambda 0.1, tree normalisation) in the sweep trained at T = 0.5, judged at T = 0.5; relative tau "
+        "beside it",
         ("sim_exittrain_matched",),
-        _paired_claim(
+        _sim_claim_a(
             "sim_exittrain_matched",
-            "exit-token",
+            SIM_EXIT,
+            "token",
+            "token",
+            (0.5,),
             SIM_MATCHED,
-            1,
             SIM_SWEEP_MATCHED,
-            _sim_regime("sim_exittrain_matched"),
         ),
     ),
     Claim(
@@ -769,19 +1051,25 @@ CLAIMS: tuple[Claim, ...] = (
         "trained and judged at one temperature",
         "Table 2: +7.8% / +4.4% tau at T=0/1",
         SIM_SWEEP_MATCHED,
-        _size(4.4),
-        "exit - prefix relative tau, the sim rows' setting (deep, train/eval B=64, lambda 0.1, tree "
-        "normalisation) in the sweep trained at T = 0.5, judged at T = 0.5",
+        _size(paper_effect_a("exit", "prefix")),
+        "exit - prefix per-step acceptance a of exact tau, the sim rows' setting (deep, train/eval B=64, "
+        "lambda 0.1, tree normalisation) in the sweep trained at T = 0.5, judged at T = 0.5; relative tau "
+        "beside it",
         ("sim_exittrain_matched",),
-        _paired_claim(
+        _sim_claim_a(
             "sim_exittrain_matched",
-            "exit-prefix",
+            SIM_EXIT,
+            SIM_PREFIX,
+            "prefix",
+            (0.5,),
             SIM_MATCHED,
-            1,
             SIM_SWEEP_MATCHED,
-            _sim_regime("sim_exittrain_matched"),
         ),
     ),
+    _sim_authors_row("exit", "token", 0.0, "Table 2: tau 8.36 -> 8.85 at T=0 (+5.9 %)"),
+    _sim_authors_row("exit", "token", 1.0, "Table 2: tau 7.47 -> 8.06 at T=1 (+7.9 %)"),
+    _sim_authors_row("exit", "prefix", 0.0, "Table 2: tau 8.21 -> 8.85 at T=0 (+7.8 %)"),
+    _sim_authors_row("exit", "prefix", 1.0, "Table 2: tau 7.72 -> 8.06 at T=1 (+4.4 %)"),
     Claim(
         "univer_vs_rrs_wo",
         "UniVer's acceptance length exceeds recursive rejection without replacement "
@@ -929,9 +1217,26 @@ def build_ledger(inputs: dict, provenance: dict | None = None, *, scale: str = "
                 "reason": v.reason,
                 "mde": None if v.mde is None else _sig(v.mde),
                 "inputs": {n: provenance.get(n, {}).get("sha256", "absent") for n in c.inputs},
+                # the ExitTrain unit policy (EXITTRAIN_UNITS): both units with their levels, the power
+                # against the paper's effect in a, what the row omits, and "observed, not decided"
+                "units": None if m is None else m.units,
+                "omits": None if m is None else m.omits,
+                "observed": observed_not_decided(v.verdict, m.ci if m else None),
             }
         )
     return rows
+
+
+def observed_not_decided(verdict: str, ci: Interval | None) -> str | None:
+    """The flag of an undecided row whose primary interval excludes 0: a difference was observed (at the
+    row's level) and the row's rules did not decide it (a failed precondition, a size beyond the paper's)."""
+    if verdict != INCONCLUSIVE or ci is None or ci.is_exact or not (ci.lo > 0 or ci.hi < 0):
+        return None
+    side = "above" if ci.lo > 0 else "below"
+    return (
+        f"observed, not decided: the {100 * ci.level:g} % interval {ci.text(4)} lies {side} 0, but the "
+        "row's rules do not decide it (see the reason)"
+    )
 
 
 def format_markdown(
@@ -951,7 +1256,7 @@ def format_markdown(
         "detectable effect). Every verdict says its scale; a row measured at mini scale reads reproduced / "
         "not reproduced / inconclusive at mini scale, and an ExitTrain row names its regime in brackets: "
         "model sizes, fine-tuning steps, the temperatures of its data, of its tree weights' scoring and of "
-        "its judging, and its interval's level (paper_repro/regimes.py).",
+        "its judging, and its interval's level (paper_repro/regimes.py). " + EXITTRAIN_UNITS + ".",
         "",
     ]
     if header:
@@ -970,7 +1275,10 @@ def format_markdown(
                     r["claim"],
                     r["paper"],
                     r["rule"] + "; estimand: " + r["estimand"],
-                    r["exitlaw"],
+                    r["exitlaw"]
+                    + (f" **Units:** {units_text(r['units'])}." if r.get("units") else "")
+                    + (f" **Omits:** {r['omits']}." if r.get("omits") else "")
+                    + (f" **{r['observed']}**." if r.get("observed") else ""),
                     r["scale"],
                     f"**{r.get('verdict_text', r['verdict'])}**",
                     r["reason"],

@@ -50,7 +50,13 @@ AUTHORS = (
     "exit_vs_prefix_authors_t0",
     "exit_vs_prefix_authors_t1",
 )
-EXITTRAIN = ENGINE + SIMULATED + AUTHORS
+SIM_AUTHORS = (
+    "exit_vs_token_sim_authors_t0",
+    "exit_vs_token_sim_authors_t1",
+    "exit_vs_prefix_sim_authors_t0",
+    "exit_vs_prefix_sim_authors_t1",
+)
+EXITTRAIN = ENGINE + SIMULATED + AUTHORS + SIM_AUTHORS
 REGIME_FIELDS = ("scale", "models", "steps", "data_temperature", "scoring_temperature")
 
 
@@ -112,6 +118,10 @@ def test_every_shipped_exittrain_row_says_its_scale_temperatures_and_level():
             assert "target 3 layers, hidden 96, vocabulary 512" in reg["models"]
             assert reg["data_temperature"] == reg["scoring_temperature"] == 0.5
             assert reg["judged_temperatures"] == [0.5]
+        for k in SIM_AUTHORS:  # the authors' recipe simulated: greedy data, weights at T = 1
+            reg = rows[k]["regime"]
+            assert reg["scale"] == "simulation" and reg["judged_temperatures"] == [float(k[-1])]
+            assert (reg["data_temperature"], reg["scoring_temperature"]) == (0.0, 1.0)
         for k in (
             SIMULATED
         ):  # judged where the pooled records were: the sweep's T = 0 and 1, the matched T = 0.5
@@ -140,8 +150,8 @@ def test_every_shipped_exittrain_row_says_its_scale_temperatures_and_level():
         (lambda r: r["regime"].update(level=0.95), "is not the interval's"),
         (lambda r: r["regime"].update(steps="512 steps"), "does not name the steps"),
         (
-            lambda r: r.update(verdict_text=r["verdict_text"].replace("not reproduced at", "at")),
-            "does not read 'not reproduced at mini scale'",
+            lambda r: r.update(verdict_text=r["verdict_text"].replace("inconclusive at", "at")),
+            "does not read 'inconclusive at mini scale'",
         ),
     ],
 )
@@ -266,18 +276,27 @@ def test_a_run_declaring_another_level_does_not_decide_the_row():
 
 # ----- the size rule of the simulated rows ---------------------------------------------------------------------
 def test_the_simulated_rows_declare_the_size_rule_with_the_papers_smallest_effect():
+    """Issue 34's size rule, in the unit policy's primary unit a (issue 49): the paper's smaller effect in a
+    over T = 0 and T = 1 (Table 2), or the effect at the one temperature a row is judged at."""
     claims = {c.key: c for c in CLAIMS}
-    for k, e in (
-        ("exit_vs_token_sim", 5.9),
-        ("exit_vs_prefix_sim", 4.4),
-        ("exit_vs_token_sim_matched", 5.9),
-        ("exit_vs_prefix_sim_matched", 4.4),
+    token, prefix = (
+        min(1 / 8.36 - 1 / 8.85, 1 / 7.47 - 1 / 8.06),
+        min(1 / 8.21 - 1 / 8.85, 1 / 7.72 - 1 / 8.06),
+    )
+    for k, e, alpha in (
+        ("exit_vs_token_sim", token, 0.05),
+        ("exit_vs_prefix_sim", prefix, 0.05),
+        ("exit_vs_token_sim_matched", token, 0.05),
+        ("exit_vs_prefix_sim_matched", prefix, 0.05),
+        ("exit_vs_token_sim_authors_t1", 1 / 7.47 - 1 / 8.06, 0.0125),
+        ("exit_vs_prefix_sim_authors_t0", 1 / 8.21 - 1 / 8.85, 0.0125),
     ):
         rule = claims[k].rule
-        assert (rule.kind, rule.paper_effect, rule.alpha) == ("size", e, 0.05)
+        assert (rule.kind, rule.unit, rule.alpha) == ("size", "a (= 1 - 1/tau)", alpha)
+        assert rule.paper_effect == pytest.approx(e)
         assert "contains the paper's effect" in rule.text()
-    for k in ENGINE:  # the engine rows keep their declared direction rule: only their words change
-        assert claims[k].rule.kind == "direction"
+    for k in ENGINE:  # the engine rows keep their declared direction rule, now in a
+        assert claims[k].rule.kind == "direction" and claims[k].rule.unit == "a (= 1 - 1/tau)"
 
 
 SIZE = Rule("size", "%", paper_effect=5.9)
@@ -314,17 +333,34 @@ def test_the_size_rule_at_its_boundaries(lo, hi, verdict, words):
     assert v.verdict == verdict and words in v.reason, v
 
 
-def test_the_size_rule_changed_exactly_the_two_exit_token_simulation_verdicts():
-    """Under the direction rule the two exit - token simulation rows read "reproduced"; under the size rule
-    (their effects lie below the paper's +5.9 %) they are contradicted. No other verdict changed."""
+def test_the_unit_policy_changed_exactly_three_verdicts():
+    """Issue 49: deciding in a instead of each design's relative tau changed three verdicts, each from
+    "contradicted" to "inconclusive": the paper-regime exit - token and exit - prefix (at tau 2.5 the paper's
+    effect in a is inside their intervals) and the sweep's exit - token (above the paper's smaller effect
+    in a). Re-deciding every other ExitTrain row on its relative-tau interval with its old rule gives its
+    shipped verdict."""
     rows = _shipped_rows()
-    direction = Rule("direction", "%", paper_effect=5.9)
-    for k in ("exit_vs_token_sim", "exit_vs_token_sim_matched"):
-        ci = rows[k]["ci"]
-        iv = Interval(ci["estimate"], ci["lo"], ci["hi"], ci["level"])
-        assert decide(direction, iv).verdict == REPRODUCED
-        assert decide(SIZE, iv).verdict == rows[k]["verdict"] == CONTRADICTED
-        assert "the direction holds" in rows[k]["reason"]
+    old_rules = {
+        "exittrain_tau_gain": Rule("direction", "%", paper_effect=8.8),
+        "budget_robustness": Rule("direction", "%", paper_effect=11.6),
+        "exit_vs_token": Rule("direction", "%", paper_effect=5.9, alpha=0.025),
+        "exit_vs_prefix": Rule("direction", "%", paper_effect=4.4, alpha=0.025),
+        "exit_vs_token_sim": SIZE,
+        "exit_vs_prefix_sim": Rule("size", "%", paper_effect=4.4),
+        "exit_vs_token_sim_matched": SIZE,
+        "exit_vs_prefix_sim_matched": Rule("size", "%", paper_effect=4.4),
+    }
+    changed = {}
+    for k, rule in old_rules.items():
+        b = rows[k]["units"]["beside"]
+        old = decide(rule, Interval(b["estimate"], b["lo"], b["hi"], b["level"])).verdict
+        if old != rows[k]["verdict"]:
+            changed[k] = (old, rows[k]["verdict"])
+    assert changed == {
+        "exit_vs_token": (CONTRADICTED, INCONCLUSIVE),
+        "exit_vs_prefix": (CONTRADICTED, INCONCLUSIVE),
+        "exit_vs_token_sim": (CONTRADICTED, INCONCLUSIVE),
+    }
 
 
 # ----- the authors'-recipe run (AUTHORS_REGIME.md): four co-primary rows in per-step acceptance -------------
