@@ -490,3 +490,77 @@ def test_a_text_comparison_turns_the_first_token_test_off_and_says_why(
     assert (
         r.planned_tests == 2
     )  # one prompt and the pooled test: the plan counts no first-token test
+
+
+# ------------------------------------------------------------------ the probe's retries and answers
+def test_a_server_refusing_every_droppable_field_one_at_a_time_is_probed_to_the_end():
+    """Each answer names one more field (as a validator that stops at the first error does): the probe
+    drops all six, one per request, and the seventh request succeeds."""
+    from exitlaw.simulate.audit.transport import DROPPABLE
+
+    def refuse(p):
+        for f in DROPPABLE:
+            if f in p:
+                return ServerRefused("x", f"HTTP 422: '{f}' is not permitted", 422)
+        return None
+
+    client, sent = _probe_client(refuse)
+    payloads = []
+
+    def call(method, path, payload=None):
+        payloads.append(dict(payload))
+        err = refuse(payload)
+        if err is not None:
+            raise err
+        return {"choices": [{"index": 0, "text": "x"}]}
+
+    client.call = call
+    t = probe(client, "m", [{"role": "user", "content": "hi"}], True)
+    assert sorted(t.dropped) == sorted(DROPPABLE) and len(payloads) == len(DROPPABLE) + 1
+    assert not t.n and not t.token_ids and not t.logprobs
+
+
+@pytest.mark.parametrize("answer", [{"choices": []}, {"choices": None}, {"data": []}, []])
+def test_a_probe_answered_without_choices_is_a_usage_error(answer):
+    client, _ = _probe_client(lambda p: None)
+    client.call = lambda method, path, payload=None: answer
+    with pytest.raises(AuditUsageError, match="answered no choices"):
+        probe(client, "m", "hi", False)
+
+
+# ------------------------------------------------------------------ the two-sample test's cells and power
+def test_a_two_sample_test_never_has_more_than_max_cells_cells():
+    from collections import Counter
+
+    from exitlaw.simulate.audit.two_sample import two_sample_chisquare
+
+    a = Counter({(k,): 40 for k in range(10)})  # ten outcomes, each common enough to stand alone
+    for max_cells in (2, 3, 6, 10, 11):
+        res = two_sample_chisquare(a, a, max_cells=max_cells)
+        assert len(res.cells) == min(max_cells, 10) and res.dof == min(max_cells, 10) - 1
+        assert sum(res.counts_a) == sum(res.counts_b) == 400
+        if max_cells < 10:  # max_cells - 1 outcomes alone, the rest pooled in the last cell
+            assert res.cells[-1] == "other" and res.counts_a[-1] == 40 * (11 - max_cells)
+
+
+def test_a_rest_too_small_to_stand_alone_joins_the_smallest_own_cell():
+    from collections import Counter
+
+    from exitlaw.simulate.audit.two_sample import two_sample_chisquare
+
+    a = Counter({("A",): 30, ("B",): 12, ("C",): 1, ("D",): 1})
+    b = Counter({("A",): 28, ("B",): 14, ("C",): 2})
+    res = two_sample_chisquare(a, b)
+    # A (58) and B (26) stand alone; C and D (4 together, expected 2 < 5) join B, the smaller
+    assert res.cells == [("A",), "other"]
+    assert res.counts_a == [30, 14] and res.counts_b == [28, 16]
+    assert sum(res.counts_a) == 44 and sum(res.counts_b) == 44
+
+
+@pytest.mark.parametrize("na, nb", [(0, 50), (50, 0), (0, 0)])
+def test_a_two_sample_power_with_an_empty_side_is_zero_and_one_sample_each_is_not(na, nb):
+    from exitlaw.simulate.audit.two_sample import two_sample_power
+
+    assert two_sample_power(na, nb, cells=6, alpha=0.01, delta=0.3) == 0.0
+    got = two_sample_power(1, 1, cells=6, alpha=0.01, delta=0.3)
+    assert got == pytest.approx(_bound([(1, 1)], 6, 0.01, 0.3), rel=1e-12) and 0 < got < 0.5
