@@ -20,6 +20,10 @@ Mutants (from the module's syntax tree, never in a docstring): comparison flips 
 ``and`` / ``or``, a dropped ``not``, numeric constants off by one (``n + 1``, and ``n - 1`` for
 ``n >= 1``), ``True`` / ``False``, ``min`` / ``max``, ``any`` / ``all``, and the two arguments of a
 two-argument call swapped. ``--sample N`` draws N of them (seeded); ``--lines A-B`` keeps those lines.
+``--rev REV`` mutates the tree of a commit (``git archive``) instead of the working tree, so other
+people's uncommitted edits in a shared checkout stay out. ``--rerun BEFORE.json`` runs only the
+survivors of an earlier run (same module text, checked) against a larger test set and scores them
+with that run's kills: the *before / after* of docs/mutation_scores.md.
 A mutant is *killed* when the tests fail (or run past ``--timeout`` or 3 GB of memory: *timeout*),
 *survived* when they pass. The
 exit status is 0 when every mutant was killed, 1 otherwise, 2 when the unmutated copy fails.
