@@ -14,7 +14,7 @@ written into the copy, run, and the original put back. The editable install's fi
 (a run first checks that the unmutated copy passes the tests, and that the module imported is the
 copy's).
 
-Mutants (from the module's syntax tree, never in a docstring): comparison flips (``<`` and ``<=``,
+Mutants (from the module's syntax tree; strings, docstrings too, never mutated): comparison flips (``<`` and ``<=``,
 ``>`` and ``>=``, ``==`` and ``!=``, ``in`` and ``not in``, ``is`` and ``is not``), arithmetic swaps
 (``+`` and ``-``, ``*`` and ``/``, ``//`` to ``/``, ``**`` to ``*``, augmented assignments alike),
 ``and`` / ``or``, a dropped ``not``, numeric constants off by one (``n + 1``, and ``n - 1`` for
@@ -87,21 +87,10 @@ def _offsets(source: str) -> list[int]:
     return out
 
 
-def _docstring_nodes(tree: ast.AST) -> set[int]:
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                skip.add(id(body[0].value))
-    return skip
-
-
 def mutants_of(source: str) -> list[Mutant]:
     """Every one-line mutant of ``source`` the module docstring lists, each compiling."""
     tree = ast.parse(source)
     starts = _offsets(source)
-    skip = _docstring_nodes(tree)
 
     def at(line: int, col: int) -> int:
         # ast columns are UTF-8 byte offsets
@@ -151,7 +140,7 @@ def mutants_of(source: str) -> list[Mutant]:
             a, b = span(node)
             c = span(node.operand)[0]
             out.append(Mutant(line, "not dropped", a, c, ""))
-        elif isinstance(node, ast.Constant) and id(node) not in skip:
+        elif isinstance(node, ast.Constant):  # numbers and booleans only: strings are never mutated
             a, b = span(node)
             v = node.value
             if isinstance(v, bool):
