@@ -23,10 +23,27 @@ Beside them two more stages (docs/design.md §1.6, §1.12):
   the host walk and the commit. Same law as ``predraw``, which is **exitlaw's fast predraw** as the
   engine runs it (:func:`exitlaw.engine.decode.verifiers.predraw_rows`: one float64 inverse-CDF
   uniform per row). A TEV saving is quoted against both; only the fast one is exitlaw's predraw.
-* ``floor`` -- **TEV's floor**: the ``logsumexp`` of the ``K`` internal rows by TEV's own function
-  (:func:`~exitlaw.engine.decode.verifiers.tev._internal_logsumexp`, without the residual masses), one
-  host transfer and the commit of the root alone: a strict subset of TEV's work, so TEV cannot beat
-  it. It is a floor for TEV only: residual reads only the rows on its path and may well be faster.
+* ``floor`` -- **TEV's floor**: TEV's own node-local reductions
+  (:func:`~exitlaw.engine.decode.verifiers.tev.row_reductions`: the softmax of the padded internal rows,
+  the edge gathers and residual masses), one host read and the commit of the root alone: a strict subset
+  of TEV's work, so TEV cannot beat it. It is a floor for TEV only: residual reads only the rows on its
+  path and may well be faster.
+* ``tev_authors`` -- **the authors' split** of TEV's stage: their released code computes the internal
+  rows' softmax and edge probabilities inside its "verify" window, with the target forward, and times
+  only the walk, the bonus draw and the commit; here the row reductions run untimed before each call and
+  the rest (propagation, exit race, bonus, read, commit) is timed. Predraw and residual have no such
+  split (DDTree's loop times its whole predraw), so the authors' interval compares ``tev_authors`` with
+  the whole predraw stage: unlike intervals, labelled as such; like for like is ``tev`` against
+  ``predraw``.
+* ``tev_compiled`` / ``tev_graph`` (``compiled=True``) -- TEV's decision under ``torch.compile``
+  (fullgraph, inductor) and, on CUDA, replayed as one CUDA graph per shape
+  (:class:`~exitlaw.engine.decode.verifiers.tev.TevGraphs`).
+
+Per decision (the verifier call alone, commit excluded; the commit, shared by every verifier, is counted
+apart) the bench also counts, with :func:`~exitlaw.engine.bench.op_counts.count_ops`: top-level and
+launching ops, host reads, host-to-device copies, and whether every tree of a budget ran one op/shape
+sequence. The commit gathers the accepted path through the tree's device path table
+(:meth:`~exitlaw.engine.decode.device_tree.DeviceTree.path_index`): no host-to-device copy.
 
 Every stage alternates call by call on the same tree (so load drifts hit all of
 them alike); each row keeps the per-call times (``samples_ms``, aligned across
@@ -53,18 +70,17 @@ from typing import Any, Callable
 
 import torch
 
-from exitlaw.theory.registry import ENGINE, verifier_names
-
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.decode.timing import interleaved_ms
 from exitlaw.engine.decode.dispatch import verify
-from exitlaw.engine.decode.verifiers import VerifierGenerators
-from exitlaw.engine.decode.verifiers.tev import _internal_logsumexp
+from exitlaw.engine.bench.op_counts import count_ops
+from exitlaw.engine.decode.verifiers import VerifierGenerators, engine_names
+from exitlaw.engine.decode.verifiers import tev
 from exitlaw.engine.decode.verifiers.walk import _walk
 
-BENCH_KINDS = verifier_names(implemented=ENGINE, sampling=True)  # predraw, residual, tev
+BENCH_KINDS = engine_names(sampling=True)  # predraw, residual, tev
 HOT = 4  # hot tokens per depth shared by drafter and target
 
 
@@ -124,8 +140,8 @@ class StandInCache:
         for layer, (k, v) in zip(self.cache.layers, self.buffers):
             layer.keys, layer.values = k[..., :, :], v[..., :, :]
 
-    def commit(self, path_nodes) -> None:
-        TargetModel.commit(self.cache, self.start, path_nodes)
+    def commit(self, path_nodes, index: torch.Tensor | None = None) -> None:
+        TargetModel.commit(self.cache, self.start, path_nodes, index)
         if self.cache.get_seq_length() != self.start + len(
             path_nodes
         ):  # cheap shape check, no data sync
@@ -172,13 +188,25 @@ def make_cases(
 
 FLOOR_OF = "tev"  # the verifier whose floor ``floor_stage`` is (a strict subset of its work)
 MULTINOMIAL = "predraw_multinomial"  # DDTree's predraw: float32 softmax + torch.multinomial per row
+AUTHORS = "tev_authors"  # TEV timed over the authors' interval (row reductions untimed)
+COMPILED = "tev_compiled"  # TEV's decision under torch.compile
+GRAPH = "tev_graph"  # TEV's decision replayed as a CUDA graph (CUDA only)
+INTERVALS = {
+    "stage": "everything after the target forward: decision, bonus, host read, KV commit",
+    "authors": (
+        "the authors' released code's timed window: TEV without its row reductions (softmax of the "
+        "internal rows, edge gathers), which that code runs inside its forward window; predraw and "
+        "residual whole (as DDTree's loop times them)"
+    ),
+}
 
 
 def floor_stage(case: BenchCase, gens: VerifierGenerators, temperature: float = 1.0) -> int:
-    """TEV's floor: TEV's own ``logsumexp`` of the K internal rows (at temperature ``T``, without the
-    residual masses) + one transfer; a strict subset of :func:`verify_tev`'s work (docs/design.md §1.6)."""
-    lse = _internal_logsumexp(case.logits, case.tree.internal, 1.0 / temperature)
-    return int(lse[:1].tolist()[0] > float("-inf"))
+    """TEV's floor: TEV's own row reductions (at temperature ``T``) + one host read; a strict subset of
+    :func:`~exitlaw.engine.decode.verifiers.tev.verify_tev`'s work (docs/design.md §1.6)."""
+    plan = tev.tev_plan(case.tree)
+    factors = tev.row_reductions(case.logits, plan, 1.0 / temperature)
+    return int(factors[0, 0, :1].tolist()[0] >= 0.0)
 
 
 def multinomial_predraw(
@@ -199,15 +227,43 @@ def _decide_path(
     return verify(kind, case.tree, case.logits, temperature, gens).path_nodes
 
 
+class _AuthorsSplit:
+    """TEV over the authors' interval: :meth:`prepare` (untimed) runs the row reductions, :meth:`path`
+    (timed) the rest of the decision; with ``decide`` (a compiled or graphed ``tev_decide``) instead,
+    the whole decision runs in :meth:`path`."""
+
+    def __init__(self, case: BenchCase, temperature: float, gens: VerifierGenerators, decide=None):
+        self.case, self.inv_t, self.gens, self.decide = case, 1.0 / temperature, gens, decide
+        self.plan = tev.tev_plan(case.tree)
+        self.factors = None
+
+    def prepare(self) -> None:
+        self.factors = tev.row_reductions(self.case.logits, self.plan, self.inv_t)
+
+    def path(self) -> list[int]:
+        noise = tev.draw_noise(self.plan, self.gens, self.case.logits.device)
+        logits = self.case.logits
+        if self.decide is not None:
+            out = self.decide(logits.unsqueeze(0), self.plan, self.inv_t, *noise)
+        else:
+            out = tev.tev_finish(logits, self.plan, self.inv_t, self.factors, *noise)
+        vocab = int(logits.shape[-1])
+        return tev.read_decision(out, self.plan, [self.case.tree.tree], vocab)[0].path_nodes
+
+
 def _stage(
-    path_of: Callable[[], list[int]], cache: StandInCache | None, lengths: list[int]
+    path_of: Callable[[], list[int]],
+    cache: StandInCache | None,
+    lengths: list[int],
+    tree: DeviceTree,
 ) -> Callable[[], None]:
-    """One timed verifier stage: the decision ``path_of()``, then the KV commit of its path."""
+    """One timed verifier stage: the decision ``path_of()``, then the KV commit of its path (gathered
+    through the tree's device path table: no host-to-device copy)."""
 
     def run() -> None:
         path = path_of()
         if cache is not None:
-            cache.commit(path)
+            cache.commit(path, tree.path_index(path[-1]))
         lengths.append(len(path))
 
     return run
@@ -219,9 +275,43 @@ def _floor(
     def run() -> None:
         floor_stage(case, gens, temperature)
         if cache is not None:
-            cache.commit([0])
+            cache.commit([0], case.tree.path_index(0))
 
     return run
+
+
+def _counts(fns: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Per stage, :func:`count_ops` of one call on each tree: the largest counts, and whether every tree
+    ran one op/shape sequence."""
+    out = {}
+    for name, calls in fns.items():
+        counts = [count_ops(fn) for fn in calls]
+        row = {k: max(c.row()[k] for c in counts) for k in counts[0].row()}
+        row["one_sequence"] = len({c.sequence for c in counts}) == 1
+        out[name] = row
+    return out
+
+
+def _stages_of_case(case, kinds, temperature, gens, cache, lengths, deciders):
+    """The timed stages on one tree, the untimed per-stage setups, and the decision callables to count."""
+    fns = {"floor": _floor(case, temperature, gens, cache)}
+    setups: dict[str, Callable[[], None]] = {}
+    decisions: dict[str, Callable[[], Any]] = {}
+    for k in kinds:
+        decisions[k] = partial(_decide_path, k, case, temperature, gens)
+        fns[k] = _stage(decisions[k], cache, lengths[k], case.tree)
+    if MULTINOMIAL in lengths:
+        decisions[MULTINOMIAL] = partial(multinomial_predraw, case, gens, temperature)
+        fns[MULTINOMIAL] = _stage(decisions[MULTINOMIAL], cache, lengths[MULTINOMIAL], case.tree)
+    if AUTHORS in lengths:
+        split = _AuthorsSplit(case, temperature, gens)
+        fns[AUTHORS] = _stage(split.path, cache, lengths[AUTHORS], case.tree)
+        setups[AUTHORS] = split.prepare
+    for name, decide in deciders.items():  # compiled / graphed TEV: the whole decision
+        whole = _AuthorsSplit(case, temperature, gens, decide)
+        decisions[name] = whole.path
+        fns[name] = _stage(whole.path, cache, lengths[name], case.tree)
+    return fns, setups, decisions
 
 
 def run_verifier_bench(
@@ -238,9 +328,11 @@ def run_verifier_bench(
     seed: int = 0,
     commit: bool = True,
     kv: KVShape | None = None,
+    compiled: bool = False,
 ) -> dict[str, Any]:
-    """Time each stage (``kinds``, DDTree's multinomial predraw when ``predraw`` is among them, and TEV's
-    floor) on the same trees; see the module docstring."""
+    """Time each stage (``kinds``, DDTree's multinomial predraw when ``predraw`` is among them, TEV's
+    floor and its authors' split when ``tev`` is, and with ``compiled`` TEV compiled and, on CUDA,
+    graphed) on the same trees, and count each decision's ops; see the module docstring."""
     dev = torch.device(device)
     dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
     if dt is None:
@@ -253,30 +345,44 @@ def run_verifier_bench(
     if trees < 1 or repeats < 1:
         raise ValueError(f"trees and repeats must be >= 1, got trees={trees}, repeats={repeats}")
     kv = kv or KVShape()
+    deciders: dict[str, Callable] = {}
+    if compiled and "tev" in kinds:
+        deciders[COMPILED] = tev.compiled_decide()
+        if dev.type == "cuda":
+            deciders[GRAPH] = tev.TevGraphs()
+    extra = (MULTINOMIAL,) * ("predraw" in kinds) + (AUTHORS,) * ("tev" in kinds) + tuple(deciders)
     rows = []
     for b in budgets:
         cases = make_cases(
             int(b), int(vocab), trees=trees, depth=depth, device=dev, dtype=dt, seed=seed + int(b)
         )
         gens = VerifierGenerators(seed, dev)
-        extra = (MULTINOMIAL,) if "predraw" in kinds else ()
         ms: dict[str, list[float]] = {k: [] for k in (*kinds, *extra, "floor")}
         lengths: dict[str, list[int]] = {k: [] for k in (*kinds, *extra)}
+        to_count: dict[str, list[Callable[[], Any]]] = {}
+        commit_counts = []
         for case in cases:
             cache = StandInCache(kv, case.tree.num_nodes, dev, dt) if commit else None
-            fns = {"floor": _floor(case, temperature, gens, cache)}
-            for k in kinds:
-                decide = partial(_decide_path, k, case, temperature, gens)
-                fns[k] = _stage(decide, cache, lengths[k])
-            if extra:
-                draw = partial(multinomial_predraw, case, gens, temperature)
-                fns[MULTINOMIAL] = _stage(draw, cache, lengths[MULTINOMIAL])
+            fns, setups, decisions = _stages_of_case(
+                case, kinds, temperature, gens, cache, lengths, deciders
+            )
             for k, v in interleaved_ms(
-                fns, dev, repeats, setup=cache.refill if cache is not None else None
+                fns, dev, repeats, setup=cache.refill if cache is not None else None, setups=setups
             ).items():
                 ms[k] += v
+            for k, fn in decisions.items():
+                to_count.setdefault(k, []).append(fn)
+            if cache is not None:  # the commit of the deepest path, shared by every verifier
+                cache.refill()
+                deep = int(case.tree.depth.argmax())
+                path = list(case.tree.tree.path_nodes(deep))
+                index = case.tree.path_index(deep)
+                commit_counts.append(count_ops(lambda: cache.commit(path, index)).row())
         med = {k: statistics.median(v) for k, v in ms.items()}
         best = {k: min(v) for k, v in ms.items()}
+        ops = _counts(to_count)
+        if commit_counts:
+            ops["commit"] = {k: max(c[k] for c in commit_counts) for k in commit_counts[0]}
         row = {
             "budget": int(b),
             "nodes": [c.tree.num_nodes for c in cases],
@@ -286,6 +392,7 @@ def run_verifier_bench(
             "median_ms": med,
             "min_ms": best,
             "samples_ms": ms,
+            "ops": ops,
         }
         if "tev" in med:
             row["tev_over_floor"] = med["tev"] / med["floor"]
@@ -293,8 +400,14 @@ def run_verifier_bench(
                 best["tev"] / best["floor"]
             )  # robust to load spikes on a shared machine
             for k in (*kinds, *extra):
-                if k != "tev":
-                    row[f"tev_over_{k}"] = med["tev"] / med[k]
+                if k not in ("tev", AUTHORS, *deciders):
+                    row[f"tev_over_{k}"] = med["tev"] / med[k]  # the stage interval, like for like
+            if "predraw" in med:  # the authors' interval: TEV's window against the whole predraw
+                row["tev_authors_over_predraw"] = med[AUTHORS] / med["predraw"]
+            for k in deciders:
+                row[f"{k}_over_tev"] = med[k] / med["tev"]
+                if "predraw" in med:
+                    row[f"{k}_over_predraw"] = med[k] / med["predraw"]
         rows.append(row)
     stage = "decision + bonus + KV-cache commit" if commit else "decision + bonus (no commit)"
     config = {
@@ -308,10 +421,19 @@ def run_verifier_bench(
         "dtype": dtype,
         "kinds": list(kinds),
         "extra_stages": list(extra),
+        "intervals": INTERVALS,
         "floor_of": FLOOR_OF,
-        "floor": "TEV's floor: its K-row logsumexp (no residual masses) + 1 transfer + 1-position commit",
+        "floor": "TEV's floor: its row reductions + 1 host read + 1-position commit",
         "predraw": "exitlaw's fast predraw (engine predraw_rows: one float64 inverse-CDF draw per row)",
         "predraw_multinomial": "DDTree's predraw (float32 softmax + torch.multinomial over all N rows)",
+        "tev_authors": "TEV over the authors' interval (row reductions untimed)",
+        "tev_compiled": "TEV's decision under torch.compile(fullgraph=True), inductor",
+        "tev_graph": "TEV's decision replayed as one CUDA graph per shape (TevGraphs)",
+        "ops": (
+            "per decision (commit apart): top-level / launching ATen ops, host reads, host-to-device "
+            "copies (engine/bench/op_counts.py), largest over the trees; one_sequence: every tree of "
+            "the budget ran one op/shape sequence"
+        ),
         "seed": seed,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -320,12 +442,30 @@ def run_verifier_bench(
         "kv_shape": asdict(kv) if commit else None,
         "commit_method": (
             "TargetModel.commit on a transformers DynamicCache refilled untimed with views of "
-            "a preallocated K/V buffer per layer"
+            "a preallocated K/V buffer per layer, the path gathered through the tree's device "
+            "path table (no host-to-device copy)"
             if commit
             else None
         ),
     }
     return {"config": config, "rows": rows, "text": format_bench(rows, config)}
+
+
+_SHORT = {MULTINOMIAL: "multinom.", AUTHORS: "tev_auth", COMPILED: "tev_comp", GRAPH: "tev_graph"}
+
+
+def _ratio_columns(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(row key, header) of every ratio the rows hold, like-for-like stage ratios first."""
+    keys = [k for k in rows[0] if k.startswith("tev_") and "_over_" in k and not k.endswith("_min")]
+    names = {"tev_over_floor": "TEV/floor", "tev_authors_over_predraw": "auth/predraw*"}
+    out = []
+    for k in keys:
+        head = names.get(k)
+        if head is None:
+            a, b = k.split("_over_")
+            head = f"{_SHORT.get(a, 'TEV' if a == 'tev' else a)}/{_SHORT.get(b, b)}"
+        out.append((k, head))
+    return out
 
 
 def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
@@ -339,34 +479,50 @@ def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         f"V={config['vocab']}, {config['dtype']}, T={config['temperature']}, {config['device']}, "
         f"{config['threads']} threads, {config['trees']} trees x {config['repeats']} repeats{kv_text}"
     )
-    name = {MULTINOMIAL: "multinom."}
     cols = f"{'B':>4} {'K':>9} {'depth':>6} {'TEVfloor':>8} "
-    cols += " ".join(f"{name.get(k, k):>9}" for k in kinds)
-    cols += f" {'TEV/floor':>9}" + "".join(
-        f" {'TEV/' + name.get(k, k):>14}" for k in kinds if k != "tev"
-    )
-    cols += f" {'TEV/floor(min)':>14}" if "tev" in kinds else ""
+    cols += " ".join(f"{_SHORT.get(k, k):>9}" for k in kinds)
     lines = [
         head,
         "predraw = exitlaw's fast predraw (one inverse-CDF draw per row); multinom. = DDTree's "
-        "multinomial predraw; TEVfloor = a strict subset of TEV's work (a floor for TEV only)",
+        "multinomial predraw; TEVfloor = a strict subset of TEV's work (a floor for TEV only); "
+        "tev_auth = TEV over the authors' interval (its row reductions untimed)",
         cols,
     ]
     for r in rows:
         m = r["median_ms"]
         k_rng = f"{min(r['internal'])}-{max(r['internal'])}"
         line = f"{r['budget']:>4} {k_rng:>9} {max(r['max_depth']):>6} {m['floor']:>8.3f} "
-        line += " ".join(f"{m[k]:>9.3f}" for k in kinds)
-        if "tev_over_floor" in r:
-            line += f" {r['tev_over_floor']:>9.2f}" + "".join(
-                f" {r['tev_over_' + k]:>14.3f}" for k in kinds if k != "tev"
-            )
-            line += f" {r['tev_over_floor_min']:>14.2f}"
-        lines.append(line)
+        lines.append(line + " ".join(f"{m[k]:>9.3f}" for k in kinds))
+    ratios = _ratio_columns(rows) if rows and "tev_over_floor" in rows[0] else []
+    if ratios:
+        lines.append(
+            "ratios of medians; like for like (the stage interval) unless marked *: the authors' "
+            "interval for TEV against the whole predraw stage"
+        )
+        lines.append(f"{'B':>4} " + " ".join(f"{h:>15}" for _, h in ratios))
+        for r in rows:
+            lines.append(f"{r['budget']:>4} " + " ".join(f"{r[k]:>15.3f}" for k, _ in ratios))
+    if rows and "ops" in rows[0]:
+        lines.append(
+            "per decision (commit apart): top-level / launching ops, host reads, host-to-device "
+            "copies, one op/shape sequence over the budget's trees"
+        )
+        lines.append(f"{'B':>4} {'stage':>12} {'top':>5} {'launch':>6} {'reads':>5} {'H2D':>4} seq")
+        for r in rows:
+            for name, c in r["ops"].items():
+                seq = {True: "one", False: "several"}.get(c.get("one_sequence"), "-")
+                lines.append(
+                    f"{r['budget']:>4} {_SHORT.get(name, name):>12} {c['top_level_ops']:>5} "
+                    f"{c['launching_ops']:>6} {c['host_reads']:>5} {c['host_to_device']:>4} {seq}"
+                )
     return "\n".join(lines)
 
 
 __all__ = [
+    "AUTHORS",
+    "COMPILED",
+    "GRAPH",
+    "INTERVALS",
     "run_verifier_bench",
     "make_cases",
     "floor_stage",

@@ -23,6 +23,7 @@ import torch
 from exitlaw.theory import DraftTree
 
 from exitlaw.engine.decode.device_tree import _child_token_table
+from exitlaw.engine.decode.tev_plan import TevPlan, build_plan
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +44,9 @@ class BatchTree:
     edge_ancestor: torch.Tensor  # [B, N, N-1] float64, ancestor[:, :, 1:] on real edges only
     draft_logprob: tuple[np.ndarray, ...] | None = (
         None  # per row [N_b] host float64, log q of each node (traces)
+    )
+    plan: TevPlan | None = (
+        None  # TEV's padded index tensors (tev_plan.TevPlan), built with the batch
     )
 
     @property
@@ -215,6 +219,7 @@ def to_batch_tree(
         has_child=put(f["has_child"], torch.bool),
         edge_ancestor=put(ancestor[:, :, 1:] & real_edge, torch.float64),
         draft_logprob=draft_logprob,
+        plan=build_plan(trees, device, int(valid.shape[1])),
     )
 
 

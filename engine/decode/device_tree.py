@@ -16,6 +16,8 @@ import torch
 
 from exitlaw.theory import DistributionError, DraftTree
 
+from exitlaw.engine.decode.tev_plan import TevPlan, build_plan
+
 
 @dataclass(frozen=True, eq=False)
 class DeviceTree:
@@ -45,6 +47,13 @@ class DeviceTree:
     edge_ancestor: torch.Tensor | None = (
         None  # [N, N-1] float64, ancestor[:, 1:] (TEV's log P = A @ log a)
     )
+    paths: torch.Tensor | None = None  # [N, N] long, row v = root .. v (node ids), padded with 0
+    plan: TevPlan | None = None  # TEV's padded index tensors (parts="all"; tev_plan.TevPlan)
+
+    def path_index(self, node: int) -> torch.Tensor:
+        """Node ``node``'s root path as a device index (a view of :attr:`paths`: no host-to-device copy),
+        for the KV commit and the drafter's hidden-state gather."""
+        return self.paths[node, : int(self.tree.depth[node]) + 1]
 
     @property
     def num_nodes(self) -> int:
@@ -91,6 +100,14 @@ def _child_token_table_loop(tree: DraftTree) -> np.ndarray:
     return table
 
 
+def path_table(tree: DraftTree) -> np.ndarray:
+    """``[N, N]``: row ``v`` holds ``v``'s root path (node ids, root first), then zeros. Parents precede
+    children, so the path is ``v``'s ancestors-or-self in id order: a stable sort puts them first."""
+    anc = tree.ancestor_matrix
+    order = np.argsort(~anc, axis=1, kind="stable")
+    return np.where(np.arange(tree.num_nodes)[None, :] <= tree.depth[:, None], order, 0)
+
+
 PARTS = (
     "all",
     "walk",
@@ -116,6 +133,7 @@ def _structure(tree: DraftTree, device, internal: np.ndarray) -> dict[str, torch
         parent_slot=put(slot[tree.parent[1:]]),
         has_child=put(~tree.is_leaf, torch.bool),
         edge_ancestor=put(tree.ancestor_matrix[:, 1:], torch.float64),
+        paths=put(path_table(tree)),
     )
 
 
@@ -142,6 +160,7 @@ def _walk_structure(tree: DraftTree, device) -> dict[str, torch.Tensor]:
         parent=torch.tensor(tree.parent, dtype=torch.long, device=device),
         depth=torch.tensor(tree.depth, dtype=torch.long, device=device),
         ancestor=torch.tensor(tree.ancestor_matrix, dtype=torch.bool, device=device).reshape(n, n),
+        paths=torch.tensor(path_table(tree), dtype=torch.long, device=device),
     )
 
 
@@ -177,7 +196,7 @@ def to_device_tree(
 ) -> DeviceTree:
     """Copy ``tree`` (and optional per-node draft log-probabilities) to ``device``.
 
-    ``parts="all"`` builds every tensor (TEV needs them); ``parts="walk"`` only ``parent``, ``token``,
+    ``parts="all"`` builds every tensor (TEV needs them, and its :class:`TevPlan`); ``parts="walk"`` only ``parent``, ``token``,
     ``depth`` and ``ancestor`` (:data:`PARTS`). ``cache_shapes=True`` reuses the shape-only tensors of an
     earlier tree with the same ``parent`` array (:func:`_cached_structure`; treat them as read-only).
     """
@@ -213,8 +232,9 @@ def to_device_tree(
         token=put(token),
         draft_logprob=dl,
         child_tokens=put(_child_token_table(tree)),
+        plan=build_plan([tree], device),
         **shape,
     )
 
 
-__all__ = ["DeviceTree", "to_device_tree", "PARTS"]
+__all__ = ["DeviceTree", "to_device_tree", "path_table", "PARTS"]

@@ -249,9 +249,13 @@ def commit_stage(
 ) -> list[int]:
     """Keep root + accepted nodes in the KV cache; returns the round's output block."""
     path = result.path_nodes
-    target.commit(state.target_cache, state.start, path)
+    index = None  # the path as a device view (no host-to-device copy) when the tree holds it
+    if dtree.paths is not None and list(dtree.tree.path_nodes(result.exit_node)) == list(path):
+        index = dtree.path_index(result.exit_node)
+    target.commit(state.target_cache, state.start, path, index)
     if step.hidden is not None:
-        idx = torch.as_tensor(path, device=step.hidden.device)
+        on = index is not None and index.device == step.hidden.device
+        idx = index if on else torch.as_tensor(path, device=step.hidden.device)
         state.pending_hidden = torch.cat([state.pending_hidden, step.hidden.index_select(0, idx)])
     block = [int(t) for t in dtree.tree.token[path[1:]]] + [int(result.bonus)]
     state.start += len(path)

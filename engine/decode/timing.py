@@ -87,24 +87,32 @@ def interleaved_ms(
     *,
     setup: Callable[[], None] | None = None,
     warmup: int = 1,
+    setups: dict[str, Callable[[], None]] | None = None,
 ) -> dict[str, list[float]]:
     """Wall milliseconds per call of each ``fns[k]()``, ``repeats`` calls each, after ``warmup`` untimed rounds.
 
     The functions alternate call by call, so load drifts on a shared machine hit all of
     them alike (compare them within one run); ``setup()`` runs untimed before every call
-    (a cache refill, say); CUDA work is synchronised around each timed call.
+    (a cache refill, say), then ``setups[k]()`` if given (work a stage's interval leaves out);
+    CUDA work is synchronised around each timed call.
     """
+    setups = setups or {}
+
+    def prepare(k: str) -> None:
+        if setup is not None:
+            setup()
+        if k in setups:
+            setups[k]()
+
     for _ in range(warmup):
-        for fn in fns.values():
-            if setup is not None:
-                setup()
+        for k, fn in fns.items():
+            prepare(k)
             fn()
     _sync(device)
     out: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeats):
         for k, fn in fns.items():
-            if setup is not None:
-                setup()
+            prepare(k)
             _sync(device)
             t0 = time.perf_counter()
             fn()

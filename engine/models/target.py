@@ -547,12 +547,19 @@ class TargetModel:
 
     # ----- cache commit -----------------------------------------------------
     @staticmethod
-    def commit(cache: DynamicCache, start: int, path_nodes: torch.Tensor | Sequence[int]) -> None:
+    def commit(
+        cache: DynamicCache,
+        start: int,
+        path_nodes: torch.Tensor | Sequence[int],
+        index: torch.Tensor | None = None,
+    ) -> None:
         """Compact ``cache`` in place after a tree forward that began at ``start``.
 
         Keeps the K/V of ``path_nodes`` (root first, node ids into the tree) at
         positions ``start .. start + len(path) - 1`` and drops every other tree
-        entry, so the cache length becomes ``start + len(path)``.
+        entry, so the cache length becomes ``start + len(path)``. ``index``: the same
+        path already on the cache's device (e.g. :meth:`DeviceTree.path_index`), so the
+        gather needs no host-to-device copy; without it one is made from ``path_nodes``.
         """
         if isinstance(path_nodes, torch.Tensor):
             if path_nodes.ndim != 1:
@@ -564,10 +571,16 @@ class TargetModel:
         if not nodes or nodes[0] != 0:
             raise ValueError(f"path_nodes must start at the root node 0, got {nodes}")
         keep, top = len(nodes), max(nodes)
+        if index is not None and tuple(index.shape) != (keep,):
+            raise ValueError(
+                f"index must hold the {keep} path nodes, got shape {tuple(index.shape)}"
+            )
         in_place = nodes == list(
             range(keep)
         )  # the kept entries already sit at start .. start + keep - 1
-        index: dict[torch.device, torch.Tensor] = {}
+        on_device: dict[torch.device, torch.Tensor] = {}
+        if index is not None:
+            on_device[index.device] = index
         for i, layer in _kv_layers(cache):
             total = layer.keys.shape[-2]
             if start + top >= total:
@@ -576,14 +589,14 @@ class TargetModel:
                 )
             if not in_place:
                 dev = layer.keys.device
-                if dev not in index:
-                    index[dev] = torch.tensor(nodes, dtype=torch.long, device=dev)
+                if dev not in on_device:
+                    on_device[dev] = torch.tensor(nodes, dtype=torch.long, device=dev)
                 for t in (
                     layer.keys,
                     layer.values,
                 ):  # gather first (a copy), then write: overlap is safe
                     t.narrow(-2, start, keep).copy_(
-                        t.narrow(-2, start, total - start).index_select(-2, index[dev])
+                        t.narrow(-2, start, total - start).index_select(-2, on_device[dev])
                     )
             drop = total - (start + keep)
             if drop:

@@ -9,7 +9,10 @@ reach the same row. :data:`COUPLINGS` says, per verifier, how its uniforms are l
 
 * ``"node"``: one uniform per tree node per call (predraw's ``R_v``): the batched call's flattened row
   ``b N + v`` and row ``b``'s single call's row ``v`` get the same value;
-* ``"tree"``: one uniform per tree per call and stream (TEV's exit and bonus draws);
+* ``"tree"``: one uniform per tree per call and stream;
+* ``"rows"``: each row on its own seeded streams (:class:`RowGenerators`), drawing exactly what its
+  single twin draws on the same streams (TEV: one exponential per real node for the exit's race, one
+  uniform for the bonus), so a row decodes alike alone or in any batch;
 * ``"sequential"``: the batched form is the single one row after row on one generator (residual): the
   same seeded generators, consumed in row order, give the same results;
 * ``None``: no randomness (greedy).
@@ -33,17 +36,17 @@ from hypothesis import strategies as st
 from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import DISPATCH, verify, verify_batch
-from exitlaw.engine.decode.verifiers import RowGenerators, VerifierGenerators
+from exitlaw.engine.decode.verifiers import RowGenerators, VerifierGenerators, engine_names
 from exitlaw.simulate.strategies import draft_trees
-from exitlaw.theory.registry import ENGINE_BATCHED, verifier, verifier_names
+from exitlaw.theory.registry import verifier
 from exitlaw.theory.sampling_settings import FILTERS, MIN_TEMPERATURE, SamplingSettings
 
 VOCAB = 7
 BELOW_ONE = float(np.nextafter(1.0, 0.0))
 DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 # how each batched verifier's uniforms line up with its single twin's (see the module docstring)
-COUPLINGS = {"greedy": None, "predraw": "node", "tev": "tree", "residual": "sequential"}
-BATCHED = verifier_names(implemented=ENGINE_BATCHED)  # from the registry, never a literal
+COUPLINGS = {"greedy": None, "predraw": "node", "tev": "rows", "residual": "sequential"}
+BATCHED = engine_names(batched=True)  # from the engine's table, never a literal
 
 
 class _Tape:
@@ -121,6 +124,13 @@ def batches(draw):
 
 
 def _single_results(kind, trees, logits, s, seed, coupling):
+    if coupling == "rows":
+        return [
+            verify(
+                kind, to_device_tree(t), logits[b, : t.num_nodes], s, VerifierGenerators(seed + b)
+            )
+            for b, t in enumerate(trees)
+        ]
     gens = VerifierGenerators(seed)
     tape = _Tape(seed, gens, coupling) if coupling in ("node", "tree") else None
     out = []
@@ -137,6 +147,9 @@ def _single_results(kind, trees, logits, s, seed, coupling):
 def _batched_results(kind, trees, logits, s, seed, coupling):
     gens = VerifierGenerators(seed)
     bt = to_batch_tree(trees)
+    if coupling == "rows":
+        rows = RowGenerators([VerifierGenerators(seed + b) for b in range(len(trees))])
+        return verify_batch(kind, bt, logits, s, rows)
     if coupling in ("node", "tree"):
         with _Tape(seed, gens, coupling).feed(width=bt.width):
             return verify_batch(kind, bt, logits, s, gens)

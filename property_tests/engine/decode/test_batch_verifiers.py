@@ -24,13 +24,15 @@ from exitlaw.engine.decode.dispatch import verify_batch
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.verifiers import VerifierGenerators, verify_greedy
-from exitlaw.engine.decode.verifiers.tev import (
-    _batched_internal_logsumexp,
-    _tev_exit_law,
-    batch_exit_law,
-)
+from exitlaw.engine.decode.verifiers.tev import _tev_exit_law, batch_exit_law, tev_plan
 from exitlaw.simulate.stats import pooled_chisquare
-from exitlaw.theory import DistributionError, DraftTree, reference_block_law, to_fractions
+from exitlaw.theory import (
+    DistributionError,
+    DraftTree,
+    reference_block_law,
+    reference_law,
+    to_fractions,
+)
 from exitlaw.theory.sampling_settings import HF_ORDER, SamplingSettings, process_logits
 
 ALPHA = 1e-6
@@ -79,20 +81,34 @@ def test_batched_exit_law_equals_the_single_tree_exit_law_row_by_row(seed, tempe
         assert abs(float(w[b].sum()) - 1.0) < 1e-5  # float32 logsumexp of the internal rows
 
 
-@pytest.mark.parametrize("per_tree", [True, False])
 @pytest.mark.parametrize("temperature", [1.0, 0.6])
-def test_internal_log_normalisers_are_exact_both_ways(per_tree, temperature):
-    """The tree-by-tree path (the CPU's) and the one-call path (an accelerator's) both give
-    ``log sum_y exp(z_y / T)`` of exactly the internal rows each tree names, padding included."""
+def test_the_batch_plan_reads_exactly_each_trees_internal_rows_and_pads_the_rest(temperature):
+    """Row ``b``'s padded internal slots are its internal rows then row 0 repeated; every shape is set by
+    ``(B, N)`` alone; the residual masses the exit law multiplies in are each internal row's mass off its
+    child tokens (float64 reference), a leaf's is its slot's whole row, and padding nodes weigh 0."""
     trees = _trees(5)
     bt = to_batch_tree(trees)
+    plan = tev_plan(bt)
+    bsz, n = len(trees), bt.width
+    assert plan.shape == (bsz, n)
+    assert plan.rows.shape == (bsz * (n + 1),) and plan.ancestor.shape == (bsz, n, 2 * n)
+    rows = plan.rows.view(bsz, n + 1)
+    for b, tree in enumerate(trees):
+        k = tree.internal.size
+        assert rows[b, :k].tolist() == [b * n + int(v) for v in tree.internal]
+        assert rows[b, k:].tolist() == [b * n] * (n + 1 - k)
     logits = _logits(5, len(trees), bt.width)
-    flat = logits.reshape(-1, VOCAB)
-    rows = torch.arange(len(trees))[:, None] * bt.width + bt.internal
-    lse = _batched_internal_logsumexp(flat, rows, 1.0 / temperature, per_tree=per_tree)
-    want = torch.logsumexp(flat.double()[rows] / temperature, dim=-1)
-    assert lse.shape == rows.shape
-    torch.testing.assert_close(lse.double(), want, rtol=1e-6, atol=1e-6)
+    w = batch_exit_law(bt, logits, temperature)
+    for b, tree in enumerate(trees):
+        probs = torch.softmax(logits[b, : tree.num_nodes].double() / temperature, -1).tolist()
+        want = reference_law(tree, probs, one=1.0).w
+        torch.testing.assert_close(
+            w[b, : tree.num_nodes],
+            torch.tensor(want, dtype=torch.float64).clamp(min=0),
+            rtol=1e-5,
+            atol=1e-7,
+        )
+        assert bool((w[b, tree.num_nodes :] == 0).all())
 
 
 @pytest.mark.parametrize("seed", [0, 3])

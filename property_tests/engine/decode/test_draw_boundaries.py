@@ -121,6 +121,18 @@ DRAW_SITES = {
         "_draw_rows",
     ): "property_tests/engine/decode/test_draw_boundaries.py::test_batched_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
     (
+        "engine/decode/verifiers/tev.py",
+        "tev_finish",
+    ): "property_tests/engine/decode/test_tev_decision.py::test_the_bonus_at_boundary_uniforms_is_the_reference_inverse_cdf_and_never_a_zero_weight",
+    (
+        "engine/decode/verifiers/tev.py",
+        "draw_noise",
+    ): "property_tests/engine/decode/test_tev_decision.py::test_an_exponential_of_zero_at_a_zero_weight_node_neither_wins_nor_reads_as_invalid",
+    (
+        "engine/decode/verifiers/tev.py",
+        "_draw_with_uniform",
+    ): "property_tests/engine/decode/test_tev_decision.py::test_the_reference_twin_s_inverse_cdf_at_boundary_uniforms_never_lands_on_a_zero_weight",
+    (
         "engine/decode/loop.py",
         "exponential_race",
     ): "property_tests/engine/decode/test_draw_boundaries.py::test_an_exponential_of_zero_next_to_a_minus_inf_logit_never_picks_it",

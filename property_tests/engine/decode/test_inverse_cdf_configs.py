@@ -228,8 +228,6 @@ HERE = "property_tests/engine/decode/test_inverse_cdf_configs.py"
 DRIVEN = {
     "_draw_with_total": f"{HERE}::test_every_draw_is_the_reference_inverse_cdf_of_the_processed_row",
     "predraw_rows": f"{HERE}::test_every_draw_is_the_reference_inverse_cdf_of_the_processed_row",
-    "verify_batch_tev": "property_tests/engine/decode/test_batch_verifier_configs.py"
-    "::test_every_batched_verifier_equals_its_single_twin_row_by_row_under_every_setting",
 }
 
 

@@ -422,6 +422,6 @@ def test_conformance_kit_rejects_tev_without_child_masking(monkeypatch):
     """Negative control: the same wrapper around a TEV whose bonus may repeat a child token fails the kit."""
     import exitlaw.engine.decode.verifiers.tev as tev
 
-    monkeypatch.setattr(tev, "_mask_children_", lambda z, dt, node: z)
+    monkeypatch.setattr(tev, "_mask_children", lambda z, plan, v: z)
     rep = run_kit(_kit_verifier("tev"), name="device_tev_unmasked", seed=11, samples=3000)
     assert rep.verdict != EXACT_AND_SATURATING
