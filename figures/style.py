@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import matplotlib
@@ -20,12 +21,10 @@ import numpy as np  # noqa: E402
 
 from exitlaw.theory.infra.atomic_io import atomic_write_text  # noqa: E402
 from exitlaw.theory.infra.json_read import read_json_file  # noqa: E402
+from exitlaw.theory import registry  # noqa: E402
 
-# one colour per concept, used by every figure
-COLORS = {
-    "predraw": "#1f77b4",
-    "residual": "#2ca02c",
-    "tev": "#d62728",
+# one colour per concept, used by every figure; a verifier's is its registry fact (COLORS reads it)
+OTHER_COLORS = {
     "exact": "#000000",
     "ddtree": "#1f77b4",
     "chain": "#ff7f0e",
@@ -35,6 +34,26 @@ COLORS = {
     "prefix-weighted": "#ff7f0e",
     "exit-guided": "#d62728",
 }
+
+
+class _Colors(Mapping[str, str]):
+    """Every registered verifier's colour (read from the registry when asked, so a verifier added
+    there has one without an entry here) and :data:`OTHER_COLORS`."""
+
+    def __getitem__(self, name: str) -> str:
+        for v in registry.VERIFIERS:
+            if v.name == name:
+                return v.color
+        return OTHER_COLORS[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*(v.name for v in registry.VERIFIERS), *OTHER_COLORS]))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys([*(v.name for v in registry.VERIFIERS), *OTHER_COLORS]))
+
+
+COLORS: Mapping[str, str] = _Colors()
 
 RC = {
     "font.size": 9,

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.registry import FAST, verifier_names
+from exitlaw.theory.registry import FAST
+
+from exitlaw.simulate.verifiers.table import implemented
 
 from .style import COLORS, headline, new_figure, require, save
 
 NAME = "verifier_equivalence"
-VERIFIERS = verifier_names(implemented=FAST, sampling=True)  # predraw, residual, tev
+VERIFIERS = implemented(FAST, sampling=True)  # predraw, residual, tev
 
 
 def compute(

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.registry import ENGINE, verifier_names
+from exitlaw.engine.decode.verifiers import engine_names
 
 from .style import COLORS, headline, new_figure, read_data, require, save
 
@@ -37,7 +37,7 @@ PAPER_REDUCTION = {
     "T=0.6": {32: 12.9, 64: 15.2, 128: 24.3},
     "T=1.0": {32: 12.0, 64: 14.0, 128: 17.1},
 }
-STAGES = verifier_names(implemented=ENGINE, sampling=True)  # the bench-verifiers stages
+STAGES = engine_names(sampling=True)  # the bench-verifiers stages
 MULTINOMIAL = "predraw_multinomial"
 ORDER = (MULTINOMIAL, *STAGES, "floor")
 BAR_COLORS = {**{k: COLORS[k] for k in STAGES}, MULTINOMIAL: "#9ecae1", "floor": "#7f7f7f"}

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from exitlaw.theory.infra.atomic_io import atomic_write_text
-from exitlaw.theory.registry import FIXED_TREE, PROCEDURE, verifier_names
+from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
+
+from exitlaw.simulate.verifiers.table import implemented
 
 # the saturating verifiers that sample at T > 0 (predraw, residual, tev): the kit checks each
-VERIFIERS = verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE)
+VERIFIERS = implemented(PROCEDURE, kind=FIXED_TREE, sampling=True)
 
 
 def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[str, Any]:

@@ -35,7 +35,6 @@ from typing import Any, Sequence
 
 import torch
 
-from exitlaw.theory.registry import ENGINE_BATCHED, verifier_names
 
 from exitlaw.engine.decode.batch_generate import (
     BatchGenerationResult,
@@ -50,7 +49,7 @@ from exitlaw.engine.bench.decoding import filter_knobs, sampling_filters
 from exitlaw.engine.bench.source import BenchSource
 from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.bench.verifiers import make_cases
-from exitlaw.engine.decode.verifiers import VerifierGenerators
+from exitlaw.engine.decode.verifiers import VerifierGenerators, engine_names
 from exitlaw.engine.decode.work_bounds import check_decode_fits
 
 
@@ -180,7 +179,7 @@ def run_batch_verifier_bench(
     budget: int = 32,
     vocab: int = 151936,
     *,
-    kinds: Sequence[str] = verifier_names(implemented=ENGINE_BATCHED, sequential=False),
+    kinds: Sequence[str] = engine_names(batched=True, sequential=False),
     temperature: float = 1.0,
     device: str = "cpu",
     depth: int = 7,
@@ -273,7 +272,7 @@ def run_batch_bench(
         warmup=source.warmup,
         filters=source.filters,
     )
-    batched = verifier_names(implemented=ENGINE_BATCHED, sequential=False)  # one call per batch
+    batched = engine_names(batched=True, sequential=False)  # one call per batch
     kinds = [k for k in batched if k in verifiers] or ["tev"]
     stage = run_batch_verifier_bench(
         batch_sizes,

@@ -21,9 +21,12 @@ from exitlaw.theory import (
     ddtree_prefixes,
     ranked_top_k,
 )
-from exitlaw.theory.registry import method_names
+from exitlaw.theory.registry import builder_names
 
 from exitlaw.engine.builders.single import check_row_maxima, factorised_best_first, top_candidates
+
+# the registered builders this module builds for a whole batch (its one function, by name)
+BATCHED_BUILDERS = builder_names(among=("chain", "ddtree"))
 
 
 def build_trees_batch(
@@ -39,10 +42,8 @@ def build_trees_batch(
         raise DistributionError(
             f"draft rows must have shape [B, D, V] with B, D, V >= 1, got {tuple(rows.shape)}"
         )
-    if method not in method_names(tree=True):
-        raise ValueError(
-            f"unknown tree method {method!r}; choose {' or '.join(method_names(tree=True))}"
-        )
+    if method not in BATCHED_BUILDERS:
+        raise ValueError(f"unknown tree method {method!r}; choose {' or '.join(BATCHED_BUILDERS)}")
     bsz, _, vocab = rows.shape
     if method == "chain":  # the top-1 as build_chain takes it (max), so ties resolve alike
         val, idx = rows.max(dim=-1)  # [B, D]
@@ -87,4 +88,4 @@ def build_trees_batch(
     return trees, logq
 
 
-__all__ = ["build_trees_batch"]
+__all__ = ["BATCHED_BUILDERS", "build_trees_batch"]

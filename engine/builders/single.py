@@ -36,6 +36,8 @@ from exitlaw.theory import (
     ranked_top_k,
 )
 
+from exitlaw.engine.builders.table import engine_builder
+
 
 LOGPROB_ATOL = 1e-5  # log_softmax may round a little above 0
 
@@ -111,6 +113,7 @@ def device_top_candidates(rows: torch.Tensor, m: int) -> tuple[np.ndarray, np.nd
     return host[:half].reshape(shape), host[half:].reshape(shape).astype(np.int64)
 
 
+@engine_builder("ddtree")
 def build_ddtree(
     draft_logprobs, budget: int, root_token: int, *, fast: bool = True
 ) -> tuple[DraftTree, np.ndarray]:
@@ -188,6 +191,12 @@ def build_chain(draft_logprobs, root_token: int) -> tuple[DraftTree, np.ndarray]
     n = int(np.argmin(finite)) if not finite.all() else val.size
     tree = DraftTree.chain(idx[:n].tolist(), root_token=root)
     return tree, np.concatenate([[0.0], val[:n]])
+
+
+@engine_builder("chain")
+def chain_builder(draft_logprobs, budget: int, root_token: int) -> tuple[DraftTree, np.ndarray]:
+    """:func:`build_chain` as a registered builder form: a chain drafts every depth (no budget)."""
+    return build_chain(draft_logprobs, root_token)
 
 
 __all__ = ["build_ddtree", "build_chain", "factorised_best_first", "top_candidates"]

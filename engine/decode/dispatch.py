@@ -17,6 +17,7 @@ verifier is the greedy walk, which needs no generators.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Callable
 
 import torch
@@ -26,9 +27,9 @@ from exitlaw.theory.registry import verifier
 
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, rows_processor
-from exitlaw.engine.decode.verifiers import VerifierGenerators, VerifyResult
+from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators, VerifyResult
 from exitlaw.engine.decode.verifiers.result import _check
-from exitlaw.engine.decode.verifiers.table import BATCHED, KINDS, SINGLE
+from exitlaw.engine.decode.verifiers.table import BATCHED, SINGLE, engine_names
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,23 @@ class EngineVerifier:
         return verifier(self.name).greedy_only
 
 
-# keyed by registry name, in registry order; the functions are the ones each verifier module registered
-DISPATCH: dict[str, EngineVerifier] = {
-    name: EngineVerifier(name, SINGLE[name], BATCHED.get(name)) for name in KINDS
-}
+class _Dispatch(Mapping[str, EngineVerifier]):
+    """A live view of the verifier table (:mod:`.verifiers.table`): registered name -> its
+    :class:`EngineVerifier`, in registry order; a verifier module imported later appears in it."""
+
+    def __getitem__(self, name: str) -> EngineVerifier:
+        if name not in SINGLE:
+            raise KeyError(name)
+        return EngineVerifier(name, SINGLE[name], BATCHED.get(name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(engine_names())
+
+    def __len__(self) -> int:
+        return len(SINGLE)
+
+
+DISPATCH: Mapping[str, EngineVerifier] = _Dispatch()
 
 
 def _run(kind: str, batched: bool, tree, logits: torch.Tensor, settings, generators):
@@ -76,8 +90,8 @@ def _run(kind: str, batched: bool, tree, logits: torch.Tensor, settings, generat
 
 
 def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(KINDS)}")
+    if kind not in SINGLE:
+        raise ValueError(f"unknown verifier {kind!r}; choose one of {', '.join(engine_names())}")
 
 
 def verify(

@@ -56,10 +56,23 @@ BENCH_ORDER = (
 )
 
 
+def check_bench_order(bench) -> None:
+    """``ValueError`` unless :data:`BENCH_ORDER` lists every ``bench`` command the families define,
+    each once (a command left out would otherwise vanish from the parser without a word)."""
+    missing = sorted(set(bench) - set(BENCH_ORDER))
+    unknown = sorted(set(BENCH_ORDER) - set(bench))
+    if missing or unknown or len(set(BENCH_ORDER)) != len(BENCH_ORDER):
+        raise ValueError(
+            f"BENCH_ORDER (exitlaw/cli/__init__.py) must list each bench command once: "
+            f"missing {missing}, unknown {unknown}, listed {list(BENCH_ORDER)}"
+        )
+
+
 def command_tree() -> list:
     """Every top-level entry (:class:`.grammar.Command` or :class:`.grammar.Group`), ``bench`` included."""
     families = [import_module(name) for name in COMMAND_FAMILIES]
     bench = {c.name: c for f in families for c in f.BENCH}
+    check_bench_order(bench)
     entries = [c for f in families for c in f.COMMANDS]
     entries.append(
         Group(

@@ -32,9 +32,9 @@ from .args import (
     vocab_size,
     show_progress,
 )
-from exitlaw.theory.registry import ENGINE, ENGINE_BATCHED, verifier_names
 
 from .grammar import Command, emit, opt, out_dir, pick, result_path
+from .offered import engine_verifier_names
 
 
 def _check_device(device: str | None) -> None:
@@ -48,11 +48,12 @@ def _check_device(device: str | None) -> None:
 
 
 def _check_kinds(verifiers) -> None:
-    from exitlaw.engine.decode.verifiers import KINDS
+    from exitlaw.engine.decode.verifiers import engine_names
 
-    bad = [v for v in verifiers if v not in KINDS]
+    kinds = engine_names()
+    bad = [v for v in verifiers if v not in kinds]
     if bad:
-        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(KINDS)}")
+        raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(kinds)}")
 
 
 def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
@@ -208,9 +209,10 @@ def _gpu_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verifiers_arg(implemented: str, default: list[str]):
-    """``--verifier A,B``: engine verifiers (each name checked by the command, :func:`_check_kinds`)."""
-    names = verifier_names(implemented=implemented).checked_by_the_command()
+def _verifiers_arg(batched: bool, default: list[str]):
+    """``--verifier A,B``: engine verifiers, those with a batched form if ``batched`` (each name
+    checked by the command, :func:`_check_kinds`)."""
+    names = engine_verifier_names(batched=batched).checked_by_the_command()
     return opt(
         "--verifier",
         type=name_list,
@@ -244,7 +246,7 @@ BENCH_DECODING = Command(
             "--budget", type=int_list, default=[32, 64, 128], help="DDTree budgets, e.g. 32,64,128"
         ),
         opt("--temperature", type=temperature_list, default=[0.0, 1.0], help="e.g. 0,1"),
-        _verifiers_arg(ENGINE, ["predraw", "tev"]),
+        _verifiers_arg(False, ["predraw", "tev"]),
         max_new_tokens_arg(256, "tokens decoded per turn"),
         opt(
             "--max-turns",
@@ -352,7 +354,7 @@ BENCH_VERIFIERS = Command(
             default=15,
             help="draft horizon H (default 15, DFlash block 16)",
         ),
-        _verifiers_arg(ENGINE, ["predraw", "residual", "tev"]),
+        _verifiers_arg(False, ["predraw", "residual", "tev"]),
         opt(
             "--batch-size",
             type=positive_int,
@@ -422,7 +424,7 @@ BENCH_BATCH = Command(
             default=32,
             help="DDTree budget per sequence (default 32)",
         ),
-        _verifiers_arg(ENGINE_BATCHED, ["tev"]),
+        _verifiers_arg(True, ["tev"]),
         opt("--temperature", type=temperature_value, default=0.0),
         max_new_tokens_arg(64),
         _batch_sampling_args,

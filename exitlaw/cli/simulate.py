@@ -21,7 +21,9 @@ from .args import (
     seed_arg,
     show_progress,
 )
-from exitlaw.theory.registry import FIXED_TREE, SIMULATOR, verifier_names
+from exitlaw.theory.registry import FIXED_TREE, SIMULATOR
+
+from exitlaw.simulate.verifiers.table import implemented
 
 from .grammar import Command, Group, emit, opt, out_dir, out_files, pick, result_path, write_json
 
@@ -213,7 +215,7 @@ SIMULATE_RUN = Command(
         opt("--builders", help="comma-separated builders to run (override)"),
         opt(
             "--verifier",
-            choices=verifier_names(kind=FIXED_TREE, implemented=SIMULATOR),
+            choices=implemented(SIMULATOR, kind=FIXED_TREE),
             metavar="VERIFIER",
             help="override the verifier (tev, predraw, residual, greedy, tev-fast)",
         ),
@@ -475,7 +477,7 @@ BENCH_SIMULATE = Command(
         opt(
             "--verifier",
             default="tev",
-            choices=verifier_names(kind=FIXED_TREE, implemented=SIMULATOR),
+            choices=implemented(SIMULATOR, kind=FIXED_TREE),
             metavar="VERIFIER",
             help="verifier to time (tev, tev-fast, predraw, residual)",
         ),

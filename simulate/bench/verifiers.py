@@ -12,9 +12,10 @@ import time
 import numpy as np
 
 from exitlaw.theory import oracle_tree
-from exitlaw.theory.registry import FIXED_TREE, PROCEDURE, verifier_names
+from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
 
 from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
+from exitlaw.simulate.verifiers.table import implemented, sim_function
 
 
 class ZipfRows:
@@ -59,8 +60,6 @@ def run_verifier_bench(
     kit: bool = True,
     seed: int = 0,
 ) -> dict:
-    from exitlaw.simulate import verifiers
-
     rows, lines = [], []
     lines.append(
         f"samples/s on a B={budget} tree (oracle tree of a synthetic drafter); "
@@ -75,8 +74,8 @@ def run_verifier_bench(
             fn(tree, probs, rng, 16)  # warm caches
             r = _rate(lambda: fn(tree, probs, rng, samples), samples)
             rows.append({"vocab": vocab, "sampler": f"{name}_many", "samples_per_s": r})
-        for name in verifier_names(kind=FIXED_TREE, implemented=PROCEDURE):
-            fn = getattr(verifiers, name)
+        for name in implemented(PROCEDURE, kind=FIXED_TREE):
+            fn = sim_function(name)
             r = _rate(lambda: [fn(tree, probs, rng, validate=False) for _ in range(calls)], calls)
             rows.append({"vocab": vocab, "sampler": name, "samples_per_s": r})
         for row in rows[-8:]:
@@ -90,9 +89,9 @@ def run_verifier_bench(
         lines.append(
             "conformance kit time per verifier (default settings, seed 0): wall and CPU seconds"
         )
-        for name in verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE):
+        for name in implemented(PROCEDURE, kind=FIXED_TREE, sampling=True):
             t, c = time.perf_counter(), time.process_time()
-            rep = run_kit(getattr(verifiers, name), name=f"exitlaw.simulate.verifiers:{name}")
+            rep = run_kit(sim_function(name), name=f"exitlaw.simulate.verifiers:{name}")
             dt, dc = time.perf_counter() - t, time.process_time() - c
             kit_rows.append(
                 {

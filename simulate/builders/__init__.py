@@ -1,5 +1,8 @@
 """Builders: the simulator's draft-tree builders (DDTree, chain, static, EAGLE-2, oracle, Tsubame, CaDDTree, OPT-Tree, DARTree) and their table keyed by registry name."""
 
+import pkgutil as _pkgutil
+from importlib import import_module as _import_module
+
 from .caddtree import (
     LatencyModel,
     caddtree,
@@ -12,6 +15,11 @@ from .opt_tree import draft_expected_acceptance, opt_tree
 from .table import *
 from .trees import *
 from . import table, trees
+
+
+# a module added to this folder registers itself when the package loads: no line here names it
+for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)
+    _import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     *table.__all__,

@@ -30,6 +30,7 @@ import numpy as np
 
 from exitlaw.theory import DraftTree
 
+from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.simulate.builders.trees import Built, ddtree_order
 
 
@@ -123,3 +124,11 @@ def caddtree(
     n = low + first_decrease(curve[low:])
     keep = n + 1
     return Built(DraftTree(parent=tree.parent[:keep], token=tree.token[:keep]), lp[:keep]), n
+
+
+@sim_builder("caddtree")
+def make_caddtree(cfg, target, pos, ar) -> BuildFn:
+    lat = cfg.latency_model()
+    return lambda c, rng: caddtree(
+        pos.marginals(c, cfg.horizon), lat, max_budget=cfg.caddtree_max_budget
+    )[0]

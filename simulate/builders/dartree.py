@@ -37,6 +37,7 @@ import numpy as np
 
 from exitlaw.theory import check_budget, check_rows, top_prefixes
 
+from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.simulate.builders.trees import Built, ddtree
 
 
@@ -73,6 +74,13 @@ def dartree(
         lp = np.log(bf.value)
     lp[0] = 0.0
     return Built(bf.tree, lp)
+
+
+@sim_builder("dartree")
+def make_dartree(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: dartree(
+        pos.marginals(c, cfg.horizon), ar, c, cfg.budget, widen=cfg.dartree_widen
+    )
 
 
 __all__ = ["dartree"]

@@ -39,6 +39,7 @@ from exitlaw.theory import (
     top_prefixes,
 )
 
+from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.simulate.builders.trees import Built
 
 
@@ -79,6 +80,11 @@ def draft_expected_acceptance(drafter, context: Sequence[int], tree: DraftTree) 
         par = int(tree.parent[u])
         Q[u] = Q[par] * _draft_row(drafter, ctx, tree.path(par))[int(tree.token[u])]
     return float(Q[1:].sum())
+
+
+@sim_builder("opt-tree")
+def make_opt_tree(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: opt_tree(ar, c, cfg.budget, depth=cfg.horizon)
 
 
 __all__ = ["opt_tree", "draft_expected_acceptance"]

@@ -40,6 +40,8 @@ from exitlaw.theory import (
     ranked_top_k,
 )
 
+from exitlaw.simulate.builders.table import BuildFn, sim_builder
+
 _NEG_INF = -np.inf
 
 
@@ -216,6 +218,43 @@ def tsubame(
     # no children, so any valid row will do for them (the last one)
     rows = np.asarray(marginals, dtype=np.float64)[np.minimum(tree.depth, len(marginals) - 1)]
     return Built(tree, lp, rows)
+
+
+# ----------------------------------------------------------------- the simulator's makers
+@sim_builder("ddtree")
+def make_ddtree(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: ddtree(pos.marginals(c, cfg.horizon), cfg.budget)
+
+
+@sim_builder("chain")
+def make_chain(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: chain(pos.marginals(c, cfg.horizon), cfg.horizon)
+
+
+@sim_builder("static")
+def make_static(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: static_tree(
+        pos.marginals(c, cfg.horizon), cfg.budget, cfg.static_branching
+    )
+
+
+@sim_builder("eagle")
+def make_eagle(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: eagle_dynamic(
+        ar, c, cfg.budget, depth=cfg.eagle_depth, top_k=cfg.eagle_top_k
+    )
+
+
+@sim_builder("oracle")
+def make_oracle(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: oracle(target, c, cfg.budget)
+
+
+@sim_builder("tsubame")
+@sim_builder("tsubame-rrs")
+@sim_builder("tsubame-univer")
+def make_tsubame(cfg, target, pos, ar) -> BuildFn:
+    return lambda c, rng: tsubame(pos.marginals(c, cfg.horizon), cfg.budget, rng)
 
 
 __all__ = [

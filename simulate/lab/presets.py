@@ -36,18 +36,18 @@ from exitlaw.theory.infra.json_read import read_json_file
 from exitlaw.simulate.builders.caddtree import LatencyModel
 from exitlaw.simulate.builders.table import BuildFn
 from exitlaw.simulate.builders.table import make_builder as _make_builder
+from exitlaw.simulate.builders.table import sim_builder_names
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
+from exitlaw.simulate.verifiers.table import implemented, sim_function
 
-BUILDERS = registry.builder_names(implemented=registry.SIMULATOR)
+BUILDERS = sim_builder_names()
 # builders whose rounds are verified by a sampled-draft rule instead of the config's verifier:
 # Tsubame's own scheme, its re-sampled tree verified by recursive rejection without replacement,
-# and the same re-sampled tree verified by UniVer (builder -> function in exitlaw.simulate.verifiers)
+# and the same re-sampled tree verified by UniVer (builder -> its registered sampled-draft verifier)
 SAMPLED_DRAFT_RULES = {
-    b.name: registry.verifier(b.sampled_draft_rule).function
-    for b in registry.BUILDERS
-    if b.sampled_draft_rule is not None
+    b.name: b.sampled_draft_rule for b in registry.BUILDERS if b.sampled_draft_rule is not None
 }
-VERIFIERS = registry.verifier_names(kind=registry.FIXED_TREE, implemented=registry.SIMULATOR)
+VERIFIERS = implemented(registry.SIMULATOR, kind=registry.FIXED_TREE)
 
 
 @dataclass(frozen=True)
@@ -360,35 +360,18 @@ def row_label(name: str, cfg: SimConfig) -> str:
 
 
 def verifier_fn(name: str):
-    """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``: its
-    function in ``exitlaw.simulate.verifiers``, or for a fast twin (``tev-fast``) its vectorised
-    sampler (``exitlaw.simulate.verifiers.fast``) with one sample."""
+    """The sampling verifier ``f(tree, probs, rng) -> (exit_node, bonus)`` called ``name``: the
+    function registered for it in :mod:`exitlaw.simulate.verifiers` (a fast twin such as
+    ``tev-fast`` registers its vectorised sampler with one sample)."""
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r} (known: {', '.join(VERIFIERS)})")
-    fact = registry.verifier(name)
-    if fact.twin_of is not None:
-        from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
-
-        many = FAST_SAMPLERS[fact.twin_of]
-
-        def fast_twin(tree, probs, rng):
-            exit_node, bonus = many(tree, probs, rng, 1)
-            return int(exit_node[0]), int(bonus[0])
-
-        return fast_twin
-    from exitlaw.simulate import verifiers
-
-    return getattr(verifiers, fact.function)
+    return sim_function(name)
 
 
 def sampled_verifier_fn(builder: str):
     """The sampled-draft rule ``f(tree, probs, draft_rows, rng)`` that verifies ``builder``'s rounds, or None."""
     rule = SAMPLED_DRAFT_RULES.get(builder)
-    if rule is None:
-        return None
-    from exitlaw.simulate import verifiers
-
-    return getattr(verifiers, rule)
+    return None if rule is None else sim_function(rule)
 
 
 def get_preset(name: str) -> SimConfig:

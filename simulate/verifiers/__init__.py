@@ -8,6 +8,9 @@ Their vectorised numpy twins (``S`` rounds on one tree at once, :data:`FAST_SAMP
 :mod:`.fast`.
 """
 
+import pkgutil as _pkgutil
+from importlib import import_module as _import_module
+
 from .fast import *
 from .exact import implementation_block_law, implementation_law, law_table
 from .procedures import (
@@ -33,11 +36,18 @@ from .sampled_draft import (
 from .sampling import greedy, predraw, residual, tev
 from .hsd import hsd, hsd_procedure, hsd_spine
 from .univer import univer, univer_fixed_tree, univer_procedure
+from .table import *
 from .with_settings import *
-from . import fast, with_settings
+from . import fast, table, with_settings
+
+
+# a module added to this folder registers itself when the package loads: no line here names it
+for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)
+    _import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     *fast.__all__,
+    *table.__all__,
     *with_settings.__all__,
     "PROCEDURES",
     "RULES",

@@ -24,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from exitlaw.theory import DraftTree, check_tree_rows
+from exitlaw.theory.registry import FAST
 
 from exitlaw.simulate.verifiers.procedures import greedy_procedure
+from exitlaw.simulate.verifiers.table import TABLES, sim_verifier
 
 
 def _child_table(tree: DraftTree, vocab: int) -> np.ndarray:
@@ -68,6 +70,7 @@ def _residual_cdf(tree: DraftTree, probs: np.ndarray) -> np.ndarray:
     return np.cumsum(masked, axis=1), masked.sum(axis=1)
 
 
+@sim_verifier("predraw", FAST)
 def predraw_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples: int):
     probs = check_tree_rows(tree, probs)
     n, vocab = probs.shape
@@ -90,6 +93,7 @@ def predraw_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples: 
     return cur, draw
 
 
+@sim_verifier("residual", FAST)
 def residual_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples: int):
     probs = check_tree_rows(tree, probs)
     n, vocab = probs.shape
@@ -121,6 +125,7 @@ def residual_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples:
     return cur, bonus
 
 
+@sim_verifier("tev", FAST)
 def tev_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples: int):
     probs = check_tree_rows(tree, probs)
     exit_rng, bonus_rng = rng.spawn(2)
@@ -139,6 +144,7 @@ def tev_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples: int)
     return exits, _inverse_cdf(res_cdf, exits, bonus_rng.random(num_samples))
 
 
+@sim_verifier("greedy", FAST)
 def greedy_many(tree: DraftTree, probs, rng: np.random.Generator | None, num_samples: int):
     probs = check_tree_rows(tree, probs)
     v, y = greedy_procedure(tree, probs)
@@ -239,12 +245,16 @@ def recursive_rejection_many(
     return cur, _inverse_cdf(np.cumsum(rest, axis=1), cur, bonus_rng.random(num_samples))
 
 
-FAST_SAMPLERS = {
-    "predraw": predraw_many,
-    "residual": residual_many,
-    "tev": tev_many,
-    "greedy": greedy_many,
-}
+FAST_SAMPLERS = TABLES[FAST]  # name -> vectorised sampler: the table the decorators above fill
+
+
+@sim_verifier("tev-fast")
+def tev_fast(tree: DraftTree, probs, rng: np.random.Generator) -> tuple[int, int]:
+    """TEV's vectorised twin as a sampling form ``f(tree, probs, rng)``: :func:`tev_many` with one
+    sample (the registry's ``tev-fast``, for large ``V``)."""
+    exit_node, bonus = tev_many(tree, probs, rng, 1)
+    return int(exit_node[0]), int(bonus[0])
+
 
 __all__ = [
     "predraw_many",
@@ -254,4 +264,5 @@ __all__ = [
     "chain_speculative_many",
     "recursive_rejection_many",
     "FAST_SAMPLERS",
+    "tev_fast",
 ]

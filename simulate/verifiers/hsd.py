@@ -61,6 +61,7 @@ import numpy as np
 from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
 
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
+from exitlaw.simulate.verifiers.table import sim_verifier
 
 
 def _norm_row(row, zero):
@@ -132,6 +133,7 @@ def hsd_procedure(
     return spine[k], rand.categorical(row, stream="bonus")
 
 
+@sim_verifier("hsd")
 def hsd(
     tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
 ) -> tuple[int, int]:

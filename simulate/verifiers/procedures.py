@@ -14,8 +14,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from exitlaw.theory import DraftTree, reference_law
+from exitlaw.theory.registry import PROCEDURE
 
 from exitlaw.simulate.randomness import Randomness
+from exitlaw.simulate.verifiers.table import TABLES, sim_verifier
 
 
 def child_lookup(tree: DraftTree) -> list[dict[int, int]]:
@@ -39,6 +41,7 @@ def _zero_of(rows):
     return x - x
 
 
+@sim_verifier("predraw", PROCEDURE)
 def predraw_procedure(tree: DraftTree, rows, rand: Randomness) -> tuple[int, int]:
     """Predraw-and-follow (DDTree): ``R_v ~ p_v`` at each node; follow the child with token ``R_v``.
 
@@ -55,6 +58,7 @@ def predraw_procedure(tree: DraftTree, rows, rand: Randomness) -> tuple[int, int
         v = nxt
 
 
+@sim_verifier("residual", PROCEDURE)
 def residual_procedure(
     tree: DraftTree,
     rows,
@@ -118,6 +122,7 @@ def tev_weights(tree: DraftTree, rows) -> list:
     return w
 
 
+@sim_verifier("tev", PROCEDURE)
 def tev_procedure(tree: DraftTree, rows, rand: Randomness) -> tuple[int, int]:
     """TEV: exit node ``V ~ w``, then bonus ``~ p_V`` with the child tokens of ``V`` masked."""
     w = tev_weights(tree, rows)
@@ -137,6 +142,7 @@ def _argmax(row) -> int:
     return arg
 
 
+@sim_verifier("greedy", PROCEDURE)
 def greedy_procedure(tree: DraftTree, rows, rand: Randomness | None = None) -> tuple[int, int]:
     """Greedy (T = 0): follow the first argmax of ``p_v``; exit where it is not a child token."""
     kids = child_lookup(tree)
@@ -149,9 +155,4 @@ def greedy_procedure(tree: DraftTree, rows, rand: Randomness | None = None) -> t
         v = nxt
 
 
-PROCEDURES = {
-    "predraw": predraw_procedure,
-    "residual": residual_procedure,
-    "tev": tev_procedure,
-    "greedy": greedy_procedure,
-}
+PROCEDURES = TABLES[PROCEDURE]  # name -> procedure: the table the decorators above fill

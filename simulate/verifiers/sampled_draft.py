@@ -23,6 +23,7 @@ from exitlaw.theory.registry import VERIFIERS
 
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
+from exitlaw.simulate.verifiers.table import sim_verifier
 
 RULES = tuple(
     v.rule for v in VERIFIERS if v.rule is not None
@@ -147,6 +148,7 @@ def plan_topology(draft: Callable, budget: int, context: Sequence[int] = ()) -> 
     return [int(p) for p in tree.parent]
 
 
+@sim_verifier("tsubame")
 def tsubame_round(
     target: Callable, draft: Callable, rand: Randomness, *, budget: int, context: Sequence[int] = ()
 ) -> tuple[int, ...]:
@@ -177,6 +179,7 @@ def _verify_tree(
     )
 
 
+@sim_verifier("chain-speculative")
 def chain_speculative(
     tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
 ) -> tuple[int, int]:
@@ -186,6 +189,7 @@ def chain_speculative(
     return _verify_tree(tree, probs, draft_probs, rng, without_replacement=False)
 
 
+@sim_verifier("specinfer")
 def specinfer(
     tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
 ) -> tuple[int, int]:
@@ -193,6 +197,7 @@ def specinfer(
     return _verify_tree(tree, probs, draft_probs, rng, without_replacement=False)
 
 
+@sim_verifier("specinfer-without-replacement")
 def specinfer_without_replacement(
     tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
 ) -> tuple[int, int]:

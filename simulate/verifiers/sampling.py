@@ -19,6 +19,7 @@ from exitlaw.simulate.verifiers.procedures import (
     residual_procedure,
     tev_procedure,
 )
+from exitlaw.simulate.verifiers.table import sim_verifier
 
 
 def _prepare(tree, probs, validate: bool) -> np.ndarray:
@@ -29,6 +30,7 @@ def _prepare(tree, probs, validate: bool) -> np.ndarray:
     return np.asarray(probs)
 
 
+@sim_verifier("predraw")
 def predraw(
     tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *, validate: bool = True
 ) -> tuple[int, int]:
@@ -37,6 +39,7 @@ def predraw(
     return predraw_procedure(tree, rows, GeneratorRandomness(rng))
 
 
+@sim_verifier("residual")
 def residual(
     tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *, validate: bool = True
 ) -> tuple[int, int]:
@@ -45,6 +48,7 @@ def residual(
     return residual_procedure(tree, rows, GeneratorRandomness(rng))
 
 
+@sim_verifier("tev")
 def tev(
     tree: DraftTree, probs: np.ndarray, rng: np.random.Generator, *, validate: bool = True
 ) -> tuple[int, int]:
@@ -53,6 +57,7 @@ def tev(
     return tev_procedure(tree, rows, GeneratorRandomness(rng))
 
 
+@sim_verifier("greedy")
 def greedy(
     tree: DraftTree,
     probs: np.ndarray,

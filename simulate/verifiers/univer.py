@@ -69,6 +69,7 @@ from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 from exitlaw.simulate.verifiers.hsd import hsd_spine
 from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
+from exitlaw.simulate.verifiers.table import sim_verifier
 
 
 def _children(parents: Sequence[int]) -> list[list[int]]:
@@ -135,6 +136,7 @@ def univer_procedure(
         v = accepted
 
 
+@sim_verifier("univer")
 def univer(
     tree: DraftTree, probs: np.ndarray, draft_probs: np.ndarray, rng: np.random.Generator
 ) -> tuple[int, int]:

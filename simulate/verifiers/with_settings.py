@@ -11,32 +11,39 @@ from __future__ import annotations
 import numpy as np
 
 from exitlaw.theory import process_logits
+from exitlaw.theory.registry import SETTINGS
 
 from exitlaw.simulate.verifiers.sampled_draft import (
     chain_speculative,
     specinfer_without_replacement,
 )
 from exitlaw.simulate.verifiers.sampling import predraw, residual, tev
+from exitlaw.simulate.verifiers.table import sim_verifier
 
 
+@sim_verifier("predraw", SETTINGS)
 def predraw_settings(tree, logits, settings, rng: np.random.Generator):
     return predraw(tree, process_logits(logits, settings), rng)
 
 
+@sim_verifier("residual", SETTINGS)
 def residual_settings(tree, logits, settings, rng: np.random.Generator):
     return residual(tree, process_logits(logits, settings), rng)
 
 
+@sim_verifier("tev", SETTINGS)
 def tev_settings(tree, logits, settings, rng: np.random.Generator):
     return tev(tree, process_logits(logits, settings), rng)
 
 
+@sim_verifier("chain-speculative", SETTINGS)
 def chain_speculative_settings(tree, logits, draft_logits, settings, rng: np.random.Generator):
     return chain_speculative(
         tree, process_logits(logits, settings), process_logits(draft_logits, settings), rng
     )
 
 
+@sim_verifier("specinfer-without-replacement", SETTINGS)
 def without_replacement_settings(tree, logits, draft_logits, settings, rng: np.random.Generator):
     return specinfer_without_replacement(
         tree, process_logits(logits, settings), process_logits(draft_logits, settings), rng

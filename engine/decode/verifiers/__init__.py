@@ -12,6 +12,9 @@ twin. Row ``b`` of batched ``logits [B, N, V]`` is the target's tree forward for
 :func:`~exitlaw.engine.decode.dispatch.verify_batch` are the only dispatchers.
 """
 
+import pkgutil as _pkgutil
+from importlib import import_module as _import_module
+
 from .generators import *
 from .greedy import *
 from .predraw import *
@@ -21,6 +24,14 @@ from .table import *
 from .tev import *
 from . import generators, greedy, predraw, residual, result, table, tev
 
+
+# a module added to this folder registers itself when the package loads: no line here names it
+for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)
+    _import_module(f"{__name__}.{_module.name}")
+
+# the engine's verifiers as its modules registered them on loading (engine_names() is the live query)
+KINDS = table.engine_names()
+
 __all__ = [
     *generators.__all__,
     *greedy.__all__,
@@ -29,4 +40,5 @@ __all__ = [
     *result.__all__,
     *table.__all__,
     *tev.__all__,
+    "KINDS",
 ]

@@ -1,18 +1,16 @@
 """The engine's verifier table: each verifier module registers its single-tree and batched forms here,
 where they are defined, with :func:`engine_verifier` (docs/architecture.md §6).
 
-The dispatch table (:data:`exitlaw.engine.decode.dispatch.DISPATCH`) is built from :data:`SINGLE`
-and :data:`BATCHED`; a name is registered only if the registry (:mod:`exitlaw.theory.registry`)
-holds its facts.
+Which verifiers the engine implements is read from this table (:func:`engine_names`), never written
+in the registry, which holds their facts (:mod:`exitlaw.theory.registry`); the dispatch table
+(:data:`exitlaw.engine.decode.dispatch.DISPATCH`) is a view of it.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from exitlaw.theory.registry import ENGINE, verifier, verifier_names
-
-KINDS = verifier_names(implemented=ENGINE)  # the registry's engine verifiers (dispatch.DISPATCH)
+from exitlaw.theory.registry import Names, verifier, verifier_names
 
 SINGLE: dict[str, Callable] = {}  # name -> f(device_tree, logits, T, gens[, process])
 BATCHED: dict[str, Callable] = {}  # name -> f(batch_tree, logits, T, gens[, process])
@@ -42,4 +40,10 @@ def engine_verifier(name: str, *, batched: bool = False) -> Callable[[Callable],
     return register
 
 
-__all__ = ["KINDS", "engine_verifier"]
+def engine_names(*, batched: bool = False, **facts) -> Names:
+    """The verifiers with a registered single-tree form (``batched=True``: a batched form), in
+    registry order, filtered by the registry's facts (``sampling=``, ``sequential=``, ...)."""
+    return verifier_names(among=BATCHED if batched else SINGLE, **facts)
+
+
+__all__ = ["engine_names", "engine_verifier"]
