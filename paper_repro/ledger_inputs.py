@@ -20,9 +20,9 @@ Shipped inputs (``paper_repro/results/``, all produced on a CPU but the last; :d
 * ``sim_exittrain_matched/sweep.json``: the simulation sweep trained and judged at T = 0.5 (its matched
   cells, rule 5 of ``simulate/exittrain/sweep.py``), read when present;
 * ``paper_regime/acceptance.json``: the paper-regime run's comparisons in per-step acceptance ``a``,
-  recomputed from its cells (``python -m exitlaw.paper_repro.mini.exittrain.units``): the ExitTrain unit
+  recomputed from its cells (``exitlaw repro units --overwrite``): the ExitTrain unit
   policy's primary unit (issue 49); ``sim_exittrain_authors/results.json``: the authors' recipe simulated
-  (``python -m exitlaw.paper_repro.mini.exittrain.sim_authors``), read when present;
+  (``exitlaw repro sim-authors``), read when present;
 * ``gpu/verifiers_T1/results.json``: the verifier-stage bench of the first GPU run (one H200, bf16;
   ``paper_repro/results/gpu/README.md``), read when present.
 
@@ -55,9 +55,7 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.infra.provenance import git_commit as _git_commit
-from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
-
-from exitlaw.simulate.verifiers.table import implemented
+from exitlaw.theory.registry import FIXED_TREE, PROCEDURE, verifier_names
 
 FIGURE_INPUTS = ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency")
 NEEDED = FIGURE_INPUTS  # figure data a ledger over a run directory computes when missing
@@ -81,7 +79,7 @@ SHIPPED = {
     "field_lab": "field_lab.json",
     "verifier_latency_gpu": "gpu/verifiers_T1/results.json",
 }
-KIT_VERIFIERS = implemented(PROCEDURE, kind=FIXED_TREE, sampling=True)
+KIT_VERIFIERS = verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE)
 
 
 # ----- provenance ------------------------------------------------------------------------------------------
