@@ -748,7 +748,7 @@ SIM_SWEEP_MATCHED = (
 )
 SIM_EXIT, SIM_PREFIX = "exit/tree/lambda=0.1", "prefix/tree/lambda=0.1"
 SIM_AUTHORS = (
-    "simulation of the authors' recipe (exact tau), `python -m exitlaw.paper_repro.mini.exittrain.sim_authors`, "
+    "simulation of the authors' recipe (exact tau), `exitlaw repro sim-authors`, "
     "design simulate/exittrain/recipe.py"
 )
 

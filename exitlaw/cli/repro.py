@@ -98,6 +98,40 @@ def _mechanism(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sim_authors(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.mini.exittrain.sim_authors import FILES, run_to
+
+    out_files(args, *FILES)  # refused before any work
+    run_to(args.out, from_simulation=args.from_simulation, overwrite=args.overwrite, log=print)
+    print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
+    return 0
+
+
+def _pilot(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.mini.exittrain.pilot import CANDIDATES, format_markdown, report, run
+
+    cands = tuple(c.strip() for c in args.candidates.split(",") if c.strip())
+    unknown = sorted(set(cands) - set(CANDIDATES))
+    if unknown or not cands:
+        raise ValueError(f"unknown candidate(s) {unknown}; choose from {', '.join(CANDIDATES)}")
+    if args.report:
+        out_files(args, "pilot.json", "pilot.md")  # refused before any work
+        print(format_markdown(report(args.out, cands)))
+    else:
+        print(run(args.out, cands, progress=show_progress(args)))
+    return 0
+
+
+def _units(args: argparse.Namespace) -> int:
+    from exitlaw.paper_repro.mini.exittrain.units import write_regime_units
+
+    if args.out is None:
+        args.out = args.regime
+    (path,) = out_files(args, "acceptance.json")  # refused before any work
+    print(write_regime_units(args.regime, path))
+    return 0
+
+
 def _all(args: argparse.Namespace) -> int:
     from exitlaw.paper_repro.reproduce import reproduce
 
@@ -414,11 +448,85 @@ MECHANISM = Command(
     ),
 )
 
+SIM_AUTHORS = Command(
+    "sim-authors",
+    _sim_authors,
+    help="ExitTrain on the authors' recipe in simulation: exact tau, verdicts in a and relative tau",
+    description="Greedy data, tree weights at T = 1, token / prefix / exit / exit-depth at matched "
+    "tree-term strength on a low-entropy synthetic target, 10 seeds, exact tau (issue 49; "
+    "simulate/exittrain/recipe.py). Writes simulation.json, results.json and results.md into --out. "
+    "About 3 CPU-minutes; --from-simulation re-judges a shipped simulation.json in seconds.",
+    pieces=(
+        out_args("simulation.json, results.json, results.md", required=True),
+        opt(
+            "--from-simulation",
+            metavar="JSON",
+            default=None,
+            help="re-judge this simulation.json instead of training",
+        ),
+    ),
+)
+
+PILOT = Command(
+    "pilot",
+    _pilot,
+    help="the ExitTrain precondition pilot: candidate bases, exact coverage, projected power",
+    description="paper_repro/PILOT_PRECONDITION.md: candidate bases tuned token-only on greedy data, "
+    "C_p on fixed held-out anchors under the target at T = 0 and the sharpened target (logits x 2) "
+    "at T = 1, power projected to the main run, the base chosen by the design's rule. Stages are "
+    "cached in --out (two processes may share it); --report writes pilot.json and pilot.md.",
+    pieces=(
+        opt(
+            "--out",
+            metavar="DIR",
+            required=True,
+            help="folder: the pilot's cached stages, pilot.json and pilot.md",
+        ),
+        opt(
+            "--overwrite",
+            action="store_true",
+            help="--report: replace pilot.json and pilot.md (the cached stages are reused)",
+        ),
+        opt(
+            "--candidates",
+            default="full,fallback,other-data",
+            help="comma-separated candidate bases (full, fallback, other-data)",
+        ),
+        opt(
+            "--report", action="store_true", help="only write pilot.json / pilot.md from the cache"
+        ),
+        no_progress_arg,
+    ),
+)
+
+UNITS = Command(
+    "units",
+    _units,
+    help="the paper-regime run's comparisons in per-step acceptance a, from its cells",
+    description="Recomputes the paper-regime run's ExitTrain comparisons in a = 1 - 1/tau (relative "
+    "tau beside) from its shipped cells, for the ledger's unit policy (issue 49). Seconds.",
+    pieces=(
+        opt(
+            "--regime",
+            metavar="DIR",
+            default="paper_repro/results/paper_regime",
+            help="a paper-regime run folder (default: the shipped one)",
+        ),
+        opt(
+            "--out",
+            metavar="DIR",
+            default=None,
+            help="folder: acceptance.json (default: the --regime folder)",
+        ),
+        opt("--overwrite", action="store_true", help="replace acceptance.json"),
+    ),
+)
+
 REPRO = Group(
     "repro",
-    help="reproduce the paper's experiments: mini, all, full, mechanism",
+    help="reproduce the paper's experiments: mini, all, full, mechanism, sim-authors, pilot, units",
     description="Reproduce the paper's experiments (mini: on a CPU, from the stdlib corpus).",
-    commands=(MINI, ALL, FULL, MECHANISM),
+    commands=(MINI, ALL, FULL, MECHANISM, SIM_AUTHORS, PILOT, UNITS),
 )
 
 FIGURES = Command(

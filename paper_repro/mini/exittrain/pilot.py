@@ -8,13 +8,13 @@ at T = 0 and the sharpened target (logits x 2, i.e. the shipped target at T = 0.
 (:func:`analyse`) is in per-step acceptance ``a = 1 - 1/x`` with ``x = 1 + C_p`` per prompt, and projects
 the main run's power from the pilot's variance components; :func:`choose_base` is the design's rule.
 
-Stages are cached under ``--out`` and resumable; ``--candidates`` picks the bases one process builds,
-tunes and evaluates (two processes may share ``--out``), ``--report`` writes ``pilot.json`` / ``pilot.md``.
+Command: ``exitlaw repro pilot --out DIR [--candidates full,other-data,fallback] [--report]``. Stages are
+cached under ``--out`` and resumable; ``--candidates`` picks the bases one process builds, tunes and
+evaluates (two processes may share ``--out``), ``--report`` writes ``pilot.json`` / ``pilot.md``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import time
@@ -444,31 +444,3 @@ def report(out: str | Path, candidates: tuple[str, ...], cfg: PilotConfig = Pilo
     atomic_write_json(out / "pilot.json", res, indent=1)
     atomic_write_text(out / "pilot.md", format_markdown(res))
     return res
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument(
-        "--candidates",
-        default=",".join(CANDIDATES),
-        help=f"comma-separated candidate bases to build, tune and evaluate (of {', '.join(CANDIDATES)})",
-    )
-    ap.add_argument(
-        "--report", action="store_true", help="only write pilot.json/.md from the cache"
-    )
-    ap.add_argument("--progress", action="store_true")
-    args = ap.parse_args(argv)
-    cands = tuple(c for c in args.candidates.split(",") if c)
-    unknown = sorted(set(cands) - set(CANDIDATES))
-    if unknown or not cands:
-        ap.error(f"unknown candidate(s) {unknown}; choose from {', '.join(CANDIDATES)}")
-    if args.report:
-        print(format_markdown(report(args.out, cands)))
-    else:
-        print(run(args.out, cands, progress=args.progress))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -19,13 +19,12 @@ strength, 10 seeds, exact tau) and judges it with the rules of ``paper_repro/AUT
 * **power** of each comparison against the paper's effect in its unit (t approximation) and its minimal
   detectable effect at 80 %.
 
-Regenerate the shipped folder: ``python -m exitlaw.paper_repro.mini.exittrain.sim_authors --out
-paper_repro/results/sim_exittrain_authors`` (add ``--overwrite``).
+Regenerate the shipped folder: ``exitlaw repro sim-authors --out paper_repro/results/sim_exittrain_authors
+--overwrite`` (:func:`run_to`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
 from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU, paper_margin
 from exitlaw.paper_repro.mini.stats import claim_verdict, pair_verdict
-from exitlaw.paper_repro.verdicts import Interval, Rule, decide
 
 SCHEMA = "exitlaw.sim_exittrain_authors/1"
 PRIMARY_LEVEL, SECONDARY_LEVEL = 1 - 0.05 / 4, 0.95
@@ -53,6 +51,20 @@ FILES = ("simulation.json", "results.json", "results.md")
 def paper_relative(a: str, b: str, t: float) -> float:
     """The paper's relative tau effect of ``a`` over ``b`` at ``t`` (Table 2), percent."""
     return 100.0 * (PAPER_TABLE2_TAU[a][t] / PAPER_TABLE2_TAU[b][t] - 1.0)
+
+
+def size_rule(lo: float, hi: float, effect: float) -> str:
+    """The ledger's size rule R3 (``paper_repro/verdicts.py``) on ``[lo, hi]`` against the paper's positive
+    ``effect``: reproduced when the interval excludes 0 and contains the effect; contradicted when it lies
+    below the effect (even excluding 0); inconclusive otherwise (contains 0 and the effect, or lies beyond
+    it). ``property_tests/paper_repro/mini/test_sim_authors.py`` checks it against the ledger's."""
+    if not lo <= hi or not effect > 0:
+        raise ValueError(f"need lo <= hi and a positive effect, got [{lo}, {hi}], {effect}")
+    if hi < effect:
+        return "contradicted"
+    if lo > 0 and lo <= effect:
+        return "reproduced"
+    return "inconclusive"
 
 
 def paired_t(d, level: float, effect: float | None = None) -> dict[str, Any]:
@@ -112,13 +124,9 @@ def compare(raw: dict, a: str, b: str, t_index: int, level: float, paper: tuple 
         out["rule_relative"] = pair_verdict(
             out["relative_tau_pct"]["lo"], out["relative_tau_pct"]["hi"], m_rel
         )
-        for unit, key, margin in (("a", "delta_a", m_a), ("%", "relative_tau_pct", m_rel)):
+        for key, margin in (("delta_a", m_a), ("relative_tau_pct", m_rel)):
             d = out[key]
-            v = decide(
-                Rule("size", unit, side=1, paper_effect=margin, alpha=1 - level),
-                Interval(d["mean"], d["lo"], d["hi"], level),
-            )
-            out[f"size_{key}"] = {"verdict": v.verdict, "reason": v.reason}
+            out[f"size_{key}"] = {"verdict": size_rule(d["lo"], d["hi"], margin)}
     return out
 
 
@@ -288,30 +296,22 @@ def write(res: dict, out: str | Path, *, overwrite: bool = False) -> list[Path]:
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
-    from exitlaw.simulate.exittrain.recipe import RecipeConfig, run_recipe
-    from exitlaw.simulate.exittrain.sweep import provenance
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="folder for simulation.json, results.json/.md")
-    ap.add_argument("--overwrite", action="store_true")
-    ap.add_argument(
-        "--from-simulation",
-        metavar="JSON",
-        help="re-judge a shipped simulation.json instead of training (no training, seconds)",
-    )
-    args = ap.parse_args(argv)
-    if not args.overwrite and any((Path(args.out) / f).exists() for f in FILES):
-        ap.error(f"{args.out} already holds results; pass --overwrite")
-    if args.from_simulation:
-        raw = json.loads(Path(args.from_simulation).read_text(encoding="utf-8"))
+def run_to(
+    out: str | Path,
+    *,
+    from_simulation: str | Path | None = None,
+    overwrite: bool = False,
+    log=lambda line: None,
+) -> list[Path]:
+    """Train and judge (or re-judge ``from_simulation``) and write :data:`FILES` into ``out``."""
+    if not overwrite and any((Path(out) / f).exists() for f in FILES):
+        raise FileExistsError(f"{out} already holds results; pass --overwrite")
+    if from_simulation:
+        raw = json.loads(Path(from_simulation).read_text(encoding="utf-8"))
     else:
-        raw = run_recipe(RecipeConfig(), log=print)
+        from exitlaw.simulate.exittrain.recipe import RecipeConfig, run_recipe
+        from exitlaw.simulate.exittrain.sweep import provenance
+
+        raw = run_recipe(RecipeConfig(), log=log)
         raw["provenance"] = provenance()
-    for p in write(report(raw), args.out, overwrite=args.overwrite):
-        print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return write(report(raw), out, overwrite=overwrite)

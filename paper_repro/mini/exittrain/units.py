@@ -13,13 +13,12 @@ and tau 8 (the paper) cannot be compared and effects in ``a`` can (``paper_repro
 * :func:`paper_effect_a`: the paper's Table 2 effect in ``a`` (the smallest over T = 0 and T = 1);
 * :func:`power_against`: the power of a row's interval against the paper's effect in its unit.
 
-``python -m exitlaw.paper_repro.mini.exittrain.units`` writes ``paper_regime/acceptance.json`` from the
+``exitlaw repro units --overwrite`` (:func:`write_regime_units`) writes ``paper_regime/acceptance.json`` from the
 shipped paper-regime folder (seconds; the ledger reads it).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from statistics import NormalDist
@@ -185,18 +184,10 @@ def sweep_units(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument(
-        "--regime", default=str(RESULTS / "paper_regime"), help="a paper-regime run folder"
-    )
-    ap.add_argument("--out", help="the JSON to write (default: <regime>/acceptance.json)")
-    args = ap.parse_args(argv)
-    out = Path(args.out) if args.out else Path(args.regime) / "acceptance.json"
-    atomic_write_json(out, regime_units(args.regime), indent=1)
-    print(out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def write_regime_units(
+    regime: str | Path = RESULTS / "paper_regime", out: str | Path | None = None
+) -> Path:
+    """:func:`regime_units` of ``regime`` written to ``out`` (default ``regime/acceptance.json``)."""
+    path = Path(out) if out else Path(regime) / "acceptance.json"
+    atomic_write_json(path, regime_units(regime), indent=1)
+    return path

@@ -144,3 +144,26 @@ def test_the_shipped_results_are_the_shipped_simulation_judged():
     }
     assert set(verdicts.values()) == {"not reproduced in simulation"}
     assert again["precondition"]["holds"] and len(raw["seeds"]) == 10
+
+
+@pytest.mark.parametrize(
+    "lo, hi",
+    [
+        (0.5, 5.9),
+        (0.5, 5.9 - 1e-9),
+        (5.9, 7.0),
+        (5.9 + 1e-9, 7.0),
+        (0.0, 7.0),
+        (1e-9, 7.0),
+        (-1.0, 5.0),
+        (-1.0, 6.0),
+        (-3.0, -1.0),
+    ],
+)
+def test_the_local_size_rule_is_the_ledgers(lo, hi):
+    """paper_repro/mini may not import the ledger's verdicts; its copy of R3 must agree with them."""
+    from exitlaw.paper_repro.mini.exittrain.sim_authors import size_rule
+    from exitlaw.paper_repro.verdicts import Interval, Rule, decide
+
+    want = decide(Rule("size", "%", paper_effect=5.9), Interval((lo + hi) / 2, lo, hi)).verdict
+    assert size_rule(lo, hi, 5.9) == want
