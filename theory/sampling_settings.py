@@ -41,16 +41,136 @@ import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from numbers import Integral, Real
+from typing import Any, Callable
 
 import numpy as np
 
 from .errors import DistributionError
 
-FILTERS = ("top_k", "top_p", "min_p")
+
+@dataclass(frozen=True)
+class Filter:
+    """One sampling filter, every fact about it in one record (docs/architecture.md §6).
+
+    ``type``: ``int`` or ``float``; ``bounds``: its range in words and ``valid`` the test of it;
+    ``off``: the values at which it removes nothing (``None`` always among them); ``neutral``: the
+    OpenAI/vLLM request values that mean off (the server reads them by name); ``flag`` / ``metavar``
+    / ``help`` / ``expected``: the command line's flag, its text, and the words of its error;
+    ``exact(p, keep, value)``: the rule on exact rows (``Fraction``; the kept flags after it);
+    ``keep(live, value)``: its float64 twin on live weights ``[..., V]`` (the same comparisons). The
+    engine's torch rule registers itself under ``name`` (``engine/decode/sampling_settings.py``).
+    """
+
+    name: str
+    type: type
+    bounds: str
+    valid: Callable[[Any], bool]
+    off: tuple
+    neutral: tuple
+    flag: str
+    metavar: str
+    help: str
+    expected: str
+    exact: Callable[[list, list, Any], list]
+    keep: Callable[[np.ndarray, Any], np.ndarray]
+
+    def off_text(self) -> str:
+        values = [f"{v:g}" for v in self.off if v is not None]
+        return (" or ".join(values) + " or None" if values else "or None") + " for off"
+
+
+def _top_k_exact(p, keep, k):
+    live = [x for x, kept in zip(p, keep) if kept]
+    kth = sorted(live, reverse=True)[min(k, len(live)) - 1]
+    return [kept and x >= kth for x, kept in zip(p, keep)]
+
+
+def _top_k_keep(live, k):
+    k = min(k, live.shape[-1])
+    return live >= -np.partition(-live, k - 1, axis=-1)[..., k - 1 : k]
+
+
+def _top_p_exact(p, keep, t):
+    live = [x for x, kept in zip(p, keep) if kept]
+    bar = Fraction(t) * sum(live)
+    return [kept and sum(z for z in live if z > x) < bar for x, kept in zip(p, keep)]
+
+
+def _top_p_keep(live, t):
+    desc = -np.sort(-live, axis=-1)
+    above = np.cumsum(desc, axis=-1) - desc  # exclusive: mass strictly before each place
+    bar = t * desc.sum(axis=-1, keepdims=True)
+    last = (above < bar).sum(axis=-1, keepdims=True) - 1  # >= 0: above[0] = 0 < bar
+    return live >= np.take_along_axis(desc, last, axis=-1)
+
+
+def _min_p_exact(p, keep, m):
+    bar = Fraction(m) * max(x for x, kept in zip(p, keep) if kept)
+    return [kept and x >= bar for x, kept in zip(p, keep)]
+
+
+def _min_p_keep(live, m):
+    return live >= m * live.max(axis=-1, keepdims=True)
+
+
+FILTER_RECORDS: tuple[Filter, ...] = (
+    Filter(
+        "top_k",
+        int,
+        ">= 1",
+        lambda k: k >= 1,
+        off=(None,),
+        neutral=(0, -1),
+        flag="--top-k",
+        metavar="K",
+        help="keep the K most likely tokens (ties kept)",
+        expected="an integer >= 1",
+        exact=_top_k_exact,
+        keep=_top_k_keep,
+    ),
+    Filter(
+        "top_p",
+        float,
+        "in (0, 1]",
+        lambda t: 0 < t <= 1,  # nan fails too
+        off=(None, 1.0),
+        neutral=(1,),
+        flag="--top-p",
+        metavar="P",
+        help="keep the smallest head of mass >= P (ties kept)",
+        expected="a top-p in (0, 1]",
+        exact=_top_p_exact,
+        keep=_top_p_keep,
+    ),
+    Filter(
+        "min_p",
+        float,
+        "in [0, 1)",
+        lambda m: 0 <= m < 1,
+        off=(None, 0.0),
+        neutral=(0,),
+        flag="--min-p",
+        metavar="M",
+        help="keep tokens with probability >= M x the largest",
+        expected="a min-p in [0, 1)",
+        exact=_min_p_exact,
+        keep=_min_p_keep,
+    ),
+)
+FILTERS = tuple(f.name for f in FILTER_RECORDS)
 VLLM_ORDER = ("min_p", "top_k", "top_p")
 HF_ORDER = ("top_k", "top_p", "min_p")
 DEFAULT_ORDER = VLLM_ORDER
-_OFF = dict(zip(FILTERS, ((None,), (None, 1.0), (None, 0.0))))  # values at which a filter is off
+_OFF = {f.name: f.off for f in FILTER_RECORDS}  # values at which a filter is off
+
+
+def filter_record(name: str) -> Filter:
+    """The record of filter ``name`` (``DistributionError`` naming the filters)."""
+    for f in FILTER_RECORDS:
+        if f.name == name:
+            return f
+    raise DistributionError(f"unknown filter {name!r}; the filters are {', '.join(FILTERS)}")
+
 
 NEAR_TIE_MARGIN = 0.05
 """At ``T = 0``, a greedy token whose log-probability leads the runner-up's by less than this is a
@@ -85,6 +205,21 @@ def _real(value, name: str) -> float:
     return float(value)
 
 
+def _checked(f: Filter, value):
+    """``value`` as filter ``f``'s type, or ``DistributionError`` naming the filter and its range."""
+    if f.type is int:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+            raise DistributionError(
+                f"{f.name} must be an integer {f.bounds} ({f.off_text()}), got {value!r}"
+            )
+        value = int(value)
+    else:
+        value = _real(value, f.name)
+    if not f.valid(value):
+        raise DistributionError(f"{f.name} must be {f.bounds} ({f.off_text()}), got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class SamplingSettings:
     """Temperature and the optional filters (``None`` / ``top_p = 1`` / ``min_p = 0``: off).
@@ -107,28 +242,10 @@ class SamplingSettings:
                 f"temperature must be finite and >= 0, got {self.temperature!r}"
             )
         object.__setattr__(self, "temperature", check_temperature_floor(t))
-        if self.top_k is not None:
-            if isinstance(self.top_k, (bool, np.bool_)) or not isinstance(self.top_k, Integral):
-                raise DistributionError(
-                    f"top_k must be an integer >= 1 (or None for off), got {self.top_k!r}"
-                )
-            if self.top_k < 1:
-                raise DistributionError(f"top_k must be >= 1 (or None for off), got {self.top_k!r}")
-            object.__setattr__(self, "top_k", int(self.top_k))
-        if self.top_p is not None:
-            p = _real(self.top_p, "top_p")
-            if not 0 < p <= 1:  # nan fails too
-                raise DistributionError(
-                    f"top_p must be in (0, 1] (1 or None for off), got {self.top_p!r}"
-                )
-            object.__setattr__(self, "top_p", p)
-        if self.min_p is not None:
-            m = _real(self.min_p, "min_p")
-            if not 0 <= m < 1:
-                raise DistributionError(
-                    f"min_p must be in [0, 1) (0 or None for off), got {self.min_p!r}"
-                )
-            object.__setattr__(self, "min_p", m)
+        for f in FILTER_RECORDS:
+            value = getattr(self, f.name)
+            if value is not None:
+                object.__setattr__(self, f.name, _checked(f, value))
         order = self.order
         if isinstance(order, str) or not all(isinstance(o, str) for o in order):
             raise DistributionError(
@@ -218,16 +335,7 @@ def process_rows_exact(rows, settings: SamplingSettings) -> list[list[Fraction]]
             raise DistributionError(f"row {r} must be non-negative with positive mass")
         keep = [x > 0 for x in p]
         for name in settings.active():
-            live = [x for x, k in zip(p, keep) if k]
-            if name == "top_k":
-                kth = sorted(live, reverse=True)[min(settings.top_k, len(live)) - 1]
-                keep = [k and x >= kth for x, k in zip(p, keep)]
-            elif name == "min_p":
-                bar = Fraction(settings.min_p) * max(live)
-                keep = [k and x >= bar for x, k in zip(p, keep)]
-            else:
-                bar = Fraction(settings.top_p) * sum(live)
-                keep = [k and sum(z for z in live if z > x) < bar for x, k in zip(p, keep)]
+            keep = filter_record(name).exact(p, keep, getattr(settings, name))
         total = sum(x for x, k in zip(p, keep) if k)
         out.append([x / total if k else Fraction(0) for x, k in zip(p, keep)])
     return out
@@ -244,19 +352,7 @@ def keep_mask(weights: np.ndarray, settings: SamplingSettings) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float64)
     keep = w > 0
     for name in check_settings(settings).active():
-        live = np.where(keep, w, 0.0)
-        if name == "top_k":
-            k = min(settings.top_k, w.shape[-1])
-            kth = -np.partition(-live, k - 1, axis=-1)[..., k - 1 : k]
-            keep &= live >= kth
-        elif name == "min_p":
-            keep &= live >= settings.min_p * live.max(axis=-1, keepdims=True)
-        else:
-            desc = -np.sort(-live, axis=-1)
-            above = np.cumsum(desc, axis=-1) - desc  # exclusive: mass strictly before each place
-            bar = settings.top_p * desc.sum(axis=-1, keepdims=True)
-            last = (above < bar).sum(axis=-1, keepdims=True) - 1  # >= 0: above[0] = 0 < bar
-            keep &= live >= np.take_along_axis(desc, last, axis=-1)
+        keep &= filter_record(name).keep(np.where(keep, w, 0.0), getattr(settings, name))
     return keep
 
 
@@ -317,6 +413,9 @@ def processed_target(logits_of, settings: SamplingSettings):
 
 
 __all__ = [
+    "Filter",
+    "FILTER_RECORDS",
+    "filter_record",
     "FILTERS",
     "VLLM_ORDER",
     "HF_ORDER",

@@ -22,7 +22,42 @@ from typing import Callable
 import torch
 
 from exitlaw.theory import check_temperature
-from exitlaw.theory.sampling_settings import SamplingSettings
+from exitlaw.theory.sampling_settings import SamplingSettings, filter_record
+
+# filter name -> its torch keep rule ``(live [..., V] float64, value) -> bool mask``, registered below
+TORCH_RULES: dict[str, Callable[[torch.Tensor, object], torch.Tensor]] = {}
+
+
+def torch_filter(name: str) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the torch twin of filter ``name``'s keep rule (the filter's
+    record, :data:`~exitlaw.theory.sampling_settings.FILTER_RECORDS`, holds everything else)."""
+    filter_record(name)  # DistributionError naming the filters
+
+    def register(fn: Callable) -> Callable:
+        TORCH_RULES[name] = fn
+        return fn
+
+    return register
+
+
+@torch_filter("top_k")
+def top_k_keep(live: torch.Tensor, k: int) -> torch.Tensor:
+    k = min(k, live.shape[-1])
+    return live >= live.topk(k, dim=-1).values[..., k - 1 : k]
+
+
+@torch_filter("min_p")
+def min_p_keep(live: torch.Tensor, m: float) -> torch.Tensor:
+    return live >= live.amax(dim=-1, keepdim=True) * m
+
+
+@torch_filter("top_p")
+def top_p_keep(live: torch.Tensor, t: float) -> torch.Tensor:
+    desc = live.sort(dim=-1, descending=True).values
+    above = desc.cumsum(dim=-1).sub_(desc)  # mass strictly before each place
+    bar = desc.sum(dim=-1, keepdim=True) * t
+    last = (above < bar).sum(dim=-1, keepdim=True).sub_(1)  # >= 0: above[0] = 0 < bar
+    return live >= desc.gather(-1, last)
 
 
 def as_settings(temperature) -> SamplingSettings:
@@ -37,18 +72,9 @@ def keep_mask(weights: torch.Tensor, settings: SamplingSettings) -> torch.Tensor
     (:func:`exitlaw.theory.sampling_settings.keep_mask`, the same comparisons)."""
     keep = weights > 0
     for name in settings.active():
-        live = torch.where(keep, weights, 0.0)
-        if name == "top_k":
-            k = min(settings.top_k, weights.shape[-1])
-            keep &= live >= live.topk(k, dim=-1).values[..., k - 1 : k]
-        elif name == "min_p":
-            keep &= live >= live.amax(dim=-1, keepdim=True) * settings.min_p
-        else:
-            desc = live.sort(dim=-1, descending=True).values
-            above = desc.cumsum(dim=-1).sub_(desc)  # mass strictly before each place
-            bar = desc.sum(dim=-1, keepdim=True) * settings.top_p
-            last = (above < bar).sum(dim=-1, keepdim=True).sub_(1)  # >= 0: above[0] = 0 < bar
-            keep &= live >= desc.gather(-1, last)
+        if name not in TORCH_RULES:
+            raise ValueError(f"filter {name!r} has no torch rule (register one with @torch_filter)")
+        keep &= TORCH_RULES[name](torch.where(keep, weights, 0.0), getattr(settings, name))
     return keep
 
 
@@ -112,6 +138,8 @@ def processed_draft_logprobs(rows: torch.Tensor, settings) -> torch.Tensor:
 
 
 __all__ = [
+    "TORCH_RULES",
+    "torch_filter",
     "as_settings",
     "keep_mask",
     "filter_logits",

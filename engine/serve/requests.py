@@ -12,7 +12,13 @@ import math
 from dataclasses import dataclass, replace
 
 from exitlaw.theory.errors import DistributionError
-from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings, check_temperature_floor
+from exitlaw.theory.sampling_settings import (
+    FILTER_RECORDS,
+    FILTERS,
+    SamplingSettings,
+    check_temperature_floor,
+    filter_record,
+)
 
 from exitlaw.engine.serve.errors import bad_request
 
@@ -168,8 +174,8 @@ def _number(body: dict, name: str, default: float) -> float:
     return float(v)
 
 
-# the OpenAI/vLLM neutral value(s) of each filter: a filter sent at one of them is off
-NEUTRAL = dict(zip(FILTERS, ((0, -1), (1,), (0,))))
+# the OpenAI/vLLM neutral value(s) of each filter, by name from its record: a filter sent at one is off
+NEUTRAL = {f.name: f.neutral for f in FILTER_RECORDS}
 
 
 def _sampling_settings(body: dict, temperature: float) -> SamplingSettings:
@@ -185,7 +191,8 @@ def _sampling_settings(body: dict, temperature: float) -> SamplingSettings:
             )
     given = {}
     for name in FILTERS:
-        value = _int(body, name, None) if name == "top_k" else _number(body, name, None)
+        kind = filter_record(name).type
+        value = _int(body, name, None) if kind is int else _number(body, name, None)
         if value is None or value in NEUTRAL[name]:
             continue
         try:

@@ -11,7 +11,7 @@ import math
 import os
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 
 def int_list(text: str) -> list[int]:
@@ -136,20 +136,21 @@ def positive_temperature(text: str) -> float:
     return value
 
 
-def top_p_value(text: str) -> float:
-    """A top-p mass in ``(0, 1]``."""
-    value = finite_float(text)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a top-p in (0, 1], got {text!r}")
-    return value
+def filter_value(record) -> Callable[[str], Any]:
+    """The argparse type of a sampling filter's flag: its record's type and range
+    (:class:`~exitlaw.theory.sampling_settings.Filter`), ``expected ...`` on a bad value."""
 
+    def parse(text: str):
+        try:
+            value = record.type(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {record.expected}, got {text!r}") from None
+        if (isinstance(value, float) and not math.isfinite(value)) or not record.valid(value):
+            raise argparse.ArgumentTypeError(f"expected {record.expected}, got {text!r}")
+        return value
 
-def min_p_value(text: str) -> float:
-    """A min-p ratio in ``[0, 1)``."""
-    value = finite_float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a min-p in [0, 1), got {text!r}")
-    return value
+    parse.__name__ = record.name
+    return parse
 
 
 def open_unit_float(text: str) -> float:
@@ -183,13 +184,16 @@ def add_sampling_args(
     (``with_order``) ``--sampling-order`` (:class:`exitlaw.theory.SamplingSettings`; each value
     checked by argparse). The temperature is each command's own flag; :func:`sampling_settings_from`
     joins them into one ``SamplingSettings``."""
-    for flag, kind, metavar, text in (
-        ("--top-k", positive_int, "K", "keep the K most likely tokens (ties kept)"),
-        ("--top-p", top_p_value, "P", "keep the smallest head of mass >= P (ties kept)"),
-        ("--min-p", min_p_value, "M", "keep tokens with probability >= M x the largest"),
-    ):
+    from exitlaw.theory.sampling_settings import FILTER_RECORDS
+
+    for f in FILTER_RECORDS:  # one row per filter, from its record
         parser.add_argument(
-            flag, type=kind, default=None, metavar=metavar, help=f"{text} for {what} (default: off)"
+            f.flag,
+            dest=f.name,
+            type=filter_value(f),
+            default=None,
+            metavar=f.metavar,
+            help=f"{f.help} for {what} (default: off)",
         )
     if with_order:
         parser.add_argument(
