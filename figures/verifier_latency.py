@@ -109,6 +109,8 @@ def normalise(result: dict) -> dict:
             row["samples_ms"] = {
                 k: [float(x) for x in v] for k, v in samples.items()
             }  # paired per-call times
+        if r.get("ops"):
+            row["ops"] = r["ops"]  # per-decision op counts (bench verifiers)
         rows.append(row)
     config = dict(result.get("config", {}))
     if any("gpu_check" in r["shape"] for r in rows):

@@ -2,7 +2,10 @@
 # One GPU session's measurements, in one script (the device lease is short: about 5 minutes on an H200):
 #   1. gpu_check.sh: draft, verify-forward and verifier-stage latencies on a random-weight
 #      Qwen3-4B-shaped pair (bf16, V = 151936) at B = 32/64/128, T = 1 and T = 0.6 (the paper's Table 3);
-#   2. bench verifiers: the verifier stage alone on realised DDTree trees at V = 151936;
+#   2. bench verifiers: the verifier stage alone on realised DDTree trees at V = 151936, bf16,
+#      B = 32/64/128, T = 1 and T = 0.6 (Table 3's cells): TEV, predraw, residual and DDTree's
+#      multinomial predraw; TEV eager, compiled and replayed as a CUDA graph (--compiled); the stage
+#      interval and the authors' interval; op counts per decision and the per-launch cost;
 #   3. bench decoding (single sequence) and 4. bench batch (B rows per round) on the shipped
 #      paper-regime mini pair (paper_repro/results/paper_regime/base) with its held-out prompts
 #      (paper_repro/results/gpu/prompts.jsonl, written by `mini_prompts(base, 64, 64)`);
@@ -15,8 +18,8 @@
 # carried as a wheel too (the image's 5.17 is below the tested range): see
 # paper_repro/results/gpu/README.md.
 # Usage: paper_repro/gpu_benches.sh OUT_DIR [cpu]   (cpu: a short smoke run of the same commands)
-# Writes OUT_DIR/{gpu_check_T1,gpu_check_T0.6,verifiers_T1,decoding,batch,decoding_auto,serve}/results.json
-# (seven files; the device returns at most eight) and prints
+# Writes OUT_DIR/{gpu_check_T1,gpu_check_T0.6,verifiers_T1,verifiers_T0.6,decoding,batch,decoding_auto,serve}/results.json
+# (eight files; the device returns at most eight) and prints
 # every table; each step has its own time limit so one hang cannot take the others with it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,8 +40,8 @@ step() {  # step SECONDS NAME COMMAND...
 
 if [[ $mode == cpu ]]; then
   step 300 gpu_check_T1 paper_repro/gpu_check.sh --tiny --device cpu --repeats 3 --out "$out/gpu_check_T1"
-  step 120 verifiers_T1 exitlaw bench verifiers --device cpu --budget 32 --vocab 4096 --temperature 1 \
-    --trees 1 --repeats 2 --out "$out/verifiers_T1"
+  step 240 verifiers_T1 exitlaw bench verifiers --device cpu --budget 32 --vocab 4096 --temperature 1 \
+    --trees 1 --repeats 2 --compiled --out "$out/verifiers_T1"
   step 300 decoding exitlaw bench decoding --target $pair/target --draft $pair/drafter_base/final \
     --prompts "jsonl:$prompts" --num-prompts 2 --budget 32 --temperature 0,1 --verifier predraw,tev \
     --max-new-tokens 16 --device cpu --threads 1 --warmup 0 --out "$out/decoding"
@@ -60,8 +63,10 @@ step 150 gpu_check_T1 paper_repro/gpu_check.sh --device cuda --budget 32,64,128 
   --repeats 30 --temperature 1 --out "$out/gpu_check_T1"
 step 100 gpu_check_T0.6 paper_repro/gpu_check.sh --device cuda --budget 32,64,128 --context 512 \
   --repeats 30 --temperature 0.6 --out "$out/gpu_check_T0.6"
-step 80 verifiers_T1 exitlaw bench verifiers --device cuda --budget 32,64,128 --vocab 151936 \
-  --temperature 1 --dtype bfloat16 --trees 8 --repeats 30 --out "$out/verifiers_T1"
+step 150 verifiers_T1 exitlaw bench verifiers --device cuda --budget 32,64,128 --vocab 151936 \
+  --temperature 1 --dtype bfloat16 --trees 4 --repeats 20 --compiled --out "$out/verifiers_T1"
+step 150 verifiers_T0.6 exitlaw bench verifiers --device cuda --budget 32,64,128 --vocab 151936 \
+  --temperature 0.6 --dtype bfloat16 --trees 4 --repeats 20 --compiled --out "$out/verifiers_T0.6"
 step 150 decoding exitlaw bench decoding --target $pair/target --draft $pair/drafter_base/final \
   --prompts "jsonl:$prompts" --num-prompts 16 --budget 32,64 --temperature 0,1 --verifier predraw,tev \
   --max-new-tokens 64 --device cuda --warmup 2 --out "$out/decoding"

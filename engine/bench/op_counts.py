@@ -130,12 +130,17 @@ def _launches(event) -> bool:
     return any(_launches(c) for c in event.cpu_children if c.name.startswith("aten::"))
 
 
-def count_ops(fn: Callable[[], Any]) -> OpCount:
+def count_ops(fn: Callable[[], Any], host_traffic: bool = True) -> OpCount:
     """Run ``fn()`` once under ``torch.profiler`` (CPU activity: every dispatched op, on any device) and a
-    host-traffic mode, and count what it asked of the device."""
+    host-traffic mode, and count what it asked of the device. ``host_traffic=False`` leaves the mode out
+    (a ``torch.compile``d function would recompile under it) and reports -1 host reads and copies."""
     traffic = _HostTraffic()
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, traffic:
-        fn()
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        if host_traffic:
+            with traffic:
+                fn()
+        else:
+            fn()
     events = [e for e in prof.events() if e.name.startswith("aten::")]
     top = [e for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
     top.sort(key=lambda e: e.time_range.start)
@@ -145,8 +150,8 @@ def count_ops(fn: Callable[[], Any]) -> OpCount:
     return OpCount(
         top_level=len(top),
         launching=sum(_launches(e) for e in top),
-        host_reads=traffic.reads,
-        host_to_device=traffic.copies,
+        host_reads=traffic.reads if host_traffic else -1,
+        host_to_device=traffic.copies if host_traffic else -1,
         sequence=sequence,
     )
 

@@ -280,12 +280,23 @@ def _floor(
     return run
 
 
+def launch_cost_us(device: torch.device, calls: int = 2000) -> float:
+    """Wall microseconds per eager op that launches almost no work (an in-place add on one element),
+    ``calls`` of them back to back, synchronised once: the per-launch cost the stage's op counts pay."""
+    x = torch.zeros(1, device=device)
+    for _ in range(50):
+        x.add_(1.0)
+    t = interleaved_ms({"ops": lambda: [x.add_(1.0) for _ in range(calls)]}, device, 3)["ops"]
+    return 1000.0 * statistics.median(t) / calls
+
+
 def _counts(fns: dict[str, Callable[[], Any]]) -> dict[str, Any]:
     """Per stage, :func:`count_ops` of one call on each tree: the largest counts, and whether every tree
-    ran one op/shape sequence."""
+    ran one op/shape sequence (a compiled stage's host traffic is not counted: -1)."""
     out = {}
     for name, calls in fns.items():
-        counts = [count_ops(fn) for fn in calls]
+        eager = name not in (COMPILED, GRAPH)
+        counts = [count_ops(fn, host_traffic=eager) for fn in calls]
         row = {k: max(c.row()[k] for c in counts) for k in counts[0].row()}
         row["one_sequence"] = len({c.sequence for c in counts}) == 1
         out[name] = row
@@ -345,6 +356,7 @@ def run_verifier_bench(
     if trees < 1 or repeats < 1:
         raise ValueError(f"trees and repeats must be >= 1, got trees={trees}, repeats={repeats}")
     kv = kv or KVShape()
+    per_launch = launch_cost_us(dev)
     deciders: dict[str, Callable] = {}
     if compiled and "tev" in kinds:
         deciders[COMPILED] = tev.compiled_decide()
@@ -434,6 +446,7 @@ def run_verifier_bench(
             "copies (engine/bench/op_counts.py), largest over the trees; one_sequence: every tree of "
             "the budget ran one op/shape sequence"
         ),
+        "per_launch_us": per_launch,
         "seed": seed,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -479,6 +492,8 @@ def format_bench(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         f"V={config['vocab']}, {config['dtype']}, T={config['temperature']}, {config['device']}, "
         f"{config['threads']} threads, {config['trees']} trees x {config['repeats']} repeats{kv_text}"
     )
+    if "per_launch_us" in config:
+        head += f"; one near-empty eager op: {config['per_launch_us']:.1f} us"
     cols = f"{'B':>4} {'K':>9} {'depth':>6} {'TEVfloor':>8} "
     cols += " ".join(f"{_SHORT.get(k, k):>9}" for k in kinds)
     lines = [
@@ -523,6 +538,7 @@ __all__ = [
     "COMPILED",
     "GRAPH",
     "INTERVALS",
+    "launch_cost_us",
     "run_verifier_bench",
     "make_cases",
     "floor_stage",

@@ -161,6 +161,8 @@ def _verifier_bench(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--sampling-sweep times single trees; it does not take --batch-size {args.batch_size}"
         )
+    if args.compiled and (args.batch_size > 1 or args.sampling_sweep):
+        raise ValueError("--compiled times the single-tree stage bench only")
     _check_kinds(args.verifier)
     path = result_path(args)
     _check_device(args.device)
@@ -173,9 +175,20 @@ def _verifier_bench(args: argparse.Namespace) -> int:
             )
             emit(args, res, batch.format_batch_verifier_stage(res["rows"]), path)
             return 0
-        run = settings.run_settings_bench if args.sampling_sweep else verifiers.run_verifier_bench
         trees = args.trees or (2 if args.sampling_sweep else 3)
-        res = run(args.budget, args.vocab, kinds=tuple(args.verifier), trees=trees, **common)
+        if args.sampling_sweep:
+            res = settings.run_settings_bench(
+                args.budget, args.vocab, kinds=tuple(args.verifier), trees=trees, **common
+            )
+        else:
+            res = verifiers.run_verifier_bench(
+                args.budget,
+                args.vocab,
+                kinds=tuple(args.verifier),
+                trees=trees,
+                compiled=args.compiled,
+                **common,
+            )
     emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
     return 0
 
@@ -371,6 +384,12 @@ BENCH_VERIFIERS = Command(
             action="store_true",
             help="time each verifier under top-k 50, top-p 0.9, min-p 0.05 and all three at "
             "--temperature, as ratios to temperature only in the same run (processing + decision + bonus)",
+        ),
+        opt(
+            "--compiled",
+            action="store_true",
+            help="also time TEV's decision under torch.compile (fullgraph; compiles once per budget) "
+            "and, on CUDA, replayed as a CUDA graph per budget",
         ),
         result_out_args,
     ),

@@ -29,6 +29,13 @@ def test_the_cpu_mode_runs_every_step_and_records_the_kernel_setting(tmp_path):
     assert "FAILED" not in run.stdout
     for step in STEPS:
         assert (tmp_path / "out" / step / "results.json").is_file(), step
+    stage = json.loads((tmp_path / "out" / "verifiers_T1" / "results.json").read_text())
+    assert {"tev_authors", "tev_compiled"} <= set(stage["config"]["extra_stages"])
+    assert set(stage["config"]["intervals"]) == {"stage", "authors"}
+    assert stage["config"]["per_launch_us"] > 0
+    ops = stage["rows"][0]["ops"]
+    assert ops["tev"]["launching_ops"] <= 25 and ops["tev"]["host_to_device"] == 0
+    assert ops["tev"]["one_sequence"] and ops["commit"]["host_to_device"] == 0
     plain = json.loads((tmp_path / "out" / "decoding" / "results.json").read_text())
     auto = json.loads((tmp_path / "out" / "decoding_auto" / "results.json").read_text())
     assert plain["config"]["masked_attention"] == "math"

@@ -100,8 +100,9 @@ def row_reductions(
     rows = flat.index_select(0, plan.rows)  # [B (N+1), V]
     if process is not None:
         rows = process(rows)
-    if inv_t != 1.0:
-        rows = rows.float() * inv_t
+    if inv_t != 1.0:  # x - max is rounded relative to itself before 1 / T scales it (a tiny T)
+        rows = rows.float()
+        rows = (rows - rows.amax(dim=-1, keepdim=True)).mul_(inv_t)
     probs = torch.softmax(rows, dim=-1, dtype=torch.float32)
     a = probs[plan.edge_row, plan.edge_token]  # [B, 1, E] edge probabilities
     probs.index_put_((plan.edge_row, plan.edge_token), _constant(0.0, probs))
