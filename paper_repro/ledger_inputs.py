@@ -55,7 +55,9 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.infra.provenance import git_commit as _git_commit
-from exitlaw.theory.registry import FIXED_TREE, PROCEDURE, verifier_names
+from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
+
+from exitlaw.simulate.verifiers.table import implemented
 
 FIGURE_INPUTS = ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency")
 NEEDED = FIGURE_INPUTS  # figure data a ledger over a run directory computes when missing
@@ -79,7 +81,7 @@ SHIPPED = {
     "field_lab": "field_lab.json",
     "verifier_latency_gpu": "gpu/verifiers_T1/results.json",
 }
-KIT_VERIFIERS = verifier_names(kind=FIXED_TREE, sampling=True, implemented=PROCEDURE)
+KIT_VERIFIERS = implemented(PROCEDURE, kind=FIXED_TREE, sampling=True)
 
 
 # ----- provenance ------------------------------------------------------------------------------------------
