@@ -564,3 +564,42 @@ def test_a_two_sample_power_with_an_empty_side_is_zero_and_one_sample_each_is_no
     assert two_sample_power(na, nb, cells=6, alpha=0.01, delta=0.3) == 0.0
     got = two_sample_power(1, 1, cells=6, alpha=0.01, delta=0.3)
     assert got == pytest.approx(_bound([(1, 1)], 6, 0.01, 0.3), rel=1e-12) and 0 < got < 0.5
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_each_server_is_asked_for_its_own_model(monkeypatch, two_prompts, temperature):
+    sent = _script(monkeypatch, lambda who, p, kw: [Sample((1,), ({1: -0.1, 2: -3.0},))] * kw["n"])
+    r = run_audit(
+        AuditConfig(
+            *URLS,
+            two_prompts,
+            sampling=SamplingSettings(temperature),
+            candidate_model="cand-model",
+            reference_model="ref-model",
+            samples=10,
+        )
+    )
+    models = {(who, kw["model"]) for who, _, kw in sent}
+    assert models == {("candidate", "cand-model"), ("reference", "ref-model")}, models
+    assert r.config["candidate_model"] == "cand-model"
+
+
+@pytest.mark.parametrize("shorter", ["candidate", "reference"])
+def test_a_sequence_that_ends_where_the_other_goes_on_is_never_a_near_tie(
+    monkeypatch, tmp_path, shorter
+):
+    """At the divergence position one sequence has ended: whatever the top-2 margin there (0.01 here),
+    it is a divergence, never a near-tie."""
+    tops = ({5: 0.0, 9: -3.0}, {6: 0.0, 7: -0.01})
+
+    def answer(who, p, kw):
+        return [Sample((5,), tops[:1]) if who == shorter else Sample((5, 6), tops)]
+
+    _script(monkeypatch, answer)
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"prompt": "a"}\n')
+    r = run_audit(AuditConfig(*URLS, str(p)))
+    assert not r.near_ties and len(r.divergences) == 1 and r.verdict == "lossy"
+    d = r.divergences[0]
+    assert d.position == 1 and d.margin == pytest.approx(0.01)
+    assert (d.candidate, d.reference) == ((None, 6) if shorter == "candidate" else (6, None))
