@@ -11,6 +11,7 @@ files, no ``.git``, ``.venv`` or ``runs``) is copied to a temporary folder once,
 written into the copy, run, and the original put back. The editable install's finder maps
 ``exitlaw.<part>`` to the checkout's folders, so the copy's ``exitlaw/`` gets links to its own
 ``theory``, ``simulate``, ``engine``, ``figures`` and ``paper_repro``: the copy imports its own code
+(and it is a git repository of its own, committed once, so a mutant shows as a dirty tree)
 (a run first checks that the unmutated copy passes the tests, and that the module imported is the
 copy's).
 
@@ -166,6 +167,8 @@ def mutants_of(source: str) -> list[Mutant]:
                 if source[a1:b1] != source[a2:b2] and b1 <= a2:
                     swapped = source[a2:b2] + source[b1:a2] + source[a1:b1]
                     out.append(Mutant(line, "two arguments swapped", a1, b2, swapped))
+    # the line of the changed text itself (a node's lineno is where the node starts)
+    out = [Mutant(source.count("\n", 0, m.start) + 1, m.what, m.start, m.end, m.new) for m in out]
     good = []
     for m in out:
         try:
@@ -192,6 +195,11 @@ def copy_tree(dest: Path, rev: str | None = None) -> None:
             ["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    # a git repository of its own (the provenance code reads the commit and the dirty flag)
+    git = ["git", "-c", "user.name=mutation", "-c", "user.email=mutation@localhost"]
+    subprocess.run(git + ["init", "-q"], cwd=dest, check=True)
+    subprocess.run(git + ["add", "-A"], cwd=dest, check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "copy"], cwd=dest, check=True)
     for part in PARTS:
         link = dest / "exitlaw" / part
         if not link.exists():
