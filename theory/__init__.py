@@ -46,7 +46,7 @@ from .trace.format import (
 )
 from .tree import DraftTree, PaddedTree, stack_trees
 
-# the processed target distribution (numpy and Fraction; ``processed_exit_law`` loads JAX when called)
+# the processed target distribution (numpy and Fraction; its exit law, ``processed_exit_law``, is in law)
 from .sampling_settings import *
 from . import best_first, sampling_settings
 from .infra import callable_spec as _callable_spec
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         exit_law_from_edges,
         exit_law_from_logits,
         probs_from_logits,
+        processed_exit_law,
         residual_rows,
     )
 
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     {
-        "law": "ExitLaw, block_law, exit_depth_law, exit_law, exit_law_from_edges, exit_law_from_logits, probs_from_logits, residual_rows"
+        "law": "ExitLaw, block_law, exit_depth_law, exit_law, exit_law_from_edges, exit_law_from_logits, probs_from_logits, processed_exit_law, residual_rows"
     },
 )
 
@@ -105,6 +106,7 @@ __all__ = [
     "json_safe",
     "oracle_tree",
     "probs_from_logits",
+    "processed_exit_law",
     "read_trace",
     "reference_block_law",
     "reference_law",

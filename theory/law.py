@@ -56,6 +56,7 @@ from .distributions import (
     check_tree_rows,
 )
 from .errors import DistributionError
+from .sampling_settings import SamplingSettings, process_logits
 from .tree import DraftTree, PaddedTree
 
 _FIELDS = ("parent", "token", "depth", "valid", "ancestor", "child")
@@ -313,3 +314,10 @@ def exit_depth_law(tree: DraftTree | PaddedTree, law: ExitLaw, max_depth: int) -
     return (
         jnp.zeros(max_depth + 1, dtype=law.w.dtype).at[t.depth].add(jnp.where(t.valid, law.w, 0.0))
     )
+
+
+def processed_exit_law(tree, logits, settings: SamplingSettings) -> ExitLaw:
+    """The exit law (``w = P rho``, :func:`exit_law`) of ``tree`` when every node's row is the
+    processed target ``process_logits(logits[v], settings)`` (docs/design.md §1.7); coverage
+    ``C = sum P`` and ceilings follow from it as from any rows."""
+    return exit_law(tree, process_logits(logits, settings))

@@ -30,8 +30,8 @@ argmax and threshold on the ranking), so the two engines differ only where ``top
 
 :func:`process_rows_exact` is the exact reference of step 2 on rational rows given after the
 temperature; :func:`process_rows` its float64 twin (the same comparisons, in floating point);
-:func:`process_logits` steps 1 and 2 from logits; :func:`processed_exit_law` the exit law
-(``w = P rho``, docs/design.md §1.2) of a tree under processed rows, and :func:`processed_target`
+:func:`process_logits` steps 1 and 2 from logits (the exit law of a tree under processed rows is
+:func:`exitlaw.theory.law.processed_exit_law`, with the JAX laws), and :func:`processed_target`
 a prefix target for coverage and the oracle ceiling ``C*_p(B)`` under processed rows.
 """
 
@@ -390,15 +390,6 @@ def process_logits(logits, settings: SamplingSettings) -> np.ndarray:
     return process_rows(e, settings)
 
 
-def processed_exit_law(tree, logits, settings: SamplingSettings):
-    """The exit law (``w = P rho``, :func:`exitlaw.theory.exit_law`) of ``tree`` when every node's
-    row is the processed target ``process_logits(logits[v], settings)``; coverage ``C = sum P``
-    and ceilings follow from it as from any rows (JAX, loaded here)."""
-    from .law import exit_law
-
-    return exit_law(tree, process_logits(logits, settings))
-
-
 def processed_target(logits_of, settings: SamplingSettings):
     """A :class:`~exitlaw.theory.oracle.PrefixTarget` from a logits one: ``prefix -> process_logits(
     logits_of(prefix), settings)``. Feed it to :func:`~exitlaw.theory.oracle_tree` (the ceiling
@@ -429,6 +420,5 @@ __all__ = [
     "process_rows",
     "keep_mask",
     "process_logits",
-    "processed_exit_law",
     "processed_target",
 ]

@@ -172,7 +172,7 @@ def _check_boundary(args: argparse.Namespace) -> int:
 
 
 def _prove(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.prove.prover import run_prove
+    from exitlaw.simulate.prove.run import run_prove
 
     path = result_path(args)
     names = ("mode", "rounds", "raw", "every_child_order", "thorough", "max_nodes", "vocab")

@@ -42,7 +42,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Callable
 
 from exitlaw.theory import DraftTree
 
@@ -168,6 +168,7 @@ class ProofReport:
 def load_procedure(spec: str, *, child_order: bool = False) -> Callable:
     """``MODULE:CALLABLE`` callable as ``f(tree, rows, rand)`` (and ``child_order=`` when asked), else
     :class:`~.conformance.VerifierCallError` (a ``ValueError``) saying why."""
+    # the kit loads scipy (its statistics): only when a spec is loaded
     from exitlaw.simulate.kit.conformance import VerifierCallError, load_verifier
 
     fn = load_verifier(spec)
@@ -350,6 +351,31 @@ def _one_variant(
     return None
 
 
+class ReportClock:
+    """Closes a prove report of any mode: :meth:`done` sets its status and exit code
+    (:data:`EXIT_CODES`) and the wall and CPU seconds since the clock started."""
+
+    def __init__(self, rep):
+        self.rep, self.start, self.cpu = rep, time.perf_counter(), time.process_time()
+
+    def done(self, status: str):
+        rep = self.rep
+        rep.status, rep.exit_code = status, EXIT_CODES[status]
+        rep.seconds = round(time.perf_counter() - self.start, 3)
+        rep.cpu_seconds = round(time.process_time() - self.cpu, 3)
+        return rep
+
+
+def status_line(rep) -> str:
+    """The last line of every prover report: its status and the command's exit status."""
+    return f"status: {rep.status}   (exit status {rep.exit_code})"
+
+
+def unproved_on_symbols(what: str, where: str = "") -> str:
+    """The ``UNPROVED`` line of a search that found no counterexample but could not run on symbols."""
+    return f"UNPROVED: no counterexample found, but {what} could not be run on symbols{where}"
+
+
 def report_head(title: str, rep, counts: str) -> list[str]:
     """The first lines of every prover report: what was run, the source hash, what was covered and its time."""
     out = [
@@ -377,7 +403,7 @@ def format_proof(rep: ProofReport) -> str:
         )
     elif rep.status == UNPROVED:
         out.append(
-            "UNPROVED: no counterexample found, but the verifier could not be run on symbols"
+            unproved_on_symbols("the verifier")
             if rep.symbolic is False and not rep.note.startswith("the interval stand-in")
             else "UNPROVED: the verifier could not be followed (see above); no verdict"
         )
@@ -406,72 +432,13 @@ def format_proof(rep: ProofReport) -> str:
             out.append(
                 f"  largest deviation {c['max_deviation']} (= {float(Fraction(c['max_deviation'])):.3g})"
             )
-    out.append(f"status: {rep.status}   (exit status {rep.exit_code})")
+    out.append(status_line(rep))
     return "\n".join(out)
-
-
-def run_prove(
-    spec: str,
-    *,
-    mode: str = "conditional",
-    rounds: int = 1,
-    raw: bool = False,
-    every_child_order: bool = False,
-    thorough: bool = False,
-    max_nodes: int | None = None,
-    vocab: int | None = None,
-    points: int = 4,
-    seed: int = 0,
-) -> tuple[Any, str]:
-    """``exitlaw prove``: load ``spec`` (``MODULE:CALLABLE``) and run the proof its form calls for --
-    a sampled-draft rule (``mode="marginal"``), two rounds (``rounds=2``), a raw verifier over a numpy
-    Generator (``raw`` or a third parameter named ``rng``), else the symbolic proof -- with each
-    form's default sizes. Returns the report (``to_json()``, ``exit_code``) and its text."""
-    if rounds == 2 and (mode == "marginal" or raw or every_child_order):
-        raise ValueError(
-            "--rounds 2 applies to fixed-tree procedures f(tree, rows, rand): not with --mode marginal, "
-            "--raw or --every-child-order"
-        )
-    small = dict(name=spec, max_nodes=max_nodes or 3, vocab=vocab or 2, seed=seed)
-    if mode == "marginal":
-        from exitlaw.simulate.kit.conformance import load_verifier
-        from exitlaw.simulate.prove.sampled import format_marginal, prove_marginal
-
-        rep = prove_marginal(load_verifier(spec), **small)
-        return rep, format_marginal(rep)
-    proc = load_procedure(spec, child_order=every_child_order)
-    if rounds == 2:
-        from exitlaw.simulate.prove.rounds import format_rounds, prove_two_rounds
-
-        rep = prove_two_rounds(proc, **small)
-        return rep, format_rounds(rep)
-    from exitlaw.simulate.prove.raw import prove_raw, takes_generator
-
-    if raw or takes_generator(proc):
-        if every_child_order:
-            raise ValueError(
-                "--every-child-order applies to procedures over the randomness interface, not to "
-                "raw numpy Generator verifiers"
-            )
-        small.update(vocab=vocab or 3)
-        rep = prove_raw(proc, search_points=points, **small)
-    else:
-        size = max_nodes or (8 if thorough else 6)
-        rep = prove(
-            proc,
-            name=spec,
-            max_nodes=size,
-            vocab=vocab or 3,
-            every_child_order=every_child_order,
-            seed=seed,
-        )
-    return rep, format_proof(rep)
 
 
 __all__ = [
     "EXACT_AT_POINTS",
     "prove",
-    "run_prove",
     "load_procedure",
     "identities",
     "child_orders",
@@ -483,4 +450,8 @@ __all__ = [
     "COUNTEREXAMPLE",
     "UNPROVED",
     "EXIT_CODES",
+    "ReportClock",
+    "report_head",
+    "status_line",
+    "unproved_on_symbols",
 ]

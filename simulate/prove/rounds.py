@@ -15,7 +15,6 @@ A verifier that cannot run on symbols is searched at rational points (status ``u
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Callable
@@ -30,8 +29,11 @@ from exitlaw.simulate.prove.prover import (
     PROVED,
     UNPROVED,
     ProofError,
+    ReportClock,
     report_head,
     source_sha256,
+    status_line,
+    unproved_on_symbols,
 )
 from exitlaw.simulate.prove.sampled import marginal_gaps, prefixes
 from exitlaw.simulate.randomness import enumerate_law
@@ -123,14 +125,8 @@ def prove_two_rounds(
         raise ProofError(f"--vocab must be in 1..3 with --rounds 2, got {vocab}")
     rng = random.Random(seed)
     rep = RoundsReport(name, PROVED, EXIT_CODES[PROVED], max_nodes, vocab, source_sha256(proc))
-    start, cpu = time.perf_counter(), time.process_time()
+    done = ReportClock(rep).done
     all_t = trees(max_nodes, vocab)
-
-    def done(status):
-        rep.status, rep.exit_code = status, EXIT_CODES[status]
-        rep.seconds = round(time.perf_counter() - start, 3)
-        rep.cpu_seconds = round(time.process_time() - cpu, 3)
-        return rep
 
     for t1 in all_t:
         for t2 in all_t:
@@ -199,9 +195,7 @@ def format_rounds(rep: RoundsReport) -> str:
             "law on every horizon-length sequence, as identities of rational functions on every tree pair"
         )
     elif rep.status == UNPROVED:
-        out.append(
-            "UNPROVED: no counterexample found, but the verifier could not be run on symbols"
-        )
+        out.append(unproved_on_symbols("the verifier"))
     else:
         c = rep.counterexample
         out.append(
@@ -213,7 +207,7 @@ def format_rounds(rep: RoundsReport) -> str:
             out.append(f"  p(.|{k}) = [{', '.join(r)}]")
         for s, g in list(c["completed_minus_target"].items())[:8]:
             out.append(f"  sequence {s}: completed output - target = {g}")
-    out.append(f"status: {rep.status}   (exit status {rep.exit_code})")
+    out.append(status_line(rep))
     return "\n".join(out)
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Callable
@@ -50,8 +49,11 @@ from exitlaw.simulate.prove.prover import (
     ProofError,
     identities,
     laws_compared,
+    ReportClock,
     report_head,
     source_sha256,
+    status_line,
+    unproved_on_symbols,
 )
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.prove.symbolic import (
@@ -325,13 +327,7 @@ def prove_marginal(
     chains_only = _chains_only(proc) if chains_only is None else chains_only
     rng = random.Random(seed)
     rep = MarginalReport(name, PROVED, EXIT_CODES[PROVED], max_nodes, vocab, source_sha256(proc))
-    start, cpu = time.perf_counter(), time.process_time()
-
-    def done(status):
-        rep.status, rep.exit_code = status, EXIT_CODES[status]
-        rep.seconds = round(time.perf_counter() - start, 3)
-        rep.cpu_seconds = round(time.process_time() - cpu, 3)
-        return rep
+    done = ReportClock(rep).done
 
     for n in range(1, max_nodes + 1):
         for topo in tree_shapes(n):
@@ -559,9 +555,7 @@ def format_marginal(rep: MarginalReport) -> str:
             "every sign region"
         )
     elif rep.status == UNPROVED:
-        out.append(
-            "UNPROVED: no counterexample found, but the rule could not be run on symbols in every region"
-        )
+        out.append(unproved_on_symbols("the rule", " in every region"))
     else:
         c = rep.counterexample
         out.append(f"COUNTEREXAMPLE (not marginally exact; found by {c['found_by']})")
@@ -588,7 +582,7 @@ def format_marginal(rep: MarginalReport) -> str:
                 f"  (exit, bonus) {k:<6} {w['implementation_law'][k]:>14} {w['block_law'][k]:>14}{mark}"
             )
         out.append(f"  E[L] given the tree = {w['mean_length']}   1 + C_p = {w['ceiling']}")
-    out.append(f"status: {rep.status}   (exit status {rep.exit_code})")
+    out.append(status_line(rep))
     return "\n".join(out)
 
 
