@@ -603,3 +603,69 @@ def test_a_sequence_that_ends_where_the_other_goes_on_is_never_a_near_tie(
     d = r.divergences[0]
     assert d.position == 1 and d.margin == pytest.approx(0.01)
     assert (d.candidate, d.reference) == ((None, 6) if shorter == "candidate" else (6, None))
+
+
+# ------------------------------------------------------------------ what the report prints
+def test_each_verdict_has_its_exit_code():
+    from exitlaw.simulate.audit.report import EXIT, AuditReport
+
+    assert EXIT == {
+        "no difference found": 0,
+        "lossy": 1,
+        "server failed": 4,
+        "insufficient samples": 5,
+    }
+    for verdict, code in EXIT.items():
+        r = AuditReport({}, 1.0, 1, verdict=verdict)
+        assert r.exit_code == code and r.to_json()["exit_code"] == code
+
+
+def test_the_text_names_a_re_tokenised_t0_comparison_and_an_unknown_margin(
+    monkeypatch, tmp_path, tokenizers
+):
+    fine, _ = tokenizers
+    r = _text_run(monkeypatch, tmp_path, {"candidate": "m", "reference": "m"}, tokenizer=fine)
+    text = format_audit(r)
+    assert "T = 0: re-tokenised text of up to 2 tokens compared per prompt" in text
+    assert "position 0, candidate 1 vs reference 2, top-2 margin unknown" in text
+
+
+def test_the_text_says_token_id_prompts_went_as_text(monkeypatch, tmp_path, tokenizers):
+    fine, _ = tokenizers
+    monkeypatch.setattr(Client, "models", lambda self: ["m"])
+
+    def call(self, method, path, payload=None):
+        if self.name == "candidate" and not isinstance(payload.get("prompt", ""), str):
+            raise ServerRefused("candidate server x", "HTTP 400: prompt must be a string", 400)
+        return {"choices": [{"index": k, "token_ids": [0]} for k in range(payload.get("n", 1))]}
+
+    monkeypatch.setattr(Client, "_call", call)
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"prompt_ids": [2, 3]}\n')
+    r = run_audit(AuditConfig(*URLS, str(p), tokenizer=fine, max_tokens=1))
+    text = format_audit(r)
+    cand = next(line for line in text.splitlines() if line.startswith("  candidate completions"))
+    ref = next(line for line in text.splitlines() if line.startswith("  reference completions"))
+    assert "token-id prompts sent as text" in cand and "token-id prompts" not in ref
+    assert "T = 0: token ids of up to 1 tokens compared per prompt" in text
+
+
+def test_a_test_with_some_power_prints_pass_and_one_without_prints_no_pow(monkeypatch, two_prompts):
+    """Prompt a: one cell (power 0, NO-POW); prompt b: two cells with power between 0 and 1 (pass); the
+    pooled line at c=1 reads the pooled test (dof 1), not the first test of the level (dof 0)."""
+    counter = iter(range(10**9))
+    two = [Sample((1,)), Sample((2,))]
+
+    def answer(who, p, kw):
+        if p == "a":
+            return [Sample((100 + next(counter),)) for _ in range(kw["n"])]
+        return [two[j % 2] for j in range(kw["n"])]
+
+    r, _ = _sampled(monkeypatch, two_prompts, answer, samples=10, alpha=1e-6)
+    powers = {(t.kind, t.prompt): t.power for t in r.tests}
+    assert powers[("two-sample", 0)] == 0.0 and 0 < powers[("two-sample", 1)] < 1
+    lines = format_audit(r).splitlines()
+    assert any(x.startswith("  NO-POW two-sample  c=1   prompt 0") for x in lines)
+    assert any(x.startswith("  pass   two-sample  c=1   prompt 1") for x in lines)
+    assert any(x.startswith("  pass   pooled      c=1   all prompts") for x in lines)
+    assert "  pooled test at c=1 detects no TV up to 1 with power 0.9" in lines
