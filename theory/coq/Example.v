@@ -96,11 +96,11 @@ Definition ex_target_block_law :=
   target_block_law t_N_gt0 t_par_lt t_sib_distinct t_q_sum1 t_mu_ge0 t_mu_sum1
                    t_N_le_H t_Z_law.
 
-(* the verifier that follows Z (exit vstar Z, bonus its next token) is exact and saturates:
-   E[L] = 1 + C_p = 9/4 *)
-Lemma ex_follow_exact : exact_prefix t_par t_tok t_mu t_Z
+(* the verifier that follows Z (exit vstar Z, bonus its next token): its block
+   is a prefix of Z, and it saturates: E[L] = 1 + C_p = 9/4 *)
+Lemma ex_follow_prefix : prefix_of_Z t_par t_tok t_mu t_Z
   (fex t_par t_N_gt0 t_tok t_Z) (fb t_N t_par t_tok t_Z true).
-Proof. exact: (follow_exact t_N_gt0 t_par_lt t_tok (mu := t_mu) t_N_le_H t_Z_size true). Qed.
+Proof. exact: (follow_prefix t_N_gt0 t_par_lt t_tok (mu := t_mu) t_N_le_H t_Z_size true). Qed.
 
 Lemma ex_follow_saturates :
   EL t_par t_mu (fex t_par t_N_gt0 t_tok t_Z) = 1 + 5%:R / 4%:R.
@@ -109,11 +109,11 @@ by rewrite (follow_saturates t_N_gt0 t_par_lt t_sib_distinct t_q_sum1 t_mu_ge0
              t_mu_sum1 t_N_le_H t_Z_law t_Z_size true) t_Cp.
 Qed.
 
-(* Theorem 1 applied to the saturating verifier: the ceiling, and its law is
-   the block law *)
+(* Theorem 1 applied to the coupled, saturating verifier: the ceiling, and its
+   law is the block law *)
 Lemma ex_follow_ceiling : EL t_par t_mu (fex t_par t_N_gt0 t_tok t_Z) <= 1 + 5%:R / 4%:R.
 Proof.
-have := exact_verifier_ceiling t_par_lt t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law ex_follow_exact.
+have := coupled_ceiling t_par_lt t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law ex_follow_prefix.
 by rewrite t_Cp.
 Qed.
 
@@ -122,42 +122,141 @@ Lemma ex_follow_block_law v y : (v < t_N)%N ->
   block t_N t_par t_tok t_p v y.
 Proof.
 move=> vN.
-have := exact_verifier_ceiling_equality t_N_gt0 t_par_lt t_sib_distinct t_q_sum1
-          t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law ex_follow_exact.
+have := coupled_ceiling_equality t_N_gt0 t_par_lt t_sib_distinct t_q_sum1
+          t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law ex_follow_prefix.
 by case=> h _; apply: h => //; rewrite ex_follow_saturates t_Cp.
 Qed.
 
-(* a non-saturating exact verifier: exit at the root, bonus Z_1.  It is exact
-   (with the stopping-time condition), Theorem 1 applies, and
-   E[L] = 1 < 9/4 = 1 + C_p *)
-Lemma ex_root_exact : exact_verifier t_par t_tok t_mu t_Z
-  (@rex t_N t_N_gt0 _) (rb t_Z true) (fun _ => tt).
-Proof. exact: (root_exact t_par t_N_gt0 t_tok t_mu t_N_le_H t_Z_size true). Qed.
+(* a non-saturating coupled verifier: exit at the root, bonus Z_1.
+   Theorem 1 applies, and E[L] = 1 < 9/4 = 1 + C_p *)
+Lemma ex_root_prefix : prefix_of_Z t_par t_tok t_mu t_Z
+  (@rex t_N t_N_gt0 _) (rb t_Z true).
+Proof. exact: (root_prefix t_par t_N_gt0 t_tok (mu := t_mu) t_N_le_H t_Z_size true). Qed.
 
 Lemma ex_root_ceiling : EL t_par t_mu (@rex t_N t_N_gt0 _) <= 1 + 5%:R / 4%:R.
 Proof.
-have := exact_verifier_ceiling t_par_lt t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law
-          (proj1 ex_root_exact).
+have := coupled_ceiling t_par_lt t_mu_ge0 t_mu_sum1 t_N_le_H t_Z_law ex_root_prefix.
 by rewrite t_Cp.
 Qed.
 
 Lemma ex_root_strict : EL t_par t_mu (@rex t_N t_N_gt0 _) = 1 /\ 1 < 1 + 5%:R / 4%:R :> rat.
 Proof. by split=> //; exact: (root_length t_par t_N_gt0 t_mu_sum1). Qed.
 
+(* TEV's algorithm on this tree: its law is that of the coupled verifier
+   following Z, which saturates (E[L] = 1 + C_p) *)
+Definition ex_tev_coupling :=
+  @tev_coupling _ _ t_N_gt0 t_par_lt _ _ t_sib_distinct _ _ t_q_ge0 t_q_sum1
+                _ _ t_mu_ge0 t_mu_sum1 _ t_N_le_H _ t_Z_law t_Z_size true.
 
-(* TEV's algorithm on this tree: its law is realised by an exact verifier
-   coupled with Z, which saturates (E[L] = 1 + C_p) *)
-Definition ex_tev_exact_coupling :=
-  @tev_exact_coupling _ _ t_N_gt0 t_par_lt _ _ t_sib_distinct _ _ t_q_ge0 t_q_sum1
-                      _ _ t_mu_ge0 t_mu_sum1 _ t_N_le_H _ t_Z_law t_Z_size true.
+(* ------------------------------------------------------------------------- *)
+(* Exactness as the paper defines it (Exactness.v) on this tree: the        *)
+(* verifiers following Z and stopping at the root, with no other randomness  *)
+(* (U : unit), are exact, and the one following Z saturates.                  *)
+(* ------------------------------------------------------------------------- *)
+From ExitLaw Require Import Exactness.
 
-(* the verifier following Z is exact in the paper's full sense: its block is a
-   prefix of Z and its length is a stopping time *)
-Lemma ex_follow_exact_verifier : exact_verifier t_par t_tok t_mu t_Z
-  (fex t_par t_N_gt0 t_tok t_Z) (fb t_N t_par t_tok t_Z true) (fun _ => tt).
+Definition u_nu (u : unit) : rat := 1.
+Lemma u_nu_ge0 u : 0 <= u_nu u. Proof. by []. Qed.
+Lemma u_nu_sum1 : \sum_(u : unit) u_nu u = 1.
+Proof. by rewrite (bigD1 tt) //= big_pred0 ?addr0 // => -[]. Qed.
+
+Lemma ex_follow_exact : exact t_par t_tok t_q t_H (pw t_q u_nu)
+  (follow_ex t_par t_N_gt0 t_tok (H:=t_H) (A:=unit_finType))
+  (follow_b t_N t_par t_tok (H:=t_H) (A:=unit_finType) true).
+Proof. exact: (follow_exact t_N_gt0 t_par_lt t_tok t_q_sum1 t_N_le_H u_nu_sum1 true). Qed.
+
+Lemma ex_follow_exact_saturates :
+  EL t_par (pw t_q u_nu) (follow_ex t_par t_N_gt0 t_tok (H:=t_H) (A:=unit_finType)) =
+  1 + 5%:R / 4%:R.
 Proof.
-exact: (follow_exact_verifier t_N_gt0 t_par_lt t_tok t_mu t_N_le_H t_Z_size
-          true (fun _ => tt)).
+by rewrite (follow_saturates_exact t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q_sum1
+             t_N_le_H u_nu_ge0 u_nu_sum1 true) t_Cp.
+Qed.
+
+Lemma ex_root_exact : exact t_par t_tok t_q t_H (pw t_q u_nu)
+  (root_ex t_N_gt0 (V:=bool_finType) (H:=t_H) (A:=unit_finType))
+  (root_b (H:=t_H) (A:=unit_finType) true).
+Proof. exact: (root_exact t_N_gt0 t_par_lt t_tok t_q_sum1 t_N_le_H u_nu_sum1 true). Qed.
+
+(* the procedures on this tree (Procedures.v): predraw-and-follow on independent
+   per-node draws R_v ~ p_v, and TEV's two draws, are exact and saturate *)
+From ExitLaw Require Import Procedures.
+
+Definition ex_predraw_exact :=
+  predraw_exact t_N_gt0 t_par_lt t_sib_distinct t_q_sum1 t_N_le_H.
+Definition ex_predraw_saturates :=
+  predraw_saturates t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q_sum1.
+Definition ex_tev_exact := tev_exact t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q_sum1 t_N_le_H.
+Definition ex_tev_saturates :=
+  tev_saturates t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q_sum1.
+
+(* rounds composed (Rounds.v): on this tree at every round, with TEV's two draws
+   from the target's rows after the context emitted so far, the emitted sequence
+   has the target's law over the horizon *)
+From ExitLaw Require Import Rounds.
+
+Definition ex_rounds_law :=
+  @rounds_law _ _ t_q t_q_sum1 t_H (fun _ => t_N) (fun _ => t_par) (fun _ => t_par_lt)
+    (fun _ => t_tok) (fun _ => t_N_le_H) _ _ _ _
+    (fun c => tev_exact t_N_gt0 t_par_lt t_sib_distinct (q := qc t_q c)
+                (fun _ _ => t_q_ge0 _ _) (fun _ => t_q_sum1 _) t_N_le_H).
+
+(* ------------------------------------------------------------------------- *)
+(* The anticipating verifier: the stopping-time condition has content.       *)
+(* Tree 0 --true--> 1, uniform rows, horizon 2.  The verifier reads Z (its   *)
+(* randomness is (U, Z) with U : unit): exit at node 1 (block Z_1 Z_2) iff   *)
+(* Z = (true, true), else exit at the root with bonus Z_1 (block Z_1).  Its  *)
+(* block is always a prefix of Z (coupled), but whether it stops after one   *)
+(* token depends on Z_2 (not a stopping time), and it is not exact: its      *)
+(* block followed by the target's continuation is (true, true) with          *)
+(* probability 3/8, not 1/4.                                                 *)
+(* ------------------------------------------------------------------------- *)
+Definition a_N : nat := 2.
+Definition a_par (u : nat) : nat := 0.
+Definition a_tok (u : nat) : bool := true.
+Definition a_H : nat := 2.
+Lemma a_N_gt0 : (0 < a_N)%N. Proof. by []. Qed.
+Definition a_TT (o : unit * a_H.-tuple bool) : bool := val o.2 == [:: true; true].
+Definition ant_ex (o : unit * a_H.-tuple bool) : 'I_a_N :=
+  if a_TT o then Ordinal (isT : (1 < a_N)%N) else Ordinal a_N_gt0.
+Definition ant_b (o : unit * a_H.-tuple bool) : bool :=
+  if a_TT o then nth true o.2 1 else nth true o.2 0.
+
+Lemma sum_unit_tuple2 (R : realFieldType) (F : unit * 2.-tuple bool -> R) :
+  \sum_o F o = \sum_(x : bool) \sum_(y : bool) F (tt, [tuple x; y]).
+Proof.
+rewrite (eq_bigr (fun o => F (o.1, o.2))); last by case.
+rewrite -(pair_bigA _ (fun u z => F (u, z))) /= (bigD1 tt) //= [X in _ + X]big_pred0 // addr0.
+rewrite sum_tuple_cons; apply: eq_bigr => x _.
+rewrite sum_tuple_cons; apply: eq_bigr => y _.
+rewrite sum_tuple0; congr F; congr pair; exact: val_inj.
+Qed.
+
+Lemma ex_anticipating_coupled : coupled a_par a_tok t_q u_nu ant_ex ant_b.
+Proof.
+move=> [] z _; case: z => -[|x [|y [|]]] //= hz.
+by case: x; case: y.
+Qed.
+
+Lemma ex_anticipating_not_stopping_time : ~ stopping_time a_par ant_ex.
+Proof.
+move=> h; have := h tt 1%N [tuple true; true] [tuple true; false] erefl.
+by [].
+Qed.
+
+Lemma ex_anticipating_completed :
+  completed a_par a_tok t_q (pw t_q u_nu) ant_ex ant_b [:: true; true] = 3%:R / 8%:R /\
+  chain t_q [:: true; true] = 4%:R^-1.
+Proof.
+split=> //; rewrite /completed sum_unit_tuple2 !big_bool.
+by rewrite /pw /continue /emitted /= /ant_ex /ant_b /a_TT /=.
+Qed.
+
+Lemma ex_anticipating_not_exact :
+  ~ exact a_par a_tok t_q a_H (pw t_q u_nu) ant_ex ant_b.
+Proof.
+move=> h; have := h [tuple true; true]; rewrite (proj1 ex_anticipating_completed).
+by [].
 Qed.
 
 (* The sampled-draft remark (paper A.5).  A sampled chain verifier: draft one

@@ -259,12 +259,9 @@ move=> vN r0; split=> [y|]; first by rewrite divr_ge0 ?pstop_ge0 ?rho_ge0.
 by rewrite -mulr_suml -rhoE // divff // lt0r_neq0.
 Qed.
 
-(** ** Theorem 6: TEV -- draw the exit V ~ w, then the bonus ~ p_V^res.  Its law
-    Pr[V = v, bonus = y] = w(v) * p_v^res(y) is the block law. *)
-Definition tev_law (v : nat) (y : V) : R := w v * resid v y.
-
-Theorem tev_realises_block v y : (v < N)%N -> tev_law v y = block v y.
-Proof. by move=> vN; rewrite block_bonus_is_residual. Qed.
+(* (TEV, item 6, is its algorithm below: tev_alg.  The law w(v) p_v^res(y) of
+   "exit ~ w, then bonus ~ p_v^res" is the block law by block_bonus_is_residual;
+   Procedures.v proves TEV exact and saturating as its two draws.) *)
 
 (** ** Tree walks built from one-step kernels.
     At node v a walk either moves to a child u (probability kmove v u) or stops

@@ -1,9 +1,9 @@
-(* Pinned statements of the main theorems of ExitLaw.v and Target.v: each
-   `Check (@name : type)` fails to compile if the theorem's statement changes
-   (weakened, or given an extra premise such as a section Hypothesis).
-   Generated from `Check @name` and reviewed by hand; see README.md. *)
+(* Pinned statements of the main theorems of ExitLaw.v, Target.v, Exactness.v,
+   Procedures.v and Rounds.v: each `Check (@name : type)` fails to compile if the theorem's
+   statement changes (weakened, or given an extra premise such as a section
+   Hypothesis).  Generated from `Check @name` and reviewed by hand; see README.md. *)
 From mathcomp Require Import all_ssreflect all_algebra.
-From ExitLaw Require Import ExitLaw Target.
+From ExitLaw Require Import ExitLaw Target Exactness Procedures Rounds.
 Import GRing.Theory Num.Theory.
 Local Open Scope ring_scope.
 
@@ -165,15 +165,22 @@ Check (@eagle_seqres_realises_block :
     (fun v0 : nat => [eta eagle_stop (V:=V) tok (R:=R) (p v0) (order v0)]) v y =
   block N par (V:=V) tok (R:=R) p v y).
 
-Check (@tev_realises_block :
-  forall (N : nat) (par : nat -> nat) (V : finType) (tok : nat -> V) 
-    (R : realFieldType) (p : nat -> V -> R),
+Check (@tev_algorithm_realises_block :
+  forall (N : nat) (par : nat -> nat),
+  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+  forall (V : finType) (tok : nat -> V) (R : realFieldType) (p : nat -> V -> R),
   (forall (v : nat) (y : V), (v < N)%N -> 0 <= p v y) ->
   (forall v : nat, (v < N)%N -> \sum_y p v y = 1) ->
   (forall u1 u2 : nat,
    (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
   forall (v : nat) (y : V),
-  (v < N)%N -> tev_law N par (V:=V) tok (R:=R) p v y = block N par (V:=V) tok (R:=R) p v y).
+  (v < N)%N -> tev_alg N par (V:=V) tok (R:=R) p v y = block N par (V:=V) tok (R:=R) p v y).
+
+Check (@tev_exit_draw_is_exit_law :
+  forall (N : nat) (par : nat -> nat),
+  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+  forall (V : finType) (tok : nat -> V) (R : realFieldType) (p : nat -> V -> R) (v : nat),
+  (v < N)%N -> wtev N par (V:=V) tok (R:=R) p v = w N par (V:=V) tok (R:=R) p v).
 
 Check (@exit_law_subtree_mass :
   forall (N : nat) (par : nat -> nat),
@@ -301,95 +308,132 @@ Check (@target_block_law :
      (vstar N par (V:=V) tok (Z o) == v) && (ystar N par (V:=V) tok (Z o) == Some y)) =
   block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y).
 
-Check (@exact_verifier_ceiling :
+Check (@bounded_ceiling :
   forall (N : nat) (par : nat -> nat),
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R)
-    (Omega : finType) (mu : Omega -> R),
-  (forall o : Omega, 0 <= mu o) ->
-  \sum_o mu o = 1 ->
-  forall H : nat,
-  (N <= H)%N ->
-  forall Z : Omega -> seq V,
-  (forall s : seq V,
-   (size s <= H)%N ->
-   Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
-   chain (V:=V) (R:=R) q s) ->
-  forall (ex : Omega -> 'I_N) (b : Omega -> V),
-  exact_prefix par (V:=V) tok (R:=R) (Omega:=Omega) mu Z ex b ->
-  EL par (R:=R) (Omega:=Omega) mu ex <=
-  1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R)
+      (Omega : finType) (mu : Omega -> R),
+    (forall o : Omega, 0 <= mu o) ->
+    \sum_o mu o = 1 ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (ex : Omega -> 'I_N) (b : Omega -> V),
+    prefix_bound par (V:=V) tok (R:=R) q (Omega:=Omega) mu H ex b ->
+    EL par (R:=R) (Omega:=Omega) mu ex <=
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
 
-Check (@exact_verifier_ceiling_equality :
+Check (@bounded_ceiling_equality :
   forall (N : nat) (par : nat -> nat),
-  (0 < N)%N ->
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V),
-  (forall u1 u2 : nat,
-   (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
-  forall (R : realFieldType) (q : seq V -> V -> R),
-  (forall s : seq V, \sum_y q s y = 1) ->
-  forall (Omega : finType) (mu : Omega -> R),
-  (forall o : Omega, 0 <= mu o) ->
-  \sum_o mu o = 1 ->
-  forall H : nat,
-  (N <= H)%N ->
-  forall Z : Omega -> seq V,
-  (forall s : seq V,
-   (size s <= H)%N ->
-   Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
-   chain (V:=V) (R:=R) q s) ->
-  forall (ex : Omega -> 'I_N) (b : Omega -> V),
-  exact_prefix par (V:=V) tok (R:=R) (Omega:=Omega) mu Z ex b ->
-  EL par (R:=R) (Omega:=Omega) mu ex =
-  1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) <->
-  (forall (v : nat) (y : V),
-   (v < N)%N ->
-   vlaw (V:=V) (R:=R) (Omega:=Omega) mu ex b v y =
-   block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y)).
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (Omega : finType) (mu : Omega -> R),
+    (forall o : Omega, 0 <= mu o) ->
+    \sum_o mu o = 1 ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (ex : Omega -> 'I_N) (b : Omega -> V),
+    prefix_bound par (V:=V) tok (R:=R) q (Omega:=Omega) mu H ex b ->
+    EL par (R:=R) (Omega:=Omega) mu ex =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) <->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     vlaw (V:=V) (R:=R) (Omega:=Omega) mu ex b v y =
+     block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y)).
 
-Check (@exact_verifier_saturates_iff_target_law :
+Check (@coupled_ceiling :
   forall (N : nat) (par : nat -> nat),
-  (0 < N)%N ->
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V),
-  (forall u1 u2 : nat,
-   (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
-  forall (R : realFieldType) (q : seq V -> V -> R),
-  (forall s : seq V, \sum_y q s y = 1) ->
-  forall (Omega : finType) (mu : Omega -> R),
-  (forall o : Omega, 0 <= mu o) ->
-  \sum_o mu o = 1 ->
-  forall H : nat,
-  (N <= H)%N ->
-  forall Z : Omega -> seq V,
-  (forall s : seq V,
-   (size s <= H)%N ->
-   Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
-   chain (V:=V) (R:=R) q s) ->
-  forall (ex : Omega -> 'I_N) (b : Omega -> V),
-  exact_prefix par (V:=V) tok (R:=R) (Omega:=Omega) mu Z ex b ->
-  EL par (R:=R) (Omega:=Omega) mu ex =
-  1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) <->
-  (forall (v : nat) (y : V),
-   (v < N)%N ->
-   vlaw (V:=V) (R:=R) (Omega:=Omega) mu ex b v y =
-   Pr (R:=R) (Omega:=Omega) mu
-     (fun o : Omega =>
-      (vstar N par (V:=V) tok (Z o) == v) && (ystar N par (V:=V) tok (Z o) == Some y)))).
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R)
+      (Omega : finType) (mu : Omega -> R),
+    (forall o : Omega, 0 <= mu o) ->
+    \sum_o mu o = 1 ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall Z : Omega -> seq V,
+    (forall s : seq V,
+     (size s <= H)%N ->
+     Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
+     chain (V:=V) (R:=R) q s) ->
+    forall (ex : Omega -> 'I_N) (b : Omega -> V),
+    prefix_of_Z par (V:=V) tok (R:=R) (Omega:=Omega) mu Z ex b ->
+    EL par (R:=R) (Omega:=Omega) mu ex <=
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
 
-Check (@follow_exact :
+Check (@coupled_ceiling_equality :
+  forall (N : nat) (par : nat -> nat),
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (Omega : finType) (mu : Omega -> R),
+    (forall o : Omega, 0 <= mu o) ->
+    \sum_o mu o = 1 ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall Z : Omega -> seq V,
+    (forall s : seq V,
+     (size s <= H)%N ->
+     Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
+     chain (V:=V) (R:=R) q s) ->
+    forall (ex : Omega -> 'I_N) (b : Omega -> V),
+    prefix_of_Z par (V:=V) tok (R:=R) (Omega:=Omega) mu Z ex b ->
+    EL par (R:=R) (Omega:=Omega) mu ex =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) <->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     vlaw (V:=V) (R:=R) (Omega:=Omega) mu ex b v y =
+     block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y)).
+
+Check (@coupled_saturates_iff_target_law :
+  forall (N : nat) (par : nat -> nat),
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (Omega : finType) (mu : Omega -> R),
+    (forall o : Omega, 0 <= mu o) ->
+    \sum_o mu o = 1 ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall Z : Omega -> seq V,
+    (forall s : seq V,
+     (size s <= H)%N ->
+     Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
+     chain (V:=V) (R:=R) q s) ->
+    forall (ex : Omega -> 'I_N) (b : Omega -> V),
+    prefix_of_Z par (V:=V) tok (R:=R) (Omega:=Omega) mu Z ex b ->
+    EL par (R:=R) (Omega:=Omega) mu ex =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) <->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     vlaw (V:=V) (R:=R) (Omega:=Omega) mu ex b v y =
+     Pr (R:=R) (Omega:=Omega) mu
+       (fun o : Omega =>
+        (vstar N par (V:=V) tok (Z o) == v) && (ystar N par (V:=V) tok (Z o) == Some y)))).
+
+Check (@follow_prefix :
   forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V) (R : realFieldType) (Omega : finType)
-    (mu : Omega -> R) (H : nat),
-  (N <= H)%N ->
-  forall Z : Omega -> seq V,
-  (forall o : Omega, (H <= size (Z o))%N) ->
-  forall y0 : V,
-  exact_prefix par (V:=V) tok (R:=R) (Omega:=Omega) mu Z
-    (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
-    (fb N par (V:=V) tok (Omega:=Omega) Z y0)).
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (Omega : finType)
+      (mu : Omega -> R) (H : nat),
+    (N <= H)%N ->
+    forall Z : Omega -> seq V,
+    (forall o : Omega, (H <= size (Z o))%N) ->
+    forall y0 : V,
+    prefix_of_Z par (V:=V) tok (R:=R) (Omega:=Omega) mu Z
+      (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
+      (fb N par (V:=V) tok (Omega:=Omega) Z y0)).
 
 Check (@follow_law :
   forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
@@ -439,88 +483,424 @@ Check (@follow_saturates :
   EL par (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z) =
   1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
 
-Check (@root_exact :
+Check (@root_prefix :
   forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N) (V : finType) 
-    (tok : nat -> V) (R : realFieldType) (Omega : finType) (mu : Omega -> R) 
-    (H : nat),
-  (N <= H)%N ->
-  forall Z : Omega -> seq V,
-  (forall o : Omega, (H <= size (Z o))%N) ->
-  forall y0 : V,
-  exact_verifier par (V:=V) tok (R:=R) (Omega:=Omega) mu Z (rex (N:=N) N_gt0 (Omega:=Omega))
-    (rb (V:=V) (Omega:=Omega) Z y0) (fun=> tt)).
+      (tok : nat -> V) (R : realFieldType) (Omega : finType) (mu : Omega -> R) 
+      (H : nat),
+    (N <= H)%N ->
+    forall Z : Omega -> seq V,
+    (forall o : Omega, (H <= size (Z o))%N) ->
+    forall y0 : V,
+    prefix_of_Z par (V:=V) tok (R:=R) (Omega:=Omega) mu Z (rex (N:=N) N_gt0 (Omega:=Omega))
+      (rb (V:=V) (Omega:=Omega) Z y0)).
 
 Check (@root_length :
   forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N) (R : realFieldType)
     (Omega : finType) (mu : Omega -> R),
   \sum_o mu o = 1 -> EL par (R:=R) (Omega:=Omega) mu (rex (N:=N) N_gt0 (Omega:=Omega)) = 1).
 
-Check (@tev_algorithm_realises_block :
-  forall (N : nat) (par : nat -> nat),
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V) (R : realFieldType) (p : nat -> V -> R),
-  (forall (v : nat) (y : V), (v < N)%N -> 0 <= p v y) ->
-  (forall v : nat, (v < N)%N -> \sum_y p v y = 1) ->
-  (forall u1 u2 : nat,
-   (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
-  forall (v : nat) (y : V),
-  (v < N)%N -> tev_alg N par (V:=V) tok (R:=R) p v y = block N par (V:=V) tok (R:=R) p v y).
-
-Check (@tev_exit_draw_is_exit_law :
-  forall (N : nat) (par : nat -> nat),
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V) (R : realFieldType) (p : nat -> V -> R) (v : nat),
-  (v < N)%N -> wtev N par (V:=V) tok (R:=R) p v = w N par (V:=V) tok (R:=R) p v).
-
-Check (@tev_exact_coupling :
+Check (@tev_coupling :
   forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V),
-  (forall u1 u2 : nat,
-   (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
-  forall (R : realFieldType) (q : seq V -> V -> R),
-  (forall (s : seq V) (y : V), 0 <= q s y) ->
-  (forall s : seq V, \sum_y q s y = 1) ->
-  forall (Omega : finType) (mu : Omega -> R),
-  (forall o : Omega, 0 <= mu o) ->
-  \sum_o mu o = 1 ->
-  forall H : nat,
-  (N <= H)%N ->
-  forall Z : Omega -> seq V,
-  (forall s : seq V,
-   (size s <= H)%N ->
-   Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
-   chain (V:=V) (R:=R) q s) ->
-  (forall o : Omega, (H <= size (Z o))%N) ->
-  forall y0 : V,
-  exact_prefix par (V:=V) tok (R:=R) (Omega:=Omega) mu Z
-    (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
-    (fb N par (V:=V) tok (Omega:=Omega) Z y0) /\
-  (forall (v : nat) (y : V),
-   (v < N)%N ->
-   vlaw (V:=V) (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
-     (fb N par (V:=V) tok (Omega:=Omega) Z y0) v y =
-   tev_alg N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) /\
-  EL par (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z) =
-  1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (Omega : finType) (mu : Omega -> R),
+    (forall o : Omega, 0 <= mu o) ->
+    \sum_o mu o = 1 ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall Z : Omega -> seq V,
+    (forall s : seq V,
+     (size s <= H)%N ->
+     Pr (R:=R) (Omega:=Omega) mu (fun o : Omega => prefix (T:=V) s (Z o)) =
+     chain (V:=V) (R:=R) q s) ->
+    (forall o : Omega, (H <= size (Z o))%N) ->
+    forall y0 : V,
+    prefix_of_Z par (V:=V) tok (R:=R) (Omega:=Omega) mu Z
+      (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
+      (fb N par (V:=V) tok (Omega:=Omega) Z y0) /\
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     vlaw (V:=V) (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
+       (fb N par (V:=V) tok (Omega:=Omega) Z y0) v y =
+     tev_alg N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) /\
+    EL par (R:=R) (Omega:=Omega) mu (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z) =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@coupling_exact :
+  forall (N : nat) (par : nat -> nat),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    \sum_u nu u = 1 ->
+    forall (ex : A * H.-tuple V -> 'I_N) (b : A * H.-tuple V -> V),
+    coupled par (V:=V) tok (R:=R) q (A:=A) nu ex b ->
+    stopping_time par (V:=V) (A:=A) ex ->
+    exact par (V:=V) tok (R:=R) q H (A:=prod_finType A (tuple_finType H V))
+      (pw (V:=V) (R:=R) q (A:=A) nu) ex b).
+
+Check (@exact_prefix_form :
+  forall (N : nat) (par : nat -> nat),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R) (ex : A -> 'I_N) (b : A -> V),
+    exact par (V:=V) tok (R:=R) q H (A:=A) nu ex b ->
+    forall s : seq V,
+    (size s <= H)%N ->
+    \sum_u nu u * pcontinue (V:=V) (R:=R) q (emitted par (V:=V) tok (Omega:=A) ex b u) s =
+    chain (V:=V) (R:=R) q s).
+
+Check (@exact_prefix_bound :
+  forall (N : nat) (par : nat -> nat),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    (forall u : A, 0 <= nu u) ->
+    forall (ex : A -> 'I_N) (b : A -> V),
+    exact par (V:=V) tok (R:=R) q H (A:=A) nu ex b ->
+    prefix_bound par (V:=V) tok (R:=R) q (Omega:=A) nu H ex b).
+
+Check (@exact_verifier_ceiling :
+  forall (N : nat) (par : nat -> nat),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    (forall u : A, 0 <= nu u) ->
+    \sum_u nu u = 1 ->
+    forall (ex : A -> 'I_N) (b : A -> V),
+    exact par (V:=V) tok (R:=R) q H (A:=A) nu ex b ->
+    EL par (R:=R) (Omega:=A) nu ex <=
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@exact_verifier_ceiling_equality :
+  forall (N : nat) (par : nat -> nat),
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    (forall u : A, 0 <= nu u) ->
+    \sum_u nu u = 1 ->
+    forall (ex : A -> 'I_N) (b : A -> V),
+    exact par (V:=V) tok (R:=R) q H (A:=A) nu ex b ->
+    EL par (R:=R) (Omega:=A) nu ex =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) <->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     vlaw (V:=V) (R:=R) (Omega:=A) nu ex b v y =
+     block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y)).
+
+Check (@block_law_exact :
+  forall (N : nat) (par : nat -> nat),
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R) (H : nat),
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R) (ex : A -> 'I_N) (b : A -> V),
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     vlaw (V:=V) (R:=R) (Omega:=A) nu ex b v y =
+     block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) ->
+    exact par (V:=V) tok (R:=R) q H (A:=A) nu ex b).
+
+Check (@exact_saturating_iff_block_law :
+  forall (N : nat) (par : nat -> nat),
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    (forall u : A, 0 <= nu u) ->
+    \sum_u nu u = 1 ->
+    forall (ex : A -> 'I_N) (b : A -> V),
+    exact par (V:=V) tok (R:=R) q H (A:=A) nu ex b /\
+    EL par (R:=R) (Omega:=A) nu ex =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) <->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     vlaw (V:=V) (R:=R) (Omega:=A) nu ex b v y =
+     block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y)).
+
+Check (@follow_coupled :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R) (H : nat),
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R) (y0 : V),
+    coupled par (V:=V) tok (R:=R) q (A:=A) nu (follow_ex (N:=N) par N_gt0 (V:=V) tok (A:=A))
+      (follow_b N par (V:=V) tok (A:=A) y0)).
 
 Check (@follow_stopping_time :
   forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V) (Omega : finType) (Z : Omega -> seq V) 
-    (A : Type) (U : Omega -> A),
-  stopping_time par (V:=V) (Omega:=Omega) Z (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
-    U).
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (H : nat) (A : finType),
+    stopping_time par (V:=V) (A:=A) (follow_ex (N:=N) par N_gt0 (V:=V) tok (A:=A))).
 
-Check (@follow_exact_verifier :
+Check (@follow_exact :
   forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
-  (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
-  forall (V : finType) (tok : nat -> V) (R : realFieldType) (Omega : finType)
-    (mu : Omega -> R) (H : nat),
-  (N <= H)%N ->
-  forall Z : Omega -> seq V,
-  (forall o : Omega, (H <= size (Z o))%N) ->
-  forall (y0 : V) (A : Type) (U : Omega -> A),
-  exact_verifier par (V:=V) tok (R:=R) (Omega:=Omega) mu Z
-    (fex (N:=N) par N_gt0 (V:=V) tok (Omega:=Omega) Z)
-    (fb N par (V:=V) tok (Omega:=Omega) Z y0) U).
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    \sum_u nu u = 1 ->
+    forall y0 : V,
+    exact par (V:=V) tok (R:=R) q H (A:=prod_finType A (tuple_finType H V))
+      (pw (V:=V) (R:=R) q (A:=A) nu) (follow_ex (N:=N) par N_gt0 (V:=V) tok (A:=A))
+      (follow_b N par (V:=V) tok (A:=A) y0)).
+
+Check (@follow_saturates_exact :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    (forall u : A, 0 <= nu u) ->
+    \sum_u nu u = 1 ->
+    V ->
+    EL par (R:=R) (Omega:=prod_finType A (tuple_finType H V)) (pw (V:=V) (R:=R) q (A:=A) nu)
+      (follow_ex (N:=N) par N_gt0 (V:=V) tok (A:=A)) =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@root_exact :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall (A : finType) (nu : A -> R),
+    \sum_u nu u = 1 ->
+    forall y0 : V,
+    exact par (V:=V) tok (R:=R) q H (A:=prod_finType A (tuple_finType H V))
+      (pw (V:=V) (R:=R) q (A:=A) nu) (root_ex (N:=N) N_gt0 (V:=V) (A:=A))
+      (root_b (V:=V) (A:=A) y0)).
+
+Check (@walk_law_block :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V) (R : realFieldType) (q : seq V -> V -> R)
+      (D : finType) (dw : nat -> D -> R) (step : nat -> D -> option 'I_N)
+      (bonus : nat -> D -> V),
+    (forall v : nat, (v < N)%N -> \sum_x dw v x = 1) ->
+    (forall (v : nat) (x : D) (c : 'I_N), step v x = Some c -> isch par v c) ->
+    (forall u : nat,
+     (0 < u < N)%N ->
+     \sum_x dw (par u) x * (omap val (step (par u) x) == Some u)%:R =
+     a par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) u) ->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     \sum_x dw v x * ((step v x == None) && (bonus v x == y))%:R =
+     pstop N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) ->
+    forall (v : nat) (y : V),
+    (v < N)%N ->
+    vlaw (V:=V) (R:=R) (Omega:=finfun_finType (ordinal_finType N) D) 
+      (draws_w (R:=R) (D:=D) dw) (walk_ex N_gt0 (D:=D) step)
+      (walk_b N_gt0 (V:=V) (D:=D) step bonus) v y =
+    block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y).
+
+Check (@walk_exact :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R) (H : nat),
+    (N <= H)%N ->
+    forall (D : finType) (dw : nat -> D -> R) (step : nat -> D -> option 'I_N)
+      (bonus : nat -> D -> V),
+    (forall v : nat, (v < N)%N -> \sum_x dw v x = 1) ->
+    (forall (v : nat) (x : D) (c : 'I_N), step v x = Some c -> isch par v c) ->
+    (forall u : nat,
+     (0 < u < N)%N ->
+     \sum_x dw (par u) x * (omap val (step (par u) x) == Some u)%:R =
+     a par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) u) ->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     \sum_x dw v x * ((step v x == None) && (bonus v x == y))%:R =
+     pstop N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) ->
+    exact par (V:=V) tok (R:=R) q H (A:=finfun_finType (ordinal_finType N) D)
+      (draws_w (R:=R) (D:=D) dw) (walk_ex N_gt0 (D:=D) step)
+      (walk_b N_gt0 (V:=V) (D:=D) step bonus)).
+
+Check (@walk_saturates :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (D : finType) (dw : nat -> D -> R) (step : nat -> D -> option 'I_N)
+      (bonus : nat -> D -> V),
+    (forall (v : nat) (x : D), (v < N)%N -> 0 <= dw v x) ->
+    (forall v : nat, (v < N)%N -> \sum_x dw v x = 1) ->
+    (forall (v : nat) (x : D) (c : 'I_N), step v x = Some c -> isch par v c) ->
+    (forall u : nat,
+     (0 < u < N)%N ->
+     \sum_x dw (par u) x * (omap val (step (par u) x) == Some u)%:R =
+     a par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) u) ->
+    (forall (v : nat) (y : V),
+     (v < N)%N ->
+     \sum_x dw v x * ((step v x == None) && (bonus v x == y))%:R =
+     pstop N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y) ->
+    EL par (R:=R) (Omega:=finfun_finType (ordinal_finType N) D) (draws_w (R:=R) (D:=D) dw)
+      (walk_ex N_gt0 (D:=D) step) =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@predraw_law :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (v : nat) (y : V),
+    (v < N)%N ->
+    vlaw (V:=V) (R:=R) (Omega:=finfun_finType (ordinal_finType N) V)
+      (draws_w (R:=R) (D:=V) (pd_dw par (V:=V) tok (R:=R) q)) (predraw_ex par N_gt0 (V:=V) tok)
+      (predraw_b par N_gt0 (V:=V) tok) v y =
+    block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y).
+
+Check (@predraw_exact :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    exact par (V:=V) tok (R:=R) q H (A:=finfun_finType (ordinal_finType N) V)
+      (draws_w (R:=R) (D:=V) (pd_dw par (V:=V) tok (R:=R) q)) (predraw_ex par N_gt0 (V:=V) tok)
+      (predraw_b par N_gt0 (V:=V) tok)).
+
+Check (@predraw_saturates :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    EL par (R:=R) (Omega:=finfun_finType (ordinal_finType N) V)
+      (draws_w (R:=R) (D:=V) (pd_dw par (V:=V) tok (R:=R) q)) (predraw_ex par N_gt0 (V:=V) tok) =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@tev_law_block :
+  forall (N : nat) (par : nat -> nat),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (v : nat) (y : V),
+    (v < N)%N ->
+    vlaw (V:=V) (R:=R) (Omega:=prod_finType (ordinal_finType N) V)
+      (tev_nu par (V:=V) tok (R:=R) q) (tev_ex (V:=V)) (tev_b (V:=V)) v y =
+    block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y).
+
+Check (@tev_exact :
+  forall (N : nat) (par : nat -> nat),
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    exact par (V:=V) tok (R:=R) q H (A:=prod_finType (ordinal_finType N) V)
+      (tev_nu par (V:=V) tok (R:=R) q) (tev_ex (V:=V)) (tev_b (V:=V))).
+
+Check (@tev_saturates :
+  forall (N : nat) (par : nat -> nat),
+    (0 < N)%N ->
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    EL par (R:=R) (Omega:=prod_finType (ordinal_finType N) V) (tev_nu par (V:=V) tok (R:=R) q)
+      (tev_ex (V:=V)) = 1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@rounds_law :
+  forall (V : finType) (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (H : nat) (N : seq V -> nat) (par : seq V -> nat -> nat),
+    (forall (c : seq V) (u : nat), (0 < u < N c)%N -> (par c u < u)%N) ->
+    forall tok : seq V -> nat -> V,
+    (forall c : seq V, (N c <= H)%N) ->
+    forall (A : seq V -> finType) (nu : forall c : seq V, A c -> R)
+      (ex : forall c : seq V, A c -> 'I_(N c)) (b : forall c : seq V, A c -> V),
+    (forall c : seq V,
+     exact (par c) (V:=V) (tok c) (R:=R) (qc (V:=V) (R:=R) q c) H (A:=A c) (nu c) (ex c) (b c)) ->
+    forall (k : nat) (c s : seq V),
+    (size s <= k)%N ->
+    (size s <= H)%N ->
+    gen (V:=V) (R:=R) (N:=N) par tok (A:=A) nu ex b k c s = chainf (V:=V) (R:=R) q c s).
+
+Check (@rounds_autoregressive :
+  forall (V : finType) (R : realFieldType) (q : seq V -> V -> R),
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall (H : nat) (N : seq V -> nat) (par : seq V -> nat -> nat),
+    (forall (c : seq V) (u : nat), (0 < u < N c)%N -> (par c u < u)%N) ->
+    forall tok : seq V -> nat -> V,
+    (forall c : seq V, (N c <= H)%N) ->
+    forall (A : seq V -> finType) (nu : forall c : seq V, A c -> R)
+      (ex : forall c : seq V, A c -> 'I_(N c)) (b : forall c : seq V, A c -> V),
+    (forall c : seq V,
+     exact (par c) (V:=V) (tok c) (R:=R) (qc (V:=V) (R:=R) q c) H (A:=A c) (nu c) (ex c) (b c)) ->
+    forall s : seq V,
+    (size s <= H)%N ->
+    gen (V:=V) (R:=R) (N:=N) par tok (A:=A) nu ex b (size s) [::] s = chain (V:=V) (R:=R) q s).

@@ -12,16 +12,16 @@
 (*      Pr[s is a prefix of Z] = prod_t q(s_<t)(s_t)   for |s| <= H;         *)
 (*  - a verifier's output is an exit node ex : Omega -> 'I_N and a bonus     *)
 (*    token b : Omega -> V, its block is path(ex) ++ [b], length depth+1;    *)
-(*  - exact (pointwise, as in the paper): on every outcome of positive       *)
-(*    probability the emitted block is a prefix of Z (exact_prefix); the     *)
-(*    stopping-time condition is stated as well (stopping_time: whether      *)
-(*    L <= t is decided by Z_{1:t} and the auxiliary randomness U).          *)
+(*  - coupled: on every outcome of positive probability the emitted block   *)
+(*    is a prefix of Z (prefix_of_Z).  Exactness itself (the completed-block *)
+(*    law) and the stopping-time condition are in Exactness.v.               *)
 (*  Lemma 1 (target_exit_law, target_block_law): the exit node V*(Z) of the  *)
 (*  walk along Z has law w, and (V*, the next token of Z) has the block law. *)
-(*  Theorem 1 (exact_verifier_ceiling, exact_verifier_ceiling_equality):     *)
-(*  every exact verifier has E[1 + depth(exit)] <= 1 + C_p, with equality    *)
-(*  iff its (exit, bonus) law is the block law.  Derived from exactness and  *)
-(*  the law of Z, through the joint ceiling of ExitLaw.v.                    *)
+(*  Theorem 1 from the per-prefix bound (bounded_ceiling, ..._equality):    *)
+(*  every verifier whose block starts with s with probability <= chain(s)  *)
+(*  has E[1 + depth(exit)] <= 1 + C_p, with equality iff its (exit, bonus)   *)
+(*  law is the block law; coupled verifiers meet the bound (coupled_...),  *)
+(*  exact ones too (Exactness.v).  Through the joint ceiling of ExitLaw.v.   *)
 (*  canonical_space: for every target and horizon, H-tuples with the chain   *)
 (*  rule as weights are such a space (the hypotheses are satisfiable).       *)
 (* ========================================================================= *)
@@ -328,13 +328,16 @@ Variable b : Omega -> V.        (* bonus token *)
 Definition emitted (o : Omega) : seq V := rcons (path (ex o)) (b o).
 Definition L (o : Omega) : nat := (dep (ex o)).+1.
 
-(* exactness, pointwise on the outcomes of positive probability *)
-Definition exact_prefix : Prop := forall o, mu o != 0 -> prefix (emitted o) (Z o).
-(* the stopping-time condition: L <= t is decided by (U, Z_{1:t}) *)
-Definition stopping_time (A : Type) (U : Omega -> A) : Prop :=
-  forall t o o', U o = U o' -> take t (Z o) = take t (Z o') -> (L o <= t)%N = (L o' <= t)%N.
-Definition exact_verifier (A : Type) (U : Omega -> A) : Prop :=
-  exact_prefix /\ stopping_time U.
+(* the coupling form: on every outcome of positive probability the emitted
+   block is a prefix of Z.  This alone is not exactness (Exactness.v: a verifier
+   that looks at a token of Z it does not emit has this property and is not
+   exact); it is what the ceiling below needs. *)
+Definition prefix_of_Z : Prop := forall o, mu o != 0 -> prefix (emitted o) (Z o).
+(* the per-prefix bound: the block starts with s with probability at most the
+   target probability of s.  Exactness implies it (Exactness.exact_prefix_bound),
+   and so does the coupling form (coupled_prefix_bound). *)
+Definition prefix_bound : Prop :=
+  forall s, (size s <= H)%N -> Pr (fun o => prefix s (emitted o)) <= chain s.
 
 (* expected block length and the law of (exit, bonus) *)
 Definition EL : R := \sum_(o : Omega) mu o * (L o)%:R.
@@ -389,17 +392,18 @@ rewrite /exit_marginal [RHS]exchange_big /=; case: ifP => hc.
 by rewrite big1 // => y _; rewrite big1 // => o _; rewrite !mulr0.
 Qed.
 
-(* exactness gives the joint prefix inequality of ExitLaw.v *)
-Lemma exact_block_vlaw : exact_prefix -> forall v y, (v < N)%N ->
+(* the per-prefix bound gives the joint prefix inequality of ExitLaw.v *)
+Lemma bound_block_vlaw : prefix_bound -> forall v y, (v < N)%N ->
   vlaw v y + \sum_(c < N | isch par v c && (tok c == y))
                 subtree_mass N par (exit_marginal vlaw) c <= Pt v * prow v y.
 Proof.
-move=> hex v y vN; under eq_bigr => c _ do rewrite subtree_vlaw.
-rewrite -chain_block // -Z_law ?block_size // /vlaw /Pr exchange_big /= -big_split /=.
+move=> hb v y vN; under eq_bigr => c _ do rewrite subtree_vlaw.
+rewrite -chain_block //; apply: le_trans (hb _ (block_size y vN)).
+rewrite /vlaw /Pr exchange_big /= -big_split /=.
 apply: ler_sum => o _; rewrite -mulr_sumr -mulrDr.
-have [->|m0] := eqVneq (mu o) 0; first by rewrite !mul0r.
-apply: ler_wpmul2l => //; have hexo := hex o m0; rewrite /emitted in hexo.
-case: (boolP (prefix (rcons (path v) y) (Z o))) => hp.
+apply: ler_wpmul2l => //; have hexo := prefix_refl (emitted o).
+rewrite [in X in prefix _ X]/emitted in hexo.
+case: (boolP (prefix (rcons (path v) y) (emitted o))) => hp.
   apply: (@le_trans _ _ ((val (ex o) == v)%:R + (anc par v (ex o) && (val (ex o) != v))%:R)).
     apply: ler_add; first by rewrite ler_nat; case: (_ == v); case: (_ == y).
     rewrite -(children_anc par_lt) ?ltn_ord // [X in _ <= X](bigID (fun c : 'I_N => tok c == y)) /=.
@@ -417,36 +421,54 @@ have -> : (val (ex o) == v) && (b o == y) = false.
 by [].
 Qed.
 
-(** Theorem 1 (fixed-tree ceiling), derived from exactness *)
-Theorem exact_verifier_ceiling : exact_prefix -> EL <= 1 + Cpt.
+Lemma coupled_prefix_bound : prefix_of_Z -> prefix_bound.
 Proof.
-move=> hex; rewrite EL_vlaw.
-exact: (@fixed_tree_ceiling_joint N par par_lt V tok R prow vlaw
-          vlaw_ge0 vlaw_sum1 (exact_block_vlaw hex)).
+move=> hex s hs; rewrite -Z_law //; apply: Pr_le => o m0 hp.
+exact: prefix_trans hp (hex o m0).
 Qed.
 
-Theorem exact_verifier_ceiling_equality : exact_prefix ->
+(** Theorem 1 (fixed-tree ceiling) from the per-prefix bound; Exactness.v
+    derives the bound from exactness (exact_verifier_ceiling) *)
+Theorem bounded_ceiling : prefix_bound -> EL <= 1 + Cpt.
+Proof.
+move=> hb; rewrite EL_vlaw.
+exact: (@fixed_tree_ceiling_joint N par par_lt V tok R prow vlaw
+          vlaw_ge0 vlaw_sum1 (bound_block_vlaw hb)).
+Qed.
+
+Theorem bounded_ceiling_equality : prefix_bound ->
   EL = 1 + Cpt <-> (forall v y, (v < N)%N -> vlaw v y = blockt v y).
 Proof.
-move=> hex; rewrite EL_vlaw.
+move=> hb; rewrite EL_vlaw.
 exact: (@fixed_tree_ceiling_joint_equality N par N_gt0 par_lt V tok R prow
-          prow_sum1 sib_distinct vlaw vlaw_ge0 vlaw_sum1 (exact_block_vlaw hex)).
+          prow_sum1 sib_distinct vlaw vlaw_ge0 vlaw_sum1 (bound_block_vlaw hb)).
 Qed.
 
+(** Theorem 1 for coupled verifiers (block a prefix of Z), stopping time or not *)
+Theorem coupled_ceiling : prefix_of_Z -> EL <= 1 + Cpt.
+Proof. by move=> hex; apply: bounded_ceiling; apply: coupled_prefix_bound. Qed.
+
+Theorem coupled_ceiling_equality : prefix_of_Z ->
+  EL = 1 + Cpt <-> (forall v y, (v < N)%N -> vlaw v y = blockt v y).
+Proof. by move=> hex; apply: bounded_ceiling_equality; apply: coupled_prefix_bound. Qed.
+
 (* with Lemma 1: saturation iff (exit, bonus) has the law of (vstar Z, ystar Z) *)
-Corollary exact_verifier_saturates_iff_target_law : exact_prefix ->
+Corollary coupled_saturates_iff_target_law : prefix_of_Z ->
   EL = 1 + Cpt <-> (forall v y, (v < N)%N ->
     vlaw v y = Pr (fun o => (vstar (Z o) == v) && (ystar (Z o) == Some y))).
 Proof.
-move=> hex; rewrite exact_verifier_ceiling_equality //.
+move=> hex; rewrite coupled_ceiling_equality //.
 by split=> h v y vN; rewrite h // target_block_law.
 Qed.
 
 End Verifier.
 
-(** ** Two exact verifiers, on any space whose Z is at least H tokens long:
+(** ** Two coupled verifiers, on any space whose Z is at least H tokens long:
     following Z through the tree (exit V*, bonus Y*: saturating) and stopping
-    at the root (exit root, bonus Z_1: exact, E[L] = 1). *)
+    at the root (exit root, bonus Z_1: E[L] = 1).  Their blocks are prefixes
+    of Z; Exactness.v proves them exact in the paper's sense on the product of
+    the verifier's randomness and Z, from their stopping times (follow_exact,
+    root_exact). *)
 Section TwoVerifiers.
 Hypothesis Z_size : forall o, (H <= size (Z o))%N.
 Variable y0 : V.   (* a default token for nth; never read (Z is long enough) *)
@@ -489,7 +511,7 @@ Definition fb (o : Omega) : V := nth y0 (Z o) (dep (vstar (Z o))).
 Lemma val_fex o : val (fex o) = vstar (Z o).
 Proof. by rewrite val_insubd vstar_lt. Qed.
 
-Theorem follow_exact : exact_prefix fex fb.
+Theorem follow_prefix : prefix_of_Z fex fb.
 Proof.
 move=> o _; rewrite /emitted /fb val_fex.
 have hp := vstar_prefix (Z o); have hs := vstar_short o; have hx := vstar_lt (Z o).
@@ -509,7 +531,7 @@ by rewrite val_fex ystar_fb.
 Qed.
 
 Theorem follow_saturates : EL fex = 1 + Cpt.
-Proof. exact: (proj2 (exact_verifier_ceiling_equality follow_exact) follow_law). Qed.
+Proof. exact: (proj2 (coupled_ceiling_equality follow_prefix) follow_law). Qed.
 
 (* the walk only reads the tokens it matches, plus one: L* = depth(V* Z) + 1
    is a stopping time (whether L* <= t is decided by Z_{1:t}) *)
@@ -532,27 +554,17 @@ have dc : dep c = (dep u).+1 by rewrite (depthS par_lt hc) pc.
 by rewrite addnS -addSn -dc; apply: IH.
 Qed.
 
-Theorem follow_stopping_time (A : Type) (U : Omega -> A) : stopping_time fex U.
-Proof.
-move=> t o o' _ e; rewrite /L !val_fex.
-have h1 := walk_take (Z o) t N_gt0; have h2 := walk_take (Z o') t N_gt0.
-rewrite (depth0 par) !add0n in h1 h2.
-by rewrite /vstar h1 h2 e.
-Qed.
-
-Theorem follow_exact_verifier (A : Type) (U : Omega -> A) : exact_verifier fex fb U.
-Proof. by split; [exact: follow_exact | exact: follow_stopping_time]. Qed.
-
 (* TEV (paper Algorithm 1, ExitLaw.tev_alg: ancestor-mask prefix products,
    m = C a, an exit draw from w, a bonus draw from the masked exit row) has the
-   law of (vstar Z, ystar Z): the verifier following Z is an exact coupling of TEV's
-   output with the target continuation, and it saturates (paper B.1). *)
-Theorem tev_exact_coupling :
-  exact_prefix fex fb /\
+   law of (vstar Z, ystar Z): the verifier following Z is a coupling of TEV's
+   output with the target continuation, and it saturates (paper B.1).  TEV as
+   its own two draws is proved exact in Procedures.v (tev_exact). *)
+Theorem tev_coupling :
+  prefix_of_Z fex fb /\
   (forall v y, (v < N)%N -> vlaw fex fb v y = tev_alg N par tok prow v y) /\
   EL fex = 1 + Cpt.
 Proof.
-split; first exact: follow_exact.
+split; first exact: follow_prefix.
 split; last exact: follow_saturates.
 move=> v y vN; rewrite follow_law // tev_algorithm_realises_block //.
   by move=> u z _; apply: q_ge0.
@@ -564,10 +576,9 @@ Qed.
 Definition rex (o : Omega) : 'I_N := Ordinal N_gt0.
 Definition rb (o : Omega) : V := nth y0 (Z o) 0.
 
-Theorem root_exact : exact_verifier rex rb (fun _ => tt).
+Theorem root_prefix : prefix_of_Z rex rb.
 Proof.
-split=> [o _|t o o' _ _] //.
-rewrite /emitted /rb /=; have := Z_size o.
+move=> o _; rewrite /emitted /rb /=; have := Z_size o.
 case: (Z o) => [|z s] /=; last by rewrite eqxx prefix0s.
 rewrite leqn0 => /eqP H0; have := leq_trans N_gt0 N_le_H.
 by rewrite H0.
