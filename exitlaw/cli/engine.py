@@ -161,8 +161,8 @@ def _verifier_bench(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--sampling-sweep times single trees; it does not take --batch-size {args.batch_size}"
         )
-    if args.compiled and (args.batch_size > 1 or args.sampling_sweep):
-        raise ValueError("--compiled times the single-tree stage bench only")
+    if (args.compiled or args.no_commit) and (args.batch_size > 1 or args.sampling_sweep):
+        raise ValueError("--compiled and --no-commit apply to the single-tree stage bench only")
     _check_kinds(args.verifier)
     path = result_path(args)
     _check_device(args.device)
@@ -187,6 +187,7 @@ def _verifier_bench(args: argparse.Namespace) -> int:
                 kinds=tuple(args.verifier),
                 trees=trees,
                 compiled=args.compiled,
+                commit=not args.no_commit,
                 **common,
             )
     emit(args, {k: v for k, v in res.items() if k != "text"}, res["text"], path)
@@ -384,6 +385,12 @@ BENCH_VERIFIERS = Command(
             action="store_true",
             help="time each verifier under top-k 50, top-p 0.9, min-p 0.05 and all three at "
             "--temperature, as ratios to temperature only in the same run (processing + decision + bonus)",
+        ),
+        opt(
+            "--no-commit",
+            action="store_true",
+            help="time the decision alone (no KV-cache commit: the commit is shared by every verifier "
+            "and noisy on a loaded machine)",
         ),
         opt(
             "--compiled",
