@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import platform
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -124,9 +124,8 @@ def _configs(
 def _aggregate(results: list[GenerationResult]) -> dict[str, Any]:
     rounds = sum(len(r.block_lengths) for r in results)
     tokens = sum(len(r.tokens) for r in results)
-    decode_tokens = sum(
-        r.decode_tokens for r in results
-    )  # TPOT leaves out each prefill's first token
+    # TPOT leaves out each prefill's first token
+    decode_tokens = sum(r.decode_tokens for r in results)
     decode = sum(r.decode_seconds for r in results)
     stage_ms = {}
     for s in {k for r in results for k in r.stages} - {"prefill"}:
@@ -242,23 +241,66 @@ def run_bench(
     its ``outputs`` (:func:`outputs_of`); ``prompts`` lists what was asked, in order.
     """
     from tqdm.auto import tqdm
-    from transformers import AutoTokenizer
 
-    check_model_paths(
-        source.target, source.draft
-    )  # one line naming the path, before anything is read
+    b = _load_bench(source, max_turns, max(budgets))
+    configs = _configs(verifiers, budgets, b.drafter.block_size)
+    config = _bench_config(source, b, budgets, temperatures, verifiers, max_turns)
+    first = encode_prompt(b.tokenizer, b.prompts[0], chat=b.chat)  # the warm-up prompt
+    _warm_up(b.tgt, b.drafter, first, source.warmup, max(budgets))
+    bar = tqdm(
+        total=len(temperatures) * len(b.prompts) * (1 + len(configs)),
+        disable=not progress,
+        desc="bench",
+    )
+    kw = dict(
+        device=b.device, chat=b.chat, stop=b.stop, trace_dir=trace_dir, config=config, bar=bar
+    )
+    runs = []
+    for temp in temperatures:
+        base = dict(
+            settings=b.sampling.at(float(temp)),
+            max_new_tokens=source.max_new_tokens,
+            stop_tokens=b.stop,
+            seed=source.seed,
+        )
+        knobs = {"temperature": float(temp), **filter_knobs(b.sampling)}
+        runs += _temperature_runs(b, configs, base, knobs, kw)
+    bar.close()
+    return {
+        "schema": "exitlaw.bench",
+        "version": 2,
+        "config": config,
+        "environment": _environment(b.device),
+        "prompts": [p.to_json() for p in b.prompts],
+        "runs": runs,
+    }
+
+
+@dataclass
+class _Bench:
+    """What one bench decodes with: the checked filters, the prompts, the loaded pair and tokenizer."""
+
+    sampling: SamplingSettings
+    prompts: list[Prompt]
+    tgt: Any
+    drafter: Any
+    tokenizer: Any
+    device: str
+    chat: bool
+    stop: tuple[int, ...]
+
+
+def _load_bench(source: BenchSource, max_turns: int | None, budget: int) -> _Bench:
+    """Check the inputs, load the prompts and the models, and refuse a round of ``budget`` nodes that
+    cannot fit, all before any decoding; each check runs as early as what it reads allows."""
+    # one line naming the path, before anything is read
+    check_model_paths(source.target, source.draft)
     device = source.device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch_dtype = None if source.dtype == "auto" else getattr(torch, source.dtype)
     if max_turns is not None and max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
     sampling = sampling_filters(source.filters)
-    prompts = load_prompt_set(
-        source.dataset, limit=source.num_prompts
-    )  # fail fast, before loading models
-    if max_turns is not None:
-        prompts = [
-            p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts
-        ]
+    prompts = _bench_prompts(source, max_turns)  # fail fast, before loading models
     tgt, drafter = load_pair(
         source.target,
         source.draft,
@@ -266,26 +308,20 @@ def run_bench(
         dtype=torch_dtype,
         masked_attention=source.masked_attention,
     )
-    check_prompt_ids(prompts, tgt.vocab_size, f"the target {source.target}")  # before any decoding
-    tokenizer = AutoTokenizer.from_pretrained(
-        str(Path(source.target)) if Path(source.target).exists() else source.target
-    )
+    check_prompt_ids(prompts, tgt.vocab_size, f"the target {source.target}")
+    tokenizer = _tokenizer(source.target)
     chat = has_chat_template(tokenizer)
-    first = encode_prompt(tokenizer, prompts[0], chat=chat)  # the warm-up prompt
-    longest = max(
-        len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * source.max_new_tokens
-        for p in prompts
-    )
-    check_decode_fits(
-        tgt.model.config,
-        budget=max(budgets),
-        context=longest,
-        element_bytes=tgt.dtype.itemsize,
-        device=device,
-    )  # before any decoding: a round that cannot fit is refused with its estimate
+    # a round that cannot fit is refused with its estimate
+    _check_longest_fits(tgt, tokenizer, prompts, source.max_new_tokens, budget, chat, device)
     stop = _stop_tokens(tokenizer, tgt)
-    configs = _configs(verifiers, budgets, drafter.block_size)
-    config = {
+    return _Bench(sampling, prompts, tgt, drafter, tokenizer, device, chat, stop)
+
+
+def _bench_config(
+    source: BenchSource, b: _Bench, budgets, temperatures, verifiers, max_turns
+) -> dict[str, Any]:
+    """The result's ``config``: what was run, on what, with which models and filters."""
+    return {
         "target": str(source.target),
         "draft": str(source.draft),
         "dataset": source.dataset,
@@ -293,100 +329,118 @@ def run_bench(
         "temperatures": list(temperatures),
         "verifiers": list(verifiers),
         "max_new_tokens": source.max_new_tokens,
-        "num_prompts": len(prompts),
-        "turns": sum(max(1, len(p.turns)) for p in prompts),
+        "num_prompts": len(b.prompts),
+        "turns": sum(max(1, len(p.turns)) for p in b.prompts),
         "max_turns": max_turns,
         "seed": source.seed,
-        "device": device,
-        "dtype": str(tgt.dtype),
-        "masked_attention": tgt.masked_attention,
-        "chat_template": chat,
-        "block_size": drafter.block_size,
-        "stop_tokens": list(stop),
-        "sampling": sampling.filters(),
+        "device": b.device,
+        "dtype": str(b.tgt.dtype),
+        "masked_attention": b.tgt.masked_attention,
+        "chat_template": b.chat,
+        "block_size": b.drafter.block_size,
+        "stop_tokens": list(b.stop),
+        "sampling": b.sampling.filters(),
     }
-    for _ in range(source.warmup):  # compile kernels, fill allocator caches
-        generate(
-            tgt,
-            drafter,
-            first,
-            DecodeConfig(method="ddtree", budget=max(budgets), max_new_tokens=4),
-        )
-    runs = []
-    bar = tqdm(
-        total=len(temperatures) * len(prompts) * (1 + len(configs)),
-        disable=not progress,
-        desc="bench",
+
+
+def _bench_prompts(source: BenchSource, max_turns: int | None) -> list[Prompt]:
+    """The bench's prompt set, each conversation cut to its first ``max_turns`` user turns."""
+    prompts = load_prompt_set(source.dataset, limit=source.num_prompts)
+    if max_turns is None:
+        return prompts
+    return [p if p.ids is not None else replace(p, turns=p.turns[:max_turns]) for p in prompts]
+
+
+def _tokenizer(target: str):
+    """The target's tokenizer, from its local directory when one exists, else from the Hub name."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
+
+
+def _check_longest_fits(
+    tgt, tokenizer, prompts: Sequence[Prompt], max_new_tokens: int, budget: int, chat: bool, device
+) -> None:
+    """Refuse, with its estimate, a round of ``budget`` nodes that cannot fit at the longest context
+    (the longest encoded prompt plus ``max_new_tokens`` per turn)."""
+    longest = max(
+        len(encode_prompt(tokenizer, p, chat=chat)) + max(1, len(p.turns)) * max_new_tokens
+        for p in prompts
     )
-    kw = dict(device=device, chat=chat, stop=stop, trace_dir=trace_dir, config=config, bar=bar)
-    for temp in temperatures:
-        base = dict(
-            settings=sampling.at(float(temp)),
-            max_new_tokens=source.max_new_tokens,
-            stop_tokens=stop,
-            seed=source.seed,
-        )
-        knobs = filter_knobs(sampling)
-        ar_contexts: list[list[int]] = []
-        ar_cfg = DecodeConfig(method="ar", **base)
-        ar = _decode_set(tgt, drafter, tokenizer, prompts, ar_cfg, contexts=ar_contexts, **kw)
-        ar_flat = [r for conv in ar for r in conv]
-        ar_stats = _aggregate(ar_flat)
-        runs.append(
-            {
-                "method": "ar",
-                "verifier": None,
-                "budget": None,
-                "temperature": float(temp),
-                **knobs,
-                **ar_stats,
-                "SR": 1.0,
-                "outputs": outputs_of(ar, tokenizer),
-            }
-        )
-        for method, verifier, budget in configs:
-            cfg = DecodeConfig(method=method, verifier=verifier, budget=budget, **base)
-            res = _decode_set(tgt, drafter, tokenizer, prompts, cfg, **kw)
-            flat = [r for conv in res for r in conv]
-            stats = _aggregate(flat)
-            stats["stage_ms"]["verifier_stage"] = stats["stage_ms"].get("decide", 0.0) + stats[
-                "stage_ms"
-            ].get("commit", 0.0)
-            run = {
-                "method": method,
-                "verifier": verifier,
-                "budget": budget,
-                "temperature": float(temp),
-                **knobs,
-                **stats,
-                "SR": ar_stats["tpot_ms"] / stats["tpot_ms"]
-                if stats["tpot_ms"] > 0
-                else float("nan"),
-            }
-            if temp == 0:
-                run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(flat, ar_flat))
-                run["t0_divergences"] = t0_divergences(tgt, res, ar, ar_contexts)
-            run["outputs"] = outputs_of(res, tokenizer)
-            runs.append(run)
-    bar.close()
+    check_decode_fits(
+        tgt.model.config,
+        budget=budget,
+        context=longest,
+        element_bytes=tgt.dtype.itemsize,
+        device=device,
+    )
+
+
+def _warm_up(tgt, drafter, ids: list[int], times: int, budget: int) -> None:
+    """Compile kernels and fill allocator caches: ``times`` short DDTree decodes of ``ids``."""
+    for _ in range(times):
+        generate(tgt, drafter, ids, DecodeConfig(method="ddtree", budget=budget, max_new_tokens=4))
+
+
+def _temperature_runs(
+    b: _Bench, configs, base: dict, knobs: dict, kw: dict
+) -> list[dict[str, Any]]:
+    """The runs at one temperature: greedy-or-sampled AR first (the SR baseline), then every
+    (method, verifier, budget) of ``configs``; ``base``: the DecodeConfig fields they share, ``knobs``:
+    the temperature and filter values each row records."""
+    tgt, drafter, tokenizer, prompts = b.tgt, b.drafter, b.tokenizer, b.prompts
+    ar_contexts: list[list[int]] = []
+    ar_cfg = DecodeConfig(method="ar", **base)
+    ar = _decode_set(tgt, drafter, tokenizer, prompts, ar_cfg, contexts=ar_contexts, **kw)
+    ar_flat = [r for conv in ar for r in conv]
+    ar_stats = _aggregate(ar_flat)
+    runs = [
+        {
+            "method": "ar",
+            "verifier": None,
+            "budget": None,
+            **knobs,
+            **ar_stats,
+            "SR": 1.0,
+            "outputs": outputs_of(ar, tokenizer),
+        }
+    ]
+    for method, verifier, budget in configs:
+        cfg = DecodeConfig(method=method, verifier=verifier, budget=budget, **base)
+        res = _decode_set(tgt, drafter, tokenizer, prompts, cfg, **kw)
+        flat = [r for conv in res for r in conv]
+        stats = _aggregate(flat)
+        stage_ms = stats["stage_ms"]
+        stage_ms["verifier_stage"] = stage_ms.get("decide", 0.0) + stage_ms.get("commit", 0.0)
+        run = {
+            "method": method,
+            "verifier": verifier,
+            "budget": budget,
+            **knobs,
+            **stats,
+            "SR": ar_stats["tpot_ms"] / stats["tpot_ms"] if stats["tpot_ms"] > 0 else float("nan"),
+        }
+        if knobs["temperature"] == 0:
+            run["matches_ar"] = all(r.tokens == a.tokens for r, a in zip(flat, ar_flat))
+            run["t0_divergences"] = t0_divergences(tgt, res, ar, ar_contexts)
+        run["outputs"] = outputs_of(res, tokenizer)
+        runs.append(run)
+    return runs
+
+
+def _environment(device: str) -> dict[str, str]:
+    """The software and hardware a result was measured on."""
+    import transformers
+
     env = {
         "torch": torch.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "transformers": transformers.__version__,
     }
-    import transformers
-
-    env["transformers"] = transformers.__version__
     if device.startswith("cuda"):
         env["gpu"] = torch.cuda.get_device_name(0)
-    return {
-        "schema": "exitlaw.bench",
-        "version": 2,
-        "config": config,
-        "environment": env,
-        "prompts": [p.to_json() for p in prompts],
-        "runs": runs,
-    }
+    return env
 
 
 def _stop_tokens(tokenizer, tgt) -> tuple[int, ...]:
