@@ -12,16 +12,14 @@ entries build the same tree; they differ in the rule that verifies it (the regis
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from exitlaw.theory.registry import Names, builder, builder_names
 
-if TYPE_CHECKING:
-    from exitlaw.simulate.builders.trees import Built
-
-BuildFn = Callable[[tuple[int, ...], np.random.Generator], "Built"]
+# (context, draft_rng) -> a trees.Built (not imported: the builder modules import this table)
+BuildFn = Callable[[tuple[int, ...], np.random.Generator], Any]
 MakeBuilder = Callable[[Any, Any, Any, Any], BuildFn]  # (cfg, target, pos, ar) -> BuildFn
 
 # registered builder name -> its maker, filled by the @sim_builder decorators where they are defined
