@@ -171,3 +171,57 @@ def test_a_run_file_recording_a_dirty_commit_is_flagged_from_a_clean_checkout(
     assert m and m["name"] == "verifier_latency" and m["dirty"]
     rec = json.loads(js.read_text())["inputs"]["verifier_latency"]
     assert rec["git_commit"] == "f" * 40 + "-dirty" and "commit" not in rec.get("filled", "")
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_a_runs_kit_reports_are_this_runs_input_only_when_every_one_is_there(
+    monkeypatch, tmp_path, complete
+):
+    """A checks folder holding every kit report is one ``this run`` input (its group record, dirty
+    flag included); with one report missing it is no input at all (the row says missing)."""
+    import shutil
+
+    import exitlaw.paper_repro.ledger_inputs as li
+
+    monkeypatch.setattr(li, "git_commit", lambda root=li.REPO: "a" * 40 + "-dirty")
+    checks = tmp_path / "checks"
+    shutil.copytree(RESULTS / "ledger_inputs" / "checks", checks)
+    for f in checks.glob("*.json"):  # records no commit: the checkout's (dirty) is filled in
+        data = json.loads(f.read_text())
+        data.pop("provenance", None)
+        f.write_text(json.dumps(data))
+    if not complete:
+        next(iter(sorted(checks.glob("*.json")))).unlink()
+    rows, md, js = li.make_ledger(_run_figures(tmp_path), tmp_path / "ledger", checks_dir=checks)
+    row = {r["key"]: r for r in rows}["kit_exact_saturating"]
+    inputs = json.loads(js.read_text())["inputs"]
+    if complete:
+        assert inputs["checks"]["origin"] == "this run"
+        assert len(inputs["checks"]["files"]) == len(li.KIT_VERIFIERS)
+        m = _THIS_RUN.match(row["source"])
+        assert m and m["name"] == "checks" and m["dirty"], row["source"]
+    else:
+        assert "checks" not in inputs
+        assert row["source"].startswith("missing (checks: not an input of this ledger)")
+
+
+def test_a_ledger_over_a_run_keeps_the_shipped_sweep_as_an_input(tmp_path):
+    from exitlaw.paper_repro.ledger_inputs import make_ledger
+
+    rows, md, js = make_ledger(_run_figures(tmp_path), tmp_path / "ledger")
+    rec = json.loads(js.read_text())["inputs"]["sim_exittrain_sweep"]
+    assert rec["origin"] == "shipped" and rec["files"] and rec["path"].endswith("/*.json")
+    sweep_rows = [r for r in rows if "sim_exittrain_sweep" in r["inputs"]]
+    assert sweep_rows and all(r["source"].startswith("shipped (") for r in sweep_rows)
+
+
+def test_recomputing_the_shipped_inputs_refuses_to_overwrite_naming_the_files(tmp_path):
+    from exitlaw.paper_repro.ledger_inputs import FIGURE_INPUTS, make_shipped_inputs
+
+    out = tmp_path / "ledger_inputs"
+    out.mkdir()
+    first = out / f"{FIGURE_INPUTS[0]}.json"
+    first.write_text("{}")
+    with pytest.raises(FileExistsError, match=f"{first}.*--overwrite"):
+        make_shipped_inputs(tmp_path, log=lambda *a: None)
+    assert first.read_text() == "{}"
