@@ -24,7 +24,8 @@ two-argument call swapped. ``--sample N`` draws N of them (seeded); ``--lines A-
 ``--rev REV`` mutates the tree of a commit (``git archive``) instead of the working tree, so other
 people's uncommitted edits in a shared checkout stay out. ``--rerun BEFORE.json`` runs only the
 survivors of an earlier run (same module text, checked) against a larger test set and scores them
-with that run's kills: the *before / after* of docs/mutation_scores.md.
+with that run's kills: the *before / after* of docs/mutation_scores.md; ``--overlay FILE...`` lays
+working-tree files (tests written since) over the commit's tree.
 A mutant is *killed* when the tests fail (or run past ``--timeout`` or 3 GB of memory: *timeout*),
 *survived* when they pass. The
 exit status is 0 when every mutant was killed, 1 otherwise, 2 when the unmutated copy fails.
@@ -179,7 +180,7 @@ def mutants_of(source: str) -> list[Mutant]:
     return sorted(set(good), key=lambda m: (m.start, m.what))
 
 
-def copy_tree(dest: Path, rev: str | None = None) -> None:
+def copy_tree(dest: Path, rev: str | None = None, overlay: tuple[str, ...] = ()) -> None:
     """The working tree (tracked and untracked, not ignored build output), or the tree of the commit
     ``rev`` (``git archive``: others' uncommitted edits left out), into ``dest``, with the links that
     make ``dest``'s ``exitlaw`` package import ``dest``'s own code (module docstring)."""
@@ -195,6 +196,9 @@ def copy_tree(dest: Path, rev: str | None = None) -> None:
             ["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    for rel in overlay:  # files of the working tree laid over the commit's (newer tests)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, dest / rel)
     # a git repository of its own (the provenance code reads the commit and the dirty flag)
     git = ["git", "-c", "user.name=mutation", "-c", "user.email=mutation@localhost"]
     subprocess.run(git + ["init", "-q"], cwd=dest, check=True)
@@ -289,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the drawn mutants and stop")
     ap.add_argument("--json", help="also write the results to this JSON file")
     ap.add_argument(
+        "--overlay",
+        nargs="+",
+        help="with --rev: these files of the working tree replace the commit's (tests written since, "
+        "run against the module as it was)",
+    )
+    ap.add_argument(
         "--rerun",
         help="a --json file of an earlier run of this module: run only its survivors again (tests "
         "only added since: a mutant killed then stays killed) and score them with its kills",
@@ -348,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="mutation_run_") as tmp:
         copy = Path(tmp) / "tree"
-        copy_tree(copy, args.rev)
+        copy_tree(copy, args.rev, tuple(args.overlay or ()))
         _check_imports_copy(copy, args.module)
         status, secs, last = run_tests(copy, args.tests, args.timeout)
         print(f"unmutated copy: {status} in {secs:.1f} s [{last}]", flush=True)
@@ -381,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                     "tests": args.tests,
                     "seed": args.seed,
                     "rev": args.rev,
+                    "overlay": args.overlay,
                     "mutants": len(every),
                     "killed": killed,
                     "results": results,
