@@ -109,21 +109,17 @@ class KitReport:
     delta: float
     power_target: float
     total_samples: int  # samples drawn by the cases that ran (a failed case draws none it reports)
-    min_power: (
-        float | None
-    )  # smallest computed power; None when no check ran (nothing was computed)
+    # smallest computed power; None when no check ran (nothing was computed)
+    min_power: float | None
     cases: list = field(default_factory=list)
     failure: dict = field(default_factory=dict)
     reproduce: str = ""
-    errors: list = field(
-        default_factory=list
-    )  # one record per case whose calls raised or timed out
+    # one record per case whose calls raised or timed out
+    errors: list = field(default_factory=list)
     timeout: float | None = None
     error: str = ""  # bad input: why nothing was run
     verifier_format: str = "exitlaw"  # the layout fn was written in (simulate/kit/formats.py)
-    settings: list = field(
-        default_factory=list
-    )  # settings mode: the sampling settings judged (else empty)
+    settings: list = field(default_factory=list)  # settings mode: the sampling settings judged
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -147,10 +143,10 @@ def _verdict(case_results: list, power_ok: bool = True) -> tuple[str, dict]:
         )
         completed = [c for c in rejected if c["name"].startswith("completed_block")]
         law_fail = [c for c in rejected if c["name"] != "mean_length"]
-        info = lambda c: {
+        info = lambda c: {  # noqa: E731
             "case": case["name"],
             "tree": case["tree"],
-            "check": c["name"],  # noqa: E731
+            "check": c["name"],
             "statistic": c["statistic"],
             "pvalue": c["pvalue"],
             **c["worst"],
@@ -213,30 +209,10 @@ def run_kit(
     :func:`.formats.adapt_verifier` converts trees, rows and results) or vLLM's chain rejection sampler's
     (``--mode marginal --chains-only``, :mod:`.chain_formats`).
     """
-    if mode not in ("conditional", "marginal"):
-        raise ValueError(f"mode must be 'conditional' or 'marginal', got {mode!r}")
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    check_chain_format(verifier_format, mode, chains_only)
-    panel = _panel(settings)
-    if panel and verifier_format != "exitlaw":
-        raise ValueError(
-            f"settings mode takes verifiers f(tree, logits, [draft_logits,] settings, rng); --format "
-            f"{verifier_format} is not supported with it"
-        )
+    panel = _check_kit_inputs(mode, timeout, verifier_format, chains_only, settings)
     fn = adapt_verifier(fn, verifier_format, mode=mode)
     check_signature(fn, mode, settings=bool(panel))
-    root = np.random.SeedSequence(seed)
-    if panel:
-        scases = settings_cases(seed, panel, mode=mode, chains_only=chains_only)
-        cases = [sc.case for sc in scases]
-    else:
-        scases = None
-        cases = (
-            conditional_cases(seed, budget=budget, vocab=vocab)
-            if mode == "conditional"
-            else marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only)
-        )
+    cases, scases = _kit_cases(seed, panel, mode, budget, vocab, chains_only)
     if only_case is not None and only_case not in [c.name for c in cases]:
         raise ValueError(f"no case named {only_case!r}; cases: {', '.join(c.name for c in cases)}")
     checks_per_case = len(CHECKS) if mode == "conditional" else 1
@@ -244,86 +220,15 @@ def run_kit(
     reproduce = (
         f"exitlaw check {name} --mode {mode} --seed {seed} --budget {budget} --vocab {vocab}"
     )
-    if chains_only:
-        reproduce += " --chains-only"
-    if verifier_format != "exitlaw":
-        reproduce += f" --format {verifier_format}"
-    if samples is not None:
-        reproduce += f" --samples {samples}"
-    if panel:
-        reproduce += settings_flags(panel)
-    report_cases, powers, sizes, errors = [], [], [], []
-    for i, (case, ss) in enumerate(zip(cases, root.spawn(len(cases)))):
-        sc = scases[i] if scases else None
-        if only_case is not None and case.name != only_case:
-            continue
-        n = samples
-        if n is None:
-            n = auto_samples(case, alpha / 2, power, delta)
-        verifier_seq, kit_seq = ss.spawn(2)
-        rng, kit_rng = np.random.default_rng(verifier_seq), np.random.default_rng(kit_seq)
-        tree_json = _tree_json(case.tree) if mode == "conditional" else {"topology": case.topology}
-        try:
-            with _call_limit(timeout):
-                if mode == "conditional":
-                    results, lengths = _run_conditional(
-                        fn, case, n, rng, kit_rng, alpha, delta, timeout, sc
-                    )
-                else:
-                    results, lengths = _run_marginal(
-                        fn, case, n, rng, kit_rng, alpha, delta, timeout, sc
-                    )
-        except VerifierCrash as crash:
-            record = {
-                "case": case.name,
-                "tree": tree_json,
-                "seed": int(seed),
-                "check": "call",
-                "error": str(crash),
-                "reproduce": f"{reproduce} --case {case.name}",
-                "traceback": crash.__cause__
-                and "".join(traceback.format_exception(crash.__cause__))[-4000:]
-                or "",
-            }
-            errors.append(record)
-            report_cases.append(
-                {
-                    "name": case.name,
-                    "tree": tree_json,
-                    "vocab": _vocab_of(case),
-                    "samples": 0,
-                    "planned_samples": n,
-                    "verifier_seed": int(seed),
-                    "checks": [],
-                    "error": record,
-                    **({"settings": sc.settings.as_dict()} if sc else {}),
-                }
-            )
-            continue
-        sizes.append(n)
-        powers += [r.power for r in results if r.power is not None]
-        report_cases.append(
-            {
-                "name": case.name,
-                "tree": tree_json,
-                "vocab": _vocab_of(case),
-                "samples": n,
-                "verifier_seed": int(seed),
-                "checks": [asdict(r) for r in results],
-                **lengths,
-                **({"settings": sc.settings.as_dict()} if sc else {}),
-            }
-        )
-        judge = _verdict if mode == "conditional" else _marginal_verdict
-        if not keep_going and judge(report_cases[-1:])[0] == NOT_EXACT:
-            break
+    reproduce += _reproduce_flags(chains_only, verifier_format, samples, panel)
+    judge = _verdict if mode == "conditional" else _marginal_verdict
+    run = dict(alpha=alpha, delta=delta, timeout=timeout, seed=seed, reproduce=reproduce)
+    report_cases, powers, sizes, errors = _run_cases(
+        fn, mode, cases, scases, only_case, samples, power, keep_going, judge, run
+    )
     min_power = float(min(powers)) if powers else None
     power_ok = min_power is not None and min_power >= power - 1e-9
-    verdict, failure = (
-        _verdict(report_cases, power_ok)
-        if mode == "conditional"
-        else _marginal_verdict(report_cases, power_ok)
-    )
+    verdict, failure = judge(report_cases, power_ok)
     return KitReport(
         name,
         mode,
@@ -344,6 +249,119 @@ def run_kit(
         verifier_format=verifier_format,
         settings=[st.as_dict() for st in panel],
     )
+
+
+def _run_cases(fn, mode, cases, scases, only_case, samples, power, keep_going, judge, run: dict):
+    """Run the cases in order, each with its own seed sequence spawned from ``run["seed"]``
+    (``samples`` each, or as many as :func:`.checks.auto_samples` asks for the stated ``power``);
+    return the case records, the computed powers, the sample sizes of the cases that ran and the
+    error records. Unless ``keep_going``, stop after the first case judged not exact."""
+    alpha, delta = run["alpha"], run["delta"]
+    report_cases, powers, sizes, errors = [], [], [], []
+    root = np.random.SeedSequence(run["seed"])
+    for i, (case, ss) in enumerate(zip(cases, root.spawn(len(cases)))):
+        if only_case is not None and case.name != only_case:
+            continue
+        sc = scases[i] if scases else None
+        n = samples if samples is not None else auto_samples(case, alpha / 2, power, delta)
+        record, results = _run_case(fn, mode, case, sc, n, ss, **run)
+        report_cases.append(record)
+        if "error" in record:
+            errors.append(record["error"])
+            continue
+        sizes.append(n)
+        powers += [r.power for r in results if r.power is not None]
+        # NOT_EXACT comes first in PRECEDENCE: no later case can change the verdict
+        if not keep_going and judge(report_cases[-1:])[0] == NOT_EXACT:
+            break
+    return report_cases, powers, sizes, errors
+
+
+def _check_kit_inputs(
+    mode: str, timeout, verifier_format: str, chains_only: bool, settings
+) -> list:
+    """Refuse a bad mode, timeout or format before anything runs; return the settings panel
+    (empty outside settings mode)."""
+    if mode not in ("conditional", "marginal"):
+        raise ValueError(f"mode must be 'conditional' or 'marginal', got {mode!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    check_chain_format(verifier_format, mode, chains_only)
+    panel = _panel(settings)
+    if panel and verifier_format != "exitlaw":
+        raise ValueError(
+            f"settings mode takes verifiers f(tree, logits, [draft_logits,] settings, rng); --format "
+            f"{verifier_format} is not supported with it"
+        )
+    return panel
+
+
+def _kit_cases(seed: int, panel: list, mode: str, budget: int, vocab: int, chains_only: bool):
+    """The cases the kit runs, and in settings mode the settings case behind each (else ``None``)."""
+    if panel:
+        scases = settings_cases(seed, panel, mode=mode, chains_only=chains_only)
+        return [sc.case for sc in scases], scases
+    if mode == "conditional":
+        return conditional_cases(seed, budget=budget, vocab=vocab), None
+    return marginal_cases(seed, budget=budget, vocab=vocab, chains_only=chains_only), None
+
+
+def _reproduce_flags(chains_only: bool, verifier_format: str, samples, panel: list) -> str:
+    """The flags the reproduce command needs beyond mode, seed, budget and vocab."""
+    flags = " --chains-only" if chains_only else ""
+    if verifier_format != "exitlaw":
+        flags += f" --format {verifier_format}"
+    if samples is not None:
+        flags += f" --samples {samples}"
+    if panel:
+        flags += settings_flags(panel)
+    return flags
+
+
+def _run_case(fn, mode: str, case, sc, n: int, ss, *, alpha, delta, timeout, seed, reproduce):
+    """Run one case with ``n`` samples (``ss``: its seed sequence, split into the verifier's and the
+    kit's); return its report record and check results. A call that raises or runs past ``timeout``
+    gives a record with an ``error`` (tree, seed, reproduce command, traceback) and no results."""
+    verifier_seq, kit_seq = ss.spawn(2)
+    rng, kit_rng = np.random.default_rng(verifier_seq), np.random.default_rng(kit_seq)
+    tree_json = _tree_json(case.tree) if mode == "conditional" else {"topology": case.topology}
+    head = {"name": case.name, "tree": tree_json, "vocab": _vocab_of(case)}
+    tail = {"settings": sc.settings.as_dict()} if sc else {}
+    run = _run_conditional if mode == "conditional" else _run_marginal
+    try:
+        with _call_limit(timeout):
+            results, lengths = run(fn, case, n, rng, kit_rng, alpha, delta, timeout, sc)
+    except VerifierCrash as crash:
+        error = {
+            "case": case.name,
+            "tree": tree_json,
+            "seed": int(seed),
+            "check": "call",
+            "error": str(crash),
+            "reproduce": f"{reproduce} --case {case.name}",
+            "traceback": crash.__cause__
+            and "".join(traceback.format_exception(crash.__cause__))[-4000:]
+            or "",
+        }
+        record = {
+            **head,
+            "samples": 0,
+            "planned_samples": n,
+            "verifier_seed": int(seed),
+            "checks": [],
+            "error": error,
+            **tail,
+        }
+        return record, []
+    record = {
+        **head,
+        "samples": n,
+        "verifier_seed": int(seed),
+        "checks": [asdict(r) for r in results],
+        **lengths,
+        **tail,
+    }
+    return record, results
 
 
 def check_verifier(spec: str, **kwargs) -> KitReport:
@@ -413,9 +431,8 @@ def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout
     probs = case.probs
     probs.setflags(write=False)
     args = (case.tree, probs, rng)
-    if (
-        sc is not None
-    ):  # settings mode: raw logits and the settings; judged on the processed rows (case.probs)
+    # settings mode: raw logits and the settings; judged on the processed rows (case.probs)
+    if sc is not None:
         logits = np.stack([sc.logits(case.tree.path(v)) for v in range(case.tree.num_nodes)])
         logits.setflags(write=False)
         args = (case.tree, logits, sc.settings, rng)
