@@ -102,9 +102,13 @@ MAIN_THEOREMS = [
     "tev_law_block",  # 17 TEV's two draws: block law ...
     "tev_exact",  # 17 ... exact ...
     "tev_saturates",  # 17 ... saturating
+    # Residual.v: sequential residual (EAGLE-style) on independent draws, any child order
+    "residual_law",  # 18 block law ...
+    "residual_exact",  # 18 ... exact ...
+    "residual_saturates",  # 18 ... saturating
     # Rounds.v: rounds composed (Appendix A.1)
-    "rounds_law",  # 18 exact rounds, trees and rows depending on the past: target law
-    "rounds_autoregressive",  # 18 ... from the prompt, over the horizon
+    "rounds_law",  # 19 exact rounds, trees and rows depending on the past: target law
+    "rounds_autoregressive",  # 19 ... from the prompt, over the horizon
     # Example.v: every hypothesis discharged on concrete trees over rat
     "ex_exit_law_is_distribution",
     "ex_target_exit_law",
@@ -124,6 +128,8 @@ MAIN_THEOREMS = [
     "ex_predraw_saturates",
     "ex_tev_exact",
     "ex_tev_saturates",
+    "ex_residual_exact",
+    "ex_residual_saturates",
     "ex_rounds_law",
     "ex_anticipating_coupled",  # the anticipating verifier: block a prefix of Z ...
     "ex_anticipating_not_stopping_time",  # ... but not a stopping time ...
@@ -156,12 +162,15 @@ PINNED_DEFINITION_NAMES = [
     # Procedures.v: walks on independent per-node draws, predraw, TEV's two draws
     "root", "draws_w", "twalk", "walk_ex", "walk_b", "okd", "reached", "cyl",
     "pd_dw", "pd_step", "pd_bonus", "predraw_ex", "predraw_b", "tev_nu", "tev_ex", "tev_b",
+    # Residual.v: the per-node coins and bonus of sequential residual, its walk
+    "bern", "sr_betas", "sr_final", "coins_w", "sr_accept", "sr_row", "sr_dw", "sr_step",
+    "sr_bonus", "residual_ex", "residual_b", "sr_rej",
     # Rounds.v: the target after a context, a round's block, k rounds' law
     "qc", "round_block", "gen",
     # Example.v: the concrete trees, targets, spaces and verifiers
     "ex_N", "ex_par", "ex_tok", "ex_p", "t_N", "t_par", "t_tok", "t_q", "t_H", "t_mu",
     "t_Z", "u_nu", "a_N", "a_par", "a_tok", "a_H", "a_TT", "ant_ex", "ant_b",
-    "s_p", "s_q", "s_first", "s_N", "s_par", "s_tok",
+    "s_p", "s_q", "s_first", "s_N", "s_par", "s_tok", "t_order",
 ]  # fmt: skip
 
 FORBIDDEN_WORDS = re.compile(
@@ -254,7 +263,7 @@ def _coqc(workdir, flags, source):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-LIBRARY = "ExitLaw Target Exactness Procedures Rounds Example"
+LIBRARY = "ExitLaw Target Exactness Procedures Residual Rounds Example"
 
 
 def _assumptions_source(theorems):

@@ -4,7 +4,7 @@
    Hypothesis is not an axiom: it shows up as a premise of the statement, which
    Statements.v pins.) *)
 From mathcomp Require Import all_ssreflect all_algebra.
-From ExitLaw Require Import ExitLaw Target Exactness Procedures Rounds Example.
+From ExitLaw Require Import ExitLaw Target Exactness Procedures Residual Rounds Example.
 
 Goal True. idtac "@@ exit_law_is_distribution". Abort.
 Print Assumptions exit_law_is_distribution.
@@ -118,6 +118,12 @@ Goal True. idtac "@@ tev_exact". Abort.
 Print Assumptions tev_exact.
 Goal True. idtac "@@ tev_saturates". Abort.
 Print Assumptions tev_saturates.
+Goal True. idtac "@@ residual_law". Abort.
+Print Assumptions residual_law.
+Goal True. idtac "@@ residual_exact". Abort.
+Print Assumptions residual_exact.
+Goal True. idtac "@@ residual_saturates". Abort.
+Print Assumptions residual_saturates.
 Goal True. idtac "@@ rounds_law". Abort.
 Print Assumptions rounds_law.
 Goal True. idtac "@@ rounds_autoregressive". Abort.
@@ -158,6 +164,10 @@ Goal True. idtac "@@ ex_tev_exact". Abort.
 Print Assumptions ex_tev_exact.
 Goal True. idtac "@@ ex_tev_saturates". Abort.
 Print Assumptions ex_tev_saturates.
+Goal True. idtac "@@ ex_residual_exact". Abort.
+Print Assumptions ex_residual_exact.
+Goal True. idtac "@@ ex_residual_saturates". Abort.
+Print Assumptions ex_residual_saturates.
 Goal True. idtac "@@ ex_rounds_law". Abort.
 Print Assumptions ex_rounds_law.
 Goal True. idtac "@@ ex_anticipating_coupled". Abort.

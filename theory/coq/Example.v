@@ -190,6 +190,20 @@ Definition ex_tev_exact := tev_exact t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q
 Definition ex_tev_saturates :=
   tev_saturates t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q_sum1.
 
+(* sequential residual on independent draws (Residual.v), children tested in
+   increasing order *)
+From ExitLaw Require Import Residual.
+Definition t_order (v : nat) : seq nat := [seq u <- iota 1 3 | t_par u == v].
+Lemma t_order_ok v : (v < t_N)%N -> child_order t_N t_par v (t_order v).
+Proof.
+move=> _; split; first by rewrite filter_uniq // iota_uniq.
+by move=> u; rewrite mem_filter mem_iota andbC.
+Qed.
+Definition ex_residual_exact :=
+  residual_exact t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q_sum1 t_N_le_H t_order_ok.
+Definition ex_residual_saturates :=
+  residual_saturates t_N_gt0 t_par_lt t_sib_distinct t_q_ge0 t_q_sum1 t_order_ok.
+
 (* rounds composed (Rounds.v): on this tree at every round, with TEV's two draws
    from the target's rows after the context emitted so far, the emitted sequence
    has the target's law over the horizon *)

@@ -1,9 +1,9 @@
 (* Pinned statements of the main theorems of ExitLaw.v, Target.v, Exactness.v,
-   Procedures.v and Rounds.v: each `Check (@name : type)` fails to compile if the theorem's
+   Procedures.v, Residual.v and Rounds.v: each `Check (@name : type)` fails to compile if the theorem's
    statement changes (weakened, or given an extra premise such as a section
    Hypothesis).  Generated from `Check @name` and reviewed by hand; see README.md. *)
 From mathcomp Require Import all_ssreflect all_algebra.
-From ExitLaw Require Import ExitLaw Target Exactness Procedures Rounds.
+From ExitLaw Require Import ExitLaw Target Exactness Procedures Residual Rounds.
 Import GRing.Theory Num.Theory.
 Local Open Scope ring_scope.
 
@@ -873,6 +873,62 @@ Check (@tev_saturates :
     (forall s : seq V, \sum_y q s y = 1) ->
     EL par (R:=R) (Omega:=prod_finType (ordinal_finType N) V) (tev_nu par (V:=V) tok (R:=R) q)
       (tev_ex (V:=V)) = 1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
+
+Check (@residual_law :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall order : nat -> seq nat,
+    (forall v : nat, (v < N)%N -> child_order N par v (order v)) ->
+    forall (v : nat) (y : V),
+    (v < N)%N ->
+    vlaw (V:=V) (R:=R)
+      (Omega:=finfun_finType (ordinal_finType N) (prod_finType (tuple_finType N bool_finType) V))
+      (draws_w (R:=R) (D:=prod_finType (tuple_finType N bool_finType) V)
+         (sr_dw par (V:=V) tok (R:=R) q order)) (residual_ex par N_gt0 (V:=V) order)
+      (residual_b par N_gt0 (V:=V) order) v y =
+    block N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q) v y).
+
+Check (@residual_exact :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall H : nat,
+    (N <= H)%N ->
+    forall order : nat -> seq nat,
+    (forall v : nat, (v < N)%N -> child_order N par v (order v)) ->
+    exact par (V:=V) tok (R:=R) q H
+      (A:=finfun_finType (ordinal_finType N) (prod_finType (tuple_finType N bool_finType) V))
+      (draws_w (R:=R) (D:=prod_finType (tuple_finType N bool_finType) V)
+         (sr_dw par (V:=V) tok (R:=R) q order)) (residual_ex par N_gt0 (V:=V) order)
+      (residual_b par N_gt0 (V:=V) order)).
+
+Check (@residual_saturates :
+  forall (N : nat) (par : nat -> nat) (N_gt0 : (0 < N)%N),
+    (forall u : nat, (0 < u < N)%N -> (par u < u)%N) ->
+    forall (V : finType) (tok : nat -> V),
+    (forall u1 u2 : nat,
+     (0 < u1 < N)%N -> (0 < u2 < N)%N -> par u1 = par u2 -> tok u1 = tok u2 -> u1 = u2) ->
+    forall (R : realFieldType) (q : seq V -> V -> R),
+    (forall (s : seq V) (y : V), 0 <= q s y) ->
+    (forall s : seq V, \sum_y q s y = 1) ->
+    forall order : nat -> seq nat,
+    (forall v : nat, (v < N)%N -> child_order N par v (order v)) ->
+    EL par (R:=R)
+      (Omega:=finfun_finType (ordinal_finType N) (prod_finType (tuple_finType N bool_finType) V))
+      (draws_w (R:=R) (D:=prod_finType (tuple_finType N bool_finType) V)
+         (sr_dw par (V:=V) tok (R:=R) q order)) (residual_ex par N_gt0 (V:=V) order) =
+    1 + Cp N par (V:=V) tok (R:=R) (prow par (V:=V) tok (R:=R) q)).
 
 Check (@rounds_law :
   forall (V : finType) (R : realFieldType) (q : seq V -> V -> R),

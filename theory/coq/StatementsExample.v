@@ -1,6 +1,6 @@
 (* Pinned statements of the concrete instances in Example.v (see Statements.v). *)
 From mathcomp Require Import all_ssreflect all_algebra.
-From ExitLaw Require Import ExitLaw Target Exactness Procedures Rounds Example.
+From ExitLaw Require Import ExitLaw Target Exactness Procedures Residual Rounds Example.
 Import GRing.Theory Num.Theory.
 Local Open Scope ring_scope.
 
@@ -132,6 +132,26 @@ Check (@ex_tev_saturates :
   EL t_par (R:=rat_realFieldType) (Omega:=prod_finType (ordinal_finType t_N) bool_finType)
       (tev_nu t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_q)
       (tev_ex (V:=bool_finType)) =
+    1 + Cp t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p).
+
+Check (@ex_residual_exact :
+  exact t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_q t_H
+      (A:=finfun_finType (ordinal_finType t_N)
+            (prod_finType (tuple_finType t_N bool_finType) bool_finType))
+      (draws_w (R:=rat_realFieldType)
+         (D:=prod_finType (tuple_finType t_N bool_finType) bool_finType)
+         (sr_dw t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_q t_order))
+      (residual_ex t_par t_N_gt0 (V:=bool_finType) t_order)
+      (residual_b t_par t_N_gt0 (V:=bool_finType) t_order)).
+
+Check (@ex_residual_saturates :
+  EL t_par (R:=rat_realFieldType)
+      (Omega:=finfun_finType (ordinal_finType t_N)
+                (prod_finType (tuple_finType t_N bool_finType) bool_finType))
+      (draws_w (R:=rat_realFieldType)
+         (D:=prod_finType (tuple_finType t_N bool_finType) bool_finType)
+         (sr_dw t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_q t_order))
+      (residual_ex t_par t_N_gt0 (V:=bool_finType) t_order) =
     1 + Cp t_N t_par (V:=bool_finType) t_tok (R:=rat_realFieldType) t_p).
 
 Check (@ex_rounds_law :
