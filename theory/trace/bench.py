@@ -50,9 +50,8 @@ def make_bench_trace(
                 else int(rng.integers(1, max_budget + 1))
             )
             parent = np.concatenate([[-1], [int(rng.integers(0, u)) for u in range(1, b + 1)]])
-            token = np.concatenate(
-                [[0], rng.choice(vocab, size=b, replace=False)]
-            )  # distinct: siblings differ
+            # distinct: siblings differ
+            token = np.concatenate([[0], rng.choice(vocab, size=b, replace=False)])
             raw = rng.uniform(0.0, 1.0, b + 1)
             mass = np.zeros(b + 1)
             np.add.at(mass, parent[1:], raw[1:])

@@ -142,9 +142,8 @@ def _fast_round(raw: bytes, rounds: int) -> dict | None:
     """``raw`` parsed by orjson when it is a round record with the expected index, else None."""
     try:
         rec = _fast_loads(raw)
-    except (
-        ValueError
-    ):  # NaN, Infinity, lone surrogates, deep nesting, bad JSON: the json module decides
+    except ValueError:
+        # NaN, Infinity, lone surrogates, deep nesting, bad JSON: the json module decides
         return None
     if type(rec) is not dict or END_KEY in rec:
         return None
@@ -165,9 +164,8 @@ def _real_vector(values, name: str, where: str, ndim: int = 1) -> np.ndarray:
         ) from None
     if arr.size and arr.dtype.kind not in "iuf":
         try:
-            as_real_array(
-                arr, name
-            )  # names the first entry that is not a real number (object arrays)
+            # names the first entry that is not a real number (object arrays)
+            as_real_array(arr, name)
         except ValueError as err:
             raise TraceFormatError(f"{where}: {err}") from None
         raise TraceFormatError(f"{where}: {name} must hold numbers, got dtype {arr.dtype}")
@@ -263,6 +261,55 @@ def _span_lines(fh, span: Span | None):
         yield raw
 
 
+# what _parse_line returns for a last line cut off mid-write (no newline): the trace is incomplete
+_CUT_OFF = object()
+
+
+def _parse_line(path: Path, lineno: int, raw: bytes, rounds: int, last: bool):
+    """One line of a trace parsed by the json module: a JSON object, or :data:`_CUT_OFF` for the
+    file's last line when a writer was killed mid-line. Anything else is a :class:`TraceFormatError`
+    naming the line: not UTF-8, not JSON, nested too deeply, not an object."""
+    try:
+        rec = _json_line(raw)
+    except (UnicodeDecodeError, StopIteration, json.JSONDecodeError) as err:
+        if last and lineno > 1 and not raw.endswith(b"\n"):  # a writer killed mid-line
+            return _CUT_OFF
+        if isinstance(err, UnicodeDecodeError):
+            raise TraceFormatError(
+                f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
+                f"{raw[err.start : err.start + 1]!r})"
+            ) from None
+        if isinstance(err, StopIteration):  # the C scanner's "no value here"
+            raise TraceFormatError(
+                f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})"
+            ) from None
+        raise TraceFormatError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise TraceFormatError(f"{path}:{lineno}: JSON nested too deeply") from None
+    if type(rec) is not dict:
+        raise TraceFormatError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+    return rec
+
+
+def _header_meta(path: Path, rec: dict) -> dict:
+    """The ``meta`` of the header line ``rec``, after checking its schema and version."""
+    where = f"{path}:1"
+    if rec.get("schema") != SCHEMA:
+        raise TraceFormatError(
+            f"{where}: header must have schema {SCHEMA!r}, got {rec.get('schema')!r}"
+        )
+    if rec.get("version") != VERSION or isinstance(rec.get("version"), bool):
+        raise TraceFormatError(
+            f"{where}: unsupported trace version {rec.get('version')!r} (this exitlaw reads {VERSION})"
+        )
+    meta = rec.get("meta", {})
+    if not isinstance(meta, dict):
+        raise TraceFormatError(
+            f"{where}: header meta must be a JSON object, got {type(meta).__name__}"
+        )
+    return dict(meta)
+
+
 def iter_records(
     path: str | Path,
     *,
@@ -299,51 +346,19 @@ def iter_records(
             if raw.isspace() or not raw:
                 what = "expected the header" if lineno == 1 else "a trace has no blank lines"
                 raise TraceFormatError(f"{path}:{lineno}: blank line ({what})")
-            rec = _fast_round(raw, rounds) if use_fast and lineno > 1 and ended is None else None
-            try:
-                if rec is None:
-                    rec = _json_line(raw)
-            except (UnicodeDecodeError, StopIteration, json.JSONDecodeError) as err:
-                if last and lineno > 1 and not raw.endswith(b"\n"):  # a writer killed mid-line
-                    if allow_incomplete:
-                        break
-                    raise IncompleteTraceError(
-                        f"{path}:{lineno}: incomplete trace: the last line is cut off "
-                        f"(no newline, no end marker; {rounds} whole rounds before it; "
-                        "the writer was interrupted)"
-                    ) from None
-                if isinstance(err, UnicodeDecodeError):
-                    raise TraceFormatError(
-                        f"{path}:{lineno}: not UTF-8 text (byte {err.start}: "
-                        f"{raw[err.start : err.start + 1]!r})"
-                    ) from None
-                if isinstance(err, StopIteration):  # the C scanner's "no value here"
-                    raise TraceFormatError(
-                        f"{path}:{lineno}: not valid JSON (Expecting value at {err.value})"
-                    ) from None
-                raise TraceFormatError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
-            except RecursionError:
-                raise TraceFormatError(f"{path}:{lineno}: JSON nested too deeply") from None
-            if type(rec) is not dict:
-                raise TraceFormatError(
-                    f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}"
+            fast_rec = _fast_round(raw, rounds) if use_fast and lineno > 1 else None
+            rec = fast_rec if fast_rec is not None else _parse_line(path, lineno, raw, rounds, last)
+            if rec is _CUT_OFF:
+                if allow_incomplete:
+                    break
+                raise IncompleteTraceError(
+                    f"{path}:{lineno}: incomplete trace: the last line is cut off "
+                    f"(no newline, no end marker; {rounds} whole rounds before it; "
+                    "the writer was interrupted)"
                 )
             if lineno == 1:
-                where = f"{path}:1"
-                if rec.get("schema") != SCHEMA:
-                    raise TraceFormatError(
-                        f"{where}: header must have schema {SCHEMA!r}, got {rec.get('schema')!r}"
-                    )
-                if rec.get("version") != VERSION or isinstance(rec.get("version"), bool):
-                    raise TraceFormatError(
-                        f"{where}: unsupported trace version {rec.get('version')!r} (this exitlaw reads {VERSION})"
-                    )
-                meta = rec.get("meta", {})
-                if not isinstance(meta, dict):
-                    raise TraceFormatError(
-                        f"{where}: header meta must be a JSON object, got {type(meta).__name__}"
-                    )
-                yield ("meta", dict(meta), raw) if with_line else ("meta", dict(meta))
+                meta = _header_meta(path, rec)
+                yield ("meta", meta, raw) if with_line else ("meta", meta)
                 continue
             if END_KEY in rec:
                 if (

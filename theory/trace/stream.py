@@ -51,9 +51,8 @@ from exitlaw.theory.trace.format import (
 )
 
 DEFAULT_CHUNK_NODES = 1 << 16  # padded nodes per chunk: ~10 arrays of this many words
-PARALLEL_MIN_BYTES = (
-    16 << 20
-)  # smaller files are read by one process (starting workers costs ~0.3 s)
+# smaller files are read by one process (starting workers costs ~0.3 s)
+PARALLEL_MIN_BYTES = 16 << 20
 _FAST_KEYS = frozenset(
     {"round", "parent", "token", "edge_prob", "exit_node", "bonus", "draft_logprob"}
 )
@@ -105,9 +104,8 @@ def edge_law_batch(
     mass = np.bincount(flat_parent.ravel(), weights=a.ravel(), minlength=k * b + 1)[
         : k * b
     ].reshape(k, b)
-    w = np.where(
-        valid, prefix * np.maximum(1.0 - mass, 0.0), 0.0
-    )  # residual-mass rule, part 2 (theory.law)
+    # residual-mass rule, part 2 (theory.law)
+    w = np.where(valid, prefix * np.maximum(1.0 - mass, 0.0), 0.0)
     coverage = np.where(real, prefix, 0.0).sum(axis=1)
     return coverage, depth, w
 
@@ -150,9 +148,8 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
             fd = np.array(list(chain.from_iterable(d for _, d in drafts)))
         except (ValueError, TypeError):
             return _reduce_slow(bucket, atol)
-        if fd.size and (
-            fd.dtype.kind not in "if" or not (fd <= atol).all()
-        ):  # NaN, > 0: named by the slow path
+        # NaN, > 0: named by the slow path
+        if fd.size and (fd.dtype.kind not in "if" or not (fd <= atol).all()):
             return _reduce_slow(bucket, atol)
     if fp is None or fp.dtype.kind != "i" or ft.dtype.kind != "i" or fe.dtype.kind not in "if":
         return _reduce_slow(bucket, atol)
@@ -210,9 +207,8 @@ def _reduce(bucket: _Bucket, atol: float) -> ChunkLaw:
 def _raise_first(bucket: _Bucket, i: int, atol: float) -> None:
     index, where, _, raw = bucket.records[i]
     parse_round(exact_record(raw), where, atol=atol)  # raises the exact, named error
-    raise TraceFormatError(
-        f"{where}: round {index} failed validation"
-    )  # twin disagreement: still refuse
+    # twin disagreement: still refuse
+    raise TraceFormatError(f"{where}: round {index} failed validation")
 
 
 def _reduce_slow(bucket: _Bucket, atol: float) -> ChunkLaw:
@@ -342,9 +338,8 @@ def _parallel(
             for fut in futures:
                 fut.cancel()
             raise
-        for meta, chunk in results + [
-            fut.result() for fut in futures
-        ]:  # in file order: first error wins
+        # in file order: first error wins
+        for meta, chunk in results + [fut.result() for fut in futures]:
             if meta is not None:
                 on_meta(meta)
             if chunk is not None:
@@ -381,9 +376,8 @@ def _stream(
             and b"true" not in raw
             and b"false" not in raw
         ):
-            r = parse_round(
-                exact_record(raw), where, atol=atol
-            )  # unusual: the exact reader (raises when malformed)
+            # unusual: the exact reader (raises when malformed)
+            r = parse_round(exact_record(raw), where, atol=atol)
             size = bucket_size(r.tree.num_nodes)
             held = parsed.setdefault(size, [])
             held.append((index, TraceRound(r.tree, r.edge_prob, exit_node=r.exit_node)))
