@@ -74,6 +74,25 @@ def _guard(handler):
     return wrapped
 
 
+def _sse(body: dict) -> str:
+    """One server-sent event carrying ``body`` as JSON."""
+    return "data: " + json.dumps(body) + "\n\n"
+
+
+def _role_row(index: int) -> dict:
+    """A chat stream's first chunk of choice ``index``: the assistant role, no content yet."""
+    return {"index": index, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+
+
+def _failure_body(err: Exception) -> dict:
+    """The error event that ends a stream whose decode raised: an API error as it is, anything else
+    a 500 (its traceback printed to stderr)."""
+    if isinstance(err, APIError):
+        return err.body()
+    traceback.print_exc(file=sys.stderr)
+    return APIError(500, f"internal error: {type(err).__name__}: {err}").body()
+
+
 class ServeApp:
     """State of one server: the engine, its worker thread, the key and the count of requests held."""
 
@@ -196,9 +215,8 @@ class ServeApp:
         )
         self._check_model(req)
         parts = req.split()  # one request per prompt (completions may send several)
-        check_request_size(
-            self.limits, max_tokens=req.max_tokens, n=req.n, prompts=len(parts)
-        )  # before queueing; prompt on the tokenizing thread
+        # before queueing; prompt on the tokenizing thread
+        check_request_size(self.limits, max_tokens=req.max_tokens, n=req.n, prompts=len(parts))
         if self.held >= self.limits.max_concurrent:
             raise too_many_requests(self.limits)
         self.held += 1
@@ -476,79 +494,36 @@ class ServeApp:
 
         def chunk(index, text, finish, token_ids, lps=None):
             produced[0] += len(token_ids)
-            row = {"index": index, "finish_reason": finish, "token_ids": token_ids}
-            # the log-probabilities of the tokens this chunk adds
-            logprobs = (
-                None
-                if lps is None
-                else self._logprobs(req, Choice(token_ids, "", "", logprobs=lps))
-            )
-            if req.chat:
-                row["delta"] = {"content": text} if text or finish is None else {}
-                if logprobs is not None:
-                    row["logprobs"] = logprobs
-            else:
-                row.update(text=text, logprobs=logprobs)
-            body = {**head, "choices": [row]}
+            usage = None
             if req.continuous_usage:  # vLLM's continuous_usage_stats: the usage so far, every chunk
-                body["usage"] = {
+                usage = {
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": produced[0],
                     "total_tokens": prompt_tokens + produced[0],
                 }
-            return "data: " + json.dumps(body) + "\n\n"
+            return self._chunk(req, head, index, text, finish, token_ids, lps, usage)
 
         future = None
         try:
             future = asyncio.ensure_future(job())
             if req.chat:
                 for i in range(total):
-                    role = {
-                        **head,
-                        "choices": [
-                            {
-                                "index": i,
-                                "delta": {"role": "assistant", "content": ""},
-                                "finish_reason": None,
-                            }
-                        ],
-                    }
-                    yield "data: " + json.dumps(role) + "\n\n"
+                    yield _sse({**head, "choices": [_role_row(i)]})
             while (item := await queue.get()) is not _DONE:
                 index, delta, block, lps = item
                 if delta or block:
                     yield chunk(index, delta, None, block, lps)
             try:
                 done = await future
-            except APIError as err:
-                yield "data: " + json.dumps(err.body()) + "\n\n"
-                return
             except Exception as err:
-                traceback.print_exc(file=sys.stderr)
-                yield (
-                    "data: "
-                    + json.dumps(
-                        APIError(500, f"internal error: {type(err).__name__}: {err}").body()
-                    )
-                    + "\n\n"
-                )
+                yield _sse(_failure_body(err))
                 return
             flat = [c for choices in done for c in choices]
             for i, c in enumerate(flat):
                 yield chunk(i, texts[i].finish(c.text), c.finish_reason, [])
             if req.include_usage:
-                yield (
-                    "data: "
-                    + json.dumps(
-                        {
-                            **head,
-                            "choices": [],
-                            "usage": self._usage(ids, flat),
-                            "acceptance": self._acceptance(flat),
-                        }
-                    )
-                    + "\n\n"
-                )
+                usage = {"usage": self._usage(ids, flat), "acceptance": self._acceptance(flat)}
+                yield _sse({**head, "choices": [], **usage})
             yield "data: [DONE]\n\n"
         finally:
             if self.scheduler is not None:
@@ -556,6 +531,25 @@ class ServeApp:
             if future is not None and not future.done():
                 future.cancel()
             release()
+
+    def _chunk(self, req, head: dict, index, text, finish, token_ids, lps=None, usage=None) -> str:
+        """One streamed chunk of choice ``index``: its text delta (chat: ``delta.content``), finish
+        reason, token ids and, with ``lps``, the log-probabilities of the tokens it adds; ``usage``
+        (vLLM's continuous_usage_stats) is the usage so far."""
+        row = {"index": index, "finish_reason": finish, "token_ids": token_ids}
+        logprobs = (
+            None if lps is None else self._logprobs(req, Choice(token_ids, "", "", logprobs=lps))
+        )
+        if req.chat:
+            row["delta"] = {"content": text} if text or finish is None else {}
+            if logprobs is not None:
+                row["logprobs"] = logprobs
+        else:
+            row.update(text=text, logprobs=logprobs)
+        body = {**head, "choices": [row]}
+        if usage is not None:
+            body["usage"] = usage
+        return _sse(body)
 
     # ------------------------------------------------------------------ app
     def starlette(self) -> Starlette:
