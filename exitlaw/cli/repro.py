@@ -80,12 +80,8 @@ def _authors_regime(args: argparse.Namespace) -> int:
 
 
 def _mechanism(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.exittrain.mechanism import (
-        JSON_NAME,
-        MD_NAME,
-        regime_inputs,
-        run_mechanism,
-    )
+    from exitlaw.paper_repro.mini.exittrain.mechanism import regime_inputs, run_mechanism
+    from exitlaw.paper_repro.mini.exittrain.mechanism_design import JSON_NAME, MD_NAME
     from exitlaw.paper_repro.mini.exittrain.mechanism_report import render_markdown
 
     out_files(args, JSON_NAME, MD_NAME)  # refused before any work

@@ -5,18 +5,11 @@ Names defined by more than one module here (arm_table, rebuild, write_report, ..
 module.
 """
 
-from .authors_regime import AUTHORS_ARMS, AuthorsRegimeConfig, PAPER_TABLE2_TAU
+from .authors_regime import AUTHORS_ARMS, AuthorsRegimeConfig, PAPER_TABLE2_TAU, config_from_json
 from .authors_regime_run import run_authors_regime
 from .mechanism import *
-from .paper_regime import (
-    Arm,
-    arm_by_name,
-    arm_config,
-    config_from_json,
-    eval_plan,
-    PaperRegimeConfig,
-    run_names,
-)
+from .mechanism_design import *
+from .paper_regime import Arm, arm_by_name, arm_config, eval_plan, PaperRegimeConfig, run_names
 from .paper_regime_report import (
     analyse,
     arm_table,
@@ -45,10 +38,11 @@ from .paper_regime_run import (
     stage_scoring_temperature,
 )
 from .paper_regime_ship import rebuild, ship
-from . import mechanism
+from . import mechanism, mechanism_design
 
 __all__ = [
     *mechanism.__all__,
+    *mechanism_design.__all__,
     "AUTHORS_ARMS",
     "Arm",
     "AuthorsRegimeConfig",

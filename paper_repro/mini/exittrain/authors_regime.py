@@ -5,7 +5,8 @@ the target's greedy continuations (the authors regenerate theirs at T = 0), the 
 the target at T = 1 (their ``softmax(logits)``), and every drafter is judged at T = 0 and T = 1 as
 co-primary cells, in per-step acceptance ``a = 1 - 1/tau`` against margins derived from the paper's
 Table 2 (:func:`paper_margin`). :class:`AuthorsRegimeConfig` is the paper-regime configuration with these
-rules; it reuses the paper-regime stages (:mod:`.paper_regime_run`). This module is data only.
+rules; it reuses the paper-regime stages (:mod:`.paper_regime_run`). This module is data only; it also
+reads back either design's configuration (:func:`config_from_json`), since it knows both.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     Plan,
     make_plan,
 )
+from exitlaw.paper_repro.mini.pipeline import MiniConfig
+from exitlaw.paper_repro.mini.target import TargetSpec
 
 # "Schedule and arms": lam None is measured at calibration (2 % of CE, "Strength of the authors' tree term")
 AUTHORS_ARMS = (
@@ -162,6 +165,18 @@ def plan_of(paths: Paths, cfg: AuthorsRegimeConfig, calibration: dict) -> Plan:
         float(calibration["chosen_lr"]),
         base_drafter=paths.out / calibration["base_drafter"],
     )
+
+
+def config_from_json(data: dict) -> PaperRegimeConfig:
+    """The configuration a run wrote (``paper_regime_config.json``): an :class:`AuthorsRegimeConfig` when
+    its preset is an authors-regime one, else a :class:`PaperRegimeConfig`."""
+    base = dict(data["base"])
+    base["target"] = TargetSpec(**base["target"])
+    base = MiniConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in base.items()})
+    rest = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "base"}
+    if str(data.get("preset", "")).startswith("authors-regime"):
+        return AuthorsRegimeConfig(base=base, **rest)
+    return PaperRegimeConfig(base=base, **rest)
 
 
 PRESETS = {"authors-regime": AUTHORS_REGIME, "authors-regime-quick": AUTHORS_REGIME_QUICK}

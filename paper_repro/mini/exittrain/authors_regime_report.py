@@ -17,15 +17,18 @@ from pathlib import Path
 import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.infra.provenance import cpu_fields, git_commit
 
 from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     LITERAL_ARMS,
     PRIMARY,
+    config_from_json,
     paper_margin,
     plan_of,
     translated_relative,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan
+from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import (
     ESTIMANDS,
     arm_values,
@@ -275,8 +278,6 @@ def format_markdown(res: dict) -> str:
 
 def write_report(plan: Plan, cells: dict, timings: dict, calibration: dict) -> dict:
     """``results.json`` and ``results.md`` of the plan's run from its finished ``cells``."""
-    from exitlaw.theory.infra.provenance import cpu_fields, git_commit
-
     cfg = plan.cfg
     pre = precondition(cells, cfg)
     res = {
@@ -304,9 +305,6 @@ def write_report(plan: Plan, cells: dict, timings: dict, calibration: dict) -> d
 
 def rebuild(shipped: str | Path) -> dict:
     """Recompute ``results.json`` / ``results.md`` in a shipped folder from its cells and summaries only."""
-    from exitlaw.paper_repro.mini.exittrain.paper_regime import config_from_json
-    from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
-
     paths = Paths(Path(shipped))
     read = lambda p: json.loads(p.read_text(encoding="utf-8"))  # noqa: E731
     calibration = read(paths.calibration)

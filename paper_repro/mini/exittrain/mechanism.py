@@ -33,6 +33,7 @@ import copy
 import hashlib
 import json
 import math
+import resource
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,12 +41,20 @@ from typing import Callable
 
 import numpy as np
 
-DIRECTIONS = ("ce", "prefix", "exit", "random")
-DRAFTERS = ("base", "token")
-TEMPERATURES = (0.0, 1.0)
-CONTRASTS = (("exit", "prefix"), ("exit", "ce"), ("exit", "random"))
-SCHEMA = "exitlaw.mechanism/1"
-JSON_NAME, MD_NAME = "mechanism.json", "mechanism.md"  # written by run_mechanism into --out
+from exitlaw.engine.training.config import TrainConfig
+from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.sampling_settings import SamplingSettings
+
+from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
+    CONTRASTS,
+    DIRECTIONS,
+    JSON_NAME,
+    SCHEMA,
+    TEMPERATURES,
+)
+from exitlaw.paper_repro.mini.exittrain.mechanism_report import write_report
+from exitlaw.paper_repro.mini.pipeline import _train_stage
+from exitlaw.paper_repro.mini.stats import crossed_mean_ci
 
 
 class MechanismError(ValueError):
@@ -181,8 +190,6 @@ def cluster_interval(values, clusters, level: float = 0.95) -> dict:
     anchor mean when every prompt has as many anchors), its standard error ``sd(prompt means) / sqrt(P)``
     with ``P - 1`` degrees of freedom (:func:`~.stats.crossed_mean_ci` with one seed).
     """
-    from exitlaw.paper_repro.mini.stats import crossed_mean_ci
-
     v = np.asarray(values, dtype=np.float64)
     c = np.asarray(clusters)
     if v.ndim != 1 or v.shape != c.shape or not np.isfinite(v).all():
@@ -238,6 +245,7 @@ def anchor_positions(seq_len: int, first: int, depth: int, count: int, rng) -> n
 def make_heldout(target, prompts, cfg: MechanismConfig, depth: int) -> Heldout:
     """Greedy continuations of ``prompts`` (``cfg.heldout_tokens``) and ``cfg.anchors_per_prompt`` anchors
     per prompt (seed ``cfg.anchor_seed``), with the target's forward over each sequence cached."""
+    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
     import torch
 
     from exitlaw.engine.training.data import generate_continuations
@@ -262,6 +270,7 @@ def make_heldout(target, prompts, cfg: MechanismConfig, depth: int) -> Heldout:
 def greedy_edges(tree, table) -> np.ndarray:
     """Edge probabilities of the greedy target (``T = 0``): ``a(u) = 1`` when ``x_u`` is the first argmax
     of its parent's row, else 0 (``a(root) = 1``)."""
+    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
     import torch
 
     if tree.num_nodes == 1:
@@ -291,6 +300,7 @@ def evaluate(
     """Trees of ``drafter`` on every held-out anchor (the inference builder, ``cfg.budget``) and their
     coverage under the target at ``T = 0`` and ``T = cfg.scoring_temperature`` (module docstring);
     ``on_trees(trees)`` sees each prompt's trees in anchor order (the pilot reads their depths)."""
+    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
     import torch
 
     from exitlaw.engine.training.batch import (
@@ -348,12 +358,12 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
     """The four directions at ``drafter`` (module docstring): mean gradients of CE and of the prefix and
     exit tree terms over ``cfg.grad_batches`` training batches (each batch drawn as the trainer draws
     step ``t``'s, seed ``cfg.grad_seed``, and shared by the three terms), and a seeded Gaussian."""
+    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
     import torch
 
     from exitlaw.engine.training.batch import make_batch
     from exitlaw.engine.training.exittrain import batch_loss
     from exitlaw.engine.training.loop import step_sequences
-    from exitlaw.theory.sampling_settings import SamplingSettings
 
     for p in target.model.parameters():
         p.requires_grad_(False)
@@ -392,7 +402,6 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
 def _grad_config(cfg: MechanismConfig):
     """The trainer's config whose step-``t`` batch draw (:func:`~exitlaw.engine.training.loop.step_sequences`)
     fixes the gradient batches."""
-    from exitlaw.engine.training.config import TrainConfig
 
     return TrainConfig(
         objective="exit",
@@ -406,6 +415,7 @@ def _grad_config(cfg: MechanismConfig):
 def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
     """Mean dense CE of ``drafter`` over the gradient batches (the same sequences and anchors as
     :func:`directions`): what a step along ``-grad CE`` lowers to first order."""
+    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
     import torch
 
     from exitlaw.engine.training.batch import make_batch
@@ -429,6 +439,7 @@ def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
 def stepped(drafter, direction: list, length: float):
     """A copy of ``drafter`` moved by ``-length * g / ||g||`` (``g = direction``): ``||theta - theta0|| =
     length`` up to float rounding; ``length = 0`` returns exactly ``theta0``'s weights."""
+    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
     import torch
 
     if not (math.isfinite(length) and length >= 0):
@@ -461,9 +472,6 @@ def tune_drafter(
 ) -> Path:
     """The token-tuned drafter: token-only fine-tuning from the base (trees scored at ``T = 1``, logged
     only), cached in ``out/token``; returns its final folder."""
-    from exitlaw.engine.training.config import TrainConfig
-    from exitlaw.paper_repro.mini.pipeline import _train_stage
-    from exitlaw.theory.sampling_settings import SamplingSettings
 
     tcfg = TrainConfig(
         objective="token",
@@ -508,14 +516,11 @@ def run_mechanism(
     Cached in ``out``: the greedy fine-tuning data (``out/ft_data``) and the token-tuned drafter
     (``out/token``); a rerun reuses them. ``evaluate_fn`` is :func:`evaluate` (tests wrap it).
     """
-    import resource
-
+    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
     import torch
 
     from exitlaw.engine.models.checkpoint import load_drafter, load_pair
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-    from exitlaw.paper_repro.mini.exittrain.mechanism_report import write_report
-    from exitlaw.theory.infra.atomic_io import atomic_write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -636,9 +641,6 @@ def run_mechanism(
 
 
 __all__ = [
-    "CONTRASTS",
-    "DIRECTIONS",
-    "DRAFTERS",
     "Evaluation",
     "Heldout",
     "MechanismConfig",

@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
-from exitlaw.paper_repro.mini.exittrain.mechanism import (
+import json
+from pathlib import Path
+
+from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+
+from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
     CONTRASTS,
     DIRECTIONS,
     DRAFTERS,
+    JSON_NAME,
+    MD_NAME,
     TEMPERATURES,
 )
 
@@ -128,12 +135,6 @@ def render_markdown(result: dict) -> str:
 def write_report(out) -> dict:
     """Recompute the findings and ``mechanism.md`` of the ``mechanism.json`` in ``out`` (both are functions
     of its numbers alone); returns the result."""
-    import json
-    from pathlib import Path
-
-    from exitlaw.paper_repro.mini.exittrain.mechanism import JSON_NAME, MD_NAME
-    from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
-
     out = Path(out)
     result = json.loads((out / JSON_NAME).read_text(encoding="utf-8"))
     result["findings"] = findings(result)

@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
+from exitlaw.engine.training.config import TrainConfig
 from exitlaw.paper_repro.mini.pipeline import DEEP, QUICK, MiniConfig
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 PAPER_LR_RATIO = (
     1e-4 / 6e-4
@@ -186,9 +188,6 @@ def arm_by_name(name: str) -> Arm:
 
 def arm_config(cfg: PaperRegimeConfig, arm: Arm, seed: int, lr: float, t_s: float):
     """The engine's ``TrainConfig`` of ``arm`` with training seed ``seed`` (engine seed 100 + seed)."""
-    from exitlaw.engine.training.config import TrainConfig
-    from exitlaw.theory.sampling_settings import SamplingSettings
-
     steps = cfg.steps
     warm = cfg.literal_warmup_ratio if arm.literal else cfg.warmup_ratio
     return TrainConfig(
@@ -372,21 +371,6 @@ def make_plan(
         {d: tuple(cs) for d, cs in cells_of.items()},
         None if base_drafter is None else Path(base_drafter),
     )
-
-
-def config_from_json(data: dict) -> PaperRegimeConfig:
-    """The configuration a run wrote (``paper_regime_config.json``)."""
-    from exitlaw.paper_repro.mini.target import TargetSpec
-
-    base = dict(data["base"])
-    base["target"] = TargetSpec(**base["target"])
-    base = MiniConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in base.items()})
-    rest = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "base"}
-    if str(data.get("preset", "")).startswith("authors-regime"):
-        from exitlaw.paper_repro.mini.exittrain.authors_regime import AuthorsRegimeConfig
-
-        return AuthorsRegimeConfig(base=base, **rest)
-    return PaperRegimeConfig(base=base, **rest)
 
 
 PRESETS = {"paper-regime": PAPER_REGIME, "paper-regime-quick": PAPER_REGIME_QUICK}

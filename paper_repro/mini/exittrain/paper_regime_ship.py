@@ -14,10 +14,10 @@ from pathlib import Path
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
+from exitlaw.paper_repro.mini.exittrain.authors_regime import config_from_json
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PaperRegimeConfig,
     Paths,
-    config_from_json,
     eval_plan,
     make_plan,
 )

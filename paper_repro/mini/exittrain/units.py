@@ -25,9 +25,20 @@ from statistics import NormalDist
 
 import numpy as np
 
+from exitlaw import __version__
 from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.infra.provenance import git_commit
 
-from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU, paper_margin
+from exitlaw.paper_repro.mini.exittrain.authors_regime import (
+    PAPER_TABLE2_TAU,
+    config_from_json,
+    paper_margin,
+)
+from exitlaw.paper_repro.mini.exittrain.authors_regime_report import compare
+from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths
+from exitlaw.paper_repro.mini.exittrain.paper_regime_report import arm_values
+from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
+from exitlaw.paper_repro.mini.stats import crossed_mean_ci
 
 SCHEMA = "exitlaw.exittrain_units/1"
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -78,12 +89,6 @@ def _record(a, b, t, budget, level, acc: dict, rel: dict) -> dict:
 
 def regime_units(folder: str | Path) -> dict:
     """Both units of every :data:`REGIME_RECORDS` comparison of a paper-regime run folder (its cells)."""
-    from exitlaw.paper_repro.mini.exittrain.authors_regime_report import compare
-    from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, config_from_json
-    from exitlaw.paper_repro.mini.exittrain.paper_regime_report import arm_values
-    from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
-    from exitlaw.paper_repro.mini.stats import crossed_mean_ci
-
     paths = Paths(Path(folder))
     cfg = config_from_json(json.loads(paths.config.read_text(encoding="utf-8")))
     cells = read_all_cells(paths.out)
@@ -118,9 +123,6 @@ def regime_units(folder: str | Path) -> dict:
 
 
 def _provenance() -> dict:
-    from exitlaw import __version__
-    from exitlaw.theory.infra.provenance import git_commit
-
     return {
         "exitlaw_version": __version__,
         "git_commit": git_commit(Path(__file__).resolve().parent),
@@ -154,7 +156,7 @@ def sweep_units(
 ) -> dict:
     """``a - b`` of a simulation sweep in both units from its per-seed exact tau: per seed the equal-weight
     mean over the judged ``temperatures`` (default: every one the sweep judged), paired t over seeds."""
-    from scipy import stats
+    from scipy import stats  # scipy loads only for a simulation sweep (a heavy optional dependency)
 
     cfg = sweep["config"]
     labels = [float(t) for t in cfg.get("eval_temperatures", (0.0, 1.0))]

@@ -18,6 +18,7 @@ from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     AUTHORS_REGIME_QUICK,
     AuthorsRegimeConfig,
     acceptance,
+    config_from_json,
     paper_margin,
     translated_relative,
 )
@@ -27,7 +28,6 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     arm_config,
     cell_key,
-    config_from_json,
     eval_plan,
 )
 

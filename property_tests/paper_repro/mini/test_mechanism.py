@@ -12,13 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exitlaw.paper_repro.mini.exittrain.mechanism_report import findings, render_markdown
-from exitlaw.paper_repro.mini.exittrain.mechanism import (
+from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
     CONTRASTS,
     DIRECTIONS,
     DRAFTERS,
     JSON_NAME,
     MD_NAME,
+)
+from exitlaw.paper_repro.mini.exittrain.mechanism_report import findings, render_markdown
+from exitlaw.paper_repro.mini.exittrain.mechanism import (
     MechanismConfig,
     MechanismError,
     MechanismInputs,
