@@ -16,7 +16,13 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from exitlaw.theory import DraftTree, exit_law_from_edges, oracle_tree, reference_law_from_edges
+from exitlaw.theory import (
+    DraftTree,
+    SamplingSettings,
+    exit_law_from_edges,
+    oracle_tree,
+    reference_law_from_edges,
+)
 from exitlaw.theory.trace.stream import edge_law_batch
 
 
@@ -167,7 +173,7 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
 
     target, drafter = pair
     prompt = [3, 17, 5, 9, 11]
-    state = prefill_stage(target, drafter, prompt, 0.0, torch.Generator())
+    state = prefill_stage(target, drafter, prompt, SamplingSettings(0.0), torch.Generator())
     root = state.root  # the prefill's (greedy) first token, at len(prompt)
     rows = draft_stage(state, target, drafter)
     tree, logq = build_ddtree(rows, 12, state.root)

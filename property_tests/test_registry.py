@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.theory import registry
 from exitlaw.theory.registry import (
     FAST,
@@ -245,7 +246,6 @@ def test_a_walk_only_device_tree_serves_every_verifier_whose_fact_says_walk():
     from exitlaw.engine.decode.dispatch import DISPATCH, verify
     from exitlaw.engine.decode.loop import DecodeConfig, tree_parts
     from exitlaw.engine.decode.verifiers import VerifierGenerators
-    from exitlaw.theory.sampling_settings import SamplingSettings
 
     g = torch.Generator().manual_seed(0)
     rows = torch.log_softmax(torch.randn(4, 12, generator=g) * 2, dim=-1)
@@ -256,9 +256,17 @@ def test_a_walk_only_device_tree_serves_every_verifier_whose_fact_says_walk():
         assert tree_parts(DecodeConfig(verifier=name, settings=SamplingSettings(0.0))) == "walk"
         if entry.tree != "walk":
             continue
-        full = verify(name, to_device_tree(tree, "cpu", logq), logits, 1.0, VerifierGenerators(3))
+        full = verify(
+            name,
+            to_device_tree(tree, "cpu", logq),
+            logits,
+            SamplingSettings(1.0),
+            VerifierGenerators(3),
+        )
         walk = to_device_tree(tree, "cpu", logq, parts="walk")
-        assert verify(name, walk, logits, 1.0, VerifierGenerators(3)) == full, name
+        assert verify(name, walk, logits, SamplingSettings(1.0), VerifierGenerators(3)) == full, (
+            name
+        )
 
 
 # ----- bench lists, paper_repro, figures ---------------------------------------------------------------------

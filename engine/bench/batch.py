@@ -206,7 +206,7 @@ def run_batch_verifier_bench(
         for b, c in enumerate(cases):
             logits[b, : c.tree.num_nodes] = c.logits
         for kind in kinds:
-            t = 0.0 if kind == "greedy" else temperature
+            t = SamplingSettings(0.0 if kind == "greedy" else temperature)
             gens = VerifierGenerators(seed, dev)
             verify_batch(kind, bt, logits, t, gens)  # warm-up
             batched, batched_min = _times_ms(

@@ -22,6 +22,8 @@ import time
 
 import torch
 
+from exitlaw.theory import SamplingSettings
+
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
@@ -183,7 +185,7 @@ def run_check(
             for kind in ("predraw", "tev"):
 
                 def stage():
-                    res = verify(kind, dt, logits, temperature, gens)
+                    res = verify(kind, dt, logits, SamplingSettings(temperature), gens)
                     target.commit(cache, start, res.path_nodes)
 
                 def refill():

@@ -70,6 +70,8 @@ from typing import Any, Callable
 
 import torch
 
+from exitlaw.theory import SamplingSettings
+
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.models.target import TargetModel
@@ -224,7 +226,7 @@ def _decide_path(
     kind: str, case: BenchCase, temperature: float, gens: VerifierGenerators
 ) -> list[int]:
     """The engine verifier ``kind``'s accepted path on ``case`` (the dispatch the engine runs)."""
-    return verify(kind, case.tree, case.logits, temperature, gens).path_nodes
+    return verify(kind, case.tree, case.logits, SamplingSettings(temperature), gens).path_nodes
 
 
 class _AuthorsSplit:

@@ -40,7 +40,7 @@ from typing import Sequence
 
 import torch
 
-from exitlaw.theory import TraceRound
+from exitlaw.theory import SamplingSettings, TraceRound
 
 from exitlaw.engine.builders.batched import build_trees_batch
 from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batch
@@ -57,7 +57,7 @@ from exitlaw.engine.decode.loop import (
 )
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.sampling_settings import (
-    as_settings,
+    checked_settings,
     filter_logits,
     processed_draft_logprobs,
 )
@@ -305,7 +305,7 @@ def trace_batch_round(
     logits: torch.Tensor,
     results: list[VerifyResult],
     rows: Sequence[int],
-    temperature,
+    settings: SamplingSettings,
 ) -> list[TraceRound]:
     """The listed rows' rounds in the theory trace format (:func:`~exitlaw.engine.decode.loop.trace_round`)."""
     out = []
@@ -315,7 +315,7 @@ def trace_batch_round(
         rec = RoundRecord(
             to_device_tree(bt.trees[b], logits.device, logq), results[b], logits[b, :n]
         )
-        out.append(trace_round(rec, temperature))
+        out.append(trace_round(rec, settings))
     return out
 
 
@@ -418,12 +418,13 @@ def _decode(target, drafter, prompts, cfg, max_new_tokens, timer, step) -> Batch
     return _result(state, rounds, timer)
 
 
-def _sample_rows(logits: torch.Tensor, temperature, gen) -> list[int]:
+def _sample_rows(logits: torch.Tensor, settings: SamplingSettings, gen) -> list[int]:
     """Per row: argmax at T = 0, else :func:`~exitlaw.engine.decode.loop.exponential_race` on the
-    processed rows (``temperature``: a float or SamplingSettings); one transfer. ``gen``: one stream
+    processed rows under ``settings`` (:class:`~exitlaw.theory.SamplingSettings`); one transfer.
+    ``gen``: one stream
     for the batch, or one per row (a list: row ``b`` races on its own stream, as
     :func:`~exitlaw.engine.decode.loop.sample_token` does for that row alone)."""
-    settings = as_settings(temperature)
+    settings = checked_settings(settings)
     if settings.greedy:
         return first_argmax(logits).tolist()
     z = filter_logits(logits, settings)

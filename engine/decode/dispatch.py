@@ -22,11 +22,11 @@ from typing import Callable
 
 import torch
 
-from exitlaw.theory import DistributionError
+from exitlaw.theory import DistributionError, SamplingSettings
 from exitlaw.theory.registry import verifier
 
 from exitlaw.engine.decode.batch_tree import BatchTree
-from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits, rows_processor
+from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits, rows_processor
 from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators, VerifyResult
 from exitlaw.engine.decode.verifiers.result import _check
 from exitlaw.engine.decode.verifiers.table import BATCHED, SINGLE, engine_names
@@ -95,17 +95,21 @@ def _check_kind(kind: str) -> None:
 
 
 def verify(
-    kind: str, tree, logits: torch.Tensor, temperature, generators: VerifierGenerators | None
+    kind: str,
+    tree,
+    logits: torch.Tensor,
+    settings: SamplingSettings,
+    generators: VerifierGenerators | None,
 ) -> VerifyResult:
     """Verify one round. ``logits``: the target's ``[N, V]`` tree-forward logits (any float dtype).
 
-    ``temperature``: a float, or a :class:`~exitlaw.theory.SamplingSettings` (temperature plus
-    top-k / top-p / min-p): the rows a verifier reads are processed first (:func:`filter_logits`,
+    ``settings``: the :class:`~exitlaw.theory.SamplingSettings` (temperature plus top-k / top-p /
+    min-p; a bare float is refused with ``TypeError``): the rows a verifier reads are processed first (:func:`filter_logits`,
     filtered tokens at ``-inf``; predraw all ``N``, TEV the ``K`` internal rows and the exit row,
     residual its path), then verified at the settings' temperature, so ``p_v`` is the processed target.
     """
     _check_kind(kind)
-    settings = as_settings(temperature)
+    settings = checked_settings(settings)
     _check(tree, logits)
     return _run(kind, False, tree, logits, settings, generators)
 
@@ -114,17 +118,17 @@ def verify_batch(
     kind: str,
     bt: BatchTree,
     logits: torch.Tensor,
-    temperature,
+    settings: SamplingSettings,
     generators: VerifierGenerators | None,
 ) -> list[VerifyResult]:
     """Verify one batched round; ``logits [B, N, V]`` from the padded tree forward. One result per row.
 
-    ``temperature``: a float or a :class:`~exitlaw.theory.SamplingSettings`; the rows each verifier
+    ``settings``: the :class:`~exitlaw.theory.SamplingSettings`; the rows each verifier
     reads are processed first (:func:`~exitlaw.engine.decode.sampling_settings.filter_logits`), as in
     :func:`verify`.
     """
     _check_kind(kind)
-    settings = as_settings(temperature)
+    settings = checked_settings(settings)
     if not isinstance(bt, BatchTree):
         raise TypeError(
             f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}"

@@ -30,7 +30,7 @@ from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 from exitlaw.engine.builders import BUILDERS
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.decode.sampling_settings import (
-    as_settings,
+    checked_settings,
     filter_logits,
     processed_draft_logprobs,
 )
@@ -109,10 +109,10 @@ def exponential_race(
     return torch.where(torch.isneginf(z), z, z - e.log()).argmax(-1)
 
 
-def sample_token(logits: torch.Tensor, temperature, gen: torch.Generator) -> int:
+def sample_token(logits: torch.Tensor, settings: SamplingSettings, gen: torch.Generator) -> int:
     """``argmax`` at T = 0, else one draw from the processed row ``softmax(filter_logits(logits) / T)``
-    (:func:`exponential_race`); ``temperature`` a float or :class:`~exitlaw.theory.SamplingSettings`."""
-    settings = as_settings(temperature)
+    (:func:`exponential_race`) under ``settings`` (:class:`~exitlaw.theory.SamplingSettings`)."""
+    settings = checked_settings(settings)
     if settings.greedy:
         return int(logits.argmax())
     return int(exponential_race(filter_logits(logits, settings), settings.temperature, gen))
@@ -170,7 +170,7 @@ def prefill_stage(
     target: TargetModel,
     drafter: DFlashDrafter | None,
     prompt: Sequence[int],
-    settings,
+    settings: SamplingSettings,
     gen: torch.Generator,
 ) -> DecodeState:
     """Prefill the whole prompt and draw the first token from its last row (:func:`sample_token` under
@@ -372,10 +372,10 @@ def generate_ar(
     )  # one per decode step
 
 
-def trace_round(rec: RoundRecord, temperature) -> TraceRound:
-    """The round in the theory trace format: ``a(u) = p_par(u)(x_u)`` at ``temperature`` (one-hot at T = 0),
-    a float or :class:`~exitlaw.theory.SamplingSettings` (then ``p`` is the processed target)."""
-    settings = as_settings(temperature)
+def trace_round(rec: RoundRecord, settings: SamplingSettings) -> TraceRound:
+    """The round in the theory trace format: ``a(u) = p_par(u)(x_u)`` under ``settings`` (one-hot at
+    T = 0; ``p`` the processed target of the :class:`~exitlaw.theory.SamplingSettings`)."""
+    settings = checked_settings(settings)
     temperature = settings.temperature
     tree = rec.tree
     logits = filter_logits(rec.logits, settings).double()

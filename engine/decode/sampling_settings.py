@@ -60,8 +60,20 @@ def top_p_keep(live: torch.Tensor, t: float) -> torch.Tensor:
     return live >= desc.gather(-1, last)
 
 
+def checked_settings(settings) -> SamplingSettings:
+    """``settings`` itself if it is a :class:`SamplingSettings`, else ``TypeError`` naming what came: the
+    one door through which every function here (and the dispatchers) reads its settings."""
+    if not isinstance(settings, SamplingSettings):
+        raise TypeError(
+            f"expected SamplingSettings, got {type(settings).__name__} {settings!r} "
+            "(a temperature t is SamplingSettings(t))"
+        )
+    return settings
+
+
 def as_settings(temperature) -> SamplingSettings:
-    """A float temperature (no filters) or a :class:`SamplingSettings`, as settings."""
+    """A float temperature (no filters) or a :class:`SamplingSettings`, as settings: only for the
+    training entry points (``engine/training``), which still take a float temperature."""
     if isinstance(temperature, SamplingSettings):
         return temperature
     return SamplingSettings(check_temperature(temperature, allow_zero=True))
@@ -78,10 +90,10 @@ def keep_mask(weights: torch.Tensor, settings: SamplingSettings) -> torch.Tensor
     return keep
 
 
-def filter_logits(logits: torch.Tensor, settings) -> torch.Tensor:
+def filter_logits(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
     """``logits`` with the tokens the settings' filters remove set to ``-inf`` (a new tensor when a
     filter is active; ``logits`` itself at ``T = 0`` or with no active filter)."""
-    settings = as_settings(settings)
+    settings = checked_settings(settings)
     if settings.greedy or not settings.filtered:
         return logits
     if settings.active() == ("top_k",):
@@ -97,11 +109,11 @@ def filter_logits(logits: torch.Tensor, settings) -> torch.Tensor:
     return logits.masked_fill(~keep_mask(e, settings), float("-inf"))
 
 
-def rows_processor(settings) -> Callable[[torch.Tensor], torch.Tensor] | None:
+def rows_processor(settings: SamplingSettings) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """``rows -> filter_logits(rows, settings)`` for verifiers that read only some rows (TEV: the ``K``
     internal rows and the exit row; residual: the rows on its path), or ``None`` when nothing is filtered.
     A processor is applied once, to raw rows (top-p is not idempotent: never filter a filtered row)."""
-    settings = as_settings(settings)
+    settings = checked_settings(settings)
     if settings.greedy or not settings.filtered:
         return None
     return lambda rows: filter_logits(rows, settings)
@@ -115,9 +127,9 @@ def processed_rows(logits: torch.Tensor, rows: torch.Tensor, process) -> torch.T
     return logits.index_copy(0, rows, process(logits.index_select(0, rows)))
 
 
-def processed_probs(logits: torch.Tensor, settings) -> torch.Tensor:
+def processed_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
     """The processed rows in float64 (``T = 0``: one-hot first argmax); tests and traces."""
-    settings = as_settings(settings)
+    settings = checked_settings(settings)
     if settings.greedy:
         out = torch.zeros(logits.shape, dtype=torch.float64, device=logits.device)
         return out.scatter_(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
@@ -126,12 +138,12 @@ def processed_probs(logits: torch.Tensor, settings) -> torch.Tensor:
     )
 
 
-def processed_draft_logprobs(rows: torch.Tensor, settings) -> torch.Tensor:
+def processed_draft_logprobs(rows: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
     """Draft log-probability rows ``log q`` processed with the same settings, ``log q'`` with
     ``q' = filters(softmax(log q / T))`` (``-inf`` where filtered), so a tree built from them never
     spends budget on a token the processed drafter rules out. Untouched when no filter is active or
     at ``T = 0`` (the trees are then built from the raw rows, as before)."""
-    settings = as_settings(settings)
+    settings = checked_settings(settings)
     if settings.greedy or not settings.filtered:
         return rows
     return torch.log_softmax(filter_logits(rows, settings).float() / settings.temperature, dim=-1)
@@ -141,6 +153,7 @@ __all__ = [
     "TORCH_RULES",
     "torch_filter",
     "as_settings",
+    "checked_settings",
     "keep_mask",
     "filter_logits",
     "rows_processor",

@@ -42,7 +42,7 @@ def user_decide(fn: Callable, seed: int) -> Callable:
 
     def decide(cfg, dtree, logits: torch.Tensor, gens) -> VerifyResult:
         if cfg.temperature == 0:
-            return verify("greedy", dtree, logits, 0.0, None)
+            return verify("greedy", dtree, logits, cfg.settings, None)
         probs = (
             processed_probs(logits, cfg.settings).cpu().numpy()
         )  # temperature and the request's filters

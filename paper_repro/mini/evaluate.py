@@ -20,6 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
+from exitlaw.theory import SamplingSettings
+
 
 def coverage(parent: np.ndarray, edge_prob: np.ndarray) -> float:
     """``C_p = sum_{v != root} P(v)``, ``P(v) = P(parent) a(v)`` (nodes in topological order, docs/design.md §1.2)."""
@@ -44,13 +46,13 @@ class RoundLaws:
     def __call__(self, rec) -> None:
         from exitlaw.engine.decode.loop import trace_round
 
-        here = trace_round(rec, self.temperature)
+        here = trace_round(rec, SamplingSettings(self.temperature))
         parent = here.tree.parent
         self.rb.append(1.0 + coverage(parent, here.edge_prob))
         at_ts = (
             here
             if self.scoring_temperature == self.temperature
-            else trace_round(rec, self.scoring_temperature)
+            else trace_round(rec, SamplingSettings(self.scoring_temperature))
         )
         self.ceiling_ts.append(1.0 + coverage(parent, at_ts.edge_prob))
         self.depth.append(int(here.tree.depth.max()))

@@ -81,7 +81,7 @@ MUTANTS = [
     ),
     Mutant(
         "draws: engine inverse-CDF with searchsorted(right=False)",
-        "engine/decode/verifiers.py",
+        "engine/decode/verifiers/draws.py",
         "i = torch.searchsorted(c, u, right=True)",
         "i = torch.searchsorted(c, u, right=False)",
         (

@@ -280,7 +280,7 @@ def test_every_verifier_runs_at_the_temperature_floor_and_follows_the_clear_argm
     trees, logits = batch
     s = SamplingSettings(t, top_k=top_k, top_p=top_p)
     bt = to_batch_tree(trees)
-    greedy = verify_batch("greedy", bt, logits, 0.0, None)
+    greedy = verify_batch("greedy", bt, logits, SamplingSettings(0.0), None)
     for kind, entry in sorted(DISPATCH.items()):
         single = [
             verify(

@@ -123,7 +123,7 @@ def test_batched_greedy_equals_the_single_tree_greedy_walk_row_by_row(seed):
             kids = tree.children[v]
             if kids.size and rng.random() < 0.8:
                 logits[b, v, int(tree.token[rng.choice(kids)])] += 6.0
-    results = verify_batch("greedy", bt, logits, 0.0, None)
+    results = verify_batch("greedy", bt, logits, SamplingSettings(0.0), None)
     depths = []
     for b, tree in enumerate(trees):
         single = verify_greedy(to_device_tree(tree), logits[b, : tree.num_nodes])
@@ -132,7 +132,7 @@ def test_batched_greedy_equals_the_single_tree_greedy_walk_row_by_row(seed):
     assert max(depths) >= 3, "the walks should be deep for this test to mean anything"
     # every sampling kind reduces to greedy at T = 0
     for kind in ("predraw", "residual", "tev"):
-        assert verify_batch(kind, bt, logits, 0.0, None) == results
+        assert verify_batch(kind, bt, logits, SamplingSettings(0.0), None) == results
 
 
 class _HostReads(TorchFunctionMode):
@@ -168,7 +168,9 @@ def test_one_host_transfer_per_batched_call(kind, settings, monkeypatch):
     logits = _logits(4, len(trees), bt.width)
     gens = VerifierGenerators(5)
     with _HostReads() as reads:
-        verify_batch(kind, bt, logits, settings or (0.0 if kind == "greedy" else 0.8), gens)
+        verify_batch(
+            kind, bt, logits, settings or SamplingSettings(0.0 if kind == "greedy" else 0.8), gens
+        )
     assert reads.count == 1
 
 
@@ -195,7 +197,9 @@ def test_batched_verifier_law_is_the_block_law_of_every_row(kind, seed, temperat
     n = 12000
     counts = [Counter() for _ in trees]
     for _ in range(n):
-        for b, res in enumerate(verify_batch(kind, bt, logits, temperature, gens)):
+        for b, res in enumerate(
+            verify_batch(kind, bt, logits, SamplingSettings(temperature), gens)
+        ):
             counts[b][(res.exit_node, res.bonus)] += 1
     level = ALPHA / (2 * len(trees))
     for b, tree in enumerate(trees):
@@ -246,12 +250,15 @@ def test_batched_tev_draws_are_seeded_and_rows_are_independent_streams_of_one_ca
     trees = _trees(6)
     bt = to_batch_tree(trees)
     logits = _logits(6, len(trees), bt.width)
-    a = verify_batch("tev", bt, logits, 1.0, VerifierGenerators(9))
-    b = verify_batch("tev", bt, logits, 1.0, VerifierGenerators(9))
+    a = verify_batch("tev", bt, logits, SamplingSettings(1.0), VerifierGenerators(9))
+    b = verify_batch("tev", bt, logits, SamplingSettings(1.0), VerifierGenerators(9))
     assert a == b
     gens = VerifierGenerators(9)
     runs = {
-        tuple((r.exit_node, r.bonus) for r in verify_batch("tev", bt, logits, 1.0, gens))
+        tuple(
+            (r.exit_node, r.bonus)
+            for r in verify_batch("tev", bt, logits, SamplingSettings(1.0), gens)
+        )
         for _ in range(30)
     }
     assert len(runs) > 1
@@ -263,20 +270,20 @@ def test_bad_inputs_raise_named_errors():
     logits = _logits(7, len(trees), bt.width)
     gens = VerifierGenerators(0)
     with pytest.raises(ValueError, match="unknown verifier"):
-        verify_batch("sequoia", bt, logits, 1.0, gens)
+        verify_batch("sequoia", bt, logits, SamplingSettings(1.0), gens)
     with pytest.raises(DistributionError, match="shape"):
-        verify_batch("tev", bt, logits[:, :-1], 1.0, gens)
+        verify_batch("tev", bt, logits[:, :-1], SamplingSettings(1.0), gens)
     with pytest.raises(TypeError, match="BatchTree"):
-        verify_batch("tev", to_device_tree(trees[1]), logits[1], 1.0, gens)
+        verify_batch("tev", to_device_tree(trees[1]), logits[1], SamplingSettings(1.0), gens)
     with pytest.raises(ValueError, match="VerifierGenerators"):
-        verify_batch("tev", bt, logits, 1.0, None)
+        verify_batch("tev", bt, logits, SamplingSettings(1.0), None)
     bad = logits.clone()
     bad[2, 0, 0] = float("nan")
     with pytest.raises(DistributionError, match=r"rows \[2\]"):
-        verify_batch("tev", bt, bad, 1.0, gens)
+        verify_batch("tev", bt, bad, SamplingSettings(1.0), gens)
     with pytest.raises(
         DistributionError, match=r"rows \[2\]"
     ):  # predraw reads every row: names the tree
-        verify_batch("predraw", bt, bad, 1.0, gens)
+        verify_batch("predraw", bt, bad, SamplingSettings(1.0), gens)
     with pytest.raises(ValueError, match="at least one tree"):
         to_batch_tree([])

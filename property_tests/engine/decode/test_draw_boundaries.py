@@ -12,6 +12,7 @@ import torch
 from exitlaw.engine.decode.verifiers import draws as bv
 from exitlaw.engine.decode.batch_generate import _sample_rows
 from exitlaw.engine.decode.loop import exponential_race, sample_token
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 WEIGHTS = (
     [0.0, 0.5, 0.5],
@@ -70,9 +71,9 @@ def test_an_exponential_of_zero_next_to_a_minus_inf_logit_never_picks_it(monkeyp
     for values in ([0.0, 1.0, 1.0], [0.0, 0.0, 0.0], [1.0, 0.0, 2.0]):
         monkeypatch.setattr(torch.Tensor, "exponential_", _exponentials(values))
         if draw == "single":
-            got = [sample_token(row, 1.0, torch.Generator()) for row in logits]
+            got = [sample_token(row, SamplingSettings(1.0), torch.Generator()) for row in logits]
         elif draw == "batched":
-            got = _sample_rows(logits, 0.7, torch.Generator())
+            got = _sample_rows(logits, SamplingSettings(0.7), torch.Generator())
         else:
             got = exponential_race(logits, 1.3, torch.Generator()).tolist()
         monkeypatch.undo()

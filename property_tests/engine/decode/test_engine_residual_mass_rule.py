@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.device_tree import to_device_tree
@@ -78,10 +79,12 @@ def test_a_node_its_children_cover_exactly_is_never_the_exit_and_raises_nothing(
     logits = logits_with_residual(0.0)
     dt = to_device_tree(TREE)
     gens = VerifierGenerators(3)
-    exits = {verify("tev", dt, logits, 1.0, gens).exit_node for _ in range(400)}
+    exits = {verify("tev", dt, logits, SamplingSettings(1.0), gens).exit_node for _ in range(400)}
     assert 0 not in exits and exits
     bt = to_batch_tree([TREE] * 64, "cpu")
-    rows = verify_batch("tev", bt, logits.expand(64, -1, -1).contiguous(), 1.0, gens)
+    rows = verify_batch(
+        "tev", bt, logits.expand(64, -1, -1).contiguous(), SamplingSettings(1.0), gens
+    )
     assert all(res.exit_node != 0 for res in rows)
 
 

@@ -100,7 +100,7 @@ def test_host_walk_decisions_equal_the_device_follow(seed, n):
             logits[v, int(tree.token[kids[0]])] += 5.0
     want = verify_greedy(dt_all, logits)
     assert verify_greedy_walk(dt_walk, logits) == want == _greedy_reference(dt_all, logits)
-    assert verify("greedy", dt_walk, logits, 0.0, None) == want
+    assert verify("greedy", dt_walk, logits, SamplingSettings(0.0), None) == want
     draw = torch.tensor(rng.integers(0, vocab, size=n))
     assert _walk(tree, draw.tolist()) == int(_follow(dt_all, draw))
 

@@ -17,7 +17,6 @@ from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate, sample_token
 from exitlaw.engine.decode.verifiers import VerifierGenerators
 from exitlaw.engine.decode.sampling_settings import (
-    as_settings,
     filter_logits,
     keep_mask,
     processed_draft_logprobs,
@@ -85,7 +84,7 @@ def test_torch_mask_equals_the_exact_reference_on_tied_integer_rows(
 def test_no_filter_and_greedy_leave_the_logits_untouched_and_bad_settings_are_named():
     z = torch.randn(3, 7)
     assert (
-        filter_logits(z, 0.8) is z
+        filter_logits(z, SamplingSettings(0.8)) is z
         and filter_logits(z, SamplingSettings(0.8, top_p=1.0, min_p=0.0)) is z
     )
     assert filter_logits(z, SamplingSettings(0.0, top_k=1)) is z
@@ -94,7 +93,7 @@ def test_no_filter_and_greedy_leave_the_logits_untouched_and_bad_settings_are_na
         processed_probs(z, SamplingSettings(0.0, top_p=0.1)).argmax(-1), z.argmax(-1)
     )
     with pytest.raises(DistributionError, match="temperature"):
-        as_settings(-1.0)
+        SamplingSettings(-1.0)
     with pytest.raises(DistributionError, match="top_p"):
         DecodeConfig(settings=SamplingSettings(1.0, top_p=0.0))
     with pytest.raises(DistributionError, match="unknown filter"):
@@ -102,23 +101,30 @@ def test_no_filter_and_greedy_leave_the_logits_untouched_and_bad_settings_are_na
 
 
 def test_a_float_temperature_below_the_floor_is_refused_by_every_engine_entry():
-    """``as_settings`` (every verifier, sampler and trace takes a float through it) and the dispatchers
-    refuse ``0 < T < MIN_TEMPERATURE`` with the floor's error; the floor itself is accepted."""
+    """``SamplingSettings`` (every verifier, sampler and trace takes its temperature inside one) refuses
+    ``0 < T < MIN_TEMPERATURE`` with the floor's error on every engine entry; the floor itself is
+    accepted."""
     below = float(np.nextafter(MIN_TEMPERATURE, 0.0))
     tree = DraftTree(parent=[-1, 0, 0, 1], token=[3, 1, 2, 5])
     logits = torch.randn(tree.num_nodes, 8, generator=torch.Generator().manual_seed(0))
     for enter in (
-        as_settings,
-        lambda t: sample_token(logits[0], t, torch.Generator().manual_seed(0)),
-        lambda t: verify("tev", to_device_tree(tree), logits, t, VerifierGenerators(0)),
+        SamplingSettings,
+        lambda t: sample_token(logits[0], SamplingSettings(t), torch.Generator().manual_seed(0)),
+        lambda t: verify(
+            "tev", to_device_tree(tree), logits, SamplingSettings(t), VerifierGenerators(0)
+        ),
         lambda t: verify_batch(
-            "predraw", to_batch_tree([tree]), logits[None], t, VerifierGenerators(0)
+            "predraw",
+            to_batch_tree([tree]),
+            logits[None],
+            SamplingSettings(t),
+            VerifierGenerators(0),
         ),
     ):
         with pytest.raises(DistributionError, match="below the floor MIN_TEMPERATURE = 1e-06"):
             enter(below)
         enter(MIN_TEMPERATURE)
-    assert as_settings(MIN_TEMPERATURE).temperature == MIN_TEMPERATURE
+    assert SamplingSettings(MIN_TEMPERATURE).temperature == MIN_TEMPERATURE
 
 
 def test_draft_rows_are_processed_with_the_same_settings():
@@ -230,3 +236,21 @@ def test_top_k_1_at_T1_equals_greedy_ar_in_batches(pair):
     for v in ("predraw", "residual", "tev"):
         cfg = sampled_tree(6, 8, seed=7, verifier=v, settings=SamplingSettings(1.0, top_k=1))
         assert generate_batch(target, noisy, prompts, cfg).tokens == refs, cfg
+
+
+def test_a_bare_float_temperature_is_refused_by_name_at_every_engine_entry():
+    """Settings are typed: a float where :class:`SamplingSettings` belongs is a ``TypeError`` naming it
+    (no entry re-wraps a temperature), at the dispatchers, the samplers and the processing step."""
+    tree = DraftTree(parent=[-1, 0, 0, 1], token=[3, 1, 2, 5])
+    logits = torch.randn(tree.num_nodes, 8, generator=torch.Generator().manual_seed(0))
+    for enter in (
+        lambda: verify("tev", to_device_tree(tree), logits, 1.0, VerifierGenerators(0)),
+        lambda: verify_batch(
+            "tev", to_batch_tree([tree]), logits[None], 1.0, VerifierGenerators(0)
+        ),
+        lambda: sample_token(logits[0], 0.5, torch.Generator()),
+        lambda: filter_logits(logits, 0.8),
+        lambda: processed_probs(logits, 1.0),
+    ):
+        with pytest.raises(TypeError, match="expected SamplingSettings, got float"):
+            enter()

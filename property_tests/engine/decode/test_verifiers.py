@@ -94,7 +94,7 @@ def test_device_verifier_matches_exact_block_law(kind, seed, temperature):
     n = 20000
     counts = Counter()
     for _ in range(n):
-        res = verify(kind, dt, logits, temperature, gens)
+        res = verify(kind, dt, logits, SamplingSettings(temperature), gens)
         counts[(res.exit_node, res.bonus)] += 1
     p = _chi_square_p(counts, law, n)
     exits = Counter()
@@ -179,7 +179,9 @@ def test_device_verifier_matches_exact_block_law_on_tiny_model_rows(kind, tiny_t
     assert dt.tree.max_depth >= 2 and dt.internal.numel() >= 2
     law = reference_block_law(dt.tree, to_fractions(_probs64(logits, temperature)))
     n = 10000
-    counts = _exit_bonus_counts(kind, dt, logits, temperature, VerifierGenerators(77), n)
+    counts = _exit_bonus_counts(
+        kind, dt, logits, SamplingSettings(temperature), VerifierGenerators(77), n
+    )
     exits = Counter()
     for (v, _), c in counts.items():
         exits[(v, 0)] += c
@@ -198,7 +200,11 @@ def test_greedy_limit_follows_the_argmax(tree, seed, kind, temperature):
     logits = _random_logits(np.random.default_rng(seed), tree, 4)
     dt = to_device_tree(tree)
     got = verify(
-        kind if temperature == 0 else "greedy", dt, logits, temperature, VerifierGenerators(seed)
+        kind if temperature == 0 else "greedy",
+        dt,
+        logits,
+        SamplingSettings(temperature),
+        VerifierGenerators(seed),
     )
     assert got == _greedy_reference(dt, logits)
     assert got.path_nodes == list(tree.path_nodes(got.exit_node))
@@ -226,7 +232,9 @@ def test_tev_draws_equal_the_reference_twin(tree, seed):
     dt = to_device_tree(tree)
     fast, ref = VerifierGenerators(seed), VerifierGenerators(seed)
     for _ in range(5):
-        assert verify("tev", dt, logits, 1.0, fast) == _tev_reference(dt, logits, 1.0, ref)
+        assert verify("tev", dt, logits, SamplingSettings(1.0), fast) == _tev_reference(
+            dt, logits, 1.0, ref
+        )
 
 
 @given(
@@ -258,7 +266,7 @@ def test_zero_probability_children_and_child_bonus_never_happen(kind):
     dt, gens = to_device_tree(tree), VerifierGenerators(3)
     probs = _probs64(logits, 1.0)
     for _ in range(300):
-        res = verify(kind, dt, logits, 1.0, gens)
+        res = verify(kind, dt, logits, SamplingSettings(1.0), gens)
         assert all(tree.path(v) not in {(1,), (0, 3)} for v in res.path_nodes)
         assert res.bonus not in set(tree.token[tree.children[res.exit_node]].tolist())
         assert probs[res.exit_node, res.bonus] > 0
@@ -306,10 +314,10 @@ def test_bonus_draw_has_no_float32_tail_bias_on_a_large_vocabulary():
 @pytest.mark.parametrize(
     "kind,temperature",
     [
-        ("tev", 1.0),
-        ("tev", 0.7),
-        ("predraw", 1.0),
-        ("greedy", 0.0),
+        ("tev", SamplingSettings(1.0)),
+        ("tev", SamplingSettings(0.7)),
+        ("predraw", SamplingSettings(1.0)),
+        ("greedy", SamplingSettings(0.0)),
         ("tev", SamplingSettings(0.8, top_k=5, top_p=0.9, min_p=0.05)),
         ("predraw", SamplingSettings(1.0, top_p=0.8)),
     ],
@@ -363,27 +371,27 @@ def test_bad_inputs_raise_clear_errors():
     tree = DraftTree.chain([1, 2])
     dt = to_device_tree(tree)
     with pytest.raises(ValueError, match="unknown verifier"):
-        verify("nope", dt, torch.zeros(3, 4), 1.0, VerifierGenerators(0))
+        verify("nope", dt, torch.zeros(3, 4), SamplingSettings(1.0), VerifierGenerators(0))
     with pytest.raises(DistributionError, match="shape"):
-        verify("tev", dt, torch.zeros(2, 4), 1.0, VerifierGenerators(0))
+        verify("tev", dt, torch.zeros(2, 4), SamplingSettings(1.0), VerifierGenerators(0))
     with pytest.raises(DistributionError, match="temperature"):
-        verify("tev", dt, torch.zeros(3, 4), -1.0, VerifierGenerators(0))
+        verify("tev", dt, torch.zeros(3, 4), SamplingSettings(-1.0), VerifierGenerators(0))
     with pytest.raises(ValueError, match="outside vocabulary"):
-        verify("tev", dt, torch.zeros(3, 2), 1.0, VerifierGenerators(0))
+        verify("tev", dt, torch.zeros(3, 2), SamplingSettings(1.0), VerifierGenerators(0))
     bad = torch.zeros(3, 4)
     bad[0, 0] = float("nan")
     with pytest.raises(DistributionError, match="NaN"):
-        verify("tev", dt, bad, 1.0, VerifierGenerators(0))
+        verify("tev", dt, bad, SamplingSettings(1.0), VerifierGenerators(0))
     # predraw draws every row: NaN, +inf or an all -inf row anywhere is named, not drawn from
     for value in (float("nan"), float("inf")):
         bad = torch.zeros(3, 4)
         bad[2, 1] = value
         with pytest.raises(DistributionError, match="NaN"):
-            verify("predraw", dt, bad, 1.0, VerifierGenerators(0))
+            verify("predraw", dt, bad, SamplingSettings(1.0), VerifierGenerators(0))
     bad = torch.zeros(3, 4)
     bad[1] = float("-inf")
     with pytest.raises(DistributionError, match="all -inf"):
-        verify("predraw", dt, bad, 1.0, VerifierGenerators(0))
+        verify("predraw", dt, bad, SamplingSettings(1.0), VerifierGenerators(0))
 
 
 # ----------------------------------------------------------------- conformance kit
@@ -403,7 +411,7 @@ def _kit_verifier(kind: str, temperature: float = 0.8):
                 VerifierGenerators(int(rng.integers(2**62))),
             )
         dt, logits, gens = cache[key]
-        res = verify(kind, dt, logits, temperature, gens)
+        res = verify(kind, dt, logits, SamplingSettings(temperature), gens)
         return res.exit_node, res.bonus
 
     fn.__name__ = f"device_{kind}"

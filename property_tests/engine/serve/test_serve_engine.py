@@ -8,6 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.decode.dispatch import verify
 from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
@@ -35,7 +36,7 @@ def test_on_block_sees_every_committed_block_and_decide_replaces_the_verifier(pa
 
     def decide(c, dtree, logits, gens):
         calls.append(dtree.num_nodes)
-        return verify("tev", dtree, logits, c.temperature, gens.verifier)
+        return verify("tev", dtree, logits, SamplingSettings(c.temperature), gens.verifier)
 
     res = generate(target, drafter, [5, 6, 7], cfg, on_block=blocks.append, decide=decide)
     again = generate(target, drafter, [5, 6, 7], cfg)

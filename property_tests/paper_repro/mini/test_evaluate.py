@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from exitlaw.theory import DraftTree, reference_law_from_edges
+from exitlaw.theory import DraftTree, SamplingSettings, reference_law_from_edges
 from exitlaw.paper_repro.mini.evaluate import RoundLaws, coverage, eval_cell
 
 TINY_SEED = 4
@@ -56,7 +56,9 @@ def test_each_round_law_is_the_exact_expected_length_of_its_tree(pair):
 
     def on_round(rec):
         laws(rec)
-        seen.append((trace_round(rec, 1.0), trace_round(rec, 0.5)))
+        seen.append(
+            (trace_round(rec, SamplingSettings(1.0)), trace_round(rec, SamplingSettings(0.5)))
+        )
 
     generate(
         target,
