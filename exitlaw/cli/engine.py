@@ -90,6 +90,22 @@ def _bench_source(args: argparse.Namespace):
     )
 
 
+TEV_DECISIONS = ("eager", "compiled", "graph")
+
+
+def _use_tev_decision(args: argparse.Namespace) -> None:
+    """``--tev-decision``: make the engine's TEV run its decision compiled or graphed on the device."""
+    if args.tev_decision == "eager":
+        return
+    if args.tev_decision == "graph" and not str(args.device).startswith("cuda"):
+        raise ValueError("--tev-decision graph needs --device cuda (CUDA graphs)")
+    from exitlaw.engine.decode.verifiers import tev
+
+    kind = "cuda" if str(args.device).startswith("cuda") else "cpu"
+    decide = tev.TevGraphs() if args.tev_decision == "graph" else tev.compiled_decide()
+    tev.use_decider(kind, decide)
+
+
 def _bench(args: argparse.Namespace) -> int:
     _check_decoding_flags(args)
     if args.compare:
@@ -97,6 +113,7 @@ def _bench(args: argparse.Namespace) -> int:
     from exitlaw.engine.bench import batch, decoding
 
     path = _preflight(args, " (unless --compare A.json B.json)")
+    _use_tev_decision(args)
     common = dict(budgets=args.budget, temperatures=args.temperature, verifiers=args.verifier)
     if args.batch_size > 1:
         result = batch.run_batched_bench(_bench_source(args), batch_size=args.batch_size, **common)
@@ -112,6 +129,7 @@ def _bench(args: argparse.Namespace) -> int:
         text = decoding.format_bench(result)
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
+    result.setdefault("config", {})["tev_decision"] = args.tev_decision
     emit(args, result, text, path)
     return 0
 
@@ -271,6 +289,13 @@ BENCH_DECODING = Command(
         seed_arg(0),
         device_args(),
         masked_attention_arg,
+        opt(
+            "--tev-decision",
+            choices=TEV_DECISIONS,
+            default="eager",
+            help="how TEV's fixed-shape decision runs: eager (default), compiled (torch.compile, one "
+            "graph per budget) or graph (replayed as one CUDA graph per budget; CUDA only)",
+        ),
         opt("--warmup", type=nonneg_int, default=1, help="untimed warm-up generations"),
         opt(
             "--batch-size",

@@ -215,3 +215,19 @@ def test_nan_logits_in_a_row_tev_reads_are_a_named_error_on_both_paths():
         with pytest.raises(DistributionError, match="NaN"):
             for seed in range(40):  # until the leaf is the exit
                 tev.verify_tev(dt, logits, 1.0, VerifierGenerators(seed))
+
+
+def test_the_bench_s_tev_decision_flag_sets_the_decider_and_refuses_a_graph_off_cuda():
+    import argparse
+
+    from exitlaw.cli.engine import _use_tev_decision
+
+    with pytest.raises(ValueError, match="needs --device cuda"):
+        _use_tev_decision(argparse.Namespace(tev_decision="graph", device="cpu"))
+    try:
+        _use_tev_decision(argparse.Namespace(tev_decision="compiled", device="cpu"))
+        assert "cpu" in tev._DECIDERS  # verify_tev now runs the compiled decision on the CPU
+    finally:
+        tev.use_decider("cpu", None)
+    _use_tev_decision(argparse.Namespace(tev_decision="eager", device="cpu"))
+    assert "cpu" not in tev._DECIDERS
