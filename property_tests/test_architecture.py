@@ -253,7 +253,8 @@ SUBPACKAGE_RULES = {
         "serve": {"models", "decode", "prompts"},  # the HTTP server runs the engine's entry points
     },
     "paper_repro": {
-        ".": {".", "mini"},
+        ".": {".", "mini", "ledger"},  # ledger_inputs gathers the inputs and builds the ledger
+        "ledger": {".", "mini"},  # verdicts, regimes, paired effects; mini's ExitTrain units
         "mini": set(),  # the mini pipeline knows nothing of the ledger
     },
 }
