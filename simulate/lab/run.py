@@ -118,30 +118,14 @@ def run_simulation(
     log: Callable[[str], None] = print,
 ) -> dict:
     """Run every builder of ``cfg``; write results and traces into ``out``; return the results dict."""
-    from exitlaw.theory import TraceWriter
-
-    from dataclasses import replace
-
-    from exitlaw.simulate.lab.decoding import simulate_decoding
-    from exitlaw.simulate.lab.presets import row_label, sampled_verifier_fn, verifier_fn
+    from exitlaw.simulate.lab.presets import verifier_fn
 
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"--out {out} is a file, not a directory")
-    existing = [str(t) for t in output_paths(cfg, out) if t.exists()]
-    if existing and not overwrite:
-        raise FileExistsError(
-            f"{', '.join(existing)} already exist; pass --overwrite to replace them"
-        )
+    _check_out(cfg, out, overwrite)
     verifier = verifier_fn(cfg.verifier)
     target = cfg.target()
     pos, ar = cfg.drafters(target)
-    out.mkdir(parents=True, exist_ok=True)
-    stage = out / STAGE
-    if stage.exists():
-        log(f"removing {stage}, left by an interrupted run")
-        shutil.rmtree(stage)
-    stage.mkdir()
+    stage = _fresh_stage(out, log)
     results = {
         "schema": RESULTS_SCHEMA,
         "version": 1,
@@ -151,45 +135,94 @@ def run_simulation(
     }
     log(table_header(cfg))
     for name in row_names(cfg):
-        t0 = time.perf_counter()
-        run_cfg, builder, extra = cfg, name, {}
-        if name == MATCHED:  # DDTree at CaDDTree's mean budget, same run, same seed
-            matched = max(1, round(results["builders"]["caddtree"]["aggregates"]["mean_budget"]))
-            run_cfg, builder, extra = (
-                replace(cfg, budget=matched),
-                "ddtree",
-                {"matched_budget": matched},
-            )
-        meta = {"source": "exitlaw simulate", "builder": name, "config": run_cfg.to_dict()}
-        with TraceWriter(stage / f"trace_{name}.jsonl", meta) as tw:
-            res = simulate_decoding(
-                target,
-                run_cfg.make_builder(builder, target, pos, ar),
-                verifier,
-                rounds=cfg.rounds,
-                seed=cfg.seed,
-                prompt_length=cfg.prompt_length,
-                oracle=cfg.oracle,
-                latency=cfg.builder_latency(builder),
-                trace=tw,
-                store_rows=cfg.store_rows,
-                progress=progress,
-                desc=name,
-                sampled_verifier=sampled_verifier_fn(name),
-            )
-        secs = time.perf_counter() - t0
-        label = row_label(name, cfg) if name != MATCHED else f"ddtree@B={extra['matched_budget']}"
-        results["builders"][name] = {
-            **res.to_json(),
-            "seconds": secs,
-            "trace": str(out / f"trace_{name}.jsonl"),
-            "label": label,
-            "drafter_calls_per_round": cfg.drafter_calls(builder),
-            **extra,
-        }
-        log(table_row(label, res.aggregates, secs, cfg.oracle))
+        row = _builder_row(cfg, name, results, (target, pos, ar, verifier), stage, out, progress)
+        results["builders"][name] = row
+        log(table_row(row["label"], row["aggregates"], row["seconds"], cfg.oracle))
     atomic_write_text(stage / "results.json", json.dumps(results, indent=1))
     commit_outputs(stage, out, [f"trace_{n}.jsonl" for n in row_names(cfg)])
+    _log_notes(cfg, results, log)
+    log(
+        f"wrote {out / 'results.json'} and {len(row_names(cfg))} traces; read one with: "
+        f"exitlaw law {out / ('trace_' + cfg.builders[0] + '.jsonl')}"
+    )
+    return results
+
+
+def _check_out(cfg: SimConfig, out: Path, overwrite: bool) -> None:
+    """Refuse an ``out`` that is a file, or that holds this run's outputs without ``overwrite``."""
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory")
+    existing = [str(t) for t in output_paths(cfg, out) if t.exists()]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"{', '.join(existing)} already exist; pass --overwrite to replace them"
+        )
+
+
+def _fresh_stage(out: Path, log: Callable[[str], None]) -> Path:
+    """An empty staging directory in ``out`` (one left by an interrupted run is removed first)."""
+    out.mkdir(parents=True, exist_ok=True)
+    stage = out / STAGE
+    if stage.exists():
+        log(f"removing {stage}, left by an interrupted run")
+        shutil.rmtree(stage)
+    stage.mkdir()
+    return stage
+
+
+def _builder_row(cfg: SimConfig, name: str, results: dict, world, stage: Path, out: Path, progress):
+    """Simulate one row of the table (``world``: target, drafters and verifier), its trace written
+    into ``stage``; return its results entry. The matched row runs DDTree at CaDDTree's mean budget
+    (read from ``results``), same run, same seed."""
+    from dataclasses import replace
+
+    from exitlaw.simulate.lab.decoding import simulate_decoding
+    from exitlaw.simulate.lab.presets import row_label, sampled_verifier_fn
+    from exitlaw.theory import TraceWriter
+
+    target, pos, ar, verifier = world
+    t0 = time.perf_counter()
+    run_cfg, builder, extra = cfg, name, {}
+    if name == MATCHED:
+        matched = max(1, round(results["builders"]["caddtree"]["aggregates"]["mean_budget"]))
+        run_cfg, builder, extra = (
+            replace(cfg, budget=matched),
+            "ddtree",
+            {"matched_budget": matched},
+        )
+    meta = {"source": "exitlaw simulate", "builder": name, "config": run_cfg.to_dict()}
+    with TraceWriter(stage / f"trace_{name}.jsonl", meta) as tw:
+        res = simulate_decoding(
+            target,
+            run_cfg.make_builder(builder, target, pos, ar),
+            verifier,
+            rounds=cfg.rounds,
+            seed=cfg.seed,
+            prompt_length=cfg.prompt_length,
+            oracle=cfg.oracle,
+            latency=cfg.builder_latency(builder),
+            trace=tw,
+            store_rows=cfg.store_rows,
+            progress=progress,
+            desc=name,
+            sampled_verifier=sampled_verifier_fn(name),
+        )
+    secs = time.perf_counter() - t0
+    label = row_label(name, cfg) if name != MATCHED else f"ddtree@B={extra['matched_budget']}"
+    return {
+        **res.to_json(),
+        "seconds": secs,
+        "trace": str(out / f"trace_{name}.jsonl"),
+        "label": label,
+        "drafter_calls_per_round": cfg.drafter_calls(builder),
+        **extra,
+    }
+
+
+def _log_notes(cfg: SimConfig, results: dict, log: Callable[[str], None]) -> None:
+    """The notes under the table: how to read z, and what each special row is."""
+    from exitlaw.simulate.lab.presets import row_label
+
     log(
         "\nz = mean(L - (1 + C_p)) / s.e.: |z| < 3.3 is expected from an exact saturating verifier (alpha = 0.001)"
     )
@@ -212,8 +245,3 @@ def run_simulation(
             "tsubame-rrs is verified by recursive rejection on its sampled tree: exact only averaged over drafts, "
             "so its tau is not bounded by 1 + C_p of the realised trees"
         )
-    log(
-        f"wrote {out / 'results.json'} and {len(row_names(cfg))} traces; read one with: "
-        f"exitlaw law {out / ('trace_' + cfg.builders[0] + '.jsonl')}"
-    )
-    return results
