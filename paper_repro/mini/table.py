@@ -152,11 +152,17 @@ def format_markdown(res: dict) -> str:
         from exitlaw.paper_repro.mini.report import format_paired_markdown
 
         return format_paired_markdown(res)
+    lines = _intro_lines(res)
+    for domain in ("code", "prose"):
+        for temp in res["config"]["temperatures"]:
+            lines += _cell_table(res, domain, temp)
+    return "\n".join(lines + _summary_lines(res))
+
+
+def _intro_lines(res: dict) -> list[str]:
+    """The title, the models, where the base pair came from, a smoke run's warning and how to read
+    tau and SR."""
     cfg = res["config"]
-    cells = {
-        (c["drafter"], c["domain"], c["budget"], float(c["temperature"]), c["verifier"]): c
-        for c in res["cells"]
-    }
     lines = [
         f"# Mini-scale ExitTrain reproduction (preset `{cfg['preset']}`, seed {cfg['seed']})",
         "",
@@ -195,26 +201,40 @@ def format_markdown(res: dict) -> str:
         "quantity that carries over to a large target.",
         "",
     ]
+    return lines
+
+
+def _cell_table(res: dict, domain: str, temp: float) -> list[str]:
+    """One domain and temperature: per drafter, tau (+- s.e.) for each budget and verifier, then SR
+    under the last verifier."""
+    cfg = res["config"]
+    cells = {
+        (c["drafter"], c["domain"], c["budget"], float(c["temperature"]), c["verifier"]): c
+        for c in res["cells"]
+    }
     verifiers = cfg["verifiers"]
-    for domain in ("code", "prose"):
-        for temp in cfg["temperatures"]:
-            lines.append(f"## {domain}, T = {temp:g}")
-            head = "| drafter | " + " | ".join(
-                f"B={b} tau {v}" for b in cfg["budgets"] for v in verifiers
-            )
-            head += " | " + " | ".join(f"B={b} SR {verifiers[-1]}" for b in cfg["budgets"]) + " |"
-            lines += [head, "|" + "---|" * (1 + len(cfg["budgets"]) * (len(verifiers) + 1))]
-            for name, label in DRAFTER_LABELS.items():
-                row = [label]
-                for b in cfg["budgets"]:
-                    for v in verifiers:
-                        c = cells.get((name, domain, b, float(temp), v))
-                        row.append("-" if c is None else f"{c['tau']:.3f} +- {c['tau_se']:.3f}")
-                for b in cfg["budgets"]:
-                    c = cells.get((name, domain, b, float(temp), verifiers[-1]))
-                    row.append(_fmt(c and c["sr"]))
-                lines.append("| " + " | ".join(row) + " |")
-            lines.append("")
+    lines = [f"## {domain}, T = {temp:g}"]
+    head = "| drafter | " + " | ".join(f"B={b} tau {v}" for b in cfg["budgets"] for v in verifiers)
+    head += " | " + " | ".join(f"B={b} SR {verifiers[-1]}" for b in cfg["budgets"]) + " |"
+    lines += [head, "|" + "---|" * (1 + len(cfg["budgets"]) * (len(verifiers) + 1))]
+    for name, label in DRAFTER_LABELS.items():
+        row = [label]
+        for b in cfg["budgets"]:
+            for v in verifiers:
+                c = cells.get((name, domain, b, float(temp), v))
+                row.append("-" if c is None else f"{c['tau']:.3f} +- {c['tau_se']:.3f}")
+        for b in cfg["budgets"]:
+            c = cells.get((name, domain, b, float(temp), verifiers[-1]))
+            row.append(_fmt(c and c["sr"]))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def _summary_lines(res: dict) -> list[str]:
+    """Mean tau per drafter and verifier with the trained trees' coverage, the ordering, the paper's
+    claim it is read against, and the stage times."""
+    verifiers = res["config"]["verifiers"]
+    lines = []
     lines += [
         "## Summary (mean tau over domains, budgets and temperatures)",
         "",
@@ -246,4 +266,4 @@ def format_markdown(res: dict) -> str:
         "Stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in res["timings_s"].items()),
         "",
     ]
-    return "\n".join(lines)
+    return lines
