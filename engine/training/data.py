@@ -164,6 +164,31 @@ def target_fingerprint(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
+def _read_cache(path: Path, key: str, count: int) -> Sequences:
+    """The ``count`` cached sequences of ``path``, after checking its header names request ``key``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    if head.get("schema") != CACHE_SCHEMA or head.get("key") != key:
+        raise ValueError(f"{path} is not an exitlaw continuation cache for this request")
+    recs = [json.loads(x) for x in lines[1:]]
+    if len(recs) != count:
+        raise ValueError(
+            f"{path} holds {len(recs)} continuations, expected {count} (truncated file?)"
+        )
+    return Sequences([r["prompt_ids"] for r in recs], [r["completion_ids"] for r in recs])
+
+
+def _write_cache(path: Path, header: dict, prompts, conts) -> None:
+    """Write the cache atomically: the header line, then one line per prompt and continuation."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps(header) + "\n")
+        for p, c in zip(prompts, conts):
+            fh.write(json.dumps({"prompt_ids": list(map(int, p)), "completion_ids": c}) + "\n")
+    os.replace(tmp, path)
+
+
 def cached_sequences(
     target: TargetModel,
     fingerprint: str,
@@ -194,32 +219,20 @@ def cached_sequences(
         raise ValueError(
             "pass both generate and source (an external generator and its name), or neither"
         )
-    key_src = json.dumps(
-        {
-            "target": fingerprint,
-            "source": source,
-            "prompts": [list(map(int, p)) for p in prompts],
-            "max_new_tokens": max_new_tokens,
-            "temperature": temperature,
-            "seed": seed,
-            "stop": sorted(int(t) for t in stop_tokens),
-            **extra,
-        },
-        sort_keys=True,
-    )
-    key = hashlib.sha256(key_src.encode()).hexdigest()[:20]
+    request = {
+        "target": fingerprint,
+        "source": source,
+        "prompts": [list(map(int, p)) for p in prompts],
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "stop": sorted(int(t) for t in stop_tokens),
+        **extra,
+    }
+    key = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:20]
     path = Path(cache_dir) / f"continuations-{key}.jsonl"
     if path.is_file():
-        lines = path.read_text(encoding="utf-8").splitlines()
-        head = json.loads(lines[0])
-        if head.get("schema") != CACHE_SCHEMA or head.get("key") != key:
-            raise ValueError(f"{path} is not an exitlaw continuation cache for this request")
-        recs = [json.loads(x) for x in lines[1:]]
-        if len(recs) != len(prompts):
-            raise ValueError(
-                f"{path} holds {len(recs)} continuations, expected {len(prompts)} (truncated file?)"
-            )
-        return Sequences([r["prompt_ids"] for r in recs], [r["completion_ids"] for r in recs])
+        return _read_cache(path, key, len(prompts))
     if generate is not None:
         conts = [list(map(int, c)) for c in generate(prompts)]
         if len(conts) != len(prompts):
@@ -241,26 +254,16 @@ def cached_sequences(
     if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
         dist.barrier()  # rank 0 writes the cache; every rank returns the same sequences
         return Sequences([list(map(int, p)) for p in prompts], conts)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(
-            json.dumps(
-                {
-                    "schema": CACHE_SCHEMA,
-                    "key": key,
-                    "target": fingerprint,
-                    "max_new_tokens": max_new_tokens,
-                    "temperature": temperature,
-                    "seed": seed,
-                    **extra,
-                }
-            )
-            + "\n"
-        )
-        for p, c in zip(prompts, conts):
-            fh.write(json.dumps({"prompt_ids": list(map(int, p)), "completion_ids": c}) + "\n")
-    os.replace(tmp, path)
+    header = {
+        "schema": CACHE_SCHEMA,
+        "key": key,
+        "target": fingerprint,
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        **extra,
+    }
+    _write_cache(path, header, prompts, conts)
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
     return Sequences([list(map(int, p)) for p in prompts], conts)
