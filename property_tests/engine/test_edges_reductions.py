@@ -20,7 +20,7 @@ from exitlaw.engine.builders import build_chain, build_ddtree
 from exitlaw.engine.builders.single import top_candidates
 from exitlaw.engine.decode.reductions import first_argmax
 from exitlaw.engine.decode.sampling_settings import filter_logits, keep_mask as torch_keep
-from exitlaw.theory import DistributionError, SamplingSettings, process_rows_exact
+from exitlaw.theory import DistributionError, SamplingSettings, process_logits, process_rows_exact
 from exitlaw.theory.sampling_settings import (
     HF_ORDER,
     MIN_TEMPERATURE,
@@ -353,3 +353,25 @@ def test_greedy_and_unfiltered_settings_leave_the_logits_untouched_and_a_filter_
     assert filter_logits(z, SamplingSettings(1.0, top_p=1.0)) is z
     out = filter_logits(z, SamplingSettings(1.0, top_k=2))
     assert out is not z and out.tolist() == [[-INF, 2.0, 3.0]] and z.tolist() == [[1.0, 2.0, 3.0]]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        SamplingSettings(1.0, top_p=0.5),
+        SamplingSettings(1.0, min_p=0.3),
+        SamplingSettings(0.5, top_p=0.9, min_p=0.01),
+        SamplingSettings(1.0, top_k=2, top_p=0.8),
+    ],
+    ids=lambda s: str(s.active()),
+)
+@pytest.mark.parametrize("shift", [-600.0, 0.0, 600.0])
+def test_filters_are_shift_invariant_even_where_exp_of_a_logit_overflows(settings, shift):
+    """The weights are exp((z - max z) / T): adding a constant to every logit changes nothing, also at
+    logits whose exp overflows float64 (exp(600 / 0.5) is inf); the numpy definition agrees."""
+    z = torch.tensor([[3.0, 2.0, 0.5, -1.0, -8.0]], dtype=torch.float64)
+    want = torch.isfinite(filter_logits(z, settings))
+    got = torch.isfinite(filter_logits(z + shift, settings))
+    assert torch.equal(got, want), (shift, got, want)
+    probs = process_logits((z + shift).numpy(), settings)
+    assert np.array_equal(probs > 0, want.numpy())
