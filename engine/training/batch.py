@@ -309,6 +309,34 @@ def _pad_edges(edges: list[np.ndarray], n: int, device) -> torch.Tensor:
     return torch.as_tensor(out, device=device)
 
 
+def _scored_trees(
+    target, cache, step, tokens, anchors, logits, *, budget, temperature, chain_rng, prefix_window
+):
+    """One sequence's trees built from the drafter's ``logits`` at ``anchors``, with (``chain_rng``)
+    one sampled chain per anchor, and the target's logit table of each, trees first (``step``: the target's
+    prefill of ``cache``; ``prefix_window``: score over the last tokens only)."""
+    trees = build_trees(logits, tokens[anchors], budget)
+    chains = [] if chain_rng is None else sample_chains(logits, tokens[anchors], chain_rng)
+    both = torch.cat([anchors, anchors]) if chains else anchors
+    if prefix_window is not None:
+        tables = windowed_tree_logit_tables(
+            target, tokens, anchors, trees, prefix_window, temperature
+        )
+    else:
+        tables = tree_logit_tables(target, cache, step.logits, both, trees + chains, temperature)
+    return trees, tables, chains
+
+
+def _opd_chains(chains: list, edges: list, rows: list, device) -> OPDChains:
+    """The batch's sampled chains, their edge probabilities and target log-rows, padded to the
+    longest chain."""
+    n = max(c.num_nodes for c in chains)
+    padded = torch.zeros(len(chains), n, rows[0].shape[-1], device=device)
+    for i, r in enumerate(rows):
+        padded[i, : r.shape[0]] = r
+    return OPDChains(TreeBatch.from_trees(chains, device, n), _pad_edges(edges, n, device), padded)
+
+
 def make_batch(
     drafter: DFlashDrafter,
     target: TargetModel,
@@ -340,6 +368,9 @@ def make_batch(
     all_logits, all_targets, all_valid, all_trees, all_edges = [], [], [], [], []
     all_chains, chain_edges, chain_rows = [], [], []
     seen = 0
+    opts = dict(
+        budget=budget, temperature=temperature, chain_rng=chain_rng, prefix_window=prefix_window
+    )
     for tokens, first in sequences:
         tokens = tokens.to(target.device)
         anchors_np = sample_anchors(tokens.shape[0], first, anchors_per_seq, rng)
@@ -356,17 +387,7 @@ def make_batch(
         all_valid.append(valid)
         if not score:
             continue
-        trees = build_trees(logits, tokens[anchors], budget)
-        chains = [] if chain_rng is None else sample_chains(logits, tokens[anchors], chain_rng)
-        both = torch.cat([anchors, anchors]) if chains else anchors
-        if prefix_window is not None:
-            tables = windowed_tree_logit_tables(
-                target, tokens, anchors, trees, prefix_window, temperature
-            )
-        else:
-            tables = tree_logit_tables(
-                target, cache, step.logits, both, trees + chains, temperature
-            )
+        trees, tables, chains = _scored_trees(target, cache, step, tokens, anchors, logits, **opts)
         all_trees.extend(trees)
         all_edges.extend(edge_probabilities(t, tb) for t, tb in zip(trees, tables))
         for c, tb in zip(chains, tables[len(trees) :]):
@@ -381,15 +402,7 @@ def make_batch(
         tree_batch = TreeBatch.from_trees(all_trees, target.device, n)
         edge = _pad_edges(all_edges, n, target.device)
     if all_chains:
-        n = max(c.num_nodes for c in all_chains)
-        rows = torch.zeros(len(all_chains), n, chain_rows[0].shape[-1], device=target.device)
-        for i, r in enumerate(chain_rows):
-            rows[i, : r.shape[0]] = r
-        opd = OPDChains(
-            TreeBatch.from_trees(all_chains, target.device, n),
-            _pad_edges(chain_edges, n, target.device),
-            rows,
-        )
+        opd = _opd_chains(all_chains, chain_edges, chain_rows, target.device)
     return SequenceBatch(
         torch.cat(all_logits),
         torch.cat(all_targets),

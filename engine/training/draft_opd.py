@@ -56,9 +56,8 @@ class OPDChains:
 
     chains: TreeBatch  # K chains of N = D + 1 nodes (padded)
     edge: torch.Tensor  # [K, N] float64 target edge probabilities a(u)
-    target_logp: (
-        torch.Tensor
-    )  # [K, N, V] float32: row v = log p_v (the target's next-token row at chain node v)
+    # [K, N, V] float32: row v = log p_v (the target's next-token row at chain node v)
+    target_logp: torch.Tensor
 
 
 @torch.no_grad()
@@ -108,9 +107,8 @@ def draft_opd_term(
     total = s.sum()
     wt = (s / total if float(total) > 0 else s).to(torch.float32)  # the visit-weighted mean
     k_idx = torch.arange(k, device=logits.device)[:, None].expand_as(chains.parent)
-    log_p = opd.target_logp[
-        k_idx, chains.parent.clamp(min=0)
-    ]  # [K, N, V] target row of each node's parent
+    # [K, N, V] target row of each node's parent
+    log_p = opd.target_logp[k_idx, chains.parent.clamp(min=0)]
     log_q = (
         logits.float()[k_idx, (chains.depth - 1).clamp(min=0)]
         - log_z[k_idx, (chains.depth - 1).clamp(min=0)][..., None]

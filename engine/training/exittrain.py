@@ -84,9 +84,8 @@ class LossTerms:
     ce: torch.Tensor  # dense token cross-entropy
     tree: torch.Tensor  # the weighted term (tree term, or the draft-opd term); 0 without trees
     lam: float  # the lambda actually used (0 for `token` and without trees)
-    mean_w: (
-        float | None
-    )  # mean over trees of the non-root exit mass W_k (1 - w(root) without a floor)
+    # mean over trees of the non-root exit mass W_k (1 - w(root) without a floor)
+    mean_w: float | None
     coverage: float | None  # mean over trees of C_p(T_k)
     nodes: int | None  # real non-root nodes scored
     depth: float | None  # mean over trees of the maximum depth
@@ -125,9 +124,8 @@ def exittrain_loss(
         )
     log_z = draft_log_normalisers(logits)
     ce = token_ce(logits, log_z, targets, target_valid)
-    if (
-        objective == "vat" and trees is None
-    ):  # needs no trees; with trees they are still scored and logged
+    # needs no trees; with trees they are still scored and logged
+    if objective == "vat" and trees is None:
         term = vat_term(logits, log_z, targets, target_valid)
         return LossTerms(ce + float(lam) * term, ce, term, float(lam), None, None, None, None)
     if trees is None:

@@ -62,9 +62,8 @@ class TrainingRunSpec:
     prompt_limit: int | None = None
     chat: bool = False  # wrap string prompts in the target's chat template
     max_new_tokens: int = 256  # length of the target continuations
-    generation: SamplingSettings = SamplingSettings(
-        1.0
-    )  # temperature and filters of the continuations
+    # temperature and filters of the continuations
+    generation: SamplingSettings = SamplingSettings(1.0)
     gen_batch: int = 16
     continuations_server: str | None = None  # OpenAI-compatible server URL serving the target
     server_model: str | None = None  # model name the server expects (default: target)
@@ -278,9 +277,8 @@ def run_training(spec: TrainingRunSpec, data: Sequences | None = None) -> dict:
     )
     rank, world = init_distributed(device)
     try:
-        _check_tree_forward_fits(
-            spec, target, device, 0
-        )  # the trees alone, before any continuation is generated
+        # the trees alone, before any continuation is generated
+        _check_tree_forward_fits(spec, target, device, 0)
         if data is None:
             data = training_sequences(spec, target)
         data_settings = {"data_fingerprint": data_fingerprint(data), "sequences": len(data)}
