@@ -217,35 +217,7 @@ def format_paired_markdown(res: dict) -> str:
         )
     lines.append("")
     for c in pa["cells"]:
-        tag = " (primary)" if c is primary else " (secondary, no verdict)"
-        lines += [
-            f"## {c['domain']}, T = {c['temperature']:g}, B = {c['budget']}, {c['verifier']}{tag}",
-            "",
-            "tau here is the mean of per-prompt tau (every prompt weighs the same).",
-            "",
-            "| drafter | tau [95 % CI] | per-seed mean tau |",
-            "|---|---|---|",
-        ]
-        for objective in ("base", "token", "prefix", "exit", "exit-depth", "draft-opd"):
-            if objective in c["tau"]:
-                x = c["tau"][objective]
-                lines.append(
-                    f"| {objective} | {x['mean']:.3f} [{x['lo']:.3f}, {x['hi']:.3f}] | "
-                    + ", ".join(f"{m:.3f}" for m in x["per_seed_mean"])
-                    + " |"
-                )
-        lines += [
-            "",
-            "| A - B | difference (tau) [95 % CI] | relative [95 % CI] | MDE | df | per-seed mean difference |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, p in c["pairs"].items():
-            lines.append(
-                f"| {name} | {_ci(p)} | {_ci(p, rel=True)} | {p['rel_mde']:.1f} % | {p['df']:.1f} | "
-                + ", ".join(f"{m:+.3f}" for m in p["per_seed_mean"])
-                + " |"
-            )
-        lines.append("")
+        lines += _cell_lines(c, primary=c is primary)
     m = res["machine"]
     lines += [
         f"Machine: {m['cpu_model']}, {m['logical_cpus']} logical CPUs, torch {m['torch']} "
@@ -255,6 +227,39 @@ def format_paired_markdown(res: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _cell_lines(c: dict, primary: bool) -> list[str]:
+    """One cell of the paired analysis: per-prompt mean tau per drafter, then each pair's difference."""
+    tag = " (primary)" if primary else " (secondary, no verdict)"
+    lines = [
+        f"## {c['domain']}, T = {c['temperature']:g}, B = {c['budget']}, {c['verifier']}{tag}",
+        "",
+        "tau here is the mean of per-prompt tau (every prompt weighs the same).",
+        "",
+        "| drafter | tau [95 % CI] | per-seed mean tau |",
+        "|---|---|---|",
+    ]
+    for objective in ("base", "token", "prefix", "exit", "exit-depth", "draft-opd"):
+        if objective in c["tau"]:
+            x = c["tau"][objective]
+            lines.append(
+                f"| {objective} | {x['mean']:.3f} [{x['lo']:.3f}, {x['hi']:.3f}] | "
+                + ", ".join(f"{m:.3f}" for m in x["per_seed_mean"])
+                + " |"
+            )
+    lines += [
+        "",
+        "| A - B | difference (tau) [95 % CI] | relative [95 % CI] | MDE | df | per-seed mean difference |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, p in c["pairs"].items():
+        lines.append(
+            f"| {name} | {_ci(p)} | {_ci(p, rel=True)} | {p['rel_mde']:.1f} % | {p['df']:.1f} | "
+            + ", ".join(f"{m:+.3f}" for m in p["per_seed_mean"])
+            + " |"
+        )
+    return lines + [""]
 
 
 __all__ = [
