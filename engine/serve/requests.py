@@ -346,6 +346,50 @@ def _truncate(body: dict) -> int | None:
     return v
 
 
+def _max_tokens(body: dict, chat: bool, echo: bool) -> int | None:
+    """``max_tokens`` (0 only with echo: the prompt alone), or chat's ``max_completion_tokens``
+    which overrides it; null: the server's default."""
+    max_tokens = _int(body, "max_tokens", None, 0)
+    if max_tokens == 0 and not echo:
+        raise bad_request(
+            "max_tokens must be >= 1 (0 only with echo: the prompt alone)", "max_tokens"
+        )
+    if chat:
+        max_tokens = _int(body, "max_completion_tokens", max_tokens, 1)
+    return max_tokens
+
+
+def _temperature(body: dict) -> float:
+    """``temperature``: 0 (greedy) or at least the floor MIN_TEMPERATURE the verifiers are tested to."""
+    temperature = _number(body, "temperature", 1.0)
+    if temperature < 0:
+        raise bad_request(f"temperature must be >= 0, got {temperature}", "temperature")
+    try:
+        check_temperature_floor(temperature)
+    except DistributionError as err:
+        raise bad_request(str(err), "temperature") from None
+    return temperature
+
+
+def _logprobs(body: dict, chat: bool) -> int | None:
+    """How many top log-probabilities each token carries (None: no log-probabilities). Chat asks
+    with ``logprobs: true`` and ``top_logprobs``; completions with ``logprobs: k``."""
+    if chat:
+        want = _bool(body, "logprobs")
+        top = _int(body, "top_logprobs", None, 0)
+        if top is not None and not want:
+            raise bad_request("top_logprobs needs logprobs: true", "top_logprobs")
+        logprobs = (top or 0) if want else None
+    else:
+        logprobs = _int(body, "logprobs", None, 0)
+    if logprobs is not None and logprobs > MAX_TOP_LOGPROBS:
+        raise bad_request(
+            f"logprobs: at most {MAX_TOP_LOGPROBS} top log-probabilities, got {logprobs}",
+            "logprobs",
+        )
+    return logprobs
+
+
 def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> DecodeRequest:
     """The :class:`DecodeRequest` of one JSON body; a 400 :class:`~.errors.APIError` names any bad field."""
     if not isinstance(body, dict):
@@ -360,21 +404,8 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise bad_request("model must be a string", "model")
-    max_tokens = _int(body, "max_tokens", None, 0)
-    if max_tokens == 0 and not echo:
-        raise bad_request(
-            "max_tokens must be >= 1 (0 only with echo: the prompt alone)", "max_tokens"
-        )
-    if chat:
-        max_tokens = _int(body, "max_completion_tokens", max_tokens, 1)
-    temperature = _number(body, "temperature", 1.0)
-    if temperature < 0:
-        raise bad_request(f"temperature must be >= 0, got {temperature}", "temperature")
-    try:
-        check_temperature_floor(temperature)
-    except DistributionError as err:
-        raise bad_request(str(err), "temperature") from None
-    settings = _sampling_settings(body, temperature)
+    max_tokens = _max_tokens(body, chat, echo)
+    settings = _sampling_settings(body, _temperature(body))
     seed = _int(body, "seed", None)
     if seed is not None and not 0 <= seed < 2**63:
         raise bad_request(f"seed must be in [0, 2**63), got {seed}", "seed")
@@ -384,19 +415,7 @@ def parse_request(body: object, *, chat: bool, default_max_tokens: int) -> Decod
             "stream_options takes only include_usage and continuous_usage_stats", "stream_options"
         )
     _min_tokens(body)
-    if chat:
-        want = _bool(body, "logprobs")
-        top = _int(body, "top_logprobs", None, 0)
-        if top is not None and not want:
-            raise bad_request("top_logprobs needs logprobs: true", "top_logprobs")
-        logprobs = (top or 0) if want else None
-    else:
-        logprobs = _int(body, "logprobs", None, 0)
-    if logprobs is not None and logprobs > MAX_TOP_LOGPROBS:
-        raise bad_request(
-            f"logprobs: at most {MAX_TOP_LOGPROBS} top log-probabilities, got {logprobs}",
-            "logprobs",
-        )
+    logprobs = _logprobs(body, chat)
     if echo and _bool(body, "stream"):
         raise bad_request(
             "echo with stream is not supported; ask without stream", "echo", "unsupported"
