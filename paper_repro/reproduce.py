@@ -114,41 +114,11 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     summary_path = out / "summary.json"
     marker = {"quick": quick, "seed": seed, "from_scratch": from_scratch}
-    previous: dict[str, Any] = {}
-    if summary_path.is_file():
-        previous = json.loads(summary_path.read_text(encoding="utf-8"))
-        old = {"from_scratch": False, **previous.get("config", {})}
-        if old != marker and not overwrite:
-            raise FileExistsError(
-                f"{out} holds a run with config {previous.get('config')}, not {marker}; "
-                "use another --out or pass --overwrite"
-            )
-        if old != marker:
-            previous = {}
-    times: dict[str, float] = dict(previous.get("times", {}))
-    rerun: dict[str, float] = {}
+    previous = _previous_summary(out, summary_path, marker, overwrite)
     mini_dir, fig_dir = out / "mini", out / "figures"
-    from exitlaw.figures.registry import FIGURES
-
-    finished = {
-        "checks": all((out / "checks" / f"{v}.json").is_file() for v in VERIFIERS),
-        "mini": (mini_dir / "results.json").is_file() and not overwrite,
-        "figures": all((fig_dir / f"{f}.json").is_file() for f in FIGURES),
-        "ledger": False,
-    }
-
-    def stage(i: int, name: str):
-        log(f"stage {i}/{len(STAGES)} {name}: {STAGES[name]}")
-        return time.perf_counter()
-
-    def took(name: str, t0: float) -> None:
-        s = time.perf_counter() - t0
-        if finished[name] and f"{name}_s" in times:
-            rerun[f"{name}_s"] = s
-            log(f"stage {name}: already finished ({s:.0f} s to check)")
-        else:
-            times[f"{name}_s"] = s
-            log(f"stage {name}: {s:.0f} s")
+    finished = _finished_stages(out, mini_dir, fig_dir, overwrite)
+    clock = _StageClock(finished, dict(previous.get("times", {})), log)
+    stage, took = clock.start, clock.took
 
     t0 = stage(1, "checks")
     verdicts = run_checks(out / "checks", seed=seed, log=log)
@@ -181,11 +151,63 @@ def reproduce(
         "config": marker,
         "mini_preset": cfg.preset,
         "checks": verdicts,
-        "times": times,
-        "rerun_times": rerun,
+        "times": clock.times,
+        "rerun_times": clock.rerun,
         "ledger": [str(md), str(js)],
         "figures": str(fig_dir),
         "mini": str(mini_dir),
     }
     atomic_write_text(summary_path, json.dumps(summary, indent=1) + "\n")
     return summary
+
+
+class _StageClock:
+    """Logs each stage as it starts and records its seconds: under ``times`` from the run that did its
+    work, under ``rerun`` when an earlier run had finished it (``finished``) and this one only checked."""
+
+    def __init__(self, finished: dict[str, bool], times: dict[str, float], log):
+        self.finished, self.times, self.log = finished, times, log
+        self.rerun: dict[str, float] = {}
+
+    def start(self, i: int, name: str) -> float:
+        self.log(f"stage {i}/{len(STAGES)} {name}: {STAGES[name]}")
+        return time.perf_counter()
+
+    def took(self, name: str, t0: float) -> None:
+        s = time.perf_counter() - t0
+        if self.finished[name] and f"{name}_s" in self.times:
+            self.rerun[f"{name}_s"] = s
+            self.log(f"stage {name}: already finished ({s:.0f} s to check)")
+        else:
+            self.times[f"{name}_s"] = s
+            self.log(f"stage {name}: {s:.0f} s")
+
+
+def _previous_summary(out: Path, summary_path: Path, marker: dict, overwrite: bool) -> dict:
+    """The summary of an earlier run into ``out`` with the same config (empty when there is none, or
+    with ``overwrite`` when its config differs); a different config without ``overwrite`` is refused."""
+    if not summary_path.is_file():
+        return {}
+    previous = json.loads(summary_path.read_text(encoding="utf-8"))
+    old = {"from_scratch": False, **previous.get("config", {})}
+    if old == marker:
+        return previous
+    if not overwrite:
+        raise FileExistsError(
+            f"{out} holds a run with config {previous.get('config')}, not {marker}; "
+            "use another --out or pass --overwrite"
+        )
+    return {}
+
+
+def _finished_stages(out: Path, mini_dir: Path, fig_dir: Path, overwrite: bool) -> dict[str, bool]:
+    """Which stages an earlier run already finished (their rerun time is recorded apart); the ledger is
+    derived data, always refreshed."""
+    from exitlaw.figures.registry import FIGURES
+
+    return {
+        "checks": all((out / "checks" / f"{v}.json").is_file() for v in VERIFIERS),
+        "mini": (mini_dir / "results.json").is_file() and not overwrite,
+        "figures": all((fig_dir / f"{f}.json").is_file() for f in FIGURES),
+        "ledger": False,
+    }
