@@ -107,6 +107,21 @@ def aggregate(
     return out
 
 
+def _verify(verifier, sampled_verifier, built, probs, rng) -> tuple[int, int]:
+    """(exit node, bonus token) of one round: from ``verifier``, or from ``sampled_verifier`` given
+    the draft rows the builder sampled from (a builder that reports none is refused)."""
+    if sampled_verifier is None:
+        exit_node, bonus = verifier(built.tree, probs, rng)
+    elif built.draft_rows is None:
+        raise ValueError(
+            "a sampled-draft verifier needs a builder that reports its draft rows "
+            "(e.g. 'tsubame'); this builder does not"
+        )
+    else:
+        exit_node, bonus = sampled_verifier(built.tree, probs, built.draft_rows, rng)
+    return int(exit_node), int(bonus)
+
+
 def simulate_decoding(
     target,
     build: BuildFn,
@@ -156,16 +171,7 @@ def simulate_decoding(
             ptarget = target.prefix_target(ctx)
             best = coverage_under(ptarget, oracle_tree(ptarget, tree.budget))
             gap = best - cov
-        if sampled_verifier is None:
-            exit_node, bonus = verifier(tree, probs, verify_rng)
-        elif built.draft_rows is None:
-            raise ValueError(
-                "a sampled-draft verifier needs a builder that reports its draft rows "
-                "(e.g. 'tsubame'); this builder does not"
-            )
-        else:
-            exit_node, bonus = sampled_verifier(tree, probs, built.draft_rows, verify_rng)
-        exit_node, bonus = int(exit_node), int(bonus)
+        exit_node, bonus = _verify(verifier, sampled_verifier, built, probs, verify_rng)
         block = tree.path(exit_node) + (bonus,)
         context = (context + block)[-max(window, prompt_length) :]
         rec = RoundRecord(
@@ -176,15 +182,6 @@ def simulate_decoding(
             extra = {"coverage": cov, "budget": tree.budget}
             if oracle:
                 extra.update(oracle_coverage=best, allocation_gap=gap)
-            trace.write(
-                TraceRound(
-                    tree,
-                    edge,
-                    built.draft_logprob,
-                    exit_node,
-                    bonus,
-                    probs if store_rows else None,
-                    extra,
-                )
-            )
+            rows = probs if store_rows else None
+            trace.write(TraceRound(tree, edge, built.draft_logprob, exit_node, bonus, rows, extra))
     return SimulationResult(records, aggregate(records, latency))
