@@ -32,9 +32,8 @@ from .style import COLORS, headline, new_figure, read_data, require, save
 
 NAME = "exittrain_ablation"
 OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")
-EVIDENCE_PRESETS = (
-    "paper-regime",
-)  # mini presets whose runs decide claims; the rest check the pipeline
+# mini presets whose runs decide claims; the rest check the pipeline
+EVIDENCE_PRESETS = ("paper-regime",)
 PIPELINE_CHECK = "pipeline check, not evidence"
 MINI_LABELS = {
     "base": "pretrained",

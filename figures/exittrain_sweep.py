@@ -37,13 +37,8 @@ GROUPS = (
     ("vat - token", "vat/batch/lambda={lam}", "token"),
     ("exit - vat", "exit/tree/lambda={lam}", "vat/batch/lambda={lam}"),
 )
-PALETTE = (
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#8c564b",
-)  # eval budgets in increasing order
+# one colour per eval budget, budgets in increasing order
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
 
 
 def _index(rows: list[dict]) -> dict[tuple, dict]:
@@ -66,9 +61,8 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
     fig, axes = new_figure(ncols, nrows=len(cfg["regimes"]), width=4.6, height=3.6)
     budgets = cfg["eval_budgets"]
     color = {b: PALETTE[i % len(PALETTE)] for i, b in enumerate(sorted(budgets))}
-    temps = [
-        f"T={float(t):g}" for t in cfg.get("eval_temperatures", (0.0, 1.0))
-    ]  # a config without them: T=0, T=1
+    # a config without them: T=0, T=1
+    temps = [f"T={float(t):g}" for t in cfg.get("eval_temperatures", (0.0, 1.0))]
     offsets = np.linspace(-0.33, 0.33, len(temps) * len(budgets))
     for ax, (reg, tb, lam) in zip(axes, panels):
         ax.axhspan(*PAPER_BAND, color="#dddddd", zorder=0, label="paper's claimed effect")

@@ -69,9 +69,8 @@ def make(
     shutil.rmtree(stage, ignore_errors=True)  # what an interrupted earlier attempt left
     mod.draw(data, stage, overwrite=True)
     write_data(data, stage, name, overwrite=True)
-    check_out(
-        out_dir, name, overwrite
-    )  # still free (another process may have written it meanwhile)
+    # still free (another process may have written it meanwhile)
+    check_out(out_dir, name, overwrite)
     paths = commit_figure(stage, out_dir, name)
     stage.rmdir()
     try:

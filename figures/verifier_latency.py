@@ -106,9 +106,8 @@ def normalise(result: dict) -> dict:
         if ms.get(MULTINOMIAL, 0) > 0:
             row["reduction_vs_multinomial_pct"] = 100.0 * (1.0 - ms["tev"] / ms[MULTINOMIAL])
         if samples is not None:
-            row["samples_ms"] = {
-                k: [float(x) for x in v] for k, v in samples.items()
-            }  # paired per-call times
+            # paired per-call times
+            row["samples_ms"] = {k: [float(x) for x in v] for k, v in samples.items()}
         if r.get("ops"):
             row["ops"] = r["ops"]  # per-decision op counts (bench verifiers)
         rows.append(row)
@@ -197,9 +196,8 @@ def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Pa
             vals = np.array([r["ms"][k] for r in rows])
             x = idx + (j - (len(kinds) - 1) / 2) * width
             ax.bar(x, vals, width=width, color=BAR_COLORS[k], label=LABELS.get(k, k))
-            if k != "floor" and all(
-                k in r.get("samples_ms", {}) for r in rows
-            ):  # whiskers: interquartile range over calls
+            # whiskers: interquartile range over calls
+            if k != "floor" and all(k in r.get("samples_ms", {}) for r in rows):
                 q1, q3 = (
                     np.array([np.percentile(r["samples_ms"][k], q) for r in rows]) for q in (25, 75)
                 )

@@ -111,9 +111,8 @@ def top_prefixes(
     parent, token, value, score = [-1], [int(root_token)], [0.0], [root_score]
     paths: list[tuple[int, ...]] = [()]  # tokens from the root
     ranks: list[tuple[int, ...]] = [()]  # sibling rank at each depth, the order's last key
-    ranked: list[tuple[Sequence[int], Sequence[float], int] | None] = [
-        None
-    ]  # (tokens, values, count)
+    # (tokens, values, count)
+    ranked: list[tuple[Sequence[int], Sequence[float], int] | None] = [None]
     heap: list[
         tuple
     ] = []  # (order key, score, parent node, rank among siblings, ranks from the root)
@@ -198,9 +197,8 @@ def ranked_top_k(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
             ids = np.flatnonzero(row >= cut)  # every token tied with it too
         else:
             ids = np.arange(vocab)
-        tokens[d] = ids[
-            np.argsort(-row[ids], kind="stable")[:k]
-        ]  # stable: ties keep ascending tokens
+        # stable: ties keep ascending tokens
+        tokens[d] = ids[np.argsort(-row[ids], kind="stable")[:k]]
     return np.take_along_axis(rows, tokens, axis=1), tokens
 
 

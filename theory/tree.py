@@ -187,9 +187,8 @@ class DraftTree:
 
     @cached_property
     def depth(self) -> np.ndarray:
-        parent = (
-            self.parent.tolist()
-        )  # Python ints: a list walk is ~5x cheaper than numpy scalar indexing
+        # Python ints: a list walk is ~5x cheaper than numpy scalar indexing
+        parent = self.parent.tolist()
         d = [0] * len(parent)
         for i in range(1, len(parent)):
             d[i] = d[parent[i]] + 1

@@ -44,9 +44,8 @@ def t_quantile(p: float, df: float) -> float:
     (1 + x^2/df)^(-(df+1)/2)``, integrated by composite Simpson (4096 panels, smooth integrand),
     inverted by bisection.
     """
-    if (
-        not (0.5 <= p < 1.0) or not df >= 1
-    ):  # below one degree of freedom the tail outruns the quadrature
+    # below one degree of freedom the tail outruns the quadrature
+    if not (0.5 <= p < 1.0) or not df >= 1:
         raise ValueError(f"t_quantile needs 0.5 <= p < 1 and df >= 1, got p={p}, df={df}")
     logc = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
 

@@ -36,12 +36,8 @@ SHIMS = (
     "attention: SDPA for target and drafter in the checkpoint dtype (DDTree's benchmark.py needs CUDA, "
     "flash-attn and bfloat16)",
 )
-NEEDS = (
-    "loguru",
-    "datasets",
-    "numpy",
-    "transformers",
-)  # imported by DDTree's ddtree.py / model/utils.py
+# imported by DDTree's ddtree.py / model/utils.py
+NEEDS = ("loguru", "datasets", "numpy", "transformers")
 
 
 class ReferenceError(RuntimeError):

@@ -187,10 +187,8 @@ def rope_inv_freq(head_dim: int, theta: float, device) -> torch.Tensor:
     key = (int(head_dim), float(theta), str(device))
     inv = _INV_FREQ.get(key)
     if inv is None:
-        with (
-            torch.inference_mode(False),
-            torch.no_grad(),
-        ):  # a normal tensor, usable in and out of inference mode
+        # a normal tensor, usable in and out of inference mode
+        with torch.inference_mode(False), torch.no_grad():
             inv = 1.0 / (
                 theta
                 ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)

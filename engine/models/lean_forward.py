@@ -134,9 +134,8 @@ class _Layer:
     gate: tuple
     up: tuple
     down: tuple
-    attn: (
-        torch.nn.Module
-    )  # the attention module (sdpa_attention_forward reads num_key_value_groups, is_causal)
+    # the attention module (sdpa_attention_forward reads num_key_value_groups, is_causal)
+    attn: torch.nn.Module
 
 
 class LeanForward:

@@ -246,9 +246,8 @@ class TreeMaskBuffer:
             or buf.shape[2] < n
             or buf.shape[3] < cols
         ):
-            with torch.inference_mode(
-                False
-            ):  # a normal tensor: writable in and out of inference mode
+            # a normal tensor: writable in and out of inference mode
+            with torch.inference_mode(False):
                 rows = max(n, 0 if buf is None else buf.shape[2])
                 buf = self.buf = torch.zeros(
                     1, 1, rows, max(2 * cols, 256), dtype=dtype, device=ancestor.device
@@ -368,9 +367,8 @@ class TargetModel:
             or m._forward_pre_hooks
         ):
             return None
-        if (
-            _global_forward_hooks or _global_forward_pre_hooks
-        ):  # torch's module-wide hooks: the model runs them
+        # torch's module-wide hooks: the model runs them
+        if _global_forward_hooks or _global_forward_pre_hooks:
             return None
         return self._lean
 

@@ -135,9 +135,8 @@ def build_tokenizer(vocab_size: int = 320, style: str = "qwen3"):
         raise ValueError(
             f"tokenizer has {tok.get_vocab_size()} tokens, more than vocab_size {vocab_size}"
         )
-    if (
-        st.bos is not None
-    ):  # plain encoding starts a sequence with BOS, as these families' tokenizers do
+    # plain encoding starts a sequence with BOS, as these families' tokenizers do
+    if st.bos is not None:
         tok.post_processor = processors.TemplateProcessing(
             single=f"{st.bos} $A",
             pair=f"{st.bos} $A {st.bos} $B",

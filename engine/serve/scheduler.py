@@ -95,9 +95,8 @@ class Stats:
 
     rounds: int = 0  # rounds run, over every batch (one batch's round = one target forward)
     row_rounds: int = 0  # rows decoded, summed over rounds (/ rounds: mean rows per round)
-    round_sizes: dict[int, int] = field(
-        default_factory=dict
-    )  # rows in a round -> rounds of that size
+    # rows in a round -> rounds of that size
+    round_sizes: dict[int, int] = field(default_factory=dict)
     admitted: int = 0
     finished: int = 0
     cancelled: int = 0

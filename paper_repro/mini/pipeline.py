@@ -124,9 +124,8 @@ class MiniConfig:
     ft_budget: int = 64
     ft_lr: float = 5e-4
     ft_lam: float = 1.0
-    ft_seeds: tuple[int, ...] = (
-        0,
-    )  # objective runs use seed + 100 + each of these (one run per objective and seed)
+    # objective runs use seed + 100 + each of these (one run per objective and seed)
+    ft_seeds: tuple[int, ...] = (0,)
     objectives: tuple[str, ...] = (
         OBJECTIVES  # trained from the base drafter (engine names: also exit-depth, draft-opd)
     )
@@ -751,9 +750,8 @@ def stage_report(out: Path, cfg: MiniConfig, cells: dict, ar: dict, timings: dic
 
     results = build_results(cfg, out, cells, ar, timings, drafters=drafter_names(cfg))
     atomic_write_text(out / "results.md", format_markdown(results))
-    _write_json(
-        out / "results.json", results
-    )  # last: a run with results.json has its table beside it
+    # last: a run with results.json has its table beside it
+    _write_json(out / "results.json", results)
     return results
 
 

@@ -62,9 +62,8 @@ def run_sim_bench(
                 finally:
                     spent[0] += time.perf_counter() - t
 
-            simulate_decoding(
-                target, build, verify, rounds=1, seed=seed + 99, oracle=oracle
-            )  # warm-up / compile
+            # warm-up / compile
+            simulate_decoding(target, build, verify, rounds=1, seed=seed + 99, oracle=oracle)
             t0 = time.perf_counter()
             out = simulate_decoding(
                 target, build, timed_verify, rounds=rounds, seed=seed, oracle=oracle
