@@ -110,9 +110,8 @@ class BoundaryGenerator(np.random.Generator):
 
     def _one(self, dtype) -> float:
         v = self._schedule.next()
-        if (
-            np.dtype(dtype) == np.float32
-        ):  # random(dtype=float32) returns multiples of 2^-24 below 1
+        # random(dtype=float32) returns multiples of 2^-24 below 1
+        if np.dtype(dtype) == np.float32:
             return np.float32(np.floor(v / GRID32) * GRID32)
         return float(v)
 
@@ -181,9 +180,8 @@ def schedules(values, positions: int = SINGLE_DRAWS):
                     continue
                 sched = _Schedule(bits, value, 0.0)
                 yield sched
-                if (
-                    sched.count <= i
-                ):  # the run never read draw i: every extension of bits is the same run
+                # the run never read draw i: every extension of bits is the same run
+                if sched.count <= i:
                     exhausted.add(bits)
                 else:
                     longer += [bits + (e,) for e in EXTREMES]
@@ -266,9 +264,8 @@ def _probe(
             t = _seq_zero(target, seq)
             draws = sched.read()
             if t is not None and (where["case"], str(where["tree"]), tuple(draws)) not in seen:
-                seen.add(
-                    (where["case"], str(where["tree"]), tuple(draws))
-                )  # another schedule, the same draws
+                # another schedule, the same draws
+                seen.add((where["case"], str(where["tree"]), tuple(draws)))
                 rep.flagged.append(
                     {
                         **here,
@@ -313,9 +310,8 @@ def _marginal_values(tree: DraftTree, p: np.ndarray, q: np.ndarray) -> list[floa
         for u in range(1, tree.num_nodes)
         if qn[tree.parent[u], tree.token[u]] > 0
     ]
-    return boundary_values(
-        np.vstack([p, resid]), ratios
-    )  # the drafts are the kit's draws: q's own cdf is not
+    # the drafts are the kit's draws: q's own cdf is not
+    return boundary_values(np.vstack([p, resid]), ratios)
 
 
 def run_boundary(

@@ -102,6 +102,15 @@ def conditional_cases(seed: int, *, budget: int = 8, vocab: int = 4) -> list[Cas
     tree = oracle_tree(drafter, budget)
     cases.append(Case("random", tree, HashedTarget(vocab, s + 2, concentration=0.7)))
 
+    cases += _boundary_cases(vocab, s)
+    cases += _shape_cases(vocab, s)
+    return cases
+
+
+def _boundary_cases(vocab: int, s: int) -> list[Case]:
+    """Hand-built trees at the laws' edges: a child with zero residual (``rho_zero``), a drafted token
+    the target never emits (``zero_edge``) and a nearly deterministic target with tiny tails."""
+    cases = []
     tree = DraftTree.from_paths([(0,), (1,), (0, 2), (1, 0), (1, 1)])
     cases.append(
         Case(
@@ -148,6 +157,13 @@ def conditional_cases(seed: int, *, budget: int = 8, vocab: int = 4) -> list[Cas
         )
     )
 
+    return cases
+
+
+def _shape_cases(vocab: int, s: int) -> list[Case]:
+    """Trees and vocabularies of unusual shape: vocabulary 2, a deep chain, a wide star and a large
+    vocabulary whose root tail cells are each expected often enough."""
+    cases = []
     tree = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (1, 0), (1, 1), (0, 0, 1)])
     cases.append(Case("vocab2", tree, HashedTarget(2, s + 6, zero_prob=0.0)))
 

@@ -71,9 +71,8 @@ def dist_check(name, counts, probs, alpha, labels, delta) -> list[CheckResult]:
     # power is a property of the design (all n rounds, the cells n makes large enough), not of the data
     n = int(c.sum())
     big = n * p[pos] >= MIN_EXPECTED
-    cells = int(big.sum()) + int(
-        not big.all()
-    )  # the large cells plus one pooled cell of the small ones
+    # the large cells plus one pooled cell of the small ones
+    cells = int(big.sum()) + int(not big.all())
     power = chisquare_power(n, max(cells, 2), alpha / 2, delta) if n else None
     out = [
         CheckResult(
@@ -156,9 +155,8 @@ def auto_samples(
     cells their pooling forms."""
     block = case_block_law(case)[0] if isinstance(case, Case) else None
     n = max(sample_size(30, alpha, power, delta), getattr(case, "min_samples", 0))
-    for _ in range(
-        50
-    ):  # more samples -> more unpooled cells -> more samples; converges (cells are finite)
+    # more samples -> more unpooled cells -> more samples; converges (cells are finite)
+    for _ in range(50):
         need = max(
             sample_size(
                 len(big_sequences(case.target, k, MIN_EXPECTED / n)) + 1,
@@ -266,31 +264,11 @@ def case_block_law(case: Case):
     return block / block.sum(), prefix
 
 
-def check_case(
-    case: Case,
-    exits: np.ndarray,
-    bonus: np.ndarray,
-    alpha: float,
-    delta: float,
-    rng: np.random.Generator,
-) -> tuple[list[CheckResult], dict]:
-    tree, n = case.tree, exits.size
-    block, prefix = case_block_law(case)
-    counts = np.zeros_like(block)
-    np.add.at(counts, (exits, bonus), 1)
+def _residual_bonus_checks(tree, counts, block, w, alpha: float) -> list[CheckResult]:
+    """The residual bonus law: a sum of per-node chi-squares of the bonus counts given each exit
+    node's count (a diagnostic naming the node whose bonus law is off; its power is not claimed),
+    plus a zero-cell result when a bonus was one of its exit node's child tokens."""
     res = []
-    blocks: dict = {}
-    for (v, y), c in zip(*np.unique(np.stack([exits, bonus], 1), axis=0, return_counts=True)):
-        key = tree.path(int(v)) + (int(y),)
-        blocks[key] = blocks.get(key, 0) + int(c)
-    observed = extend_counts(blocks, case.target, case.horizon, rng)
-    res += completed_check(observed, case.target, case.horizon, n, alpha, delta, tree)
-    vocab = case.vocab
-    node_label = lambda i: {"node": int(i // vocab), "bonus": int(i % vocab)}  # noqa: E731
-    res += dist_check("block", counts, block, alpha, node_label, delta)
-    w = block.sum(1)
-    res += dist_check("exit", counts.sum(1), w, alpha, lambda i: {"node": int(i)}, delta)
-    # residual bonus law: sum of per-node chi-squares given the exit counts
     stat, dof, worst, zero_hit = 0.0, 0, (1.0, {}), None
     for v in range(tree.num_nodes):
         m = counts[v].sum()
@@ -330,6 +308,13 @@ def check_case(
                 "residual_bonus", int(counts[zero_hit["node"], zero_hit["bonus"]]), alpha, zero_hit
             )
         )
+    return res
+
+
+def _mean_length_check(tree, w, exits, alpha: float) -> tuple[CheckResult, dict]:
+    """The z-test of the mean block length against the ceiling ``sum_v w(v) (depth(v) + 1)``; with
+    the observed mean, the ceiling and z."""
+    n = exits.size
     depth = tree.depth.astype(np.float64)
     mean = float((w * (depth + 1)).sum())
     var = float((w * (depth + 1) ** 2).sum() - mean**2)
@@ -340,21 +325,52 @@ def check_case(
         else (0.0 if np.isclose(obs, mean) else np.inf * np.sign(obs - mean))
     )
     pz = float(2 * sps.norm.sf(abs(z)))
-    res.append(
-        CheckResult(
-            "mean_length",
-            float(z),
-            0,
-            pz,
-            alpha,
-            pz < alpha,
-            None,
-            {"observed": round(obs, 5), "ceiling": round(mean, 5)},
-            alpha,
-            "z",
-        )
+    check = CheckResult(
+        "mean_length",
+        float(z),
+        0,
+        pz,
+        alpha,
+        pz < alpha,
+        None,
+        {"observed": round(obs, 5), "ceiling": round(mean, 5)},
+        alpha,
+        "z",
     )
-    return res, {"mean_length": obs, "ceiling": mean, "z": float(z)}
+    return check, {"mean_length": obs, "ceiling": mean, "z": float(z)}
+
+
+def check_case(
+    case: Case,
+    exits: np.ndarray,
+    bonus: np.ndarray,
+    alpha: float,
+    delta: float,
+    rng: np.random.Generator,
+) -> tuple[list[CheckResult], dict]:
+    """Every check of one conditional-mode case on ``exits`` / ``bonus`` (the exit node and bonus
+    token of each call): the completed-block law, the block and exit laws, the residual bonus law and
+    the mean length; with the observed mean length, its ceiling and z."""
+    tree, n = case.tree, exits.size
+    block, prefix = case_block_law(case)
+    counts = np.zeros_like(block)
+    np.add.at(counts, (exits, bonus), 1)
+    res = []
+    blocks: dict = {}
+    for (v, y), c in zip(*np.unique(np.stack([exits, bonus], 1), axis=0, return_counts=True)):
+        key = tree.path(int(v)) + (int(y),)
+        blocks[key] = blocks.get(key, 0) + int(c)
+    observed = extend_counts(blocks, case.target, case.horizon, rng)
+    res += completed_check(observed, case.target, case.horizon, n, alpha, delta, tree)
+    vocab = case.vocab
+    node_label = lambda i: {"node": int(i // vocab), "bonus": int(i % vocab)}  # noqa: E731
+    res += dist_check("block", counts, block, alpha, node_label, delta)
+    w = block.sum(1)
+    res += dist_check("exit", counts.sum(1), w, alpha, lambda i: {"node": int(i)}, delta)
+    res += _residual_bonus_checks(tree, counts, block, w, alpha)
+    mean_check, lengths = _mean_length_check(tree, w, exits, alpha)
+    res.append(mean_check)
+    return res, lengths
 
 
 __all__ = [

@@ -317,6 +317,65 @@ def _readonly(*arrays):
     return arrays
 
 
+def _convert(verifier_format: str, tree: DraftTree, probs: np.ndarray):
+    """The tree and target rows in ``verifier_format``'s layout, read-only (converted once per case)."""
+    if verifier_format == "eagle":
+        cand, ret = to_eagle(tree)
+        return _readonly(cand, ret, eagle_probs(probs, ret))
+    if verifier_format == "sglang":
+        return _readonly(*to_sglang(tree), np.asarray(probs, dtype=np.float64)[None].copy())
+    d = to_ddtree(tree)
+    _readonly(d["node_token_ids"], d["node_depths"], d["visibility"])
+    return d, _readonly(np.asarray(probs, dtype=np.float64)[None].copy())[0]
+
+
+def _call_eagle(fn, tree: DraftTree, converted, rng, vocab: int) -> tuple[int, int]:
+    """One call of an EAGLE-format verifier; its accepted path and bonus as (exit node, bonus)."""
+    cand, ret, rows = converted
+    out = fn(candidates=cand, retrieve_indices=ret, probs=rows, rng=rng)
+    return from_eagle_result(out, ret, vocab)
+
+
+def _call_sglang(fn, tree: DraftTree, converted, rng, vocab: int) -> tuple[int, int]:
+    """One call of an SGLang-format verifier: it writes its outputs in place (``N`` acceptance coins,
+    then the final one, drawn from ``rng``) and returns None."""
+    cand, index, first, sibling, rows = converted
+    n = tree.num_nodes
+    outs = {
+        "predicts": np.full(n, PAD, dtype=np.int64),
+        "accept_index": np.full((1, tree.max_depth + 1), PAD, dtype=np.int64),
+        "accept_token_num": np.full(1, PAD, dtype=np.int64),
+    }
+    ret = fn(
+        **outs,
+        candidates=cand,
+        retrive_index=index,
+        retrive_next_token=first,
+        retrive_next_sibling=sibling,
+        uniform_samples=rng.random((1, n)),
+        uniform_samples_for_final_sampling=rng.random(1),
+        target_probs=rows,
+        draft_probs=np.zeros_like(rows),
+    )
+    if ret is not None:
+        raise VerifierFormatError(
+            f"an sglang-format verifier writes predicts, accept_index and "
+            f"accept_token_num in place and returns None; it returned {ret!r}"
+        )
+    return from_sglang_result(tree, vocab=vocab, **outs)
+
+
+def _call_ddtree(fn, tree: DraftTree, converted, rng, vocab: int) -> tuple[int, int]:
+    """One call of a DDTree-format verifier, given fresh copies of the mutable lists and maps."""
+    d, rows = converted
+    args = {**d, "parents": list(d["parents"]), "child_maps": [dict(m) for m in d["child_maps"]]}
+    out = fn(**args, target_probs=rows, rng=rng)
+    return from_ddtree_result(out, tree, vocab)
+
+
+_CALLS = {"eagle": _call_eagle, "sglang": _call_sglang, "ddtree": _call_ddtree}
+
+
 def adapt_verifier(fn: Callable, verifier_format: str, mode: str = "conditional") -> Callable:
     """``fn`` in ``verifier_format`` as the kit's ``f(tree, probs, rng) -> (exit_node, bonus_token)``.
 
@@ -345,62 +404,16 @@ def adapt_verifier(fn: Callable, verifier_format: str, mode: str = "conditional"
     def converted(tree: DraftTree, probs: np.ndarray):
         if cache.get("key") != (id(tree), id(probs)):
             cache.update(
-                key=(id(tree), id(probs)), tree=tree, probs=probs, value=_convert(tree, probs)
+                key=(id(tree), id(probs)),
+                tree=tree,
+                probs=probs,
+                value=_convert(verifier_format, tree, probs),
             )
         return cache["value"]
 
-    def _convert(tree, probs):
-        if verifier_format == "eagle":
-            cand, ret = to_eagle(tree)
-            return _readonly(cand, ret, eagle_probs(probs, ret))
-        if verifier_format == "sglang":
-            return _readonly(*to_sglang(tree), np.asarray(probs, dtype=np.float64)[None].copy())
-        d = to_ddtree(tree)
-        _readonly(d["node_token_ids"], d["node_depths"], d["visibility"])
-        return d, _readonly(np.asarray(probs, dtype=np.float64)[None].copy())[0]
-
     def adapted(tree: DraftTree, probs: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
         vocab = int(np.shape(probs)[1])
-        if verifier_format == "eagle":
-            cand, ret, rows = converted(tree, probs)
-            out = fn(candidates=cand, retrieve_indices=ret, probs=rows, rng=rng)
-            return from_eagle_result(out, ret, vocab)
-        if verifier_format == "sglang":
-            cand, index, first, sibling, rows = converted(tree, probs)
-            n = tree.num_nodes
-            outs = {
-                "predicts": np.full(n, PAD, dtype=np.int64),
-                "accept_index": np.full((1, tree.max_depth + 1), PAD, dtype=np.int64),
-                "accept_token_num": np.full(1, PAD, dtype=np.int64),
-            }
-            ret = fn(
-                **outs,
-                candidates=cand,
-                retrive_index=index,
-                retrive_next_token=first,
-                retrive_next_sibling=sibling,
-                uniform_samples=rng.random((1, n)),
-                uniform_samples_for_final_sampling=rng.random(1),
-                target_probs=rows,
-                draft_probs=np.zeros_like(rows),
-            )
-            if ret is not None:
-                raise VerifierFormatError(
-                    f"an sglang-format verifier writes predicts, accept_index and "
-                    f"accept_token_num in place and returns None; it returned {ret!r}"
-                )
-            return from_sglang_result(tree, vocab=vocab, **outs)
-        d, rows = converted(tree, probs)
-        out = fn(
-            **{
-                **d,
-                "parents": list(d["parents"]),
-                "child_maps": [dict(m) for m in d["child_maps"]],
-            },
-            target_probs=rows,
-            rng=rng,
-        )
-        return from_ddtree_result(out, tree, vocab)
+        return _CALLS[verifier_format](fn, tree, converted(tree, probs), rng, vocab)
 
     adapted.__name__ = f"{getattr(fn, '__name__', 'verifier')}[{verifier_format}]"
     return adapted

@@ -112,9 +112,8 @@ def settings_cases(seed: int, panel, *, mode: str, chains_only: bool = False) ->
     out = []
     for st in panel:
         tag = describe(st)
-        z = HashedLogits(
-            v, s
-        )  # one model pair for every setting; the drafter is the target plus noise
+        # one model pair for every setting; the drafter is the target plus noise
+        z = HashedLogits(v, s)
         zq = HashedLogits(v, s + 50, scale=1.5, base=z)
         target = ProcessedTarget(z, st)
         if mode == "conditional":
