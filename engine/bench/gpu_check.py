@@ -97,6 +97,69 @@ def deep_rows(depth: int, vocab: int, device: str, gen: torch.Generator) -> torc
     return torch.log_softmax(z, -1)
 
 
+def _tree_row(
+    target, cache, start, root, src, b, shape, draft_ms, gens, *, reps, device, temperature
+) -> dict:
+    """One tree built by DDTree from ``src`` at budget ``b``: its verify forward under the engine's
+    kernels and torch's choice (timed, and compared), then predraw's and TEV's verifier stage
+    (decision + bonus + KV commit) on the same logits."""
+    tree, logq = build_ddtree(src, b, root)
+    dt = to_device_tree(tree, device, logq)
+    n = tree.num_nodes
+
+    def forward():
+        return target.verify_tree(cache, dt.token, dt.depth, dt.ancestor)
+
+    def reset():
+        if cache.get_seq_length() > start:
+            cache.crop(start - cache.get_seq_length())
+
+    fwd_ms = median_ms(forward, reps, device, setup=reset)  # the engine's masked kernels
+    target.masked_attention = "auto"  # torch's own kernel choice, for comparison
+    auto_ms = median_ms(forward, reps, device, setup=reset)
+    reset()
+    auto_logits = forward().logits
+    target.masked_attention = "math"
+    reset()
+    logits = forward().logits
+    row = {
+        "shape": shape,
+        "budget": b,
+        "nodes": n,
+        "internal": int(tree.internal.size),
+        "max_depth": tree.max_depth,
+        "draft_ms": draft_ms,
+        "verify_forward_ms": fwd_ms,
+        "verify_forward_auto_ms": auto_ms,
+        # the same forward under torch's kernel choice: largest logit difference and the
+        # tree rows whose greedy token differs (0 when both kernels agree)
+        "auto_max_abs_logit_diff": float((auto_logits - logits).abs().max()),
+        "auto_argmax_rows_differ": int((auto_logits.argmax(-1) != logits.argmax(-1)).sum()),
+    }
+    for kind in ("predraw", "tev"):
+
+        def stage():
+            res = verify(kind, dt, logits, SamplingSettings(temperature), gens)
+            target.commit(cache, start, res.path_nodes)
+
+        def refill():
+            reset()
+            _stand_in_tree_entries(cache, start, n)
+
+        row[f"{kind}_stage_ms"] = median_ms(stage, reps, device, setup=refill)
+    reset()
+    row["tev_over_predraw"] = row["tev_stage_ms"] / row["predraw_stage_ms"]
+    return row
+
+
+def _stand_in_tree_entries(cache, start: int, n: int) -> None:
+    """Append ``n`` stand-in tree entries to every layer of ``cache`` (copies of the ``n`` entries
+    before ``start``): the shapes a verify forward leaves, no forward needed."""
+    for layer in cache.layers:
+        layer.keys = torch.cat([layer.keys, layer.keys[..., start - n : start, :]], dim=-2)
+        layer.values = torch.cat([layer.values, layer.values[..., start - n : start, :]], dim=-2)
+
+
 def run_check(
     *,
     tiny: bool,
@@ -146,63 +209,11 @@ def run_check(
         target.embed_tokens, target.lm_head, root, hidden, start, drafter.new_cache()
     )
     gens = VerifierGenerators(seed, device)
+    opts = dict(reps=reps, device=device, temperature=temperature)
     for shape in ("drafter", "deep"):
         src = rows if shape == "drafter" else deep_rows(rows.shape[0], vocab, device, gen)
         for b in budgets:
-            tree, logq = build_ddtree(src, b, root)
-            dt = to_device_tree(tree, device, logq)
-            n = tree.num_nodes
-
-            def forward():
-                return target.verify_tree(cache, dt.token, dt.depth, dt.ancestor)
-
-            def reset():
-                if cache.get_seq_length() > start:
-                    cache.crop(start - cache.get_seq_length())
-
-            fwd_ms = median_ms(forward, reps, device, setup=reset)  # the engine's masked kernels
-            target.masked_attention = "auto"  # torch's own kernel choice, for comparison
-            auto_ms = median_ms(forward, reps, device, setup=reset)
-            reset()
-            auto_logits = forward().logits
-            target.masked_attention = "math"
-            reset()
-            logits = forward().logits
-            row = {
-                "shape": shape,
-                "budget": b,
-                "nodes": n,
-                "internal": int(tree.internal.size),
-                "max_depth": tree.max_depth,
-                "draft_ms": draft_ms,
-                "verify_forward_ms": fwd_ms,
-                "verify_forward_auto_ms": auto_ms,
-                # the same forward under torch's kernel choice: largest logit difference and the
-                # tree rows whose greedy token differs (0 when both kernels agree)
-                "auto_max_abs_logit_diff": float((auto_logits - logits).abs().max()),
-                "auto_argmax_rows_differ": int((auto_logits.argmax(-1) != logits.argmax(-1)).sum()),
-            }
-            for kind in ("predraw", "tev"):
-
-                def stage():
-                    res = verify(kind, dt, logits, SamplingSettings(temperature), gens)
-                    target.commit(cache, start, res.path_nodes)
-
-                def refill():
-                    reset()
-                    for (
-                        layer
-                    ) in cache.layers:  # stand-in tree entries: same shapes, no forward needed
-                        layer.keys = torch.cat(
-                            [layer.keys, layer.keys[..., start - n : start, :]], dim=-2
-                        )
-                        layer.values = torch.cat(
-                            [layer.values, layer.values[..., start - n : start, :]], dim=-2
-                        )
-
-                row[f"{kind}_stage_ms"] = median_ms(stage, reps, device, setup=refill)
-            reset()
-            row["tev_over_predraw"] = row["tev_stage_ms"] / row["predraw_stage_ms"]
+            row = _tree_row(target, cache, start, root, src, b, shape, draft_ms, gens, **opts)
             result["rows"].append(row)
     return result
 
