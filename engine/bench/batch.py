@@ -330,9 +330,8 @@ def _load_inputs(source: BenchSource, *, budget: int, rows: int, settings: dict[
         str(Path(target)) if Path(target).exists() else target
     )
     chat = has_chat_template(tokenizer)
-    prompts = [
-        encode_prompt(tokenizer, r, chat=chat) for r in records
-    ]  # first user turn (or the ids)
+    # first user turn (or the ids)
+    prompts = [encode_prompt(tokenizer, r, chat=chat) for r in records]
     stop = _stop_tokens(tokenizer, tgt)
     _check_fits(
         tgt, prompts, budget=budget, rows=rows, max_new_tokens=max_new_tokens, device=device

@@ -43,9 +43,7 @@ def user_decide(fn: Callable, seed: int) -> Callable:
     def decide(cfg, dtree, logits: torch.Tensor, gens) -> VerifyResult:
         if cfg.temperature == 0:
             return verify("greedy", dtree, logits, cfg.settings, None)
-        probs = (
-            processed_probs(logits, cfg.settings).cpu().numpy()
-        )  # temperature and the request's filters
+        probs = processed_probs(logits, cfg.settings).cpu().numpy()  # temperature and filters
         out = fn(dtree.tree, probs, rng)
         try:
             v, y = (int(out[0]), int(out[1]))
