@@ -92,7 +92,7 @@ MUTANTS = [
     Mutant(
         "commit: drafter gets the hidden states of nodes 0..k-1, not the accepted path",
         "engine/decode/loop.py",
-        "idx = torch.as_tensor(path, device=step.hidden.device)",
+        "idx = index if on else torch.as_tensor(path, device=step.hidden.device)",
         "idx = torch.arange(len(path), device=step.hidden.device)",
         (
             _PT
