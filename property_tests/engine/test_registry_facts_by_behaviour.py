@@ -178,21 +178,44 @@ def test_each_exact_procedure_of_a_saturating_verifier_is_the_block_law_of_proce
     base = [[5, 3, 2, 1], [1, 4, 4, 2], [2, 2, 1, 6], [3, 1, 1, 1]]
     from exitlaw.simulate.verifiers import PROCEDURES
 
-    names = [
-        v.name
-        for v in registry.VERIFIERS
-        if v.kind == FIXED_TREE and v.name in PROCEDURES and not v.greedy_only
-    ]
-    assert len(names) >= 3 and all(registry.verifier(n).saturating for n in names)
-    for settings in (SamplingSettings(1.0, top_k=2), SamplingSettings(1.0, top_p=0.5)):
+    names = [v.name for v in registry.VERIFIERS if v.kind == FIXED_TREE and v.name in PROCEDURES]
+    assert len(names) >= 4 and all(registry.verifier(n).saturating for n in names)
+    # top-k 1 makes every row one-hot (no ties in ``base``): the greedy procedure's target too
+    for settings in (
+        SamplingSettings(1.0, top_k=2),
+        SamplingSettings(1.0, top_p=0.5),
+        SamplingSettings(1.0, top_k=1),
+    ):
         rows = process_rows_exact(base, settings)
         reach = [Fraction(1)] * 4
         for u in range(1, 4):
             reach[u] = reach[tree.parent[u]] * rows[tree.parent[u]][tree.token[u]]
         want_length = 1 + sum(reach[1:])  # 1 + C_p(T)
         for name in names:
+            if registry.verifier(name).greedy_only and settings.top_k != 1:
+                continue
             got = implementation_block_law(name, tree, rows, one=Fraction(1))
             assert got == reference_block_law(tree, rows), (name, settings)
             depth = [0, 1, 1, 2]
             length = sum(sum(row) * (depth[v] + 1) for v, row in enumerate(got))
             assert length == want_length, (name, settings, length, want_length)
+
+
+def test_a_fast_twin_samples_the_law_of_its_saturating_original():
+    """Each registered fast twin (``twin_of``) of a saturating verifier samples the block law of the
+    processed rows (the fact ``saturating`` it carries), here TEV's vectorised twin."""
+    from exitlaw.simulate.verifiers.fast import tev_many
+
+    twins = [v for v in registry.VERIFIERS if v.twin_of is not None]
+    assert twins and all(v.saturating == registry.verifier(v.twin_of).saturating for v in twins)
+    assert {v.twin_of for v in twins} == {"tev"}
+    probs = process_logits(_logits(11).numpy(), SamplingSettings(1.0, top_k=3))
+    n = 20000
+    exit_node, bonus = tev_many(TREE, probs, np.random.default_rng(0), n)
+    for v in twins:
+        assert v.saturating
+        ok, why = _fits(Counter(zip(exit_node.tolist(), bonus.tolist())), block_law(probs), n)
+        assert ok, (v.name, why)
+        lengths = np.array([_depth(int(x)) + 1 for x in exit_node], dtype=float)
+        se = lengths.std(ddof=1) / np.sqrt(n)
+        assert abs(lengths.mean() - (1 + coverage(probs))) < 4.5 * se

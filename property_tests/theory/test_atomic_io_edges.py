@@ -148,3 +148,18 @@ def test_an_interrupted_folder_output_stays_partial_and_the_old_one_is_untouched
     left = partial_name(out)
     assert left.is_dir() and not is_complete_dir(left)  # visibly incomplete
     assert not is_complete_dir(tmp_path / "nowhere")
+
+
+def test_outputs_in_folders_that_do_not_exist_yet_are_made_at_any_depth(tmp_path):
+    atomic_write_text(tmp_path / "a" / "b" / "c.txt", "t")
+    atomic_save_npy(tmp_path / "d" / "e" / "f.npy", np.zeros(2))
+    with atomic_dir(tmp_path / "g" / "h" / "ckpt") as tmp:
+        (tmp / "w").write_text("w")
+    assert (tmp_path / "a" / "b" / "c.txt").read_text() == "t"
+    assert np.load(tmp_path / "d" / "e" / "f.npy").tolist() == [0.0, 0.0]
+    assert is_complete_dir(tmp_path / "g" / "h" / "ckpt")
+
+
+def test_json_is_written_with_an_indent_of_one_by_default(tmp_path):
+    atomic_write_json(tmp_path / "r.json", {"a": [1]})
+    assert (tmp_path / "r.json").read_text() == '{\n "a": [\n  1\n ]\n}\n'
