@@ -669,3 +669,57 @@ def test_a_test_with_some_power_prints_pass_and_one_without_prints_no_pow(monkey
     assert any(x.startswith("  pass   two-sample  c=1   prompt 1") for x in lines)
     assert any(x.startswith("  pass   pooled      c=1   all prompts") for x in lines)
     assert "  pooled test at c=1 detects no TV up to 1 with power 0.9" in lines
+
+
+# ------------------------------------------------------------------ the client's requests and answers
+@pytest.mark.parametrize("top", [None, 2])
+def test_a_chat_request_asks_log_probabilities_iff_top_logprobs_is_given(top):
+    client = Client("candidate", URLS[0])
+    sent = []
+
+    def call(method, path, payload=None):
+        sent.append((path, payload))
+        return {"choices": [{"index": 0, "token_ids": [3], "message": {"content": "x"}}]}
+
+    client._call = call
+    out = client.sample(
+        [{"role": "user", "content": "hi"}],
+        model="m",
+        n=1,
+        max_tokens=1,
+        temperature=0.0,
+        seed=None,
+        top_logprobs=top,
+    )
+    path, payload = sent[0]
+    assert path == "/v1/chat/completions" and out[0].tokens == (3,)
+    if top is None:
+        assert "logprobs" not in payload and "top_logprobs" not in payload
+    else:
+        assert payload["logprobs"] is True and payload["top_logprobs"] == top
+
+
+def test_ids_come_from_token_id_logprob_strings_also_when_the_choice_has_text():
+    from exitlaw.simulate.audit.client import _sample
+
+    choice = {
+        "text": "ab",
+        "logprobs": {
+            "tokens": ["token_id:4", "token_id:9"],
+            "top_logprobs": [{"token_id:4": -0.1}],
+        },
+    }
+    s = _sample(choice, False, "x")
+    assert s.tokens == (4, 9) and s.top == ({4: -0.1},)
+
+
+def test_text_logprob_tokens_are_a_refusal_with_status_400_and_advice_to_serve_ids():
+    from exitlaw.simulate.audit.client import _sample
+
+    for choice in (
+        {"text": "ab", "logprobs": {"tokens": ["a", "b"]}},  # tokens as text
+        {"text": "ab"},  # neither ids nor logprob tokens
+    ):
+        with pytest.raises(ServerRefused) as err:
+            _sample(choice, False, "x")
+        assert err.value.status == 400 and "token" in str(err.value)
