@@ -75,10 +75,8 @@ from exitlaw.simulate.exittrain.objectives import AUTHORS_ALPHA, NORMALISATIONS,
 from exitlaw.simulate.lab.models import NGramTarget
 
 SCHEMA, VERSION = "exitlaw.sim_exittrain_sweep", 1
-TEMPS = (
-    "T=0",
-    "T=1",
-)  # the evaluation temperatures of the default sweep (``SweepConfig.eval_temperatures``)
+# the evaluation temperatures of the default sweep (``SweepConfig.eval_temperatures``)
+TEMPS = ("T=0", "T=1")
 PRIMARY = {"regime": "deep", "train_budget": 64, "eval_budget": 64}
 
 # Deep: peaked target (Zipf 3), horizon 12, rank-4 drafter pretrained 600 steps: starting tau ~6.1 (T=0), ~4.2 (T=1) at B = 64.
@@ -225,9 +223,8 @@ def comparisons(cfg: SweepConfig) -> list[tuple[str, str]]:
         pairs += [(opd, "token"), (Objective("exit", "tree", lam).name, opd)]
         vat = Objective("vat", "batch", lam).name
         pairs += [(vat, "token"), (Objective("exit", "tree", lam).name, vat)]
-        if (
-            cfg.authors_floor
-        ):  # rule 5's ordering at the authors' floored configuration needs both pairs
+        # rule 5's ordering at the authors' floored configuration needs both pairs
+        if cfg.authors_floor:
             floored_prefix = Objective("prefix", "nodes", lam, AUTHORS_ALPHA).name
             pairs += [
                 (Objective("exit-depth", "nodes", lam, AUTHORS_ALPHA).name, floored_prefix),
@@ -287,38 +284,30 @@ def _stack(trees):
     return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *trees)
 
 
-def _regime_run(
-    reg: Regime, cfg: SweepConfig, objectives: list[Objective], log: Callable[[str], None]
-) -> dict:
+def _transition_matrices(reg: Regime, cfg: SweepConfig) -> dict[str, Any]:
+    """The target's transition matrices at each temperature the regime pretrains, trains, samples and judges at."""
     target = NGramTarget(
         reg.vocab, order=2, zipf=reg.zipf, jitter=reg.jitter, temperature=1.0, seed=reg.target_seed
     )
+
+    def at(t: float):
+        return target.with_temperature(t).transition_matrix()
+
     m1 = target.transition_matrix()
-    m0 = target.with_temperature(0.0).transition_matrix()
-    m_pre = (
-        m1
-        if reg.pretrain_temperature == 1.0
-        else target.with_temperature(reg.pretrain_temperature).transition_matrix()
-    )
-    m_train = (
-        m1
-        if cfg.train_temperature == 1.0
-        else target.with_temperature(cfg.train_temperature).transition_matrix()
-    )
+    m0 = at(0.0)
+    m_train = m1 if cfg.train_temperature == 1.0 else at(cfg.train_temperature)
     t_data = cfg.train_temperature if cfg.data_temperature is None else cfg.data_temperature
-    m_data = (
-        m_train
-        if t_data == cfg.train_temperature
-        else target.with_temperature(t_data).transition_matrix()
-    )
-    m_eval = [
-        m1 if t == 1.0 else m0 if t == 0.0 else target.with_temperature(t).transition_matrix()
-        for t in cfg.eval_temperatures
-    ]
-    pi = stationary(m1)
-    seeds = [cfg.seed0 + i for i in range(cfg.seeds)]
-    t0 = time.perf_counter()
-    # starting drafter per seed: init + token-only pretraining (no trees), vmapped over seeds
+    return {
+        "pi": stationary(m1),
+        "pre": m1 if reg.pretrain_temperature == 1.0 else at(reg.pretrain_temperature),
+        "train": m_train,
+        "data": m_train if t_data == cfg.train_temperature else at(t_data),
+        "eval": [m1 if t == 1.0 else m0 if t == 0.0 else at(t) for t in cfg.eval_temperatures],
+    }
+
+
+def _starting_drafters(reg: Regime, seeds: list[int], m_pre):
+    """Init + token-only pretraining (no trees) per seed, vmapped over seeds."""
     init = _stack([init_params(reg, jax.random.PRNGKey(s)) for s in seeds])
     pre = [
         rollouts(
@@ -331,13 +320,36 @@ def _regime_run(
         )
         for s in seeds
     ]
-    params0 = _pretrainer(reg.pretrain_lr)(
+    return _pretrainer(reg.pretrain_lr)(
         init, jnp.asarray(np.stack([p[0] for p in pre])), jnp.asarray(np.stack([p[1] for p in pre]))
     )
-    mats, pij = tuple(jnp.asarray(m) for m in m_eval), jnp.asarray(pi)
-    start = np.asarray(
-        _evaluator(tuple(cfg.eval_budgets), 1)(params0, mats, pij)
-    )  # [seeds, nB, nT]
+
+
+def _training_data(reg: Regime, seeds: list[int], m_data, pi):
+    """Contexts, continuations and on-policy keys per seed, shared by every objective and budget (CRN).
+
+    Continuations come from the target at the data temperature, contexts from the evaluation's law.
+    """
+    data = [
+        rollouts(np.random.default_rng([s, 2]), m_data, pi, reg.steps, reg.batch, reg.horizon)
+        for s in seeds
+    ]
+    ctx = jnp.asarray(np.stack([d[0] for d in data]))
+    cont = jnp.asarray(np.stack([d[1] for d in data]))
+    keys = jnp.stack([jax.random.split(jax.random.PRNGKey(10_000 + s), reg.steps) for s in seeds])
+    return ctx, cont, keys
+
+
+def _regime_run(
+    reg: Regime, cfg: SweepConfig, objectives: list[Objective], log: Callable[[str], None]
+) -> dict:
+    m = _transition_matrices(reg, cfg)
+    seeds = [cfg.seed0 + i for i in range(cfg.seeds)]
+    t0 = time.perf_counter()
+    params0 = _starting_drafters(reg, seeds, m["pre"])
+    mats, pij = tuple(jnp.asarray(e) for e in m["eval"]), jnp.asarray(m["pi"])
+    judge_start, judge = (_evaluator(tuple(cfg.eval_budgets), d) for d in (1, 2))
+    start = np.asarray(judge_start(params0, mats, pij))  # [seeds, nB, nT]
     log(
         f"{reg.name}: starting drafters ready ({time.perf_counter() - t0:.0f} s); tau at B={cfg.eval_budgets}: "
         + ", ".join(
@@ -345,27 +357,14 @@ def _regime_run(
             for i, lab in enumerate(eval_labels(cfg))
         )
     )
-    # training data and on-policy keys per seed: shared by every objective and training budget (CRN);
-    # continuations from the target at the data temperature, contexts from the evaluation's law
-    data = [
-        rollouts(np.random.default_rng([s, 2]), m_data, pi, reg.steps, reg.batch, reg.horizon)
-        for s in seeds
-    ]
-    ctx, cont = (
-        jnp.asarray(np.stack([d[0] for d in data])),
-        jnp.asarray(np.stack([d[1] for d in data])),
-    )
-    keys = jnp.stack([jax.random.split(jax.random.PRNGKey(10_000 + s), reg.steps) for s in seeds])
+    ctx, cont, keys = _training_data(reg, seeds, m["data"], m["pi"])
     codes = jnp.asarray(np.stack([o.code() for o in objectives]))
     out = {"start": start, "tau": {}, "loss_first_last": {}, "seconds": {}}
     for tb in cfg.train_budgets:
         t1 = time.perf_counter()
-        params, losses = _trainer(reg.lr, int(tb))(
-            params0, codes, ctx, cont, keys, jnp.asarray(m_train)
-        )
-        tau = np.asarray(
-            _evaluator(tuple(cfg.eval_budgets), 2)(params, mats, pij)
-        )  # [seeds, O, nB, nT]
+        train = _trainer(reg.lr, int(tb))
+        params, losses = train(params0, codes, ctx, cont, keys, jnp.asarray(m["train"]))
+        tau = np.asarray(judge(params, mats, pij))  # [seeds, O, nB, nT]
         losses = np.asarray(losses)
         k = max(1, min(10, reg.steps // 4))
         out["tau"][int(tb)] = tau
@@ -651,7 +650,8 @@ def _ci(x: dict, pct: bool = False) -> str:
     return f"{f.format(x['mean'])} [{f.format(x['lo'])}, {f.format(x['hi'])}]"
 
 
-def format_markdown(result: dict[str, Any]) -> str:
+def _header_lines(result: dict[str, Any]) -> list[str]:
+    """Title, the sweep's settings and one line per regime with its starting tau."""
     cfg = result["config"]
     n = cfg["seeds"]
     lines = [
@@ -684,47 +684,63 @@ def format_markdown(result: dict[str, Any]) -> str:
                 for i, b in enumerate(cfg["eval_budgets"])
             )
         )
+    return lines
+
+
+def _primary_lines(result: dict[str, Any]) -> list[str]:
+    """The primary cells (named in advance), one table row per lambda and temperature."""
     prim = result["primary"]
-    lines += ["", "## Primary cells (named in advance)", ""]
+    lines = ["", "## Primary cells (named in advance)", ""]
     if not prim["available"]:
         lines.append("This sweep has no primary cells.")
-    else:
-        lines.append(
-            f"Regime {prim['cells']['regime']}, training budget {prim['cells']['train_budget']}, eval budget "
-            f"{prim['cells']['eval_budget']}, norm tree, T = 0 and 1."
-        )
-        lines += [
-            "",
-            "| lambda | T | exit - prefix (tau) | % | prefix - token (tau) | % | verdict |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for lam, v in prim["by_lambda"].items():
-            for temp, c in v["cells"].items():
-                lines.append(
-                    f"| {lam} | {temp} | {_ci(c['exit-prefix']['diff'])} {c['exit-prefix']['verdict']} | "
-                    f"{_ci(c['exit-prefix']['rel_pct'], True)} | {_ci(c['prefix-token']['diff'])} "
-                    f"{c['prefix-token']['verdict']} | {_ci(c['prefix-token']['rel_pct'], True)} | {v['verdict']} |"
-                )
+        return lines
+    lines.append(
+        f"Regime {prim['cells']['regime']}, training budget {prim['cells']['train_budget']}, eval budget "
+        f"{prim['cells']['eval_budget']}, norm tree, T = 0 and 1."
+    )
+    lines += [
+        "",
+        "| lambda | T | exit - prefix (tau) | % | prefix - token (tau) | % | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for lam, v in prim["by_lambda"].items():
+        for temp, c in v["cells"].items():
+            lines.append(
+                f"| {lam} | {temp} | {_ci(c['exit-prefix']['diff'])} {c['exit-prefix']['verdict']} | "
+                f"{_ci(c['exit-prefix']['rel_pct'], True)} | {_ci(c['prefix-token']['diff'])} "
+                f"{c['prefix-token']['verdict']} | {_ci(c['prefix-token']['rel_pct'], True)} | {v['verdict']} |"
+            )
+    return lines
+
+
+def _matched_lines(result: dict[str, Any]) -> list[str]:
+    """The matched cells (rule 5), or nothing when the sweep has none."""
     matched = result.get("matched", {"available": False})
-    if matched["available"]:
-        c = matched["cells"]
-        lines += [
-            "",
-            "## Matched cells: trained and judged at the same temperature (rule 5)",
-            "",
-            f"Regime {c['regime']}, training budget {c['train_budget']}, eval budget {c['eval_budget']}, {c['T']}.",
-            "",
-            "| setting | comparison | tau | % | verdict of the setting |",
-            "|---|---|---|---|---|",
-        ]
-        for name, v in matched["by_setting"].items():
-            for comp, r in v.items():
-                if comp != "verdict":
-                    lines.append(
-                        f"| {name} | {comp} | {_ci(r['diff'])} {r['verdict']} | {_ci(r['rel_pct'], True)} | "
-                        f"{v['verdict']} |"
-                    )
-    lines += ["", "## Where exit > prefix > token holds", ""]
+    if not matched["available"]:
+        return []
+    c = matched["cells"]
+    lines = [
+        "",
+        "## Matched cells: trained and judged at the same temperature (rule 5)",
+        "",
+        f"Regime {c['regime']}, training budget {c['train_budget']}, eval budget {c['eval_budget']}, {c['T']}.",
+        "",
+        "| setting | comparison | tau | % | verdict of the setting |",
+        "|---|---|---|---|---|",
+    ]
+    for name, v in matched["by_setting"].items():
+        for comp, r in v.items():
+            if comp != "verdict":
+                lines.append(
+                    f"| {name} | {comp} | {_ci(r['diff'])} {r['verdict']} | {_ci(r['rel_pct'], True)} | "
+                    f"{v['verdict']} |"
+                )
+    return lines
+
+
+def _ordering_lines(result: dict[str, Any]) -> list[str]:
+    """The cells where exit > prefix > token holds, out of all the cells that compare the three."""
+    lines = ["", "## Where exit > prefix > token holds", ""]
     order = result["summary"]["exit>prefix>token"]
     total = sum(
         1
@@ -739,7 +755,12 @@ def format_markdown(result: dict[str, Any]) -> str:
             f"- {o['regime']}, train B={o['train_budget']}, lambda={o['lambda']}, norm {o['norm']}, eval B={o['eval_budget']}, "
             f"{o['T']}: exit - prefix {o['exit-prefix_pct']:+.2f} %, prefix - token {o['prefix-token_pct']:+.2f} %"
         )
-    lines += [
+    return lines
+
+
+def _count_lines(result: dict[str, Any]) -> list[str]:
+    """Verdict counts per comparison over all cells."""
+    lines = [
         "",
         "## Verdict counts per comparison (all cells)",
         "",
@@ -748,8 +769,15 @@ def format_markdown(result: dict[str, Any]) -> str:
     ]
     for k, c in result["summary"]["counts"].items():
         lines.append(f"| {k} | {c['>']} | {c['<']} | {c['undecided'] + c['=']} |")
+    return lines
+
+
+def _difference_tables(result: dict[str, Any]) -> list[str]:
+    """One table of paired differences per regime and training budget (columns: eval budget x T)."""
+    cfg = result["config"]
     cols = [(b, t) for t in eval_labels(cfg) for b in cfg["eval_budgets"]]
     mark = {">": ">", "<": "<", "undecided": "~", "=": "="}
+    lines = []
     for reg in cfg["regimes"]:
         for tb in cfg["train_budgets"]:
             lines += [
@@ -769,6 +797,19 @@ def format_markdown(result: dict[str, Any]) -> str:
                     + " | ".join(f"{_ci(c['diff'])} {mark[c['verdict']]}" for c in cells)
                     + " |"
                 )
+    return lines
+
+
+def format_markdown(result: dict[str, Any]) -> str:
+    """The sweep's report: settings, primary and matched cells, orderings, counts, every paired table."""
+    lines = (
+        _header_lines(result)
+        + _primary_lines(result)
+        + _matched_lines(result)
+        + _ordering_lines(result)
+        + _count_lines(result)
+        + _difference_tables(result)
+    )
     lines += ["", "## Decision rule", "", result["decision_rule"], ""]
     return "\n".join(lines)
 

@@ -84,6 +84,89 @@ def law_deviation(ids: dict) -> Fraction:
     return max(cells, abs(ids["mean"] - ids["ceiling"]))
 
 
+def _check_raw_limits(max_nodes: int, vocab: int, search_points: int) -> None:
+    """Refuse sizes the raw-uniform search does not cover."""
+    if not 1 <= max_nodes <= 8:
+        raise ProofError(f"--max-nodes must be in 1..8 for a raw-uniform verifier, got {max_nodes}")
+    if not 1 <= vocab <= 6:
+        raise ProofError(f"--vocab must be in 1..6 for a raw-uniform verifier, got {vocab}")
+    if search_points < 1:
+        raise ProofError(f"search_points must be >= 1, got {search_points}")
+
+
+def _raw_report(fn: Callable, name: str, max_nodes: int, vocab: int) -> ProofReport:
+    """An empty report for a raw-uniform search (status ``exact_at_points`` until something fails)."""
+    return ProofReport(
+        name,
+        EXACT_AT_POINTS,
+        EXIT_CODES[EXACT_AT_POINTS],
+        max_nodes,
+        vocab,
+        source_sha256(fn),
+        shapes={str(n): len(tree_shapes(n)) for n in range(1, max_nodes + 1)},
+        symbolic=False,
+        scope=RAW_SCOPE,
+    )
+
+
+def _check_point(
+    fn: Callable, tree, V: int, rows: list, rep: ProofReport, *, tolerance: float, max_runs: int
+) -> tuple[str | None, Fraction]:
+    """Run ``fn``'s exact law at one rational point; ``(UNPROVED or COUNTEREXAMPLE or None, deviation)``.
+
+    A stopping status fills ``rep``'s note (and counterexample); the deviation is 0 when the
+    three identities hold exactly.
+    """
+    probs = np.array([[float(x) for x in r] for r in rows], dtype=np.float64)
+    try:
+        law = raw_law(fn, tree, probs, max_runs=max_runs)
+    except (CannotFollow, TooManyBranches) as err:
+        rep.note = (
+            f"the interval stand-in cannot follow the verifier: {err} (tree parent "
+            f"{tree.parent.tolist()} token {tree.token.tolist()}, V={V})"
+        )
+        return UNPROVED, Fraction(0)
+    _validate(law, tree, V)
+    rep.branches += len(law)
+    ids = identities(tree, rows, law, Fraction(1))
+    if ids["block"] and ids["mean_length"] and ids["completed_block"]:
+        return None, Fraction(0)
+    dev = law_deviation(ids)
+    if dev <= Fraction(tolerance):
+        return None, dev
+    cex = _counterexample(
+        fn,
+        tree,
+        rows,
+        law,
+        ids,
+        {},
+        None,
+        "exact law at a dyadic rational point (interval uniforms)",
+    )
+    cex["max_deviation"] = str(dev)
+    rep.counterexample = cex
+    rep.note = (
+        f"raw numpy Generator verifier; law deviation {float(dev):.3g} > tolerance {tolerance:g}"
+    )
+    return COUNTEREXAMPLE, dev
+
+
+def _agreement_note(search_points: int, worst: Fraction, tolerance: float) -> str:
+    """The note of an ``exact_at_points`` verdict: exact, or within the tolerance (largest deviation)."""
+    return (
+        f"raw numpy Generator verifier: exact laws at {search_points} rational points per tree agree with "
+        f"the block law"
+        + (
+            f" up to float rounding of the verifier's thresholds (largest deviation "
+            f"{float(worst):.3g} <= tolerance {tolerance:g})"
+            if worst
+            else " exactly"
+        )
+        + "; evidence at the points searched, not a symbolic proof"
+    )
+
+
 def prove_raw(
     fn: Callable,
     *,
@@ -96,25 +179,9 @@ def prove_raw(
     max_runs: int = 2_000_000,
 ) -> ProofReport:
     """Search every tree's exact law at rational points (module docstring); stops at the first counterexample."""
-    if not 1 <= max_nodes <= 8:
-        raise ProofError(f"--max-nodes must be in 1..8 for a raw-uniform verifier, got {max_nodes}")
-    if not 1 <= vocab <= 6:
-        raise ProofError(f"--vocab must be in 1..6 for a raw-uniform verifier, got {vocab}")
-    if search_points < 1:
-        raise ProofError(f"search_points must be >= 1, got {search_points}")
+    _check_raw_limits(max_nodes, vocab, search_points)
     rng = random.Random(seed)
-    tol = Fraction(tolerance)
-    rep = ProofReport(
-        name,
-        EXACT_AT_POINTS,
-        EXIT_CODES[EXACT_AT_POINTS],
-        max_nodes,
-        vocab,
-        source_sha256(fn),
-        shapes={str(n): len(tree_shapes(n)) for n in range(1, max_nodes + 1)},
-        symbolic=False,
-        scope=RAW_SCOPE,
-    )
+    rep = _raw_report(fn, name, max_nodes, vocab)
     start, cpu_start = time.perf_counter(), time.process_time()
     worst = Fraction(0)
 
@@ -129,49 +196,12 @@ def prove_raw(
         rep.trees[key] = rep.trees.get(key, 0) + 1
         for i in range(search_points):
             rows = dyadic_rows(tree.num_nodes, V, rng, zeros=i >= (search_points + 1) // 2)
-            probs = np.array([[float(x) for x in r] for r in rows], dtype=np.float64)
             rep.variants += 1
-            try:
-                law = raw_law(fn, tree, probs, max_runs=max_runs)
-            except (CannotFollow, TooManyBranches) as err:
-                rep.note = (
-                    f"the interval stand-in cannot follow the verifier: {err} (tree parent "
-                    f"{tree.parent.tolist()} token {tree.token.tolist()}, V={V})"
-                )
-                return done(UNPROVED)
-            _validate(law, tree, V)
-            rep.branches += len(law)
-            ids = identities(tree, rows, law, Fraction(1))
-            if ids["block"] and ids["mean_length"] and ids["completed_block"]:
-                continue
-            dev = law_deviation(ids)
-            if dev > tol:
-                cex = _counterexample(
-                    fn,
-                    tree,
-                    rows,
-                    law,
-                    ids,
-                    {},
-                    None,
-                    "exact law at a dyadic rational point (interval uniforms)",
-                )
-                cex["max_deviation"] = str(dev)
-                rep.counterexample = cex
-                rep.note = f"raw numpy Generator verifier; law deviation {float(dev):.3g} > tolerance {tolerance:g}"
-                return done(COUNTEREXAMPLE)
+            stop, dev = _check_point(fn, tree, V, rows, rep, tolerance=tolerance, max_runs=max_runs)
+            if stop is not None:
+                return done(stop)
             worst = max(worst, dev)
-    rep.note = (
-        f"raw numpy Generator verifier: exact laws at {search_points} rational points per tree agree with "
-        f"the block law"
-        + (
-            f" up to float rounding of the verifier's thresholds (largest deviation "
-            f"{float(worst):.3g} <= tolerance {tolerance:g})"
-            if worst
-            else " exactly"
-        )
-        + "; evidence at the points searched, not a symbolic proof"
-    )
+    rep.note = _agreement_note(search_points, worst, tolerance)
     return done(EXACT_AT_POINTS)
 
 
