@@ -221,7 +221,7 @@ def run_batch_verifier_bench(
                     "kind": kind,
                     "budget": budget,
                     "vocab": vocab,
-                    "temperature": t,
+                    "temperature": t.temperature,
                     "batched_ms": batched,
                     "looped_ms": looped,
                     "looped_over_batched": looped / batched,

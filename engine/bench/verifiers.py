@@ -327,6 +327,165 @@ def _stages_of_case(case, kinds, temperature, gens, cache, lengths, deciders):
     return fns, setups, decisions
 
 
+@dataclass(frozen=True)
+class _BenchPlan:
+    """What every budget of one run shares: device, dtype, stages and their deciders."""
+
+    dev: torch.device
+    dt: torch.dtype
+    vocab: int
+    trees: int
+    repeats: int
+    depth: int
+    temperature: float
+    kinds: tuple[str, ...]
+    seed: int
+    kv: KVShape | None  # None: no commit
+    deciders: dict[str, Callable]
+
+    @property
+    def extra(self) -> tuple[str, ...]:
+        """The stages beside the verifiers: DDTree's multinomial, TEV's authors' split, the deciders."""
+        kinds = self.kinds
+        return (
+            (MULTINOMIAL,) * ("predraw" in kinds)
+            + (AUTHORS,) * ("tev" in kinds)
+            + tuple(self.deciders)
+        )
+
+
+def _check_bench_args(dtype: str, kinds, trees: int, repeats: int) -> torch.dtype:
+    dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
+    if dt is None:
+        raise ValueError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
+    for k in kinds:
+        if k not in BENCH_KINDS:
+            raise ValueError(
+                f"unknown verifier {k!r} for the bench; choose from {', '.join(BENCH_KINDS)}"
+            )
+    if trees < 1 or repeats < 1:
+        raise ValueError(f"trees and repeats must be >= 1, got trees={trees}, repeats={repeats}")
+    return dt
+
+
+def _commit_count(case: BenchCase, cache: StandInCache) -> dict[str, int]:
+    """The ops of the commit of ``case``'s deepest path (shared by every verifier)."""
+    cache.refill()
+    deep = int(case.tree.depth.argmax())
+    path = list(case.tree.tree.path_nodes(deep))
+    index = case.tree.path_index(deep)
+    return count_ops(lambda: cache.commit(path, index)).row()
+
+
+def _ratios(med: dict, best: dict, plan: _BenchPlan) -> dict[str, float]:
+    """TEV's ratios: like for like over the stage interval, the authors' interval against the whole
+    predraw (labelled apart), and each decider against eager TEV and predraw."""
+    out = {"tev_over_floor": med["tev"] / med["floor"]}
+    out["tev_over_floor_min"] = best["tev"] / best["floor"]  # robust to load spikes
+    for k in (*plan.kinds, *plan.extra):
+        if k not in ("tev", AUTHORS, *plan.deciders):
+            out[f"tev_over_{k}"] = med["tev"] / med[k]
+    if "predraw" in med:
+        out["tev_authors_over_predraw"] = med[AUTHORS] / med["predraw"]
+    for k in plan.deciders:
+        out[f"{k}_over_tev"] = med[k] / med["tev"]
+        if "predraw" in med:
+            out[f"{k}_over_predraw"] = med[k] / med["predraw"]
+    return out
+
+
+def _budget_row(budget: int, plan: _BenchPlan) -> dict[str, Any]:
+    """One budget: its trees, every stage timed interleaved on each, the op counts, the medians."""
+    cases = make_cases(
+        budget,
+        plan.vocab,
+        trees=plan.trees,
+        depth=plan.depth,
+        device=plan.dev,
+        dtype=plan.dt,
+        seed=plan.seed + budget,
+    )
+    gens = VerifierGenerators(plan.seed, plan.dev)
+    ms: dict[str, list[float]] = {k: [] for k in (*plan.kinds, *plan.extra, "floor")}
+    lengths: dict[str, list[int]] = {k: [] for k in (*plan.kinds, *plan.extra)}
+    to_count: dict[str, list[Callable[[], Any]]] = {}
+    commit_counts = []
+    for case in cases:
+        cache = StandInCache(plan.kv, case.tree.num_nodes, plan.dev, plan.dt) if plan.kv else None
+        fns, setups, decisions = _stages_of_case(
+            case, plan.kinds, plan.temperature, gens, cache, lengths, plan.deciders
+        )
+        refill = cache.refill if cache is not None else None
+        for k, v in interleaved_ms(
+            fns, plan.dev, plan.repeats, setup=refill, setups=setups
+        ).items():
+            ms[k] += v
+        for k, fn in decisions.items():
+            to_count.setdefault(k, []).append(fn)
+        if cache is not None:
+            commit_counts.append(_commit_count(case, cache))
+    med = {k: statistics.median(v) for k, v in ms.items()}
+    best = {k: min(v) for k, v in ms.items()}
+    ops = _counts(to_count)
+    if commit_counts:
+        ops["commit"] = {k: max(c[k] for c in commit_counts) for k in commit_counts[0]}
+    row = {
+        "budget": budget,
+        "nodes": [c.tree.num_nodes for c in cases],
+        "internal": [c.internal for c in cases],
+        "max_depth": [c.tree.tree.max_depth for c in cases],
+        "mean_block_length": {k: statistics.fmean(v) for k, v in lengths.items()},
+        "median_ms": med,
+        "min_ms": best,
+        "samples_ms": ms,
+        "ops": ops,
+    }
+    return row | (_ratios(med, best, plan) if "tev" in med else {})
+
+
+def _bench_config(plan: _BenchPlan, budgets, dtype: str, per_launch: float) -> dict[str, Any]:
+    commit = plan.kv is not None
+    return {
+        "budgets": list(map(int, budgets)),
+        "vocab": plan.vocab,
+        "device": str(plan.dev),
+        "trees": plan.trees,
+        "repeats": plan.repeats,
+        "depth": plan.depth,
+        "temperature": plan.temperature,
+        "dtype": dtype,
+        "kinds": list(plan.kinds),
+        "extra_stages": list(plan.extra),
+        "intervals": INTERVALS,
+        "floor_of": FLOOR_OF,
+        "floor": "TEV's floor: its row reductions + 1 host read + 1-position commit",
+        "predraw": "exitlaw's fast predraw (engine predraw_rows: one float64 inverse-CDF draw per row)",
+        "predraw_multinomial": "DDTree's predraw (float32 softmax + torch.multinomial over all N rows)",
+        "tev_authors": "TEV over the authors' interval (row reductions untimed)",
+        "tev_compiled": "TEV's decision under torch.compile(fullgraph=True), inductor",
+        "tev_graph": "TEV's decision replayed as one CUDA graph per shape (TevGraphs)",
+        "ops": (
+            "per decision (commit apart): top-level / launching ATen ops, host reads, host-to-device "
+            "copies (engine/bench/op_counts.py), largest over the trees; one_sequence: every tree of "
+            "the budget ran one op/shape sequence"
+        ),
+        "per_launch_us": per_launch,
+        "seed": plan.seed,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "stage": "decision + bonus + KV-cache commit" if commit else "decision + bonus (no commit)",
+        "commit": commit,
+        "kv_shape": asdict(plan.kv) if commit else None,
+        "commit_method": (
+            "TargetModel.commit on a transformers DynamicCache refilled untimed with views of "
+            "a preallocated K/V buffer per layer, the path gathered through the tree's device "
+            "path table (no host-to-device copy)"
+            if commit
+            else None
+        ),
+    }
+
+
 def run_verifier_bench(
     budgets=(32, 64, 128),
     vocab: int = 151936,
@@ -347,122 +506,28 @@ def run_verifier_bench(
     floor and its authors' split when ``tev`` is, and with ``compiled`` TEV compiled and, on CUDA,
     graphed) on the same trees, and count each decision's ops; see the module docstring."""
     dev = torch.device(device)
-    dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
-    if dt is None:
-        raise ValueError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
-    for k in kinds:
-        if k not in BENCH_KINDS:
-            raise ValueError(
-                f"unknown verifier {k!r} for the bench; choose from {', '.join(BENCH_KINDS)}"
-            )
-    if trees < 1 or repeats < 1:
-        raise ValueError(f"trees and repeats must be >= 1, got trees={trees}, repeats={repeats}")
-    kv = kv or KVShape()
-    per_launch = launch_cost_us(dev)
+    dt = _check_bench_args(dtype, kinds, trees, repeats)
     deciders: dict[str, Callable] = {}
     if compiled and "tev" in kinds:
         deciders[COMPILED] = tev.compiled_decide()
         if dev.type == "cuda":
             deciders[GRAPH] = tev.TevGraphs()
-    extra = (MULTINOMIAL,) * ("predraw" in kinds) + (AUTHORS,) * ("tev" in kinds) + tuple(deciders)
-    rows = []
-    for b in budgets:
-        cases = make_cases(
-            int(b), int(vocab), trees=trees, depth=depth, device=dev, dtype=dt, seed=seed + int(b)
-        )
-        gens = VerifierGenerators(seed, dev)
-        ms: dict[str, list[float]] = {k: [] for k in (*kinds, *extra, "floor")}
-        lengths: dict[str, list[int]] = {k: [] for k in (*kinds, *extra)}
-        to_count: dict[str, list[Callable[[], Any]]] = {}
-        commit_counts = []
-        for case in cases:
-            cache = StandInCache(kv, case.tree.num_nodes, dev, dt) if commit else None
-            fns, setups, decisions = _stages_of_case(
-                case, kinds, temperature, gens, cache, lengths, deciders
-            )
-            for k, v in interleaved_ms(
-                fns, dev, repeats, setup=cache.refill if cache is not None else None, setups=setups
-            ).items():
-                ms[k] += v
-            for k, fn in decisions.items():
-                to_count.setdefault(k, []).append(fn)
-            if cache is not None:  # the commit of the deepest path, shared by every verifier
-                cache.refill()
-                deep = int(case.tree.depth.argmax())
-                path = list(case.tree.tree.path_nodes(deep))
-                index = case.tree.path_index(deep)
-                commit_counts.append(count_ops(lambda: cache.commit(path, index)).row())
-        med = {k: statistics.median(v) for k, v in ms.items()}
-        best = {k: min(v) for k, v in ms.items()}
-        ops = _counts(to_count)
-        if commit_counts:
-            ops["commit"] = {k: max(c[k] for c in commit_counts) for k in commit_counts[0]}
-        row = {
-            "budget": int(b),
-            "nodes": [c.tree.num_nodes for c in cases],
-            "internal": [c.internal for c in cases],
-            "max_depth": [c.tree.tree.max_depth for c in cases],
-            "mean_block_length": {k: statistics.fmean(v) for k, v in lengths.items()},
-            "median_ms": med,
-            "min_ms": best,
-            "samples_ms": ms,
-            "ops": ops,
-        }
-        if "tev" in med:
-            row["tev_over_floor"] = med["tev"] / med["floor"]
-            row["tev_over_floor_min"] = (
-                best["tev"] / best["floor"]
-            )  # robust to load spikes on a shared machine
-            for k in (*kinds, *extra):
-                if k not in ("tev", AUTHORS, *deciders):
-                    row[f"tev_over_{k}"] = med["tev"] / med[k]  # the stage interval, like for like
-            if "predraw" in med:  # the authors' interval: TEV's window against the whole predraw
-                row["tev_authors_over_predraw"] = med[AUTHORS] / med["predraw"]
-            for k in deciders:
-                row[f"{k}_over_tev"] = med[k] / med["tev"]
-                if "predraw" in med:
-                    row[f"{k}_over_predraw"] = med[k] / med["predraw"]
-        rows.append(row)
-    stage = "decision + bonus + KV-cache commit" if commit else "decision + bonus (no commit)"
-    config = {
-        "budgets": list(map(int, budgets)),
-        "vocab": int(vocab),
-        "device": str(dev),
-        "trees": trees,
-        "repeats": repeats,
-        "depth": depth,
-        "temperature": temperature,
-        "dtype": dtype,
-        "kinds": list(kinds),
-        "extra_stages": list(extra),
-        "intervals": INTERVALS,
-        "floor_of": FLOOR_OF,
-        "floor": "TEV's floor: its row reductions + 1 host read + 1-position commit",
-        "predraw": "exitlaw's fast predraw (engine predraw_rows: one float64 inverse-CDF draw per row)",
-        "predraw_multinomial": "DDTree's predraw (float32 softmax + torch.multinomial over all N rows)",
-        "tev_authors": "TEV over the authors' interval (row reductions untimed)",
-        "tev_compiled": "TEV's decision under torch.compile(fullgraph=True), inductor",
-        "tev_graph": "TEV's decision replayed as one CUDA graph per shape (TevGraphs)",
-        "ops": (
-            "per decision (commit apart): top-level / launching ATen ops, host reads, host-to-device "
-            "copies (engine/bench/op_counts.py), largest over the trees; one_sequence: every tree of "
-            "the budget ran one op/shape sequence"
-        ),
-        "per_launch_us": per_launch,
-        "seed": seed,
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "stage": stage,
-        "commit": commit,
-        "kv_shape": asdict(kv) if commit else None,
-        "commit_method": (
-            "TargetModel.commit on a transformers DynamicCache refilled untimed with views of "
-            "a preallocated K/V buffer per layer, the path gathered through the tree's device "
-            "path table (no host-to-device copy)"
-            if commit
-            else None
-        ),
-    }
+    plan = _BenchPlan(
+        dev,
+        dt,
+        int(vocab),
+        trees,
+        repeats,
+        depth,
+        temperature,
+        tuple(kinds),
+        seed,
+        (kv or KVShape()) if commit else None,
+        deciders,
+    )
+    per_launch = launch_cost_us(dev)
+    rows = [_budget_row(int(b), plan) for b in budgets]
+    config = _bench_config(plan, budgets, dtype, per_launch)
     return {"config": config, "rows": rows, "text": format_bench(rows, config)}
 
 

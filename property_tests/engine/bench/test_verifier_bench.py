@@ -23,11 +23,14 @@ def test_verifier_bench_reports_floor_ratios_on_deep_accepted_trees(capsys):
         assert (
             set(row["median_ms"])
             == set(row["samples_ms"])
-            == {"floor", "predraw", "predraw_multinomial", "residual", "tev"}
+            == {"floor", "predraw", "predraw_multinomial", "residual", "tev", "tev_authors"}
         )
         assert (
             row["tev_over_floor"] > 0 and "tev_over_predraw" in row and "tev_over_residual" in row
         )
+        # the authors' interval is its own ratio, never one of the like-for-like stage ratios
+        assert "tev_authors_over_predraw" in row and "tev_over_tev_authors" not in row
+        assert row["ops"]["tev"]["launching_ops"] <= 25 and row["ops"]["tev"]["one_sequence"]
         assert all(n == row["budget"] + 1 for n in row["nodes"])
         assert min(row["internal"]) >= row["budget"] // 4  # many internal nodes
         assert max(row["max_depth"]) >= 6  # deep trees
