@@ -265,9 +265,8 @@ def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, p
         if sweep_dir is not None and Path(sweep_dir).is_dir()
         else []
     )
-    files = [
-        f for f in files if readable(_load(f))
-    ]  # e.g. a sweep's config.json is not an effect file
+    # e.g. a sweep's config.json is not an effect file
+    files = [f for f in files if readable(_load(f))]
     if files:
         inputs["sim_exittrain_sweep"] = [_load(f) for f in files]
         prov["sim_exittrain_sweep"] = group_provenance(files, _rel(Path(sweep_dir)) + "/*.json")

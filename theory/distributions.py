@@ -46,9 +46,8 @@ def as_real_array(values, name: str) -> np.ndarray:
     what = {"b": "bool", "c": "complex", "U": "string", "S": "bytes", "O": "object"}.get(
         kind, str(arr.dtype)
     )
-    if (
-        kind == "O"
-    ):  # name the first entry numpy could not hold (an int beyond 64 bits, a string, None, ...)
+    # name the first entry numpy could not hold (an int beyond 64 bits, a string, None, ...)
+    if kind == "O":
         for i, x in enumerate(arr.ravel()):
             if (
                 not isinstance(x, (int, float, np.integer, np.floating))

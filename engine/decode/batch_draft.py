@@ -67,9 +67,8 @@ def dflash_draft_batch(
     dlen = torch.tensor(dcache.dlen, device=dev)
     count = torch.tensor(counts, device=dev)
     ctx_pos = dlen[:, None] + torch.arange(c_max, device=dev)[None]  # [B, C]
-    blk_pos = (
-        torch.tensor(starts, device=dev)[:, None] + torch.arange(block, device=dev)[None]
-    )  # [B, S]
+    starts_t = torch.tensor(starts, device=dev)
+    blk_pos = starts_t[:, None] + torch.arange(block, device=dev)[None]  # [B, S]
     ids = torch.full((bsz, block), drafter.config.mask_token_id, dtype=torch.long, device=dev)
     ids[:, 0] = torch.tensor(list(roots), device=dev)
     emb = embed_tokens(ids)
@@ -78,18 +77,17 @@ def dflash_draft_batch(
         [
             torch.arange(past, device=dev)[None] < dlen[:, None],  # cached context
             torch.arange(c_max, device=dev)[None] < count[:, None],  # new context
-            torch.ones(bsz, block, dtype=torch.bool, device=dev),
+            torch.ones(bsz, block, dtype=torch.bool, device=dev),  # block: non-causal
         ],
         dim=1,
-    )  # block: non-causal
+    )
     mask = torch.zeros(bsz, 1, block, past + c_max + block, dtype=emb.dtype, device=dev)
     mask.masked_fill_(~visible[:, None, None, :], torch.finfo(emb.dtype).min)
     h = drafter(emb, ctx.to(emb.dtype), ctx_pos, blk_pos, dcache.cache, mask)  # [B, S, H]
     src = torch.arange(c_max, device=dev)[None].expand(bsz, c_max)
     longest = max(d + c for d, c in zip(dcache.dlen, counts))
-    in_place = all(
-        d == past for d in dcache.dlen
-    )  # every row's new entries already sit at its length
+    # every row's new entries already sit at its length
+    in_place = all(d == past for d in dcache.dlen)
     for layer in range(len(dcache.cache.keys)):
         for store in (dcache.cache.keys, dcache.cache.values):
             if not in_place:

@@ -75,13 +75,10 @@ class BatchState:
     draft_cache: BatchDraftCache | None
     lengths: list[int]  # committed target K/V per row = position of the root
     roots: list[int]  # last committed token per row (not yet in the target cache)
-    pending: (
-        list[torch.Tensor] | None
-    )  # per row, target hidden rows [C_b, L*H] the drafter has not seen
+    # per row, target hidden rows [C_b, L*H] the drafter has not seen
+    pending: list[torch.Tensor] | None
     history: list[list[int]]  # prompt + every committed token (the K/V hold history[b][:length_b])
-    tokens: list[list[int]] = field(
-        default_factory=list
-    )  # generated tokens (clipped at stop / budget)
+    tokens: list[list[int]] = field(default_factory=list)  # generated (clipped at stop / budget)
     done: list[bool] = field(default_factory=list)
     block_lengths: list[list[int]] = field(default_factory=list)  # per row, per round it was active
     limits: list[int] | None = None  # per-row max_new_tokens (None: the config's)
@@ -237,9 +234,8 @@ def draft_batch_stage(state: BatchState, target: TargetModel, drafter) -> torch.
 def build_batch_stage(
     rows: torch.Tensor, cfg: DecodeConfig, state: BatchState, device
 ) -> BatchTree:
-    rows = processed_draft_logprobs(
-        rows, cfg.settings
-    )  # as build_stage: trees from the processed draft rows
+    # as build_stage: trees from the processed draft rows
+    rows = processed_draft_logprobs(rows, cfg.settings)
     trees, logq = build_trees_batch(rows, cfg.method, cfg.budget, state.roots, state.active)
     return to_batch_tree(trees, device, logq)
 

@@ -128,9 +128,8 @@ def padded_fields(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
     size = np.diff(np.r_[start, key.size])
     m = max(1, int(size.max()) if size.size else 1)
     child_tokens = np.zeros((bsz, n, m), np.int64)
-    child_tokens[b_s[start], p_s[start], :] = token[b_s[start], v_s[start]][
-        :, None
-    ]  # padding: first child
+    # padding: first child
+    child_tokens[b_s[start], p_s[start], :] = token[b_s[start], v_s[start]][:, None]
     child_tokens[b_s, p_s, np.arange(key.size) - np.repeat(start, size)] = token[b_s, v_s]
     arrays = (token, parent, depth, valid, ancestor, internal, parent_slot, child_tokens, has_child)
     return dict(zip(FIELDS, arrays))
@@ -165,9 +164,8 @@ def padded_fields_loop(trees: Sequence[DraftTree]) -> dict[str, np.ndarray]:
         slot[b, : nb - 1] = row_of[t.parent[1:]]
         table = _child_token_table(t)
         child_tokens[b, :nb, : table.shape[1]] = table
-        child_tokens[b, :nb, table.shape[1] :] = table[
-            :, :1
-        ]  # repeat the first entry, as the table pads
+        # repeat the first entry, as the table pads
+        child_tokens[b, :nb, table.shape[1] :] = table[:, :1]
         has_child[b, :nb] = ~t.is_leaf
     return dict(
         zip(

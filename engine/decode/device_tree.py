@@ -33,9 +33,8 @@ class DeviceTree:
     token: torch.Tensor  # [N] long, token[0] = max(root token, 0)
     depth: torch.Tensor  # [N] long
     ancestor: torch.Tensor  # [N, N] bool, ancestor-or-self
-    child: (
-        torch.Tensor | None
-    )  # [N, N] bool, C[v, u] = par(u) == v (None when built with parts="walk")
+    # [N, N] bool, C[v, u] = par(u) == v (None when built with parts="walk")
+    child: torch.Tensor | None
     draft_logprob: torch.Tensor | None = None  # [N] float, log q_depth(u)(x_u); 0 at the root
     # ----- derived index tensors (filled by to_device_tree) -----
     internal: torch.Tensor | None = None  # [K] long, ids of nodes with children (ascending)
@@ -108,10 +107,8 @@ def path_table(tree: DraftTree) -> np.ndarray:
     return np.where(np.arange(tree.num_nodes)[None, :] <= tree.depth[:, None], order, 0)
 
 
-PARTS = (
-    "all",
-    "walk",
-)  # what to_device_tree builds: every tensor, or what a host walk + the tree mask need
+# what to_device_tree builds: every tensor, or what a host walk + the tree mask need
+PARTS = ("all", "walk")
 SHAPE_CACHE_SIZE = 256  # tree shapes (parent arrays) whose structure tensors are kept, per process
 
 

@@ -367,9 +367,8 @@ def generate_ar(
             on_block([tok])
     stages = timer.summary()
     decode = sum(v["total_s"] for k, v in stages.items() if k != "prefill")
-    return GenerationResult(
-        state.tokens, [1] * (len(state.tokens) - 1), decode, stages
-    )  # one per decode step
+    one_per_step = [1] * (len(state.tokens) - 1)  # one per decode step
+    return GenerationResult(state.tokens, one_per_step, decode, stages)
 
 
 def trace_round(rec: RoundRecord, settings: SamplingSettings) -> TraceRound:

@@ -54,9 +54,8 @@ def _layer_dims(config) -> list[tuple[int, int, int]]:
         def get(name, default=None):
             try:
                 value = getattr(layer, name, None)
-            except (
-                RuntimeError
-            ):  # a heterogeneous config refuses ambiguous global attributes (per layer)
+            # a heterogeneous config refuses ambiguous global attributes (per layer)
+            except RuntimeError:
                 value = None
             return value if value is not None else default
 

@@ -573,9 +573,8 @@ class TargetModel:
             raise ValueError(
                 f"index must hold the {keep} path nodes, got shape {tuple(index.shape)}"
             )
-        in_place = nodes == list(
-            range(keep)
-        )  # the kept entries already sit at start .. start + keep - 1
+        # the kept entries already sit at start .. start + keep - 1
+        in_place = nodes == list(range(keep))
         on_device: dict[torch.device, torch.Tensor] = {}
         if index is not None:
             on_device[index.device] = index
@@ -589,10 +588,8 @@ class TargetModel:
                 dev = layer.keys.device
                 if dev not in on_device:
                     on_device[dev] = torch.tensor(nodes, dtype=torch.long, device=dev)
-                for t in (
-                    layer.keys,
-                    layer.values,
-                ):  # gather first (a copy), then write: overlap is safe
+                # gather first (a copy), then write: overlap is safe
+                for t in (layer.keys, layer.values):
                     t.narrow(-2, start, keep).copy_(
                         t.narrow(-2, start, total - start).index_select(-2, on_device[dev])
                     )

@@ -328,9 +328,8 @@ BENCH_DECODING = Command(
 
 
 def _family_arg(t: argparse.ArgumentParser) -> None:
-    from exitlaw.engine.models.config import (
-        FAMILIES,
-    )  # no torch: configs are built inside functions
+    # no torch: configs are built inside functions
+    from exitlaw.engine.models.config import FAMILIES
 
     t.add_argument(
         "--family",

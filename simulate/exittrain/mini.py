@@ -363,9 +363,8 @@ def run_exittrain_mini(
     rows["oracle"] = evaluate_oracle(regime, {"T=0": greedy, "T=1": target}, pi)
     marg = np.eye(regime.vocab)
     ideal = []
-    for _ in range(
-        regime.horizon
-    ):  # exact d-step marginals: the CE optimum of a position-wise drafter
+    # exact d-step marginals: the CE optimum of a position-wise drafter
+    for _ in range(regime.horizon):
         marg = marg @ m1
         ideal.append(float(pi @ -(marg * np.log(np.where(marg > 0, marg, 1.0))).sum(-1)))
     entropy["marginals (CE optimum)"] = float(np.mean(ideal))
@@ -380,9 +379,8 @@ def run_exittrain_mini(
 
 def draft_entropy(params, regime: Regime, pi: np.ndarray) -> float:
     """Mean entropy (nats) of ``q_d(. | c)`` over depths, contexts weighted by ``pi``: how sharp the drafter is."""
-    logq = np.asarray(
-        draft_logprobs(params, jnp.arange(regime.vocab)), dtype=np.float64
-    )  # [V, H, V]
+    logq = draft_logprobs(params, jnp.arange(regime.vocab))  # [V, H, V]
+    logq = np.asarray(logq, dtype=np.float64)
     ent = -(np.exp(logq) * logq).sum(-1).mean(-1)
     return float(pi @ ent)
 

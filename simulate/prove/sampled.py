@@ -432,9 +432,8 @@ def _one_topology(proc, topo, V, rep, rng, search_points, max_regions):
                 if not bad:
                     continue
                 pt = point_in_region(assumptions, nsym, rng, also=bad[0])
-                if (
-                    pt is None
-                ):  # possibly empty: the proof cannot use it, and there is nothing to report
+                # possibly empty: the proof cannot use it, and there is nothing to report
+                if pt is None:
                     rep.unresolved += 1
                     rep.note = rep.note or (
                         f"a sign region where the identity fails has no rational point found "

@@ -27,9 +27,8 @@ def _rooted(n: int) -> tuple:
     """Canonical nested tuples (each a non-increasing tuple of its children) of the rooted trees with ``n`` nodes."""
     if n == 1:
         return ((),)
-    smaller = [
-        (size, t) for size in range(1, n) for t in _rooted(size)
-    ]  # a total order on subtrees
+    # a total order on subtrees
+    smaller = [(size, t) for size in range(1, n) for t in _rooted(size)]
 
     def forests(total: int, hi: int):
         if total == 0:

@@ -133,9 +133,9 @@ def tev_many(tree: DraftTree, probs, rng: np.random.Generator, num_samples: int)
     log_a = np.zeros(tree.num_nodes)
     with np.errstate(divide="ignore"):
         log_a[1:] = np.log(probs[tree.parent[1:], tree.token[1:]])
-    prefix = np.exp(
-        np.where(tree.ancestor_matrix, log_a[None, :], 0.0).sum(axis=1)
-    )  # log P = A @ log a
+    # log P = A @ log a
+    log_prefix = np.where(tree.ancestor_matrix, log_a[None, :], 0.0).sum(axis=1)
+    prefix = np.exp(log_prefix)
     w = prefix * rest
     w_cdf = np.cumsum(w)
     exits = _inverse_cdf(

@@ -103,9 +103,8 @@ def tev_weights(tree: DraftTree, rows) -> list:
         rest = np.ones(tree.num_nodes)
         internal = tree.internal
         if internal.size:
-            residual = rows[internal].astype(
-                np.float64
-            )  # a copy: the child entries are zeroed below
+            # a copy: the child entries are zeroed below
+            residual = rows[internal].astype(np.float64)
             slot = np.zeros(tree.num_nodes, dtype=np.int64)
             slot[internal] = np.arange(internal.size)
             residual[slot[tree.parent[1:]], tree.token[1:]] = 0.0

@@ -25,9 +25,8 @@ from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
 from exitlaw.simulate.verifiers.table import sim_verifier
 
-RULES = tuple(
-    v.rule for v in VERIFIERS if v.rule is not None
-)  # chain, specinfer, without_replacement
+# chain, specinfer, without_replacement
+RULES = tuple(v.rule for v in VERIFIERS if v.rule is not None)
 
 
 def _children(parents: Sequence[int]) -> list[list[int]]:

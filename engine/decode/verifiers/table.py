@@ -25,10 +25,11 @@ def engine_verifier(name: str, *, batched: bool = False) -> Callable[[Callable],
 
     def register(fn: Callable) -> Callable:
         old = table.get(name)
+        # a reloaded module registers its own function again
         same = old is not None and (old.__module__, old.__qualname__) == (
             fn.__module__,
             fn.__qualname__,
-        )  # a reloaded module registers its own function again
+        )
         if old is not None and not same:
             raise ValueError(
                 f"engine verifier {name!r} already has a {form} form: "

@@ -33,9 +33,8 @@ def _walk(tree, draw: list[int]) -> int:
         p = parent[u]
         if ok[p] and token[u] == draw[p]:
             depth[u] = depth[p] + 1
-            if (
-                depth[u] > best_depth
-            ):  # siblings are distinct: the matching nodes form one root path
+            # siblings are distinct: the matching nodes form one root path
+            if depth[u] > best_depth:
                 best, best_depth = u, depth[u]
         else:
             ok[u] = False
