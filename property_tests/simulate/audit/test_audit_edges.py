@@ -716,10 +716,11 @@ def test_ids_come_from_token_id_logprob_strings_also_when_the_choice_has_text():
 def test_text_logprob_tokens_are_a_refusal_with_status_400_and_advice_to_serve_ids():
     from exitlaw.simulate.audit.client import _sample
 
-    for choice in (
-        {"text": "ab", "logprobs": {"tokens": ["a", "b"]}},  # tokens as text
-        {"text": "ab"},  # neither ids nor logprob tokens
+    for choice, chat in (
+        ({"text": "ab", "logprobs": {"tokens": ["a", "b"]}}, False),  # tokens as text
+        ({"text": "ab"}, False),  # neither ids nor logprob tokens
+        ({"message": {"content": "ab"}}, True),  # the same, from the chat endpoint
     ):
         with pytest.raises(ServerRefused) as err:
-            _sample(choice, False, "x")
+            _sample(choice, chat, "x")
         assert err.value.status == 400 and "token" in str(err.value)
