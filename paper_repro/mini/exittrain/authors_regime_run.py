@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing as mp
 import shutil
 import time
 from dataclasses import replace
@@ -29,6 +30,7 @@ from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     AuthorsRegimeConfig,
     plan_of,
 )
+from exitlaw.paper_repro.mini.exittrain.authors_regime_report import write_report
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     Paths,
@@ -49,7 +51,7 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime_run import (
     stage_fresh_data,
     starting_point,
 )
-from exitlaw.paper_repro.mini.pipeline import StageTimes
+from exitlaw.paper_repro.mini.pipeline import StageTimes, stage_base_drafter, stage_data
 
 SHIPPED_BASE = Path(__file__).resolve().parents[2] / "results" / "paper_regime" / "base"
 
@@ -122,7 +124,7 @@ def _calibrate_one(base: Base, data, prompts, cfg: AuthorsRegimeConfig, run: Tra
 
 
 def _calibration_worker(paths: Paths, cfg: AuthorsRegimeConfig, drafter: Path, runs) -> None:
-    import torch
+    import torch  # torch loads only in the spawned worker process
 
     torch.set_num_threads(1)
     base = replace(stage_base(paths, cfg, progress=False), drafter_dir=drafter)
@@ -183,9 +185,8 @@ def measured_strength(cfg: AuthorsRegimeConfig, run_dir: Path) -> dict:
 def stage_fallback_base(paths: Paths, cfg: AuthorsRegimeConfig, base: Base, progress: bool) -> Path:
     """The pre-registered fallback base: the base's distillation replayed with the same settings, data and
     seeds up to ``fallback_base_step`` of its schedule; the checkpoint the trainer writes there."""
+    # the engine's checkpoints load torch: only when the fallback base is built
     from exitlaw.engine.training.checkpoint import latest_checkpoint
-
-    from exitlaw.paper_repro.mini.pipeline import stage_base_drafter, stage_data
 
     out = paths.out / "base_fallback"
     ckpt = out / "drafter_base" / "checkpoints" / f"step_{cfg.fallback_base_step:06d}"
@@ -253,8 +254,6 @@ def stage_calibration(
 
 
 def _spread(paths: Paths, cfg: AuthorsRegimeConfig, drafter: Path, runs, workers: int) -> None:
-    import multiprocessing as mp
-
     ctx = mp.get_context("spawn")
     procs = [
         ctx.Process(target=_calibration_worker, args=(paths, cfg, drafter, runs[k::workers]))
@@ -312,8 +311,6 @@ def run_authors_regime(
     cells = read_all_cells(paths.out)
     if any(c.key not in cells for c in plan.cells):
         return None
-    from exitlaw.paper_repro.mini.exittrain.authors_regime_report import write_report
-
     return write_report(plan, cells, times.times, calibration)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.infra.provenance import cpu_fields, git_commit
 
 from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan, cell_key
 from exitlaw.paper_repro.mini.stats import (
@@ -391,8 +392,6 @@ def format_markdown(res: dict) -> str:
 
 def write_report(plan: Plan, cells: dict, timings: dict, files: dict) -> dict:
     """``results.json`` and ``results.md`` of the plan's run from its finished ``cells``."""
-    from exitlaw.theory.infra.provenance import cpu_fields, git_commit
-
     cfg, t_s = plan.cfg, plan.t_s
     provenance = {"git_commit": git_commit(Path(__file__).resolve().parent), **cpu_fields()}
     res = {

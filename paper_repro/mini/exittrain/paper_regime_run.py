@@ -23,9 +23,13 @@ an interrupted training run:
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
+import resource
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
@@ -40,16 +44,23 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     make_plan,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import write_report
-from exitlaw.paper_repro.mini.pipeline import StageTimes, read_cells
+from exitlaw.paper_repro.mini import corpus as mc
+from exitlaw.paper_repro.mini.evaluate import eval_cell
+from exitlaw.paper_repro.mini.pipeline import (
+    StageTimes,
+    _train_stage,
+    prepare_out,
+    read_cells,
+    stage_base_drafter,
+    stage_corpus,
+    stage_data,
+    stage_target,
+)
 
 
 # ----- prompt sets ------------------------------------------------------------------------------------------
 def prompt_sets(cfg: PaperRegimeConfig, corpus) -> dict[str, list[list[int]]]:
     """``code`` (evaluation files), ``prose`` and ``calibration`` (calibration files): disjoint by file."""
-    import numpy as np
-
-    from exitlaw.paper_repro.mini import corpus as mc
-
     tok, split = corpus.tokenizer, corpus.split
     names = sorted(split.heldout_code)
     order = np.random.default_rng(cfg.eval_split_seed).permutation(len(names))
@@ -88,15 +99,8 @@ class Base:
 
 def stage_base(paths: Paths, cfg: PaperRegimeConfig, progress: bool) -> Base:
     """The ``deep`` preset's stages 1-4 in ``paths.base`` (resumed; a finished one is only read)."""
+    # the engine's checkpoints load torch: only when a stage runs (the exittrain face stays light)
     from exitlaw.engine.models.checkpoint import load_target
-
-    from exitlaw.paper_repro.mini.pipeline import (
-        prepare_out,
-        stage_base_drafter,
-        stage_corpus,
-        stage_data,
-        stage_target,
-    )
 
     bdir = paths.base
     prepare_out(bdir, cfg.base, overwrite=False)
@@ -128,9 +132,8 @@ def _eval(
     budget: int,
     scoring_temperature: float,
 ) -> dict:
+    # the engine's checkpoints load torch: only when a cell is evaluated
     from exitlaw.engine.models.checkpoint import load_drafter
-
-    from exitlaw.paper_repro.mini.evaluate import eval_cell
 
     drafter = load_drafter(drafter_dir, dtype=target.dtype)
     return eval_cell(
@@ -193,8 +196,6 @@ def fresh_prompts(
     """``ft_prompts`` windows of ``prompt_tokens`` tokens at random offsets of random training documents
     (code: seed ``ft_seed_code``, prose: ``ft_seed_prose``); a window equal to a distillation prompt (or to
     an earlier fresh one) is dropped and the next draw taken. Returns ``(prompts, dropped)``."""
-    import numpy as np
-
     seen = {tuple(p) for p in distill_prompts}
     n_prose = int(round(cfg.ft_prompts * cfg.ft_prose_share))
     length = cfg.base.prompt_tokens
@@ -228,6 +229,7 @@ def fresh_prompts(
 def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: float):
     """Fresh prompts and the target's continuations at the design's data temperature
     (``cfg.ft_temperature(t_s)``; cached in ``paths.ft_data``)."""
+    # the engine's training data load torch: only when the stage runs
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 
     temperature = cfg.ft_temperature(t_s)
@@ -265,8 +267,6 @@ def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: floa
 
 
 def _distill_prompts(base: Base) -> list[list[int]]:
-    from exitlaw.paper_repro.mini import corpus as mc
-
     cfg = json.loads((base.dir / "mini_config.json").read_text(encoding="utf-8"))
     tok, split = base.corpus.tokenizer, base.corpus.split
     n_prose = int(round(cfg["train_prompts"] * cfg["prose_share"]))
@@ -286,8 +286,6 @@ def _distill_prompts(base: Base) -> list[list[int]]:
 
 
 def _train(base: Base, data, run: TrainingRun, progress: bool) -> Path:
-    from exitlaw.paper_repro.mini.pipeline import _train_stage
-
     return _train_stage(run.dir, base.target_dir, base.drafter_dir, data, run.config, progress)
 
 
@@ -303,8 +301,6 @@ def stage_calibration(
 ) -> float:
     """The calibration ``runs`` (token-only at each rate of the grid, calibration seed), judged on the
     calibration prompts at ``T_s``; the chosen rate."""
-    import numpy as np
-
     path = paths.calibration
     if path.is_file():
         return float(json.loads(path.read_text(encoding="utf-8"))["chosen_lr"])
@@ -376,7 +372,7 @@ def stage_evaluation(
     todo = [c for c in (plan.cells if cells is None else cells) if c.key not in done]
     bar = None
     if progress:
-        from tqdm import tqdm
+        from tqdm import tqdm  # an optional dependency (engine extra): only with a progress bar
 
         bar = tqdm(total=len(todo), desc="eval", unit="cell")
     for c in todo:
@@ -409,8 +405,6 @@ def stage_evaluation(
 
 def starting_point(plan: Plan, base: Base) -> Base:
     """``base`` with the drafter every arm of ``plan`` starts from (``plan.base_drafter`` when set)."""
-    from dataclasses import replace
-
     return base if plan.base_drafter is None else replace(base, drafter_dir=plan.base_drafter)
 
 
@@ -498,8 +492,6 @@ def run_parallel(plan: Plan, workers: int, jobs: list) -> None:
     Each worker resumes the cached stages (nothing is recomputed), then takes its share round-robin.
     The results do not depend on the number of workers (every run and cell is seeded by itself).
     """
-    import multiprocessing as mp
-
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker, args=(plan, jobs[k::workers])) for k in range(workers)]
     for p in procs:
@@ -514,7 +506,7 @@ def run_parallel(plan: Plan, workers: int, jobs: list) -> None:
 
 
 def _worker(plan: Plan, jobs: list) -> None:
-    import torch
+    import torch  # torch loads only in the spawned worker process
 
     torch.set_num_threads(1)
     base = starting_point(plan, stage_base(plan.paths, plan.cfg, progress=False))
@@ -525,8 +517,6 @@ def _worker(plan: Plan, jobs: list) -> None:
 
 
 def _stage_done(name: str, t0: float) -> None:
-    import resource
-
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"paper-regime: {name} done at {time.perf_counter() - t0:.0f} s, peak RSS {peak:.0f} MiB",

@@ -9,6 +9,7 @@ session resumes from; :func:`rebuild` recomputes ``results.json`` / ``results.md
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -54,8 +55,6 @@ def ship(out: str | Path, dest: str | Path, *, with_base: bool = False) -> list[
     ``with_base``: also the base (:data:`SHIPPED_BASE`) so that copying ``dest`` to a run directory
     resumes the run there (finished seeds are not retrained: their cells are done).
     Nothing is deleted; existing files in ``dest`` are replaced by the run's newer ones."""
-    import shutil
-
     out, dest = Path(out), Path(dest)
     cfg = _config(Paths(out))
     written = []

@@ -24,7 +24,23 @@ from statistics import NormalDist
 
 import numpy as np
 
+from exitlaw.engine.training.config import TrainConfig
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+
+from exitlaw.paper_repro.mini.exittrain.mechanism import (
+    MechanismConfig,
+    evaluate,
+    make_heldout,
+    regime_inputs,
+)
+from exitlaw.paper_repro.mini.exittrain.paper_regime import PAPER_REGIME
+from exitlaw.paper_repro.mini.pipeline import (
+    _train_stage,
+    stage_base_drafter,
+    stage_corpus,
+    stage_data,
+)
+from exitlaw.paper_repro.mini.stats import crossed_mean_ci
 
 SCHEMA = "exitlaw.pilot_precondition/1"
 SHIPPED = Path(__file__).resolve().parents[2] / "results"
@@ -130,8 +146,6 @@ def analyse_cell(
     base_a: np.ndarray, token_a: np.ndarray, depth_ratio: float, t: float, cfg: PilotConfig
 ) -> dict:
     """One candidate at one judged cell: token - base (95 %), the depth guard, and projected power."""
-    from exitlaw.paper_repro.mini.stats import crossed_mean_ci
-
     token_a = np.asarray(token_a, dtype=np.float64)  # [seeds, prompts]
     d = token_a - np.asarray(base_a, dtype=np.float64)[None]
     ci = crossed_mean_ci(d, level=cfg.level)
@@ -192,10 +206,8 @@ class Stages:
     """The pilot's cached stages under ``out``."""
 
     def __init__(self, out: Path, cfg: PilotConfig):
+        # the engine's checkpoints and training data load torch: only when a stage runs
         from exitlaw.engine.models.checkpoint import load_target
-
-        from exitlaw.paper_repro.mini.exittrain.paper_regime import PAPER_REGIME
-        from exitlaw.paper_repro.mini.pipeline import stage_corpus
 
         self.out, self.cfg, self.mini = out, cfg, PAPER_REGIME.base
         self.base = out / "base"
@@ -217,8 +229,6 @@ class Stages:
         }[name]
 
     def fallback(self, progress: bool) -> Path:
-        from exitlaw.paper_repro.mini.pipeline import stage_base_drafter, stage_data
-
         ckpt = self.candidate_dir("fallback")
         if not (ckpt / "model.safetensors").is_file():
             data = stage_data(self.out / "fallback", self.mini, self.corpus, self.target, self.tdir)
@@ -236,10 +246,6 @@ class Stages:
         return ckpt
 
     def other(self, progress: bool) -> Path:
-        from exitlaw.engine.training.config import TrainConfig
-
-        from exitlaw.paper_repro.mini.pipeline import _train_stage, stage_data
-
         if (self.candidate_dir("other-data") / "model.safetensors").is_file():
             return self.candidate_dir("other-data")
         sampled = replace(self.mini, gen_temperature=self.cfg.other_temperature)
@@ -268,9 +274,8 @@ class Stages:
         )
 
     def ft_data(self):
+        # the engine's checkpoints and training data load torch: only when a stage runs
         from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-
-        from exitlaw.paper_repro.mini.exittrain.mechanism import regime_inputs
 
         # the 1024 fresh prompts of the paper-regime run (the authors'-recipe run's too), as the mechanism test
         fresh = {"prompts": regime_inputs(SHIPPED / "paper_regime").ft_prompts, "seed": 33}
@@ -286,10 +291,6 @@ class Stages:
         )
 
     def tune(self, candidate: str, seed: int, data, progress: bool) -> Path:
-        from exitlaw.engine.training.config import TrainConfig
-
-        from exitlaw.paper_repro.mini.pipeline import _train_stage
-
         tcfg = TrainConfig(
             objective="token",
             lam=0.0,
@@ -315,8 +316,6 @@ class Stages:
         )
 
     def heldout(self):
-        from exitlaw.paper_repro.mini.exittrain.mechanism import MechanismConfig, make_heldout
-
         prompts = json.loads(
             (SHIPPED / "paper_regime" / "prompt_sets.json").read_text(encoding="utf-8")
         )["code"]
@@ -327,9 +326,8 @@ class Stages:
         path = self.out / "eval" / f"{name}.json"
         if path.is_file():
             return json.loads(path.read_text(encoding="utf-8"))
+        # the engine's checkpoints and training data load torch: only when a stage runs
         from exitlaw.engine.models.checkpoint import load_drafter
-
-        from exitlaw.paper_repro.mini.exittrain.mechanism import MechanismConfig, evaluate
 
         drafter = load_drafter(drafter_dir, dtype=self.target.dtype)
         drafter.eval()
@@ -419,7 +417,7 @@ def run(
     progress: bool = False,
 ) -> dict:
     """Build, tune and evaluate ``candidates`` into ``out`` (cached: a second process may run others)."""
-    import torch
+    import torch  # torch loads only when the pilot runs (not for its report)
 
     torch.set_num_threads(1)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -70,7 +70,7 @@ def size_rule(lo: float, hi: float, effect: float) -> str:
 def paired_t(d, level: float, effect: float | None = None) -> dict[str, Any]:
     """Mean of the per-seed differences ``d`` with its two-sided t-interval, its MDE at 80 % power and,
     given the paper's ``effect``, the power of the level's test against it (one side, t approximation)."""
-    from scipy import stats
+    from scipy import stats  # scipy (the simulate extra) loads only when a t-interval is computed
 
     d = np.asarray(d, dtype=np.float64)
     if d.ndim != 1 or d.size < 2 or not np.isfinite(d).all():
@@ -309,6 +309,7 @@ def run_to(
     if from_simulation:
         raw = json.loads(Path(from_simulation).read_text(encoding="utf-8"))
     else:
+        # the simulated recipe loads JAX: only when it is run, not when a simulation is re-judged
         from exitlaw.simulate.exittrain.recipe import RecipeConfig, run_recipe
         from exitlaw.simulate.exittrain.sweep import provenance
 
