@@ -231,3 +231,30 @@ def test_the_bench_s_tev_decision_flag_sets_the_decider_and_refuses_a_graph_off_
         tev.use_decider("cpu", None)
     _use_tev_decision(argparse.Namespace(tev_decision="eager", device="cpu"))
     assert "cpu" not in tev._DECIDERS
+
+
+def test_the_read_refuses_a_flagged_exit_or_a_bonus_outside_the_vocabulary_each_alone():
+    dt = to_device_tree(TREE)
+    plan = tev.tev_plan(dt)
+    vocab = LOGITS.shape[-1]
+    assert tev.read_decision(torch.tensor([[1, 2]]), plan, [TREE], vocab)[0].path_nodes == [0, 1]
+    for bad in ([tev.INVALID, 2], [1, vocab], [1, -1]):
+        with pytest.raises(DistributionError, match="NaN"):
+            tev.read_decision(torch.tensor([bad]), plan, [TREE], vocab)
+
+
+def test_a_tiny_temperature_keeps_close_logits_apart():
+    """At T = 1e-4 two logits 1e-3 apart near 1000 differ by ~10 after scaling: the row's maximum is
+    subtracted before 1 / T (float32 spacing near 2e7 is 2, so adding it instead, or scaling first,
+    moves the small probability by a quarter)."""
+    tree = DraftTree(parent=[-1, 0], token=[0, 1])
+    logits = torch.full((2, 4), -1e4)
+    logits[0, 0], logits[0, 1] = 1000.0, 999.999
+    logits[1, 2] = 0.0
+    t = 1e-4
+    w = tev._tev_exit_law(to_device_tree(tree), logits, t)
+    z = logits[0].double() / t
+    p = torch.softmax(z - z.max(), -1)
+    torch.testing.assert_close(
+        w, torch.tensor([p[0] + p[2] + p[3], p[1]]).double(), rtol=1e-3, atol=0
+    )
