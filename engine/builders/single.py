@@ -81,7 +81,14 @@ def top_candidates(rows: torch.Tensor, m: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``m`` largest entries of each row of ``rows [..., V]`` in descending value order, on the host:
     ``(values float64, tokens int64)``, each ``[..., m]``; equal values in any order, and a NaN ranks
     first (so :func:`check_row_maxima` finds it), as torch's ``topk`` gives them. One transfer; on a
-    CPU numpy selects them (module docstring)."""
+    CPU numpy selects them (module docstring). ``0 <= m <= V`` (``m = 0``: empty tables), else a
+    ``ValueError`` on every path."""
+    vocab = int(rows.shape[-1])
+    if not 0 <= m <= vocab:
+        raise ValueError(f"top_candidates needs 0 <= m <= V = {vocab}, got m = {m}")
+    if m == 0:
+        empty = tuple(rows.shape[:-1]) + (0,)
+        return np.zeros(empty, dtype=np.float64), np.zeros(empty, dtype=np.int64)
     if rows.device.type == "cpu" and rows.dtype in (torch.float32, torch.float64):
         x = rows.detach().numpy()
         if not np.isnan(x).any():  # a NaN row takes torch's ranking, which puts the NaN first

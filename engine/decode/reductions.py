@@ -18,7 +18,7 @@ _NUMPY_DTYPES = (torch.float32, torch.float64)
 
 def first_argmax(x: torch.Tensor) -> torch.Tensor:
     """``x.argmax(-1)`` (int64, on ``x``'s device): the first maximum of each row along the last dim."""
-    if x.device.type == "cpu" and x.dtype in _NUMPY_DTYPES and x.shape[-1] > 0:
+    if x.device.type == "cpu" and x.dtype in _NUMPY_DTYPES and x.ndim > 0 and x.shape[-1] > 0:
         return torch.from_numpy(np.asarray(x.detach().numpy().argmax(-1), dtype=np.int64))
     return x.argmax(-1)
 

@@ -75,12 +75,6 @@ def test_first_argmax_of_a_one_dimensional_row_is_a_zero_dimensional_index():
     assert got.shape == () and int(got) == 1 and got.dtype == torch.int64
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="bug (reported, engine/decode is being refactored): first_argmax of a 0-d tensor raises "
-    "IndexError where torch's argmax(-1) returns 0",
-)
 def test_first_argmax_of_a_scalar_is_torch_argmax():
     assert int(first_argmax(torch.tensor(3.0))) == int(torch.tensor(3.0).argmax(-1)) == 0
 
@@ -118,22 +112,12 @@ def test_top_candidates_put_a_nan_first_on_every_path():
         assert math.isnan(v[0, 0]) and t[0, 0] == 1 and v[0, 1] == 3.0 and t[0, 1] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (reported, engine/builders is being refactored): top_candidates with m = 0 raises "
-    "ValueError on the numpy path where torch's path returns an empty [.., 0] table",
-)
 def test_top_candidates_with_m_zero_is_empty_on_both_paths():
     x = torch.tensor([[1.0, 2.0, 3.0]])
     for v, t in _both_paths(x, 0):
         assert v.shape == t.shape == (1, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (reported): top_candidates with m > V returns V columns silently on the numpy path "
-    "where torch's path raises",
-)
 def test_top_candidates_with_m_above_the_vocabulary_is_refused_on_both_paths():
     x = torch.tensor([[1.0, 2.0, 3.0]])
     for dtype in (torch.float32, torch.bfloat16):
