@@ -141,7 +141,7 @@ def test_training_generates_its_continuations_under_the_settings(pair, s, tmp_pa
 
     target, _ = pair
     with reaching() as seen:
-        generate_continuations(target, PROMPTS, max_new_tokens=3, temperature=s, seed=0)
+        generate_continuations(target, PROMPTS, max_new_tokens=3, settings=s, seed=0)
     _only(seen, s)
     with reaching() as seen:
         cached_sequences(
@@ -150,7 +150,7 @@ def test_training_generates_its_continuations_under_the_settings(pair, s, tmp_pa
             PROMPTS,
             tmp_path_factory.mktemp("cache"),
             max_new_tokens=3,
-            temperature=s,
+            settings=s,
             seed=0,
         )
     _only(seen, s)

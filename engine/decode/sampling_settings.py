@@ -21,7 +21,6 @@ from typing import Callable
 
 import torch
 
-from exitlaw.theory import check_temperature
 from exitlaw.theory.sampling_settings import SamplingSettings, filter_record
 
 # filter name -> its torch keep rule ``(live [..., V] float64, value) -> bool mask``, registered below
@@ -69,14 +68,6 @@ def checked_settings(settings) -> SamplingSettings:
             "(a temperature t is SamplingSettings(t))"
         )
     return settings
-
-
-def as_settings(temperature) -> SamplingSettings:
-    """A float temperature (no filters) or a :class:`SamplingSettings`, as settings: only for the
-    training entry points (``engine/training``), which still take a float temperature."""
-    if isinstance(temperature, SamplingSettings):
-        return temperature
-    return SamplingSettings(check_temperature(temperature, allow_zero=True))
 
 
 def keep_mask(weights: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
@@ -152,7 +143,6 @@ def processed_draft_logprobs(rows: torch.Tensor, settings: SamplingSettings) -> 
 __all__ = [
     "TORCH_RULES",
     "torch_filter",
-    "as_settings",
     "checked_settings",
     "keep_mask",
     "filter_logits",

@@ -33,11 +33,13 @@ from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.engine.models.attention_window import layer_masks, mask_to
 from exitlaw.engine.builders.single import build_ddtree
-from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits
+from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.training.draft_opd import OPDChains, sample_chains
 from exitlaw.engine.training.law import TreeBatch
 from exitlaw.engine.models.target import TargetModel
+
+UNFILTERED = SamplingSettings(1.0)  # the default scoring law: T_s = 1, no filter
 
 
 def sample_anchors(
@@ -133,8 +135,9 @@ def tree_scoring_mask(
 
 
 @torch.no_grad()
-def _scoring_settings(temperature) -> SamplingSettings:
-    settings = as_settings(temperature)
+def _scoring_settings(settings: SamplingSettings) -> SamplingSettings:
+    """``settings`` (a bare float is a ``TypeError``), refused when ``T_s`` is not > 0."""
+    settings = checked_settings(settings)
     if settings.temperature <= 0:
         raise ValueError(f"tree scoring needs a temperature > 0, got {settings.temperature}")
     return settings
@@ -153,18 +156,19 @@ def tree_logit_tables(
     seq_logits: torch.Tensor,
     anchors: torch.Tensor,
     trees: list[DraftTree],
-    temperature=1.0,
+    settings: SamplingSettings = UNFILTERED,
 ) -> list[torch.Tensor]:
     """The target's next-token logits of every node divided by ``T``: ``[N_k, V]`` per tree (float32).
 
-    ``temperature``: ``T_s`` or a :class:`~exitlaw.theory.SamplingSettings` (``T_s`` and filters): the
-    rows are then the processed target's (:func:`scoring_table`, filtered tokens ``-inf``).
+    ``settings``: the scoring :class:`~exitlaw.theory.SamplingSettings` (``T_s`` and filters; a bare
+    float is a ``TypeError``): the rows are the processed target's (:func:`scoring_table`, filtered
+    tokens ``-inf``).
 
     Row 0 is the root (the causal logits at ``a_k``), row ``v >= 1`` node ``v``'s
     tree-attention query row. One forward for all trees; ``cache`` holds the target's
     K/V of the whole sequence (length ``S``) and is cropped back to ``S`` afterwards.
     """
-    settings = _scoring_settings(temperature)
+    settings = _scoring_settings(settings)
     seq_len = seq_logits.shape[0]
     if cache.get_seq_length() != seq_len:
         raise ValueError(
@@ -204,7 +208,7 @@ def windowed_tree_logit_tables(
     anchors: torch.Tensor,
     trees: list[DraftTree],
     window: int,
-    temperature=1.0,
+    settings: SamplingSettings = UNFILTERED,
 ) -> list[torch.Tensor]:
     """:func:`tree_logit_tables` as the authors' code scores trees: over only the last ``window`` context tokens.
 
@@ -214,7 +218,7 @@ def windowed_tree_logit_tables(
     window cut by the sequence start is left-padded with slots nothing attends to. Row 0 (the root)
     is the anchor's output of this forward, so no row sees a token before the window.
     """
-    settings = _scoring_settings(temperature)
+    settings = _scoring_settings(settings)
     if window < 1:
         raise ValueError(f"the prefix window must be >= 1 token, got {window}")
     if not trees:
@@ -282,10 +286,10 @@ def score_trees(
     seq_logits: torch.Tensor,
     anchors: torch.Tensor,
     trees: list[DraftTree],
-    temperature=1.0,
+    settings: SamplingSettings = UNFILTERED,
 ) -> list[np.ndarray]:
     """Edge probabilities ``a(u)`` of each tree (float64 arrays, ``a(root) = 1``); see :func:`tree_logit_tables`."""
-    tables = tree_logit_tables(target, cache, seq_logits, anchors, trees, temperature)
+    tables = tree_logit_tables(target, cache, seq_logits, anchors, trees, settings)
     return [edge_probabilities(t, table) for t, table in zip(trees, tables)]
 
 
@@ -310,7 +314,7 @@ def _pad_edges(edges: list[np.ndarray], n: int, device) -> torch.Tensor:
 
 
 def _scored_trees(
-    target, cache, step, tokens, anchors, logits, *, budget, temperature, chain_rng, prefix_window
+    target, cache, step, tokens, anchors, logits, *, budget, settings, chain_rng, prefix_window
 ):
     """One sequence's trees built from the drafter's ``logits`` at ``anchors``, with (``chain_rng``)
     one sampled chain per anchor, and the target's logit table of each, trees first (``step``: the target's
@@ -319,11 +323,9 @@ def _scored_trees(
     chains = [] if chain_rng is None else sample_chains(logits, tokens[anchors], chain_rng)
     both = torch.cat([anchors, anchors]) if chains else anchors
     if prefix_window is not None:
-        tables = windowed_tree_logit_tables(
-            target, tokens, anchors, trees, prefix_window, temperature
-        )
+        tables = windowed_tree_logit_tables(target, tokens, anchors, trees, prefix_window, settings)
     else:
-        tables = tree_logit_tables(target, cache, step.logits, both, trees + chains, temperature)
+        tables = tree_logit_tables(target, cache, step.logits, both, trees + chains, settings)
     return trees, tables, chains
 
 
@@ -346,7 +348,7 @@ def make_batch(
     rng: np.random.Generator,
     *,
     score: bool = True,
-    temperature=1.0,
+    settings: SamplingSettings = UNFILTERED,
     chain_rng: np.random.Generator | None = None,
     prefix_window: int | None = None,
 ) -> SequenceBatch | None:
@@ -358,6 +360,7 @@ def make_batch(
     ``prefix_window`` (the authors' code): trees are scored over only the last ``prefix_window``
     context tokens (:func:`windowed_tree_logit_tables`); ``None`` scores them over the whole context.
     """
+    settings = checked_settings(settings)
     if prefix_window is not None and chain_rng is not None:
         raise ValueError(
             "prefix_window scores trees only: it does not combine with draft-opd's sampled chains"
@@ -368,9 +371,7 @@ def make_batch(
     all_logits, all_targets, all_valid, all_trees, all_edges = [], [], [], [], []
     all_chains, chain_edges, chain_rows = [], [], []
     seen = 0
-    opts = dict(
-        budget=budget, temperature=temperature, chain_rng=chain_rng, prefix_window=prefix_window
-    )
+    opts = dict(budget=budget, settings=settings, chain_rng=chain_rng, prefix_window=prefix_window)
     for tokens, first in sequences:
         tokens = tokens.to(target.device)
         anchors_np = sample_anchors(tokens.shape[0], first, anchors_per_seq, rng)

@@ -25,7 +25,7 @@ import torch
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.engine.decode.loop import exponential_race
-from exitlaw.engine.decode.sampling_settings import as_settings, filter_logits
+from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits
 from exitlaw.engine.prompts.encoding import encode_prompts
 from exitlaw.engine.prompts.records import load_prompt_set
 from exitlaw.engine.models.target import TargetModel
@@ -48,7 +48,7 @@ def generate_continuations(
     prompts: Sequence[Sequence[int]],
     *,
     max_new_tokens: int,
-    temperature: float | SamplingSettings,
+    settings: SamplingSettings,
     seed: int,
     batch_size: int = 16,
     stop_tokens: Sequence[int] = (),
@@ -60,10 +60,10 @@ def generate_continuations(
     Prompts are left-padded into batches of ``batch_size``; batch ``b`` draws from
     ``torch.Generator().manual_seed(seed * 1_000_003 + first_batch + b)`` (``first_batch``
     lets a caller generate batch ``k`` of a larger list alone, with the same draws).
-    ``temperature``: a number (no filters; ``0`` is greedy) or a
-    :class:`~exitlaw.theory.SamplingSettings`, whose processed target every token is drawn from.
+    ``settings``: the :class:`~exitlaw.theory.SamplingSettings` whose processed target every token
+    is drawn from (``SamplingSettings(0)`` is greedy; a bare float is a ``TypeError``).
     """
-    settings = as_settings(temperature)
+    settings = checked_settings(settings)
     temperature = settings.temperature
     if max_new_tokens < 1 or batch_size < 1:
         raise ValueError(
@@ -196,7 +196,7 @@ def cached_sequences(
     cache_dir: str | Path,
     *,
     max_new_tokens: int,
-    temperature: float | SamplingSettings,
+    settings: SamplingSettings,
     seed: int,
     batch_size: int = 16,
     stop_tokens: Sequence[int] = (),
@@ -207,13 +207,12 @@ def cached_sequences(
     """:func:`generate_continuations`, read from ``cache_dir`` when the same request was made before.
 
     ``generate(prompts) -> continuations`` replaces local decoding (e.g. an external
-    server, :mod:`.continuation_server`); ``source`` names it in the cache key. ``temperature``: a
-    number or a :class:`~exitlaw.theory.SamplingSettings`; its filters are in the cache key when one
-    is active (so caches made without filters keep their keys).
+    server, :mod:`.continuation_server`); ``source`` names it in the cache key. ``settings``: the
+    :class:`~exitlaw.theory.SamplingSettings` (a bare float is a ``TypeError``); the key records its
+    temperature, and its filters when one is active (so caches made without filters keep their keys).
     """
-    settings = as_settings(temperature)
-    if settings is temperature:
-        temperature = settings.temperature  # the number the keys and the cache header record
+    settings = checked_settings(settings)
+    temperature = settings.temperature  # the number the keys and the cache header record
     extra = {"filters": settings.filters()} if settings.filtered else {}
     if (generate is None) != (source is None):
         raise ValueError(
@@ -244,7 +243,7 @@ def cached_sequences(
             target,
             prompts,
             max_new_tokens=max_new_tokens,
-            temperature=settings,
+            settings=settings,
             seed=seed,
             batch_size=batch_size,
             stop_tokens=stop_tokens,

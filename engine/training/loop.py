@@ -221,7 +221,7 @@ def train_step(
             cfg.budget,
             rng,
             score=cfg.score_trees,
-            temperature=cfg.scoring,
+            settings=cfg.scoring,
             chain_rng=chain_rng,
             prefix_window=cfg.prefix_window,
         )

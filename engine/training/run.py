@@ -237,7 +237,7 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
         prompts,
         cache_dir,
         max_new_tokens=spec.max_new_tokens,
-        temperature=spec.generation,
+        settings=spec.generation,
         seed=spec.config.seed,
         batch_size=spec.gen_batch,
         stop_tokens=stops,

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Callable
 
 from exitlaw.theory.infra.atomic_io import atomic_save_npy, atomic_write_json, atomic_write_text
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.paper_repro.mini.target import TargetSpec
 
@@ -529,7 +530,7 @@ def stage_data(out: Path, cfg: MiniConfig, corpus: Corpus, target, tdir: Path):
         prompts,
         out / "data",
         max_new_tokens=cfg.continuation_tokens,
-        temperature=cfg.gen_temperature,
+        settings=SamplingSettings(cfg.gen_temperature),
         seed=cfg.seed,
         batch_size=64,
     )

@@ -251,7 +251,12 @@ def make_heldout(target, prompts, cfg: MechanismConfig, depth: int) -> Heldout:
     from exitlaw.engine.training.data import generate_continuations
 
     conts = generate_continuations(
-        target, prompts, max_new_tokens=cfg.heldout_tokens, temperature=0.0, seed=0, batch_size=64
+        target,
+        prompts,
+        max_new_tokens=cfg.heldout_tokens,
+        settings=SamplingSettings(0.0),
+        seed=0,
+        batch_size=64,
     )
     rng = np.random.default_rng(cfg.anchor_seed)
     out = Heldout([], [], [], [])
@@ -328,7 +333,7 @@ def evaluate(
             if on_trees is not None:
                 on_trees(trees)
             tables = tree_logit_tables(
-                target, cache, step.logits, pos, trees, cfg.scoring_temperature
+                target, cache, step.logits, pos, trees, SamplingSettings(cfg.scoring_temperature)
             )
             batch = TreeBatch.from_trees(trees, target.device, max(t.num_nodes for t in trees))
             for edges, out in (
@@ -382,7 +387,7 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
             cfg.budget,
             rng,
             score=True,
-            temperature=SamplingSettings(cfg.scoring_temperature),
+            settings=SamplingSettings(cfg.scoring_temperature),
         )
         if batch is None:
             raise MechanismError(f"gradient batch {t}: no sequence has room for an anchor")
@@ -539,7 +544,7 @@ def run_mechanism(
         inputs.ft_prompts,
         out / "ft_data",
         max_new_tokens=cfg.ft_tokens,
-        temperature=0.0,
+        settings=SamplingSettings(0.0),
         seed=cfg.ft_gen_seed,
         batch_size=64,
     )

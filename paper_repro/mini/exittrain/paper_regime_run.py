@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
@@ -260,7 +261,7 @@ def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: floa
         prompts,
         paths.ft_data,
         max_new_tokens=cfg.ft_continuation_tokens,
-        temperature=temperature,
+        settings=SamplingSettings(temperature),
         seed=cfg.ft_gen_seed,
         batch_size=64,
     )

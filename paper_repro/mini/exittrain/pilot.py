@@ -26,6 +26,7 @@ import numpy as np
 
 from exitlaw.engine.training.config import TrainConfig
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 from exitlaw.paper_repro.mini.exittrain.mechanism import (
     MechanismConfig,
@@ -285,7 +286,7 @@ class Stages:
             fresh["prompts"],
             self.out / "ft_data",
             max_new_tokens=self.cfg.ft_tokens,
-            temperature=0.0,
+            settings=SamplingSettings(0.0),
             seed=fresh["seed"],
             batch_size=64,
         )

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.models import target as target_mod
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig
@@ -119,7 +120,9 @@ def test_exittrain_tree_scoring_and_padded_sampling_run_the_math_kernel(tiny, ca
     calls.clear()  # the prefill is unmasked
     tree_logit_tables(tgt, cache, step.logits, anchors, trees)
     windowed_tree_logit_tables(tgt, tokens, anchors, trees, window=3)
-    generate_continuations(tgt, [[1, 2, 3], [4, 5]], max_new_tokens=2, temperature=0.0, seed=0)
+    generate_continuations(
+        tgt, [[1, 2, 3], [4, 5]], max_new_tokens=2, settings=SamplingSettings(0.0), seed=0
+    )
     assert len(calls) > 3 and not any(allowed for _, allowed in calls)
 
 

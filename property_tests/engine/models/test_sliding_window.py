@@ -12,6 +12,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 from transformers import AutoModelForCausalLM, DynamicCache
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.models.attention_window import (
     in_window,
     layer_masks,
@@ -332,7 +333,7 @@ def test_an_exittrain_step_runs_through_the_training_loop(target, tmp_path):
 
     prompts = [p for p in PROMPTS if len(p) > 1]
     conts = generate_continuations(
-        target, prompts, max_new_tokens=2 * WINDOW, temperature=0.0, seed=0
+        target, prompts, max_new_tokens=2 * WINDOW, settings=SamplingSettings(0.0), seed=0
     )
     greedy = [native_greedy(target.model, p, 2 * WINDOW) for p in prompts]
     assert (

@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.training.continuation_server import ServerError, server_continuations
 from exitlaw.engine.training.data import cached_sequences
 from helpers.cli_argv import train_argv, write_prompts
@@ -89,7 +90,13 @@ def test_server_continuations_are_cached_under_their_source(tmp_path):
             temperature=1.0,
             seed=0,
         )
-        kw = dict(max_new_tokens=4, temperature=1.0, seed=0, generate=gen, source=f"server:{url}:m")
+        kw = dict(
+            max_new_tokens=4,
+            settings=SamplingSettings(1.0),
+            seed=0,
+            generate=gen,
+            source=f"server:{url}:m",
+        )
         first = cached_sequences(None, "fp", [[97, 98]], tmp_path, **kw)
         again = cached_sequences(None, "fp", [[97, 98]], tmp_path, **kw)
     finally:
@@ -145,7 +152,7 @@ def test_generate_and_source_go_together(tmp_path):
             [[1]],
             tmp_path,
             max_new_tokens=2,
-            temperature=1.0,
+            settings=SamplingSettings(1.0),
             seed=0,
             generate=lambda p: [[1]],
         )

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.training.draft_opd import OPDChains, draft_opd_term, sample_chains
 from exitlaw.engine.training.exittrain import TreeBatch, draft_log_normalisers, exittrain_loss
 from exitlaw.engine.training.batch import make_batch
@@ -92,7 +93,7 @@ def test_sampled_chain_rows_are_the_targets_causal_rows_along_the_path():
         2,
         6,
         np.random.default_rng(0),
-        temperature=0.7,
+        settings=SamplingSettings(0.7),
         chain_rng=np.random.default_rng(1),
     )
     anchors = np.sort(np.random.default_rng(0).choice(np.arange(4, 15), size=2, replace=False))

@@ -13,6 +13,7 @@ import pytest
 import torch
 from hypothesis import given, note, strategies as st
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.training.exittrain import (
     OBJECTIVES,
     TreeBatch,
@@ -308,7 +309,9 @@ def _train_fixture():
     target, _ = _tiny_pair(4)
     g = torch.Generator().manual_seed(4)
     prompts = [torch.randint(0, SPEC.vocab_size - 2, (6,), generator=g).tolist() for _ in range(6)]
-    conts = generate_continuations(target, prompts, max_new_tokens=12, temperature=1.0, seed=0)
+    conts = generate_continuations(
+        target, prompts, max_new_tokens=12, settings=SamplingSettings(1.0), seed=0
+    )
     return Sequences(prompts, conts)
 
 
@@ -409,7 +412,7 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
         load_target(tdir),
         enc,
         max_new_tokens=16,
-        temperature=1.0,
+        settings=SamplingSettings(1.0),
         seed=0,
         batch_size=1,
         stop_tokens=[tok.eos_token_id] if tok.eos_token_id is not None else [],
@@ -467,7 +470,7 @@ def test_batched_left_padded_greedy_continuations_equal_one_by_one_greedy_decodi
     target, _ = _tiny_pair(7)
     prompts = [[5, 6, 7], [8, 9, 10, 11, 12], [3]]
     batched = generate_continuations(
-        target, prompts, max_new_tokens=5, temperature=0.0, seed=0, batch_size=3
+        target, prompts, max_new_tokens=5, settings=SamplingSettings(0.0), seed=0, batch_size=3
     )
     for p, cont in zip(prompts, batched):
         ids = list(p)
@@ -483,7 +486,7 @@ def test_continuations_are_cached_on_disk_and_reused(tmp_path):
     target, _ = _tiny_pair(8)
     prompts = [[1, 2, 3], [4, 5]]
     first = cached_sequences(
-        target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3
+        target, "fp", prompts, tmp_path, max_new_tokens=4, settings=SamplingSettings(1.0), seed=3
     )
     assert len(list(tmp_path.glob("continuations-*.jsonl"))) == 1
 
@@ -492,11 +495,17 @@ def test_continuations_are_cached_on_disk_and_reused(tmp_path):
             raise AssertionError("the target was used although the continuations are cached")
 
     again = cached_sequences(
-        NoTarget(), "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=3
+        NoTarget(),
+        "fp",
+        prompts,
+        tmp_path,
+        max_new_tokens=4,
+        settings=SamplingSettings(1.0),
+        seed=3,
     )
     assert again == first
     other = cached_sequences(
-        target, "fp", prompts, tmp_path, max_new_tokens=4, temperature=1.0, seed=4
+        target, "fp", prompts, tmp_path, max_new_tokens=4, settings=SamplingSettings(1.0), seed=4
     )
     assert len(list(tmp_path.glob("continuations-*.jsonl"))) == 2 and other.prompts == first.prompts
 
@@ -509,7 +518,7 @@ def test_generating_one_batch_alone_with_its_index_gives_the_same_draws():
     prompts = [
         torch.randint(0, SPEC.vocab_size - 2, (4 + i,), generator=g).tolist() for i in range(5)
     ]
-    kw = dict(max_new_tokens=6, temperature=1.0, seed=3, batch_size=2)
+    kw = dict(max_new_tokens=6, settings=SamplingSettings(1.0), seed=3, batch_size=2)
     whole = generate_continuations(target, prompts, **kw)
     pieces = [
         c

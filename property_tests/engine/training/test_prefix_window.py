@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.theory import DraftTree
 from exitlaw.engine.training.batch import tree_logit_tables, windowed_tree_logit_tables
 from helpers.cli_argv import TINY_RUN, train_argv, write_prompts
@@ -43,7 +44,7 @@ def test_each_windowed_row_is_the_target_run_causally_over_window_anchor_and_pat
     anchors = [2, 9, 15]  # the first anchor's window is cut by the sequence start
     trees = _trees(target.vocab_size, tokens, anchors)
     tables = windowed_tree_logit_tables(
-        target, tokens, torch.tensor(anchors), trees, window, temperature=0.7
+        target, tokens, torch.tensor(anchors), trees, window, settings=SamplingSettings(0.7)
     )
     for k, (a, t) in enumerate(zip(anchors, trees)):
         left = max(0, a - window)
@@ -79,9 +80,11 @@ def test_a_window_covering_the_context_gives_the_full_context_rows(pair):
     trees = _trees(target.vocab_size, tokens, anchors.tolist())
     cache = target.new_cache()
     step = target.prefill(cache, tokens)
-    full = tree_logit_tables(target, cache, step.logits, anchors, trees, temperature=1.0)
+    full = tree_logit_tables(
+        target, cache, step.logits, anchors, trees, settings=SamplingSettings(1.0)
+    )
     windowed = windowed_tree_logit_tables(
-        target, tokens, anchors, trees, window=64, temperature=1.0
+        target, tokens, anchors, trees, window=64, settings=SamplingSettings(1.0)
     )
     for f, w in zip(full, windowed):
         torch.testing.assert_close(w, f, rtol=1e-4, atol=1e-4)
@@ -111,7 +114,7 @@ def test_bad_window_or_temperature_is_a_named_error(pair, window, temperature, m
             torch.tensor([3]),
             _trees(target.vocab_size, tokens, [3]),
             window,
-            temperature,
+            SamplingSettings(temperature),
         )
 
 

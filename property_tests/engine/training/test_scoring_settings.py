@@ -13,7 +13,7 @@ import torch
 
 from exitlaw.cli import main
 from exitlaw.engine.builders.single import build_ddtree
-from exitlaw.engine.training.batch import edge_probabilities, scoring_table
+from exitlaw.engine.training.batch import edge_probabilities, make_batch, score_trees, scoring_table
 from exitlaw.engine.training.config import TrainConfig
 from exitlaw.engine.training.continuation_server import server_continuations
 from exitlaw.engine.training.data import cached_sequences, generate_continuations
@@ -77,15 +77,33 @@ TINY_SEED = 1
 def test_continuations_under_top_k_1_at_T1_are_greedy(pair):
     target, _ = pair
     prompts = [[11, 42, 7], [5, 6]]
-    greedy = generate_continuations(target, prompts, max_new_tokens=8, temperature=0.0, seed=0)
-    plain = generate_continuations(target, prompts, max_new_tokens=8, temperature=1.0, seed=0)
+    greedy = generate_continuations(
+        target, prompts, max_new_tokens=8, settings=SamplingSettings(0.0), seed=0
+    )
+    plain = generate_continuations(
+        target, prompts, max_new_tokens=8, settings=SamplingSettings(1.0), seed=0
+    )
     assert plain != greedy
     assert (
         generate_continuations(
-            target, prompts, max_new_tokens=8, temperature=SamplingSettings(1.0, top_k=1), seed=0
+            target, prompts, max_new_tokens=8, settings=SamplingSettings(1.0, top_k=1), seed=0
         )
         == greedy
     )
+
+
+def test_the_training_entry_points_refuse_a_bare_float_naming_it(tmp_path):
+    # the settings are typed: a float temperature is a TypeError naming what came, before any work
+    bare = "expected SamplingSettings, got float 0.5"
+    with pytest.raises(TypeError, match=bare):
+        generate_continuations(None, [[1]], max_new_tokens=2, settings=0.5, seed=0)
+    with pytest.raises(TypeError, match=bare):
+        cached_sequences(None, "fp", [[1]], tmp_path, max_new_tokens=2, settings=0.5, seed=0)
+    with pytest.raises(TypeError, match=bare):
+        score_trees(None, None, torch.zeros(3, 4), torch.tensor([1]), [], 0.5)
+    with pytest.raises(TypeError, match=bare):
+        make_batch(None, None, [], 1, 4, np.random.default_rng(0), settings=0.5)
+    assert not list(tmp_path.iterdir())  # nothing cached
 
 
 def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatch):
@@ -93,18 +111,18 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
         return [[1, 2]] * len(prompts)
 
     kw = dict(max_new_tokens=4, seed=0, generate=gen, source="s")
-    cached_sequences(None, "fp", [[3]], tmp_path / "a", temperature=1.0, **kw)
+    cached_sequences(None, "fp", [[3]], tmp_path / "a", settings=SamplingSettings(1.0), **kw)
     cached_sequences(
         None,
         "fp",
         [[3]],
         tmp_path / "a",
-        temperature=SamplingSettings(1.0, top_p=1.0, min_p=0.0),
+        settings=SamplingSettings(1.0, top_p=1.0, min_p=0.0),
         **kw,
     )  # inactive
     assert len(list((tmp_path / "a").iterdir())) == 1
     cached_sequences(
-        None, "fp", [[3]], tmp_path / "a", temperature=SamplingSettings(1.0, top_k=5), **kw
+        None, "fp", [[3]], tmp_path / "a", settings=SamplingSettings(1.0, top_k=5), **kw
     )
     files = sorted((tmp_path / "a").iterdir())
     assert len(files) == 2

@@ -10,6 +10,7 @@ import json
 import pytest
 import torch
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.training.objectives import OBJECTIVES
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
@@ -77,7 +78,10 @@ def test_resume_is_bit_for_bit_for_draft_opd_and_the_authors_reading(tmp_path, c
     g = torch.Generator().manual_seed(21)
     prompts = [torch.randint(0, SPEC.vocab_size - 2, (5,), generator=g).tolist() for _ in range(4)]
     data = Sequences(
-        prompts, generate_continuations(target, prompts, max_new_tokens=10, temperature=1.0, seed=0)
+        prompts,
+        generate_continuations(
+            target, prompts, max_new_tokens=10, settings=SamplingSettings(1.0), seed=0
+        ),
     )
     target, straight = _pair(22)
     train(target, straight, data, cfg, tmp_path / "straight", progress=False)

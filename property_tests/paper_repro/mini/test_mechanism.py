@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
     CONTRASTS,
     DIRECTIONS,
@@ -247,13 +248,17 @@ def test_the_directions_are_the_gradients_of_their_terms_on_the_trainers_batches
 
     target, drafter = pair
     prompts = _prompts(6, 3)
-    conts = generate_continuations(target, prompts, max_new_tokens=16, temperature=0.0, seed=0)
+    conts = generate_continuations(
+        target, prompts, max_new_tokens=16, settings=SamplingSettings(0.0), seed=0
+    )
     data = Sequences(prompts, conts)
     # budget 16: at budget 8 the tiny pair's trees give exit and prefix weights that coincide
     cfg = MechanismConfig(grad_batches=1, batch_size=2, anchors_per_seq=2, budget=16)
     got = directions(target, drafter, data, cfg)
     seqs, rng = step_sequences(data, _grad_config(cfg), 0, 0)
-    batch = make_batch(drafter, target, seqs, 2, 16, rng, score=True, temperature=1.0)
+    batch = make_batch(
+        drafter, target, seqs, 2, 16, rng, score=True, settings=SamplingSettings(1.0)
+    )
     params = [p for p in drafter.parameters() if p.requires_grad]
     for objective in ("prefix", "exit"):
         terms = exittrain_loss(
