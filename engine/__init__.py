@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING
 from exitlaw.theory.infra.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from .bench.compare import (
-        compare_files as compare_bench_files,
-        compare_results,
-        format_comparison,
-    )
+    from .bench.compare import compare_files as compare_bench_files
+    from .bench.compare import compare_results, format_comparison
     from .bench.verifiers import run_verifier_bench as run_verifier_stage_bench
     from .builders.batched import build_trees_batch
+    from .builders.single import build_chain, build_ddtree
     from .decode.batch_draft import BatchDraftCache, dflash_draft_batch
     from .decode.batch_generate import (
         BatchGenerationResult,
@@ -29,17 +27,12 @@ if TYPE_CHECKING:
         row_cache,
     )
     from .decode.batch_tree import BatchTree, to_batch_tree
-    from .decode.dispatch import verify, verify_batch
-    from .builders.single import build_chain, build_ddtree
     from .decode.device_tree import DeviceTree, to_device_tree
+    from .decode.dispatch import verify, verify_batch
     from .decode.loop import DecodeConfig, GenerationResult, Generators, generate, generate_ar
     from .decode.timing import NullTimer, StageTimer
-    from .decode.verifiers import (
-        KINDS as VERIFIER_KINDS,
-        VerifierGenerators,
-        VerifyResult,
-        batch_exit_law,
-    )
+    from .decode.verifiers import KINDS as VERIFIER_KINDS
+    from .decode.verifiers import VerifierGenerators, VerifyResult, batch_exit_law
     from .models.attention_window import layer_windows
     from .models.checkpoint import load_drafter, load_pair, load_target, save_drafter
     from .models.config import LMSizes, causal_lm_config, qwen3_config
@@ -50,7 +43,8 @@ if TYPE_CHECKING:
     from .prompts.encoding import PromptEncodingError, encode_prompt, encode_prompts
     from .prompts.records import Prompt, PromptRecordError, load_prompt_set
     from .training.batch import SequenceBatch, make_batch, score_trees
-    from .training.config import PRESETS as TRAIN_PRESETS, TrainConfig, cosine_factor, preset_config
+    from .training.config import PRESETS as TRAIN_PRESETS
+    from .training.config import TrainConfig, cosine_factor, preset_config
     from .training.data import Sequences, cached_sequences, generate_continuations, load_prompts
     from .training.draft_opd import OPDChains, draft_opd_term, sample_chains
     from .training.exittrain import LossTerms, exittrain_loss

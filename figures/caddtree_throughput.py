@@ -40,8 +40,8 @@ def compute(
         PositionWiseDrafter,
         ddtree_order,
         first_decrease,
+        throughput_curve,
     )
-    from exitlaw.simulate import throughput_curve
     from exitlaw.simulate.builders.caddtree import first_decrease_misses
 
     contexts = contexts or (3 if quick else 6)

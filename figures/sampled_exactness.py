@@ -38,8 +38,8 @@ def _mix(acc: dict, law: dict, weight: float) -> None:
 def compute(*, seed: int = 0, quick: bool = False, vocab: int = 3, horizon: int = 2) -> dict:
     """Exact laws on every realised draft of toy models ``ToyModel(vocab, seed + 3)`` (target) and
     ``ToyModel(vocab, seed + 10)`` (drafter); seed 0 gives a target with no deterministic root row."""
-    from exitlaw.simulate.randomness import enumerate_law
     from exitlaw.simulate.lab.toy_target import ToyModel, block_tokens, complete_block
+    from exitlaw.simulate.randomness import enumerate_law
     from exitlaw.simulate.verifiers import tev_procedure, verify_sampled
     from exitlaw.theory import DraftTree, reference_law
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -19,9 +19,9 @@ matplotlib.use("Agg")  # headless; set before pyplot is imported anywhere in thi
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from exitlaw.theory import registry  # noqa: E402
 from exitlaw.theory.infra.atomic_io import atomic_write_text  # noqa: E402
 from exitlaw.theory.infra.json_read import read_json_file  # noqa: E402
-from exitlaw.theory import registry  # noqa: E402
 
 # one colour per concept, used by every figure; a verifier's is its registry fact (COLORS reads it)
 OTHER_COLORS = {

@@ -56,8 +56,7 @@ def compute(
     from transformers import AutoTokenizer
 
     from exitlaw.engine import DecodeConfig, generate, load_pair
-    from exitlaw.theory import SamplingSettings
-    from exitlaw.theory import TraceWriter, exit_law_from_edges, read_trace
+    from exitlaw.theory import SamplingSettings, TraceWriter, exit_law_from_edges, read_trace
 
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,8 +1,19 @@
 """exitlaw.paper_repro (see docs/architecture.md §1)."""
 
 # --- mini-scale reproduction on the stdlib corpus; torch is imported only when run
+# --- claims ledger and full-scale commands
+from .full_scale import commands as full_scale_commands
+from .full_scale import load_config as load_full_scale_config
+
+# --- the full-scale commands executed on a CPU with tiny stand-ins
+from .full_scale_dry_run import DryRunError, format_dry_run
+from .full_scale_dry_run import dry_run as full_scale_dry_run
+from .ledger import CLAIMS, STATUSES, VERDICTS, build_ledger, write_ledger
+from .ledger import format_markdown as format_ledger
+from .ledger_inputs import ledger_from_shipped, make_shipped_inputs
+from .mini.corpus import CorpusSplit, load_tokenizer, make_split, train_tokenizer
+from .mini.pipeline import PRESETS as MINI_PRESETS
 from .mini.pipeline import (
-    PRESETS as MINI_PRESETS,
     MiniConfig,
     run_mini,
     stage_base_drafter,
@@ -14,25 +25,10 @@ from .mini.pipeline import (
     stage_target,
 )
 from .mini.stats import claim_verdict, crossed_mean_ci, pair_verdict, paired_difference
-from .mini.corpus import CorpusSplit, load_tokenizer, make_split, train_tokenizer
-
-# --- claims ledger and full-scale commands
-from .full_scale import commands as full_scale_commands, load_config as load_full_scale_config
-from .ledger import (
-    CLAIMS,
-    STATUSES,
-    VERDICTS,
-    build_ledger,
-    format_markdown as format_ledger,
-    write_ledger,
-)
-from .ledger_inputs import ledger_from_shipped, make_shipped_inputs
-from .paired_effects import paired_interval, records as paired_effect_records
+from .paired_effects import paired_interval
+from .paired_effects import records as paired_effect_records
 from .regimes import Regime
 from .verdicts import Interval, Rule, Verdict, decide, decide_test
-
-# --- the full-scale commands executed on a CPU with tiny stand-ins
-from .full_scale_dry_run import DryRunError, dry_run as full_scale_dry_run, format_dry_run
 
 __all__ = [
     "CLAIMS",

@@ -53,11 +53,10 @@ import json
 import platform
 from pathlib import Path
 
+from exitlaw.simulate.verifiers.table import implemented
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.infra.provenance import git_commit as _git_commit
 from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
-
-from exitlaw.simulate.verifiers.table import implemented
 
 FIGURE_INPUTS = ("verifier_equivalence", "budget_sweep", "sampled_exactness", "verifier_latency")
 NEEDED = FIGURE_INPUTS  # figure data a ledger over a run directory computes when missing

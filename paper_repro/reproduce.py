@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from exitlaw.simulate.verifiers.table import implemented
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
-
-from exitlaw.simulate.verifiers.table import implemented
 
 # the saturating verifiers that sample at T > 0 (predraw, residual, tev): the kit checks each
 VERIFIERS = implemented(PROCEDURE, kind=FIXED_TREE, sampling=True)
@@ -61,7 +60,6 @@ def run_figures(
     out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool, log: Callable[[str], None]
 ) -> list[str]:
     from exitlaw.figures.registry import FIGURES
-
     from exitlaw.paper_repro.figure_inputs import make_figure
 
     done = []

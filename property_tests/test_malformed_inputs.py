@@ -119,6 +119,7 @@ import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from exitlaw.cli import main  # noqa: E402
+from exitlaw.simulate.lab.presets import SimConfig, WorkBoundError  # noqa: E402
 from exitlaw.theory import (  # noqa: E402
     IncompleteTraceError,
     TraceFormatError,
@@ -129,7 +130,6 @@ from exitlaw.theory import (  # noqa: E402
     read_trace,
     write_trace,
 )
-from exitlaw.simulate.lab.presets import SimConfig, WorkBoundError  # noqa: E402
 
 CHAIN = DraftTree.chain([1])
 ROWS = np.array([[0.5, 0.5], [0.25, 0.75]])
@@ -530,8 +530,8 @@ def test_an_interrupted_writer_leaves_no_trace_under_its_name(tmp_path):
 
 
 # ----- trace files: read_trace and `exitlaw law` both refuse, naming the file and line -------
-from helpers.trace_cases import HEAD, R0, TRACE_CASES, _end, _round, _write_lines  # noqa: E402
 from helpers.cli_argv import cli_argv, pair_flags  # noqa: E402
+from helpers.trace_cases import HEAD, R0, TRACE_CASES, _end, _round, _write_lines  # noqa: E402
 
 
 @pytest.mark.parametrize("case", TRACE_CASES, ids=[c[0] for c in TRACE_CASES])

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exitlaw.theory import (
     DraftTree,
@@ -162,13 +163,13 @@ def test_drafter_context_equals_a_causal_prefill_of_the_committed_tokens(pair):
     import torch
 
     from exitlaw.engine.builders.single import build_ddtree
+    from exitlaw.engine.decode.device_tree import to_device_tree
     from exitlaw.engine.decode.loop import (
         commit_stage,
         draft_stage,
         prefill_stage,
         verify_forward_stage,
     )
-    from exitlaw.engine.decode.device_tree import to_device_tree
     from exitlaw.engine.decode.verifiers import VerifyResult
 
     target, drafter = pair

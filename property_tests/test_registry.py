@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.theory import registry
 from exitlaw.theory.registry import (
     FAST,
@@ -29,6 +28,7 @@ from exitlaw.theory.registry import (
     method_names,
     verifier_names,
 )
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,11 +160,11 @@ def test_every_simulator_builder_builds_a_tree_from_the_table():
 
 def test_simulator_implementation_tables_hold_the_registered_verifiers():
     from exitlaw.simulate import verifiers
-    from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
     from exitlaw.simulate.lab.field_lab import RULES as FIELD_COLUMNS
     from exitlaw.simulate.lab.presets import verifier_fn
     from exitlaw.simulate.prove.sampled import RULES as PROVER_RULES
     from exitlaw.simulate.verifiers import with_settings
+    from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
     from exitlaw.simulate.verifiers.table import TABLES
 
     assert verifiers.PROCEDURES is TABLES[PROCEDURE] and FAST_SAMPLERS is TABLES[FAST]
@@ -445,7 +445,6 @@ def test_the_cli_reads_the_engine_verifiers_from_their_decorators_as_the_engine_
     """``exitlaw --help`` reads the engine's verifier names from the ``@engine_verifier`` decorators
     in the source (no torch); they are the names the engine registers when its modules load."""
     from exitlaw.cli.offered import declared
-
     from exitlaw.engine.decode.verifiers.table import BATCHED, SINGLE
 
     assert declared(batched=False) == set(SINGLE) and declared(batched=True) == set(BATCHED)

@@ -7,12 +7,15 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
-# Builders (simulate/builders), synthetic models, simulated decoding (numpy; JAX loads on first law evaluation).
-from .builders.trees import *
+from .builders import trees as _trees
 from .builders.caddtree import LatencyModel, caddtree, first_decrease, throughput_curve
 from .builders.dartree import dartree
 from .builders.opt_tree import draft_expected_acceptance, opt_tree
+
+# Builders (simulate/builders), synthetic models, simulated decoding (numpy; JAX loads on first law evaluation).
+from .builders.trees import *
 from .lab.decoding import RoundRecord, SimulationResult, simulate_decoding
+from .lab.field_lab import FieldLabConfig, run_field_lab
 from .lab.models import (
     AutoregressiveDrafter,
     NGramTarget,
@@ -21,13 +24,11 @@ from .lab.models import (
     zipf_entropy,
 )
 from .lab.presets import PRESETS, SimConfig, get_preset, verifier_fn
-from .lab.field_lab import FieldLabConfig, run_field_lab
+from .randomness import GeneratorRandomness, Randomness, enumerate_law
+from .verifiers import greedy, hsd, predraw, residual, tev, univer
 
 # Verifiers written once (sampling + exact enumeration), their fast samplers (numpy).
 from .verifiers.fast import FAST_SAMPLERS, greedy_many, predraw_many, residual_many, tev_many
-from .randomness import GeneratorRandomness, Randomness, enumerate_law
-from .verifiers import greedy, hsd, predraw, residual, tev, univer
-from .builders import trees as _trees
 
 if TYPE_CHECKING:
     from exitlaw.simulate.kit.boundary import run_boundary

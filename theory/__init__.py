@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .infra.lazy import lazy_attributes
-
+from . import best_first, sampling_settings
 from .best_first import *
-from .infra.callable_spec import *
 from .distributions import (
     ROW_SUM_ATOL,
     check_edge_probs,
@@ -32,7 +30,13 @@ from .exact import (
     reference_law_from_edges,
     to_fractions,
 )
+from .infra import callable_spec as _callable_spec
+from .infra.callable_spec import *
+from .infra.lazy import lazy_attributes
 from .oracle import allocation_gap, coverage_under, oracle_tree, tree_rows
+
+# the processed target distribution (numpy and Fraction; its exit law, ``processed_exit_law``, is in law)
+from .sampling_settings import *
 from .trace.format import (
     IncompleteTraceError,
     Trace,
@@ -45,11 +49,6 @@ from .trace.format import (
     write_trace,
 )
 from .tree import DraftTree, PaddedTree, stack_trees
-
-# the processed target distribution (numpy and Fraction; its exit law, ``processed_exit_law``, is in law)
-from .sampling_settings import *
-from . import best_first, sampling_settings
-from .infra import callable_spec as _callable_spec
 
 if TYPE_CHECKING:
     from .law import (

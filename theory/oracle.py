@@ -20,7 +20,7 @@ import numpy as np
 
 from .best_first import candidate_width, check_budget, ranked_top_k, top_prefixes
 from .distributions import ROW_SUM_ATOL, as_real_array, check_rows
-from .tree import DraftTree, ROOT_TOKEN
+from .tree import ROOT_TOKEN, DraftTree
 
 
 class PrefixTarget(Protocol):

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
-from .compare import *
 from . import compare
+from .compare import *
 
 if TYPE_CHECKING:
     from .batch import (
@@ -19,15 +19,15 @@ if TYPE_CHECKING:
         run_batch_verifier_bench,
         run_batched_bench,
     )
-    from .decoding import format_bench, outputs_of, run_bench, run_conversation, STAGES
+    from .decoding import STAGES, format_bench, outputs_of, run_bench, run_conversation
     from .gpu_check import build_pair, deep_rows, format_check, run_check
     from .verifiers import (
         BenchCase,
-        floor_stage,
         KVShape,
+        StandInCache,
+        floor_stage,
         make_cases,
         run_verifier_bench,
-        StandInCache,
     )
 
 

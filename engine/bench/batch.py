@@ -35,7 +35,9 @@ from typing import Any, Sequence
 
 import torch
 
-
+from exitlaw.engine.bench.decoding import filter_knobs, sampling_filters
+from exitlaw.engine.bench.source import BenchSource
+from exitlaw.engine.bench.verifiers import make_cases
 from exitlaw.engine.decode.batch_generate import (
     BatchGenerationResult,
     generate_ar_batch,
@@ -44,13 +46,10 @@ from exitlaw.engine.decode.batch_generate import (
 from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig
-from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.bench.decoding import filter_knobs, sampling_filters
-from exitlaw.engine.bench.source import BenchSource
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.engine.bench.verifiers import make_cases
 from exitlaw.engine.decode.verifiers import VerifierGenerators, engine_names
 from exitlaw.engine.decode.work_bounds import check_decode_fits
+from exitlaw.engine.models.target import TargetModel
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 
 def _batches(prompts: Sequence[Sequence[int]], size: int) -> list[list[list[int]]]:

@@ -35,15 +35,15 @@ from typing import Any, Sequence
 
 import torch
 
-from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
-from exitlaw.engine.decode.loop import DecodeConfig, GenerationResult, generate
-from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
-from exitlaw.engine.prompts.records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
-from exitlaw.engine.decode.timing import StageTimer
-from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.bench.exactness import divergence
 from exitlaw.engine.bench.exactness import summary as divergence_summary
 from exitlaw.engine.bench.source import BenchSource
+from exitlaw.engine.decode.loop import DecodeConfig, GenerationResult, generate
+from exitlaw.engine.decode.timing import StageTimer
+from exitlaw.engine.decode.work_bounds import check_decode_fits
+from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
+from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
+from exitlaw.engine.prompts.records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings, check_settings
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")

@@ -22,17 +22,16 @@ import time
 
 import torch
 
-from exitlaw.theory import SamplingSettings
-
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
-from exitlaw.engine.models.config import QWEN3_4B, qwen3_config
-from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.decode.timing import median_ms
-from exitlaw.engine.models.tiny import TinySpec
 from exitlaw.engine.decode.dispatch import verify
+from exitlaw.engine.decode.timing import median_ms
 from exitlaw.engine.decode.verifiers import VerifierGenerators
+from exitlaw.engine.models.config import QWEN3_4B, qwen3_config
+from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
+from exitlaw.engine.models.target import TargetModel
+from exitlaw.engine.models.tiny import TinySpec
+from exitlaw.theory import SamplingSettings
 
 DFLASH_4B = dict(
     num_hidden_layers=5, block_size=16, target_layer_ids=(1, 9, 17, 25, 33), mask_token_id=151669

@@ -19,12 +19,11 @@ from typing import Any, Sequence
 
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-
 from exitlaw.engine.bench.verifiers import BENCH_KINDS, make_cases
-from exitlaw.engine.decode.timing import interleaved_ms
 from exitlaw.engine.decode.dispatch import verify
+from exitlaw.engine.decode.timing import interleaved_ms
 from exitlaw.engine.decode.verifiers import VerifierGenerators
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 DEFAULT_SWEEP = (
     {"top_k": 50},

@@ -35,8 +35,8 @@ import torch
 
 from exitlaw.engine.bench.compare import t_quantile
 from exitlaw.engine.decode.loop import DecodeConfig, generate
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.timing import StageTimer
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 
 @dataclass(frozen=True)

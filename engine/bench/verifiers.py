@@ -62,25 +62,22 @@ little more than reading one. On a shared CPU prefer ``--threads 1``.
 
 from __future__ import annotations
 
-from functools import partial
-
 import statistics
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, Callable
 
 import torch
 
-from exitlaw.theory import SamplingSettings
-
+from exitlaw.engine.bench.op_counts import count_ops
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
-from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.decode.timing import interleaved_ms
 from exitlaw.engine.decode.dispatch import verify
-from exitlaw.engine.bench.op_counts import count_ops
-from exitlaw.engine.decode.verifiers import VerifierGenerators, engine_names
-from exitlaw.engine.decode.verifiers import tev
+from exitlaw.engine.decode.timing import interleaved_ms
+from exitlaw.engine.decode.verifiers import VerifierGenerators, engine_names, tev
 from exitlaw.engine.decode.verifiers.walk import _walk
+from exitlaw.engine.models.target import TargetModel
+from exitlaw.theory import SamplingSettings
 
 BENCH_KINDS = engine_names(sampling=True)  # predraw, residual, tev
 HOT = 4  # hot tokens per depth shared by drafter and target

@@ -3,11 +3,10 @@
 import pkgutil as _pkgutil
 from importlib import import_module as _import_module
 
+from . import batched, table
 from .batched import *
 from .single import build_chain, build_ddtree, check_row_maxima, factorised_best_first
 from .table import *
-from . import batched, table
-
 
 # a module added to this folder registers itself when the package loads: no line here names it
 for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from exitlaw.engine.builders.single import check_row_maxima, factorised_best_first, top_candidates
 from exitlaw.theory import (
     DistributionError,
     DraftTree,
@@ -22,8 +23,6 @@ from exitlaw.theory import (
     ranked_top_k,
 )
 from exitlaw.theory.registry import builder_names
-
-from exitlaw.engine.builders.single import check_row_maxima, factorised_best_first, top_candidates
 
 # the registered builders this module builds for a whole batch (its one function, by name)
 BATCHED_BUILDERS = builder_names(among=("chain", "ddtree"))

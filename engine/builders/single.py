@@ -28,6 +28,7 @@ import heapq
 import numpy as np
 import torch
 
+from exitlaw.engine.builders.table import engine_builder
 from exitlaw.theory import (
     DistributionError,
     DraftTree,
@@ -35,9 +36,6 @@ from exitlaw.theory import (
     ddtree_prefixes,
     ranked_top_k,
 )
-
-from exitlaw.engine.builders.table import engine_builder
-
 
 LOGPROB_ATOL = 1e-5  # log_softmax may round a little above 0
 

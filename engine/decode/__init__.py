@@ -1,24 +1,25 @@
 """Decoding: device trees, sampling settings, verifiers and their one dispatch table, the generate loop, their batched twins, stage timing and bounds on work."""
 
+from . import batch_draft, batch_generate, batch_tree, timing, verifiers, work_bounds
 from .batch_draft import *
 from .batch_generate import *
 from .batch_tree import *
 from .device_tree import DeviceTree, to_device_tree
 from .dispatch import DISPATCH, EngineVerifier, verify, verify_batch
 from .loop import (
+    METHODS,
+    DecodeConfig,
+    DecodeState,
+    GenerationResult,
+    Generators,
+    RoundRecord,
     build_stage,
     commit_stage,
     decide_stage,
-    DecodeConfig,
-    DecodeState,
     draft_stage,
     generate,
     generate_ar,
-    GenerationResult,
-    Generators,
-    METHODS,
     prefill_stage,
-    RoundRecord,
     sample_token,
     speculative_round,
     trace_round,
@@ -33,7 +34,6 @@ from .sampling_settings import (
 from .timing import *
 from .verifiers import *
 from .work_bounds import *
-from . import batch_draft, batch_generate, batch_tree, timing, verifiers, work_bounds
 
 __all__ = [
     *batch_draft.__all__,

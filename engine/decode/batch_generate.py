@@ -40,13 +40,11 @@ from typing import Sequence
 
 import torch
 
-from exitlaw.theory import SamplingSettings, TraceRound
-
 from exitlaw.engine.builders.batched import build_trees_batch
 from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batch
 from exitlaw.engine.decode.batch_tree import BatchTree, to_batch_tree
+from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import verify_batch
-from exitlaw.engine.decode.reductions import first_argmax
 from exitlaw.engine.decode.loop import (
     DecodeConfig,
     Generators,
@@ -55,16 +53,17 @@ from exitlaw.engine.decode.loop import (
     exponential_race,
     trace_round,
 )
-from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.reductions import first_argmax
 from exitlaw.engine.decode.sampling_settings import (
     checked_settings,
     filter_logits,
     processed_draft_logprobs,
 )
-from exitlaw.engine.models.dflash import DFlashDrafter
-from exitlaw.engine.models.target import TargetModel, TargetStep, batch_attention_mask
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
 from exitlaw.engine.decode.verifiers import VerifyResult
+from exitlaw.engine.models.dflash import DFlashDrafter
+from exitlaw.engine.models.target import TargetModel, TargetStep, batch_attention_mask
+from exitlaw.theory import SamplingSettings, TraceRound
 
 
 @dataclass

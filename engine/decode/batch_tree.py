@@ -20,10 +20,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.engine.decode.device_tree import _child_token_table
 from exitlaw.engine.decode.tev_plan import TevPlan, build_plan
+from exitlaw.theory import DraftTree
 
 
 @dataclass(frozen=True, eq=False)

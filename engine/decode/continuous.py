@@ -49,8 +49,8 @@ from exitlaw.engine.decode.loop import (
     sample_token,
     speculative_round,
 )
-from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.decode.verifiers import RowGenerators, VerifierGenerators
+from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.models.target import TargetModel, _kv_layers
 
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree
-
 from exitlaw.engine.decode.tev_plan import TevPlan, build_plan
+from exitlaw.theory import DistributionError, DraftTree
 
 
 @dataclass(frozen=True, eq=False)

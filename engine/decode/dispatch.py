@@ -16,20 +16,19 @@ verifier is the greedy walk, which needs no generators.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
-
-from exitlaw.theory import DistributionError, SamplingSettings
-from exitlaw.theory.registry import verifier
 
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits, rows_processor
 from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators, VerifyResult
 from exitlaw.engine.decode.verifiers.result import _check
 from exitlaw.engine.decode.verifiers.table import BATCHED, SINGLE, engine_names
+from exitlaw.theory import DistributionError, SamplingSettings
+from exitlaw.theory.registry import verifier
 
 
 @dataclass(frozen=True)

@@ -22,24 +22,23 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from exitlaw.theory import DraftTree, TraceRound, check_temperature
-from exitlaw.theory.registry import method as registry_method
-from exitlaw.theory.registry import method_names
-from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
-
 from exitlaw.engine.builders import BUILDERS
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
+from exitlaw.engine.decode.dispatch import DISPATCH, verify
+from exitlaw.engine.decode.dispatch import KINDS as VERIFIER_KINDS
 from exitlaw.engine.decode.sampling_settings import (
     checked_settings,
     filter_logits,
     processed_draft_logprobs,
 )
+from exitlaw.engine.decode.timing import NullTimer, StageTimer
+from exitlaw.engine.decode.verifiers import VerifierGenerators, VerifyResult
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
 from exitlaw.engine.models.target import TargetModel, TargetStep
-from exitlaw.engine.decode.timing import NullTimer, StageTimer
-from exitlaw.engine.decode.dispatch import DISPATCH, verify
-from exitlaw.engine.decode.dispatch import KINDS as VERIFIER_KINDS
-from exitlaw.engine.decode.verifiers import VerifierGenerators, VerifyResult
+from exitlaw.theory import DraftTree, TraceRound, check_temperature
+from exitlaw.theory.registry import method as registry_method
+from exitlaw.theory.registry import method_names
+from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
 METHODS = method_names()
 

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
+from . import config, tiny_tokenizer
 from .config import *
 from .tiny_tokenizer import *
-from . import config, tiny_tokenizer
 
 if TYPE_CHECKING:
     from .attention_window import (
@@ -33,30 +33,30 @@ if TYPE_CHECKING:
         save_drafter,
     )
     from .dflash import (
-        apply_rope,
-        default_target_layer_ids,
         DFlashConfig,
         DFlashDrafter,
         DraftCache,
-        expected_tensor_names,
         RMSNorm,
+        apply_rope,
+        default_target_layer_ids,
+        expected_tensor_names,
         rope_cos_sin,
     )
     from .target import (
-        batch_attention_mask,
-        check_transformers_version,
-        compact_rows_,
         SUPPORTED_TRANSFORMERS,
         TargetModel,
         TargetStep,
+        batch_attention_mask,
+        check_transformers_version,
+        compact_rows_,
         tree_attention_mask,
     )
     from .tiny import (
-        build_tiny_drafter,
-        build_tiny_target,
         FAMILY_STYLE,
         SPECIAL_TOKENS,
         TinySpec,
+        build_tiny_drafter,
+        build_tiny_target,
         write_tiny_models,
     )
 

@@ -18,10 +18,9 @@ from typing import Sequence
 
 import torch
 
-from exitlaw.theory.infra.atomic_io import atomic_path, atomic_write_text
-
 from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter, expected_tensor_names
 from exitlaw.engine.models.target import TargetModel
+from exitlaw.theory.infra.atomic_io import atomic_path, atomic_write_text
 
 WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"

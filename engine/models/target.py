@@ -31,8 +31,9 @@ from typing import Sequence
 
 import torch
 import transformers
-from transformers import DynamicCache
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.modules.module import _global_forward_hooks, _global_forward_pre_hooks
+from transformers import DynamicCache
 from transformers import cache_utils as _cache_utils
 
 from exitlaw.engine.models.attention_window import (
@@ -43,7 +44,6 @@ from exitlaw.engine.models.attention_window import (
     mask_to,
 )
 from exitlaw.engine.models.lean_forward import LeanForward, lean_support
-from torch.nn.modules.module import _global_forward_hooks, _global_forward_pre_hooks
 
 SUPPORTED_TRANSFORMERS = ((5, 24), (6, 0))  # [low, high): the engine suite fails on 5.21 and 5.17
 # KV-sharing consumer layers hold nothing. Read without importing it by name, so that an untested

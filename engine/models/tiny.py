@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from exitlaw.engine.models.checkpoint import save_drafter
-from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
 from exitlaw.engine.models.config import LMSizes, causal_lm_config, qwen3_config
+from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
 from exitlaw.engine.models.tiny_tokenizer import QWEN3_TEMPLATE as CHAT_TEMPLATE
 from exitlaw.engine.models.tiny_tokenizer import STYLES, build_tokenizer, stop_token_ids
 

@@ -4,12 +4,12 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
+from . import engine
 from .engine import *
 from .errors import APIError
-from .limits import check_request_size, check_request_work, ServeLimits
+from .limits import ServeLimits, check_request_size, check_request_work
 from .requests import DecodeRequest, parse_request
-from .user_verifier import load_user_verifier, user_decide, UserVerifierError
-from . import engine
+from .user_verifier import UserVerifierError, load_user_verifier, user_decide
 
 if TYPE_CHECKING:
     from .app import ServeApp

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from exitlaw.engine.decode.batch_generate import generate_batch
+from exitlaw.engine.decode.dispatch import KINDS
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.decode.sampling_settings import processed_probs
-from exitlaw.engine.decode.dispatch import KINDS
 from exitlaw.engine.models.checkpoint import (
     check_model_paths,
     load_pair,
@@ -49,7 +49,6 @@ from exitlaw.engine.serve.requests import DecodeRequest, template_kwargs
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
 from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import SamplingSettings
-
 
 BATCHING = ("continuous", "serial")
 

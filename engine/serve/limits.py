@@ -29,7 +29,6 @@ import numpy as np
 from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.serve.errors import APIError, bad_request
 
-
 CHAT_MAX_TOKENS = (
     256  # max_tokens of a chat request that sets none (unless --max-tokens-limit is lower)
 )

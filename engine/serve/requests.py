@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from exitlaw.engine.serve.errors import bad_request
 from exitlaw.theory.errors import DistributionError
 from exitlaw.theory.sampling_settings import (
     FILTER_RECORDS,
@@ -19,8 +20,6 @@ from exitlaw.theory.sampling_settings import (
     check_temperature_floor,
     filter_record,
 )
-
-from exitlaw.engine.serve.errors import bad_request
 
 COMMON = {
     "model",

@@ -23,8 +23,8 @@ number of rows), admissions and cancellations; ``GET /stats`` serves them.
 
 from __future__ import annotations
 
-import threading
 import sys
+import threading
 import traceback
 from collections import deque
 from concurrent.futures import Future, InvalidStateError

@@ -14,8 +14,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from exitlaw.engine.decode.sampling_settings import processed_probs
 from exitlaw.engine.decode.dispatch import KINDS, verify
+from exitlaw.engine.decode.sampling_settings import processed_probs
 from exitlaw.engine.decode.verifiers import VerifyResult
 from exitlaw.theory.infra.callable_spec import CallableSpecError, load_callable
 

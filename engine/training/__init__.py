@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
-from .config import *
-from .continuation_server import server_continuations, ServerError
-from .objectives import *
 from . import config, objectives
+from .config import *
+from .continuation_server import ServerError, server_continuations
+from .objectives import *
 
 if TYPE_CHECKING:
     from .batch import (
+        SequenceBatch,
         block_targets,
         build_trees,
         drafter_rows,
@@ -21,13 +22,13 @@ if TYPE_CHECKING:
         make_batch,
         sample_anchors,
         score_trees,
-        SequenceBatch,
         tree_logit_tables,
         tree_scoring_mask,
         windowed_tree_logit_tables,
     )
     from .checkpoint import (
         CHECKPOINTS,
+        TRAINER_STATE,
         dist_group,
         full_state,
         init_distributed,
@@ -37,43 +38,42 @@ if TYPE_CHECKING:
         save_checkpoint,
         save_weights,
         shard_drafter,
-        TRAINER_STATE,
         truncate_metrics,
         verify_checkpoint,
     )
     from .data import (
+        Sequences,
         cached_sequences,
         generate_continuations,
         load_prompts,
-        Sequences,
         target_fingerprint,
     )
-    from .draft_opd import draft_opd_term, OPDChains, sample_chains
-    from .exittrain import draft_log_normalisers, exittrain_loss, gathered_nll, LossTerms, token_ce
-    from .law import objective_weights, raw_weights, tree_law, TreeBatch, TreeLaw
+    from .draft_opd import OPDChains, draft_opd_term, sample_chains
+    from .exittrain import LossTerms, draft_log_normalisers, exittrain_loss, gathered_nll, token_ce
+    from .law import TreeBatch, TreeLaw, objective_weights, raw_weights, tree_law
     from .loop import (
         METRIC_KEYS,
+        StepMetrics,
+        TrainState,
         metrics_record,
         setup_training,
         step_sequences,
-        StepMetrics,
         train,
         train_step,
-        TrainState,
     )
     from .run import (
+        DTYPES,
+        RESUME_SETTINGS,
+        TrainingRunSpec,
         check_resume,
         choose_device,
         data_fingerprint,
-        DTYPES,
-        RESUME_SETTINGS,
         run_settings,
         run_training,
         saved_run,
         training_sequences,
-        TrainingRunSpec,
     )
-    from .vat import first_rejection, VAT_GAMMA, vat_position_weights, vat_term
+    from .vat import VAT_GAMMA, first_rejection, vat_position_weights, vat_term
 
 
 # PEP 562: names whose module imports torch load on first access (static tools read the block above)

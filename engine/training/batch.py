@@ -28,16 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exitlaw.theory import DraftTree
-from exitlaw.theory.sampling_settings import SamplingSettings
-
-from exitlaw.engine.models.attention_window import layer_masks, mask_to
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits
+from exitlaw.engine.models.attention_window import layer_masks, mask_to
 from exitlaw.engine.models.dflash import DFlashDrafter
+from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.training.draft_opd import OPDChains, sample_chains
 from exitlaw.engine.training.law import TreeBatch
-from exitlaw.engine.models.target import TargetModel
+from exitlaw.theory import DraftTree
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 UNFILTERED = SamplingSettings(1.0)  # the default scoring law: T_s = 1, no filter
 

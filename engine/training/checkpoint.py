@@ -24,10 +24,9 @@ from pathlib import Path
 
 import torch
 
-from exitlaw.theory.infra.atomic_io import atomic_dir, atomic_write_text
-
 from exitlaw.engine.models.checkpoint import WEIGHTS
 from exitlaw.engine.models.dflash import DFlashDrafter
+from exitlaw.theory.infra.atomic_io import atomic_dir, atomic_write_text
 
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer.pt"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from exitlaw.engine.training.objectives import AUTHORS_EDGE_FLOOR, AUTHORS_LAMBDA, check_objective
 from exitlaw.theory.sampling_settings import (
     FILTERS,
     HF_ORDER,
@@ -27,8 +28,6 @@ from exitlaw.theory.sampling_settings import (
     SamplingSettings,
     check_settings,
 )
-
-from exitlaw.engine.training.objectives import AUTHORS_EDGE_FLOOR, AUTHORS_LAMBDA, check_objective
 
 SAMPLING_ORDERS = {"vllm": VLLM_ORDER, "hf": HF_ORDER}
 # the flat fields runs saved before ``TrainConfig.scoring`` (read by ``from_saved``)

@@ -22,13 +22,12 @@ from typing import Sequence
 
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-
 from exitlaw.engine.decode.loop import exponential_race
 from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits
+from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.prompts.encoding import encode_prompts
 from exitlaw.engine.prompts.records import load_prompt_set
-from exitlaw.engine.models.target import TargetModel
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 CACHE_SCHEMA = "exitlaw.continuations/1"
 

@@ -45,9 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree
-
 from exitlaw.engine.training.law import TreeBatch, raw_weights, tree_law
+from exitlaw.theory import DistributionError, DraftTree
 
 
 @dataclass(frozen=True)

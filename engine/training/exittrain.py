@@ -29,8 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError
-
 from exitlaw.engine.training.draft_opd import OPDChains, draft_opd_term
 from exitlaw.engine.training.law import TreeBatch, TreeLaw, objective_weights, raw_weights, tree_law
 from exitlaw.engine.training.objectives import (
@@ -40,6 +38,7 @@ from exitlaw.engine.training.objectives import (
     check_objective,
 )
 from exitlaw.engine.training.vat import vat_term
+from exitlaw.theory import DistributionError
 
 
 def draft_log_normalisers(logits: torch.Tensor) -> torch.Tensor:

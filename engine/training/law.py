@@ -43,9 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exitlaw.theory import ROW_SUM_ATOL, DistributionError, DraftTree, PaddedTree, stack_trees
-
 from exitlaw.engine.training.objectives import ObjectiveError, check_edge_floor, check_objective
+from exitlaw.theory import ROW_SUM_ATOL, DistributionError, DraftTree, PaddedTree, stack_trees
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from exitlaw.theory.infra.atomic_io import atomic_write_text
-
 from exitlaw.engine.models.dflash import DFlashDrafter
-from exitlaw.engine.training.exittrain import batch_loss
-from exitlaw.engine.training.batch import make_batch
 from exitlaw.engine.models.target import TargetModel
+from exitlaw.engine.training.batch import make_batch
 from exitlaw.engine.training.checkpoint import (
     dist_group,
     full_state,
@@ -58,6 +55,8 @@ from exitlaw.engine.training.checkpoint import (
 )
 from exitlaw.engine.training.config import TrainConfig, cosine_factor
 from exitlaw.engine.training.data import Sequences
+from exitlaw.engine.training.exittrain import batch_loss
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 METRIC_KEYS = (
     "step",

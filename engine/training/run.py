@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.models.checkpoint import (
     check_model_paths,
     checkpoint_fingerprint,
@@ -31,8 +32,6 @@ from exitlaw.engine.models.checkpoint import (
     resolve_checkpoint,
 )
 from exitlaw.engine.training.checkpoint import dist_group, init_distributed
-from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
-
 from exitlaw.engine.training.config import TrainConfig
 from exitlaw.engine.training.data import (
     Sequences,
@@ -42,7 +41,7 @@ from exitlaw.engine.training.data import (
     target_fingerprint,
 )
 from exitlaw.engine.training.loop import train
-from exitlaw.engine.decode.work_bounds import check_decode_fits
+from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
 DTYPES = ("float32", "bfloat16", "float16")
 

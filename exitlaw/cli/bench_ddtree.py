@@ -12,10 +12,10 @@ from pathlib import Path
 from .args import (
     int_list,
     max_new_tokens_arg,
-    temperature_list,
     num_prompts_arg,
     positive_int,
     result_out_args,
+    temperature_list,
 )
 from .grammar import Command, emit, opt, result_path
 

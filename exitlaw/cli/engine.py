@@ -13,26 +13,25 @@ from .args import (
     device_args,
     int_list,
     masked_attention_arg,
+    max_new_tokens_arg,
     model_pair_args,
     name_list,
     no_progress_arg,
-    temperature_value,
-    temperature_list,
     nonneg_int,
-    out_args,
-    max_new_tokens_arg,
     num_prompts_arg,
+    out_args,
     positive_int,
     prompt_set_arg,
     result_out_args,
     sampling_settings_from,
     seed_arg,
     set_torch_threads,
+    show_progress,
+    temperature_list,
+    temperature_value,
     torch_threads,
     vocab_size,
-    show_progress,
 )
-
 from .grammar import Command, emit, opt, out_dir, pick, result_path
 from .offered import engine_verifier_names
 

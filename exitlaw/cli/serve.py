@@ -17,7 +17,6 @@ from exitlaw.theory.sampling_settings import NEAR_TIE_MARGIN
 
 from .args import (
     add_sampling_args,
-    sampling_settings_from,
     add_threads,
     device_args,
     int_list,
@@ -25,15 +24,16 @@ from .args import (
     max_new_tokens_arg,
     model_pair_args,
     nonneg_float,
-    temperature_list,
-    temperature_value,
     open_unit_float,
     out_args,
     port_number,
     positive_int,
     result_out_args,
+    sampling_settings_from,
     seed_arg,
     set_torch_threads,
+    temperature_list,
+    temperature_value,
 )
 from .grammar import Command, emit, opt, pick, result_path
 

@@ -7,12 +7,14 @@ import argparse
 import json
 from pathlib import Path
 
+from exitlaw.simulate.verifiers.table import implemented
+from exitlaw.theory.registry import FIXED_TREE, SIMULATOR
+
 from .args import (
     add_sampling_args,
     enable_x64,
     json_arg,
     no_progress_arg,
-    temperature_value,
     out_args,
     positive_int,
     result_out_args,
@@ -20,11 +22,8 @@ from .args import (
     sampling_settings_from,
     seed_arg,
     show_progress,
+    temperature_value,
 )
-from exitlaw.theory.registry import FIXED_TREE, SIMULATOR
-
-from exitlaw.simulate.verifiers.table import implemented
-
 from .grammar import Command, Group, emit, opt, out_dir, out_files, pick, result_path, write_json
 
 
@@ -158,9 +157,9 @@ def _check_settings(args: argparse.Namespace):
 
 
 def _check_boundary(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.kit.conformance import load_verifier
     from exitlaw.simulate.kit.boundary import format_boundary, run_boundary
     from exitlaw.simulate.kit.chain_formats import check_chain_format
+    from exitlaw.simulate.kit.conformance import load_verifier
     from exitlaw.simulate.kit.formats import adapt_verifier
 
     check_chain_format(args.verifier_format, args.mode, args.chains_only)

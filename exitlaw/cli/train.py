@@ -5,27 +5,27 @@ from __future__ import annotations
 import argparse
 import json
 
-from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 from exitlaw.engine.training.config import PRESETS
+from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 
 from .args import (
     add_sampling_args,
-    sampling_settings_from,
     device_args,
     finite_float,
+    max_new_tokens_arg,
     model_pair_args,
     no_progress_arg,
     nonneg_float,
-    temperature_value,
     nonneg_int,
-    out_args,
-    max_new_tokens_arg,
     num_prompts_arg,
+    out_args,
     positive_int,
     positive_temperature,
     prompt_set_arg,
+    sampling_settings_from,
     seed_arg,
     show_progress,
+    temperature_value,
 )
 from .grammar import Command, move_aside, opt, out_dir
 

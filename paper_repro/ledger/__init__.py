@@ -26,18 +26,8 @@ their unit policy, :mod:`.exittrain_units`, :mod:`.exittrain_paper`, :mod:`.exit
 (:mod:`.write`).
 """
 
-from .claim_types import *
-from .claims import *
-from .conformance import *
-from .exactness import *
-from .exittrain_authors import *
-from .exittrain_paper import *
-from .exittrain_sweep import *
-from .exittrain_units import *
-from .rows import *
-from .stage_latency import *
-from .write import *
 from exitlaw.paper_repro.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, VERDICTS
+
 from . import (
     claim_types,
     claims,
@@ -51,6 +41,17 @@ from . import (
     stage_latency,
     write,
 )
+from .claim_types import *
+from .claims import *
+from .conformance import *
+from .exactness import *
+from .exittrain_authors import *
+from .exittrain_paper import *
+from .exittrain_sweep import *
+from .exittrain_units import *
+from .rows import *
+from .stage_latency import *
+from .write import *
 
 __all__ = [
     *claim_types.__all__,

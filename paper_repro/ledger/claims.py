@@ -4,8 +4,6 @@ claim family)."""
 
 from __future__ import annotations
 
-from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a
-from exitlaw.paper_repro.verdicts import Rule
 from exitlaw.paper_repro.ledger.claim_types import Claim, dir_rule, eq_rule
 from exitlaw.paper_repro.ledger.conformance import kit
 from exitlaw.paper_repro.ledger.exactness import (
@@ -40,7 +38,8 @@ from exitlaw.paper_repro.ledger.exittrain_sweep import (
 from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, size_rule
 from exitlaw.paper_repro.ledger.paired import paired_claim
 from exitlaw.paper_repro.ledger.stage_latency import fixed_shape_tev, latency
-
+from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a
+from exitlaw.paper_repro.verdicts import Rule
 
 GPU_ONLY = ("gpu",)
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import math
 
-from exitlaw.paper_repro.verdicts import Interval, pool
 from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
-
+from exitlaw.paper_repro.verdicts import Interval, pool
 
 PAPER_MARGIN = 0.03  # tokens: Table 4's "TEV and predraw tau differ by <= 0.03"
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, dir_rule, need
+from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, row_units, size_rule
 from exitlaw.paper_repro.mini.exittrain.authors_regime import paper_margin
 from exitlaw.paper_repro.mini.exittrain.units import power_against
 from exitlaw.paper_repro.regimes import Regime, RegimeError, authors_regime_run
 from exitlaw.paper_repro.verdicts import Interval, Rule
-from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, dir_rule, need
-from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, row_units, size_rule
-
 
 # the authors'-recipe run (AUTHORS_REGIME.md): four co-primary comparisons, Bonferroni (98.75 % CIs), in
 # per-step acceptance a = 1 - 1/tau against the paper's Table 2 effect in that unit (paper_margin)

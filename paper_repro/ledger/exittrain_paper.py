@@ -6,17 +6,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from exitlaw.paper_repro.mini.exittrain.units import (
-    find as find_units,
-    paper_effect_a,
-    power_against,
-)
-from exitlaw.paper_repro.regimes import Regime, paper_regime_run
-from exitlaw.paper_repro.verdicts import Interval
 from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
 from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, cell_text, row_units
 from exitlaw.paper_repro.ledger.paired import paired_claim
-
+from exitlaw.paper_repro.mini.exittrain.units import find as find_units
+from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a, power_against
+from exitlaw.paper_repro.regimes import Regime, paper_regime_run
+from exitlaw.paper_repro.verdicts import Interval
 
 # the paper-regime run's two primary comparisons share alpha 0.05 (Bonferroni: 0.025 each, 97.5 % CIs)
 PRIMARY_ALPHA = 0.025

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a, sweep_units
-from exitlaw.paper_repro.regimes import Regime, sim_sweep_run
-from exitlaw.paper_repro.verdicts import Interval
 from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
 from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, cell_text, row_units
 from exitlaw.paper_repro.ledger.paired import paired_claim
-
+from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a, sweep_units
+from exitlaw.paper_repro.regimes import Regime, sim_sweep_run
+from exitlaw.paper_repro.verdicts import Interval
 
 # input -> (its files, the command that made them)
 SWEEP_FILES = {

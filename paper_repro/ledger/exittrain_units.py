@@ -4,10 +4,9 @@ size rule of a simulated ExitTrain effect in that unit."""
 
 from __future__ import annotations
 
+from exitlaw.paper_repro.ledger.claim_types import sig
 from exitlaw.paper_repro.mini.exittrain.units import power_against
 from exitlaw.paper_repro.verdicts import Interval, Rule
-from exitlaw.paper_repro.ledger.claim_types import sig
-
 
 ACCEPTANCE = "a (= 1 - 1/tau)"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
 from exitlaw.paper_repro.paired_effects import paired_interval
 from exitlaw.paper_repro.regimes import Regime, RegimeError
 from exitlaw.paper_repro.verdicts import Interval
-from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
 
 
 def paired_claim(

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, sig
+from exitlaw.paper_repro.ledger.claims import CLAIMS
 from exitlaw.paper_repro.paired_effects import PairedEffectError
 from exitlaw.paper_repro.verdicts import (
     INCONCLUSIVE,
-    Interval,
     VERDICTS,
+    Interval,
     Verdict,
     decide,
     decide_test,
@@ -16,8 +18,6 @@ from exitlaw.paper_repro.verdicts import (
     not_decidable,
     scaled_verdict,
 )
-from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, sig
-from exitlaw.paper_repro.ledger.claims import CLAIMS
 
 
 def evaluate(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from exitlaw.paper_repro.verdicts import bootstrap_interval
 from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
+from exitlaw.paper_repro.verdicts import bootstrap_interval
 
 
 def _log_ratios(row: dict, predraw: str = "predraw") -> list[float]:

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from exitlaw.theory.infra.atomic_io import atomic_write_text
-
 from exitlaw.paper_repro.ledger.exittrain_units import EXITTRAIN_UNITS, units_text
-
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 SCHEMA = "exitlaw.ledger/2"
 

@@ -3,6 +3,7 @@
 Names defined by more than one module here (cell_key, format_markdown) are imported from their module.
 """
 
+from . import report, stats
 from .corpus import (
     CorpusSplit,
     encode_documents,
@@ -17,14 +18,15 @@ from .corpus import (
     stdlib_dir,
     train_tokenizer,
 )
-from .evaluate import coverage, eval_ar, eval_cell, eval_grid, RoundLaws
+from .evaluate import RoundLaws, coverage, eval_ar, eval_cell, eval_grid
 from .pipeline import (
-    config_for,
     Corpus,
+    MiniConfig,
+    StageTimes,
+    config_for,
     drafter_name,
     drafter_names,
     eval_domains,
-    MiniConfig,
     objective_config,
     prepare_out,
     read_cells,
@@ -36,13 +38,11 @@ from .pipeline import (
     stage_objectives,
     stage_report,
     stage_target,
-    StageTimes,
 )
 from .report import *
 from .stats import *
 from .table import build_results, machine_info
-from .target import build_target, heldout_loss, save_target, spec_dict, TargetSpec, train_target
-from . import report, stats
+from .target import TargetSpec, build_target, heldout_loss, save_target, spec_dict, train_target
 
 __all__ = [
     *report.__all__,

@@ -58,10 +58,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from exitlaw.paper_repro.mini.target import TargetSpec
 from exitlaw.theory.infra.atomic_io import atomic_save_npy, atomic_write_json, atomic_write_text
 from exitlaw.theory.sampling_settings import SamplingSettings
-
-from exitlaw.paper_repro.mini.target import TargetSpec
 
 OBJECTIVES = ("token", "prefix", "exit")
 DRAFTERS = ("base", *OBJECTIVES)
@@ -506,7 +505,6 @@ def stage_target(out: Path, cfg: MiniConfig, corpus: Corpus, progress: bool) -> 
 def stage_data(out: Path, cfg: MiniConfig, corpus: Corpus, target, tdir: Path):
     """Training prompts (code and prose) and the target's continuations (``gen_temperature``), cached."""
     from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-
     from exitlaw.paper_repro.mini import corpus as mc
 
     tok, split = corpus.tokenizer, corpus.split
@@ -673,7 +671,6 @@ def stage_eval(
 ) -> tuple[dict, dict]:
     """Every evaluation cell (resumed from ``out/eval/cells.jsonl``) and the AR baselines; ``(cells, ar)``."""
     from exitlaw.engine.models.checkpoint import load_drafter
-
     from exitlaw.paper_repro.mini.evaluate import eval_ar, eval_grid
 
     drafters = {name: load_drafter(path, dtype=target.dtype) for name, path in finals.items()}

@@ -19,14 +19,11 @@ import torch
 from exitlaw.engine.builders import build_chain, build_ddtree
 from exitlaw.engine.builders.single import top_candidates
 from exitlaw.engine.decode.reductions import first_argmax
-from exitlaw.engine.decode.sampling_settings import filter_logits, keep_mask as torch_keep
+from exitlaw.engine.decode.sampling_settings import filter_logits
+from exitlaw.engine.decode.sampling_settings import keep_mask as torch_keep
 from exitlaw.theory import DistributionError, SamplingSettings, process_logits, process_rows_exact
-from exitlaw.theory.sampling_settings import (
-    HF_ORDER,
-    MIN_TEMPERATURE,
-    VLLM_ORDER,
-    keep_mask as numpy_keep,
-)
+from exitlaw.theory.sampling_settings import HF_ORDER, MIN_TEMPERATURE, VLLM_ORDER
+from exitlaw.theory.sampling_settings import keep_mask as numpy_keep
 
 NAN, INF = float("nan"), float("inf")
 

@@ -26,8 +26,7 @@ from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import DISPATCH, verify, verify_batch
 from exitlaw.engine.decode.verifiers import VerifierGenerators
-from exitlaw.theory import DraftTree, SamplingSettings, process_logits, process_rows_exact
-from exitlaw.theory import registry
+from exitlaw.theory import DraftTree, SamplingSettings, process_logits, process_rows_exact, registry
 from exitlaw.theory.registry import FIXED_TREE
 
 # root 0; children of the root: tokens 1, 2; of node 1: tokens 0, 3; of node 2: token 1; of node 3: 2

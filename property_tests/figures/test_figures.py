@@ -12,8 +12,14 @@ import json
 import numpy as np
 import pytest
 
-from exitlaw.figures import FIGURES, figure_module, make
-from exitlaw.figures import exittrain_ablation, tree_exit, verifier_latency
+from exitlaw.figures import (
+    FIGURES,
+    exittrain_ablation,
+    figure_module,
+    make,
+    tree_exit,
+    verifier_latency,
+)
 from exitlaw.figures.style import read_data
 
 PNG_MAGIC, PDF_MAGIC = b"\x89PNG", b"%PDF"

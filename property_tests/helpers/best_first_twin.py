@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree
 
-
 Scored = list[tuple[float, tuple[int, ...], tuple[int, ...]]]  # (score, tokens, ranks)
 
 

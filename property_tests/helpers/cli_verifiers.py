@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from exitlaw.simulate.verifiers.sampled_draft import _path, draw_draft
-
 from helpers.mutants import inverse_cdf
 
 

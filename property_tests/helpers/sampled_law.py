@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from hypothesis import note, strategies as st
+from hypothesis import note
+from hypothesis import strategies as st
 
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.stats import describe_seed, seed_for

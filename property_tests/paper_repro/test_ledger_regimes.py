@@ -20,9 +20,9 @@ from exitlaw.paper_repro.ledger import CLAIMS, PRIMARY_ALPHA, build_ledger
 from exitlaw.paper_repro.ledger_inputs import RESULTS, gather_shipped
 from exitlaw.paper_repro.regimes import (
     SWEEP_DEFAULT_TRAIN_TEMPERATURE,
-    authors_regime_run,
     Regime,
     RegimeError,
+    authors_regime_run,
     paper_regime_run,
 )
 from exitlaw.paper_repro.verdicts import (

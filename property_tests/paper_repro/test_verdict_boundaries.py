@@ -12,7 +12,8 @@ from __future__ import annotations
 from statistics import NormalDist
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exitlaw.paper_repro.ledger import CLAIMS
 from exitlaw.paper_repro.mini.exittrain import paper_regime_report as report

@@ -11,10 +11,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from exitlaw.simulate.verifiers.fast import _residual_cdf, tev_many
 from exitlaw.simulate.verifiers import tev, tev_weights
+from exitlaw.simulate.verifiers.fast import _residual_cdf, tev_many
 from exitlaw.theory import DraftTree
-
 from helpers.mutants import tev_weights_without_residual_correction
 
 TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])  # the root's children: tokens 0 and 1

@@ -9,15 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers.best_first_twin import (
-    SHORTAGE_CASES,
-    TIE_CASES,
-    brute_force_ddtree,
-    enumerate_prefixes,
-    first_of_order,
-    ordered_paths,
-    tied_rows,
-)
+import exitlaw.theory.best_first as best_first_module
 from exitlaw.theory import (
     DistributionError,
     RankingError,
@@ -28,7 +20,15 @@ from exitlaw.theory import (
     ranked_top_k,
     top_prefixes,
 )
-import exitlaw.theory.best_first as best_first_module
+from helpers.best_first_twin import (
+    SHORTAGE_CASES,
+    TIE_CASES,
+    brute_force_ddtree,
+    enumerate_prefixes,
+    first_of_order,
+    ordered_paths,
+    tied_rows,
+)
 
 
 def _log(q: np.ndarray) -> np.ndarray:

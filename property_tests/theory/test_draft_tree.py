@@ -1,7 +1,8 @@
 """DraftTree's derived structure agrees with its definition; padding changes nothing."""
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exitlaw.simulate.strategies import draft_trees
 from exitlaw.theory import DraftTree

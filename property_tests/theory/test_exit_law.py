@@ -6,7 +6,8 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hypothesis import given, note, strategies as st
+from hypothesis import given, note
+from hypothesis import strategies as st
 
 from exitlaw.simulate.strategies import draft_trees, logits_rows, trees_with_rows
 from exitlaw.theory import (

@@ -4,7 +4,8 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
-from hypothesis import given, note, strategies as st
+from hypothesis import given, note
+from hypothesis import strategies as st
 
 from exitlaw.theory import DraftTree, allocation_gap, coverage_under, oracle_tree
 

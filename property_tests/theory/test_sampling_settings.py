@@ -6,7 +6,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import exitlaw.theory as theory
 from exitlaw.theory import DistributionError, DraftTree, reference_law, softmax_with_temperature

@@ -6,7 +6,8 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exitlaw.cli import main
 from exitlaw.simulate.strategies import trees_with_rows
@@ -179,9 +180,9 @@ def test_streamed_summary_equals_the_exact_law_round_by_round(
 
 
 def test_parallel_reading_equals_one_reader_and_names_the_line_of_an_error(tmp_path):
-    from exitlaw.theory.trace.summary import summarize_trace_file
-    from exitlaw.theory.trace.format import split_spans
     from exitlaw.theory.trace.bench import make_bench_trace
+    from exitlaw.theory.trace.format import split_spans
+    from exitlaw.theory.trace.summary import summarize_trace_file
 
     path = make_bench_trace(tmp_path / "t.jsonl", rounds=400, max_budget=20, big_round=300)
     spans = split_spans(path, 3)

@@ -12,9 +12,8 @@ import pytest
 from exitlaw.cli import main
 from exitlaw.theory import TraceFormatError
 from exitlaw.theory.trace import format as trace_module
-from exitlaw.theory.trace.summary import summarize_trace_file
 from exitlaw.theory.trace.bench import make_bench_trace
-
+from exitlaw.theory.trace.summary import summarize_trace_file
 from helpers.trace_cases import HEAD, TRACE_CASES, _end, _round, _write_lines
 
 

@@ -13,7 +13,6 @@ import pytest
 from exitlaw.theory import ROW_SUM_ATOL, TraceFormatError
 from exitlaw.theory.trace import format as trace_module
 from exitlaw.theory.trace.summary import summarize_trace_file
-
 from helpers.trace_cases import HEAD, _end, _round, _write_lines
 
 INT64_MAX = 2**63 - 1

@@ -15,13 +15,10 @@ import pytest
 from hypothesis import assume, example, given, note, settings
 from hypothesis import strategies as st
 
-from exitlaw.theory import DraftTree, block_law, oracle_tree, reference_block_law, reference_law
-from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS, chain_speculative_many
+from exitlaw.simulate.lab.toy_target import ToyModel, block_tokens, complete_block, decode_rounds
 from exitlaw.simulate.randomness import GeneratorRandomness, enumerate_law
 from exitlaw.simulate.stats import describe_seed, dkw_check, pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees, logits_rows, trees_with_rows
-from exitlaw.simulate.lab.toy_target import ToyModel, block_tokens, complete_block, decode_rounds
-from helpers.sampled_law import exact_exit_bonus_law, int_rows, seed_of_test
 from exitlaw.simulate.verifiers import (
     chain_speculative,
     greedy,
@@ -38,6 +35,9 @@ from exitlaw.simulate.verifiers import (
     tsubame_round,
     verify_sampled,
 )
+from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS, chain_speculative_many
+from exitlaw.theory import DraftTree, block_law, oracle_tree, reference_block_law, reference_law
+from helpers.sampled_law import exact_exit_bonus_law, int_rows, seed_of_test
 
 _PAD = 12  # trees_with_rows() has at most 12 nodes: one compilation per vocabulary size
 _jit_block_law = jax.jit(block_law)

@@ -3,13 +3,13 @@
 An HTTP client plus the kit's calibrated statistics (no torch, no JAX); public names load on first access.
 """
 
+from . import plan, run, transport
 from .client import Client, ServerFailed, ServerRefused, Unreachable
 from .plan import *
-from .report import AuditReport, Divergence, format_audit, TestResult
+from .report import AuditReport, Divergence, TestResult, format_audit
 from .run import *
 from .transport import *
 from .two_sample import pooled_power, two_sample_chisquare, two_sample_power, two_sample_size
-from . import plan, run, transport
 
 __all__ = [
     *plan.__all__,

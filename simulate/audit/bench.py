@@ -21,10 +21,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-
 from exitlaw.simulate.audit.client import Client
 from exitlaw.simulate.audit.plan import AuditConfig, read_prompts
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 _READY = re.compile(r"ready on (http://127\.0\.0\.1:\d+)")
 

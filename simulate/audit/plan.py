@@ -12,9 +12,8 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from exitlaw.theory.sampling_settings import FILTERS, NEAR_TIE_MARGIN, SamplingSettings
-
 from exitlaw.simulate.audit.two_sample import two_sample_size
+from exitlaw.theory.sampling_settings import FILTERS, NEAR_TIE_MARGIN, SamplingSettings
 
 
 class AuditUsageError(ValueError):

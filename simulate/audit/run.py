@@ -38,8 +38,8 @@ from exitlaw.simulate.audit.transport import (
 from exitlaw.simulate.audit.two_sample import (
     pooled_detectable_tv,
     pooled_power,
-    two_sample_chisquare,
     realised_power,
+    two_sample_chisquare,
 )
 from exitlaw.simulate.stats import chisquare_power, pooled_chisquare
 

@@ -11,11 +11,10 @@ import time
 
 import numpy as np
 
-from exitlaw.theory import oracle_tree
-from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
-
 from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
 from exitlaw.simulate.verifiers.table import implemented, sim_function
+from exitlaw.theory import oracle_tree
+from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
 
 
 class ZipfRows:

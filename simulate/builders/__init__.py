@@ -3,6 +3,7 @@
 import pkgutil as _pkgutil
 from importlib import import_module as _import_module
 
+from . import table, trees
 from .caddtree import (
     LatencyModel,
     caddtree,
@@ -14,8 +15,6 @@ from .dartree import dartree
 from .opt_tree import draft_expected_acceptance, opt_tree
 from .table import *
 from .trees import *
-from . import table, trees
-
 
 # a module added to this folder registers itself when the package loads: no line here names it
 for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)

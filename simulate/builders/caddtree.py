@@ -28,10 +28,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.simulate.builders.trees import Built, ddtree_order
+from exitlaw.theory import DraftTree
 
 
 @dataclass(frozen=True)

@@ -35,10 +35,9 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import check_budget, check_rows, top_prefixes
-
 from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.simulate.builders.trees import Built, ddtree
+from exitlaw.theory import check_budget, check_rows, top_prefixes
 
 
 def dartree(

@@ -30,6 +30,8 @@ from typing import Sequence
 
 import numpy as np
 
+from exitlaw.simulate.builders.table import BuildFn, sim_builder
+from exitlaw.simulate.builders.trees import Built
 from exitlaw.theory import (
     DraftTree,
     candidate_width,
@@ -38,9 +40,6 @@ from exitlaw.theory import (
     ranked_top_k,
     top_prefixes,
 )
-
-from exitlaw.simulate.builders.table import BuildFn, sim_builder
-from exitlaw.simulate.builders.trees import Built
 
 
 def _draft_row(drafter, context: tuple[int, ...], prefix: tuple[int, ...]) -> np.ndarray:

@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.theory import (
     DraftTree,
     TreeError,
@@ -39,8 +40,6 @@ from exitlaw.theory import (
     oracle_tree,
     ranked_top_k,
 )
-
-from exitlaw.simulate.builders.table import BuildFn, sim_builder
 
 _NEG_INF = -np.inf
 

@@ -14,6 +14,7 @@ from .fast import (
     tree_term,
 )
 from .mini import (
+    Regime,
     as_objective,
     draft_entropy,
     draft_logprobs,
@@ -22,22 +23,22 @@ from .mini import (
     format_table,
     init_params,
     loss_fn,
-    Regime,
     run_exittrain_mini,
     stationary,
     tree_weights,
 )
 from .objectives import (
+    Objective,
+    ObjectiveError,
     coefficients,
     node_coefficients,
     normalise,
-    Objective,
-    ObjectiveError,
     parse_objective,
     prefix_and_exit,
     raw_weight,
 )
 from .sweep import (
+    SweepConfig,
     comparisons,
     config_dict,
     config_from_dict,
@@ -52,7 +53,6 @@ from .sweep import (
     summarise,
     sweep_objectives,
     sweep_to_dir,
-    SweepConfig,
     write_sweep,
 )
 from .vat import first_rejection, vat_position_weights, vat_term

@@ -46,8 +46,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
-
 from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.simulate.exittrain.objectives import (
     Objective,
@@ -56,6 +54,7 @@ from exitlaw.simulate.exittrain.objectives import (
     prefix_and_exit,
 )
 from exitlaw.simulate.lab.models import NGramTarget
+from exitlaw.theory import exit_law_from_edges, oracle_tree, stack_trees
 
 OBJECTIVES = ("token-only", "prefix-weighted", "exit-guided")  # the table's row labels
 LEGACY = {"token-only": "token", "prefix-weighted": "prefix", "exit-guided": "exit"}

@@ -30,13 +30,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from exitlaw.theory.sampling_settings import check_temperature_floor
-
 from exitlaw.simulate.exittrain.fast import ddtree_levels, rollouts, tree_term
 from exitlaw.simulate.exittrain.mini import Regime, draft_logprobs, init_params, stationary
 from exitlaw.simulate.exittrain.objectives import AUTHORS_ALPHA, AUTHORS_LAMBDA, Objective
 from exitlaw.simulate.exittrain.sweep import _evaluator, _pretrainer, _stack, _trainer
 from exitlaw.simulate.lab.models import NGramTarget
+from exitlaw.theory.sampling_settings import check_temperature_floor
 
 TREE_WEIGHTS = ("prefix", "exit", "exit-depth")
 LITERAL = "literal"  # the strength of the authors' coded arm: prefix, nodes, lambda 0.1, floor 1e-4

@@ -65,14 +65,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from exitlaw.theory.infra.atomic_io import atomic_write_text
-from exitlaw.theory.infra.provenance import cpu_info, git_commit
-from exitlaw.theory.sampling_settings import check_temperature_floor
-
 from exitlaw.simulate.exittrain.fast import make_pretrainer, make_trainer, rollouts, tau_table
 from exitlaw.simulate.exittrain.mini import Regime, draft_logprobs, init_params, stationary
 from exitlaw.simulate.exittrain.objectives import AUTHORS_ALPHA, NORMALISATIONS, Objective
 from exitlaw.simulate.lab.models import NGramTarget
+from exitlaw.theory.infra.atomic_io import atomic_write_text
+from exitlaw.theory.infra.provenance import cpu_info, git_commit
+from exitlaw.theory.sampling_settings import check_temperature_floor
 
 SCHEMA, VERSION = "exitlaw.sim_exittrain_sweep", 1
 # the evaluation temperatures of the default sweep (``SweepConfig.eval_temperatures``)

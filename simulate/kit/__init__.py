@@ -1,11 +1,12 @@
 """The conformance kit: test cases, calibrated checks, calls into a user's verifier, boundary coins, verifier formats (fixed-tree and chain), settings mode and the report."""
 
+from . import calls, cases, checks, formats
 from .boundary import (
-    boundary_values,
-    BoundaryGenerator,
-    BoundaryReport,
     F32_BELOW_ONE,
     F64_BELOW_ONE,
+    BoundaryGenerator,
+    BoundaryReport,
+    boundary_values,
     format_boundary,
     run_boundary,
     schedules,
@@ -13,26 +14,26 @@ from .boundary import (
 from .calls import *
 from .cases import *
 from .chain_formats import (
-    adapt_chain_verifier,
     CHAIN_FORMATS,
+    PLACEHOLDER,
     ChainFormatError,
+    adapt_chain_verifier,
     check_chain_format,
     from_vllm_result,
-    PLACEHOLDER,
     to_vllm,
 )
 from .checks import *
 from .conformance import (
     BAD_INPUT,
-    check_verifier,
     CHECKS,
     EXIT_CODES,
     INSUFFICIENT,
-    KitReport,
     MARGINALLY_EXACT,
     PRECEDENCE,
-    run_kit,
     VERIFIER_FAILED,
+    KitReport,
+    check_verifier,
+    run_kit,
 )
 from .formats import *
 from .report import format_report
@@ -40,10 +41,9 @@ from .settings_cases import (
     DEFAULT_PANEL,
     HashedLogits,
     ProcessedTarget,
-    settings_cases,
     SettingsCase,
+    settings_cases,
 )
-from . import calls, cases, checks, formats
 
 __all__ = [
     *calls.__all__,

@@ -47,11 +47,10 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
-
-from exitlaw.simulate.kit.conformance import _tree_json
 from exitlaw.simulate.kit.calls import VerifierCallError, _as_pair, check_signature
 from exitlaw.simulate.kit.cases import boundary_marginal_cases, conditional_cases
+from exitlaw.simulate.kit.conformance import _tree_json
+from exitlaw.theory import DraftTree
 
 BOUNDARY_OK, BOUNDARY_FLAGGED, BOUNDARY_FAILED = (
     "passes boundary coins",

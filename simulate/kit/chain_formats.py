@@ -30,9 +30,8 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.simulate.kit.calls import VerifierCallError
+from exitlaw.theory import DraftTree
 
 CHAIN_FORMATS = ("vllm",)
 PLACEHOLDER = -1

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.simulate.kit.cases import Case, MarginalCase
 from exitlaw.simulate.stats import cell_binomial, chisquare_power, pooled_chisquare, sample_size
+from exitlaw.theory import DraftTree
 
 # Cells with fewer expected counts are pooled. 20 (not the textbook 5) keeps the chi-square tail
 # calibrated at the kit's tiny levels: measured on 4e6 null draws with 31 cells of 20 expected,

@@ -54,8 +54,6 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.simulate.kit.calls import VerifierCallError
 from exitlaw.simulate.kit.chain_formats import (
     CHAIN_FORMATS,
@@ -63,6 +61,7 @@ from exitlaw.simulate.kit.chain_formats import (
     check_callable_as,
     check_chain_format,
 )
+from exitlaw.theory import DraftTree
 
 FORMATS = ("exitlaw", "eagle", "sglang", "ddtree")
 PAD = -1  # padding of EAGLE's paths and SGLang's links and outputs, DDTree's root parent

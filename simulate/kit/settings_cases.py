@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from exitlaw.theory import HF_ORDER, VLLM_ORDER, DraftTree, SamplingSettings, process_logits
-
 from exitlaw.simulate.kit.cases import Case, MarginalCase
+from exitlaw.theory import HF_ORDER, VLLM_ORDER, DraftTree, SamplingSettings, process_logits
 
 SETTINGS_VOCAB = 5
 DEFAULT_PANEL = (

@@ -7,31 +7,31 @@ from typing import TYPE_CHECKING
 
 from exitlaw.theory.infra.lazy import lazy_attributes
 
-from .decoding import aggregate, RoundRecord, simulate_decoding, SimulationResult, tree_coverage
+from . import field_lab, toy_target
+from .decoding import RoundRecord, SimulationResult, aggregate, simulate_decoding, tree_coverage
 from .field_lab import *
 from .models import (
     AutoregressiveDrafter,
+    NGramTarget,
+    PositionWiseDrafter,
     exponent_for_entropy,
     kl_divergence,
     mean_depth1_kl,
-    NGramTarget,
-    PositionWiseDrafter,
     zipf_entropy,
 )
 from .presets import (
+    SimConfig,
+    WorkBoundError,
     check_work_bounds,
     estimated_work,
     get_preset,
     row_label,
     sampled_verifier_fn,
-    SimConfig,
     verifier_fn,
     with_overrides,
-    WorkBoundError,
 )
 from .run import commit_outputs, output_paths, row_names, run_simulation, table_header, table_row
 from .toy_target import *
-from . import field_lab, toy_target
 
 if TYPE_CHECKING:
     from .sharded import tev_samples

@@ -25,6 +25,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from exitlaw.simulate.builders.caddtree import LatencyModel
+from exitlaw.simulate.builders.trees import Built
 from exitlaw.theory import (
     DraftTree,
     TraceRound,
@@ -33,9 +35,6 @@ from exitlaw.theory import (
     gather_edge_probs,
     oracle_tree,
 )
-
-from exitlaw.simulate.builders.trees import Built
-from exitlaw.simulate.builders.caddtree import LatencyModel
 
 Verifier = Callable[[DraftTree, np.ndarray, np.random.Generator], tuple[int, int]]
 BuildFn = Callable[[tuple[int, ...], np.random.Generator], Built]

@@ -33,14 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, gather_edge_probs
-from exitlaw.theory.infra.atomic_io import atomic_write_text
-from exitlaw.theory.registry import verifier
-
 from exitlaw.simulate.builders.trees import tsubame
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers import hsd_procedure, univer_procedure, verify_sampled
+from exitlaw.theory import DraftTree, gather_edge_probs
+from exitlaw.theory.infra.atomic_io import atomic_write_text
+from exitlaw.theory.registry import verifier
 
 # output columns: the registry's field labels of these sampled-draft rules, in this order
 RULES = tuple(

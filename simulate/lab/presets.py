@@ -30,15 +30,13 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from exitlaw.theory import registry
-from exitlaw.theory.infra.json_read import read_json_file
-
 from exitlaw.simulate.builders.caddtree import LatencyModel
-from exitlaw.simulate.builders.table import BuildFn
+from exitlaw.simulate.builders.table import BuildFn, sim_builder_names
 from exitlaw.simulate.builders.table import make_builder as _make_builder
-from exitlaw.simulate.builders.table import sim_builder_names
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.verifiers.table import implemented, sim_function
+from exitlaw.theory import registry
+from exitlaw.theory.infra.json_read import read_json_file
 
 BUILDERS = sim_builder_names()
 # builders whose rounds are verified by a sampled-draft rule instead of the config's verifier:

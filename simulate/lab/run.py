@@ -29,9 +29,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from exitlaw.theory.infra.atomic_io import atomic_write_text
-
 from exitlaw.simulate.lab.presets import SimConfig
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 RESULTS_SCHEMA = "exitlaw.simulate-results"
 LATENCY_MODEL = (

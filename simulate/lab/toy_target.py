@@ -14,9 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.simulate.randomness import Randomness
+from exitlaw.theory import DraftTree
 
 
 class ToyModel:

@@ -1,14 +1,15 @@
 """The bounded-exhaustive symbolic prover (``exitlaw prove``): fixed-tree, raw-uniform, sampled-draft and two-round modes, tree enumeration and the interval-uniform stand-in."""
 
+from . import rounds, sampled, symbolic, tree_enum, uniform_intervals
 from .prover import (
-    child_orders,
     EXACT_AT_POINTS,
     EXIT_CODES,
+    ProofError,
+    ProofReport,
+    child_orders,
     format_proof,
     identities,
     load_procedure,
-    ProofError,
-    ProofReport,
     prove,
     source_sha256,
 )
@@ -18,7 +19,6 @@ from .sampled import *
 from .symbolic import *
 from .tree_enum import *
 from .uniform_intervals import *
-from . import rounds, sampled, symbolic, tree_enum, uniform_intervals
 
 __all__ = [
     *rounds.__all__,

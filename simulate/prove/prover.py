@@ -44,11 +44,10 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Callable
 
-from exitlaw.theory import DraftTree
-
-from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.prove.symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
 from exitlaw.simulate.prove.tree_enum import all_trees, tree_shapes
+from exitlaw.simulate.randomness import enumerate_law
+from exitlaw.theory import DraftTree
 
 PROVED, COUNTEREXAMPLE, UNPROVED = "proved", "counterexample", "unproved"
 EXACT_AT_POINTS = (

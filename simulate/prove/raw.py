@@ -40,7 +40,6 @@ from exitlaw.simulate.prove.prover import (
 from exitlaw.simulate.prove.tree_enum import all_trees, tree_shapes
 from exitlaw.simulate.prove.uniform_intervals import CannotFollow, TooManyBranches, raw_law
 
-
 RAW_SCOPE = (
     "every rooted tree shape with <= max_nodes nodes, every child-token assignment up to a global "
     "relabelling, vocabularies 1..vocab; at each tree the verifier's exact law (real uniforms, interval "

@@ -21,8 +21,6 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.simulate.prove.prover import (
     COUNTEREXAMPLE,
     EXIT_CODES,
@@ -36,9 +34,10 @@ from exitlaw.simulate.prove.prover import (
     unproved_on_symbols,
 )
 from exitlaw.simulate.prove.sampled import marginal_gaps, prefixes
-from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.prove.symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
 from exitlaw.simulate.prove.tree_enum import token_assignments, tree_shapes
+from exitlaw.simulate.randomness import enumerate_law
+from exitlaw.theory import DraftTree
 
 
 @dataclass

@@ -39,23 +39,20 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.theory import DistributionError, DraftTree
-
 from exitlaw.simulate.prove.prover import (
     COUNTEREXAMPLE,
     EXIT_CODES,
     PROVED,
     UNPROVED,
     ProofError,
+    ReportClock,
     identities,
     laws_compared,
-    ReportClock,
     report_head,
     source_sha256,
     status_line,
     unproved_on_symbols,
 )
-from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.prove.symbolic import (
     Sym,
     SymbolicError,
@@ -65,11 +62,13 @@ from exitlaw.simulate.prove.symbolic import (
     symbolic_rows,
 )
 from exitlaw.simulate.prove.tree_enum import token_assignments, tree_shapes
+from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers.sampled_draft import (
     speculative_round,
     tsubame_round,
     verify_sampled,
 )
+from exitlaw.theory import DistributionError, DraftTree
 
 
 class RegionLimit(ProofError):

@@ -34,7 +34,6 @@ from functools import lru_cache
 from sympy import QQ
 from sympy.polys.fields import field
 
-
 # Verifiers are re-run once per branch (replay), so the same operations recur on the same operands:
 # results are memoised (rational functions are canonical, hence usable as keys).
 _MEMO: dict = {}

@@ -11,8 +11,10 @@ Their vectorised numpy twins (``S`` rounds on one tree at once, :data:`FAST_SAMP
 import pkgutil as _pkgutil
 from importlib import import_module as _import_module
 
-from .fast import *
+from . import fast, table, with_settings
 from .exact import implementation_block_law, implementation_law, law_table
+from .fast import *
+from .hsd import hsd, hsd_procedure, hsd_spine
 from .procedures import (
     PROCEDURES,
     child_lookup,
@@ -34,12 +36,9 @@ from .sampled_draft import (
     verify_sampled,
 )
 from .sampling import greedy, predraw, residual, tev
-from .hsd import hsd, hsd_procedure, hsd_spine
-from .univer import univer, univer_fixed_tree, univer_procedure
 from .table import *
+from .univer import univer, univer_fixed_tree, univer_procedure
 from .with_settings import *
-from . import fast, table, with_settings
-
 
 # a module added to this folder registers itself when the package loads: no line here names it
 for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)

@@ -14,10 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from exitlaw.theory import DraftTree
-
 from exitlaw.simulate.randomness import as_number_rows, enumerate_law
 from exitlaw.simulate.verifiers.procedures import PROCEDURES
+from exitlaw.theory import DraftTree
 
 
 def implementation_law(procedure: Callable, tree: DraftTree, probs, *, one=1.0, **kwargs) -> dict:

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, check_tree_rows
-from exitlaw.theory.registry import FAST
-
 from exitlaw.simulate.verifiers.procedures import greedy_procedure
 from exitlaw.simulate.verifiers.table import TABLES, sim_verifier
+from exitlaw.theory import DraftTree, check_tree_rows
+from exitlaw.theory.registry import FAST
 
 
 def _child_table(tree: DraftTree, vocab: int) -> np.ndarray:

@@ -58,10 +58,9 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
-
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 from exitlaw.simulate.verifiers.table import sim_verifier
+from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
 
 
 def _norm_row(row, zero):

@@ -13,11 +13,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, reference_law
-from exitlaw.theory.registry import PROCEDURE
-
 from exitlaw.simulate.randomness import Randomness
 from exitlaw.simulate.verifiers.table import TABLES, sim_verifier
+from exitlaw.theory import DraftTree, reference_law
+from exitlaw.theory.registry import PROCEDURE
 
 
 def child_lookup(tree: DraftTree) -> list[dict[int, int]]:

@@ -18,12 +18,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, check_tree_rows, oracle_tree
-from exitlaw.theory.registry import VERIFIERS
-
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
 from exitlaw.simulate.verifiers.table import sim_verifier
+from exitlaw.theory import DraftTree, check_tree_rows, oracle_tree
+from exitlaw.theory.registry import VERIFIERS
 
 # chain, specinfer, without_replacement
 RULES = tuple(v.rule for v in VERIFIERS if v.rule is not None)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from exitlaw.theory import DraftTree, check_tree_rows
-
 from exitlaw.simulate.randomness import GeneratorRandomness
 from exitlaw.simulate.verifiers.procedures import (
     greedy_procedure,
@@ -20,6 +18,7 @@ from exitlaw.simulate.verifiers.procedures import (
     tev_procedure,
 )
 from exitlaw.simulate.verifiers.table import sim_verifier
+from exitlaw.theory import DraftTree, check_tree_rows
 
 
 def _prepare(tree, probs, validate: bool) -> np.ndarray:

@@ -13,8 +13,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from exitlaw.theory.registry import FAST, PROCEDURE, SETTINGS, SIMULATOR, Names, verifier
-from exitlaw.theory.registry import verifier_names
+from exitlaw.theory.registry import (
+    FAST,
+    PROCEDURE,
+    SETTINGS,
+    SIMULATOR,
+    Names,
+    verifier,
+    verifier_names,
+)
 
 TABLES: dict[str, dict[str, Callable]] = {SIMULATOR: {}, PROCEDURE: {}, FAST: {}, SETTINGS: {}}
 

@@ -64,12 +64,11 @@ from typing import Sequence
 
 import numpy as np
 
-from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
-
 from exitlaw.simulate.randomness import GeneratorRandomness, Randomness
 from exitlaw.simulate.verifiers.hsd import hsd_spine
 from exitlaw.simulate.verifiers.procedures import row_copy, row_sum
 from exitlaw.simulate.verifiers.table import sim_verifier
+from exitlaw.theory import DistributionError, DraftTree, check_tree_rows
 
 
 def _children(parents: Sequence[int]) -> list[list[int]]:

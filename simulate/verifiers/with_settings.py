@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from exitlaw.theory import process_logits
-from exitlaw.theory.registry import SETTINGS
-
 from exitlaw.simulate.verifiers.sampled_draft import (
     chain_speculative,
     specinfer_without_replacement,
 )
 from exitlaw.simulate.verifiers.sampling import predraw, residual, tev
 from exitlaw.simulate.verifiers.table import sim_verifier
+from exitlaw.theory import process_logits
+from exitlaw.theory.registry import SETTINGS
 
 
 @sim_verifier("predraw", SETTINGS)

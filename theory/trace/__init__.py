@@ -1,26 +1,26 @@
 """Tree traces: the on-disk format (the bridge from the engine to theory), streaming exact laws in bounded memory, per-round summaries and the trace-reading benchmark."""
 
+from . import bench, stream
 from .bench import *
 from .format import (
-    exact_record,
     IncompleteTraceError,
+    Span,
+    Trace,
+    TraceFormatError,
+    TraceRound,
+    TraceWriter,
+    exact_record,
     iter_records,
     iter_trace,
     json_safe,
     parse_round,
     partial_path,
     read_trace,
-    Span,
     split_spans,
-    Trace,
-    TraceFormatError,
-    TraceRound,
-    TraceWriter,
     write_trace,
 )
 from .stream import *
 from .summary import format_summary, summarize_trace, summarize_trace_file
-from . import bench, stream
 
 __all__ = [
     *bench.__all__,

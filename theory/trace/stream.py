@@ -31,7 +31,6 @@ are judged, and named in errors, as they are written.
 from __future__ import annotations
 
 import gc
-
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path

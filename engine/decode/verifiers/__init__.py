@@ -15,6 +15,7 @@ twin. Row ``b`` of batched ``logits [B, N, V]`` is the target's tree forward for
 import pkgutil as _pkgutil
 from importlib import import_module as _import_module
 
+from . import generators, greedy, predraw, residual, result, table, tev
 from .generators import *
 from .greedy import *
 from .predraw import *
@@ -22,8 +23,6 @@ from .residual import *
 from .result import *
 from .table import *
 from .tev import *
-from . import generators, greedy, predraw, residual, result, table, tev
-
 
 # a module added to this folder registers itself when the package loads: no line here names it
 for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import torch
 
-from exitlaw.theory import DistributionError
-
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import DeviceTree
 from exitlaw.engine.decode.verifiers.draws import _draw_rows
@@ -19,6 +17,7 @@ from exitlaw.engine.decode.verifiers.generators import RowGenerators, Uniforms, 
 from exitlaw.engine.decode.verifiers.result import VerifyResult, _finish_rows
 from exitlaw.engine.decode.verifiers.table import engine_verifier
 from exitlaw.engine.decode.verifiers.walk import _follow_rows, _walk
+from exitlaw.theory import DistributionError
 
 
 def predraw_rows(

@@ -10,14 +10,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exitlaw.theory import DistributionError
-
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.decode.verifiers.draws import _draw_logits
 from exitlaw.engine.decode.verifiers.generators import RowGenerators, VerifierGenerators
 from exitlaw.engine.decode.verifiers.result import VerifyResult
 from exitlaw.engine.decode.verifiers.table import engine_verifier
+from exitlaw.theory import DistributionError
 
 
 @engine_verifier("residual")

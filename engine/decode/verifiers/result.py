@@ -7,10 +7,9 @@ from typing import NamedTuple
 
 import torch
 
-from exitlaw.theory import DistributionError
-
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import DeviceTree
+from exitlaw.theory import DistributionError
 
 
 class VerifyResult(NamedTuple):

@@ -36,14 +36,13 @@ from typing import Callable, Sequence
 
 import torch
 
-from exitlaw.theory import DistributionError, DraftTree
-
 from exitlaw.engine.decode.batch_tree import BatchTree
 from exitlaw.engine.decode.device_tree import DeviceTree
 from exitlaw.engine.decode.tev_plan import TevPlan, build_plan
 from exitlaw.engine.decode.verifiers.generators import RowGenerators, VerifierGenerators, uniforms
 from exitlaw.engine.decode.verifiers.result import VerifyResult
 from exitlaw.engine.decode.verifiers.table import engine_verifier
+from exitlaw.theory import DistributionError, DraftTree
 
 INVALID = -1  # the exit read back when the round's logits are not distributions
 

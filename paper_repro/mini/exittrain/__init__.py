@@ -5,11 +5,12 @@ Names defined by more than one module here (arm_table, rebuild, write_report, ..
 module.
 """
 
-from .authors_regime import AUTHORS_ARMS, AuthorsRegimeConfig, PAPER_TABLE2_TAU, config_from_json
+from . import mechanism, mechanism_design
+from .authors_regime import AUTHORS_ARMS, PAPER_TABLE2_TAU, AuthorsRegimeConfig, config_from_json
 from .authors_regime_run import run_authors_regime
 from .mechanism import *
 from .mechanism_design import *
-from .paper_regime import Arm, arm_by_name, arm_config, eval_plan, PaperRegimeConfig, run_names
+from .paper_regime import Arm, PaperRegimeConfig, arm_by_name, arm_config, eval_plan, run_names
 from .paper_regime_report import (
     analyse,
     arm_table,
@@ -38,7 +39,6 @@ from .paper_regime_run import (
     stage_scoring_temperature,
 )
 from .paper_regime_ship import rebuild, ship
-from . import mechanism, mechanism_design
 
 __all__ = [
     *mechanism.__all__,

@@ -16,9 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
-from exitlaw.theory.infra.provenance import cpu_fields, git_commit
-
 from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     LITERAL_ARMS,
     PRIMARY,
@@ -28,19 +25,21 @@ from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     translated_relative,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan
-from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import (
     ESTIMANDS,
     arm_values,
     training_runs,
     training_summary,
 )
+from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 from exitlaw.paper_repro.mini.stats import (
     claim_verdict,
     crossed_mean_ci,
     pair_verdict,
     paired_difference,
 )
+from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.infra.provenance import cpu_fields, git_commit
 
 SCHEMA = "exitlaw.authors_regime/1"
 OUTSIDE = "inconclusive - outside the paper's regime"

@@ -23,8 +23,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from exitlaw.theory.infra.atomic_io import atomic_write_json
-
 from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     AUTHORS_REGIME,
     AuthorsRegimeConfig,
@@ -52,6 +50,7 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime_run import (
     starting_point,
 )
 from exitlaw.paper_repro.mini.pipeline import StageTimes, stage_base_drafter, stage_data
+from exitlaw.theory.infra.atomic_io import atomic_write_json
 
 SHIPPED_BASE = Path(__file__).resolve().parents[2] / "results" / "paper_regime" / "base"
 

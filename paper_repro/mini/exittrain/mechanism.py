@@ -42,9 +42,6 @@ from typing import Callable
 import numpy as np
 
 from exitlaw.engine.training.config import TrainConfig
-from exitlaw.theory.infra.atomic_io import atomic_write_json
-from exitlaw.theory.sampling_settings import SamplingSettings
-
 from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
     CONTRASTS,
     DIRECTIONS,
@@ -55,6 +52,8 @@ from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
 from exitlaw.paper_repro.mini.exittrain.mechanism_report import write_report
 from exitlaw.paper_repro.mini.pipeline import _train_stage
 from exitlaw.paper_repro.mini.stats import crossed_mean_ci
+from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 
 class MechanismError(ValueError):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
-
 from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
     CONTRASTS,
     DIRECTIONS,
@@ -16,6 +14,7 @@ from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
     MD_NAME,
     TEMPERATURES,
 )
+from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
 
 def _ci(r: dict, digits: int = 3) -> str:

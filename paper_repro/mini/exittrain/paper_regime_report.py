@@ -16,9 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
-from exitlaw.theory.infra.provenance import cpu_fields, git_commit
-
 from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan, cell_key
 from exitlaw.paper_repro.mini.stats import (
     claim_verdict,
@@ -26,6 +23,8 @@ from exitlaw.paper_repro.mini.stats import (
     pair_verdict,
     paired_difference,
 )
+from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.infra.provenance import cpu_fields, git_commit
 
 SCHEMA = "exitlaw.paper_regime/1"
 OUTSIDE = "inconclusive - outside the paper's regime"

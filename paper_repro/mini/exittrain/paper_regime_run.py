@@ -31,9 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from exitlaw.theory.infra.atomic_io import atomic_write_json
-from exitlaw.theory.sampling_settings import SamplingSettings
-
+from exitlaw.paper_repro.mini import corpus as mc
+from exitlaw.paper_repro.mini.evaluate import eval_cell
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     Cell,
@@ -45,8 +44,6 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     make_plan,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import write_report
-from exitlaw.paper_repro.mini import corpus as mc
-from exitlaw.paper_repro.mini.evaluate import eval_cell
 from exitlaw.paper_repro.mini.pipeline import (
     StageTimes,
     _train_stage,
@@ -57,6 +54,8 @@ from exitlaw.paper_repro.mini.pipeline import (
     stage_data,
     stage_target,
 )
+from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 
 # ----- prompt sets ------------------------------------------------------------------------------------------

@@ -13,8 +13,6 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from exitlaw.theory.infra.atomic_io import atomic_write_json
-
 from exitlaw.paper_repro.mini.exittrain.authors_regime import config_from_json
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PaperRegimeConfig,
@@ -28,6 +26,7 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime_report import (
     write_report,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
+from exitlaw.theory.infra.atomic_io import atomic_write_json
 
 SHIPPED = (
     "paper_regime_config.json",

@@ -25,9 +25,6 @@ from statistics import NormalDist
 import numpy as np
 
 from exitlaw.engine.training.config import TrainConfig
-from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
-from exitlaw.theory.sampling_settings import SamplingSettings
-
 from exitlaw.paper_repro.mini.exittrain.mechanism import (
     MechanismConfig,
     evaluate,
@@ -42,6 +39,8 @@ from exitlaw.paper_repro.mini.pipeline import (
     stage_data,
 )
 from exitlaw.paper_repro.mini.stats import crossed_mean_ci
+from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 SCHEMA = "exitlaw.pilot_precondition/1"
 SHIPPED = Path(__file__).resolve().parents[2] / "results"

@@ -31,10 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
-
 from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU, paper_margin
 from exitlaw.paper_repro.mini.stats import claim_verdict, pair_verdict
+from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
 SCHEMA = "exitlaw.sim_exittrain_authors/1"
 PRIMARY_LEVEL, SECONDARY_LEVEL = 1 - 0.05 / 4, 0.95

@@ -26,9 +26,6 @@ from statistics import NormalDist
 import numpy as np
 
 from exitlaw import __version__
-from exitlaw.theory.infra.atomic_io import atomic_write_json
-from exitlaw.theory.infra.provenance import git_commit
-
 from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     PAPER_TABLE2_TAU,
     config_from_json,
@@ -39,6 +36,8 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import arm_values
 from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 from exitlaw.paper_repro.mini.stats import crossed_mean_ci
+from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.infra.provenance import git_commit
 
 SCHEMA = "exitlaw.exittrain_units/1"
 RESULTS = Path(__file__).resolve().parents[2] / "results"

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.cli import main as cli_main
-from exitlaw.engine.models.checkpoint import load_pair
 from exitlaw.engine.decode.loop import DecodeConfig, generate
+from exitlaw.engine.models.checkpoint import load_pair
 from exitlaw.engine.prompts.encoding import encode_prompt
 from exitlaw.engine.prompts.records import PromptRecordError, load_prompt_set
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.cli_argv import cli_argv, pair_flags
 
 TINY_SEED = 1  # the shared ``tiny`` fixture (conftest.py) uses this seed

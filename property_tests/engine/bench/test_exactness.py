@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exitlaw.engine.bench.decoding import format_bench, t0_divergences
 from exitlaw.engine.bench.exactness import divergence, first_difference, summary

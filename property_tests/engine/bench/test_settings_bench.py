@@ -4,9 +4,9 @@
 import pytest
 
 from exitlaw.cli import main
-from helpers.cli_argv import cli_argv
 from exitlaw.engine.bench import settings as bench
 from exitlaw.theory.sampling_settings import SamplingSettings
+from helpers.cli_argv import cli_argv
 
 
 def test_every_setting_reaches_verify_and_ratios_are_to_temperature_only(monkeypatch):

@@ -12,7 +12,6 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.bench.ddtree_reference import (
     ReferenceError,
     _check_dependencies,
@@ -29,6 +28,7 @@ from exitlaw.engine.bench.side_by_side import (
     run_side_by_side,
 )
 from exitlaw.engine.decode.loop import DecodeConfig, generate
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 TINY_SEED = 1
 

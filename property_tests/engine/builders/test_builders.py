@@ -13,6 +13,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+import exitlaw.engine.builders.single as single
+from exitlaw.engine.builders.single import build_chain, build_ddtree
+from exitlaw.simulate.builders.trees import ddtree
+from exitlaw.theory import DistributionError
 from helpers.best_first_twin import (
     SHORTAGE_CASES,
     TIE_CASES,
@@ -20,10 +24,6 @@ from helpers.best_first_twin import (
     ordered_paths,
     tied_rows,
 )
-import exitlaw.engine.builders.single as single
-from exitlaw.engine.builders.single import build_chain, build_ddtree
-from exitlaw.simulate.builders.trees import ddtree
-from exitlaw.theory import DistributionError
 
 
 def _draft_rows(seed: int, depth: int, vocab: int, *, zero_frac: float = 0.0) -> torch.Tensor:

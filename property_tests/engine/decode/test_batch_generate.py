@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
+from exitlaw.engine.builders.batched import build_trees_batch
+from exitlaw.engine.builders.single import build_chain, build_ddtree
+from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batch
 from exitlaw.engine.decode.batch_generate import (
     BatchState,
     batch_round,
@@ -19,11 +21,9 @@ from exitlaw.engine.decode.batch_generate import (
     prefill_batch,
     row_cache,
 )
-from exitlaw.engine.builders.batched import build_trees_batch
-from exitlaw.engine.decode.batch_draft import BatchDraftCache, dflash_draft_batch
-from exitlaw.engine.builders.single import build_chain, build_ddtree
 from exitlaw.engine.decode.loop import DecodeConfig, Generators, generate
 from exitlaw.engine.models.target import batch_attention_mask, compact_rows_
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.decode_configs import RAGGED_PROMPTS, sampled_tree
 
 TINY_SEED = 1  # the shared ``tiny``/``pair`` fixtures (conftest.py) use this seed

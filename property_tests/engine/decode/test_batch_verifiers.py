@@ -19,10 +19,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import exitlaw.engine.decode.verifiers.greedy as greedy_verifier
-from exitlaw.engine.decode.batch_tree import to_batch_tree
-from exitlaw.engine.decode.dispatch import verify_batch
 from exitlaw.engine.builders.single import build_ddtree
+from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.dispatch import verify_batch
 from exitlaw.engine.decode.verifiers import VerifierGenerators, verify_greedy
 from exitlaw.engine.decode.verifiers.tev import _tev_exit_law, batch_exit_law, tev_plan
 from exitlaw.simulate.stats import pooled_chisquare

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.batch_generate import row_cache
 from exitlaw.engine.decode.continuous import Row, RunningBatch, row_config
 from exitlaw.engine.decode.dispatch import KINDS
 from exitlaw.engine.decode.loop import DecodeConfig, generate
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.decode_configs import RAGGED_PROMPTS
 
 PROMPTS = RAGGED_PROMPTS[:6]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from exitlaw.engine.decode.verifiers import draws as bv
 from exitlaw.engine.decode.batch_generate import _sample_rows
 from exitlaw.engine.decode.loop import exponential_race, sample_token
+from exitlaw.engine.decode.verifiers import draws as bv
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 WEIGHTS = (

@@ -40,16 +40,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.simulate.stats import chisquare_power, pooled_chisquare, seed_for
-
+from exitlaw.theory.sampling_settings import SamplingSettings
 from property_tests.helpers.engine_mutants import restart_streams_each_round
 from property_tests.helpers.tiny_law import (
-    K,
     PROMPT,
     VOCAB,
+    K,
     RoundRecorder,
     block_tokens,
     round_block_law,

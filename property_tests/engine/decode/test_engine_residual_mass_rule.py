@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.batch_tree import to_batch_tree
-from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.device_tree import to_device_tree
+from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.verifiers import VerifierGenerators
 from exitlaw.engine.decode.verifiers.tev import _tev_exit_law, batch_exit_law
 from exitlaw.theory import DraftTree, reference_law
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 TREE = DraftTree(parent=[-1, 0, 0, 1], token=[9, 0, 1, 2])  # the root's children: tokens 0 and 1
 ROOT_ONLY = DraftTree(parent=[-1], token=[4])

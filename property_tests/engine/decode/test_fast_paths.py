@@ -9,14 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import DynamicCache
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.builders.single import build_ddtree, factorised_best_first
 from exitlaw.engine.decode.batch_tree import padded_fields, padded_fields_loop
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
 from exitlaw.engine.decode.dispatch import verify
+from exitlaw.engine.decode.loop import DecodeConfig, generate, tree_parts
 from exitlaw.engine.decode.verifiers import verify_greedy, verify_greedy_walk
 from exitlaw.engine.decode.verifiers.greedy import _greedy_reference
 from exitlaw.engine.decode.verifiers.walk import _follow, _walk
@@ -24,7 +25,7 @@ from exitlaw.engine.models.dflash import DFlashAttention, attend_grouped, attend
 from exitlaw.engine.models.target import TargetModel, TreeMaskBuffer, tree_attention_mask
 from exitlaw.simulate.strategies import draft_trees
 from exitlaw.theory import DraftTree
-from transformers import DynamicCache
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 TINY_SEED = 1
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.decode.loop import DecodeConfig, Generators, generate
 from exitlaw.theory import TraceWriter, read_trace
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.decode_configs import sampled_tree
 
 VERIFIERS = ("greedy", "predraw", "residual", "tev")

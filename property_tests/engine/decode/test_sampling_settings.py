@@ -4,24 +4,24 @@ decoding token for token (single and batched, every sampling verifier and AR).""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exitlaw.engine.decode.batch_generate import generate_ar_batch, generate_batch
 from exitlaw.engine.decode.batch_tree import to_batch_tree
 from exitlaw.engine.decode.device_tree import to_device_tree
 from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig, generate, sample_token
-from exitlaw.engine.decode.verifiers import VerifierGenerators
 from exitlaw.engine.decode.sampling_settings import (
     filter_logits,
     keep_mask,
     processed_draft_logprobs,
     processed_probs,
 )
+from exitlaw.engine.decode.verifiers import VerifierGenerators
 from exitlaw.theory import DistributionError, DraftTree
 from exitlaw.theory.sampling_settings import (
     FILTERS,

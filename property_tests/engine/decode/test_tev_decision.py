@@ -16,8 +16,7 @@ import torch
 from exitlaw.engine.bench.op_counts import count_ops
 from exitlaw.engine.bench.verifiers import make_cases
 from exitlaw.engine.decode.device_tree import to_device_tree
-from exitlaw.engine.decode.verifiers import VerifierGenerators
-from exitlaw.engine.decode.verifiers import tev
+from exitlaw.engine.decode.verifiers import VerifierGenerators, tev
 from exitlaw.theory import DistributionError, DraftTree
 
 BUDGETS = (32, 64, 128)

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
 from exitlaw.engine.models.checkpoint import load_drafter, load_target, save_drafter

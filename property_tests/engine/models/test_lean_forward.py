@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from exitlaw.engine.decode.loop import DecodeConfig, generate

@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.engine.models import target as target_mod
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.loop import DecodeConfig
+from exitlaw.engine.models import target as target_mod
 from exitlaw.engine.models.checkpoint import load_pair, load_target
 from exitlaw.engine.models.target import MASKED_ATTENTION, TargetModel, batch_attention_mask
 from exitlaw.engine.models.tiny import TinySpec
@@ -27,6 +26,7 @@ from exitlaw.engine.training.batch import (
 )
 from exitlaw.engine.training.data import generate_continuations
 from exitlaw.theory import DraftTree
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 SPEC = TinySpec()
 TINY_SEED = 3

@@ -7,7 +7,6 @@ import pytest
 from exitlaw.engine.models.config import FAMILIES, QWEN3_4B, LMSizes, causal_lm_config, qwen3_config
 from exitlaw.engine.models.tiny import TinySpec, build_tiny_target
 
-
 # the sizes every config of this file shares (a mini target's too)
 _SIZES = dict(
     hidden_size=32, intermediate_size=48, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8

@@ -9,22 +9,23 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, DynamicCache
 
-from exitlaw.theory.sampling_settings import SamplingSettings
+from exitlaw.engine.decode.batch_generate import generate_batch
+from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.models.attention_window import (
     in_window,
     layer_masks,
     layer_windows,
     to_additive,
 )
-from exitlaw.engine.decode.batch_generate import generate_batch
-from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.models.config import causal_lm_config
 from exitlaw.engine.models.target import TargetModel, batch_attention_mask, tree_attention_mask
 from exitlaw.engine.models.tiny import build_tiny_drafter
 from exitlaw.theory import DraftTree
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.tiny_specs import SMALL_SPEC
 
 WINDOW = 5

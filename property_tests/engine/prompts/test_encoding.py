@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from exitlaw.engine.models.tiny_tokenizer import build_tokenizer, stop_token_ids
 from exitlaw.engine.prompts.encoding import PromptEncodingError, encode_prompt
 from exitlaw.engine.prompts.records import Prompt
-from exitlaw.engine.models.tiny_tokenizer import build_tokenizer, stop_token_ids
 from exitlaw.engine.training.data import encode_prompts
 
 Q = "What is 12 + 30?"

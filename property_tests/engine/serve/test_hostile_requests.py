@@ -16,7 +16,6 @@ import time
 import pytest
 
 from exitlaw.engine.serve.limits import MAX_JSON_DEPTH, PROMPT_BYTES_SLACK, json_depth
-
 from helpers.servers import post, start_servers
 
 from .conftest import running

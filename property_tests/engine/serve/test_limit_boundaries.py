@@ -8,7 +8,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exitlaw.engine.serve import limits as limits_module
 from exitlaw.engine.serve.errors import APIError
@@ -97,9 +98,9 @@ def test_a_continuous_batch_is_bounded_by_its_rows_at_the_longest_context(
     """At start: the memory of one round of ``--max-batch`` rows, each at prompt limit + max_tokens limit
     with one tree, against the device's free memory (refused iff over it, naming the flags)."""
     from exitlaw.engine.decode.work_bounds import round_memory
-    from exitlaw.engine.serve.limits import check_batch_fits
     from exitlaw.engine.models.config import qwen3_config
     from exitlaw.engine.models.tiny import TinySpec
+    from exitlaw.engine.serve.limits import check_batch_fits
 
     cfg = qwen3_config(TinySpec().lm_sizes())
     lim = ServeLimits(max_prompt_tokens=prompt, max_tokens=tokens)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exitlaw.engine.serve.errors import APIError
 from exitlaw.engine.serve.limits import ServeLimits, check_request_size

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.decode.dispatch import verify
+from exitlaw.engine.decode.loop import DecodeConfig, generate
 from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
 from exitlaw.engine.serve.requests import parse_request
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.decode_configs import sampled_tree
 
 

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from exitlaw.engine.serve.detok import REPLACEMENT, IncrementalText, decode_text
 from exitlaw.engine.serve.limits import ServeLimits
-
 from helpers.servers import post
 
 from .conftest import StubEngine, running

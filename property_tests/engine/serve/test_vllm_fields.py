@@ -13,7 +13,6 @@ import pytest
 
 from exitlaw.engine.serve.errors import APIError
 from exitlaw.engine.serve.requests import parse_request
-
 from helpers.servers import post
 
 from .conftest import running

@@ -6,9 +6,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from exitlaw.theory.sampling_settings import SamplingSettings
 from exitlaw.engine.training.continuation_server import ServerError, server_continuations
 from exitlaw.engine.training.data import cached_sequences
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.cli_argv import train_argv, write_prompts
 
 

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.engine.training.draft_opd import OPDChains, draft_opd_term, sample_chains
-from exitlaw.engine.training.exittrain import TreeBatch, draft_log_normalisers, exittrain_loss
-from exitlaw.engine.training.batch import make_batch
-from exitlaw.engine.training.objectives import ObjectiveError
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
-from helpers.tiny_specs import SMALL_SPEC
+from exitlaw.engine.training.batch import make_batch
+from exitlaw.engine.training.draft_opd import OPDChains, draft_opd_term, sample_chains
+from exitlaw.engine.training.exittrain import TreeBatch, draft_log_normalisers, exittrain_loss
+from exitlaw.engine.training.objectives import ObjectiveError
 from exitlaw.theory import DraftTree
+from exitlaw.theory.sampling_settings import SamplingSettings
+from helpers.tiny_specs import SMALL_SPEC
 
 
 def _hand_chains() -> OPDChains:

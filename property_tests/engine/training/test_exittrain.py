@@ -11,16 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, note, strategies as st
+from hypothesis import given, note
+from hypothesis import strategies as st
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.engine.training.exittrain import (
-    OBJECTIVES,
-    TreeBatch,
-    exittrain_loss,
-    objective_weights,
-    tree_law,
-)
+from exitlaw.engine.models.target import TargetModel
+from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
 from exitlaw.engine.training.batch import (
     build_trees,
     drafter_rows,
@@ -28,13 +23,19 @@ from exitlaw.engine.training.batch import (
     sample_anchors,
     score_trees,
 )
-from exitlaw.engine.models.target import TargetModel
-from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
-from helpers.tiny_specs import SMALL_SPEC as SPEC
-from helpers.training_runs import RESUME_RUN
+from exitlaw.engine.training.exittrain import (
+    OBJECTIVES,
+    TreeBatch,
+    exittrain_loss,
+    objective_weights,
+    tree_law,
+)
 from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, reference_law
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.cli_argv import train_argv, write_prompts
+from helpers.tiny_specs import SMALL_SPEC as SPEC
+from helpers.training_runs import RESUME_RUN
 
 TOL = 1e-12
 

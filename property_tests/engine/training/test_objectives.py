@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from exitlaw.engine.training.config import PRESETS, TrainConfig, cosine_factor, preset_config
 from exitlaw.engine.training.exittrain import (
     TreeBatch,
     exittrain_loss,
@@ -20,7 +21,6 @@ from exitlaw.engine.training.exittrain import (
     tree_law,
 )
 from exitlaw.engine.training.objectives import ObjectiveError, check_objective
-from exitlaw.engine.training.config import PRESETS, TrainConfig, cosine_factor, preset_config
 from exitlaw.theory import DistributionError, DraftTree
 
 # Tree A: root -> 1 -> 2, root -> 3; edges a1 = .5, a2 = .4, a3 = .3

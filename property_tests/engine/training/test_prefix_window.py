@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.theory import DraftTree
 from exitlaw.engine.training.batch import tree_logit_tables, windowed_tree_logit_tables
+from exitlaw.theory import DraftTree
+from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.cli_argv import TINY_RUN, train_argv, write_prompts
 
 TINY_SEED = 3

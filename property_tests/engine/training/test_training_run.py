@@ -10,16 +10,16 @@ import json
 import pytest
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.engine.training.objectives import OBJECTIVES
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
-from helpers.cli_argv import write_prompts
-from helpers.tiny_specs import SMALL_SPEC as SPEC
-from helpers.training_runs import RESUME_RUN, tiny_run_spec
 from exitlaw.engine.training.config import TrainConfig, preset_config
 from exitlaw.engine.training.data import Sequences
 from exitlaw.engine.training.loop import METRIC_KEYS, train
+from exitlaw.engine.training.objectives import OBJECTIVES
+from exitlaw.theory.sampling_settings import SamplingSettings
+from helpers.cli_argv import write_prompts
+from helpers.tiny_specs import SMALL_SPEC as SPEC
+from helpers.training_runs import RESUME_RUN, tiny_run_spec
 
 
 def _pair(seed: int):
@@ -152,8 +152,8 @@ def test_run_training_does_a_whole_run_from_a_prompt_file(tmp_path):
 def test_train_step_passes_every_objective_option_to_the_loss(tmp_path):
     import numpy as np
 
-    from exitlaw.engine.training.exittrain import exittrain_loss
     from exitlaw.engine.training.batch import make_batch
+    from exitlaw.engine.training.exittrain import exittrain_loss
     from exitlaw.engine.training.loop import setup_training, step_sequences, train_step
 
     data = _one_sequence(24)

@@ -274,7 +274,6 @@ def test_primary_verdicts_are_in_acceptance_against_the_papers_margin_and_name_t
 
 def test_the_ci_sized_pipeline_runs_the_fallback_resumes_ships_and_rebuilds(tmp_path, capsys):
     from exitlaw.cli import main
-
     from exitlaw.paper_repro.mini.exittrain.authors_regime_report import rebuild
     from exitlaw.paper_repro.mini.exittrain.paper_regime_ship import ship
 

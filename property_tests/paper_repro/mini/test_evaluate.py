@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from exitlaw.theory import DraftTree, SamplingSettings, reference_law_from_edges
 from exitlaw.paper_repro.mini.evaluate import RoundLaws, coverage, eval_cell
+from exitlaw.theory import DraftTree, SamplingSettings, reference_law_from_edges
 
 TINY_SEED = 4
 

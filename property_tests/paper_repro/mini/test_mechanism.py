@@ -12,15 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exitlaw.theory.sampling_settings import SamplingSettings
-from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
-    CONTRASTS,
-    DIRECTIONS,
-    DRAFTERS,
-    JSON_NAME,
-    MD_NAME,
-)
-from exitlaw.paper_repro.mini.exittrain.mechanism_report import findings, render_markdown
 from exitlaw.paper_repro.mini.exittrain.mechanism import (
     MechanismConfig,
     MechanismError,
@@ -32,6 +23,15 @@ from exitlaw.paper_repro.mini.exittrain.mechanism import (
     run_mechanism,
     stepped,
 )
+from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
+    CONTRASTS,
+    DIRECTIONS,
+    DRAFTERS,
+    JSON_NAME,
+    MD_NAME,
+)
+from exitlaw.paper_repro.mini.exittrain.mechanism_report import findings, render_markdown
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "paper_repro" / "results" / "mechanism"

@@ -16,16 +16,16 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     PAPER_REGIME_QUICK,
     PaperRegimeConfig,
-    arm_config,
     arm_by_name,
+    arm_config,
     calibration_runs,
     cell_key,
     eval_plan,
     make_plan,
     run_names,
 )
-from exitlaw.paper_repro.mini.exittrain.paper_regime_run import fresh_prompts
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import OUTSIDE, analyse
+from exitlaw.paper_repro.mini.exittrain.paper_regime_run import fresh_prompts
 from exitlaw.paper_repro.paired_effects import paired_interval, records
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exitlaw.paper_repro.mini.exittrain.authors_regime import paper_margin
 from exitlaw.paper_repro.mini.exittrain.pilot import (
     PAPER_EXIT_TOKEN,
     PAPER_TOKEN_BASE,
@@ -23,7 +24,6 @@ from exitlaw.paper_repro.mini.exittrain.pilot import (
     projected_se,
     seeds_needed,
 )
-from exitlaw.paper_repro.mini.exittrain.authors_regime import paper_margin
 
 CFG = PilotConfig()
 SHIPPED = Path(__file__).resolve().parents[3] / "paper_repro" / "results" / "pilot_precondition"

@@ -15,7 +15,8 @@ import math
 import threading
 
 import pytest
-from scipy import optimize, stats as sps
+from scipy import optimize
+from scipy import stats as sps
 
 from exitlaw.simulate.audit import AuditConfig, AuditUsageError, format_audit, run_audit
 from exitlaw.simulate.audit.client import Client, Sample, ServerFailed, ServerRefused

@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exitlaw.simulate.audit import AuditConfig, AuditUsageError, run_audit
-from exitlaw.theory import DistributionError, SamplingSettings
 from exitlaw.simulate.audit.client import Client, Sample, ServerFailed, ServerRefused
+from exitlaw.theory import DistributionError, SamplingSettings
 
 
 @pytest.fixture

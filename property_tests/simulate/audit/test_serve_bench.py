@@ -4,10 +4,10 @@ every cell of both batching modes side by side."""
 
 from __future__ import annotations
 
-import pytest
-
 import numpy as np
-from hypothesis import given, settings, strategies as st
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exitlaw.simulate.audit.bench import _median_run, _quantile, _scaling, format_bench
 

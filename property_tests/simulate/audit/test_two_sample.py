@@ -9,7 +9,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exitlaw.simulate.audit.client import _sample
 from exitlaw.simulate.audit.two_sample import (

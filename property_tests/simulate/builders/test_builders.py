@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from exitlaw.theory import DraftTree, coverage_under
+from exitlaw.simulate.builders.caddtree import (
+    LatencyModel,
+    caddtree,
+    first_decrease,
+    first_decrease_misses,
+    throughput_curve,
+)
 from exitlaw.simulate.builders.trees import (
     chain,
     ddtree,
@@ -18,14 +24,8 @@ from exitlaw.simulate.builders.trees import (
     static_tree,
     tsubame,
 )
-from exitlaw.simulate.builders.caddtree import (
-    LatencyModel,
-    caddtree,
-    first_decrease,
-    first_decrease_misses,
-    throughput_curve,
-)
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
+from exitlaw.theory import DraftTree, coverage_under
 
 
 @st.composite

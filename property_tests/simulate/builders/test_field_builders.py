@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exitlaw.simulate.builders.trees import ddtree, eagle_dynamic
 from exitlaw.simulate.builders.dartree import dartree
-from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.builders.opt_tree import draft_expected_acceptance, opt_tree
+from exitlaw.simulate.builders.trees import ddtree, eagle_dynamic
+from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.lab.presets import get_preset
 from exitlaw.theory import DraftTree
 
@@ -121,8 +121,8 @@ def test_builders_reject_bad_arguments():
 
 
 def test_field_preset_runs_the_new_builders_beside_ddtree_eagle_and_caddtree(tmp_path):
-    from exitlaw.simulate.lab.run import run_simulation
     from exitlaw.simulate.lab.presets import with_overrides
+    from exitlaw.simulate.lab.run import run_simulation
 
     cfg = with_overrides(get_preset("field"), rounds=6)
     assert {"ddtree", "eagle", "caddtree", "opt-tree", "dartree", "tsubame-univer"} <= set(

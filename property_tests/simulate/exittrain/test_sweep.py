@@ -36,7 +36,6 @@ from exitlaw.simulate.lab.models import NGramTarget
 from exitlaw.theory import DistributionError, exit_law_from_edges
 from exitlaw.theory.sampling_settings import MIN_TEMPERATURE
 
-
 _levels = jax.jit(ddtree_levels, static_argnums=1)
 _law = jax.jit(level_law)
 

@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 
 from exitlaw.cli import main
+from exitlaw.simulate.kit.cases import conditional_cases
 from exitlaw.simulate.kit.conformance import (
     BAD_INPUT,
-    INSUFFICIENT,
-    VERIFIER_FAILED,
     EXACT_AND_SATURATING,
+    INSUFFICIENT,
     MARGINALLY_EXACT,
     NOT_EXACT,
+    VERIFIER_FAILED,
     load_verifier,
     run_kit,
 )
-from exitlaw.simulate.kit.cases import conditional_cases
 from exitlaw.simulate.verifiers import (
     greedy,
     predraw,
@@ -325,8 +325,8 @@ def test_a_run_where_every_call_fails_reports_no_samples_and_no_power():
     assert all(
         c["samples"] == 0 and c["planned_samples"] == 30 and c["checks"] == [] for c in rep["cases"]
     )
-    from exitlaw.simulate.kit.report import format_report
     from exitlaw.simulate.kit.conformance import KitReport
+    from exitlaw.simulate.kit.report import format_report
 
     text = format_report(KitReport(**rep))
     assert "power: none computed (every call of the verifier failed; 0 samples judged)" in text

@@ -11,12 +11,12 @@ import pytest
 
 from exitlaw.cli import main
 from exitlaw.simulate.kit.boundary import (
+    BOUNDARY_FAILED,
     BOUNDARY_FLAGGED,
     BOUNDARY_OK,
+    EXTREMES,
     F32_BELOW_ONE,
     F64_BELOW_ONE,
-    BOUNDARY_FAILED,
-    EXTREMES,
     BoundaryGenerator,
     _Schedule,
     boundary_values,
@@ -26,12 +26,10 @@ from exitlaw.simulate.kit.boundary import (
 )
 from exitlaw.simulate.randomness import GeneratorRandomness
 from exitlaw.simulate.verifiers import predraw, residual, tev
-
 from exitlaw.simulate.verifiers.sampled_draft import (
     chain_speculative,
     specinfer_without_replacement,
 )
-
 from helpers.chain_samplers import chain_leq_coin
 from helpers.mutants import BOUNDARY_MUTANTS, BY_NAME, MUTANTS
 

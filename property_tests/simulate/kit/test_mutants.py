@@ -11,13 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exitlaw.simulate.kit.conformance import NOT_EXACT, run_kit
-from exitlaw.simulate.kit.checks import MIN_EXPECTED, auto_samples, big_sequences, case_block_law
 from exitlaw.simulate.kit.cases import conditional_cases
+from exitlaw.simulate.kit.checks import MIN_EXPECTED, auto_samples, big_sequences, case_block_law
+from exitlaw.simulate.kit.conformance import NOT_EXACT, run_kit
+from exitlaw.simulate.lab.toy_target import block_tokens, complete_block
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.stats import cell_power, power_against
-from exitlaw.simulate.lab.toy_target import block_tokens, complete_block
-
 from helpers.mutants import MUTANTS
 
 

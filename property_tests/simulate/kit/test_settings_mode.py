@@ -23,7 +23,6 @@ from exitlaw.simulate.kit.conformance import (
 from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL, settings_cases
 from exitlaw.simulate.verifiers.with_settings import chain_speculative_settings, residual_settings
 from exitlaw.theory import SamplingSettings
-
 from helpers.settings_mutants import EXACT, SETTINGS_MUTANTS, completed_law, completed_power
 
 ALL_THREE = DEFAULT_PANEL[3]  # T = 1.2, top-k 3, top-p 0.8, min-p 0.1, HF order

@@ -10,6 +10,8 @@ from hypothesis import given, settings
 
 import helpers.format_verifiers as fv
 from exitlaw.cli import main
+from exitlaw.simulate.kit.boundary import run_boundary
+from exitlaw.simulate.kit.chain_formats import ChainFormatError, from_vllm_result, to_vllm
 from exitlaw.simulate.kit.conformance import (
     BAD_INPUT,
     EXACT_AND_SATURATING,
@@ -18,9 +20,6 @@ from exitlaw.simulate.kit.conformance import (
     check_verifier,
     run_kit,
 )
-from exitlaw.simulate.kit.chain_formats import ChainFormatError, from_vllm_result, to_vllm
-from exitlaw.simulate.kit.boundary import run_boundary
-from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.simulate.kit.formats import (
     PAD,
     VerifierFormatError,
@@ -36,6 +35,7 @@ from exitlaw.simulate.kit.formats import (
     to_eagle,
     to_sglang,
 )
+from exitlaw.simulate.strategies import draft_trees, trees_with_rows
 from exitlaw.theory import DraftTree
 
 # ----- tree conversions ---------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from scipy import stats
 
 from exitlaw.cli import main as cli_main
 from exitlaw.simulate import verifiers
-from exitlaw.simulate.builders.trees import ddtree, oracle
 from exitlaw.simulate.builders.caddtree import LatencyModel
+from exitlaw.simulate.builders.trees import ddtree, oracle
 from exitlaw.simulate.lab.decoding import aggregate, simulate_decoding, tree_coverage
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.lab.presets import PRESETS, SimConfig, get_preset, verifier_fn

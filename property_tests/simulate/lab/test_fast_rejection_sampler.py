@@ -1,11 +1,12 @@
 """The vectorised recursive-rejection sampler follows its exact twin (``verify_sampled``, enumerated)."""
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from exitlaw.simulate.verifiers.fast import recursive_rejection_many
 from exitlaw.simulate.stats import describe_seed, pooled_chisquare
 from exitlaw.simulate.strategies import draft_trees
+from exitlaw.simulate.verifiers.fast import recursive_rejection_many
 from helpers.sampled_law import exact_exit_bonus_law, int_rows, seed_of_test
 
 SAMPLES = 20_000
@@ -40,8 +41,8 @@ def test_fast_recursive_rejection_follows_its_exact_twin(tree, wor, data):
 
 def test_with_and_without_replacement_differ_on_a_star():
     """Two children with the same draft row: the second acceptance probability depends on the rule."""
-    from exitlaw.theory import DraftTree
     from exitlaw.simulate.verifiers.fast import _rejection_tables
+    from exitlaw.theory import DraftTree
 
     tree = DraftTree(parent=[-1, 0, 0], token=[0, 0, 1])
     p = np.array([[0.2, 0.5, 0.3], [1 / 3] * 3, [1 / 3] * 3])

@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exitlaw.paper_repro.paired_effects import records
 from exitlaw.simulate.lab.field_lab import FieldLabConfig, expected_length, run_seed, summarise
-from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.lab.toy_target import ToyModel, complete_block
+from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers import (
     hsd,
     hsd_procedure,
@@ -30,7 +31,6 @@ from exitlaw.simulate.verifiers import (
 )
 from exitlaw.simulate.verifiers.sampled_draft import _path, draw_draft
 from exitlaw.theory import DistributionError, DraftTree, reference_law
-from exitlaw.paper_repro.paired_effects import records
 
 # the modules (the package's attributes ``hsd`` and ``univer`` are the sampling functions)
 hsd_module = import_module("exitlaw.simulate.verifiers.hsd")

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exitlaw.theory import DistributionError, check_rows
 from exitlaw.simulate.lab.models import (
     AutoregressiveDrafter,
     NGramTarget,
@@ -17,6 +16,7 @@ from exitlaw.simulate.lab.models import (
     mean_depth1_kl,
     zipf_entropy,
 )
+from exitlaw.theory import DistributionError, check_rows
 
 contexts = st.lists(st.integers(0, 11), min_size=0, max_size=6).map(tuple)
 

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from exitlaw.cli import main
+from exitlaw.simulate.kit.conformance import NOT_EXACT, NOT_SATURATING
 from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, PROVED, UNPROVED, identities, prove
-from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.prove.symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
 from exitlaw.simulate.prove.tree_enum import all_trees, token_assignments, tree_shapes
+from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers import (
     greedy_procedure,
     predraw_procedure,
@@ -23,9 +24,7 @@ from exitlaw.simulate.verifiers import (
 )
 from exitlaw.theory import DraftTree
 from exitlaw.theory.exact import reference_block_law, reference_law
-
 from helpers.mutants import MUTANTS
-from exitlaw.simulate.kit.conformance import NOT_EXACT, NOT_SATURATING
 
 
 def test_tree_shapes_are_the_rooted_trees_counted_by_a000081():

@@ -12,12 +12,11 @@ import pytest
 from exitlaw.cli import main
 from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, EXACT_AT_POINTS, UNPROVED
 from exitlaw.simulate.prove.raw import dyadic_rows, prove_raw, takes_generator
-from exitlaw.simulate.randomness import GeneratorRandomness
 from exitlaw.simulate.prove.uniform_intervals import CannotFollow, raw_law
+from exitlaw.simulate.randomness import GeneratorRandomness
 from exitlaw.simulate.verifiers import residual_procedure
 from exitlaw.theory import DraftTree
 from exitlaw.theory.exact import reference_block_law
-
 from helpers.cli_verifiers import numpy_predraw
 from helpers.mutants import BOUNDARY_MUTANTS, BY_NAME, MUTANTS, inverse_cdf
 

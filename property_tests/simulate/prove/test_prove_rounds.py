@@ -14,7 +14,6 @@ from exitlaw.simulate.prove.rounds import prove_two_rounds, trees, two_round_law
 from exitlaw.simulate.prove.sampled import marginal_gaps
 from exitlaw.simulate.verifiers import predraw_procedure, residual_procedure, tev_procedure
 from exitlaw.theory import DraftTree
-
 from helpers.mutants import residual_no_renormalise
 
 

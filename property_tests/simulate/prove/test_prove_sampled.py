@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from exitlaw.cli import main
-from helpers.cli_argv import cli_argv
 from exitlaw.simulate.prove.prover import COUNTEREXAMPLE, PROVED, UNPROVED, identities
 from exitlaw.simulate.prove.sampled import (
     RULES,
@@ -21,7 +20,7 @@ from exitlaw.simulate.prove.sampled import (
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers.sampled_draft import verify_sampled
 from exitlaw.theory import DraftTree
-
+from helpers.cli_argv import cli_argv
 from helpers.cli_verifiers import rrs_bonus_from_target
 
 
