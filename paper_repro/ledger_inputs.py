@@ -377,7 +377,7 @@ def _header(prov: dict) -> dict:
         "inputs from this run": names("this run"),
         "inputs shipped (paper_repro/results)": names("shipped"),
         "inputs from uncommitted code (dirty)": ", ".join(dirty) or "none",
-        "rules": "paper_repro/verdicts.py (R0-R5), claim table paper_repro/ledger.py",
+        "rules": "paper_repro/verdicts.py (R0-R5), claim table paper_repro/ledger/claims.py",
     }
 
 
