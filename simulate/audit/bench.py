@@ -144,6 +144,87 @@ def _server_args(method, mode, *, target, draft, budget, verifier, max_batch, ex
     ]
 
 
+def _start_servers(procs: list, logs: Path, *, max_batch: int, **common) -> dict[tuple, str]:
+    """Every (method, batching mode) server started, its process appended to ``procs`` as it starts (so
+    the caller stops those started even when a later one fails); their URLs by ``(method, mode)``."""
+    urls = {}
+    for method in METHODS:
+        for mode in MODES:
+            args = _server_args(method, mode, max_batch=max_batch, **common)
+            proc, urls[method, mode] = _start(args, logs / f"{method}-{mode}.log")
+            procs.append(proc)
+    return urls
+
+
+def _stop_servers(procs: list) -> None:
+    """SIGTERM to every server still running, then a kill to any not gone within 60 s."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def _timed_rows(clients, models, texts, concurrency, requests, max_tokens, temperature, repeats):
+    """Per (method, mode, level), the median of ``repeats`` interleaved runs (each repeat measures every
+    cell once, in the same order), after one warm-up request to each server; with the 1/5/15-minute load
+    averages before and after the timed levels."""
+    for k, c in clients.items():  # warm-up: one request each
+        _level(c, models[k], texts, 1, 1, max_tokens, temperature)
+    load_before = os.getloadavg()
+    runs: dict[tuple, list[dict]] = {}
+    for _ in range(repeats):  # interleaved: each repeat measures every cell once, in the same order
+        for level in concurrency:
+            for method in METHODS:
+                for mode in MODES:
+                    k = (method, mode)
+                    r = _level(
+                        clients[k], models[k], texts, level, requests, max_tokens, temperature
+                    )
+                    runs.setdefault((method, mode, level), []).append(r)
+    load_after = os.getloadavg()
+    rows = [
+        {"method": m, "batching": b, "concurrency": c, **_median_run(rs)}
+        for (m, b, c), rs in runs.items()
+    ]
+    return rows, load_before, load_after
+
+
+def _audits(urls, prompts: str, audit_temperatures, audit_concurrency: int) -> list[dict]:
+    """``exitlaw audit`` of the continuous DDTree server against the continuous AR one at each
+    temperature: wall time, verdict and sample counts."""
+    from exitlaw.simulate.audit.run import run_audit
+
+    audits = []
+    for t in audit_temperatures:
+        t0 = time.perf_counter()
+        report = run_audit(
+            AuditConfig(
+                candidate=urls["ddtree", "continuous"],
+                reference=urls["ar", "continuous"],
+                prompts=prompts,
+                sampling=SamplingSettings(t),
+                concurrency=(audit_concurrency,),
+            )
+        )
+        audits.append(
+            {
+                "temperature": t,
+                "concurrency": audit_concurrency,
+                "wall_s": time.perf_counter() - t0,
+                "verdict": report.verdict,
+                "exit_code": report.exit_code,
+                "requests": report.requests,
+                "samples_per_prompt_and_server": report.samples,
+                "num_prompts": report.num_prompts,
+            }
+        )
+    return audits
+
+
 def run_serve_bench(
     *,
     target: str,
@@ -166,76 +247,23 @@ def run_serve_bench(
     """Every (method, batching mode) server started at once; per level, the same requests to each in turn;
     then ``exitlaw audit`` of the continuous DDTree server against the continuous AR one at each audit
     temperature, with ``audit_concurrency`` requests in flight."""
-    from exitlaw.simulate.audit.run import run_audit
-
     texts = read_prompts(prompts)
     extra = ["--device", device, "--dtype", dtype] + (
         ["--threads", str(threads)] if threads else []
     )
     logs = Path(tempfile.mkdtemp(prefix="exitlaw-bench-serve-"))
-    procs, urls = [], {}
+    procs = []
     common = dict(target=target, draft=draft, budget=budget, verifier=verifier, extra=extra)
     try:
-        for method in METHODS:
-            for mode in MODES:
-                args = _server_args(method, mode, max_batch=max_batch, **common)
-                proc, urls[method, mode] = _start(args, logs / f"{method}-{mode}.log")
-                procs.append(proc)
+        urls = _start_servers(procs, logs, max_batch=max_batch, **common)
         clients = {k: Client("-".join(k), u) for k, u in urls.items()}
         models = {k: c.models()[0] for k, c in clients.items()}
-        for k, c in clients.items():  # warm-up: one request each
-            _level(c, models[k], texts, 1, 1, max_tokens, temperature)
-        load_before = os.getloadavg()
-        runs: dict[tuple, list[dict]] = {}
-        for _ in range(
-            repeats
-        ):  # interleaved: each repeat measures every cell once, in the same order
-            for level in concurrency:
-                for method in METHODS:
-                    for mode in MODES:
-                        k = (method, mode)
-                        r = _level(
-                            clients[k], models[k], texts, level, requests, max_tokens, temperature
-                        )
-                        runs.setdefault((method, mode, level), []).append(r)
-        load_after = os.getloadavg()
-        rows = [
-            {"method": m, "batching": b, "concurrency": c, **_median_run(rs)}
-            for (m, b, c), rs in runs.items()
-        ]
-        audits = []
-        for t in audit_temperatures:
-            t0 = time.perf_counter()
-            report = run_audit(
-                AuditConfig(
-                    candidate=urls["ddtree", "continuous"],
-                    reference=urls["ar", "continuous"],
-                    prompts=prompts,
-                    sampling=SamplingSettings(t),
-                    concurrency=(audit_concurrency,),
-                )
-            )
-            audits.append(
-                {
-                    "temperature": t,
-                    "concurrency": audit_concurrency,
-                    "wall_s": time.perf_counter() - t0,
-                    "verdict": report.verdict,
-                    "exit_code": report.exit_code,
-                    "requests": report.requests,
-                    "samples_per_prompt_and_server": report.samples,
-                    "num_prompts": report.num_prompts,
-                }
-            )
+        rows, load_before, load_after = _timed_rows(
+            clients, models, texts, concurrency, requests, max_tokens, temperature, repeats
+        )
+        audits = _audits(urls, prompts, audit_temperatures, audit_concurrency)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _stop_servers(procs)
     return {
         "config": {
             "target": target,

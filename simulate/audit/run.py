@@ -199,9 +199,8 @@ def _first_token_test(cand_samples, ref_top: dict, budget, cfg, level, prompt) -
     )
 
 
-def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
-    cfg = run.cfg
-    budget = plan_budget(cfg, len(prompts), run.first_token)
+def _record_budget(run: _Run, budget, report: AuditReport) -> None:
+    """The planned tests, samples and per-test level on the report (and why no first-token test)."""
     if run.first_token_off:
         report.reasons.append(f"first-token test not run: {run.first_token_off}")
     report.planned_tests = budget.tests
@@ -210,110 +209,147 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
         budget.planned,
         budget.alpha_each,
     )
-    for level in cfg.concurrency:
-        jobs, owners = [], []
-        for side, client, model in (("c", run.cand, models[0]), ("r", run.ref, models[1])):
-            for i, p in enumerate(prompts):
-                left, j = budget.samples, 0
-                while left > 0:
-                    n = min(left, cfg.n_per_request)
-                    jobs.append(
-                        (
-                            client,
-                            model,
-                            p,
-                            dict(
-                                n=n,
-                                max_tokens=cfg.tokens,
-                                temperature=cfg.temperature,
-                                seed=run.seed(level, side, i, j),
-                                top_logprobs=None,
-                                settings=cfg.settings,
-                            ),
-                        )
-                    )
-                    owners.append((side, i))
-                    left, j = left - n, j + 1
-        if run.first_token:
-            for i, p in enumerate(prompts):
+
+
+def _sample_jobs(run: _Run, prompts, models, budget, level: int) -> tuple[list, list]:
+    """One level's fetch jobs and their owners: ``budget.samples`` outcomes per prompt from each server
+    (``("c", i)``, ``("r", i)``), in requests of at most ``n_per_request``, then the reference's top
+    log-probabilities of each prompt's first token (``("top", i)``) where the first-token test runs."""
+    cfg = run.cfg
+    jobs, owners = [], []
+    for side, client, model in (("c", run.cand, models[0]), ("r", run.ref, models[1])):
+        for i, p in enumerate(prompts):
+            left, j = budget.samples, 0
+            while left > 0:
+                n = min(left, cfg.n_per_request)
                 jobs.append(
                     (
-                        run.ref,
-                        models[1],
+                        client,
+                        model,
                         p,
                         dict(
-                            n=1,
-                            max_tokens=1,
+                            n=n,
+                            max_tokens=cfg.tokens,
                             temperature=cfg.temperature,
-                            seed=run.seed(level, "top", i),
-                            top_logprobs=MAX_TOP,
+                            seed=run.seed(level, side, i, j),
+                            top_logprobs=None,
+                            settings=cfg.settings,
                         ),
                     )
                 )
-                owners.append(("top", i))
-        out = run.fetch(jobs, level)
-        got = {("c", i): [] for i in range(len(prompts))} | {
-            ("r", i): [] for i in range(len(prompts))
-        }
-        tops = {}
-        for (side, i), samples in zip(owners, out):
-            if side == "top":
-                tops[i] = samples[0].top[0] if samples[0].top else {}
-            else:
-                got[(side, i)].extend(samples)
-        stat, dof, sizes = 0.0, 0, []
-        for i in range(len(prompts)):
-            a, b = got[("c", i)], got[("r", i)]
-            res = two_sample_chisquare(_outcomes(a), _outcomes(b), max_cells=cfg.max_cells)
-            power = realised_power(
-                res, len(a), len(b), cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv
-            )
-            if len(res.cells) < 2:
-                report.reasons.append(
-                    f"concurrency {level}, prompt {i}: all {len(a) + len(b)} samples fell into one "
-                    "cell (no outcome common enough to stand alone): this test has no power"
-                )
-            report.tests.append(
-                _test_result(
-                    "two-sample",
-                    level,
-                    i,
-                    res,
-                    budget.alpha_each,
-                    power,
-                    {
-                        "cells": [list(c) if isinstance(c, tuple) else c for c in res.cells],
-                        "candidate": res.counts_a,
-                        "reference": res.counts_b,
-                    },
+                owners.append((side, i))
+                left, j = left - n, j + 1
+    if run.first_token:
+        for i, p in enumerate(prompts):
+            jobs.append(
+                (
+                    run.ref,
+                    models[1],
+                    p,
+                    dict(
+                        n=1,
+                        max_tokens=1,
+                        temperature=cfg.temperature,
+                        seed=run.seed(level, "top", i),
+                        top_logprobs=MAX_TOP,
+                    ),
                 )
             )
-            stat, dof = stat + res.statistic, dof + res.dof
-            if len(res.cells) >= 2:  # a one-cell test adds nothing to the pooled statistic
-                sizes.append((len(a), len(b)))
-            if run.first_token:
-                t = _first_token_test(a, tops.get(i, {}), budget, cfg, level, i)
-                if t is not None:
-                    report.tests.append(t)
-                else:
-                    report.reasons.append(
-                        f"prompt {i}: the reference returned no log-probabilities (first-token "
-                        "test not run)"
-                    )
-        from scipy import stats as sps
+            owners.append(("top", i))
+    return jobs, owners
 
-        p = float(sps.chi2.sf(stat, dof)) if dof > 0 else 1.0
-        pw = pooled_power(sizes, cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv)
-        report.tests.append(
-            TestResult(
-                "pooled", level, None, stat, dof, p, budget.alpha_each, pw, p < budget.alpha_each
-            )
+
+def _by_owner(owners, out, num_prompts: int) -> tuple[dict, dict]:
+    """The fetched samples per ``(side, prompt)`` and the reference's first-token top per prompt."""
+    got = {("c", i): [] for i in range(num_prompts)} | {("r", i): [] for i in range(num_prompts)}
+    tops = {}
+    for (side, i), samples in zip(owners, out):
+        if side == "top":
+            tops[i] = samples[0].top[0] if samples[0].top else {}
+        else:
+            got[(side, i)].extend(samples)
+    return got, tops
+
+
+def _two_sample_test(a, b, budget, cfg, level: int, prompt: int, report: AuditReport):
+    """Prompt ``prompt``'s two-sample test of candidate samples ``a`` against reference samples ``b``,
+    appended to the report (with a reason where it has one cell, hence no power); its chi-square result."""
+    res = two_sample_chisquare(_outcomes(a), _outcomes(b), max_cells=cfg.max_cells)
+    power = realised_power(
+        res, len(a), len(b), cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv
+    )
+    if len(res.cells) < 2:
+        report.reasons.append(
+            f"concurrency {level}, prompt {prompt}: all {len(a) + len(b)} samples fell into one "
+            "cell (no outcome common enough to stand alone): this test has no power"
         )
-        tv = pooled_detectable_tv(
-            sizes, cells=cfg.max_cells, alpha=budget.alpha_each, power=cfg.power
+    report.tests.append(
+        _test_result(
+            "two-sample",
+            level,
+            prompt,
+            res,
+            budget.alpha_each,
+            power,
+            {
+                "cells": [list(c) if isinstance(c, tuple) else c for c in res.cells],
+                "candidate": res.counts_a,
+                "reference": res.counts_b,
+            },
         )
-        # None (JSON null): no TV up to 1 is found with that power (or no test had two cells)
-        report.pooled_detectable_tv[level] = tv if math.isfinite(tv) else None
+    )
+    return res
+
+
+def _record_first_token(a, ref_top: dict, budget, cfg, level: int, prompt: int, report) -> None:
+    """Prompt ``prompt``'s first-token test appended to the report, or the reason it was not run."""
+    t = _first_token_test(a, ref_top, budget, cfg, level, prompt)
+    if t is not None:
+        report.tests.append(t)
+    else:
+        report.reasons.append(
+            f"prompt {prompt}: the reference returned no log-probabilities (first-token "
+            "test not run)"
+        )
+
+
+def _record_pooled(stat: float, dof: int, sizes, budget, cfg, level: int, report) -> None:
+    """The level's test pooled over prompts (sum of statistics and degrees of freedom) and the TV it
+    detects with power ``cfg.power``, on the report."""
+    from scipy import stats as sps
+
+    p = float(sps.chi2.sf(stat, dof)) if dof > 0 else 1.0
+    pw = pooled_power(sizes, cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv)
+    report.tests.append(
+        TestResult(
+            "pooled", level, None, stat, dof, p, budget.alpha_each, pw, p < budget.alpha_each
+        )
+    )
+    tv = pooled_detectable_tv(sizes, cells=cfg.max_cells, alpha=budget.alpha_each, power=cfg.power)
+    # None (JSON null): no TV up to 1 is found with that power (or no test had two cells)
+    report.pooled_detectable_tv[level] = tv if math.isfinite(tv) else None
+
+
+def _sampled_level(run: _Run, prompts, models, budget, level: int, report: AuditReport) -> None:
+    """At concurrency ``level``: fetch both servers' samples, then every prompt's tests and the pooled one."""
+    cfg = run.cfg
+    jobs, owners = _sample_jobs(run, prompts, models, budget, level)
+    got, tops = _by_owner(owners, run.fetch(jobs, level), len(prompts))
+    stat, dof, sizes = 0.0, 0, []
+    for i in range(len(prompts)):
+        a, b = got[("c", i)], got[("r", i)]
+        res = _two_sample_test(a, b, budget, cfg, level, i, report)
+        stat, dof = stat + res.statistic, dof + res.dof
+        if len(res.cells) >= 2:  # a one-cell test adds nothing to the pooled statistic
+            sizes.append((len(a), len(b)))
+        if run.first_token:
+            _record_first_token(a, tops.get(i, {}), budget, cfg, level, i, report)
+    _record_pooled(stat, dof, sizes, budget, cfg, level, report)
+
+
+def _sampled_verdict(cfg: AuditConfig, budget, report: AuditReport) -> None:
+    """The verdict: "lossy" where any test rejects, else "insufficient samples" where a two-sample test
+    lacks power."""
     rejected = [t for t in report.tests if t.rejects]
     weak = [t for t in report.tests if t.kind == "two-sample" and t.power < cfg.power]
     if rejected:
@@ -331,6 +367,17 @@ def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
             f"power {min(t.power for t in weak):.3f} < {cfg.power:g} at TV {cfg.tv:g} with "
             f"{budget.samples} samples per prompt and server (needs {budget.planned})"
         )
+
+
+def _sampled(run: _Run, prompts, models, report: AuditReport) -> None:
+    """The ``T > 0`` audit: per concurrency level, two-sample (and first-token) tests per prompt and one
+    pooled over prompts, then the verdict."""
+    cfg = run.cfg
+    budget = plan_budget(cfg, len(prompts), run.first_token)
+    _record_budget(run, budget, report)
+    for level in cfg.concurrency:
+        _sampled_level(run, prompts, models, budget, level, report)
+    _sampled_verdict(cfg, budget, report)
 
 
 def _advice(err: ServerRefused) -> str:
