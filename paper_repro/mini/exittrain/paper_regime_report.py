@@ -125,22 +125,9 @@ def _record(pair: dict, a: str, b: str, setting: dict, estimand: str) -> dict:
     }
 
 
-def analyse(cells: dict, cfg, t_s: float) -> dict:
-    """Precondition, primary verdicts, secondary comparisons and ledger records (the design's rules)."""
-    primary_cell = ("code", t_s, cfg.eval_budget)
-    pre = compare(cells, cfg, "token", "base", *primary_cell, "rb_tau", cfg.secondary_level)
-    holds = pre["rel_lo"] > 0
-    out = {
-        "precondition": {
-            "rule": "token - base at the primary cell (Rao-Blackwellised tau, 95 %): lower end > 0",
-            "token_minus_base": pre,
-            "holds": bool(holds),
-        },
-        "primary": {},
-        "secondary": [],
-        "paired_effects": [],
-    }
-    setting = {
+def _primary_setting(cfg, t_s: float) -> dict:
+    """The ledger setting of the primary cell (code, T = T_s, B = eval budget), which the other records vary."""
+    return {
         "regime": "paper",
         "domain": "code",
         "temperature": float(t_s),
@@ -151,107 +138,145 @@ def analyse(cells: dict, cfg, t_s: float) -> dict:
         "scoring_temperature": float(t_s),
         "cell": "primary",
     }
+
+
+def _primary(cells: dict, cfg, t_s: float, holds: bool, setting: dict) -> tuple[dict, list[dict]]:
+    """Primary verdicts per pair against its margin (outside the claim when the precondition fails), and
+    their ledger records."""
+    primary, records = {}, []
     for a, b in PRIMARY:
-        pair = compare(cells, cfg, a, b, *primary_cell, "rb_tau", cfg.primary_level)
+        pair = compare(cells, cfg, a, b, "code", t_s, cfg.eval_budget, "rb_tau", cfg.primary_level)
         margin = cfg.margins_pct[f"{a}-{b}"]
         pv = pair_verdict(pair["rel_lo"], pair["rel_hi"], margin)
-        out["primary"][f"{a}-{b}"] = {
+        primary[f"{a}-{b}"] = {
             **pair,
             "margin_pct": margin,
             "pair_verdict": pv,
             "verdict": claim_verdict(pv) if holds else OUTSIDE,
         }
-        out["paired_effects"].append(_record(pair, a, b, {**setting, "role": "primary"}, "rb_tau"))
+        records.append(_record(pair, a, b, {**setting, "role": "primary"}, "rb_tau"))
+    return primary, records
+
+
+def _token_beats_base(cells: dict, cfg, domain: str, t: float, estimand: str) -> bool | None:
+    """Whether token - base has its lower end > 0 in this cell (``None`` when either arm is missing)."""
+    if not _available(cells, cfg, ("token", "base"), domain, t, cfg.eval_budget):
+        return None
+    pair = compare(
+        cells, cfg, "token", "base", domain, t, cfg.eval_budget, estimand, cfg.secondary_level
+    )
+    return pair["rel_lo"] > 0
+
+
+def _secondary_record(
+    pair: dict, a: str, b: str, domain: str, t: float, estimand: str, t_s: float, setting: dict
+) -> dict:
+    """The ledger record of one secondary comparison: ``-l1`` arms are lambda = 1, the per-node arms
+    normalise weights by nodes."""
+    lam = 1.0 if a.endswith("-l1") else 0.1
+    norm = "nodes" if a in ("exit-depth", "prefix-nodes", "authors", "authors-token") else "batch"
+    cell = "primary" if (domain, t) == ("code", t_s) else "secondary"
+    return _record(
+        pair,
+        a.removesuffix("-l1"),
+        b.removesuffix("-l1"),
+        {
+            **setting,
+            "domain": domain,
+            "temperature": float(t),
+            "lambda": lam,
+            "weight_norm": norm,
+            "role": "secondary",
+            "arms": f"{a} - {b}",
+            "cell": cell,
+        },
+        estimand,
+    )
+
+
+def _secondary(cells: dict, cfg, t_s: float, setting: dict) -> tuple[list[dict], list[dict]]:
+    """Every available pair at every secondary cell and estimand, and their ledger records."""
+    rows, records = [], []
     temps = [("code", t_s), ("code", 0.0), ("code", 1.0), ("prose", t_s)]
     for domain, t in temps:
         for estimand in ("rb_tau", "tau", "ceiling_ts"):
-            cell_token = None
-            if _available(cells, cfg, ("token", "base"), domain, t, cfg.eval_budget):
-                cell_token = (
-                    compare(
-                        cells,
-                        cfg,
-                        "token",
-                        "base",
-                        domain,
-                        t,
-                        cfg.eval_budget,
-                        estimand,
-                        cfg.secondary_level,
-                    )["rel_lo"]
-                    > 0
-                )
+            cell_token = _token_beats_base(cells, cfg, domain, t, estimand)
             for a, b in SECONDARY + PRIMARY:
                 if not _available(cells, cfg, (a, b), domain, t, cfg.eval_budget):
                     continue
                 pair = compare(
                     cells, cfg, a, b, domain, t, cfg.eval_budget, estimand, cfg.secondary_level
                 )
-                row = {
-                    "a": a,
-                    "b": b,
-                    "domain": domain,
-                    "temperature": float(t),
-                    "budget": cfg.eval_budget,
-                    "estimand": estimand,
-                    "token_beats_base_here": cell_token,
-                    **pair,
-                }
-                out["secondary"].append(row)
-                lam = 1.0 if a.endswith("-l1") else 0.1
-                norm = (
-                    "nodes"
-                    if a in ("exit-depth", "prefix-nodes", "authors", "authors-token")
-                    else "batch"
+                rows.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "domain": domain,
+                        "temperature": float(t),
+                        "budget": cfg.eval_budget,
+                        "estimand": estimand,
+                        "token_beats_base_here": cell_token,
+                        **pair,
+                    }
                 )
-                cell = "primary" if (domain, t) == ("code", t_s) else "secondary"
-                out["paired_effects"].append(
-                    _record(
-                        pair,
-                        a.removesuffix("-l1"),
-                        b.removesuffix("-l1"),
-                        {
-                            **setting,
-                            "domain": domain,
-                            "temperature": float(t),
-                            "lambda": lam,
-                            "weight_norm": norm,
-                            "role": "secondary",
-                            "arms": f"{a} - {b}",
-                            "cell": cell,
-                        },
-                        estimand,
-                    )
-                )
+                records.append(_secondary_record(pair, a, b, domain, t, estimand, t_s, setting))
+    return rows, records
+
+
+def _budget_row_records(row: dict, cfg, setting: dict) -> list[dict]:
+    """Ledger records of the budget row: exit - base at each budget, then their equal-weight mean."""
+    records = [
+        _record(
+            pair,
+            "exit",
+            "base",
+            {**setting, "eval_budget": int(bud), "role": "budget row", "cell": "budget"},
+            "rb_tau",
+        )
+        for bud, pair in row["per_budget"].items()
+    ]
+    records.append(
+        _record(
+            {**row, "seeds": row["seeds"], "prompts": row["prompts"]},
+            "exit",
+            "base",
+            {
+                **setting,
+                "eval_budget": "equal-weight mean over " + "/".join(map(str, cfg.budget_row)),
+                "role": "budget row",
+                "cell": "budget mean",
+            },
+            "rb_tau",
+        )
+    )
+    return records
+
+
+def analyse(cells: dict, cfg, t_s: float) -> dict:
+    """Precondition, primary verdicts, secondary comparisons and ledger records (the design's rules)."""
+    pre = compare(
+        cells, cfg, "token", "base", "code", t_s, cfg.eval_budget, "rb_tau", cfg.secondary_level
+    )
+    holds = pre["rel_lo"] > 0
+    setting = _primary_setting(cfg, t_s)
+    primary, primary_records = _primary(cells, cfg, t_s, holds, setting)
+    secondary, secondary_records = _secondary(cells, cfg, t_s, setting)
+    out = {
+        "precondition": {
+            "rule": "token - base at the primary cell (Rao-Blackwellised tau, 95 %): lower end > 0",
+            "token_minus_base": pre,
+            "holds": bool(holds),
+        },
+        "primary": primary,
+        "secondary": secondary,
+        "paired_effects": primary_records + secondary_records,
+    }
     if _available(cells, cfg, ("exit", "base"), "code", t_s, cfg.budget_row[0]) and all(
         _available(cells, cfg, ("exit", "base"), "code", t_s, bud) for bud in cfg.budget_row
     ):
         row = budget_row(cells, cfg, t_s)
         out["budget_row"] = row
-        for bud, pair in row["per_budget"].items():
-            out["paired_effects"].append(
-                _record(
-                    pair,
-                    "exit",
-                    "base",
-                    {**setting, "eval_budget": int(bud), "role": "budget row", "cell": "budget"},
-                    "rb_tau",
-                )
-            )
-        out["paired_effects"].append(
-            _record(
-                {**row, "seeds": row["seeds"], "prompts": row["prompts"]},
-                "exit",
-                "base",
-                {
-                    **setting,
-                    "eval_budget": "equal-weight mean over " + "/".join(map(str, cfg.budget_row)),
-                    "role": "budget row",
-                    "cell": "budget mean",
-                },
-                "rb_tau",
-            )
-        )
+        out["paired_effects"] += _budget_row_records(row, cfg, setting)
     return out
 
 
