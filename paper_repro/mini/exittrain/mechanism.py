@@ -506,6 +506,132 @@ def _effects(evals: dict, base: Evaluation, clusters, cfg: MechanismConfig) -> d
     return res
 
 
+class _Laps:
+    """Wall seconds per stage (rounded to 0.1 s), each logged as it ends."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log = log
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, name: str, t0: float) -> None:
+        self.seconds[name] = round(time.perf_counter() - t0, 1)
+        self.log(f"mechanism: {name} {self.seconds[name]:.0f} s")
+
+
+def _ft_data(target, out: Path, inputs: MechanismInputs, cfg: MechanismConfig):
+    """The target's greedy continuations of the fine-tuning prompts, cached in ``out/ft_data``."""
+    from exitlaw.engine.training.data import cached_sequences, target_fingerprint
+
+    return cached_sequences(
+        target,
+        target_fingerprint(inputs.target_dir),
+        inputs.ft_prompts,
+        out / "ft_data",
+        max_new_tokens=cfg.ft_tokens,
+        settings=SamplingSettings(0.0),
+        seed=cfg.ft_gen_seed,
+        batch_size=64,
+    )
+
+
+def _theta0(target, d0, data, heldout: Heldout, cfg: MechanismConfig, evaluate_fn: Callable):
+    """``theta0``'s parameter norm, evaluation and batch CE, and its summary for ``mechanism.json``."""
+    theta_norm = flat_norm(trainable(d0))
+    e0 = evaluate_fn(target, d0, heldout, cfg)
+    ce0 = batch_ce(target, d0, data, cfg)
+    summary = {
+        "param_norm": theta_norm,
+        "ce_batches": ce0,
+        "cp_T0": float(e0.cp0.mean()),
+        "cp_T1": float(e0.cp1.mean()),
+        "ce": float(e0.nll.mean()),
+    }
+    return theta_norm, e0, ce0, summary
+
+
+def _steps_at(
+    name, d0, dirs, length, eta, target, data, heldout, clusters, cfg, e0, ce0, evaluate_fn
+):
+    """One step of length ``length`` along each direction from ``d0``: its effect records and the
+    stepped drafters' evaluations by direction (all on ``theta0``'s anchors)."""
+    at, steps = {}, []
+    for direction in DIRECTIONS:
+        moved = stepped(d0, dirs[direction], length)
+        ev = evaluate_fn(target, moved, heldout, cfg)
+        if ev.digest != e0.digest:
+            raise MechanismError("an evaluation used other anchors than theta0's")
+        at[direction] = ev
+        steps.append(
+            {
+                "drafter": name,
+                "direction": direction,
+                "eta": eta,
+                "length": length,
+                "measured_length": distance(moved, d0),
+                "ce_batches": batch_ce(target, moved, data, cfg) - ce0,
+                **_effects(ev, e0, clusters, cfg),
+            }
+        )
+    return at, steps
+
+
+def _contrasts_at(name: str, eta: float, at: dict, clusters, cfg: MechanismConfig) -> list[dict]:
+    """Paired ``C_p`` differences between the directions' steps of one size, at both temperatures."""
+    return [
+        {
+            "drafter": name,
+            "eta": eta,
+            "temperature": t,
+            "a": a,
+            "b": b,
+            **cluster_interval(at[a].cp(t) - at[b].cp(t), clusters, cfg.level),
+        }
+        for a, b in CONTRASTS
+        for t in TEMPERATURES
+    ]
+
+
+def _drafter_stages(name, d0, target, data, heldout, clusters, cfg, laps, evaluate_fn) -> dict:
+    """Directions at ``d0``, its ``theta0`` summary and every step and contrast, per result field."""
+    t0 = time.perf_counter()
+    dirs = directions(target, d0, data, cfg)
+    laps.lap(f"directions_{name}", t0)
+    t0 = time.perf_counter()
+    theta_norm, e0, ce0, summary = _theta0(target, d0, data, heldout, cfg, evaluate_fn)
+    res = {
+        "theta0": summary,
+        "direction_norms": {k: flat_norm(v) for k, v in dirs.items()},
+        "cosines": {
+            f"{a}-{b}": cosine(dirs[a], dirs[b])
+            for a, b in (("exit", "prefix"), ("exit", "ce"), ("prefix", "ce"))
+        },
+        "step_lengths": {f"{eta:g}": eta * cfg.step_scale * theta_norm for eta in cfg.etas},
+        "steps": [],
+        "contrasts": [],
+    }
+    for eta in cfg.etas:
+        length = eta * cfg.step_scale * theta_norm
+        at, steps = _steps_at(
+            name, d0, dirs, length, eta, target, data, heldout, clusters, cfg, e0, ce0, evaluate_fn
+        )
+        res["steps"] += steps
+        res["contrasts"] += _contrasts_at(name, eta, at, clusters, cfg)
+    laps.lap(f"steps_{name}", t0)
+    return res
+
+
+def _cost(seconds: dict, cpu_start: float) -> dict:
+    """Wall seconds per stage, CPU seconds, torch threads and peak resident memory of the run."""
+    import torch
+
+    return {
+        "seconds": seconds,
+        "cpu_seconds": round(time.process_time() - cpu_start, 1),
+        "torch_threads": torch.get_num_threads(),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
 def run_mechanism(
     out: str | Path,
     inputs: MechanismInputs,
@@ -521,100 +647,36 @@ def run_mechanism(
     (``out/token``); a rerun reuses them. ``evaluate_fn`` is :func:`evaluate` (tests wrap it).
     """
     # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    import torch
-
     from exitlaw.engine.models.checkpoint import load_drafter, load_pair
-    from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    seconds: dict[str, float] = {}
-
-    def lap(name: str, t0: float) -> None:
-        seconds[name] = round(time.perf_counter() - t0, 1)
-        log(f"mechanism: {name} {seconds[name]:.0f} s")
-
+    laps = _Laps(log)
     target, base = load_pair(inputs.target_dir, inputs.drafter_dir)
     t0 = time.perf_counter()
-    data = cached_sequences(
-        target,
-        target_fingerprint(inputs.target_dir),
-        inputs.ft_prompts,
-        out / "ft_data",
-        max_new_tokens=cfg.ft_tokens,
-        settings=SamplingSettings(0.0),
-        seed=cfg.ft_gen_seed,
-        batch_size=64,
-    )
-    lap("ft_data", t0)
+    data = _ft_data(target, out, inputs, cfg)
+    laps.lap("ft_data", t0)
     t0 = time.perf_counter()
     token_dir = tune_drafter(out, inputs, data, cfg, progress)
-    lap("token_tuning", t0)
+    laps.lap("token_tuning", t0)
     drafters = {"base": base, "token": load_drafter(token_dir, dtype=target.dtype)}
     for d in drafters.values():
         d.eval()
     t0 = time.perf_counter()
     heldout = make_heldout(target, inputs.heldout_prompts, cfg, base.block_size - 1)
     clusters = np.array([p for p, _ in heldout.anchors])
-    lap("heldout", t0)
-
-    steps, contrasts, theta0, norms, cosines, lengths = [], [], {}, {}, {}, {}
+    laps.lap("heldout", t0)
+    fields = ("theta0", "direction_norms", "cosines", "step_lengths")
+    per = {k: {} for k in fields}
+    steps, contrasts = [], []
     for name, d0 in drafters.items():
-        t0 = time.perf_counter()
-        dirs = directions(target, d0, data, cfg)
-        lap(f"directions_{name}", t0)
-        t0 = time.perf_counter()
-        theta_norm = flat_norm(trainable(d0))
-        e0 = evaluate_fn(target, d0, heldout, cfg)
-        ce0 = batch_ce(target, d0, data, cfg)
-        theta0[name] = {
-            "param_norm": theta_norm,
-            "ce_batches": ce0,
-            "cp_T0": float(e0.cp0.mean()),
-            "cp_T1": float(e0.cp1.mean()),
-            "ce": float(e0.nll.mean()),
-        }
-        norms[name] = {k: flat_norm(v) for k, v in dirs.items()}
-        cosines[name] = {
-            f"{a}-{b}": cosine(dirs[a], dirs[b])
-            for a, b in (("exit", "prefix"), ("exit", "ce"), ("prefix", "ce"))
-        }
-        lengths[name] = {f"{eta:g}": eta * cfg.step_scale * theta_norm for eta in cfg.etas}
-        for eta in cfg.etas:
-            length = eta * cfg.step_scale * theta_norm
-            at = {}
-            for direction in DIRECTIONS:
-                moved = stepped(d0, dirs[direction], length)
-                ev = evaluate_fn(target, moved, heldout, cfg)
-                if ev.digest != e0.digest:
-                    raise MechanismError("an evaluation used other anchors than theta0's")
-                at[direction] = ev
-                steps.append(
-                    {
-                        "drafter": name,
-                        "direction": direction,
-                        "eta": eta,
-                        "length": length,
-                        "measured_length": distance(moved, d0),
-                        "ce_batches": batch_ce(target, moved, data, cfg) - ce0,
-                        **_effects(ev, e0, clusters, cfg),
-                    }
-                )
-            for a, b in CONTRASTS:
-                for t in TEMPERATURES:
-                    contrasts.append(
-                        {
-                            "drafter": name,
-                            "eta": eta,
-                            "temperature": t,
-                            "a": a,
-                            "b": b,
-                            **cluster_interval(at[a].cp(t) - at[b].cp(t), clusters, cfg.level),
-                        }
-                    )
-        lap(f"steps_{name}", t0)
-    seconds["total"] = round(time.perf_counter() - t_start, 1)
+        res = _drafter_stages(name, d0, target, data, heldout, clusters, cfg, laps, evaluate_fn)
+        for k in fields:
+            per[k][name] = res[k]
+        steps += res["steps"]
+        contrasts += res["contrasts"]
+    laps.seconds["total"] = round(time.perf_counter() - t_start, 1)
     result = {
         "schema": SCHEMA,
         "config": cfg.to_json(),
@@ -627,18 +689,10 @@ def run_mechanism(
         },
         "anchors": [list(a) for a in heldout.anchors],
         "anchors_digest": heldout.digest(),
-        "theta0": theta0,
-        "direction_norms": norms,
-        "cosines": cosines,
-        "step_lengths": lengths,
+        **per,
         "steps": steps,
         "contrasts": contrasts,
-        "cost": {
-            "seconds": seconds,
-            "cpu_seconds": round(time.process_time() - cpu_start, 1),
-            "torch_threads": torch.get_num_threads(),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        },
+        "cost": _cost(laps.seconds, cpu_start),
     }
     atomic_write_json(out / JSON_NAME, result, indent=1)
     return write_report(out)
