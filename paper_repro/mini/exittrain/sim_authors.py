@@ -190,12 +190,11 @@ def _ci(d: dict, f: str = "{:+.5f}") -> str:
     return f"{f.format(d['mean'])} [{f.format(d['lo'])}, {f.format(d['hi'])}]"
 
 
-def format_markdown(res: dict) -> str:
-    raw, an = res["simulation"], res["analysis"]
+def _header_lines(raw: dict) -> list[str]:
+    """Title, the simulated regime and recipe, the starting drafter and the arms' strengths."""
     cfg, reg = raw["config"], raw["config"]["regime"]
-    pre = an["precondition"]
     st = np.asarray(raw["start_tau"]).mean(0)
-    lines = [
+    return [
         "# ExitTrain on the authors' recipe, simulated (exact tau)",
         "",
         f"Target: order-2 Zipf {reg['zipf']:g} chain, vocabulary {reg['vocab']}; position-wise drafter, "
@@ -216,6 +215,12 @@ def format_markdown(res: dict) -> str:
         + ", ".join(f"{k} {v:g}" for k, v in raw["strength"]["lambda"].items())
         + ".",
         "",
+    ]
+
+
+def _precondition_lines(pre: dict) -> list[str]:
+    """The precondition table per temperature, the depth guard and whether the precondition holds."""
+    lines = [
         "| precondition (95 %) | token - start in a | relative tau | holds |",
         "|---|---|---|---|",
     ]
@@ -225,11 +230,17 @@ def format_markdown(res: dict) -> str:
             f"| T = {t} | {_ci(g['delta_a'])} | {_ci(g['relative_tau_pct'], '{:+.2f}')} % | "
             f"{r['token_beats_start']} |"
         )
-    lines += [
+    return lines + [
         "",
         f"Depth guard (one-sided): token / start depth {pre['depth_ratio']:.3f} (fails only below "
         f"{1 - pre['depth_tolerance']:.2f}): {pre['depth_guard_passes']}. "
         f"**Precondition {'holds' if pre['holds'] else 'fails: every verdict reads ' + OUTSIDE}.**",
+    ]
+
+
+def _primary_lines(primary: list[dict]) -> list[str]:
+    """The co-primary table: each interval under the design's rule and the ledger's size rule."""
+    lines = [
         "",
         "## Co-primary family (98.75 %, Bonferroni over 4; strength: literal)",
         "",
@@ -241,7 +252,7 @@ def format_markdown(res: dict) -> str:
         "| margin % | power | design rule (relative tau) | size rule (relative tau) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in an["primary"]:
+    for r in primary:
         da, dr = r["delta_a"], r["relative_tau_pct"]
         lines.append(
             f"| {r['a']} - {r['b']} | {r['temperature']:g} | {_ci(da)} | {r['margin_delta_a']:.4f} | "
@@ -249,21 +260,31 @@ def format_markdown(res: dict) -> str:
             f"{_ci(dr, '{:+.2f}')} | {r['margin_relative_pct']:.2f} | {dr['power_vs_paper']:.2f} | "
             f"{r['verdict_relative']} | **{r['size_verdict_relative_tau_pct']}** |"
         )
-    lines += [
+    return lines
+
+
+def _secondary_lines(secondary: list[dict]) -> list[str]:
+    """The secondary table, marked by the sign of each 95 % interval (no verdict)."""
+    lines = [
         "",
         "## Secondary (95 %, no verdict: `>` / `<` when the interval excludes 0, else `~`)",
         "",
         "| strength | comparison | T | delta a | relative tau % | |",
         "|---|---|---|---|---|---|",
     ]
-    for r in an["secondary"]:
+    for r in secondary:
         da = r["delta_a"]
         mark = ">" if da["lo"] > 0 else "<" if da["hi"] < 0 else "~"
         lines.append(
             f"| {r['strength']} | {r['a']} - {r['b']} | {r['temperature']:g} | {_ci(da)} | "
             f"{_ci(r['relative_tau_pct'], '{:+.2f}')} | {mark} |"
         )
-    lines += ["", "| arm | lambda | tau (mean over seeds) | depth |", "|---|---|---|---|"]
+    return lines
+
+
+def _arm_lines(raw: dict) -> list[str]:
+    """Per arm: its lambda, tau at each temperature (mean over seeds) and its mean tree depth."""
+    lines = ["", "| arm | lambda | tau (mean over seeds) | depth |", "|---|---|---|---|"]
     for arm in raw["arms"]:
         tau = np.asarray(raw["tau"][arm]).mean(0)
         lam = raw["strength"]["lambda"].get(arm, 0.0)
@@ -272,6 +293,19 @@ def format_markdown(res: dict) -> str:
             + ", ".join(f"{v:.3f} (T = {t:g})" for v, t in zip(tau, raw["temperatures"]))
             + f" | {np.mean(raw['depth'][arm]):.2f} |"
         )
+    return lines
+
+
+def format_markdown(res: dict) -> str:
+    """The report: regime, precondition, co-primary and secondary tables and the arms' tau and depth."""
+    raw, an = res["simulation"], res["analysis"]
+    lines = (
+        _header_lines(raw)
+        + _precondition_lines(an["precondition"])
+        + _primary_lines(an["primary"])
+        + _secondary_lines(an["secondary"])
+        + _arm_lines(raw)
+    )
     return "\n".join(lines) + "\n"
 
 
