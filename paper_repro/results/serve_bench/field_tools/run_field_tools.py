@@ -2,8 +2,13 @@
 loopback, each tool at concurrency 1 and 8, their TTFT and inter-token latency, and the server's ``GET /stats``
 (the change over each tool run) beside them.
 
-    python paper_repro/results/serve_bench/field_tools/run_field_tools.py --out DIR \\
-        [--guidellm PATH] [--aiperf PATH]
+    GUIDELLM=PATH AIPERF=PATH python paper_repro/results/serve_bench/field_tools/run_field_tools.py DIR
+    python paper_repro/results/serve_bench/field_tools/run_field_tools.py DIR --render
+
+The design is fixed in :class:`Design` (the shipped runs' settings), so a record says exactly what ran; the
+tools' executables come from ``GUIDELLM`` / ``AIPERF`` (default: the ones on ``PATH``). The script parses no
+options (the command line lives in ``exitlaw/cli``): ``DIR`` and an optional ``--render``, which only
+rewrites ``results.md`` from ``results.json``.
 
 The tools are dev tools, not dependencies of exitlaw: install them where they do not disturb the project's
 environment (``python -m venv V && V/bin/pip install guidellm aiperf``) and name their executables. Both
@@ -15,7 +20,6 @@ asked. Every run is bounded (a request count and a timeout).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 BASE = Path("paper_repro/results/paper_regime/base")
@@ -201,36 +206,50 @@ def table(rows: list[dict], key: str, title: str) -> str:
     return "\n".join(out)
 
 
+@dataclass(frozen=True)
+class Design:
+    """The runs' fixed design: servers, concurrency levels, requests per stream (``c x requests`` in
+    all), prompt and output tokens, server threads."""
+
+    methods: tuple[str, ...] = ("ar", "ddtree")
+    concurrency: tuple[int, ...] = (1, 8)
+    requests: int = 8
+    prompt_tokens: int = 128
+    output_tokens: int = 64
+    threads: int = 1
+
+
+USAGE = "usage: run_field_tools.py DIR [--render]"
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--guidellm", default=shutil.which("guidellm"))
-    ap.add_argument("--aiperf", default=shutil.which("aiperf"))
-    ap.add_argument("--methods", default="ar,ddtree")
-    ap.add_argument("--concurrency", default="1,8")
-    ap.add_argument("--requests", type=int, default=4, help="requests per stream (c x this in all)")
-    ap.add_argument("--prompt-tokens", type=int, default=128)
-    ap.add_argument("--output-tokens", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument(
-        "--render", action="store_true", help="only rewrite results.md from results.json"
-    )
-    args = ap.parse_args(argv)
-    if args.render:
-        saved = json.loads((args.out / "results.json").read_text())
-        render(args.out, saved["rows"], saved["args"]["output_tokens"])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    render_only = "--render" in argv
+    rest = [a for a in argv if a != "--render"]
+    if len(rest) != 1 or rest[0].startswith("-"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    out, design = Path(rest[0]), Design()
+    if render_only:
+        saved = json.loads((out / "results.json").read_text())
+        render(out, saved["rows"], saved["args"]["output_tokens"])
         return 0
-    exes = {"guidellm": args.guidellm, "aiperf": args.aiperf}
+    exes = {
+        "guidellm": os.environ.get("GUIDELLM") or shutil.which("guidellm"),
+        "aiperf": os.environ.get("AIPERF") or shutil.which("aiperf"),
+    }
     for name, exe in exes.items():
         if not exe or not Path(exe).exists():
-            ap.error(f"--{name}: no executable (install it in a venv of its own and name it)")
+            print(f"{name}: no executable (install it in a venv of its own, set {name.upper()})")
+            return 2
+    args = _Args(out=out, guidellm=exes["guidellm"], aiperf=exes["aiperf"], **asdict(design))
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for method in args.methods.split(","):
+    for method in args.methods:
         proc, url = start_server(method, args.threads, args.out / f"server_{method}.log")
         try:
             for tool, run in TOOLS.items():
-                for c in [int(x) for x in args.concurrency.split(",")]:
+                for c in args.concurrency:
                     outdir = args.out / method / f"{tool}_c{c}"
                     outdir.mkdir(parents=True, exist_ok=True)
                     load = os.getloadavg()
@@ -265,10 +284,19 @@ def main(argv=None) -> int:
             proc.terminate()
             proc.wait(120)
     (args.out / "results.json").write_text(
-        json.dumps({"rows": rows, "args": vars(args)}, indent=1, default=str)
+        json.dumps({"rows": rows, "args": asdict(args)}, indent=1, default=str)
     )
     render(args.out, rows, args.output_tokens)
     return 0
+
+
+@dataclass(frozen=True)
+class _Args(Design):
+    """One run: the design, where it writes, and the tools it runs (recorded in ``results.json``)."""
+
+    out: Path = Path(".")
+    guidellm: str = ""
+    aiperf: str = ""
 
 
 def render(out: Path, rows: list[dict], output_tokens: int) -> None:
