@@ -19,8 +19,8 @@ edges):
 4. one host read of ``(exit, bonus)`` (``exit = -1`` flags NaN/+inf logits or an all ``-inf`` row).
 
 No data-dependent shape, no host-to-device copy and no host read before the end, so the function
-compiles to one graph (``torch.compile(fullgraph=True)``, :func:`compiled_decide`) and, on CUDA, is
-replayed as one CUDA graph per padded shape (:class:`TevGraphs`). Padding: internal slots beyond ``K``
+compiles to one graph (``torch.compile(fullgraph=True)``, :func:`compiled_decide`) and, on CUDA, can
+be replayed as one CUDA graph per padded shape (:class:`TevGraphs`; its capture is untested on a GPU). Padding: internal slots beyond ``K``
 repeat row 0; slot ``K`` (untouched, its ``rho = 1``) is every leaf's; the last slot takes the padding
 edges' writes; padding nodes (batched rows narrower than ``N``) get ``P = 0``.
 
