@@ -355,3 +355,61 @@ def test_no_part_folder_holds_more_than_fifteen_modules_directly():
             if n > 15:
                 crowded[str(d.relative_to(ROOT))] = n
     assert not crowded, f"folders holding more than 15 modules: {crowded}"
+
+
+# ----- no circle inside a room, few imports inside functions (issue 47) ---------------------------------
+def module_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the project it imports (anywhere in its file, relative imports
+    resolved; ``from package import name`` points at ``package.name`` when that is a module, else at
+    the package's face)."""
+    folders = {part: root / PARTS[part].relative_to(ROOT) for part in PARTS}
+    files = {}
+    for part, folder in folders.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            files[".".join(["exitlaw", part, *[p for p in rel.parts if p != "__init__"]])] = path
+
+    def owner(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for mod, path in files.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                bits = package.split(".")
+                base = bits[: len(bits) - (node.level - 1)] if node.level else []
+                name = ".".join(base + ([node.module] if node.module else []))
+                names = [
+                    f"{name}.{a.name}" if f"{name}.{a.name}" in files else name for a in node.names
+                ]
+            graph[mod] |= {o for o in map(owner, names) if o is not None and o != mod}
+    return graph
+
+
+def test_no_import_cycle_between_modules():
+    """No circle of imports inside a part or a room, counting imports inside functions and faces."""
+    cycle = _find_cycle(module_graph(ROOT))
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+def test_the_module_graph_finds_a_planted_cycle(tmp_path):
+    for part in PARTS:
+        (tmp_path / PARTS[part].relative_to(ROOT)).mkdir(parents=True, exist_ok=True)
+    room = tmp_path / "theory" / "room"
+    room.mkdir()
+    (room / "__init__.py").write_text('"""A room."""\n')
+    (room / "a.py").write_text("def f():\n    from . import b\n")
+    (room / "b.py").write_text("from exitlaw.theory.room.a import f\n")
+    graph = module_graph(tmp_path)
+    assert graph["exitlaw.theory.room.a"] == {"exitlaw.theory.room.b"}
+    assert _find_cycle(graph) == [
+        "exitlaw.theory.room.a",
+        "exitlaw.theory.room.b",
+        "exitlaw.theory.room.a",
+    ]
