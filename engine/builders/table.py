@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from exitlaw.theory.infra.registration import register_once
 from exitlaw.theory.registry import Names, builder, builder_names
 
 # registered builder name -> its single-sequence form, filled by the @engine_builder decorators
@@ -21,18 +22,7 @@ def engine_builder(name: str) -> Callable[[Callable], Callable]:
     """Register the decorated function as the engine's form of the registered builder ``name``
     (``ValueError`` for an unknown name or a second function)."""
     builder(name)  # ValueError naming the registered builders
-
-    def register(fn: Callable) -> Callable:
-        old = ENGINE_BUILDERS.get(name)
-        if old is not None and (old.__module__, old.__qualname__) != (
-            fn.__module__,
-            fn.__qualname__,
-        ):
-            raise ValueError(f"engine builder {name!r} already has a form: {old.__qualname__}")
-        ENGINE_BUILDERS[name] = fn
-        return fn
-
-    return register
+    return register_once(ENGINE_BUILDERS, name, f"engine builder {name!r}")
 
 
 def engine_builder_names() -> Names:

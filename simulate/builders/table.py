@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from exitlaw.theory.infra.registration import register_once
 from exitlaw.theory.registry import Names, builder, builder_names
 
 # (context, draft_rng) -> a trees.Built (not imported: the builder modules import this table)
@@ -30,18 +31,7 @@ def sim_builder(name: str) -> Callable[[MakeBuilder], MakeBuilder]:
     """Register the decorated maker ``(cfg, target, pos, ar) -> BuildFn`` as the simulator's form of
     the registered builder ``name`` (``ValueError`` for an unknown name or a second maker)."""
     builder(name)  # ValueError naming the registered builders
-
-    def register(make: MakeBuilder) -> MakeBuilder:
-        old = SIM_BUILDERS.get(name)
-        if old is not None and (old.__module__, old.__qualname__) != (
-            make.__module__,
-            make.__qualname__,
-        ):
-            raise ValueError(f"builder {name!r} already has a maker: {old.__qualname__}")
-        SIM_BUILDERS[name] = make
-        return make
-
-    return register
+    return register_once(SIM_BUILDERS, name, f"simulator builder {name!r}")
 
 
 def sim_builder_names() -> Names:

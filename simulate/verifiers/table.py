@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from exitlaw.theory.infra.registration import register_once
 from exitlaw.theory.registry import (
     FAST,
     PROCEDURE,
@@ -32,21 +33,7 @@ def sim_verifier(name: str, place: str = SIMULATOR) -> Callable[[Callable], Call
     verifier(name)  # ValueError naming the registered verifiers
     if place not in TABLES:
         raise ValueError(f"unknown simulator place {place!r}; places: {', '.join(TABLES)}")
-    table = TABLES[place]
-
-    def register(fn: Callable) -> Callable:
-        old = table.get(name)
-        if old is not None and (old.__module__, old.__qualname__) != (
-            fn.__module__,
-            fn.__qualname__,
-        ):
-            raise ValueError(
-                f"verifier {name!r} already has a {place} form: {old.__module__}.{old.__qualname__}"
-            )
-        table[name] = fn
-        return fn
-
-    return register
+    return register_once(TABLES[place], name, f"simulator verifier {name!r} ({place} form)")
 
 
 def implemented(place: str, **facts) -> Names:

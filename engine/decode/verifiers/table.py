@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from exitlaw.theory.infra.registration import register_once
 from exitlaw.theory.registry import Names, verifier, verifier_names
 
 SINGLE: dict[str, Callable] = {}  # name -> f(device_tree, logits, T, gens[, process])
@@ -23,22 +24,7 @@ def engine_verifier(name: str, *, batched: bool = False) -> Callable[[Callable],
     verifier(name)  # ValueError naming the registered verifiers
     table, form = (BATCHED, "batched") if batched else (SINGLE, "single-tree")
 
-    def register(fn: Callable) -> Callable:
-        old = table.get(name)
-        # a reloaded module registers its own function again
-        same = old is not None and (old.__module__, old.__qualname__) == (
-            fn.__module__,
-            fn.__qualname__,
-        )
-        if old is not None and not same:
-            raise ValueError(
-                f"engine verifier {name!r} already has a {form} form: "
-                f"{old.__module__}.{old.__qualname__}"
-            )
-        table[name] = fn
-        return fn
-
-    return register
+    return register_once(table, name, f"engine verifier {name!r} ({form} form)")
 
 
 def engine_names(*, batched: bool = False, **facts) -> Names:
