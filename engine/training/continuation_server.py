@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from typing import Sequence
 
+from exitlaw.engine.decode.sampling_settings import checked_settings
 from exitlaw.theory.sampling_settings import FILTERS, VLLM_ORDER, SamplingSettings
 
 
@@ -51,7 +52,7 @@ def server_continuations(
     *,
     model: str,
     max_new_tokens: int,
-    temperature: float | SamplingSettings,
+    settings: SamplingSettings,
     seed: int,
     stop_tokens: Sequence[int] = (),
     timeout: float = 600.0,
@@ -61,17 +62,12 @@ def server_continuations(
     Request ``i`` carries ``seed + i`` so a server that honours seeds reproduces the
     data. Tokenizing the returned text can differ from the ids the server sampled at
     token boundaries; the training data is the text the target produced either way.
-    ``temperature``: a number or a :class:`~exitlaw.theory.SamplingSettings`, whose active filters
-    go with every request (the server applies vLLM's order).
+    ``settings``: the :class:`~exitlaw.theory.SamplingSettings` whose temperature and active filters
+    go with every request (the server applies vLLM's order); anything else is a ``TypeError``.
     """
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if isinstance(temperature, SamplingSettings):
-        settings = temperature
-    elif temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
-    else:
-        settings = SamplingSettings(temperature)
+    settings = checked_settings(settings)
     knobs = {f: getattr(settings, f) for f in FILTERS if getattr(settings, f) is not None}
     if settings.order != VLLM_ORDER and {"top_p", "min_p"} <= set(knobs):
         raise ValueError(

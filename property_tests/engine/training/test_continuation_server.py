@@ -58,7 +58,7 @@ def test_server_continuations_send_token_prompts_and_cut_at_the_stop_token():
             CharTokenizer(),
             model="m",
             max_new_tokens=8,
-            temperature=0.7,
+            settings=SamplingSettings(0.7),
             seed=5,
             stop_tokens=[ord("!")],
         )
@@ -87,7 +87,7 @@ def test_server_continuations_are_cached_under_their_source(tmp_path):
             CharTokenizer(),
             model="m",  # noqa: E731
             max_new_tokens=4,
-            temperature=1.0,
+            settings=SamplingSettings(1.0),
             seed=0,
         )
         kw = dict(
@@ -111,7 +111,13 @@ def test_http_errors_and_bad_replies_are_named():
     try:
         with pytest.raises(ServerError, match="HTTP 500"):
             server_continuations(
-                url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0
+                url,
+                [[1]],
+                CharTokenizer(),
+                model="m",
+                max_new_tokens=2,
+                settings=SamplingSettings(1.0),
+                seed=0,
             )
     finally:
         server.shutdown()
@@ -120,7 +126,13 @@ def test_http_errors_and_bad_replies_are_named():
     try:
         with pytest.raises(ServerError, match="choices"):
             server_continuations(
-                url, [[1]], CharTokenizer(), model="m", max_new_tokens=2, temperature=1.0, seed=0
+                url,
+                [[1]],
+                CharTokenizer(),
+                model="m",
+                max_new_tokens=2,
+                settings=SamplingSettings(1.0),
+                seed=0,
             )
     finally:
         server.shutdown()
@@ -138,7 +150,7 @@ def test_unreachable_server_is_a_clear_error():
             CharTokenizer(),
             model="m",
             max_new_tokens=2,
-            temperature=1.0,
+            settings=SamplingSettings(1.0),
             seed=0,
             timeout=5,
         )

@@ -103,6 +103,10 @@ def test_the_training_entry_points_refuse_a_bare_float_naming_it(tmp_path):
         score_trees(None, None, torch.zeros(3, 4), torch.tensor([1]), [], 0.5)
     with pytest.raises(TypeError, match=bare):
         make_batch(None, None, [], 1, 4, np.random.default_rng(0), settings=0.5)
+    with pytest.raises(TypeError, match=bare):
+        server_continuations(
+            "http://x", [[1]], None, model="m", max_new_tokens=2, settings=0.5, seed=0
+        )
     assert not list(tmp_path.iterdir())  # nothing cached
 
 
@@ -142,7 +146,7 @@ def test_filters_reach_the_cache_key_and_the_server_request(tmp_path, monkeypatc
     def ask(settings):
         """Two tokens for the one-token prompt [1] from the fake server, sampled under ``settings``."""
         return server_continuations(
-            "http://x", [[1]], tok, model="m", max_new_tokens=2, temperature=settings, seed=0
+            "http://x", [[1]], tok, model="m", max_new_tokens=2, settings=settings, seed=0
         )
 
     ask(SamplingSettings(0.8, top_k=7, min_p=0.1))
