@@ -15,7 +15,7 @@ from exitlaw.paper_repro.ledger.exactness import (
     sampled_conditional_excess,
     sampled_marginal_exact,
 )
-from exitlaw.paper_repro.ledger.exittrain_authors import authors_row, sim_authors_row
+from exitlaw.paper_repro.ledger.exittrain_authors import COMPARISONS, authors_row, sim_authors_row
 from exitlaw.paper_repro.ledger.exittrain_paper import (
     PAPER_REGIME,
     PRIMARY_ALPHA,
@@ -196,10 +196,7 @@ CLAIMS: tuple[Claim, ...] = (
         regime_claim_a("exit", "prefix", 64, "exit-prefix", REGIME_PRIMARY, "primary"),
         regime_precondition,
     ),
-    authors_row("exit", "token", 0.0, "Table 2: tau 8.36 -> 8.85 at T=0 (+5.9 %)"),
-    authors_row("exit", "token", 1.0, "Table 2: tau 7.47 -> 8.06 at T=1 (+7.9 %)"),
-    authors_row("exit", "prefix", 0.0, "Table 2: tau 8.21 -> 8.85 at T=0 (+7.8 %)"),
-    authors_row("exit", "prefix", 1.0, "Table 2: tau 7.72 -> 8.06 at T=1 (+4.4 %)"),
+    *(authors_row(*comparison) for comparison in COMPARISONS),
     Claim(
         "exit_vs_token_sim",
         "exit-guided beats token-only training (tau, B=64), simulation",
@@ -270,10 +267,7 @@ CLAIMS: tuple[Claim, ...] = (
             SIM_SWEEP_MATCHED,
         ),
     ),
-    sim_authors_row("exit", "token", 0.0, "Table 2: tau 8.36 -> 8.85 at T=0 (+5.9 %)"),
-    sim_authors_row("exit", "token", 1.0, "Table 2: tau 7.47 -> 8.06 at T=1 (+7.9 %)"),
-    sim_authors_row("exit", "prefix", 0.0, "Table 2: tau 8.21 -> 8.85 at T=0 (+7.8 %)"),
-    sim_authors_row("exit", "prefix", 1.0, "Table 2: tau 7.72 -> 8.06 at T=1 (+4.4 %)"),
+    *(sim_authors_row(*comparison) for comparison in COMPARISONS),
     Claim(
         "univer_vs_rrs_wo",
         "UniVer's acceptance length exceeds recursive rejection without replacement "

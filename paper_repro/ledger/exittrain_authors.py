@@ -8,7 +8,7 @@ from typing import Callable
 
 from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, dir_rule, need
 from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, row_units, size_rule
-from exitlaw.paper_repro.mini.exittrain.authors_regime import paper_margin
+from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU, paper_margin
 from exitlaw.paper_repro.mini.exittrain.units import power_against
 from exitlaw.paper_repro.regimes import Regime, RegimeError, authors_regime_run
 from exitlaw.paper_repro.verdicts import Interval, Rule
@@ -26,6 +26,32 @@ AUTHORS_REGIME = (
 
 AUTHORS_INPUTS = ("authors_regime", "authors_regime_data")
 
+# the four co-primary comparisons (a, b, T), in the ledger's order; the engine run and the simulation judge each
+COMPARISONS = tuple(("exit", b, t) for b in ("token", "prefix") for t in (0.0, 1.0))
+
+
+def table2_quote(a: str, b: str, temperature: float) -> str:
+    """What the paper reports for ``a`` over ``b`` at ``temperature`` (Table 2's taus and their ratio)."""
+    ta, tb = PAPER_TABLE2_TAU[a][temperature], PAPER_TABLE2_TAU[b][temperature]
+    return f"Table 2: tau {tb:.2f} -> {ta:.2f} at T={temperature:g} ({100 * (ta / tb - 1):+.1f} %)"
+
+
+def _primary_record(res: dict, file: str, a: str, b: str, temperature: float) -> dict:
+    """The one ``analysis.primary`` record of ``a - b`` at ``temperature`` (arms compared by name, a
+    strength tag ``@...`` aside), or ``MeasureError`` naming ``file``."""
+    hits = [
+        r
+        for r in res.get("analysis", {}).get("primary", [])
+        if str(r.get("a", "")).split("@")[0] == a
+        and str(r.get("b", "")).split("@")[0] == b
+        and float(r.get("temperature", -1)) == temperature
+    ]
+    if len(hits) != 1:
+        raise MeasureError(
+            f"{file}: expected one primary '{a} - {b}' record at T = {temperature:g}, found {len(hits)}"
+        )
+    return hits[0]
+
 
 def _authors_rule(a: str, b: str, temperature: float) -> Rule:
     """The design's verdict rule: reproduced when the 98.75 % CI of ``a - b`` in per-step acceptance is above
@@ -39,19 +65,7 @@ def _authors_claim(a: str, b: str, temperature: float) -> Callable[[dict], Measu
 
     def measure(inputs: dict) -> Measurement:
         res = need(inputs, "authors_regime")
-        hits = [
-            r
-            for r in res.get("analysis", {}).get("primary", [])
-            if r.get("a") == a
-            and r.get("b") == b
-            and float(r.get("temperature", -1)) == temperature
-        ]
-        if len(hits) != 1:
-            raise MeasureError(
-                f"authors_regime/results.json: expected one primary '{a} - {b}' record at "
-                f"T = {temperature:g}, found {len(hits)}"
-            )
-        r = hits[0]
+        r = _primary_record(res, "authors_regime/results.json", a, b, temperature)
         try:
             d, rel = r["delta_a"], r["relative_tau_pct"]
             ci = Interval(float(d["mean"]), float(d["lo"]), float(d["hi"]), float(r["level"]))
@@ -105,12 +119,13 @@ def authors_precondition(inputs: dict) -> tuple[bool, str]:
     )
 
 
-def authors_row(a: str, b: str, temperature: float, paper: str) -> Claim:
+def authors_row(a: str, b: str, temperature: float) -> Claim:
+    """The engine run's co-primary row ``a - b`` at ``temperature``."""
     name = {"token": "token-only fine-tuning", "prefix": "prefix-weighted (P-weighted) training"}[b]
     return Claim(
         f"exit_vs_{b}_authors_t{temperature:g}",
         f"exit-guided beats {name} (B = 64), judged at T = {temperature:g}, on the authors' recipe",
-        paper,
+        table2_quote(a, b, temperature),
         AUTHORS_REGIME,
         _authors_rule(a, b, temperature),
         f"{a} - {b} per-step acceptance ({ACCEPTANCE}, Rao-Blackwellised tau), code prompts, "
@@ -150,19 +165,7 @@ def _sim_authors_claim(a: str, b: str, temperature: float) -> Callable[[dict], M
 
     def measure(inputs: dict) -> Measurement:
         res = need(inputs, "sim_exittrain_authors")
-        hits = [
-            r
-            for r in res.get("analysis", {}).get("primary", [])
-            if r["a"].split("@")[0] == a
-            and r["b"].split("@")[0] == b
-            and float(r["temperature"]) == temperature
-        ]
-        if len(hits) != 1:
-            raise MeasureError(
-                f"sim_exittrain_authors/results.json: expected one primary '{a} - {b}' at T = "
-                f"{temperature:g}, found {len(hits)}"
-            )
-        r = hits[0]
+        r = _primary_record(res, "sim_exittrain_authors/results.json", a, b, temperature)
         d, rel = r["delta_a"], r["relative_tau_pct"]
         ci = Interval(float(d["mean"]), float(d["lo"]), float(d["hi"]), float(d["level"]))
         return Measurement(
@@ -202,12 +205,13 @@ def sim_authors_precondition(inputs: dict) -> tuple[bool, str]:
     )
 
 
-def sim_authors_row(a: str, b: str, temperature: float, paper: str) -> Claim:
+def sim_authors_row(a: str, b: str, temperature: float) -> Claim:
+    """The simulation's co-primary row ``a - b`` at ``temperature``."""
     name = {"token": "token-only training", "prefix": "prefix-weighted (P_tgt) training"}[b]
     return Claim(
         f"exit_vs_{b}_sim_authors_t{temperature:g}",
         f"exit-guided beats {name} (B = 64), judged at T = {temperature:g}, simulation of the authors' recipe",
-        paper,
+        table2_quote(a, b, temperature),
         SIM_AUTHORS,
         size_rule(paper_margin(a, b, temperature), alpha=0.05 / 4),
         f"{a} - {b} per-step acceptance a of exact tau, greedy data, weights at T = 1, the authors' coded "
@@ -223,7 +227,9 @@ __all__ = [
     "AUTHORS_ALPHA",
     "AUTHORS_INPUTS",
     "AUTHORS_REGIME",
+    "COMPARISONS",
     "SIM_AUTHORS",
     "authors_precondition",
     "sim_authors_precondition",
+    "table2_quote",
 ]
