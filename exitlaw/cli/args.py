@@ -1,7 +1,8 @@
 """Argument helpers shared by every command family (argparse types and small setters).
 
-Heavy libraries are imported inside the setters, so building the parser stays
-free of torch and JAX.
+Building the parser loads no torch and no JAX: the handlers' library calls load on first use
+(:mod:`.library`), and the setters here reach torch through :func:`_torch` and JAX in
+:func:`enable_x64`, each imported at that one place.
 """
 
 from __future__ import annotations
@@ -12,6 +13,16 @@ import os
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
+
+from exitlaw.theory import DistributionError
+from exitlaw.theory.sampling_settings import (
+    FILTER_RECORDS,
+    FILTERS,
+    HF_ORDER,
+    VLLM_ORDER,
+    SamplingSettings,
+    check_temperature_floor,
+)
 
 
 def int_list(text: str) -> list[int]:
@@ -110,9 +121,6 @@ def nonneg_float(text: str) -> float:
 
 
 def _temperature_floor(value: float, allow_zero: bool) -> None:
-    from exitlaw.theory import DistributionError
-    from exitlaw.theory.sampling_settings import check_temperature_floor
-
     try:
         check_temperature_floor(value, allow_zero=allow_zero)
     except DistributionError as err:
@@ -184,8 +192,6 @@ def add_sampling_args(
     (``with_order``) ``--sampling-order`` (:class:`exitlaw.theory.SamplingSettings`; each value
     checked by argparse). The temperature is each command's own flag; :func:`sampling_settings_from`
     joins them into one ``SamplingSettings``."""
-    from exitlaw.theory.sampling_settings import FILTER_RECORDS
-
     for f in FILTER_RECORDS:  # one row per filter, from its record
         parser.add_argument(
             f.flag,
@@ -208,8 +214,6 @@ def add_sampling_args(
 
 def sampling_given(args: argparse.Namespace) -> bool:
     """Whether any filter flag of :func:`add_sampling_args` was given."""
-    from exitlaw.theory.sampling_settings import FILTERS
-
     return any(getattr(args, f, None) is not None for f in FILTERS)
 
 
@@ -217,8 +221,6 @@ def sampling_settings_from(args: argparse.Namespace, temperature: float = 1.0):
     """One :class:`~exitlaw.theory.SamplingSettings` from the flags of :func:`add_sampling_args` at
     ``temperature`` (the command's own temperature flag). Bad values raise the named
     ``DistributionError``."""
-    from exitlaw.theory.sampling_settings import FILTERS, HF_ORDER, VLLM_ORDER, SamplingSettings
-
     order = HF_ORDER if getattr(args, "sampling_order", None) == "hf" else VLLM_ORDER
     return SamplingSettings(temperature, **{f: getattr(args, f) for f in FILTERS}, order=order)
 
@@ -238,31 +240,45 @@ def add_threads(
     parser.add_argument("--threads", type=positive_int, default=default, help=help_text)
 
 
+def _torch():
+    """torch, for the setters below: the one place the command line imports it by name."""
+    import torch  # lazy: the engine extra; `exitlaw --help` and the JAX-only commands load no torch
+
+    return torch
+
+
 def set_torch_threads(threads: int | None) -> None:
     """Apply ``--threads`` (``None`` leaves torch's choice)."""
     if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
+        _torch().set_num_threads(threads)
 
 
 @contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
     """Apply ``--threads`` for the block and restore torch's setting after it (a benchmark called in
     a process that goes on, such as the test suite)."""
-    import torch
-
-    before = torch.get_num_threads()
+    before = _torch().get_num_threads()
     try:
         set_torch_threads(threads)
         yield
     finally:
-        torch.set_num_threads(before)
+        _torch().set_num_threads(before)
+
+
+def cuda_available() -> bool:
+    """Whether this torch build sees a CUDA device (``--device`` defaults)."""
+    return _torch().cuda.is_available()
+
+
+def check_device(device: str | None) -> None:
+    """``--device cuda...`` refused, before any model loads, where torch sees no CUDA device."""
+    if device and device.startswith("cuda") and not cuda_available():
+        raise ValueError(f"--device {device} requested but this torch build sees no CUDA device")
 
 
 def enable_x64() -> None:
     """Exact-law commands compute in float64 (docs/architecture.md §1: x64 where exactness matters)."""
-    import jax
+    import jax  # lazy: the theory extra; `exitlaw --help` and the engine's commands load no JAX
 
     jax.config.update("jax_enable_x64", True)
 
@@ -415,7 +431,9 @@ def show_progress(args: argparse.Namespace) -> bool:
     if not shown:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when transformers is imported
         if "transformers" in sys.modules:
-            from transformers.utils import logging as hf_logging
+            from transformers.utils import (  # lazy: the engine extra, only once a command loaded it
+                logging as hf_logging,
+            )
 
             hf_logging.disable_progress_bar()
     return shown

@@ -21,9 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 Piece = Callable[[argparse.ArgumentParser], object]
 RESULTS = "results.json"
@@ -183,8 +186,6 @@ def move_aside(path: Path | None) -> Path | None:
     (never deleted) so the run starts again; returns where it went (``None``: nothing to move)."""
     if path is None or not path.is_dir() or not any(path.iterdir()):
         return None
-    import time
-
     aside = path.with_name(f"{path.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
     path.rename(aside)
     print(f"moved the previous run aside to {aside}", file=sys.stderr)
@@ -205,8 +206,6 @@ def _plain(value: Any) -> Any:
 def write_json(path: str | Path, data: Any) -> Path:
     """The one JSON writer: through a temporary name and a rename (a cut run leaves the old file
     or none, never half); says where on stderr."""
-    from exitlaw.theory.infra.atomic_io import atomic_write_text
-
     atomic_write_text(path, json_text(data) + "\n")
     print(f"wrote {path}", file=sys.stderr)
     return Path(path)

@@ -1,15 +1,18 @@
 """The simulation lab and the conformance kit: ``simulate run|exittrain|field-lab``, ``check``,
-``prove``, ``bench simulate`` and ``bench sim-verifiers`` (JAX is imported inside the handlers)."""
+``prove``, ``bench simulate`` and ``bench sim-verifiers`` (JAX loads with the handlers' library
+calls, :mod:`.library`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from exitlaw.simulate.verifiers.table import implemented
 from exitlaw.theory.registry import FIXED_TREE, SIMULATOR
 
+from . import library as lib
 from .args import (
     add_sampling_args,
     enable_x64,
@@ -28,34 +31,28 @@ from .grammar import Command, Group, emit, opt, out_dir, out_files, pick, result
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.lab.presets import PRESETS, SimConfig, get_preset, with_overrides
-
     if args.list_presets:
-        print(json.dumps({k: v.to_dict() for k, v in PRESETS.items()}, indent=1))
+        print(json.dumps({k: v.to_dict() for k, v in lib.SIM_PRESETS.items()}, indent=1))
         return 0
     if (args.config is None) == (args.preset is None):
         raise ValueError("give either a CONFIG file or --preset NAME")
-    cfg = SimConfig.from_file(args.config) if args.config else get_preset(args.preset)
+    cfg = lib.SimConfig.from_file(args.config) if args.config else lib.get_preset(args.preset)
     builders = tuple(b.strip() for b in args.builders.split(",")) if args.builders else None
-    cfg = with_overrides(
+    cfg = lib.with_overrides(
         cfg, rounds=args.rounds, seed=args.seed, builders=builders, verifier=args.verifier
     )
     out = out_dir(args) or Path("runs") / "simulate" / cfg.name
     enable_x64()
-    from exitlaw.simulate.lab.run import run_simulation
-
-    run_simulation(cfg, out, overwrite=args.overwrite, progress=show_progress(args))
+    lib.run_simulation(cfg, out, overwrite=args.overwrite, progress=show_progress(args))
     return 0
 
 
 def _exittrain_sweep(args: argparse.Namespace) -> int:
     if out_dir(args) is None:
         raise ValueError("--sweep needs --out DIR")
-    from exitlaw.figures.exittrain_sweep import draw
-    from exitlaw.simulate.exittrain.sweep import sweep_to_dir
-
-    res = sweep_to_dir(args.sweep, args.out, overwrite=args.overwrite, log=print)
-    paths = res["paths"] + [str(p) for p in draw(res, args.out, overwrite=args.overwrite)]
+    res = lib.sweep_to_dir(args.sweep, args.out, overwrite=args.overwrite, log=print)
+    drawn = lib.draw_exittrain_sweep(res, args.out, overwrite=args.overwrite)
+    paths = res["paths"] + [str(p) for p in drawn]
     print(
         json.dumps(
             {
@@ -74,16 +71,17 @@ def _exittrain(args: argparse.Namespace) -> int:
         return _exittrain_sweep(args)
     path = result_path(args)
     enable_x64()
-    from exitlaw.simulate.exittrain.mini import REGIMES, format_table, run_exittrain_mini
-
-    names = list(REGIMES) if args.regime == "all" else [args.regime]
+    regimes = lib.EXITTRAIN_REGIMES
+    names = list(regimes) if args.regime == "all" else [args.regime]
     for n in names:
-        if n not in REGIMES:
-            raise ValueError(f"unknown regime {n!r}; regimes: {', '.join(REGIMES)}, all")
+        if n not in regimes:
+            raise ValueError(f"unknown regime {n!r}; regimes: {', '.join(regimes)}, all")
     report = {}
     for n in names:
-        report[n] = run_exittrain_mini(REGIMES[n], steps=args.steps, seed=args.seed, progress=True)
-        print(format_table(report[n]) + "\n")
+        report[n] = lib.run_exittrain_mini(
+            regimes[n], steps=args.steps, seed=args.seed, progress=True
+        )
+        print(lib.format_exittrain_table(report[n]) + "\n")
     if path is not None:
         write_json(path, report)
     return 0
@@ -92,9 +90,7 @@ def _exittrain(args: argparse.Namespace) -> int:
 def _sim_bench(args: argparse.Namespace) -> int:
     path = result_path(args)
     enable_x64()
-    from exitlaw.simulate.bench.rounds import run_sim_bench
-
-    res = run_sim_bench(
+    res = lib.run_sim_bench(
         budget=args.budget, vocabs=args.vocab, rounds=args.rounds, verifier=args.verifier
     )
     emit(args, res, res["text"], path)
@@ -102,21 +98,14 @@ def _sim_bench(args: argparse.Namespace) -> int:
 
 
 def _field_lab(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.lab.field_lab import FieldLabConfig, render_markdown, run_field_lab
-
     given = pick(args, "vocab", "budget", "horizon", "seeds", "contexts")
-    configs = [FieldLabConfig(drafter_noise=n, **given) for n in args.noise]
+    configs = [lib.FieldLabConfig(drafter_noise=n, **given) for n in args.noise]
     json_path, _ = out_files(args, "field_lab.json", "field_lab.md")
-    print(render_markdown(run_field_lab(configs, json_path, overwrite=args.overwrite)))
+    print(lib.render_field_lab(lib.run_field_lab(configs, json_path, overwrite=args.overwrite)))
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
-    import sys
-
-    from exitlaw.simulate.kit.conformance import BAD_INPUT, check_verifier
-    from exitlaw.simulate.kit.report import format_report
-
     if args.chains_only and args.mode != "marginal":
         raise ValueError("--chains-only applies to --mode marginal")
     settings = _check_settings(args)
@@ -130,13 +119,13 @@ def _check(args: argparse.Namespace) -> int:
     names = ("mode", "seed", "budget", "vocab", "samples", "delta", "power", "keep_going")
     names += ("chains_only", "timeout", "verifier_format")
     given = pick(args, *names, family_alpha="alpha", only_case="case")
-    report = check_verifier(args.verifier, settings=settings, **given)
-    if report.verdict == BAD_INPUT:
+    report = lib.check_verifier(args.verifier, settings=settings, **given)
+    if report.verdict == lib.BAD_INPUT:
         print(f"exitlaw check: error: {report.error}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_json(), indent=1, default=float))
-    elif report.verdict != BAD_INPUT:
-        print(format_report(report))
+    elif report.verdict != lib.BAD_INPUT:
+        print(lib.format_report(report))
     return report.exit_code
 
 
@@ -150,41 +139,30 @@ def _check_settings(args: argparse.Namespace):
             )
         if not args.settings:
             return None
-        from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL
-
-        return DEFAULT_PANEL
+        return lib.DEFAULT_PANEL
     return sampling_settings_from(args, 1.0 if args.temperature is None else args.temperature)
 
 
 def _check_boundary(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.kit.boundary import format_boundary, run_boundary
-    from exitlaw.simulate.kit.chain_formats import check_chain_format
-    from exitlaw.simulate.kit.conformance import load_verifier
-    from exitlaw.simulate.kit.formats import adapt_verifier
-
-    check_chain_format(args.verifier_format, args.mode, args.chains_only)
-    fn = adapt_verifier(load_verifier(args.verifier), args.verifier_format, mode=args.mode)
+    lib.check_chain_format(args.verifier_format, args.mode, args.chains_only)
+    fn = lib.adapt_verifier(lib.load_verifier(args.verifier), args.verifier_format, mode=args.mode)
     given = pick(args, "mode", "seed", "budget", "vocab", "chains_only", name="verifier")
-    rep = run_boundary(fn, **given)
-    print(json.dumps(rep.to_json(), indent=1) if args.json else format_boundary(rep))
+    rep = lib.run_boundary(fn, **given)
+    print(json.dumps(rep.to_json(), indent=1) if args.json else lib.format_boundary(rep))
     return rep.exit_code
 
 
 def _prove(args: argparse.Namespace) -> int:
-    from exitlaw.simulate.prove.run import run_prove
-
     path = result_path(args)
     names = ("mode", "rounds", "raw", "every_child_order", "thorough", "max_nodes", "vocab")
-    rep, text = run_prove(args.verifier, **pick(args, *names, "points", "seed"))
+    rep, text = lib.run_prove(args.verifier, **pick(args, *names, "points", "seed"))
     emit(args, rep.to_json(), text, path)
     return rep.exit_code
 
 
 def _verifier_sim_bench(args: argparse.Namespace) -> int:
     path = result_path(args)
-    from exitlaw.simulate.bench.verifiers import run_verifier_bench
-
-    res = run_verifier_bench(
+    res = lib.run_sim_verifier_bench(
         vocabs=tuple(args.vocab),
         budget=args.budget,
         samples=args.samples,

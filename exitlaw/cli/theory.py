@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import library as lib
 from .args import enable_x64, positive_int, result_out_args
 from .grammar import Command, emit, opt, result_path
 
@@ -12,17 +13,13 @@ from .grammar import Command, emit, opt, result_path
 def _law(args: argparse.Namespace) -> int:
     if args.demo == (args.trace is not None):
         raise ValueError("give either a TRACE path or --demo")
-    from exitlaw.theory.trace.summary import format_summary, summarize_trace, summarize_trace_file
-
     keep = None if args.json else 20
     if args.demo:
         enable_x64()
-        from exitlaw.theory.demo import demo_trace, format_demo_tree
-
-        trace = demo_trace()
-        summary = summarize_trace(trace, keep_rounds=keep)
+        trace = lib.demo_trace()
+        summary = lib.summarize_trace(trace, keep_rounds=keep)
     else:  # streamed, numpy only: memory bounded by the largest round
-        summary = summarize_trace_file(
+        summary = lib.summarize_trace_file(
             args.trace,
             keep_rounds=keep,
             allow_incomplete=args.allow_incomplete,
@@ -32,22 +29,18 @@ def _law(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
         return 0
     if args.demo:
-        print(format_demo_tree(trace.rounds[0]))
-    print(format_summary(summary))
+        print(lib.format_demo_tree(trace.rounds[0]))
+    print(lib.format_summary(summary))
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
     path = result_path(args)
     if args.trace is not None:
-        from exitlaw.theory.trace.bench import run_trace_bench
-
-        result = run_trace_bench(args.trace, workers=args.workers)
+        result = lib.run_trace_bench(args.trace, workers=args.workers)
     else:
         enable_x64()
-        from exitlaw.theory.bench import run_law_bench
-
-        result = run_law_bench(
+        result = lib.run_law_bench(
             trees=args.trees, budget=args.budget, vocab=args.vocab, row_batch=args.row_batch
         )
     emit(args, result, result["text"], path)
