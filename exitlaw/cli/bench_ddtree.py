@@ -1,20 +1,23 @@
 """``exitlaw bench ddtree``: exitlaw's engine and DDTree's own engine side by side on the same weights
-(the run is :func:`exitlaw.engine.bench.ddtree_run.run_ddtree_bench`; torch and DDTree's code are
-imported inside the handler)."""
+(the run is :func:`exitlaw.engine.bench.ddtree_run.run_ddtree_bench`; torch and DDTree's code load
+with the handler's library calls, :mod:`.library`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
+from . import library as lib
 from .args import (
     int_list,
     max_new_tokens_arg,
     num_prompts_arg,
     positive_int,
     result_out_args,
+    set_torch_threads,
     temperature_list,
 )
 from .grammar import Command, emit, opt, result_path
@@ -32,15 +35,11 @@ def _two_or_more(text: str) -> int:
 
 def _pair(args: argparse.Namespace) -> tuple[Path, Path, Path | None]:
     """``(target, drafter, mini run or None)`` named by ``--mini``, ``--quick`` or ``--target/--draft``."""
-    from exitlaw.paper_repro.mini.pair import mini_pair, quick_pair
-
     if args.quick:
-        import tempfile
-
         work = Path(args.work or tempfile.mkdtemp(prefix="exitlaw-bench-ddtree-"))
-        return (*quick_pair(work), work)
+        return (*lib.quick_pair(work), work)
     if args.mini:
-        return (*mini_pair(args.mini), Path(args.mini))
+        return (*lib.mini_pair(args.mini), Path(args.mini))
     return Path(args.target), Path(args.draft), None
 
 
@@ -51,44 +50,34 @@ def _check_pair_source(args: argparse.Namespace) -> None:
     if not (args.quick or args.mini or (args.target and args.draft)):
         raise ValueError("give --mini DIR, --quick, or both --target and --draft")
     if args.target:
-        from exitlaw.engine.models.checkpoint import check_model_paths
-
-        check_model_paths(args.target, args.draft)
+        lib.check_model_paths(args.target, args.draft)
 
 
 def _prompts(args: argparse.Namespace, target_dir: Path, run: Path | None) -> list:
     """``--prompts`` (a JSON list of token-id lists), else held-out code prompts of the run."""
     if args.prompts:
         return json.loads(Path(args.prompts).read_text())[: args.num_prompts]
-    from exitlaw.paper_repro.mini.pair import mini_prompts
-
     where = run if run is not None else target_dir.parent
-    return mini_prompts(where, args.num_prompts, args.prompt_tokens)[: args.num_prompts]
+    return lib.mini_prompts(where, args.num_prompts, args.prompt_tokens)[: args.num_prompts]
 
 
 def _run(args: argparse.Namespace) -> int:
     path = result_path(args)
     _check_pair_source(args)
-    import torch
-
-    from exitlaw.engine.bench.ddtree_reference import ReferenceError, load_reference
-    from exitlaw.engine.bench.ddtree_run import run_ddtree_bench
-    from exitlaw.engine.bench.side_by_side import SideBySideConfig, format_side_by_side
-
-    cfg = SideBySideConfig(
+    cfg = lib.SideBySideConfig(
         budgets=tuple(args.budget),
         max_new_tokens=args.max_new_tokens,
         repeats=args.repeats,
         hot_budget=args.hot_budget,
         temperatures=tuple(sorted(set(args.temperature))),
     )
-    torch.set_num_threads(args.threads)
-    try:
-        ref = load_reference(args.ddtree, cpp_compact=not args.no_cpp_compact)  # fails early
-    except ReferenceError as err:  # a usage error: the clone named cannot be used
+    set_torch_threads(args.threads)
+    try:  # the clone is loaded first: it fails early
+        ref = lib.load_ddtree_reference(args.ddtree, cpp_compact=not args.no_cpp_compact)
+    except lib.DDTreeReferenceError as err:  # a usage error: the clone named cannot be used
         raise ValueError(f"--ddtree {args.ddtree}: {err}") from None
     target_dir, draft_dir, run = _pair(args)
-    res = run_ddtree_bench(
+    res = lib.run_ddtree_bench(
         ref,
         target_dir,
         draft_dir,
@@ -97,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         ddtree_commit=args.ddtree_commit,
         progress=lambda m: print(m, file=sys.stderr, flush=True),
     )
-    emit(args, res, format_side_by_side(res), path)
+    emit(args, res, lib.format_side_by_side(res), path)
     return 0
 
 

@@ -1,5 +1,5 @@
 """The real engine: ``bench decoding``, ``bench verifiers``, ``bench batch``, ``tiny-models`` and
-``gpu-check`` (torch is imported inside the handlers; nothing here imports JAX)."""
+``gpu-check`` (torch loads with the handlers' library calls, :mod:`.library`; nothing here loads JAX)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from exitlaw.engine.models.config import FAMILIES  # torch-free: configs are built inside functions
+
+from . import library as lib
 from .args import (
     add_sampling_args,
     add_threads,
+    check_device,
+    cuda_available,
     device_args,
     int_list,
     masked_attention_arg,
@@ -36,20 +41,8 @@ from .grammar import Command, emit, opt, out_dir, pick, result_path
 from .offered import engine_verifier_names
 
 
-def _check_device(device: str | None) -> None:
-    if device and device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"--device {device} requested but this torch build sees no CUDA device"
-            )
-
-
 def _check_kinds(verifiers) -> None:
-    from exitlaw.engine.decode.verifiers import engine_names
-
-    kinds = engine_names()
+    kinds = lib.engine_names()
     bad = [v for v in verifiers if v not in kinds]
     if bad:
         raise ValueError(f"unknown verifier(s) {bad}; choose from {', '.join(kinds)}")
@@ -63,7 +56,7 @@ def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
         raise ValueError(f"--target and --draft are required{hint}")
     _check_kinds(args.verifier)
     path = result_path(args)
-    _check_device(args.device)
+    check_device(args.device)
     set_torch_threads(args.threads)
     return path
 
@@ -71,8 +64,6 @@ def _preflight(args: argparse.Namespace, hint: str = "") -> Path | None:
 def _bench_source(args: argparse.Namespace):
     """What ``bench decoding`` (single and batched) and ``bench batch`` read and run alike, as one
     :class:`~exitlaw.engine.bench.source.BenchSource`."""
-    from exitlaw.engine.bench.source import BenchSource
-
     names = (
         "target",
         "draft",
@@ -84,7 +75,7 @@ def _bench_source(args: argparse.Namespace):
         "masked_attention",
         "warmup",
     )
-    return BenchSource(
+    return lib.BenchSource(
         **pick(args, *names, dataset="prompts"), filters=sampling_settings_from(args)
     )
 
@@ -98,34 +89,30 @@ def _use_tev_decision(args: argparse.Namespace) -> None:
         return
     if args.tev_decision == "graph" and not str(args.device).startswith("cuda"):
         raise ValueError("--tev-decision graph needs --device cuda (CUDA graphs)")
-    from exitlaw.engine.decode.verifiers import tev
-
     kind = "cuda" if str(args.device).startswith("cuda") else "cpu"
-    decide = tev.TevGraphs() if args.tev_decision == "graph" else tev.compiled_decide()
-    tev.use_decider(kind, decide)
+    decide = lib.TevGraphs() if args.tev_decision == "graph" else lib.compiled_decide()
+    lib.use_decider(kind, decide)
 
 
 def _bench(args: argparse.Namespace) -> int:
     _check_decoding_flags(args)
     if args.compare:
         return _bench_compare(args)
-    from exitlaw.engine.bench import batch, decoding
-
     path = _preflight(args, " (unless --compare A.json B.json)")
     _use_tev_decision(args)
     common = dict(budgets=args.budget, temperatures=args.temperature, verifiers=args.verifier)
     if args.batch_size > 1:
-        result = batch.run_batched_bench(_bench_source(args), batch_size=args.batch_size, **common)
-        text = batch.format_batch_bench(result)
+        result = lib.run_batched_bench(_bench_source(args), batch_size=args.batch_size, **common)
+        text = lib.format_batch_bench(result)
     else:
-        result = decoding.run_bench(
+        result = lib.run_decoding_bench(
             _bench_source(args),
             trace_dir=args.trace_dir,
             progress=show_progress(args),
             max_turns=args.max_turns,
             **common,
         )
-        text = decoding.format_bench(result)
+        text = lib.format_decoding_bench(result)
     if args.threads is not None:
         result.setdefault("config", {})["threads"] = args.threads
     result.setdefault("config", {})["tev_decision"] = args.tev_decision
@@ -148,19 +135,15 @@ def _check_decoding_flags(args: argparse.Namespace) -> None:
 
 
 def _bench_compare(args: argparse.Namespace) -> int:
-    from exitlaw.engine.bench.compare import compare_files, format_comparison
-
     path = result_path(args)
-    cmp = compare_files(*args.compare)
-    emit(args, cmp, format_comparison(cmp), path)
+    cmp = lib.compare_files(*args.compare)
+    emit(args, cmp, lib.format_comparison(cmp), path)
     return 0
 
 
 def _tiny(args: argparse.Namespace) -> int:
-    from exitlaw.engine.models.tiny import write_tiny_models
-
     out_dir(args)  # an existing file is refused: --out names a folder (target/ and draft/)
-    target, draft = write_tiny_models(
+    target, draft = lib.write_tiny_models(
         args.out, seed=args.seed, overwrite=args.overwrite, family=args.family
     )
     print(f"target: {target}\ndraft:  {draft}")
@@ -168,8 +151,6 @@ def _tiny(args: argparse.Namespace) -> int:
 
 
 def _verifier_bench(args: argparse.Namespace) -> int:
-    from exitlaw.engine.bench import batch, settings, verifiers
-
     if args.batch_size > 1 and args.trees is not None:
         raise ValueError(
             f"--trees does not apply with --batch-size {args.batch_size} (every batch holds B trees)"
@@ -182,23 +163,23 @@ def _verifier_bench(args: argparse.Namespace) -> int:
         raise ValueError("--compiled and --no-commit apply to the single-tree stage bench only")
     _check_kinds(args.verifier)
     path = result_path(args)
-    _check_device(args.device)
+    check_device(args.device)
     common = dict(temperature=args.temperature, device=args.device, depth=args.depth)
     common.update(repeats=args.repeats, dtype=args.dtype, seed=args.seed)
     with torch_threads(args.threads):
         if args.batch_size > 1:
-            res = batch.run_batch_verifier_stage(
+            res = lib.run_batch_verifier_stage(
                 args.batch_size, args.budget, args.vocab, kinds=args.verifier, **common
             )
-            emit(args, res, batch.format_batch_verifier_stage(res["rows"]), path)
+            emit(args, res, lib.format_batch_verifier_stage(res["rows"]), path)
             return 0
         trees = args.trees or (2 if args.sampling_sweep else 3)
         if args.sampling_sweep:
-            res = settings.run_settings_bench(
+            res = lib.run_settings_bench(
                 args.budget, args.vocab, kinds=tuple(args.verifier), trees=trees, **common
             )
         else:
-            res = verifiers.run_verifier_bench(
+            res = lib.run_verifier_stage_bench(
                 args.budget,
                 args.vocab,
                 kinds=tuple(args.verifier),
@@ -212,31 +193,25 @@ def _verifier_bench(args: argparse.Namespace) -> int:
 
 
 def _batch_bench(args: argparse.Namespace) -> int:
-    from exitlaw.engine.bench.batch import format_batch_bench, run_batch_bench
-
     path = _preflight(args)
     given = pick(args, "budget", "temperature", "verifier_repeats", batch_sizes="batch_size")
-    result = run_batch_bench(_bench_source(args), verifiers=args.verifier, **given)
-    emit(args, result, format_batch_bench(result), path)
+    result = lib.run_batch_bench(_bench_source(args), verifiers=args.verifier, **given)
+    emit(args, result, lib.format_batch_bench(result), path)
     return 0
 
 
 def _gpu_check(args: argparse.Namespace) -> int:
-    import torch
-
-    from exitlaw.engine.bench.gpu_check import format_check, run_check
-
     path = result_path(args)
-    _check_device(args.device)
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    check_device(args.device)
+    device = args.device or ("cuda" if cuda_available() else "cpu")
     if device == "cpu" and not args.tiny:
         print(
             "note: no GPU; the Qwen3-4B-sized check on a CPU is very slow (use --tiny for a smoke test)",
             file=sys.stderr,
         )
     given = pick(args, "tiny", "context", "temperature", budgets="budget", reps="repeats")
-    res = run_check(device=device, **given)
-    emit(args, res, format_check(res), path)
+    res = lib.run_gpu_check(device=device, **given)
+    emit(args, res, lib.format_gpu_check(res), path)
     return 0
 
 
@@ -327,9 +302,6 @@ BENCH_DECODING = Command(
 
 
 def _family_arg(t: argparse.ArgumentParser) -> None:
-    # no torch: configs are built inside functions
-    from exitlaw.engine.models.config import FAMILIES
-
     t.add_argument(
         "--family",
         default="qwen3",

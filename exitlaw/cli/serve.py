@@ -2,8 +2,8 @@
 losslessness audit of an OpenAI-compatible server that returns token ids, against a reference) and
 ``bench serve``.
 
-``serve`` imports torch inside its handler; ``audit`` never imports torch or JAX (an HTTP client plus
-the kit's statistics)."""
+``serve`` loads torch with its handler's library calls (:mod:`.library`); ``audit`` never imports torch
+or JAX (an HTTP client plus the kit's statistics)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import sys
 from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import NEAR_TIE_MARGIN
 
+from . import library as lib
 from .args import (
     add_sampling_args,
     add_threads,
@@ -42,16 +43,12 @@ API_KEY_ENV = "EXITLAW_API_KEY"
 
 def _serve(args) -> int:
     set_torch_threads(args.threads)
-    from exitlaw.engine.serve.engine import ServeConfig
-    from exitlaw.engine.serve.limits import ServeLimits
-    from exitlaw.engine.serve.server import serve
-
     names = ("target", "draft", "method", "verifier", "budget", "device", "dtype", "model_name")
-    cfg = ServeConfig(**pick(args, *names, "chat_template_kwargs", "batching", "max_batch"))
-    limits = ServeLimits(
+    cfg = lib.ServeConfig(**pick(args, *names, "chat_template_kwargs", "batching", "max_batch"))
+    limits = lib.ServeLimits(
         **{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in LIMITS}
     )
-    return serve(cfg, host=args.host, port=args.port, api_key=_api_key(args), limits=limits)
+    return lib.serve(cfg, host=args.host, port=args.port, api_key=_api_key(args), limits=limits)
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
@@ -91,11 +88,9 @@ def _limit_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _audit(args) -> int:
-    from exitlaw.simulate.audit import AuditConfig, AuditUsageError, format_audit, run_audit
-
     key = _api_key(args)
     try:
-        cfg = AuditConfig(
+        cfg = lib.AuditConfig(
             candidate=args.candidate,
             reference=args.reference,
             prompts=args.prompts,
@@ -121,23 +116,20 @@ def _audit(args) -> int:
             tokenizer=args.tokenizer,
         )
         path = result_path(args)
-        report = run_audit(cfg)
+        report = lib.run_audit(cfg)
     # a bad setting is a DistributionError, a ValueError
-    except (AuditUsageError, ValueError) as err:
+    except (lib.AuditUsageError, ValueError) as err:
         if args.json:  # --json: the error is JSON too, on stdout
             print(json.dumps({"error": str(err), "exit_code": 2}))
         else:
             print(f"exitlaw audit: error: {err}", file=sys.stderr)
         return 2
-    emit(args, report.to_json(), format_audit(report), path)
+    emit(args, report.to_json(), lib.format_audit(report), path)
     return report.exit_code
 
 
 def _bench_serve(args) -> int:
-    from exitlaw.engine.models.checkpoint import check_model_paths
-    from exitlaw.simulate.audit.bench import format_bench, run_serve_bench
-
-    check_model_paths(args.target, args.draft)  # before a server is started
+    lib.check_model_paths(args.target, args.draft)  # before a server is started
     path = result_path(args)
     names = ("target", "draft", "prompts", "concurrency", "requests", "budget", "verifier")
     more = (
@@ -150,8 +142,8 @@ def _bench_serve(args) -> int:
         "device",
         "dtype",
     )
-    result = run_serve_bench(**pick(args, *names, *more, max_tokens="max_new_tokens"))
-    emit(args, result, format_bench(result), path)
+    result = lib.run_serve_bench(**pick(args, *names, *more, max_tokens="max_new_tokens"))
+    emit(args, result, lib.format_serve_bench(result), path)
     return 0
 
 

@@ -8,6 +8,7 @@ import json
 from exitlaw.engine.training.config import PRESETS
 from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 
+from . import library as lib
 from .args import (
     add_sampling_args,
     device_args,
@@ -66,9 +67,6 @@ def _fields(args: argparse.Namespace, table: dict[str, str]) -> dict:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from exitlaw.engine.training.config import preset_config
-    from exitlaw.engine.training.run import TrainingRunSpec, run_training
-
     out = out_dir(args)
     if args.overwrite:
         if args.resume:
@@ -77,15 +75,15 @@ def _train(args: argparse.Namespace) -> int:
     given = {f: getattr(args, f) for f in _PRESET_FIELDS if getattr(args, f) is not None}
     overrides = {f: (None if v is _NO_FLOOR else v) for f, v in given.items()}
     scoring = sampling_settings_from(args, args.scoring_temperature)
-    cfg = preset_config(args.preset, scoring=scoring, **_fields(args, _CONFIG), **overrides)
-    spec = TrainingRunSpec(
+    cfg = lib.preset_config(args.preset, scoring=scoring, **_fields(args, _CONFIG), **overrides)
+    spec = lib.TrainingRunSpec(
         config=cfg,
         generation=sampling_settings_from(args, args.gen_temperature),
         progress=show_progress(args),
         run_info={"preset": args.preset},
         **_fields(args, _SPEC),
     )
-    result = run_training(spec)
+    result = lib.run_training(spec)
     if result["rank"] == 0:
         print(json.dumps({"final_drafter": result["final_drafter"], "last": result["last"]}))
     return 0
