@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from . import library as lib
+from . import main as run_command
 from .args import (
     add_threads,
     json_arg,
@@ -21,30 +25,23 @@ from .grammar import Command, Group, json_text, move_aside, opt, out_dir, out_fi
 
 
 def _mini(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
-
     set_torch_threads(args.threads)
     if args.quick and args.preset not in (None, "quick"):
         raise ValueError(f"--quick contradicts --preset {args.preset}")
     if args.preset in ("authors-regime", "authors-regime-quick"):
         return _authors_regime(args)
     if args.preset in ("paper-regime", "paper-regime-quick"):
-        from dataclasses import replace
-
-        from exitlaw.paper_repro.mini.exittrain.paper_regime import PRESETS as REGIME
-        from exitlaw.paper_repro.mini.exittrain.paper_regime_run import run_paper_regime
-
         if args.overwrite:
             raise ValueError(
                 "--overwrite: a paper-regime run is never replaced; choose another --out"
             )
-        cfg = REGIME[args.preset]
+        cfg = lib.PAPER_REGIME_PRESETS[args.preset]
         cfg = replace(cfg, base=replace(cfg.base, seed=args.seed)) if args.seed else cfg
-        run_paper_regime(args.out, cfg, progress=show_progress(args), workers=args.workers)
+        lib.run_paper_regime(args.out, cfg, progress=show_progress(args), workers=args.workers)
         print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
         return 0
-    cfg = config_for(args.preset or ("quick" if args.quick else "smoke"), seed=args.seed)
-    results = run_mini(
+    cfg = lib.config_for(args.preset or ("quick" if args.quick else "smoke"), seed=args.seed)
+    results = lib.run_mini(
         args.out,
         cfg,
         overwrite=args.overwrite,
@@ -57,17 +54,14 @@ def _mini(args: argparse.Namespace) -> int:
 
 
 def _authors_regime(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.exittrain.authors_regime import PRESETS as AUTHORS
-    from exitlaw.paper_repro.mini.exittrain.authors_regime_run import run_authors_regime
-
     if args.overwrite or args.seed:
         raise ValueError(
             "--overwrite / --seed: an authors-regime run is never replaced and its seeds are the "
             "design's; choose another --out"
         )
-    report = run_authors_regime(
+    report = lib.run_authors_regime(
         args.out,
-        AUTHORS[args.preset],
+        lib.AUTHORS_REGIME_PRESETS[args.preset],
         progress=show_progress(args),
         workers=args.workers,
         seeds_only=tuple(args.seeds) if args.seeds else None,
@@ -80,59 +74,50 @@ def _authors_regime(args: argparse.Namespace) -> int:
 
 
 def _mechanism(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.exittrain.mechanism import regime_inputs, run_mechanism
-    from exitlaw.paper_repro.mini.exittrain.mechanism_design import JSON_NAME, MD_NAME
-    from exitlaw.paper_repro.mini.exittrain.mechanism_report import render_markdown
-
-    out_files(args, JSON_NAME, MD_NAME)  # refused before any work
+    out_files(args, lib.MECHANISM_JSON, lib.MECHANISM_MD)  # refused before any work
     set_torch_threads(args.threads)
-    inputs = regime_inputs(args.regime)
-    result = run_mechanism(
+    inputs = lib.regime_inputs(args.regime)
+    result = lib.run_mechanism(
         args.out, inputs, progress=show_progress(args), log=lambda line: print(line, flush=True)
     )
-    print(json_text(result) if args.json else render_markdown(result))
+    print(json_text(result) if args.json else lib.render_mechanism(result))
     return 0
 
 
 def _sim_authors(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.exittrain.sim_authors import FILES, run_to
-
-    out_files(args, *FILES)  # refused before any work
-    run_to(args.out, from_simulation=args.from_simulation, overwrite=args.overwrite, log=print)
+    out_files(args, *lib.SIM_AUTHORS_FILES)  # refused before any work
+    lib.run_sim_authors(
+        args.out, from_simulation=args.from_simulation, overwrite=args.overwrite, log=print
+    )
     print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
     return 0
 
 
 def _pilot(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.exittrain.pilot import CANDIDATES, format_markdown, report, run
-
     cands = tuple(c.strip() for c in args.candidates.split(",") if c.strip())
-    unknown = sorted(set(cands) - set(CANDIDATES))
+    known = lib.PILOT_CANDIDATES
+    unknown = sorted(set(cands) - set(known))
     if unknown or not cands:
-        raise ValueError(f"unknown candidate(s) {unknown}; choose from {', '.join(CANDIDATES)}")
+        raise ValueError(f"unknown candidate(s) {unknown}; choose from {', '.join(known)}")
     if args.report:
         out_files(args, "pilot.json", "pilot.md")  # refused before any work
-        print(format_markdown(report(args.out, cands)))
+        print(lib.format_pilot(lib.pilot_report(args.out, cands)))
     else:
-        print(run(args.out, cands, progress=show_progress(args)))
+        print(lib.run_pilot(args.out, cands, progress=show_progress(args)))
     return 0
 
 
 def _units(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.mini.exittrain.units import write_regime_units
-
     if args.out is None:
         args.out = args.regime
     (path,) = out_files(args, "acceptance.json")  # refused before any work
-    print(write_regime_units(args.regime, path))
+    print(lib.write_regime_units(args.regime, path))
     return 0
 
 
 def _all(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.reproduce import reproduce
-
     set_torch_threads(args.threads)
-    summary = reproduce(
+    summary = lib.reproduce(
         args.out,
         quick=args.quick,
         from_scratch=args.from_scratch,
@@ -151,18 +136,11 @@ def _all(args: argparse.Namespace) -> int:
 def _full(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _full_dry_run(args)
-    from exitlaw.paper_repro.full_scale import render_all
-
-    print(render_all(args.configs, args.runs))
+    print(lib.render_full_scale(args.configs, args.runs))
     return 0
 
 
 def _full_dry_run(args: argparse.Namespace) -> int:
-    import tempfile
-
-    from exitlaw.cli import main
-    from exitlaw.paper_repro.full_scale_dry_run import Shrink, dry_run, format_dry_run
-
     set_torch_threads(args.threads)
     if args.overwrite:
         move_aside(out_dir(args))
@@ -171,38 +149,35 @@ def _full_dry_run(args: argparse.Namespace) -> int:
     def show(rec: dict) -> None:
         print(f"{rec['config']}: {rec['command'].split(' --')[0]}: {rec['status']}", flush=True)
 
-    report = dry_run(
+    report = lib.dry_run(
         workdir,
         args.configs or None,
-        run_command=main,
-        shrink=Shrink(all_repeats=args.all_repeats),
+        run_command=run_command,  # the command line itself: each config's commands run in-process
+        shrink=lib.Shrink(all_repeats=args.all_repeats),
         progress=show,
     )
-    print(format_dry_run(report))
+    print(lib.format_dry_run(report))
     return 1 if report.limitations else 0
 
 
 def _figures(args: argparse.Namespace) -> int:
-    from exitlaw.figures.registry import FIGURES
-    from exitlaw.figures.style import check_out
-    from exitlaw.paper_repro.figure_inputs import make_figure
-
+    figures = lib.FIGURES
     if args.list:
-        print("\n".join(FIGURES))
+        print("\n".join(figures))
         return 0
     names = (
-        list(FIGURES)
+        list(figures)
         if args.only is None
         else [n.strip() for n in args.only.split(",") if n.strip()]
     )
-    unknown = [n for n in names if n not in FIGURES]
+    unknown = [n for n in names if n not in figures]
     if unknown:
-        raise ValueError(f"unknown figure(s) {unknown}; figures: {', '.join(FIGURES)}")
+        raise ValueError(f"unknown figure(s) {unknown}; figures: {', '.join(figures)}")
     for name in names:  # refuse before computing anything
-        check_out(args.out, name, args.overwrite)
+        lib.check_figure_out(args.out, name, args.overwrite)
     for name in names:
         t0 = time.perf_counter()
-        paths = make_figure(
+        paths = lib.make_figure(
             name,
             args.out,
             seed=args.seed,
@@ -227,26 +202,21 @@ _LEDGER_DEFAULTS = dict(
 
 
 def _ledger(args: argparse.Namespace) -> int:
-    from exitlaw.paper_repro.ledger_inputs import (
-        RESULTS,
-        ledger_from_shipped,
-        make_ledger,
-        make_shipped_inputs,
-    )
-
     if args.make_shipped_inputs:
         if not args.from_shipped:
             raise ValueError("--make-shipped-inputs goes with --from-shipped")
-        make_shipped_inputs(RESULTS, seed=args.seed, overwrite=args.overwrite)
+        lib.make_shipped_inputs(lib.LEDGER_RESULTS, seed=args.seed, overwrite=args.overwrite)
     if args.figures is not None and not Path(args.figures).is_dir():
         raise FileNotFoundError(
             f"--figures {args.figures} is not a directory (only the default runs/figures "
             "is created when missing)"
         )
     if args.from_shipped:
-        _, md, js = ledger_from_shipped(args.out or RESULTS, overwrite=args.overwrite)
+        _, md, js = lib.ledger_from_shipped(
+            args.out or lib.LEDGER_RESULTS, overwrite=args.overwrite
+        )
     else:
-        _, md, js = make_ledger(
+        _, md, js = lib.make_ledger(
             args.figures or "runs/figures",
             args.out or "runs/ledger",
             mini_dir=args.mini,
