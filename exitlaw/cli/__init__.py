@@ -20,9 +20,10 @@ One grammar for every command (property_tests/test_cli_grammar.py walks them all
 
 A family module lists its commands as declarative :class:`.grammar.Command` values in
 ``COMMANDS`` (top level) and ``BENCH`` (under ``exitlaw bench``); its handlers parse, call one
-library function and print. Heavy libraries (JAX, torch) are imported inside the handlers, so
-``exitlaw --help`` stays fast and the engine's commands never pull in JAX. No module outside this
-package imports argparse.
+library function and print. Every library callable a handler calls is read from one table,
+:mod:`.library` (``lib.run_decoding_bench(...)``), whose module loads on first use, so
+``exitlaw --help`` stays fast (no torch, no JAX) and the engine's commands never pull in JAX. No
+module outside this package imports argparse.
 """
 
 from __future__ import annotations
