@@ -1,48 +1,69 @@
 """The mini-scale reproduction on the Python standard library: corpus, target, pipeline stages, evaluation, statistics and the results table (the ExitTrain studies on the mini pair: :mod:`.exittrain`).
 
 Names defined by more than one module here (cell_key, format_markdown) are imported from their module.
+Names from modules that import torch, transformers or tokenizers (the corpus, target, pipeline,
+evaluation and table) load on first access: the ledger reads the configuration, the cells and the
+statistics without them.
 """
 
+from typing import TYPE_CHECKING
+
+from exitlaw.theory.infra.lazy import lazy_attributes
+
 from . import report, stats
-from .corpus import (
-    CorpusSplit,
-    encode_documents,
-    list_code_files,
-    load_prose_topics,
-    load_token_array,
-    load_tokenizer,
-    make_split,
-    sample_prompts,
-    split_fingerprint,
-    split_names,
-    stdlib_dir,
-    train_tokenizer,
-)
-from .evaluate import RoundLaws, coverage, eval_ar, eval_cell, eval_grid
-from .pipeline import (
-    Corpus,
-    MiniConfig,
-    StageTimes,
-    config_for,
-    drafter_name,
-    drafter_names,
-    eval_domains,
-    objective_config,
-    prepare_out,
-    read_cells,
-    run_mini,
-    stage_base_drafter,
-    stage_corpus,
-    stage_data,
-    stage_eval,
-    stage_objectives,
-    stage_report,
-    stage_target,
-)
+from .cells import read_cells
+from .config import MiniConfig, TargetSpec, config_for, spec_dict
 from .report import *
 from .stats import *
-from .table import build_results, machine_info
-from .target import TargetSpec, build_target, heldout_loss, save_target, spec_dict, train_target
+
+if TYPE_CHECKING:
+    from .corpus import (
+        CorpusSplit,
+        encode_documents,
+        list_code_files,
+        load_prose_topics,
+        load_token_array,
+        load_tokenizer,
+        make_split,
+        sample_prompts,
+        split_fingerprint,
+        split_names,
+        stdlib_dir,
+        train_tokenizer,
+    )
+    from .evaluate import RoundLaws, coverage, eval_ar, eval_cell, eval_grid
+    from .pipeline import (
+        Corpus,
+        StageTimes,
+        drafter_name,
+        drafter_names,
+        eval_domains,
+        objective_config,
+        prepare_out,
+        run_mini,
+        stage_base_drafter,
+        stage_corpus,
+        stage_data,
+        stage_eval,
+        stage_objectives,
+        stage_report,
+        stage_target,
+    )
+    from .table import build_results, machine_info
+    from .target import build_target, heldout_loss, save_target, train_target
+
+
+# PEP 562: names whose module imports torch, transformers or tokenizers load on first access
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "corpus": "CorpusSplit, encode_documents, list_code_files, load_prose_topics, load_token_array, load_tokenizer, make_split, sample_prompts, split_fingerprint, split_names, stdlib_dir, train_tokenizer",
+        "evaluate": "coverage, eval_ar, eval_cell, eval_grid, RoundLaws",
+        "pipeline": "Corpus, drafter_name, drafter_names, eval_domains, objective_config, prepare_out, run_mini, stage_base_drafter, stage_corpus, stage_data, stage_eval, stage_objectives, stage_report, stage_target, StageTimes",
+        "table": "build_results, machine_info",
+        "target": "build_target, heldout_loss, save_target, train_target",
+    },
+)
 
 __all__ = [
     *report.__all__,

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from exitlaw.theory.infra.atomic_io import atomic_dir
 
@@ -151,9 +153,6 @@ def make_split(
 
 def train_tokenizer(texts, vocab_size: int, out_dir: str | Path):
     """Train a byte-level BPE on ``texts`` and save it in Hugging Face format; return the loaded tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     if vocab_size < 256 + len(SPECIAL_TOKENS) + 1:
         raise ValueError(
             f"vocab_size must exceed the 256 byte symbols plus specials, got {vocab_size}"
@@ -183,8 +182,6 @@ def train_tokenizer(texts, vocab_size: int, out_dir: str | Path):
 
 def load_tokenizer(path: str | Path):
     """Load a tokenizer saved by :func:`train_tokenizer` through transformers' ``AutoTokenizer``."""
-    from transformers import AutoTokenizer
-
     path = Path(path)
     if not (path / "tokenizer.json").is_file():
         raise FileNotFoundError(f"{path} holds no tokenizer.json (not a saved tokenizer directory)")

@@ -11,9 +11,17 @@ target's own samples at the judged temperature, cut at fixed positions.
 
 from __future__ import annotations
 
+import json
+import time
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
+import torch
+
+from exitlaw.engine.models.checkpoint import load_target
+from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.oracle import coverage_under, oracle_tree
 
 
 class ModelRows:
@@ -29,8 +37,6 @@ class ModelRows:
         self._row = lru_cache(maxsize=None)(self._compute)
 
     def _compute(self, prefix: tuple[int, ...]) -> np.ndarray:
-        import torch
-
         self.calls += 1
         ids = torch.tensor([self.context + list(prefix)])
         with torch.inference_mode():
@@ -52,8 +58,6 @@ def sampled_contexts(
 ) -> list[list[int]]:
     """Each prompt followed by the target's own ``new_tokens`` samples at ``temperature`` (seed
     ``seed + i`` for prompt ``i``), cut after each of ``cuts`` sampled tokens."""
-    import torch
-
     if not cuts or max(cuts) > new_tokens or min(cuts) < 0:
         raise ValueError(f"cuts must lie in [0, {new_tokens}], got {cuts}")
     out = []
@@ -72,8 +76,6 @@ def sampled_contexts(
 def ceiling(model, contexts: list[list[int]], *, temperature: float, budget: int) -> dict:
     """Per context ``1 + C*_p(B)`` at ``temperature``, and the mean top-1 probability and entropy of the
     next-token law there (how peaked the target is)."""
-    from exitlaw.theory.oracle import coverage_under, oracle_tree
-
     values, top1, entropy, depth = [], [], [], []
     for ctx in contexts:
         rows = ModelRows(model, ctx, temperature)
@@ -110,13 +112,6 @@ def run(
 ) -> dict:
     """The ceiling of the shipped mini target on the evaluation prompts at each temperature; writes
     ``out/coverage_ceiling.json``."""
-    import json
-    import time
-    from pathlib import Path
-
-    from exitlaw.engine.models.checkpoint import load_target
-    from exitlaw.theory.infra.atomic_io import atomic_write_json
-
     model = load_target(target_dir).model.eval()
     prompts = json.loads(Path(prompt_sets).read_text(encoding="utf-8"))["code"]
     res = {

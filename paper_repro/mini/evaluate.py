@@ -19,8 +19,10 @@ import math
 from typing import Sequence
 
 import numpy as np
+from tqdm import tqdm
 
-from exitlaw.theory import SamplingSettings
+from exitlaw.engine.decode.loop import DecodeConfig, generate, generate_ar, trace_round
+from exitlaw.theory.sampling_settings import SamplingSettings
 
 
 def coverage(parent: np.ndarray, edge_prob: np.ndarray) -> float:
@@ -44,8 +46,6 @@ class RoundLaws:
         self.depth: list[int] = []
 
     def __call__(self, rec) -> None:
-        from exitlaw.engine.decode.loop import trace_round
-
         here = trace_round(rec, SamplingSettings(self.temperature))
         parent = here.tree.parent
         self.rb.append(1.0 + coverage(parent, here.edge_prob))
@@ -76,9 +76,6 @@ def eval_cell(
     ``1 + C_p`` at ``T_s`` (``per_prompt_ceiling_ts``) and the mean tree depth (``per_prompt_depth``),
     each the mean over the prompt's rounds (:class:`RoundLaws`).
     """
-    from exitlaw.engine.decode.loop import DecodeConfig, generate
-    from exitlaw.theory.sampling_settings import SamplingSettings
-
     lengths: list[int] = []
     per_prompt: list[float] = []
     laws: list[RoundLaws] = []
@@ -132,9 +129,6 @@ def eval_ar(
     target, prompts: Sequence[Sequence[int]], *, temperature: float, max_new_tokens: int, seed: int
 ) -> dict:
     """Autoregressive baseline on the same prompts: decode seconds per token."""
-    from exitlaw.engine.decode.loop import DecodeConfig, generate_ar
-    from exitlaw.theory.sampling_settings import SamplingSettings
-
     seconds, tokens = 0.0, 0
     for i, prompt in enumerate(prompts):
         cfg = DecodeConfig(
@@ -177,8 +171,6 @@ def eval_grid(
                         todo.append((name, domain, b, t, v))
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(todo), desc="eval", unit="cell")
     for name, domain, b, t, v in todo:
         key = cell_key(name, domain, b, t, v)

@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from exitlaw.engine.models.checkpoint import load_target
+from exitlaw.paper_repro.mini import corpus as mc
+from exitlaw.paper_repro.mini import pipeline as mp
+
 
 def mini_pair(run: str | Path) -> tuple[Path, Path]:
     """``(target, base drafter)`` folders of a finished `repro mini` run."""
@@ -17,8 +21,6 @@ def mini_pair(run: str | Path) -> tuple[Path, Path]:
 def mini_prompts(run: str | Path, count: int, tokens: int) -> list[list[int]]:
     """Held-out code prompts of a `repro mini` run (its corpus split and tokenizer, its seed), as its
     eval draws them."""
-    from exitlaw.paper_repro.mini import corpus as mc
-
     run = Path(run)
     cfg_file = run / "mini_config.json"
     if not cfg_file.is_file() or not (run / "corpus" / "tokenizer").is_dir():
@@ -37,9 +39,6 @@ def mini_prompts(run: str | Path, count: int, tokens: int) -> list[list[int]]:
 def quick_pair(work: str | Path) -> tuple[Path, Path]:
     """Train the quick preset's corpus, target and distilled base drafter into ``work`` (not its
     objectives or eval); ``(target, base drafter)`` folders."""
-    from exitlaw.engine.models.checkpoint import load_target
-    from exitlaw.paper_repro.mini import pipeline as mp
-
     work = Path(work)
     cfg = mp.config_for("quick")
     mp.prepare_out(work, cfg, overwrite=False)

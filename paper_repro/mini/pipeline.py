@@ -52,225 +52,30 @@ generated greedily (T = 0), 3 training seeds per objective, 40 held-out prompts 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from exitlaw.paper_repro.mini.target import TargetSpec
+import numpy as np
+import torch
+
+from exitlaw.engine.models.checkpoint import load_drafter, load_pair, load_target, save_drafter
+from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
+from exitlaw.engine.training.config import TrainConfig
+from exitlaw.engine.training.data import cached_sequences, target_fingerprint
+from exitlaw.engine.training.loop import train
+from exitlaw.paper_repro.mini import corpus as mc
+from exitlaw.paper_repro.mini.cells import read_cells
+from exitlaw.paper_repro.mini.config import MiniConfig
+from exitlaw.paper_repro.mini.config import config_for as config_for  # re-exported: `repro mini`
+from exitlaw.paper_repro.mini.evaluate import eval_ar, eval_grid
+from exitlaw.paper_repro.mini.table import build_results, format_markdown
+from exitlaw.paper_repro.mini.target import heldout_loss, save_target, train_target
 from exitlaw.theory.infra.atomic_io import atomic_save_npy, atomic_write_json, atomic_write_text
 from exitlaw.theory.sampling_settings import SamplingSettings
-
-OBJECTIVES = ("token", "prefix", "exit")
-DRAFTERS = ("base", *OBJECTIVES)
-# the trainer's objective names (exitlaw.engine.training.objectives.OBJECTIVES, not imported: no torch at import time)
-ENGINE_OBJECTIVES = ("token", "prefix", "exit", "exit-depth", "draft-opd", "vat")
-
-
-@dataclass(frozen=True)
-class MiniConfig:
-    """Everything that determines the mini reproduction's numbers.
-
-    ``context_init_scale``: the drafter's ``hidden_norm`` weight starts small, so the
-    context's values enter the draft layers weakly at first. With the default weight 1,
-    a CPU-sized distillation budget (a few hundred steps) left the drafter at the unigram
-    distribution at every depth (held-out depth-1 CE 5.9 nats vs 4.7 with 0.05, same
-    steps): the ~100-200 context entries swamp the root token before attention has
-    learned where to look. It is an initialisation choice only; the architecture and the
-    full-context attention are DFlash's.
-    """
-
-    preset: str = "full"
-    seed: int = 0
-    vocab_size: int = 1024
-    heldout_fraction: float = 0.05
-    tokenizer_docs: int = 400  # training documents the BPE is fitted on
-    train_tokens: int = 4_000_000  # cap on the encoded training stream
-    target: TargetSpec = field(
-        default_factory=lambda: TargetSpec(
-            hidden_size=128,
-            intermediate_size=384,
-            num_layers=4,
-            num_heads=4,
-            num_kv_heads=2,
-            head_dim=32,
-            steps=1200,
-            batch_size=16,
-            seq_len=256,
-            lr=3e-3,
-            warmup=30,
-        )
-    )
-    draft_layers: int = 2
-    draft_intermediate: int = 384
-    block_size: int = 8
-    target_layer_ids: tuple[int, ...] = (1, 3)
-    context_init_scale: float = (
-        0.05  # initial hidden_norm weight of the drafter's context path (see below)
-    )
-    prose_share: float = 0.2  # share of training prompts cut from prose topics
-    train_prompts: int = 512
-    prompt_tokens: int = 64
-    continuation_tokens: int = 96
-    gen_temperature: float = 1.0
-    distill_steps: int = 1200
-    distill_batch: int = 4
-    distill_anchors: int = 48
-    distill_lr: float = 2e-3
-    ft_steps: int = 300
-    ft_batch: int = 4
-    ft_anchors: int = 8
-    ft_budget: int = 64
-    ft_lr: float = 5e-4
-    ft_lam: float = 1.0
-    # objective runs use seed + 100 + each of these (one run per objective and seed)
-    ft_seeds: tuple[int, ...] = (0,)
-    objectives: tuple[str, ...] = (
-        OBJECTIVES  # trained from the base drafter (engine names: also exit-depth, draft-opd)
-    )
-    eval_prompts: int = 5
-    eval_prompt_tokens: int = 64
-    eval_new_tokens: int = 64
-    budgets: tuple[int, ...] = (32, 64, 128)
-    temperatures: tuple[float, ...] = (0.0, 1.0)
-    verifiers: tuple[str, ...] = ("predraw", "tev")
-    margin_pct: float = 4.0  # the verdict rule's margin: the smallest effect the paper reports (%)
-    # a folder holding a finished base pair (target/, drafter_base/final/, corpus/tokenizer/,
-    # mini_config.json), relative to paper_repro/results/ or absolute: stages 2 and 4 copy it
-    base_pair: str | None = None
-
-    def __post_init__(self):
-        if (
-            not self.objectives
-            or len(set(self.objectives)) != len(self.objectives)
-            or not set(self.objectives) <= set(ENGINE_OBJECTIVES)
-        ):
-            raise ValueError(
-                f"objectives must be distinct names among {ENGINE_OBJECTIVES}, got {self.objectives}"
-            )
-        if not self.ft_seeds or len(set(self.ft_seeds)) != len(self.ft_seeds):
-            raise ValueError(f"ft_seeds must be distinct and non-empty, got {self.ft_seeds}")
-        if self.eval_prompts < 1 or not self.budgets or not self.temperatures or not self.verifiers:
-            raise ValueError(
-                "need eval_prompts >= 1 and at least one budget, temperature and verifier"
-            )
-
-    def to_json(self) -> dict:
-        """The configuration as JSON; ``base_pair`` only when set (runs made before it existed compare equal)."""
-        out = json.loads(json.dumps(asdict(self)))
-        if out["base_pair"] is None:
-            del out["base_pair"]
-        return out
-
-
-QUICK = MiniConfig(
-    preset="quick",
-    vocab_size=512,
-    tokenizer_docs=80,
-    train_tokens=300_000,
-    target=TargetSpec(
-        hidden_size=64,
-        intermediate_size=128,
-        num_layers=2,
-        num_heads=4,
-        num_kv_heads=2,
-        head_dim=16,
-        steps=120,
-        batch_size=8,
-        seq_len=128,
-        lr=3e-3,
-        warmup=10,
-    ),
-    draft_layers=1,
-    draft_intermediate=128,
-    target_layer_ids=(0, 1),
-    train_prompts=48,
-    prompt_tokens=32,
-    continuation_tokens=48,
-    distill_steps=40,
-    distill_batch=4,
-    ft_steps=12,
-    ft_batch=2,
-    ft_anchors=4,
-    eval_prompts=2,
-    eval_prompt_tokens=32,
-    eval_new_tokens=24,
-)
-
-# Deep trees on a CPU: vocabulary 512 (shorter, more predictable tokens), block 16 (horizon 15), greedy (T = 0)
-# continuations for distillation and ExitTrain (the drafter learns the target's mode, which is what T = 0
-# decoding accepts), the small context-path initialisation; three training seeds per objective, 40 held-out
-# prompts per domain, evaluated at the verdict's cell only (T = 0 is greedy, so one verifier covers both).
-# Sized for a shared 2-core machine (one torch thread): a smaller, shorter-trained target than `full`,
-# objectives 100 steps at lr 1e-3. The base drafter's depth comes from data and distillation length:
-# 256 prompts / 600 steps gave base tau 2.21 on held-out code; 1024 prompts reached 3.70 at step 1200 of
-# 2400 (16 prompts); hence 2048 prompts and 3000 steps.
-DEEP = MiniConfig(
-    preset="deep",
-    vocab_size=512,
-    train_tokens=1_500_000,
-    target=TargetSpec(
-        hidden_size=96,
-        intermediate_size=256,
-        num_layers=3,
-        num_heads=3,
-        num_kv_heads=1,
-        head_dim=32,
-        steps=600,
-        batch_size=16,
-        seq_len=128,
-        lr=3e-3,
-        warmup=20,
-    ),
-    draft_intermediate=256,
-    target_layer_ids=(0, 2),
-    block_size=16,
-    train_prompts=2048,
-    continuation_tokens=128,
-    gen_temperature=0.0,
-    distill_steps=3000,
-    distill_anchors=32,
-    ft_steps=100,
-    ft_lr=1e-3,
-    ft_seeds=(0, 1, 2),
-    eval_prompts=40,
-    eval_new_tokens=48,
-    budgets=(64,),
-    temperatures=(0.0,),
-    verifiers=("predraw",),
-)
-
-# The deep preset re-run with the evaluation at every budget of the paper's Table 5 (B = 32/64/128): the input
-# of the budget-robustness claim, whose rule (exit - base, equal-weight mean over the three budgets) was fixed
-# in the claims ledger before this run. Training is identical to ``deep``; its B = 64 cell is a replication.
-DEEP_BUDGETS = replace(DEEP, preset="deep-budgets", budgets=(32, 64, 128))
-
-# README's main job: the ``deep`` sizes, starting from the base pair the paper-regime run shipped (target and
-# drafter distilled for 3000 steps: ~55 CPU-minutes it does not redo), then each objective once from it (60
-# steps) on 96 fresh greedy continuations, evaluated at B = 32/64/128, T = 0/1 with predraw and TEV on 4 held-out
-# prompts per domain. A few minutes; it shows that every stage runs, it decides nothing.
-SMOKE = replace(
-    DEEP,
-    preset="smoke",
-    base_pair="paper_regime/base",
-    train_prompts=96,
-    ft_steps=60,
-    ft_seeds=(0,),
-    eval_prompts=4,
-    eval_new_tokens=32,
-    budgets=(32, 64, 128),
-    temperatures=(0.0, 1.0),
-    verifiers=("predraw", "tev"),
-)
-
-PRESETS = {
-    "smoke": SMOKE,
-    "full": MiniConfig(),
-    "quick": QUICK,
-    "deep": DEEP,
-    "deep-budgets": DEEP_BUDGETS,
-}
 
 # where shipped results live (``base_pair`` is read relative to it)
 SHIPPED_RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -397,8 +202,6 @@ def base_pair_dir(cfg: MiniConfig) -> Path:
 def stage_base_pair(out: Path, cfg: MiniConfig) -> dict:
     """Copy the base pair ``cfg.base_pair`` names into ``out`` (target, distilled drafter, tokenizer) and
     record where it came from in ``out/base_pair.json``; refuse a pair made with other base settings."""
-    import shutil
-
     src = base_pair_dir(cfg)
     made_with = src / "mini_config.json"
     if not made_with.is_file():
@@ -440,10 +243,6 @@ def stage_base_pair(out: Path, cfg: MiniConfig) -> dict:
 def stage_corpus(out: Path, cfg: MiniConfig, *, stream: bool = True) -> Corpus:
     """Split, BPE tokenizer (fitted on ``tokenizer_docs`` training files + training prose), training stream
     (only with ``stream``: the target's training data; ``train_tokens`` is ``None`` otherwise)."""
-    import numpy as np
-
-    from exitlaw.paper_repro.mini import corpus as mc
-
     split = mc.make_split(heldout_fraction=cfg.heldout_fraction, seed=cfg.seed)
     corpus = out / "corpus"
     corpus.mkdir(exist_ok=True)
@@ -475,11 +274,6 @@ def stage_corpus(out: Path, cfg: MiniConfig, *, stream: bool = True) -> Corpus:
 
 def stage_target(out: Path, cfg: MiniConfig, corpus: Corpus, progress: bool) -> Path:
     """Train and save the target (``out/target``) unless it is there; returns its directory."""
-    import numpy as np
-
-    from exitlaw.paper_repro.mini import corpus as mc
-    from exitlaw.paper_repro.mini.target import heldout_loss, save_target, train_target
-
     tdir = out / "target"
     if (tdir / "mini_target.json").is_file():
         return tdir
@@ -504,9 +298,6 @@ def stage_target(out: Path, cfg: MiniConfig, corpus: Corpus, progress: bool) -> 
 
 def stage_data(out: Path, cfg: MiniConfig, corpus: Corpus, target, tdir: Path):
     """Training prompts (code and prose) and the target's continuations (``gen_temperature``), cached."""
-    from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-    from exitlaw.paper_repro.mini import corpus as mc
-
     tok, split = corpus.tokenizer, corpus.split
     n_prose = int(round(cfg.train_prompts * cfg.prose_share))
     prompts = mc.sample_prompts(
@@ -547,12 +338,6 @@ def stage_base_drafter(
 
     ``stop_after``: replay only the first steps of the same schedule (its checkpoints are written as in
     the whole run; ``final`` is not)."""
-    import torch
-
-    from exitlaw.engine.models.checkpoint import save_drafter
-    from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
-    from exitlaw.engine.training.loop import TrainConfig
-
     init_dir = out / "drafter_init"
     if (out / "drafter_base" / "final" / "model.safetensors").is_file():
         return out / "drafter_base" / "final"
@@ -596,8 +381,6 @@ def stage_base_drafter(
 
 def objective_config(cfg: MiniConfig, objective: str, ft_seed: int):
     """The ExitTrain run of ``objective`` with training seed ``ft_seed`` (matched compute across objectives)."""
-    from exitlaw.engine.training.loop import TrainConfig
-
     return TrainConfig(
         objective=objective,
         lam=cfg.ft_lam,
@@ -645,8 +428,6 @@ def stage_objectives(
 
 def eval_domains(cfg: MiniConfig, corpus: Corpus) -> dict[str, list[list[int]]]:
     """Held-out prompts: ``eval_prompts`` per domain (code files, prose topics never trained on)."""
-    from exitlaw.paper_repro.mini import corpus as mc
-
     tok, split = corpus.tokenizer, corpus.split
     return {
         "code": mc.sample_prompts(
@@ -670,9 +451,6 @@ def stage_eval(
     out: Path, cfg: MiniConfig, target, finals: dict[str, Path], domains: dict, progress: bool
 ) -> tuple[dict, dict]:
     """Every evaluation cell (resumed from ``out/eval/cells.jsonl``) and the AR baselines; ``(cells, ar)``."""
-    from exitlaw.engine.models.checkpoint import load_drafter
-    from exitlaw.paper_repro.mini.evaluate import eval_ar, eval_grid
-
     drafters = {name: load_drafter(path, dtype=target.dtype) for name, path in finals.items()}
     cells_path = out / "eval" / "cells.jsonl"
     cells_path.parent.mkdir(exist_ok=True)
@@ -712,40 +490,8 @@ def stage_eval(
     return done, ar
 
 
-def read_cells(path: Path) -> dict:
-    """The finished evaluation cells appended to ``path`` (``key -> result``).
-
-    Each cell is one line written whole by one append; a last line without its newline is an append
-    cut off by an interrupted run: it is dropped (the file is rewritten without it) and the cell is
-    evaluated again. Any other unreadable line is an error naming the file and line.
-    """
-    if not path.is_file():
-        return {}
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    if lines[-1]:
-        print(
-            f"{path}: dropping a cut-off last line (an interrupted append); that cell is evaluated again"
-        )
-        lines[-1] = ""
-        atomic_write_text(path, "\n".join(lines))
-    done = {}
-    for i, line in enumerate(lines[:-1], 1):
-        try:
-            rec = json.loads(line)
-            done[rec["key"]] = rec["result"]
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
-            raise ValueError(
-                f"{path} line {i} is not an evaluation cell ({err}); the file is corrupt: "
-                "move it aside to evaluate every cell again"
-            ) from None
-    return done
-
-
 def stage_report(out: Path, cfg: MiniConfig, cells: dict, ar: dict, timings: dict) -> dict:
     """``results.json`` and ``results.md`` (with the paired comparisons when there are >= 2 training seeds)."""
-    from exitlaw.paper_repro.mini.table import build_results, format_markdown
-
     results = build_results(cfg, out, cells, ar, timings, drafters=drafter_names(cfg))
     atomic_write_text(out / "results.md", format_markdown(results))
     # last: a run with results.json has its table beside it
@@ -766,8 +512,6 @@ def run_mini(
     ``log`` receives one plain line as each stage starts and ends (``mini i/n ...``); ``progress``
     adds the bars of the long stages.
     """
-    from exitlaw.engine.models.checkpoint import load_target
-
     out = Path(out)
     prepare_out(out, cfg, overwrite)
     trained = len(drafter_names(cfg)) - 1
@@ -799,7 +543,6 @@ def run_mini(
 
 
 def _mask_token_id(tdir: Path) -> int:
-    from exitlaw.paper_repro.mini import corpus as mc
 
     return int(mc.load_tokenizer(tdir).mask_token_id)
 
@@ -809,9 +552,6 @@ def _train_stage(
 ) -> Path:
     """One drafter training run into ``run_dir`` (resumed if interrupted); returns its ``final`` drafter
     (``stop_after``: only that many more steps, :func:`~exitlaw.engine.training.loop.train`)."""
-    from exitlaw.engine.models.checkpoint import load_pair
-    from exitlaw.engine.training.loop import train
-
     final = run_dir / "final"
     if (final / "model.safetensors").is_file():
         return final
@@ -828,9 +568,3 @@ def _train_stage(
         run_info={"init": str(init), "target": str(tdir)},
         stop_after=stop_after,
     )
-
-
-def config_for(preset: str, **overrides) -> MiniConfig:
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-    return replace(PRESETS[preset], **overrides)

@@ -41,7 +41,7 @@ class PairingError(ValueError):
 
 def crossed_mean_ci(d, level: float = 0.95, power: float = 0.8) -> dict:
     """Grand mean of ``d [S, P]`` with the crossed random-effects interval (module docstring)."""
-    from scipy import stats
+    from scipy import stats  # lazy: scipy (simulate extra); the ledger imports stats
 
     d = np.asarray(d, dtype=np.float64)
     if d.ndim != 2 or d.shape[1] < 2 or not np.isfinite(d).all():

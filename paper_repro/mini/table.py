@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 from pathlib import Path
 
 import numpy as np
+import torch
+import transformers
+
+from exitlaw import __version__
+from exitlaw.paper_repro.mini.report import format_paired_markdown, paired_analysis
+from exitlaw.theory.infra.provenance import cpu_fields, git_commit
 
 SCHEMA = "exitlaw.mini_results/1"
 DRAFTER_LABELS = {
@@ -33,12 +40,6 @@ def _last_metrics(run_dir: Path, tail: int = 10) -> dict:
 
 def machine_info() -> dict:
     """Where the numbers were made: CPU model and flags, torch build and threads (bit-for-bit holds per machine)."""
-    import os
-
-    import torch
-
-    from exitlaw.theory.infra.provenance import cpu_fields
-
     cpu = cpu_fields()
     return {
         "platform": platform.platform(),
@@ -61,12 +62,6 @@ def build_results(
     (default: the four single-seed drafters); with two or more training seeds the
     result also holds ``paired`` (:func:`.mini_report.paired_analysis`).
     """
-    import torch
-    import transformers
-
-    from exitlaw import __version__
-    from exitlaw.theory.infra.provenance import git_commit
-
     rows = []
     for key, c in sorted(cells.items()):
         base = ar.get(f"{c['domain']}|T{c['temperature']:g}")
@@ -134,8 +129,6 @@ def build_results(
 def _paired_part(cfg, rows: list, drafters: dict) -> dict:
     if len(cfg.ft_seeds) < 2:
         return {}
-    from exitlaw.paper_repro.mini.report import paired_analysis
-
     return {"paired": paired_analysis(cfg, rows, drafters)}
 
 
@@ -149,8 +142,6 @@ def format_markdown(res: dict) -> str:
     A multi-seed run (``paired`` in ``res``) gets :func:`.mini_report.format_paired_markdown` instead.
     """
     if "paired" in res:
-        from exitlaw.paper_repro.mini.report import format_paired_markdown
-
         return format_paired_markdown(res)
     lines = _intro_lines(res)
     for domain in ("code", "prose"):

@@ -10,40 +10,21 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
+from tqdm import tqdm
+from transformers import Qwen3ForCausalLM
 
+from exitlaw.engine.models.config import LMSizes, qwen3_config
+from exitlaw.engine.training.config import cosine_factor
+from exitlaw.paper_repro.mini.config import TargetSpec
 from exitlaw.theory.infra.atomic_io import atomic_dir
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """Architecture and training schedule of the mini target."""
-
-    hidden_size: int = 192
-    intermediate_size: int = 512
-    num_layers: int = 4
-    num_heads: int = 6
-    num_kv_heads: int = 2
-    head_dim: int = 32
-    steps: int = 300
-    batch_size: int = 16
-    seq_len: int = 256
-    lr: float = 3e-3
-    warmup: int = 20
-    weight_decay: float = 0.05
-    grad_clip: float = 1.0
 
 
 def build_target(spec: TargetSpec, vocab_size: int, seed: int):
     """A randomly initialised ``Qwen3ForCausalLM`` (untied embeddings: DFlash borrows both)."""
-    import torch
-    from transformers import Qwen3ForCausalLM
-
-    from exitlaw.engine.models.config import LMSizes, qwen3_config
-
     cfg = qwen3_config(
         LMSizes(
             vocab_size=vocab_size,
@@ -64,8 +45,6 @@ def train_target(
     tokens: np.ndarray, vocab_size: int, spec: TargetSpec, seed: int, *, progress: bool = True
 ):
     """Train the target on ``tokens`` (1-D int array); returns ``(model, log)`` with the loss curve."""
-    import torch
-
     if tokens.ndim != 1 or tokens.size <= spec.seq_len + 1:
         raise ValueError(
             f"need a 1-D token array longer than seq_len + 1 = {spec.seq_len + 1}, got {tokens.shape}"
@@ -74,8 +53,6 @@ def train_target(
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay, betas=(0.9, 0.95)
     )
-
-    from exitlaw.engine.training.config import cosine_factor
 
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt,
@@ -87,8 +64,6 @@ def train_target(
     log = []
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=spec.steps, desc="target", unit="step")
     t0 = time.perf_counter()
     for step in range(spec.steps):
@@ -122,8 +97,6 @@ def train_target(
 
 def heldout_loss(model, tokens: np.ndarray, seq_len: int, windows: int, seed: int) -> float:
     """Mean next-token cross-entropy (nats) on ``windows`` random windows of ``tokens``."""
-    import torch
-
     rng = np.random.default_rng(seed)
     data = torch.from_numpy(tokens.astype(np.int64))
     starts = rng.integers(0, tokens.size - seq_len - 1, size=windows)
@@ -148,7 +121,3 @@ def save_target(model, tokenizer, out: str | Path, info: dict) -> Path:
         tokenizer.save_pretrained(str(tmp))
         (tmp / "mini_target.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     return out
-
-
-def spec_dict(spec: TargetSpec) -> dict:
-    return asdict(spec)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from exitlaw.paper_repro.mini.config import MiniConfig, TargetSpec
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     PAPER_REGIME_QUICK,
@@ -23,8 +24,6 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     Plan,
     make_plan,
 )
-from exitlaw.paper_repro.mini.pipeline import MiniConfig
-from exitlaw.paper_repro.mini.target import TargetSpec
 
 # "Schedule and arms": lam None is measured at calibration (2 % of CE, "Strength of the authors' tree term")
 AUTHORS_ARMS = (

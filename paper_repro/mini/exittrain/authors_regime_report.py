@@ -24,14 +24,13 @@ from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     plan_of,
     translated_relative,
 )
-from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan
+from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, Plan, read_all_cells
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import (
     ESTIMANDS,
     arm_values,
     training_runs,
     training_summary,
 )
-from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 from exitlaw.paper_repro.mini.stats import (
     claim_verdict,
     crossed_mean_ci,

@@ -23,6 +23,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+
+from exitlaw.engine.training.checkpoint import latest_checkpoint
 from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     AUTHORS_REGIME,
     AuthorsRegimeConfig,
@@ -34,6 +37,7 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     Paths,
     TrainingRun,
     arm_config,
+    read_all_cells,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime_run import (
     Base,
@@ -41,7 +45,6 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime_run import (
     _train,
     prepare,
     prompt_sets,
-    read_all_cells,
     run_parallel,
     seed_job,
     stage_base,
@@ -123,8 +126,6 @@ def _calibrate_one(base: Base, data, prompts, cfg: AuthorsRegimeConfig, run: Tra
 
 
 def _calibration_worker(paths: Paths, cfg: AuthorsRegimeConfig, drafter: Path, runs) -> None:
-    import torch  # torch loads only in the spawned worker process
-
     torch.set_num_threads(1)
     base = replace(stage_base(paths, cfg, progress=False), drafter_dir=drafter)
     prompts = prompt_sets(cfg, base.corpus)["calibration"]
@@ -184,9 +185,6 @@ def measured_strength(cfg: AuthorsRegimeConfig, run_dir: Path) -> dict:
 def stage_fallback_base(paths: Paths, cfg: AuthorsRegimeConfig, base: Base, progress: bool) -> Path:
     """The pre-registered fallback base: the base's distillation replayed with the same settings, data and
     seeds up to ``fallback_base_step`` of its schedule; the checkpoint the trainer writes there."""
-    # the engine's checkpoints load torch: only when the fallback base is built
-    from exitlaw.engine.training.checkpoint import latest_checkpoint
-
     out = paths.out / "base_fallback"
     ckpt = out / "drafter_base" / "checkpoints" / f"step_{cfg.fallback_base_step:06d}"
     if (ckpt / "model.safetensors").is_file():

@@ -40,8 +40,26 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
 
+from exitlaw.engine.models.checkpoint import load_drafter, load_pair
+from exitlaw.engine.training.batch import (
+    block_targets,
+    build_trees,
+    drafter_rows,
+    edge_probabilities,
+    make_batch,
+    tree_logit_tables,
+)
 from exitlaw.engine.training.config import TrainConfig
+from exitlaw.engine.training.data import (
+    cached_sequences,
+    generate_continuations,
+    target_fingerprint,
+)
+from exitlaw.engine.training.exittrain import batch_loss, draft_log_normalisers, gathered_nll
+from exitlaw.engine.training.law import TreeBatch, tree_law
+from exitlaw.engine.training.loop import step_sequences
 from exitlaw.paper_repro.mini.exittrain.mechanism_design import (
     CONTRASTS,
     DIRECTIONS,
@@ -244,11 +262,6 @@ def anchor_positions(seq_len: int, first: int, depth: int, count: int, rng) -> n
 def make_heldout(target, prompts, cfg: MechanismConfig, depth: int) -> Heldout:
     """Greedy continuations of ``prompts`` (``cfg.heldout_tokens``) and ``cfg.anchors_per_prompt`` anchors
     per prompt (seed ``cfg.anchor_seed``), with the target's forward over each sequence cached."""
-    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    import torch
-
-    from exitlaw.engine.training.data import generate_continuations
-
     conts = generate_continuations(
         target,
         prompts,
@@ -274,9 +287,6 @@ def make_heldout(target, prompts, cfg: MechanismConfig, depth: int) -> Heldout:
 def greedy_edges(tree, table) -> np.ndarray:
     """Edge probabilities of the greedy target (``T = 0``): ``a(u) = 1`` when ``x_u`` is the first argmax
     of its parent's row, else 0 (``a(root) = 1``)."""
-    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    import torch
-
     if tree.num_nodes == 1:
         return np.ones(1)
     top = table.argmax(-1)
@@ -304,19 +314,6 @@ def evaluate(
     """Trees of ``drafter`` on every held-out anchor (the inference builder, ``cfg.budget``) and their
     coverage under the target at ``T = 0`` and ``T = cfg.scoring_temperature`` (module docstring);
     ``on_trees(trees)`` sees each prompt's trees in anchor order (the pilot reads their depths)."""
-    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    import torch
-
-    from exitlaw.engine.training.batch import (
-        block_targets,
-        build_trees,
-        drafter_rows,
-        edge_probabilities,
-        tree_logit_tables,
-    )
-    from exitlaw.engine.training.exittrain import draft_log_normalisers, gathered_nll
-    from exitlaw.engine.training.law import TreeBatch, tree_law
-
     depth = drafter.block_size - 1
     cp0, cp1, nll = [], [], []
     with torch.no_grad():
@@ -362,13 +359,6 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
     """The four directions at ``drafter`` (module docstring): mean gradients of CE and of the prefix and
     exit tree terms over ``cfg.grad_batches`` training batches (each batch drawn as the trainer draws
     step ``t``'s, seed ``cfg.grad_seed``, and shared by the three terms), and a seeded Gaussian."""
-    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    import torch
-
-    from exitlaw.engine.training.batch import make_batch
-    from exitlaw.engine.training.exittrain import batch_loss
-    from exitlaw.engine.training.loop import step_sequences
-
     for p in target.model.parameters():
         p.requires_grad_(False)
     params = trainable(drafter)
@@ -419,13 +409,6 @@ def _grad_config(cfg: MechanismConfig):
 def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
     """Mean dense CE of ``drafter`` over the gradient batches (the same sequences and anchors as
     :func:`directions`): what a step along ``-grad CE`` lowers to first order."""
-    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    import torch
-
-    from exitlaw.engine.training.batch import make_batch
-    from exitlaw.engine.training.exittrain import batch_loss
-    from exitlaw.engine.training.loop import step_sequences
-
     tcfg, total = _grad_config(cfg), 0.0
     with torch.no_grad():
         for t in range(cfg.grad_batches):
@@ -443,9 +426,6 @@ def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
 def stepped(drafter, direction: list, length: float):
     """A copy of ``drafter`` moved by ``-length * g / ||g||`` (``g = direction``): ``||theta - theta0|| =
     length`` up to float rounding; ``length = 0`` returns exactly ``theta0``'s weights."""
-    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    import torch
-
     if not (math.isfinite(length) and length >= 0):
         raise MechanismError(f"a step length must be finite and >= 0, got {length}")
     norm = flat_norm(direction)
@@ -520,8 +500,6 @@ class _Laps:
 
 def _ft_data(target, out: Path, inputs: MechanismInputs, cfg: MechanismConfig):
     """The target's greedy continuations of the fine-tuning prompts, cached in ``out/ft_data``."""
-    from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-
     return cached_sequences(
         target,
         target_fingerprint(inputs.target_dir),
@@ -622,8 +600,6 @@ def _drafter_stages(name, d0, target, data, heldout, clusters, cfg, laps, evalua
 
 def _cost(seconds: dict, cpu_start: float) -> dict:
     """Wall seconds per stage, CPU seconds, torch threads and peak resident memory of the run."""
-    import torch
-
     return {
         "seconds": seconds,
         "cpu_seconds": round(time.process_time() - cpu_start, 1),
@@ -646,9 +622,6 @@ def run_mechanism(
     Cached in ``out``: the greedy fine-tuning data (``out/ft_data``) and the token-tuned drafter
     (``out/token``); a rerun reuses them. ``evaluate_fn`` is :func:`evaluate` (tests wrap it).
     """
-    # torch (and the engine's training) load only when a stage runs: the exittrain face stays light
-    from exitlaw.engine.models.checkpoint import load_drafter, load_pair
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_start, cpu_start = time.perf_counter(), time.process_time()

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from exitlaw.engine.training.config import TrainConfig
-from exitlaw.paper_repro.mini.pipeline import DEEP, QUICK, MiniConfig
+from exitlaw.paper_repro.mini.cells import read_cells
+from exitlaw.paper_repro.mini.config import DEEP, QUICK, MiniConfig
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 PAPER_LR_RATIO = (
@@ -374,3 +375,11 @@ def make_plan(
 
 
 PRESETS = {"paper-regime": PAPER_REGIME, "paper-regime-quick": PAPER_REGIME_QUICK}
+
+
+def read_all_cells(out: Path) -> dict:
+    """Every finished cell of ``out/eval/cells*.jsonl`` (one file per evaluation worker)."""
+    done = {}
+    for path in sorted(Paths(Path(out)).eval.glob("cells*.jsonl")):
+        done.update(read_cells(path))
+    return done

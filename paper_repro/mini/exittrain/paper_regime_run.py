@@ -30,7 +30,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import torch
+from tqdm import tqdm
 
+from exitlaw.engine.models.checkpoint import load_drafter, load_target
+from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 from exitlaw.paper_repro.mini import corpus as mc
 from exitlaw.paper_repro.mini.evaluate import eval_cell
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
@@ -42,13 +46,13 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     TrainingRun,
     calibration_runs,
     make_plan,
+    read_all_cells,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import write_report
 from exitlaw.paper_repro.mini.pipeline import (
     StageTimes,
     _train_stage,
     prepare_out,
-    read_cells,
     stage_base_drafter,
     stage_corpus,
     stage_data,
@@ -99,9 +103,6 @@ class Base:
 
 def stage_base(paths: Paths, cfg: PaperRegimeConfig, progress: bool) -> Base:
     """The ``deep`` preset's stages 1-4 in ``paths.base`` (resumed; a finished one is only read)."""
-    # the engine's checkpoints load torch: only when a stage runs (the exittrain face stays light)
-    from exitlaw.engine.models.checkpoint import load_target
-
     bdir = paths.base
     prepare_out(bdir, cfg.base, overwrite=False)
     times = StageTimes(bdir)
@@ -132,9 +133,6 @@ def _eval(
     budget: int,
     scoring_temperature: float,
 ) -> dict:
-    # the engine's checkpoints load torch: only when a cell is evaluated
-    from exitlaw.engine.models.checkpoint import load_drafter
-
     drafter = load_drafter(drafter_dir, dtype=target.dtype)
     return eval_cell(
         target,
@@ -229,9 +227,6 @@ def fresh_prompts(
 def stage_fresh_data(paths: Paths, cfg: PaperRegimeConfig, base: Base, t_s: float):
     """Fresh prompts and the target's continuations at the design's data temperature
     (``cfg.ft_temperature(t_s)``; cached in ``paths.ft_data``)."""
-    # the engine's training data load torch: only when the stage runs
-    from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-
     temperature = cfg.ft_temperature(t_s)
     split = base.corpus.split
     prompts, dropped = fresh_prompts(
@@ -347,14 +342,6 @@ def stage_arms(base: Base, data, runs: tuple[TrainingRun, ...], progress: bool) 
     return finals
 
 
-def read_all_cells(out: Path) -> dict:
-    """Every finished cell of ``out/eval/cells*.jsonl`` (one file per evaluation worker)."""
-    done = {}
-    for path in sorted(Paths(Path(out)).eval.glob("cells*.jsonl")):
-        done.update(read_cells(path))
-    return done
-
-
 def stage_evaluation(
     plan: Plan,
     base: Base,
@@ -372,8 +359,6 @@ def stage_evaluation(
     todo = [c for c in (plan.cells if cells is None else cells) if c.key not in done]
     bar = None
     if progress:
-        from tqdm import tqdm  # an optional dependency (engine extra): only with a progress bar
-
         bar = tqdm(total=len(todo), desc="eval", unit="cell")
     for c in todo:
         res = _eval(
@@ -506,8 +491,6 @@ def run_parallel(plan: Plan, workers: int, jobs: list) -> None:
 
 
 def _worker(plan: Plan, jobs: list) -> None:
-    import torch  # torch loads only in the spawned worker process
-
     torch.set_num_threads(1)
     base = starting_point(plan, stage_base(plan.paths, plan.cfg, progress=False))
     prompts = prompt_sets(plan.cfg, base.corpus)

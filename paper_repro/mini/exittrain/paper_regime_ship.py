@@ -19,13 +19,13 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     Paths,
     eval_plan,
     make_plan,
+    read_all_cells,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import (
     training_runs,
     training_summary,
     write_report,
 )
-from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 
 SHIPPED = (

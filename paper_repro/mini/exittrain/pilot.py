@@ -23,8 +23,11 @@ from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
+import torch
 
+from exitlaw.engine.models.checkpoint import load_drafter, load_target
 from exitlaw.engine.training.config import TrainConfig
+from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 from exitlaw.paper_repro.mini.exittrain.mechanism import (
     MechanismConfig,
     evaluate,
@@ -206,9 +209,6 @@ class Stages:
     """The pilot's cached stages under ``out``."""
 
     def __init__(self, out: Path, cfg: PilotConfig):
-        # the engine's checkpoints and training data load torch: only when a stage runs
-        from exitlaw.engine.models.checkpoint import load_target
-
         self.out, self.cfg, self.mini = out, cfg, PAPER_REGIME.base
         self.base = out / "base"
         if not (self.base / "drafter_base" / "final" / "model.safetensors").is_file():
@@ -274,9 +274,6 @@ class Stages:
         )
 
     def ft_data(self):
-        # the engine's checkpoints and training data load torch: only when a stage runs
-        from exitlaw.engine.training.data import cached_sequences, target_fingerprint
-
         # the 1024 fresh prompts of the paper-regime run (the authors'-recipe run's too), as the mechanism test
         fresh = {"prompts": regime_inputs(SHIPPED / "paper_regime").ft_prompts, "seed": 33}
         return cached_sequences(
@@ -326,9 +323,6 @@ class Stages:
         path = self.out / "eval" / f"{name}.json"
         if path.is_file():
             return json.loads(path.read_text(encoding="utf-8"))
-        # the engine's checkpoints and training data load torch: only when a stage runs
-        from exitlaw.engine.models.checkpoint import load_drafter
-
         drafter = load_drafter(drafter_dir, dtype=self.target.dtype)
         drafter.eval()
         mcfg = MechanismConfig(
@@ -417,8 +411,6 @@ def run(
     progress: bool = False,
 ) -> dict:
     """Build, tune and evaluate ``candidates`` into ``out`` (cached: a second process may run others)."""
-    import torch  # torch loads only when the pilot runs (not for its report)
-
     torch.set_num_threads(1)
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out)

@@ -30,9 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU, paper_margin
 from exitlaw.paper_repro.mini.stats import claim_verdict, pair_verdict
+from exitlaw.simulate.exittrain.recipe import RecipeConfig, run_recipe
+from exitlaw.simulate.exittrain.sweep import provenance
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
 
 SCHEMA = "exitlaw.sim_exittrain_authors/1"
@@ -69,8 +72,6 @@ def size_rule(lo: float, hi: float, effect: float) -> str:
 def paired_t(d, level: float, effect: float | None = None) -> dict[str, Any]:
     """Mean of the per-seed differences ``d`` with its two-sided t-interval, its MDE at 80 % power and,
     given the paper's ``effect``, the power of the level's test against it (one side, t approximation)."""
-    from scipy import stats  # scipy (the simulate extra) loads only when a t-interval is computed
-
     d = np.asarray(d, dtype=np.float64)
     if d.ndim != 1 or d.size < 2 or not np.isfinite(d).all():
         raise ValueError(f"need >= 2 finite per-seed differences, got {d.tolist()}")
@@ -342,10 +343,6 @@ def run_to(
     if from_simulation:
         raw = json.loads(Path(from_simulation).read_text(encoding="utf-8"))
     else:
-        # the simulated recipe loads JAX: only when it is run, not when a simulation is re-judged
-        from exitlaw.simulate.exittrain.recipe import RecipeConfig, run_recipe
-        from exitlaw.simulate.exittrain.sweep import provenance
-
         raw = run_recipe(RecipeConfig(), log=log)
         raw["provenance"] = provenance()
     return write(report(raw), out, overwrite=overwrite)

@@ -32,9 +32,8 @@ from exitlaw.paper_repro.mini.exittrain.authors_regime import (
     paper_margin,
 )
 from exitlaw.paper_repro.mini.exittrain.authors_regime_report import compare
-from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths
+from exitlaw.paper_repro.mini.exittrain.paper_regime import Paths, read_all_cells
 from exitlaw.paper_repro.mini.exittrain.paper_regime_report import arm_values
-from exitlaw.paper_repro.mini.exittrain.paper_regime_run import read_all_cells
 from exitlaw.paper_repro.mini.stats import crossed_mean_ci
 from exitlaw.theory.infra.atomic_io import atomic_write_json
 from exitlaw.theory.infra.provenance import git_commit
@@ -155,7 +154,7 @@ def sweep_units(
 ) -> dict:
     """``a - b`` of a simulation sweep in both units from its per-seed exact tau: per seed the equal-weight
     mean over the judged ``temperatures`` (default: every one the sweep judged), paired t over seeds."""
-    from scipy import stats  # scipy loads only for a simulation sweep (a heavy optional dependency)
+    from scipy import stats  # lazy: scipy (simulate extra); the ledger imports units
 
     cfg = sweep["config"]
     labels = [float(t) for t in cfg.get("eval_temperatures", (0.0, 1.0))]
