@@ -170,7 +170,7 @@ class StandIns:
         self.models: dict[str, tuple[Path, Path]] = {}
 
     def pair(self, family: str) -> tuple[Path, Path]:
-        from exitlaw.engine.models.tiny import write_tiny_models
+        from exitlaw.engine.models.tiny import write_tiny_models  # lazy: torch; the face imports us
 
         if family not in self.models:
             with redirect_stderr(io.StringIO()):  # save_pretrained's progress bar

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from exitlaw.figures.registry import make
+
 
 def mini_models(mini_dir: str | Path) -> tuple[str, str, str]:
     """``(target_dir, base_drafter_dir, label)`` of an ``exitlaw repro mini`` run."""
@@ -57,8 +59,6 @@ def make_figure(
     latency_json: str | Path | None = None,
 ) -> list[Path]:
     """Draw figure ``name`` from a run's data (or its embedded defaults)."""
-    from exitlaw.figures.registry import make
-
     return make(
         name,
         out_dir,

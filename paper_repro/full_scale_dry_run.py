@@ -86,9 +86,9 @@ def _rendered_prompt_ids(tokenizer, turn: str) -> list[int]:
 
 
 def _check_train(argv: list[str]) -> str:
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # lazy: the face (ledger path) imports us
 
-    from exitlaw.engine.training.data import load_prompts
+    from exitlaw.engine.training.data import load_prompts  # lazy: torch, as above
 
     v = flag_values(argv)
     out = Path(v["--out"])

@@ -53,6 +53,9 @@ import json
 import platform
 from pathlib import Path
 
+from exitlaw import __version__
+from exitlaw.paper_repro.ledger import build_ledger, write_ledger
+from exitlaw.paper_repro.paired_effects import readable
 from exitlaw.simulate.verifiers.table import implemented
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.infra.provenance import git_commit as _git_commit
@@ -180,7 +183,7 @@ def machine() -> dict:
         "python": platform.python_version(),
     }
     try:
-        import torch
+        import torch  # lazy: torch is optional (the engine extra): the ledger records 'not installed'
 
         info["torch"] = torch.__version__
         info["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
@@ -198,8 +201,6 @@ def machine() -> dict:
 
 def stamp(data: dict, commit: str | None = None) -> dict:
     """``data`` with a ``provenance`` record: exitlaw version, git commit (``commit`` or HEAD now), machine."""
-    from exitlaw import __version__
-
     return {
         **data,
         "provenance": {
@@ -225,8 +226,6 @@ def _read_checks(checks_dir: Path) -> tuple[dict | None, dict | None]:
 
 
 def _read_paired(mini_deep: Path | None, sweep_dir: Path | None, inputs: dict, prov: dict) -> None:
-    from exitlaw.paper_repro.paired_effects import readable
-
     inputs["mini_deep"] = inputs["sim_exittrain_sweep"] = inputs["field_lab"] = None
     matched = RESULTS / SHIPPED["sim_exittrain_matched"]
     inputs["sim_exittrain_matched"] = None
@@ -293,8 +292,6 @@ def gather_shipped(results_dir: str | Path = RESULTS) -> tuple[dict, dict]:
 
 def fill_this_run(prov: dict) -> dict:
     """Version and commit of this run's inputs that record none: the checkout's, marked ``filled``."""
-    from exitlaw import __version__
-
     head = None
     for p in prov.values():
         if p.get("origin") != "this run":
@@ -327,7 +324,9 @@ def gather_inputs(
 ) -> tuple[dict, dict]:
     """``(inputs, provenance)`` of a run: figure data in ``figures_dir`` (computed when missing), the mini
     run's results, kit reports; the paired-effect files default to the shipped ones."""
-    from exitlaw.paper_repro.figure_inputs import make_figure
+    from exitlaw.paper_repro.figure_inputs import (  # lazy: matplotlib draws a missing figure
+        make_figure,
+    )
 
     figures_dir = Path(figures_dir)
     inputs, prov = {}, {}
@@ -365,7 +364,6 @@ def gather_inputs(
 
 def _header(prov: dict) -> dict:
     """The ledger's header: which inputs this run made and which are shipped (docs/design.md §1.11)."""
-    from exitlaw import __version__
 
     def names(origin: str) -> str:
         return ", ".join(n for n, p in prov.items() if origin in str(p.get("origin"))) or "none"
@@ -395,8 +393,6 @@ def make_ledger(
     overwrite: bool = False,
 ):
     """Gather a run's inputs, build the rows, write ledger.md/json into ``out_dir``; return ``(rows, md, js)``."""
-    from exitlaw.paper_repro.ledger import build_ledger, write_ledger
-
     inputs, prov = gather_inputs(
         figures_dir,
         mini_dir=mini_dir,
@@ -416,8 +412,6 @@ def ledger_from_shipped(
     out_dir: str | Path = RESULTS, *, results_dir: str | Path = RESULTS, overwrite: bool = False
 ) -> tuple[list[dict], Path, Path]:
     """Rebuild ``ledger.md`` / ``ledger.json`` from the shipped inputs only; return ``(rows, md, js)``."""
-    from exitlaw.paper_repro.ledger import build_ledger, write_ledger
-
     inputs, prov = gather_shipped(results_dir)
     rows = build_ledger(inputs, prov)
     md, js = write_ledger(rows, out_dir, prov, header=_header(prov), overwrite=overwrite)
@@ -428,9 +422,14 @@ def make_shipped_inputs(
     results_dir: str | Path = RESULTS, *, seed: int = 0, overwrite: bool = False, log=print
 ) -> list[Path]:
     """Recompute the shipped CPU inputs (figure data, latency bench, kit reports), stamped with provenance."""
-    from exitlaw.figures.registry import figure_module
-    from exitlaw.figures.style import write_data
-    from exitlaw.simulate.kit.conformance import load_verifier, run_kit
+    from exitlaw.figures import (  # lazy: matplotlib (figures extra), not for the ledger
+        registry,
+        style,
+    )
+    from exitlaw.simulate.kit.conformance import (  # lazy: scipy (simulate extra), not for the ledger
+        load_verifier,
+        run_kit,
+    )
 
     out = Path(results_dir) / "ledger_inputs"
     targets = [out / f"{n}.json" for n in FIGURE_INPUTS] + [
@@ -444,9 +443,9 @@ def make_shipped_inputs(
     (out / "checks").mkdir(parents=True, exist_ok=True)
     commit = git_commit()  # the code as it was when the run started
     for name in FIGURE_INPUTS:
-        data = figure_module(name).compute(seed=seed, quick=False)
+        data = registry.figure_module(name).compute(seed=seed, quick=False)
         log(
-            f"wrote {write_data(stamp(data | {'quick': False}, commit), out, name, overwrite=True)}"
+            f"wrote {style.write_data(stamp(data | {'quick': False}, commit), out, name, overwrite=True)}"
         )
     for k in KIT_VERIFIERS:
         spec = f"exitlaw.simulate.verifiers:{k}"

@@ -19,6 +19,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from exitlaw.figures.registry import FIGURES
+from exitlaw.paper_repro.figure_inputs import make_figure
+from exitlaw.paper_repro.ledger_inputs import make_ledger
+from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
+from exitlaw.simulate.kit.conformance import load_verifier, run_kit
 from exitlaw.simulate.verifiers.table import implemented
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.registry import FIXED_TREE, PROCEDURE
@@ -29,8 +34,6 @@ VERIFIERS = implemented(PROCEDURE, kind=FIXED_TREE, sampling=True)
 
 def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
     """The conformance kit on the three saturating verifiers; one JSON report each."""
-    from exitlaw.simulate.kit.conformance import load_verifier, run_kit
-
     out_dir.mkdir(parents=True, exist_ok=True)
     verdicts = {}
     for name in VERIFIERS:
@@ -59,9 +62,6 @@ def run_checks(out_dir: Path, *, seed: int, log: Callable[[str], None]) -> dict[
 def run_figures(
     out_dir: Path, mini_dir: Path | None, *, seed: int, quick: bool, log: Callable[[str], None]
 ) -> list[str]:
-    from exitlaw.figures.registry import FIGURES
-    from exitlaw.paper_repro.figure_inputs import make_figure
-
     done = []
     for name in FIGURES:
         if (out_dir / f"{name}.json").is_file():
@@ -103,9 +103,6 @@ def reproduce(
     ``summary["times"]`` keeps each stage's seconds from the run that did its work; a rerun that finds a
     stage finished records it under ``rerun_times`` only.
     """
-    from exitlaw.paper_repro.ledger_inputs import make_ledger
-    from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
-
     if quick and from_scratch:
         raise ValueError("--quick and --from-scratch contradict each other: pick one preset")
     out = Path(out)
@@ -201,8 +198,6 @@ def _previous_summary(out: Path, summary_path: Path, marker: dict, overwrite: bo
 def _finished_stages(out: Path, mini_dir: Path, fig_dir: Path, overwrite: bool) -> dict[str, bool]:
     """Which stages an earlier run already finished (their rerun time is recorded apart); the ledger is
     derived data, always refreshed."""
-    from exitlaw.figures.registry import FIGURES
-
     return {
         "checks": all((out / "checks" / f"{v}.json").is_file() for v in VERIFIERS),
         "mini": (mini_dir / "results.json").is_file() and not overwrite,

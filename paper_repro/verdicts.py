@@ -56,6 +56,8 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+import numpy as np
+
 REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
 VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
 KINDS = ("direction", "size", "equivalence", "test")
@@ -393,8 +395,6 @@ def bootstrap_interval(
 ) -> Interval:
     """Percentile bootstrap of ``statistic(values[idx])`` over the rows of ``values`` (numpy
     ``Generator(PCG64(seed))``, so the interval is a pure function of its inputs)."""
-    import numpy as np
-
     x = np.asarray(values, dtype=np.float64)
     if x.ndim < 1 or x.shape[0] < 2 or not np.isfinite(x).all():
         raise VerdictError(f"bootstrap needs >= 2 finite rows, got shape {x.shape}")
