@@ -12,11 +12,15 @@ Every failure names the path and the offending tensor or field.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Sequence
 
 import torch
+from huggingface_hub import snapshot_download
+from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM
 
 from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter, expected_tensor_names
 from exitlaw.engine.models.target import TargetModel
@@ -36,8 +40,6 @@ def resolve_checkpoint(path_or_id: str | Path) -> Path:
         return p
     text = str(path_or_id)
     if text.count("/") == 1 and not text.startswith((".", "/", "~")):
-        from huggingface_hub import snapshot_download
-
         try:
             return Path(snapshot_download(text))
         except Exception as err:  # network/auth errors of many kinds: re-raise with the id named
@@ -106,8 +108,6 @@ def _read_config(path: Path, what: str) -> dict:
 
 def _load_safetensors(file: Path) -> dict[str, torch.Tensor]:
     """One safetensors file; a truncated or corrupt file is a ``ValueError`` naming it."""
-    from safetensors.torch import load_file
-
     if not file.is_file():
         raise ValueError(f"weight file {file} does not exist")
     try:
@@ -189,8 +189,6 @@ def load_drafter(
 
 def save_drafter(drafter: DFlashDrafter, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``model.safetensors`` + ``config.json`` (last) in the released layout, each atomically."""
-    from safetensors.torch import save_file
-
     path = Path(path)
     if (path / "config.json").exists() and not overwrite:
         raise FileExistsError(
@@ -216,8 +214,6 @@ def load_target(
 ) -> TargetModel:
     """Load a Hugging Face causal LM as a :class:`TargetModel` exposing ``layer_ids``' hidden states
     (``masked_attention``: the kernels of its masked forwards, see :data:`~exitlaw.engine.models.target.MASKED_ATTENTION`)."""
-    from transformers import AutoModelForCausalLM
-
     path = resolve_checkpoint(path_or_id)
     raw = _read_config(path, "target model")
     if "dflash_config" in raw:
@@ -248,8 +244,6 @@ def checkpoint_fingerprint(path_or_id: str | Path) -> str:
     """Identity of a checkpoint directory: ``config.json`` and, per weight file, its name, size and a
     hash of its first and last MiB (the safetensors header names and shapes every tensor). A changed,
     replaced or truncated checkpoint gets a new fingerprint without reading gigabytes."""
-    import hashlib
-
     path = resolve_checkpoint(path_or_id)
     h = hashlib.sha256()
     for f in sorted(path.iterdir()):

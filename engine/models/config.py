@@ -66,11 +66,16 @@ def config_fields(s: LMSizes) -> dict:
     )
 
 
+def _transformers():
+    """``transformers``, loaded on the first config built: its config classes load torch."""
+    import transformers  # lazy: `exitlaw --help` reads FAMILIES from this module without torch (property_tests/test_faces.py)
+
+    return transformers
+
+
 def qwen3_config(sizes: LMSizes):
     """The ``Qwen3Config`` of ``sizes`` (default RoPE with ``sizes.rope_theta``)."""
-    from transformers import Qwen3Config
-
-    return Qwen3Config(
+    return _transformers().Qwen3Config(
         **config_fields(sizes),
         rope_parameters={"rope_type": "default", "rope_theta": sizes.rope_theta},
     )
@@ -89,13 +94,9 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
     if family == "qwen3":
         return qwen3_config(sizes)
     if family == "llama":
-        from transformers import LlamaConfig
-
-        return LlamaConfig(**config_fields(sizes), rope_parameters=rope)
+        return _transformers().LlamaConfig(**config_fields(sizes), rope_parameters=rope)
     if family == "qwen3_moe":
-        from transformers import Qwen3MoeConfig
-
-        return Qwen3MoeConfig(
+        return _transformers().Qwen3MoeConfig(
             **config_fields(sizes),
             rope_parameters=rope,
             num_experts=4,
@@ -104,8 +105,6 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
             decoder_sparse_step=1,
         )
     if family in ("gemma4", "gemma4_full"):
-        from transformers import Gemma4TextConfig
-
         n = sizes.num_layers
         layer_types = [
             "full_attention"
@@ -113,7 +112,7 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
             else "sliding_attention"
             for i in range(n)
         ]
-        return Gemma4TextConfig(
+        return _transformers().Gemma4TextConfig(
             **config_fields(sizes),
             layer_types=layer_types,
             sliding_window=sliding_window,

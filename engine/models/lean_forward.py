@@ -34,6 +34,9 @@ from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import create_causal_mask
+from transformers.modeling_utils import slice_logits_to_keep
 
 from exitlaw.engine.models.layer_ops import norm_for, rotate_with_sign, signed_sin
 
@@ -145,10 +148,6 @@ class LeanForward:
         reason = lean_support(model)
         if reason is not None:
             raise ValueError(f"LeanForward does not cover this model: {reason}")
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-        from transformers.masking_utils import create_causal_mask
-        from transformers.modeling_utils import slice_logits_to_keep
-
         self._keep = slice_logits_to_keep
         self._attend = sdpa_attention_forward
         self._causal_mask = create_causal_mask

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from transformers import AutoModelForCausalLM, Qwen3ForCausalLM
 
 from exitlaw.engine.models.checkpoint import save_drafter
 from exitlaw.engine.models.config import LMSizes, causal_lm_config, qwen3_config
@@ -66,8 +67,6 @@ class TinySpec:
 
 def build_tiny_target(spec: TinySpec, seed: int, family: str = "qwen3"):
     """A random-weight causal LM of ``family`` (:data:`.model_config.FAMILIES`) with the tiny sizes."""
-    from transformers import AutoModelForCausalLM, Qwen3ForCausalLM
-
     torch.manual_seed(seed)
     if family == "qwen3":
         return Qwen3ForCausalLM(qwen3_config(spec.lm_sizes())).eval()

@@ -117,8 +117,17 @@ def chat_style(name: str) -> ChatStyle:
 
 def build_tokenizer(vocab_size: int = 320, style: str = "qwen3"):
     """A byte-level BPE of at most ``vocab_size`` tokens with ``style``'s special tokens and chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import (  # lazy: `exitlaw --help` loads this module (the chat STYLES) through the models face
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+    from transformers import (  # lazy: as tokenizers above (transformers takes 0.7 s to import)
+        PreTrainedTokenizerFast,
+    )
 
     st = chat_style(style)
     tok = Tokenizer(models.BPE())

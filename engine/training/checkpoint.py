@@ -23,6 +23,8 @@ import zipfile
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
+from safetensors.torch import load_file, save_file
 
 from exitlaw.engine.models.checkpoint import WEIGHTS
 from exitlaw.engine.models.dflash import DFlashDrafter
@@ -35,8 +37,6 @@ TRAINER_STATE = "trainer.pt"
 # ----- the process group ---------------------------------------------------------------------
 def dist_group():
     """``torch.distributed`` when a process group is running, else ``None``."""
-    import torch.distributed as dist
-
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
@@ -45,23 +45,26 @@ def init_distributed(device: torch.device) -> tuple[int, int]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return 0, 1
-    import torch.distributed as dist
-
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return dist.get_rank(), dist.get_world_size()
 
 
+def _fsdp():
+    """``torch.distributed`` with FSDP2 loaded: ``fsdp.fully_shard``, ``device_mesh.init_device_mesh``
+    and ``checkpoint.state_dict`` (whose import loads the other two); needed under a process group only."""
+    import torch.distributed.checkpoint.state_dict  # lazy: FSDP2 runs only under a process group; torch builds without distributed support lack it, and it loads in ~0.6 s
+
+    return torch.distributed
+
+
 def shard_drafter(drafter: DFlashDrafter, device: torch.device) -> DFlashDrafter:
     """FSDP2: shard every draft layer and the root module across the process group."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
-
-    dist = dist_group()
-    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    fsdp2 = _fsdp()
+    mesh = fsdp2.device_mesh.init_device_mesh(device.type, (dist_group().get_world_size(),))
     for layer in drafter.layers:
-        fully_shard(layer, mesh=mesh)
-    fully_shard(drafter, mesh=mesh)
+        fsdp2.fsdp.fully_shard(layer, mesh=mesh)
+    fsdp2.fsdp.fully_shard(drafter, mesh=mesh)
     return drafter
 
 
@@ -72,14 +75,9 @@ def full_state(drafter, optimizer):
             {k: v.detach().clone() for k, v in drafter.state_dict().items()},
             optimizer.state_dict(),
         )
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        get_model_state_dict,
-        get_optimizer_state_dict,
-    )
-
-    opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_model_state_dict(drafter, options=opts), get_optimizer_state_dict(
+    sd = _fsdp().checkpoint.state_dict
+    opts = sd.StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return sd.get_model_state_dict(drafter, options=opts), sd.get_optimizer_state_dict(
         drafter, optimizer, options=opts
     )
 
@@ -90,15 +88,10 @@ def load_full_state(drafter, optimizer, model_state, optim_state) -> None:
         drafter.load_state_dict(model_state)
         optimizer.load_state_dict(optim_state)
         return
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        set_model_state_dict,
-        set_optimizer_state_dict,
-    )
-
-    opts = StateDictOptions(full_state_dict=True)
-    set_model_state_dict(drafter, model_state, options=opts)
-    set_optimizer_state_dict(drafter, optimizer, optim_state, options=opts)
+    sd = _fsdp().checkpoint.state_dict
+    opts = sd.StateDictOptions(full_state_dict=True)
+    sd.set_model_state_dict(drafter, model_state, options=opts)
+    sd.set_optimizer_state_dict(drafter, optimizer, optim_state, options=opts)
 
 
 # ----- checkpoints ------------------------------------------------------------------------
@@ -178,8 +171,6 @@ def save_weights(drafter, model_state: dict, path: Path, *, atomic: bool = True)
     ``atomic`` (the default): built in a temporary folder with a completion marker and renamed
     into place (an existing ``path`` is moved aside); ``False`` writes into ``path`` as it is.
     """
-    from safetensors.torch import save_file
-
     if atomic:
         with atomic_dir(path) as tmp:
             save_weights(drafter, model_state, tmp, atomic=False)
@@ -197,8 +188,6 @@ def save_weights(drafter, model_state: dict, path: Path, *, atomic: bool = True)
 
 def load_checkpoint(path: Path, drafter, optimizer, scheduler) -> int:
     """Restore drafter, optimizer and scheduler from a checkpoint folder; returns its step."""
-    from safetensors.torch import load_file
-
     try:
         state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=False)
         weights = load_file(str(path / WEIGHTS))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
+import torch.distributed as dist
 
 from exitlaw.engine.decode.loop import exponential_race
 from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits
@@ -117,8 +118,6 @@ def _generate_sharded(
 ) -> list[list[int]]:
     """:func:`generate_continuations`, its batches split round-robin over the ranks of a running
     process group (each batch keeps its own seed, so the result equals a one-process run)."""
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return generate_continuations(target, prompts, batch_size=batch_size, **kw)
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -247,8 +246,6 @@ def cached_sequences(
             batch_size=batch_size,
             stop_tokens=stop_tokens,
         )
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
         dist.barrier()  # rank 0 writes the cache; every rank returns the same sequences
         return Sequences([list(map(int, p)) for p in prompts], conts)

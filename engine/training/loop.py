@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.models.target import TargetModel
@@ -300,8 +301,6 @@ def train(
     state = setup_training(target, drafter, data, cfg, out, resume=resume, run_info=run_info)
     bar = None
     if progress and state.rank == 0:
-        from tqdm import tqdm
-
         bar = tqdm(
             total=cfg.steps, initial=state.start, desc=f"train[{cfg.objective}]", unit="step"
         )

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+from transformers import AutoTokenizer
 
 from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.models.checkpoint import (
@@ -33,6 +34,7 @@ from exitlaw.engine.models.checkpoint import (
 )
 from exitlaw.engine.training.checkpoint import dist_group, init_distributed
 from exitlaw.engine.training.config import TrainConfig
+from exitlaw.engine.training.continuation_server import server_continuations
 from exitlaw.engine.training.data import (
     Sequences,
     cached_sequences,
@@ -199,8 +201,6 @@ def choose_device(requested: str | None) -> torch.device:
 
 def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
     """Prompts of ``spec.prompts`` plus cached target continuations (generated locally or by the server)."""
-    from transformers import AutoTokenizer
-
     if spec.prompts is None:
         raise ValueError("the run names no prompts (spec.prompts) and was given no training data")
     tpath = resolve_checkpoint(spec.target)
@@ -216,8 +216,6 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
     )
     generate = source = None
     if spec.continuations_server:
-        from exitlaw.engine.training.continuation_server import server_continuations
-
         model = spec.server_model or str(spec.target)
         generate = partial(
             server_continuations,
@@ -225,7 +223,7 @@ def training_sequences(spec: TrainingRunSpec, target) -> Sequences:
             tokenizer=tokenizer,
             model=model,
             max_new_tokens=spec.max_new_tokens,
-            temperature=spec.generation,
+            settings=spec.generation,
             seed=spec.config.seed,
             stop_tokens=stops,
         )
