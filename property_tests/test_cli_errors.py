@@ -20,7 +20,7 @@ def no_loading(monkeypatch, tmp_path):
     ``target/`` and ``draft/`` (config.json only), ``nocfg/`` (empty) and a file ``file.txt``."""
     import transformers
 
-    from exitlaw.engine.bench import decoding
+    from exitlaw.engine.bench import batch, decoding
     from exitlaw.engine.models import checkpoint
     from exitlaw.engine.serve import engine
     from exitlaw.engine.training import run
@@ -34,6 +34,7 @@ def no_loading(monkeypatch, tmp_path):
         (checkpoint, "load_target"),
         (checkpoint, "load_drafter"),
         (decoding, "load_pair"),
+        (batch, "load_pair"),
         (run, "load_pair"),
         (engine, "load_pair"),
         (engine, "load_target"),

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
+from transformers import AutoTokenizer
 
-from exitlaw.engine.bench.decoding import filter_knobs, sampling_filters
+from exitlaw.engine.bench.decoding import _stop_tokens, filter_knobs, sampling_filters
 from exitlaw.engine.bench.source import BenchSource
 from exitlaw.engine.bench.verifiers import make_cases
 from exitlaw.engine.decode.batch_generate import (
@@ -48,7 +49,10 @@ from exitlaw.engine.decode.dispatch import verify, verify_batch
 from exitlaw.engine.decode.loop import DecodeConfig
 from exitlaw.engine.decode.verifiers import VerifierGenerators, engine_names
 from exitlaw.engine.decode.work_bounds import check_decode_fits
+from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
 from exitlaw.engine.models.target import TargetModel
+from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
+from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 
@@ -305,13 +309,6 @@ def _load_inputs(source: BenchSource, *, budget: int, rows: int, settings: dict[
     """``(target model, drafter, first-turn prompt ids, stop tokens, config)`` as ``exitlaw bench decoding``
     reads them from ``source``, refused before decoding when the largest round (``budget`` nodes in
     each of ``rows`` rows) cannot fit; ``config`` records the inputs with the run's ``settings``."""
-    from transformers import AutoTokenizer
-
-    from exitlaw.engine.bench.decoding import _stop_tokens
-    from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
-    from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
-    from exitlaw.engine.prompts.records import check_prompt_ids, load_prompt_set
-
     target, dataset, max_new_tokens = source.target, source.dataset, source.max_new_tokens
     sampling = sampling_filters(source.filters)  # before loading models
     check_model_paths(target, source.draft)  # one line naming the path, before anything is read

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+from transformers import AutoModelForCausalLM, DynamicCache
 
 SHIMS = (
     "cuda_time: time.perf_counter() without torch.cuda.synchronize() (CPU)",
@@ -55,7 +56,6 @@ def crop_to_length(cache, max_length: int) -> None:
 
 def legacy_crop_cache_class():
     """A ``DynamicCache`` subclass whose ``crop`` takes the transformers-4 ``max_length``."""
-    from transformers import DynamicCache
 
     class LegacyCropCache(DynamicCache):
         def crop(self, max_length: int) -> None:  # noqa: D401 - the shim
@@ -189,8 +189,6 @@ def load_reference_models(
     dtype: torch.dtype = torch.float32,
 ) -> Reference:
     """Load the pair with DDTree's loaders (``AutoModelForCausalLM`` / ``DFlashDraftModel.from_pretrained``)."""
-    from transformers import AutoModelForCausalLM
-
     ref.target = AutoModelForCausalLM.from_pretrained(
         str(target_dir), attn_implementation="sdpa", dtype=dtype
     ).eval()

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
+import transformers
+from tqdm.auto import tqdm
 
 from exitlaw.engine.bench.exactness import divergence
 from exitlaw.engine.bench.exactness import summary as divergence_summary
@@ -44,6 +46,7 @@ from exitlaw.engine.decode.work_bounds import check_decode_fits
 from exitlaw.engine.models.checkpoint import check_model_paths, load_pair
 from exitlaw.engine.prompts.encoding import encode_prompt, has_chat_template
 from exitlaw.engine.prompts.records import DATASETS, Prompt, check_prompt_ids, load_prompt_set
+from exitlaw.theory import TraceWriter
 from exitlaw.theory.sampling_settings import FILTERS, SamplingSettings, check_settings
 
 STAGES = ("draft", "build", "verify_forward", "decide", "commit")
@@ -240,8 +243,6 @@ def run_bench(
     history; ``max_turns`` keeps only the first turns. Stats pool every turn. Every run keeps
     its ``outputs`` (:func:`outputs_of`); ``prompts`` lists what was asked, in order.
     """
-    from tqdm.auto import tqdm
-
     b = _load_bench(source, max_turns, max(budgets))
     configs = _configs(verifiers, budgets, b.drafter.block_size)
     config = _bench_config(source, b, budgets, temperatures, verifiers, max_turns)
@@ -353,9 +354,9 @@ def _bench_prompts(source: BenchSource, max_turns: int | None) -> list[Prompt]:
 
 def _tokenizer(target: str):
     """The target's tokenizer, from its local directory when one exists, else from the Hub name."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(Path(target)) if Path(target).exists() else target)
+    return transformers.AutoTokenizer.from_pretrained(
+        str(Path(target)) if Path(target).exists() else target
+    )
 
 
 def _check_longest_fits(
@@ -430,8 +431,6 @@ def _temperature_runs(
 
 def _environment(device: str) -> dict[str, str]:
     """The software and hardware a result was measured on."""
-    import transformers
-
     env = {
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -456,8 +455,6 @@ def _stop_tokens(tokenizer, tgt) -> tuple[int, ...]:
 def _trace_writer(trace_dir: str | None, cfg: DecodeConfig, config: dict):
     if trace_dir is None:
         return None
-    from exitlaw.theory import TraceWriter
-
     name = f"{cfg.method}_{cfg.verifier}_B{cfg.budget}_T{cfg.temperature:g}.jsonl"
     meta = {**config, "decode": decode_record(cfg)}
     return TraceWriter(Path(trace_dir) / name, meta)

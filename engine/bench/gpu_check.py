@@ -21,6 +21,7 @@ import math
 import time
 
 import torch
+from transformers import Qwen3ForCausalLM
 
 from exitlaw.engine.builders.single import build_ddtree
 from exitlaw.engine.decode.device_tree import to_device_tree
@@ -49,8 +50,6 @@ def build_pair(
     tiny: bool, device: str, dtype: torch.dtype, seed: int = 0
 ) -> tuple[TargetModel, DFlashDrafter]:
     """Random-weight target (Qwen3-4B config, or tiny) and a matching DFlash drafter."""
-    from transformers import Qwen3ForCausalLM
-
     sizes, dcfg = (
         (_TINY.lm_sizes().but(init_std=0.02), DFLASH_TINY) if tiny else (QWEN3_4B, DFLASH_4B)
     )

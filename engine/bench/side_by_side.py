@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
+import transformers
 
 from exitlaw.engine.bench.compare import t_quantile
 from exitlaw.engine.decode.loop import DecodeConfig, generate
@@ -299,12 +300,7 @@ def machine_info() -> dict[str, Any]:
         "torch": torch.__version__,
         "platform": platform.platform(),
     }
-    try:
-        import transformers
-
-        info["transformers"] = transformers.__version__
-    except ImportError:  # pragma: no cover - the engine needs it
-        pass
+    info["transformers"] = transformers.__version__
     if hasattr(os, "getloadavg"):
         info["load_average"] = list(os.getloadavg())
     return info

@@ -68,6 +68,7 @@ from functools import partial
 from typing import Any, Callable
 
 import torch
+from transformers import DynamicCache
 
 from exitlaw.engine.bench.op_counts import count_ops
 from exitlaw.engine.builders.single import build_ddtree
@@ -113,8 +114,6 @@ class StandInCache:
     """A real ``DynamicCache`` whose layers are refilled (untimed) with views of ``context + N`` positions."""
 
     def __init__(self, shape: KVShape, nodes: int, device: torch.device, dtype: torch.dtype):
-        from transformers import DynamicCache
-
         self.start, self.nodes = shape.context, nodes
         n_pos = shape.context + nodes
         g = torch.Generator().manual_seed(0)

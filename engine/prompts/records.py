@@ -170,7 +170,9 @@ def named_set_prompt(name: str, row: dict[str, Any], where: str) -> Prompt:
 
 def _hub_rows(args: tuple, kwargs: dict, what: str) -> Iterable[dict]:
     try:
-        from datasets import load_dataset
+        from datasets import (  # lazy: the optional `data` extra (the Hub sets); local JSONL needs nothing
+            load_dataset,
+        )
     except ImportError:
         raise PromptRecordError(
             f"{what} needs the `datasets` package (pip install datasets); "

@@ -21,10 +21,12 @@ import copy
 import math
 import secrets
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
+from transformers import AutoTokenizer
 
 from exitlaw.engine.decode.batch_generate import generate_batch
 from exitlaw.engine.decode.dispatch import KINDS
@@ -46,6 +48,7 @@ from exitlaw.engine.serve.limits import (
     check_request_work,
 )
 from exitlaw.engine.serve.requests import DecodeRequest, template_kwargs
+from exitlaw.engine.serve.scheduler import Job
 from exitlaw.engine.serve.user_verifier import is_user_verifier, load_user_verifier, user_decide
 from exitlaw.theory.registry import method_names
 from exitlaw.theory.sampling_settings import SamplingSettings
@@ -88,10 +91,6 @@ class _Stopped(Exception):
 
 class ServeEngine:
     def __init__(self, cfg: ServeConfig, limits: ServeLimits = ServeLimits()):
-        from pathlib import Path
-
-        from transformers import AutoTokenizer
-
         check_model_paths(cfg.target, cfg.draft)  # one line naming the path, before any load
         if cfg.method not in method_names():
             raise ValueError(
@@ -286,8 +285,6 @@ class ServeEngine:
     def jobs(self, req: DecodeRequest, ids: list[int], emit=None) -> tuple[list, dict]:
         """The request's choices as scheduler jobs (continuous batching), each on its own seed, and
         the dict a stream's log-probabilities are kept in (for :meth:`finish_choices`)."""
-        from exitlaw.engine.serve.scheduler import Job
-
         scored: dict[int, list] = {}
         emit = self.scored_emit(req, ids, emit, scored)
         out = []

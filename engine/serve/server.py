@@ -14,6 +14,8 @@ import socket
 import sys
 from typing import TextIO
 
+import uvicorn
+
 from exitlaw.engine.serve.app import ServeApp
 from exitlaw.engine.serve.engine import ServeConfig, ServeEngine
 from exitlaw.engine.serve.limits import ServeLimits
@@ -57,8 +59,6 @@ def serve(
     graceful_s: float = 10.0,
     out: TextIO = sys.stdout,
 ) -> int:
-    import uvicorn
-
     engine = ServeEngine(cfg, limits)
     print(
         f"exitlaw serve: loaded {engine.model_name} (method {cfg.method}, verifier {cfg.verifier}"

@@ -42,7 +42,7 @@ from exitlaw.engine.decode.tev_plan import TevPlan, build_plan
 from exitlaw.engine.decode.verifiers.generators import RowGenerators, VerifierGenerators, uniforms
 from exitlaw.engine.decode.verifiers.result import VerifyResult
 from exitlaw.engine.decode.verifiers.table import engine_verifier
-from exitlaw.theory import DistributionError, DraftTree
+from exitlaw.theory import DistributionError, DraftTree, reference_law
 
 INVALID = -1  # the exit read back when the round's logits are not distributions
 
@@ -384,8 +384,6 @@ def _tev_reference(
 ) -> VerifyResult:
     """Per-node float64 law on full rows (:func:`exitlaw.theory.reference_law`), raced with the same
     exponentials :func:`verify_tev` draws: the twin its draws are tested against."""
-    from exitlaw.theory import reference_law
-
     probs = torch.softmax(logits.to(torch.float64) / temperature, dim=-1)
     law = reference_law(dt.tree, probs.cpu().numpy().tolist(), one=1.0)
     w = torch.tensor([max(x, 0.0) for x in law.w], dtype=torch.float64, device=logits.device)
