@@ -10,6 +10,7 @@ import numpy as np
 
 from .distributions import gather_edge_probs
 from .exact import reference_block_law
+from .law import exit_law_from_edges
 from .trace.format import Trace, TraceRound
 from .tree import DraftTree
 
@@ -59,8 +60,6 @@ def demo_trace(seed: int = 0, rounds: int = 200, budget: int = 12, vocab: int = 
 
 def format_demo_tree(rnd: TraceRound) -> str:
     """The per-node exit law of one round (``a``, ``P``, ``rho``, ``w``), then ``sum w``, ``C_p`` and the ceiling."""
-    from .law import exit_law_from_edges
-
     law = exit_law_from_edges(rnd.tree, rnd.edge_prob)
     lines = [
         "demo round 0: per-node exit law",

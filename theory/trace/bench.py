@@ -14,7 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from exitlaw.theory.trace.format import TraceRound, TraceWriter
 from exitlaw.theory.trace.summary import summarize_trace_file
+from exitlaw.theory.tree import DraftTree
 
 
 def peak_rss_mb() -> float:
@@ -36,11 +40,6 @@ def make_bench_trace(
     """A synthetic trace for the benchmark: ``rounds`` random trees of ``1..max_budget`` non-root nodes
     (one of ``big_round`` nodes in the middle when given), random edges with child mass <= 1,
     draft log-probabilities, an exit node and a bonus, as the engine records them."""
-    import numpy as np
-
-    from exitlaw.theory.trace.format import TraceRound, TraceWriter
-    from exitlaw.theory.tree import DraftTree
-
     rng = np.random.default_rng(seed)
     with TraceWriter(path, {"source": "make_bench_trace", "seed": seed}, overwrite=overwrite) as w:
         for i in range(rounds):

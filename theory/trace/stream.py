@@ -31,6 +31,8 @@ are judged, and named in errors, as they are written.
 from __future__ import annotations
 
 import gc
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -317,9 +319,6 @@ def _span_worker(path: str, span: Span, allow_incomplete: bool, chunk_nodes: int
 def _parallel(
     path: Path, on_meta, allow_incomplete: bool, chunk_nodes: int, atol: float, workers: int
 ):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     spans = split_spans(path, workers)
     if len(spans) == 1:
         yield from _paused_gc(_stream(path, on_meta, allow_incomplete, chunk_nodes, atol, None))
