@@ -7,7 +7,7 @@ and the batched bench, a serve request through the engine, the training continua
 an audit plan through its requests, the kit through the verifier it calls, and every command's sampling
 flags through its handler -- is run with them, and the settings that reach the lowest layer are
 recorded: the engine's one processing step (:mod:`exitlaw.engine.decode.sampling_settings`, whose every
-function reads its settings through ``checked_settings``), the audit's request fields, the kit's verifier
+function reads its settings through ``check_settings``), the audit's request fields, the kit's verifier
 call, the library function a command calls. They must equal the settings given: a place that forgot to
 pass the settings on (and rebuilt them from the temperature) is seen.
 """
@@ -43,7 +43,7 @@ def reaching():
     from exitlaw.engine.decode import sampling_settings as processing
 
     seen: list[SamplingSettings] = []
-    real = processing.checked_settings
+    real = processing.check_settings
 
     def spy(value):
         out = real(value)
@@ -52,7 +52,7 @@ def reaching():
         return out
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(processing, "checked_settings", spy)
+        mp.setattr(processing, "check_settings", spy)
         yield seen
 
 

@@ -309,8 +309,13 @@ class SamplingSettings:
 
 
 def check_settings(settings) -> SamplingSettings:
+    """``settings`` itself if it is a :class:`SamplingSettings`, else ``TypeError`` naming what came: the
+    one door through which every function that takes settings (theory's and the engine's) reads them."""
     if not isinstance(settings, SamplingSettings):
-        raise TypeError(f"settings must be a SamplingSettings, got {type(settings).__name__}")
+        raise TypeError(
+            f"expected SamplingSettings, got {type(settings).__name__} {settings!r} "
+            "(a temperature t is SamplingSettings(t))"
+        )
     return settings
 
 

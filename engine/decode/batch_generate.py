@@ -54,16 +54,13 @@ from exitlaw.engine.decode.loop import (
     trace_round,
 )
 from exitlaw.engine.decode.reductions import first_argmax
-from exitlaw.engine.decode.sampling_settings import (
-    checked_settings,
-    filter_logits,
-    processed_draft_logprobs,
-)
+from exitlaw.engine.decode.sampling_settings import filter_logits, processed_draft_logprobs
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
 from exitlaw.engine.decode.verifiers import VerifyResult
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.models.target import TargetModel, TargetStep, batch_attention_mask
 from exitlaw.theory import SamplingSettings, TraceRound
+from exitlaw.theory.sampling_settings import check_settings
 
 
 @dataclass
@@ -419,7 +416,7 @@ def _sample_rows(logits: torch.Tensor, settings: SamplingSettings, gen) -> list[
     ``gen``: one stream
     for the batch, or one per row (a list: row ``b`` races on its own stream, as
     :func:`~exitlaw.engine.decode.loop.sample_token` does for that row alone)."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if settings.greedy:
         return first_argmax(logits).tolist()
     z = filter_logits(logits, settings)

@@ -23,12 +23,13 @@ from typing import Callable
 import torch
 
 from exitlaw.engine.decode.batch_tree import BatchTree
-from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits, rows_processor
+from exitlaw.engine.decode.sampling_settings import filter_logits, rows_processor
 from exitlaw.engine.decode.verifiers import KINDS, VerifierGenerators, VerifyResult
 from exitlaw.engine.decode.verifiers.result import _check
 from exitlaw.engine.decode.verifiers.table import BATCHED, SINGLE, engine_names
 from exitlaw.theory import DistributionError, SamplingSettings
 from exitlaw.theory.registry import verifier
+from exitlaw.theory.sampling_settings import check_settings
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def verify(
     residual its path), then verified at the settings' temperature, so ``p_v`` is the processed target.
     """
     _check_kind(kind)
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     _check(tree, logits)
     return _run(kind, False, tree, logits, settings, generators)
 
@@ -127,7 +128,7 @@ def verify_batch(
     :func:`verify`.
     """
     _check_kind(kind)
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if not isinstance(bt, BatchTree):
         raise TypeError(
             f"verify_batch needs a BatchTree (see to_batch_tree), got {type(bt).__name__}"

@@ -26,11 +26,7 @@ from exitlaw.engine.builders import BUILDERS
 from exitlaw.engine.decode.device_tree import DeviceTree, to_device_tree
 from exitlaw.engine.decode.dispatch import DISPATCH, verify
 from exitlaw.engine.decode.dispatch import KINDS as VERIFIER_KINDS
-from exitlaw.engine.decode.sampling_settings import (
-    checked_settings,
-    filter_logits,
-    processed_draft_logprobs,
-)
+from exitlaw.engine.decode.sampling_settings import filter_logits, processed_draft_logprobs
 from exitlaw.engine.decode.timing import NullTimer, StageTimer
 from exitlaw.engine.decode.verifiers import VerifierGenerators, VerifyResult
 from exitlaw.engine.models.dflash import DFlashDrafter, DraftCache
@@ -111,7 +107,7 @@ def exponential_race(
 def sample_token(logits: torch.Tensor, settings: SamplingSettings, gen: torch.Generator) -> int:
     """``argmax`` at T = 0, else one draw from the processed row ``softmax(filter_logits(logits) / T)``
     (:func:`exponential_race`) under ``settings`` (:class:`~exitlaw.theory.SamplingSettings`)."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if settings.greedy:
         return int(logits.argmax())
     return int(exponential_race(filter_logits(logits, settings), settings.temperature, gen))
@@ -373,7 +369,7 @@ def generate_ar(
 def trace_round(rec: RoundRecord, settings: SamplingSettings) -> TraceRound:
     """The round in the theory trace format: ``a(u) = p_par(u)(x_u)`` under ``settings`` (one-hot at
     T = 0; ``p`` the processed target of the :class:`~exitlaw.theory.SamplingSettings`)."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     temperature = settings.temperature
     tree = rec.tree
     logits = filter_logits(rec.logits, settings).double()

@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from exitlaw.theory.sampling_settings import SamplingSettings, filter_record
+from exitlaw.theory.sampling_settings import SamplingSettings, check_settings, filter_record
 
 # filter name -> its torch keep rule ``(live [..., V] float64, value) -> bool mask``, registered below
 TORCH_RULES: dict[str, Callable[[torch.Tensor, object], torch.Tensor]] = {}
@@ -59,17 +59,6 @@ def top_p_keep(live: torch.Tensor, t: float) -> torch.Tensor:
     return live >= desc.gather(-1, last)
 
 
-def checked_settings(settings) -> SamplingSettings:
-    """``settings`` itself if it is a :class:`SamplingSettings`, else ``TypeError`` naming what came: the
-    one door through which every function here (and the dispatchers) reads its settings."""
-    if not isinstance(settings, SamplingSettings):
-        raise TypeError(
-            f"expected SamplingSettings, got {type(settings).__name__} {settings!r} "
-            "(a temperature t is SamplingSettings(t))"
-        )
-    return settings
-
-
 def keep_mask(weights: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
     """Boolean ``[..., V]``: the tokens the filters keep, from non-negative float64 weights
     (:func:`exitlaw.theory.sampling_settings.keep_mask`, the same comparisons)."""
@@ -84,7 +73,7 @@ def keep_mask(weights: torch.Tensor, settings: SamplingSettings) -> torch.Tensor
 def filter_logits(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
     """``logits`` with the tokens the settings' filters remove set to ``-inf`` (a new tensor when a
     filter is active; ``logits`` itself at ``T = 0`` or with no active filter)."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if settings.greedy or not settings.filtered:
         return logits
     if settings.active() == ("top_k",):
@@ -104,7 +93,7 @@ def rows_processor(settings: SamplingSettings) -> Callable[[torch.Tensor], torch
     """``rows -> filter_logits(rows, settings)`` for verifiers that read only some rows (TEV: the ``K``
     internal rows and the exit row; residual: the rows on its path), or ``None`` when nothing is filtered.
     A processor is applied once, to raw rows (top-p is not idempotent: never filter a filtered row)."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if settings.greedy or not settings.filtered:
         return None
     return lambda rows: filter_logits(rows, settings)
@@ -120,7 +109,7 @@ def processed_rows(logits: torch.Tensor, rows: torch.Tensor, process) -> torch.T
 
 def processed_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
     """The processed rows in float64 (``T = 0``: one-hot first argmax); tests and traces."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if settings.greedy:
         out = torch.zeros(logits.shape, dtype=torch.float64, device=logits.device)
         return out.scatter_(-1, logits.argmax(dim=-1, keepdim=True), 1.0)
@@ -134,7 +123,7 @@ def processed_draft_logprobs(rows: torch.Tensor, settings: SamplingSettings) -> 
     ``q' = filters(softmax(log q / T))`` (``-inf`` where filtered), so a tree built from them never
     spends budget on a token the processed drafter rules out. Untouched when no filter is active or
     at ``T = 0`` (the trees are then built from the raw rows, as before)."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if settings.greedy or not settings.filtered:
         return rows
     return torch.log_softmax(filter_logits(rows, settings).float() / settings.temperature, dim=-1)
@@ -143,7 +132,6 @@ def processed_draft_logprobs(rows: torch.Tensor, settings: SamplingSettings) -> 
 __all__ = [
     "TORCH_RULES",
     "torch_filter",
-    "checked_settings",
     "keep_mask",
     "filter_logits",
     "rows_processor",

@@ -29,14 +29,14 @@ import numpy as np
 import torch
 
 from exitlaw.engine.builders.single import build_ddtree
-from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits
+from exitlaw.engine.decode.sampling_settings import filter_logits
 from exitlaw.engine.models.attention_window import layer_masks, mask_to
 from exitlaw.engine.models.dflash import DFlashDrafter
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.training.draft_opd import OPDChains, sample_chains
 from exitlaw.engine.training.law import TreeBatch
 from exitlaw.theory import DraftTree
-from exitlaw.theory.sampling_settings import SamplingSettings
+from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
 UNFILTERED = SamplingSettings(1.0)  # the default scoring law: T_s = 1, no filter
 
@@ -136,7 +136,7 @@ def tree_scoring_mask(
 @torch.no_grad()
 def _scoring_settings(settings: SamplingSettings) -> SamplingSettings:
     """``settings`` (a bare float is a ``TypeError``), refused when ``T_s`` is not > 0."""
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if settings.temperature <= 0:
         raise ValueError(f"tree scoring needs a temperature > 0, got {settings.temperature}")
     return settings
@@ -359,7 +359,7 @@ def make_batch(
     ``prefix_window`` (the authors' code): trees are scored over only the last ``prefix_window``
     context tokens (:func:`windowed_tree_logit_tables`); ``None`` scores them over the whole context.
     """
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     if prefix_window is not None and chain_rng is not None:
         raise ValueError(
             "prefix_window scores trees only: it does not combine with draft-opd's sampled chains"

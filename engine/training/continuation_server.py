@@ -15,8 +15,7 @@ import urllib.error
 import urllib.request
 from typing import Sequence
 
-from exitlaw.engine.decode.sampling_settings import checked_settings
-from exitlaw.theory.sampling_settings import FILTERS, VLLM_ORDER, SamplingSettings
+from exitlaw.theory.sampling_settings import FILTERS, VLLM_ORDER, SamplingSettings, check_settings
 
 
 class ServerError(RuntimeError):
@@ -67,7 +66,7 @@ def server_continuations(
     """
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     knobs = {f: getattr(settings, f) for f in FILTERS if getattr(settings, f) is not None}
     if settings.order != VLLM_ORDER and {"top_p", "min_p"} <= set(knobs):
         raise ValueError(

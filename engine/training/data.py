@@ -24,11 +24,11 @@ import torch
 import torch.distributed as dist
 
 from exitlaw.engine.decode.loop import exponential_race
-from exitlaw.engine.decode.sampling_settings import checked_settings, filter_logits
+from exitlaw.engine.decode.sampling_settings import filter_logits
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.prompts.encoding import encode_prompts
 from exitlaw.engine.prompts.records import load_prompt_set
-from exitlaw.theory.sampling_settings import SamplingSettings
+from exitlaw.theory.sampling_settings import SamplingSettings, check_settings
 
 CACHE_SCHEMA = "exitlaw.continuations/1"
 
@@ -63,7 +63,7 @@ def generate_continuations(
     ``settings``: the :class:`~exitlaw.theory.SamplingSettings` whose processed target every token
     is drawn from (``SamplingSettings(0)`` is greedy; a bare float is a ``TypeError``).
     """
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     temperature = settings.temperature
     if max_new_tokens < 1 or batch_size < 1:
         raise ValueError(
@@ -209,7 +209,7 @@ def cached_sequences(
     :class:`~exitlaw.theory.SamplingSettings` (a bare float is a ``TypeError``); the key records its
     temperature, and its filters when one is active (so caches made without filters keep their keys).
     """
-    settings = checked_settings(settings)
+    settings = check_settings(settings)
     temperature = settings.temperature  # the number the keys and the cache header record
     extra = {"filters": settings.filters()} if settings.filtered else {}
     if (generate is None) != (source is None):
