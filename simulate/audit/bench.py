@@ -23,6 +23,7 @@ from pathlib import Path
 
 from exitlaw.simulate.audit.client import Client
 from exitlaw.simulate.audit.plan import AuditConfig, read_prompts
+from exitlaw.simulate.audit.run import run_audit
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 _READY = re.compile(r"ready on (http://127\.0\.0\.1:\d+)")
@@ -196,8 +197,6 @@ def _timed_rows(clients, models, texts, concurrency, requests, max_tokens, tempe
 def _audits(urls, prompts: str, audit_temperatures, audit_concurrency: int) -> list[dict]:
     """``exitlaw audit`` of the continuous DDTree server against the continuous AR one at each
     temperature: wall time, verdict and sample counts."""
-    from exitlaw.simulate.audit.run import run_audit
-
     audits = []
     for t in audit_temperatures:
         t0 = time.perf_counter()

@@ -22,6 +22,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy import stats as sps
 
 from exitlaw.simulate.audit.client import Client, ServerFailed, ServerRefused, Unreachable
 from exitlaw.simulate.audit.plan import AuditConfig, AuditUsageError, plan_budget, read_prompts
@@ -316,8 +317,6 @@ def _record_first_token(a, ref_top: dict, budget, cfg, level: int, prompt: int, 
 def _record_pooled(stat: float, dof: int, sizes, budget, cfg, level: int, report) -> None:
     """The level's test pooled over prompts (sum of statistics and degrees of freedom) and the TV it
     detects with power ``cfg.power``, on the report."""
-    from scipy import stats as sps
-
     p = float(sps.chi2.sf(stat, dof)) if dof > 0 else 1.0
     pw = pooled_power(sizes, cells=cfg.max_cells, alpha=budget.alpha_each, delta=cfg.tv)
     report.tests.append(

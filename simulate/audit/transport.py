@@ -153,7 +153,9 @@ class Retokeniser:
                 f"--tokenizer {path}: no tokenizer.json there (give a model folder or its tokenizer.json)"
             )
         try:
-            from tokenizers import Tokenizer
+            from tokenizers import (  # lazy: the optional engine extra; the audit runs on the standard library + simulate
+                Tokenizer,
+            )
         except ImportError:
             raise AuditUsageError(
                 "re-tokenising text needs the tokenizers package (pip install tokenizers)"

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.simulate.lab.decoding import simulate_decoding
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
+from exitlaw.simulate.lab.presets import verifier_fn
 
 
 def run_sim_bench(
@@ -27,8 +28,6 @@ def run_sim_bench(
     seed: int = 0,
     verifier: str = "tev",
 ) -> dict[str, Any]:
-    from exitlaw.simulate.lab.presets import verifier_fn
-
     verify = verifier_fn(verifier)
     res: dict[str, Any] = {
         "config": {

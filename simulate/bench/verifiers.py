@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from exitlaw.simulate.kit.conformance import run_kit
 from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
 from exitlaw.simulate.verifiers.table import implemented, sim_function
 from exitlaw.theory import oracle_tree
@@ -83,8 +84,6 @@ def run_verifier_bench(
             )
     kit_rows = []
     if kit:
-        from exitlaw.simulate.kit.conformance import run_kit
-
         lines.append(
             "conformance kit time per verifier (default settings, seed 0): wall and CPU seconds"
         )

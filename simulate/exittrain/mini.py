@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from tqdm import tqdm
 
 from exitlaw.simulate.builders.trees import ddtree
 from exitlaw.simulate.exittrain.objectives import (
@@ -243,8 +244,6 @@ def _train(
     cum = np.cumsum(matrix, axis=1)
     it = range(steps)
     if progress:
-        from tqdm import tqdm
-
         it = tqdm(it, desc=desc, leave=False)
     losses = []
     for _ in it:

@@ -57,6 +57,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Callable
 
@@ -64,6 +65,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from scipy import stats
 
 from exitlaw.simulate.exittrain.fast import make_pretrainer, make_trainer, rollouts, tau_table
 from exitlaw.simulate.exittrain.mini import Regime, draft_logprobs, init_params, stationary
@@ -235,8 +237,6 @@ def comparisons(cfg: SweepConfig) -> list[tuple[str, str]]:
 # ----- paired statistics ------------------------------------------------------------------------------
 def paired_interval(a, b, *, level: float = 0.95) -> dict[str, Any]:
     """Mean paired difference ``a - b`` over seeds with its t-interval (and the same in % of ``b``)."""
-    from scipy import stats
-
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
         raise ValueError(
@@ -443,8 +443,6 @@ def config_dict(cfg: SweepConfig) -> dict[str, Any]:
 
 
 def provenance() -> dict[str, Any]:
-    from importlib.metadata import version
-
     return {
         "exitlaw_version": version("exitlaw"),
         "git_commit": git_commit(Path(__file__).resolve().parent),

@@ -65,6 +65,8 @@ from exitlaw.simulate.kit.chain_formats import check_chain_format
 from exitlaw.simulate.kit.checks import auto_samples, check_case, completed_check, extend_counts
 from exitlaw.simulate.kit.formats import adapt_verifier
 from exitlaw.simulate.kit.settings_cases import DEFAULT_PANEL, settings_cases
+from exitlaw.simulate.randomness import GeneratorRandomness
+from exitlaw.simulate.verifiers.sampled_draft import draw_draft
 from exitlaw.theory import HF_ORDER, VLLM_ORDER, DraftTree, SamplingSettings
 from exitlaw.theory.sampling_settings import FILTERS
 
@@ -443,9 +445,6 @@ def _run_conditional(fn, case: Case, n: int, rng, kit_rng, alpha, delta, timeout
 def _run_marginal(
     fn, case: MarginalCase, n: int, rng, kit_rng, alpha, delta, timeout=None, sc=None
 ):
-    from exitlaw.simulate.randomness import GeneratorRandomness
-    from exitlaw.simulate.verifiers.sampled_draft import draw_draft
-
     draft_rand = GeneratorRandomness(kit_rng)
     built: dict = {}
     blocks: dict = {}

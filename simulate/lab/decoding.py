@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from exitlaw import theory
 from exitlaw.simulate.builders.caddtree import LatencyModel
 from exitlaw.simulate.builders.trees import Built
 from exitlaw.theory import (
@@ -45,10 +46,9 @@ SampledVerifier = Callable[
 
 
 def tree_coverage(tree: DraftTree, edge: np.ndarray) -> float:
-    """``C_p(T)`` via the JAX exit law (which buckets node counts, so few compilations)."""
-    from exitlaw.theory import exit_law_from_edges
-
-    return float(exit_law_from_edges(tree, edge).coverage)
+    """``C_p(T)`` via the JAX exit law (which buckets node counts, so few compilations); JAX loads on
+    this first call, through the theory face (``import exitlaw.simulate`` loads no JAX)."""
+    return float(theory.exit_law_from_edges(tree, edge).coverage)
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,9 @@ def simulate_decoding(
     records: list[RoundRecord] = []
     it = range(rounds)
     if progress:
-        from tqdm import tqdm
+        from tqdm import (  # lazy: `exitlaw --help` and `import exitlaw.simulate` load this module; tqdm is an extra's
+            tqdm,
+        )
 
         it = tqdm(it, desc=desc, unit="round", leave=False)
     for r in it:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from exitlaw import __version__
 from exitlaw.simulate.builders.trees import tsubame
 from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
 from exitlaw.simulate.randomness import enumerate_law
@@ -195,7 +196,9 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
 
 
 def _t_interval(x: np.ndarray, level: float = 0.95) -> dict[str, float]:
-    from scipy import stats
+    from scipy import (  # lazy: `import exitlaw.simulate` loads this module and must load no scipy (property_tests/test_faces.py)
+        stats,
+    )
 
     n = x.size
     mean = float(x.mean())
@@ -258,15 +261,15 @@ def run_field_lab(
             raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it")
     it = [(c, s) for c in configs for s in range(c.seeds)]
     if progress:
-        from tqdm import tqdm
+        from tqdm import (  # lazy: `exitlaw --help` and `import exitlaw.simulate` load this module; tqdm is an extra's
+            tqdm,
+        )
 
         it = tqdm(it, desc="field lab", unit="seed")
     per: dict[int, list] = {}
     for c, s in it:
         per.setdefault(id(c), []).append(run_seed(c, s))
     runs = [{"config": asdict(c), **summarise(c, per[id(c)])} for c in configs]
-    from exitlaw import __version__
-
     result = {
         "schema": SCHEMA,
         "version": 1,

@@ -26,10 +26,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from exitlaw.simulate.lab.presets import SimConfig
+from exitlaw.simulate.lab.decoding import simulate_decoding
+from exitlaw.simulate.lab.presets import SimConfig, row_label, sampled_verifier_fn, verifier_fn
+from exitlaw.theory import TraceWriter
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 
 RESULTS_SCHEMA = "exitlaw.simulate-results"
@@ -117,8 +120,6 @@ def run_simulation(
     log: Callable[[str], None] = print,
 ) -> dict:
     """Run every builder of ``cfg``; write results and traces into ``out``; return the results dict."""
-    from exitlaw.simulate.lab.presets import verifier_fn
-
     out = Path(out)
     _check_out(cfg, out, overwrite)
     verifier = verifier_fn(cfg.verifier)
@@ -173,12 +174,6 @@ def _builder_row(cfg: SimConfig, name: str, results: dict, world, stage: Path, o
     """Simulate one row of the table (``world``: target, drafters and verifier), its trace written
     into ``stage``; return its results entry. The matched row runs DDTree at CaDDTree's mean budget
     (read from ``results``), same run, same seed."""
-    from dataclasses import replace
-
-    from exitlaw.simulate.lab.decoding import simulate_decoding
-    from exitlaw.simulate.lab.presets import row_label, sampled_verifier_fn
-    from exitlaw.theory import TraceWriter
-
     target, pos, ar, verifier = world
     t0 = time.perf_counter()
     run_cfg, builder, extra = cfg, name, {}
@@ -220,8 +215,6 @@ def _builder_row(cfg: SimConfig, name: str, results: dict, world, stage: Path, o
 
 def _log_notes(cfg: SimConfig, results: dict, log: Callable[[str], None]) -> None:
     """The notes under the table: how to read z, and what each special row is."""
-    from exitlaw.simulate.lab.presets import row_label
-
     log(
         "\nz = mean(L - (1 + C_p)) / s.e.: |z| < 3.3 is expected from an exact saturating verifier (alpha = 0.001)"
     )

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Callable
 
+from exitlaw.simulate.kit.conformance import VerifierCallError, load_verifier
 from exitlaw.simulate.prove.symbolic import SymbolicError, rows_at, symbolic_one, symbolic_rows
 from exitlaw.simulate.prove.tree_enum import all_trees, tree_shapes
 from exitlaw.simulate.randomness import enumerate_law
@@ -167,9 +168,6 @@ class ProofReport:
 def load_procedure(spec: str, *, child_order: bool = False) -> Callable:
     """``MODULE:CALLABLE`` callable as ``f(tree, rows, rand)`` (and ``child_order=`` when asked), else
     :class:`~.conformance.VerifierCallError` (a ``ValueError``) saying why."""
-    # the kit loads scipy (its statistics): only when a spec is loaded
-    from exitlaw.simulate.kit.conformance import VerifierCallError, load_verifier
-
     fn = load_verifier(spec)
     try:
         sig = inspect.signature(fn)

@@ -18,6 +18,7 @@ something the stand-in cannot follow is ``unproved`` with the reason.
 
 from __future__ import annotations
 
+import inspect
 import random
 import time
 from fractions import Fraction
@@ -50,8 +51,6 @@ RAW_SCOPE = (
 
 def takes_generator(fn: Callable) -> bool:
     """Whether ``fn``'s third parameter is named ``rng`` (the kit's ``f(tree, probs, rng)`` convention)."""
-    import inspect
-
     try:
         params = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):

@@ -31,6 +31,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from exitlaw.simulate.randomness import enumerate_law
+
 
 class CannotFollow(TypeError):
     """The verifier used a lazy uniform in a way the interval stand-in cannot enumerate exactly."""
@@ -506,8 +508,6 @@ class TooManyBranches(CannotFollow):
 
 def raw_law(fn, tree, probs, *, max_runs: int = 2_000_000) -> dict:
     """Exact law ``{(exit, bonus): Fraction}`` of ``fn(tree, probs, rng)`` under :class:`IntervalGenerator`."""
-    from exitlaw.simulate.randomness import enumerate_law
-
     try:
         return enumerate_law(
             lambda rep: fn(tree, probs, IntervalGenerator(rep)), one=Fraction(1), max_runs=max_runs
