@@ -18,6 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.simulate import get_preset, simulate_decoding, verifier_fn
+from exitlaw.simulate.lab.presets import with_overrides
+
 from .style import COLORS, headline, new_figure, require, save
 
 NAME = "budget_sweep"
@@ -33,9 +36,6 @@ def compute(
     vocab: int = 256,
     preset: str = "medium",
 ) -> dict:
-    from exitlaw.simulate import get_preset, simulate_decoding, verifier_fn
-    from exitlaw.simulate.lab.presets import with_overrides
-
     rounds = rounds or (30 if quick else 200)
     rows = []
     for B in budgets:

@@ -18,6 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.simulate import (
+    LatencyModel,
+    NGramTarget,
+    PositionWiseDrafter,
+    ddtree_order,
+    first_decrease,
+    throughput_curve,
+)
+from exitlaw.simulate.builders.caddtree import first_decrease_misses
+
 from .style import headline, new_figure, require, save
 
 NAME = "caddtree_throughput"
@@ -34,16 +44,6 @@ def compute(
     max_budget: int = 192,
     contexts: int | None = None,
 ) -> dict:
-    from exitlaw.simulate import (
-        LatencyModel,
-        NGramTarget,
-        PositionWiseDrafter,
-        ddtree_order,
-        first_decrease,
-        throughput_curve,
-    )
-    from exitlaw.simulate.builders.caddtree import first_decrease_misses
-
     contexts = contexts or (3 if quick else 6)
     target = NGramTarget(vocab, order=2, zipf=2.0, seed=seed)
     drafter = PositionWiseDrafter(target, noise=0.5, seed=seed + 1)

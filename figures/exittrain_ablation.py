@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.simulate.exittrain.mini import REGIMES, run_exittrain_mini
+
 from .style import COLORS, headline, new_figure, read_data, require, save
 
 NAME = "exittrain_ablation"
@@ -108,8 +110,6 @@ def compute(
     mini_results: str | Path | None = None,
     steps: int | None = None,
 ) -> dict:
-    from exitlaw.simulate.exittrain.mini import REGIMES, run_exittrain_mini
-
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; known: {', '.join(REGIMES)}")
     reg = REGIMES[regime]

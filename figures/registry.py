@@ -17,6 +17,9 @@ from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
+from exitlaw import __version__
+from exitlaw.theory.infra.provenance import git_commit
+
 from .style import check_out, commit_figure, write_data
 
 STAGE = ".figures-partial"
@@ -35,9 +38,6 @@ FIGURES: dict[str, str] = {
 def provenance() -> dict:
     """The exitlaw version and git commit (``-dirty`` with uncommitted changes) the data are made with
     (docs/design.md §1.11: every verdict carries its inputs' provenance)."""
-    from exitlaw import __version__
-    from exitlaw.theory.infra.provenance import git_commit
-
     return {
         "exitlaw_version": __version__,
         "git_commit": git_commit(Path(__file__).resolve().parent),

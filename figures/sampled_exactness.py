@@ -20,6 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.simulate.lab.toy_target import ToyModel, block_tokens, complete_block
+from exitlaw.simulate.randomness import enumerate_law
+from exitlaw.simulate.verifiers import tev_procedure, verify_sampled
+from exitlaw.theory import DraftTree, reference_law
+
 from .style import COLORS, headline, new_figure, require, save
 
 NAME = "sampled_exactness"
@@ -38,11 +43,6 @@ def _mix(acc: dict, law: dict, weight: float) -> None:
 def compute(*, seed: int = 0, quick: bool = False, vocab: int = 3, horizon: int = 2) -> dict:
     """Exact laws on every realised draft of toy models ``ToyModel(vocab, seed + 3)`` (target) and
     ``ToyModel(vocab, seed + 10)`` (drafter); seed 0 gives a target with no deterministic root row."""
-    from exitlaw.simulate.lab.toy_target import ToyModel, block_tokens, complete_block
-    from exitlaw.simulate.randomness import enumerate_law
-    from exitlaw.simulate.verifiers import tev_procedure, verify_sampled
-    from exitlaw.theory import DraftTree, reference_law
-
     target = ToyModel(vocab, seed + 3, exact=False)
     drafter = ToyModel(vocab, seed + 10, zero_prob=0.0, exact=False)
     truth = target.sequence_law(horizon + 1)

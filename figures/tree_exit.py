@@ -17,7 +17,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import matplotlib.colors as mcolors
 import numpy as np
+import torch
+from transformers import AutoTokenizer
+
+from exitlaw.engine import DecodeConfig, generate, load_pair, write_tiny_models
+from exitlaw.theory import DraftTree, SamplingSettings, TraceWriter, exit_law_from_edges, read_trace
 
 from .style import headline, new_figure, require, save
 
@@ -36,8 +42,6 @@ def _models(
                     f"tree_exit: checkpoint directory {str(p)!r} has no config.json"
                 )
         return target, draft, label
-    from exitlaw.engine import write_tiny_models
-
     target, draft = write_tiny_models(scratch / "tiny", seed=seed)
     return target, draft, "random tiny Qwen3 target + DFlash drafter (exitlaw tiny-models)"
 
@@ -52,12 +56,6 @@ def compute(
     max_new_tokens: int | None = None,
 ) -> dict:
     """Decode one prompt with the engine, record the trace, keep the round of largest coverage."""
-    import torch
-    from transformers import AutoTokenizer
-
-    from exitlaw.engine import DecodeConfig, generate, load_pair
-    from exitlaw.theory import SamplingSettings, TraceWriter, exit_law_from_edges, read_trace
-
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
@@ -142,10 +140,6 @@ def layout(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def draw(data: dict, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
-    import matplotlib.colors as mcolors
-
-    from exitlaw.theory import DraftTree, exit_law_from_edges
-
     require(data, ("parent", "token", "edge_prob", "models"), NAME)
     tree = DraftTree(parent=data["parent"], token=data["token"])
     law = exit_law_from_edges(tree, np.asarray(data["edge_prob"], dtype=np.float64))

@@ -15,7 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from exitlaw.simulate import NGramTarget, PositionWiseDrafter, ddtree
+from exitlaw.simulate.stats import pooled_chisquare
+from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
 from exitlaw.simulate.verifiers.table import implemented
+from exitlaw.theory import exit_depth_law, exit_law, gather_edge_probs
 from exitlaw.theory.registry import FAST
 
 from .style import COLORS, headline, new_figure, require, save
@@ -34,11 +38,6 @@ def compute(
     samples: int | None = None,
 ) -> dict:
     """Sample every verifier on one simulated tree; return counts and the exact depth law."""
-    from exitlaw.simulate import NGramTarget, PositionWiseDrafter, ddtree
-    from exitlaw.simulate.stats import pooled_chisquare
-    from exitlaw.simulate.verifiers.fast import FAST_SAMPLERS
-    from exitlaw.theory import exit_depth_law, exit_law, gather_edge_probs
-
     samples = samples or (4_000 if quick else 40_000)
     target = NGramTarget(vocab, order=2, zipf=1.6, seed=seed)
     drafter = PositionWiseDrafter(target, noise=0.4, seed=seed + 1)

@@ -27,7 +27,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from exitlaw.engine.bench.verifiers import KVShape, run_verifier_bench
 from exitlaw.engine.decode.verifiers import engine_names
 
 from .style import COLORS, headline, new_figure, read_data, require, save
@@ -155,10 +157,6 @@ def compute(
 ) -> dict:
     if source is not None:
         return normalise(read_data(source)) | {"source": str(source)}
-    import torch
-
-    from exitlaw.engine.bench.verifiers import KVShape, run_verifier_bench
-
     vocab = vocab or (32000 if quick else 151936)
     # one intra-op thread: on a small shared CPU, multi-threaded small ops measure contention, not the verifier
     threads = torch.get_num_threads()
