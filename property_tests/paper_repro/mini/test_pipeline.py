@@ -96,7 +96,7 @@ def test_deep_preset_is_the_deep_tree_setting_with_seeds_and_powered_evaluation(
 
 def test_mini_objective_names_are_the_trainers():
     from exitlaw.engine.training.objectives import OBJECTIVES as TRAINER
-    from exitlaw.paper_repro.mini.pipeline import ENGINE_OBJECTIVES
+    from exitlaw.paper_repro.mini.config import ENGINE_OBJECTIVES
 
     assert ENGINE_OBJECTIVES == TRAINER
 
@@ -194,8 +194,7 @@ def test_eval_cells_drop_an_append_cut_off_by_a_kill_and_name_a_corrupt_line(tmp
 
 
 def test_a_drafter_save_cut_off_leaves_no_config_so_the_stage_is_redone(tmp_path, monkeypatch):
-    import safetensors.torch
-
+    import exitlaw.engine.models.checkpoint as checkpoint
     from exitlaw.engine.models.checkpoint import save_drafter
     from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
 
@@ -218,7 +217,7 @@ def test_a_drafter_save_cut_off_leaves_no_config_so_the_stage_is_redone(tmp_path
     def cut(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(safetensors.torch, "save_file", cut)
+    monkeypatch.setattr(checkpoint, "save_file", cut)  # the name save_drafter calls
     with pytest.raises(KeyboardInterrupt):
         save_drafter(drafter, tmp_path / "init")
     assert (
