@@ -18,7 +18,7 @@ from tqdm import tqdm
 from transformers import Qwen3ForCausalLM
 
 from exitlaw.engine.models.config import LMSizes, qwen3_config
-from exitlaw.engine.training.config import cosine_factor
+from exitlaw.engine.training import config as train_config  # its cosine_factor, read at each step
 from exitlaw.paper_repro.mini.config import TargetSpec
 from exitlaw.theory.infra.atomic_io import atomic_dir
 
@@ -56,7 +56,7 @@ def train_target(
 
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt,
-        lambda step: cosine_factor(
+        lambda step: train_config.cosine_factor(
             step, steps=spec.steps, warmup_steps=spec.warmup, min_lr_ratio=0.1
         ),
     )
