@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+
 COMPLETE = ".complete"
 
 
@@ -103,8 +105,6 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1) -> 
 
 def atomic_save_npy(path: str | Path, array) -> Path:
     """``np.save`` through a temporary name (``path`` must end in ``.npy``, as np.save would add it)."""
-    import numpy as np
-
     path = Path(path)
     if path.suffix != ".npy":
         raise ValueError(f"{path}: a .npy output must end in .npy")
