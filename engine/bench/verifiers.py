@@ -140,9 +140,8 @@ class StandInCache:
 
     def commit(self, path_nodes, index: torch.Tensor | None = None) -> None:
         TargetModel.commit(self.cache, self.start, path_nodes, index)
-        if self.cache.get_seq_length() != self.start + len(
-            path_nodes
-        ):  # cheap shape check, no data sync
+        # a cheap shape check, no data sync
+        if self.cache.get_seq_length() != self.start + len(path_nodes):
             raise AssertionError("commit left the cache at the wrong length")
 
 

@@ -167,9 +167,8 @@ def plan_budget(cfg: AuditConfig, num_prompts: int, first_token: bool | None = N
     """``first_token``: whether first-token tests run (default ``cfg.first_token``; the probe turns them
     off where the reference returns no log-probabilities or the run compares re-tokenised text)."""
     first_token = cfg.first_token if first_token is None else first_token
-    per_level = (
-        num_prompts + 1 + (num_prompts if first_token else 0)
-    )  # per prompt, pooled, first token
+    # per prompt, pooled, first token
+    per_level = num_prompts + 1 + (num_prompts if first_token else 0)
     tests = per_level * len(cfg.concurrency)
     alpha_each = cfg.alpha / tests
     planned = two_sample_size(cells=cfg.max_cells, alpha=alpha_each, power=cfg.power, delta=cfg.tv)

@@ -88,9 +88,8 @@ def compare(
     """``a - b`` in per-step acceptance of ``estimand`` (the design's unit), and in relative tau."""
     va = arm_values(cells, cfg, a, "code", t, budget, estimand)
     vb = arm_values(cells, cfg, b, "code", t, budget, estimand)
-    rel = paired_difference(
-        va, vb, level=level
-    )  # checks the pairing, gives the relative tau effect
+    # checks the pairing, gives the relative tau effect
+    rel = paired_difference(va, vb, level=level)
     ta, tb = _acceptance(va), _acceptance(vb)
     acc = crossed_mean_ci(
         np.asarray([ta[s] for s in rel["seed_list"]])

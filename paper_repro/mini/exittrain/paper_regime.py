@@ -23,9 +23,8 @@ from exitlaw.paper_repro.mini.cells import read_cells
 from exitlaw.paper_repro.mini.config import DEEP, QUICK, MiniConfig
 from exitlaw.theory.sampling_settings import SamplingSettings
 
-PAPER_LR_RATIO = (
-    1e-4 / 6e-4
-)  # the paper's fine-tuning rate over DFlash training's (SpecForge configs)
+# the paper's fine-tuning rate over DFlash training's (SpecForge configs)
+PAPER_LR_RATIO = 1e-4 / 6e-4
 
 
 @dataclass(frozen=True)
