@@ -47,8 +47,8 @@ def compute(
             verifier="tev-fast",
             seed=seed,
         )
-        target = cfg.target()
-        pos, ar = cfg.drafters(target)
+        target = cfg.target.model()
+        pos, ar = cfg.drafter.models(target)
         for b in BUILDERS:
             res = simulate_decoding(
                 target,

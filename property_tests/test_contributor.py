@@ -152,7 +152,7 @@ for seed in range(5):
 from exitlaw.simulate.lab.presets import VERIFIERS, SimConfig, verifier_fn
 from exitlaw.simulate.kit.conformance import EXACT_AND_SATURATING, run_kit
 assert "planted" in VERIFIERS
-SimConfig(verifier="planted", temperature=1.0)
+SimConfig.from_dict(dict(verifier="planted", temperature=1.0))
 tree = DraftTree(np.array([-1, 0, 0, 1]), np.array([0, 1, 2, 0]))
 probs = np.full((4, 3), 1 / 3)
 a = verifier_fn("planted")(tree, probs, np.random.default_rng(3))
@@ -217,15 +217,22 @@ from exitlaw.engine.builders.table import engine_builder
 def build_planted(draft_logprobs, budget, root_token):
     return build_chain(draft_logprobs, root_token)
 '''
-SIM_BUILDER = '''"""A planted builder: the simulator's chain under another name."""
+SIM_BUILDER = '''"""A planted builder: the simulator's chain under another name, its length a setting of its own."""
+
+from dataclasses import dataclass
 
 from exitlaw.simulate.builders.table import sim_builder
 from exitlaw.simulate.builders.trees import chain
 
 
-@sim_builder("planted-chain")
-def make_planted(cfg, target, pos, ar):
-    return lambda c, rng: chain(pos.marginals(c, cfg.horizon), cfg.horizon)
+@dataclass(frozen=True)
+class PlantedSettings:
+    length: int = 2
+
+
+@sim_builder("planted-chain", settings=PlantedSettings)
+def make_planted(cfg, target, pos, ar, settings):
+    return lambda c, rng: chain(pos.marginals(c, cfg.horizon), settings.length)
 '''
 BUILDER_CHECK = """
 import numpy as np, torch
@@ -238,9 +245,13 @@ assert list(tree.token) == list(ref.token) and list(tree.parent) == list(ref.par
 
 from exitlaw.simulate.lab.presets import BUILDERS as SIM, SimConfig
 assert "planted-chain" in SIM
-cfg = SimConfig(vocab=16, horizon=3, budget=5, rounds=2, builders=("chain", "planted-chain"))
-target = cfg.target()
-pos, ar = cfg.drafters(target)
+flat = dict(vocab=16, horizon=3, budget=5, rounds=2, builders=["chain", "planted-chain"])
+assert SimConfig.from_dict(flat).to_dict()["planted_chain_length"] == 2  # its settings' default
+cfg = SimConfig.from_dict({**flat, "planted_chain_length": 3})  # the flat key of its setting
+assert cfg.builder_settings("planted-chain").length == 3
+assert SimConfig.from_dict(cfg.to_dict()) == cfg
+target = cfg.target.model()
+pos, ar = cfg.drafter.models(target)
 a = cfg.make_builder("planted-chain", target, pos, ar)((1, 2), np.random.default_rng(0))
 b = cfg.make_builder("chain", target, pos, ar)((1, 2), np.random.default_rng(0))
 assert list(a.tree.token) == list(b.tree.token)

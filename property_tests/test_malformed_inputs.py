@@ -119,7 +119,7 @@ import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from exitlaw.cli import main  # noqa: E402
-from exitlaw.simulate.lab.presets import SimConfig, WorkBoundError  # noqa: E402
+from exitlaw.simulate.lab.presets import SimConfig, WorkBoundError, with_overrides  # noqa: E402
 from exitlaw.theory import (  # noqa: E402
     IncompleteTraceError,
     TraceFormatError,
@@ -435,15 +435,15 @@ API_CASES = [
     ),
     (
         "simconfig temperature nan",
-        lambda: SimConfig(temperature=float("nan")),
+        lambda: SimConfig.from_dict({"temperature": float("nan")}),
         ValueError,
         "'temperature'",
     ),
-    ("simconfig zipf string", lambda: SimConfig(zipf="1.1"), ValueError, "'zipf'"),
+    ("simconfig zipf string", lambda: SimConfig.from_dict({"zipf": "1.1"}), ValueError, "'zipf'"),
     ("simconfig builders string", lambda: SimConfig(builders="ddtree"), ValueError, "'builders'"),
     (
         "simconfig branching strings",
-        lambda: SimConfig(static_branching=("4", "2")),
+        lambda: SimConfig.from_dict({"static_branching": ["4", "2"]}),
         ValueError,
         "'static_branching'",
     ),
@@ -462,17 +462,54 @@ API_CASES = [
     ),
     (
         "simconfig vocab x budget",
-        lambda: SimConfig(vocab=10**6, budget=1000),
+        lambda: SimConfig.from_dict({"vocab": 10**6, "budget": 1000}),
         WorkBoundError,
         "GiB of rows",
     ),
     (
         "simconfig whole-run work",
-        lambda: SimConfig(vocab=200_000, budget=64, rounds=1_000_000),
+        lambda: SimConfig.from_dict({"vocab": 200_000, "budget": 64, "rounds": 1_000_000}),
         WorkBoundError,
         "hours",
     ),
     ("simconfig budget 0", lambda: SimConfig(budget=0), ValueError, "budget must be >= 1"),
+    # a nested field is named by its flat key, the one a config file holds
+    (
+        "simconfig eagle_depth string",
+        lambda: SimConfig.from_dict({"eagle_depth": "5"}),
+        ValueError,
+        "'eagle_depth' must be an integer",
+    ),
+    (
+        "simconfig drafter_noise string",
+        lambda: SimConfig.from_dict({"drafter_noise": "1"}),
+        ValueError,
+        "'drafter_noise' must be a finite number",
+    ),
+    (
+        "simconfig target_seed float",
+        lambda: SimConfig.from_dict({"target_seed": 1.5}),
+        ValueError,
+        "'target_seed' must be an integer",
+    ),
+    (
+        "simconfig dartree_widen 0",
+        lambda: SimConfig.from_dict({"dartree_widen": 0}),
+        ValueError,
+        "'widen' must be >= 1",
+    ),
+    (
+        "simconfig unknown nested key",
+        lambda: with_overrides(SimConfig(), eagle_dept=5),
+        ValueError,
+        "unknown config keys \\['eagle_dept'\\]",
+    ),
+    (
+        "simconfig settings of another type",
+        lambda: SimConfig(settings={"eagle": 5}),
+        ValueError,
+        "settings of builder 'eagle' must be of type EagleSettings",
+    ),
 ]
 
 

@@ -140,17 +140,19 @@ def test_simulator_presets_offer_exactly_the_registered_names():
 def test_every_simulator_builder_builds_a_tree_from_the_table():
     from exitlaw.simulate.lab.presets import SimConfig
 
-    cfg = SimConfig(
-        vocab=16,
-        horizon=3,
-        budget=5,
-        caddtree_max_budget=8,
-        rounds=2,
-        eagle_depth=2,
-        static_branching=(2, 2, 1),
+    cfg = SimConfig.from_dict(
+        dict(
+            vocab=16,
+            horizon=3,
+            budget=5,
+            caddtree_max_budget=8,
+            rounds=2,
+            eagle_depth=2,
+            static_branching=(2, 2, 1),
+        )
     )
-    target = cfg.target()
-    pos, ar = cfg.drafters(target)
+    target = cfg.target.model()
+    pos, ar = cfg.drafter.models(target)
     for name in sim_builder_names():
         built = cfg.make_builder(name, target, pos, ar)((1, 2), np.random.default_rng(0))
         assert built.tree.num_nodes >= 2, name
@@ -328,9 +330,9 @@ def test_the_greedy_only_fact_is_what_the_simulator_enforces():
     for name in sim(SIMULATOR, kind=FIXED_TREE):
         if registry.verifier(name).greedy_only:
             with pytest.raises(ValueError, match="T=0"):
-                SimConfig(verifier=name, temperature=1.0)
+                SimConfig.from_dict(dict(verifier=name, temperature=1.0))
         else:
-            SimConfig(verifier=name, temperature=1.0)
+            SimConfig.from_dict(dict(verifier=name, temperature=1.0))
 
 
 # ----- the command line -------------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def _sim_bench(args: argparse.Namespace) -> int:
 
 def _field_lab(args: argparse.Namespace) -> int:
     given = pick(args, "vocab", "budget", "horizon", "seeds", "contexts")
-    configs = [lib.FieldLabConfig(drafter_noise=n, **given) for n in args.noise]
+    configs = [lib.FieldLabConfig.from_dict({"drafter_noise": n, **given}) for n in args.noise]
     json_path, _ = out_files(args, "field_lab.json", "field_lab.md")
     print(lib.render_field_lab(lib.run_field_lab(configs, json_path, overwrite=args.overwrite)))
     return 0

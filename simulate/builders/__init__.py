@@ -5,13 +5,14 @@ from importlib import import_module as _import_module
 
 from . import table, trees
 from .caddtree import (
+    CaDDTreeSettings,
     LatencyModel,
     caddtree,
     first_decrease,
     first_decrease_misses,
     throughput_curve,
 )
-from .dartree import dartree
+from .dartree import DARTreeSettings, dartree
 from .opt_tree import draft_expected_acceptance, opt_tree
 from .table import *
 from .trees import *
@@ -23,6 +24,8 @@ for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own _
 __all__ = [
     *table.__all__,
     *trees.__all__,
+    "CaDDTreeSettings",
+    "DARTreeSettings",
     "LatencyModel",
     "caddtree",
     "dartree",

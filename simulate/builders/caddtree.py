@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from exitlaw.simulate.builders.settings import check_fields, check_positive
 from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.simulate.builders.trees import Built, ddtree_order
 from exitlaw.theory import DraftTree
@@ -125,9 +126,20 @@ def caddtree(
     return Built(DraftTree(parent=tree.parent[:keep], token=tree.token[:keep]), lp[:keep]), n
 
 
-@sim_builder("caddtree")
-def make_caddtree(cfg, target, pos, ar) -> BuildFn:
+@dataclass(frozen=True)
+class CaDDTreeSettings:
+    """CaDDTree's largest budget: each round picks its budget in ``[1, max_budget]``."""
+
+    max_budget: int = 128
+
+    def __post_init__(self) -> None:
+        check_fields(self, "caddtree setting")
+        check_positive(self, "caddtree setting")
+
+
+@sim_builder("caddtree", settings=CaDDTreeSettings)
+def make_caddtree(cfg, target, pos, ar, settings: CaDDTreeSettings) -> BuildFn:
     lat = cfg.latency_model()
     return lambda c, rng: caddtree(
-        pos.marginals(c, cfg.horizon), lat, max_budget=cfg.caddtree_max_budget
+        pos.marginals(c, cfg.horizon), lat, max_budget=settings.max_budget
     )[0]

@@ -31,10 +31,12 @@ pass. With ``widen = 1`` DARTree is DDTree's tree (reordered). The recorded
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from exitlaw.simulate.builders.settings import check_fields, check_positive
 from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.simulate.builders.trees import Built, ddtree
 from exitlaw.theory import check_budget, check_rows, top_prefixes
@@ -75,11 +77,22 @@ def dartree(
     return Built(bf.tree, lp)
 
 
-@sim_builder("dartree")
-def make_dartree(cfg, target, pos, ar) -> BuildFn:
+@dataclass(frozen=True)
+class DARTreeSettings:
+    """DARTree's proposal width: the diffusion proposal holds ``widen * B`` candidates (step 1)."""
+
+    widen: int = 2
+
+    def __post_init__(self) -> None:
+        check_fields(self, "dartree setting")
+        check_positive(self, "dartree setting")
+
+
+@sim_builder("dartree", settings=DARTreeSettings)
+def make_dartree(cfg, target, pos, ar, settings: DARTreeSettings) -> BuildFn:
     return lambda c, rng: dartree(
-        pos.marginals(c, cfg.horizon), ar, c, cfg.budget, widen=cfg.dartree_widen
+        pos.marginals(c, cfg.horizon), ar, c, cfg.budget, widen=settings.widen
     )
 
 
-__all__ = ["dartree"]
+__all__ = ["DARTreeSettings", "dartree"]

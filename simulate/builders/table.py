@@ -4,14 +4,20 @@ holds its facts only.
 
 A maker takes a config (anything with the fields it reads: the lab's ``SimConfig``), the synthetic
 target and the two drafters, and returns the round's builder ``(context, draft_rng) -> Built``.
-``chain`` always drafts ``horizon`` tokens (DFlash's default); ``caddtree`` picks its budget per
-round in ``[1, caddtree_max_budget]``; every other builder uses ``budget``. The three Tsubame
+A builder with settings of its own (EAGLE-2's depth and top-k, CaDDTree's largest budget, ...)
+declares them as a frozen dataclass in its module and registers it with its maker
+(``@sim_builder(name, settings=EagleSettings)``); its maker then takes the config's instance of
+that dataclass as a fifth argument (``cfg.builder_settings(name)``), and a config holds one per
+such builder without naming any. ``chain`` always drafts ``horizon`` tokens (DFlash's default);
+``caddtree`` picks its budget per round in ``[1, max_budget]``; every other builder uses
+``budget``. The three Tsubame
 entries build the same tree; they differ in the rule that verifies it (the registry's
 ``sampled_draft_rule``).
 """
 
 from __future__ import annotations
 
+from dataclasses import is_dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -21,17 +27,38 @@ from exitlaw.theory.registry import Names, builder, builder_names
 
 # (context, draft_rng) -> a trees.Built (not imported: the builder modules import this table)
 BuildFn = Callable[[tuple[int, ...], np.random.Generator], Any]
-MakeBuilder = Callable[[Any, Any, Any, Any], BuildFn]  # (cfg, target, pos, ar) -> BuildFn
+# (cfg, target, pos, ar) -> BuildFn, or (cfg, target, pos, ar, settings) for a builder with settings
+MakeBuilder = Callable[..., BuildFn]
 
 # registered builder name -> its maker, filled by the @sim_builder decorators where they are defined
 SIM_BUILDERS: dict[str, MakeBuilder] = {}
+# registered builder name -> its settings dataclass, for the builders that have settings
+SIM_SETTINGS: dict[str, type] = {}
 
 
-def sim_builder(name: str) -> Callable[[MakeBuilder], MakeBuilder]:
+def sim_builder(name: str, settings: type | None = None) -> Callable[[MakeBuilder], MakeBuilder]:
     """Register the decorated maker ``(cfg, target, pos, ar) -> BuildFn`` as the simulator's form of
-    the registered builder ``name`` (``ValueError`` for an unknown name or a second maker)."""
+    the registered builder ``name`` (``ValueError`` for an unknown name or a second maker); with
+    ``settings`` (a frozen dataclass whose every field has a default) the maker takes
+    ``(cfg, target, pos, ar, settings)``."""
     builder(name)  # ValueError naming the registered builders
+    if settings is not None:
+        _check_settings_class(name, settings)
+        register_once(SIM_SETTINGS, name, f"settings of simulator builder {name!r}")(settings)
     return register_once(SIM_BUILDERS, name, f"simulator builder {name!r}")
+
+
+def _check_settings_class(name: str, settings: type) -> None:
+    if not (is_dataclass(settings) and settings.__dataclass_params__.frozen):
+        raise ValueError(
+            f"settings of builder {name!r} must be a frozen dataclass, got {settings!r}"
+        )
+    try:
+        settings()
+    except TypeError as err:
+        raise ValueError(
+            f"settings of builder {name!r}: every field needs a default ({err})"
+        ) from None
 
 
 def sim_builder_names() -> Names:
@@ -43,7 +70,16 @@ def make_builder(name: str, cfg, target, pos, ar) -> BuildFn:
     """``(context, draft_rng) -> Built`` for the registered builder ``name``."""
     if name not in SIM_BUILDERS:
         raise ValueError(f"unknown builder {name!r} (known: {', '.join(sim_builder_names())})")
+    if name in SIM_SETTINGS:
+        return SIM_BUILDERS[name](cfg, target, pos, ar, cfg.builder_settings(name))
     return SIM_BUILDERS[name](cfg, target, pos, ar)
 
 
-__all__ = ["BuildFn", "SIM_BUILDERS", "make_builder", "sim_builder", "sim_builder_names"]
+__all__ = [
+    "BuildFn",
+    "SIM_BUILDERS",
+    "SIM_SETTINGS",
+    "make_builder",
+    "sim_builder",
+    "sim_builder_names",
+]

@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from exitlaw.simulate.builders.settings import check_fields, check_positive
 from exitlaw.simulate.builders.table import BuildFn, sim_builder
 from exitlaw.theory import (
     DraftTree,
@@ -220,6 +221,31 @@ def tsubame(
 
 
 # ----------------------------------------------------------------- the simulator's makers
+@dataclass(frozen=True)
+class StaticSettings:
+    """The static tree's branching profile: ``branching[d]`` children per depth-``d`` node."""
+
+    branching: tuple[int, ...] = (4, 2, 2, 1, 1, 1, 1, 1)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "static setting")
+        object.__setattr__(self, "branching", tuple(self.branching))
+        check_positive(self, "static setting")
+
+
+@dataclass(frozen=True)
+class EagleSettings:
+    """EAGLE-2's dynamic expansion: ``depth`` levels (one drafter call each), ``top_k`` frontier
+    nodes expanded by ``top_k`` children per level."""
+
+    depth: int = 6
+    top_k: int = 8
+
+    def __post_init__(self) -> None:
+        check_fields(self, "eagle setting")
+        check_positive(self, "eagle setting")
+
+
 @sim_builder("ddtree")
 def make_ddtree(cfg, target, pos, ar) -> BuildFn:
     return lambda c, rng: ddtree(pos.marginals(c, cfg.horizon), cfg.budget)
@@ -230,17 +256,15 @@ def make_chain(cfg, target, pos, ar) -> BuildFn:
     return lambda c, rng: chain(pos.marginals(c, cfg.horizon), cfg.horizon)
 
 
-@sim_builder("static")
-def make_static(cfg, target, pos, ar) -> BuildFn:
-    return lambda c, rng: static_tree(
-        pos.marginals(c, cfg.horizon), cfg.budget, cfg.static_branching
-    )
+@sim_builder("static", settings=StaticSettings)
+def make_static(cfg, target, pos, ar, settings: StaticSettings) -> BuildFn:
+    return lambda c, rng: static_tree(pos.marginals(c, cfg.horizon), cfg.budget, settings.branching)
 
 
-@sim_builder("eagle")
-def make_eagle(cfg, target, pos, ar) -> BuildFn:
+@sim_builder("eagle", settings=EagleSettings)
+def make_eagle(cfg, target, pos, ar, settings: EagleSettings) -> BuildFn:
     return lambda c, rng: eagle_dynamic(
-        ar, c, cfg.budget, depth=cfg.eagle_depth, top_k=cfg.eagle_top_k
+        ar, c, cfg.budget, depth=settings.depth, top_k=settings.top_k
     )
 
 
@@ -258,6 +282,8 @@ def make_tsubame(cfg, target, pos, ar) -> BuildFn:
 
 __all__ = [
     "Built",
+    "EagleSettings",
+    "StaticSettings",
     "ddtree_order",
     "ddtree",
     "chain",

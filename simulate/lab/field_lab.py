@@ -27,15 +27,18 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from exitlaw import __version__
+from exitlaw.simulate.builders.settings import check_fields
 from exitlaw.simulate.builders.trees import tsubame
-from exitlaw.simulate.lab.models import NGramTarget, PositionWiseDrafter
+from exitlaw.simulate.lab.flat import from_flat, leaves, to_flat
+from exitlaw.simulate.lab.models import NGramTarget
+from exitlaw.simulate.lab.world import SyntheticDrafter, SyntheticTarget
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers import hsd_procedure, univer_procedure, verify_sampled
 from exitlaw.theory import DraftTree, gather_edge_probs
@@ -58,28 +61,71 @@ NOTES = (
 )
 
 
+# the flat keys of a field-lab config, in the order its results have always held them (:mod:`.flat`);
+# the world's other fields (the target's jitter, the drafter's mode) stay at their defaults here
+KEYS = (
+    "vocab",
+    "order",
+    "zipf",
+    "temperature",
+    "drafter_noise",
+    "drafter_temperature",
+    "drafter_eps",
+    "horizon",
+    "budget",
+    "seeds",
+    "contexts",
+    "target_seed",
+    "drafter_seed",
+)
+
+# the world's defaults: the keys outside KEYS keep these
+_FIXED = {**leaves(SyntheticTarget()), **leaves(SyntheticDrafter())}
+
+
 @dataclass(frozen=True)
 class FieldLabConfig:
-    vocab: int = 64
-    order: int = 2
-    zipf: float = 2.0
-    temperature: float = 1.0
-    drafter_noise: float = 1.0
-    drafter_temperature: float = 1.0
-    drafter_eps: float = 1e-3
+    target: SyntheticTarget = SyntheticTarget(zipf=2.0)
+    drafter: SyntheticDrafter = SyntheticDrafter(noise=1.0)
     horizon: int = 6
     budget: int = 16
     seeds: int = 20
     contexts: int = 200
-    target_seed: int = 0
-    drafter_seed: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("vocab", "horizon", "budget", "seeds", "contexts"):
+        check_fields(self)
+        if not isinstance(self.target, SyntheticTarget) or not isinstance(
+            self.drafter, SyntheticDrafter
+        ):
+            raise ValueError(
+                f"a field-lab config holds a SyntheticTarget and a SyntheticDrafter, got "
+                f"{self.target!r} and {self.drafter!r}"
+            )
+        world = {**leaves(self.target), **leaves(self.drafter)}
+        moved = {k: v for k, v in world.items() if k not in KEYS and v != _FIXED[k]}
+        if moved:
+            raise ValueError(
+                f"the field lab keeps {sorted(set(_FIXED) - set(KEYS))} at their defaults "
+                f"{ {k: _FIXED[k] for k in moved} }, got {moved}"
+            )
+        for name in ("horizon", "budget", "seeds", "contexts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.seeds < 2:
             raise ValueError(f"seeds must be >= 2 for a confidence interval, got {self.seeds}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat JSON form, the keys :data:`KEYS` in that order (results' ``"config"``)."""
+        flat = to_flat(self)
+        return {k: flat[k] for k in KEYS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FieldLabConfig":
+        """The config of the flat keys in ``data`` (:data:`KEYS`) over the defaults."""
+        unknown = sorted(set(data) - set(KEYS))
+        if unknown:
+            raise ValueError(f"unknown field-lab config keys {unknown}; known keys: {sorted(KEYS)}")
+        return from_flat(cls(), data)
 
 
 def _coverage(tree: DraftTree, probs: np.ndarray) -> float:
@@ -149,21 +195,13 @@ def _record(out: dict, rules, target, ctx, tree: DraftTree, q) -> list[int]:
 
 def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]]:
     """Block lengths and ceilings ``{rule: {"L": [...], "ceiling": [...]}}`` for one seed."""
-    target = NGramTarget(
-        cfg.vocab, order=cfg.order, zipf=cfg.zipf, temperature=cfg.temperature, seed=cfg.target_seed
-    )
-    drafter = PositionWiseDrafter(
-        target,
-        noise=cfg.drafter_noise,
-        temperature=cfg.drafter_temperature,
-        eps=cfg.drafter_eps,
-        seed=cfg.drafter_seed,
-    )
+    target = cfg.target.model()
+    drafter = cfg.drafter.position_wise(target)
     streams = np.random.SeedSequence([seed, 0xF1E1D]).spawn(3)
     ctx_rng, draft_rng, iid_rng = (np.random.default_rng(s) for s in streams[:3])
     out = {r: {"L": [], "ceiling": []} for r in RULES}
     window = max(target.context_length, 1)
-    context = [int(t) for t in ctx_rng.integers(0, cfg.vocab, size=4)]
+    context = [int(t) for t in ctx_rng.integers(0, cfg.target.vocab, size=4)]
     for _ in range(cfg.contexts):
         context += target.sample(context, 3, ctx_rng)  # a fresh context along the target's own text
         ctx = tuple(context[-window:])
@@ -184,7 +222,7 @@ def run_seed(cfg: FieldLabConfig, seed: int) -> dict[str, dict[str, list[float]]
             expected_length(verify_sampled, parents, iid, p_iid, q, without_replacement=False)
         )
         out["rrs_iid"]["ceiling"].append(1.0 + _iid_coverage(target, ctx, parents, iid))
-        chain_toks = [int(draft_rng.choice(cfg.vocab, p=marg[d])) for d in range(cfg.horizon)]
+        chain_toks = [int(draft_rng.choice(target.vocab, p=marg[d])) for d in range(cfg.horizon)]
         chain = DraftTree.chain(chain_toks)
         qc = np.asarray(marg, dtype=np.float64)[np.minimum(chain.depth, cfg.horizon - 1)]
         rules = (
@@ -228,11 +266,11 @@ def summarise(cfg: FieldLabConfig, per_seed: list[dict]) -> dict[str, Any]:
                 "setting": {
                     "lab": "field",
                     "topology": "chain" if a == "hsd" else "tsubame",
-                    "vocab": cfg.vocab,
+                    "vocab": cfg.target.vocab,
                     "budget": cfg.horizon if a == "hsd" else cfg.budget,
                     "horizon": cfg.horizon,
-                    "temperature": float(cfg.temperature),
-                    "drafter_noise": cfg.drafter_noise,
+                    "temperature": float(cfg.target.temperature),
+                    "drafter_noise": cfg.drafter.noise,
                 },
                 "diff": _t_interval(ta - tb),
                 "rel_pct": _t_interval(100.0 * (ta - tb) / tb),
@@ -269,7 +307,7 @@ def run_field_lab(
     per: dict[int, list] = {}
     for c, s in it:
         per.setdefault(id(c), []).append(run_seed(c, s))
-    runs = [{"config": asdict(c), **summarise(c, per[id(c)])} for c in configs]
+    runs = [{"config": c.to_dict(), **summarise(c, per[id(c)])} for c in configs]
     result = {
         "schema": SCHEMA,
         "version": 1,
@@ -324,6 +362,7 @@ def render_markdown(result: dict[str, Any]) -> str:
 
 __all__ = [
     "FieldLabConfig",
+    "KEYS",
     "run_field_lab",
     "run_seed",
     "summarise",

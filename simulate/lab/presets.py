@@ -1,14 +1,15 @@
-"""Simulation configs (a dataclass, JSON on disk) and named presets.
+"""Simulation configs (a dataclass, flat JSON on disk) and named presets.
 
-A config fixes one synthetic target, one position-wise drafter (used by
-``ddtree``, ``chain``, ``static``, ``caddtree``, ``tsubame``, and as DARTree's
-proposal) and one autoregressive drafter with the same mismatch settings (used
-by ``eagle``, ``opt-tree`` and DARTree's correction: ``simulate.opt_tree``,
-``simulate.dartree``),
-the builders to compare, the verifier (by name: ``tev``, ``predraw``,
-``residual``, ``greedy`` from ``exitlaw.simulate.verifiers``, or ``tev-fast``,
-the vectorised twin ``verifiers.fast.tev_many`` with one sample, for large V),
-the number of rounds and the latency model.
+A config fixes one synthetic world (:mod:`.world`): a target (``cfg.target``) and the mismatch
+of its drafters (``cfg.drafter``), one position-wise drafter (used by ``ddtree``, ``chain``,
+``static``, ``caddtree``, ``tsubame``, and as DARTree's proposal) and one autoregressive drafter
+(used by ``eagle``, ``opt-tree`` and DARTree's correction: ``simulate.opt_tree``,
+``simulate.dartree``); the builders to compare and each builder's own settings (the dataclass
+its module registers with its maker: ``cfg.builder_settings("eagle").depth``); the verifier (by
+name: ``tev``, ``predraw``, ``residual``, ``greedy`` from ``exitlaw.simulate.verifiers``, or
+``tev-fast``, the vectorised twin ``verifiers.fast.tev_many`` with one sample, for large V), the
+number of rounds and the latency model. On disk the keys are flat (:mod:`.flat`:
+``{"vocab": 128, "drafter_noise": 1.0, "eagle_depth": 5}``).
 ``chain`` always drafts ``horizon`` tokens (DFlash's default); ``caddtree``
 picks its budget per round in ``[1, caddtree_max_budget]``; every other
 builder uses ``budget``.
@@ -26,14 +27,18 @@ dynamic expansion calls its autoregressive drafter once per tree depth level,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from exitlaw.simulate.builders.caddtree import LatencyModel
-from exitlaw.simulate.builders.table import BuildFn, sim_builder_names
+from exitlaw.simulate.builders.caddtree import CaDDTreeSettings, LatencyModel
+from exitlaw.simulate.builders.settings import check_fields
+from exitlaw.simulate.builders.table import SIM_SETTINGS, BuildFn, sim_builder_names
 from exitlaw.simulate.builders.table import make_builder as _make_builder
+from exitlaw.simulate.builders.trees import EagleSettings, StaticSettings
+from exitlaw.simulate.lab.flat import BUILDER_SETTINGS, from_flat, to_flat
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
+from exitlaw.simulate.lab.world import SyntheticDrafter, SyntheticTarget
 from exitlaw.simulate.verifiers.table import implemented, sim_function
 from exitlaw.theory import registry
 from exitlaw.theory.infra.json_read import read_json_file
@@ -51,28 +56,14 @@ VERIFIERS = implemented(registry.SIMULATOR, kind=registry.FIXED_TREE)
 @dataclass(frozen=True)
 class SimConfig:
     name: str = "custom"
-    # target
-    vocab: int = 64
-    order: int = 2
-    zipf: float = 1.1
-    temperature: float = 1.0
-    jitter: float = 0.0
-    target_seed: int = 0
-    # drafters
-    drafter_mode: str = "greedy_path"
-    drafter_noise: float = 0.5
-    drafter_temperature: float = 1.0
-    drafter_eps: float = 1e-3
-    drafter_seed: int = 1
+    target: SyntheticTarget = SyntheticTarget()
+    drafter: SyntheticDrafter = SyntheticDrafter()
     horizon: int = 8
-    # builders
+    # builders: the rows to compare, and each builder's own settings (builder name -> its settings
+    # dataclass, registered with its maker; a builder left out gets its settings' defaults)
     budget: int = 16
     builders: tuple[str, ...] = ("ddtree", "chain", "oracle")
-    static_branching: tuple[int, ...] = (4, 2, 2, 1, 1, 1, 1, 1)
-    eagle_depth: int = 6
-    eagle_top_k: int = 8
-    caddtree_max_budget: int = 128
-    dartree_widen: int = 2
+    settings: dict[str, Any] = field(default_factory=dict, metadata={BUILDER_SETTINGS: True})
     # decoding
     verifier: str = "tev"
     rounds: int = 200
@@ -83,9 +74,10 @@ class SimConfig:
     latency: dict[str, Any] = field(default_factory=lambda: asdict(LatencyModel()))
 
     def __post_init__(self) -> None:
-        self._check_types()
+        check_fields(self)  # a JSON "budget": "16" is refused by name, not coerced
+        self._check_world()
         object.__setattr__(self, "builders", tuple(self.builders))
-        object.__setattr__(self, "static_branching", tuple(int(b) for b in self.static_branching))
+        object.__setattr__(self, "settings", _all_settings(self.settings))
         bad = [b for b in self.builders if b not in BUILDERS]
         if bad or not self.builders:
             raise ValueError(
@@ -95,52 +87,31 @@ class SimConfig:
             )
         if self.verifier not in VERIFIERS:
             raise ValueError(f"unknown verifier {self.verifier!r} (known: {', '.join(VERIFIERS)})")
-        if registry.verifier(self.verifier).greedy_only and self.temperature != 0:
+        if registry.verifier(self.verifier).greedy_only and self.target.temperature != 0:
             raise ValueError(
                 f"the {self.verifier} verifier is exact only for a T=0 target; set temperature to 0"
             )
-        for name in ("vocab", "horizon", "rounds", "budget", "dartree_widen"):
+        for name in ("horizon", "rounds", "budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         self.latency_model()  # validates
         check_work_bounds(self)
 
-    def _check_types(self) -> None:
-        """Every field has its declared type (a JSON ``"budget": "16"`` is refused by name, not coerced)."""
-        for f in fields(self):
-            value, kind = getattr(self, f.name), f.type
-            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"config field {f.name!r} must be an integer, got {value!r}")
-            if kind == "float":
-                if (
-                    isinstance(value, bool)
-                    or not isinstance(value, (int, float))
-                    or value != value
-                    or value in (float("inf"), float("-inf"))
-                ):
-                    raise ValueError(
-                        f"config field {f.name!r} must be a finite number, got {value!r}"
-                    )
-            if kind == "str" and not isinstance(value, str):
-                raise ValueError(f"config field {f.name!r} must be a string, got {value!r}")
-            if kind == "bool" and not isinstance(value, bool):
-                raise ValueError(f"config field {f.name!r} must be true or false, got {value!r}")
-            if kind.startswith("tuple[str"):
-                if not isinstance(value, (list, tuple)) or not all(
-                    isinstance(x, str) for x in value
-                ):
-                    raise ValueError(
-                        f"config field {f.name!r} must be a list of names, got {value!r}"
-                    )
-            if kind.startswith("tuple[int"):
-                if not isinstance(value, (list, tuple)) or not all(
-                    isinstance(x, int) and not isinstance(x, bool) for x in value
-                ):
-                    raise ValueError(
-                        f"config field {f.name!r} must be a list of integers, got {value!r}"
-                    )
-            if kind.startswith("dict") and not isinstance(value, dict):
-                raise ValueError(f"config field {f.name!r} must be a JSON object, got {value!r}")
+    def _check_world(self) -> None:
+        for name, kind in (("target", SyntheticTarget), ("drafter", SyntheticDrafter)):
+            if not isinstance(getattr(self, name), kind):
+                raise ValueError(
+                    f"config field {name!r} must be a {kind.__name__}, got {getattr(self, name)!r}"
+                )
+
+    def builder_settings(self, name: str) -> Any:
+        """The settings of builder ``name`` (its registered dataclass: ``EagleSettings`` for
+        ``eagle``); ``ValueError`` for a builder that has none."""
+        if name not in self.settings:
+            raise ValueError(
+                f"builder {name!r} has no settings (builders with settings: {', '.join(self.settings)})"
+            )
+        return self.settings[name]
 
     def latency_model(self) -> LatencyModel:
         try:
@@ -153,7 +124,9 @@ class SimConfig:
         OPT-Tree: one per layer, ``horizon``; DARTree: a diffusion pass and one correction pass)."""
         if name not in BUILDERS:
             raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
-        return {"eagle": self.eagle_depth, "opt-tree": self.horizon, "dartree": 2}.get(name, 1)
+        if name == "eagle":
+            return self.builder_settings("eagle").depth
+        return {"opt-tree": self.horizon, "dartree": 2}.get(name, 1)
 
     def builder_latency(self, name: str) -> LatencyModel:
         """The latency model that charges builder ``name``'s rounds: ``C_draft`` times its drafter calls."""
@@ -161,17 +134,13 @@ class SimConfig:
         return replace(lat, draft=lat.draft * self.drafter_calls(name))
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["builders"], d["static_branching"] = list(self.builders), list(self.static_branching)
-        return d
+        """The flat JSON form (:mod:`.flat`): ``{"vocab": 64, ..., "eagle_depth": 6, ...}``."""
+        return to_flat(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SimConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(known)}")
-        return cls(**data)
+        """The config of the flat keys in ``data`` over the defaults (:mod:`.flat`)."""
+        return from_flat(cls(), data)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "SimConfig":
@@ -182,34 +151,36 @@ class SimConfig:
         base = get_preset(preset).to_dict() if preset else {}
         return cls.from_dict({**base, **data})
 
-    # ----- objects --------------------------------------------------------
-    def target(self) -> NGramTarget:
-        return NGramTarget(
-            self.vocab,
-            order=self.order,
-            zipf=self.zipf,
-            temperature=self.temperature,
-            jitter=self.jitter,
-            seed=self.target_seed,
-        )
-
-    def drafters(self, target: NGramTarget) -> tuple[PositionWiseDrafter, AutoregressiveDrafter]:
-        kw = dict(
-            noise=self.drafter_noise,
-            temperature=self.drafter_temperature,
-            eps=self.drafter_eps,
-            seed=self.drafter_seed,
-        )
-        return PositionWiseDrafter(target, mode=self.drafter_mode, **kw), AutoregressiveDrafter(
-            target, **kw
-        )
-
     def make_builder(
         self, name: str, target: NGramTarget, pos: PositionWiseDrafter, ar: AutoregressiveDrafter
     ) -> BuildFn:
         """``(context, draft_rng) -> Built`` for builder ``name`` (the table in
         :mod:`exitlaw.simulate.builders.table`; ``ValueError`` for an unregistered name)."""
         return _make_builder(name, self, target, pos, ar)
+
+
+def _all_settings(given: Any) -> dict[str, Any]:
+    """Every builder's settings, in registry order: ``given``'s, the defaults for the rest."""
+    if not isinstance(given, dict):
+        raise ValueError(
+            f"config field 'settings' must map builder names to settings, got {given!r}"
+        )
+    unknown = sorted(set(given) - set(SIM_SETTINGS))
+    if unknown:
+        raise ValueError(
+            f"settings for {unknown}: no such builder has settings "
+            f"(builders with settings: {', '.join(SIM_SETTINGS)})"
+        )
+    out = {}
+    for name in sim_builder_names():
+        if name in SIM_SETTINGS:
+            kind = SIM_SETTINGS[name]
+            out[name] = given.get(name, kind())
+            if not isinstance(out[name], kind):
+                raise ValueError(
+                    f"settings of builder {name!r} must be of type {kind.__name__}, got {out[name]!r}"
+                )
+    return out
 
 
 # Work bounds. A round of the exact simulation builds and verifies trees over rows of
@@ -227,13 +198,11 @@ class WorkBoundError(ValueError):
 
 def estimated_work(cfg: "SimConfig") -> dict[str, float]:
     """Per-round and whole-run float counts of the rows a config touches, and the memory of one round."""
-    nodes = (
-        max(cfg.budget, cfg.caddtree_max_budget if "caddtree" in cfg.builders else 0, cfg.horizon)
-        + 1
-    )
+    caddtree = cfg.builder_settings("caddtree").max_budget if "caddtree" in cfg.builders else 0
+    nodes = max(cfg.budget, caddtree, cfg.horizon) + 1
     per_round = (
         cfg.horizon + nodes + (nodes if cfg.oracle or "oracle" in cfg.builders else 0)
-    ) * cfg.vocab
+    ) * cfg.target.vocab
     total = per_round * cfg.rounds * len(cfg.builders)
     return {
         "floats_per_round": float(per_round),
@@ -256,7 +225,7 @@ def check_work_bounds(cfg: "SimConfig") -> None:
     if work["floats_per_round"] > MAX_ROW_FLOATS:
         raise WorkBoundError(
             f"one round touches about {work['bytes_per_round'] / 2**30:.1f} GiB of rows "
-            f"(vocab {cfg.vocab} x nodes, budget {cfg.budget}, horizon {cfg.horizon}); "
+            f"(vocab {cfg.target.vocab} x nodes, budget {cfg.budget}, horizon {cfg.horizon}); "
             f"the limit is {8 * MAX_ROW_FLOATS / 2**30:.0f} GiB: lower vocab or budget"
         )
     if work["floats_total"] > MAX_TOTAL_ROW_FLOATS:
@@ -270,66 +239,53 @@ def check_work_bounds(cfg: "SimConfig") -> None:
 PRESETS: dict[str, SimConfig] = {
     "small": SimConfig(
         name="small",
-        vocab=64,
-        order=2,
-        zipf=2.0,
+        target=SyntheticTarget(vocab=64, order=2, zipf=2.0),
         horizon=6,
         budget=16,
         rounds=150,
         builders=("ddtree", "chain", "static", "eagle", "oracle", "caddtree", "tsubame"),
-        static_branching=(4, 2, 1, 1, 1, 1),
-        eagle_depth=5,
-        eagle_top_k=4,
-        caddtree_max_budget=48,
+        settings={
+            "static": StaticSettings(branching=(4, 2, 1, 1, 1, 1)),
+            "eagle": EagleSettings(depth=5, top_k=4),
+            "caddtree": CaDDTreeSettings(max_budget=48),
+        },
     ),
     "medium": SimConfig(
         name="medium",
-        vocab=1000,
-        order=2,
-        zipf=2.0,
+        target=SyntheticTarget(vocab=1000, order=2, zipf=2.0),
         horizon=8,
         budget=64,
         rounds=150,
         builders=("ddtree", "chain", "oracle", "caddtree"),
-        caddtree_max_budget=128,
+        settings={"caddtree": CaDDTreeSettings(max_budget=128)},
     ),
     "greedy": SimConfig(
         name="greedy",
-        vocab=256,
-        order=3,
-        zipf=1.5,
-        temperature=0.0,
-        drafter_noise=0.5,
+        target=SyntheticTarget(vocab=256, order=3, zipf=1.5, temperature=0.0),
+        drafter=SyntheticDrafter(noise=0.5),
         horizon=8,
         budget=32,
         rounds=150,
         builders=("ddtree", "chain", "eagle", "oracle"),
         verifier="greedy",
-        eagle_depth=6,
-        eagle_top_k=6,
+        settings={"eagle": EagleSettings(depth=6, top_k=6)},
     ),
     "mismatch": SimConfig(
         name="mismatch",
-        vocab=128,
-        order=2,
-        zipf=2.0,
-        drafter_noise=1.5,
-        drafter_temperature=1.5,
+        target=SyntheticTarget(vocab=128, order=2, zipf=2.0),
+        drafter=SyntheticDrafter(noise=1.5, temperature=1.5),
         horizon=8,
         budget=32,
         rounds=150,
         builders=("ddtree", "eagle", "oracle", "tsubame", "tsubame-rrs"),
-        eagle_depth=6,
-        eagle_top_k=6,
+        settings={"eagle": EagleSettings(depth=6, top_k=6)},
     ),
     # the rest of the field beside DDTree / EAGLE-2 / CaDDTree: OPT-Tree and DARTree builders,
     # Tsubame's re-sampled tree under recursive rejection and under UniVer
     "field": SimConfig(
         name="field",
-        vocab=64,
-        order=2,
-        zipf=2.0,
-        drafter_noise=1.0,
+        target=SyntheticTarget(vocab=64, order=2, zipf=2.0),
+        drafter=SyntheticDrafter(noise=1.0),
         horizon=6,
         budget=16,
         rounds=150,
@@ -343,9 +299,10 @@ PRESETS: dict[str, SimConfig] = {
             "tsubame-rrs",
             "tsubame-univer",
         ),
-        eagle_depth=5,
-        eagle_top_k=4,
-        caddtree_max_budget=48,
+        settings={
+            "eagle": EagleSettings(depth=5, top_k=4),
+            "caddtree": CaDDTreeSettings(max_budget=48),
+        },
     ),
 }
 
@@ -379,5 +336,7 @@ def get_preset(name: str) -> SimConfig:
 
 
 def with_overrides(config: SimConfig, **changes: Any) -> SimConfig:
-    """Copy of ``config`` with the non-``None`` fields in ``changes`` replaced."""
-    return replace(config, **{k: v for k, v in changes.items() if v is not None})
+    """Copy of ``config`` with the non-``None`` flat keys in ``changes`` (``vocab=128``,
+    ``eagle_depth=5``: the keys of a config file) replaced."""
+    given = {k: v for k, v in changes.items() if v is not None}
+    return from_flat(config, given) if given else config

@@ -84,8 +84,9 @@ def output_paths(cfg: SimConfig, out: Path) -> list[Path]:
 
 
 def table_header(cfg: SimConfig) -> str:
+    w = cfg.target
     return (
-        f"simulate {cfg.name}: V={cfg.vocab} order={cfg.order} zipf={cfg.zipf} T={cfg.temperature} "
+        f"simulate {cfg.name}: V={w.vocab} order={w.order} zipf={w.zipf} T={w.temperature} "
         f"B={cfg.budget} H={cfg.horizon} verifier={cfg.verifier} rounds={cfg.rounds}\n"
         f"{'builder':>14} {'B':>6} {'tau':>7} {'+-se':>6} {'1+C_p':>7} {'1+C*_p':>7} {'gap':>6} "
         f"{'z':>6} {'speedup':>7} {'sec':>5}"
@@ -123,8 +124,8 @@ def run_simulation(
     out = Path(out)
     _check_out(cfg, out, overwrite)
     verifier = verifier_fn(cfg.verifier)
-    target = cfg.target()
-    pos, ar = cfg.drafters(target)
+    target = cfg.target.model()
+    pos, ar = cfg.drafter.models(target)
     stage = _fresh_stage(out, log)
     results = {
         "schema": RESULTS_SCHEMA,
@@ -230,7 +231,7 @@ def _log_notes(cfg: SimConfig, results: dict, log: Callable[[str], None]) -> Non
         )
     if "eagle" in cfg.builders:
         log(
-            f"eagle: speedup charges {cfg.eagle_depth} sequential drafter calls per round (one per depth level)"
+            f"eagle: speedup charges {cfg.drafter_calls('eagle')} sequential drafter calls per round (one per depth level)"
         )
     if "tsubame-rrs" in cfg.builders:
         log(

@@ -106,8 +106,8 @@ def test_decoding_is_reproducible_from_its_seed():
 
 def test_every_preset_builds_every_builder():
     for cfg in PRESETS.values():
-        target = cfg.target()
-        pos, ar = cfg.drafters(target)
+        target = cfg.target.model()
+        pos, ar = cfg.drafter.models(target)
         ctx = (1, 2)[-target.context_length :]
         for name in cfg.builders:
             built = cfg.make_builder(name, target, pos, ar)(ctx, np.random.default_rng(0))
@@ -121,13 +121,13 @@ def test_config_json_rejects_unknown_keys_and_bad_values(tmp_path):
     with pytest.raises(ValueError, match="unknown builders"):
         SimConfig(builders=("ddtre",))
     with pytest.raises(ValueError, match="greedy"):
-        SimConfig(verifier="greedy", temperature=1.0)
+        SimConfig.from_dict(dict(verifier="greedy", temperature=1.0))
     with pytest.raises(ValueError, match="preset"):
         get_preset("huge")
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"preset": "small", "rounds": 7}))
     cfg = SimConfig.from_file(path)
-    assert cfg.rounds == 7 and cfg.vocab == PRESETS["small"].vocab
+    assert cfg.rounds == 7 and cfg.target == PRESETS["small"].target
     assert SimConfig.from_dict(cfg.to_dict()) == cfg
 
 

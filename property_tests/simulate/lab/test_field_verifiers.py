@@ -185,7 +185,7 @@ def test_expected_length_is_the_mean_of_the_enumerated_law():
 
 
 def test_field_lab_writes_ledger_records():
-    cfg = FieldLabConfig(vocab=16, budget=4, horizon=3, seeds=2, contexts=4)
+    cfg = FieldLabConfig.from_dict(dict(vocab=16, budget=4, horizon=3, seeds=2, contexts=4))
     summary = summarise(cfg, [run_seed(cfg, s) for s in range(2)])
     recs = records({"paired_effects": summary["paired_effects"]})
     assert {r["comparison"] for r in recs} == {"univer-rrs_wo", "univer-rrs_iid", "hsd-chain_sd"}
@@ -197,7 +197,7 @@ def test_field_lab_writes_ledger_records():
 def test_field_lab_writes_json_and_markdown_and_never_overwrites(tmp_path):
     from exitlaw.simulate.lab.field_lab import run_field_lab
 
-    cfg = FieldLabConfig(vocab=12, budget=3, horizon=2, seeds=2, contexts=3)
+    cfg = FieldLabConfig.from_dict(dict(vocab=12, budget=3, horizon=2, seeds=2, contexts=3))
     out = tmp_path / "lab.json"
     result = run_field_lab([cfg], out, progress=False)
     assert out.exists() and out.with_suffix(".md").exists()

@@ -17,7 +17,7 @@ def _cfg(**kw) -> SimConfig:
     base = dict(name="t", vocab=32, order=2, zipf=2.0, horizon=4, budget=8, rounds=12)
     builders = dict(eagle_depth=3, eagle_top_k=3, caddtree_max_budget=24, oracle=False)
     latency = dict(draft=2.0, base=10.0, linear=0.5, quadratic=0.0, tile=0, tile_cost=0.0)
-    return SimConfig(**{**base, **builders, "latency": latency, **kw})
+    return SimConfig.from_dict({**base, **builders, "latency": latency, **kw})
 
 
 def test_eagle_latency_charges_one_drafter_call_per_depth_level():
