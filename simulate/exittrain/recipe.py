@@ -172,9 +172,7 @@ def run_recipe(cfg: RecipeConfig, *, log: Callable[[str], None] = lambda s: None
     """Pretrain, measure the strengths, fine-tune every arm, evaluate exactly: per-seed tau and depth."""
     t0, c0 = time.perf_counter(), time.process_time()
     reg = cfg.regime
-    target = NGramTarget(
-        reg.vocab, order=2, zipf=reg.zipf, jitter=reg.jitter, temperature=1.0, seed=reg.target_seed
-    )
+    target = reg.target.model()
     m1 = target.transition_matrix()
     pi = stationary(m1)
     m_data, m_score = (

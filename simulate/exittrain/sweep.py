@@ -70,7 +70,6 @@ from scipy import stats
 from exitlaw.simulate.exittrain.fast import make_pretrainer, make_trainer, rollouts, tau_table
 from exitlaw.simulate.exittrain.mini import Regime, draft_logprobs, init_params, stationary
 from exitlaw.simulate.exittrain.objectives import AUTHORS_ALPHA, NORMALISATIONS, Objective
-from exitlaw.simulate.lab.models import NGramTarget
 from exitlaw.theory.infra.atomic_io import atomic_write_text
 from exitlaw.theory.infra.provenance import cpu_info, git_commit
 from exitlaw.theory.sampling_settings import check_temperature_floor
@@ -285,9 +284,7 @@ def _stack(trees):
 
 def _transition_matrices(reg: Regime, cfg: SweepConfig) -> dict[str, Any]:
     """The target's transition matrices at each temperature the regime pretrains, trains, samples and judges at."""
-    target = NGramTarget(
-        reg.vocab, order=2, zipf=reg.zipf, jitter=reg.jitter, temperature=1.0, seed=reg.target_seed
-    )
+    target = reg.target.model()
 
     def at(t: float):
         return target.with_temperature(t).transition_matrix()
