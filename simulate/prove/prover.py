@@ -288,7 +288,7 @@ def prove(
         source_sha256(proc),
         shapes={str(n): len(tree_shapes(n)) for n in range(1, max_nodes + 1)},
     )
-    start, cpu_start = time.perf_counter(), time.process_time()
+    done = ReportClock(rep).done
     for tree, V in all_trees(max_nodes, vocab):
         key = f"n={tree.num_nodes},V={V}"
         rep.trees[key] = rep.trees.get(key, 0) + 1
@@ -298,17 +298,11 @@ def prove(
             rep.variants += 1
             cex = _one_variant(proc, tree, V, kwargs, order_json, rep, rng, search_points)
             if cex:
-                rep.status, rep.exit_code, rep.counterexample = COUNTEREXAMPLE, 1, cex
-                rep.seconds = round(time.perf_counter() - start, 3)
-                rep.cpu_seconds = round(time.process_time() - cpu_start, 3)
-                return rep
+                rep.counterexample = cex
+                return done(COUNTEREXAMPLE)
         if progress is not None:
             progress(tree, V, rep)
-    rep.seconds = round(time.perf_counter() - start, 3)
-    rep.cpu_seconds = round(time.process_time() - cpu_start, 3)
-    if not rep.symbolic:
-        rep.status, rep.exit_code = UNPROVED, EXIT_CODES[UNPROVED]
-    return rep
+    return done(PROVED if rep.symbolic else UNPROVED)
 
 
 def _one_variant(
@@ -385,52 +379,65 @@ def report_head(title: str, rep, counts: str) -> list[str]:
     return out
 
 
+def report_text(
+    rep,
+    title: str,
+    counts: str,
+    says: dict[str, str],
+    counterexample: Callable[[dict], list[str]],
+    after: list[str] | None = None,
+) -> str:
+    """Every prove report's text, whatever its mode: the head (:func:`report_head`), the line its status
+    ``says`` (a status not in ``says`` is a refutation: the ``counterexample`` lines of
+    ``rep.counterexample``), the lines ``after`` it, then :func:`status_line`."""
+    out = report_head(title, rep, counts)
+    out += [says[rep.status]] if rep.status in says else counterexample(rep.counterexample)
+    out += after or []
+    out.append(status_line(rep))
+    return "\n".join(out)
+
+
+def _proof_counterexample(c: dict) -> list[str]:
+    """A refuted verifier's tree, rows and law beside the block law."""
+    out = [
+        f"COUNTEREXAMPLE ({c['verdict']}; fails: {', '.join(c['failed'])}; found by {c['found_by']})",
+        f"  tree parent {c['tree']['parent']} token {c['tree']['token']}, vocabulary {c['vocab']}"
+        + (f", child order {c['child_order']}" if c["child_order"] else ""),
+    ]
+    out += [f"  p_{v} = [{', '.join(r)}]" for v, r in enumerate(c["rows"])]
+    out.append(f"  {'(exit, bonus)':<14} {'implementation':>16} {'block law':>16}")
+    for k in c["block_law"]:
+        mark = "" if c["implementation_law"][k] == c["block_law"][k] else "   <-"
+        out.append(f"  {k:<14} {c['implementation_law'][k]:>16} {c['block_law'][k]:>16}{mark}")
+    out.append(f"  E[L] = {c['mean_length']}   1 + C_p = {c['ceiling']}")
+    if "max_deviation" in c:
+        out.append(
+            f"  largest deviation {c['max_deviation']} (= {float(Fraction(c['max_deviation'])):.3g})"
+        )
+    return out
+
+
 def format_proof(rep: ProofReport) -> str:
     """Plain-text summary: status, what was covered, time, and the counterexample if any."""
     total = sum(rep.trees.values())
-    out = report_head(
-        f"exitlaw prove {rep.verifier}   max nodes {rep.max_nodes}   vocabularies 1..{rep.vocab}",
+    followed = rep.symbolic is False and not rep.note.startswith("the interval stand-in")
+    says = {
+        PROVED: "PROVED: block law = P(v) p_v(y)[y not a child token], E[L] = 1 + C_p and the "
+        "completed-block law hold as identities of rational functions on every tree listed",
+        UNPROVED: unproved_on_symbols("the verifier")
+        if followed
+        else "UNPROVED: the verifier could not be followed (see above); no verdict",
+        EXACT_AT_POINTS: "EXACT AT THE POINTS SEARCHED (evidence, not a proof): the implementation's "
+        "exact law equals the block law, E[L] = 1 + C_p, at every rational point tried on every tree "
+        "listed",
+    }
+    return report_text(
         rep,
+        f"exitlaw prove {rep.verifier}   max nodes {rep.max_nodes}   vocabularies 1..{rep.vocab}",
         f"shapes per size {rep.shapes}; {total} trees, {rep.variants} runs, {rep.branches} law cells",
+        says,
+        _proof_counterexample,
     )
-    if rep.status == PROVED:
-        out.append(
-            "PROVED: block law = P(v) p_v(y)[y not a child token], E[L] = 1 + C_p and the completed-block "
-            "law hold as identities of rational functions on every tree listed"
-        )
-    elif rep.status == UNPROVED:
-        out.append(
-            unproved_on_symbols("the verifier")
-            if rep.symbolic is False and not rep.note.startswith("the interval stand-in")
-            else "UNPROVED: the verifier could not be followed (see above); no verdict"
-        )
-    elif rep.status == EXACT_AT_POINTS:
-        out.append(
-            "EXACT AT THE POINTS SEARCHED (evidence, not a proof): the implementation's exact law equals the "
-            "block law, E[L] = 1 + C_p, at every rational point tried on every tree listed"
-        )
-    else:
-        c = rep.counterexample
-        out.append(
-            f"COUNTEREXAMPLE ({c['verdict']}; fails: {', '.join(c['failed'])}; found by {c['found_by']})"
-        )
-        out.append(
-            f"  tree parent {c['tree']['parent']} token {c['tree']['token']}, vocabulary {c['vocab']}"
-            + (f", child order {c['child_order']}" if c["child_order"] else "")
-        )
-        for v, r in enumerate(c["rows"]):
-            out.append(f"  p_{v} = [{', '.join(r)}]")
-        out.append(f"  {'(exit, bonus)':<14} {'implementation':>16} {'block law':>16}")
-        for k in c["block_law"]:
-            mark = "" if c["implementation_law"][k] == c["block_law"][k] else "   <-"
-            out.append(f"  {k:<14} {c['implementation_law'][k]:>16} {c['block_law'][k]:>16}{mark}")
-        out.append(f"  E[L] = {c['mean_length']}   1 + C_p = {c['ceiling']}")
-        if "max_deviation" in c:
-            out.append(
-                f"  largest deviation {c['max_deviation']} (= {float(Fraction(c['max_deviation'])):.3g})"
-            )
-    out.append(status_line(rep))
-    return "\n".join(out)
 
 
 __all__ = [
@@ -448,6 +455,7 @@ __all__ = [
     "UNPROVED",
     "EXIT_CODES",
     "ReportClock",
+    "report_text",
     "report_head",
     "status_line",
     "unproved_on_symbols",

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import inspect
 import random
-import time
 from fractions import Fraction
 from typing import Callable
 
@@ -33,6 +32,7 @@ from exitlaw.simulate.prove.prover import (
     UNPROVED,
     ProofError,
     ProofReport,
+    ReportClock,
     _counterexample,
     _validate,
     identities,
@@ -180,14 +180,8 @@ def prove_raw(
     _check_raw_limits(max_nodes, vocab, search_points)
     rng = random.Random(seed)
     rep = _raw_report(fn, name, max_nodes, vocab)
-    start, cpu_start = time.perf_counter(), time.process_time()
+    done = ReportClock(rep).done
     worst = Fraction(0)
-
-    def done(status: str) -> ProofReport:
-        rep.status, rep.exit_code = status, EXIT_CODES[status]
-        rep.seconds = round(time.perf_counter() - start, 3)
-        rep.cpu_seconds = round(time.process_time() - cpu_start, 3)
-        return rep
 
     for tree, V in all_trees(max_nodes, vocab):
         key = f"n={tree.num_nodes},V={V}"

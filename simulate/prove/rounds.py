@@ -28,9 +28,8 @@ from exitlaw.simulate.prove.prover import (
     UNPROVED,
     ProofError,
     ReportClock,
-    report_head,
+    report_text,
     source_sha256,
-    status_line,
     unproved_on_symbols,
 )
 from exitlaw.simulate.prove.sampled import marginal_gaps, prefixes
@@ -182,32 +181,33 @@ def prove_two_rounds(
     return done(PROVED if rep.symbolic else UNPROVED)
 
 
+def _rounds_counterexample(c: dict) -> list[str]:
+    """The two trees, the target rows and where the completed output leaves the target's law."""
+    out = [
+        f"COUNTEREXAMPLE (not lossless over two rounds): tree 1 parent {c['tree1']['parent']} token "
+        f"{c['tree1']['token']}, tree 2 parent {c['tree2']['parent']} token {c['tree2']['token']}, "
+        f"vocabulary {c['vocab']}, horizon {c['horizon']}"
+    ]
+    out += [f"  p(.|{k}) = [{', '.join(r)}]" for k, r in c["target_rows"].items()]
+    for s, g in list(c["completed_minus_target"].items())[:8]:
+        out.append(f"  sequence {s}: completed output - target = {g}")
+    return out
+
+
 def format_rounds(rep: RoundsReport) -> str:
-    out = report_head(
-        f"exitlaw prove --rounds 2 {rep.verifier}   max nodes {rep.max_nodes}   vocabulary {rep.vocab}",
+    says = {
+        PROVED: "PROVED (lossless over two rounds): the two blocks, completed by the target, have the "
+        "target's law on every horizon-length sequence, as identities of rational functions on every "
+        "tree pair",
+        UNPROVED: unproved_on_symbols("the verifier"),
+    }
+    return report_text(
         rep,
+        f"exitlaw prove --rounds 2 {rep.verifier}   max nodes {rep.max_nodes}   vocabulary {rep.vocab}",
         f"{rep.pairs} tree pairs",
+        says,
+        _rounds_counterexample,
     )
-    if rep.status == PROVED:
-        out.append(
-            "PROVED (lossless over two rounds): the two blocks, completed by the target, have the target's "
-            "law on every horizon-length sequence, as identities of rational functions on every tree pair"
-        )
-    elif rep.status == UNPROVED:
-        out.append(unproved_on_symbols("the verifier"))
-    else:
-        c = rep.counterexample
-        out.append(
-            f"COUNTEREXAMPLE (not lossless over two rounds): tree 1 parent {c['tree1']['parent']} token "
-            f"{c['tree1']['token']}, tree 2 parent {c['tree2']['parent']} token {c['tree2']['token']}, "
-            f"vocabulary {c['vocab']}, horizon {c['horizon']}"
-        )
-        for k, r in c["target_rows"].items():
-            out.append(f"  p(.|{k}) = [{', '.join(r)}]")
-        for s, g in list(c["completed_minus_target"].items())[:8]:
-            out.append(f"  sequence {s}: completed output - target = {g}")
-    out.append(status_line(rep))
-    return "\n".join(out)
 
 
 __all__ = ["prove_two_rounds", "two_round_law", "format_rounds", "trees", "RoundsReport"]

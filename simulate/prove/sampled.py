@@ -48,9 +48,8 @@ from exitlaw.simulate.prove.prover import (
     ReportClock,
     identities,
     laws_compared,
-    report_head,
+    report_text,
     source_sha256,
-    status_line,
     unproved_on_symbols,
 )
 from exitlaw.simulate.prove.symbolic import (
@@ -540,48 +539,55 @@ def conditional_witness(
     return None
 
 
+def _marginal_counterexample(c: dict) -> list[str]:
+    """The topology, target and draft rows, and where the completed block leaves the target's law."""
+    out = [
+        f"COUNTEREXAMPLE (not marginally exact; found by {c['found_by']})",
+        f"  topology {c['topology']}, vocabulary {c['vocab']}, horizon {c['horizon']}",
+    ]
+    for k, r in c["target_rows"].items():
+        out.append(f"  p(.|{k}) = [{', '.join(r)}]   q(.|{k}) = [{', '.join(c['draft_rows'][k])}]")
+    if c.get("error"):
+        out.append(f"  the rule raises there: {c['error']}")
+    for s, g in c["completed_minus_target"].items():
+        out.append(f"  sequence {s}: completed block - target = {g}")
+    return out
+
+
+def _witness_lines(w: dict) -> list[str]:
+    """A drafted tree on which the rule is not conditionally exact, its law beside the block law."""
+    if not w:
+        return []
+    out = [
+        f"NOT CONDITIONALLY EXACT (witness): drafted tree parent {w['tree']['parent']} token "
+        f"{w['tree']['token']}, vocabulary {w['vocab']}"
+    ]
+    for v, (pr, qr) in enumerate(zip(w["target_rows"], w["draft_rows"])):
+        out.append(f"  p_{v} = [{', '.join(pr)}]   q_{v} = [{', '.join(qr)}]")
+    for k in w["block_law"]:
+        mark = "" if w["implementation_law"][k] == w["block_law"][k] else "   <-"
+        out.append(
+            f"  (exit, bonus) {k:<6} {w['implementation_law'][k]:>14} {w['block_law'][k]:>14}{mark}"
+        )
+    out.append(f"  E[L] given the tree = {w['mean_length']}   1 + C_p = {w['ceiling']}")
+    return out
+
+
 def format_marginal(rep: MarginalReport) -> str:
-    out = report_head(
-        f"exitlaw prove --mode marginal {rep.rule}   max nodes {rep.max_nodes}   vocabularies 2..{rep.vocab}",
+    says = {
+        PROVED: "PROVED (marginally exact): the block completed by the target has the target's law on "
+        "every horizon-length sequence, averaged over the drafts, as identities of rational functions "
+        "in every sign region",
+        UNPROVED: unproved_on_symbols("the rule", " in every region"),
+    }
+    return report_text(
         rep,
+        f"exitlaw prove --mode marginal {rep.rule}   max nodes {rep.max_nodes}   vocabularies 2..{rep.vocab}",
         f"{rep.topologies} (topology, vocabulary) pairs, {rep.regions} sign regions",
+        says,
+        _marginal_counterexample,
+        _witness_lines(rep.conditional_witness),
     )
-    if rep.status == PROVED:
-        out.append(
-            "PROVED (marginally exact): the block completed by the target has the target's law on every "
-            "horizon-length sequence, averaged over the drafts, as identities of rational functions in "
-            "every sign region"
-        )
-    elif rep.status == UNPROVED:
-        out.append(unproved_on_symbols("the rule", " in every region"))
-    else:
-        c = rep.counterexample
-        out.append(f"COUNTEREXAMPLE (not marginally exact; found by {c['found_by']})")
-        out.append(f"  topology {c['topology']}, vocabulary {c['vocab']}, horizon {c['horizon']}")
-        for k, r in c["target_rows"].items():
-            out.append(
-                f"  p(.|{k}) = [{', '.join(r)}]   q(.|{k}) = [{', '.join(c['draft_rows'][k])}]"
-            )
-        if c.get("error"):
-            out.append(f"  the rule raises there: {c['error']}")
-        for s, g in c["completed_minus_target"].items():
-            out.append(f"  sequence {s}: completed block - target = {g}")
-    w = rep.conditional_witness
-    if w:
-        out.append(
-            f"NOT CONDITIONALLY EXACT (witness): drafted tree parent {w['tree']['parent']} token "
-            f"{w['tree']['token']}, vocabulary {w['vocab']}"
-        )
-        for v, (pr, qr) in enumerate(zip(w["target_rows"], w["draft_rows"])):
-            out.append(f"  p_{v} = [{', '.join(pr)}]   q_{v} = [{', '.join(qr)}]")
-        for k in w["block_law"]:
-            mark = "" if w["implementation_law"][k] == w["block_law"][k] else "   <-"
-            out.append(
-                f"  (exit, bonus) {k:<6} {w['implementation_law'][k]:>14} {w['block_law'][k]:>14}{mark}"
-            )
-        out.append(f"  E[L] given the tree = {w['mean_length']}   1 + C_p = {w['ceiling']}")
-    out.append(status_line(rep))
-    return "\n".join(out)
 
 
 __all__ = [
