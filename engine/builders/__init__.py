@@ -1,7 +1,6 @@
 """Builders: the engine's draft trees (chain and DDTree) from a drafter's per-depth rows, one sequence or a batch; each registers itself where it is defined (:mod:`.table`)."""
 
-import pkgutil as _pkgutil
-from importlib import import_module as _import_module
+from exitlaw.theory.infra import registration as _registration
 
 from . import batched, table
 from .batched import *
@@ -9,8 +8,7 @@ from .single import build_chain, build_ddtree, check_row_maxima, factorised_best
 from .table import *
 
 # a module added to this folder registers itself when the package loads: no line here names it
-for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)
-    _import_module(f"{__name__}.{_module.name}")
+_registration.import_every_module(__name__, __path__)  # noqa: F405 (a package's own __path__)
 
 # registered builder name -> ``(draft_logprobs [D, V], budget, root_token) -> (tree, logq)``: the table
 BUILDERS = table.ENGINE_BUILDERS

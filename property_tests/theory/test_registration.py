@@ -1,9 +1,11 @@
 """One slot per name (theory/infra/registration.py) and the four backend tables that use it
 (docs/architecture.md §6): a second module can never claim a registered name silently."""
 
+import sys
+
 import pytest
 
-from exitlaw.theory.infra.registration import register_once
+from exitlaw.theory.infra.registration import import_every_module, register_once
 
 
 def _fn(qualname: str, module: str = "planted.module"):
@@ -78,3 +80,21 @@ def test_the_engine_tables_refuse_a_second_function():
     real_builder = ENGINE_BUILDERS["ddtree"]
     _refused(engine_builder("ddtree"))
     assert ENGINE_BUILDERS["ddtree"] is real_builder
+
+
+def test_every_module_of_a_package_is_imported(tmp_path, monkeypatch):
+    package = tmp_path / "planted_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("LOADED = []\n")
+    for name in ("alpha", "beta"):
+        (package / f"{name}.py").write_text(
+            f"from planted_pkg import LOADED\nLOADED.append({name!r})\n"
+        )
+    (package / "notes.txt").write_text("not a module")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import planted_pkg
+
+    import_every_module("planted_pkg", planted_pkg.__path__)
+    assert sorted(planted_pkg.LOADED) == ["alpha", "beta"]
+    for name in ("planted_pkg", "planted_pkg.alpha", "planted_pkg.beta"):
+        monkeypatch.delitem(sys.modules, name)

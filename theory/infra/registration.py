@@ -4,12 +4,15 @@ Every backend table (the engine's and the simulator's verifiers and builders, do
 §6) registers a function with :func:`register_once`: the first function for a name takes the slot;
 the same function again (a reloaded module: same module and qualified name) replaces it; any other
 function is refused, naming the one that holds the slot, so two modules can never claim one name
-silently.
+silently. A package whose modules register themselves loads every module of its folder with
+:func:`import_every_module`, so a module added there needs no import line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+import pkgutil
+from collections.abc import Callable, Iterable, MutableMapping
+from importlib import import_module
 from typing import TypeVar
 
 F = TypeVar("F", bound=Callable)
@@ -37,4 +40,11 @@ def register_once(table: MutableMapping[str, Callable], name: str, what: str) ->
     return register
 
 
-__all__ = ["register_once"]
+def import_every_module(package: str, path: Iterable[str]) -> None:
+    """Import every module of the package ``package`` (its ``__path__``): each registers its callables
+    as it loads, so a module added to the folder is registered without an import line naming it."""
+    for module in pkgutil.iter_modules(path):
+        import_module(f"{package}.{module.name}")
+
+
+__all__ = ["import_every_module", "register_once"]

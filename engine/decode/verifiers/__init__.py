@@ -12,8 +12,7 @@ twin. Row ``b`` of batched ``logits [B, N, V]`` is the target's tree forward for
 :func:`~exitlaw.engine.decode.dispatch.verify_batch` are the only dispatchers.
 """
 
-import pkgutil as _pkgutil
-from importlib import import_module as _import_module
+from exitlaw.theory.infra import registration as _registration
 
 from . import generators, greedy, predraw, residual, result, table, tev
 from .generators import *
@@ -25,8 +24,7 @@ from .table import *
 from .tev import *
 
 # a module added to this folder registers itself when the package loads: no line here names it
-for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)
-    _import_module(f"{__name__}.{_module.name}")
+_registration.import_every_module(__name__, __path__)  # noqa: F405 (a package's own __path__)
 
 # the engine's verifiers as its modules registered them on loading (engine_names() is the live query)
 KINDS = table.engine_names()
