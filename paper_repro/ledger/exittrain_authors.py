@@ -36,6 +36,11 @@ def table2_quote(a: str, b: str, temperature: float) -> str:
     return f"Table 2: tau {tb:.2f} -> {ta:.2f} at T={temperature:g} ({100 * (ta / tb - 1):+.1f} %)"
 
 
+def _units(ci: Interval, rel: dict, paper_a: float, design_unit: str) -> dict:
+    """A row's two units: ``a`` (decided) and relative tau beside it at the row's level."""
+    return row_units(ci, {**rel, "level": ci.level}, paper_a, design_unit)
+
+
 def _primary_record(res: dict, file: str, a: str, b: str, temperature: float) -> dict:
     """The one ``analysis.primary`` record of ``a - b`` at ``temperature`` (arms compared by name, a
     strength tag ``@...`` aside), or ``MeasureError`` naming ``file``."""
@@ -86,11 +91,8 @@ def _authors_claim(a: str, b: str, temperature: float) -> Callable[[dict], Measu
             AUTHORS_REGIME,
             ci=ci,
             regime=regime,
-            units=row_units(
-                ci,
-                {**rel, "level": ci.level},
-                paper_margin(a, b, temperature),
-                "a (paper_repro/AUTHORS_REGIME.md)",
+            units=_units(
+                ci, rel, paper_margin(a, b, temperature), "a (paper_repro/AUTHORS_REGIME.md)"
             ),
             omits="the secondary comparisons (exit - base, the strength arm, the authors' literal arms, "
             "observed tau; 95 %, no verdict) in authors_regime/results.md",
@@ -174,9 +176,9 @@ def _sim_authors_claim(a: str, b: str, temperature: float) -> Callable[[dict], M
             SIM_AUTHORS,
             ci=ci,
             regime=_sim_authors_regime(res, ci.level, temperature),
-            units=row_units(
+            units=_units(
                 ci,
-                {**rel, "level": ci.level},
+                rel,
                 paper_margin(a, b, temperature),
                 "a (simulate/exittrain/recipe.py, paper_repro/mini/exittrain/sim_authors.py)",
             ),
