@@ -1,4 +1,5 @@
-"""A training run's configuration, the two named readings of ExitTrain, and the one LR schedule.
+"""A training run's configuration, the two named readings of ExitTrain, the one LR schedule, and a
+training schedule's size (:class:`Schedule`, :class:`DrafterSchedule`: the groups configs hold).
 
 Presets (:data:`PRESETS`; explicit options override them, :func:`preset_config`):
 
@@ -49,6 +50,40 @@ PRESETS: dict[str, dict] = {
         "budget": 32,
     },
 }
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How long, how big and how fast one training stage runs: ``steps`` optimizer steps of
+    ``batch`` sequences at peak learning rate ``lr`` (the mini target, the distillation, the
+    fine-tuning: each config holds one per stage)."""
+
+    steps: int
+    batch: int
+    lr: float
+
+    def __post_init__(self):
+        if self.steps < 1 or self.batch < 1 or not self.lr > 0:
+            raise ValueError(f"a schedule needs steps >= 1, batch >= 1 and lr > 0, got {self}")
+
+    def trainer_fields(self) -> dict:
+        """The :class:`TrainConfig` fields this schedule sets."""
+        return dict(steps=self.steps, batch_size=self.batch, lr=self.lr)
+
+
+@dataclass(frozen=True)
+class DrafterSchedule(Schedule):
+    """A drafter's :class:`Schedule`, with ``anchors`` block anchors drawn per sequence."""
+
+    anchors: int = 8
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.anchors < 1:
+            raise ValueError(f"anchors must be >= 1, got {self.anchors}")
+
+    def trainer_fields(self) -> dict:
+        return {**super().trainer_fields(), "anchors_per_seq": self.anchors}
 
 
 @dataclass(frozen=True)
@@ -161,4 +196,11 @@ def cosine_factor(step: int, *, steps: int, warmup_steps: int, min_lr_ratio: flo
     return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 
-__all__ = ["PRESETS", "TrainConfig", "preset_config", "cosine_factor"]
+__all__ = [
+    "PRESETS",
+    "DrafterSchedule",
+    "Schedule",
+    "TrainConfig",
+    "preset_config",
+    "cosine_factor",
+]

@@ -5,13 +5,16 @@ everything that determines a run's numbers (:class:`MiniConfig`) and its presets
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
+
+from exitlaw.engine.training.config import DrafterSchedule, Schedule
+from exitlaw.theory.infra.flat_fields import from_flat, group, replace_flat, to_flat
 
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """Architecture and training schedule of the mini target."""
+    """Architecture and training schedule of the mini target (written flat: ``steps``, ``batch_size``,
+    ``lr`` are its schedule's; next-token windows of ``seq_len`` tokens, ``warmup`` steps)."""
 
     hidden_size: int = 192
     intermediate_size: int = 512
@@ -19,17 +22,23 @@ class TargetSpec:
     num_heads: int = 6
     num_kv_heads: int = 2
     head_dim: int = 32
-    steps: int = 300
-    batch_size: int = 16
+    schedule: Schedule = group(
+        "", default=Schedule(steps=300, batch=16, lr=3e-3), keys={"batch": "batch_size"}
+    )
     seq_len: int = 256
-    lr: float = 3e-3
     warmup: int = 20
     weight_decay: float = 0.05
     grad_clip: float = 1.0
 
+    @classmethod
+    def from_json(cls, data: dict) -> "TargetSpec":
+        """The spec written as its flat JSON object (:func:`spec_dict`); absent keys take the defaults."""
+        return from_flat(cls, data, what="target spec")
+
 
 def spec_dict(spec: TargetSpec) -> dict:
-    return asdict(spec)
+    """``spec`` as its flat JSON object (the ``target`` of ``mini_config.json``)."""
+    return to_flat(spec)
 
 
 OBJECTIVES = ("token", "prefix", "exit")
@@ -65,10 +74,8 @@ class MiniConfig:
             num_heads=4,
             num_kv_heads=2,
             head_dim=32,
-            steps=1200,
-            batch_size=16,
+            schedule=Schedule(steps=1200, batch=16, lr=3e-3),
             seq_len=256,
-            lr=3e-3,
             warmup=30,
         )
     )
@@ -84,15 +91,14 @@ class MiniConfig:
     prompt_tokens: int = 64
     continuation_tokens: int = 96
     gen_temperature: float = 1.0
-    distill_steps: int = 1200
-    distill_batch: int = 4
-    distill_anchors: int = 48
-    distill_lr: float = 2e-3
-    ft_steps: int = 300
-    ft_batch: int = 4
-    ft_anchors: int = 8
-    ft_budget: int = 64
-    ft_lr: float = 5e-4
+    # the base drafter's distillation and each objective's fine-tuning (written distill_*, ft_*)
+    distill: DrafterSchedule = group(
+        "distill_", default=DrafterSchedule(steps=1200, batch=4, lr=2e-3, anchors=48)
+    )
+    ft: DrafterSchedule = group(
+        "ft_", default=DrafterSchedule(steps=300, batch=4, lr=5e-4, anchors=8)
+    )
+    ft_budget: int = 64  # the objectives' tree budget and tree-term weight
     ft_lam: float = 1.0
     # objective runs use seed + 100 + each of these (one run per objective and seed)
     ft_seeds: tuple[int, ...] = (0,)
@@ -127,11 +133,18 @@ class MiniConfig:
             )
 
     def to_json(self) -> dict:
-        """The configuration as JSON; ``base_pair`` only when set (runs made before it existed compare equal)."""
-        out = json.loads(json.dumps(asdict(self)))
+        """The configuration as its flat JSON object (``distill.steps`` is ``distill_steps``:
+        :mod:`exitlaw.theory.infra.flat_fields`); ``base_pair`` only when set (runs made before it
+        existed compare equal)."""
+        out = to_flat(self)
         if out["base_pair"] is None:
             del out["base_pair"]
         return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "MiniConfig":
+        """The configuration :meth:`to_json` wrote; ``ValueError`` naming a key no field owns."""
+        return from_flat(cls, data, what="mini configuration")
 
 
 QUICK = MiniConfig(
@@ -146,10 +159,8 @@ QUICK = MiniConfig(
         num_heads=4,
         num_kv_heads=2,
         head_dim=16,
-        steps=120,
-        batch_size=8,
+        schedule=Schedule(steps=120, batch=8, lr=3e-3),
         seq_len=128,
-        lr=3e-3,
         warmup=10,
     ),
     draft_layers=1,
@@ -158,11 +169,8 @@ QUICK = MiniConfig(
     train_prompts=48,
     prompt_tokens=32,
     continuation_tokens=48,
-    distill_steps=40,
-    distill_batch=4,
-    ft_steps=12,
-    ft_batch=2,
-    ft_anchors=4,
+    distill=DrafterSchedule(steps=40, batch=4, lr=2e-3, anchors=48),
+    ft=DrafterSchedule(steps=12, batch=2, lr=5e-4, anchors=4),
     eval_prompts=2,
     eval_prompt_tokens=32,
     eval_new_tokens=24,
@@ -187,10 +195,8 @@ DEEP = MiniConfig(
         num_heads=3,
         num_kv_heads=1,
         head_dim=32,
-        steps=600,
-        batch_size=16,
+        schedule=Schedule(steps=600, batch=16, lr=3e-3),
         seq_len=128,
-        lr=3e-3,
         warmup=20,
     ),
     draft_intermediate=256,
@@ -199,10 +205,8 @@ DEEP = MiniConfig(
     train_prompts=2048,
     continuation_tokens=128,
     gen_temperature=0.0,
-    distill_steps=3000,
-    distill_anchors=32,
-    ft_steps=100,
-    ft_lr=1e-3,
+    distill=DrafterSchedule(steps=3000, batch=4, lr=2e-3, anchors=32),
+    ft=DrafterSchedule(steps=100, batch=4, lr=1e-3, anchors=8),
     ft_seeds=(0, 1, 2),
     eval_prompts=40,
     eval_new_tokens=48,
@@ -225,7 +229,7 @@ SMOKE = replace(
     preset="smoke",
     base_pair="paper_regime/base",
     train_prompts=96,
-    ft_steps=60,
+    ft=replace(DEEP.ft, steps=60),
     ft_seeds=(0,),
     eval_prompts=4,
     eval_new_tokens=32,
@@ -244,7 +248,8 @@ PRESETS = {
 
 
 def config_for(preset: str, **overrides) -> MiniConfig:
-    """Preset ``preset`` with ``overrides`` replaced; an unknown preset is an error naming the known ones."""
+    """Preset ``preset`` with ``overrides`` replaced, each a field (``ft=...``) or a flat key
+    (``ft_steps=3``); an unknown preset is an error naming the known ones."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-    return replace(PRESETS[preset], **overrides)
+    return replace_flat(PRESETS[preset], **overrides)

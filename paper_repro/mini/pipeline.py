@@ -367,12 +367,9 @@ def stage_base_drafter(
         objective="token",
         lam=0.0,
         budget=cfg.ft_budget,
-        steps=cfg.distill_steps,
-        batch_size=cfg.distill_batch,
-        anchors_per_seq=cfg.distill_anchors,
-        lr=cfg.distill_lr,
-        warmup_steps=max(1, cfg.distill_steps // 20),
-        checkpoint_every=max(1, cfg.distill_steps // 4),
+        **cfg.distill.trainer_fields(),
+        warmup_steps=max(1, cfg.distill.steps // 20),
+        checkpoint_every=max(1, cfg.distill.steps // 4),
         seed=cfg.seed,
         score_trees=False,
     )
@@ -385,12 +382,9 @@ def objective_config(cfg: MiniConfig, objective: str, ft_seed: int):
         objective=objective,
         lam=cfg.ft_lam,
         budget=cfg.ft_budget,
-        steps=cfg.ft_steps,
-        batch_size=cfg.ft_batch,
-        anchors_per_seq=cfg.ft_anchors,
-        lr=cfg.ft_lr,
-        warmup_steps=max(1, cfg.ft_steps // 20),
-        checkpoint_every=max(1, cfg.ft_steps // 3),
+        **cfg.ft.trainer_fields(),
+        warmup_steps=max(1, cfg.ft.steps // 20),
+        checkpoint_every=max(1, cfg.ft.steps // 3),
         seed=cfg.seed + 100 + ft_seed,
         score_trees=True,
     )
@@ -413,7 +407,7 @@ def stage_objectives(
     for name, (objective, ft_seed) in drafter_names(cfg).items():
         if objective == "base":
             continue
-        what = f"{objective} objective, {cfg.ft_steps} steps from the base drafter"
+        what = f"{objective} objective, {cfg.ft.steps} steps from the base drafter"
         with times(f"train_{name}", what) if times is not None else nullcontext():
             finals[name] = _train_stage(
                 out / f"ft_{name}",

@@ -51,24 +51,24 @@ def train_target(
         )
     model = build_target(spec, vocab_size, seed).train()
     opt = torch.optim.AdamW(
-        model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay, betas=(0.9, 0.95)
+        model.parameters(), lr=spec.schedule.lr, weight_decay=spec.weight_decay, betas=(0.9, 0.95)
     )
 
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt,
         lambda step: train_config.cosine_factor(
-            step, steps=spec.steps, warmup_steps=spec.warmup, min_lr_ratio=0.1
+            step, steps=spec.schedule.steps, warmup_steps=spec.warmup, min_lr_ratio=0.1
         ),
     )
     data = torch.from_numpy(tokens.astype(np.int64))
     log = []
     bar = None
     if progress:
-        bar = tqdm(total=spec.steps, desc="target", unit="step")
+        bar = tqdm(total=spec.schedule.steps, desc="target", unit="step")
     t0 = time.perf_counter()
-    for step in range(spec.steps):
+    for step in range(spec.schedule.steps):
         rng = np.random.default_rng([seed, step])
-        starts = rng.integers(0, tokens.size - spec.seq_len - 1, size=spec.batch_size)
+        starts = rng.integers(0, tokens.size - spec.seq_len - 1, size=spec.schedule.batch)
         batch = torch.stack([data[s : s + spec.seq_len + 1] for s in starts])
         out = model(input_ids=batch[:, :-1])
         loss = torch.nn.functional.cross_entropy(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from exitlaw.paper_repro.mini.config import MiniConfig, TargetSpec
 from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     PAPER_REGIME,
     PAPER_REGIME_QUICK,
@@ -24,6 +23,7 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     Plan,
     make_plan,
 )
+from exitlaw.theory.infra.flat_fields import from_flat
 
 # "Schedule and arms": lam None is measured at calibration (2 % of CE, "Strength of the authors' tree term")
 AUTHORS_ARMS = (
@@ -104,12 +104,12 @@ class AuthorsRegimeConfig(PaperRegimeConfig):
         return AUTHORS_ARMS
 
     def __post_init__(self):
-        if self.base.distill_steps % 4 or self.fallback_base_step % (self.base.distill_steps // 4):
+        if self.base.distill.steps % 4 or self.fallback_base_step % (self.base.distill.steps // 4):
             raise ValueError(
                 f"the fallback base step {self.fallback_base_step} is not a checkpoint of the "
-                f"{self.base.distill_steps}-step distillation (every {self.base.distill_steps // 4})"
+                f"{self.base.distill.steps}-step distillation (every {self.base.distill.steps // 4})"
             )
-        if not 0 < self.fallback_base_step < self.base.distill_steps:
+        if not 0 < self.fallback_base_step < self.base.distill.steps:
             raise ValueError("the fallback base is an earlier checkpoint of the distillation")
         super().__post_init__()
 
@@ -149,7 +149,7 @@ AUTHORS_REGIME_QUICK = AuthorsRegimeConfig(
         ).split()
     },
     preset="authors-regime-quick",
-    fallback_base_step=PAPER_REGIME_QUICK.base.distill_steps // 2,
+    fallback_base_step=PAPER_REGIME_QUICK.base.distill.steps // 2,
     strength_last_steps=3,
 )
 
@@ -169,13 +169,12 @@ def plan_of(paths: Paths, cfg: AuthorsRegimeConfig, calibration: dict) -> Plan:
 def config_from_json(data: dict) -> PaperRegimeConfig:
     """The configuration a run wrote (``paper_regime_config.json``): an :class:`AuthorsRegimeConfig` when
     its preset is an authors-regime one, else a :class:`PaperRegimeConfig`."""
-    base = dict(data["base"])
-    base["target"] = TargetSpec(**base["target"])
-    base = MiniConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in base.items()})
-    rest = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "base"}
-    if str(data.get("preset", "")).startswith("authors-regime"):
-        return AuthorsRegimeConfig(base=base, **rest)
-    return PaperRegimeConfig(base=base, **rest)
+    kind = (
+        AuthorsRegimeConfig
+        if str(data.get("preset", "")).startswith("authors-regime")
+        else PaperRegimeConfig
+    )
+    return from_flat(kind, data, what="paper-regime configuration")
 
 
 PRESETS = {"authors-regime": AUTHORS_REGIME, "authors-regime-quick": AUTHORS_REGIME_QUICK}

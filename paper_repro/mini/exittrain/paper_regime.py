@@ -112,7 +112,7 @@ class PaperRegimeConfig:
         known = {a.name for a in self.arm_table()}
         if not set(self.arms) <= known or not self.seeds:
             raise ValueError(f"arms must be among {sorted(known)} and seeds non-empty")
-        cap = self.base.distill_lr * PAPER_LR_RATIO
+        cap = self.base.distill.lr * PAPER_LR_RATIO
         if max(self.lr_grid) > cap * (1 + 1e-9) or self.literal_lr > cap * (1 + 1e-9):
             raise ValueError(
                 f"every fine-tuning rate must be <= distillation peak x 1e-4/6e-4 = {cap:.3g}"

@@ -228,7 +228,9 @@ def test_the_mini_target_uses_the_engines_schedule(monkeypatch):
     from exitlaw.paper_repro.mini.target import TargetSpec, train_target
 
     sizes = dict(hidden_size=16, intermediate_size=32, num_layers=1, num_heads=2, num_kv_heads=1)
-    spec = TargetSpec(**sizes, head_dim=8, steps=3, batch_size=1, seq_len=8, warmup=1)
+    spec = TargetSpec.from_json(
+        dict(**sizes, head_dim=8, steps=3, batch_size=1, seq_len=8, warmup=1)
+    )
     tokens = np.arange(40) % 11
     calls = []
 
@@ -239,4 +241,4 @@ def test_the_mini_target_uses_the_engines_schedule(monkeypatch):
     monkeypatch.setattr(train_config, "cosine_factor", spy)
     _, log = train_target(tokens, 11, spec, seed=0, progress=False)
     assert calls and calls[0][1] == {"steps": 3, "warmup_steps": 1, "min_lr_ratio": 0.1}
-    assert all(rec["lr"] == pytest.approx(spec.lr * 0.5) for rec in log)
+    assert all(rec["lr"] == pytest.approx(spec.schedule.lr * 0.5) for rec in log)

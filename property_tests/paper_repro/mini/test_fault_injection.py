@@ -21,8 +21,8 @@ import sys, torch
 from exitlaw.paper_repro.mini.pipeline import config_for, run_mini
 from exitlaw.paper_repro.mini.target import TargetSpec
 torch.set_num_threads(1)
-cfg = config_for("quick", target=TargetSpec(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2,
-                 num_kv_heads=1, head_dim=16, steps=20, batch_size=4, seq_len=64),
+cfg = config_for("quick", target=TargetSpec.from_json(dict(hidden_size=32, intermediate_size=64, num_layers=2,
+                 num_heads=2, num_kv_heads=1, head_dim=16, steps=20, batch_size=4, seq_len=64)),
                  vocab_size=300, train_tokens=60_000, tokenizer_docs=20, train_prompts=12, prompt_tokens=32,
                  continuation_tokens=24, draft_layers=1, draft_intermediate=64, target_layer_ids=(0, 1),
                  distill_steps=6, distill_anchors=8, ft_steps=3, ft_batch=2, ft_anchors=4, eval_prompts=2,

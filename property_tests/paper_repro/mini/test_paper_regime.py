@@ -41,7 +41,7 @@ def test_the_preset_holds_the_numbers_its_design_file_fixes():
         and cfg.fallback_temperature == 0.25
         and cfg.informative_coverage == 1.0
     )
-    assert cfg.lr_grid == (5e-5, 1e-4, 2e-4, 3e-4) and max(cfg.lr_grid) <= cfg.base.distill_lr / 6
+    assert cfg.lr_grid == (5e-5, 1e-4, 2e-4, 3e-4) and max(cfg.lr_grid) <= cfg.base.distill.lr / 6
     assert cfg.steps == 512 and cfg.seeds == tuple(range(8)) and len(cfg.arms) == 9
     assert cfg.margins_pct == {"exit-prefix": 4.4, "exit-token": 5.9} and cfg.primary_level == 0.975
     lit = arm_config(cfg, arm_by_name("authors"), 3, 2e-4, 0.5)

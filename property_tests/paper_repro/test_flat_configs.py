@@ -1,0 +1,160 @@
+"""Nested configs, flat files (issue 47): the mini reproduction's configs hold their training schedules
+(:class:`~exitlaw.engine.training.config.Schedule`, ``cfg.distill.steps``) and write and read exactly
+the flat keys they always did (``distill_steps``: :mod:`exitlaw.theory.infra.flat_fields`).
+
+``fixtures/flat_configs.json`` was written by the flat configs before the nesting (commit f7aef5c:
+``to_json()`` of every mini, paper-regime and authors-regime preset, the test suite's micro config,
+each preset's ``spec_dict(target)``, the mechanism config and ``asdict`` of the pilot config).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import pytest
+
+from exitlaw.engine.training.config import DrafterSchedule, Schedule
+from exitlaw.paper_repro.mini.config import PRESETS, MiniConfig, TargetSpec, config_for, spec_dict
+from exitlaw.paper_repro.mini.exittrain.authors_regime import PRESETS as AUTHORS_PRESETS
+from exitlaw.paper_repro.mini.exittrain.authors_regime import config_from_json
+from exitlaw.paper_repro.mini.exittrain.mechanism import MechanismConfig
+from exitlaw.paper_repro.mini.exittrain.paper_regime import PAPER_REGIME, PAPER_REGIME_QUICK
+from exitlaw.paper_repro.mini.exittrain.pilot import PilotConfig
+from exitlaw.theory.infra.flat_fields import from_flat, group, replace_flat, to_flat
+from helpers.mini_configs import micro_config
+
+FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "flat_configs.json").read_text())
+RESULTS = Path(__file__).parents[2] / "paper_repro" / "results"
+REGIMES = {
+    "paper-regime": PAPER_REGIME,
+    "paper-regime-quick": PAPER_REGIME_QUICK,
+    **AUTHORS_PRESETS,
+}
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Equal keys and values, and equal JSON text once keys are sorted."""
+    return a == b and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def test_every_preset_writes_the_keys_and_values_it_wrote_before_the_nesting():
+    for name, cfg in PRESETS.items():
+        assert _same(cfg.to_json(), FIXTURE["mini"][name]), name
+        assert _same(spec_dict(cfg.target), FIXTURE["target_specs"][name]), name
+    assert _same(micro_config().to_json(), FIXTURE["mini_micro"])
+    for name, cfg in REGIMES.items():
+        old = {**FIXTURE["paper_regime"], **FIXTURE["authors_regime"]}[name]
+        assert _same(cfg.to_json(), old), name
+    assert _same(MechanismConfig().to_json(), FIXTURE["mechanism"])
+    assert _same(json.loads(json.dumps(asdict(PilotConfig()))), FIXTURE["pilot"])
+
+
+def test_every_preset_reads_back_from_its_flat_form_and_from_the_old_one():
+    for name, cfg in PRESETS.items():
+        assert MiniConfig.from_json(cfg.to_json()) == cfg
+        assert MiniConfig.from_json(FIXTURE["mini"][name]) == cfg
+        assert TargetSpec.from_json(FIXTURE["target_specs"][name]) == cfg.target
+    for name, cfg in REGIMES.items():
+        assert config_from_json(cfg.to_json()) == cfg
+        assert type(config_from_json(cfg.to_json())) is type(cfg), name
+
+
+def _shipped_configs():
+    """``(path, kind, config)`` of each configuration a shipped result holds."""
+    for path in sorted(RESULTS.rglob("*.json")):
+        if path.stat().st_size > 5_000_000:
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            continue
+        for cfg in (data, data.get("config")):
+            if isinstance(cfg, dict) and "distill_steps" in cfg:
+                yield path, "mini", cfg
+            elif isinstance(cfg, dict) and "ft_prompts" in cfg and "base" in cfg:
+                yield path, "regime", cfg
+
+
+def test_every_shipped_config_reads_back_to_the_keys_and_values_it_holds():
+    seen = {"mini": 0, "regime": 0}
+    for path, kind, saved in _shipped_configs():
+        cfg = MiniConfig.from_json(saved) if kind == "mini" else config_from_json(saved)
+        again = cfg.to_json()
+        # runs saved before a field existed lack its key: the reader gives it its default
+        assert {k: again[k] for k in saved} == saved, path
+        if kind == "regime":
+            assert {k: again["base"][k] for k in saved["base"]} == saved["base"], path
+        seen[kind] += 1
+    assert seen["mini"] >= 8 and seen["regime"] >= 3, seen
+
+
+def test_each_flat_key_lands_in_its_schedule_by_the_one_rule():
+    cfg = config_for("deep")
+    for prefix, where in (("distill_", "distill"), ("ft_", "ft")):
+        for f in fields(DrafterSchedule):
+            bumped = config_for(
+                "deep", **{prefix + f.name: getattr(getattr(cfg, where), f.name) * 2}
+            )
+            assert getattr(getattr(bumped, where), f.name) == 2 * getattr(
+                getattr(cfg, where), f.name
+            )
+            other = "ft" if where == "distill" else "distill"
+            assert getattr(bumped, other) == getattr(cfg, other)
+            assert bumped.to_json()[prefix + f.name] == 2 * cfg.to_json()[prefix + f.name]
+    spec = TargetSpec.from_json({"steps": 7, "batch_size": 3, "lr": 0.5})
+    assert spec.schedule == Schedule(steps=7, batch=3, lr=0.5)
+    assert spec_dict(spec)["batch_size"] == 3 and "batch" not in spec_dict(spec)
+    assert cfg.distill.trainer_fields() == dict(
+        steps=cfg.distill.steps, batch_size=cfg.distill.batch, lr=cfg.distill.lr, anchors_per_seq=32
+    )
+
+
+def test_a_key_no_field_owns_is_refused_by_name():
+    saved = config_for("quick").to_json()
+    with pytest.raises(ValueError, match=r"unknown keys \['distill_warmup'\]"):
+        MiniConfig.from_json({**saved, "distill_warmup": 3})
+    with pytest.raises(ValueError, match=r"mini configuration.target: unknown keys \['batch'\]"):
+        MiniConfig.from_json({**saved, "target": {**saved["target"], "batch": 3}})
+    with pytest.raises(ValueError, match=r"unknown fields \['ft_warmup'\]"):
+        config_for("quick", ft_warmup=3)
+    regime = PAPER_REGIME.to_json()
+    with pytest.raises(ValueError, match=r"unknown keys \['ft_stepz'\]"):
+        config_from_json({**regime, "base": {**regime["base"], "ft_stepz": 1}})
+    with pytest.raises(ValueError, match="a schedule needs steps >= 1"):
+        config_for("quick", ft_steps=0)
+
+
+@dataclass(frozen=True)
+class _Inner:
+    a: int = 1
+    b: tuple[int, ...] = (2,)
+
+
+@dataclass(frozen=True)
+class _Outer:
+    x: int = 0
+    one: _Inner = group("one_", default=_Inner())
+    two: _Inner = group("", default=_Inner(a=5), keys={"a": "alpha"})
+
+
+def test_the_rule_on_a_planted_config():
+    cfg = _Outer(x=3, one=_Inner(a=4, b=(5, 6)))
+    assert list(to_flat(cfg).items()) == [
+        ("x", 3),
+        ("one_a", 4),
+        ("one_b", [5, 6]),
+        ("alpha", 5),
+        ("b", [2]),
+    ]
+    assert from_flat(_Outer, to_flat(cfg)) == cfg
+    assert from_flat(_Outer, {"one_a": 9}) == _Outer(one=_Inner(a=9))
+    assert replace_flat(cfg, alpha=1, one=_Inner()) == replace(cfg, two=_Inner(a=1), one=_Inner())
+
+    @dataclass(frozen=True)
+    class Clash:
+        b: int = 0
+        two: _Inner = group("", default=_Inner())
+
+    with pytest.raises(ValueError, match=r"flat keys \['b'\] name two fields"):
+        from_flat(Clash, {})
