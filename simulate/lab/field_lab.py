@@ -36,9 +36,14 @@ import numpy as np
 from exitlaw import __version__
 from exitlaw.simulate.builders.settings import check_fields
 from exitlaw.simulate.builders.trees import tsubame
-from exitlaw.simulate.lab.flat import from_flat, leaves, to_flat
+from exitlaw.simulate.lab.flat import from_flat, to_flat
 from exitlaw.simulate.lab.models import NGramTarget
-from exitlaw.simulate.lab.world import SyntheticDrafter, SyntheticTarget
+from exitlaw.simulate.lab.world import (
+    SyntheticDrafter,
+    SyntheticTarget,
+    drafter_field,
+    target_field,
+)
 from exitlaw.simulate.randomness import enumerate_law
 from exitlaw.simulate.verifiers import hsd_procedure, univer_procedure, verify_sampled
 from exitlaw.theory import DraftTree, gather_edge_probs
@@ -62,7 +67,7 @@ NOTES = (
 
 
 # the flat keys of a field-lab config, in the order its results have always held them (:mod:`.flat`);
-# the world's other fields (the target's jitter, the drafter's mode) stay at their defaults here
+# the world's other fields (FIXED: the target's jitter, the drafter's mode) keep their defaults here
 KEYS = (
     "vocab",
     "order",
@@ -80,13 +85,13 @@ KEYS = (
 )
 
 # the world's defaults: the keys outside KEYS keep these
-_FIXED = {**leaves(SyntheticTarget()), **leaves(SyntheticDrafter())}
+FIXED = {"jitter": SyntheticTarget().jitter, "drafter_mode": SyntheticDrafter().mode}
 
 
 @dataclass(frozen=True)
 class FieldLabConfig:
-    target: SyntheticTarget = SyntheticTarget(zipf=2.0)
-    drafter: SyntheticDrafter = SyntheticDrafter(noise=1.0)
+    target: SyntheticTarget = target_field(SyntheticTarget(zipf=2.0))
+    drafter: SyntheticDrafter = drafter_field(SyntheticDrafter(noise=1.0))
     horizon: int = 6
     budget: int = 16
     seeds: int = 20
@@ -101,12 +106,11 @@ class FieldLabConfig:
                 f"a field-lab config holds a SyntheticTarget and a SyntheticDrafter, got "
                 f"{self.target!r} and {self.drafter!r}"
             )
-        world = {**leaves(self.target), **leaves(self.drafter)}
-        moved = {k: v for k, v in world.items() if k not in KEYS and v != _FIXED[k]}
+        hidden = {k: v for k, v in to_flat(self).items() if k not in KEYS}
+        moved = {k: v for k, v in hidden.items() if k not in FIXED or v != FIXED[k]}
         if moved:
             raise ValueError(
-                f"the field lab keeps {sorted(set(_FIXED) - set(KEYS))} at their defaults "
-                f"{ {k: _FIXED[k] for k in moved} }, got {moved}"
+                f"the field lab keeps {sorted(FIXED)} at their defaults {FIXED}, got {moved}"
             )
         for name in ("horizon", "budget", "seeds", "contexts"):
             if getattr(self, name) < 1:
@@ -362,6 +366,7 @@ def render_markdown(result: dict[str, Any]) -> str:
 
 __all__ = [
     "FieldLabConfig",
+    "FIXED",
     "KEYS",
     "run_field_lab",
     "run_seed",

@@ -1,23 +1,23 @@
-"""The flat JSON form of a lab config that nests dataclasses: one key per leaf, as config files,
-``--list-presets`` and shipped results have always written them (``{"vocab": 128, "eagle_depth": 5}``).
+"""The flat JSON form of a lab config, as config files, ``--list-presets`` and shipped results have
+always written it (``{"vocab": 128, "drafter_noise": 1.0, "eagle_depth": 5}``).
 
-One rule maps a flat key to its nested place. A config's own field is its name. A nested group
-(the synthetic target, the drafters: :mod:`.world`) writes its field ``f`` as ``FLAT_PREFIX + f``
-(the group class's prefix: ``""`` for the target, ``"drafter_"`` for the drafters), unless the
-field's metadata names its key (``KEY``: the target's ``seed`` is ``target_seed``, beside the run's
-own ``seed``). The field marked ``BUILDER_SETTINGS`` maps each builder with settings to its settings
-(:mod:`exitlaw.simulate.builders.table`); setting ``f`` of builder ``b`` is written
-``<b with - as _>_<f>`` (``eagle_depth``, ``caddtree_max_budget``).
+The world's groups follow the one rule of :mod:`exitlaw.theory.infra.flat_fields` (a field made
+with ``group(prefix, keys=...)``: :func:`.world.target_field`, :func:`.world.drafter_field`). The
+simulator adds one kind of field: the one marked ``BUILDER_SETTINGS`` maps each builder with
+settings to its settings dataclass (:mod:`exitlaw.simulate.builders.table`), and setting ``f`` of
+builder ``b`` is written ``<b with - as _>_<f>`` (``eagle_depth``, ``caddtree_max_budget``), in
+the field's place. Reading checks each value's type by the flat key the file holds
+(:func:`exitlaw.simulate.builders.settings.check_value`).
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import fields, replace
 from typing import Any
 
 from exitlaw.simulate.builders.settings import check_value
+from exitlaw.theory.infra import flat_fields
 
-KEY = "flat_key"  # a group field's metadata: its flat key when that is not prefix + name
 BUILDER_SETTINGS = "builder_settings"  # a config field's metadata: builder name -> its settings
 
 
@@ -26,56 +26,38 @@ def settings_prefix(builder: str) -> str:
     return builder.replace("-", "_") + "_"
 
 
-def leaf_keys(group: Any, prefix: str) -> dict[str, str]:
-    """Flat key -> field name, for the fields of the dataclass ``group`` (a class or an instance)."""
-    return {f.metadata.get(KEY, prefix + f.name): f.name for f in fields(group)}
+def _settings_field(config: Any) -> str | None:
+    return next((f.name for f in fields(config) if f.metadata.get(BUILDER_SETTINGS)), None)
 
 
-def _plain(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
-
-
-def leaves(group: Any, prefix: str | None = None) -> dict[str, Any]:
-    """The flat keys and values of one nested group (``prefix``: the group class's own by default)."""
-    prefix = type(group).FLAT_PREFIX if prefix is None else prefix
-    return {k: _plain(getattr(group, n)) for k, n in leaf_keys(group, prefix).items()}
-
-
-def _groups(config: Any):
-    """``(field, builder, value, prefix)`` for each field of ``config``: ``prefix`` is None for a
-    leaf, the group's prefix for a nested group; a builder-settings mapping yields one entry per
-    builder (``builder``: its name; None elsewhere)."""
+def _nested_keys(config: Any) -> dict[str, tuple[str, str | None, Any, str]]:
+    """Flat key -> ``(config field, builder or None, the group, its field)`` for every key that
+    lands inside a group or a builder's settings."""
+    out = {}
     for f in fields(config):
         value = getattr(config, f.name)
-        if f.metadata.get(BUILDER_SETTINGS):
+        if flat_fields.GROUP in f.metadata:
+            for key, name in flat_fields.group_keys(f, type(value)).items():
+                out[key] = (f.name, None, value, name)
+        elif f.metadata.get(BUILDER_SETTINGS):
             for builder, settings in value.items():
-                yield f, builder, settings, settings_prefix(builder)
-        elif is_dataclass(value):
-            yield f, None, value, type(value).FLAT_PREFIX
-        else:
-            yield f, None, value, None
+                for g in fields(settings):
+                    out[settings_prefix(builder) + g.name] = (f.name, builder, settings, g.name)
+    return out
 
 
 def to_flat(config: Any) -> dict[str, Any]:
     """The flat dict of ``config`` (tuples as lists), keys in field order, each group in place."""
+    where = _settings_field(config)
     out: dict[str, Any] = {}
-    for f, _, value, prefix in _groups(config):
-        if prefix is None:
-            out[f.name] = _plain(value)
-        else:
-            out.update(leaves(value, prefix))
+    for key, value in flat_fields.to_flat(config).items():
+        if key != where:
+            out[key] = value
+            continue
+        for builder, settings in getattr(config, where).items():
+            prefix = settings_prefix(builder)
+            out.update({prefix + k: v for k, v in flat_fields.to_flat(settings).items()})
     return out
-
-
-def _group_from(group: Any, prefix: str, data: dict[str, Any]) -> Any:
-    """``group`` with the flat keys of ``data`` that belong to it replaced (types checked by key)."""
-    given = {}
-    types = {f.name: f.type for f in fields(group)}
-    for key, name in leaf_keys(group, prefix).items():
-        if key in data:
-            check_value(key, types[name], data[key])
-            given[name] = data[key]
-    return replace(group, **given) if given else group
 
 
 def from_flat(base: Any, data: dict[str, Any]) -> Any:
@@ -85,24 +67,24 @@ def from_flat(base: Any, data: dict[str, Any]) -> Any:
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ValueError(f"unknown config keys {unknown}; known keys: {sorted(known)}")
-    top: dict[str, Any] = {}
-    for f, builder, value, prefix in _groups(base):
-        if prefix is None:
-            if f.name in data:
-                top[f.name] = data[f.name]
-        elif builder is not None:
-            top.setdefault(f.name, {})[builder] = _group_from(value, prefix, data)
+    nested = _nested_keys(base)
+    changes: dict[str, Any] = {}
+    by_builder: dict[str, dict[str, Any]] = {}
+    for key, value in data.items():
+        if key not in nested:
+            changes[key] = value
+            continue
+        _, builder, group, name = nested[key]
+        check_value(key, next(g.type for g in fields(group) if g.name == name), value)
+        if builder is None:
+            changes[key] = value
         else:
-            top[f.name] = _group_from(value, prefix, data)
-    return replace(base, **top)
+            by_builder.setdefault(builder, {})[name] = value
+    where = _settings_field(base)
+    if by_builder:
+        mine = getattr(base, where)
+        changes[where] = {b: replace(s, **by_builder.get(b, {})) for b, s in mine.items()}
+    return flat_fields.replace_flat(base, **changes)
 
 
-__all__ = [
-    "BUILDER_SETTINGS",
-    "KEY",
-    "from_flat",
-    "leaf_keys",
-    "leaves",
-    "settings_prefix",
-    "to_flat",
-]
+__all__ = ["BUILDER_SETTINGS", "from_flat", "settings_prefix", "to_flat"]

@@ -38,7 +38,12 @@ from exitlaw.simulate.builders.table import make_builder as _make_builder
 from exitlaw.simulate.builders.trees import EagleSettings, StaticSettings
 from exitlaw.simulate.lab.flat import BUILDER_SETTINGS, from_flat, to_flat
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
-from exitlaw.simulate.lab.world import SyntheticDrafter, SyntheticTarget
+from exitlaw.simulate.lab.world import (
+    SyntheticDrafter,
+    SyntheticTarget,
+    drafter_field,
+    target_field,
+)
 from exitlaw.simulate.verifiers.table import implemented, sim_function
 from exitlaw.theory import registry
 from exitlaw.theory.infra.json_read import read_json_file
@@ -56,8 +61,8 @@ VERIFIERS = implemented(registry.SIMULATOR, kind=registry.FIXED_TREE)
 @dataclass(frozen=True)
 class SimConfig:
     name: str = "custom"
-    target: SyntheticTarget = SyntheticTarget()
-    drafter: SyntheticDrafter = SyntheticDrafter()
+    target: SyntheticTarget = target_field()
+    drafter: SyntheticDrafter = drafter_field()
     horizon: int = 8
     # builders: the rows to compare, and each builder's own settings (builder name -> its settings
     # dataclass, registered with its maker; a builder left out gets its settings' defaults)

@@ -4,27 +4,22 @@
 spectrum ``p ∝ r^(-zipf/T)``, optionally jittered); :class:`SyntheticDrafter` builds the two
 drafters that model it with the same mismatch (:class:`.models.PositionWiseDrafter`, DFlash-like,
 and :class:`.models.AutoregressiveDrafter`, EAGLE-like). ``SimConfig`` and ``FieldLabConfig``
-hold one of each (``cfg.target.vocab``, ``cfg.drafter.noise``). Their keys in a config file
-are flat (:mod:`.flat`): the target's fields under their own names (its ``seed`` as
-``target_seed``), the drafter's as ``drafter_<field>``.
+hold one of each (``cfg.target.vocab``, ``cfg.drafter.noise``), as the fields
+:func:`target_field` and :func:`drafter_field` make: their keys in a config file are flat
+(:mod:`exitlaw.theory.infra.flat_fields`), the target's fields under their own names (its ``seed``
+as ``target_seed``, beside the run's own ``seed``), the drafter's as ``drafter_<field>``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 from exitlaw.simulate.builders.settings import check_fields
-from exitlaw.simulate.lab.flat import KEY, leaf_keys
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
+from exitlaw.theory.infra.flat_fields import group
 
 DRAFTER_MODES = ("greedy_path", "marginal")
-
-
-def _check_types(group) -> None:
-    """Each field's declared type, named by its flat key (:mod:`.flat`)."""
-    key = {name: k for k, name in leaf_keys(group, group.FLAT_PREFIX).items()}
-    check_fields(group, key=key.__getitem__)
 
 
 def _at_least(what: str, value: float, low: float, *, strict: bool = False) -> None:
@@ -42,11 +37,10 @@ class SyntheticTarget:
     zipf: float = 1.1
     temperature: float = 1.0
     jitter: float = 0.0
-    seed: int = field(default=0, metadata={KEY: "target_seed"})
-    FLAT_PREFIX: ClassVar[str] = ""
+    seed: int = 0
 
     def __post_init__(self) -> None:
-        _check_types(self)
+        check_fields(self, "SyntheticTarget field")
         _at_least("vocab", self.vocab, 1)
         _at_least("order", self.order, 1)
         _at_least("zipf", self.zipf, 0, strict=True)
@@ -75,10 +69,9 @@ class SyntheticDrafter:
     temperature: float = 1.0
     eps: float = 1e-3
     seed: int = 1
-    FLAT_PREFIX: ClassVar[str] = "drafter_"
 
     def __post_init__(self) -> None:
-        _check_types(self)
+        check_fields(self, "SyntheticDrafter field")
         if self.mode not in DRAFTER_MODES:
             raise ValueError(f"drafter_mode must be one of {DRAFTER_MODES}, got {self.mode!r}")
         _at_least("drafter_noise", self.noise, 0)
@@ -100,4 +93,14 @@ class SyntheticDrafter:
         return dict(noise=self.noise, temperature=self.temperature, eps=self.eps, seed=self.seed)
 
 
-__all__ = ["DRAFTER_MODES", "SyntheticDrafter", "SyntheticTarget"]
+def target_field(default: SyntheticTarget = SyntheticTarget()) -> Any:
+    """A config field holding the target, written flat: ``vocab``, ..., ``target_seed``."""
+    return group("", default=default, keys={"seed": "target_seed"})
+
+
+def drafter_field(default: SyntheticDrafter = SyntheticDrafter()) -> Any:
+    """A config field holding the drafters' mismatch, written flat: ``drafter_<field>``."""
+    return group("drafter_", default=default)
+
+
+__all__ = ["DRAFTER_MODES", "SyntheticDrafter", "SyntheticTarget", "drafter_field", "target_field"]

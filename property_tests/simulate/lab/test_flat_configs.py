@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from exitlaw.cli import main
 from exitlaw.simulate.builders.table import SIM_SETTINGS
 from exitlaw.simulate.builders.trees import EagleSettings
-from exitlaw.simulate.lab.field_lab import KEYS, FieldLabConfig
-from exitlaw.simulate.lab.flat import settings_prefix
+from exitlaw.simulate.lab.field_lab import FIXED, KEYS, FieldLabConfig
+from exitlaw.simulate.lab.flat import settings_prefix, to_flat
 from exitlaw.simulate.lab.presets import PRESETS, SimConfig, with_overrides
 from exitlaw.simulate.lab.world import SyntheticDrafter, SyntheticTarget
 
@@ -118,7 +118,7 @@ def test_a_maker_reads_its_own_settings_object():
 
 
 def test_the_world_dataclasses_check_their_own_fields():
-    with pytest.raises(ValueError, match="'target_seed' must be an integer"):
+    with pytest.raises(ValueError, match="SyntheticTarget field 'seed' must be an integer"):
         SyntheticTarget(seed="0")
     with pytest.raises(ValueError, match="jitter must be >= 0"):
         SyntheticTarget(jitter=-1.0)
@@ -126,7 +126,7 @@ def test_the_world_dataclasses_check_their_own_fields():
         SyntheticDrafter(mode="greedy")
     with pytest.raises(ValueError, match=r"drafter_eps must lie in \[0, 1\)"):
         SyntheticDrafter(eps=1.0)
-    with pytest.raises(ValueError, match="'drafter_noise' must be a finite number"):
+    with pytest.raises(ValueError, match="SyntheticDrafter field 'noise' must be a finite number"):
         SyntheticDrafter(noise=float("inf"))
     with pytest.raises(ValueError, match="'target' must be a SyntheticTarget"):
         SimConfig(target={"vocab": 3})
@@ -144,6 +144,7 @@ def test_the_shipped_field_lab_configs_read_back_and_write_the_same_keys():
     default = FieldLabConfig()
     assert json.dumps(default.to_dict()) == json.dumps(FIXTURE["field_lab_default"])
     assert tuple(default.to_dict()) == KEYS
+    assert set(to_flat(default)) == set(KEYS) | set(FIXED)
     assert FieldLabConfig.from_dict(default.to_dict()) == default
 
 
