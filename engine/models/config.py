@@ -1,6 +1,7 @@
 """Hugging Face configs of target architectures, built in one place.
 
-:class:`LMSizes` holds the sizes that every decoder-only family shares; :func:`qwen3_config`
+:class:`StackSizes` holds a decoder stack's sizes (a target's, its drafter's: the mini target, the
+tiny pair), :class:`LMSizes` those and the rest that every decoder-only family shares; :func:`qwen3_config`
 is the one ``Qwen3Config`` builder (the tiny test pair, ``gpu_check``'s Qwen3-4B shape, the
 mini target); :func:`causal_lm_config` gives the same sizes to the other families the
 paper's configs name (Llama-3, Qwen3-MoE, Gemma-4), for random-weight stand-ins.
@@ -12,16 +13,39 @@ from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
-class LMSizes:
-    """Sizes of a decoder-only causal LM (names follow the Qwen3 config)."""
+class StackSizes:
+    """Sizes of a decoder stack: width, MLP width, depth and attention heads (names follow the Qwen3
+    config). No vocabulary: a DFlash drafter is its target's stack with its own depth and MLP width."""
 
-    vocab_size: int
     hidden_size: int
     intermediate_size: int
     num_layers: int
     num_heads: int
     num_kv_heads: int
     head_dim: int
+
+    def but(self, **changes) -> "StackSizes":
+        return replace(self, **changes)
+
+    def hf_fields(self) -> dict:
+        """The Hugging Face config keyword arguments of these sizes (a target's ``*Config``,
+        ``DFlashConfig``): the one mapping from the names here to theirs."""
+        return dict(
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            num_hidden_layers=self.num_layers,
+            num_attention_heads=self.num_heads,
+            num_key_value_heads=self.num_kv_heads,
+            head_dim=self.head_dim,
+        )
+
+
+@dataclass(frozen=True)
+class LMSizes:
+    """Sizes of a decoder-only causal LM: its vocabulary, its stack, positions and initialisation."""
+
+    vocab_size: int
+    stack: StackSizes
     max_positions: int = 4096
     rope_theta: float = 10000.0
     tie_word_embeddings: bool = False
@@ -34,12 +58,14 @@ class LMSizes:
 
 QWEN3_4B = LMSizes(
     vocab_size=151936,
-    hidden_size=2560,
-    intermediate_size=9728,
-    num_layers=36,
-    num_heads=32,
-    num_kv_heads=8,
-    head_dim=128,
+    stack=StackSizes(
+        hidden_size=2560,
+        intermediate_size=9728,
+        num_layers=36,
+        num_heads=32,
+        num_kv_heads=8,
+        head_dim=128,
+    ),
     max_positions=40960,
     rope_theta=1_000_000.0,
     tie_word_embeddings=True,
@@ -53,12 +79,7 @@ def config_fields(s: LMSizes) -> dict:
     Qwen3 names): the one mapping from :class:`LMSizes` to Hugging Face config fields."""
     return dict(
         vocab_size=s.vocab_size,
-        hidden_size=s.hidden_size,
-        intermediate_size=s.intermediate_size,
-        num_hidden_layers=s.num_layers,
-        num_attention_heads=s.num_heads,
-        num_key_value_heads=s.num_kv_heads,
-        head_dim=s.head_dim,
+        **s.stack.hf_fields(),
         max_position_embeddings=s.max_positions,
         initializer_range=s.init_std,
         rms_norm_eps=s.rms_norm_eps,
@@ -101,11 +122,11 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
             rope_parameters=rope,
             num_experts=4,
             num_experts_per_tok=2,
-            moe_intermediate_size=max(1, sizes.intermediate_size // 2),
+            moe_intermediate_size=max(1, sizes.stack.intermediate_size // 2),
             decoder_sparse_step=1,
         )
     if family in ("gemma4", "gemma4_full"):
-        n = sizes.num_layers
+        n = sizes.stack.num_layers
         layer_types = [
             "full_attention"
             if i % 2 or i == n - 1 or family == "gemma4_full"
@@ -123,4 +144,12 @@ def causal_lm_config(family: str, sizes: LMSizes, *, sliding_window: int = 64):
     raise ValueError(f"unknown model family {family!r}; choose {', '.join(FAMILIES)}")
 
 
-__all__ = ["LMSizes", "QWEN3_4B", "FAMILIES", "config_fields", "qwen3_config", "causal_lm_config"]
+__all__ = [
+    "StackSizes",
+    "LMSizes",
+    "QWEN3_4B",
+    "FAMILIES",
+    "config_fields",
+    "qwen3_config",
+    "causal_lm_config",
+]

@@ -17,7 +17,7 @@ import torch
 from transformers import AutoModelForCausalLM, Qwen3ForCausalLM
 
 from exitlaw.engine.models.checkpoint import save_drafter
-from exitlaw.engine.models.config import LMSizes, causal_lm_config, qwen3_config
+from exitlaw.engine.models.config import LMSizes, StackSizes, causal_lm_config, qwen3_config
 from exitlaw.engine.models.dflash import DFlashConfig, DFlashDrafter
 from exitlaw.engine.models.tiny_tokenizer import QWEN3_TEMPLATE as CHAT_TEMPLATE
 from exitlaw.engine.models.tiny_tokenizer import STYLES, build_tokenizer, stop_token_ids
@@ -32,18 +32,20 @@ FAMILY_STYLE = {
 }
 
 
+# the tiny target's stack (hidden 64: tests run in seconds)
+TINY_STACK = StackSizes(
+    hidden_size=64, intermediate_size=128, num_layers=3, num_heads=4, num_kv_heads=2, head_dim=16
+)
+
+
 @dataclass(frozen=True)
 class TinySpec:
-    """Sizes of the tiny pair (hidden 64, vocab ~300: tests run in seconds)."""
+    """Sizes of the tiny pair: the target's stack, the drafter's depth (its stack is the target's
+    with ``draft_layers`` layers: :meth:`drafter_sizes`), the vocabulary (~300) and the block."""
 
     vocab_size: int = 320
-    hidden_size: int = 64
-    intermediate_size: int = 128
-    target_layers: int = 3
+    target: StackSizes = TINY_STACK
     draft_layers: int = 1
-    heads: int = 4
-    kv_heads: int = 2
-    head_dim: int = 16
     block_size: int = 8
     target_layer_ids: tuple[int, ...] = (0, 1)
     init_std: float = 0.2  # peakier rows than the HF default 0.02, so greedy ties are unlikely
@@ -52,17 +54,12 @@ class TinySpec:
     )
 
     def lm_sizes(self) -> LMSizes:
-        """The target's sizes (the one place the tiny sizes are written)."""
-        return LMSizes(
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-            intermediate_size=self.intermediate_size,
-            num_layers=self.target_layers,
-            num_heads=self.heads,
-            num_kv_heads=self.kv_heads,
-            head_dim=self.head_dim,
-            init_std=self.init_std,
-        )
+        """The target's sizes."""
+        return LMSizes(vocab_size=self.vocab_size, stack=self.target, init_std=self.init_std)
+
+    def drafter_sizes(self) -> StackSizes:
+        """The drafter's stack: the target's widths, ``draft_layers`` layers."""
+        return self.target.but(num_layers=self.draft_layers)
 
 
 def build_tiny_target(spec: TinySpec, seed: int, family: str = "qwen3"):
@@ -76,17 +73,12 @@ def build_tiny_target(spec: TinySpec, seed: int, family: str = "qwen3"):
 
 def build_tiny_drafter(spec: TinySpec, mask_token_id: int, seed: int) -> DFlashDrafter:
     cfg = DFlashConfig(
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.draft_layers,
-        num_attention_heads=spec.heads,
-        num_key_value_heads=spec.kv_heads,
-        head_dim=spec.head_dim,
+        **spec.drafter_sizes().hf_fields(),
         vocab_size=spec.vocab_size,
         block_size=spec.block_size,
         mask_token_id=mask_token_id,
         target_layer_ids=tuple(spec.target_layer_ids),
-        num_target_layers=spec.target_layers,
+        num_target_layers=spec.target.num_layers,
         rope_theta=10000.0,
         max_position_embeddings=4096,
     )
@@ -130,6 +122,7 @@ def write_tiny_models(
 
 
 __all__ = [
+    "TINY_STACK",
     "TinySpec",
     "write_tiny_models",
     "build_tokenizer",

@@ -7,21 +7,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from exitlaw.engine.models.config import StackSizes
 from exitlaw.engine.training.config import DrafterSchedule, Schedule
 from exitlaw.theory.infra.flat_fields import from_flat, group, replace_flat, to_flat
 
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """Architecture and training schedule of the mini target (written flat: ``steps``, ``batch_size``,
-    ``lr`` are its schedule's; next-token windows of ``seq_len`` tokens, ``warmup`` steps)."""
+    """Architecture and training schedule of the mini target, written flat: ``hidden_size`` ...
+    ``head_dim`` are its sizes', ``steps``, ``batch_size``, ``lr`` its schedule's; next-token
+    windows of ``seq_len`` tokens, ``warmup`` steps."""
 
-    hidden_size: int = 192
-    intermediate_size: int = 512
-    num_layers: int = 4
-    num_heads: int = 6
-    num_kv_heads: int = 2
-    head_dim: int = 32
+    sizes: StackSizes = group(
+        "",
+        default=StackSizes(
+            hidden_size=192,
+            intermediate_size=512,
+            num_layers=4,
+            num_heads=6,
+            num_kv_heads=2,
+            head_dim=32,
+        ),
+    )
     schedule: Schedule = group(
         "", default=Schedule(steps=300, batch=16, lr=3e-3), keys={"batch": "batch_size"}
     )
@@ -68,17 +75,20 @@ class MiniConfig:
     train_tokens: int = 4_000_000  # cap on the encoded training stream
     target: TargetSpec = field(
         default_factory=lambda: TargetSpec(
-            hidden_size=128,
-            intermediate_size=384,
-            num_layers=4,
-            num_heads=4,
-            num_kv_heads=2,
-            head_dim=32,
+            sizes=StackSizes(
+                hidden_size=128,
+                intermediate_size=384,
+                num_layers=4,
+                num_heads=4,
+                num_kv_heads=2,
+                head_dim=32,
+            ),
             schedule=Schedule(steps=1200, batch=16, lr=3e-3),
             seq_len=256,
             warmup=30,
         )
     )
+    # the drafter's stack: the target's widths, these layers and MLP width (:meth:`drafter_sizes`)
     draft_layers: int = 2
     draft_intermediate: int = 384
     block_size: int = 8
@@ -132,6 +142,12 @@ class MiniConfig:
                 "need eval_prompts >= 1 and at least one budget, temperature and verifier"
             )
 
+    def drafter_sizes(self) -> StackSizes:
+        """The DFlash drafter's stack: the target's widths and heads, its own depth and MLP width."""
+        return self.target.sizes.but(
+            num_layers=self.draft_layers, intermediate_size=self.draft_intermediate
+        )
+
     def to_json(self) -> dict:
         """The configuration as its flat JSON object (``distill.steps`` is ``distill_steps``:
         :mod:`exitlaw.theory.infra.flat_fields`); ``base_pair`` only when set (runs made before it
@@ -153,12 +169,14 @@ QUICK = MiniConfig(
     tokenizer_docs=80,
     train_tokens=300_000,
     target=TargetSpec(
-        hidden_size=64,
-        intermediate_size=128,
-        num_layers=2,
-        num_heads=4,
-        num_kv_heads=2,
-        head_dim=16,
+        sizes=StackSizes(
+            hidden_size=64,
+            intermediate_size=128,
+            num_layers=2,
+            num_heads=4,
+            num_kv_heads=2,
+            head_dim=16,
+        ),
         schedule=Schedule(steps=120, batch=8, lr=3e-3),
         seq_len=128,
         warmup=10,
@@ -189,12 +207,14 @@ DEEP = MiniConfig(
     vocab_size=512,
     train_tokens=1_500_000,
     target=TargetSpec(
-        hidden_size=96,
-        intermediate_size=256,
-        num_layers=3,
-        num_heads=3,
-        num_kv_heads=1,
-        head_dim=32,
+        sizes=StackSizes(
+            hidden_size=96,
+            intermediate_size=256,
+            num_layers=3,
+            num_heads=3,
+            num_kv_heads=1,
+            head_dim=32,
+        ),
         schedule=Schedule(steps=600, batch=16, lr=3e-3),
         seq_len=128,
         warmup=20,

@@ -344,13 +344,11 @@ def stage_base_drafter(
     if not (init_dir / "config.json").is_file():
         tc = target.model.config
         mask = _mask_token_id(tdir)
+        differ = [k for k, v in cfg.target.sizes.hf_fields().items() if getattr(tc, k) != v]
+        if differ:
+            raise ValueError(f"the target in {tdir} differs from the config's sizes in {differ}")
         dcfg = DFlashConfig(
-            hidden_size=tc.hidden_size,
-            intermediate_size=cfg.draft_intermediate,
-            num_hidden_layers=cfg.draft_layers,
-            num_attention_heads=tc.num_attention_heads,
-            num_key_value_heads=tc.num_key_value_heads,
-            head_dim=tc.head_dim,
+            **cfg.drafter_sizes().hf_fields(),
             vocab_size=tc.vocab_size,
             block_size=cfg.block_size,
             mask_token_id=mask,

@@ -25,18 +25,7 @@ from exitlaw.theory.infra.atomic_io import atomic_dir
 
 def build_target(spec: TargetSpec, vocab_size: int, seed: int):
     """A randomly initialised ``Qwen3ForCausalLM`` (untied embeddings: DFlash borrows both)."""
-    cfg = qwen3_config(
-        LMSizes(
-            vocab_size=vocab_size,
-            hidden_size=spec.hidden_size,
-            intermediate_size=spec.intermediate_size,
-            num_layers=spec.num_layers,
-            num_heads=spec.num_heads,
-            num_kv_heads=spec.num_kv_heads,
-            head_dim=spec.head_dim,
-            max_positions=2048,
-        )
-    )
+    cfg = qwen3_config(LMSizes(vocab_size=vocab_size, stack=spec.sizes, max_positions=2048))
     torch.manual_seed(seed)
     return Qwen3ForCausalLM(cfg)
 

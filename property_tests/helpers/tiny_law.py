@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from exitlaw.engine.models.config import StackSizes
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.models.tiny import TinySpec, build_tiny_drafter, build_tiny_target
 from exitlaw.theory import DraftTree
@@ -36,13 +37,10 @@ K = 5  # tokens compared: at least two rounds, usually three
 PROMPT = (0, 1, 2, 1)
 SPEC = TinySpec(
     vocab_size=VOCAB,
-    hidden_size=16,
-    intermediate_size=32,
-    target_layers=2,
+    target=StackSizes(
+        hidden_size=16, intermediate_size=32, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=8
+    ),
     draft_layers=1,
-    heads=2,
-    kv_heads=1,
-    head_dim=8,
     block_size=BLOCK,
     target_layer_ids=(0, 1),
     init_std=1.0,

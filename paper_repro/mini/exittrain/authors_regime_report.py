@@ -64,7 +64,7 @@ def scale_of(cfg) -> str:
     """The run's scale in words, from its configuration (the base's sizes and the fine-tuning steps)."""
     b = cfg.base
     return (
-        f"mini scale: target {b.target.num_layers} layers, hidden {b.target.hidden_size}, vocabulary "
+        f"mini scale: target {b.target.sizes.num_layers} layers, hidden {b.target.sizes.hidden_size}, vocabulary "
         f"{b.vocab_size}; DFlash drafter {b.draft_layers} layers, block {b.block_size}; "
         f"{cfg.steps} fine-tuning steps; CPU"
     )

@@ -35,7 +35,7 @@ def test_drafter_save_load_roundtrip(tiny, pair, tmp_path):
     assert back.state_dict().keys() == drafter.state_dict().keys()
     for k, v in drafter.state_dict().items():
         assert torch.equal(back.state_dict()[k], v), k
-    hidden = torch.randn(6, len(SPEC.target_layer_ids) * SPEC.hidden_size)
+    hidden = torch.randn(6, len(SPEC.target_layer_ids) * SPEC.target.hidden_size)
     a = drafter.block_logits(target.embed_tokens, target.lm_head, 9, hidden, 6, drafter.new_cache())
     b = back.block_logits(target.embed_tokens, target.lm_head, 9, hidden, 6, back.new_cache())
     assert torch.equal(a, b)
@@ -131,7 +131,7 @@ def test_incremental_draft_cache_equals_one_call_over_the_whole_context(pair, cu
     total = sum(cuts)
     hidden = torch.randn(
         total,
-        len(SPEC.target_layer_ids) * SPEC.hidden_size,
+        len(SPEC.target_layer_ids) * SPEC.target.hidden_size,
         generator=torch.Generator().manual_seed(total),
     )
     with torch.no_grad():
@@ -150,8 +150,8 @@ def test_incremental_draft_cache_equals_one_call_over_the_whole_context(pair, cu
 
 def test_block_attends_non_causally_and_rows_are_log_probs(pair):
     target, drafter = pair
-    h = torch.randn(1, 4, len(SPEC.target_layer_ids) * SPEC.hidden_size)
-    emb = torch.randn(1, SPEC.block_size, SPEC.hidden_size)
+    h = torch.randn(1, 4, len(SPEC.target_layer_ids) * SPEC.target.hidden_size)
+    emb = torch.randn(1, SPEC.block_size, SPEC.target.hidden_size)
     ctx_pos, blk_pos = torch.arange(4)[None], torch.arange(4, 4 + SPEC.block_size)[None]
     with torch.no_grad():
         out = drafter(emb, h, ctx_pos, blk_pos)
@@ -170,7 +170,7 @@ def test_block_attends_non_causally_and_rows_are_log_probs(pair):
 
 def test_cache_length_mismatch_is_an_error(pair):
     target, drafter = pair
-    h = torch.randn(3, len(SPEC.target_layer_ids) * SPEC.hidden_size)
+    h = torch.randn(3, len(SPEC.target_layer_ids) * SPEC.target.hidden_size)
     with pytest.raises(ValueError, match="draft cache holds 0 positions"):
         drafter.block_logits(target.embed_tokens, target.lm_head, 1, h, 5, drafter.new_cache())
 
@@ -281,8 +281,8 @@ def test_drafter_forward_equals_the_dflash_equations(pair, n_ctx, seed):
     wrong RoPE sign or half, a causal block mask or a mis-repeated K/V head all fail."""
     target, drafter = pair
     g = torch.Generator().manual_seed(seed)
-    h = torch.randn(1, n_ctx, len(SPEC.target_layer_ids) * SPEC.hidden_size, generator=g)
-    emb = torch.randn(1, SPEC.block_size, SPEC.hidden_size, generator=g)
+    h = torch.randn(1, n_ctx, len(SPEC.target_layer_ids) * SPEC.target.hidden_size, generator=g)
+    emb = torch.randn(1, SPEC.block_size, SPEC.target.hidden_size, generator=g)
     start = 3
     ctx_pos = torch.arange(start, start + n_ctx)[None]
     blk_pos = torch.arange(start + n_ctx, start + n_ctx + SPEC.block_size)[None]

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from exitlaw.engine.models.config import FAMILIES, QWEN3_4B, LMSizes, causal_lm_config, qwen3_config
+from exitlaw.engine.models.config import (
+    FAMILIES,
+    QWEN3_4B,
+    LMSizes,
+    StackSizes,
+    causal_lm_config,
+    qwen3_config,
+)
 from exitlaw.engine.models.tiny import TinySpec, build_tiny_target
 
 # the sizes every config of this file shares (a mini target's too)
-_SIZES = dict(
+_SIZES = StackSizes(
     hidden_size=32, intermediate_size=48, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8
 )
 
@@ -21,7 +28,7 @@ def _fields(cfg) -> dict:
 
 def test_qwen3_config_carries_every_size():
     rest = dict(rope_theta=5e5, tie_word_embeddings=True, init_std=0.1, rms_norm_eps=1e-5)
-    s = LMSizes(vocab_size=96, **_SIZES, max_positions=512, **rest)
+    s = LMSizes(vocab_size=96, stack=_SIZES, max_positions=512, **rest)
     c = qwen3_config(s)
     assert (
         c.vocab_size,
@@ -37,7 +44,7 @@ def test_qwen3_config_carries_every_size():
         c.rms_norm_eps,
     ) == (96, 32, 48, 2, 4, 2, 8, 512, True, 0.1, 1e-5)
     assert c.rope_parameters["rope_theta"] == 5e5 and c.rope_parameters["rope_type"] == "default"
-    assert QWEN3_4B.num_layers == 36 and QWEN3_4B.vocab_size == 151936
+    assert QWEN3_4B.stack.num_layers == 36 and QWEN3_4B.vocab_size == 151936
 
 
 def test_tiny_pair_gpu_check_and_mini_target_share_the_builder():
@@ -55,10 +62,10 @@ def test_tiny_pair_gpu_check_and_mini_target_share_the_builder():
         drafter.block_size == spec.block_size
         and tuple(drafter.config.target_layer_ids) == spec.target_layer_ids
     )
-    ts = TargetSpec(**_SIZES)
+    ts = TargetSpec(sizes=_SIZES)
     mini = build_target(ts, vocab_size=64, seed=0).config
     assert _fields(mini) == _fields(
-        qwen3_config(LMSizes(vocab_size=64, **_SIZES, max_positions=2048))
+        qwen3_config(LMSizes(vocab_size=64, stack=_SIZES, max_positions=2048))
     )
 
 

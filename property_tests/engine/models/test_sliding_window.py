@@ -29,7 +29,13 @@ from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.tiny_specs import SMALL_SPEC
 
 WINDOW = 5
-SPEC = replace(SMALL_SPEC, vocab_size=96, target_layers=4, block_size=6, target_layer_ids=(0, 2))
+SPEC = replace(
+    SMALL_SPEC,
+    vocab_size=96,
+    target=SMALL_SPEC.target.but(num_layers=4),
+    block_size=6,
+    target_layer_ids=(0, 2),
+)
 TOL = dict(atol=1e-4, rtol=1e-4)  # float32; the measured differences are ~1e-5 (MAX_DIFF)
 MAX_DIFF: dict[
     str, float

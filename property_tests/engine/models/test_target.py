@@ -71,7 +71,7 @@ def test_tree_verify_logits_equal_causal_per_path_logits(target, seed, n, ctx):
     context, tree, cache = _context_tree_and_cache(target, np.random.default_rng(seed), n, ctx)
     step = target.verify_tree(cache, *tree_tensors(tree))
     assert step.logits.shape == (n, SPEC.vocab_size)
-    assert step.hidden.shape == (n, len(SPEC.target_layer_ids) * SPEC.hidden_size)
+    assert step.hidden.shape == (n, len(SPEC.target_layer_ids) * SPEC.target.hidden_size)
     for v in range(n):
         ref = causal_logits(target, context + list(tree.path(v)))[-1]
         torch.testing.assert_close(step.logits[v], ref, atol=2e-4, rtol=1e-4)
