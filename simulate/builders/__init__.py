@@ -1,7 +1,6 @@
 """Builders: the simulator's draft-tree builders (DDTree, chain, static, EAGLE-2, oracle, Tsubame, CaDDTree, OPT-Tree, DARTree) and their table keyed by registry name."""
 
-import pkgutil as _pkgutil
-from importlib import import_module as _import_module
+from exitlaw.theory.infra import registration as _registration
 
 from . import table, trees
 from .caddtree import (
@@ -18,8 +17,7 @@ from .table import *
 from .trees import *
 
 # a module added to this folder registers itself when the package loads: no line here names it
-for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)
-    _import_module(f"{__name__}.{_module.name}")
+_registration.import_every_module(__name__, __path__)  # noqa: F405 (a package's own __path__)
 
 __all__ = [
     *table.__all__,

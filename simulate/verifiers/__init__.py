@@ -8,8 +8,7 @@ Their vectorised numpy twins (``S`` rounds on one tree at once, :data:`FAST_SAMP
 :mod:`.fast`.
 """
 
-import pkgutil as _pkgutil
-from importlib import import_module as _import_module
+from exitlaw.theory.infra import registration as _registration
 
 from . import fast, table, with_settings
 from .exact import implementation_block_law, implementation_law, law_table
@@ -41,8 +40,7 @@ from .univer import univer, univer_fixed_tree, univer_procedure
 from .with_settings import *
 
 # a module added to this folder registers itself when the package loads: no line here names it
-for _module in _pkgutil.iter_modules(__path__):  # noqa: F405 (a package's own __path__)
-    _import_module(f"{__name__}.{_module.name}")
+_registration.import_every_module(__name__, __path__)  # noqa: F405 (a package's own __path__)
 
 __all__ = [
     *fast.__all__,
