@@ -10,7 +10,7 @@ each preset's ``spec_dict(target)``, the mechanism config and ``asdict`` of the 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import pytest
@@ -48,7 +48,7 @@ def test_every_preset_writes_the_keys_and_values_it_wrote_before_the_nesting():
         old = {**FIXTURE["paper_regime"], **FIXTURE["authors_regime"]}[name]
         assert _same(cfg.to_json(), old), name
     assert _same(MechanismConfig().to_json(), FIXTURE["mechanism"])
-    assert _same(json.loads(json.dumps(asdict(PilotConfig()))), FIXTURE["pilot"])
+    assert _same(to_flat(PilotConfig()), FIXTURE["pilot"])  # what pilot_config.json holds
 
 
 def test_every_preset_reads_back_from_its_flat_form_and_from_the_old_one():
@@ -74,6 +74,18 @@ def _shipped_configs():
                 yield path, "mini", cfg
             elif isinstance(cfg, dict) and "ft_prompts" in cfg and "base" in cfg:
                 yield path, "regime", cfg
+
+
+def test_the_shipped_mechanism_and_pilot_configs_read_back_as_they_are():
+    mechanism = json.loads((RESULTS / "mechanism" / "mechanism.json").read_text())["config"]
+    assert MechanismConfig.from_json(mechanism).to_json() == mechanism
+    for name in ("pilot.json", "pilot_config.json"):
+        pilot = json.loads((RESULTS / "pilot_precondition" / name).read_text())
+        pilot = pilot.get("config", pilot)
+        assert to_flat(from_flat(PilotConfig, pilot)) == pilot, name
+        assert from_flat(PilotConfig, pilot) == PilotConfig(), (
+            name
+        )  # the shipped run used the defaults
 
 
 def test_every_shipped_config_reads_back_to_the_keys_and_values_it_holds():
@@ -102,6 +114,9 @@ def test_each_flat_key_lands_in_its_schedule_by_the_one_rule():
             other = "ft" if where == "distill" else "distill"
             assert getattr(bumped, other) == getattr(cfg, other)
             assert bumped.to_json()[prefix + f.name] == 2 * cfg.to_json()[prefix + f.name]
+    mech = MechanismConfig.from_json({"tune_steps": 5, "batch_size": 3, "anchors_per_seq": 2})
+    assert mech.tune == DrafterSchedule(steps=5, batch=3, lr=MechanismConfig().tune.lr, anchors=2)
+    assert mech.to_json()["batch_size"] == 3 and "tune_batch" not in mech.to_json()
     spec = TargetSpec.from_json({"steps": 7, "batch_size": 3, "lr": 0.5})
     assert spec.schedule == Schedule(steps=7, batch=3, lr=0.5)
     assert spec_dict(spec)["batch_size"] == 3 and "batch" not in spec_dict(spec)

@@ -35,7 +35,7 @@ import json
 import math
 import resource
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -51,7 +51,7 @@ from exitlaw.engine.training.batch import (
     make_batch,
     tree_logit_tables,
 )
-from exitlaw.engine.training.config import TrainConfig
+from exitlaw.engine.training.config import DrafterSchedule, TrainConfig
 from exitlaw.engine.training.data import (
     cached_sequences,
     generate_continuations,
@@ -71,6 +71,7 @@ from exitlaw.paper_repro.mini.exittrain.mechanism_report import write_report
 from exitlaw.paper_repro.mini.pipeline import _train_stage
 from exitlaw.paper_repro.mini.stats import crossed_mean_ci
 from exitlaw.theory.infra.atomic_io import atomic_write_json
+from exitlaw.theory.infra.flat_fields import from_flat, group, to_flat
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 
@@ -90,13 +91,15 @@ class MechanismConfig:
     anchors_per_prompt: int = 8
     anchor_seed: int = 980
     budget: int = 64
-    # the token-tuned drafter: token-only fine-tuning from the base (scores trees: matched compute)
-    tune_steps: int = 128
-    tune_lr: float = 1e-4
+    # the token-tuned drafter: token-only fine-tuning from the base (scores trees: matched compute);
+    # its batches (written tune_steps, batch_size, tune_lr, anchors_per_seq) shape the gradient batches too
+    tune: DrafterSchedule = group(
+        "tune_",
+        default=DrafterSchedule(steps=128, batch=4, lr=1e-4, anchors=8),
+        keys={"batch": "batch_size", "anchors": "anchors_per_seq"},
+    )
     tune_warmup: int = 6
     tune_seed: int = 950
-    batch_size: int = 4
-    anchors_per_seq: int = 8
     # the directions: gradients on `grad_batches` fixed batches, a seeded Gaussian
     grad_batches: int = 16
     grad_seed: int = 960
@@ -116,23 +119,20 @@ class MechanismConfig:
             raise MechanismError("need at least one eta")
         if not (math.isfinite(self.step_scale) and self.step_scale > 0):
             raise MechanismError(f"step_scale must be finite and > 0, got {self.step_scale}")
-        for name in (
-            "ft_tokens",
-            "heldout_tokens",
-            "anchors_per_prompt",
-            "budget",
-            "tune_steps",
-            "batch_size",
-            "anchors_per_seq",
-            "grad_batches",
-        ):
+        for name in ("ft_tokens", "heldout_tokens", "anchors_per_prompt", "budget", "grad_batches"):
             if getattr(self, name) < 1:
                 raise MechanismError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 < self.level < 1 or self.tune_lr <= 0 or self.scoring_temperature <= 0:
-            raise MechanismError("need 0 < level < 1, tune_lr > 0 and scoring_temperature > 0")
+        if not 0 < self.level < 1 or self.scoring_temperature <= 0:
+            raise MechanismError("need 0 < level < 1 and scoring_temperature > 0")
 
     def to_json(self) -> dict:
-        return json.loads(json.dumps(asdict(self)))
+        """The settings as their flat JSON object (``tune.steps`` is ``tune_steps``)."""
+        return to_flat(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "MechanismConfig":
+        """The settings :meth:`to_json` wrote; ``ValueError`` naming a key no field owns."""
+        return from_flat(cls, data, what="mechanism configuration")
 
 
 @dataclass(frozen=True)
@@ -372,7 +372,7 @@ def directions(target, drafter, data, cfg: MechanismConfig) -> dict[str, list]:
             drafter,
             target,
             seqs,
-            cfg.anchors_per_seq,
+            cfg.tune.anchors,
             cfg.budget,
             rng,
             score=True,
@@ -399,8 +399,8 @@ def _grad_config(cfg: MechanismConfig):
 
     return TrainConfig(
         objective="exit",
-        batch_size=cfg.batch_size,
-        anchors_per_seq=cfg.anchors_per_seq,
+        batch_size=cfg.tune.batch,
+        anchors_per_seq=cfg.tune.anchors,
         budget=cfg.budget,
         seed=cfg.grad_seed,
     )
@@ -414,7 +414,7 @@ def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
         for t in range(cfg.grad_batches):
             seqs, rng = step_sequences(data, tcfg, t, 0)
             batch = make_batch(
-                drafter, target, seqs, cfg.anchors_per_seq, cfg.budget, rng, score=False
+                drafter, target, seqs, cfg.tune.anchors, cfg.budget, rng, score=False
             )
             if batch is None:
                 raise MechanismError(f"gradient batch {t}: no sequence has room for an anchor")
@@ -461,14 +461,11 @@ def tune_drafter(
         objective="token",
         lam=0.0,
         budget=cfg.budget,
-        steps=cfg.tune_steps,
-        batch_size=cfg.batch_size,
-        anchors_per_seq=cfg.anchors_per_seq,
-        lr=cfg.tune_lr,
+        **cfg.tune.trainer_fields(),
         min_lr_ratio=0.0,
         warmup_steps=cfg.tune_warmup,
-        checkpoint_every=cfg.tune_steps,
-        log_every=max(1, cfg.tune_steps // 16),
+        checkpoint_every=cfg.tune.steps,
+        log_every=max(1, cfg.tune.steps // 16),
         seed=cfg.tune_seed,
         score_trees=True,
         scoring=SamplingSettings(cfg.scoring_temperature),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import NormalDist
 
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from exitlaw.engine.models.checkpoint import load_drafter, load_target
-from exitlaw.engine.training.config import TrainConfig
+from exitlaw.engine.training.config import DrafterSchedule, TrainConfig
 from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 from exitlaw.paper_repro.mini.exittrain.mechanism import (
     MechanismConfig,
@@ -43,6 +43,7 @@ from exitlaw.paper_repro.mini.pipeline import (
 )
 from exitlaw.paper_repro.mini.stats import crossed_mean_ci
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
+from exitlaw.theory.infra.flat_fields import group, to_flat
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 SCHEMA = "exitlaw.pilot_precondition/1"
@@ -65,12 +66,14 @@ class PilotConfig:
     other_steps: int = 256
     other_lr: float = 3e-4
     other_warmup: int = 13
-    tune_steps: int = 128
-    tune_lr: float = 3e-4
+    # the token-tuned candidates (written tune_steps, batch_size, tune_lr, anchors_per_seq)
+    tune: DrafterSchedule = group(
+        "tune_",
+        default=DrafterSchedule(steps=128, batch=4, lr=3e-4, anchors=8),
+        keys={"batch": "batch_size", "anchors": "anchors_per_seq"},
+    )
     tune_warmup: int = 6
     tune_seeds: tuple[int, ...] = (950, 951, 952)
-    batch_size: int = 4
-    anchors_per_seq: int = 8
     budget: int = 64
     ft_tokens: int = 128
     level: float = 0.95
@@ -292,13 +295,10 @@ class Stages:
             objective="token",
             lam=0.0,
             budget=self.cfg.budget,
-            steps=self.cfg.tune_steps,
-            batch_size=self.cfg.batch_size,
-            anchors_per_seq=self.cfg.anchors_per_seq,
-            lr=self.cfg.tune_lr,
+            **self.cfg.tune.trainer_fields(),
             min_lr_ratio=0.0,
             warmup_steps=self.cfg.tune_warmup,
-            checkpoint_every=self.cfg.tune_steps,
+            checkpoint_every=self.cfg.tune.steps,
             log_every=16,
             seed=seed,
             score_trees=False,
@@ -415,7 +415,7 @@ def run(
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "pilot_config.json", asdict(cfg), indent=1)
+    atomic_write_json(out / "pilot_config.json", to_flat(cfg), indent=1)
     st = Stages(out, cfg)
     heldout = st.heldout()
     for cand in candidates:
@@ -447,7 +447,7 @@ def report(out: str | Path, candidates: tuple[str, ...], cfg: PilotConfig = Pilo
     costs = [read(p) for p in sorted(out.glob("cost-*.json"))]
     res = {
         "schema": SCHEMA,
-        "config": asdict(cfg),
+        "config": to_flat(cfg),
         "candidates_run": list(candidates),
         "analysis": analyse(evals, cfg),
         "seconds": float(max((c["seconds"] for c in costs), default=0.0)),

@@ -35,18 +35,20 @@ from exitlaw.theory.sampling_settings import SamplingSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "paper_repro" / "results" / "mechanism"
-SMALL = MechanismConfig(
-    ft_tokens=16,
-    heldout_tokens=12,
-    anchors_per_prompt=3,
-    budget=8,
-    tune_steps=2,
-    tune_warmup=0,
-    batch_size=2,
-    anchors_per_seq=2,
-    grad_batches=2,
-    etas=(0.0, 0.5, 1.0),
-    step_scale=1e-2,
+SMALL = MechanismConfig.from_json(
+    dict(
+        ft_tokens=16,
+        heldout_tokens=12,
+        anchors_per_prompt=3,
+        budget=8,
+        tune_steps=2,
+        tune_warmup=0,
+        batch_size=2,
+        anchors_per_seq=2,
+        grad_batches=2,
+        etas=(0.0, 0.5, 1.0),
+        step_scale=1e-2,
+    )
 )
 
 
@@ -220,7 +222,8 @@ def test_the_shipped_run_is_internally_consistent():
     result = json.loads((SHIPPED / JSON_NAME).read_text(encoding="utf-8"))
     assert (SHIPPED / MD_NAME).read_text(encoding="utf-8") == render_markdown(result)
     assert result["findings"] == findings(result)
-    cfg = MechanismConfig(**{**result["config"], "etas": tuple(result["config"]["etas"])})
+    cfg = MechanismConfig.from_json(result["config"])
+    assert cfg.to_json() == result["config"]
     assert len(result["anchors"]) >= 300
     step = {(s["drafter"], s["direction"], s["eta"]): s for s in result["steps"]}
     for (name, _, eta), s in step.items():
@@ -253,7 +256,9 @@ def test_the_directions_are_the_gradients_of_their_terms_on_the_trainers_batches
     )
     data = Sequences(prompts, conts)
     # budget 16: at budget 8 the tiny pair's trees give exit and prefix weights that coincide
-    cfg = MechanismConfig(grad_batches=1, batch_size=2, anchors_per_seq=2, budget=16)
+    cfg = MechanismConfig.from_json(
+        dict(grad_batches=1, batch_size=2, anchors_per_seq=2, budget=16)
+    )
     got = directions(target, drafter, data, cfg)
     seqs, rng = step_sequences(data, _grad_config(cfg), 0, 0)
     batch = make_batch(
