@@ -1,5 +1,7 @@
 """Nested configs, flat files (issue 47): the mini reproduction's configs hold their training schedules
-(:class:`~exitlaw.engine.training.config.Schedule`, ``cfg.distill.steps``) and write and read exactly
+(:class:`~exitlaw.engine.training.config.Schedule`, ``cfg.distill.steps``; a paper-regime arm's
+:class:`~exitlaw.paper_repro.mini.exittrain.paper_regime.TreeRecipe`, ``cfg.literal.budget``) and write
+and read exactly
 the flat keys they always did (``distill_steps``: :mod:`exitlaw.theory.infra.flat_fields`).
 
 ``fixtures/flat_configs.json`` was written by the flat configs before the nesting (commit f7aef5c:
@@ -20,7 +22,12 @@ from exitlaw.paper_repro.mini.config import PRESETS, MiniConfig, TargetSpec, con
 from exitlaw.paper_repro.mini.exittrain.authors_regime import PRESETS as AUTHORS_PRESETS
 from exitlaw.paper_repro.mini.exittrain.authors_regime import config_from_json
 from exitlaw.paper_repro.mini.exittrain.mechanism import MechanismConfig
-from exitlaw.paper_repro.mini.exittrain.paper_regime import PAPER_REGIME, PAPER_REGIME_QUICK
+from exitlaw.paper_repro.mini.exittrain.paper_regime import (
+    ARMS,
+    PAPER_REGIME,
+    PAPER_REGIME_QUICK,
+    arm_config,
+)
 from exitlaw.paper_repro.mini.exittrain.pilot import PilotConfig
 from exitlaw.theory.infra.flat_fields import from_flat, group, replace_flat, to_flat
 from helpers.mini_configs import micro_config
@@ -122,6 +129,30 @@ def test_each_flat_key_lands_in_its_schedule_by_the_one_rule():
     assert spec_dict(spec)["batch_size"] == 3 and "batch" not in spec_dict(spec)
     assert cfg.distill.trainer_fields() == dict(
         steps=cfg.distill.steps, batch_size=cfg.distill.batch, lr=cfg.distill.lr, anchors_per_seq=32
+    )
+
+
+@pytest.mark.parametrize("cfg", [PAPER_REGIME, PAPER_REGIME_QUICK], ids=lambda c: c.preset)
+def test_each_arm_trains_with_the_flat_keys_of_its_recipe(cfg):
+    flat = cfg.to_json()
+    for arm in ARMS:
+        tc = arm_config(cfg, arm, 0, 3e-5, 0.5)
+        pre = "literal_" if arm.literal else ""
+        steps = flat["epochs"] * flat["ft_prompts"] // flat["batch_size"]
+        assert (tc.budget, tc.anchors_per_seq, tc.steps, tc.batch_size) == (
+            flat[pre + "budget"],
+            flat[pre + "anchors"],
+            steps,
+            flat["batch_size"],
+        )
+        assert tc.warmup_steps == max(1, round(flat[pre + "warmup_ratio"] * steps))
+        assert tc.lr == (flat["literal_lr"] if arm.literal else 3e-5)
+        assert tc.prefix_window == (flat["literal_window"] if arm.literal else None)
+    bumped = config_from_json({**flat, "literal_budget": 5, "anchors": 3})
+    assert (bumped.literal.budget, bumped.recipe.anchors) == (5, 3)
+    assert (bumped.recipe.budget, bumped.literal.anchors) == (
+        cfg.recipe.budget,
+        cfg.literal.anchors,
     )
 
 

@@ -143,8 +143,8 @@ AUTHORS_REGIME_QUICK = AuthorsRegimeConfig(
     **{
         k: getattr(PAPER_REGIME_QUICK, k)
         for k in (
-            "base eval_prompts eval_prompt_tokens ft_prompts ft_continuation_tokens lr_grid anchors "
-            "budget literal_budget literal_anchors literal_window literal_lr seeds eval_new_tokens "
+            "base eval_prompts eval_prompt_tokens ft_prompts ft_continuation_tokens lr_grid recipe "
+            "literal literal_window literal_lr seeds eval_new_tokens "
             "literal_eval_budget eval_budget"
         ).split()
     },

@@ -13,14 +13,14 @@ This module is data only and imports none of the others:
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from exitlaw.engine.training.config import TrainConfig
+from exitlaw.engine.training.config import DrafterSchedule, TrainConfig
 from exitlaw.paper_repro.mini.cells import read_cells
 from exitlaw.paper_repro.mini.config import DEEP, QUICK, MiniConfig
+from exitlaw.theory.infra.flat_fields import group, to_flat
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 # the paper's fine-tuning rate over DFlash training's (SpecForge configs)
@@ -53,6 +53,17 @@ ARMS = (
 
 
 @dataclass(frozen=True)
+class TreeRecipe:
+    """How an arm's fine-tuning scores trees and warms up: tree budget ``budget``, ``anchors`` block
+    anchors per sequence, linear warm-up over ``warmup_ratio`` of the steps (the design's recipe and
+    the authors' literal one, each written flat: ``budget``, ``literal_budget``)."""
+
+    budget: int
+    anchors: int
+    warmup_ratio: float
+
+
+@dataclass(frozen=True)
 class PaperRegimeConfig:
     """Every setting ``paper_repro/PAPER_REGIME.md`` fixes (its sections in the comments)."""
 
@@ -82,14 +93,12 @@ class PaperRegimeConfig:
     tie_tolerance: float = 0.005
     epochs: int = 2
     batch_size: int = 4
-    anchors: int = 8
-    budget: int = 64
-    warmup_ratio: float = 0.05
+    recipe: TreeRecipe = group("", default=TreeRecipe(budget=64, anchors=8, warmup_ratio=0.05))
     min_lr_ratio: float = 0.0
-    # "The authors' literal recipe"
-    literal_budget: int = 32
-    literal_anchors: int = 32
-    literal_warmup_ratio: float = 0.005
+    # "The authors' literal recipe" (its rate fixed, its trees scored over the last literal_window tokens)
+    literal: TreeRecipe = group(
+        "literal_", default=TreeRecipe(budget=32, anchors=32, warmup_ratio=0.005)
+    )
     literal_lr: float = 1e-4
     literal_window: int = 64
     # "Arms", "Seeds"
@@ -112,7 +121,7 @@ class PaperRegimeConfig:
         known = {a.name for a in self.arm_table()}
         if not set(self.arms) <= known or not self.seeds:
             raise ValueError(f"arms must be among {sorted(known)} and seeds non-empty")
-        cap = self.base.distill.lr * PAPER_LR_RATIO
+        cap = self.base.distill.lr * PAPER_LR_RATIO  # the drafter's peak rate x the paper's ratio
         if max(self.lr_grid) > cap * (1 + 1e-9) or self.literal_lr > cap * (1 + 1e-9):
             raise ValueError(
                 f"every fine-tuning rate must be <= distillation peak x 1e-4/6e-4 = {cap:.3g}"
@@ -125,7 +134,7 @@ class PaperRegimeConfig:
 
     def to_json(self) -> dict:
         """The configuration as JSON, its base written as :meth:`MiniConfig.to_json` writes it."""
-        return json.loads(json.dumps({**asdict(self), "base": self.base.to_json()}))
+        return {**to_flat(self), "base": self.base.to_json()}
 
     # ----- what a design decides; a design with other rules overrides these (``authors_regime``) -----
     @staticmethod
@@ -165,10 +174,8 @@ PAPER_REGIME_QUICK = replace(
     ft_prompts=8,
     ft_continuation_tokens=16,
     lr_grid=(5e-5, 1e-4),
-    anchors=2,
-    budget=8,
-    literal_budget=6,
-    literal_anchors=3,
+    recipe=replace(PAPER_REGIME.recipe, budget=8, anchors=2),
+    literal=replace(PAPER_REGIME.literal, budget=6, anchors=3),
     literal_window=8,
     literal_lr=1e-4,
     seeds=(0, 1),
@@ -188,20 +195,23 @@ def arm_by_name(name: str) -> Arm:
 
 def arm_config(cfg: PaperRegimeConfig, arm: Arm, seed: int, lr: float, t_s: float):
     """The engine's ``TrainConfig`` of ``arm`` with training seed ``seed`` (engine seed 100 + seed)."""
-    steps = cfg.steps
-    warm = cfg.literal_warmup_ratio if arm.literal else cfg.warmup_ratio
+    recipe = cfg.literal if arm.literal else cfg.recipe
+    schedule = DrafterSchedule(
+        steps=cfg.steps,
+        batch=cfg.batch_size,
+        lr=cfg.literal_lr if arm.literal else lr,
+        anchors=recipe.anchors,
+    )
+    steps = schedule.steps
     return TrainConfig(
         objective=arm.objective,
         lam=arm.lam,
         weight_norm=arm.weight_norm,
         edge_floor=arm.edge_floor,
-        budget=cfg.literal_budget if arm.literal else cfg.budget,
-        steps=steps,
-        batch_size=cfg.batch_size,
-        anchors_per_seq=cfg.literal_anchors if arm.literal else cfg.anchors,
-        lr=cfg.literal_lr if arm.literal else lr,
+        budget=recipe.budget,
+        **schedule.trainer_fields(),
         min_lr_ratio=cfg.min_lr_ratio,
-        warmup_steps=max(1, round(warm * steps)),
+        warmup_steps=max(1, round(recipe.warmup_ratio * steps)),
         checkpoint_every=max(1, steps // 4),
         seed=100 + seed,
         score_trees=True,
