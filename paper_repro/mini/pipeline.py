@@ -55,7 +55,7 @@ import json
 import shutil
 import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -69,7 +69,7 @@ from exitlaw.engine.training.data import cached_sequences, target_fingerprint
 from exitlaw.engine.training.loop import train
 from exitlaw.paper_repro.mini import corpus as mc
 from exitlaw.paper_repro.mini.cells import read_cells
-from exitlaw.paper_repro.mini.config import MiniConfig
+from exitlaw.paper_repro.mini.config import MiniConfig, spec_dict
 from exitlaw.paper_repro.mini.config import config_for as config_for  # re-exported: `repro mini`
 from exitlaw.paper_repro.mini.evaluate import eval_ar, eval_grid
 from exitlaw.paper_repro.mini.table import build_results, format_markdown
@@ -284,7 +284,7 @@ def stage_target(out: Path, cfg: MiniConfig, corpus: Corpus, progress: bool) -> 
     held_code = mc.encode_documents(tok, split.code_texts("heldout"), max_tokens=200_000)
     held_prose = mc.encode_documents(tok, split.prose_texts("heldout"), max_tokens=200_000)
     info = {
-        "spec": asdict(cfg.target),
+        "spec": spec_dict(cfg.target),
         "seed": cfg.seed,
         "train_tokens": int(corpus.train_tokens.size),
         "final_train_loss": float(np.mean([r["loss"] for r in log[-20:]])),

@@ -95,6 +95,14 @@ def test_the_shipped_mechanism_and_pilot_configs_read_back_as_they_are():
         )  # the shipped run used the defaults
 
 
+def test_the_shipped_target_spec_reads_back_as_it_is():
+    info = json.loads(
+        (RESULTS / "paper_regime" / "base" / "target" / "mini_target.json").read_text()
+    )
+    assert spec_dict(TargetSpec.from_json(info["spec"])) == info["spec"]
+    assert TargetSpec.from_json(info["spec"]) == PRESETS["deep"].target
+
+
 def test_every_shipped_config_reads_back_to_the_keys_and_values_it_holds():
     seen = {"mini": 0, "regime": 0}
     for path, kind, saved in _shipped_configs():
