@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .decode.verifiers import VerifierGenerators, VerifyResult, batch_exit_law
     from .models.attention_window import layer_windows
     from .models.checkpoint import load_drafter, load_pair, load_target, save_drafter
-    from .models.config import LMSizes, causal_lm_config, qwen3_config
+    from .models.config import LMSizes, StackSizes, causal_lm_config, qwen3_config
     from .models.dflash import DFlashConfig, DFlashDrafter, DraftCache
     from .models.target import TargetModel, TargetStep, batch_attention_mask, tree_attention_mask
     from .models.tiny import TinySpec, write_tiny_models
@@ -44,7 +44,13 @@ if TYPE_CHECKING:
     from .prompts.records import Prompt, PromptRecordError, load_prompt_set
     from .training.batch import SequenceBatch, make_batch, score_trees
     from .training.config import PRESETS as TRAIN_PRESETS
-    from .training.config import TrainConfig, cosine_factor, preset_config
+    from .training.config import (
+        DrafterSchedule,
+        Schedule,
+        TrainConfig,
+        cosine_factor,
+        preset_config,
+    )
     from .training.data import Sequences, cached_sequences, generate_continuations, load_prompts
     from .training.draft_opd import OPDChains, draft_opd_term, sample_chains
     from .training.exittrain import LossTerms, exittrain_loss
@@ -73,7 +79,7 @@ __getattr__, __dir__ = lazy_attributes(
         "decode.verifiers": "KINDS as VERIFIER_KINDS, VerifierGenerators, VerifyResult, batch_exit_law",
         "models.attention_window": "layer_windows",
         "models.checkpoint": "load_drafter, load_pair, load_target, save_drafter",
-        "models.config": "LMSizes, causal_lm_config, qwen3_config",
+        "models.config": "LMSizes, StackSizes, causal_lm_config, qwen3_config",
         "models.dflash": "DFlashConfig, DFlashDrafter, DraftCache",
         "models.target": "TargetModel, TargetStep, batch_attention_mask, tree_attention_mask",
         "models.tiny": "TinySpec, write_tiny_models",
@@ -81,7 +87,7 @@ __getattr__, __dir__ = lazy_attributes(
         "prompts.encoding": "PromptEncodingError, encode_prompt, encode_prompts",
         "prompts.records": "Prompt, PromptRecordError, load_prompt_set",
         "training.batch": "SequenceBatch, make_batch, score_trees",
-        "training.config": "PRESETS as TRAIN_PRESETS, TrainConfig, cosine_factor, preset_config",
+        "training.config": "PRESETS as TRAIN_PRESETS, DrafterSchedule, Schedule, TrainConfig, cosine_factor, preset_config",
         "training.data": "Sequences, cached_sequences, generate_continuations, load_prompts",
         "training.draft_opd": "OPDChains, draft_opd_term, sample_chains",
         "training.exittrain": "LossTerms, exittrain_loss",
@@ -104,6 +110,7 @@ __all__ = [
     "DecodeConfig",
     "DeviceTree",
     "DraftCache",
+    "DrafterSchedule",
     "GenerationResult",
     "Generators",
     "LMSizes",
@@ -116,8 +123,10 @@ __all__ = [
     "Prompt",
     "PromptEncodingError",
     "PromptRecordError",
+    "Schedule",
     "SequenceBatch",
     "Sequences",
+    "StackSizes",
     "StageTimer",
     "StepMetrics",
     "TRAIN_PRESETS",
