@@ -421,21 +421,17 @@ def stage_objectives(
 def eval_domains(cfg: MiniConfig, corpus: Corpus) -> dict[str, list[list[int]]]:
     """Held-out prompts: ``eval_prompts`` per domain (code files, prose topics never trained on)."""
     tok, split = corpus.tokenizer, corpus.split
+    texts = {"code": split.code_texts("heldout"), "prose": split.prose_texts("heldout")}
+    # each domain its own seed: code seed + 21, prose seed + 22
     return {
-        "code": mc.sample_prompts(
+        domain: mc.sample_prompts(
             tok,
-            split.code_texts("heldout"),
+            texts[domain],
             count=cfg.eval_prompts,
             prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.seed + 21,
-        ),
-        "prose": mc.sample_prompts(
-            tok,
-            split.prose_texts("heldout"),
-            count=cfg.eval_prompts,
-            prompt_tokens=cfg.eval_prompt_tokens,
-            seed=cfg.seed + 22,
-        ),
+            seed=cfg.seed + 21 + k,
+        )
+        for k, domain in enumerate(("code", "prose"))
     }
 
 

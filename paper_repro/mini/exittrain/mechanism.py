@@ -79,6 +79,14 @@ class MechanismError(ValueError):
     """Bad input to the mechanism test (a negative step, a missing folder, an empty prompt set)."""
 
 
+def tune_group(default: DrafterSchedule):
+    """The token-tuned drafter's schedule as a config field, written ``tune_steps``, ``batch_size``,
+    ``tune_lr``, ``anchors_per_seq`` (the mechanism test's and the pilot's configs)."""
+    return group(
+        "tune_", default=default, keys={"batch": "batch_size", "anchors": "anchors_per_seq"}
+    )
+
+
 @dataclass(frozen=True)
 class MechanismConfig:
     """Every setting of the mechanism test (the shipped run uses the defaults)."""
@@ -93,11 +101,7 @@ class MechanismConfig:
     budget: int = 64
     # the token-tuned drafter: token-only fine-tuning from the base (scores trees: matched compute);
     # its batches (written tune_steps, batch_size, tune_lr, anchors_per_seq) shape the gradient batches too
-    tune: DrafterSchedule = group(
-        "tune_",
-        default=DrafterSchedule(steps=128, batch=4, lr=1e-4, anchors=8),
-        keys={"batch": "batch_size", "anchors": "anchors_per_seq"},
-    )
+    tune: DrafterSchedule = tune_group(DrafterSchedule(steps=128, batch=4, lr=1e-4, anchors=8))
     tune_warmup: int = 6
     tune_seed: int = 950
     # the directions: gradients on `grad_batches` fixed batches, a seeded Gaussian

@@ -33,6 +33,7 @@ from exitlaw.paper_repro.mini.exittrain.mechanism import (
     evaluate,
     make_heldout,
     regime_inputs,
+    tune_group,
 )
 from exitlaw.paper_repro.mini.exittrain.paper_regime import PAPER_REGIME
 from exitlaw.paper_repro.mini.pipeline import (
@@ -43,7 +44,7 @@ from exitlaw.paper_repro.mini.pipeline import (
 )
 from exitlaw.paper_repro.mini.stats import crossed_mean_ci
 from exitlaw.theory.infra.atomic_io import atomic_write_json, atomic_write_text
-from exitlaw.theory.infra.flat_fields import group, to_flat
+from exitlaw.theory.infra.flat_fields import to_flat
 from exitlaw.theory.sampling_settings import SamplingSettings
 
 SCHEMA = "exitlaw.pilot_precondition/1"
@@ -67,11 +68,7 @@ class PilotConfig:
     other_lr: float = 3e-4
     other_warmup: int = 13
     # the token-tuned candidates (written tune_steps, batch_size, tune_lr, anchors_per_seq)
-    tune: DrafterSchedule = group(
-        "tune_",
-        default=DrafterSchedule(steps=128, batch=4, lr=3e-4, anchors=8),
-        keys={"batch": "batch_size", "anchors": "anchors_per_seq"},
-    )
+    tune: DrafterSchedule = tune_group(DrafterSchedule(steps=128, batch=4, lr=3e-4, anchors=8))
     tune_warmup: int = 6
     tune_seeds: tuple[int, ...] = (950, 951, 952)
     budget: int = 64
