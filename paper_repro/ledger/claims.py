@@ -18,11 +18,10 @@ from exitlaw.paper_repro.ledger.exactness import (
 from exitlaw.paper_repro.ledger.exittrain_authors import COMPARISONS, authors_row, sim_authors_row
 from exitlaw.paper_repro.ledger.exittrain_paper import (
     PAPER_REGIME,
-    PRIMARY_ALPHA,
     REGIME_BUDGETS,
     REGIME_INPUTS,
-    REGIME_PRIMARY,
     REGIME_SECONDARY,
+    primary_row,
     regime_claim_a,
     regime_precondition,
 )
@@ -172,30 +171,7 @@ CLAIMS: tuple[Claim, ...] = (
         regime_claim_a("exit", "base", "row", "exit-base", REGIME_BUDGETS, "secondary"),
         regime_precondition,
     ),
-    Claim(
-        "exit_vs_token",
-        "exit-guided beats matched token-only fine-tuning (tau, B=64), engine",
-        "Table 2: +5.9% / +7.9% tau at T=0/1",
-        PAPER_REGIME,
-        dir_rule(ACCEPTANCE, paper_effect_a("exit", "token"), alpha=PRIMARY_ALPHA),
-        "exit - token per-step acceptance a, paper-regime primary cell (code, T=T_s, B=64, lambda 0.1), "
-        "97.5 % (Bonferroni over the two primary comparisons); relative tau beside it",
-        REGIME_INPUTS,
-        regime_claim_a("exit", "token", 64, "exit-token", REGIME_PRIMARY, "primary"),
-        regime_precondition,
-    ),
-    Claim(
-        "exit_vs_prefix",
-        "exit-guided beats prefix-weighted (P-weighted) training (tau, B=64), engine",
-        "Table 2: +7.8% / +4.4% tau at T=0/1",
-        PAPER_REGIME,
-        dir_rule(ACCEPTANCE, paper_effect_a("exit", "prefix"), alpha=PRIMARY_ALPHA),
-        "exit - prefix per-step acceptance a, paper-regime primary cell (code, T=T_s, B=64, lambda 0.1), "
-        "97.5 % (Bonferroni over the two primary comparisons); relative tau beside it",
-        REGIME_INPUTS,
-        regime_claim_a("exit", "prefix", 64, "exit-prefix", REGIME_PRIMARY, "primary"),
-        regime_precondition,
-    ),
+    *(primary_row(b) for b in ("token", "prefix")),
     *(authors_row(*comparison) for comparison in COMPARISONS),
     Claim(
         "exit_vs_token_sim",

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
+from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, dir_rule, need
 from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, cell_text, row_units
 from exitlaw.paper_repro.ledger.paired import paired_claim
+from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU
 from exitlaw.paper_repro.mini.exittrain.units import find as find_units
 from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a, power_against
 from exitlaw.paper_repro.regimes import Regime, paper_regime_run
@@ -121,6 +122,29 @@ def regime_precondition(inputs: dict) -> tuple[bool, str]:
     )
 
 
+def primary_row(b: str) -> Claim:
+    """The paper-regime run's primary row: exit-guided training against ``b`` (``token`` or ``prefix``)
+    at the primary cell, quoting Table 2's tau ratios at T = 0 and 1."""
+    name = {
+        "token": "matched token-only fine-tuning",
+        "prefix": "prefix-weighted (P-weighted) training",
+    }[b]
+    tau = PAPER_TABLE2_TAU
+    effects = " / ".join(f"{100 * (tau['exit'][t] / tau[b][t] - 1):+.1f}%" for t in (0.0, 1.0))
+    return Claim(
+        f"exit_vs_{b}",
+        f"exit-guided beats {name} (tau, B=64), engine",
+        f"Table 2: {effects} tau at T=0/1",
+        PAPER_REGIME,
+        dir_rule(ACCEPTANCE, paper_effect_a("exit", b), alpha=PRIMARY_ALPHA),
+        f"exit - {b} per-step acceptance a, paper-regime primary cell (code, T=T_s, B=64, lambda 0.1), "
+        "97.5 % (Bonferroni over the two primary comparisons); relative tau beside it",
+        REGIME_INPUTS,
+        regime_claim_a("exit", b, 64, f"exit-{b}", REGIME_PRIMARY, "primary"),
+        regime_precondition,
+    )
+
+
 __all__ = [
     "PAPER_REGIME",
     "PRIMARY_ALPHA",
@@ -128,5 +152,6 @@ __all__ = [
     "REGIME_INPUTS",
     "REGIME_PRIMARY",
     "REGIME_SECONDARY",
+    "primary_row",
     "regime_precondition",
 ]
