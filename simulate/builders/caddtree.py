@@ -137,7 +137,7 @@ class CaDDTreeSettings:
         check_positive(self, "caddtree setting")
 
 
-@sim_builder("caddtree", settings=CaDDTreeSettings)
+@sim_builder("caddtree", settings=CaDDTreeSettings, max_nodes=lambda cfg, s: s.max_budget)
 def make_caddtree(cfg, target, pos, ar, settings: CaDDTreeSettings) -> BuildFn:
     lat = cfg.latency_model()
     return lambda c, rng: caddtree(

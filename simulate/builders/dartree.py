@@ -88,7 +88,8 @@ class DARTreeSettings:
         check_positive(self, "dartree setting")
 
 
-@sim_builder("dartree", settings=DARTreeSettings)
+# a diffusion pass and one correction pass
+@sim_builder("dartree", settings=DARTreeSettings, drafter_calls=lambda cfg, s: 2)
 def make_dartree(cfg, target, pos, ar, settings: DARTreeSettings) -> BuildFn:
     return lambda c, rng: dartree(
         pos.marginals(c, cfg.horizon), ar, c, cfg.budget, widen=settings.widen

@@ -81,7 +81,7 @@ def draft_expected_acceptance(drafter, context: Sequence[int], tree: DraftTree) 
     return float(Q[1:].sum())
 
 
-@sim_builder("opt-tree")
+@sim_builder("opt-tree", drafter_calls=lambda cfg, s: cfg.horizon)  # one per layer
 def make_opt_tree(cfg, target, pos, ar) -> BuildFn:
     return lambda c, rng: opt_tree(ar, c, cfg.budget, depth=cfg.horizon)
 

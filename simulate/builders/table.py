@@ -34,18 +34,55 @@ MakeBuilder = Callable[..., BuildFn]
 SIM_BUILDERS: dict[str, MakeBuilder] = {}
 # registered builder name -> its settings dataclass, for the builders that have settings
 SIM_SETTINGS: dict[str, type] = {}
+# (cfg, settings or None) -> a count: a builder's cost facts, declared with its maker
+CostRule = Callable[[Any, Any], int]
+# registered builder name -> its sequential drafter calls per round (absent: one call)
+DRAFTER_CALLS: dict[str, CostRule] = {}
+# registered builder name -> the most nodes a round's tree may hold (absent: the config's budget)
+MAX_NODES: dict[str, CostRule] = {}
 
 
-def sim_builder(name: str, settings: type | None = None) -> Callable[[MakeBuilder], MakeBuilder]:
+def sim_builder(
+    name: str,
+    settings: type | None = None,
+    *,
+    drafter_calls: CostRule | None = None,
+    max_nodes: CostRule | None = None,
+) -> Callable[[MakeBuilder], MakeBuilder]:
     """Register the decorated maker ``(cfg, target, pos, ar) -> BuildFn`` as the simulator's form of
     the registered builder ``name`` (``ValueError`` for an unknown name or a second maker); with
     ``settings`` (a frozen dataclass whose every field has a default) the maker takes
-    ``(cfg, target, pos, ar, settings)``."""
+    ``(cfg, target, pos, ar, settings)``. ``drafter_calls`` and ``max_nodes`` state the builder's
+    costs, ``(cfg, settings) -> int``, where they are not one call and the budget (the latency model
+    and the work bounds read them)."""
     builder(name)  # ValueError naming the registered builders
     if settings is not None:
         _check_settings_class(name, settings)
         register_once(SIM_SETTINGS, name, f"settings of simulator builder {name!r}")(settings)
+    for table, rule, what in (
+        (DRAFTER_CALLS, drafter_calls, "drafter calls"),
+        (MAX_NODES, max_nodes, "node bound"),
+    ):
+        if rule is not None:
+            register_once(table, name, f"{what} of simulator builder {name!r}")(rule)
     return register_once(SIM_BUILDERS, name, f"simulator builder {name!r}")
+
+
+def _settings_of(name: str, cfg) -> Any:
+    return cfg.builder_settings(name) if name in SIM_SETTINGS else None
+
+
+def drafter_calls(name: str, cfg) -> int:
+    """Sequential drafter calls per round of builder ``name`` under ``cfg`` (one unless it declared more)."""
+    rule = DRAFTER_CALLS.get(name)
+    return 1 if rule is None else int(rule(cfg, _settings_of(name, cfg)))
+
+
+def max_nodes(name: str, cfg) -> int:
+    """The most non-root nodes a round of builder ``name`` may build under ``cfg`` (the budget unless it
+    declared otherwise)."""
+    rule = MAX_NODES.get(name)
+    return cfg.budget if rule is None else int(rule(cfg, _settings_of(name, cfg)))
 
 
 def _check_settings_class(name: str, settings: type) -> None:
@@ -77,9 +114,13 @@ def make_builder(name: str, cfg, target, pos, ar) -> BuildFn:
 
 __all__ = [
     "BuildFn",
+    "DRAFTER_CALLS",
+    "MAX_NODES",
     "SIM_BUILDERS",
     "SIM_SETTINGS",
+    "drafter_calls",
     "make_builder",
+    "max_nodes",
     "sim_builder",
     "sim_builder_names",
 ]

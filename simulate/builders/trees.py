@@ -261,7 +261,7 @@ def make_static(cfg, target, pos, ar, settings: StaticSettings) -> BuildFn:
     return lambda c, rng: static_tree(pos.marginals(c, cfg.horizon), cfg.budget, settings.branching)
 
 
-@sim_builder("eagle", settings=EagleSettings)
+@sim_builder("eagle", settings=EagleSettings, drafter_calls=lambda cfg, s: s.depth)  # one per level
 def make_eagle(cfg, target, pos, ar, settings: EagleSettings) -> BuildFn:
     return lambda c, rng: eagle_dynamic(
         ar, c, cfg.budget, depth=settings.depth, top_k=settings.top_k

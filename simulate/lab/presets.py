@@ -34,7 +34,9 @@ from typing import Any
 from exitlaw.simulate.builders.caddtree import CaDDTreeSettings, LatencyModel
 from exitlaw.simulate.builders.settings import check_fields
 from exitlaw.simulate.builders.table import SIM_SETTINGS, BuildFn, sim_builder_names
+from exitlaw.simulate.builders.table import drafter_calls as builder_drafter_calls
 from exitlaw.simulate.builders.table import make_builder as _make_builder
+from exitlaw.simulate.builders.table import max_nodes as builder_max_nodes
 from exitlaw.simulate.builders.trees import EagleSettings, StaticSettings
 from exitlaw.simulate.lab.flat import BUILDER_SETTINGS, from_flat, to_flat
 from exitlaw.simulate.lab.models import AutoregressiveDrafter, NGramTarget, PositionWiseDrafter
@@ -125,13 +127,11 @@ class SimConfig:
             raise ValueError(f"bad latency config {self.latency}: {err}") from None
 
     def drafter_calls(self, name: str) -> int:
-        """Sequential drafter calls per round of builder ``name`` (EAGLE-2: one per depth level;
-        OPT-Tree: one per layer, ``horizon``; DARTree: a diffusion pass and one correction pass)."""
+        """Sequential drafter calls per round of builder ``name``, as the builder declared them with its
+        maker (EAGLE-2: one per depth level; OPT-Tree: one per layer; DARTree: two passes; else one)."""
         if name not in BUILDERS:
             raise ValueError(f"unknown builder {name!r} (known: {', '.join(BUILDERS)})")
-        if name == "eagle":
-            return self.builder_settings("eagle").depth
-        return {"opt-tree": self.horizon, "dartree": 2}.get(name, 1)
+        return builder_drafter_calls(name, self)
 
     def builder_latency(self, name: str) -> LatencyModel:
         """The latency model that charges builder ``name``'s rounds: ``C_draft`` times its drafter calls."""
@@ -203,8 +203,7 @@ class WorkBoundError(ValueError):
 
 def estimated_work(cfg: "SimConfig") -> dict[str, float]:
     """Per-round and whole-run float counts of the rows a config touches, and the memory of one round."""
-    caddtree = cfg.builder_settings("caddtree").max_budget if "caddtree" in cfg.builders else 0
-    nodes = max(cfg.budget, caddtree, cfg.horizon) + 1
+    nodes = max(cfg.budget, cfg.horizon, *(builder_max_nodes(b, cfg) for b in cfg.builders)) + 1
     per_round = (
         cfg.horizon + nodes + (nodes if cfg.oracle or "oracle" in cfg.builders else 0)
     ) * cfg.target.vocab

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from exitlaw.simulate.builders.caddtree import LatencyModel
-from exitlaw.simulate.lab.presets import SimConfig, row_label
+from exitlaw.simulate.builders.table import max_nodes
+from exitlaw.simulate.lab.presets import SimConfig, estimated_work, row_label
 from exitlaw.simulate.lab.run import MATCHED, output_paths, row_names, run_simulation
 
 
@@ -27,6 +28,15 @@ def test_eagle_latency_charges_one_drafter_call_per_depth_level():
     assert cfg.builder_latency("ddtree") == cfg.latency_model()
     with pytest.raises(ValueError, match="unknown builder"):
         cfg.drafter_calls("eagel")
+
+
+def test_the_work_estimate_reads_each_builders_declared_node_bound():
+    # CaDDTree declares its node bound (its max budget) with its maker; the estimate needs no builder name
+    plain = estimated_work(_cfg(builders=("ddtree",)))
+    wide = estimated_work(_cfg(builders=("ddtree", "caddtree")))
+    assert plain["floats_per_round"] == (4 + 9) * 32  # horizon + (budget + 1) rows of vocab floats
+    assert wide["floats_per_round"] == (4 + 25) * 32  # caddtree_max_budget 24 + 1
+    assert max_nodes("caddtree", _cfg()) == 24 and max_nodes("ddtree", _cfg()) == 8
 
 
 def test_run_rows_label_tsubame_match_caddtree_and_charge_eagle(tmp_path):
