@@ -25,16 +25,8 @@ from exitlaw.paper_repro.ledger.exittrain_paper import (
     regime_claim_a,
     regime_precondition,
 )
-from exitlaw.paper_repro.ledger.exittrain_sweep import (
-    SIM_DEEP,
-    SIM_EXIT,
-    SIM_MATCHED,
-    SIM_PREFIX,
-    SIM_SWEEP,
-    SIM_SWEEP_MATCHED,
-    sim_claim_a,
-)
-from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, size_rule
+from exitlaw.paper_repro.ledger.exittrain_sweep import sim_row
+from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE
 from exitlaw.paper_repro.ledger.paired import paired_claim
 from exitlaw.paper_repro.ledger.stage_latency import fixed_shape_tev, latency
 from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a
@@ -173,76 +165,8 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     *(primary_row(b) for b in ("token", "prefix")),
     *(authors_row(*comparison) for comparison in COMPARISONS),
-    Claim(
-        "exit_vs_token_sim",
-        "exit-guided beats token-only training (tau, B=64), simulation",
-        "Table 2: +5.9% / +7.9% tau at T=0/1",
-        SIM_SWEEP,
-        size_rule(paper_effect_a("exit", "token")),
-        "exit - token per-step acceptance a of exact tau, sweep regime deep, train B=64, eval B=64, lambda "
-        "0.1, tree normalisation; per seed the equal-weight mean over T=0 and T=1, 95 % t over seeds; "
-        "relative tau beside it",
-        ("sim_exittrain_sweep",),
-        sim_claim_a(
-            "sim_exittrain_sweep", SIM_EXIT, "token", "token", (0.0, 1.0), SIM_DEEP, SIM_SWEEP
-        ),
-    ),
-    Claim(
-        "exit_vs_prefix_sim",
-        "exit-guided beats prefix-weighted training (tau, B=64), simulation",
-        "Table 2: +7.8% / +4.4% tau at T=0/1",
-        SIM_SWEEP,
-        size_rule(paper_effect_a("exit", "prefix")),
-        "exit - prefix per-step acceptance a of exact tau, sweep regime deep, train B=64, eval B=64, lambda "
-        "0.1, tree normalisation; per seed the equal-weight mean over T=0 and T=1, 95 % t over seeds; "
-        "relative tau beside it",
-        ("sim_exittrain_sweep",),
-        sim_claim_a(
-            "sim_exittrain_sweep", SIM_EXIT, SIM_PREFIX, "prefix", (0.0, 1.0), SIM_DEEP, SIM_SWEEP
-        ),
-    ),
-    Claim(
-        "exit_vs_token_sim_matched",
-        "exit-guided beats token-only training (tau, B=64), simulation trained and "
-        "judged at one temperature",
-        "Table 2: +5.9% / +7.9% tau at T=0/1",
-        SIM_SWEEP_MATCHED,
-        size_rule(paper_effect_a("exit", "token")),
-        "exit - token per-step acceptance a of exact tau, the sim rows' setting (deep, train/eval B=64, "
-        "lambda 0.1, tree normalisation) in the sweep trained at T = 0.5, judged at T = 0.5; relative tau "
-        "beside it",
-        ("sim_exittrain_matched",),
-        sim_claim_a(
-            "sim_exittrain_matched",
-            SIM_EXIT,
-            "token",
-            "token",
-            (0.5,),
-            SIM_MATCHED,
-            SIM_SWEEP_MATCHED,
-        ),
-    ),
-    Claim(
-        "exit_vs_prefix_sim_matched",
-        "exit-guided beats prefix-weighted training (tau, B=64), simulation "
-        "trained and judged at one temperature",
-        "Table 2: +7.8% / +4.4% tau at T=0/1",
-        SIM_SWEEP_MATCHED,
-        size_rule(paper_effect_a("exit", "prefix")),
-        "exit - prefix per-step acceptance a of exact tau, the sim rows' setting (deep, train/eval B=64, "
-        "lambda 0.1, tree normalisation) in the sweep trained at T = 0.5, judged at T = 0.5; relative tau "
-        "beside it",
-        ("sim_exittrain_matched",),
-        sim_claim_a(
-            "sim_exittrain_matched",
-            SIM_EXIT,
-            SIM_PREFIX,
-            "prefix",
-            (0.5,),
-            SIM_MATCHED,
-            SIM_SWEEP_MATCHED,
-        ),
-    ),
+    *(sim_row(b) for b in ("token", "prefix")),
+    *(sim_row(b, matched=True) for b in ("token", "prefix")),
     *(sim_authors_row(*comparison) for comparison in COMPARISONS),
     Claim(
         "univer_vs_rrs_wo",

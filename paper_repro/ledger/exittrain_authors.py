@@ -7,8 +7,13 @@ from __future__ import annotations
 from typing import Callable
 
 from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, dir_rule, need
-from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, row_units, size_rule
-from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU, paper_margin
+from exitlaw.paper_repro.ledger.exittrain_units import (
+    ACCEPTANCE,
+    row_units,
+    size_rule,
+    table2_quote,
+)
+from exitlaw.paper_repro.mini.exittrain.authors_regime import paper_margin
 from exitlaw.paper_repro.mini.exittrain.units import power_against
 from exitlaw.paper_repro.regimes import Regime, RegimeError, authors_regime_run
 from exitlaw.paper_repro.verdicts import Interval, Rule
@@ -28,12 +33,6 @@ AUTHORS_INPUTS = ("authors_regime", "authors_regime_data")
 
 # the four co-primary comparisons (a, b, T), in the ledger's order; the engine run and the simulation judge each
 COMPARISONS = tuple(("exit", b, t) for b in ("token", "prefix") for t in (0.0, 1.0))
-
-
-def table2_quote(a: str, b: str, temperature: float) -> str:
-    """What the paper reports for ``a`` over ``b`` at ``temperature`` (Table 2's taus and their ratio)."""
-    ta, tb = PAPER_TABLE2_TAU[a][temperature], PAPER_TABLE2_TAU[b][temperature]
-    return f"Table 2: tau {tb:.2f} -> {ta:.2f} at T={temperature:g} ({100 * (ta / tb - 1):+.1f} %)"
 
 
 def _units(ci: Interval, rel: dict, paper_a: float, design_unit: str) -> dict:
@@ -233,5 +232,4 @@ __all__ = [
     "SIM_AUTHORS",
     "authors_precondition",
     "sim_authors_precondition",
-    "table2_quote",
 ]

@@ -7,9 +7,13 @@ from __future__ import annotations
 from typing import Callable
 
 from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, dir_rule, need
-from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, cell_text, row_units
+from exitlaw.paper_repro.ledger.exittrain_units import (
+    ACCEPTANCE,
+    cell_text,
+    row_units,
+    table2_effects,
+)
 from exitlaw.paper_repro.ledger.paired import paired_claim
-from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU
 from exitlaw.paper_repro.mini.exittrain.units import find as find_units
 from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a, power_against
 from exitlaw.paper_repro.regimes import Regime, paper_regime_run
@@ -129,12 +133,10 @@ def primary_row(b: str) -> Claim:
         "token": "matched token-only fine-tuning",
         "prefix": "prefix-weighted (P-weighted) training",
     }[b]
-    tau = PAPER_TABLE2_TAU
-    effects = " / ".join(f"{100 * (tau['exit'][t] / tau[b][t] - 1):+.1f}%" for t in (0.0, 1.0))
     return Claim(
         f"exit_vs_{b}",
         f"exit-guided beats {name} (tau, B=64), engine",
-        f"Table 2: {effects} tau at T=0/1",
+        table2_effects(b),
         PAPER_REGIME,
         dir_rule(ACCEPTANCE, paper_effect_a("exit", b), alpha=PRIMARY_ALPHA),
         f"exit - {b} per-step acceptance a, paper-regime primary cell (code, T=T_s, B=64, lambda 0.1), "

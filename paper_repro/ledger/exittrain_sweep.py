@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from exitlaw.paper_repro.ledger.claim_types import MeasureError, Measurement, need
-from exitlaw.paper_repro.ledger.exittrain_units import ACCEPTANCE, cell_text, row_units
+from exitlaw.paper_repro.ledger.claim_types import Claim, MeasureError, Measurement, need
+from exitlaw.paper_repro.ledger.exittrain_units import (
+    ACCEPTANCE,
+    cell_text,
+    row_units,
+    size_rule,
+    table2_effects,
+)
 from exitlaw.paper_repro.ledger.paired import paired_claim
 from exitlaw.paper_repro.mini.exittrain.units import paper_effect_a, sweep_units
 from exitlaw.paper_repro.regimes import Regime, sim_sweep_run
@@ -127,6 +133,42 @@ def sim_claim_a(
     return measure
 
 
+def sim_row(b: str, *, matched: bool = False) -> Claim:
+    """The simulation sweep's row: exit-guided training against ``b`` (``token`` or ``prefix``) in the
+    deep regime at B = 64, judged at T = 0 and 1; ``matched``: in the sweep trained at T = 0.5 and
+    judged there."""
+    name = {"token": "token-only training", "prefix": "prefix-weighted training"}[b]
+    arm = {"token": "token", "prefix": SIM_PREFIX}[b]
+    if matched:
+        key, wording, source = (
+            f"exit_vs_{b}_sim_matched",
+            "simulation trained and judged at one temperature",
+            "sim_exittrain_matched",
+        )
+        setting = (
+            "the sim rows' setting (deep, train/eval B=64, lambda 0.1, tree normalisation) in the sweep "
+            "trained at T = 0.5, judged at T = 0.5"
+        )
+        temps, selector, label = (0.5,), SIM_MATCHED, SIM_SWEEP_MATCHED
+    else:
+        key, wording, source = f"exit_vs_{b}_sim", "simulation", "sim_exittrain_sweep"
+        setting = (
+            "sweep regime deep, train B=64, eval B=64, lambda 0.1, tree normalisation; per seed the "
+            "equal-weight mean over T=0 and T=1, 95 % t over seeds"
+        )
+        temps, selector, label = (0.0, 1.0), SIM_DEEP, SIM_SWEEP
+    return Claim(
+        key,
+        f"exit-guided beats {name} (tau, B=64), {wording}",
+        table2_effects(b),
+        label,
+        size_rule(paper_effect_a("exit", b)),
+        f"exit - {b} per-step acceptance a of exact tau, {setting}; relative tau beside it",
+        (source,),
+        sim_claim_a(source, SIM_EXIT, arm, b, temps, selector, label),
+    )
+
+
 __all__ = [
     "SIM_DEEP",
     "SIM_EXIT",
@@ -135,4 +177,5 @@ __all__ = [
     "SIM_SWEEP",
     "SIM_SWEEP_MATCHED",
     "SWEEP_FILES",
+    "sim_row",
 ]

@@ -5,6 +5,7 @@ size rule of a simulated ExitTrain effect in that unit."""
 from __future__ import annotations
 
 from exitlaw.paper_repro.ledger.claim_types import sig
+from exitlaw.paper_repro.mini.exittrain.authors_regime import PAPER_TABLE2_TAU
 from exitlaw.paper_repro.mini.exittrain.units import power_against
 from exitlaw.paper_repro.verdicts import Interval, Rule
 
@@ -73,4 +74,24 @@ def size_rule(paper: float, alpha: float = 0.05) -> Rule:
     return Rule("size", ACCEPTANCE, side=1, paper_effect=paper, alpha=alpha)
 
 
-__all__ = ["ACCEPTANCE", "EXITTRAIN_UNITS", "RELATIVE", "units_text"]
+def table2_quote(a: str, b: str, temperature: float) -> str:
+    """What the paper reports for ``a`` over ``b`` at ``temperature`` (Table 2's taus and their ratio)."""
+    ta, tb = PAPER_TABLE2_TAU[a][temperature], PAPER_TABLE2_TAU[b][temperature]
+    return f"Table 2: tau {tb:.2f} -> {ta:.2f} at T={temperature:g} ({100 * (ta / tb - 1):+.1f} %)"
+
+
+def table2_effects(b: str) -> str:
+    """What the paper reports for exit-guided training over ``b`` at T = 0 and 1 (Table 2's tau ratios)."""
+    tau = PAPER_TABLE2_TAU
+    effects = " / ".join(f"{100 * (tau['exit'][t] / tau[b][t] - 1):+.1f}%" for t in (0.0, 1.0))
+    return f"Table 2: {effects} tau at T=0/1"
+
+
+__all__ = [
+    "ACCEPTANCE",
+    "EXITTRAIN_UNITS",
+    "RELATIVE",
+    "table2_effects",
+    "table2_quote",
+    "units_text",
+]
