@@ -48,11 +48,16 @@ def row_units(a_ci: Interval, rel: dict, paper_a: float, design_unit: str) -> di
     }
 
 
+def _bracket(estimate: float, lo: float, hi: float, spec: str) -> str:
+    """``estimate [lo, hi]`` in the format ``spec``."""
+    return f"{estimate:{spec}} [{lo:{spec}}, {hi:{spec}}]"
+
+
 def units_text(u: dict) -> str:
     p, b = u["primary"], u["beside"]
     return (
-        f"{p['unit']} {p['estimate']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] ({100 * p['level']:g} %); "
-        f"{b['unit']} {b['estimate']:+.2f} [{b['lo']:+.2f}, {b['hi']:+.2f}] ({100 * b['level']:g} %); "
+        f"{p['unit']} {_bracket(p['estimate'], p['lo'], p['hi'], '+.4f')} ({100 * p['level']:g} %); "
+        f"{b['unit']} {_bracket(b['estimate'], b['lo'], b['hi'], '+.2f')} ({100 * b['level']:g} %); "
         f"power against the paper's effect in a ({p['unit'].split()[0]} {u['paper_effect_primary']:+.4f}): "
         f"{u['power']:.2f}; unit of the design: {u['design_unit']}"
     )
@@ -61,9 +66,9 @@ def units_text(u: dict) -> str:
 def cell_text(r: dict) -> str:
     d, rel = r["delta_a"], r["relative_tau_pct"]
     return (
-        f"T = {float(r['temperature']):g}: {r['a']} - {r['b']} in a {d['mean']:+.4f} [{d['lo']:+.4f}, "
-        f"{d['hi']:+.4f}], relative tau {rel['mean']:+.2f} % [{rel['lo']:+.2f}, {rel['hi']:+.2f}] "
-        f"({100 * float(r['level']):g} %)"
+        f"T = {float(r['temperature']):g}: {r['a']} - {r['b']} in a "
+        f"{_bracket(d['mean'], d['lo'], d['hi'], '+.4f')}, relative tau "
+        f"{rel['mean']:+.2f} % [{rel['lo']:+.2f}, {rel['hi']:+.2f}] ({100 * float(r['level']):g} %)"
     )
 
 
