@@ -160,13 +160,14 @@ def test_training_generates_its_continuations_under_the_settings(pair, s, tmp_pa
 @given(s=filtered)
 def test_a_training_step_scores_its_trees_under_the_scoring_settings(tiny, s, tmp_path_factory):
     from exitlaw.engine.models.checkpoint import load_pair
-    from exitlaw.engine.training.config import TrainConfig
+    from exitlaw.engine.training.config import DrafterSchedule, TrainConfig
     from exitlaw.engine.training.data import Sequences
     from exitlaw.engine.training.loop import setup_training, train_step
 
     target, drafter = load_pair(str(tiny[0]), str(tiny[1]), device="cpu")
     data = Sequences([[11, 42, 7, 99]], [[5, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17]])
-    cfg = TrainConfig(budget=5, steps=1, batch_size=1, anchors_per_seq=2, scoring=s)
+    one_step = DrafterSchedule(steps=1, batch=1, lr=1e-4, anchors=2)
+    cfg = TrainConfig(budget=5, schedule=one_step, scoring=s)
     out = tmp_path_factory.mktemp("train")
     state = setup_training(target, drafter, data, cfg, out, resume=False, run_info=None)
     with reaching() as seen:

@@ -19,9 +19,10 @@ Presets (:data:`PRESETS`; explicit options override them, :func:`preset_config`)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 from exitlaw.engine.training.objectives import AUTHORS_EDGE_FLOOR, AUTHORS_LAMBDA, check_objective
+from exitlaw.theory.infra.flat_fields import from_flat, group, replace_flat, to_flat
 from exitlaw.theory.sampling_settings import (
     FILTERS,
     HF_ORDER,
@@ -63,12 +64,11 @@ class Schedule:
     lr: float
 
     def __post_init__(self):
-        if self.steps < 1 or self.batch < 1 or not self.lr > 0:
-            raise ValueError(f"a schedule needs steps >= 1, batch >= 1 and lr > 0, got {self}")
-
-    def trainer_fields(self) -> dict:
-        """The :class:`TrainConfig` fields this schedule sets."""
-        return dict(steps=self.steps, batch_size=self.batch, lr=self.lr)
+        for name in ("steps", "batch"):
+            if not getattr(self, name) >= 1:
+                raise ValueError(f"a schedule's {name} must be >= 1, got {getattr(self, name)!r}")
+        if not self.lr > 0:
+            raise ValueError(f"a schedule's lr must be > 0, got {self.lr!r}")
 
 
 @dataclass(frozen=True)
@@ -79,16 +79,18 @@ class DrafterSchedule(Schedule):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.anchors < 1:
-            raise ValueError(f"anchors must be >= 1, got {self.anchors}")
+        if not self.anchors >= 1:
+            raise ValueError(f"a schedule's anchors must be >= 1, got {self.anchors!r}")
 
-    def trainer_fields(self) -> dict:
-        return {**super().trainer_fields(), "anchors_per_seq": self.anchors}
+
+# the schedule's flat keys in a saved ``config.json``, in the order runs have always written them
+SCHEDULE_KEYS = {"steps": "steps", "batch": "batch_size", "anchors": "anchors_per_seq", "lr": "lr"}
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """One training run (``exitlaw train`` flags map one to one)."""
+    """One training run (``exitlaw train`` flags map one to one). Its :class:`DrafterSchedule` is
+    written flat (``steps``, ``batch_size``, ``anchors_per_seq``, ``lr``: :meth:`to_saved`)."""
 
     objective: str = "exit"  # token | prefix | exit | exit-depth | draft-opd | vat
     lam: float = 1.0
@@ -97,10 +99,12 @@ class TrainConfig:
         None  # alpha of the authors' code (P from max(a, alpha)); None: raw edges
     )
     budget: int = 64
-    steps: int = 100
-    batch_size: int = 4  # sequences per step and rank
-    anchors_per_seq: int = 8
-    lr: float = 1e-4
+    # steps; batch: sequences per step and rank; lr: the peak learning rate; anchors: per sequence
+    schedule: DrafterSchedule = group(
+        "",
+        default=DrafterSchedule(steps=100, batch=4, lr=1e-4, anchors=8),
+        keys={k: v for k, v in SCHEDULE_KEYS.items() if k != v},
+    )
     min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
     warmup_steps: int = 0
     weight_decay: float = 0.01
@@ -121,23 +125,15 @@ class TrainConfig:
         check_objective(self.objective, self.weight_norm, self.edge_floor)
         if not self.score_trees and self.objective != "token":
             raise ValueError(f"objective {self.objective!r} needs scored trees (score_trees=True)")
-        for name in (
-            "budget",
-            "steps",
-            "batch_size",
-            "anchors_per_seq",
-            "checkpoint_every",
-            "log_every",
-        ):
+        if not isinstance(self.schedule, DrafterSchedule):
+            raise TypeError(
+                f"schedule must be a DrafterSchedule, got {type(self.schedule).__name__}"
+            )
+        for name in ("budget", "checkpoint_every", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if (
-            self.lr <= 0
-            or not 0 <= self.min_lr_ratio <= 1
-            or self.grad_clip <= 0
-            or not self.lam >= 0
-        ):
-            raise ValueError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0, lam >= 0")
+        if not 0 <= self.min_lr_ratio <= 1 or self.grad_clip <= 0 or not self.lam >= 0:
+            raise ValueError("need 0 <= min_lr_ratio <= 1, grad_clip > 0, lam >= 0")
         check_settings(self.scoring)
         if self.warmup_steps < 0 or self.scoring.temperature <= 0:
             raise ValueError("need warmup_steps >= 0 and a scoring temperature > 0")
@@ -154,9 +150,21 @@ class TrainConfig:
                 "draft-opd scores sampled chains with full target rows: it does not take scoring filters"
             )
 
+    def to_saved(self) -> dict:
+        """The flat JSON object ``config.json`` records (``train``): every field under its own name, the
+        schedule's four keys in its place (:data:`SCHEDULE_KEYS`), the scoring law as its own object."""
+        flat = to_flat(self)
+        out: dict = {}
+        for key, value in flat.items():
+            if key == "steps":
+                out.update({k: flat[k] for k in SCHEDULE_KEYS.values()})
+            elif key not in SCHEDULE_KEYS.values():
+                out[key] = value
+        return out
+
     @classmethod
     def from_saved(cls, saved: dict) -> "TrainConfig":
-        """The config of a saved run (``asdict`` of it, as ``config.json`` records it); fields a run
+        """The config of a saved run (:meth:`to_saved`, as ``config.json`` records it); fields a run
         saved before they existed take their defaults. Runs saved before the scoring law was one
         :class:`SamplingSettings` spelled it as flat ``target_*`` fields: read too."""
         saved = dict(saved)
@@ -171,18 +179,17 @@ class TrainConfig:
             saved["scoring"].update({LEGACY_SCORING[k]: v for k, v in old.items()})
         if "scoring" in saved:
             saved["scoring"] = SamplingSettings.from_record(saved["scoring"], temperature=1.0)
-        unknown = sorted(set(saved) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"saved training config has unknown fields {unknown}")
-        return cls(**saved)
+        return from_flat(cls, saved, what="saved training config")
 
 
 def preset_config(preset: str | None = None, **overrides) -> TrainConfig:
-    """``TrainConfig`` of a named preset (module docstring) with ``overrides`` on top; ``None``: the defaults."""
+    """``TrainConfig`` of a named preset (module docstring) with ``overrides`` on top (``schedule=`` a
+    :class:`DrafterSchedule`); ``None``: the defaults."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown training preset {preset!r}; choose one of {', '.join(PRESETS)}")
     base = dict(PRESETS[preset]) if preset else {}
-    return replace(TrainConfig(), **{**base, **overrides}) if (base or overrides) else TrainConfig()
+    changes = {**base, **overrides}
+    return replace_flat(TrainConfig(), **changes) if changes else TrainConfig()
 
 
 def cosine_factor(step: int, *, steps: int, warmup_steps: int, min_lr_ratio: float) -> float:
@@ -199,6 +206,7 @@ def cosine_factor(step: int, *, steps: int, warmup_steps: int, min_lr_ratio: flo
 __all__ = [
     "PRESETS",
     "DrafterSchedule",
+    "SCHEDULE_KEYS",
     "Schedule",
     "TrainConfig",
     "preset_config",

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, astuple, dataclass, fields
+from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -143,11 +143,12 @@ def setup_training(
     if resume:
         if not config_path.is_file():
             raise FileNotFoundError(f"--resume: {out} holds no training run (no config.json)")
-        saved = asdict(
-            TrainConfig.from_saved(json.loads(config_path.read_text(encoding="utf-8"))["train"])
-        )
-        if saved != asdict(cfg):
-            diff = sorted(k for k in saved if saved[k] != asdict(cfg).get(k))
+        saved = TrainConfig.from_saved(
+            json.loads(config_path.read_text(encoding="utf-8"))["train"]
+        ).to_saved()
+        now = cfg.to_saved()
+        if saved != now:
+            diff = sorted(k for k in saved if saved[k] != now.get(k))
             raise ValueError(f"--resume: the configuration differs from the saved run in {diff}")
     elif out.exists() and any(out.iterdir()):
         raise FileExistsError(
@@ -161,13 +162,16 @@ def setup_training(
         shard_drafter(drafter, device)
     optimizer = torch.optim.AdamW(
         [p for p in drafter.parameters() if p.requires_grad],
-        lr=cfg.lr,
+        lr=cfg.schedule.lr,
         weight_decay=cfg.weight_decay,
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
         lambda s: cosine_factor(
-            s, steps=cfg.steps, warmup_steps=cfg.warmup_steps, min_lr_ratio=cfg.min_lr_ratio
+            s,
+            steps=cfg.schedule.steps,
+            warmup_steps=cfg.warmup_steps,
+            min_lr_ratio=cfg.min_lr_ratio,
         ),
     )
     start = 0
@@ -180,7 +184,7 @@ def setup_training(
             atomic_write_text(
                 config_path,
                 json.dumps(
-                    {"train": asdict(cfg), "world_size": world, **(run_info or {})}, indent=1
+                    {"train": cfg.to_saved(), "world_size": world, **(run_info or {})}, indent=1
                 )
                 + "\n",
             )
@@ -198,7 +202,7 @@ def _autocast(cfg: TrainConfig, device: torch.device):
 def step_sequences(data: Sequences, cfg: TrainConfig, step: int, rank: int):
     """The sequences of step ``step`` on ``rank`` and the generator of its anchors (depends on nothing else)."""
     rng = np.random.default_rng([cfg.seed, step, rank])
-    idx = rng.choice(len(data), size=min(cfg.batch_size, len(data)), replace=False)
+    idx = rng.choice(len(data), size=min(cfg.schedule.batch, len(data)), replace=False)
     return [data.item(int(i)) for i in idx], rng
 
 
@@ -217,7 +221,7 @@ def train_step(
             state.drafter,
             target,
             seqs,
-            cfg.anchors_per_seq,
+            cfg.schedule.anchors,
             cfg.budget,
             rng,
             score=cfg.score_trees,
@@ -302,19 +306,26 @@ def train(
     bar = None
     if progress and state.rank == 0:
         bar = tqdm(
-            total=cfg.steps, initial=state.start, desc=f"train[{cfg.objective}]", unit="step"
+            total=cfg.schedule.steps,
+            initial=state.start,
+            desc=f"train[{cfg.objective}]",
+            unit="step",
         )
-    end = cfg.steps if stop_after is None else min(cfg.steps, state.start + stop_after)
+    end = (
+        cfg.schedule.steps
+        if stop_after is None
+        else min(cfg.schedule.steps, state.start + stop_after)
+    )
     for step in range(state.start, end):
         t0 = time.perf_counter()
         m = train_step(state, target, data, cfg, step)
         elapsed = time.perf_counter() - t0
         done = step + 1
-        if state.rank == 0 and (done % cfg.log_every == 0 or done == cfg.steps):
+        if state.rank == 0 and (done % cfg.log_every == 0 or done == cfg.schedule.steps):
             rec = metrics_record(cfg, done, m, state.scheduler.get_last_lr()[0], elapsed)
             with state.metrics_path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(rec) + "\n")
-        if done % cfg.checkpoint_every == 0 or done == cfg.steps:
+        if done % cfg.checkpoint_every == 0 or done == cfg.schedule.steps:
             save_checkpoint(out, done, state.drafter, state.optimizer, state.scheduler, state.rank)
         if bar is not None:
             bar.update(1)
@@ -326,7 +337,7 @@ def train(
     if bar is not None:
         bar.close()
     final = out / "final"
-    if end == cfg.steps:
+    if end == cfg.schedule.steps:
         model_state, _ = full_state(state.drafter, state.optimizer)
         if state.rank == 0:
             save_weights(state.drafter, model_state, final)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -171,10 +171,10 @@ def check_resume(out: str | Path, settings: dict, config: TrainConfig | None = N
         elif saved[key] != now:
             diffs.append(f"{key}: saved {saved[key]!r}, now {now!r}")
     if config is not None:
-        old = asdict(TrainConfig.from_saved(saved["train"]))
+        old = TrainConfig.from_saved(saved["train"]).to_saved()
         diffs += [
             f"train.{k}: saved {old[k]!r}, now {v!r}"
-            for k, v in asdict(config).items()
+            for k, v in config.to_saved().items()
             if old.get(k) != v
         ]
     if diffs:
@@ -248,11 +248,11 @@ def _check_tree_forward_fits(spec: TrainingRunSpec, target, device, context: int
     cfg = spec.config
     check_decode_fits(
         target.model.config,
-        budget=cfg.anchors_per_seq * (cfg.budget + 1) - 1,
+        budget=cfg.schedule.anchors * (cfg.budget + 1) - 1,
         context=context,
         element_bytes=target.dtype.itemsize,
         device=device,
-        what=f"one training forward ({cfg.anchors_per_seq} anchors x {cfg.budget + 1} tree nodes)",
+        what=f"one training forward ({cfg.schedule.anchors} anchors x {cfg.budget + 1} tree nodes)",
         advice="lower --budget or --anchors, or use shorter sequences",
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from exitlaw.engine.training.config import PRESETS
+from exitlaw.engine.training.config import PRESETS, DrafterSchedule
 from exitlaw.engine.training.objectives import NORMALISATIONS, OBJECTIVES  # torch-free modules
 
 from . import library as lib
@@ -46,11 +46,12 @@ def _edge_floor(text: str):
 
 # flag -> TrainConfig field, always passed (the flag's default is the run's)
 _CONFIG = {
-    **{f: f for f in ("steps", "batch_size", "lr", "min_lr_ratio", "weight_decay", "grad_clip")},
+    **{f: f for f in ("min_lr_ratio", "weight_decay", "grad_clip")},
     **{f: f for f in ("checkpoint_every", "log_every", "seed", "amp", "prefix_window")},
-    "anchors": "anchors_per_seq",
     "warmup": "warmup_steps",
 }
+# flag -> DrafterSchedule field (TrainConfig.schedule), always passed
+_SCHEDULE = {"steps": "steps", "batch_size": "batch", "lr": "lr", "anchors": "anchors"}
 # flags a --preset sets: passed only when given (None: the preset's value)
 _PRESET_FIELDS = ("objective", "lam", "weight_norm", "edge_floor", "budget")
 # flag -> TrainingRunSpec field
@@ -75,7 +76,10 @@ def _train(args: argparse.Namespace) -> int:
     given = {f: getattr(args, f) for f in _PRESET_FIELDS if getattr(args, f) is not None}
     overrides = {f: (None if v is _NO_FLOOR else v) for f, v in given.items()}
     scoring = sampling_settings_from(args, args.scoring_temperature)
-    cfg = lib.preset_config(args.preset, scoring=scoring, **_fields(args, _CONFIG), **overrides)
+    schedule = DrafterSchedule(**_fields(args, _SCHEDULE))
+    cfg = lib.preset_config(
+        args.preset, scoring=scoring, schedule=schedule, **_fields(args, _CONFIG), **overrides
+    )
     spec = lib.TrainingRunSpec(
         config=cfg,
         generation=sampling_settings_from(args, args.gen_temperature),

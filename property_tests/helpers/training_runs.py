@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-# the resume tests' run: two sequences a step, three anchors each, a checkpoint every two steps
-RESUME_RUN = dict(batch_size=2, anchors_per_seq=3, lr=1e-3, checkpoint_every=2, warmup_steps=1)
+
+def resume_run(steps: int) -> dict:
+    """The resume tests' run of ``steps`` steps: two sequences a step, three anchors each, a checkpoint
+    every two steps (``TrainConfig`` fields)."""
+    from exitlaw.engine.training.config import DrafterSchedule
+
+    schedule = DrafterSchedule(steps=steps, batch=2, lr=1e-3, anchors=3)
+    return dict(schedule=schedule, checkpoint_every=2, warmup_steps=1)
 
 
 def tiny_run_spec(target, draft, prompts, root, config, **extra):

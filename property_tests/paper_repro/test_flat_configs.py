@@ -29,6 +29,7 @@ from exitlaw.paper_repro.mini.exittrain.paper_regime import (
     arm_config,
 )
 from exitlaw.paper_repro.mini.exittrain.pilot import PilotConfig
+from exitlaw.paper_repro.mini.pipeline import objective_config
 from exitlaw.theory.infra.flat_fields import from_flat, group, replace_flat, to_flat
 from helpers.mini_configs import micro_config
 
@@ -135,9 +136,9 @@ def test_each_flat_key_lands_in_its_schedule_by_the_one_rule():
     spec = TargetSpec.from_json({"steps": 7, "batch_size": 3, "lr": 0.5})
     assert spec.schedule == Schedule(steps=7, batch=3, lr=0.5)
     assert spec_dict(spec)["batch_size"] == 3 and "batch" not in spec_dict(spec)
-    assert cfg.distill.trainer_fields() == dict(
-        steps=cfg.distill.steps, batch_size=cfg.distill.batch, lr=cfg.distill.lr, anchors_per_seq=32
-    )
+    assert (
+        objective_config(cfg, "exit", 0).schedule == cfg.ft
+    )  # the trainer runs the config's schedule
 
 
 @pytest.mark.parametrize("cfg", [PAPER_REGIME, PAPER_REGIME_QUICK], ids=lambda c: c.preset)
@@ -147,14 +148,14 @@ def test_each_arm_trains_with_the_flat_keys_of_its_recipe(cfg):
         tc = arm_config(cfg, arm, 0, 3e-5, 0.5)
         pre = "literal_" if arm.literal else ""
         steps = flat["epochs"] * flat["ft_prompts"] // flat["batch_size"]
-        assert (tc.budget, tc.anchors_per_seq, tc.steps, tc.batch_size) == (
+        assert (tc.budget, tc.schedule.anchors, tc.schedule.steps, tc.schedule.batch) == (
             flat[pre + "budget"],
             flat[pre + "anchors"],
             steps,
             flat["batch_size"],
         )
         assert tc.warmup_steps == max(1, round(flat[pre + "warmup_ratio"] * steps))
-        assert tc.lr == (flat["literal_lr"] if arm.literal else 3e-5)
+        assert tc.schedule.lr == (flat["literal_lr"] if arm.literal else 3e-5)
         assert tc.prefix_window == (flat["literal_window"] if arm.literal else None)
     bumped = config_from_json({**flat, "literal_budget": 5, "anchors": 3})
     assert (bumped.literal.budget, bumped.recipe.anchors) == (5, 3)
@@ -175,7 +176,7 @@ def test_a_key_no_field_owns_is_refused_by_name():
     regime = PAPER_REGIME.to_json()
     with pytest.raises(ValueError, match=r"unknown keys \['ft_stepz'\]"):
         config_from_json({**regime, "base": {**regime["base"], "ft_stepz": 1}})
-    with pytest.raises(ValueError, match="a schedule needs steps >= 1"):
+    with pytest.raises(ValueError, match="a schedule's steps must be >= 1"):
         config_for("quick", ft_steps=0)
 
 

@@ -223,7 +223,8 @@ def stage_calibration(
             _spread(paths, cfg, drafter, runs, workers)
         b = replace(base, drafter_dir=drafter)
         cells = {
-            run.config.lr: _calibrate_one(b, data, prompts["calibration"], cfg, run) for run in runs
+            run.config.schedule.lr: _calibrate_one(b, data, prompts["calibration"], cfg, run)
+            for run in runs
         }
         folder = runs[0].dir.parent
         base_cells = _calibration_cells(
@@ -235,7 +236,7 @@ def stage_calibration(
         )
         if rule["gains_all"] or fallback:
             break
-    chosen = next(r for r in runs if r.config.lr == rule["chosen_lr"])
+    chosen = next(r for r in runs if r.config.schedule.lr == rule["chosen_lr"])
     record.update(
         {
             "chosen_lr": rule["chosen_lr"],

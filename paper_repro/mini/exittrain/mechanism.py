@@ -401,13 +401,7 @@ def _grad_config(cfg: MechanismConfig):
     """The trainer's config whose step-``t`` batch draw (:func:`~exitlaw.engine.training.loop.step_sequences`)
     fixes the gradient batches."""
 
-    return TrainConfig(
-        objective="exit",
-        batch_size=cfg.tune.batch,
-        anchors_per_seq=cfg.tune.anchors,
-        budget=cfg.budget,
-        seed=cfg.grad_seed,
-    )
+    return TrainConfig(objective="exit", schedule=cfg.tune, budget=cfg.budget, seed=cfg.grad_seed)
 
 
 def batch_ce(target, drafter, data, cfg: MechanismConfig) -> float:
@@ -465,7 +459,7 @@ def tune_drafter(
         objective="token",
         lam=0.0,
         budget=cfg.budget,
-        **cfg.tune.trainer_fields(),
+        schedule=cfg.tune,
         min_lr_ratio=0.0,
         warmup_steps=cfg.tune_warmup,
         checkpoint_every=cfg.tune.steps,

@@ -209,7 +209,7 @@ def arm_config(cfg: PaperRegimeConfig, arm: Arm, seed: int, lr: float, t_s: floa
         weight_norm=arm.weight_norm,
         edge_floor=arm.edge_floor,
         budget=recipe.budget,
-        **schedule.trainer_fields(),
+        schedule=schedule,
         min_lr_ratio=cfg.min_lr_ratio,
         warmup_steps=max(1, round(recipe.warmup_ratio * steps)),
         checkpoint_every=max(1, steps // 4),

@@ -301,7 +301,7 @@ def stage_calibration(
         return float(json.loads(path.read_text(encoding="utf-8"))["chosen_lr"])
     rows = {}
     for run in runs:
-        lr = run.config.lr
+        lr = run.config.schedule.lr
         res = _eval_at(base, _train(base, data, run, progress), prompts["calibration"], cfg, t_s)
         rows[f"{lr:g}"] = {
             "lr": lr,

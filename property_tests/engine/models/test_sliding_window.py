@@ -335,6 +335,7 @@ def test_exittrain_tree_scoring_equals_native_per_path_logits(target):
 
 
 def test_an_exittrain_step_runs_through_the_training_loop(target, tmp_path):
+    from exitlaw.engine.training.config import DrafterSchedule
     from exitlaw.engine.training.data import Sequences, generate_continuations
     from exitlaw.engine.training.loop import TrainConfig, train
 
@@ -351,10 +352,7 @@ def test_an_exittrain_step_runs_through_the_training_loop(target, tmp_path):
     cfg = TrainConfig(
         objective="exit",
         budget=8,
-        steps=2,
-        batch_size=2,
-        anchors_per_seq=3,
-        lr=1e-2,
+        schedule=DrafterSchedule(steps=2, batch=2, lr=1e-2, anchors=3),
         warmup_steps=0,
     )
     train(target, drafter, Sequences(prompts, conts), cfg, tmp_path / "run", progress=False)

@@ -35,7 +35,7 @@ from exitlaw.theory import DraftTree, exit_law_from_edges, gather_edge_probs, re
 from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.cli_argv import train_argv, write_prompts
 from helpers.tiny_specs import SMALL_SPEC as SPEC
-from helpers.training_runs import RESUME_RUN
+from helpers.training_runs import resume_run
 
 TOL = 1e-12
 
@@ -320,7 +320,7 @@ def test_resume_reaches_the_uninterrupted_parameters_bit_for_bit(tmp_path):
     from exitlaw.engine.training.loop import TrainConfig, train
 
     data = _train_fixture()
-    cfg = TrainConfig(objective="exit", budget=8, steps=6, **RESUME_RUN)
+    cfg = TrainConfig(objective="exit", budget=8, **resume_run(steps=6))
     target, straight = _tiny_pair(5)
     train(target, straight, data, cfg, tmp_path / "straight", progress=False)
     target, first = _tiny_pair(5)
@@ -344,10 +344,12 @@ def test_resume_reaches_the_uninterrupted_parameters_bit_for_bit(tmp_path):
 
 
 def test_training_refuses_a_nonempty_output_directory_and_a_changed_resume(tmp_path):
+    from exitlaw.engine.training.config import DrafterSchedule
     from exitlaw.engine.training.loop import TrainConfig, train
 
     data = _train_fixture()
-    cfg = TrainConfig(objective="prefix", budget=8, steps=1, batch_size=1, anchors_per_seq=2)
+    one_step = DrafterSchedule(steps=1, batch=1, lr=1e-4, anchors=2)
+    cfg = TrainConfig(objective="prefix", budget=8, schedule=one_step)
     target, drafter = _tiny_pair(6)
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "keep.txt").write_text("mine")
@@ -360,7 +362,7 @@ def test_training_refuses_a_nonempty_output_directory_and_a_changed_resume(tmp_p
             target,
             drafter,
             data,
-            TrainConfig(objective="exit", budget=8, steps=1, batch_size=1, anchors_per_seq=2),
+            TrainConfig(objective="exit", budget=8, schedule=one_step),
             tmp_path / "ok",
             progress=False,
             resume=True,

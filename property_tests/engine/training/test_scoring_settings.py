@@ -5,7 +5,6 @@ greedy), the settings reach the cache key, the server request and the config, an
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -54,7 +53,7 @@ def test_scoring_edges_and_exit_law_are_the_processed_targets(settings):
 def test_train_config_carries_the_scoring_settings_and_names_bad_ones():
     cfg = TrainConfig(scoring=SamplingSettings(0.7, top_k=4, min_p=0.1, order=HF_ORDER))
     assert cfg.scoring == SamplingSettings(0.7, top_k=4, min_p=0.1, order=HF_ORDER)
-    saved = json.loads(json.dumps(asdict(cfg)))  # config.json's record reads back whole
+    saved = json.loads(json.dumps(cfg.to_saved()))  # config.json's record reads back whole
     assert TrainConfig.from_saved(saved) == cfg
     assert TrainConfig.from_saved({"objective": "exit"}).scoring == SamplingSettings(
         1.0

@@ -16,8 +16,9 @@ from exitlaw.engine.training.checkpoint import (
     truncate_metrics,
     verify_checkpoint,
 )
-from exitlaw.engine.training.config import preset_config
+from exitlaw.engine.training.config import DrafterSchedule, preset_config
 from exitlaw.engine.training.run import check_resume, run_settings, run_training
+from exitlaw.theory.infra.flat_fields import replace_flat
 from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.cli_argv import write_prompts
 from helpers.training_runs import tiny_run_spec
@@ -107,9 +108,8 @@ def test_drafter_layer_ids_outside_the_target_are_refused(tiny, tmp_path):
 def finished_run(tiny, tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
     prompts = write_prompts(root / "p.jsonl", ["def add(a, b):", "for i in range"])
-    cfg = preset_config(
-        "paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=1
-    )
+    schedule = DrafterSchedule(steps=2, batch=1, lr=1e-4, anchors=2)
+    cfg = preset_config("paper", budget=6, schedule=schedule, checkpoint_every=1)
     spec = tiny_run_spec(tiny[0], tiny[1], prompts, root, cfg)
     run_training(spec)
     return spec, root
@@ -141,9 +141,14 @@ def _changed(spec, root, what):
         "weight_norm": "nodes",
         "budget": 7,
         "edge_floor": 0.1,
+        # the schedule's fields, named by their flat keys in config.json
+        "steps": 3,
+        "batch_size": 2,
+        "anchors_per_seq": 3,
+        "lr": 5e-4,
     }
     return replace(
-        spec, config=replace(spec.config, **{what: train_changes[what]})
+        spec, config=replace_flat(spec.config, **{what: train_changes[what]})
     ), f"train.{what}"
 
 
@@ -163,6 +168,10 @@ def _changed(spec, root, what):
         "weight_norm",
         "budget",
         "edge_floor",
+        "steps",
+        "batch_size",
+        "anchors_per_seq",
+        "lr",
     ],
 )
 def test_resume_with_a_different_setting_is_refused_naming_it(finished_run, what):

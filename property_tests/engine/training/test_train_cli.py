@@ -8,6 +8,7 @@ import json
 import pytest
 
 from exitlaw.cli import main
+from exitlaw.engine.training.config import DrafterSchedule
 from exitlaw.engine.training.objectives import OBJECTIVES
 from helpers.cli_argv import TINY_RUN, train_argv, write_prompts
 
@@ -54,9 +55,8 @@ def test_the_train_handler_calls_run_training_with_the_resolved_config(monkeypat
     )
     cfg = spec.config
     assert _resolved(cfg) == ("exit-depth", "nodes", 0.1, 1e-4, 32)
-    assert (cfg.steps, cfg.batch_size, cfg.anchors_per_seq) == (2, 1, 2) and spec.prompts == str(
-        prompts
-    )
+    assert cfg.schedule == DrafterSchedule(steps=2, batch=1, lr=1e-4, anchors=2)
+    assert spec.prompts == str(prompts)
     overrides = dict(edge_floor="none", lam=0.5, budget=12, weight_norm="tree")
     main(_argv(tiny_files, root / "b", preset="authors-code", **overrides))
     assert _resolved(calls[-1].config) == ("prefix", "tree", 0.5, None, 12)

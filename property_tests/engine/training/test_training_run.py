@@ -12,14 +12,14 @@ import torch
 
 from exitlaw.engine.models.target import TargetModel
 from exitlaw.engine.models.tiny import build_tiny_drafter, build_tiny_target
-from exitlaw.engine.training.config import TrainConfig, preset_config
+from exitlaw.engine.training.config import DrafterSchedule, TrainConfig, preset_config
 from exitlaw.engine.training.data import Sequences
 from exitlaw.engine.training.loop import METRIC_KEYS, train
 from exitlaw.engine.training.objectives import OBJECTIVES
 from exitlaw.theory.sampling_settings import SamplingSettings
 from helpers.cli_argv import write_prompts
 from helpers.tiny_specs import SMALL_SPEC as SPEC
-from helpers.training_runs import RESUME_RUN, tiny_run_spec
+from helpers.training_runs import resume_run, tiny_run_spec
 
 
 def _pair(seed: int):
@@ -44,10 +44,7 @@ def test_every_objective_lowers_its_loss_on_a_fixed_batch(tmp_path, objective):
         objective=objective,
         lam=1.0,
         budget=6,
-        steps=6,
-        batch_size=1,
-        anchors_per_seq=64,
-        lr=3e-3,
+        schedule=DrafterSchedule(steps=6, batch=1, lr=3e-3, anchors=64),
         min_lr_ratio=1.0,
         checkpoint_every=6,
     )
@@ -66,8 +63,8 @@ def test_every_objective_lowers_its_loss_on_a_fixed_batch(tmp_path, objective):
 @pytest.mark.parametrize(
     "cfg",
     [
-        TrainConfig(objective="draft-opd", budget=6, steps=4, **RESUME_RUN),
-        preset_config("authors-code", objective="exit-depth", budget=6, steps=4, **RESUME_RUN),
+        TrainConfig(objective="draft-opd", budget=6, **resume_run(steps=4)),
+        preset_config("authors-code", objective="exit-depth", budget=6, **resume_run(steps=4)),
     ],
     ids=["draft-opd", "authors-code-exit-depth"],
 )
@@ -99,7 +96,10 @@ def test_resume_is_bit_for_bit_for_draft_opd_and_the_authors_reading(tmp_path, c
 
 def test_a_run_saved_before_the_edge_floor_existed_resumes_with_its_default(tmp_path):
     cfg = TrainConfig(
-        objective="exit", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=1
+        objective="exit",
+        budget=6,
+        schedule=DrafterSchedule(steps=2, batch=1, lr=1e-4, anchors=2),
+        checkpoint_every=1,
     )
     target, drafter = _pair(23)
     data = _one_sequence(23)
@@ -126,9 +126,8 @@ def test_run_training_does_a_whole_run_from_a_prompt_file(tmp_path):
     from exitlaw.engine.training.run import TrainingRunSpec, run_training
 
     tdir, ddir, prompts = _tiny_run_files(tmp_path)
-    cfg = preset_config(
-        "paper", budget=6, steps=2, batch_size=1, anchors_per_seq=2, checkpoint_every=2
-    )
+    schedule = DrafterSchedule(steps=2, batch=1, lr=1e-4, anchors=2)
+    cfg = preset_config("paper", budget=6, schedule=schedule, checkpoint_every=2)
     spec = tiny_run_spec(tdir, ddir, prompts, tmp_path, cfg, run_info={"note": "test"})
     result = run_training(spec)
     assert result["final_drafter"] == str(tmp_path / "run" / "final") and result["rank"] == 0
@@ -157,7 +156,7 @@ def test_train_step_passes_every_objective_option_to_the_loss(tmp_path):
     from exitlaw.engine.training.loop import setup_training, step_sequences, train_step
 
     data = _one_sequence(24)
-    base = dict(budget=6, steps=1, batch_size=1, anchors_per_seq=4)
+    base = dict(budget=6, schedule=DrafterSchedule(steps=1, batch=1, lr=1e-4, anchors=4))
     configs = [
         TrainConfig(objective=o, **base) for o in ("exit", "prefix", "exit-depth", "draft-opd")
     ]
@@ -186,7 +185,7 @@ def test_train_step_passes_every_objective_option_to_the_loss(tmp_path):
             np.random.default_rng([cfg.seed, 0, 0, 1]) if cfg.objective == "draft-opd" else None
         )
         batch = make_batch(
-            drafter, target, seqs, cfg.anchors_per_seq, cfg.budget, rng, chain_rng=chains
+            drafter, target, seqs, cfg.schedule.anchors, cfg.budget, rng, chain_rng=chains
         )
         ref = exittrain_loss(
             batch.logits,

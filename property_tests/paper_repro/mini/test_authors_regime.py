@@ -53,7 +53,12 @@ def test_the_preset_holds_the_numbers_its_design_file_fixes():
     ex = arm_config(cfg, cfg.arm("exit"), 2, 2e-4, cfg.scoring_temperature)
     assert ex.scoring.temperature == 1.0 and ex.lam == 0.1 and ex.weight_norm == "batch"
     lit = arm_config(cfg, cfg.arm("authors"), 2, 2e-4, 1.0)
-    assert (lit.budget, lit.anchors_per_seq, lit.lr, lit.prefix_window) == (32, 32, 1e-4, 64)
+    assert (lit.budget, lit.schedule.anchors, lit.schedule.lr, lit.prefix_window) == (
+        32,
+        32,
+        1e-4,
+        64,
+    )
 
 
 def test_the_strength_arm_cannot_run_before_its_lambda_is_measured():

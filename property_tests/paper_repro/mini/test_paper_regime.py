@@ -45,12 +45,14 @@ def test_the_preset_holds_the_numbers_its_design_file_fixes():
     assert cfg.steps == 512 and cfg.seeds == tuple(range(8)) and len(cfg.arms) == 9
     assert cfg.margins_pct == {"exit-prefix": 4.4, "exit-token": 5.9} and cfg.primary_level == 0.975
     lit = arm_config(cfg, arm_by_name("authors"), 3, 2e-4, 0.5)
-    names = "budget anchors_per_seq lr prefix_window weight_norm lam edge_floor objective"
+    names = "budget schedule.anchors schedule.lr prefix_window weight_norm lam edge_floor objective"
     assert _get(lit, names + " warmup_steps min_lr_ratio") == (
         (32, 32, 1e-4, 64, "nodes", 0.1, 1e-4, "prefix", 3, 0.0)
     )
     ex = arm_config(cfg, arm_by_name("exit"), 3, 2e-4, 0.5)
-    names = "budget anchors_per_seq lr prefix_window scoring.temperature seed warmup_steps"
+    names = (
+        "budget schedule.anchors schedule.lr prefix_window scoring.temperature seed warmup_steps"
+    )
     assert _get(ex, names) == (64, 8, 2e-4, None, 0.5, 103, 26)
     text = (Path(__file__).resolve().parents[3] / "paper_repro" / "PAPER_REGIME.md").read_text()
     for arm in ARMS:
@@ -296,7 +298,7 @@ def test_the_plan_is_the_design_read_once():
     assert plan.paths.cells("-s3") == tmp / "eval" / "cells-s3.jsonl"
     assert pickle.loads(pickle.dumps(plan)) == plan
     calib = calibration_runs(cfg, plan.paths, 0.5)
-    assert [r.config.lr for r in calib] == list(cfg.lr_grid)
+    assert [r.config.schedule.lr for r in calib] == list(cfg.lr_grid)
     assert {r.config.seed for r in calib} == {cfg.calibration_seed}
 
 
