@@ -389,7 +389,8 @@ def test_exitlaw_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
     prompts = write_prompts(tmp_path / "p.jsonl", ["def add(a, b):", "for i in range", "x = 1"])
     run = dict(budget=12, batch_size=1, anchors=3, max_new_tokens=16, steps=3, gen_batch=1)
     flags = dict(checkpoint_every=2, no_progress=True, cache_dir=tmp_path / "cache")
-    torchrun_2 = [torchrun, "--nproc_per_node", "2", "-m", "exitlaw.cli"]
+    # --standalone: a free rendezvous port, so two runs on one host never meet on the default one
+    torchrun_2 = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "exitlaw.cli"]
     base = torchrun_2 + train_argv(tdir, ddir, prompts, **run, **flags)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     run = subprocess.run(
