@@ -51,20 +51,23 @@ def init_distributed(device: torch.device) -> tuple[int, int]:
 
 
 def _fsdp():
-    """``torch.distributed`` with FSDP2 loaded: ``fsdp.fully_shard``, ``device_mesh.init_device_mesh``
-    and ``checkpoint.state_dict`` (whose import loads the other two); needed under a process group only."""
-    import torch.distributed.checkpoint.state_dict  # lazy: FSDP2 runs only under a process group; torch builds without distributed support lack it, and it loads in ~0.6 s
+    """FSDP2's three entry points, named one by one (no reliance on one import loading the others):
+    ``(state_dict module, init_device_mesh, fully_shard)``. Loaded on first use: FSDP2 runs only under a
+    process group, torch builds without distributed support lack it, and it loads in ~0.6 s."""
+    from torch.distributed.checkpoint import state_dict  # lazy: FSDP2, under a process group only
+    from torch.distributed.device_mesh import init_device_mesh  # lazy: FSDP2, as above
+    from torch.distributed.fsdp import fully_shard  # lazy: FSDP2, as above
 
-    return torch.distributed
+    return state_dict, init_device_mesh, fully_shard
 
 
 def shard_drafter(drafter: DFlashDrafter, device: torch.device) -> DFlashDrafter:
     """FSDP2: shard every draft layer and the root module across the process group."""
-    fsdp2 = _fsdp()
-    mesh = fsdp2.device_mesh.init_device_mesh(device.type, (dist_group().get_world_size(),))
+    _, init_device_mesh, fully_shard = _fsdp()
+    mesh = init_device_mesh(device.type, (dist_group().get_world_size(),))
     for layer in drafter.layers:
-        fsdp2.fsdp.fully_shard(layer, mesh=mesh)
-    fsdp2.fsdp.fully_shard(drafter, mesh=mesh)
+        fully_shard(layer, mesh=mesh)
+    fully_shard(drafter, mesh=mesh)
     return drafter
 
 
@@ -75,7 +78,7 @@ def full_state(drafter, optimizer):
             {k: v.detach().clone() for k, v in drafter.state_dict().items()},
             optimizer.state_dict(),
         )
-    sd = _fsdp().checkpoint.state_dict
+    sd = _fsdp()[0]
     opts = sd.StateDictOptions(full_state_dict=True, cpu_offload=True)
     return sd.get_model_state_dict(drafter, options=opts), sd.get_optimizer_state_dict(
         drafter, optimizer, options=opts
@@ -88,7 +91,7 @@ def load_full_state(drafter, optimizer, model_state, optim_state) -> None:
         drafter.load_state_dict(model_state)
         optimizer.load_state_dict(optim_state)
         return
-    sd = _fsdp().checkpoint.state_dict
+    sd = _fsdp()[0]
     opts = sd.StateDictOptions(full_state_dict=True)
     sd.set_model_state_dict(drafter, model_state, options=opts)
     sd.set_optimizer_state_dict(drafter, optimizer, optim_state, options=opts)
